@@ -1,0 +1,1 @@
+//! freshet-config (work in progress).

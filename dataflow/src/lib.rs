@@ -1,0 +1,1 @@
+//! freshet-dataflow: partially-stateful views compiled from SQL (the dataflow issue).
