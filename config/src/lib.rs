@@ -1,1 +1,130 @@
-//! freshet-config (work in progress).
+//! freshet's configuration: one TOML file, overridable by environment variables.
+//!
+//! ```toml
+//! [upstream]
+//! url = "mysql://user:pass@127.0.0.1:3306/app"
+//! [listen]
+//! mysql = "127.0.0.1:3307"
+//! ```
+//!
+//! `examples/freshet.toml` documents every key with its default. Each key `K` of section `S`
+//! can be overridden by the environment variable `FRESHET_S_K` (upper case, e.g.
+//! `FRESHET_UPSTREAM_URL`); the cached queries (`[[cache]]`) come from the file only.
+//!
+//! Loading never stops at the first problem: unknown sections and keys, values of the wrong
+//! type, missing required keys and bad environment overrides are all collected, each with its
+//! location (file:line:column or the variable's name), and returned together in one
+//! [`ConfigError`]. The binary exits with [`ConfigError::EXIT_CODE`] (64, EX_USAGE).
+//!
+//! Every default is the one that is safe in production; it is documented on its field.
+
+mod load;
+mod units;
+mod url;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+pub use load::{ConfigError, Location, Problem};
+pub use units::{ByteSize, format_duration, parse_duration};
+pub use url::UpstreamUrl;
+
+/// The whole configuration, validated.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub upstream: Upstream,
+    pub listen: Listen,
+    pub limits: Limits,
+    pub log: Log,
+    /// The queries to cache, in file order. Used from the cached-queries issue on.
+    pub caches: Vec<CacheSpec>,
+}
+
+/// `[upstream]`: the MySQL or MariaDB server freshet sits in front of.
+#[derive(Clone, Debug)]
+pub struct Upstream {
+    /// Required. Address and credentials; the credentials serve freshet's own connections
+    /// (health checks, fills, binlog), never the relay.
+    pub url: UpstreamUrl,
+    /// TLS from freshet to the upstream. Default `preferred`, like the MySQL clients.
+    pub tls: TlsMode,
+    /// PEM file with the CA certificates to trust for `verify_ca` and `verify_identity`.
+    /// Default: none (then those modes cannot be used).
+    pub tls_ca: Option<PathBuf>,
+    /// How long connecting to the upstream (TCP and TLS) may take. Default 5s.
+    pub connect_timeout: Duration,
+}
+
+/// How freshet's connections to the upstream use TLS (the names of MySQL's `--ssl-mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsMode {
+    /// Never.
+    Disabled,
+    /// When the server offers it, without verifying the certificate.
+    Preferred,
+    /// Always, without verifying the certificate; fail if the server does not offer it.
+    Required,
+    /// Always, and the certificate must be signed by `tls_ca`.
+    VerifyCa,
+    /// As `VerifyCa`, and the certificate must name the url's host.
+    VerifyIdentity,
+}
+
+/// `[listen]`: where freshet accepts connections.
+#[derive(Clone, Debug)]
+pub struct Listen {
+    /// MySQL protocol, for applications. Default 127.0.0.1:3307 (loopback: a sidecar's
+    /// application is in the same pod).
+    pub mysql: SocketAddr,
+    /// HTTP admin endpoint: /metrics, /live, /ready. Default 127.0.0.1:9307.
+    pub admin: SocketAddr,
+}
+
+/// `[limits]`: what one client may cost.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Largest packet (after reassembly of 16 MiB frames) a client may send; a larger one ends
+    /// that session with an error. Default 64MiB (MySQL 8's default max_allowed_packet); the
+    /// protocol's own maximum is 1GiB.
+    pub max_packet: ByteSize,
+    /// Client connections served at once; more wait in the kernel's accept queue. Default 4096.
+    pub max_connections: u32,
+}
+
+/// `[log]`
+#[derive(Clone, Debug)]
+pub struct Log {
+    /// A tracing filter directive, e.g. "info" or "freshet_proxy=debug,info". Default "info".
+    pub level: String,
+}
+
+/// One `[[cache]]` entry: a query whose results freshet keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CacheSpec {
+    /// Unique among the caches; letters, digits and underscores. Used in metrics labels.
+    pub name: String,
+    /// A SELECT with `?` placeholders for the lookup keys.
+    pub query: String,
+}
+
+impl Config {
+    /// Reads and validates the file at `path`, with overrides from the process environment.
+    pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
+        let source = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError::single(Location::File { path: path.to_path_buf(), line: 0, column: 0 }, format!("cannot read the config file: {e}"))
+        })?;
+        Config::parse(&source, path, &|name| std::env::var(name).ok(), &std::env::vars().map(|(k, _)| k).collect::<Vec<_>>())
+    }
+
+    /// Validates `source` (the text of `path`); `env` looks up overrides and `env_names` lists
+    /// the environment's variable names so that misspelt overrides are reported too.
+    pub fn parse(
+        source: &str,
+        path: &std::path::Path,
+        env: &dyn Fn(&str) -> Option<String>,
+        env_names: &[String],
+    ) -> Result<Config, ConfigError> {
+        load::parse(source, path, env, env_names)
+    }
+}
