@@ -1,0 +1,715 @@
+//! Incremental operators over one partition: the state each operator keeps and how a set of
+//! base-row deltas flows through the tree to become reader deltas.
+//!
+//! Owns: [`Graph`] (the operator tree flattened in post-order), [`KeyState`] (all operator state
+//! and the reader rows of one partition), delta propagation, seeding states from fill data, and
+//! byte accounting of states. Does not own: which partitions exist, holes, positions or
+//! eviction (view), nor evaluating from scratch (eval).
+//!
+//! Invariants:
+//! - A [`KeyState`] is self-contained: processing a delta for partition `k` reads and writes
+//!   only `k`'s state. Dropping a `KeyState` therefore evicts every entry derived from it.
+//! - Deltas are multisets `(row, weight)`; applying `+w` then `-w` restores the state exactly,
+//!   including `bytes`, which is maintained on every insertion and removal (never recomputed).
+//! - Joins apply `ΔL ⋈ R_old` then `L_new ⋈ ΔR`, which is exact even when both inputs change in
+//!   one batch (self-joins). Left joins emit and retract the NULL-extended row when a left row's
+//!   match count moves between zero and non-zero.
+//! - MIN/MAX keep the multiset of argument values, so deleting the current extreme yields the
+//!   next one; top-k keeps the whole partition input, so deletions that shrink the window below
+//!   `limit` pull the next rows in. Both trade memory for never needing a refill.
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::delta::Position;
+use crate::expr::{div_dec, is_true};
+use crate::plan::{AggKind, AggSpec, JoinKind, Node, OrderSpec};
+use crate::value::{row_bytes, Decimal, ExactRow, Row, Value};
+
+/// A weighted row change.
+pub type Delta = (Row, i64);
+
+/// A partition key: the parameter values, in key-column order.
+pub type Key = Box<[Value]>;
+
+/// Per-entry overhead charged for hash-map slots and bookkeeping, so that many tiny entries
+/// are not counted as free.
+const SLOT: usize = 32;
+
+/// One operator in the flattened tree.
+#[derive(Debug)]
+pub struct GNode {
+    /// The subtree rooted here (for rendering seeds and from-scratch evaluation).
+    pub tree: Node,
+    /// Indexes of this node's inputs in [`Graph::nodes`].
+    pub inputs: Vec<usize>,
+}
+
+/// The operator tree in post-order; the root is last.
+#[derive(Debug)]
+pub struct Graph {
+    pub nodes: Vec<GNode>,
+}
+
+impl Graph {
+    /// Flattens `root`.
+    pub fn new(root: &Node) -> Graph {
+        fn build(n: &Node, nodes: &mut Vec<GNode>) -> usize {
+            let inputs = n.inputs().into_iter().map(|i| build(i, nodes)).collect();
+            nodes.push(GNode { tree: n.clone(), inputs });
+            nodes.len() - 1
+        }
+        let mut nodes = Vec::new();
+        build(root, &mut nodes);
+        Graph { nodes }
+    }
+    /// Index of the root.
+    pub fn root(&self) -> usize {
+        self.nodes.len().saturating_sub(1)
+    }
+}
+
+/// Sum/average accumulator: exact part (integers and decimals) and float part kept apart so
+/// that deleting values is exact whenever the inputs are exact.
+#[derive(Clone, Debug, Default)]
+struct SumAcc {
+    exact: i128,
+    scale: u8,
+    float: f64,
+    n_float: i64,
+    n: i64,
+    overflow: bool,
+}
+
+impl SumAcc {
+    fn add(&mut self, v: &Value, w: i64) {
+        let int = match v {
+            Value::Null => return,
+            Value::Int(i) => Some(*i as i128),
+            Value::UInt(u) => Some(*u as i128),
+            Value::Year(y) => Some(*y as i128),
+            Value::Bit(b) => Some(*b as i128),
+            _ => None,
+        };
+        self.n += w;
+        if let Some(i) = int {
+            let scaled = 10i128.checked_pow(self.scale as u32).and_then(|p| i.checked_mul(p));
+            self.add_exact(scaled, w);
+        } else if let Value::Decimal(d) = v {
+            if d.scale() > self.scale {
+                let up = 10i128.checked_pow((d.scale() - self.scale) as u32);
+                match up.and_then(|p| self.exact.checked_mul(p)) {
+                    Some(e) => self.exact = e,
+                    None => self.overflow = true,
+                }
+                self.scale = d.scale();
+            }
+            self.add_exact(d.rescaled(self.scale), w);
+        } else {
+            self.float += v.to_f64().unwrap_or(0.0) * w as f64;
+            self.n_float += w;
+            if self.n_float == 0 {
+                self.float = 0.0;
+            }
+        }
+    }
+    fn add_exact(&mut self, x: Option<i128>, w: i64) {
+        match x.and_then(|x| x.checked_mul(w as i128)).and_then(|x| self.exact.checked_add(x)) {
+            Some(e) => self.exact = e,
+            None => self.overflow = true,
+        }
+    }
+    fn sum(&self) -> Value {
+        if self.n == 0 || self.overflow {
+            return Value::Null;
+        }
+        if self.n_float != 0 {
+            return Value::Double(self.exact as f64 / 10f64.powi(self.scale as i32) + self.float);
+        }
+        Decimal::new(self.exact, self.scale).map(Value::Decimal).unwrap_or(Value::Null)
+    }
+    fn avg(&self) -> Value {
+        if self.n == 0 || self.overflow {
+            return Value::Null;
+        }
+        if self.n_float != 0 {
+            let total = self.exact as f64 / 10f64.powi(self.scale as i32) + self.float;
+            return Value::Double(total / self.n as f64);
+        }
+        div_dec(self.exact, self.scale, self.n as i128, 0)
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Acc {
+    Count(i64),
+    Sum(SumAcc),
+    Avg(SumAcc),
+    Min(BTreeMap<Value, i64>),
+    Max(BTreeMap<Value, i64>),
+    Distinct(HashMap<Value, i64>),
+}
+
+fn add_count<K: Ord + Clone>(m: &mut BTreeMap<K, i64>, k: &K, w: i64) -> isize {
+    let c = m.entry(k.clone()).or_insert(0);
+    let was = *c;
+    *c += w;
+    if *c == 0 {
+        m.remove(k);
+        return -1;
+    }
+    if was == 0 { 1 } else { 0 }
+}
+
+impl Acc {
+    fn new(kind: AggKind) -> Acc {
+        match kind {
+            AggKind::CountStar | AggKind::CountNotNull => Acc::Count(0),
+            AggKind::Sum => Acc::Sum(SumAcc::default()),
+            AggKind::Avg => Acc::Avg(SumAcc::default()),
+            AggKind::Min => Acc::Min(BTreeMap::new()),
+            AggKind::Max => Acc::Max(BTreeMap::new()),
+            AggKind::CountDistinct => Acc::Distinct(HashMap::new()),
+        }
+    }
+    /// Applies `(row, w)`; returns the change in stored bytes.
+    fn apply(&mut self, spec: &AggSpec, row: &[Value], w: i64) -> isize {
+        let arg = row.get(spec.arg).unwrap_or(&Value::Null);
+        match self {
+            Acc::Count(n) => {
+                if spec.kind == AggKind::CountStar || is_true(arg) == Some(true) {
+                    *n += w;
+                }
+                0
+            }
+            Acc::Sum(s) | Acc::Avg(s) => {
+                s.add(arg, w);
+                0
+            }
+            Acc::Min(m) | Acc::Max(m) => {
+                if arg.is_null() {
+                    return 0;
+                }
+                add_count(m, arg, w) * (arg.bytes() + SLOT) as isize
+            }
+            Acc::Distinct(m) => {
+                if arg.is_null() {
+                    return 0;
+                }
+                let c = m.entry(arg.clone()).or_insert(0);
+                let was = *c;
+                *c += w;
+                if *c == 0 {
+                    m.remove(arg);
+                    -((arg.bytes() + SLOT) as isize)
+                } else if was == 0 {
+                    (arg.bytes() + SLOT) as isize
+                } else {
+                    0
+                }
+            }
+        }
+    }
+    fn output(&self) -> Value {
+        match self {
+            Acc::Count(n) => Value::Int(*n),
+            Acc::Sum(s) => s.sum(),
+            Acc::Avg(s) => s.avg(),
+            Acc::Min(m) => m.keys().next().cloned().unwrap_or(Value::Null),
+            Acc::Max(m) => m.keys().next_back().cloned().unwrap_or(Value::Null),
+            Acc::Distinct(m) => Value::Int(m.len() as i64),
+        }
+    }
+}
+
+/// One group of an aggregate.
+#[derive(Clone, Debug)]
+struct Group {
+    values: Row,
+    rows: i64,
+    accs: Vec<Acc>,
+}
+
+/// A row with its sort key for top-k: ordered by the ORDER BY columns, then exactly.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct SortKey {
+    parts: Vec<SortPart>,
+    row: ExactRow,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum SortPart {
+    Asc(Value),
+    Desc(std::cmp::Reverse<Value>),
+}
+
+fn sort_key(row: &Row, order: &OrderSpec) -> SortKey {
+    let parts = order
+        .iter()
+        .map(|&(c, desc)| {
+            let v = row.get(c).cloned().unwrap_or(Value::Null);
+            if desc { SortPart::Desc(std::cmp::Reverse(v)) } else { SortPart::Asc(v) }
+        })
+        .collect();
+    SortKey { parts, row: ExactRow(row.clone()) }
+}
+
+/// Sorts rows the way ORDER BY does here (ties broken exactly, deterministically).
+pub fn sort_rows(rows: &mut [Row], order: &OrderSpec) {
+    rows.sort_by_cached_key(|r| sort_key(r, order));
+}
+
+/// Per-operator state of one partition.
+#[derive(Debug)]
+enum NodeState {
+    None,
+    Join([HashMap<Key, Vec<Delta>>; 2]),
+    Agg(HashMap<Key, Group>),
+    Distinct(HashMap<Row, (Row, i64)>),
+    TopK(BTreeMap<SortKey, i64>),
+}
+
+/// Everything freshet holds for one partition of one view.
+#[derive(Debug)]
+pub struct KeyState {
+    /// The partition key.
+    pub key: Key,
+    states: Vec<NodeState>,
+    /// Reader rows (exact multiset).
+    reader: HashMap<ExactRow, i64>,
+    /// Bytes held by this partition (states + reader), maintained incrementally.
+    bytes: isize,
+    /// Position the fill reflected: batches at or before it are skipped for this partition.
+    pub filled_at: Position,
+}
+
+fn join_key(row: &[Value], cols: &[usize]) -> Option<Key> {
+    let k: Key = cols.iter().map(|&c| row.get(c).cloned().unwrap_or(Value::Null)).collect();
+    if k.iter().any(Value::is_null) { None } else { Some(k) }
+}
+
+fn concat(a: &[Value], b: &[Value]) -> Row {
+    a.iter().chain(b.iter()).cloned().collect()
+}
+
+fn nulls(n: usize) -> Vec<Value> {
+    vec![Value::Null; n]
+}
+
+/// Adds `w` copies of `row` to a bucket; returns the byte change.
+fn bucket_add(bucket: &mut Vec<Delta>, row: &Row, w: i64) -> isize {
+    let exact = ExactRow(row.clone());
+    if let Some(i) = bucket.iter().position(|(r, _)| ExactRow(r.clone()) == exact) {
+        bucket[i].1 += w;
+        if bucket[i].1 == 0 {
+            bucket.swap_remove(i);
+            return -((row_bytes(row) + SLOT) as isize);
+        }
+        return 0;
+    }
+    bucket.push((row.clone(), w));
+    (row_bytes(row) + SLOT) as isize
+}
+
+impl KeyState {
+    /// An empty partition state for `key`, with no rows and no emissions. Global aggregates
+    /// get their one (empty) group.
+    pub fn empty(graph: &Graph, key: Key, filled_at: Position) -> KeyState {
+        let states = graph
+            .nodes
+            .iter()
+            .map(|n| match &n.tree {
+                Node::Join { .. } => NodeState::Join([HashMap::new(), HashMap::new()]),
+                Node::Aggregate { .. } => NodeState::Agg(HashMap::new()),
+                Node::Distinct { .. } => NodeState::Distinct(HashMap::new()),
+                Node::TopK { .. } => NodeState::TopK(BTreeMap::new()),
+                _ => NodeState::None,
+            })
+            .collect();
+        let mut ks = KeyState { key, states, reader: HashMap::new(), bytes: 0, filled_at };
+        for (i, n) in graph.nodes.iter().enumerate() {
+            if let Node::Aggregate { global: true, group, aggs, .. } = &n.tree {
+                ks.global_group(i, *group, aggs);
+            }
+        }
+        ks
+    }
+
+    /// Creates the single group of a global aggregate; returns its output row.
+    fn global_group(&mut self, idx: usize, group: usize, aggs: &[AggSpec]) -> Option<Row> {
+        let key = self.key.clone();
+        let NodeState::Agg(groups) = &mut self.states[idx] else { return None };
+        if groups.contains_key(&key) || key.len() != group {
+            return None;
+        }
+        let g = Group { values: key.clone(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() };
+        let out = group_output(&g);
+        self.bytes += (row_bytes(&key) * 2 + SLOT) as isize;
+        groups.insert(key, g);
+        Some(out)
+    }
+
+    /// Bytes this partition holds.
+    pub fn bytes(&self) -> usize {
+        self.bytes.max(0) as usize
+    }
+
+    /// Reader rows, unordered, with multiplicity expanded.
+    pub fn reader_rows(&self) -> Vec<Row> {
+        let mut out = Vec::new();
+        for (r, &c) in &self.reader {
+            for _ in 0..c.max(0) {
+                out.push(r.0.clone());
+            }
+        }
+        out
+    }
+
+    fn apply_reader(&mut self, deltas: Vec<Delta>) {
+        for (row, w) in deltas {
+            let b = (row_bytes(&row) + SLOT) as isize;
+            let e = self.reader.entry(ExactRow(row)).or_insert(0);
+            let was = *e;
+            *e += w;
+            if *e == 0 {
+                self.bytes -= b;
+            } else if was == 0 {
+                self.bytes += b;
+            }
+        }
+        self.reader.retain(|_, c| *c != 0);
+    }
+
+    /// Pushes base deltas (indexed by base occurrence) through the graph and applies the
+    /// result to the reader rows.
+    pub fn process(&mut self, graph: &Graph, base: &mut [Vec<Delta>]) {
+        let mut outs: Vec<Vec<Delta>> = Vec::with_capacity(graph.nodes.len());
+        for (i, n) in graph.nodes.iter().enumerate() {
+            let take = |j: usize, outs: &mut Vec<Vec<Delta>>| std::mem::take(&mut outs[j]);
+            let out = match &n.tree {
+                Node::Base { occ, .. } => base.get_mut(*occ).map(std::mem::take).unwrap_or_default(),
+                Node::Filter { pred, .. } => {
+                    let mut d = take(n.inputs[0], &mut outs);
+                    d.retain(|(r, _)| is_true(&pred.eval(r)) == Some(true));
+                    d
+                }
+                Node::Project { exprs, .. } => take(n.inputs[0], &mut outs)
+                    .into_iter()
+                    .map(|(r, w)| (exprs.iter().map(|e| e.eval(&r)).collect(), w))
+                    .collect(),
+                Node::Union { .. } => {
+                    let mut all = Vec::new();
+                    for &j in &n.inputs {
+                        all.extend(take(j, &mut outs));
+                    }
+                    all
+                }
+                Node::Join { on, kind, left, right } => {
+                    let dl = take(n.inputs[0], &mut outs);
+                    let dr = take(n.inputs[1], &mut outs);
+                    self.join(i, on, *kind, left.width(), right.width(), dl, dr)
+                }
+                Node::Aggregate { group, aggs, .. } => {
+                    let d = take(n.inputs[0], &mut outs);
+                    self.aggregate(i, *group, aggs, d)
+                }
+                Node::Distinct { .. } => {
+                    let d = take(n.inputs[0], &mut outs);
+                    self.distinct(i, d)
+                }
+                Node::TopK { order, limit, offset, .. } => {
+                    let d = take(n.inputs[0], &mut outs);
+                    self.topk(i, order, *limit, *offset, d)
+                }
+            };
+            outs.push(out);
+        }
+        let root = outs.pop().unwrap_or_default();
+        self.apply_reader(root);
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn join(
+        &mut self,
+        idx: usize,
+        on: &[(usize, usize)],
+        kind: JoinKind,
+        lw: usize,
+        rw: usize,
+        dl: Vec<Delta>,
+        dr: Vec<Delta>,
+    ) -> Vec<Delta> {
+        let lcols: Vec<usize> = on.iter().map(|p| p.0).collect();
+        let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
+        let NodeState::Join([ls, rs]) = &mut self.states[idx] else { return vec![] };
+        let mut out = Vec::new();
+        let mut bytes = 0isize;
+        let count = |b: Option<&Vec<Delta>>| b.map(|v| v.iter().map(|d| d.1).sum::<i64>()).unwrap_or(0);
+        for (l, w) in dl {
+            let jk = join_key(&l, &lcols);
+            let matches = jk.as_ref().and_then(|k| rs.get(k));
+            if let Some(m) = matches {
+                for (r, c) in m {
+                    out.push((concat(&l, r), w * c));
+                }
+            }
+            if kind == JoinKind::Left && count(matches) == 0 {
+                out.push((concat(&l, &nulls(rw)), w));
+            }
+            // Rows with a NULL join key never match but are kept under the all-NULL key so
+            // that the full output can be rebuilt from state.
+            let k = jk.unwrap_or_else(|| nulls(lcols.len()).into());
+            let bucket = ls.entry(k.clone()).or_default();
+            bytes += bucket_add(bucket, &l, w);
+            if bucket.is_empty() {
+                ls.remove(&k);
+            }
+        }
+        for (r, w) in dr {
+            let jk = join_key(&r, &rcols);
+            if let Some(k) = &jk {
+                let before = count(rs.get(k));
+                let after = before + w;
+                if let Some(lrows) = ls.get(k) {
+                    for (l, c) in lrows {
+                        out.push((concat(l, &r), w * c));
+                        if kind == JoinKind::Left {
+                            if before == 0 && after != 0 {
+                                out.push((concat(l, &nulls(rw)), -c));
+                            } else if before != 0 && after == 0 {
+                                out.push((concat(l, &nulls(rw)), *c));
+                            }
+                        }
+                    }
+                }
+            }
+            let k = jk.unwrap_or_else(|| nulls(rcols.len()).into());
+            let bucket = rs.entry(k.clone()).or_default();
+            bytes += bucket_add(bucket, &r, w);
+            if bucket.is_empty() {
+                rs.remove(&k);
+            }
+        }
+        let _ = lw;
+        self.bytes += bytes;
+        out
+    }
+
+    fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>) -> Vec<Delta> {
+        let NodeState::Agg(groups) = &mut self.states[idx] else { return vec![] };
+        let mut old: HashMap<Key, Option<Row>> = HashMap::new();
+        let mut bytes = 0isize;
+        for (row, w) in d {
+            let gk: Key = row.iter().take(group).cloned().collect();
+            if !old.contains_key(&gk) {
+                old.insert(gk.clone(), groups.get(&gk).map(group_output));
+            }
+            let g = groups.entry(gk.clone()).or_insert_with(|| {
+                bytes += (row_bytes(&gk) * 2 + SLOT) as isize;
+                Group { values: gk.clone(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() }
+            });
+            g.rows += w;
+            for (acc, spec) in g.accs.iter_mut().zip(aggs) {
+                bytes += acc.apply(spec, &row, w);
+            }
+        }
+        let mut out = Vec::new();
+        for (gk, before) in old {
+            let after = match groups.get(&gk) {
+                Some(g) if g.rows == 0 && !global_group_of(g, &self.key, group) => {
+                    bytes -= (row_bytes(&gk) * 2 + SLOT) as isize;
+                    groups.remove(&gk);
+                    None
+                }
+                Some(g) => Some(group_output(g)),
+                None => None,
+            };
+            if let (Some(b), Some(a)) = (&before, &after) {
+                if ExactRow(b.clone()) == ExactRow(a.clone()) {
+                    continue;
+                }
+            }
+            if let Some(b) = before {
+                out.push((b, -1));
+            }
+            if let Some(a) = after {
+                out.push((a, 1));
+            }
+        }
+        self.bytes += bytes;
+        out
+    }
+
+    fn distinct(&mut self, idx: usize, d: Vec<Delta>) -> Vec<Delta> {
+        let NodeState::Distinct(counts) = &mut self.states[idx] else { return vec![] };
+        let mut out = Vec::new();
+        let mut bytes = 0isize;
+        for (row, w) in d {
+            let entry = counts.entry(row.clone()).or_insert_with(|| {
+                bytes += (row_bytes(&row) * 2 + SLOT) as isize;
+                (row.clone(), 0)
+            });
+            let was = entry.1;
+            entry.1 += w;
+            if was <= 0 && entry.1 > 0 {
+                out.push((entry.0.clone(), 1));
+            } else if was > 0 && entry.1 <= 0 {
+                out.push((entry.0.clone(), -1));
+            }
+            if entry.1 == 0 {
+                counts.remove(&row);
+                bytes -= (row_bytes(&row) * 2 + SLOT) as isize;
+            }
+        }
+        self.bytes += bytes;
+        out
+    }
+
+    fn topk(&mut self, idx: usize, order: &OrderSpec, limit: usize, offset: usize, d: Vec<Delta>) -> Vec<Delta> {
+        let NodeState::TopK(rows) = &mut self.states[idx] else { return vec![] };
+        if d.is_empty() {
+            return vec![];
+        }
+        let before = window(rows, limit, offset);
+        let mut bytes = 0isize;
+        for (row, w) in d {
+            let b = (row_bytes(&row) * 2 + SLOT) as isize;
+            bytes += add_count(rows, &sort_key(&row, order), w) * b;
+        }
+        let after = window(rows, limit, offset);
+        self.bytes += bytes;
+        diff(before, after)
+    }
+
+    /// Full output of node `idx` for this partition, computed from state. `None` if the node
+    /// is not derivable (a base table or a stateless node over one).
+    pub fn full_output(&self, graph: &Graph, idx: usize) -> Option<Vec<Delta>> {
+        let n = graph.nodes.get(idx)?;
+        let input = |j: usize| graph.nodes[n.inputs[j]].tree.clone();
+        Some(match (&n.tree, &self.states[idx]) {
+            (Node::Base { .. }, _) => return None,
+            (Node::Filter { pred, .. }, _) => {
+                let mut d = self.full_output(graph, n.inputs[0])?;
+                d.retain(|(r, _)| is_true(&pred.eval(r)) == Some(true));
+                d
+            }
+            (Node::Project { exprs, .. }, _) => self
+                .full_output(graph, n.inputs[0])?
+                .into_iter()
+                .map(|(r, w)| (exprs.iter().map(|e| e.eval(&r)).collect(), w))
+                .collect(),
+            (Node::Union { .. }, _) => {
+                let mut all = Vec::new();
+                for &j in &n.inputs {
+                    all.extend(self.full_output(graph, j)?);
+                }
+                all
+            }
+            (Node::Join { on, kind, .. }, NodeState::Join([ls, rs])) => {
+                let rw = input(1).width();
+                let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
+                let _ = rcols;
+                let mut out = Vec::new();
+                for (k, lrows) in ls {
+                    let matches = if k.iter().any(Value::is_null) { None } else { rs.get(k) };
+                    for (l, c) in lrows {
+                        match matches {
+                            Some(m) if m.iter().map(|d| d.1).sum::<i64>() != 0 => {
+                                for (r, c2) in m {
+                                    out.push((concat(l, r), c * c2));
+                                }
+                            }
+                            _ if *kind == JoinKind::Left => out.push((concat(l, &nulls(rw)), *c)),
+                            _ => {}
+                        }
+                    }
+                }
+                out
+            }
+            (Node::Aggregate { .. }, NodeState::Agg(groups)) => {
+                groups.values().map(|g| (group_output(g), 1)).collect()
+            }
+            (Node::Distinct { .. }, NodeState::Distinct(c)) => {
+                c.values().filter(|(_, n)| *n > 0).map(|(r, _)| (r.clone(), 1)).collect()
+            }
+            (Node::TopK { limit, offset, .. }, NodeState::TopK(rows)) => {
+                window(rows, *limit, *offset).into_iter().map(|r| (r, 1)).collect()
+            }
+            _ => return None,
+        })
+    }
+
+    /// Installs fill data into the state of node `idx` (input `side` for joins; the reader when
+    /// `idx == graph.nodes.len()`) without emitting anything downstream.
+    pub fn seed(&mut self, graph: &Graph, idx: usize, side: usize, rows: Vec<Delta>) {
+        if idx >= graph.nodes.len() {
+            self.apply_reader(rows);
+            return;
+        }
+        let n = &graph.nodes[idx];
+        match &n.tree {
+            Node::Join { on, .. } => {
+                let cols: Vec<usize> = on.iter().map(|p| if side == 0 { p.0 } else { p.1 }).collect();
+                let NodeState::Join(sides) = &mut self.states[idx] else { return };
+                let Some(st) = sides.get_mut(side) else { return };
+                let mut bytes = 0isize;
+                for (r, w) in rows {
+                    let k = join_key(&r, &cols).unwrap_or_else(|| nulls(cols.len()).into());
+                    let bucket = st.entry(k.clone()).or_default();
+                    bytes += bucket_add(bucket, &r, w);
+                    if bucket.is_empty() {
+                        st.remove(&k);
+                    }
+                }
+                self.bytes += bytes;
+            }
+            Node::Aggregate { group, aggs, .. } => {
+                self.aggregate(idx, *group, aggs, rows);
+            }
+            Node::Distinct { .. } => {
+                self.distinct(idx, rows);
+            }
+            Node::TopK { order, limit, offset, .. } => {
+                self.topk(idx, order, *limit, *offset, rows);
+            }
+            _ => {}
+        }
+    }
+}
+
+fn global_group_of(g: &Group, key: &Key, group: usize) -> bool {
+    // A global aggregate groups by the key columns only; its group never disappears.
+    group == key.len() && g.values.as_ref() == key.as_ref()
+}
+
+fn group_output(g: &Group) -> Row {
+    g.values.iter().cloned().chain(g.accs.iter().map(Acc::output)).collect()
+}
+
+fn window(rows: &BTreeMap<SortKey, i64>, limit: usize, offset: usize) -> Vec<Row> {
+    let mut out = Vec::new();
+    let mut skipped = 0usize;
+    for (k, &c) in rows {
+        for _ in 0..c.max(0) {
+            if skipped < offset {
+                skipped += 1;
+                continue;
+            }
+            if out.len() >= limit {
+                return out;
+            }
+            out.push(k.row.0.clone());
+        }
+    }
+    out
+}
+
+fn diff(before: Vec<Row>, after: Vec<Row>) -> Vec<Delta> {
+    let mut m: HashMap<ExactRow, i64> = HashMap::new();
+    for r in before {
+        *m.entry(ExactRow(r)).or_insert(0) -= 1;
+    }
+    for r in after {
+        *m.entry(ExactRow(r)).or_insert(0) += 1;
+    }
+    m.into_iter().filter(|(_, c)| *c != 0).map(|(r, c)| (r.0, c)).collect()
+}

@@ -1,0 +1,189 @@
+//! The operator tree a query compiles to, and the facts about it that every later stage needs.
+//!
+//! Owns: [`Node`] (base, filter, project, join, aggregate, distinct, top-k, union), its output
+//! width, where the partition key sits in every node's output, and which nodes keep state.
+//! Does not own: building trees from SQL (compile), running them incrementally (ops, view),
+//! evaluating them from scratch (eval) or rendering them as SQL (render).
+//!
+//! Invariants (established by `compile`, relied on everywhere else):
+//! - Every node's output carries the partition key columns ([`Node::key_positions`]). A view is
+//!   partitioned by the values of its `?` parameters: every base table in the query has columns
+//!   equal to the parameters (directly or through join equalities), so every base row belongs to
+//!   exactly one partition and a partition's result depends only on its own base rows. This is
+//!   what makes a partition the unit of filling, eviction and memory accounting, and what makes
+//!   descendant eviction trivial: all state derived from a partition lives in that partition.
+//! - A parameterless view has one partition, the empty key.
+//! - `Aggregate` input columns are `[group columns..., aggregate arguments...]`, and the first
+//!   `key width` group columns are the partition key.
+
+use crate::expr::Expr;
+
+/// Inner or left outer join.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JoinKind {
+    Inner,
+    Left,
+}
+
+/// Aggregate functions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AggKind {
+    /// `COUNT(*)`.
+    CountStar,
+    /// `COUNT(expr)`; its argument column holds `expr IS NOT NULL` (1/0), so a fill can ship
+    /// the server's counts instead of the values.
+    CountNotNull,
+    /// `COUNT(DISTINCT expr)`.
+    CountDistinct,
+    Sum,
+    Avg,
+    Min,
+    Max,
+}
+
+/// One aggregate: its function and its argument column in the aggregate's input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct AggSpec {
+    pub kind: AggKind,
+    /// Input column of the argument; unused for `CountStar`.
+    pub arg: usize,
+}
+
+/// Sort direction per column: `(column, descending)`.
+pub type OrderSpec = Vec<(usize, bool)>;
+
+/// A node of the operator tree.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Node {
+    /// One occurrence of a base table (`occ` numbers occurrences; a self-join has two).
+    Base {
+        occ: usize,
+        table: String,
+        /// Base column names, for rendering SQL.
+        columns: Vec<String>,
+        /// Base columns holding the partition key, in key order.
+        key: Vec<usize>,
+    },
+    Filter { input: Box<Node>, pred: Expr },
+    Project { input: Box<Node>, exprs: Vec<Expr> },
+    /// Output is left columns followed by right columns. `on` pairs (left col, right col).
+    Join { left: Box<Node>, right: Box<Node>, on: Vec<(usize, usize)>, kind: JoinKind },
+    /// Output is the `group` group columns followed by one column per aggregate. `global`
+    /// means no user GROUP BY: each partition has exactly one group, even when empty.
+    Aggregate { input: Box<Node>, group: usize, aggs: Vec<AggSpec>, global: bool },
+    Distinct { input: Box<Node> },
+    /// Rows `offset .. offset + limit` of the partition in `order` (ties broken by the whole
+    /// row, so the result is deterministic).
+    TopK { input: Box<Node>, order: OrderSpec, limit: usize, offset: usize },
+    /// UNION ALL; all inputs have the same width and key positions.
+    Union { inputs: Vec<Node> },
+}
+
+impl Node {
+    /// Number of output columns.
+    pub fn width(&self) -> usize {
+        match self {
+            Node::Base { columns, .. } => columns.len(),
+            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => {
+                input.width()
+            }
+            Node::Project { exprs, .. } => exprs.len(),
+            Node::Join { left, right, .. } => left.width() + right.width(),
+            Node::Aggregate { group, aggs, .. } => group + aggs.len(),
+            Node::Union { inputs } => inputs.first().map(Node::width).unwrap_or(0),
+        }
+    }
+
+    /// Output positions of the partition key columns.
+    pub fn key_positions(&self) -> Vec<usize> {
+        match self {
+            Node::Base { key, .. } => key.clone(),
+            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => {
+                input.key_positions()
+            }
+            Node::Project { input, exprs } => input
+                .key_positions()
+                .into_iter()
+                .map(|k| exprs.iter().position(|e| *e == Expr::Col(k)).unwrap_or(usize::MAX))
+                .collect(),
+            Node::Join { left, .. } => left.key_positions(),
+            Node::Aggregate { input, .. } => input.key_positions(),
+            Node::Union { inputs } => inputs.first().map(Node::key_positions).unwrap_or_default(),
+        }
+    }
+
+    /// Direct inputs, left to right.
+    pub fn inputs(&self) -> Vec<&Node> {
+        match self {
+            Node::Base { .. } => vec![],
+            Node::Filter { input, .. }
+            | Node::Project { input, .. }
+            | Node::Aggregate { input, .. }
+            | Node::Distinct { input }
+            | Node::TopK { input, .. } => vec![input],
+            Node::Join { left, right, .. } => vec![left, right],
+            Node::Union { inputs } => inputs.iter().collect(),
+        }
+    }
+
+    /// True if this node keeps per-partition state.
+    pub fn is_stateful(&self) -> bool {
+        matches!(
+            self,
+            Node::Join { .. } | Node::Aggregate { .. } | Node::Distinct { .. } | Node::TopK { .. }
+        )
+    }
+
+    /// True if the node's full output for a partition can be computed from the states at or
+    /// below it without reading base rows.
+    pub fn derivable(&self) -> bool {
+        match self {
+            Node::Base { .. } => false,
+            n if n.is_stateful() => true,
+            n => n.inputs().iter().all(|i| i.derivable()),
+        }
+    }
+
+    /// Base occurrences in this subtree, in order.
+    pub fn bases(&self) -> Vec<&Node> {
+        let mut out = Vec::new();
+        fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {
+            if let Node::Base { .. } = n {
+                out.push(n);
+            }
+            for i in n.inputs() {
+                walk(i, out);
+            }
+        }
+        walk(self, &mut out);
+        out
+    }
+
+    /// The nodes of the tree in post-order (inputs before the node), root last.
+    pub fn post_order(&self) -> Vec<&Node> {
+        let mut out = Vec::new();
+        fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {
+            for i in n.inputs() {
+                walk(i, out);
+            }
+            out.push(n);
+        }
+        walk(self, &mut out);
+        out
+    }
+
+    /// Short operator name, for cost reports and debugging.
+    pub fn op_name(&self) -> &'static str {
+        match self {
+            Node::Base { .. } => "base",
+            Node::Filter { .. } => "filter",
+            Node::Project { .. } => "project",
+            Node::Join { kind: JoinKind::Inner, .. } => "join",
+            Node::Join { kind: JoinKind::Left, .. } => "left join",
+            Node::Aggregate { .. } => "aggregate",
+            Node::Distinct { .. } => "distinct",
+            Node::TopK { .. } => "top-k",
+            Node::Union { .. } => "union all",
+        }
+    }
+}

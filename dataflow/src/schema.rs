@@ -1,0 +1,139 @@
+//! Base-table schemas, as the caller (the cdc crate, from information_schema) describes them.
+//!
+//! Owns: [`TableSchema`], [`ColumnSchema`], [`SqlType`] and the check that a schema is one
+//! freshet can cache. Does not own: reading information_schema (cdc), DDL detection (cdc).
+//!
+//! Invariants: column names are matched case-insensitively (MySQL column names are); every
+//! primary-key index is a valid column index; a text column carries a collation, and
+//! `collation == None` on a text column means "not implemented by freshet", which makes the
+//! compiler refuse queries that compare, group or sort on it.
+
+use crate::value::Collation;
+
+/// Column types, at the granularity that changes how values behave.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum SqlType {
+    /// TINYINT..BIGINT; `unsigned` selects [`crate::Value::UInt`].
+    Int { bytes: u8, unsigned: bool },
+    /// FLOAT.
+    Float,
+    /// DOUBLE.
+    Double,
+    /// DECIMAL(precision, scale); precision above 28 is refused by [`TableSchema::check`].
+    Decimal { precision: u8, scale: u8 },
+    /// CHAR/VARCHAR/TEXT.
+    Text,
+    /// BINARY/VARBINARY/BLOB.
+    Bytes,
+    /// DATE.
+    Date,
+    /// TIME(fsp).
+    Time { fsp: u8 },
+    /// DATETIME(fsp).
+    DateTime { fsp: u8 },
+    /// TIMESTAMP(fsp).
+    Timestamp { fsp: u8 },
+    /// YEAR.
+    Year,
+    /// ENUM('a', 'b', ...).
+    Enum(Vec<String>),
+    /// SET('a', 'b', ...).
+    Set(Vec<String>),
+    /// BIT(n).
+    Bit { bits: u8 },
+    /// JSON.
+    Json,
+}
+
+/// One column of a base table.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ColumnSchema {
+    /// Column name as the server reports it.
+    pub name: String,
+    /// Its type.
+    pub ty: SqlType,
+    /// Whether NULL is allowed.
+    pub nullable: bool,
+    /// For text columns: the collation if freshet implements it; `None` otherwise.
+    pub collation: Option<Collation>,
+}
+
+impl ColumnSchema {
+    /// A column with the given name and type, nullable, with `utf8mb4_0900_ai_ci` for text.
+    pub fn new(name: &str, ty: SqlType) -> ColumnSchema {
+        let collation = matches!(ty, SqlType::Text).then_some(Collation::Utf8mb4_0900AiCi);
+        ColumnSchema { name: name.to_string(), ty, nullable: true, collation }
+    }
+    /// Builder: set nullability.
+    pub fn not_null(mut self) -> ColumnSchema {
+        self.nullable = false;
+        self
+    }
+    /// Builder: set the collation (`None` = not implemented by freshet).
+    pub fn with_collation(mut self, c: Option<Collation>) -> ColumnSchema {
+        self.collation = c;
+        self
+    }
+}
+
+/// A base table: name, columns in table order, primary key column indexes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TableSchema {
+    /// Unqualified table name.
+    pub name: String,
+    /// Columns, in the order rows carry them.
+    pub columns: Vec<ColumnSchema>,
+    /// Indexes into `columns`; empty if the table has no primary key.
+    pub primary_key: Vec<usize>,
+}
+
+/// Why a schema cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SchemaError {
+    /// A primary key index is out of range.
+    #[error("table `{table}`: primary key column {index} does not exist")]
+    BadPrimaryKey { table: String, index: usize },
+    /// Two columns share a name.
+    #[error("table `{table}`: duplicate column `{column}`")]
+    DuplicateColumn { table: String, column: String },
+    /// DECIMAL wider than freshet's exact type.
+    #[error("table `{table}`: column `{column}` is DECIMAL({precision}); freshet handles up to 28 digits")]
+    DecimalTooWide { table: String, column: String, precision: u8 },
+}
+
+impl TableSchema {
+    /// A table with the given columns and primary key.
+    pub fn new(name: &str, columns: Vec<ColumnSchema>, primary_key: Vec<usize>) -> TableSchema {
+        TableSchema { name: name.to_string(), columns, primary_key }
+    }
+    /// Index of a column by case-insensitive name.
+    pub fn column_index(&self, name: &str) -> Option<usize> {
+        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+    }
+    /// Validates the schema; reports the first problem.
+    pub fn check(&self) -> Result<(), SchemaError> {
+        for &i in &self.primary_key {
+            if i >= self.columns.len() {
+                return Err(SchemaError::BadPrimaryKey { table: self.name.clone(), index: i });
+            }
+        }
+        for (i, c) in self.columns.iter().enumerate() {
+            if self.columns[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
+                return Err(SchemaError::DuplicateColumn {
+                    table: self.name.clone(),
+                    column: c.name.clone(),
+                });
+            }
+            if let SqlType::Decimal { precision, .. } = c.ty {
+                if precision > 28 {
+                    return Err(SchemaError::DecimalTooWide {
+                        table: self.name.clone(),
+                        column: c.name.clone(),
+                        precision,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,775 @@
+//! Values and rows: one [`Value`] type for everything MySQL/MariaDB store and the binlog carries.
+//!
+//! Owns: the value representation, its byte size, exact DECIMAL arithmetic, collation-aware
+//! comparison and hashing of strings, and the total order used for grouping, joining and sorting.
+//! Does not own: decoding values from the binlog or the wire (cdc, proxy), nor rendering them in
+//! the MySQL text protocol (proxy); column metadata lives in [`crate::schema`].
+//!
+//! Invariants:
+//! - `Hash` agrees with `Eq`, and `Eq` is `cmp_total(..) == Equal`. Numbers of different types
+//!   that are numerically equal (`Int(5)`, `UInt(5)`, `Decimal 5.00`, `Double 5.0`) are equal and
+//!   hash alike, so a BIGINT join key matches a BIGINT UNSIGNED one. Strings compare and hash
+//!   under their collation (`'a' = 'A'` in `*_ci`), so a group or join key never splits on case
+//!   where the server would not.
+//! - `Value` is 24 bytes; [`Row`] is a boxed slice (no spare capacity). `bytes()` is the heap +
+//!   inline size, used by memory accounting; it must be cheap and deterministic.
+//! - Two values of different collations are compared under the left one's collation; the
+//!   compiler refuses queries that would need an explicit collation conversion.
+
+use std::cmp::Ordering;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+/// String collations freshet implements. A column with any other collation makes the queries
+/// that compare, group or sort on it refuse to compile (see `crate::compile`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Collation {
+    /// `binary` and `*_bin` collations without pad semantics: byte order.
+    Binary,
+    /// `utf8mb4_bin`: code point order, trailing spaces ignored (PAD SPACE).
+    Utf8mb4Bin,
+    /// `utf8mb4_general_ci`: per-character simple case fold, accents folded for Latin letters,
+    /// PAD SPACE.
+    Utf8mb4GeneralCi,
+    /// `utf8mb4_unicode_ci` (UCA 4.0.0): case and accent insensitive, PAD SPACE.
+    Utf8mb4UnicodeCi,
+    /// `utf8mb4_0900_ai_ci` (MySQL 8 default): case and accent insensitive, NO PAD.
+    Utf8mb4_0900AiCi,
+}
+
+impl Collation {
+    /// Maps a server collation name to a supported collation, `None` if freshet does not
+    /// implement it. `utf8mb3`/`utf8` names map to their utf8mb4 twin (same ordering on the BMP).
+    pub fn from_name(name: &str) -> Option<Collation> {
+        let n = name.to_ascii_lowercase();
+        let n = n.strip_prefix("utf8mb3_").map(|r| format!("utf8mb4_{r}")).unwrap_or(n);
+        let n = n.strip_prefix("utf8_").map(|r| format!("utf8mb4_{r}")).unwrap_or(n);
+        match n.as_str() {
+            "binary" | "ascii_bin" | "latin1_bin" => Some(Collation::Binary),
+            "utf8mb4_bin" => Some(Collation::Utf8mb4Bin),
+            "utf8mb4_general_ci" => Some(Collation::Utf8mb4GeneralCi),
+            "utf8mb4_unicode_ci" | "utf8mb4_unicode_520_ci" => Some(Collation::Utf8mb4UnicodeCi),
+            "utf8mb4_0900_ai_ci" | "utf8mb4_uca1400_ai_ci" => Some(Collation::Utf8mb4_0900AiCi),
+            _ => None,
+        }
+    }
+
+    /// The server's name for this collation.
+    pub fn name(self) -> &'static str {
+        match self {
+            Collation::Binary => "binary",
+            Collation::Utf8mb4Bin => "utf8mb4_bin",
+            Collation::Utf8mb4GeneralCi => "utf8mb4_general_ci",
+            Collation::Utf8mb4UnicodeCi => "utf8mb4_unicode_ci",
+            Collation::Utf8mb4_0900AiCi => "utf8mb4_0900_ai_ci",
+        }
+    }
+
+    /// True if letters that differ only in case compare equal.
+    pub fn case_insensitive(self) -> bool {
+        !matches!(self, Collation::Binary | Collation::Utf8mb4Bin)
+    }
+
+    /// True if two characters are equal under this collation (used by LIKE).
+    pub(crate) fn char_eq(self, a: char, b: char) -> bool {
+        match self {
+            Collation::Binary | Collation::Utf8mb4Bin => a == b,
+            _ => fold_char(a) == fold_char(b),
+        }
+    }
+
+    fn pad_space(self) -> bool {
+        !matches!(self, Collation::Binary | Collation::Utf8mb4_0900AiCi)
+    }
+
+    /// The sequence of weights a string sorts by under this collation. Equal weight sequences
+    /// mean equal strings; this is what both `cmp` and `hash` use, which keeps them consistent.
+    fn weights(self, s: &str) -> impl Iterator<Item = u32> + '_ {
+        let trimmed = if self.pad_space() { s.trim_end_matches(' ') } else { s };
+        trimmed.chars().map(move |c| match self {
+            Collation::Binary | Collation::Utf8mb4Bin => c as u32,
+            _ => fold_char(c) as u32,
+        })
+    }
+}
+
+/// Case and accent fold for the case-insensitive collations: the weight of a character is the
+/// upper-case form of its unaccented base letter. Covers ASCII, Latin-1 and Latin Extended-A
+/// exactly the way the servers' default collations treat them for equality; outside those
+/// ranges it falls back to Unicode simple upper-casing (a documented approximation).
+fn fold_char(c: char) -> char {
+    let base = match c {
+        'À'..='Å' | 'à'..='å' | 'Ā' | 'ā' | 'Ă' | 'ă' | 'Ą' | 'ą' => 'A',
+        'Ç' | 'ç' | 'Ć' | 'ć' | 'Ĉ' | 'ĉ' | 'Ċ' | 'ċ' | 'Č' | 'č' => 'C',
+        'Ď' | 'ď' | 'Đ' | 'đ' => 'D',
+        'È'..='Ë' | 'è'..='ë' | 'Ē' | 'ē' | 'Ĕ' | 'ĕ' | 'Ė' | 'ė' | 'Ę' | 'ę' | 'Ě' | 'ě' => 'E',
+        'Ĝ' | 'ĝ' | 'Ğ' | 'ğ' | 'Ġ' | 'ġ' | 'Ģ' | 'ģ' => 'G',
+        'Ĥ' | 'ĥ' | 'Ħ' | 'ħ' => 'H',
+        'Ì'..='Ï' | 'ì'..='ï' | 'Ĩ' | 'ĩ' | 'Ī' | 'ī' | 'Ĭ' | 'ĭ' | 'Į' | 'į' | 'İ' | 'ı' => 'I',
+        'Ĵ' | 'ĵ' => 'J',
+        'Ķ' | 'ķ' => 'K',
+        'Ĺ' | 'ĺ' | 'Ļ' | 'ļ' | 'Ľ' | 'ľ' | 'Ŀ' | 'ŀ' | 'Ł' | 'ł' => 'L',
+        'Ñ' | 'ñ' | 'Ń' | 'ń' | 'Ņ' | 'ņ' | 'Ň' | 'ň' => 'N',
+        'Ò'..='Ö' | 'Ø' | 'ò'..='ö' | 'ø' | 'Ō' | 'ō' | 'Ŏ' | 'ŏ' | 'Ő' | 'ő' => 'O',
+        'Ŕ' | 'ŕ' | 'Ŗ' | 'ŗ' | 'Ř' | 'ř' => 'R',
+        'Ś' | 'ś' | 'Ŝ' | 'ŝ' | 'Ş' | 'ş' | 'Š' | 'š' => 'S',
+        'Ţ' | 'ţ' | 'Ť' | 'ť' | 'Ŧ' | 'ŧ' => 'T',
+        'Ù'..='Ü' | 'ù'..='ü' | 'Ũ' | 'ũ' | 'Ū' | 'ū' | 'Ŭ' | 'ŭ' | 'Ů' | 'ů' | 'Ű' | 'ű' | 'Ų'
+        | 'ų' => 'U',
+        'Ŵ' | 'ŵ' => 'W',
+        'Ý' | 'ý' | 'ÿ' | 'Ŷ' | 'ŷ' | 'Ÿ' => 'Y',
+        'Ź' | 'ź' | 'Ż' | 'ż' | 'Ž' | 'ž' => 'Z',
+        _ => c,
+    };
+    let mut up = base.to_uppercase();
+    match (up.next(), up.next()) {
+        (Some(u), None) => u,
+        // Multi-char upper-case (e.g. 'ß' -> "SS"): keep the original, as general_ci does.
+        _ => base,
+    }
+}
+
+/// Exact decimal: a 96-bit two's complement mantissa and a scale (digits after the point).
+/// 28 significant digits; DECIMAL(p, s) columns with p > 28 are refused by the schema check.
+/// Stored split so that [`Value`] stays 24 bytes.
+#[derive(Clone, Copy)]
+pub struct Decimal {
+    lo: u64,
+    hi: i32,
+    scale: u8,
+}
+
+/// Largest mantissa magnitude a [`Decimal`] can hold (2^95 - 1).
+const DEC_MAX: i128 = (1i128 << 95) - 1;
+
+impl Decimal {
+    /// Builds a decimal `mantissa * 10^-scale`; `None` if the mantissa needs more than 96 bits
+    /// or the scale exceeds 30 (MySQL's maximum).
+    pub fn new(mantissa: i128, scale: u8) -> Option<Decimal> {
+        if !(-DEC_MAX..=DEC_MAX).contains(&mantissa) || scale > 30 {
+            return None;
+        }
+        Some(Decimal { lo: mantissa as u64, hi: (mantissa >> 64) as i32, scale })
+    }
+    /// The mantissa.
+    pub fn mantissa(self) -> i128 {
+        ((self.hi as i128) << 64) | self.lo as i128
+    }
+    /// The number of digits after the decimal point.
+    pub fn scale(self) -> u8 {
+        self.scale
+    }
+    /// Parses `-12.340`; keeps the written scale. `None` on anything else.
+    pub fn parse(s: &str) -> Option<Decimal> {
+        let s = s.trim();
+        let (neg, digits) = match s.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, s.strip_prefix('+').unwrap_or(s)),
+        };
+        let (int, frac) = digits.split_once('.').unwrap_or((digits, ""));
+        if int.is_empty() && frac.is_empty() {
+            return None;
+        }
+        let mut m: i128 = 0;
+        for c in int.chars().chain(frac.chars()) {
+            let d = c.to_digit(10)? as i128;
+            m = m.checked_mul(10)?.checked_add(d)?;
+        }
+        Decimal::new(if neg { -m } else { m }, u8::try_from(frac.len()).ok()?)
+    }
+    /// Mantissa rescaled to `scale` (which must be >= self.scale), `None` on overflow.
+    pub fn rescaled(self, scale: u8) -> Option<i128> {
+        let up = scale.checked_sub(self.scale)?;
+        self.mantissa().checked_mul(10i128.checked_pow(up as u32)?)
+    }
+    /// Rounds half away from zero to `scale` digits (MySQL's rule for DECIMAL).
+    pub fn round_to(mantissa: i128, from_scale: u8, to_scale: u8) -> Option<Decimal> {
+        if to_scale >= from_scale {
+            return Decimal::new(mantissa.checked_mul(10i128.checked_pow((to_scale - from_scale) as u32)?)?, to_scale);
+        }
+        let div = 10i128.checked_pow((from_scale - to_scale) as u32)?;
+        let q = mantissa / div;
+        let r = mantissa % div;
+        let q = if r.abs() * 2 >= div { q + mantissa.signum() } else { q };
+        Decimal::new(q, to_scale)
+    }
+    fn to_f64(self) -> f64 {
+        self.mantissa() as f64 / 10f64.powi(self.scale as i32)
+    }
+    /// Mantissa with trailing zeros stripped, for hashing.
+    fn normalized(self) -> (i128, u8) {
+        let (mut m, mut s) = (self.mantissa(), self.scale);
+        while s > 0 && m % 10 == 0 {
+            m /= 10;
+            s -= 1;
+        }
+        (m, s)
+    }
+    fn cmp_exact(self, other: Decimal) -> Ordering {
+        let s = self.scale.max(other.scale);
+        match (self.rescaled(s), other.rescaled(s)) {
+            (Some(a), Some(b)) => a.cmp(&b),
+            _ => self.to_f64().total_cmp(&other.to_f64()),
+        }
+    }
+}
+
+impl fmt::Display for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let m = self.mantissa();
+        let digits = m.unsigned_abs().to_string();
+        let scale = self.scale as usize;
+        let sign = if m < 0 { "-" } else { "" };
+        if scale == 0 {
+            return write!(f, "{sign}{digits}");
+        }
+        let padded = format!("{digits:0>width$}", width = scale + 1);
+        let (i, fr) = padded.split_at(padded.len() - scale);
+        write!(f, "{sign}{i}.{fr}")
+    }
+}
+
+impl fmt::Debug for Decimal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+/// A date as MySQL packs it: `year * 13 * 32 + month * 32 + day` keeps calendar order and
+/// admits the zero date `0000-00-00` and zero parts, which MySQL allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Date(pub u32);
+
+impl Date {
+    /// Packs year, month, day without validating the calendar (the server already did).
+    pub fn new(year: u16, month: u8, day: u8) -> Date {
+        Date((year as u32 * 13 + month as u32) * 32 + day as u32)
+    }
+    /// (year, month, day).
+    pub fn parts(self) -> (u16, u8, u8) {
+        let ym = self.0 / 32;
+        ((ym / 13) as u16, (ym % 13) as u8, (self.0 % 32) as u8)
+    }
+}
+
+/// A DATETIME or TIMESTAMP: packed date, seconds of the day and microseconds, ordered.
+/// TIMESTAMP values are carried in UTC, as the binlog carries them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct DateTime(pub u64);
+
+impl DateTime {
+    /// Packs a date, a time of day and microseconds.
+    pub fn new(date: Date, hour: u8, minute: u8, second: u8, micros: u32) -> DateTime {
+        let secs = hour as u64 * 3600 + minute as u64 * 60 + second as u64;
+        DateTime(((date.0 as u64 * 86_400 + secs) << 20) | (micros as u64 & 0xF_FFFF))
+    }
+    /// The date part.
+    pub fn date(self) -> Date {
+        Date(((self.0 >> 20) / 86_400) as u32)
+    }
+    /// (hour, minute, second, microsecond).
+    pub fn time(self) -> (u8, u8, u8, u32) {
+        let s = (self.0 >> 20) % 86_400;
+        ((s / 3600) as u8, (s / 60 % 60) as u8, (s % 60) as u8, (self.0 & 0xF_FFFF) as u32)
+    }
+}
+
+/// One MySQL value. 24 bytes; strings and blobs are single heap allocations.
+#[derive(Clone)]
+pub enum Value {
+    /// SQL NULL.
+    Null,
+    /// TINYINT..BIGINT signed, and BOOLEAN.
+    Int(i64),
+    /// TINYINT..BIGINT UNSIGNED.
+    UInt(u64),
+    /// FLOAT.
+    Float(f32),
+    /// DOUBLE.
+    Double(f64),
+    /// DECIMAL / NUMERIC, exact.
+    Decimal(Decimal),
+    /// CHAR, VARCHAR, TEXT (after charset conversion to UTF-8) with the column's collation.
+    Text(Box<str>, Collation),
+    /// BINARY, VARBINARY, BLOB.
+    Bytes(Box<[u8]>),
+    /// DATE.
+    Date(Date),
+    /// TIME as signed microseconds (MySQL TIME spans -838:59:59 to 838:59:59).
+    Time(i64),
+    /// DATETIME.
+    DateTime(DateTime),
+    /// TIMESTAMP in UTC.
+    Timestamp(DateTime),
+    /// YEAR.
+    Year(u16),
+    /// ENUM: 1-based index into the column's labels (0 = the empty error value).
+    Enum(u16),
+    /// SET: bitmask over the column's labels.
+    Set(u64),
+    /// BIT(n).
+    Bit(u64),
+    /// JSON, as its canonical text.
+    Json(Box<str>),
+}
+
+/// A compact row: a boxed slice, no spare capacity.
+pub type Row = Box<[Value]>;
+
+/// Heap + inline bytes of a row, as memory accounting counts it.
+pub fn row_bytes(row: &[Value]) -> usize {
+    std::mem::size_of::<Row>() + row.iter().map(Value::bytes).sum::<usize>()
+}
+
+enum NumRef {
+    I(i128),
+    D(Decimal),
+    F(f64),
+}
+
+impl Value {
+    /// Builds a text value.
+    pub fn text(s: &str, collation: Collation) -> Value {
+        Value::Text(s.into(), collation)
+    }
+    /// True for SQL NULL.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+    /// Bytes this value occupies: inline size plus heap payload.
+    pub fn bytes(&self) -> usize {
+        std::mem::size_of::<Value>()
+            + match self {
+                Value::Text(s, _) | Value::Json(s) => s.len(),
+                Value::Bytes(b) => b.len(),
+                _ => 0,
+            }
+    }
+
+    fn num(&self) -> Option<NumRef> {
+        Some(match self {
+            Value::Int(i) => NumRef::I(*i as i128),
+            Value::UInt(u) => NumRef::I(*u as i128),
+            Value::Year(y) => NumRef::I(*y as i128),
+            Value::Bit(b) => NumRef::I(*b as i128),
+            Value::Decimal(d) => NumRef::D(*d),
+            Value::Float(f) => NumRef::F(*f as f64),
+            Value::Double(f) => NumRef::F(*f),
+            _ => return None,
+        })
+    }
+
+    /// Numeric view used by arithmetic: strings are parsed the way MySQL casts them (leading
+    /// number, else 0), temporal values become their packed numeric form.
+    pub fn to_f64(&self) -> Option<f64> {
+        match self.num() {
+            Some(NumRef::I(i)) => Some(i as f64),
+            Some(NumRef::D(d)) => Some(d.to_f64()),
+            Some(NumRef::F(f)) => Some(f),
+            None => match self {
+                Value::Text(s, _) => Some(parse_leading_f64(s)),
+                Value::Null => None,
+                _ => None,
+            },
+        }
+    }
+
+    /// Total order used for grouping, joining, DISTINCT and ORDER BY. NULL sorts first (as
+    /// in MySQL ascending order); numbers compare numerically across types; strings by
+    /// collation; otherwise values of different kinds order by kind.
+    pub fn cmp_total(&self, other: &Value) -> Ordering {
+        use Value::*;
+        match (self, other) {
+            (Null, Null) => Ordering::Equal,
+            (Null, _) => Ordering::Less,
+            (_, Null) => Ordering::Greater,
+            (Text(a, ca), Text(b, _)) => ca.weights(a).cmp(ca.weights(b)),
+            (Bytes(a), Bytes(b)) => a.cmp(b),
+            (Json(a), Json(b)) => a.cmp(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (DateTime(a), DateTime(b)) | (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (DateTime(a), Timestamp(b)) | (Timestamp(a), DateTime(b)) => a.cmp(b),
+            (Date(a), DateTime(b)) => crate::value::DateTime::new(*a, 0, 0, 0, 0).cmp(b),
+            (DateTime(a), Date(b)) => a.cmp(&crate::value::DateTime::new(*b, 0, 0, 0, 0)),
+            (Time(a), Time(b)) => a.cmp(b),
+            (Enum(a), Enum(b)) => a.cmp(b),
+            (Set(a), Set(b)) => a.cmp(b),
+            _ => match (self.num(), other.num()) {
+                (Some(a), Some(b)) => cmp_num(a, b),
+                _ => self.kind_rank().cmp(&other.kind_rank()),
+            },
+        }
+    }
+
+    fn kind_rank(&self) -> u8 {
+        match self {
+            Value::Null => 0,
+            Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Double(_) => 1,
+            Value::Decimal(_) | Value::Year(_) | Value::Bit(_) => 1,
+            Value::Text(..) => 2,
+            Value::Bytes(_) => 3,
+            Value::Date(_) | Value::DateTime(_) | Value::Timestamp(_) => 4,
+            Value::Time(_) => 5,
+            Value::Enum(_) => 6,
+            Value::Set(_) => 7,
+            Value::Json(_) => 8,
+        }
+    }
+
+    /// SQL comparison: `None` if either side is NULL (unknown), else the ordering. A string
+    /// compared with a number is converted to a number, as MySQL does.
+    pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
+        if self.is_null() || other.is_null() {
+            return None;
+        }
+        match (self, other) {
+            (Value::Text(..), Value::Text(..)) => Some(self.cmp_total(other)),
+            (Value::Text(s, _), o) if o.num().is_some() => {
+                Some(Value::Double(parse_leading_f64(s)).cmp_total(o))
+            }
+            (o, Value::Text(s, _)) if o.num().is_some() => {
+                Some(o.cmp_total(&Value::Double(parse_leading_f64(s))))
+            }
+            _ => Some(self.cmp_total(other)),
+        }
+    }
+}
+
+fn cmp_num(a: NumRef, b: NumRef) -> Ordering {
+    match (a, b) {
+        (NumRef::I(a), NumRef::I(b)) => a.cmp(&b),
+        (NumRef::D(a), NumRef::D(b)) => a.cmp_exact(b),
+        (NumRef::I(a), NumRef::D(b)) => match Decimal::new(a, 0) {
+            Some(a) => a.cmp_exact(b),
+            None => (a as f64).total_cmp(&b.to_f64()),
+        },
+        (NumRef::D(a), NumRef::I(b)) => cmp_num(NumRef::I(b), NumRef::D(a)).reverse(),
+        (a, b) => num_f64(&a).total_cmp(&num_f64(&b)),
+    }
+}
+
+fn num_f64(n: &NumRef) -> f64 {
+    match n {
+        NumRef::I(i) => *i as f64,
+        NumRef::D(d) => d.to_f64(),
+        NumRef::F(f) => *f,
+    }
+}
+
+/// MySQL string-to-number conversion: the longest numeric prefix, else 0.
+pub fn parse_leading_f64(s: &str) -> f64 {
+    let t = s.trim_start();
+    let mut end = 0;
+    let b = t.as_bytes();
+    let mut seen_dot = false;
+    let mut seen_digit = false;
+    while end < b.len() {
+        let c = b[end];
+        if c.is_ascii_digit() {
+            seen_digit = true;
+        } else if c == b'.' && !seen_dot {
+            seen_dot = true;
+        } else if (c == b'-' || c == b'+') && end == 0 {
+        } else if (c == b'e' || c == b'E') && seen_digit {
+            let rest = &t[end + 1..];
+            let exp_len = rest
+                .char_indices()
+                .take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && (*c == '-' || *c == '+')))
+                .count();
+            if exp_len > 0 && rest[..exp_len].chars().any(|c| c.is_ascii_digit()) {
+                end += 1 + exp_len;
+            }
+            break;
+        } else {
+            break;
+        }
+        end += 1;
+    }
+    t[..end].parse::<f64>().unwrap_or(0.0)
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Value) -> bool {
+        self.cmp_total(other) == Ordering::Equal
+    }
+}
+impl Eq for Value {}
+impl PartialOrd for Value {
+    fn partial_cmp(&self, other: &Value) -> Option<Ordering> {
+        Some(self.cmp_total(other))
+    }
+}
+impl Ord for Value {
+    fn cmp(&self, other: &Value) -> Ordering {
+        self.cmp_total(other)
+    }
+}
+
+impl Hash for Value {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        // Consistent with cmp_total: numerically equal numbers hash alike; a non-integral
+        // number hashes by its f64 image (equal decimals map to equal f64s).
+        if let Some(n) = self.num() {
+            1u8.hash(h);
+            match n {
+                NumRef::I(i) => i.hash(h),
+                NumRef::D(d) => match d.normalized() {
+                    (m, 0) => m.hash(h),
+                    _ => d.to_f64().to_bits().hash(h),
+                },
+                NumRef::F(f) => {
+                    if f.fract() == 0.0 && f.abs() < 1e30 {
+                        (f as i128).hash(h)
+                    } else {
+                        f.to_bits().hash(h)
+                    }
+                }
+            }
+            return;
+        }
+        match self {
+            Value::Text(s, c) => {
+                2u8.hash(h);
+                for w in c.weights(s) {
+                    w.hash(h);
+                }
+            }
+            Value::Date(d) => {
+                4u8.hash(h);
+                DateTime::new(*d, 0, 0, 0, 0).hash(h)
+            }
+            Value::DateTime(d) | Value::Timestamp(d) => {
+                4u8.hash(h);
+                d.hash(h)
+            }
+            other => {
+                other.kind_rank().hash(h);
+                match other {
+                    Value::Bytes(b) => b.hash(h),
+                    Value::Json(s) => s.hash(h),
+                    Value::Time(t) => t.hash(h),
+                    Value::Enum(e) => e.hash(h),
+                    Value::Set(s) => s.hash(h),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// A row under exact identity: values equal only if they are the same bytes of the same type
+/// (`'a'` and `'A'` differ even under a case-insensitive collation, `1.0` and `1.00` differ).
+/// Multisets of rows that are returned to clients use this, so that a cached result carries
+/// the upstream's exact values; grouping and joining use `Value`'s SQL equality instead.
+#[derive(Clone, Debug)]
+pub struct ExactRow(pub Row);
+
+impl Value {
+    fn exact_tag(&self) -> u8 {
+        match self {
+            Value::Null => 0,
+            Value::Int(_) => 1,
+            Value::UInt(_) => 2,
+            Value::Float(_) => 3,
+            Value::Double(_) => 4,
+            Value::Decimal(_) => 5,
+            Value::Text(..) => 6,
+            Value::Bytes(_) => 7,
+            Value::Date(_) => 8,
+            Value::Time(_) => 9,
+            Value::DateTime(_) => 10,
+            Value::Timestamp(_) => 11,
+            Value::Year(_) => 12,
+            Value::Enum(_) => 13,
+            Value::Set(_) => 14,
+            Value::Bit(_) => 15,
+            Value::Json(_) => 16,
+        }
+    }
+
+    /// Total order on exact identity: type first, then raw payload.
+    pub fn exact_cmp(&self, o: &Value) -> Ordering {
+        use Value::*;
+        let t = self.exact_tag().cmp(&o.exact_tag());
+        if t != Ordering::Equal {
+            return t;
+        }
+        match (self, o) {
+            (Int(a), Int(b)) => a.cmp(b),
+            (UInt(a), UInt(b)) | (Set(a), Set(b)) | (Bit(a), Bit(b)) => a.cmp(b),
+            (Float(a), Float(b)) => a.total_cmp(b),
+            (Double(a), Double(b)) => a.total_cmp(b),
+            (Decimal(a), Decimal(b)) => (a.mantissa(), a.scale).cmp(&(b.mantissa(), b.scale)),
+            (Text(a, ca), Text(b, cb)) => (a, ca).cmp(&(b, cb)),
+            (Bytes(a), Bytes(b)) => a.cmp(b),
+            (Json(a), Json(b)) => a.cmp(b),
+            (Date(a), Date(b)) => a.cmp(b),
+            (Time(a), Time(b)) => a.cmp(b),
+            (DateTime(a), DateTime(b)) | (Timestamp(a), Timestamp(b)) => a.cmp(b),
+            (Year(a), Year(b)) => a.cmp(b),
+            (Enum(a), Enum(b)) => a.cmp(b),
+            _ => Ordering::Equal,
+        }
+    }
+
+    fn exact_hash<H: Hasher>(&self, h: &mut H) {
+        self.exact_tag().hash(h);
+        match self {
+            Value::Null => {}
+            Value::Int(i) => i.hash(h),
+            Value::UInt(u) | Value::Set(u) | Value::Bit(u) => u.hash(h),
+            Value::Float(f) => f.to_bits().hash(h),
+            Value::Double(f) => f.to_bits().hash(h),
+            Value::Decimal(d) => (d.mantissa(), d.scale).hash(h),
+            Value::Text(s, c) => (s, c).hash(h),
+            Value::Bytes(b) => b.hash(h),
+            Value::Json(s) => s.hash(h),
+            Value::Date(d) => d.hash(h),
+            Value::Time(t) => t.hash(h),
+            Value::DateTime(d) | Value::Timestamp(d) => d.hash(h),
+            Value::Year(y) => y.hash(h),
+            Value::Enum(e) => e.hash(h),
+        }
+    }
+}
+
+impl PartialEq for ExactRow {
+    fn eq(&self, o: &ExactRow) -> bool {
+        self.0.len() == o.0.len()
+            && self.0.iter().zip(o.0.iter()).all(|(a, b)| a.exact_cmp(b) == Ordering::Equal)
+    }
+}
+impl Eq for ExactRow {}
+impl Hash for ExactRow {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.0.len().hash(h);
+        for v in self.0.iter() {
+            v.exact_hash(h);
+        }
+    }
+}
+impl PartialOrd for ExactRow {
+    fn partial_cmp(&self, o: &ExactRow) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for ExactRow {
+    fn cmp(&self, o: &ExactRow) -> Ordering {
+        for (a, b) in self.0.iter().zip(o.0.iter()) {
+            let c = a.exact_cmp(b);
+            if c != Ordering::Equal {
+                return c;
+            }
+        }
+        self.0.len().cmp(&o.0.len())
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Value::Null => write!(f, "NULL"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::UInt(u) => write!(f, "{u}u"),
+            Value::Float(x) => write!(f, "{x}f"),
+            Value::Double(x) => write!(f, "{x}d"),
+            Value::Decimal(d) => write!(f, "{d}"),
+            Value::Text(s, _) => write!(f, "{s:?}"),
+            Value::Bytes(b) => write!(f, "x{b:02x?}"),
+            Value::Date(d) => write!(f, "{:?}", d.parts()),
+            Value::Time(t) => write!(f, "time({t})"),
+            Value::DateTime(d) => write!(f, "dt({:?} {:?})", d.date().parts(), d.time()),
+            Value::Timestamp(d) => write!(f, "ts({:?} {:?})", d.date().parts(), d.time()),
+            Value::Year(y) => write!(f, "year({y})"),
+            Value::Enum(e) => write!(f, "enum({e})"),
+            Value::Set(s) => write!(f, "set({s:#x})"),
+            Value::Bit(b) => write!(f, "b'{b:b}'"),
+            Value::Json(j) => write!(f, "json({j})"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::hash_map::DefaultHasher;
+
+    fn h(v: &Value) -> u64 {
+        let mut s = DefaultHasher::new();
+        v.hash(&mut s);
+        s.finish()
+    }
+
+    #[test]
+    fn value_is_24_bytes() {
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+    }
+
+    #[test]
+    fn numbers_equal_across_types_and_hash_alike() {
+        let five = [
+            Value::Int(5),
+            Value::UInt(5),
+            Value::Decimal(Decimal::parse("5.00").unwrap()),
+            Value::Double(5.0),
+        ];
+        for a in &five {
+            for b in &five {
+                assert_eq!(a, b);
+                assert_eq!(h(a), h(b));
+            }
+        }
+        assert!(Value::UInt(u64::MAX) > Value::Int(-1));
+        let a = Value::Decimal(Decimal::parse("0.10").unwrap());
+        let b = Value::Decimal(Decimal::parse("0.1").unwrap());
+        assert_eq!(a, b);
+        assert_eq!(h(&a), h(&b));
+    }
+
+    #[test]
+    fn decimal_round_trip_and_rounding() {
+        let d = Decimal::parse("-12.340").unwrap();
+        assert_eq!(d.to_string(), "-12.340");
+        assert_eq!(Decimal::parse("0.05").unwrap().to_string(), "0.05");
+        assert_eq!(Decimal::round_to(35, 1, 0).unwrap().to_string(), "4");
+        assert_eq!(Decimal::round_to(-35, 1, 0).unwrap().to_string(), "-4");
+        assert!(Decimal::new(DEC_MAX + 1, 0).is_none());
+        assert_eq!(Decimal::new(-DEC_MAX, 0).unwrap().mantissa(), -DEC_MAX);
+    }
+
+    #[test]
+    fn collations() {
+        let ci = Collation::Utf8mb4GeneralCi;
+        assert_eq!(Value::text("café", ci), Value::text("CAFE", ci));
+        assert_eq!(h(&Value::text("café", ci)), h(&Value::text("CAFE", ci)));
+        assert_eq!(Value::text("a ", ci), Value::text("a", ci));
+        let ai = Collation::Utf8mb4_0900AiCi;
+        assert_ne!(Value::text("a ", ai), Value::text("a", ai));
+        assert_eq!(Value::text("Ä", ai), Value::text("a", ai));
+        let bin = Collation::Utf8mb4Bin;
+        assert_ne!(Value::text("a", bin), Value::text("A", bin));
+        assert_eq!(Value::text("a ", bin), Value::text("a", bin));
+        assert_eq!(Collation::from_name("utf8mb3_general_ci"), Some(ci));
+        assert_eq!(Collation::from_name("latin1_swedish_ci"), None);
+    }
+
+    #[test]
+    fn temporal_order() {
+        let d1 = Date::new(2024, 2, 29);
+        assert_eq!(d1.parts(), (2024, 2, 29));
+        let t = DateTime::new(d1, 23, 59, 58, 999_999);
+        assert_eq!(t.date(), d1);
+        assert_eq!(t.time(), (23, 59, 58, 999_999));
+        assert!(Value::DateTime(t) > Value::Date(d1));
+        assert!(Value::Date(Date::new(0, 0, 0)) < Value::Date(d1));
+    }
+
+    #[test]
+    fn string_number_comparison() {
+        let s = Value::text("12abc", Collation::Utf8mb4GeneralCi);
+        assert_eq!(s.sql_cmp(&Value::Int(12)), Some(Ordering::Equal));
+        assert_eq!(Value::Null.sql_cmp(&Value::Int(1)), None);
+        assert_eq!(parse_leading_f64("1e3x"), 1000.0);
+        assert_eq!(parse_leading_f64("abc"), 0.0);
+    }
+}
