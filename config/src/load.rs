@@ -105,7 +105,7 @@ pub(crate) fn parse(
 enum Raw<'a> {
     Str(&'a str),
     Int(i64),
-    Bool(bool),
+    Bool,
     Other(&'static str),
 }
 
@@ -256,7 +256,7 @@ impl Loader<'_> {
         let raw = match item {
             Item::Value(Value::String(s)) => Raw::Str(s.value()),
             Item::Value(Value::Integer(i)) => Raw::Int(*i.value()),
-            Item::Value(Value::Boolean(b)) => Raw::Bool(*b.value()),
+            Item::Value(Value::Boolean(_)) => Raw::Bool,
             other => Raw::Other(other.type_name()),
         };
         match parse(&raw) {
@@ -327,7 +327,7 @@ fn type_name(raw: &Raw) -> &'static str {
     match raw {
         Raw::Str(_) => "a string",
         Raw::Int(_) => "an integer",
-        Raw::Bool(_) => "a boolean",
+        Raw::Bool => "a boolean",
         Raw::Other(t) => t,
     }
 }

@@ -1,0 +1,106 @@
+//! freshet-proxy: the MySQL-protocol front of freshet and the `freshet` binary's wiring.
+//!
+//! Owns the wire protocol ([`protocol`]), client sessions ([`session`]) with their upstream
+//! connections ([`upstream`], [`tls`]), and the admin HTTP endpoint ([`admin`], [`health`],
+//! [`metrics`]). [`Server`] binds the listeners and runs everything; the binary only parses
+//! its arguments and calls it, and tests run the same [`Server`] in-process.
+
+pub mod admin;
+pub mod health;
+pub mod metrics;
+pub mod protocol;
+pub mod session;
+pub mod tls;
+pub mod upstream;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tracing::{info, warn};
+
+use freshet_config::Config;
+
+use crate::admin::Admin;
+use crate::health::Health;
+use crate::metrics::ProxyMetrics;
+use crate::session::Shared;
+use crate::upstream::UpstreamConnector;
+
+/// How long sessions may go on after a shutdown signal before the process exits anyway.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// freshet, bound to its listeners and ready to run.
+pub struct Server {
+    mysql: TcpListener,
+    admin: TcpListener,
+    shared: Arc<Shared>,
+    health: Arc<Health>,
+}
+
+impl Server {
+    pub async fn bind(config: Config) -> anyhow::Result<Server> {
+        let upstream = UpstreamConnector::new(&config.upstream).context("upstream TLS")?;
+        let mysql = TcpListener::bind(config.listen.mysql).await.with_context(|| format!("binding [listen] mysql = {}", config.listen.mysql))?;
+        let admin = TcpListener::bind(config.listen.admin).await.with_context(|| format!("binding [listen] admin = {}", config.listen.admin))?;
+        let health = Arc::new(Health::new(&config.upstream));
+        let shared = Arc::new(Shared { config: Arc::new(config), upstream, metrics: Arc::new(ProxyMetrics::default()) });
+        Ok(Server { mysql, admin, shared, health })
+    }
+
+    pub fn mysql_addr(&self) -> SocketAddr {
+        self.mysql.local_addr().unwrap_or_else(|_| self.shared.config.listen.mysql)
+    }
+
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin.local_addr().unwrap_or_else(|_| self.shared.config.listen.admin)
+    }
+
+    pub fn metrics(&self) -> Arc<ProxyMetrics> {
+        self.shared.metrics.clone()
+    }
+
+    /// Serves until `shutdown` completes, then stops accepting and gives open sessions a grace
+    /// period to finish.
+    pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
+        info!(mysql = %self.mysql_addr(), admin = %self.admin_addr(), upstream = %self.shared.config.upstream.url, "freshet is listening");
+        let admin = Arc::new(Admin { metrics: self.shared.metrics.clone(), health: self.health.clone(), started: Instant::now() });
+        let admin_task = tokio::spawn(admin.serve(self.admin));
+        let limit = Arc::new(Semaphore::new(self.shared.config.limits.max_connections as usize));
+        let accept = async {
+            loop {
+                // Take the permit before accepting: over the limit, clients wait in the
+                // kernel's backlog instead of holding a socket and an upstream connection.
+                let Ok(permit) = limit.clone().acquire_owned().await else { return };
+                match self.mysql.accept().await {
+                    Ok((stream, peer)) => {
+                        let shared = self.shared.clone();
+                        tokio::spawn(async move {
+                            session::serve(stream, peer, shared).await;
+                            drop(permit);
+                        });
+                    }
+                    Err(e) => {
+                        // EMFILE and friends: back off instead of spinning.
+                        warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            _ = accept => {}
+            _ = shutdown => info!("shutting down: no new connections"),
+        }
+        let deadline = Instant::now() + SHUTDOWN_GRACE;
+        while self.shared.metrics.connections_open.get() > 0 && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        admin_task.abort();
+        Ok(())
+    }
+}

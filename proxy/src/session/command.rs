@@ -1,0 +1,291 @@
+//! The command phase: read a command, relay it, relay its reply to the end, repeat.
+//!
+//! Replies are forwarded frame by frame as they arrive (never buffered whole, so a result set
+//! of any size streams through in constant memory) and parsed only enough to find their end:
+//!
+//! | command                                   | reply                                        |
+//! |-------------------------------------------|----------------------------------------------|
+//! | QUERY, STMT_EXECUTE, STMT_BULK_EXECUTE, PROCESS_INFO | result sets: OK / ERR / LOCAL INFILE / columns + rows, repeated while MORE_RESULTS_EXISTS |
+//! | STMT_PREPARE                              | OK + parameter and column definitions, or ERR |
+//! | FIELD_LIST, STMT_FETCH                    | packets up to a terminator, or ERR           |
+//! | CHANGE_USER                               | an authentication exchange                   |
+//! | STMT_SEND_LONG_DATA, STMT_CLOSE           | nothing                                      |
+//! | everything else known                     | one packet                                   |
+//!
+//! Client writes are flushed whenever no further upstream frame is already buffered, so a
+//! burst of rows leaves in few syscalls while a lone OK is not held back.
+
+use std::time::Instant;
+
+use bytes::Bytes;
+
+use crate::protocol::cursor::Cursor;
+use crate::protocol::io::Frame;
+use crate::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK, codes};
+use crate::protocol::{Capabilities, Command, StatusFlags};
+
+use super::{PreparedStatement, Session, SessionError};
+
+/// Flush to the client once this much is queued, even if more rows are buffered.
+const FLUSH_AT: usize = 256 * 1024;
+
+/// What the loop does after a command.
+#[derive(PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Quit,
+}
+
+impl Session {
+    /// Serves commands until the client quits (Ok) or the session breaks (Err).
+    pub(super) async fn run(&mut self) -> Result<(), SessionError> {
+        let limit = usize::try_from(self.shared.config.limits.max_packet.bytes()).unwrap_or(usize::MAX);
+        loop {
+            let packet = self.client.read_packet(limit).await.map_err(SessionError::from_client)?;
+            let started = Instant::now();
+            if packet.seq != 0 {
+                return Err(client_error(codes::OUT_OF_ORDER, "Got packets out of order", packet.last_seq));
+            }
+            let Some(&byte) = packet.payload.first() else {
+                return Err(client_error(codes::UNKNOWN_COMMAND, "Malformed packet: empty command", packet.last_seq));
+            };
+            let Some(command) = Command::from_byte(byte) else {
+                return Err(client_error(codes::UNKNOWN_COMMAND, &format!("Unknown command 0x{byte:02x}"), packet.last_seq));
+            };
+            let flow = self.dispatch(command, packet.payload, packet.last_seq).await?;
+            self.shared.metrics.command(command, started.elapsed());
+            self.account_bytes();
+            if flow == Flow::Quit {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Routes one command. Every command is relayed today; cached reads will be answered here.
+    async fn dispatch(&mut self, command: Command, payload: Bytes, last_seq: u8) -> Result<Flow, SessionError> {
+        use Command::*;
+        match command {
+            BinlogDump | BinlogDumpGtid | RegisterSlave | TableDump => {
+                let reply = ErrPacket::new(
+                    codes::NOT_SUPPORTED,
+                    "42000",
+                    "freshet does not relay replication commands; connect replicas to the server directly",
+                );
+                self.client.queue_packet(last_seq.wrapping_add(1), &reply.encode());
+                self.flush_client().await?;
+                return Ok(Flow::Continue);
+            }
+            _ => {}
+        }
+        self.forward_command(&payload).await?;
+        match command {
+            Quit => return Ok(Flow::Quit),
+            Query | StmtExecute | StmtBulkExecute | ProcessInfo => self.relay_results().await?,
+            StmtPrepare => self.relay_prepare(payload).await?,
+            FieldList => self.relay_until_terminator().await?,
+            StmtFetch => {
+                self.relay_rows().await?;
+            }
+            StmtSendLongData => {}
+            StmtClose => {
+                if let Ok(id) = Cursor::new(&payload[1..]).u32() {
+                    self.statements.remove(&id);
+                }
+            }
+            ChangeUser => {
+                self.upstream_idle = false;
+                let result = super::connect::relay_auth(&mut self.client, &mut self.upstream, 0).await;
+                self.statements.clear();
+                match result {
+                    Ok(status) => self.status = status,
+                    // A refused COM_CHANGE_USER leaves the connection to the server's rules;
+                    // the client saw the server's ERR packet.
+                    Err(SessionError::AuthFailed) => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            ResetConnection => {
+                self.statements.clear();
+                self.relay_single().await?;
+            }
+            _ => self.relay_single().await?,
+        }
+        self.upstream_idle = true;
+        self.flush_client().await?;
+        Ok(Flow::Continue)
+    }
+
+    async fn forward_command(&mut self, payload: &[u8]) -> Result<(), SessionError> {
+        self.upstream.queue_packet(0, payload);
+        self.upstream_idle = false;
+        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))
+    }
+
+    /// Relays result sets until one ends without MORE_RESULTS_EXISTS.
+    async fn relay_results(&mut self) -> Result<(), SessionError> {
+        loop {
+            let first = self.relay_packet().await?;
+            let status = match first.payload().first() {
+                Some(&OK) => Some(self.ok_status(&first)?),
+                Some(&ERR) => {
+                    self.shared.metrics.server_errors.inc();
+                    None
+                }
+                Some(&LOCAL_INFILE) => {
+                    self.relay_local_infile().await?;
+                    continue;
+                }
+                Some(_) => self.relay_result_set(&first).await?,
+                None => return Err(upstream_protocol("empty packet where a result was expected")),
+            };
+            match status {
+                Some(s) if s.has(StatusFlags::MORE_RESULTS_EXISTS) => continue,
+                _ => return Ok(()),
+            }
+        }
+    }
+
+    /// Column definitions and rows after a column count; the terminator's status, or None if
+    /// the result set ended with an ERR (e.g. the query was killed).
+    async fn relay_result_set(&mut self, first: &Frame) -> Result<Option<StatusFlags>, SessionError> {
+        let columns = Cursor::new(first.payload()).lenenc().map_err(|_| upstream_protocol("bad column count"))?;
+        for _ in 0..columns {
+            self.relay_packet().await?;
+        }
+        if !self.caps.has(Capabilities::DEPRECATE_EOF) {
+            let eof = self.relay_packet().await?;
+            let status = self.terminator_status(&eof)?;
+            // An opened cursor: the rows come later, through COM_STMT_FETCH.
+            if status.has(StatusFlags::CURSOR_EXISTS) {
+                return Ok(Some(status));
+            }
+        }
+        self.relay_rows().await
+    }
+
+    /// Rows up to the terminator (its status) or an ERR (None).
+    async fn relay_rows(&mut self) -> Result<Option<StatusFlags>, SessionError> {
+        loop {
+            let packet = self.relay_packet().await?;
+            if response::is_terminator(packet.payload(), self.caps) {
+                return Ok(Some(self.terminator_status(&packet)?));
+            }
+            if packet.payload().first() == Some(&ERR) {
+                self.shared.metrics.server_errors.inc();
+                return Ok(None);
+            }
+        }
+    }
+
+    /// COM_FIELD_LIST: column definitions up to a terminator, or ERR.
+    async fn relay_until_terminator(&mut self) -> Result<(), SessionError> {
+        self.relay_rows().await.map(|_| ())
+    }
+
+    /// The file a LOAD DATA LOCAL INFILE asked for: client packets up to an empty one. Then
+    /// the server's OK or ERR follows, which the caller reads as the next result.
+    async fn relay_local_infile(&mut self) -> Result<(), SessionError> {
+        self.flush_client().await?;
+        let mut continued = false;
+        loop {
+            let frame = self.client.read_frame().await.map_err(SessionError::from_client)?;
+            self.upstream.queue_frame(&frame);
+            let last = frame.payload().is_empty() && !continued;
+            continued = frame.is_continued();
+            if last || self.upstream.pending_write() >= FLUSH_AT {
+                self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+            }
+            if last {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn relay_prepare(&mut self, command: Bytes) -> Result<(), SessionError> {
+        let first = self.relay_packet().await?;
+        if first.payload().first() != Some(&OK) {
+            self.shared.metrics.server_errors.inc();
+            return Ok(());
+        }
+        let mut c = Cursor::new(&first.payload()[1..]);
+        let (id, columns, params) = match (c.u32(), c.u16(), c.u16()) {
+            (Ok(id), Ok(columns), Ok(params)) => (id, columns, params),
+            _ => return Err(upstream_protocol("short COM_STMT_PREPARE reply")),
+        };
+        let eof = !self.caps.has(Capabilities::DEPRECATE_EOF);
+        for count in [params, columns] {
+            for _ in 0..count {
+                self.relay_packet().await?;
+            }
+            if count > 0 && eof {
+                self.relay_packet().await?;
+            }
+        }
+        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns });
+        Ok(())
+    }
+
+    async fn relay_single(&mut self) -> Result<(), SessionError> {
+        let packet = self.relay_packet().await?;
+        match packet.payload().first() {
+            Some(&OK) => {
+                self.ok_status(&packet)?;
+            }
+            Some(&ERR) => self.shared.metrics.server_errors.inc(),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Forwards one logical packet from the upstream to the client; returns its first frame.
+    async fn relay_packet(&mut self) -> Result<Frame, SessionError> {
+        let first = self.upstream_frame().await?;
+        self.client.queue_frame(&first);
+        let mut continued = first.is_continued();
+        while continued {
+            let next = self.upstream_frame().await?;
+            self.client.queue_frame(&next);
+            continued = next.is_continued();
+        }
+        Ok(first)
+    }
+
+    /// The next upstream frame. Before waiting on the socket, whatever is queued for the
+    /// client is sent, so the client never waits for rows that freshet already has.
+    async fn upstream_frame(&mut self) -> Result<Frame, SessionError> {
+        if self.client.pending_write() < FLUSH_AT
+            && let Some(frame) = self.upstream.try_frame()
+        {
+            return Ok(frame);
+        }
+        self.flush_client().await?;
+        self.upstream.read_frame().await.map_err(SessionError::from_upstream)
+    }
+
+    async fn flush_client(&mut self) -> Result<(), SessionError> {
+        self.client.flush().await.map_err(SessionError::ClientIo)
+    }
+
+    fn ok_status(&mut self, packet: &Frame) -> Result<StatusFlags, SessionError> {
+        let status = response::ok_status(packet.payload(), self.caps).map_err(|_| upstream_protocol("short OK packet"))?;
+        self.status = status;
+        Ok(status)
+    }
+
+    fn terminator_status(&mut self, packet: &Frame) -> Result<StatusFlags, SessionError> {
+        if !response::is_terminator(packet.payload(), self.caps) {
+            return Err(upstream_protocol("expected an EOF packet"));
+        }
+        let status = response::terminator_status(packet.payload(), self.caps).map_err(|_| upstream_protocol("short EOF packet"))?;
+        self.status = status;
+        Ok(status)
+    }
+}
+
+fn client_error(code: u16, message: &str, last_seq: u8) -> SessionError {
+    SessionError::ClientProtocol { reply: ErrPacket::new(code, "08S01", message), seq: last_seq.wrapping_add(1) }
+}
+
+fn upstream_protocol(what: &str) -> SessionError {
+    SessionError::Upstream(format!("upstream protocol error: {what}"), crate::metrics::UpstreamFailure::Protocol)
+}

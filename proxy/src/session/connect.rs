@@ -1,0 +1,179 @@
+//! The connection phase: relaying the handshake so that the client authenticates against the
+//! upstream itself, and freshet never sees or keeps a password.
+//!
+//! ```text
+//! client            freshet                              upstream
+//!    |                 |---------- TCP connect ------------->|
+//!    |<-- handshake ---|<-------- initial handshake ---------|  capabilities narrowed
+//!    |--- response --->|------ [SSL request, TLS] ---------->|  optional, to upstream only
+//!    |                 |-------- handshake response -------->|  capabilities narrowed
+//!    |<===== auth switch / more data / OK / ERR: relayed both ways =====>|
+//! ```
+//!
+//! When freshet upgrades the upstream leg to TLS, that leg carries one packet more (the SSL
+//! request) than the client's, so sequence ids are shifted by one between the legs until the
+//! authentication ends.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use crate::metrics::UpstreamFailure;
+use crate::protocol::handshake::{ClientHandshake, ServerHandshake};
+use crate::protocol::response::{ERR, ErrPacket, OK, codes};
+use crate::protocol::{Capabilities, PacketIo, StatusFlags};
+use crate::upstream::{ConnectError, UpstreamStream};
+
+use super::{Session, SessionError, Shared};
+
+/// How long a client may take to complete the handshake and authentication (MySQL's own
+/// connect_timeout default). An unauthenticated client must not hold an upstream connection.
+const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Handshake packets are small; anything larger is not a handshake.
+const HANDSHAKE_LIMIT: usize = 64 * 1024;
+
+pub(super) async fn establish(mut client: PacketIo<TcpStream>, shared: Arc<Shared>) -> Result<Session, SessionError> {
+    let tcp = match shared.upstream.connect().await {
+        Ok(tcp) => tcp,
+        Err(e) => {
+            shared.metrics.upstream_failure(UpstreamFailure::Connect);
+            // A server may answer a connection with an ERR packet instead of its handshake
+            // (e.g. "Too many connections"); clients report it as the reason.
+            let reply = ErrPacket::new(codes::CANNOT_CONNECT, "HY000", format!("freshet: {e}"));
+            send_and_flush(&mut client, 0, &reply.encode()).await;
+            return Err(SessionError::Upstream(e.to_string(), UpstreamFailure::Connect));
+        }
+    };
+    let upstream = PacketIo::new(tcp);
+    match tokio::time::timeout(AUTH_TIMEOUT, handshake(&mut client, upstream, &shared)).await {
+        Ok(Ok((caps, upstream, status))) => Ok(Session {
+            client,
+            upstream,
+            caps,
+            status,
+            statements: Default::default(),
+            shared,
+            upstream_idle: true,
+        }),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(SessionError::ClientProtocol {
+            reply: ErrPacket::new(codes::HANDSHAKE, "08S01", "Bad handshake: authentication did not finish in time"),
+            seq: 2,
+        }),
+    }
+}
+
+type Established = (Capabilities, PacketIo<UpstreamStream>, StatusFlags);
+
+async fn handshake(
+    client: &mut PacketIo<TcpStream>,
+    mut upstream: PacketIo<TcpStream>,
+    shared: &Shared,
+) -> Result<Established, SessionError> {
+    let greeting = upstream.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_upstream)?;
+    if greeting.payload.first() == Some(&ERR) {
+        // Relay the server's refusal (too many connections, host blocked, ...) as it is.
+        send_and_flush(client, greeting.seq, &greeting.payload).await;
+        return Err(SessionError::Upstream("upstream refused the connection".into(), UpstreamFailure::Connect));
+    }
+    let server = ServerHandshake::parse(&greeting.payload).map_err(|e| {
+        shared.metrics.upstream_failure(UpstreamFailure::Protocol);
+        SessionError::Upstream(format!("upstream handshake: {e}"), UpstreamFailure::Protocol)
+    })?;
+    tracing::Span::current().record("conn_id", server.connection_id);
+    let offered = Capabilities(server.capabilities.0 & Capabilities::RELAYABLE);
+    send(client, 0, &server.with_capabilities(offered)).await?;
+
+    let reply = client.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_client)?;
+    if ClientHandshake::is_ssl_request(&reply.payload) {
+        return Err(protocol_error(
+            codes::SSL_CONNECTION,
+            "freshet does not accept TLS from applications yet; connect over loopback without TLS",
+            reply.last_seq,
+        ));
+    }
+    let response = ClientHandshake::parse(&reply.payload)
+        .map_err(|e| protocol_error(codes::HANDSHAKE, &format!("Bad handshake: {e}"), reply.last_seq))?;
+    let span = tracing::Span::current();
+    span.record("user", response.user.as_str());
+    if let Some(db) = &response.database {
+        span.record("db", db.as_str());
+    }
+    let caps = Capabilities(response.capabilities.0 & offered.0);
+
+    let tls_failure = |e: ConnectError| {
+        shared.metrics.upstream_failure(UpstreamFailure::Tls);
+        SessionError::ClientProtocol {
+            reply: ErrPacket::new(codes::SSL_CONNECTION, "HY000", format!("freshet: {e}")),
+            seq: reply.last_seq.wrapping_add(1),
+        }
+    };
+    let use_tls = shared.upstream.use_tls(server.capabilities.has(Capabilities::SSL)).map_err(tls_failure)?;
+    let (mut upstream, shift) = if use_tls {
+        let with_ssl = Capabilities(caps.0 | Capabilities::SSL);
+        upstream.queue_packet(reply.seq, &response.ssl_request(with_ssl));
+        upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+        let tcp = upstream.into_inner().map_err(|e| SessionError::Upstream(e.to_string(), UpstreamFailure::Tls))?;
+        let mut upstream = PacketIo::new(shared.upstream.upgrade(tcp).await.map_err(tls_failure)?);
+        upstream.queue_packet(reply.seq.wrapping_add(1), &response.with_capabilities(with_ssl));
+        (upstream, 1u8)
+    } else {
+        let tcp = upstream.into_inner().map_err(|e| SessionError::Upstream(e.to_string(), UpstreamFailure::Protocol))?;
+        let mut upstream = PacketIo::new(UpstreamStream::Plain(tcp));
+        upstream.queue_packet(reply.seq, &response.with_capabilities(caps));
+        (upstream, 0u8)
+    };
+    upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+    let status = relay_auth(client, &mut upstream, shift).await?;
+    Ok((caps, upstream, status))
+}
+
+/// Relays the authentication exchange until the upstream accepts (OK) or refuses (ERR).
+///
+/// Which side speaks next depends on the plugin (caching_sha2_password's fast path has the
+/// server send two packets in a row; a public-key request has the client speak twice), so
+/// both sides are read at once and whatever arrives is forwarded. Returns the OK's status.
+pub(super) async fn relay_auth<C, U>(client: &mut PacketIo<C>, upstream: &mut PacketIo<U>, shift: u8) -> Result<StatusFlags, SessionError>
+where
+    C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+    U: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    loop {
+        tokio::select! {
+            biased;
+            frame = upstream.read_frame() => {
+                let frame = frame.map_err(SessionError::from_upstream)?;
+                client.queue_frame_with_seq(&frame, frame.seq().wrapping_sub(shift));
+                client.flush().await.map_err(SessionError::ClientIo)?;
+                match frame.payload().first() {
+                    Some(&OK) => {
+                        let caps = Capabilities(Capabilities::PROTOCOL_41);
+                        return Ok(crate::protocol::response::ok_status(frame.payload(), caps).unwrap_or_default());
+                    }
+                    Some(&ERR) => return Err(SessionError::AuthFailed),
+                    _ => {}
+                }
+            }
+            frame = client.read_frame() => {
+                let frame = frame.map_err(SessionError::from_client)?;
+                upstream.queue_frame_with_seq(&frame, frame.seq().wrapping_add(shift));
+                upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+            }
+        }
+    }
+}
+
+fn protocol_error(code: u16, message: &str, last_seq: u8) -> SessionError {
+    SessionError::ClientProtocol { reply: ErrPacket::new(code, "08S01", message), seq: last_seq.wrapping_add(1) }
+}
+
+async fn send(client: &mut PacketIo<TcpStream>, seq: u8, payload: &[u8]) -> Result<(), SessionError> {
+    client.queue_packet(seq, payload);
+    client.flush().await.map_err(SessionError::ClientIo)
+}
+
+async fn send_and_flush(client: &mut PacketIo<TcpStream>, seq: u8, payload: &[u8]) {
+    client.queue_packet(seq, payload);
+    let _ = client.flush().await;
+}

@@ -1,0 +1,172 @@
+//! One client session: its connection, its own upstream connection, and the command loop.
+//!
+//! A session is established in [`connect`] (the handshake, relayed so that the client
+//! authenticates against the upstream itself) and then serves commands in [`command`] until
+//! the client quits or something breaks. Each command is read whole from the client, then
+//! dispatched; today every command is relayed, and the dispatch point is where "answer this
+//! from a view" will sit beside "relay it" (the cached-queries issue).
+//!
+//! Invariants:
+//! - Between commands both connections are idle: the whole reply to the previous command has
+//!   been relayed. The session parses replies just enough to find their end (result-set
+//!   terminators, MORE_RESULTS_EXISTS, LOCAL INFILE requests), so it always knows when it may
+//!   answer a command itself.
+//! - `status` holds the server status flags of the last OK/EOF seen, so the session knows
+//!   whether a transaction is open or autocommit is off (cached reads will be relayed then).
+//! - The upstream connection lives exactly as long as the session: it is closed when the
+//!   session ends, whatever the reason, with COM_QUIT when it is between commands.
+
+mod command;
+mod connect;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use tokio::net::TcpStream;
+use tracing::{Instrument, debug, info_span, warn};
+
+use freshet_config::Config;
+
+use crate::metrics::{ProxyMetrics, SessionEnd, UpstreamFailure};
+use crate::protocol::io::ReadError;
+use crate::protocol::response::ErrPacket;
+use crate::protocol::{Capabilities, PacketIo, StatusFlags};
+use crate::upstream::{UpstreamConnector, UpstreamStream};
+
+/// What all sessions share.
+pub struct Shared {
+    pub config: Arc<Config>,
+    pub upstream: UpstreamConnector,
+    pub metrics: Arc<ProxyMetrics>,
+}
+
+/// What the session knows of a statement the client prepared (ids are the upstream's).
+#[derive(Debug, Clone)]
+pub struct PreparedStatement {
+    pub sql: bytes::Bytes,
+    pub params: u16,
+    pub columns: u16,
+}
+
+pub struct Session {
+    client: PacketIo<TcpStream>,
+    upstream: PacketIo<UpstreamStream>,
+    /// Capabilities both the client and freshet agreed on; they shape every reply.
+    caps: Capabilities,
+    status: StatusFlags,
+    statements: HashMap<u32, PreparedStatement>,
+    shared: Arc<Shared>,
+    /// True while the upstream is between commands (it can be sent COM_QUIT).
+    upstream_idle: bool,
+}
+
+/// Why a session stopped; logged once and counted, where it ends.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("client closed the connection")]
+    ClientGone,
+    #[error("client I/O error: {0}")]
+    ClientIo(std::io::Error),
+    /// The client broke the protocol; `reply` is sent to it before closing.
+    #[error("client protocol error: {}", reply.message)]
+    ClientProtocol { reply: ErrPacket, seq: u8 },
+    #[error("client packet too large: {}", reply.message)]
+    PacketTooLarge { reply: ErrPacket, seq: u8 },
+    #[error("authentication failed at the upstream")]
+    AuthFailed,
+    #[error("{0}")]
+    Upstream(String, UpstreamFailure),
+}
+
+impl SessionError {
+    fn end(&self) -> SessionEnd {
+        match self {
+            SessionError::ClientGone | SessionError::ClientIo(_) => SessionEnd::ClientGone,
+            SessionError::ClientProtocol { .. } => SessionEnd::ClientProtocol,
+            SessionError::PacketTooLarge { .. } => SessionEnd::PacketTooLarge,
+            SessionError::AuthFailed => SessionEnd::AuthFailed,
+            SessionError::Upstream(..) => SessionEnd::Upstream,
+        }
+    }
+
+    fn from_client(e: ReadError) -> Self {
+        match e {
+            ReadError::Closed => SessionError::ClientGone,
+            ReadError::Io(e) => SessionError::ClientIo(e),
+            ReadError::TooLarge { size, limit } => SessionError::PacketTooLarge {
+                reply: ErrPacket::new(
+                    crate::protocol::response::codes::PACKET_TOO_LARGE,
+                    "08S01",
+                    format!("Got a packet bigger than freshet's max_packet ({limit} bytes; this one has at least {size})"),
+                ),
+                seq: 1,
+            },
+        }
+    }
+
+    fn from_upstream(e: ReadError) -> Self {
+        SessionError::Upstream(format!("upstream connection lost: {e}"), UpstreamFailure::Lost)
+    }
+}
+
+/// Serves one client connection to its end. Never panics on bad input; logs the end once.
+pub async fn serve(client: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let span = info_span!("session", client = %peer, user = tracing::field::Empty, db = tracing::field::Empty, conn_id = tracing::field::Empty);
+    async move {
+        let metrics = shared.metrics.clone();
+        metrics.connections_total.inc();
+        metrics.connections_open.inc();
+        let _ = client.set_nodelay(true);
+        let end = match connect::establish(PacketIo::new(client), shared).await {
+            Ok(mut session) => {
+                let result = session.run().await;
+                session.close(&result).await;
+                result
+            }
+            Err(e) => Err(e),
+        };
+        let end = match end {
+            Ok(()) => SessionEnd::Quit,
+            Err(e) => {
+                match e.end() {
+                    SessionEnd::ClientGone | SessionEnd::AuthFailed => debug!(reason = %e, "session ended"),
+                    _ => warn!(reason = %e, "session ended"),
+                }
+                e.end()
+            }
+        };
+        metrics.session_ended(end);
+        metrics.connections_open.dec();
+    }
+    .instrument(span)
+    .await
+}
+
+impl Session {
+    /// Closes both connections. The client first gets the ERR packet the error calls for.
+    async fn close(&mut self, result: &Result<(), SessionError>) {
+        if let Err(SessionError::ClientProtocol { reply, seq } | SessionError::PacketTooLarge { reply, seq }) = result {
+            self.client.queue_packet(*seq, &reply.encode());
+            let _ = self.client.flush().await;
+        }
+        if self.upstream_idle && !matches!(result, Err(SessionError::Upstream(..))) {
+            self.upstream.queue_packet(0, &[crate::protocol::Command::Quit as u8]);
+            let _ = self.upstream.flush().await;
+        }
+        let _ = self.upstream.shutdown().await;
+        let _ = self.client.shutdown().await;
+        self.account_bytes();
+    }
+
+    /// Moves the byte counts of both connections into the metrics.
+    fn account_bytes(&mut self) {
+        let m = &self.shared.metrics;
+        let (client_in, client_out) = self.client.take_counts();
+        let (up_in, up_out) = self.upstream.take_counts();
+        m.bytes_from_clients.add(client_in);
+        m.bytes_to_clients.add(client_out);
+        m.bytes_from_upstream.add(up_in);
+        m.bytes_to_upstream.add(up_out);
+    }
+}
