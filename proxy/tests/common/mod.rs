@@ -1,0 +1,266 @@
+//! Shared by the integration tests: the real MariaDB from scripts/mariadb.sh, freshet running
+//! in-process in front of it, and a raw protocol client for what drivers do not expose
+//! (chosen capabilities, malformed packets, byte-for-byte reply comparison).
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use freshet_config::Config;
+use freshet_proxy::Server;
+use freshet_proxy::metrics::ProxyMetrics;
+use freshet_proxy::protocol::handshake::ServerHandshake;
+use freshet_proxy::protocol::io::ReadError;
+use freshet_proxy::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK};
+use freshet_proxy::protocol::{Capabilities, PacketIo, StatusFlags};
+use mysql_async::prelude::Queryable;
+use sha1::{Digest, Sha1};
+use tokio::net::TcpStream;
+
+/// The test server's URL, printed by scripts/mariadb.sh.
+pub fn upstream_url() -> String {
+    std::env::var("FRESHET_TEST_MYSQL_URL").unwrap_or_else(|_| {
+        panic!("FRESHET_TEST_MYSQL_URL is not set. Start the test MariaDB first: eval \"$(scripts/mariadb.sh)\"")
+    })
+}
+
+pub fn upstream_addr() -> String {
+    let url: freshet_config::UpstreamUrl = upstream_url().parse().expect("FRESHET_TEST_MYSQL_URL parses");
+    url.address()
+}
+
+pub const USER: &str = "freshet";
+pub const PASSWORD: &str = "freshet";
+pub const DB: &str = "freshet_test";
+
+/// freshet running in this process, on ephemeral ports.
+pub struct Proxy {
+    pub mysql: SocketAddr,
+    pub admin: SocketAddr,
+    pub metrics: std::sync::Arc<ProxyMetrics>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Starts freshet with the test upstream and `extra` TOML appended to a minimal config.
+pub async fn start_proxy(extra: &str) -> Proxy {
+    start_proxy_with_url(&upstream_url(), extra).await
+}
+
+pub async fn start_proxy_with_url(url: &str, extra: &str) -> Proxy {
+    let toml = format!(
+        "[upstream]\nurl = \"{url}\"\ntls = \"disabled\"\nconnect_timeout = \"2s\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{extra}"
+    );
+    let config = Config::parse(&toml, std::path::Path::new("test.toml"), &|_| None, &[]).expect("test config is valid");
+    let server = Server::bind(config).await.expect("freshet binds");
+    let (stop, stopped) = tokio::sync::oneshot::channel();
+    let proxy = Proxy { mysql: server.mysql_addr(), admin: server.admin_addr(), metrics: server.metrics(), stop: Some(stop) };
+    tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    proxy
+}
+
+pub fn opts(addr: &str) -> mysql_async::OptsBuilder {
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    mysql_async::OptsBuilder::default()
+        .ip_or_hostname(host.to_string())
+        .tcp_port(port.parse().expect("port"))
+        .user(Some(USER))
+        .pass(Some(PASSWORD))
+        .db_name(Some(DB))
+        .prefer_socket(false)
+}
+
+pub async fn direct() -> mysql_async::Conn {
+    mysql_async::Conn::new(opts(&upstream_addr())).await.expect("direct connection to MariaDB")
+}
+
+pub async fn through(proxy: &Proxy) -> mysql_async::Conn {
+    mysql_async::Conn::new(opts(&proxy.mysql.to_string())).await.expect("connection through freshet")
+}
+
+/// Waits until the server has no connection with this id (the session's upstream connection
+/// was closed); false after 10 seconds.
+pub async fn connection_gone(id: u32) -> bool {
+    let mut conn = direct().await;
+    for _ in 0..200 {
+        let n: Option<u64> = conn
+            .exec_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", (id,))
+            .await
+            .expect("processlist query");
+        if n == Some(0) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+/// A minimal MySQL client over freshet's own codec, with mysql_native_password.
+pub struct RawClient {
+    pub io: PacketIo<TcpStream>,
+    pub caps: Capabilities,
+    pub connection_id: u32,
+}
+
+/// What a raw client asks for by default: what drivers commonly set.
+pub const DEFAULT_CAPS: u64 = Capabilities::MYSQL
+    | Capabilities::LONG_FLAG
+    | Capabilities::CONNECT_WITH_DB
+    | Capabilities::LOCAL_FILES
+    | Capabilities::PROTOCOL_41
+    | Capabilities::TRANSACTIONS
+    | Capabilities::SECURE_CONNECTION
+    | Capabilities::MULTI_STATEMENTS
+    | Capabilities::MULTI_RESULTS
+    | Capabilities::PS_MULTI_RESULTS
+    | Capabilities::PLUGIN_AUTH;
+
+impl RawClient {
+    pub async fn connect(addr: &str, wanted: u64) -> Result<RawClient, ErrPacket> {
+        Self::connect_as(addr, wanted, USER, PASSWORD).await
+    }
+
+    pub async fn connect_as(addr: &str, wanted: u64, user: &str, password: &str) -> Result<RawClient, ErrPacket> {
+        let stream = TcpStream::connect(addr).await.expect("tcp connect");
+        let mut io = PacketIo::new(stream);
+        let greeting = io.read_packet(1 << 20).await.expect("greeting");
+        if greeting.payload[0] == ERR {
+            return Err(ErrPacket::parse(&greeting.payload).expect("err packet"));
+        }
+        let server = ServerHandshake::parse(&greeting.payload).expect("server handshake");
+        let scramble = scramble_of(&greeting.payload);
+        let caps = Capabilities(wanted & server.capabilities.0 & !Capabilities::SSL);
+        let mut reply = caps.lower().to_le_bytes().to_vec();
+        reply.extend_from_slice(&(1u32 << 30).to_le_bytes());
+        reply.push(45); // utf8mb4_general_ci
+        reply.extend_from_slice(&[0; 19]);
+        reply.extend_from_slice(&caps.extended().to_le_bytes());
+        reply.extend_from_slice(user.as_bytes());
+        reply.push(0);
+        let auth = native_password(password.as_bytes(), &scramble);
+        reply.push(auth.len() as u8);
+        reply.extend_from_slice(&auth);
+        reply.extend_from_slice(DB.as_bytes());
+        reply.push(0);
+        reply.extend_from_slice(b"mysql_native_password\0");
+        io.queue_packet(1, &reply);
+        io.flush().await.expect("send handshake response");
+        loop {
+            let p = io.read_packet(1 << 20).await.expect("auth reply");
+            match p.payload[0] {
+                OK => break,
+                ERR => return Err(ErrPacket::parse(&p.payload).expect("err")),
+                0xfe => {
+                    // Auth switch to mysql_native_password with a new scramble.
+                    let rest = &p.payload[1..];
+                    let name_end = rest.iter().position(|&b| b == 0).expect("plugin name");
+                    let data = &rest[name_end + 1..];
+                    let data = data.strip_suffix(&[0]).unwrap_or(data);
+                    io.queue_packet(p.last_seq.wrapping_add(1), &native_password(password.as_bytes(), data));
+                    io.flush().await.expect("auth switch reply");
+                }
+                other => panic!("unexpected auth packet 0x{other:02x}"),
+            }
+        }
+        Ok(RawClient { io, caps, connection_id: server.connection_id })
+    }
+
+    /// Sends a command (sequence id 0) and flushes.
+    pub async fn send(&mut self, payload: &[u8]) {
+        self.io.queue_packet(0, payload);
+        self.io.flush().await.expect("send command");
+    }
+
+    pub async fn query(&mut self, sql: &str) -> Vec<Vec<u8>> {
+        let mut cmd = vec![0x03];
+        cmd.extend_from_slice(sql.as_bytes());
+        self.send(&cmd).await;
+        self.read_results().await
+    }
+
+    /// Every packet of a text or binary result (all result sets), as payloads.
+    pub async fn read_results(&mut self) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        loop {
+            let first = self.packet().await;
+            out.push(first.clone());
+            let more = match first[0] {
+                OK => response::ok_status(&first, self.caps).unwrap().has(StatusFlags::MORE_RESULTS_EXISTS),
+                ERR => false,
+                LOCAL_INFILE => panic!("unexpected LOCAL INFILE request"),
+                _ => {
+                    let columns = first[0] as usize;
+                    for _ in 0..columns {
+                        out.push(self.packet().await);
+                    }
+                    if !self.caps.has(Capabilities::DEPRECATE_EOF) {
+                        let eof = self.packet().await;
+                        out.push(eof.clone());
+                        let status = response::terminator_status(&eof, self.caps).unwrap();
+                        if status.has(StatusFlags::CURSOR_EXISTS) {
+                            return out;
+                        }
+                    }
+                    let status = self.rows(&mut out).await;
+                    status.is_some_and(|s| s.has(StatusFlags::MORE_RESULTS_EXISTS))
+                }
+            };
+            if !more {
+                return out;
+            }
+        }
+    }
+
+    /// Packets up to a terminator (its status) or an ERR (None).
+    pub async fn rows(&mut self, out: &mut Vec<Vec<u8>>) -> Option<StatusFlags> {
+        loop {
+            let p = self.packet().await;
+            out.push(p.clone());
+            if response::is_terminator(&p, self.caps) {
+                return Some(response::terminator_status(&p, self.caps).unwrap());
+            }
+            if p[0] == ERR {
+                return None;
+            }
+        }
+    }
+
+    pub async fn packet(&mut self) -> Vec<u8> {
+        self.io.read_packet(1 << 30).await.expect("reply packet").payload.to_vec()
+    }
+
+    pub async fn try_packet(&mut self) -> Result<Vec<u8>, ReadError> {
+        self.io.read_packet(1 << 30).await.map(|p| p.payload.to_vec())
+    }
+}
+
+fn scramble_of(greeting: &[u8]) -> Vec<u8> {
+    let version_end = greeting[1..].iter().position(|&b| b == 0).unwrap() + 2;
+    let part1 = &greeting[version_end + 4..version_end + 12];
+    let part2_at = version_end + 12 + 1 + 2 + 1 + 2 + 2 + 1 + 10;
+    let part2 = &greeting[part2_at..part2_at + 12];
+    [part1, part2].concat()
+}
+
+/// mysql_native_password: SHA1(password) XOR SHA1(scramble + SHA1(SHA1(password))).
+pub fn native_password(password: &[u8], scramble: &[u8]) -> Vec<u8> {
+    if password.is_empty() {
+        return Vec::new();
+    }
+    let stage1 = Sha1::digest(password);
+    let stage2 = Sha1::digest(stage1);
+    let mut h = Sha1::new();
+    h.update(&scramble[..20.min(scramble.len())]);
+    h.update(stage2);
+    let mix = h.finalize();
+    stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
+}

@@ -1,0 +1,304 @@
+//! The relay is indistinguishable from a direct connection: the same replies, byte for byte,
+//! for every command and capability combination, against the real MariaDB.
+
+mod common;
+
+use common::*;
+use freshet_proxy::protocol::Capabilities;
+use mysql_async::prelude::*;
+use mysql_async::{Params, Value};
+
+/// Runs `script` on a direct and on a proxied raw connection with the same capabilities and
+/// returns both replies, packet by packet.
+async fn both(caps: u64, script: &[&[u8]]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let proxy = start_proxy("").await;
+    let mut direct = RawClient::connect(&upstream_addr(), caps).await.unwrap();
+    let mut relayed = RawClient::connect(&proxy.mysql.to_string(), caps).await.unwrap();
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut id_a, mut id_b) = ([0u8; 4], [0u8; 4]);
+    for command in script {
+        for (client, out, id) in [(&mut direct, &mut a, &mut id_a), (&mut relayed, &mut b, &mut id_b)] {
+            // Statement ids are the server's and differ between connections: commands that
+            // name a statement name this connection's most recent one.
+            let mut command = command.to_vec();
+            if matches!(command[0], 0x17..=0x1a | 0x1c) {
+                command[1..5].copy_from_slice(id);
+            }
+            client.send(&command).await;
+            if !matches!(command[0], 0x18 | 0x19) {
+                let packets = reply(client, command[0]).await;
+                if command[0] == 0x16 && packets[0][0] == 0 {
+                    id.copy_from_slice(&packets[0][1..5]);
+                }
+                // The statement id itself is the one byte string allowed to differ.
+                out.extend(packets.into_iter().map(|mut p| {
+                    if command[0] == 0x16 && p[0] == 0 && p.len() == 12 {
+                        p[1..5].fill(0);
+                    }
+                    p
+                }));
+            }
+        }
+    }
+    (a, b)
+}
+
+async fn reply(c: &mut RawClient, command: u8) -> Vec<Vec<u8>> {
+    match command {
+        // COM_FIELD_LIST and COM_STMT_FETCH: packets up to a terminator.
+        0x04 | 0x1c => {
+            let mut out = Vec::new();
+            c.rows(&mut out).await;
+            out
+        }
+        // COM_STMT_PREPARE: OK, then parameter and column definitions.
+        0x16 => {
+            let ok = c.packet().await;
+            let mut out = vec![ok.clone()];
+            if ok[0] == 0 {
+                let columns = u16::from_le_bytes([ok[5], ok[6]]);
+                let params = u16::from_le_bytes([ok[7], ok[8]]);
+                for n in [params, columns] {
+                    let eof = if n > 0 && !c.caps.has(Capabilities::DEPRECATE_EOF) { 1 } else { 0 };
+                    for _ in 0..n + eof {
+                        out.push(c.packet().await);
+                    }
+                }
+            }
+            out
+        }
+        0x03 | 0x17 => c.read_results().await,
+        _ => vec![c.packet().await],
+    }
+}
+
+fn query(sql: &str) -> Vec<u8> {
+    [&[0x03u8][..], sql.as_bytes()].concat()
+}
+
+const SETUP: &str = "CREATE TABLE IF NOT EXISTS relay_types (
+    id INT PRIMARY KEY, i8 TINYINT, u64 BIGINT UNSIGNED, d DECIMAL(30,10), f FLOAT, g DOUBLE,
+    s VARCHAR(50) CHARACTER SET utf8mb4, b VARBINARY(20), t TEXT, dt DATETIME(6), ts TIMESTAMP(3) NULL,
+    da DATE, ti TIME(2), y YEAR, e ENUM('a','b'), st SET('x','y'), bi BIT(10), j JSON);
+  REPLACE INTO relay_types VALUES
+    (1, -128, 18446744073709551615, -12345678901234567890.0123456789, 1.5, -2.25e-300, 'héllo 😀', x'00ff', REPEAT('t', 300),
+     '2024-02-29 23:59:59.123456', '2038-01-19 03:14:07.999', '1000-01-01', '-838:59:59.99', 2155, 'b', 'x,y', b'1010101010', '{\"k\": [1, null]}'),
+    (2, NULL, 0, 0, NULL, NULL, '', '', NULL, NULL, NULL, NULL, NULL, NULL, NULL, '', NULL, NULL)";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn text_protocol_replies_are_byte_identical() {
+    direct().await.query_drop(SETUP).await.unwrap();
+    for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
+        let script: Vec<Vec<u8>> = [
+            "SELECT * FROM relay_types ORDER BY id",
+            "SELECT 1; SELECT 'two', 2.0; DO 1; SELECT * FROM relay_types WHERE 1 = 0",
+            "SELECT 1/0, CAST('x' AS SIGNED)",
+            "SHOW WARNINGS",
+            "SELECT * FROM no_such_table",
+            "SET @v = 'session value', SESSION sql_mode = 'ANSI_QUOTES'",
+            "SELECT @v, @@SESSION.sql_mode",
+            "SELECT 1; SELECT * FROM no_such_table; SELECT 3",
+        ]
+        .iter()
+        .map(|q| query(q))
+        .collect();
+        let script: Vec<&[u8]> = script.iter().map(|v| v.as_slice()).collect();
+        let (direct, relayed) = both(caps, &script).await;
+        assert!(direct.len() > 20);
+        assert_eq!(direct, relayed, "caps {caps:#x}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_commands_are_byte_identical() {
+    direct().await.query_drop(SETUP).await.unwrap();
+    for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
+        let script: Vec<&[u8]> = vec![
+            &[0x0e],                           // COM_PING
+            b"\x02freshet_test",               // COM_INIT_DB
+            b"\x02no_such_db",                 // COM_INIT_DB failing
+            b"\x04relay_types\0",              // COM_FIELD_LIST
+            b"\x04no_such_table\0",            // COM_FIELD_LIST failing
+            &[0x1b, 1, 0],                     // COM_SET_OPTION: multi-statements off
+            &[0x1b, 0, 0],                     // and on again
+            &[0x1f],                           // COM_RESET_CONNECTION
+        ];
+        let (direct, relayed) = both(caps, &script).await;
+        assert_eq!(direct, relayed, "caps {caps:#x}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn prepared_statements_cursors_and_long_data_are_byte_identical() {
+    direct().await.query_drop(SETUP).await.unwrap();
+    let prepare = query("SELECT id, s, ? AS p FROM relay_types WHERE id >= ? ORDER BY id");
+    let prepare = [&[0x16u8][..], &prepare[1..]].concat();
+    // COM_STMT_EXECUTE (the id is filled in by `both`): flags (1 = read-only cursor),
+    // iteration count 1, null bitmap, new-params-bound, types (VAR_STRING, LONGLONG), values.
+    let execute = |flags: u8| -> Vec<u8> {
+        let mut e = vec![0x17, 1, 0, 0, 0, flags, 1, 0, 0, 0, 0, 1, 0xfd, 0, 0x08, 0];
+        e.extend_from_slice(&[3, b'a', b'b', b'c']);
+        e.extend_from_slice(&1i64.to_le_bytes());
+        e
+    };
+    let fetch: &[u8] = &[0x1c, 1, 0, 0, 0, 1, 0, 0, 0];
+    let long_data: &[u8] = &[0x18, 1, 0, 0, 0, 0, 0, b'l', b'o', b'n', b'g'];
+    let reset: &[u8] = &[0x1a, 1, 0, 0, 0];
+    let close: &[u8] = &[0x19, 1, 0, 0, 0];
+    for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
+        let (plain, cursor) = (execute(0), execute(1));
+        let script: Vec<&[u8]> = vec![&prepare, &plain, &cursor, fetch, fetch, fetch, reset, long_data, &plain, close];
+        let (direct, relayed) = both(caps, &script).await;
+        assert!(direct.len() > 15 && !direct.iter().any(|p| p[0] == 0xff), "{direct:?}");
+        assert_eq!(direct, relayed, "caps {caps:#x}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn drivers_see_the_same_values_and_metadata() {
+    direct().await.query_drop(SETUP).await.unwrap();
+    let proxy = start_proxy("").await;
+    let mut d = direct().await;
+    let mut p = through(&proxy).await;
+    for sql in ["SELECT * FROM relay_types ORDER BY id", "SELECT id, d, dt, j FROM relay_types WHERE id = 1"] {
+        // Text protocol.
+        let a: Vec<mysql_async::Row> = d.query(sql).await.unwrap();
+        let b: Vec<mysql_async::Row> = p.query(sql).await.unwrap();
+        assert_rows_eq(&a, &b);
+        // Binary protocol.
+        let a: Vec<mysql_async::Row> = d.exec(sql, ()).await.unwrap();
+        let b: Vec<mysql_async::Row> = p.exec(sql, ()).await.unwrap();
+        assert_rows_eq(&a, &b);
+    }
+    // Every parameter type a driver can bind, echoed back by the server.
+    let params: Vec<Value> = vec![
+        Value::NULL,
+        Value::Int(i64::MIN),
+        Value::UInt(u64::MAX),
+        Value::Float(1.25),
+        Value::Double(-3.5e100),
+        Value::Bytes(b"bytes \x00\xff".to_vec()),
+        Value::Bytes("ünïcode".into()),
+        Value::Date(2024, 2, 29, 13, 14, 15, 123_456),
+        Value::Time(true, 3, 4, 5, 6, 7),
+    ];
+    let marks = vec!["?"; params.len()].join(", ");
+    let sql = format!("SELECT {marks}");
+    let a: Vec<mysql_async::Row> = d.exec(&sql, Params::Positional(params.clone())).await.unwrap();
+    let b: Vec<mysql_async::Row> = p.exec(&sql, Params::Positional(params)).await.unwrap();
+    assert_rows_eq(&a, &b);
+}
+
+fn assert_rows_eq(a: &[mysql_async::Row], b: &[mysql_async::Row]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.clone().unwrap(), y.clone().unwrap());
+        for (cx, cy) in x.columns_ref().iter().zip(y.columns_ref()) {
+            assert_eq!(cx.name_str(), cy.name_str());
+            assert_eq!(cx.column_type(), cy.column_type());
+            assert_eq!(cx.flags(), cy.flags());
+            assert_eq!(cx.character_set(), cy.character_set());
+            assert_eq!(cx.decimals(), cy.decimals());
+            assert_eq!(cx.column_length(), cy.column_length());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn errors_keep_their_code_and_sqlstate() {
+    let proxy = start_proxy("").await;
+    let mut p = through(&proxy).await;
+    match p.query_drop("SELECT * FROM no_such_table").await {
+        Err(mysql_async::Error::Server(e)) => {
+            assert_eq!(e.code, 1146);
+            assert_eq!(e.state, "42S02");
+            assert!(e.message.contains("no_such_table"));
+        }
+        other => panic!("expected a server error, got {other:?}"),
+    }
+    // The session goes on after an error.
+    let one: Option<i32> = p.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn packets_over_16_mib_both_ways() {
+    let proxy = start_proxy("[limits]\nmax_packet = \"1GiB\"\n").await;
+    let mut p = through(&proxy).await;
+    p.query_drop("CREATE TABLE IF NOT EXISTS relay_big (id INT PRIMARY KEY, b LONGBLOB)").await.unwrap();
+    // 20 MiB: the client's packet and the server's row both span two frames.
+    let blob: Vec<u8> = (0..20u32 << 20).map(|i| (i % 251) as u8).collect();
+    p.exec_drop("REPLACE INTO relay_big VALUES (1, ?)", (blob.clone(),)).await.unwrap();
+    let back: Option<Vec<u8>> = p.exec_first("SELECT b FROM relay_big WHERE id = 1", ()).await.unwrap();
+    assert!(back.as_deref() == Some(&blob[..]), "binary protocol round trip");
+    let back: Option<Vec<u8>> = p.query_first("SELECT b FROM relay_big WHERE id = 1").await.unwrap();
+    assert!(back.as_deref() == Some(&blob[..]), "text protocol round trip");
+    // A row of exactly 2^24 - 1 bytes of payload ends with an empty frame.
+    let n = (1usize << 24) - 1 - 4; // lenenc header of 4 bytes (0xfd + 3)
+    let exact: Option<Vec<u8>> = p.query_first(format!("SELECT REPEAT('x', {n})")).await.unwrap();
+    assert_eq!(exact.map(|v| v.len()), Some(n));
+    let one: Option<i32> = p.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn load_data_local_infile() {
+    let proxy = start_proxy("[limits]\nmax_packet = \"1GiB\"\n").await;
+    let dir = std::env::temp_dir().join(format!("freshet-infile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("rows.tsv");
+    // About 24 MB, so the file travels in several frames.
+    let rows = 400_000;
+    let text: String = (0..rows).map(|i| format!("{i}\tvalue number {i} padded to be a little longer\n")).collect();
+    std::fs::write(&file, &text).unwrap();
+    let opts = opts(&proxy.mysql.to_string()).local_infile_handler(Some(mysql_async::WhiteListFsHandler::new(&[file.clone()][..])));
+    let mut p = mysql_async::Conn::new(opts).await.unwrap();
+    p.query_drop("CREATE TABLE IF NOT EXISTS relay_infile (id INT PRIMARY KEY, v VARCHAR(100))").await.unwrap();
+    p.query_drop("TRUNCATE relay_infile").await.unwrap();
+    p.query_drop(format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE relay_infile", file.display())).await.unwrap();
+    let n: Option<u64> = p.query_first("SELECT COUNT(*) FROM relay_infile").await.unwrap();
+    assert_eq!(n, Some(rows));
+    // A file the server cannot parse into the table still ends with the server's answer.
+    let err = p.query_drop(format!("LOAD DATA LOCAL INFILE '{}' INTO TABLE no_such_table", file.display())).await;
+    assert!(err.is_err());
+    let one: Option<i32> = p.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn session_commands_change_user_reset_ping() {
+    let mut admin = direct().await;
+    admin.query_drop("CREATE USER IF NOT EXISTS 'relay_other'@'127.0.0.1' IDENTIFIED BY 'other'").await.unwrap();
+    admin.query_drop("GRANT SELECT ON freshet_test.* TO 'relay_other'@'127.0.0.1'").await.unwrap();
+    let proxy = start_proxy("").await;
+    let mut p = through(&proxy).await;
+    p.ping().await.unwrap();
+    p.query_drop("SET @kept = 42").await.unwrap();
+    // COM_RESET_CONNECTION clears user variables.
+    p.reset().await.unwrap();
+    let v: Option<Option<i64>> = p.query_first("SELECT @kept").await.unwrap();
+    assert_eq!(v, Some(None));
+    // COM_CHANGE_USER, relayed as a new authentication exchange.
+    let change = mysql_async::ChangeUserOpts::default().with_user(Some("relay_other".into())).with_pass(Some("other".into()));
+    p.change_user(change).await.unwrap();
+    let who: Option<String> = p.query_first("SELECT CURRENT_USER()").await.unwrap();
+    assert_eq!(who.as_deref(), Some("relay_other@127.0.0.1"));
+    assert!(proxy.metrics.commands_relayed(freshet_proxy::protocol::Command::ChangeUser) >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn statistics_and_process_kill() {
+    let proxy = start_proxy("").await;
+    let mut c = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    c.send(&[0x09]).await;
+    let stats = String::from_utf8(c.packet().await).unwrap();
+    assert!(stats.starts_with("Uptime: "), "{stats}");
+    // KILL of our own connection: the upstream's error is relayed, then the connection ends.
+    let mut victim = through(&proxy).await;
+    let id = victim.id();
+    let mut killer = through(&proxy).await;
+    killer.query_drop(format!("KILL {id}")).await.unwrap();
+    assert!(victim.query_drop("SELECT 1").await.is_err());
+    assert!(connection_gone(id).await);
+}
