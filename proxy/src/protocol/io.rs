@@ -88,6 +88,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         &self.stream
     }
 
+    /// The stream itself, for writing bytes that are not packets (tests of broken peers).
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
     /// Gives the stream back, for a TLS upgrade. Fails if unread bytes are buffered: they
     /// would belong to the old layer and be lost.
     pub fn into_inner(self) -> io::Result<S> {

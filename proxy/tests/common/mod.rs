@@ -55,10 +55,15 @@ pub async fn start_proxy(extra: &str) -> Proxy {
 }
 
 pub async fn start_proxy_with_url(url: &str, extra: &str) -> Proxy {
-    let toml = format!(
+    start_proxy_raw(&format!(
         "[upstream]\nurl = \"{url}\"\ntls = \"disabled\"\nconnect_timeout = \"2s\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{extra}"
-    );
-    let config = Config::parse(&toml, std::path::Path::new("test.toml"), &|_| None, &[]).expect("test config is valid");
+    ))
+    .await
+}
+
+/// Starts freshet with exactly this config text.
+pub async fn start_proxy_raw(toml: &str) -> Proxy {
+    let config = Config::parse(toml, std::path::Path::new("test.toml"), &|_| None, &[]).expect("test config is valid");
     let server = Server::bind(config).await.expect("freshet binds");
     let (stop, stopped) = tokio::sync::oneshot::channel();
     let proxy = Proxy { mysql: server.mysql_addr(), admin: server.admin_addr(), metrics: server.metrics(), stop: Some(stop) };

@@ -1,0 +1,123 @@
+//! Authentication is the client's own, against the upstream, through freshet: auth switches,
+//! plugins freshet knows nothing about, wrong passwords, and TLS on the upstream leg.
+
+mod common;
+
+use common::*;
+use mysql_async::prelude::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn wrong_password_gets_the_servers_error() {
+    let proxy = start_proxy("").await;
+    for addr in [upstream_addr(), proxy.mysql.to_string()] {
+        let err = RawClient::connect_as(&addr, DEFAULT_CAPS, USER, "wrong").await.err().expect("login must fail");
+        assert_eq!(err.code, 1045, "{addr}");
+        assert_eq!(&err.sql_state, b"28000");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn auth_switch_request_is_relayed() {
+    let proxy = start_proxy("").await;
+    // Starting with a plugin the account does not use makes the server ask to switch; the
+    // raw client answers the switch with mysql_native_password and the new scramble.
+    let stream = tokio::net::TcpStream::connect(proxy.mysql).await.unwrap();
+    let mut io = freshet_proxy::protocol::PacketIo::new(stream);
+    let greeting = io.read_packet(1 << 20).await.unwrap();
+    let caps = DEFAULT_CAPS as u32;
+    let mut reply = caps.to_le_bytes().to_vec();
+    reply.extend_from_slice(&(1u32 << 24).to_le_bytes());
+    reply.push(45);
+    reply.extend_from_slice(&[0; 23]);
+    reply.extend_from_slice(b"freshet\0");
+    reply.push(0); // empty auth data for the first plugin
+    reply.extend_from_slice(b"freshet_test\0client_ed25519\0");
+    io.queue_packet(greeting.last_seq.wrapping_add(1), &reply);
+    io.flush().await.unwrap();
+    let switch = io.read_packet(1 << 20).await.unwrap();
+    assert_eq!(switch.payload[0], 0xfe, "expected an auth switch request");
+    let rest = &switch.payload[1..];
+    let name_end = rest.iter().position(|&b| b == 0).unwrap();
+    assert_eq!(&rest[..name_end], b"mysql_native_password");
+    let scramble = rest[name_end + 1..].strip_suffix(&[0]).unwrap_or(&rest[name_end + 1..]);
+    io.queue_packet(switch.last_seq.wrapping_add(1), &native_password(PASSWORD.as_bytes(), scramble));
+    io.flush().await.unwrap();
+    let ok = io.read_packet(1 << 20).await.unwrap();
+    assert_eq!(ok.payload[0], 0, "expected OK after the switch, got {:?}", ok.payload);
+}
+
+/// MariaDB's ed25519 plugin, through the MariaDB command-line client: a plugin freshet has
+/// no code for, relayed all the same.
+#[tokio::test(flavor = "multi_thread")]
+async fn ed25519_with_the_mariadb_client() {
+    let mut admin = direct().await;
+    let installed: Option<String> = admin
+        .query_first("SELECT PLUGIN_STATUS FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")
+        .await
+        .unwrap();
+    if installed.is_none() {
+        admin.query_drop("INSTALL SONAME 'auth_ed25519'").await.unwrap();
+    }
+    admin.query_drop("CREATE USER IF NOT EXISTS 'edu'@'127.0.0.1' IDENTIFIED VIA ed25519 USING PASSWORD('ed secret')").await.unwrap();
+    let proxy = start_proxy("").await;
+    let port = proxy.mysql.port().to_string();
+    let out = tokio::process::Command::new("mariadb")
+        .args(["--no-defaults", "--protocol=tcp", "-h127.0.0.1", "-P", &port, "-uedu", "-ped secret", "-N", "-e", "SELECT CURRENT_USER()"])
+        .output()
+        .await
+        .expect("the mariadb client (installed by scripts/mariadb.sh)");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "edu@127.0.0.1");
+    let bad = tokio::process::Command::new("mariadb")
+        .args(["--no-defaults", "--protocol=tcp", "-h127.0.0.1", "-P", &port, "-uedu", "-pnope", "-e", "SELECT 1"])
+        .output()
+        .await
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("1045"), "{}", String::from_utf8_lossy(&bad.stderr));
+}
+
+fn tls_ca() -> String {
+    std::env::var("FRESHET_TEST_TLS_CA").expect("FRESHET_TEST_TLS_CA, printed by scripts/mariadb.sh")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_to_the_upstream() {
+    for mode in ["required", "verify_ca", "verify_identity"] {
+        // The test certificate names localhost and 127.0.0.1; the name check uses the url's host.
+        let url = upstream_url().replace("127.0.0.1", "localhost");
+        let toml_tls = format!("tls = \"{mode}\"\ntls_ca = \"{}\"\n", tls_ca());
+        let proxy = start_proxy_tls(&url, &toml_tls).await;
+        let mut conn = through(&proxy).await;
+        let version: Option<(String, String)> = conn.query_first("SHOW SESSION STATUS LIKE 'Ssl_version'").await.unwrap();
+        let version = version.map(|(_, v)| v).unwrap_or_default();
+        assert!(version.starts_with("TLSv1"), "{mode}: Ssl_version = {version:?}");
+        conn.disconnect().await.unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn untrusted_upstream_certificate_is_refused() {
+    // The system's public CAs did not sign the test server's certificate.
+    let toml_tls = "tls = \"verify_identity\"\ntls_ca = \"/etc/ssl/certs/ca-certificates.crt\"\n";
+    if !std::path::Path::new("/etc/ssl/certs/ca-certificates.crt").exists() {
+        eprintln!("skipped: no system CA bundle");
+        return;
+    }
+    let proxy = start_proxy_tls(&upstream_url(), toml_tls).await;
+    match mysql_async::Conn::new(opts(&proxy.mysql.to_string())).await {
+        Err(mysql_async::Error::Server(e)) => {
+            assert_eq!(e.code, 2026);
+            assert!(e.message.contains("TLS"), "{}", e.message);
+        }
+        other => panic!("expected error 2026, got {:?}", other.map(|_| ())),
+    }
+}
+
+/// Like `start_proxy_with_url`, but with `[upstream]` TLS keys instead of tls = "disabled".
+async fn start_proxy_tls(url: &str, tls_keys: &str) -> Proxy {
+    start_proxy_raw(&format!(
+        "[upstream]\nurl = \"{url}\"\n{tls_keys}connect_timeout = \"2s\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n"
+    ))
+    .await
+}

@@ -1,0 +1,159 @@
+//! Hostile or broken clients end their own session cleanly — with an ERR packet where the
+//! protocol allows one — and nothing else: other sessions go on, the process stays up, and
+//! the session's upstream connection is closed, not leaked.
+
+mod common;
+
+use common::*;
+use freshet_proxy::metrics::SessionEnd;
+use freshet_proxy::protocol::io::ReadError;
+use freshet_proxy::protocol::response::ErrPacket;
+use mysql_async::prelude::*;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// Reads the ERR packet that should end the session, then expects the connection closed.
+async fn expect_err_then_close(c: &mut RawClient) -> ErrPacket {
+    let payload = c.packet().await;
+    let err = ErrPacket::parse(&payload).unwrap_or_else(|_| panic!("expected ERR, got {payload:?}"));
+    assert!(matches!(c.try_packet().await, Err(ReadError::Closed | ReadError::Io(_))), "connection should be closed");
+    err
+}
+
+/// After a bad session: its upstream connection is gone and a new session works.
+async fn proxy_still_serves(proxy: &Proxy, upstream_id: u32) {
+    assert!(connection_gone(upstream_id).await, "upstream connection {upstream_id} leaked");
+    let mut conn = through(proxy).await;
+    let one: Option<i32> = conn.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    conn.disconnect().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn out_of_order_sequence_id() {
+    let proxy = start_proxy("").await;
+    let mut c = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    c.io.queue_packet(5, b"\x03SELECT 1");
+    c.io.flush().await.unwrap();
+    let err = expect_err_then_close(&mut c).await;
+    assert_eq!(err.code, 1156);
+    proxy_still_serves(&proxy, c.connection_id).await;
+    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::ClientProtocol), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn empty_and_unknown_commands() {
+    let proxy = start_proxy("").await;
+    for payload in [&b""[..], &[0x42u8][..], &[0xee, 1, 2, 3][..]] {
+        let mut c = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+        c.send(payload).await;
+        let err = expect_err_then_close(&mut c).await;
+        assert_eq!(err.code, 1047, "{payload:?}");
+        assert_eq!(&err.sql_state, b"08S01");
+        proxy_still_serves(&proxy, c.connection_id).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn packet_over_the_limit() {
+    let proxy = start_proxy("[limits]\nmax_packet = \"1MiB\"\n").await;
+    let mut c = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    // A command that fits passes.
+    let ok = c.query(&format!("SELECT '{}'", "x".repeat(512 * 1024))).await;
+    assert_ne!(ok[0][0], 0xff);
+    // The header of a 2 MiB packet is enough for freshet to refuse it, before buffering it.
+    let len = 2u32 << 20;
+    let mut raw = c.io;
+    let header = [len as u8, (len >> 8) as u8, (len >> 16) as u8, 0];
+    let mut stream = raw_stream(&mut raw);
+    stream.write_all(&header).await.unwrap();
+    stream.write_all(b"\x03SELECT").await.unwrap();
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).await.unwrap();
+    let err = ErrPacket::parse(&reply[4..]).unwrap();
+    assert_eq!(err.code, 1153);
+    assert!(err.message.contains("max_packet"), "{}", err.message);
+    proxy_still_serves(&proxy, c.connection_id).await;
+    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::PacketTooLarge), 1);
+}
+
+/// The socket under a client, to write bytes that are not well-formed packets. Nothing is
+/// buffered in `io` between commands, so writing around it is safe.
+fn raw_stream(io: &mut freshet_proxy::protocol::PacketIo<tokio::net::TcpStream>) -> &mut tokio::net::TcpStream {
+    io.get_mut()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_disconnects_mid_result() {
+    let proxy = start_proxy("").await;
+    let mut c = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    // A result far larger than any socket buffer, from MariaDB's sequence engine.
+    c.send(b"\x03SELECT seq, REPEAT('x', 200) FROM seq_1_to_5000000").await;
+    for _ in 0..100 {
+        c.packet().await;
+    }
+    let id = c.connection_id;
+    drop(c);
+    proxy_still_serves(&proxy, id).await;
+    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::ClientGone), 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn garbage_or_missing_handshake_response() {
+    let proxy = start_proxy("").await;
+    // Garbage instead of a handshake response.
+    let mut io = freshet_proxy::protocol::PacketIo::new(tokio::net::TcpStream::connect(proxy.mysql).await.unwrap());
+    let greeting = io.read_packet(1 << 20).await.unwrap();
+    let hs = freshet_proxy::protocol::handshake::ServerHandshake::parse(&greeting.payload).unwrap();
+    io.queue_packet(1, &[0x8f, 0xa2, 0, 0, 1]);
+    io.flush().await.unwrap();
+    let err = ErrPacket::parse(&io.read_packet(1 << 20).await.unwrap().payload).unwrap();
+    assert_eq!(err.code, 1043);
+    proxy_still_serves(&proxy, hs.connection_id).await;
+
+    // A TLS request, which freshet does not offer to applications.
+    let mut io = freshet_proxy::protocol::PacketIo::new(tokio::net::TcpStream::connect(proxy.mysql).await.unwrap());
+    let greeting = io.read_packet(1 << 20).await.unwrap();
+    let hs = freshet_proxy::protocol::handshake::ServerHandshake::parse(&greeting.payload).unwrap();
+    let mut ssl = ((1u32 << 9) | (1 << 11) | (1 << 15)).to_le_bytes().to_vec();
+    ssl.extend_from_slice(&[0; 28]);
+    io.queue_packet(1, &ssl);
+    io.flush().await.unwrap();
+    let err = ErrPacket::parse(&io.read_packet(1 << 20).await.unwrap().payload).unwrap();
+    assert_eq!(err.code, 2026);
+    proxy_still_serves(&proxy, hs.connection_id).await;
+
+    // A client that connects and leaves without answering.
+    let mut stream = tokio::net::TcpStream::connect(proxy.mysql).await.unwrap();
+    let mut io = freshet_proxy::protocol::PacketIo::new(&mut stream);
+    let greeting = io.read_packet(1 << 20).await.unwrap();
+    let hs = freshet_proxy::protocol::handshake::ServerHandshake::parse(&greeting.payload).unwrap();
+    drop(io);
+    drop(stream);
+    proxy_still_serves(&proxy, hs.connection_id).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn dead_upstream_is_a_clear_error() {
+    // Nothing listens on port 1 of loopback.
+    let proxy = start_proxy_with_url("mysql://freshet:freshet@127.0.0.1:1/freshet_test", "").await;
+    match mysql_async::Conn::new(opts(&proxy.mysql.to_string())).await {
+        Err(mysql_async::Error::Server(e)) => {
+            assert_eq!(e.code, 2003);
+            assert!(e.message.contains("127.0.0.1:1"), "{}", e.message);
+        }
+        other => panic!("expected error 2003, got {:?}", other.map(|_| ())),
+    }
+    // The process is still serving: its admin endpoint answers, and says not ready.
+    let (status, body) = http_get(proxy.admin, "/ready").await;
+    assert_eq!(status, 503, "{body}");
+}
+
+pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
+    (status, body)
+}
