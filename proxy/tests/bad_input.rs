@@ -157,3 +157,23 @@ pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
     let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
     (status, body)
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_closing_an_idle_connection_closes_the_clients() {
+    let proxy = start_proxy("").await;
+    let mut c = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let reply = c.query("SET SESSION wait_timeout = 1").await;
+    assert_eq!(reply[0][0], 0);
+    // Without sending anything, the client sees the connection end (as it would directly).
+    let ended = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            if c.try_packet().await.is_err() {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(ended.is_ok(), "client connection still open after the upstream closed it");
+    assert!(connection_gone(c.connection_id).await);
+    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::Upstream), 1);
+}

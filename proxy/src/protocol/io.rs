@@ -135,6 +135,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         }
     }
 
+    /// Waits until at least one byte is buffered. Cancel-safe, unlike [`Self::read_packet`]
+    /// (which may hold the first frames of a long packet): `select!` on this, then read.
+    pub async fn readable(&mut self) -> Result<(), ReadError> {
+        if self.rbuf.is_empty() {
+            self.rbuf.reserve(HEADER);
+            let n = self.stream.read_buf(&mut self.rbuf).await?;
+            if n == 0 {
+                return Err(ReadError::Closed);
+            }
+            self.read_count += n as u64;
+        }
+        Ok(())
+    }
+
     pub async fn read_frame(&mut self) -> Result<Frame, ReadError> {
         self.read_frame_limited(MAX_FRAME).await
     }

@@ -19,8 +19,9 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::metrics::UpstreamFailure;
 use crate::protocol::cursor::Cursor;
-use crate::protocol::io::Frame;
+use crate::protocol::io::{Frame, ReadError};
 use crate::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK, codes};
 use crate::protocol::{Capabilities, Command, StatusFlags};
 
@@ -41,6 +42,7 @@ impl Session {
     pub(super) async fn run(&mut self) -> Result<(), SessionError> {
         let limit = usize::try_from(self.shared.config.limits.max_packet.bytes()).unwrap_or(usize::MAX);
         loop {
+            self.wait_for_command().await?;
             let packet = self.client.read_packet(limit).await.map_err(SessionError::from_client)?;
             let started = Instant::now();
             if packet.seq != 0 {
@@ -57,6 +59,30 @@ impl Session {
             self.account_bytes();
             if flow == Flow::Quit {
                 return Ok(());
+            }
+        }
+    }
+
+    /// Waits for the client's next command while watching the idle upstream connection.
+    ///
+    /// A server closes idle connections (wait_timeout, KILL, shutdown), sometimes after an
+    /// unsolicited ERR packet. A direct client would see that at once, and drivers check for
+    /// it before reusing a pooled connection, so freshet forwards what the upstream sends and
+    /// closes the client's connection as soon as the upstream's closes.
+    async fn wait_for_command(&mut self) -> Result<(), SessionError> {
+        loop {
+            tokio::select! {
+                biased;
+                ready = self.client.readable() => return ready.map_err(SessionError::from_client),
+                frame = self.upstream.read_frame() => {
+                    let frame = frame.map_err(|e| match e {
+                        ReadError::Closed => SessionError::Upstream("upstream closed the idle connection".into(), UpstreamFailure::Lost),
+                        other => SessionError::from_upstream(other),
+                    })?;
+                    self.upstream_idle = false;
+                    self.client.queue_frame(&frame);
+                    self.flush_client().await?;
+                }
             }
         }
     }
@@ -287,5 +313,5 @@ fn client_error(code: u16, message: &str, last_seq: u8) -> SessionError {
 }
 
 fn upstream_protocol(what: &str) -> SessionError {
-    SessionError::Upstream(format!("upstream protocol error: {what}"), crate::metrics::UpstreamFailure::Protocol)
+    SessionError::Upstream(format!("upstream protocol error: {what}"), UpstreamFailure::Protocol)
 }
