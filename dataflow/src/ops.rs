@@ -311,9 +311,11 @@ fn bucket_add(bucket: &mut Vec<Delta>, row: &Row, w: i64) -> isize {
 }
 
 impl KeyState {
-    /// An empty partition state for `key`, with no rows and no emissions. Global aggregates
-    /// get their one (empty) group.
-    pub fn empty(graph: &Graph, key: Key, filled_at: Position) -> KeyState {
+    /// An empty partition state for `key`. With `silent_globals`, global aggregates get their
+    /// one (empty) group now without emitting it (the seeding path, where every state is
+    /// installed separately); otherwise the group is created, and emitted downstream, by the
+    /// first [`KeyState::process`] (the replay path).
+    pub fn empty(graph: &Graph, key: Key, filled_at: Position, silent_globals: bool) -> KeyState {
         let states = graph
             .nodes
             .iter()
@@ -326,6 +328,9 @@ impl KeyState {
             })
             .collect();
         let mut ks = KeyState { key, states, reader: HashMap::new(), bytes: 0, filled_at };
+        if !silent_globals {
+            return ks;
+        }
         for (i, n) in graph.nodes.iter().enumerate() {
             if let Node::Aggregate { global: true, group, aggs, .. } = &n.tree {
                 ks.global_group(i, *group, aggs);
@@ -408,9 +413,16 @@ impl KeyState {
                     let dr = take(n.inputs[1], &mut outs);
                     self.join(i, on, *kind, left.width(), right.width(), dl, dr)
                 }
-                Node::Aggregate { group, aggs, .. } => {
+                Node::Aggregate { group, aggs, global, .. } => {
                     let d = take(n.inputs[0], &mut outs);
-                    self.aggregate(i, *group, aggs, d)
+                    let mut created = Vec::new();
+                    if *global {
+                        if let Some(row) = self.global_group(i, *group, aggs) {
+                            created.push((row, 1));
+                        }
+                    }
+                    created.extend(self.aggregate(i, *group, aggs, d));
+                    created
                 }
                 Node::Distinct { .. } => {
                     let d = take(n.inputs[0], &mut outs);

@@ -1,0 +1,151 @@
+//! Cost bounds per compiled query, in the spirit of PIQL's scale-independence classes: how
+//! the work of a hit, a miss (fill) and one base-row write grows with the data.
+//!
+//! Owns: [`CostBounds`], [`Bound`], [`cost_bounds`]. Does not own: measuring anything; these
+//! are static bounds derived from the plan and the schema (primary keys), for EXPLAIN.
+//!
+//! Invariant: a bound is never optimistic for the plan as this crate executes it (e.g. top-k
+//! keeps its whole partition input, so a fill of a top-k view reads the partition, not k rows).
+
+use crate::compile::{Catalog, CompiledQuery};
+use crate::plan::Node;
+
+/// How a quantity grows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Bound {
+    /// Independent of data size.
+    Constant,
+    /// At most this many (rows or steps), independent of data size.
+    AtMost(u64),
+    /// Linear in the number of base rows of one partition (rows sharing the parameter value).
+    LinearInPartition,
+    /// Linear in the size of a table (the query has no parameters: one partition).
+    LinearInTable,
+}
+
+impl Bound {
+    fn rank(&self) -> u8 {
+        match self {
+            Bound::Constant => 0,
+            Bound::AtMost(_) => 1,
+            Bound::LinearInPartition => 2,
+            Bound::LinearInTable => 3,
+        }
+    }
+    fn max(self, o: Bound) -> Bound {
+        match (&self, &o) {
+            (Bound::AtMost(a), Bound::AtMost(b)) => Bound::AtMost((*a).max(*b)),
+            _ if o.rank() > self.rank() => o,
+            _ => self,
+        }
+    }
+}
+
+/// Costs per base table occurrence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableCost {
+    pub table: String,
+    /// Rows a fill reads from this table per missing partition.
+    pub fill_rows: Bound,
+    /// Work to apply one base-row write to this table (operators plus republishing the
+    /// partition's reader entry).
+    pub write: Bound,
+}
+
+/// A state the view keeps.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateInfo {
+    /// Operator ("join", "aggregate", "top-k", "distinct", "reader").
+    pub op: &'static str,
+    /// True if the state can be partial (holes, eviction, fills). Always true here: every
+    /// state is partitioned by the parameters; a parameterless view is one partition.
+    pub partial: bool,
+}
+
+/// The cost bounds of one query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CostBounds {
+    /// Work of a hit: hash lookups (one per partition the parameters name).
+    pub hit: Bound,
+    /// Per table occurrence: fill reads and write work.
+    pub tables: Vec<TableCost>,
+    /// The states kept.
+    pub states: Vec<StateInfo>,
+    /// Number of partitions the view has: one (no parameters) or one per parameter value.
+    pub single_partition: bool,
+}
+
+/// Derives the bounds of `q`.
+pub fn cost_bounds(q: &CompiledQuery, catalog: &Catalog) -> CostBounds {
+    let keyed = !q.key_columns.is_empty();
+    let hit = match q.n_params {
+        0 | 1 => Bound::Constant,
+        n => Bound::AtMost(n as u64),
+    };
+    let nodes = q.root.post_order();
+    let bases = q.root.bases();
+    let pk_keyed = |b: &Node| -> bool {
+        let Node::Base { table, key, .. } = b else { return false };
+        let Some(t) = catalog.get(table) else { return false };
+        !key.is_empty() && {
+            let mut pk = t.primary_key.clone();
+            pk.sort();
+            let mut k = key.clone();
+            k.sort();
+            k.dedup();
+            pk.iter().all(|c| k.contains(c)) && !pk.is_empty()
+        }
+    };
+    let per_partition = |b: &Node| {
+        if !keyed {
+            Bound::LinearInTable
+        } else if pk_keyed(b) {
+            Bound::AtMost(1)
+        } else {
+            Bound::LinearInPartition
+        }
+    };
+    let has_join = nodes.iter().any(|n| matches!(n, Node::Join { .. }));
+    let topk = nodes.iter().find_map(|n| match n {
+        Node::TopK { limit, offset, .. } => Some((limit + offset) as u64),
+        _ => None,
+    });
+    let global = nodes.iter().any(|n| matches!(n, Node::Aggregate { global: true, .. }));
+    let publish = if let Some(k) = topk {
+        Bound::AtMost(k)
+    } else if global {
+        Bound::Constant
+    } else if keyed && bases.iter().all(|b| pk_keyed(b)) {
+        Bound::AtMost(1)
+    } else if keyed {
+        Bound::LinearInPartition
+    } else {
+        Bound::LinearInTable
+    };
+    let tables = bases
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let mut write = publish.clone();
+            if has_join {
+                for (j, o) in bases.iter().enumerate() {
+                    if j != i {
+                        write = write.max(per_partition(o));
+                    }
+                }
+            }
+            if let Some(k) = topk {
+                write = write.max(Bound::AtMost(k));
+            }
+            let table = match b {
+                Node::Base { table, .. } => table.clone(),
+                _ => String::new(),
+            };
+            TableCost { table, fill_rows: per_partition(b), write }
+        })
+        .collect();
+    let mut states: Vec<StateInfo> =
+        nodes.iter().filter(|n| n.is_stateful()).map(|n| StateInfo { op: n.op_name(), partial: true }).collect();
+    states.push(StateInfo { op: "reader", partial: true });
+    CostBounds { hit, tables, states, single_partition: !keyed }
+}

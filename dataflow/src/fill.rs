@@ -1,0 +1,177 @@
+//! Fill requests and fill sources: how a hole asks for the state it is missing.
+//!
+//! Owns: [`FillRequest`], [`FillResponse`], the [`FillSource`] trait and two in-memory sources
+//! over a [`MemStore`]: [`MemUpstream`] (answers the request's SQL state queries, the way the
+//! upstream server will) and [`MemReplica`] (returns base rows, the way the local replica will).
+//! Does not own: deduplication, batching, positions and buffering (view), talking to MySQL or
+//! RocksDB (cdc).
+//!
+//! Invariants a source must keep (the view checks what it can):
+//! - All data in one response reflects the database at exactly `position`.
+//! - `position >= request.min_position` (the view applied everything up to `min_position`
+//!   before the keys became holes; a fill older than that would miss dropped deltas).
+//! - State-query answers are multisets: row `i` of query `j` is a row of that query's plan
+//!   output restricted to the request's keys; `grouped` queries append the count.
+//! - Base-row answers list, per scan, every row of the table whose key columns equal a key.
+
+use std::collections::HashSet;
+
+use crate::delta::Position;
+use crate::eval::eval;
+use crate::ops::{Delta, Key};
+use crate::plan::Node;
+use crate::store::MemStore;
+use crate::value::{ExactRow, Row, Value};
+
+/// Identifies a view inside one [`crate::Dataflow`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ViewId(pub u32);
+
+/// One state the fill must provide, as SQL for an upstream server and as a plan for
+/// in-process evaluation.
+#[derive(Clone, Debug)]
+pub struct StateQuery {
+    /// Operator index of the state in the view's graph (`graph.nodes.len()` = the reader).
+    pub node: usize,
+    /// Input side for joins (0 = left, 1 = right), else 0.
+    pub side: usize,
+    /// MySQL text with `?` placeholders.
+    pub sql: String,
+    /// Values for the placeholders, in order.
+    pub params: Vec<Value>,
+    /// The subtree whose output (restricted to the keys) this state is seeded from.
+    pub plan: Node,
+    /// True if the answer is grouped by all columns with a trailing count.
+    pub grouped: bool,
+}
+
+/// One base-table occurrence the replay needs rows of.
+#[derive(Clone, Debug)]
+pub struct BaseScan {
+    /// Occurrence number in the view's plan.
+    pub occ: usize,
+    /// Table name.
+    pub table: String,
+    /// Columns holding the partition key, in key order.
+    pub key_columns: Vec<usize>,
+}
+
+/// A request for the state of some missing partitions of one view.
+#[derive(Clone, Debug)]
+pub struct FillRequest {
+    pub view: ViewId,
+    /// The missing partitions (deduplicated).
+    pub keys: Vec<Key>,
+    /// The fill must reflect a position at or after this one.
+    pub min_position: Position,
+    /// For sources that evaluate SQL: one query per state to seed.
+    pub queries: Vec<StateQuery>,
+    /// For sources that return base rows: one scan per table occurrence.
+    pub scans: Vec<BaseScan>,
+}
+
+/// What a source returns.
+#[derive(Clone, Debug)]
+pub enum FillData {
+    /// Answers to `FillRequest::queries`, in order, as weighted rows.
+    States(Vec<Vec<Delta>>),
+    /// Answers to `FillRequest::scans`, in order.
+    BaseRows(Vec<Vec<Row>>),
+}
+
+/// A fill's answer.
+#[derive(Clone, Debug)]
+pub struct FillResponse {
+    pub view: ViewId,
+    pub keys: Vec<Key>,
+    /// The position the data reflects.
+    pub position: Position,
+    pub data: FillData,
+}
+
+/// Why a fill could not be produced.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FillError {
+    /// The source cannot answer now (e.g. upstream unreachable); retrying later is safe.
+    #[error("fill source unavailable: {0}")]
+    Unavailable(String),
+    /// The source's data is older than the request's `min_position`; retrying is safe.
+    #[error("fill source is behind: at {have:?}, need {need:?}")]
+    Behind { have: Position, need: Position },
+}
+
+/// Something that can answer fill requests.
+pub trait FillSource {
+    /// Answers `req` at one consistent position.
+    fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError>;
+}
+
+/// The upstream stand-in: evaluates each state query's plan over a [`MemStore`], as the
+/// server would evaluate its SQL.
+pub struct MemUpstream<'a> {
+    pub store: &'a MemStore,
+}
+
+impl FillSource for MemUpstream<'_> {
+    fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        if self.store.position() < req.min_position {
+            return Err(FillError::Behind { have: self.store.position(), need: req.min_position });
+        }
+        let keys: HashSet<Key> = req.keys.iter().cloned().collect();
+        let mut answers = Vec::new();
+        for q in &req.queries {
+            let rows = eval(&q.plan, self.store, Some(&keys));
+            answers.push(if q.grouped { group_count(rows) } else { rows.into_iter().map(|r| (r, 1)).collect() });
+        }
+        Ok(FillResponse { view: req.view, keys: req.keys.clone(), position: self.store.position(), data: FillData::States(answers) })
+    }
+}
+
+/// Collapses a multiset into (row, count) pairs, as `GROUP BY all columns` with `COUNT(*)` does.
+fn group_count(rows: Vec<Row>) -> Vec<Delta> {
+    let mut out: Vec<Delta> = Vec::new();
+    let mut index = std::collections::HashMap::new();
+    for r in rows {
+        match index.get(&ExactRow(r.clone())) {
+            Some(&i) => {
+                let e: &mut Delta = &mut out[i];
+                e.1 += 1;
+            }
+            None => {
+                index.insert(ExactRow(r.clone()), out.len());
+                out.push((r, 1));
+            }
+        }
+    }
+    out
+}
+
+/// The replica stand-in: returns base rows from a [`MemStore`] for the dataflow to replay.
+pub struct MemReplica<'a> {
+    pub store: &'a MemStore,
+}
+
+impl FillSource for MemReplica<'_> {
+    fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        if self.store.position() < req.min_position {
+            return Err(FillError::Behind { have: self.store.position(), need: req.min_position });
+        }
+        let keys: HashSet<Key> = req.keys.iter().cloned().collect();
+        let scans = req
+            .scans
+            .iter()
+            .map(|s| {
+                self.store
+                    .rows(&s.table)
+                    .iter()
+                    .filter(|r| {
+                        let k: Key = s.key_columns.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
+                        keys.contains(&k)
+                    })
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        Ok(FillResponse { view: req.view, keys: req.keys.clone(), position: self.store.position(), data: FillData::BaseRows(scans) })
+    }
+}

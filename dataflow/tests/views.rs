@@ -1,0 +1,369 @@
+//! End-to-end tests of compiled views: fills from both sources, positions, eviction, budget.
+
+use freshet_dataflow::*;
+
+fn int(i: i64) -> Value {
+    Value::Int(i)
+}
+fn txt(s: &str) -> Value {
+    Value::text(s, Collation::Utf8mb4GeneralCi)
+}
+fn row(v: Vec<Value>) -> Row {
+    v.into_boxed_slice()
+}
+
+fn catalog() -> Catalog {
+    let mut c = Catalog::new();
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+    c.add(TableSchema::new(
+        "stories",
+        vec![i("id").not_null(), i("author"), ColumnSchema::new("title", SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi))],
+        vec![0],
+    ))
+    .unwrap();
+    c.add(TableSchema::new("votes", vec![i("user_id"), i("story_id"), i("score")], vec![0, 1])).unwrap();
+    c
+}
+
+struct World {
+    df: Dataflow,
+    store: MemStore,
+    pos: u64,
+}
+
+impl World {
+    fn new() -> World {
+        World { df: Dataflow::new(catalog(), ByteSize(1 << 30)), store: MemStore::new(), pos: 0 }
+    }
+    fn batch(&mut self, f: impl FnOnce(&mut Batch)) {
+        self.pos += 1;
+        let mut b = Batch::new(Position(self.pos));
+        f(&mut b);
+        self.store.apply(&b);
+        self.df.apply(&b).unwrap();
+    }
+    fn read(&mut self, v: ViewId, params: &[Value], replica: bool) -> Vec<Row> {
+        let r = self.df.reader(v).unwrap();
+        match r.lookup(params).unwrap() {
+            Lookup::Hit(rows) => return rows.to_vec(),
+            Lookup::Miss(_) => {}
+        }
+        if replica {
+            self.df.run_fills(&mut MemReplica { store: &self.store }).unwrap();
+        } else {
+            self.df.run_fills(&mut MemUpstream { store: &self.store }).unwrap();
+        }
+        match r.lookup(params).unwrap() {
+            Lookup::Hit(rows) => rows.to_vec(),
+            Lookup::Miss(k) => panic!("still missing {k:?}"),
+        }
+    }
+}
+
+fn sorted(mut v: Vec<Row>) -> Vec<Row> {
+    v.sort();
+    v
+}
+
+fn seed(w: &mut World) {
+    w.batch(|b| {
+        b.insert("stories", row(vec![int(1), int(10), txt("Hello")]));
+        b.insert("stories", row(vec![int(2), int(11), txt("World")]));
+        for (u, s) in [(1, 1), (2, 1), (3, 1), (1, 2)] {
+            b.insert("votes", row(vec![int(u), int(s), int(u * 10)]));
+        }
+    });
+}
+
+#[test]
+fn count_per_story_both_sources() {
+    for replica in [false, true] {
+        let mut w = World::new();
+        seed(&mut w);
+        let v = w.df.install_sql("SELECT story_id, COUNT(*) FROM votes WHERE story_id = ? GROUP BY story_id").unwrap();
+        assert_eq!(w.read(v, &[int(1)], replica), vec![row(vec![int(1), int(3)])]);
+        assert_eq!(w.read(v, &[int(7)], replica), Vec::<Row>::new());
+        w.batch(|b| {
+            b.insert("votes", row(vec![int(9), int(1), int(0)]));
+            b.insert("votes", row(vec![int(9), int(7), int(0)]));
+        });
+        assert_eq!(w.read(v, &[int(1)], replica), vec![row(vec![int(1), int(4)])]);
+        assert_eq!(w.read(v, &[int(7)], replica), vec![row(vec![int(7), int(1)])]);
+        let s = w.df.stats(v).unwrap();
+        assert_eq!((s.keys, s.fills, s.misses), (2, 2, 2));
+        assert!(s.hits >= 2 && s.bytes > 0);
+    }
+}
+
+#[test]
+fn fill_sql_is_computed_by_the_server() {
+    let mut w = World::new();
+    let v = w.df.install_sql("SELECT COUNT(*) AS n FROM votes WHERE story_id = ?").unwrap();
+    let r = w.df.reader(v).unwrap();
+    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    assert!(matches!(r.lookup(&[int(2)]).unwrap(), Lookup::Miss(_)));
+    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    let reqs = w.df.fill_requests();
+    assert_eq!(reqs.len(), 1, "deduplicated and batched");
+    assert_eq!(reqs[0].keys.len(), 2);
+    assert_eq!(reqs[0].queries.len(), 1);
+    let q = &reqs[0].queries[0];
+    assert!(q.sql.contains("`story_id` IN (?, ?)"), "{}", q.sql);
+    assert!(q.sql.contains("COUNT(*)") && q.sql.contains("GROUP BY"), "{}", q.sql);
+    assert_eq!(q.params, vec![int(1), int(2)]);
+    // The rendered SQL is valid MySQL.
+    assert!(sqlparser::parser::Parser::parse_sql(&sqlparser::dialect::MySqlDialect {}, &q.sql).is_ok());
+    let resp = MemUpstream { store: &w.store }.fill(&reqs[0]).unwrap();
+    assert_eq!(w.df.complete_fill(resp).filled, 2);
+    // Empty partitions still answer COUNT(*) = 0, as MySQL does without GROUP BY.
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(0)])]);
+    w.batch(|b| {
+        b.insert("votes", row(vec![int(1), int(1), int(5)]));
+    });
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(1)])]);
+    assert_eq!(w.df.query(v).unwrap().columns, vec!["n".to_string()]);
+}
+
+#[test]
+fn join_left_join_and_sum() {
+    for replica in [false, true] {
+        let mut w = World::new();
+        seed(&mut w);
+        let v = w
+            .df
+            .install_sql(
+                "SELECT s.title, COUNT(v.user_id) AS votes, SUM(v.score) FROM stories s LEFT JOIN votes v ON v.story_id = s.id WHERE s.id = ? GROUP BY s.title",
+            )
+            .unwrap();
+        let dec = |s: &str| Value::Decimal(Decimal::parse(s).unwrap());
+        assert_eq!(w.read(v, &[int(1)], replica), vec![row(vec![txt("Hello"), int(3), dec("60")])]);
+        w.batch(|b| {
+            b.insert("stories", row(vec![int(3), int(12), txt("Empty")]));
+        });
+        assert_eq!(w.read(v, &[int(3)], replica), vec![row(vec![txt("Empty"), int(0), Value::Null])]);
+        w.batch(|b| {
+            b.delete("votes", row(vec![int(1), int(1), int(10)]));
+            b.insert("votes", row(vec![int(4), int(3), int(7)]));
+            b.update("stories", row(vec![int(1), int(10), txt("Hello")]), row(vec![int(1), int(10), txt("Hi")]));
+        });
+        assert_eq!(w.read(v, &[int(1)], replica), vec![row(vec![txt("Hi"), int(2), dec("50")])]);
+        assert_eq!(w.read(v, &[int(3)], replica), vec![row(vec![txt("Empty"), int(1), dec("7")])]);
+        // Inner join: stories without votes disappear.
+        let j = w.df.install_sql("SELECT v.user_id, s.title FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.story_id = ? ORDER BY v.user_id DESC").unwrap();
+        assert_eq!(w.read(j, &[int(1)], replica), vec![row(vec![int(3), txt("Hi")]), row(vec![int(2), txt("Hi")])]);
+        w.batch(|b| {
+            b.delete("stories", row(vec![int(1), int(10), txt("Hi")]));
+        });
+        assert_eq!(w.read(j, &[int(1)], replica), Vec::<Row>::new());
+    }
+}
+
+#[test]
+fn min_max_survive_deleting_the_extreme() {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql("SELECT MIN(score), MAX(score), AVG(score) FROM votes WHERE story_id = ?").unwrap();
+    let dec = |s: &str| Value::Decimal(Decimal::parse(s).unwrap());
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(10), int(30), dec("20.0000")])]);
+    w.batch(|b| {
+        b.delete("votes", row(vec![int(3), int(1), int(30)]));
+    });
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(10), int(20), dec("15.0000")])]);
+    w.batch(|b| {
+        b.delete("votes", row(vec![int(1), int(1), int(10)]));
+    });
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(20), int(20), dec("20.0000")])]);
+    w.batch(|b| {
+        b.delete("votes", row(vec![int(2), int(1), int(20)]));
+    });
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![Value::Null, Value::Null, Value::Null])]);
+}
+
+#[test]
+fn top_k_refills_when_deletions_shrink_it() {
+    let mut w = World::new();
+    w.batch(|b| {
+        for u in 1..=5 {
+            b.insert("votes", row(vec![int(u), int(1), int(u * 10)]));
+        }
+    });
+    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ? ORDER BY score DESC LIMIT 2").unwrap();
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(5), int(50)]), row(vec![int(4), int(40)])]);
+    w.batch(|b| {
+        b.delete("votes", row(vec![int(5), int(1), int(50)]));
+        b.delete("votes", row(vec![int(4), int(1), int(40)]));
+        b.delete("votes", row(vec![int(3), int(1), int(30)]));
+    });
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(2), int(20)]), row(vec![int(1), int(10)])]);
+    w.batch(|b| {
+        b.delete("votes", row(vec![int(2), int(1), int(20)]));
+    });
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(1), int(10)])]);
+    let off = w.df.install_sql("SELECT user_id FROM votes WHERE story_id = ? ORDER BY user_id LIMIT 1 OFFSET 1").unwrap();
+    w.batch(|b| {
+        b.insert("votes", row(vec![int(7), int(1), int(0)]));
+    });
+    assert_eq!(w.read(off, &[int(1)], true), vec![row(vec![int(7)])]);
+}
+
+#[test]
+fn positions_late_and_stale_fills() {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql("SELECT COUNT(*) FROM votes WHERE story_id = ?").unwrap();
+    let r = w.df.reader(v).unwrap();
+    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    let reqs = w.df.fill_requests();
+    // The fill is taken now (position 1, 3 votes) but arrives after two more batches.
+    let early = MemUpstream { store: &w.store }.fill(&reqs[0]).unwrap();
+    w.batch(|b| {
+        b.insert("votes", row(vec![int(5), int(1), int(0)]));
+    });
+    // A second snapshot, taken after that batch, arrives too (duplicate: must be ignored).
+    let later = MemUpstream { store: &w.store }.fill(&reqs[0]).unwrap();
+    w.batch(|b| {
+        b.insert("votes", row(vec![int(6), int(1), int(0)]));
+    });
+    assert_eq!(w.df.complete_fill(early).filled, 1);
+    assert_eq!(w.df.complete_fill(later).ignored, 1);
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(5)])]);
+
+    // A fill ahead of the binlog: deltas at or before its position are skipped later.
+    w.df.evict(v, &vec![int(1)].into_boxed_slice());
+    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    let reqs = w.df.fill_requests();
+    let mut ahead = w.store.clone();
+    let mut b = Batch::new(Position(w.pos + 1));
+    b.insert("votes", row(vec![int(7), int(1), int(0)]));
+    ahead.apply(&b);
+    let resp = MemUpstream { store: &ahead }.fill(&reqs[0]).unwrap();
+    assert_eq!(w.df.complete_fill(resp).filled, 1);
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(6)])]);
+    w.store.apply(&b);
+    w.pos += 1;
+    w.df.apply(&b).unwrap();
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(6)])], "not double counted");
+
+    // A fill older than the position the key became a hole at is rejected.
+    w.df.evict(v, &vec![int(1)].into_boxed_slice());
+    let old = w.store.clone();
+    w.batch(|b| {
+        b.insert("votes", row(vec![int(8), int(1), int(0)]));
+    });
+    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    let reqs = w.df.fill_requests();
+    let mut stale_req = reqs[0].clone();
+    stale_req.min_position = Position(0);
+    let resp = MemUpstream { store: &old }.fill(&stale_req).unwrap();
+    assert_eq!(w.df.complete_fill(resp).stale, 1);
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(7)])]);
+}
+
+#[test]
+fn budget_evicts_least_recently_read() {
+    let mut w = World::new();
+    w.df = Dataflow::new(catalog(), ByteSize(6_000));
+    w.batch(|b| {
+        for s in 0..40 {
+            b.insert("votes", row(vec![int(1), int(s), int(s)]));
+        }
+    });
+    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
+    for s in 0..40 {
+        assert_eq!(w.read(v, &[int(s)], false).len(), 1);
+    }
+    let st = w.df.stats(v).unwrap();
+    assert!(st.evictions > 0, "{st:?}");
+    assert!(st.bytes <= 6_000, "{st:?}");
+    assert_eq!(st.keys as usize, w.df.filled_keys(v).len());
+    // Updates to evicted partitions are dropped; re-reading refills correctly.
+    w.batch(|b| {
+        b.insert("votes", row(vec![int(2), int(0), int(0)]));
+    });
+    assert_eq!(w.read(v, &[int(0)], false).len(), 2);
+    w.df.evict_all();
+    assert_eq!(w.df.stats(v).unwrap().keys, 0);
+    assert_eq!(w.read(v, &[int(0)], true).len(), 2);
+}
+
+#[test]
+fn in_lists_and_reuse_and_null_params() {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql("SELECT story_id, user_id FROM votes WHERE story_id IN (?, ?) ORDER BY user_id, story_id").unwrap();
+    let v2 = w.df.install_sql("select story_id, user_id from votes where story_id in (?, ?) order by user_id, story_id").unwrap();
+    assert_eq!(v, v2, "identical plans share a view");
+    assert_eq!(
+        w.read(v, &[int(1), int(2)], false),
+        vec![row(vec![int(1), int(1)]), row(vec![int(2), int(1)]), row(vec![int(1), int(2)]), row(vec![int(1), int(3)])]
+    );
+    assert_eq!(w.read(v, &[Value::Null, Value::Null], false), Vec::<Row>::new());
+    // Text parameters are coerced to the key column's type.
+    assert_eq!(w.read(v, &[txt("2"), Value::Null], false), vec![row(vec![int(2), int(1)])]);
+}
+
+#[test]
+fn parameterless_views_and_union() {
+    for replica in [false, true] {
+        let mut w = World::new();
+        seed(&mut w);
+        let v = w.df.install_sql("SELECT DISTINCT user_id FROM votes WHERE score >= 10").unwrap();
+        assert_eq!(sorted(w.read(v, &[], replica)), vec![row(vec![int(1)]), row(vec![int(2)]), row(vec![int(3)])]);
+        let u = w.df.install_sql("SELECT id FROM stories UNION ALL SELECT story_id FROM votes WHERE user_id = 1").unwrap();
+        assert_eq!(sorted(w.read(u, &[], replica)), vec![row(vec![int(1)]), row(vec![int(1)]), row(vec![int(2)]), row(vec![int(2)])]);
+        w.batch(|b| {
+            b.delete("votes", row(vec![int(1), int(1), int(10)]));
+        });
+        assert_eq!(sorted(w.read(u, &[], replica)), vec![row(vec![int(1)]), row(vec![int(2)]), row(vec![int(2)])]);
+        assert_eq!(sorted(w.read(v, &[], replica)), vec![row(vec![int(1)]), row(vec![int(2)]), row(vec![int(3)])]);
+        let c = w.df.install_sql("SELECT author, COUNT(*) c FROM stories GROUP BY author HAVING c >= 1 ORDER BY author").unwrap();
+        assert_eq!(w.read(c, &[], replica), vec![row(vec![int(10), int(1)]), row(vec![int(11), int(1)])]);
+    }
+}
+
+#[test]
+fn refusals_say_what_to_change() {
+    let c = catalog();
+    let bad = [
+        ("SELECT * FROM nope", "unknown table"),
+        ("SELECT * FROM votes WHERE score > ?", "parameters are supported only"),
+        ("SELECT * FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.user_id = ?", "not joined on the parameter"),
+        ("SELECT NOW() FROM votes", "cannot be cached"),
+        ("SELECT * FROM votes WHERE story_id IN (SELECT id FROM stories)", "subqueries"),
+        ("SELECT * FROM votes, stories", "comma joins"),
+        ("UPDATE votes SET score = 1", "SELECT"),
+        ("SELECT * FROM votes FOR UPDATE", "locking"),
+        ("SELECT user_id, COUNT(*) FROM votes GROUP BY story_id", "GROUP BY"),
+        ("SELECT GROUP_CONCAT(user_id) FROM votes", "not supported"),
+        ("SELEC nonsense", "cannot parse"),
+    ];
+    for (sql, why) in bad {
+        let r = compile(sql, &c);
+        match r {
+            Err(e) => assert!(e.reason.contains(why), "{sql}: {}", e.reason),
+            Ok(_) => panic!("{sql} should be refused"),
+        }
+    }
+    let mut c2 = catalog();
+    c2.add(TableSchema::new("t", vec![ColumnSchema::new("name", SqlType::Text).with_collation(None)], vec![])).unwrap();
+    assert!(compile("SELECT name FROM t", &c2).unwrap_err().reason.contains("collation"));
+}
+
+#[test]
+fn cost_bounds_are_structured() {
+    let mut w = World::new();
+    let v = w.df.install_sql("SELECT title FROM stories WHERE id = ?").unwrap();
+    let c = w.df.cost(v).unwrap();
+    assert_eq!(c.hit, Bound::Constant);
+    assert_eq!(c.tables[0].fill_rows, Bound::AtMost(1));
+    let v = w.df.install_sql("SELECT COUNT(*) FROM votes").unwrap();
+    let c = w.df.cost(v).unwrap();
+    assert!(c.single_partition);
+    assert_eq!(c.tables[0].fill_rows, Bound::LinearInTable);
+    assert_eq!(c.tables[0].write, Bound::Constant);
+    let v = w.df.install_sql("SELECT user_id FROM votes WHERE story_id = ? ORDER BY score LIMIT 3").unwrap();
+    let c = w.df.cost(v).unwrap();
+    assert_eq!(c.tables[0].fill_rows, Bound::LinearInPartition);
+    assert_eq!(c.tables[0].write, Bound::AtMost(3));
+    assert_eq!(c.states.iter().map(|s| s.op).collect::<Vec<_>>(), vec!["top-k", "reader"]);
+}
