@@ -713,7 +713,7 @@ fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
             let chars: Vec<char> = t.chars().collect();
             let n = chars.len() as i64;
             let pos = pos.round() as i64;
-            let start = if pos > 0 { pos - 1 } else if pos < 0 { n + pos } else { return Value::text("", coll) };
+            let start = if pos > 0 { pos - 1 } else if pos < 0 { n.saturating_add(pos) } else { return Value::text("", coll) };
             if start < 0 || start >= n {
                 return Value::text("", coll);
             }
@@ -724,7 +724,7 @@ fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
                 },
                 None => n,
             };
-            let end = (start + len).min(n);
+            let end = start.saturating_add(len).min(n);
             Value::text(&chars[start as usize..end as usize].iter().collect::<String>(), coll)
         }
         Func::Abs => match arg(0) {
