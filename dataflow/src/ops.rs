@@ -725,3 +725,110 @@ fn diff(before: Vec<Row>, after: Vec<Row>) -> Vec<Delta> {
     }
     m.into_iter().filter(|(_, c)| *c != 0).map(|(r, c)| (r.0, c)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::expr::Expr;
+
+    fn base(occ: usize, width: usize) -> Node {
+        Node::Base { occ, table: "t".into(), columns: (0..width).map(|i| format!("c{i}")).collect(), key: vec![0] }
+    }
+    fn r(v: &[i64]) -> Row {
+        v.iter().map(|&i| Value::Int(i)).collect()
+    }
+    fn key() -> Key {
+        vec![Value::Int(1)].into()
+    }
+    fn sorted(ks: &KeyState) -> Vec<Row> {
+        let mut v = ks.reader_rows();
+        v.sort_by(|a, b| ExactRow(a.clone()).cmp(&ExactRow(b.clone())));
+        v
+    }
+
+    #[test]
+    fn left_join_null_row_comes_and_goes() {
+        let root = Node::Join { left: Box::new(base(0, 2)), right: Box::new(base(1, 2)), on: vec![(0, 0)], kind: JoinKind::Left };
+        let g = Graph::new(&root);
+        let mut ks = KeyState::empty(&g, key(), Position(0), false);
+        ks.process(&g, &mut [vec![(r(&[1, 10]), 1)], vec![]]);
+        assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(10), Value::Null, Value::Null].into()]);
+        ks.process(&g, &mut [vec![], vec![(r(&[1, 20]), 1), (r(&[1, 21]), 1)]]);
+        assert_eq!(sorted(&ks), vec![r(&[1, 10, 1, 20]), r(&[1, 10, 1, 21])]);
+        ks.process(&g, &mut [vec![], vec![(r(&[1, 20]), -1), (r(&[1, 21]), -1)]]);
+        assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(10), Value::Null, Value::Null].into()]);
+        ks.process(&g, &mut [vec![(r(&[1, 10]), -1)], vec![]]);
+        assert!(ks.reader_rows().is_empty());
+        assert_eq!(ks.bytes(), 0, "state bytes return to zero");
+    }
+
+    #[test]
+    fn self_join_with_both_sides_changing_in_one_batch() {
+        let root = Node::Join { left: Box::new(base(0, 2)), right: Box::new(base(1, 2)), on: vec![(0, 0)], kind: JoinKind::Inner };
+        let g = Graph::new(&root);
+        let mut ks = KeyState::empty(&g, key(), Position(0), false);
+        // The same base row reaches both occurrences of the table.
+        ks.process(&g, &mut [vec![(r(&[1, 5]), 1)], vec![(r(&[1, 5]), 1)]]);
+        assert_eq!(ks.reader_rows(), vec![r(&[1, 5, 1, 5])]);
+        ks.process(&g, &mut [vec![(r(&[1, 6]), 1)], vec![(r(&[1, 6]), 1)]]);
+        assert_eq!(ks.reader_rows().len(), 4);
+        ks.process(&g, &mut [vec![(r(&[1, 5]), -1)], vec![(r(&[1, 5]), -1)]]);
+        assert_eq!(ks.reader_rows(), vec![r(&[1, 6, 1, 6])]);
+    }
+
+    #[test]
+    fn min_max_after_deleting_extremes_and_sum_count() {
+        let input = Node::Project { input: Box::new(base(0, 2)), exprs: vec![Expr::Col(0), Expr::Col(1)] };
+        let root = Node::Aggregate {
+            input: Box::new(input),
+            group: 1,
+            aggs: vec![
+                AggSpec { kind: AggKind::Min, arg: 1 },
+                AggSpec { kind: AggKind::Max, arg: 1 },
+                AggSpec { kind: AggKind::Sum, arg: 1 },
+                AggSpec { kind: AggKind::CountStar, arg: 0 },
+            ],
+            global: true,
+        };
+        let g = Graph::new(&root);
+        let mut ks = KeyState::empty(&g, key(), Position(0), false);
+        let d = |v: i64| Value::Decimal(Decimal::new(v as i128, 0).unwrap_or_else(|| unreachable!()));
+        ks.process(&g, &mut [vec![]]);
+        assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Null, Value::Null, Value::Null, Value::Int(0)].into()]);
+        ks.process(&g, &mut [vec![(r(&[1, 3]), 1), (r(&[1, 9]), 1), (r(&[1, 5]), 2)]]);
+        assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(3), Value::Int(9), d(22), Value::Int(4)].into()]);
+        ks.process(&g, &mut [vec![(r(&[1, 9]), -1), (r(&[1, 3]), -1)]]);
+        assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(5), Value::Int(5), d(10), Value::Int(2)].into()]);
+        ks.process(&g, &mut [vec![(r(&[1, 5]), -2)]]);
+        assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Null, Value::Null, Value::Null, Value::Int(0)].into()]);
+    }
+
+    #[test]
+    fn top_k_pulls_rows_back_in_when_it_shrinks() {
+        let root = Node::TopK { input: Box::new(base(0, 2)), order: vec![(1, true)], limit: 2, offset: 0 };
+        let g = Graph::new(&root);
+        let mut ks = KeyState::empty(&g, key(), Position(0), false);
+        ks.process(&g, &mut [(1..=5).map(|i| (r(&[1, i]), 1)).collect()]);
+        assert_eq!(sorted(&ks), vec![r(&[1, 4]), r(&[1, 5])]);
+        ks.process(&g, &mut [vec![(r(&[1, 5]), -1), (r(&[1, 4]), -1), (r(&[1, 3]), -1)]]);
+        assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 2])]);
+        ks.process(&g, &mut [vec![(r(&[1, 2]), -1)]]);
+        assert_eq!(sorted(&ks), vec![r(&[1, 1])]);
+        ks.process(&g, &mut [vec![(r(&[1, 7]), 1)]]);
+        assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 7])]);
+    }
+
+    #[test]
+    fn distinct_counts_duplicates() {
+        let root = Node::Distinct { input: Box::new(base(0, 2)) };
+        let g = Graph::new(&root);
+        let mut ks = KeyState::empty(&g, key(), Position(0), false);
+        ks.process(&g, &mut [vec![(r(&[1, 2]), 1), (r(&[1, 2]), 1)]]);
+        assert_eq!(ks.reader_rows(), vec![r(&[1, 2])]);
+        ks.process(&g, &mut [vec![(r(&[1, 2]), -1)]]);
+        assert_eq!(ks.reader_rows(), vec![r(&[1, 2])]);
+        ks.process(&g, &mut [vec![(r(&[1, 2]), -1)]]);
+        assert!(ks.reader_rows().is_empty());
+        assert_eq!(ks.bytes(), 0);
+    }
+}

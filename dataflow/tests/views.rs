@@ -367,3 +367,81 @@ fn cost_bounds_are_structured() {
     assert_eq!(c.tables[0].write, Bound::AtMost(3));
     assert_eq!(c.states.iter().map(|s| s.op).collect::<Vec<_>>(), vec!["top-k", "reader"]);
 }
+
+#[test]
+fn readers_never_see_half_a_batch() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let mut c = Catalog::new();
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+    c.add(TableSchema::new("t", vec![i("k"), i("x")], vec![])).unwrap();
+    let mut df = Dataflow::new(c, ByteSize(1 << 30));
+    let v = df.install_sql("SELECT COUNT(*), SUM(x) FROM t WHERE k = ?").unwrap();
+    let store = MemStore::new();
+    let r = df.reader(v).unwrap();
+    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    df.run_fills(&mut MemUpstream { store: &store }).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let r = r.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut seen = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if let Lookup::Hit(rows) = r.lookup(&[int(1)]).unwrap() {
+                        let (Value::Int(n), s) = (&rows[0][0], &rows[0][1]) else { panic!("{rows:?}") };
+                        assert_eq!(n % 2, 0, "half a batch visible");
+                        assert!(*n == 0 || *s == Value::Int(0), "half a batch visible: {rows:?}");
+                        seen += 1;
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+    for p in 1..=2000u64 {
+        let mut b = Batch::new(Position(p));
+        b.insert("t", row(vec![int(1), int(1)]));
+        b.insert("t", row(vec![int(1), int(-1)]));
+        df.apply(&b).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let seen: u64 = readers.into_iter().map(|h| h.join().unwrap()).sum();
+    assert!(seen > 0);
+    match r.lookup(&[int(1)]).unwrap() {
+        Lookup::Hit(rows) => assert_eq!(rows[0][0], int(4000)),
+        Lookup::Miss(_) => panic!("evicted"),
+    }
+}
+
+#[test]
+fn collations_group_and_compare_like_the_server() {
+    let mut c = Catalog::new();
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+    c.add(TableSchema::new(
+        "t",
+        vec![i("id"), ColumnSchema::new("ci", SqlType::Text).with_collation(Some(Collation::Utf8mb4UnicodeCi)), ColumnSchema::new("bin", SqlType::Text).with_collation(Some(Collation::Utf8mb4Bin))],
+        vec![0],
+    ))
+    .unwrap();
+    let mut w = World { df: Dataflow::new(c, ByteSize(1 << 30)), store: MemStore::new(), pos: 0 };
+    let ci = |s: &str| Value::text(s, Collation::Utf8mb4UnicodeCi);
+    let bin = |s: &str| Value::text(s, Collation::Utf8mb4Bin);
+    w.batch(|b| {
+        b.insert("t", row(vec![int(1), ci("Café"), bin("x")]));
+        b.insert("t", row(vec![int(2), ci("cafe "), bin("X")]));
+        b.insert("t", row(vec![int(3), ci("tea"), bin("x")]));
+    });
+    let v = w.df.install_sql("SELECT COUNT(*) FROM t WHERE ci = ?").unwrap();
+    // A parameter of another collation is compared under the column's.
+    assert_eq!(w.read(v, &[Value::text("CAFE", Collation::Binary)], false), vec![row(vec![int(2)])]);
+    let v = w.df.install_sql("SELECT COUNT(*) FROM t WHERE bin = ?").unwrap();
+    assert_eq!(w.read(v, &[txt("x")], true), vec![row(vec![int(2)])]);
+    let v = w.df.install_sql("SELECT id FROM t WHERE ci = 'CAFÉ' ORDER BY id").unwrap();
+    assert_eq!(w.read(v, &[], false), vec![row(vec![int(1)]), row(vec![int(2)])]);
+    let v = w.df.install_sql("SELECT COUNT(DISTINCT ci), COUNT(DISTINCT bin) FROM t").unwrap();
+    assert_eq!(w.read(v, &[], false), vec![row(vec![int(2), int(2)])]);
+    let v = w.df.install_sql("SELECT id FROM t WHERE ci LIKE 'caf%' AND bin LIKE 'x'").unwrap();
+    assert_eq!(w.read(v, &[], false), vec![row(vec![int(1)])]);
+}
