@@ -40,15 +40,21 @@ pub fn eval(node: &Node, store: &MemStore, keys: Option<&HashSet<Key>>) -> Vec<R
         Node::Join { left, right, on, kind } => {
             let (l, r) = (eval(left, store, keys), eval(right, store, keys));
             let rw = right.width();
+            let key = |row: &Row, cols: &mut dyn Iterator<Item = usize>| -> Option<Vec<Value>> {
+                let k: Vec<Value> = cols.map(|c| row.get(c).cloned().unwrap_or(Value::Null)).collect();
+                if k.iter().any(Value::is_null) { None } else { Some(k) }
+            };
+            let mut index: HashMap<Vec<Value>, Vec<&Row>> = HashMap::new();
+            for rr in &r {
+                if let Some(k) = key(rr, &mut on.iter().map(|p| p.1)) {
+                    index.entry(k).or_default().push(rr);
+                }
+            }
             let mut out = Vec::new();
             for lr in &l {
                 let mut matched = false;
-                for rr in &r {
-                    let ok = on.iter().all(|&(a, b)| {
-                        let (x, y) = (&lr[a], &rr[b]);
-                        !x.is_null() && !y.is_null() && x == y
-                    });
-                    if ok {
+                if let Some(ms) = key(lr, &mut on.iter().map(|p| p.0)).and_then(|k| index.get(&k)) {
+                    for rr in ms {
                         matched = true;
                         out.push(lr.iter().chain(rr.iter()).cloned().collect());
                     }

@@ -262,7 +262,7 @@ pub fn sort_rows(rows: &mut [Row], order: &OrderSpec) {
 #[derive(Debug)]
 enum NodeState {
     None,
-    Join([HashMap<Key, Vec<Delta>>; 2]),
+    Join([HashMap<Key, Bucket>; 2]),
     Agg(HashMap<Key, Group>),
     Distinct(HashMap<Row, (Row, i64)>),
     TopK(BTreeMap<SortKey, i64>),
@@ -295,19 +295,27 @@ fn nulls(n: usize) -> Vec<Value> {
     vec![Value::Null; n]
 }
 
+/// The rows of one join input that share a join key, with multiplicities.
+type Bucket = HashMap<ExactRow, i64>;
+
 /// Adds `w` copies of `row` to a bucket; returns the byte change.
-fn bucket_add(bucket: &mut Vec<Delta>, row: &Row, w: i64) -> isize {
-    let exact = ExactRow(row.clone());
-    if let Some(i) = bucket.iter().position(|(r, _)| ExactRow(r.clone()) == exact) {
-        bucket[i].1 += w;
-        if bucket[i].1 == 0 {
-            bucket.swap_remove(i);
-            return -((row_bytes(row) + SLOT) as isize);
-        }
-        return 0;
+fn bucket_add(bucket: &mut Bucket, row: &Row, w: i64) -> isize {
+    let e = bucket.entry(ExactRow(row.clone())).or_insert(0);
+    let was = *e;
+    *e += w;
+    let b = (row_bytes(row) + SLOT) as isize;
+    if *e == 0 {
+        bucket.remove(&ExactRow(row.clone()));
+        -b
+    } else if was == 0 {
+        b
+    } else {
+        0
     }
-    bucket.push((row.clone(), w));
-    (row_bytes(row) + SLOT) as isize
+}
+
+fn bucket_count(b: Option<&Bucket>) -> i64 {
+    b.map(|v| v.values().sum::<i64>()).unwrap_or(0)
 }
 
 impl KeyState {
@@ -455,13 +463,13 @@ impl KeyState {
         let NodeState::Join([ls, rs]) = &mut self.states[idx] else { return vec![] };
         let mut out = Vec::new();
         let mut bytes = 0isize;
-        let count = |b: Option<&Vec<Delta>>| b.map(|v| v.iter().map(|d| d.1).sum::<i64>()).unwrap_or(0);
+        let count = bucket_count;
         for (l, w) in dl {
             let jk = join_key(&l, &lcols);
             let matches = jk.as_ref().and_then(|k| rs.get(k));
             if let Some(m) = matches {
                 for (r, c) in m {
-                    out.push((concat(&l, r), w * c));
+                    out.push((concat(&l, &r.0), w * c));
                 }
             }
             if kind == JoinKind::Left && count(matches) == 0 {
@@ -483,12 +491,12 @@ impl KeyState {
                 let after = before + w;
                 if let Some(lrows) = ls.get(k) {
                     for (l, c) in lrows {
-                        out.push((concat(l, &r), w * c));
+                        out.push((concat(&l.0, &r), w * c));
                         if kind == JoinKind::Left {
                             if before == 0 && after != 0 {
-                                out.push((concat(l, &nulls(rw)), -c));
+                                out.push((concat(&l.0, &nulls(rw)), -c));
                             } else if before != 0 && after == 0 {
-                                out.push((concat(l, &nulls(rw)), *c));
+                                out.push((concat(&l.0, &nulls(rw)), *c));
                             }
                         }
                     }
@@ -625,12 +633,12 @@ impl KeyState {
                     let matches = if k.iter().any(Value::is_null) { None } else { rs.get(k) };
                     for (l, c) in lrows {
                         match matches {
-                            Some(m) if m.iter().map(|d| d.1).sum::<i64>() != 0 => {
+                            Some(m) if bucket_count(Some(m)) != 0 => {
                                 for (r, c2) in m {
-                                    out.push((concat(l, r), c * c2));
+                                    out.push((concat(&l.0, &r.0), c * c2));
                                 }
                             }
-                            _ if *kind == JoinKind::Left => out.push((concat(l, &nulls(rw)), *c)),
+                            _ if *kind == JoinKind::Left => out.push((concat(&l.0, &nulls(rw)), *c)),
                             _ => {}
                         }
                     }
