@@ -29,10 +29,11 @@ cargo build -q -p freshet-proxy
 cat > "$work/freshet.toml" <<TOML
 [upstream]
 url = "$FRESHET_TEST_MYSQL_URL"
-tls = "disabled"
 [listen]
 mysql = "127.0.0.1:$port"
 admin = "127.0.0.1:$admin_port"
+tls_cert = "${FRESHET_TEST_TLS_CA%/*}/server-cert.pem"
+tls_key = "${FRESHET_TEST_TLS_CA%/*}/server-key.pem"
 [limits]
 max_packet = "1GiB"
 [log]

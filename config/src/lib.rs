@@ -79,6 +79,16 @@ pub struct Listen {
     pub mysql: SocketAddr,
     /// HTTP admin endpoint: /metrics, /live, /ready. Default 127.0.0.1:9307.
     pub admin: SocketAddr,
+    /// TLS towards applications: PEM certificate chain and private key. Both or neither;
+    /// default neither (TLS is then not offered to applications; loopback needs none).
+    pub tls: Option<ListenTls>,
+}
+
+/// The certificate freshet presents to applications that ask for TLS.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenTls {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 /// `[limits]`: what one client may cost.

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use toml_edit::{Document, Item, Table, Value};
 
-use crate::{ByteSize, CacheSpec, Config, Limits, Listen, Log, TlsMode, Upstream, UpstreamUrl, parse_duration};
+use crate::{ByteSize, CacheSpec, Config, Limits, Listen, ListenTls, Log, TlsMode, Upstream, UpstreamUrl, parse_duration};
 
 /// Where a problem was found.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -145,14 +145,28 @@ impl Loader<'_> {
 
     fn listen(&mut self, root: &Table) -> Listen {
         let t = self.section(root, "listen");
-        self.unknown_keys_in(t, "listen", &["mysql", "admin"]);
+        self.unknown_keys_in(t, "listen", &["mysql", "admin", "tls_cert", "tls_key"]);
         let addr = |raw: &Raw| -> Result<SocketAddr, String> {
             let s = string(raw)?;
             s.parse().map_err(|_| format!("{s:?} is not an address like \"127.0.0.1:3307\""))
         };
+        let path = |raw: &Raw| Ok(PathBuf::from(string(raw)?));
+        let cert = self.value(t, "listen", "tls_cert", path);
+        let key = self.value(t, "listen", "tls_key", path);
+        let tls = match (cert, key) {
+            (Some(cert), Some(key)) => Some(ListenTls { cert, key }),
+            (None, None) => None,
+            (cert, _) => {
+                let (given, missing) = if cert.is_some() { ("tls_cert", "tls_key") } else { ("tls_key", "tls_cert") };
+                let location = self.location(t, "listen", given);
+                self.problems.push(Problem { location, message: format!("{given} needs {missing} as well") });
+                None
+            }
+        };
         Listen {
             mysql: self.value(t, "listen", "mysql", addr).unwrap_or(([127, 0, 0, 1], 3307).into()),
             admin: self.value(t, "listen", "admin", addr).unwrap_or(([127, 0, 0, 1], 9307).into()),
+            tls,
         }
     }
 
@@ -459,6 +473,14 @@ query = \"\"
         let got = messages(load("[upstream\nurl = 1", &[]).unwrap_err());
         assert_eq!(got.len(), 1);
         assert!(got[0].starts_with("f.toml:1:"), "{got:?}");
+    }
+
+    #[test]
+    fn listen_tls_needs_cert_and_key() {
+        let got = messages(load("[upstream]\nurl = \"mysql://u@h\"\n[listen]\ntls_cert = \"c.pem\"\n", &[]).unwrap_err());
+        assert_eq!(got, ["f.toml:4:12: tls_cert needs tls_key as well"]);
+        let c = load("[upstream]\nurl = \"mysql://u@h\"\n[listen]\ntls_cert = \"c.pem\"\ntls_key = \"k.pem\"\n", &[]).unwrap();
+        assert_eq!(c.listen.tls, Some(ListenTls { cert: "c.pem".into(), key: "k.pem".into() }));
     }
 
     #[test]

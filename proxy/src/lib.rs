@@ -47,8 +47,12 @@ impl Server {
         let upstream = UpstreamConnector::new(&config.upstream).context("upstream TLS")?;
         let mysql = TcpListener::bind(config.listen.mysql).await.with_context(|| format!("binding [listen] mysql = {}", config.listen.mysql))?;
         let admin = TcpListener::bind(config.listen.admin).await.with_context(|| format!("binding [listen] admin = {}", config.listen.admin))?;
+        let client_tls = match &config.listen.tls {
+            Some(tls) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(&tls.cert, &tls.key)?)),
+            None => None,
+        };
         let health = Arc::new(Health::new(&config.upstream));
-        let shared = Arc::new(Shared { config: Arc::new(config), upstream, metrics: Arc::new(ProxyMetrics::default()) });
+        let shared = Arc::new(Shared { config: Arc::new(config), upstream, metrics: Arc::new(ProxyMetrics::default()), client_tls });
         Ok(Server { mysql, admin, shared, health })
     }
 

@@ -1,12 +1,22 @@
-//! TLS from freshet to the upstream, in the modes of MySQL's `--ssl-mode`.
+//! TLS on both legs: from freshet to the upstream, in the modes of MySQL's `--ssl-mode`, and
+//! from applications to freshet with the certificate in `[listen] tls_cert`/`tls_key`.
 //!
+//! Upstream modes:
 //! `preferred` and `required` encrypt without checking who is on the other end (the
 //! certificate is not verified, but the handshake signatures are, so the session keys are the
 //! peer's); `verify_ca` checks the chain against `tls_ca` but not the name, as MySQL's
 //! VERIFY_CA does; `verify_identity` checks both.
 
+use std::io;
 use std::path::Path;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::rustls::ServerConfig;
+use tokio_rustls::rustls::pki_types::PrivateKeyDer;
 
 use tokio_rustls::rustls::client::WebPkiServerVerifier;
 use tokio_rustls::rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
@@ -21,6 +31,8 @@ use freshet_config::TlsMode;
 pub enum TlsSetupError {
     #[error("cannot read tls_ca {path}: {reason}")]
     Ca { path: String, reason: String },
+    #[error("cannot read [listen] TLS {what} {path}: {reason}")]
+    Listen { what: &'static str, path: String, reason: String },
     #[error("TLS setup failed: {0}")]
     Rustls(#[from] Error),
 }
@@ -47,6 +59,101 @@ pub fn client_config(mode: TlsMode, ca: Option<&Path>) -> Result<Option<Arc<Clie
         .with_custom_certificate_verifier(verifier)
         .with_no_client_auth();
     Ok(Some(Arc::new(config)))
+}
+
+/// The server config for TLS towards applications.
+pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsSetupError> {
+    let err = |what, path: &Path, reason: String| TlsSetupError::Listen { what, path: path.display().to_string(), reason };
+    let chain = CertificateDer::pem_file_iter(cert)
+        .map_err(|e| err("tls_cert", cert, e.to_string()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| err("tls_cert", cert, e.to_string()))?;
+    if chain.is_empty() {
+        return Err(err("tls_cert", cert, "no certificates in the file".into()));
+    }
+    let key = PrivateKeyDer::from_pem_file(key).map_err(|e| err("tls_key", key, e.to_string()))?;
+    let config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)?;
+    Ok(Arc::new(config))
+}
+
+/// A TCP connection before or after its TLS upgrade; `T` is the client or the server side
+/// of a rustls stream.
+pub enum MaybeTls<T> {
+    Plain(TcpStream),
+    Tls(Box<T>),
+}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for MaybeTls<T> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            MaybeTls::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            MaybeTls::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+        }
+    }
+}
+
+impl<T: AsyncRead + AsyncWrite + Unpin> AsyncWrite for MaybeTls<T> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            MaybeTls::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            MaybeTls::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            MaybeTls::Plain(s) => Pin::new(s).poll_flush(cx),
+            MaybeTls::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            MaybeTls::Plain(s) => Pin::new(s).poll_shutdown(cx),
+            MaybeTls::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+        }
+    }
+}
+
+/// A stream whose first bytes were already read into a buffer: reads return those first.
+pub struct Rewind<S> {
+    pre: bytes::BytesMut,
+    inner: S,
+}
+
+impl<S> Rewind<S> {
+    pub fn new(pre: bytes::BytesMut, inner: S) -> Self {
+        Rewind { pre, inner }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Rewind<S> {
+    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if !this.pre.is_empty() {
+            let n = this.pre.len().min(buf.remaining());
+            buf.put_slice(&this.pre.split_to(n));
+            return Poll::Ready(Ok(()));
+        }
+        Pin::new(&mut this.inner).poll_read(cx, buf)
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
+    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_shutdown(cx)
+    }
 }
 
 /// The name to check the certificate against (and to send as SNI).

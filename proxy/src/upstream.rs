@@ -4,12 +4,9 @@
 //! the session drives the upgrade; this module only knows how to make the streams.
 
 use std::io;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 use tokio_rustls::client::TlsStream;
@@ -17,13 +14,10 @@ use tokio_rustls::rustls::ClientConfig;
 
 use freshet_config::{TlsMode, Upstream};
 
-use crate::tls::{TlsSetupError, client_config, server_name};
+use crate::tls::{MaybeTls, TlsSetupError, client_config, server_name};
 
 /// A connection to the upstream, before or after its TLS upgrade.
-pub enum UpstreamStream {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
-}
+pub type UpstreamStream = MaybeTls<TlsStream<TcpStream>>;
 
 /// Everything needed to open upstream connections; shared by all sessions.
 pub struct UpstreamConnector {
@@ -83,45 +77,13 @@ impl UpstreamConnector {
     }
 
     pub async fn upgrade(&self, stream: TcpStream) -> Result<UpstreamStream, ConnectError> {
-        let Some(config) = &self.tls else { return Ok(UpstreamStream::Plain(stream)) };
+        let Some(config) = &self.tls else { return Ok(MaybeTls::Plain(stream)) };
         let connector = TlsConnector::from(config.clone());
         let handshake = connector.connect(server_name(&self.host), stream);
         let tls = tokio::time::timeout(self.connect_timeout, handshake)
             .await
             .map_err(|_| ConnectError::TlsHandshake(io::ErrorKind::TimedOut.into()))?
             .map_err(ConnectError::TlsHandshake)?;
-        Ok(UpstreamStream::Tls(Box::new(tls)))
-    }
-}
-
-impl AsyncRead for UpstreamStream {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
-            UpstreamStream::Tls(s) => Pin::new(s).poll_read(cx, buf),
-        }
-    }
-}
-
-impl AsyncWrite for UpstreamStream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
-            UpstreamStream::Tls(s) => Pin::new(s).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(s) => Pin::new(s).poll_flush(cx),
-            UpstreamStream::Tls(s) => Pin::new(s).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            UpstreamStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
-            UpstreamStream::Tls(s) => Pin::new(s).poll_shutdown(cx),
-        }
+        Ok(MaybeTls::Tls(Box::new(tls)))
     }
 }

@@ -121,3 +121,29 @@ async fn start_proxy_tls(url: &str, tls_keys: &str) -> Proxy {
     ))
     .await
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_from_applications() {
+    let dir = std::path::Path::new(&tls_ca()).parent().unwrap().to_path_buf();
+    let listen_tls = format!(
+        "[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\ntls_cert = \"{}\"\ntls_key = \"{}\"\n",
+        dir.join("server-cert.pem").display(),
+        dir.join("server-key.pem").display()
+    );
+    let url = upstream_url().replace("127.0.0.1", "localhost");
+    for upstream_tls in ["tls = \"disabled\"\n".to_string(), format!("tls = \"verify_identity\"\ntls_ca = \"{}\"\n", tls_ca())] {
+        let proxy = start_proxy_raw(&format!("[upstream]\nurl = \"{url}\"\n{upstream_tls}{listen_tls}")).await;
+        // The driver refuses to go on unless freshet offers TLS and presents a certificate
+        // signed by the CA for 127.0.0.1.
+        let ssl = mysql_async::SslOpts::default().with_root_certs(vec![std::path::PathBuf::from(tls_ca()).into()]);
+        let mut conn = mysql_async::Conn::new(opts(&proxy.mysql.to_string()).ssl_opts(Some(ssl))).await.unwrap();
+        let version: Option<(String, String)> = conn.query_first("SHOW SESSION STATUS LIKE 'Ssl_version'").await.unwrap();
+        let upstream_version = version.map(|(_, v)| v).unwrap_or_default();
+        assert_eq!(upstream_version.starts_with("TLSv1"), upstream_tls.contains("verify"), "{upstream_tls}: {upstream_version:?}");
+        conn.disconnect().await.unwrap();
+        // Plain clients are still served.
+        let mut plain = through(&proxy).await;
+        plain.query_drop("SELECT 1").await.unwrap();
+        plain.disconnect().await.unwrap();
+    }
+}

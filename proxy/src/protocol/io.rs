@@ -93,13 +93,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         &mut self.stream
     }
 
-    /// Gives the stream back, for a TLS upgrade. Fails if unread bytes are buffered: they
-    /// would belong to the old layer and be lost.
-    pub fn into_inner(self) -> io::Result<S> {
-        if self.rbuf.is_empty() && self.wbuf.is_empty() {
-            Ok(self.stream)
+    /// Gives the stream back, for a TLS upgrade, with the bytes already read from it: a peer
+    /// may send its TLS hello right behind the SSL request, in the same segment. Fails if
+    /// writes are still queued.
+    pub fn into_parts(self) -> io::Result<(S, BytesMut)> {
+        if self.wbuf.is_empty() {
+            Ok((self.stream, self.rbuf))
         } else {
-            Err(io::Error::new(io::ErrorKind::InvalidData, "unexpected data before the TLS handshake"))
+            Err(io::Error::new(io::ErrorKind::InvalidData, "unsent data before the TLS handshake"))
         }
     }
 

@@ -22,10 +22,12 @@ use tokio::net::TcpStream;
 use crate::metrics::UpstreamFailure;
 use crate::protocol::handshake::{ClientHandshake, ServerHandshake};
 use crate::protocol::response::{ERR, ErrPacket, OK, codes};
+use crate::protocol::io::Packet;
 use crate::protocol::{Capabilities, PacketIo, StatusFlags};
+use crate::tls::{MaybeTls, Rewind};
 use crate::upstream::{ConnectError, UpstreamStream};
 
-use super::{Session, SessionError, Shared};
+use super::{ClientStream, Session, SessionError, Shared};
 
 /// How long a client may take to complete the handshake and authentication (MySQL's own
 /// connect_timeout default). An unauthenticated client must not hold an upstream connection.
@@ -33,7 +35,8 @@ const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Handshake packets are small; anything larger is not a handshake.
 const HANDSHAKE_LIMIT: usize = 64 * 1024;
 
-pub(super) async fn establish(mut client: PacketIo<TcpStream>, shared: Arc<Shared>) -> Result<Session, SessionError> {
+pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<Session, SessionError> {
+    let mut client = PacketIo::new(MaybeTls::Plain(client));
     let tcp = match shared.upstream.connect().await {
         Ok(tcp) => tcp,
         Err(e) => {
@@ -46,34 +49,71 @@ pub(super) async fn establish(mut client: PacketIo<TcpStream>, shared: Arc<Share
         }
     };
     let upstream = PacketIo::new(tcp);
-    match tokio::time::timeout(AUTH_TIMEOUT, handshake(&mut client, upstream, &shared)).await {
-        Ok(Ok((caps, upstream, status))) => Ok(Session {
-            client,
-            upstream,
-            caps,
-            status,
+    match tokio::time::timeout(AUTH_TIMEOUT, handshake(client, upstream, &shared)).await {
+        Ok(Ok(established)) => Ok(Session {
+            client: established.client,
+            upstream: established.upstream,
+            caps: established.caps,
+            status: established.status,
             statements: Default::default(),
             shared,
             upstream_idle: true,
         }),
-        Ok(Err(e)) => {
-            if let SessionError::ClientProtocol { reply, seq } | SessionError::PacketTooLarge { reply, seq } = &e {
-                send_and_flush(&mut client, *seq, &reply.encode()).await;
-            }
-            Err(e)
-        }
+        Ok(Err(e)) => Err(e),
         // The client's sequence is unknown here; closing says enough to a stalled client.
         Err(_) => Err(SessionError::Upstream("authentication did not finish in time".into(), UpstreamFailure::Protocol)),
     }
 }
 
-type Established = (Capabilities, PacketIo<UpstreamStream>, StatusFlags);
+struct Established {
+    client: PacketIo<ClientStream>,
+    upstream: PacketIo<UpstreamStream>,
+    caps: Capabilities,
+    status: StatusFlags,
+}
 
+/// The handshake; errors that call for an ERR packet have sent it to the client.
 async fn handshake(
-    client: &mut PacketIo<TcpStream>,
+    mut client: PacketIo<ClientStream>,
     mut upstream: PacketIo<TcpStream>,
     shared: &Shared,
 ) -> Result<Established, SessionError> {
+    let (server, offered, mut reply) = match greet(&mut client, &mut upstream, shared).await {
+        Ok(greeted) => greeted,
+        Err(e) => return Err(report(&mut client, e).await),
+    };
+    if ClientHandshake::is_ssl_request(&reply.payload) {
+        let Some(acceptor) = &shared.client_tls else {
+            let e = protocol_error(codes::SSL_CONNECTION, "TLS requested, but freshet has no [listen] tls_cert", reply.last_seq);
+            return Err(report(&mut client, e).await);
+        };
+        let (MaybeTls::Plain(tcp), hello) = client.into_parts().map_err(SessionError::ClientIo)? else {
+            return Err(SessionError::ClientGone);
+        };
+        let tls = acceptor.accept(Rewind::new(hello, tcp)).await.map_err(SessionError::ClientIo)?;
+        client = PacketIo::new(MaybeTls::Tls(Box::new(tls)));
+        reply = client.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_client)?;
+    }
+    match authenticate(&mut client, upstream, shared, &server, offered, &reply).await {
+        Ok((upstream, caps, status)) => Ok(Established { client, upstream, caps, status }),
+        Err(e) => Err(report(&mut client, e).await),
+    }
+}
+
+/// Sends the ERR packet an error calls for, if any, and hands the error back.
+async fn report(client: &mut PacketIo<ClientStream>, e: SessionError) -> SessionError {
+    if let SessionError::ClientProtocol { reply, seq } | SessionError::PacketTooLarge { reply, seq } = &e {
+        send_and_flush(client, *seq, &reply.encode()).await;
+    }
+    e
+}
+
+/// Relays the server's greeting, narrowed to what freshet relays; returns the client's reply.
+async fn greet(
+    client: &mut PacketIo<ClientStream>,
+    upstream: &mut PacketIo<TcpStream>,
+    shared: &Shared,
+) -> Result<(ServerHandshake, Capabilities, Packet), SessionError> {
     let greeting = upstream.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_upstream)?;
     if greeting.payload.first() == Some(&ERR) {
         // Relay the server's refusal (too many connections, host blocked, ...) as it is.
@@ -85,17 +125,25 @@ async fn handshake(
         SessionError::Upstream(format!("upstream handshake: {e}"), UpstreamFailure::Protocol)
     })?;
     tracing::Span::current().record("conn_id", server.connection_id);
-    let offered = Capabilities(server.capabilities.0 & Capabilities::RELAYABLE);
-    send(client, 0, &server.with_capabilities(offered)).await?;
-
-    let reply = client.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_client)?;
-    if ClientHandshake::is_ssl_request(&reply.payload) {
-        return Err(protocol_error(
-            codes::SSL_CONNECTION,
-            "freshet does not accept TLS from applications yet; connect over loopback without TLS",
-            reply.last_seq,
-        ));
+    let mut offered = Capabilities(server.capabilities.0 & Capabilities::RELAYABLE);
+    if shared.client_tls.is_some() {
+        offered.0 |= Capabilities::SSL;
     }
+    send(client, 0, &server.with_capabilities(offered)).await?;
+    let reply = client.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_client)?;
+    Ok((server, offered, reply))
+}
+
+/// Forwards the client's handshake response (over TLS if configured) and relays the
+/// authentication exchange to its end.
+async fn authenticate(
+    client: &mut PacketIo<ClientStream>,
+    mut upstream: PacketIo<TcpStream>,
+    shared: &Shared,
+    server: &ServerHandshake,
+    offered: Capabilities,
+    reply: &Packet,
+) -> Result<(PacketIo<UpstreamStream>, Capabilities, StatusFlags), SessionError> {
     let response = ClientHandshake::parse(&reply.payload)
         .map_err(|e| protocol_error(codes::HANDSHAKE, &format!("Bad handshake: {e}"), reply.last_seq))?;
     let span = tracing::Span::current();
@@ -103,7 +151,8 @@ async fn handshake(
     if let Some(db) = &response.database {
         span.record("db", db.as_str());
     }
-    let caps = Capabilities(response.capabilities.0 & offered.0);
+    // TLS is per leg: the SSL bit is never part of what the session negotiated.
+    let caps = Capabilities(response.capabilities.0 & offered.0 & !Capabilities::SSL);
 
     let tls_failure = |e: ConnectError| {
         shared.metrics.upstream_failure(UpstreamFailure::Tls);
@@ -113,23 +162,30 @@ async fn handshake(
         }
     };
     let use_tls = shared.upstream.use_tls(server.capabilities.has(Capabilities::SSL)).map_err(tls_failure)?;
-    let (mut upstream, shift) = if use_tls {
+    // The handshake response goes out as packet 1 on a plain leg and as packet 2 after an SSL
+    // request on a TLS leg; the two legs' sequence ids differ by `shift` until auth ends.
+    let (mut upstream, upstream_seq) = if use_tls {
         let with_ssl = Capabilities(caps.0 | Capabilities::SSL);
-        upstream.queue_packet(reply.seq, &response.ssl_request(with_ssl));
+        upstream.queue_packet(1, &response.ssl_request(with_ssl));
         upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
-        let tcp = upstream.into_inner().map_err(|e| SessionError::Upstream(e.to_string(), UpstreamFailure::Tls))?;
+        // The server says nothing between the SSL request and the TLS handshake.
+        let (tcp, unread) = upstream.into_parts().map_err(|e| SessionError::Upstream(e.to_string(), UpstreamFailure::Tls))?;
+        if !unread.is_empty() {
+            return Err(SessionError::Upstream("upstream spoke before the TLS handshake".into(), UpstreamFailure::Tls));
+        }
         let mut upstream = PacketIo::new(shared.upstream.upgrade(tcp).await.map_err(tls_failure)?);
-        upstream.queue_packet(reply.seq.wrapping_add(1), &response.with_capabilities(with_ssl));
-        (upstream, 1u8)
+        upstream.queue_packet(2, &response.with_capabilities(with_ssl));
+        (upstream, 2u8)
     } else {
-        let tcp = upstream.into_inner().map_err(|e| SessionError::Upstream(e.to_string(), UpstreamFailure::Protocol))?;
-        let mut upstream = PacketIo::new(UpstreamStream::Plain(tcp));
-        upstream.queue_packet(reply.seq, &response.with_capabilities(caps));
-        (upstream, 0u8)
+        let (tcp, unread) = upstream.into_parts().map_err(|e| SessionError::Upstream(e.to_string(), UpstreamFailure::Protocol))?;
+        let mut upstream = PacketIo::with_buffer(MaybeTls::Plain(tcp), unread);
+        upstream.queue_packet(1, &response.with_capabilities(caps));
+        (upstream, 1u8)
     };
     upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+    let shift = upstream_seq.wrapping_sub(reply.seq);
     let status = relay_auth(client, &mut upstream, shift).await?;
-    Ok((caps, upstream, status))
+    Ok((upstream, caps, status))
 }
 
 /// Relays the authentication exchange until the upstream accepts (OK) or refuses (ERR).
@@ -171,12 +227,12 @@ fn protocol_error(code: u16, message: &str, last_seq: u8) -> SessionError {
     SessionError::ClientProtocol { reply: ErrPacket::new(code, "08S01", message), seq: last_seq.wrapping_add(1) }
 }
 
-async fn send(client: &mut PacketIo<TcpStream>, seq: u8, payload: &[u8]) -> Result<(), SessionError> {
+async fn send(client: &mut PacketIo<ClientStream>, seq: u8, payload: &[u8]) -> Result<(), SessionError> {
     client.queue_packet(seq, payload);
     client.flush().await.map_err(SessionError::ClientIo)
 }
 
-async fn send_and_flush(client: &mut PacketIo<TcpStream>, seq: u8, payload: &[u8]) {
+async fn send_and_flush(client: &mut PacketIo<ClientStream>, seq: u8, payload: &[u8]) {
     client.queue_packet(seq, payload);
     let _ = client.flush().await;
 }

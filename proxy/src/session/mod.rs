@@ -32,13 +32,19 @@ use crate::metrics::{ProxyMetrics, SessionEnd, UpstreamFailure};
 use crate::protocol::io::ReadError;
 use crate::protocol::response::ErrPacket;
 use crate::protocol::{Capabilities, PacketIo, StatusFlags};
+use crate::tls::MaybeTls;
 use crate::upstream::{UpstreamConnector, UpstreamStream};
+
+/// A client connection, before or after its TLS upgrade.
+pub type ClientStream = MaybeTls<tokio_rustls::server::TlsStream<crate::tls::Rewind<TcpStream>>>;
 
 /// What all sessions share.
 pub struct Shared {
     pub config: Arc<Config>,
     pub upstream: UpstreamConnector,
     pub metrics: Arc<ProxyMetrics>,
+    /// TLS towards applications, when `[listen] tls_cert` is set.
+    pub client_tls: Option<tokio_rustls::TlsAcceptor>,
 }
 
 /// What the session knows of a statement the client prepared (ids are the upstream's).
@@ -50,7 +56,7 @@ pub struct PreparedStatement {
 }
 
 pub struct Session {
-    client: PacketIo<TcpStream>,
+    client: PacketIo<ClientStream>,
     upstream: PacketIo<UpstreamStream>,
     /// Capabilities both the client and freshet agreed on; they shape every reply.
     caps: Capabilities,
@@ -118,7 +124,7 @@ pub async fn serve(client: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         metrics.connections_total.inc();
         metrics.connections_open.inc();
         let _ = client.set_nodelay(true);
-        let end = match connect::establish(PacketIo::new(client), shared).await {
+        let end = match connect::establish(client, shared).await {
             Ok(mut session) => {
                 let result = session.run().await;
                 session.close(&result).await;
