@@ -98,6 +98,23 @@ pub struct CompiledQuery {
     pub tables: Vec<String>,
     /// The LIMIT, if any (for cost bounds).
     pub limit: Option<usize>,
+    /// Range parameters (`col > ?`), applied by the reader at lookup time.
+    pub read_filters: Vec<ReadFilter>,
+    /// Width of the rows readers keep: the visible columns plus the columns read filters test.
+    pub published: usize,
+}
+
+/// A `column <op> ?` conjunct evaluated by the reader over a partition's rows.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ReadFilter {
+    /// Column of the published row it tests.
+    pub column: usize,
+    /// Comparison, written as `column <op> parameter`.
+    pub op: CmpOp,
+    /// Index of the `?` parameter.
+    pub param: usize,
+    /// The column's type, to coerce the parameter.
+    pub column_type: KeyColumn,
 }
 
 #[derive(Clone, Debug)]
@@ -190,6 +207,8 @@ struct Select {
     param_slots: Vec<Vec<usize>>,
     tables: Vec<String>,
     limit: Option<usize>,
+    read_filters: Vec<ReadFilter>,
+    published: usize,
 }
 
 fn lit_usize(e: &a::Expr, what: &str) -> Result<usize, Refusal> {
@@ -225,6 +244,26 @@ fn conjuncts(e: &a::Expr, out: &mut Vec<a::Expr>) {
 
 fn is_placeholder(e: &a::Expr) -> bool {
     matches!(e, a::Expr::Value(v) if matches!(v.value, a::Value::Placeholder(_)))
+}
+
+fn range_op(op: &a::BinaryOperator) -> Option<CmpOp> {
+    Some(match op {
+        a::BinaryOperator::Lt => CmpOp::Lt,
+        a::BinaryOperator::LtEq => CmpOp::LtEq,
+        a::BinaryOperator::Gt => CmpOp::Gt,
+        a::BinaryOperator::GtEq => CmpOp::GtEq,
+        _ => return None,
+    })
+}
+
+fn flip(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Gt,
+        CmpOp::LtEq => CmpOp::GtEq,
+        CmpOp::Gt => CmpOp::Lt,
+        CmpOp::GtEq => CmpOp::LtEq,
+        o => o,
+    }
 }
 
 fn and_all(mut preds: Vec<Expr>) -> Option<Expr> {
@@ -302,10 +341,10 @@ impl Compiler<'_> {
             a::SetExpr::Query(_) => return refuse("a parenthesized query is not supported; remove the parentheses"),
             _ => return refuse("only SELECT queries can be cached"),
         };
-        let used = s.param_slots.iter().map(Vec::len).sum::<usize>();
+        let used = s.param_slots.iter().map(Vec::len).sum::<usize>() + s.read_filters.len();
         if used != self.n_params {
             return refuse(
-                "`?` parameters are supported only as `column = ?` or `column IN (?, ...)` in the top-level AND of the WHERE clause",
+                "`?` parameters are supported only as `column = ?`, `column IN (?, ...)` or `column <, <=, >, >= ?` in the top-level AND of the WHERE clause",
             );
         }
         Ok(CompiledQuery {
@@ -319,6 +358,8 @@ impl Compiler<'_> {
             n_params: self.n_params,
             tables: s.tables,
             limit: s.limit,
+            read_filters: s.read_filters,
+            published: s.published,
         })
     }
 
@@ -364,6 +405,8 @@ impl Compiler<'_> {
             param_slots: vec![],
             tables,
             limit: None,
+            read_filters: vec![],
+            published: width,
         })
     }
 
@@ -483,6 +526,7 @@ impl Compiler<'_> {
         // WHERE: parameters, pushdown, residual.
         let mut key_globals: Vec<(usize, Vec<usize>)> = Vec::new();
         let mut param_not_null: Vec<usize> = Vec::new();
+        let mut ranges: Vec<(usize, CmpOp, usize)> = Vec::new();
         if let Some(w) = &sel.selection {
             let mut cs = Vec::new();
             conjuncts(w, &mut cs);
@@ -495,6 +539,24 @@ impl Compiler<'_> {
                     }
                     _ => None,
                 };
+                let range = match &c {
+                    a::Expr::BinaryOp { left, op, right } if is_placeholder(right) && !is_placeholder(left) => {
+                        range_op(op).map(|o| (left.as_ref(), o))
+                    }
+                    a::Expr::BinaryOp { left, op, right } if is_placeholder(left) && !is_placeholder(right) => {
+                        range_op(op).map(|o| (right.as_ref(), flip(o)))
+                    }
+                    _ => None,
+                };
+                if let Some((col, op)) = range {
+                    let g = match self.lower(col, &scope, &mut Mode::Pre)? {
+                        Expr::Col(g) => g,
+                        _ => return refuse("a `?` parameter must be compared with a plain column"),
+                    };
+                    ranges.push((g, op, self.next_param));
+                    self.next_param += 1;
+                    continue;
+                }
                 if let Some((col, count)) = param {
                     let g = match self.lower(col, &scope, &mut Mode::Pre)? {
                         Expr::Col(g) => g,
@@ -608,6 +670,28 @@ impl Compiler<'_> {
             columns.push(name.clone());
         }
         let visible = exprs.len();
+        if !ranges.is_empty() && (has_agg || distinct || limit.is_some()) {
+            return refuse("a range parameter (`column > ?`) is supported only without GROUP BY, aggregates, DISTINCT or LIMIT; use `=`/`IN` parameters there");
+        }
+        let mut read_filters = Vec::new();
+        for (g, op, param) in &ranges {
+            let column = match exprs.iter().position(|e| *e == Expr::Col(*g)) {
+                Some(p) => p,
+                None => {
+                    exprs.push(Expr::Col(*g));
+                    columns.push(format!("_range{g}"));
+                    exprs.len() - 1
+                }
+            };
+            let c = &scope.cols[*g];
+            let column_type = KeyColumn {
+                name: format!("{}.{}", c.qual, c.name),
+                ty: c.ty.clone().unwrap_or(SqlType::Text),
+                collation: c.coll.flatten(),
+            };
+            read_filters.push(ReadFilter { column, op: *op, param: *param, column_type });
+        }
+        let published = exprs.len();
         *self.aliases.borrow_mut() = select_items.iter().map(|(x, n)| (n.clone(), x.clone())).collect();
         let having = match &sel.having {
             Some(h) => {
@@ -654,6 +738,9 @@ impl Compiler<'_> {
         }
         drop(mode);
         self.aliases.borrow_mut().clear();
+        if multi_key && order.iter().any(|&(p, _)| p >= visible) {
+            return refuse("with `IN (?, ...)`, ORDER BY columns must be in the select list");
+        }
         columns.truncate(visible);
         if has_agg {
             let mut pre: Vec<Expr> = key_in_tree.iter().map(|&k| Expr::Col(k)).collect();
@@ -711,6 +798,8 @@ impl Compiler<'_> {
             param_slots: key_globals.into_iter().map(|(_, s)| s).collect(),
             tables,
             limit,
+            read_filters,
+            published,
         })
     }
 
@@ -1035,7 +1124,7 @@ fn literal(v: &a::Value) -> Result<Value, Refusal> {
             }
         }
         a::Value::Placeholder(_) => {
-            return refuse("`?` parameters are supported only as `column = ?` or `column IN (?, ...)` in the top-level AND of the WHERE clause")
+            return refuse("`?` parameters are supported only as `column = ?`, `column IN (?, ...)` or `column <, <=, >, >= ?` in the top-level AND of the WHERE clause")
         }
         other => return refuse(format!("literal `{other}` is not supported")),
     })

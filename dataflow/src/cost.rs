@@ -78,9 +78,14 @@ pub struct CostBounds {
 /// Derives the bounds of `q`.
 pub fn cost_bounds(q: &CompiledQuery, catalog: &Catalog) -> CostBounds {
     let keyed = !q.key_columns.is_empty();
-    let hit = match q.n_params {
-        0 | 1 => Bound::Constant,
-        n => Bound::AtMost(n as u64),
+    let hit = if !q.read_filters.is_empty() {
+        // The reader scans the partition's rows to apply range parameters.
+        if keyed { Bound::LinearInPartition } else { Bound::LinearInTable }
+    } else {
+        match q.n_params {
+            0 | 1 => Bound::Constant,
+            n => Bound::AtMost(n as u64),
+        }
     };
     let nodes = q.root.post_order();
     let bases = q.root.bases();

@@ -10,8 +10,10 @@
 //! - All data in one response reflects the database at exactly `position`.
 //! - `position >= request.min_position` (the view applied everything up to `min_position`
 //!   before the keys became holes; a fill older than that would miss dropped deltas).
-//! - State-query answers are multisets: row `i` of query `j` is a row of that query's plan
-//!   output restricted to the request's keys; `grouped` queries append the count.
+//! - State-query answers are multisets: each answer row is a row of that query's plan output
+//!   restricted to the request's keys, with a weight. For `grouped` queries the SQL returns a
+//!   trailing `COUNT(*)` column (give weight 1) or the source folds it into the weight (as
+//!   [`MemUpstream`] does); the view accepts both.
 //! - Base-row answers list, per scan, every row of the table whose key columns equal a key.
 
 use std::collections::HashSet;

@@ -1,4 +1,61 @@
-//! freshet-dataflow: partially-stateful views compiled from SQL.
+//! freshet-dataflow: partially-stateful views compiled from SQL (the Noria model, adapted to a
+//! database that already exists).
+//!
+//! Owns: values, rows, schemas, deltas and positions; compiling a SELECT into a tree of
+//! operators; partitioned partial state with holes, fills, eviction and a byte budget; readers;
+//! cost bounds. Does not own, and must not depend on: MySQL clients, the wire protocol,
+//! networking, binlog formats, RocksDB. Those live in `cdc` and `proxy`, which use the API
+//! below.
+//!
+//! # The stable interface
+//!
+//! **Data** ([`value`], [`schema`], [`delta`]):
+//! - [`Value`] — every MySQL type (signed/unsigned integers, exact [`Decimal`], FLOAT/DOUBLE,
+//!   text with its [`Collation`], bytes, [`Date`]/[`DateTime`]/TIME/TIMESTAMP with
+//!   microseconds, YEAR, ENUM/SET, BIT, JSON, NULL). 24 bytes. Equality and hashing are SQL
+//!   equality (collation-aware, numeric across types).
+//! - [`Row`] = `Box<[Value]>`, compact.
+//! - [`TableSchema`] / [`ColumnSchema`] / [`SqlType`] — supplied by the caller (cdc builds them
+//!   from information_schema); a text column whose collation freshet does not implement has
+//!   `collation: None`, and queries that use it are refused.
+//! - [`Batch`] — one upstream transaction: [`Change`]s (`+row`/`-row`; update = `-old +new`)
+//!   at a [`Position`], an opaque totally ordered `u64` newtype assigned by cdc.
+//!
+//! **Compiling** ([`compile`]): [`compile()`]`(sql, &Catalog) -> Result<CompiledQuery, Refusal>`.
+//! Never panics; a [`Refusal`] carries a reason a user can act on. Supported: base tables,
+//! WHERE (literals, AND/OR/NOT, comparisons, IN, BETWEEN, LIKE, IS NULL), projections with
+//! arithmetic, CASE, CONCAT, COALESCE/IFNULL/NULLIF/IF, LOWER/UPPER/LENGTH/CHAR_LENGTH/
+//! SUBSTRING/TRIM/ABS, YEAR/MONTH/DAY/DATE; INNER and LEFT equi-joins on one or more columns
+//! across several tables (self-joins included); GROUP BY with COUNT(*), COUNT(col),
+//! COUNT(DISTINCT col), SUM, AVG, MIN, MAX; HAVING; DISTINCT; UNION ALL (without parameters);
+//! ORDER BY ... LIMIT n [OFFSET m]; `?` parameters as `col = ?` / `col IN (?, ...)`.
+//!
+//! **Running** ([`view`]): [`Dataflow`] is the single writer.
+//! - `Dataflow::new(catalog, ByteSize(budget))`, `install_sql` / `install` → [`ViewId`]
+//!   (identical plans share one view).
+//! - `apply(&Batch)` — in position order; changes become visible per batch.
+//! - `reader(ViewId)` → [`Reader`] (Clone + Send + Sync): `lookup(&params)` →
+//!   [`Lookup::Hit`]`(rows)` in the query's column order, or [`Lookup::Miss`]`(keys)`. Never
+//!   waits for the writer.
+//! - Misses become fill requests: `fill_requests()` → [`FillRequest`]s (deduplicated,
+//!   batched). A [`FillSource`] answers with a [`FillResponse`] at a position: either
+//!   [`FillData::States`] (answers to the request's SQL [`StateQuery`]s, which an upstream
+//!   server evaluates, e.g. `SELECT ... COUNT(*) ... WHERE story_id IN (?, ?) GROUP BY ...`) or
+//!   [`FillData::BaseRows`] (base rows for [`BaseScan`]s, from a replica, replayed here).
+//!   `complete_fill(resp)` installs it, applying the no-double-counting position rules;
+//!   `abandon_fill(&req)` gives up. `run_fills(&mut source)` does both synchronously.
+//! - `evict`, `evict_all`; a global byte budget evicts least-recently-used partitions.
+//! - `stats(ViewId)` / `Reader::stats()` → [`ViewStats`] (keys, bytes, hits, misses, fills,
+//!   evictions), plain numbers.
+//! - `cost(ViewId)` → [`CostBounds`] (PIQL-style bounds for a hit, a fill and a write).
+//!
+//! **In-memory stand-ins** for tests and benches: [`MemStore`] with [`MemUpstream`] (answers
+//! state queries) and [`MemReplica`] (answers base scans); [`eval::eval`] evaluates a plan from
+//! scratch (the oracle).
+//!
+//! # Invariants
+//! See `plan` (partitioning by parameters), `ops` (incremental operators) and `view` (partial
+//! state, positions, eviction, budget) for the invariants each keeps and why they hold.
 
 pub mod compile;
 pub mod cost;
@@ -14,10 +71,12 @@ pub mod store;
 pub mod value;
 pub mod view;
 
-pub use compile::{compile, Catalog, CompiledQuery, KeyColumn, Refusal};
+pub use compile::{compile, Catalog, CompiledQuery, KeyColumn, ReadFilter, Refusal};
 pub use cost::{Bound, CostBounds, StateInfo, TableCost};
 pub use delta::{Batch, Change, Position};
-pub use fill::{BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, MemReplica, MemUpstream, StateQuery, ViewId};
+pub use fill::{
+    BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, MemReplica, MemUpstream, StateQuery, ViewId,
+};
 pub use ops::Key;
 pub use schema::{ColumnSchema, SchemaError, SqlType, TableSchema};
 pub use store::MemStore;

@@ -45,7 +45,7 @@ use moka::policy::EvictionPolicy;
 use crate::compile::{compile, Catalog, CompiledQuery, KeyColumn, Refusal};
 use crate::cost::{cost_bounds, CostBounds};
 use crate::delta::{Batch, Position};
-use crate::expr::parse_temporal;
+use crate::expr::{is_true, parse_temporal, Expr};
 use crate::fill::{BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, StateQuery, ViewId};
 use crate::ops::{sort_rows, Delta, Graph, Key, KeyState};
 use crate::plan::Node;
@@ -172,6 +172,9 @@ impl Reader {
             return Ok(Lookup::Miss(missing));
         }
         self.counters.hits.fetch_add(1, AtOrd::Relaxed);
+        if !self.q.read_filters.is_empty() {
+            return self.filtered(&found, params);
+        }
         if found.len() == 1 {
             if let Some(e) = found.pop() {
                 return Ok(Lookup::Hit(e.rows.clone()));
@@ -179,6 +182,27 @@ impl Reader {
         }
         let mut rows: Vec<Row> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
         if !self.q.order.is_empty() {
+            sort_rows(&mut rows, &self.q.order);
+        }
+        Ok(Lookup::Hit(rows.into()))
+    }
+
+    /// Applies the range parameters to the partitions' rows, then keeps the visible columns.
+    fn filtered(&self, found: &[Arc<Entry>], params: &[Value]) -> Result<Lookup, LookupError> {
+        let mut preds = Vec::new();
+        for f in &self.q.read_filters {
+            let p = params.get(f.param).ok_or(LookupError::ParamCount { expected: self.q.n_params, got: params.len() })?;
+            let v = coerce_param(p, &f.column_type, f.param)?.unwrap_or(Value::Null);
+            preds.push(Expr::Cmp(f.op, Box::new(Expr::Col(f.column)), Box::new(Expr::lit(v))));
+        }
+        let visible = self.q.visible;
+        let mut rows: Vec<Row> = found
+            .iter()
+            .flat_map(|e| e.rows.iter())
+            .filter(|r| preds.iter().all(|p| is_true(&p.eval(r)) == Some(true)))
+            .map(|r| r.iter().take(visible).cloned().collect())
+            .collect();
+        if found.len() > 1 && !self.q.order.is_empty() {
             sort_rows(&mut rows, &self.q.order);
         }
         Ok(Lookup::Hit(rows.into()))
@@ -275,6 +299,9 @@ struct Part {
     weight: u64,
 }
 
+/// Most batches buffered for one partition while its fill is in flight.
+const MAX_BUFFERED: usize = 100_000;
+
 struct Pending {
     since: Position,
     buffer: Vec<(Position, Vec<Vec<Delta>>)>,
@@ -332,6 +359,7 @@ pub struct Dataflow {
     evicted: Evicted,
     next_generation: u64,
     max_fill_keys: usize,
+    max_pending: usize,
 }
 
 impl Dataflow {
@@ -360,12 +388,19 @@ impl Dataflow {
             evicted,
             next_generation: 1,
             max_fill_keys: 64,
+            max_pending: 4096,
         }
     }
 
     /// Sets the most partitions one fill request may carry (default 64).
     pub fn set_max_fill_keys(&mut self, n: usize) {
         self.max_fill_keys = n.max(1);
+    }
+
+    /// Sets the most partitions of one view that may have a fill in flight (default 4096).
+    /// Further misses stay queued until fills complete.
+    pub fn set_max_pending(&mut self, n: usize) {
+        self.max_pending = n.max(1);
     }
 
     /// The catalog queries are compiled against.
@@ -497,7 +532,13 @@ impl Dataflow {
                         touched.push(k);
                     }
                 } else if let Some(p) = view.pending.get_mut(&k) {
-                    p.buffer.push((pos, deltas));
+                    if p.buffer.len() >= MAX_BUFFERED {
+                        // A fill this late is as good as lost: make the partition a hole again
+                        // (its fill will be ignored) rather than buffer without bound.
+                        view.pending.remove(&k);
+                    } else {
+                        p.buffer.push((pos, deltas));
+                    }
                 }
             }
             for k in touched {
@@ -536,12 +577,22 @@ impl Dataflow {
         let max = self.max_fill_keys;
         let Some(view) = self.views.get_mut(v.0 as usize).and_then(Option::as_mut) else { return vec![] };
         let mut fresh = Vec::new();
+        let mut deferred = Vec::new();
         for k in keys {
             if view.parts.contains_key(&k) {
                 publish(&self.shared, view, v.0, &k, None);
-            } else if !view.pending.contains_key(&k) {
+            } else if view.pending.contains_key(&k) {
+                continue;
+            } else if view.pending.len() >= self.max_pending {
+                deferred.push(k);
+            } else {
                 view.pending.insert(k.clone(), Pending { since: applied, buffer: Vec::new() });
                 fresh.push(k);
+            }
+        }
+        if !deferred.is_empty() {
+            if let Ok(mut m) = self.shared.misses.lock() {
+                m.entry(v.0).or_default().extend(deferred);
             }
         }
         fresh.chunks(max).map(|chunk| build_request(view, v, chunk.to_vec(), applied)).collect()
@@ -675,8 +726,8 @@ fn publish(shared: &Shared, view: &mut View, vid: u32, key: &Key, _hint: Option<
     if !view.q.order.is_empty() {
         sort_rows(&mut rows, &view.q.order);
     }
-    let visible = view.q.visible;
-    let rows: Vec<Row> = rows.into_iter().map(|r| r.iter().take(visible).cloned().collect()).collect();
+    let width = view.q.published;
+    let rows: Vec<Row> = rows.into_iter().map(|r| r.iter().take(width).cloned().collect()).collect();
     let published: usize = rows.iter().map(|r| row_bytes(r)).sum();
     let weight = (part.ks.bytes() + published + std::mem::size_of::<Entry>() + 64) as u64;
     view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);

@@ -33,6 +33,8 @@ const QUERIES: &[&str] = &[
     "SELECT id FROM a WHERE x IS NULL UNION ALL SELECT id FROM b WHERE y < 3",
     "SELECT a.g, COUNT(*) FROM a JOIN b ON b.k = a.k GROUP BY a.g ORDER BY a.g",
     "SELECT id, s FROM a ORDER BY s, id LIMIT 4",
+    "SELECT id, g FROM a WHERE k = ? AND x >= ? ORDER BY id",
+    "SELECT a.id, b.y FROM a JOIN b ON b.k = a.k WHERE a.k = ? AND ? < b.y",
 ];
 
 fn catalog() -> Catalog {
@@ -56,6 +58,9 @@ enum Op {
     Evict(i64),
     Check,
 }
+
+/// The value given to range parameters (`col > ?`).
+const RANGE_PARAM: i64 = 2;
 
 const STRINGS: &[&str] = &["a", "A", "b", "ab", "B ", "á"];
 
@@ -111,8 +116,12 @@ impl Sim {
         }
     }
     fn params(&self, k: i64) -> Vec<Value> {
-        let n = self.df.query(self.view).unwrap().n_params;
-        vec![int(k); n]
+        let q = self.df.query(self.view).unwrap();
+        let mut p = vec![int(k); q.n_params];
+        for f in &q.read_filters {
+            p[f.param] = int(RANGE_PARAM);
+        }
+        p
     }
     fn step(&mut self, op: Op) {
         match op {
@@ -193,7 +202,11 @@ impl Sim {
         let q = self.df.query(self.view).unwrap().clone();
         let reader = self.df.reader(self.view).unwrap();
         for key in self.df.filled_keys(self.view) {
-            let params: Vec<Value> = if q.n_params == 0 { vec![] } else { vec![key[0].clone(); q.n_params] };
+            let k = match key.first() {
+                Some(Value::Int(k)) => *k,
+                _ => 0,
+            };
+            let params = self.params(k);
             let got = match reader.lookup(&params).unwrap() {
                 Lookup::Hit(rows) => rows.to_vec(),
                 // Evicted by the budget between listing and reading: nothing to check.
@@ -201,17 +214,28 @@ impl Sim {
             };
             let keys = std::iter::once(key.clone()).collect();
             let restrict = if q.n_params == 0 { None } else { Some(&keys) };
-            let mut want: Vec<Row> =
-                eval(&q.root, &self.replicated, restrict).into_iter().map(|r| r[..q.visible].to_vec().into()).collect();
+            let passes = |r: &Row| {
+                q.read_filters.iter().all(|f| {
+                    let e = freshet_dataflow::expr::Expr::Cmp(
+                        f.op,
+                        Box::new(freshet_dataflow::expr::Expr::Col(f.column)),
+                        Box::new(freshet_dataflow::expr::Expr::lit(int(RANGE_PARAM))),
+                    );
+                    e.eval(r) == int(1)
+                })
+            };
+            let mut all = eval(&q.root, &self.replicated, restrict);
+            all.retain(|r| passes(r));
             let mut got_sorted = got.clone();
             if q.order.is_empty() {
-                want.sort();
                 got_sorted.sort();
             } else {
                 // Ordered results must match in order (ties are broken deterministically).
-                let mut w2 = eval(&q.root, &self.replicated, restrict);
-                freshet_dataflow::ops::sort_rows(&mut w2, &q.order);
-                want = w2.into_iter().map(|r| r[..q.visible].to_vec().into()).collect();
+                freshet_dataflow::ops::sort_rows(&mut all, &q.order);
+            }
+            let mut want: Vec<Row> = all.into_iter().map(|r| r[..q.visible].to_vec().into()).collect();
+            if q.order.is_empty() {
+                want.sort();
             }
             assert_eq!(got_sorted, want, "query {} key {:?}", q.sql, key);
             CHECKED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

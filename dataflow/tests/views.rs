@@ -326,7 +326,7 @@ fn refusals_say_what_to_change() {
     let c = catalog();
     let bad = [
         ("SELECT * FROM nope", "unknown table"),
-        ("SELECT * FROM votes WHERE score > ?", "parameters are supported only"),
+        ("SELECT * FROM votes WHERE score <> ?", "parameters are supported only"),
         ("SELECT * FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.user_id = ?", "not joined on the parameter"),
         ("SELECT NOW() FROM votes", "cannot be cached"),
         ("SELECT * FROM votes WHERE story_id IN (SELECT id FROM stories)", "subqueries"),
@@ -444,4 +444,44 @@ fn collations_group_and_compare_like_the_server() {
     assert_eq!(w.read(v, &[], false), vec![row(vec![int(2), int(2)])]);
     let v = w.df.install_sql("SELECT id FROM t WHERE ci LIKE 'caf%' AND bin LIKE 'x'").unwrap();
     assert_eq!(w.read(v, &[], false), vec![row(vec![int(1)])]);
+}
+
+#[test]
+fn fills_in_flight_are_bounded() {
+    let mut w = World::new();
+    seed(&mut w);
+    w.df.set_max_pending(2);
+    let v = w.df.install_sql("SELECT user_id FROM votes WHERE story_id = ?").unwrap();
+    let r = w.df.reader(v).unwrap();
+    for k in 0..5 {
+        assert!(matches!(r.lookup(&[int(k)]).unwrap(), Lookup::Miss(_)));
+    }
+    let reqs = w.df.fill_requests();
+    assert_eq!(reqs.iter().map(|q| q.keys.len()).sum::<usize>(), 2);
+    assert!(w.df.fill_requests().is_empty(), "still two in flight");
+    for q in reqs {
+        let resp = MemUpstream { store: &w.store }.fill(&q).unwrap();
+        w.df.complete_fill(resp);
+    }
+    assert_eq!(w.df.fill_requests().iter().map(|q| q.keys.len()).sum::<usize>(), 2);
+}
+
+#[test]
+fn range_parameters_filter_at_read_time() {
+    for replica in [false, true] {
+        let mut w = World::new();
+        seed(&mut w);
+        let v = w.df.install_sql("SELECT user_id FROM votes WHERE story_id = ? AND score > ? ORDER BY user_id").unwrap();
+        assert_eq!(w.read(v, &[int(1), int(15)], replica), vec![row(vec![int(2)]), row(vec![int(3)])]);
+        // Same partition, another bound: a hit, no new fill.
+        let fills = w.df.stats(v).unwrap().fills;
+        assert_eq!(w.read(v, &[int(1), txt("25")], replica), vec![row(vec![int(3)])]);
+        assert_eq!(w.df.stats(v).unwrap().fills, fills);
+        assert_eq!(w.read(v, &[int(1), Value::Null], replica), Vec::<Row>::new());
+        assert_eq!(w.df.cost(v).unwrap().hit, Bound::LinearInPartition);
+        let all = w.df.install_sql("SELECT id FROM stories WHERE id >= ?").unwrap();
+        assert_eq!(w.read(all, &[int(2)], replica), vec![row(vec![int(2)])]);
+    }
+    let c = catalog();
+    assert!(compile("SELECT COUNT(*) FROM votes WHERE story_id = ? AND score > ?", &c).unwrap_err().reason.contains("range parameter"));
 }
