@@ -295,17 +295,31 @@ fn nulls(n: usize) -> Vec<Value> {
     vec![Value::Null; n]
 }
 
-/// The rows of one join input that share a join key, with multiplicities.
-type Bucket = HashMap<ExactRow, i64>;
+/// The rows of one join input that share a join key, with multiplicities and their total.
+#[derive(Debug, Default)]
+struct Bucket {
+    rows: HashMap<ExactRow, i64>,
+    total: i64,
+}
+
+impl Bucket {
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+    fn iter(&self) -> impl Iterator<Item = (&ExactRow, &i64)> {
+        self.rows.iter()
+    }
+}
 
 /// Adds `w` copies of `row` to a bucket; returns the byte change.
 fn bucket_add(bucket: &mut Bucket, row: &Row, w: i64) -> isize {
-    let e = bucket.entry(ExactRow(row.clone())).or_insert(0);
+    bucket.total += w;
+    let e = bucket.rows.entry(ExactRow(row.clone())).or_insert(0);
     let was = *e;
     *e += w;
     let b = (row_bytes(row) + SLOT) as isize;
     if *e == 0 {
-        bucket.remove(&ExactRow(row.clone()));
+        bucket.rows.remove(&ExactRow(row.clone()));
         -b
     } else if was == 0 {
         b
@@ -315,7 +329,7 @@ fn bucket_add(bucket: &mut Bucket, row: &Row, w: i64) -> isize {
 }
 
 fn bucket_count(b: Option<&Bucket>) -> i64 {
-    b.map(|v| v.values().sum::<i64>()).unwrap_or(0)
+    b.map(|v| v.total).unwrap_or(0)
 }
 
 impl KeyState {
@@ -380,16 +394,33 @@ impl KeyState {
     fn apply_reader(&mut self, deltas: Vec<Delta>) {
         for (row, w) in deltas {
             let b = (row_bytes(&row) + SLOT) as isize;
-            let e = self.reader.entry(ExactRow(row)).or_insert(0);
+            let key = ExactRow(row);
+            let e = self.reader.entry(key.clone()).or_insert(0);
             let was = *e;
             *e += w;
             if *e == 0 {
+                self.reader.remove(&key);
                 self.bytes -= b;
             } else if was == 0 {
                 self.bytes += b;
             }
         }
-        self.reader.retain(|_, c| *c != 0);
+    }
+
+    /// Reader rows cut to their first `width` columns, with multiplicity expanded: what a
+    /// reader entry publishes.
+    pub fn reader_rows_cut(&self, width: usize) -> Vec<Row> {
+        let mut out = Vec::with_capacity(self.reader.len());
+        for (r, &c) in &self.reader {
+            let cut: Row = if r.0.len() <= width { r.0.clone() } else { r.0[..width].into() };
+            for _ in 1..c.max(0) {
+                out.push(cut.clone());
+            }
+            if c > 0 {
+                out.push(cut);
+            }
+        }
+        out
     }
 
     /// Pushes base deltas (indexed by base occurrence) through the graph and applies the
@@ -468,7 +499,7 @@ impl KeyState {
             let jk = join_key(&l, &lcols);
             let matches = jk.as_ref().and_then(|k| rs.get(k));
             if let Some(m) = matches {
-                for (r, c) in m {
+                for (r, c) in m.iter() {
                     out.push((concat(&l, &r.0), w * c));
                 }
             }
@@ -490,7 +521,7 @@ impl KeyState {
                 let before = count(rs.get(k));
                 let after = before + w;
                 if let Some(lrows) = ls.get(k) {
-                    for (l, c) in lrows {
+                    for (l, c) in lrows.iter() {
                         out.push((concat(&l.0, &r), w * c));
                         if kind == JoinKind::Left {
                             if before == 0 && after != 0 {
@@ -631,10 +662,10 @@ impl KeyState {
                 let mut out = Vec::new();
                 for (k, lrows) in ls {
                     let matches = if k.iter().any(Value::is_null) { None } else { rs.get(k) };
-                    for (l, c) in lrows {
+                    for (l, c) in lrows.iter() {
                         match matches {
                             Some(m) if bucket_count(Some(m)) != 0 => {
-                                for (r, c2) in m {
+                                for (r, c2) in m.iter() {
                                     out.push((concat(&l.0, &r.0), c * c2));
                                 }
                             }

@@ -722,12 +722,15 @@ fn drop_part(shared: &Shared, view: &mut View, vid: u32, key: &Key) -> bool {
 /// Rebuilds and swaps in the reader entry of one filled partition.
 fn publish(shared: &Shared, view: &mut View, vid: u32, key: &Key, _hint: Option<()>) {
     let Some(part) = view.parts.get_mut(key) else { return };
-    let mut rows = part.ks.reader_rows();
-    if !view.q.order.is_empty() {
+    let rows = if view.q.order.is_empty() {
+        part.ks.reader_rows_cut(view.q.published)
+    } else {
+        // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
+        let mut rows = part.ks.reader_rows();
         sort_rows(&mut rows, &view.q.order);
-    }
-    let width = view.q.published;
-    let rows: Vec<Row> = rows.into_iter().map(|r| r.iter().take(width).cloned().collect()).collect();
+        let width = view.q.published;
+        rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
+    };
     let published: usize = rows.iter().map(|r| row_bytes(r)).sum();
     let weight = (part.ks.bytes() + published + std::mem::size_of::<Entry>() + 64) as u64;
     view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
