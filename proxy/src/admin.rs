@@ -31,7 +31,15 @@ pub struct Admin {
 impl Admin {
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
         loop {
-            let Ok((stream, peer)) = listener.accept().await else { continue };
+            let (stream, peer) = match listener.accept().await {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // Out of descriptors and the like: back off rather than spin.
+                    debug!(error = %e, "admin accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
             let admin = self.clone();
             tokio::spawn(async move {
                 if let Err(e) = admin.handle(stream).await {

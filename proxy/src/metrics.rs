@@ -123,13 +123,22 @@ pub enum SessionEnd {
     PacketTooLarge,
     /// Authentication failed at the upstream.
     AuthFailed,
-    /// The upstream failed or closed the connection.
+    /// The upstream failed or broke the connection in the middle of a command.
     Upstream,
+    /// The upstream closed the connection while it was idle (wait_timeout, KILL, shutdown).
+    UpstreamClosed,
 }
 
 impl SessionEnd {
-    const ALL: [SessionEnd; 6] =
-        [Self::Quit, Self::ClientGone, Self::ClientProtocol, Self::PacketTooLarge, Self::AuthFailed, Self::Upstream];
+    const ALL: [SessionEnd; 7] = [
+        Self::Quit,
+        Self::ClientGone,
+        Self::ClientProtocol,
+        Self::PacketTooLarge,
+        Self::AuthFailed,
+        Self::Upstream,
+        Self::UpstreamClosed,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
@@ -139,6 +148,7 @@ impl SessionEnd {
             Self::PacketTooLarge => "packet_too_large",
             Self::AuthFailed => "auth_failed",
             Self::Upstream => "upstream",
+            Self::UpstreamClosed => "upstream_closed",
         }
     }
 }

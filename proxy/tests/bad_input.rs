@@ -175,5 +175,5 @@ async fn upstream_closing_an_idle_connection_closes_the_clients() {
     .await;
     assert!(ended.is_ok(), "client connection still open after the upstream closed it");
     assert!(connection_gone(c.connection_id).await);
-    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::Upstream), 1);
+    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::UpstreamClosed), 1);
 }

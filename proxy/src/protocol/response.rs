@@ -33,8 +33,11 @@ pub fn ok_status(payload: &[u8], caps: Capabilities) -> Result<StatusFlags, Trun
 }
 
 /// The status flags of a terminator: a classic EOF packet, or an OK packet with 0xfe header.
+/// Servers still send a classic EOF in some places under DEPRECATE_EOF (MariaDB ends
+/// COM_FIELD_LIST with one), so the length decides: an EOF packet is exactly 5 bytes, an OK
+/// packet at least 7.
 pub fn terminator_status(payload: &[u8], caps: Capabilities) -> Result<StatusFlags, Truncated> {
-    if caps.has(Capabilities::DEPRECATE_EOF) {
+    if caps.has(Capabilities::DEPRECATE_EOF) && payload.len() != 5 {
         return ok_status(payload, caps);
     }
     let mut c = Cursor::new(payload);
@@ -132,6 +135,8 @@ mod tests {
         let ok_fe = [EOF, 0, 0, 0x08, 0, 0, 0];
         assert!(is_terminator(&ok_fe, DEP));
         assert!(terminator_status(&ok_fe, DEP).unwrap().has(StatusFlags::MORE_RESULTS_EXISTS));
+        // A classic EOF under DEPRECATE_EOF (MariaDB's COM_FIELD_LIST) keeps its layout.
+        assert_eq!(terminator_status(&eof, DEP).unwrap(), StatusFlags(0x0a));
         // A text row whose first value is NULL, and one starting with a short string.
         assert!(!is_terminator(&[0xfb, 1, b'x'], DEP));
         assert!(!is_terminator(&[3, b'a', b'b', b'c'], CLASSIC));

@@ -76,7 +76,7 @@ impl Session {
                 ready = self.client.readable() => return ready.map_err(SessionError::from_client),
                 frame = self.upstream.read_frame() => {
                     let frame = frame.map_err(|e| match e {
-                        ReadError::Closed => SessionError::Upstream("upstream closed the idle connection".into(), UpstreamFailure::Lost),
+                        ReadError::Closed => SessionError::UpstreamClosedIdle,
                         other => SessionError::from_upstream(other),
                     })?;
                     self.upstream_idle = false;

@@ -83,6 +83,8 @@ pub enum SessionError {
     AuthFailed,
     #[error("{0}")]
     Upstream(String, UpstreamFailure),
+    #[error("the upstream closed the idle connection")]
+    UpstreamClosedIdle,
 }
 
 impl SessionError {
@@ -93,6 +95,7 @@ impl SessionError {
             SessionError::PacketTooLarge { .. } => SessionEnd::PacketTooLarge,
             SessionError::AuthFailed => SessionEnd::AuthFailed,
             SessionError::Upstream(..) => SessionEnd::Upstream,
+            SessionError::UpstreamClosedIdle => SessionEnd::UpstreamClosed,
         }
     }
 
@@ -136,7 +139,9 @@ pub async fn serve(client: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
             Ok(()) => SessionEnd::Quit,
             Err(e) => {
                 match e.end() {
-                    SessionEnd::ClientGone | SessionEnd::AuthFailed => debug!(reason = %e, "session ended"),
+                    SessionEnd::ClientGone | SessionEnd::AuthFailed | SessionEnd::UpstreamClosed => {
+                        debug!(reason = %e, "session ended")
+                    }
                     _ => warn!(reason = %e, "session ended"),
                 }
                 e.end()
@@ -156,7 +161,7 @@ impl Session {
             self.client.queue_packet(*seq, &reply.encode());
             let _ = self.client.flush().await;
         }
-        if self.upstream_idle && !matches!(result, Err(SessionError::Upstream(..))) {
+        if self.upstream_idle && !matches!(result, Err(SessionError::Upstream(..) | SessionError::UpstreamClosedIdle)) {
             self.upstream.queue_packet(0, &[crate::protocol::Command::Quit as u8]);
             let _ = self.upstream.flush().await;
         }
