@@ -1,0 +1,192 @@
+//! The upstream SQL path against a real server: for a set of queries, every state query the
+//! dataflow renders for a fill is run on MariaDB and must return what the in-memory upstream
+//! returns, and the view's answers must equal MariaDB's own answers to the cached query.
+//!
+//! Needs the project's private MariaDB (`scripts/mariadb.sh start`; this test reads
+//! `FRESHET_TEST_MYSQL_SOCKET`) and the `mariadb` command-line client; the dataflow crate has
+//! no MySQL client dependency, by design. Skips, saying so, when either is missing. Works in
+//! its own database, with binary logging off for its session so that replication tests
+//! running against the same server see none of its writes.
+
+use std::process::Command;
+
+use freshet_dataflow::expr::{literal_sql, text_of};
+use freshet_dataflow::*;
+
+const DB: &str = "freshet_dataflow_test";
+
+struct Server {
+    socket: String,
+}
+
+impl Server {
+    fn connect() -> Option<Server> {
+        let socket = std::env::var("FRESHET_TEST_MYSQL_SOCKET").ok()?;
+        let s = Server { socket };
+        s.run_raw(None, "SELECT 1").ok()?;
+        Some(s)
+    }
+    fn run_raw(&self, db: Option<&str>, sql: &str) -> Result<Vec<Vec<String>>, String> {
+        let mut cmd = Command::new("mariadb");
+        cmd.args(["-S", &self.socket, "-uroot", "-N", "-B"]);
+        if let Some(d) = db {
+            cmd.args(["-D", d]);
+        }
+        let full = format!("SET SESSION sql_log_bin = 0; {sql}");
+        let out = cmd.args(["-e", &full]).output().map_err(|e| e.to_string())?;
+        if !out.status.success() {
+            return Err(format!("{sql}: {}", String::from_utf8_lossy(&out.stderr)));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.split('\t').map(str::to_string).collect())
+            .collect())
+    }
+    fn run(&self, sql: &str) -> Vec<Vec<String>> {
+        self.run_raw(Some(DB), sql).unwrap_or_else(|e| panic!("{e}"))
+    }
+}
+
+fn inline(sql: &str, params: &[Value]) -> String {
+    let mut out = String::new();
+    let mut it = params.iter();
+    for c in sql.chars() {
+        if c == '?' {
+            out += &literal_sql(it.next().unwrap_or(&Value::Null));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn text(v: &Value) -> String {
+    text_of(v).unwrap_or_else(|| "NULL".into())
+}
+
+fn int(i: i64) -> Value {
+    Value::Int(i)
+}
+
+const QUERIES: &[&str] = &[
+    "SELECT id, x FROM a WHERE k = ?",
+    "SELECT k, COUNT(*), SUM(x), MIN(x), MAX(x), COUNT(DISTINCT g), AVG(x), COUNT(x) FROM a WHERE k = ? GROUP BY k",
+    "SELECT COUNT(*), MAX(s), MIN(x) FROM a WHERE k = ?",
+    "SELECT g, COUNT(x) AS n FROM a WHERE k = ? GROUP BY g HAVING COUNT(*) > 1",
+    "SELECT a.id, b.y FROM a JOIN b ON b.k = a.k WHERE a.k = ?",
+    "SELECT a.id, COUNT(b.id), MAX(b.y) FROM a LEFT JOIN b ON b.k = a.k AND b.y > 2 WHERE a.k = ? GROUP BY a.id",
+    "SELECT a.id, b.id FROM a JOIN b ON b.k = a.k AND b.y = a.g WHERE a.k = ?",
+    "SELECT a1.id, a2.id FROM a a1 JOIN a a2 ON a2.k = a1.k AND a2.g = a1.g WHERE a1.k = ?",
+    "SELECT id, x FROM a WHERE k = ? ORDER BY x DESC, id LIMIT 3",
+    "SELECT id FROM a WHERE k = ? ORDER BY g, id LIMIT 2 OFFSET 1",
+    "SELECT DISTINCT g FROM a WHERE k = ?",
+    "SELECT id, x * 2 + 1, CASE WHEN x > 3 THEN 'hi' ELSE s END, COALESCE(x, -1), CONCAT(s, '-', g) FROM a WHERE k = ? AND (s LIKE 'a%' OR x BETWEEN 2 AND 5)",
+    "SELECT s, COUNT(*), SUM(x) / 3 FROM a WHERE k = ? GROUP BY s",
+    "SELECT g, COUNT(*) FROM a GROUP BY g",
+    "SELECT id FROM a WHERE x IS NULL UNION ALL SELECT id FROM b WHERE y < 3",
+    "SELECT id, s FROM a ORDER BY s, id LIMIT 4",
+    "SELECT id, g FROM a WHERE k = ? AND x >= ? ORDER BY id",
+];
+
+fn catalog() -> Catalog {
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 4, unsigned: false });
+    let s = || ColumnSchema::new("s", SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi));
+    let mut c = Catalog::new();
+    c.add(TableSchema::new("a", vec![i("id"), i("k"), i("g"), i("x"), s()], vec![0])).unwrap();
+    c.add(TableSchema::new("b", vec![i("id"), i("k"), i("y"), s()], vec![0])).unwrap();
+    c
+}
+
+#[test]
+fn rendered_fill_sql_and_results_match_mariadb() {
+    let Some(server) = Server::connect() else {
+        eprintln!("SKIPPED: no MariaDB (run scripts/mariadb.sh start and export its env)");
+        return;
+    };
+    server.run_raw(None, &format!("DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}")).unwrap();
+    server.run(
+        "CREATE TABLE a (id INT PRIMARY KEY, k INT, g INT, x INT NULL, s VARCHAR(10) COLLATE utf8mb4_general_ci);
+         CREATE TABLE b (id INT PRIMARY KEY, k INT, y INT, s VARCHAR(10) COLLATE utf8mb4_general_ci)",
+    );
+    // Deterministic pseudo-random rows, identical in MariaDB and in the MemStore.
+    let strings = ["a", "b", "ab", "c", "Ba"];
+    let mut seed = 12345u64;
+    let mut next = |m: u64| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((seed >> 33) % m) as i64
+    };
+    let mut batch = Batch::new(Position(1));
+    let mut sql_a = Vec::new();
+    let mut sql_b = Vec::new();
+    for id in 1..=60 {
+        let (k, g, xr, s) = (next(4), next(3), next(7), strings[next(5) as usize]);
+        let x = if xr == 6 { Value::Null } else { int(xr) };
+        let st = Value::text(s, Collation::Utf8mb4GeneralCi);
+        sql_a.push(format!("({id}, {k}, {g}, {}, '{s}')", literal_sql(&x)));
+        batch.insert("a", vec![int(id), int(k), int(g), x, st].into());
+        let (k, y, s) = (next(4), next(6), strings[next(5) as usize]);
+        let st = Value::text(s, Collation::Utf8mb4GeneralCi);
+        sql_b.push(format!("({id}, {k}, {y}, '{s}')"));
+        batch.insert("b", vec![int(id), int(k), int(y), st].into());
+    }
+    server.run(&format!("INSERT INTO a VALUES {}; INSERT INTO b VALUES {}", sql_a.join(","), sql_b.join(",")));
+    let mut store = MemStore::new();
+    store.apply(&batch);
+
+    let mut compared = 0;
+    for sql in QUERIES {
+        let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
+        df.set_applied(Position(1));
+        let v = df.install_sql(sql).unwrap();
+        let q = df.query(v).unwrap().clone();
+        let key_sets: Vec<Vec<Key>> = if q.key_columns.is_empty() {
+            vec![vec![Box::new([])]]
+        } else {
+            vec![vec![vec![int(0)].into(), vec![int(1)].into()], vec![vec![int(2)].into(), vec![int(3)].into()]]
+        };
+        for keys in key_sets {
+            for req in df.request_fill(v, keys.clone()) {
+                // Every state query, run by the server, equals the in-memory upstream's answer.
+                let FillData::States(mem) = MemUpstream { store: &store }.fill(&req).unwrap().data else { unreachable!() };
+                for (sq, mem_rows) in req.queries.iter().zip(&mem) {
+                    let mut server_rows = server.run(&inline(&sq.sql, &sq.params));
+                    let mut ours: Vec<Vec<String>> = mem_rows
+                        .iter()
+                        .map(|(r, w)| {
+                            let mut t: Vec<String> = r.iter().map(text).collect();
+                            if sq.grouped {
+                                t.push(w.to_string());
+                            }
+                            t
+                        })
+                        .collect();
+                    server_rows.sort();
+                    ours.sort();
+                    assert_eq!(ours, server_rows, "state query of {sql}:\n{}", sq.sql);
+                    compared += 1;
+                }
+                let resp = MemUpstream { store: &store }.fill(&req).unwrap();
+                df.complete_fill(resp);
+            }
+            // The view's answer equals the server's answer to the cached query itself.
+            let r = df.reader(v).unwrap();
+            for k in &keys {
+                let mut params: Vec<Value> = k.iter().cloned().cycle().take(q.n_params).collect();
+                for f in &q.read_filters {
+                    params[f.param] = int(2);
+                }
+                let Lookup::Hit(rows) = r.lookup(&params).unwrap() else { panic!("miss after fill") };
+                let mut ours: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(text).collect()).collect();
+                let mut theirs = server.run(&inline(sql, &params));
+                if q.order.is_empty() {
+                    ours.sort();
+                    theirs.sort();
+                }
+                assert_eq!(ours, theirs, "{sql} with {params:?}");
+                compared += 1;
+            }
+        }
+    }
+    eprintln!("compared {compared} result sets with MariaDB");
+    server.run_raw(None, &format!("DROP DATABASE {DB}")).unwrap();
+}
