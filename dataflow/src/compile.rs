@@ -55,6 +55,10 @@ impl Catalog {
         self.tables.insert(t.name.to_ascii_lowercase(), t);
         Ok(())
     }
+    /// Removes a table (after DROP TABLE).
+    pub fn remove(&mut self, name: &str) {
+        self.tables.remove(&name.to_ascii_lowercase());
+    }
     /// A table by case-insensitive name.
     pub fn get(&self, name: &str) -> Option<&TableSchema> {
         self.tables.get(&name.to_ascii_lowercase())

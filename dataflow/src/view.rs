@@ -50,7 +50,7 @@ use crate::fill::{BaseScan, FillData, FillError, FillRequest, FillResponse, Fill
 use crate::ops::{sort_rows, Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::render::render_fill;
-use crate::schema::SqlType;
+use crate::schema::{SqlType, TableSchema};
 use crate::value::{row_bytes, Row, Value};
 
 /// A size in bytes.
@@ -76,6 +76,8 @@ pub struct ViewStats {
 
 #[derive(Default, Debug)]
 struct Counters {
+    /// Set when the view is dropped (e.g. after DDL); its readers then answer `NoView`.
+    dropped: std::sync::atomic::AtomicBool,
     keys: AtomicU64,
     bytes: AtomicU64,
     hits: AtomicU64,
@@ -149,6 +151,9 @@ impl Reader {
     /// Looks up the result for `params` (one value per `?`, in text order). Never blocks on
     /// the writer.
     pub fn lookup(&self, params: &[Value]) -> Result<Lookup, LookupError> {
+        if self.counters.dropped.load(AtOrd::Acquire) {
+            return Err(LookupError::NoView);
+        }
         let keys = lookup_keys(&self.q, params)?;
         if keys.is_empty() {
             // A NULL parameter: `col = NULL` matches nothing.
@@ -472,6 +477,51 @@ impl Dataflow {
         }));
         self.reuse.insert(ident, id);
         id
+    }
+
+    /// Drops view `v`: its state is freed and its readers answer [`LookupError::NoView`].
+    pub fn drop_view(&mut self, v: ViewId) -> bool {
+        let Some(mut view) = self.views.get_mut(v.0 as usize).and_then(Option::take) else { return false };
+        view.counters.dropped.store(true, AtOrd::Release);
+        let keys: Vec<Key> = view.parts.keys().cloned().collect();
+        for k in keys {
+            drop_part(&self.shared, &mut view, v.0, &k);
+        }
+        self.reuse.retain(|_, id| *id != v);
+        if let Ok(mut m) = self.shared.misses.lock() {
+            m.remove(&v.0);
+        }
+        true
+    }
+
+    /// Applies DDL: replaces (or, with `None`, removes) table `name`'s schema. Every view that
+    /// reads the table is dropped — never serve rows shaped by the old schema — and recompiled
+    /// from its SQL against the new catalog. Returns, per dropped view, its replacement or why
+    /// it can no longer be cached.
+    pub fn alter_table(
+        &mut self,
+        name: &str,
+        schema: Option<TableSchema>,
+    ) -> Result<Vec<(ViewId, Result<ViewId, Refusal>)>, crate::schema::SchemaError> {
+        match schema {
+            Some(s) => self.catalog.add(s)?,
+            None => self.catalog.remove(name),
+        }
+        let lower = name.to_ascii_lowercase();
+        let affected: Vec<(ViewId, String)> = self
+            .views
+            .iter()
+            .enumerate()
+            .filter_map(|(i, v)| v.as_ref().map(|v| (i, v)))
+            .filter(|(_, v)| v.q.tables.contains(&lower))
+            .map(|(i, v)| (ViewId(i as u32), v.q.sql.clone()))
+            .collect();
+        let mut out = Vec::new();
+        for (v, sql) in affected {
+            self.drop_view(v);
+            out.push((v, self.install_sql(&sql)));
+        }
+        Ok(out)
     }
 
     /// A reader for view `v`.

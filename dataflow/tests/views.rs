@@ -485,3 +485,29 @@ fn range_parameters_filter_at_read_time() {
     let c = catalog();
     assert!(compile("SELECT COUNT(*) FROM votes WHERE story_id = ? AND score > ?", &c).unwrap_err().reason.contains("range parameter"));
 }
+
+#[test]
+fn ddl_drops_and_recompiles_affected_views() {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
+    let s = w.df.install_sql("SELECT title FROM stories WHERE id = ?").unwrap();
+    let old_reader = w.df.reader(v).unwrap();
+    assert_eq!(w.read(v, &[int(2)], false).len(), 1);
+    // ALTER TABLE votes DROP COLUMN score
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+    let changed = w.df.alter_table("votes", Some(TableSchema::new("votes", vec![i("user_id"), i("story_id")], vec![0, 1]))).unwrap();
+    assert_eq!(changed.len(), 1);
+    assert_eq!(changed[0].0, v);
+    assert!(changed[0].1.as_ref().unwrap_err().reason.contains("score"));
+    assert_eq!(old_reader.lookup(&[int(2)]).unwrap_err(), LookupError::NoView);
+    // Unaffected views keep their state.
+    assert_eq!(w.read(s, &[int(1)], false), vec![row(vec![txt("Hello")])]);
+    // A view that still compiles gets a new id; the old one is gone.
+    let c = w.df.install_sql("SELECT COUNT(*) FROM votes WHERE story_id = ?").unwrap();
+    let changed = w.df.alter_table("votes", Some(TableSchema::new("votes", vec![i("user_id"), i("story_id"), i("extra")], vec![0, 1]))).unwrap();
+    let new = changed[0].1.clone().unwrap();
+    assert_ne!(new, c);
+    assert!(w.df.reader(c).is_none());
+    assert!(w.df.alter_table("votes", None).unwrap()[0].1.is_err());
+}
