@@ -31,12 +31,7 @@ async fn live_ready_and_metrics() {
     let _ = conn.query_drop("SELECT * FROM no_such_table").await;
     conn.disconnect().await.unwrap();
     // The session ends just after the client's COM_QUIT has been relayed.
-    for _ in 0..100 {
-        if proxy.metrics.connections_open.get() == 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    assert!(eventually(|| proxy.metrics.connections_open.get() == 0).await);
     let (status, body) = get(proxy.admin, "/metrics").await;
     assert_eq!(status, 200);
     let queries = before + 2;

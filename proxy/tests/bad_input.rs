@@ -37,7 +37,7 @@ async fn out_of_order_sequence_id() {
     let err = expect_err_then_close(&mut c).await;
     assert_eq!(err.code, 1156);
     proxy_still_serves(&proxy, c.connection_id).await;
-    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::ClientProtocol), 1);
+    assert!(eventually(|| proxy.metrics.sessions_ended(SessionEnd::ClientProtocol) == 1).await);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -73,7 +73,7 @@ async fn packet_over_the_limit() {
     assert_eq!(err.code, 1153);
     assert!(err.message.contains("max_packet"), "{}", err.message);
     proxy_still_serves(&proxy, c.connection_id).await;
-    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::PacketTooLarge), 1);
+    assert!(eventually(|| proxy.metrics.sessions_ended(SessionEnd::PacketTooLarge) == 1).await);
 }
 
 /// The socket under a client, to write bytes that are not well-formed packets. Nothing is
@@ -94,7 +94,7 @@ async fn client_disconnects_mid_result() {
     let id = c.connection_id;
     drop(c);
     proxy_still_serves(&proxy, id).await;
-    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::ClientGone), 1);
+    assert!(eventually(|| proxy.metrics.sessions_ended(SessionEnd::ClientGone) == 1).await);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -175,5 +175,5 @@ async fn upstream_closing_an_idle_connection_closes_the_clients() {
     .await;
     assert!(ended.is_ok(), "client connection still open after the upstream closed it");
     assert!(connection_gone(c.connection_id).await);
-    assert_eq!(proxy.metrics.sessions_ended(SessionEnd::UpstreamClosed), 1);
+    assert!(eventually(|| proxy.metrics.sessions_ended(SessionEnd::UpstreamClosed) == 1).await);
 }

@@ -75,8 +75,10 @@ impl Session {
                 biased;
                 ready = self.client.readable() => return ready.map_err(SessionError::from_client),
                 frame = self.upstream.read_frame() => {
+                    // MariaDB resets (RST) a connection it drops for wait_timeout; others
+                    // close it (FIN), some after an ERR packet. All mean the same here.
                     let frame = frame.map_err(|e| match e {
-                        ReadError::Closed => SessionError::UpstreamClosedIdle,
+                        ReadError::Closed | ReadError::Io(_) => SessionError::UpstreamClosedIdle,
                         other => SessionError::from_upstream(other),
                     })?;
                     self.upstream_idle = false;

@@ -269,3 +269,15 @@ pub fn native_password(password: &[u8], scramble: &[u8]) -> Vec<u8> {
     let mix = h.finalize();
     stage1.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect()
 }
+
+/// Waits up to 5 seconds for `condition`: session teardown (and its metrics) runs just after
+/// the client has seen its connection close.
+pub async fn eventually(mut condition: impl FnMut() -> bool) -> bool {
+    for _ in 0..250 {
+        if condition() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
