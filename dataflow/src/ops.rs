@@ -44,27 +44,46 @@ pub struct GNode {
     pub inputs: Vec<usize>,
 }
 
-/// The operator tree in post-order; the root is last.
-#[derive(Debug)]
+/// Operator trees of one or more views, flattened in post-order (every node after its
+/// inputs), with identical subtrees stored once: exact-subtree reuse. Each root feeds one
+/// reader.
+#[derive(Debug, Default)]
 pub struct Graph {
     pub nodes: Vec<GNode>,
+    /// Reader roots, by reader index.
+    pub roots: Vec<usize>,
+    index: HashMap<Node, usize>,
 }
 
 impl Graph {
-    /// Flattens `root`.
+    /// Flattens a single tree.
     pub fn new(root: &Node) -> Graph {
-        fn build(n: &Node, nodes: &mut Vec<GNode>) -> usize {
-            let inputs = n.inputs().into_iter().map(|i| build(i, nodes)).collect();
-            nodes.push(GNode { tree: n.clone(), inputs });
-            nodes.len() - 1
-        }
-        let mut nodes = Vec::new();
-        build(root, &mut nodes);
-        Graph { nodes }
+        let mut g = Graph::default();
+        g.add_root(root);
+        g
     }
-    /// Index of the root.
+    /// Adds a tree, reusing every node already present; returns the new reader's index.
+    pub fn add_root(&mut self, root: &Node) -> usize {
+        let r = self.add(root);
+        self.roots.push(r);
+        self.roots.len() - 1
+    }
+    fn add(&mut self, n: &Node) -> usize {
+        if let Some(&i) = self.index.get(n) {
+            return i;
+        }
+        let inputs = n.inputs().into_iter().map(|i| self.add(i)).collect();
+        self.nodes.push(GNode { tree: n.clone(), inputs });
+        self.index.insert(n.clone(), self.nodes.len() - 1);
+        self.nodes.len() - 1
+    }
+    /// Index of the node equal to `n`, if present.
+    pub fn find(&self, n: &Node) -> Option<usize> {
+        self.index.get(n).copied()
+    }
+    /// Index of reader 0's root (single-view graphs).
     pub fn root(&self) -> usize {
-        self.nodes.len().saturating_sub(1)
+        self.roots.first().copied().unwrap_or(0)
     }
 }
 
@@ -274,8 +293,8 @@ pub struct KeyState {
     /// The partition key.
     pub key: Key,
     states: Vec<NodeState>,
-    /// Reader rows (exact multiset).
-    reader: HashMap<ExactRow, i64>,
+    /// Rows of each reader (exact multisets), by reader index.
+    readers: Vec<HashMap<ExactRow, i64>>,
     /// Bytes held by this partition (states + reader), maintained incrementally.
     bytes: isize,
     /// Position the fill reflected: batches at or before it are skipped for this partition.
@@ -349,7 +368,8 @@ impl KeyState {
                 _ => NodeState::None,
             })
             .collect();
-        let mut ks = KeyState { key, states, reader: HashMap::new(), bytes: 0, filled_at };
+        let readers = vec![HashMap::new(); graph.roots.len()];
+        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at };
         if !silent_globals {
             return ks;
         }
@@ -380,26 +400,21 @@ impl KeyState {
         self.bytes.max(0) as usize
     }
 
-    /// Reader rows, unordered, with multiplicity expanded.
+    /// Reader 0's rows, unordered, with multiplicity expanded.
     pub fn reader_rows(&self) -> Vec<Row> {
-        let mut out = Vec::new();
-        for (r, &c) in &self.reader {
-            for _ in 0..c.max(0) {
-                out.push(r.0.clone());
-            }
-        }
-        out
+        self.reader_rows_cut(0, usize::MAX)
     }
 
-    fn apply_reader(&mut self, deltas: Vec<Delta>) {
+    fn apply_reader(&mut self, reader: usize, deltas: Vec<Delta>) {
+        let Some(map) = self.readers.get_mut(reader) else { return };
         for (row, w) in deltas {
             let b = (row_bytes(&row) + SLOT) as isize;
             let key = ExactRow(row);
-            let e = self.reader.entry(key.clone()).or_insert(0);
+            let e = map.entry(key.clone()).or_insert(0);
             let was = *e;
             *e += w;
             if *e == 0 {
-                self.reader.remove(&key);
+                map.remove(&key);
                 self.bytes -= b;
             } else if was == 0 {
                 self.bytes += b;
@@ -407,11 +422,12 @@ impl KeyState {
         }
     }
 
-    /// Reader rows cut to their first `width` columns, with multiplicity expanded: what a
-    /// reader entry publishes.
-    pub fn reader_rows_cut(&self, width: usize) -> Vec<Row> {
-        let mut out = Vec::with_capacity(self.reader.len());
-        for (r, &c) in &self.reader {
+    /// Rows of reader `reader` cut to their first `width` columns, with multiplicity
+    /// expanded: what a reader entry publishes.
+    pub fn reader_rows_cut(&self, reader: usize, width: usize) -> Vec<Row> {
+        let Some(map) = self.readers.get(reader) else { return vec![] };
+        let mut out = Vec::with_capacity(map.len());
+        for (r, &c) in map {
             let cut: Row = if r.0.len() <= width { r.0.clone() } else { r.0[..width].into() };
             for _ in 1..c.max(0) {
                 out.push(cut.clone());
@@ -428,7 +444,8 @@ impl KeyState {
     pub fn process(&mut self, graph: &Graph, base: &mut [Vec<Delta>]) {
         let mut outs: Vec<Vec<Delta>> = Vec::with_capacity(graph.nodes.len());
         for (i, n) in graph.nodes.iter().enumerate() {
-            let take = |j: usize, outs: &mut Vec<Vec<Delta>>| std::mem::take(&mut outs[j]);
+            // Inputs are cloned, not moved: with shared subtrees a node can feed several.
+            let take = |j: usize, outs: &mut Vec<Vec<Delta>>| outs[j].clone();
             let out = match &n.tree {
                 Node::Base { occ, .. } => base.get_mut(*occ).map(std::mem::take).unwrap_or_default(),
                 Node::Filter { pred, .. } => {
@@ -474,8 +491,10 @@ impl KeyState {
             };
             outs.push(out);
         }
-        let root = outs.pop().unwrap_or_default();
-        self.apply_reader(root);
+        for (i, &root) in graph.roots.iter().enumerate() {
+            let d = outs.get(root).cloned().unwrap_or_default();
+            self.apply_reader(i, d);
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -689,11 +708,11 @@ impl KeyState {
         })
     }
 
-    /// Installs fill data into the state of node `idx` (input `side` for joins; the reader when
-    /// `idx == graph.nodes.len()`) without emitting anything downstream.
+    /// Installs fill data into the state of node `idx` (input `side` for joins; reader `i` when
+    /// `idx == graph.nodes.len() + i`) without emitting anything downstream.
     pub fn seed(&mut self, graph: &Graph, idx: usize, side: usize, rows: Vec<Delta>) {
         if idx >= graph.nodes.len() {
-            self.apply_reader(rows);
+            self.apply_reader(idx - graph.nodes.len(), rows);
             return;
         }
         let n = &graph.nodes[idx];

@@ -1,14 +1,15 @@
 //! The writer side of the dataflow and its readers: partitions, holes, fills, positions,
 //! eviction, the memory budget and statistics.
 //!
-//! Owns: [`Dataflow`] (single writer: installs views, applies batches, turns misses into fill
-//! requests, installs fills, evicts), [`Reader`] (cloneable, lock-free lookups), [`ViewStats`].
+//! Owns: [`Dataflow`] (single writer: installs views, groups views that share operators into
+//! domains, applies batches, turns misses into fill requests, installs fills, evicts),
+//! [`Reader`] (cloneable, lock-free lookups), [`ViewStats`].
 //! Does not own: operator semantics (ops), SQL (compile, render), fill transport (fill sources).
 //!
 //! Invariants of partial state (ARCHITECTURE.md "Invariants of partial state"), and why they
 //! hold here:
-//! - **Holes.** A partition is a hole unless it is in `View::parts`. A delta whose partition
-//!   is a hole is dropped (`apply`), unless a fill for it is in flight (`View::pending`), in
+//! - **Holes.** A partition is a hole unless it is in `Domain::parts`. A delta whose partition
+//!   is a hole is dropped (`apply`), unless a fill for it is in flight (`Domain::pending`), in
 //!   which case it is buffered with its position.
 //! - **Fills are idempotent.** A fill is accepted only for partitions that are pending; a
 //!   partition that is already filled (several readers asked) or was evicted meanwhile ignores
@@ -26,6 +27,12 @@
 //!   `Arc` per partition after each batch, so a read sees either all of a batch's effect on a
 //!   partition or none of it. Misses are recorded in a small mutex-protected set that the
 //!   writer only swaps out.
+//! - **Reuse.** Views whose trees share a stateful subtree form a *domain*: one graph in
+//!   which identical subtrees are stored once (their operators and state are shared), and one
+//!   set of partitions. A partition is filled, evicted and budgeted for the whole domain, so
+//!   shared state is never evicted under one view while another still reads from it
+//!   (descendant eviction across views). Joining a domain empties its partitions, which then
+//!   refill on demand: states built before the new operators existed do not cover them.
 //! - **Budget.** One moka cache holds every view's entries, weighted by the partition's total
 //!   bytes (operator state + reader rows), with LRU eviction at the global byte budget. moka
 //!   reports size evictions through a listener; the writer drains those notices before every
@@ -301,7 +308,8 @@ fn lookup_keys(q: &CompiledQuery, params: &[Value]) -> Result<Vec<Key>, LookupEr
 struct Part {
     ks: KeyState,
     generation: u64,
-    weight: u64,
+    /// Weight of each view's reader entry, by reader index (what that view's stats count).
+    weights: Vec<u64>,
 }
 
 /// Most batches buffered for one partition while its fill is in flight.
@@ -312,7 +320,7 @@ struct Pending {
     buffer: Vec<(Position, Vec<Vec<Delta>>)>,
 }
 
-/// How a state of the view gets its contents on a fill.
+/// How a state of the domain gets its contents on a fill.
 #[derive(Clone, Debug)]
 struct Slot {
     node: usize,
@@ -322,15 +330,25 @@ struct Slot {
     remote: Option<usize>,
 }
 
-struct View {
-    q: Arc<CompiledQuery>,
+/// A set of views whose operator trees share state: one graph (identical subtrees stored
+/// once), one set of partitions. Filling, evicting and budgeting act on a partition of the
+/// whole domain, so shared state is never evicted from under one of its views.
+struct Domain {
     graph: Graph,
-    /// (occurrence, table lower-case, key columns) per base occurrence.
+    /// (occurrence, table lower-case, key columns) per base occurrence of the graph.
     occs: Vec<(usize, String, Vec<usize>)>,
     n_occ: usize,
     slots: Vec<Slot>,
     parts: HashMap<Key, Part>,
     pending: HashMap<Key, Pending>,
+    /// The view fed by each reader index (`None` once dropped).
+    views: Vec<Option<ViewId>>,
+}
+
+struct View {
+    q: Arc<CompiledQuery>,
+    domain: usize,
+    reader: usize,
     counters: Arc<Counters>,
 }
 
@@ -358,6 +376,7 @@ pub enum ApplyError {
 pub struct Dataflow {
     catalog: Catalog,
     views: Vec<Option<View>>,
+    domains: Vec<Option<Domain>>,
     reuse: HashMap<CompiledQuery, ViewId>,
     applied: Position,
     shared: Arc<Shared>,
@@ -365,6 +384,114 @@ pub struct Dataflow {
     next_generation: u64,
     max_fill_keys: usize,
     max_pending: usize,
+}
+
+/// Renumbers base occurrences of `tree` that would collide with a different occurrence
+/// already in `graph` (occurrence numbers route base deltas, so they must be unique per
+/// domain). Occurrences identical to one in the graph keep their number.
+fn renumber(tree: &Node, graph: &Graph, next: &mut usize) -> Node {
+    let mut map: HashMap<usize, usize> = HashMap::new();
+    let taken: HashMap<usize, &Node> = graph
+        .nodes
+        .iter()
+        .filter_map(|n| match &n.tree {
+            Node::Base { occ, .. } => Some((*occ, &n.tree)),
+            _ => None,
+        })
+        .collect();
+    for b in tree.bases() {
+        if let Node::Base { occ, .. } = b {
+            match taken.get(occ) {
+                Some(existing) if *existing == b => {}
+                Some(_) => {
+                    map.insert(*occ, *next);
+                    *next += 1;
+                }
+                None => {}
+            }
+        }
+    }
+    fn rewrite(n: &Node, map: &HashMap<usize, usize>) -> Node {
+        let b = |x: &Node| Box::new(rewrite(x, map));
+        match n {
+            Node::Base { occ, table, columns, key } => Node::Base {
+                occ: map.get(occ).copied().unwrap_or(*occ),
+                table: table.clone(),
+                columns: columns.clone(),
+                key: key.clone(),
+            },
+            Node::Filter { input, pred } => Node::Filter { input: b(input), pred: pred.clone() },
+            Node::Project { input, exprs } => Node::Project { input: b(input), exprs: exprs.clone() },
+            Node::Join { left, right, on, kind } => Node::Join { left: b(left), right: b(right), on: on.clone(), kind: *kind },
+            Node::Aggregate { input, group, aggs, global } => {
+                Node::Aggregate { input: b(input), group: *group, aggs: aggs.clone(), global: *global }
+            }
+            Node::Distinct { input } => Node::Distinct { input: b(input) },
+            Node::TopK { input, order, limit, offset } => {
+                Node::TopK { input: b(input), order: order.clone(), limit: *limit, offset: *offset }
+            }
+            Node::Union { inputs } => Node::Union { inputs: inputs.iter().map(|i| rewrite(i, map)).collect() },
+        }
+    }
+    if map.is_empty() { tree.clone() } else { rewrite(tree, &map) }
+}
+
+impl Domain {
+    fn new() -> Domain {
+        Domain {
+            graph: Graph::default(),
+            occs: Vec::new(),
+            n_occ: 0,
+            slots: Vec::new(),
+            parts: HashMap::new(),
+            pending: HashMap::new(),
+            views: Vec::new(),
+        }
+    }
+
+    /// Adds a view's tree; returns its reader index. The caller has emptied the domain's
+    /// partitions (their states do not cover the new operators).
+    fn add_view(&mut self, v: ViewId, root: &Node) -> usize {
+        let mut next = self.n_occ.max(root.bases().iter().filter_map(|b| match b {
+            Node::Base { occ, .. } => Some(occ + 1),
+            _ => None,
+        }).max().unwrap_or(0));
+        let tree = renumber(root, &self.graph, &mut next);
+        let reader = self.graph.add_root(&tree);
+        self.views.push(Some(v));
+        self.occs.clear();
+        for n in &self.graph.nodes {
+            if let Node::Base { occ, table, key, .. } = &n.tree {
+                self.occs.push((*occ, table.to_ascii_lowercase(), key.clone()));
+            }
+        }
+        self.n_occ = self.occs.iter().map(|o| o.0 + 1).max().unwrap_or(0);
+        let mut slots = Vec::new();
+        for (i, n) in self.graph.nodes.iter().enumerate() {
+            if n.tree.is_stateful() {
+                for (side, &input) in n.inputs.iter().enumerate() {
+                    slots.push(Slot { node: i, side, input, remote: None });
+                }
+            }
+        }
+        for (r, &root) in self.graph.roots.iter().enumerate() {
+            slots.push(Slot { node: self.graph.nodes.len() + r, side: 0, input: root, remote: None });
+        }
+        let mut remote = 0;
+        for s in &mut slots {
+            if !self.graph.nodes[s.input].tree.derivable() {
+                s.remote = Some(remote);
+                remote += 1;
+            }
+        }
+        self.slots = slots;
+        reader
+    }
+
+    /// True if `root` has a stateful subtree this domain already maintains.
+    fn shares_state_with(&self, root: &Node) -> bool {
+        root.post_order().into_iter().any(|n| n.is_stateful() && self.graph.find(n).is_some())
+    }
 }
 
 impl Dataflow {
@@ -387,6 +514,7 @@ impl Dataflow {
         Dataflow {
             catalog,
             views: Vec::new(),
+            domains: Vec::new(),
             reuse: HashMap::new(),
             applied: Position(0),
             shared: Arc::new(Shared { cache, misses: Mutex::new(HashMap::new()) }),
@@ -402,7 +530,7 @@ impl Dataflow {
         self.max_fill_keys = n.max(1);
     }
 
-    /// Sets the most partitions of one view that may have a fill in flight (default 4096).
+    /// Sets the most partitions of one domain that may have a fill in flight (default 4096).
     /// Further misses stay queued until fills complete.
     pub fn set_max_pending(&mut self, n: usize) {
         self.max_pending = n.max(1);
@@ -430,66 +558,60 @@ impl Dataflow {
     }
 
     /// Installs a compiled query. A query whose compiled plan is identical to an installed
-    /// one (whatever its text) shares that view, its state and its statistics.
+    /// one (whatever its text) shares that view. A query that has a stateful subtree identical
+    /// to one an installed view maintains joins that view's domain and shares the subtree's
+    /// operators and state (exact-subtree reuse); the domain's partitions are emptied then,
+    /// and refill on demand.
     pub fn install(&mut self, q: CompiledQuery) -> ViewId {
         let mut ident = q.clone();
         ident.sql = String::new();
         if let Some(v) = self.reuse.get(&ident) {
             return *v;
         }
-        let graph = Graph::new(&q.root);
-        let occs: Vec<(usize, String, Vec<usize>)> = q
-            .root
-            .bases()
-            .into_iter()
-            .filter_map(|b| match b {
-                Node::Base { occ, table, key, .. } => Some((*occ, table.to_ascii_lowercase(), key.clone())),
-                _ => None,
-            })
-            .collect();
-        let n_occ = occs.iter().map(|o| o.0 + 1).max().unwrap_or(0);
-        let mut slots = Vec::new();
-        for (i, n) in graph.nodes.iter().enumerate() {
-            if n.tree.is_stateful() {
-                for (side, &input) in n.inputs.iter().enumerate() {
-                    slots.push(Slot { node: i, side, input, remote: None });
-                }
-            }
-        }
-        slots.push(Slot { node: graph.nodes.len(), side: 0, input: graph.root(), remote: None });
-        let mut remote = 0;
-        for s in &mut slots {
-            if !graph.nodes[s.input].tree.derivable() {
-                s.remote = Some(remote);
-                remote += 1;
-            }
-        }
         let id = ViewId(self.views.len() as u32);
-        self.views.push(Some(View {
-            q: Arc::new(q),
-            graph,
-            occs,
-            n_occ,
-            slots,
-            parts: HashMap::new(),
-            pending: HashMap::new(),
-            counters: Arc::new(Counters::default()),
-        }));
+        let existing = self
+            .domains
+            .iter()
+            .position(|d| d.as_ref().is_some_and(|d| d.shares_state_with(&q.root)));
+        let di = match existing {
+            Some(di) => {
+                self.evict_domain(di);
+                di
+            }
+            None => {
+                self.domains.push(Some(Domain::new()));
+                self.domains.len() - 1
+            }
+        };
+        // `di` indexes a domain that was found live above or pushed just now, and nothing in
+        // between removes domains: this `else` cannot run.
+        let Some(domain) = self.domains[di].as_mut() else { unreachable!("domain {di} was just found or created") };
+        let reader = domain.add_view(id, &q.root);
+        self.views.push(Some(View { q: Arc::new(q), domain: di, reader, counters: Arc::new(Counters::default()) }));
         self.reuse.insert(ident, id);
         id
     }
 
-    /// Drops view `v`: its state is freed and its readers answer [`LookupError::NoView`].
+    /// Drops view `v`: its reader entries are freed and its readers answer
+    /// [`LookupError::NoView`]. Operators it shared stay with the other views of its domain.
     pub fn drop_view(&mut self, v: ViewId) -> bool {
-        let Some(mut view) = self.views.get_mut(v.0 as usize).and_then(Option::take) else { return false };
+        let Some(view) = self.views.get_mut(v.0 as usize).and_then(Option::take) else { return false };
         view.counters.dropped.store(true, AtOrd::Release);
-        let keys: Vec<Key> = view.parts.keys().cloned().collect();
-        for k in keys {
-            drop_part(&self.shared, &mut view, v.0, &k);
-        }
         self.reuse.retain(|_, id| *id != v);
         if let Ok(mut m) = self.shared.misses.lock() {
             m.remove(&v.0);
+        }
+        let di = view.domain;
+        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return true };
+        for k in domain.parts.keys() {
+            self.shared.cache.invalidate(&EntryKey { view: v.0, key: k.clone() });
+        }
+        if let Some(slot) = domain.views.get_mut(view.reader) {
+            *slot = None;
+        }
+        if domain.views.iter().all(Option::is_none) {
+            self.evict_domain(di);
+            self.domains[di] = None;
         }
         true
     }
@@ -516,12 +638,10 @@ impl Dataflow {
             .filter(|(_, v)| v.q.tables.contains(&lower))
             .map(|(i, v)| (ViewId(i as u32), v.q.sql.clone()))
             .collect();
-        let mut out = Vec::new();
-        for (v, sql) in affected {
-            self.drop_view(v);
-            out.push((v, self.install_sql(&sql)));
+        for (v, _) in &affected {
+            self.drop_view(*v);
         }
-        Ok(out)
+        Ok(affected.into_iter().map(|(v, sql)| (v, self.install_sql(&sql))).collect())
     }
 
     /// A reader for view `v`.
@@ -545,6 +665,14 @@ impl Dataflow {
         self.view(v).map(|x| stats_of(&x.counters))
     }
 
+    /// Views sharing operators and partitions with `v` (itself included).
+    pub fn domain_of(&self, v: ViewId) -> Vec<ViewId> {
+        self.view(v)
+            .and_then(|x| self.domains.get(x.domain)?.as_ref())
+            .map(|d| d.views.iter().flatten().copied().collect())
+            .unwrap_or_default()
+    }
+
     fn view(&self, v: ViewId) -> Option<&View> {
         self.views.get(v.0 as usize).and_then(Option::as_ref)
     }
@@ -557,42 +685,42 @@ impl Dataflow {
         }
         self.drain_evictions();
         let pos = batch.position;
-        for vi in 0..self.views.len() {
-            let Some(view) = self.views[vi].as_mut() else { continue };
+        for di in 0..self.domains.len() {
+            let Some(domain) = self.domains[di].as_mut() else { continue };
             let mut per_key: HashMap<Key, Vec<Vec<Delta>>> = HashMap::new();
             for c in &batch.changes {
                 let t = c.table.to_ascii_lowercase();
-                for (occ, table, key) in &view.occs {
+                for (occ, table, key) in &domain.occs {
                     if *table != t {
                         continue;
                     }
                     let k: Key = key.iter().map(|&i| c.row.get(i).cloned().unwrap_or(Value::Null)).collect();
-                    if !view.parts.contains_key(&k) && !view.pending.contains_key(&k) {
+                    if !domain.parts.contains_key(&k) && !domain.pending.contains_key(&k) {
                         continue;
                     }
-                    let slot = per_key.entry(k).or_insert_with(|| vec![Vec::new(); view.n_occ]);
+                    let slot = per_key.entry(k).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
                     slot[*occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
                 }
             }
             let mut touched = Vec::new();
             for (k, mut deltas) in per_key {
-                if let Some(p) = view.parts.get_mut(&k) {
+                if let Some(p) = domain.parts.get_mut(&k) {
                     if pos > p.ks.filled_at {
-                        p.ks.process(&view.graph, &mut deltas);
+                        p.ks.process(&domain.graph, &mut deltas);
                         touched.push(k);
                     }
-                } else if let Some(p) = view.pending.get_mut(&k) {
+                } else if let Some(p) = domain.pending.get_mut(&k) {
                     if p.buffer.len() >= MAX_BUFFERED {
                         // A fill this late is as good as lost: make the partition a hole again
                         // (its fill will be ignored) rather than buffer without bound.
-                        view.pending.remove(&k);
+                        domain.pending.remove(&k);
                     } else {
                         p.buffer.push((pos, deltas));
                     }
                 }
             }
             for k in touched {
-                publish(&self.shared, view, vi as u32, &k, None);
+                publish(&self.shared, &self.views, domain, &k);
             }
         }
         self.applied = pos;
@@ -621,22 +749,24 @@ impl Dataflow {
         out
     }
 
-    /// Requests a fill of `keys` of view `v` directly (e.g. to warm a view).
+    /// Requests a fill of `keys` of view `v` (and of the views sharing its domain) directly,
+    /// e.g. to warm a view.
     pub fn request_fill(&mut self, v: ViewId, keys: Vec<Key>) -> Vec<FillRequest> {
         let applied = self.applied;
         let max = self.max_fill_keys;
-        let Some(view) = self.views.get_mut(v.0 as usize).and_then(Option::as_mut) else { return vec![] };
+        let Some(di) = self.view(v).map(|x| x.domain) else { return vec![] };
+        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return vec![] };
         let mut fresh = Vec::new();
         let mut deferred = Vec::new();
         for k in keys {
-            if view.parts.contains_key(&k) {
-                publish(&self.shared, view, v.0, &k, None);
-            } else if view.pending.contains_key(&k) {
+            if domain.parts.contains_key(&k) {
+                publish(&self.shared, &self.views, domain, &k);
+            } else if domain.pending.contains_key(&k) {
                 continue;
-            } else if view.pending.len() >= self.max_pending {
+            } else if domain.pending.len() >= self.max_pending {
                 deferred.push(k);
             } else {
-                view.pending.insert(k.clone(), Pending { since: applied, buffer: Vec::new() });
+                domain.pending.insert(k.clone(), Pending { since: applied, buffer: Vec::new() });
                 fresh.push(k);
             }
         }
@@ -645,15 +775,20 @@ impl Dataflow {
                 m.entry(v.0).or_default().extend(deferred);
             }
         }
-        fresh.chunks(max).map(|chunk| build_request(view, v, chunk.to_vec(), applied)).collect()
+        fresh.chunks(max).map(|chunk| build_request(domain, v, chunk.to_vec(), applied)).collect()
+    }
+
+    fn domain_mut_of(&mut self, v: ViewId) -> Option<&mut Domain> {
+        let di = self.view(v)?.domain;
+        self.domains.get_mut(di).and_then(Option::as_mut)
     }
 
     /// Gives up on a fill (the source failed): its partitions become holes again, and the
     /// next read asks anew.
     pub fn abandon_fill(&mut self, req: &FillRequest) {
-        if let Some(view) = self.views.get_mut(req.view.0 as usize).and_then(Option::as_mut) {
+        if let Some(domain) = self.domain_mut_of(req.view) {
             for k in &req.keys {
-                view.pending.remove(k);
+                domain.pending.remove(k);
             }
         }
     }
@@ -662,39 +797,44 @@ impl Dataflow {
     pub fn complete_fill(&mut self, resp: FillResponse) -> FillOutcome {
         self.drain_evictions();
         let mut outcome = FillOutcome::default();
-        let vid = resp.view.0;
-        let Some(view) = self.views.get_mut(vid as usize).and_then(Option::as_mut) else { return outcome };
+        let Some(di) = self.view(resp.view).map(|x| x.domain) else {
+            outcome.ignored = resp.keys.len();
+            return outcome;
+        };
+        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return outcome };
         let p = resp.position;
-        for (ki, k) in resp.keys.iter().enumerate() {
-            let Some(pending) = view.pending.get(k) else {
+        for k in &resp.keys {
+            let Some(pending) = domain.pending.get(k) else {
                 outcome.ignored += 1;
                 continue;
             };
             if p < pending.since {
-                view.pending.remove(k);
+                domain.pending.remove(k);
                 outcome.stale += 1;
                 continue;
             }
-            let Some(pending) = view.pending.remove(k) else { continue };
-            let mut ks = match build_state(view, k, ki, &resp) {
-                Some(ks) => ks,
-                None => {
-                    outcome.stale += 1;
-                    continue;
-                }
+            let Some(pending) = domain.pending.remove(k) else { continue };
+            let Some(mut ks) = build_state(domain, k, &resp) else {
+                outcome.stale += 1;
+                continue;
             };
             for (pos, mut deltas) in pending.buffer {
                 if pos > p {
-                    ks.process(&view.graph, &mut deltas);
+                    ks.process(&domain.graph, &mut deltas);
                 }
             }
             ks.filled_at = p;
             let generation = self.next_generation;
             self.next_generation += 1;
-            view.parts.insert(k.clone(), Part { ks, generation, weight: 0 });
-            view.counters.keys.fetch_add(1, AtOrd::Relaxed);
-            view.counters.fills.fetch_add(1, AtOrd::Relaxed);
-            publish(&self.shared, view, vid, k, None);
+            let weights = vec![0; domain.views.len()];
+            domain.parts.insert(k.clone(), Part { ks, generation, weights });
+            for v in domain.views.iter().flatten() {
+                if let Some(view) = self.views.get(v.0 as usize).and_then(Option::as_ref) {
+                    view.counters.keys.fetch_add(1, AtOrd::Relaxed);
+                    view.counters.fills.fetch_add(1, AtOrd::Relaxed);
+                }
+            }
+            publish(&self.shared, &self.views, domain, k);
             outcome.filled += 1;
         }
         self.shared.cache.run_pending_tasks();
@@ -718,32 +858,39 @@ impl Dataflow {
         Ok(filled)
     }
 
-    /// Evicts one partition (and everything derived from it). Returns true if it was filled
-    /// or pending.
+    /// Evicts one partition (and everything derived from it, in every view of the domain).
+    /// Returns true if it was filled or pending.
     pub fn evict(&mut self, v: ViewId, key: &Key) -> bool {
-        let Some(view) = self.views.get_mut(v.0 as usize).and_then(Option::as_mut) else { return false };
-        let was_pending = view.pending.remove(key).is_some();
-        let was_filled = drop_part(&self.shared, view, v.0, key);
+        let Some(di) = self.view(v).map(|x| x.domain) else { return false };
+        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return false };
+        let was_pending = domain.pending.remove(key).is_some();
+        let was_filled = drop_part(&self.shared, &self.views, domain, key);
         was_pending || was_filled
+    }
+
+    fn evict_domain(&mut self, di: usize) {
+        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return };
+        domain.pending.clear();
+        let keys: Vec<Key> = domain.parts.keys().cloned().collect();
+        for k in keys {
+            drop_part(&self.shared, &self.views, domain, &k);
+        }
     }
 
     /// Evicts every partition of every view (e.g. when the replication stream cannot be
     /// trusted): always correct, since partitions refill on demand.
     pub fn evict_all(&mut self) {
-        for (vi, slot) in self.views.iter_mut().enumerate() {
-            if let Some(view) = slot.as_mut() {
-                view.pending.clear();
-                let keys: Vec<Key> = view.parts.keys().cloned().collect();
-                for k in keys {
-                    drop_part(&self.shared, view, vi as u32, &k);
-                }
-            }
+        for di in 0..self.domains.len() {
+            self.evict_domain(di);
         }
     }
 
     /// Filled partitions of view `v` (for tests and admin statements).
     pub fn filled_keys(&self, v: ViewId) -> Vec<Key> {
-        self.view(v).map(|x| x.parts.keys().cloned().collect()).unwrap_or_default()
+        self.view(v)
+            .and_then(|x| self.domains.get(x.domain)?.as_ref())
+            .map(|d| d.parts.keys().cloned().collect())
+            .unwrap_or_default()
     }
 
     fn drain_evictions(&mut self) {
@@ -752,55 +899,77 @@ impl Dataflow {
             Err(_) => Vec::new(),
         };
         for (ek, generation) in notes {
-            let Some(view) = self.views.get_mut(ek.view as usize).and_then(Option::as_mut) else { continue };
-            if view.parts.get(&ek.key).is_some_and(|p| p.generation == generation) {
-                drop_part(&self.shared, view, ek.view, &ek.key);
+            let Some(di) = self.views.get(ek.view as usize).and_then(Option::as_ref).map(|x| x.domain) else { continue };
+            let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { continue };
+            if domain.parts.get(&ek.key).is_some_and(|p| p.generation == generation) {
+                drop_part(&self.shared, &self.views, domain, &ek.key);
             }
         }
     }
 }
 
-fn drop_part(shared: &Shared, view: &mut View, vid: u32, key: &Key) -> bool {
-    let Some(part) = view.parts.remove(key) else { return false };
-    shared.cache.invalidate(&EntryKey { view: vid, key: key.clone() });
-    view.counters.keys.fetch_sub(1, AtOrd::Relaxed);
-    view.counters.bytes.fetch_sub(part.weight, AtOrd::Relaxed);
-    view.counters.evictions.fetch_add(1, AtOrd::Relaxed);
+fn view_counters<'a>(views: &'a [Option<View>], v: &ViewId) -> Option<&'a Counters> {
+    views.get(v.0 as usize).and_then(Option::as_ref).map(|x| x.counters.as_ref())
+}
+
+fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
+    let Some(part) = domain.parts.remove(key) else { return false };
+    for (r, v) in domain.views.iter().enumerate() {
+        let Some(v) = v else { continue };
+        shared.cache.invalidate(&EntryKey { view: v.0, key: key.clone() });
+        if let Some(c) = view_counters(views, v) {
+            c.keys.fetch_sub(1, AtOrd::Relaxed);
+            c.bytes.fetch_sub(part.weights.get(r).copied().unwrap_or(0), AtOrd::Relaxed);
+            c.evictions.fetch_add(1, AtOrd::Relaxed);
+        }
+    }
     true
 }
 
-/// Rebuilds and swaps in the reader entry of one filled partition.
-fn publish(shared: &Shared, view: &mut View, vid: u32, key: &Key, _hint: Option<()>) {
-    let Some(part) = view.parts.get_mut(key) else { return };
-    let rows = if view.q.order.is_empty() {
-        part.ks.reader_rows_cut(view.q.published)
-    } else {
-        // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
-        let mut rows = part.ks.reader_rows();
-        sort_rows(&mut rows, &view.q.order);
-        let width = view.q.published;
-        rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
-    };
-    let published: usize = rows.iter().map(|r| row_bytes(r)).sum();
-    let weight = (part.ks.bytes() + published + std::mem::size_of::<Entry>() + 64) as u64;
-    view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
-    view.counters.bytes.fetch_sub(part.weight, AtOrd::Relaxed);
-    part.weight = weight;
-    let entry = Entry { rows: rows.into(), weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
-    shared.cache.insert(EntryKey { view: vid, key: key.clone() }, Arc::new(entry));
+/// Rebuilds and swaps in the reader entries of one filled partition, one per live view. The
+/// partition's state bytes are split evenly over the entries so that the budget counts them
+/// once.
+fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) {
+    let Some(part) = domain.parts.get_mut(key) else { return };
+    let live = domain.views.iter().flatten().count().max(1);
+    let state_share = part.ks.bytes() / live;
+    for (r, v) in domain.views.iter().enumerate() {
+        let Some(v) = v else { continue };
+        let Some(view) = views.get(v.0 as usize).and_then(Option::as_ref) else { continue };
+        let q = &view.q;
+        let rows = if q.order.is_empty() {
+            part.ks.reader_rows_cut(r, q.published)
+        } else {
+            // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
+            let mut rows = part.ks.reader_rows_cut(r, usize::MAX);
+            sort_rows(&mut rows, &q.order);
+            let width = q.published;
+            rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
+        };
+        let published: usize = rows.iter().map(|r| row_bytes(r)).sum();
+        let weight = (state_share + published + std::mem::size_of::<Entry>() + 64) as u64;
+        let old = part.weights.get(r).copied().unwrap_or(0);
+        view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
+        view.counters.bytes.fetch_sub(old, AtOrd::Relaxed);
+        if let Some(w) = part.weights.get_mut(r) {
+            *w = weight;
+        }
+        let entry = Entry { rows: rows.into(), weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
+        shared.cache.insert(EntryKey { view: v.0, key: key.clone() }, Arc::new(entry));
+    }
 }
 
-fn build_request(view: &View, v: ViewId, keys: Vec<Key>, min_position: Position) -> FillRequest {
+fn build_request(domain: &Domain, v: ViewId, keys: Vec<Key>, min_position: Position) -> FillRequest {
     let mut queries = Vec::new();
-    for s in &view.slots {
+    for s in &domain.slots {
         if s.remote.is_some() {
-            let plan = view.graph.nodes[s.input].tree.clone();
-            let grouped = matches!(view.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
+            let plan = domain.graph.nodes[s.input].tree.clone();
+            let grouped = matches!(domain.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
             let (sql, params) = render_fill(&plan, &keys, grouped);
             queries.push(StateQuery { node: s.node, side: s.side, sql, params, plan, grouped });
         }
     }
-    let scans = view
+    let scans = domain
         .occs
         .iter()
         .map(|(occ, table, key)| BaseScan { occ: *occ, table: table.clone(), key_columns: key.clone() })
@@ -809,12 +978,15 @@ fn build_request(view: &View, v: ViewId, keys: Vec<Key>, min_position: Position)
 }
 
 /// Builds the state of partition `key` from a fill response, at the response's position.
-fn build_state(view: &View, key: &Key, _ki: usize, resp: &FillResponse) -> Option<KeyState> {
+fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Option<KeyState> {
     match &resp.data {
         FillData::BaseRows(scans) => {
-            let mut ks = KeyState::empty(&view.graph, key.clone(), resp.position, false);
-            let mut deltas: Vec<Vec<Delta>> = vec![Vec::new(); view.n_occ];
-            for (rows, (occ, _, kcols)) in scans.iter().zip(&view.occs) {
+            if scans.len() != domain.occs.len() {
+                return None;
+            }
+            let mut ks = KeyState::empty(&domain.graph, key.clone(), resp.position, false);
+            let mut deltas: Vec<Vec<Delta>> = vec![Vec::new(); domain.n_occ];
+            for (rows, (occ, _, kcols)) in scans.iter().zip(&domain.occs) {
                 for r in rows {
                     let k: Key = kcols.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
                     if k == *key {
@@ -822,21 +994,18 @@ fn build_state(view: &View, key: &Key, _ki: usize, resp: &FillResponse) -> Optio
                     }
                 }
             }
-            if scans.len() != view.occs.len() {
-                return None;
-            }
-            ks.process(&view.graph, &mut deltas);
+            ks.process(&domain.graph, &mut deltas);
             Some(ks)
         }
         FillData::States(answers) => {
-            let mut ks = KeyState::empty(&view.graph, key.clone(), resp.position, true);
-            for s in &view.slots {
+            let mut ks = KeyState::empty(&domain.graph, key.clone(), resp.position, true);
+            for s in &domain.slots {
                 let rows: Vec<Delta> = match s.remote {
                     Some(qi) => {
-                        let plan = &view.graph.nodes[s.input].tree;
+                        let plan = &domain.graph.nodes[s.input].tree;
                         let kpos = plan.key_positions();
                         let width = plan.width();
-                        let grouped = matches!(view.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
+                        let grouped = matches!(domain.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
                         answers
                             .get(qi)?
                             .iter()
@@ -858,9 +1027,9 @@ fn build_state(view: &View, key: &Key, _ki: usize, resp: &FillResponse) -> Optio
                             })
                             .collect()
                     }
-                    None => ks.full_output(&view.graph, s.input)?,
+                    None => ks.full_output(&domain.graph, s.input)?,
                 };
-                ks.seed(&view.graph, s.node, s.side, rows);
+                ks.seed(&domain.graph, s.node, s.side, rows);
             }
             Some(ks)
         }

@@ -85,7 +85,7 @@ static NONEMPTY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize
 
 struct Sim {
     df: Dataflow,
-    view: ViewId,
+    views: Vec<ViewId>,
     upstream: MemStore,
     lag: VecDeque<Batch>,
     replicated: MemStore,
@@ -115,8 +115,8 @@ impl Sim {
             self.df.apply(&b).unwrap();
         }
     }
-    fn params(&self, k: i64) -> Vec<Value> {
-        let q = self.df.query(self.view).unwrap();
+    fn params(&self, view: ViewId, k: i64) -> Vec<Value> {
+        let q = self.df.query(view).unwrap();
         let mut p = vec![int(k); q.n_params];
         for f in &q.read_filters {
             p[f.param] = int(RANGE_PARAM);
@@ -166,8 +166,9 @@ impl Sim {
             }
             Op::Replicate => self.replicate(),
             Op::Lookup(k) => {
-                let p = self.params(k);
-                let _ = self.df.reader(self.view).unwrap().lookup(&p).unwrap();
+                let view = self.views[(k as usize) % self.views.len()];
+                let p = self.params(view, k);
+                let _ = self.df.reader(view).unwrap().lookup(&p).unwrap();
             }
             Op::TakeFills { replica } => {
                 for req in self.df.fill_requests() {
@@ -186,9 +187,10 @@ impl Sim {
                 }
             }
             Op::Evict(k) => {
-                let n = self.df.query(self.view).unwrap().key_columns.len();
+                let view = self.views[0];
+                let n = self.df.query(view).unwrap().key_columns.len();
                 let key: Key = vec![int(k); n].into();
-                self.df.evict(self.view, &key);
+                self.df.evict(view, &key);
             }
             Op::Check => self.check(),
         }
@@ -199,14 +201,20 @@ impl Sim {
         while !self.lag.is_empty() {
             self.replicate();
         }
-        let q = self.df.query(self.view).unwrap().clone();
-        let reader = self.df.reader(self.view).unwrap();
-        for key in self.df.filled_keys(self.view) {
+        for view in self.views.clone() {
+            self.check_view(view);
+        }
+    }
+
+    fn check_view(&mut self, view: ViewId) {
+        let q = self.df.query(view).unwrap().clone();
+        let reader = self.df.reader(view).unwrap();
+        for key in self.df.filled_keys(view) {
             let k = match key.first() {
                 Some(Value::Int(k)) => *k,
                 _ => 0,
             };
-            let params = self.params(k);
+            let params = self.params(view, k);
             let got = match reader.lookup(&params).unwrap() {
                 Lookup::Hit(rows) => rows.to_vec(),
                 // Evicted by the budget between listing and reading: nothing to check.
@@ -259,7 +267,7 @@ proptest! {
         df.set_max_fill_keys(2);
         let view = df.install_sql(QUERIES[qi]).unwrap();
         let mut sim = Sim {
-            df, view, upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
+            df, views: vec![view], upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
             in_flight: Vec::new(), next_id: 1, pos: 0,
         };
         for o in ops {
@@ -287,6 +295,71 @@ fn oracle_checks_are_not_vacuous() {
     let checked = CHECKED.load(std::sync::atomic::Ordering::Relaxed);
     let nonempty = NONEMPTY.load(std::sync::atomic::Ordering::Relaxed);
     eprintln!("oracle compared {checked} entries, {nonempty} non-empty");
+}
+
+/// Queries that share stateful subtrees, installed together: they share operators and
+/// partitions (exact-subtree reuse), and each must still equal its own recomputation.
+const FAMILIES: &[&[&str]] = &[
+    &[
+        "SELECT k, COUNT(*), SUM(x) FROM a WHERE k = ? GROUP BY k",
+        "SELECT k, COUNT(*), SUM(x) FROM a WHERE k = ? GROUP BY k HAVING COUNT(*) > 2",
+        "SELECT k, COUNT(*), SUM(x) FROM a WHERE k = ? GROUP BY k ORDER BY k",
+    ],
+    &[
+        "SELECT a.id, b.y FROM a JOIN b ON b.k = a.k WHERE a.k = ?",
+        "SELECT a.id, b.y FROM a JOIN b ON b.k = a.k WHERE a.k = ? ORDER BY b.y DESC, a.id LIMIT 2",
+        "SELECT a.g, COUNT(*) FROM a JOIN b ON b.k = a.k WHERE a.k = ? GROUP BY a.g",
+    ],
+    &[
+        "SELECT a.id, c.id FROM a JOIN b ON b.k = a.k JOIN b c ON c.k = a.k WHERE a.k = ?",
+        "SELECT a.id, c.id FROM a JOIN b ON b.k = a.k JOIN a c ON c.k = a.k AND c.g = a.g WHERE a.k = ?",
+        "SELECT a.id, b.id FROM a JOIN b ON b.k = a.k WHERE a.k = ? AND b.y > 1",
+    ],
+    &[
+        "SELECT g, COUNT(*) FROM a GROUP BY g",
+        "SELECT g, COUNT(*) FROM a GROUP BY g HAVING COUNT(*) > 3",
+        "SELECT DISTINCT g FROM a",
+    ],
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 120, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #[test]
+    fn shared_subtrees_equal_from_scratch(
+        fi in 0..FAMILIES.len(),
+        small_budget in any::<bool>(),
+        ops in proptest::collection::vec(op(), 1..80),
+    ) {
+        let budget = if small_budget { ByteSize(4_000) } else { ByteSize(1 << 30) };
+        let mut df = Dataflow::new(catalog(), budget);
+        df.set_max_fill_keys(2);
+        let views: Vec<ViewId> = FAMILIES[fi].iter().map(|q| df.install_sql(q).unwrap()).collect();
+        let mut sim = Sim {
+            df, views, upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
+            in_flight: Vec::new(), next_id: 1, pos: 0,
+        };
+        for o in ops {
+            sim.step(o);
+        }
+        for k in 0..4 {
+            sim.step(Op::Lookup(k));
+        }
+        sim.step(Op::TakeFills { replica: fi % 2 == 0 });
+        while !sim.in_flight.is_empty() {
+            sim.step(Op::Deliver(0));
+        }
+        sim.check();
+    }
+}
+
+#[test]
+fn families_share_state() {
+    for fam in FAMILIES {
+        let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
+        let views: Vec<ViewId> = fam.iter().map(|q| df.install_sql(q).unwrap()).collect();
+        // The first two of each family share operators (the third may or may not).
+        assert!(df.domain_of(views[0]).contains(&views[1]), "{fam:?}");
+    }
 }
 
 #[test]
