@@ -1,0 +1,428 @@
+//! Name resolution and expression lowering: from sqlparser expressions to [`Expr`] over a
+//! scope of columns, with aggregates and GROUP BY expressions resolved after aggregation.
+//!
+//! Owns: [`Scope`], lowering of every supported expression form, literals, MySQL's literal
+//! coercion rules (column collation and temporal type win over a literal's), aggregate
+//! recognition. Does not own: clause structure (select), plans (plan).
+//!
+//! Invariant: a lowered `Expr::Col(i)` always indexes the scope it was lowered against; a
+//! reference to a text column whose collation freshet does not implement is refused here, so
+//! no later stage can compare such strings.
+
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self as a, visit_expressions};
+
+use super::{object_name, refuse, Compiler, Refusal};
+use crate::expr::{parse_temporal, ArithOp, CmpOp, Expr, Func, LitValue};
+use crate::plan::AggKind;
+use crate::schema::SqlType;
+use crate::value::{Collation, Decimal, Value};
+
+#[derive(Clone, Debug)]
+pub(super) struct ScopeCol {
+    pub(super) qual: String,
+    pub(super) name: String,
+    pub(super) ty: Option<SqlType>,
+    /// `Some(None)`: a text column with a collation freshet does not implement.
+    pub(super) coll: Option<Option<Collation>>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub(super) struct Scope {
+    pub(super) cols: Vec<ScopeCol>,
+}
+
+impl Scope {
+    pub(super) fn find(&self, qual: Option<&str>, name: &str) -> Result<usize, Refusal> {
+        let name_l = name.to_ascii_lowercase();
+        let hits: Vec<usize> = self
+            .cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.name == name_l && qual.is_none_or(|q| q.eq_ignore_ascii_case(&c.qual)))
+            .map(|(i, _)| i)
+            .collect();
+        match hits.as_slice() {
+            [i] => {
+                if let Some(Some(None)) = self.cols.get(*i).map(|c| &c.coll) {
+                    return refuse(format!(
+                        "column `{name}` uses a collation freshet does not implement (supported: binary, utf8mb4_bin, utf8mb4_general_ci, utf8mb4_unicode_ci, utf8mb4_0900_ai_ci); leave it out of the cached query or change its collation"
+                    ));
+                }
+                Ok(*i)
+            }
+            [] => refuse(format!("unknown column `{}`", qual.map(|q| format!("{q}.{name}")).unwrap_or(name.to_string()))),
+            _ => refuse(format!("column `{name}` is ambiguous; qualify it with its table")),
+        }
+    }
+}
+
+/// Aggregates discovered while lowering post-GROUP BY expressions.
+pub(super) struct AggCtx {
+    pub(super) key_w: usize,
+    pub(super) groups: Vec<Expr>,
+    pub(super) aggs: Vec<(AggKind, Option<Expr>)>,
+}
+
+pub(super) enum Mode<'a> {
+    Pre,
+    Post(&'a mut AggCtx),
+}
+
+impl Compiler<'_> {
+    pub(super) fn expand_select(&self, items: &[a::SelectItem], scope: &Scope) -> Result<Vec<(a::Expr, String)>, Refusal> {
+        let mut out = Vec::new();
+        let ident = |c: &ScopeCol| {
+            a::Expr::CompoundIdentifier(vec![a::Ident::new(c.qual.clone()), a::Ident::new(c.name.clone())])
+        };
+        for it in items {
+            match it {
+                a::SelectItem::UnnamedExpr(e) => out.push((e.clone(), e.to_string())),
+                a::SelectItem::ExprWithAlias { expr, alias } => out.push((expr.clone(), alias.value.clone())),
+                a::SelectItem::Wildcard(opts) => {
+                    if opts.opt_exclude.is_some() || opts.opt_except.is_some() || opts.opt_replace.is_some() || opts.opt_rename.is_some() || opts.opt_ilike.is_some() {
+                        return refuse("wildcard options are not MySQL");
+                    }
+                    for c in &scope.cols {
+                        out.push((ident(c), c.name.clone()));
+                    }
+                }
+                a::SelectItem::ExprWithAliases { .. } => return refuse("multiple aliases per select item are not MySQL"),
+                a::SelectItem::QualifiedWildcard(kind, _) => {
+                    let a::SelectItemQualifiedWildcardKind::ObjectName(n) = kind else {
+                        return refuse("unsupported wildcard");
+                    };
+                    let q = object_name(n)?.to_ascii_lowercase();
+                    let cols: Vec<&ScopeCol> = scope.cols.iter().filter(|c| c.qual == q).collect();
+                    if cols.is_empty() {
+                        return refuse(format!("unknown table `{q}` in `{q}.*`"));
+                    }
+                    for c in cols {
+                        out.push((ident(c), c.name.clone()));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// An unqualified identifier that names a select alias (and not a column) stands for the
+    /// aliased expression, as MySQL allows in GROUP BY, HAVING and ORDER BY.
+    pub(super) fn resolve_alias(&self, e: &a::Expr, items: &[(a::Expr, String)]) -> a::Expr {
+        if let a::Expr::Identifier(id) = e {
+            if let Some((x, _)) = items.iter().find(|(x, n)| n.eq_ignore_ascii_case(&id.value) && x != e) {
+                return x.clone();
+            }
+        }
+        e.clone()
+    }
+
+    pub(super) fn lower(&self, e: &a::Expr, scope: &Scope, mode: &mut Mode<'_>) -> Result<Expr, Refusal> {
+        if let a::Expr::Identifier(id) = e {
+            let aliased = self.aliases.borrow().iter().find(|(n, x)| n.eq_ignore_ascii_case(&id.value) && x != e).map(|(_, x)| x.clone());
+            if let Some(x) = aliased {
+                if scope.find(None, &id.value).is_err() {
+                    return self.lower(&x, scope, mode);
+                }
+            }
+        }
+        if let Mode::Post(ctx) = mode {
+            if let a::Expr::Function(f) = e {
+                if let Some(kind) = agg_kind(f)? {
+                    let arg = match agg_arg(f)? {
+                        None => None,
+                        Some(x) => {
+                            let x = self.lower(&x, scope, &mut Mode::Pre)?;
+                            Some(if kind == AggKind::CountNotNull { Expr::IsNull(Box::new(x), true) } else { x })
+                        }
+                    };
+                    let i = match ctx.aggs.iter().position(|(k, x)| *k == kind && *x == arg) {
+                        Some(i) => i,
+                        None => {
+                            ctx.aggs.push((kind, arg));
+                            ctx.aggs.len() - 1
+                        }
+                    };
+                    return Ok(Expr::Col(ctx.key_w + ctx.groups.len() + i));
+                }
+            }
+            if !contains_agg(e) {
+                if let Ok(x) = self.lower(e, scope, &mut Mode::Pre) {
+                    if let Some(g) = ctx.groups.iter().position(|g| *g == x) {
+                        return Ok(Expr::Col(ctx.key_w + g));
+                    }
+                    if let Expr::Lit(_) = x {
+                        return Ok(x);
+                    }
+                }
+                if matches!(e, a::Expr::Identifier(_) | a::Expr::CompoundIdentifier(_)) {
+                    return refuse(format!("`{e}` must appear in GROUP BY or inside an aggregate"));
+                }
+            }
+        }
+        let mut l = |x: &a::Expr| self.lower(x, scope, mode);
+        Ok(match e {
+            a::Expr::Identifier(id) => Expr::Col(scope.find(None, &id.value)?),
+            a::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
+                [t, c] | [_, t, c] => Expr::Col(scope.find(Some(&t.value), &c.value)?),
+                _ => return refuse(format!("unsupported column reference `{e}`")),
+            },
+            a::Expr::Value(v) => Expr::lit(literal(&v.value)?),
+            a::Expr::Nested(x) => l(x)?,
+            a::Expr::IsNull(x) => Expr::IsNull(Box::new(l(x)?), false),
+            a::Expr::IsNotNull(x) => Expr::IsNull(Box::new(l(x)?), true),
+            a::Expr::UnaryOp { op, expr } => match op {
+                a::UnaryOperator::Not => Expr::Not(Box::new(l(expr)?)),
+                a::UnaryOperator::Minus => Expr::Neg(Box::new(l(expr)?)),
+                a::UnaryOperator::Plus => l(expr)?,
+                _ => return refuse(format!("operator `{op}` is not supported")),
+            },
+            a::Expr::BinaryOp { left, op, right } => {
+                let (x, y) = (l(left)?, l(right)?);
+                let cmp = |o| {
+                    let (x, y) = coerce_pair(x.clone(), y.clone(), scope);
+                    Expr::Cmp(o, Box::new(x), Box::new(y))
+                };
+                let ar = |o| Expr::Arith(o, Box::new(x.clone()), Box::new(y.clone()));
+                match op {
+                    a::BinaryOperator::Eq => cmp(CmpOp::Eq),
+                    a::BinaryOperator::NotEq => cmp(CmpOp::NotEq),
+                    a::BinaryOperator::Lt => cmp(CmpOp::Lt),
+                    a::BinaryOperator::LtEq => cmp(CmpOp::LtEq),
+                    a::BinaryOperator::Gt => cmp(CmpOp::Gt),
+                    a::BinaryOperator::GtEq => cmp(CmpOp::GtEq),
+                    a::BinaryOperator::Spaceship => cmp(CmpOp::NullSafeEq),
+                    a::BinaryOperator::And => Expr::And(Box::new(x), Box::new(y)),
+                    a::BinaryOperator::Or => Expr::Or(Box::new(x), Box::new(y)),
+                    a::BinaryOperator::Plus => ar(ArithOp::Add),
+                    a::BinaryOperator::Minus => ar(ArithOp::Sub),
+                    a::BinaryOperator::Multiply => ar(ArithOp::Mul),
+                    a::BinaryOperator::Divide => ar(ArithOp::Div),
+                    a::BinaryOperator::Modulo => ar(ArithOp::Mod),
+                    a::BinaryOperator::MyIntegerDivide => ar(ArithOp::IntDiv),
+                    _ => return refuse(format!("operator `{op}` is not supported")),
+                }
+            }
+            a::Expr::InList { expr, list, negated } => {
+                let x = l(expr)?;
+                let mut items = Vec::new();
+                for i in list {
+                    let y = l(i)?;
+                    items.push(coerce_pair(x.clone(), y, scope).1);
+                }
+                Expr::InList { expr: Box::new(x), list: items, negated: *negated }
+            }
+            a::Expr::Between { expr, negated, low, high } => {
+                let x = l(expr)?;
+                let lo = coerce_pair(x.clone(), l(low)?, scope).1;
+                let hi = coerce_pair(x.clone(), l(high)?, scope).1;
+                Expr::Between { expr: Box::new(x), low: Box::new(lo), high: Box::new(hi), negated: *negated }
+            }
+            a::Expr::Like { negated, any: false, expr, pattern, escape_char } => {
+                let escape = match escape_char.as_deref() {
+                    None => '\\',
+                    Some(a::Expr::Value(v)) => match &v.value {
+                        a::Value::SingleQuotedString(s) if s.chars().count() == 1 => s.chars().next().unwrap_or('\\'),
+                        _ => return refuse("LIKE ... ESCAPE needs a single-character string"),
+                    },
+                    Some(_) => return refuse("LIKE ... ESCAPE needs a single-character string"),
+                };
+                let x = l(expr)?;
+                let p = coerce_pair(x.clone(), l(pattern)?, scope).1;
+                Expr::Like { expr: Box::new(x), pattern: Box::new(p), escape, negated: *negated }
+            }
+            a::Expr::Case { operand, conditions, else_result, .. } => {
+                let operand = match operand {
+                    Some(o) => Some(Box::new(l(o)?)),
+                    None => None,
+                };
+                let mut whens = Vec::new();
+                for c in conditions {
+                    whens.push((l(&c.condition)?, l(&c.result)?));
+                }
+                let otherwise = match else_result {
+                    Some(e) => Some(Box::new(l(e)?)),
+                    None => None,
+                };
+                Expr::Case { operand, whens, otherwise }
+            }
+            a::Expr::Substring { expr, substring_from, substring_for, .. } => {
+                let mut args = vec![l(expr)?];
+                match substring_from {
+                    Some(f) => args.push(l(f)?),
+                    None => args.push(Expr::lit(Value::Int(1))),
+                }
+                if let Some(f) = substring_for {
+                    args.push(l(f)?);
+                }
+                Expr::Func(Func::Substring, args)
+            }
+            a::Expr::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
+                Expr::Func(Func::Trim, vec![l(expr)?])
+            }
+            a::Expr::Function(f) => {
+                if agg_kind(f)?.is_some() {
+                    return refuse(format!("aggregate `{}` is not allowed here", f.name));
+                }
+                let name = object_name(&f.name)?;
+                let Some((func, min, max)) = Func::from_name(&name) else {
+                    let upper = name.to_ascii_uppercase();
+                    if ["NOW", "CURRENT_TIMESTAMP", "SYSDATE", "CURDATE", "CURRENT_DATE", "CURTIME", "RAND", "UUID", "CONNECTION_ID", "LAST_INSERT_ID", "USER", "DATABASE", "UNIX_TIMESTAMP"].contains(&upper.as_str()) {
+                        return refuse(format!("`{upper}()` depends on when or by whom the query runs, so its result cannot be cached"));
+                    }
+                    return refuse(format!("function `{name}` is not supported"));
+                };
+                let args = plain_args(f)?;
+                if args.len() < min || args.len() > max {
+                    return refuse(format!("wrong number of arguments to `{name}`"));
+                }
+                let mut lowered = Vec::new();
+                for x in &args {
+                    lowered.push(l(x)?);
+                }
+                Expr::Func(func, lowered)
+            }
+            a::Expr::Subquery(_) | a::Expr::InSubquery { .. } | a::Expr::Exists { .. } => {
+                return refuse("subqueries are not supported; rewrite them as JOINs")
+            }
+            a::Expr::Collate { .. } => return refuse("explicit COLLATE is not supported; rely on the column's collation"),
+            other => return refuse(format!("expression `{other}` is not supported")),
+        })
+    }
+}
+
+fn plain_args(f: &a::Function) -> Result<Vec<a::Expr>, Refusal> {
+    if f.filter.is_some() || f.over.is_some() || !f.within_group.is_empty() {
+        return refuse(format!("window functions and FILTER are not supported (`{f}`)"));
+    }
+    match &f.args {
+        a::FunctionArguments::None => Ok(vec![]),
+        a::FunctionArguments::List(list) => {
+            if !list.clauses.is_empty() {
+                return refuse(format!("function clauses are not supported (`{f}`)"));
+            }
+            list.args
+                .iter()
+                .map(|x| match x {
+                    a::FunctionArg::Unnamed(a::FunctionArgExpr::Expr(e)) => Ok(e.clone()),
+                    a::FunctionArg::Unnamed(a::FunctionArgExpr::Wildcard) => {
+                        Ok(a::Expr::Wildcard(a::helpers::attached_token::AttachedToken::empty()))
+                    }
+                    _ => refuse(format!("unsupported function argument in `{f}`")),
+                })
+                .collect()
+        }
+        a::FunctionArguments::Subquery(_) => refuse("subqueries are not supported"),
+    }
+}
+
+fn agg_kind(f: &a::Function) -> Result<Option<AggKind>, Refusal> {
+    let name = object_name(&f.name)?.to_ascii_uppercase();
+    let distinct = matches!(&f.args, a::FunctionArguments::List(l) if l.duplicate_treatment == Some(a::DuplicateTreatment::Distinct));
+    let star = matches!(&f.args, a::FunctionArguments::List(l) if matches!(l.args.as_slice(), [a::FunctionArg::Unnamed(a::FunctionArgExpr::Wildcard)]));
+    Ok(Some(match (name.as_str(), distinct) {
+        ("COUNT", false) if star => AggKind::CountStar,
+        ("COUNT", false) => AggKind::CountNotNull,
+        ("COUNT", true) => AggKind::CountDistinct,
+        ("SUM", false) => AggKind::Sum,
+        ("AVG", false) => AggKind::Avg,
+        ("MIN", _) => AggKind::Min,
+        ("MAX", _) => AggKind::Max,
+        ("SUM" | "AVG", true) => return refuse("SUM(DISTINCT)/AVG(DISTINCT) are not supported"),
+        ("GROUP_CONCAT" | "STD" | "STDDEV" | "VARIANCE" | "BIT_AND" | "BIT_OR" | "JSON_ARRAYAGG" | "JSON_OBJECTAGG", _) => {
+            return refuse(format!("aggregate `{name}` is not supported (COUNT, SUM, AVG, MIN, MAX are)"))
+        }
+        _ => return Ok(None),
+    }))
+}
+
+fn agg_arg(f: &a::Function) -> Result<Option<a::Expr>, Refusal> {
+    let args = plain_args(f)?;
+    match args.as_slice() {
+        [a::Expr::Wildcard(_)] => Ok(None),
+        [x] => Ok(Some(x.clone())),
+        _ => refuse(format!("`{f}` takes exactly one argument")),
+    }
+}
+
+pub(super) fn contains_agg(e: &a::Expr) -> bool {
+    let r = visit_expressions(e, |x| {
+        if let a::Expr::Function(f) = x {
+            if matches!(agg_kind(f), Ok(Some(_)) | Err(_)) {
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    });
+    r.is_break()
+}
+
+fn literal(v: &a::Value) -> Result<Value, Refusal> {
+    let text = |s: &str| Value::text(s, Collation::Utf8mb4_0900AiCi);
+    Ok(match v {
+        a::Value::Number(n, _) => {
+            if let Ok(i) = n.parse::<i64>() {
+                Value::Int(i)
+            } else if let Ok(u) = n.parse::<u64>() {
+                Value::UInt(u)
+            } else if !n.contains(['e', 'E']) {
+                match Decimal::parse(n) {
+                    Some(d) => Value::Decimal(d),
+                    None => return refuse(format!("number `{n}` has more than 28 digits")),
+                }
+            } else {
+                match n.parse::<f64>() {
+                    Ok(f) => Value::Double(f),
+                    Err(_) => return refuse(format!("bad number `{n}`")),
+                }
+            }
+        }
+        a::Value::SingleQuotedString(s) | a::Value::DoubleQuotedString(s) => text(s),
+        a::Value::Boolean(b) => Value::Int(*b as i64),
+        a::Value::Null => Value::Null,
+        a::Value::HexStringLiteral(h) => {
+            let bytes: Option<Vec<u8>> = (0..h.len())
+                .step_by(2)
+                .map(|i| h.get(i..i + 2).and_then(|x| u8::from_str_radix(x, 16).ok()))
+                .collect();
+            match bytes {
+                Some(b) if h.len() % 2 == 0 => Value::Bytes(b.into()),
+                _ => return refuse(format!("bad hex literal X'{h}'")),
+            }
+        }
+        a::Value::Placeholder(_) => {
+            return refuse("`?` parameters are supported only as `column = ?`, `column IN (?, ...)` or `column <, <=, >, >= ?` in the top-level AND of the WHERE clause")
+        }
+        other => return refuse(format!("literal `{other}` is not supported")),
+    })
+}
+
+/// Gives a literal compared with a column the column's type and collation, as MySQL does
+/// (column collation wins over a literal's; a date string compared with a DATE is a date).
+fn coerce_pair(x: Expr, y: Expr, scope: &Scope) -> (Expr, Expr) {
+    fn fix(col: &Expr, other: Expr, scope: &Scope) -> Expr {
+        let (Expr::Col(c), Expr::Lit(LitValue(v))) = (col, &other) else { return other };
+        let Some(sc) = scope.cols.get(*c) else { return other };
+        match (&sc.ty, v) {
+            (Some(SqlType::Text), Value::Text(s, _)) => match sc.coll.flatten() {
+                Some(coll) => Expr::lit(Value::Text(s.clone(), coll)),
+                None => other,
+            },
+            (Some(SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }), Value::Text(s, _)) => {
+                match parse_temporal(s) {
+                    Some(t) => Expr::lit(t),
+                    None => other,
+                }
+            }
+            (Some(SqlType::Enum(labels)), Value::Text(s, _)) => {
+                let idx = labels.iter().position(|l| l.eq_ignore_ascii_case(s)).map(|i| i + 1).unwrap_or(0);
+                Expr::lit(Value::Enum(idx as u16))
+            }
+            _ => other,
+        }
+    }
+    let y2 = fix(&x, y, scope);
+    let x2 = fix(&y2, x, scope);
+    (x2, y2)
+}

@@ -1,0 +1,305 @@
+//! From a SELECT to an operator tree: parsing (sqlparser, MySQL dialect), name resolution,
+//! parameter extraction, join planning, aggregate planning and the reasons for refusing.
+//!
+//! Owns: [`Catalog`], [`compile`], [`CompiledQuery`], [`Refusal`], statement-level checks
+//! (LIMIT, ORDER BY, UNION ALL); `select` compiles one SELECT block, `lower` its expressions.
+//! Does not own: running the tree (ops, view), cost bounds (cost), SQL rendering (render).
+//!
+//! Invariants:
+//! - `compile` never panics; anything outside the supported set is a [`Refusal`] whose reason
+//!   says what to change (sqlparser's own recursion limit bounds nesting depth).
+//! - `?` parameters are accepted only as top-level WHERE conjuncts: `column = ?` /
+//!   `column IN (?, ...)` define the partition key; `column <, <=, >, >= ?` become read-time
+//!   filters. Every table occurrence must have a column equal to each key column (through
+//!   JOIN ... ON equalities), which is what makes the partitions independent (see `plan`).
+//! - The tree's root output is `[select list..., range-filter columns..., hidden ORDER BY
+//!   columns..., hidden key columns...]`; the first `visible` columns are the query's result
+//!   columns, in its order; readers keep the first `published`.
+
+mod lower;
+mod select;
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use sqlparser::ast::{self as a, visit_expressions};
+use sqlparser::dialect::MySqlDialect;
+use sqlparser::parser::Parser;
+
+use crate::expr::CmpOp;
+use crate::plan::{Node, OrderSpec};
+use crate::schema::{SchemaError, SqlType, TableSchema};
+use crate::value::Collation;
+
+/// Why a query is not cached. `reason` is written for the person who configured the query.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Refusal {
+    /// What is wrong and what to change.
+    pub reason: String,
+}
+
+pub(crate) fn refuse<T>(reason: impl Into<String>) -> Result<T, Refusal> {
+    Err(Refusal { reason: reason.into() })
+}
+
+/// The base tables queries may read.
+#[derive(Clone, Debug, Default)]
+pub struct Catalog {
+    tables: HashMap<String, TableSchema>,
+}
+
+impl Catalog {
+    /// An empty catalog.
+    pub fn new() -> Catalog {
+        Catalog::default()
+    }
+    /// Adds or replaces a table after checking its schema.
+    pub fn add(&mut self, t: TableSchema) -> Result<(), SchemaError> {
+        t.check()?;
+        self.tables.insert(t.name.to_ascii_lowercase(), t);
+        Ok(())
+    }
+    /// Removes a table (after DROP TABLE).
+    pub fn remove(&mut self, name: &str) {
+        self.tables.remove(&name.to_ascii_lowercase());
+    }
+    /// A table by case-insensitive name.
+    pub fn get(&self, name: &str) -> Option<&TableSchema> {
+        self.tables.get(&name.to_ascii_lowercase())
+    }
+    /// All tables.
+    pub fn tables(&self) -> impl Iterator<Item = &TableSchema> {
+        self.tables.values()
+    }
+}
+
+/// Type information about one key column, used to coerce lookup parameters.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct KeyColumn {
+    /// `table.column` of the parameter's column.
+    pub name: String,
+    pub ty: SqlType,
+    pub collation: Option<Collation>,
+}
+
+/// A compiled query: the operator tree plus what the reader needs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CompiledQuery {
+    /// The text it was compiled from.
+    pub sql: String,
+    /// Operator tree.
+    pub root: Node,
+    /// Result column names, in the query's order.
+    pub columns: Vec<String>,
+    /// Number of result columns (a prefix of the root's output).
+    pub visible: usize,
+    /// Order of result rows over root output columns (empty = unordered).
+    pub order: OrderSpec,
+    /// Key columns (one per distinct parameter column), in key order.
+    pub key_columns: Vec<KeyColumn>,
+    /// For each key column, the indexes of the `?` parameters that feed it (one for `=`,
+    /// several for `IN`).
+    pub param_slots: Vec<Vec<usize>>,
+    /// Total number of `?` parameters.
+    pub n_params: usize,
+    /// Base tables read, lower-case, without duplicates.
+    pub tables: Vec<String>,
+    /// The LIMIT, if any (for cost bounds).
+    pub limit: Option<usize>,
+    /// Range parameters (`col > ?`), applied by the reader at lookup time.
+    pub read_filters: Vec<ReadFilter>,
+    /// Width of the rows readers keep: the visible columns plus the columns read filters test.
+    pub published: usize,
+}
+
+/// A `column <op> ?` conjunct evaluated by the reader over a partition's rows.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ReadFilter {
+    /// Column of the published row it tests.
+    pub column: usize,
+    /// Comparison, written as `column <op> parameter`.
+    pub op: CmpOp,
+    /// Index of the `?` parameter.
+    pub param: usize,
+    /// The column's type, to coerce the parameter.
+    pub column_type: KeyColumn,
+}
+
+/// Compiles one SELECT against `catalog`.
+pub fn compile(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusal> {
+    let stmts = match Parser::parse_sql(&MySqlDialect {}, sql) {
+        Ok(s) => s,
+        Err(e) => return refuse(format!("cannot parse the query: {e}")),
+    };
+    let [a::Statement::Query(q)] = stmts.as_slice() else {
+        return refuse("only a single SELECT statement can be cached");
+    };
+    let mut n_params = 0usize;
+    let _ = visit_expressions(&stmts, |e| {
+        if let a::Expr::Value(v) = e {
+            if let a::Value::Placeholder(_) = v.value {
+                n_params += 1;
+            }
+        }
+        ControlFlow::<()>::Continue(())
+    });
+    Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0 }.query(sql, q)
+}
+
+struct Compiler<'a> {
+    catalog: &'a Catalog,
+    /// Select-list aliases visible to HAVING and ORDER BY (empty elsewhere, as in MySQL).
+    aliases: std::cell::RefCell<Vec<(String, a::Expr)>>,
+    occ: usize,
+    n_params: usize,
+    next_param: usize,
+}
+
+struct Select {
+    root: Node,
+    columns: Vec<String>,
+    visible: usize,
+    order: OrderSpec,
+    key_columns: Vec<KeyColumn>,
+    param_slots: Vec<Vec<usize>>,
+    tables: Vec<String>,
+    limit: Option<usize>,
+    read_filters: Vec<ReadFilter>,
+    published: usize,
+}
+
+fn lit_usize(e: &a::Expr, what: &str) -> Result<usize, Refusal> {
+    if let a::Expr::Value(v) = e {
+        if let a::Value::Number(n, _) = &v.value {
+            if let Ok(x) = n.parse::<usize>() {
+                return Ok(x);
+            }
+        }
+    }
+    refuse(format!("{what} must be a literal non-negative integer"))
+}
+
+pub(crate) fn object_name(n: &a::ObjectName) -> Result<String, Refusal> {
+    match n.0.last() {
+        Some(a::ObjectNamePart::Identifier(i)) => Ok(i.value.clone()),
+        _ => refuse(format!("unsupported table name `{n}`")),
+    }
+}
+
+impl Compiler<'_> {
+    fn query(mut self, sql: &str, q: &a::Query) -> Result<CompiledQuery, Refusal> {
+        if q.with.is_some() {
+            return refuse("WITH (common table expressions) is not supported");
+        }
+        if !q.locks.is_empty() || q.for_clause.is_some() {
+            return refuse("locking reads (FOR UPDATE / FOR SHARE) must go to the upstream");
+        }
+        if q.fetch.is_some() || q.settings.is_some() || q.format_clause.is_some() || !q.pipe_operators.is_empty() {
+            return refuse("FETCH/SETTINGS/FORMAT clauses are not MySQL and are not supported");
+        }
+        let (limit, offset) = match &q.limit_clause {
+            None => (None, 0),
+            Some(a::LimitClause::LimitOffset { limit, offset, limit_by }) => {
+                if !limit_by.is_empty() {
+                    return refuse("LIMIT BY is not supported");
+                }
+                let l = limit.as_ref().map(|l| lit_usize(l, "LIMIT")).transpose()?;
+                let o = offset.as_ref().map(|o| lit_usize(&o.value, "OFFSET")).transpose()?.unwrap_or(0);
+                (l, o)
+            }
+            Some(a::LimitClause::OffsetCommaLimit { offset, limit }) => {
+                (Some(lit_usize(limit, "LIMIT")?), lit_usize(offset, "OFFSET")?)
+            }
+        };
+        if offset > 0 && limit.is_none() {
+            return refuse("OFFSET without LIMIT is not supported");
+        }
+        let order_by: Vec<a::OrderByExpr> = match &q.order_by {
+            None => vec![],
+            Some(a::OrderBy { kind: a::OrderByKind::Expressions(v), interpolate: None }) => v.clone(),
+            Some(_) => return refuse("ORDER BY ALL / INTERPOLATE are not supported"),
+        };
+        let s = match q.body.as_ref() {
+            a::SetExpr::Select(sel) => self.select(sel, &order_by, limit, offset)?,
+            a::SetExpr::SetOperation { op: a::SetOperator::Union, set_quantifier: a::SetQuantifier::All, .. } => {
+                if !order_by.is_empty() || limit.is_some() {
+                    return refuse("ORDER BY / LIMIT on a UNION ALL is not supported; cache the branches separately");
+                }
+                self.union(q.body.as_ref())?
+            }
+            a::SetExpr::SetOperation { .. } => {
+                return refuse("only UNION ALL is supported (UNION DISTINCT, INTERSECT and EXCEPT are not)")
+            }
+            a::SetExpr::Query(_) => return refuse("a parenthesized query is not supported; remove the parentheses"),
+            _ => return refuse("only SELECT queries can be cached"),
+        };
+        let used = s.param_slots.iter().map(Vec::len).sum::<usize>() + s.read_filters.len();
+        if used != self.n_params {
+            return refuse(
+                "`?` parameters are supported only as `column = ?`, `column IN (?, ...)` or `column <, <=, >, >= ?` in the top-level AND of the WHERE clause",
+            );
+        }
+        Ok(CompiledQuery {
+            sql: sql.to_string(),
+            root: s.root,
+            columns: s.columns,
+            visible: s.visible,
+            order: s.order,
+            key_columns: s.key_columns,
+            param_slots: s.param_slots,
+            n_params: self.n_params,
+            tables: s.tables,
+            limit: s.limit,
+            read_filters: s.read_filters,
+            published: s.published,
+        })
+    }
+
+    fn union(&mut self, body: &a::SetExpr) -> Result<Select, Refusal> {
+        let mut branches = Vec::new();
+        fn collect<'b>(e: &'b a::SetExpr, out: &mut Vec<&'b a::Select>) -> Result<(), Refusal> {
+            match e {
+                a::SetExpr::Select(s) => {
+                    out.push(s);
+                    Ok(())
+                }
+                a::SetExpr::SetOperation { op: a::SetOperator::Union, set_quantifier: a::SetQuantifier::All, left, right } => {
+                    collect(left, out)?;
+                    collect(right, out)
+                }
+                _ => refuse("only UNION ALL of plain SELECTs is supported"),
+            }
+        }
+        collect(body, &mut branches)?;
+        let mut compiled = Vec::new();
+        for b in branches {
+            compiled.push(self.select(b, &[], None, 0)?);
+        }
+        if self.n_params > 0 {
+            return refuse("UNION ALL with `?` parameters is not supported yet; cache each branch as its own query");
+        }
+        let width = compiled[0].visible;
+        if compiled.iter().any(|s| s.visible != width || s.root.width() != width) {
+            return refuse("UNION ALL branches must have the same number of columns");
+        }
+        let mut tables: Vec<String> = compiled.iter().flat_map(|s| s.tables.clone()).collect();
+        tables.sort();
+        tables.dedup();
+        let first = compiled.remove(0);
+        let mut inputs = vec![first.root];
+        inputs.extend(compiled.into_iter().map(|s| s.root));
+        Ok(Select {
+            root: Node::Union { inputs },
+            columns: first.columns,
+            visible: width,
+            order: vec![],
+            key_columns: vec![],
+            param_slots: vec![],
+            tables,
+            limit: None,
+            read_filters: vec![],
+            published: width,
+        })
+    }
+}

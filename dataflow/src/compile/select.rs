@@ -1,0 +1,576 @@
+//! One SELECT block to an operator tree, in stages: FROM and JOIN ... ON (the join tree and
+//! its column equivalences), WHERE (parameters, filter pushdown, residual), the partition key
+//! of every table occurrence, then the output: aggregation, HAVING, the select list, ORDER BY,
+//! hidden columns, DISTINCT and LIMIT.
+//!
+//! Owns: [`Compiler::select`] and its stages. Does not own: expression lowering (lower),
+//! statement-level checks (the parent module).
+//!
+//! Invariants: filters are pushed below a join only onto a table that join does not
+//! NULL-extend; a `?` on a LEFT-joined table keeps an `IS NOT NULL` above the join (the
+//! partition alone would admit NULL-extended rows); every table occurrence gets a key column
+//! in the parameter's join-equivalence class, or the query is refused.
+
+use sqlparser::ast as a;
+
+use super::lower::{contains_agg, AggCtx, Mode, Scope, ScopeCol};
+use super::{object_name, refuse, Compiler, KeyColumn, ReadFilter, Refusal, Select};
+use crate::expr::{CmpOp, Expr};
+use crate::plan::{AggSpec, JoinKind, Node, OrderSpec};
+use crate::schema::{SqlType, TableSchema};
+
+/// Union-find over global column indexes, for join equivalence classes.
+struct Classes(Vec<usize>);
+
+impl Classes {
+    fn find(&mut self, x: usize) -> usize {
+        let mut r = x;
+        while self.0.get(r).is_some_and(|&p| p != r) {
+            r = self.0[r];
+        }
+        if let Some(slot) = self.0.get_mut(x) {
+            *slot = r;
+        }
+        r
+    }
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if let Some(slot) = self.0.get_mut(ra) {
+            *slot = rb;
+        }
+    }
+}
+
+/// What FROM, ON and WHERE compile to. Column indexes are "global": into `scope`, which lists
+/// every table occurrence's columns in FROM order (the join tree's output layout).
+struct Source<'c> {
+    scope: Scope,
+    offsets: Vec<usize>,
+    schemas: Vec<&'c TableSchema>,
+    tables: Vec<String>,
+    kinds: Vec<JoinKind>,
+    occ0: usize,
+    classes: Classes,
+    join_on: Vec<Vec<(usize, usize)>>,
+    base_filters: Vec<Vec<Expr>>,
+    residual: Vec<Expr>,
+    /// Key parameter columns with the `?` indexes that feed them.
+    key_globals: Vec<(usize, Vec<usize>)>,
+    /// Range parameters: (column, operator, `?` index).
+    ranges: Vec<(usize, CmpOp, usize)>,
+}
+
+impl Source<'_> {
+    /// Which table occurrence a global column belongs to.
+    fn occ_of(&self, g: usize) -> usize {
+        self.offsets.iter().rposition(|&o| o <= g).unwrap_or(0)
+    }
+    fn end_of(&self, o: usize) -> usize {
+        self.offsets.get(o + 1).copied().unwrap_or(self.scope.cols.len())
+    }
+    fn multi_key(&self) -> bool {
+        self.key_globals.iter().any(|(_, s)| s.len() > 1)
+    }
+    fn column_type(&self, g: usize) -> KeyColumn {
+        let c = &self.scope.cols[g];
+        KeyColumn { name: format!("{}.{}", c.qual, c.name), ty: c.ty.clone().unwrap_or(SqlType::Text), collation: c.coll.flatten() }
+    }
+}
+
+type Rel<'q> = (&'q a::TableFactor, Option<(JoinKind, &'q a::Expr)>);
+
+fn conjuncts(e: &a::Expr, out: &mut Vec<a::Expr>) {
+    match e {
+        a::Expr::BinaryOp { left, op: a::BinaryOperator::And, right } => {
+            conjuncts(left, out);
+            conjuncts(right, out);
+        }
+        a::Expr::Nested(inner) if matches!(**inner, a::Expr::BinaryOp { op: a::BinaryOperator::And, .. }) => {
+            conjuncts(inner, out)
+        }
+        other => out.push(other.clone()),
+    }
+}
+
+fn is_placeholder(e: &a::Expr) -> bool {
+    matches!(e, a::Expr::Value(v) if matches!(v.value, a::Value::Placeholder(_)))
+}
+
+fn range_op(op: &a::BinaryOperator) -> Option<CmpOp> {
+    Some(match op {
+        a::BinaryOperator::Lt => CmpOp::Lt,
+        a::BinaryOperator::LtEq => CmpOp::LtEq,
+        a::BinaryOperator::Gt => CmpOp::Gt,
+        a::BinaryOperator::GtEq => CmpOp::GtEq,
+        _ => return None,
+    })
+}
+
+fn flip(op: CmpOp) -> CmpOp {
+    match op {
+        CmpOp::Lt => CmpOp::Gt,
+        CmpOp::LtEq => CmpOp::GtEq,
+        CmpOp::Gt => CmpOp::Lt,
+        CmpOp::GtEq => CmpOp::LtEq,
+        o => o,
+    }
+}
+
+fn and_all(mut preds: Vec<Expr>) -> Option<Expr> {
+    let first = preds.pop()?;
+    Some(preds.into_iter().rev().fold(first, |acc, p| Expr::And(Box::new(p), Box::new(acc))))
+}
+
+fn cols_of(e: &Expr) -> Vec<usize> {
+    let mut v = Vec::new();
+    e.columns(&mut |c| v.push(c));
+    v
+}
+
+/// The select list, HAVING and ORDER BY, lowered.
+struct Outputs {
+    exprs: Vec<Expr>,
+    columns: Vec<String>,
+    visible: usize,
+    published: usize,
+    read_filters: Vec<ReadFilter>,
+    having: Option<Expr>,
+    order: OrderSpec,
+}
+
+impl<'c> Compiler<'c> {
+    pub(super) fn select(
+        &mut self,
+        sel: &a::Select,
+        order_by: &[a::OrderByExpr],
+        limit: Option<usize>,
+        offset: usize,
+    ) -> Result<Select, Refusal> {
+        check_clauses(sel)?;
+        let distinct = match &sel.distinct {
+            None | Some(a::Distinct::All) => false,
+            Some(a::Distinct::Distinct) => true,
+            Some(_) => return refuse("DISTINCT ON is not MySQL"),
+        };
+        let rels = relations(sel)?;
+        let mut src = self.from_clause(&rels)?;
+        self.on_clauses(&mut src, &rels)?;
+        self.where_clause(&mut src, sel)?;
+        let occ_keys = partition_keys(&mut src)?;
+        let mut tree = join_tree(&mut src, &occ_keys);
+        let key_columns: Vec<KeyColumn> = src.key_globals.iter().map(|(g, _)| src.column_type(*g)).collect();
+        let multi_key = src.multi_key();
+
+        let group_exprs: Vec<a::Expr> = match &sel.group_by {
+            a::GroupByExpr::Expressions(v, mods) if mods.is_empty() => v.clone(),
+            _ => return refuse("GROUP BY ALL / WITH ROLLUP are not supported"),
+        };
+        let select_items = self.expand_select(&sel.projection, &src.scope)?;
+        let has_agg = !group_exprs.is_empty()
+            || select_items.iter().any(|(e, _)| contains_agg(e))
+            || sel.having.is_some()
+            || order_by.iter().any(|o| contains_agg(&o.expr));
+        if !src.ranges.is_empty() && (has_agg || distinct || limit.is_some()) {
+            return refuse("a range parameter (`column > ?`) is supported only without GROUP BY, aggregates, DISTINCT or LIMIT; use `=`/`IN` parameters there");
+        }
+        let key_in_tree = tree.key_positions();
+        let mut agg = AggCtx { key_w: key_in_tree.len(), groups: vec![], aggs: vec![] };
+        for g in &group_exprs {
+            let g = self.resolve_alias(g, &select_items);
+            agg.groups.push(self.lower(&g, &src.scope, &mut Mode::Pre)?);
+        }
+        if has_agg && multi_key {
+            // Per-partition groups equal the query's groups only if the query groups by the key.
+            let grouped_by_key = src.key_globals.clone().iter().all(|(kg, _)| {
+                let root = src.classes.find(*kg);
+                agg.groups.iter().any(|g| matches!(g, Expr::Col(c) if src.classes.find(*c) == root))
+            });
+            if !grouped_by_key {
+                return refuse("with `IN (?, ...)` an aggregate must GROUP BY the parameter column; use `= ?` or add it to GROUP BY");
+            }
+        }
+        let out = {
+            let mut mode = if has_agg { Mode::Post(&mut agg) } else { Mode::Pre };
+            self.outputs(sel, &src, &select_items, order_by, distinct, &mut mode)?
+        };
+        if multi_key && out.order.iter().any(|&(p, _)| p >= out.visible) {
+            return refuse("with `IN (?, ...)`, ORDER BY columns must be in the select list");
+        }
+        if has_agg {
+            tree = aggregate(tree, &key_in_tree, &agg, group_exprs.is_empty());
+            if let Some(h) = out.having {
+                tree = Node::Filter { input: Box::new(tree), pred: h };
+            }
+        }
+        let Outputs { mut exprs, mut columns, visible, published, read_filters, order, .. } = out;
+        // Hidden key columns: every node carries the partition key (see `plan`).
+        for k in tree.key_positions() {
+            if !exprs.contains(&Expr::Col(k)) {
+                exprs.push(Expr::Col(k));
+            }
+        }
+        tree = Node::Project { input: Box::new(tree), exprs };
+        if distinct {
+            if multi_key && tree.key_positions().iter().any(|&p| p >= visible) {
+                return refuse("DISTINCT with `IN (?, ...)` needs the parameter column in the select list");
+            }
+            tree = Node::Distinct { input: Box::new(tree) };
+        }
+        if let Some(l) = limit {
+            if multi_key {
+                return refuse("LIMIT with `IN (?, ...)` is not supported; use `= ?`");
+            }
+            tree = Node::TopK { input: Box::new(tree), order: order.clone(), limit: l, offset };
+        }
+        let mut tables = src.tables;
+        tables.sort();
+        tables.dedup();
+        columns.truncate(visible);
+        Ok(Select {
+            root: tree,
+            columns,
+            visible,
+            order,
+            key_columns,
+            param_slots: src.key_globals.into_iter().map(|(_, s)| s).collect(),
+            tables,
+            limit,
+            read_filters,
+            published,
+        })
+    }
+
+    /// Resolves the FROM tables into a scope.
+    fn from_clause(&mut self, rels: &[Rel<'_>]) -> Result<Source<'c>, Refusal> {
+        let mut scope = Scope::default();
+        let (mut offsets, mut schemas, mut tables, mut quals) = (Vec::new(), Vec::new(), Vec::new(), Vec::<String>::new());
+        for (rel, _) in rels {
+            let a::TableFactor::Table { name, alias, args: None, with_hints, version: None, partitions, .. } = rel else {
+                return refuse("only plain tables are supported in FROM (no subqueries or table functions)");
+            };
+            if !with_hints.is_empty() || !partitions.is_empty() {
+                return refuse("table hints and PARTITION selection are not supported");
+            }
+            let tname = object_name(name)?;
+            let Some(schema) = self.catalog.get(&tname) else {
+                return refuse(format!("unknown table `{tname}` (not in the schema freshet was given)"));
+            };
+            let qual = alias.as_ref().map(|al| al.name.value.clone()).unwrap_or(tname.clone()).to_ascii_lowercase();
+            if quals.contains(&qual) {
+                return refuse(format!("table alias `{qual}` is used twice; give each occurrence its own alias"));
+            }
+            quals.push(qual.clone());
+            offsets.push(scope.cols.len());
+            for c in &schema.columns {
+                let coll = matches!(c.ty, SqlType::Text).then_some(c.collation);
+                scope.cols.push(ScopeCol { qual: qual.clone(), name: c.name.to_ascii_lowercase(), ty: Some(c.ty.clone()), coll });
+            }
+            schemas.push(schema);
+            tables.push(schema.name.to_ascii_lowercase());
+        }
+        let occ0 = self.occ;
+        self.occ += rels.len();
+        let n = rels.len();
+        Ok(Source {
+            classes: Classes((0..scope.cols.len()).collect()),
+            scope,
+            offsets,
+            schemas,
+            tables,
+            kinds: vec![JoinKind::Inner; n],
+            occ0,
+            join_on: vec![vec![]; n],
+            base_filters: vec![vec![]; n],
+            residual: Vec::new(),
+            key_globals: Vec::new(),
+            ranges: Vec::new(),
+        })
+    }
+
+    /// Splits each ON clause into equi-join pairs, filters on the joined table, and (inner
+    /// joins only) residual conditions.
+    fn on_clauses(&self, src: &mut Source<'_>, rels: &[Rel<'_>]) -> Result<(), Refusal> {
+        for (j, (_, jo)) in rels.iter().enumerate() {
+            let Some((kind, on)) = jo else { continue };
+            src.kinds[j] = *kind;
+            let visible = Scope { cols: src.scope.cols[..src.end_of(j)].to_vec() };
+            let mut cs = Vec::new();
+            conjuncts(on, &mut cs);
+            for c in cs {
+                let e = self.lower(&c, &visible, &mut Mode::Pre)?;
+                if let Expr::Cmp(CmpOp::Eq, x, y) = &e {
+                    if let (Expr::Col(p), Expr::Col(q)) = (x.as_ref(), y.as_ref()) {
+                        let (p, q) = (*p, *q);
+                        let (l, r) = if src.occ_of(p) == j && src.occ_of(q) < j { (q, p) } else { (p, q) };
+                        if src.occ_of(r) == j && src.occ_of(l) < j {
+                            src.join_on[j].push((l, r - src.offsets[j]));
+                            src.classes.union(l, r);
+                            continue;
+                        }
+                    }
+                }
+                let off = src.offsets[j];
+                if cols_of(&e).iter().all(|&c| src.occ_of(c) == j) {
+                    src.base_filters[j].push(e.remap(&|c| c - off));
+                } else if *kind == JoinKind::Inner {
+                    src.residual.push(e);
+                } else {
+                    return refuse("a LEFT JOIN's ON clause may only add conditions on the joined table besides the equalities");
+                }
+            }
+            if src.join_on[j].is_empty() {
+                return refuse("each JOIN needs at least one `left.column = right.column` equality in ON");
+            }
+        }
+        Ok(())
+    }
+
+    /// Extracts parameters and pushes single-table conjuncts below the joins.
+    fn where_clause(&mut self, src: &mut Source<'_>, sel: &a::Select) -> Result<(), Refusal> {
+        let Some(w) = &sel.selection else { return Ok(()) };
+        let mut cs = Vec::new();
+        conjuncts(w, &mut cs);
+        let mut not_null = Vec::new();
+        for c in cs {
+            let key = match &c {
+                a::Expr::BinaryOp { left, op: a::BinaryOperator::Eq, right } if is_placeholder(right) => Some((left.as_ref(), 1)),
+                a::Expr::BinaryOp { left, op: a::BinaryOperator::Eq, right } if is_placeholder(left) => Some((right.as_ref(), 1)),
+                a::Expr::InList { expr, list, negated: false } if !list.is_empty() && list.iter().all(is_placeholder) => {
+                    Some((expr.as_ref(), list.len()))
+                }
+                _ => None,
+            };
+            let range = match &c {
+                a::Expr::BinaryOp { left, op, right } if is_placeholder(right) && !is_placeholder(left) => {
+                    range_op(op).map(|o| (left.as_ref(), o))
+                }
+                a::Expr::BinaryOp { left, op, right } if is_placeholder(left) && !is_placeholder(right) => {
+                    range_op(op).map(|o| (right.as_ref(), flip(o)))
+                }
+                _ => None,
+            };
+            if let Some((col, op)) = range {
+                let g = self.param_column(col, &src.scope)?;
+                src.ranges.push((g, op, self.next_param));
+                self.next_param += 1;
+            } else if let Some((col, count)) = key {
+                let g = self.param_column(col, &src.scope)?;
+                if src.key_globals.iter().any(|(k, _)| *k == g) {
+                    return refuse("the same column is compared with `?` twice");
+                }
+                src.key_globals.push((g, (self.next_param..self.next_param + count).collect()));
+                self.next_param += count;
+                if src.kinds[src.occ_of(g)] == JoinKind::Left {
+                    not_null.push(g);
+                }
+            } else {
+                let e = self.lower(&c, &src.scope, &mut Mode::Pre)?;
+                let occs: Vec<usize> = cols_of(&e).iter().map(|&c| src.occ_of(c)).collect();
+                match occs.first() {
+                    Some(&o) if occs.iter().all(|&x| x == o) && src.kinds[o] == JoinKind::Inner => {
+                        let off = src.offsets[o];
+                        src.base_filters[o].push(e.remap(&|c| c - off))
+                    }
+                    _ => src.residual.push(e),
+                }
+            }
+        }
+        for g in not_null {
+            src.residual.push(Expr::IsNull(Box::new(Expr::Col(g)), true));
+        }
+        Ok(())
+    }
+
+    fn param_column(&self, col: &a::Expr, scope: &Scope) -> Result<usize, Refusal> {
+        match self.lower(col, scope, &mut Mode::Pre)? {
+            Expr::Col(g) => Ok(g),
+            _ => refuse("a `?` parameter must be compared with a plain column"),
+        }
+    }
+
+    /// Lowers the select list (adding range-filter columns), HAVING and ORDER BY.
+    fn outputs(
+        &self,
+        sel: &a::Select,
+        src: &Source<'_>,
+        items: &[(a::Expr, String)],
+        order_by: &[a::OrderByExpr],
+        distinct: bool,
+        mode: &mut Mode<'_>,
+    ) -> Result<Outputs, Refusal> {
+        let mut exprs = Vec::new();
+        let mut columns = Vec::new();
+        for (item, name) in items {
+            exprs.push(self.lower(item, &src.scope, mode)?);
+            columns.push(name.clone());
+        }
+        let visible = exprs.len();
+        let mut read_filters = Vec::new();
+        for (g, op, param) in &src.ranges {
+            let column = match exprs.iter().position(|e| *e == Expr::Col(*g)) {
+                Some(p) => p,
+                None => {
+                    exprs.push(Expr::Col(*g));
+                    exprs.len() - 1
+                }
+            };
+            read_filters.push(ReadFilter { column, op: *op, param: *param, column_type: src.column_type(*g) });
+        }
+        let published = exprs.len();
+        *self.aliases.borrow_mut() = items.iter().map(|(x, n)| (n.clone(), x.clone())).collect();
+        let result = self.having_and_order(sel, src, items, order_by, distinct, mode, &mut exprs, visible);
+        self.aliases.borrow_mut().clear();
+        let (having, order) = result?;
+        Ok(Outputs { exprs, columns, visible, published, read_filters, having, order })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn having_and_order(
+        &self,
+        sel: &a::Select,
+        src: &Source<'_>,
+        items: &[(a::Expr, String)],
+        order_by: &[a::OrderByExpr],
+        distinct: bool,
+        mode: &mut Mode<'_>,
+        exprs: &mut Vec<Expr>,
+        visible: usize,
+    ) -> Result<(Option<Expr>, OrderSpec), Refusal> {
+        let having = match &sel.having {
+            Some(h) => Some(self.lower(&self.resolve_alias(h, items), &src.scope, mode)?),
+            None => None,
+        };
+        let mut order = Vec::new();
+        for ob in order_by {
+            if ob.with_fill.is_some() || ob.options.nulls_first.is_some() {
+                return refuse("NULLS FIRST/LAST and WITH FILL are not MySQL");
+            }
+            let desc = match ob.options.sort {
+                None | Some(a::OrderBySort::Asc) => false,
+                Some(a::OrderBySort::Desc) => true,
+                Some(_) => return refuse("ORDER BY ... USING is not MySQL"),
+            };
+            let pos = if let a::Expr::Value(v) = &ob.expr {
+                let a::Value::Number(s, _) = &v.value else { return refuse("ORDER BY a constant is not supported") };
+                match s.parse::<usize>() {
+                    Ok(i) if i >= 1 && i <= visible => i - 1,
+                    _ => return refuse(format!("ORDER BY position {s} is out of range")),
+                }
+            } else {
+                let e = self.lower(&self.resolve_alias(&ob.expr, items), &src.scope, mode)?;
+                match exprs.iter().position(|x| *x == e) {
+                    Some(p) => p,
+                    None if distinct => return refuse("with DISTINCT, ORDER BY columns must be in the select list"),
+                    None => {
+                        exprs.push(e);
+                        exprs.len() - 1
+                    }
+                }
+            };
+            order.push((pos, desc));
+        }
+        Ok((having, order))
+    }
+}
+
+fn check_clauses(sel: &a::Select) -> Result<(), Refusal> {
+    if sel.top.is_some() || sel.into.is_some() || !sel.lateral_views.is_empty() || sel.prewhere.is_some()
+        || !sel.connect_by.is_empty() || !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty()
+        || !sel.sort_by.is_empty() || !sel.named_window.is_empty() || sel.qualify.is_some()
+        || sel.exclude.is_some() || sel.value_table_mode.is_some()
+    {
+        return refuse("the query uses a SELECT clause freshet does not support (INTO, WINDOW, ...)");
+    }
+    if sel.select_modifiers.is_some() {
+        return refuse("SELECT modifiers (SQL_NO_CACHE, HIGH_PRIORITY, ...) are not supported; remove them");
+    }
+    Ok(())
+}
+
+/// FROM as a list of relations: the first table, then each joined table with its join.
+fn relations(sel: &a::Select) -> Result<Vec<Rel<'_>>, Refusal> {
+    let [twj] = sel.from.as_slice() else {
+        return if sel.from.is_empty() {
+            refuse("a query without FROM has nothing to cache")
+        } else {
+            refuse("comma joins are not supported; write `JOIN ... ON` with an equality")
+        };
+    };
+    let mut rels: Vec<Rel<'_>> = vec![(&twj.relation, None)];
+    for j in &twj.joins {
+        let (kind, c) = match &j.join_operator {
+            a::JoinOperator::Join(c) | a::JoinOperator::Inner(c) => (JoinKind::Inner, c),
+            a::JoinOperator::Left(c) | a::JoinOperator::LeftOuter(c) => (JoinKind::Left, c),
+            _ => return refuse("only INNER JOIN and LEFT JOIN are supported (RIGHT, FULL, CROSS, SEMI, ... are not)"),
+        };
+        let a::JoinConstraint::On(on) = c else {
+            return refuse("joins must use `ON` with column equalities (USING and NATURAL are not supported)");
+        };
+        rels.push((&j.relation, Some((kind, on))));
+    }
+    Ok(rels)
+}
+
+/// For every table occurrence, its columns equal to each key parameter, in key order.
+fn partition_keys(src: &mut Source<'_>) -> Result<Vec<Vec<usize>>, Refusal> {
+    let n = src.offsets.len();
+    let mut occ_keys: Vec<Vec<usize>> = vec![vec![]; n];
+    for (kg, _) in src.key_globals.clone() {
+        let root = src.classes.find(kg);
+        for (o, keys) in occ_keys.iter_mut().enumerate() {
+            let Some(m) = (src.offsets[o]..src.end_of(o)).find(|&c| src.classes.find(c) == root) else {
+                let pc = &src.scope.cols[kg];
+                return refuse(format!(
+                    "table `{}` is not joined on the parameter column `{}.{}`; freshet partitions a cached query by its `?` parameters, so every table must be joined by an equality on them (or cache the query without parameters)",
+                    src.schemas[o].name, pc.qual, pc.name
+                ));
+            };
+            keys.push(m - src.offsets[o]);
+        }
+    }
+    Ok(occ_keys)
+}
+
+/// The left-deep join tree with pushed-down filters, and the residual filter above it.
+fn join_tree(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Node {
+    let mut tree: Option<Node> = None;
+    for (o, schema) in src.schemas.iter().enumerate() {
+        let mut base = Node::Base {
+            occ: src.occ0 + o,
+            table: schema.name.clone(),
+            columns: schema.columns.iter().map(|c| c.name.clone()).collect(),
+            key: occ_keys.get(o).cloned().unwrap_or_default(),
+        };
+        if let Some(p) = and_all(std::mem::take(&mut src.base_filters[o])) {
+            base = Node::Filter { input: Box::new(base), pred: p };
+        }
+        tree = Some(match tree {
+            None => base,
+            Some(left) => Node::Join { left: Box::new(left), right: Box::new(base), on: src.join_on[o].clone(), kind: src.kinds[o] },
+        });
+    }
+    // `relations` always yields at least the FROM table, so the tree exists.
+    let mut tree = tree.unwrap_or(Node::Union { inputs: vec![] });
+    if let Some(p) = and_all(std::mem::take(&mut src.residual)) {
+        tree = Node::Filter { input: Box::new(tree), pred: p };
+    }
+    tree
+}
+
+/// The aggregate over its pre-projection `[key columns, GROUP BY expressions, arguments]`.
+fn aggregate(tree: Node, key_in_tree: &[usize], agg: &AggCtx, global: bool) -> Node {
+    let mut pre: Vec<Expr> = key_in_tree.iter().map(|&k| Expr::Col(k)).collect();
+    pre.extend(agg.groups.iter().cloned());
+    let group = pre.len();
+    let mut specs = Vec::new();
+    for (kind, arg) in &agg.aggs {
+        match arg {
+            Some(e) => {
+                pre.push(e.clone());
+                specs.push(AggSpec { kind: *kind, arg: pre.len() - 1 });
+            }
+            None => specs.push(AggSpec { kind: *kind, arg: 0 }),
+        }
+    }
+    Node::Aggregate { input: Box::new(Node::Project { input: Box::new(tree), exprs: pre }), group, aggs: specs, global }
+}
