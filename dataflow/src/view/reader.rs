@@ -1,0 +1,268 @@
+//! The read side: [`Reader`] handles, lookups, parameter coercion, published entries and the
+//! per-view counters.
+//!
+//! Owns: what a lookup does (parameters to partition keys, one lock-free map read per key,
+//! read-time range filters, merging several partitions' rows) and [`ViewStats`]. Does not own:
+//! building or publishing entries (the writer, in the parent module).
+//!
+//! Invariants: a lookup never blocks on the writer: it reads `Arc`s out of the moka map and
+//! touches only atomics, plus the short miss-queue mutex on a miss; a key is built from
+//! parameters coerced to the key column's type and collation, so it hashes exactly like the
+//! base values that were partitioned under it.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtOrd};
+use std::sync::{Arc, Mutex};
+
+use crate::compile::{CompiledQuery, KeyColumn};
+use crate::expr::{is_true, parse_temporal, Expr};
+use crate::fill::ViewId;
+use crate::ops::{sort_rows, Key};
+use crate::schema::SqlType;
+use crate::value::{Row, Value};
+
+/// A size in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct ByteSize(pub u64);
+
+/// Statistics of one view, as plain numbers (the proxy renders them as Prometheus text).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ViewStats {
+    /// Filled partitions.
+    pub keys: u64,
+    /// Bytes held by filled partitions (operator state + reader rows).
+    pub bytes: u64,
+    /// Lookups answered from memory.
+    pub hits: u64,
+    /// Lookups that found at least one hole.
+    pub misses: u64,
+    /// Partitions filled.
+    pub fills: u64,
+    /// Partitions evicted (by budget or explicitly).
+    pub evictions: u64,
+}
+
+#[derive(Default, Debug)]
+pub(super) struct Counters {
+    /// Set when the view is dropped (e.g. after DDL); its readers then answer `NoView`.
+    pub(super) dropped: AtomicBool,
+    pub(super) keys: AtomicU64,
+    pub(super) bytes: AtomicU64,
+    pub(super) hits: AtomicU64,
+    pub(super) misses: AtomicU64,
+    pub(super) fills: AtomicU64,
+    pub(super) evictions: AtomicU64,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct EntryKey {
+    pub(super) view: u32,
+    pub(super) key: Key,
+}
+
+/// A published reader entry: the partition's result rows, ordered, visible columns only.
+#[derive(Debug)]
+pub struct Entry {
+    pub(super) rows: Arc<[Row]>,
+    pub(super) weight: u32,
+    pub(super) generation: u64,
+}
+
+pub(super) type Evicted = Arc<Mutex<Vec<(EntryKey, u64)>>>;
+
+pub(super) struct Shared {
+    pub(super) cache: moka::sync::Cache<EntryKey, Arc<Entry>>,
+    pub(super) misses: Mutex<HashMap<u32, HashSet<Key>>>,
+}
+
+/// Result of a lookup.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// Every partition was present: the result rows, in the query's column order (and
+    /// row order, if it has ORDER BY).
+    Hit(Arc<[Row]>),
+    /// Some partitions are holes; they have been queued for filling. Answer this read some
+    /// other way (wait for the fill, or relay to the upstream).
+    Miss(Vec<Key>),
+}
+
+/// Why a lookup cannot be answered from the cache at all (relay it instead).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LookupError {
+    /// Wrong number of parameters.
+    #[error("expected {expected} parameters, got {got}")]
+    ParamCount { expected: usize, got: usize },
+    /// A parameter cannot be compared with its column the way the server would by key
+    /// equality (e.g. a number against a text column, which MySQL compares numerically).
+    #[error("parameter {index} cannot be used as a key for column {column}")]
+    ParamType { index: usize, column: String },
+    /// The view was dropped.
+    #[error("no such view")]
+    NoView,
+}
+
+/// A cloneable, thread-safe handle for reading one view.
+#[derive(Clone)]
+pub struct Reader {
+    pub(super) view: ViewId,
+    pub(super) q: Arc<CompiledQuery>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) counters: Arc<Counters>,
+}
+
+impl Reader {
+    /// The compiled query this reader serves.
+    pub fn query(&self) -> &CompiledQuery {
+        &self.q
+    }
+
+    /// Looks up the result for `params` (one value per `?`, in text order). Never blocks on
+    /// the writer.
+    pub fn lookup(&self, params: &[Value]) -> Result<Lookup, LookupError> {
+        if self.counters.dropped.load(AtOrd::Acquire) {
+            return Err(LookupError::NoView);
+        }
+        let keys = lookup_keys(&self.q, params)?;
+        if keys.is_empty() {
+            // A NULL parameter: `col = NULL` matches nothing.
+            self.counters.hits.fetch_add(1, AtOrd::Relaxed);
+            return Ok(Lookup::Hit(Arc::from(Vec::new())));
+        }
+        let mut found = Vec::with_capacity(keys.len());
+        let mut missing = Vec::new();
+        for k in keys {
+            let ek = EntryKey { view: self.view.0, key: k };
+            match self.shared.cache.get(&ek) {
+                Some(e) => found.push(e),
+                None => missing.push(ek.key),
+            }
+        }
+        if !missing.is_empty() {
+            self.counters.misses.fetch_add(1, AtOrd::Relaxed);
+            if let Ok(mut m) = self.shared.misses.lock() {
+                m.entry(self.view.0).or_default().extend(missing.iter().cloned());
+            }
+            return Ok(Lookup::Miss(missing));
+        }
+        self.counters.hits.fetch_add(1, AtOrd::Relaxed);
+        if !self.q.read_filters.is_empty() {
+            return self.filtered(&found, params);
+        }
+        if found.len() == 1 {
+            if let Some(e) = found.pop() {
+                return Ok(Lookup::Hit(e.rows.clone()));
+            }
+        }
+        let mut rows: Vec<Row> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
+        if !self.q.order.is_empty() {
+            sort_rows(&mut rows, &self.q.order);
+        }
+        Ok(Lookup::Hit(rows.into()))
+    }
+
+    /// Applies the range parameters to the partitions' rows, then keeps the visible columns.
+    fn filtered(&self, found: &[Arc<Entry>], params: &[Value]) -> Result<Lookup, LookupError> {
+        let mut preds = Vec::new();
+        for f in &self.q.read_filters {
+            let p = params.get(f.param).ok_or(LookupError::ParamCount { expected: self.q.n_params, got: params.len() })?;
+            let v = coerce_param(p, &f.column_type, f.param)?.unwrap_or(Value::Null);
+            preds.push(Expr::Cmp(f.op, Box::new(Expr::Col(f.column)), Box::new(Expr::lit(v))));
+        }
+        let visible = self.q.visible;
+        let mut rows: Vec<Row> = found
+            .iter()
+            .flat_map(|e| e.rows.iter())
+            .filter(|r| preds.iter().all(|p| is_true(&p.eval(r)) == Some(true)))
+            .map(|r| r.iter().take(visible).cloned().collect())
+            .collect();
+        if found.len() > 1 && !self.q.order.is_empty() {
+            sort_rows(&mut rows, &self.q.order);
+        }
+        Ok(Lookup::Hit(rows.into()))
+    }
+
+    /// Hit/miss counters and the writer's published numbers for this view.
+    pub fn stats(&self) -> ViewStats {
+        stats_of(&self.counters)
+    }
+}
+
+pub(super) fn stats_of(c: &Counters) -> ViewStats {
+    ViewStats {
+        keys: c.keys.load(AtOrd::Relaxed),
+        bytes: c.bytes.load(AtOrd::Relaxed),
+        hits: c.hits.load(AtOrd::Relaxed),
+        misses: c.misses.load(AtOrd::Relaxed),
+        fills: c.fills.load(AtOrd::Relaxed),
+        evictions: c.evictions.load(AtOrd::Relaxed),
+    }
+}
+
+/// Converts a parameter to the key column's domain, so that it hashes like the base values.
+fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value>, LookupError> {
+    let bad = || LookupError::ParamType { index, column: col.name.clone() };
+    if v.is_null() {
+        return Ok(None);
+    }
+    Ok(Some(match (&col.ty, v) {
+        (SqlType::Text, Value::Text(s, _)) => Value::Text(s.clone(), col.collation.ok_or_else(bad)?),
+        (SqlType::Text, Value::Bytes(b)) => match std::str::from_utf8(b) {
+            Ok(s) => Value::text(s, col.collation.ok_or_else(bad)?),
+            Err(_) => return Err(bad()),
+        },
+        (SqlType::Text, _) => return Err(bad()),
+        (SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Year | SqlType::Bit { .. }, Value::Text(s, _)) => {
+            let t = s.trim();
+            if let Ok(i) = t.parse::<i64>() {
+                Value::Int(i)
+            } else if let Ok(u) = t.parse::<u64>() {
+                Value::UInt(u)
+            } else if let Some(d) = crate::value::Decimal::parse(t) {
+                Value::Decimal(d)
+            } else {
+                return Err(bad());
+            }
+        }
+        (SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }, Value::Text(s, _)) => {
+            let t = parse_temporal(s).ok_or_else(bad)?;
+            match (&col.ty, t) {
+                (SqlType::Timestamp { .. }, Value::DateTime(d)) => Value::Timestamp(d),
+                (_, t) => t,
+            }
+        }
+        (SqlType::Enum(labels), Value::Text(s, _)) => {
+            let i = labels.iter().position(|l| l.eq_ignore_ascii_case(s)).map(|i| i + 1).unwrap_or(0);
+            Value::Enum(i as u16)
+        }
+        (SqlType::Bytes, Value::Text(s, _)) => Value::Bytes(s.as_bytes().into()),
+        (_, Value::Text(..)) => return Err(bad()),
+        (_, other) => other.clone(),
+    }))
+}
+
+/// The partition keys a lookup touches (cartesian product of IN lists), or none if a
+/// parameter is NULL.
+fn lookup_keys(q: &CompiledQuery, params: &[Value]) -> Result<Vec<Key>, LookupError> {
+    if params.len() != q.n_params {
+        return Err(LookupError::ParamCount { expected: q.n_params, got: params.len() });
+    }
+    let mut keys: Vec<Vec<Value>> = vec![vec![]];
+    for (slots, col) in q.param_slots.iter().zip(&q.key_columns) {
+        let mut vals: Vec<Value> = Vec::new();
+        for &i in slots {
+            let p = params.get(i).ok_or(LookupError::ParamCount { expected: q.n_params, got: params.len() })?;
+            if let Some(v) = coerce_param(p, col, i)? {
+                if !vals.contains(&v) {
+                    vals.push(v);
+                }
+            }
+        }
+        keys = keys.into_iter().flat_map(|k| vals.iter().map(move |v| {
+            let mut k = k.clone();
+            k.push(v.clone());
+            k
+        })).collect();
+    }
+    Ok(keys.into_iter().map(Vec::into_boxed_slice).collect())
+}
+
