@@ -72,7 +72,9 @@ if [ -n "$lost" ]; then
     echo "  passed directly but NOT through freshet:"
     echo "$lost" | sed 's/^/    /'
     echo "  logs: $work/direct.log, $work/freshet.log (suite), $work/proxy.log (freshet)"
+    echo "go-sql-driver: $(count PASS freshet) passed, $(echo "$lost" | wc -l) failed"
     exit 1
 fi
 [ "$(count PASS direct)" -gt 0 ] || { echo "  the suite passed nothing directly: see $work/direct.log" >&2; exit 1; }
 echo "  every test that passes directly passes through freshet"
+echo "go-sql-driver: $(count PASS freshet) passed, $(count FAIL freshet) failed, $(count SKIP freshet) skipped"

@@ -64,7 +64,7 @@ async fn packet_over_the_limit() {
     let len = 2u32 << 20;
     let mut raw = c.io;
     let header = [len as u8, (len >> 8) as u8, (len >> 16) as u8, 0];
-    let mut stream = raw_stream(&mut raw);
+    let stream = raw_stream(&mut raw);
     stream.write_all(&header).await.unwrap();
     stream.write_all(b"\x03SELECT").await.unwrap();
     let mut reply = Vec::new();
