@@ -59,6 +59,12 @@ pub enum Func {
     Month,
     Day,
     Date,
+    Round,
+    Floor,
+    Ceil,
+    Left,
+    Right,
+    Replace,
 }
 
 impl Func {
@@ -81,6 +87,12 @@ impl Func {
             "MONTH" => (Func::Month, 1, 1),
             "DAY" | "DAYOFMONTH" => (Func::Day, 1, 1),
             "DATE" => (Func::Date, 1, 1),
+            "ROUND" => (Func::Round, 1, 2),
+            "FLOOR" => (Func::Floor, 1, 1),
+            "CEIL" | "CEILING" => (Func::Ceil, 1, 1),
+            "LEFT" => (Func::Left, 2, 2),
+            "RIGHT" => (Func::Right, 2, 2),
+            "REPLACE" => (Func::Replace, 3, 3),
             _ => return None,
         })
     }
@@ -102,6 +114,12 @@ impl Func {
             Func::Month => "MONTH",
             Func::Day => "DAYOFMONTH",
             Func::Date => "DATE",
+            Func::Round => "ROUND",
+            Func::Floor => "FLOOR",
+            Func::Ceil => "CEILING",
+            Func::Left => "LEFT",
+            Func::Right => "RIGHT",
+            Func::Replace => "REPLACE",
         }
     }
 }
@@ -734,6 +752,49 @@ fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
             x @ Value::UInt(_) => x,
             other => other.to_f64().map(|f| Value::Double(f.abs())).unwrap_or(Value::Null),
         },
+        Func::Round => {
+            let d = match v.get(1) {
+                None => 0,
+                Some(x) => match x.to_f64() {
+                    Some(f) => f.round().clamp(-30.0, 30.0) as i32,
+                    None => return Value::Null,
+                },
+            };
+            round(&arg(0), d)
+        }
+        Func::Floor | Func::Ceil => {
+            let up = f == Func::Ceil;
+            match arg(0) {
+                x @ (Value::Int(_) | Value::UInt(_)) => x,
+                Value::Decimal(dec) => {
+                    let p = 10i128.pow(dec.scale() as u32);
+                    let (q, r) = (dec.mantissa() / p, dec.mantissa() % p);
+                    let q = if up && r > 0 { q + 1 } else if !up && r < 0 { q - 1 } else { q };
+                    int_value(q)
+                }
+                Value::Null => Value::Null,
+                other => match other.to_f64() {
+                    Some(x) => Value::Double(if up { x.ceil() } else { x.floor() }),
+                    None => Value::Null,
+                },
+            }
+        }
+        Func::Left | Func::Right => {
+            let (Some(t), Some(n)) = (text_of(&arg(0)), arg(1).to_f64()) else { return Value::Null };
+            let n = n.round().max(0.0) as usize;
+            let chars: Vec<char> = t.chars().collect();
+            let n = n.min(chars.len());
+            let part: String = if f == Func::Left { chars[..n].iter().collect() } else { chars[chars.len() - n..].iter().collect() };
+            Value::text(&part, coll)
+        }
+        Func::Replace => match (text_of(&arg(0)), text_of(&arg(1)), text_of(&arg(2))) {
+            (Some(s), Some(from), Some(to)) => {
+                // REPLACE is case-sensitive in MySQL whatever the collation.
+                let out = if from.is_empty() { s } else { s.replace(&from, &to) };
+                Value::text(&out, coll)
+            }
+            _ => Value::Null,
+        },
         Func::Year | Func::Month | Func::Day | Func::Date => {
             let date = match arg(0) {
                 Value::Date(d) => d,
@@ -753,6 +814,46 @@ fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
                 _ => Value::Date(date),
             }
         }
+    }
+}
+
+/// MySQL ROUND: exact values round half away from zero (a negative `d` rounds left of the
+/// point); approximate values round half to even.
+fn round(v: &Value, d: i32) -> Value {
+    let exact = match v {
+        Value::Null => return Value::Null,
+        Value::Int(i) => Some((*i as i128, 0u8)),
+        Value::UInt(u) => Some((*u as i128, 0u8)),
+        Value::Decimal(x) => Some((x.mantissa(), x.scale())),
+        _ => None,
+    };
+    match exact {
+        Some((m, s)) if d >= 0 => {
+            let to = (d as u8).min(s.max(0));
+            let r = Decimal::round_to(m, s, to).map(|x| x.mantissa());
+            if matches!(v, Value::Int(_) | Value::UInt(_)) { int_value(m) } else { dec_value(r, to) }
+        }
+        Some((m, s)) => {
+            // Round to 10^-d units: drop the fraction, then the digits left of the point.
+            let Some(whole) = Decimal::round_to(m, s, 0) else { return Value::Null };
+            let Some(p) = 10i128.checked_pow((-d) as u32) else { return int_value(0) };
+            let mm = whole.mantissa();
+            let q = mm / p;
+            let r = mm % p;
+            let q = if r.abs() * 2 >= p { q + mm.signum() } else { q };
+            match q.checked_mul(p) {
+                Some(x) if matches!(v, Value::Decimal(_)) => dec_value(Some(x), 0),
+                Some(x) => int_value(x),
+                None => Value::Null,
+            }
+        }
+        None => match v.to_f64() {
+            Some(x) => {
+                let p = 10f64.powi(d);
+                Value::Double((x * p).round_ties_even() / p)
+            }
+            None => Value::Null,
+        },
     }
 }
 

@@ -86,6 +86,7 @@ const QUERIES: &[&str] = &[
     "SELECT id FROM a WHERE x IS NULL UNION ALL SELECT id FROM b WHERE y < 3",
     "SELECT id, s FROM a ORDER BY s, id LIMIT 4",
     "SELECT id, g FROM a WHERE k = ? AND x >= ? ORDER BY id",
+    "SELECT id, ROUND(x / 3, 2), ROUND(x / 3), ROUND(x * 7, -1), FLOOR(x / 4), CEIL(x / 4), CEILING(-x / 4), LEFT(s, 1), RIGHT(s, 1), REPLACE(s, 'a', 'zz'), IF(x > 2, 'big', 'small'), NULLIF(g, 1), LENGTH(s), UPPER(s), SUBSTRING(s, 2), x DIV 2, x % 3 FROM a WHERE k = ?",
 ];
 
 fn catalog() -> Catalog {

@@ -258,6 +258,12 @@ impl Compiler<'_> {
                 }
                 Expr::Func(Func::Substring, args)
             }
+            a::Expr::Ceil { expr, field: a::CeilFloorKind::DateTimeField(a::DateTimeField::NoDateTime) } => {
+                Expr::Func(Func::Ceil, vec![l(expr)?])
+            }
+            a::Expr::Floor { expr, field: a::CeilFloorKind::DateTimeField(a::DateTimeField::NoDateTime) } => {
+                Expr::Func(Func::Floor, vec![l(expr)?])
+            }
             a::Expr::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
                 Expr::Func(Func::Trim, vec![l(expr)?])
             }
