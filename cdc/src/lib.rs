@@ -1,6 +1,42 @@
 //! freshet-cdc: the upstream's change stream and the fill source that reads the live server.
 //!
 //! Owns (see ARCHITECTURE.md): the binlog client and decoder, binlog positions (file:offset,
-//! GTID), reconnect/resume, DDL detection, the fenced upstream fill source, and the RocksDB
-//! replica. Nothing is implemented here yet; the work is tracked by the cdc issue. The crate
-//! exists so that the workspace has its final shape and later work slots in without moves.
+//! GTID), reconnect/resume, DDL detection, the fenced upstream fill source, start-up checks and
+//! lag. Does not own: applying changes or fills (the dataflow does), the RocksDB replica (not
+//! implemented yet).
+//!
+//! # How the proxy wires it
+//! ```text
+//! let mut stream = BinlogStream::connect(opts, StreamConfig::new(db, server_id), StartAt::Current).await?;
+//! catalog <- stream.tables();  dataflow.set_applied(stream.delivered().position()?)
+//! loop { match stream.next().await {
+//!     Ok(StreamEvent::Batch(b))  => dataflow.apply(&b),
+//!     Ok(StreamEvent::Schema(c)) => dataflow.alter_table(&c.table, c.schema),
+//!     Err(CdcError::PositionGone{..}) | Err(non-retryable) => { dataflow.evict_all(); reconnect at StartAt::Current }
+//! } }
+//! misses: for req in dataflow.fill_requests() { spawn fills.fill(req) -> complete_fill / abandon_fill }
+//! ```
+//! Positions: [`position`] maps file:offset to the dataflow's `Position` so that a fill's
+//! snapshot position compares directly with batch positions.
+//!
+//! Modules: [`position`] (file:offset, GTIDs), [`flavor`] (MariaDB vs MySQL 8 capabilities),
+//! [`schema`] (information_schema -> TableSchema), [`decode`] (binlog cells -> Value),
+//! [`mariadb_events`] (MariaDB's own event payloads), [`ddl`] (DDL statements -> tables),
+//! [`stream`] (the binlog stream).
+
+pub mod ddl;
+pub mod decode;
+pub mod error;
+pub mod flavor;
+pub mod mariadb_events;
+pub mod position;
+pub mod result;
+pub mod schema;
+pub mod stream;
+
+pub use ddl::DdlKind;
+pub use error::CdcError;
+pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
+pub use position::{BinlogPos, MariaGtid};
+pub use schema::TableInfo;
+pub use stream::{BinlogStream, Lag, LagHandle, SchemaChange, StartAt, StreamConfig, StreamEvent};

@@ -1,0 +1,292 @@
+//! DDL detection in binlog query events: which tables a statement changes, and how.
+//!
+//! Owns: a small tokenizer for the heads of DDL statements (comments, quoted identifiers,
+//! qualified names) and [`parse_ddl`]. Does not own: re-reading the schema (the stream does,
+//! from information_schema, before the next row event of the table).
+//!
+//! Deliberately conservative: it recognises ALTER/CREATE/DROP/RENAME/TRUNCATE TABLE and
+//! CREATE/DROP INDEX; anything else is not DDL on a table. A statement it cannot parse past the
+//! keyword still names its first table, and the stream refreshes that table: refreshing too
+//! often costs a query, missing a refresh would decode with the wrong shape (which the table-map
+//! check would then catch).
+
+/// What a statement did to a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DdlKind {
+    Create,
+    Alter,
+    Drop,
+    /// Renamed away from this name (the new name gets a `Create`).
+    RenamedFrom,
+    /// All rows removed without row events.
+    Truncate,
+}
+
+/// One table a DDL statement touched: (database if qualified, table, kind).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DdlTarget {
+    pub database: Option<String>,
+    pub table: String,
+    pub kind: DdlKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Tok {
+    Word(String),
+    Quoted(String),
+    Dot,
+    Comma,
+    Other,
+}
+
+fn tokens(sql: &str) -> Vec<Tok> {
+    let b: Vec<char> = sql.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() && out.len() < 256 {
+        let c = b[i];
+        if c.is_whitespace() {
+            i += 1;
+        } else if c == '/' && b.get(i + 1) == Some(&'*') {
+            // `/*!40000 ... */` version comments hold SQL; keep their body.
+            if b.get(i + 2) == Some(&'!') {
+                i += 3;
+                while i < b.len() && b[i].is_ascii_digit() {
+                    i += 1;
+                }
+            } else {
+                i += 2;
+                while i + 1 < b.len() && !(b[i] == '*' && b[i + 1] == '/') {
+                    i += 1;
+                }
+                i += 2;
+            }
+        } else if c == '*' && b.get(i + 1) == Some(&'/') {
+            i += 2;
+        } else if c == '#' || (c == '-' && b.get(i + 1) == Some(&'-')) {
+            while i < b.len() && b[i] != '\n' {
+                i += 1;
+            }
+        } else if c == '`' || c == '"' {
+            let q = c;
+            let mut s = String::new();
+            i += 1;
+            while i < b.len() {
+                if b[i] == q && b.get(i + 1) == Some(&q) {
+                    s.push(q);
+                    i += 2;
+                } else if b[i] == q {
+                    i += 1;
+                    break;
+                } else {
+                    s.push(b[i]);
+                    i += 1;
+                }
+            }
+            out.push(Tok::Quoted(s));
+        } else if c.is_alphanumeric() || c == '_' || c == '$' {
+            let start = i;
+            while i < b.len() && (b[i].is_alphanumeric() || b[i] == '_' || b[i] == '$') {
+                i += 1;
+            }
+            out.push(Tok::Word(b[start..i].iter().collect()));
+        } else {
+            out.push(match c {
+                '.' => Tok::Dot,
+                ',' => Tok::Comma,
+                _ => Tok::Other,
+            });
+            i += 1;
+        }
+    }
+    out
+}
+
+struct Cursor {
+    toks: Vec<Tok>,
+    at: usize,
+}
+
+impl Cursor {
+    fn kw(&mut self, word: &str) -> bool {
+        match self.toks.get(self.at) {
+            Some(Tok::Word(w)) if w.eq_ignore_ascii_case(word) => {
+                self.at += 1;
+                true
+            }
+            _ => false,
+        }
+    }
+    fn kws(&mut self, words: &[&str]) -> bool {
+        let save = self.at;
+        if words.iter().all(|w| self.kw(w)) {
+            return true;
+        }
+        self.at = save;
+        false
+    }
+    fn name(&mut self) -> Option<(Option<String>, String)> {
+        let first = self.ident()?;
+        if self.toks.get(self.at) == Some(&Tok::Dot) {
+            self.at += 1;
+            let second = self.ident()?;
+            return Some((Some(first), second));
+        }
+        Some((None, first))
+    }
+    fn ident(&mut self) -> Option<String> {
+        let s = match self.toks.get(self.at)? {
+            Tok::Word(w) | Tok::Quoted(w) => w.clone(),
+            _ => return None,
+        };
+        self.at += 1;
+        Some(s)
+    }
+    fn comma(&mut self) -> bool {
+        if self.toks.get(self.at) == Some(&Tok::Comma) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The tables a statement changes, or empty if it is not table DDL.
+pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
+    let mut c = Cursor { toks: tokens(sql), at: 0 };
+    let mut out = Vec::new();
+    let mut push = |(database, table): (Option<String>, String), kind| out.push(DdlTarget { database, table, kind });
+    if c.kw("ALTER") {
+        c.kw("ONLINE");
+        c.kw("IGNORE");
+        if !c.kw("TABLE") {
+            return out;
+        }
+        c.kws(&["IF", "EXISTS"]);
+        let Some(name) = c.name() else { return out };
+        push(name, DdlKind::Alter);
+        // ALTER TABLE a ..., RENAME [TO|AS] b
+        while c.at < c.toks.len() {
+            if c.kw("RENAME") {
+                if c.kw("COLUMN") || c.kw("INDEX") || c.kw("KEY") {
+                    continue;
+                }
+                let _ = c.kw("TO") || c.kw("AS");
+                if let Some(new) = c.name() {
+                    push(new, DdlKind::Create);
+                }
+            } else {
+                c.at += 1;
+            }
+        }
+    } else if c.kw("CREATE") {
+        c.kws(&["OR", "REPLACE"]);
+        c.kw("TEMPORARY");
+        if c.kw("TABLE") {
+            c.kws(&["IF", "NOT", "EXISTS"]);
+            if let Some(name) = c.name() {
+                push(name, DdlKind::Create);
+            }
+        } else {
+            index_target(&mut c, &mut push);
+        }
+    } else if c.kw("DROP") {
+        c.kw("TEMPORARY");
+        if c.kw("TABLE") {
+            c.kws(&["IF", "EXISTS"]);
+            while let Some(name) = c.name() {
+                push(name, DdlKind::Drop);
+                if !c.comma() {
+                    break;
+                }
+            }
+        } else {
+            index_target(&mut c, &mut push);
+        }
+    } else if c.kw("RENAME") {
+        if !c.kw("TABLE") {
+            return out;
+        }
+        loop {
+            let Some(from) = c.name() else { break };
+            if !c.kw("TO") {
+                break;
+            }
+            let Some(to) = c.name() else { break };
+            push(from, DdlKind::RenamedFrom);
+            push(to, DdlKind::Create);
+            if !c.comma() {
+                break;
+            }
+        }
+    } else if c.kw("TRUNCATE") {
+        c.kw("TABLE");
+        if let Some(name) = c.name() {
+            push(name, DdlKind::Truncate);
+        }
+    }
+    out
+}
+
+/// `[UNIQUE|FULLTEXT|SPATIAL] INDEX name ON table` (after CREATE/DROP): an ALTER of `table`.
+fn index_target(c: &mut Cursor, push: &mut impl FnMut((Option<String>, String), DdlKind)) {
+    let _ = c.kw("UNIQUE") || c.kw("FULLTEXT") || c.kw("SPATIAL");
+    if !c.kw("INDEX") {
+        return;
+    }
+    c.kws(&["IF", "EXISTS"]);
+    c.kws(&["IF", "NOT", "EXISTS"]);
+    if c.ident().is_none() || !c.kw("ON") {
+        return;
+    }
+    if let Some(name) = c.name() {
+        push(name, DdlKind::Alter);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn t(db: Option<&str>, table: &str, kind: DdlKind) -> DdlTarget {
+        DdlTarget { database: db.map(str::to_string), table: table.into(), kind }
+    }
+
+    #[test]
+    fn recognises_table_ddl() {
+        assert_eq!(parse_ddl("ALTER TABLE `a` ADD COLUMN x INT"), vec![t(None, "a", DdlKind::Alter)]);
+        assert_eq!(
+            parse_ddl("/* c */ alter online table db.`we``ird` rename to b2"),
+            vec![t(Some("db"), "we`ird", DdlKind::Alter), t(None, "b2", DdlKind::Create)]
+        );
+        assert_eq!(
+            parse_ddl("DROP TABLE IF EXISTS `a`,`d`.`b` /* generated by server */"),
+            vec![t(None, "a", DdlKind::Drop), t(Some("d"), "b", DdlKind::Drop)]
+        );
+        assert_eq!(
+            parse_ddl("RENAME TABLE a TO b, c TO d.e"),
+            vec![
+                t(None, "a", DdlKind::RenamedFrom),
+                t(None, "b", DdlKind::Create),
+                t(None, "c", DdlKind::RenamedFrom),
+                t(Some("d"), "e", DdlKind::Create)
+            ]
+        );
+        assert_eq!(parse_ddl("truncate t"), vec![t(None, "t", DdlKind::Truncate)]);
+        assert_eq!(parse_ddl("CREATE TABLE IF NOT EXISTS x (id int)"), vec![t(None, "x", DdlKind::Create)]);
+        assert_eq!(parse_ddl("CREATE UNIQUE INDEX i ON t (a)"), vec![t(None, "t", DdlKind::Alter)]);
+        assert_eq!(parse_ddl("ALTER TABLE a RENAME COLUMN x TO y"), vec![t(None, "a", DdlKind::Alter)]);
+        assert!(parse_ddl("BEGIN").is_empty());
+        assert!(parse_ddl("INSERT INTO t VALUES (1)").is_empty());
+        assert!(parse_ddl("CREATE DATABASE x").is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics(s in "\\PC{0,80}") {
+            let _ = parse_ddl(&s);
+        }
+    }
+}

@@ -1,0 +1,284 @@
+//! Table schemas read from information_schema, and what the binlog decoder needs beyond them.
+//!
+//! Owns: [`TableInfo`] (a dataflow [`TableSchema`] plus per-column decode facts: signedness,
+//! character set, fixed BINARY width) and [`load_tables`]. Does not own: decoding values
+//! (`decode`), detecting DDL (`ddl`).
+//!
+//! Why information_schema and not the binlog: `binlog_row_metadata` is usually MINIMAL or
+//! NO_LOG, so the table map carries neither names nor signedness nor collations. The cost is
+//! that information_schema describes the table *now*, not at the binlog position being decoded;
+//! the stream therefore checks every table map against the schema (column count and type
+//! family) and reports a mismatch instead of decoding with the wrong shape.
+
+use std::collections::HashMap;
+
+use freshet_dataflow::{Collation, ColumnSchema, SqlType, TableSchema};
+use mysql_async::prelude::Queryable;
+
+use crate::error::CdcError;
+use crate::flavor::Flavor;
+
+/// How a text column's bytes become UTF-8.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Charset {
+    /// utf8mb4, utf8mb3, ascii: the bytes are UTF-8.
+    Utf8,
+    /// MySQL's latin1 is Windows-1252.
+    Latin1,
+    /// Any other character set: decoded as UTF-8 with replacement characters (documented
+    /// approximation; such columns also have no supported collation).
+    Other,
+}
+
+impl Charset {
+    fn from_name(name: &str) -> Charset {
+        match name.to_ascii_lowercase().as_str() {
+            "utf8mb4" | "utf8mb3" | "utf8" | "ascii" => Charset::Utf8,
+            "latin1" => Charset::Latin1,
+            _ => Charset::Other,
+        }
+    }
+}
+
+/// Per-column facts the decoder needs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ColumnDecode {
+    /// For text columns.
+    pub charset: Charset,
+    /// BINARY(n): the binlog strips trailing zero bytes, SELECT returns all n.
+    pub binary_width: Option<usize>,
+}
+
+/// A table as cdc knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TableInfo {
+    /// The schema handed to the dataflow.
+    pub schema: TableSchema,
+    /// Decode facts, one per column.
+    pub decode: Vec<ColumnDecode>,
+}
+
+const COLUMNS_SQL: &str = "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, \
+     NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_SET_NAME, COLLATION_NAME, \
+     CHARACTER_OCTET_LENGTH \
+     FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION";
+
+const PK_SQL: &str = "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE \
+     WHERE TABLE_SCHEMA = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY TABLE_NAME, ORDINAL_POSITION";
+
+const JSON_CHECKS_SQL: &str = "SELECT TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS \
+     WHERE CONSTRAINT_SCHEMA = ?";
+
+const TABLES_SQL: &str =
+    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'";
+
+/// One row of information_schema.COLUMNS.
+#[derive(Clone, Debug, Default)]
+pub struct ColumnRow {
+    pub table: String,
+    pub name: String,
+    pub data_type: String,
+    pub column_type: String,
+    pub nullable: bool,
+    pub precision: Option<u64>,
+    pub scale: Option<u64>,
+    pub datetime_precision: Option<u64>,
+    pub charset: Option<String>,
+    pub collation: Option<String>,
+    pub octet_length: Option<u64>,
+}
+
+/// Loads every base table of `database` (or only `only`, if given).
+pub async fn load_tables(
+    conn: &mut mysql_async::Conn,
+    flavor: &dyn Flavor,
+    database: &str,
+    only: Option<&str>,
+) -> Result<HashMap<String, TableInfo>, CdcError> {
+    type ColTuple = (
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<u64>,
+        Option<u64>,
+        Option<u64>,
+        Option<String>,
+        Option<String>,
+        Option<u64>,
+    );
+    let rows: Vec<ColTuple> = conn.exec(COLUMNS_SQL, (database,)).await?;
+    let pks: Vec<(String, String)> = conn.exec(PK_SQL, (database,)).await?;
+    let tables: Vec<String> = conn.exec(TABLES_SQL, (database,)).await?;
+    let checks: Vec<(String, String)> =
+        if flavor.json_is_text() { conn.exec(JSON_CHECKS_SQL, (database,)).await? } else { Vec::new() };
+    let wanted = |t: &str| only.is_none_or(|o| o.eq_ignore_ascii_case(t)) && tables.iter().any(|x| x == t);
+    let mut cols: HashMap<String, Vec<ColumnRow>> = HashMap::new();
+    for r in rows {
+        if !wanted(&r.0) {
+            continue;
+        }
+        cols.entry(r.0.clone()).or_default().push(ColumnRow {
+            table: r.0,
+            name: r.1,
+            data_type: r.2,
+            column_type: r.3,
+            nullable: r.4 == "YES",
+            precision: r.5,
+            scale: r.6,
+            datetime_precision: r.7,
+            charset: r.8,
+            collation: r.9,
+            octet_length: r.10,
+        });
+    }
+    let mut out = HashMap::new();
+    for (table, rows) in cols {
+        let json: Vec<&str> = checks.iter().filter(|(t, _)| *t == table).map(|(_, c)| c.as_str()).collect();
+        let pk: Vec<&str> = pks.iter().filter(|(t, _)| *t == table).map(|(_, c)| c.as_str()).collect();
+        out.insert(table.clone(), table_info(&table, &rows, &pk, &json));
+    }
+    Ok(out)
+}
+
+/// Builds a [`TableInfo`] from information_schema rows (pure; unit-tested).
+pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&str]) -> TableInfo {
+    let mut columns = Vec::new();
+    let mut decode = Vec::new();
+    for r in rows {
+        let is_json_text = json_checks.iter().any(|c| is_json_valid_check(c, &r.name));
+        let ty = sql_type(r, is_json_text);
+        let collation = match ty {
+            SqlType::Text => r.collation.as_deref().and_then(Collation::from_name),
+            _ => None,
+        };
+        let mut c = ColumnSchema::new(&r.name, ty.clone()).with_collation(collation);
+        c.nullable = r.nullable;
+        columns.push(c);
+        let binary_width = (r.data_type.eq_ignore_ascii_case("binary")).then(|| r.octet_length.unwrap_or(0) as usize);
+        decode.push(ColumnDecode {
+            charset: r.charset.as_deref().map(Charset::from_name).unwrap_or(Charset::Other),
+            binary_width,
+        });
+    }
+    let primary_key =
+        pk.iter().filter_map(|p| columns.iter().position(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(p))).collect();
+    TableInfo { schema: TableSchema::new(table, columns, primary_key), decode }
+}
+
+/// True if `clause` is MariaDB's JSON alias check for `column`: `json_valid(`col`)`.
+fn is_json_valid_check(clause: &str, column: &str) -> bool {
+    let c: String = clause.chars().filter(|c| !c.is_whitespace()).collect::<String>().to_ascii_lowercase();
+    c == format!("json_valid(`{}`)", column.to_ascii_lowercase())
+}
+
+fn sql_type(r: &ColumnRow, json_text: bool) -> SqlType {
+    let unsigned = r.column_type.to_ascii_lowercase().contains("unsigned");
+    let fsp = r.datetime_precision.unwrap_or(0).min(6) as u8;
+    match r.data_type.to_ascii_lowercase().as_str() {
+        "tinyint" => SqlType::Int { bytes: 1, unsigned },
+        "smallint" => SqlType::Int { bytes: 2, unsigned },
+        "mediumint" => SqlType::Int { bytes: 3, unsigned },
+        "int" | "integer" => SqlType::Int { bytes: 4, unsigned },
+        "bigint" => SqlType::Int { bytes: 8, unsigned },
+        "float" => SqlType::Float,
+        "double" | "real" | "double precision" => SqlType::Double,
+        "decimal" | "numeric" => SqlType::Decimal {
+            precision: r.precision.unwrap_or(10).min(255) as u8,
+            scale: r.scale.unwrap_or(0).min(255) as u8,
+        },
+        "date" => SqlType::Date,
+        "time" => SqlType::Time { fsp },
+        "datetime" => SqlType::DateTime { fsp },
+        "timestamp" => SqlType::Timestamp { fsp },
+        "year" => SqlType::Year,
+        "enum" => SqlType::Enum(labels(&r.column_type)),
+        "set" => SqlType::Set(labels(&r.column_type)),
+        "bit" => SqlType::Bit { bits: r.precision.unwrap_or(1).min(64) as u8 },
+        "json" => SqlType::Json,
+        "longtext" if json_text => SqlType::Json,
+        "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" => {
+            if r.charset.as_deref().is_some_and(|c| c.eq_ignore_ascii_case("binary")) {
+                SqlType::Bytes
+            } else {
+                SqlType::Text
+            }
+        }
+        // binary, varbinary, blobs, and types freshet carries as opaque bytes (geometry,
+        // MariaDB's inet4/inet6/uuid): compared bytewise, never interpreted.
+        _ => SqlType::Bytes,
+    }
+}
+
+/// The labels of `enum('a','b''c')` / `set(...)`, unescaped.
+pub fn labels(column_type: &str) -> Vec<String> {
+    let Some(open) = column_type.find('(') else { return Vec::new() };
+    let body = &column_type[open + 1..column_type.rfind(')').unwrap_or(column_type.len())];
+    let mut out = Vec::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\'' {
+            continue;
+        }
+        let mut label = String::new();
+        while let Some(c) = chars.next() {
+            match c {
+                '\'' if chars.peek() == Some(&'\'') => {
+                    chars.next();
+                    label.push('\'');
+                }
+                '\'' => break,
+                '\\' => {
+                    if let Some(n) = chars.next() {
+                        label.push(n);
+                    }
+                }
+                c => label.push(c),
+            }
+        }
+        out.push(label);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, data_type: &str, column_type: &str) -> ColumnRow {
+        ColumnRow { name: name.into(), data_type: data_type.into(), column_type: column_type.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn enum_labels_unescape() {
+        assert_eq!(labels("enum('a','b''c','d,e')"), vec!["a", "b'c", "d,e"]);
+        assert_eq!(labels("set('x')"), vec!["x"]);
+        assert!(labels("int").is_empty());
+    }
+
+    #[test]
+    fn types_from_information_schema() {
+        let mut text = row("t", "varchar", "varchar(10)");
+        text.charset = Some("utf8mb4".into());
+        text.collation = Some("utf8mb4_general_ci".into());
+        let mut bin = row("b", "binary", "binary(4)");
+        bin.octet_length = Some(4);
+        let rows = vec![
+            row("u", "int", "int(10) unsigned"),
+            row("j", "longtext", "longtext"),
+            text,
+            bin,
+            row("d", "decimal", "decimal(10,2)"),
+        ];
+        let info = table_info("x", &rows, &["u"], &["json_valid(`j`)"]);
+        let ty: Vec<&SqlType> = info.schema.columns.iter().map(|c| &c.ty).collect();
+        assert_eq!(ty[0], &SqlType::Int { bytes: 4, unsigned: true });
+        assert_eq!(ty[1], &SqlType::Json);
+        assert_eq!(ty[2], &SqlType::Text);
+        assert_eq!(info.schema.columns[2].collation, Some(Collation::Utf8mb4GeneralCi));
+        assert_eq!(ty[3], &SqlType::Bytes);
+        assert_eq!(info.decode[3].binary_width, Some(4));
+        assert_eq!(info.schema.primary_key, vec![0]);
+    }
+}

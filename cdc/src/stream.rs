@@ -1,0 +1,628 @@
+//! The binlog stream: the upstream's committed transactions, in commit order, as dataflow
+//! [`Batch`]es, with schema changes in order between them.
+//!
+//! Owns: the replica connection (register, dump from a file:offset), grouping events into
+//! transactions, decoding row events with the schema, DDL refreshes, reconnect/resume with
+//! exponential backoff, the "position gone" report, and the lag it observes.
+//! Does not own: the layout of row events (mysql_common), value conversion (`decode`), DDL
+//! parsing (`ddl`), applying batches (the caller feeds `Dataflow::apply`).
+//!
+//! # Invariants
+//! - **Complete and ordered.** Every transaction committed after the start position is
+//!   delivered exactly once, in binlog (= commit) order, as one [`Batch`] whose position is the
+//!   end offset of its commit event (mapped by `position`). Transactions on other databases
+//!   are delivered too, as empty batches, so positions keep advancing and lag stays exact.
+//! - **Resume point = last delivered boundary.** `delivered` only moves when a whole
+//!   transaction (or a standalone DDL) has been handed to the caller. A reconnect re-requests
+//!   the dump from `delivered`, and the half-read transaction, discarded, is read again whole:
+//!   nothing lost, nothing duplicated. Binlog offsets inside a file are byte offsets of event
+//!   boundaries, so resuming at a commit's end offset starts exactly at the next transaction.
+//! - **Schema before rows.** A DDL event refreshes the table's schema from information_schema
+//!   before the next event is read; every rows event is checked against its table map (column
+//!   count and type family) and a mismatch is an error, never a wrongly shaped row.
+//! - **Bounded waits.** Every read has a timeout (heartbeats keep an idle stream talking);
+//!   reconnects back off exponentially and give up after `max_retries` consecutive failures.
+
+use std::collections::{HashMap, VecDeque};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use freshet_dataflow::{Batch, Change, Position, Row, SqlType, TableSchema};
+use mysql_async::binlog::events::{Event, QueryEvent, RotateEvent, RowsEventData, TableMapEvent};
+use mysql_async::binlog::EventType;
+use mysql_async::consts::ColumnType;
+use mysql_async::prelude::Queryable;
+use mysql_async::{BinlogStreamRequest, Conn, Opts};
+
+use crate::ddl::{parse_ddl, DdlKind};
+use crate::decode::decode;
+use crate::error::CdcError;
+use crate::flavor::{self, Flavor};
+use crate::mariadb_events;
+use crate::position::{split_file_name, BinlogPos};
+use crate::schema::{load_tables, TableInfo};
+
+/// Where a new stream starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StartAt {
+    /// The server's current end of binlog (`SHOW MASTER STATUS`).
+    Current,
+    /// A position previously delivered (a commit boundary).
+    At(BinlogPos),
+}
+
+/// Settings of a binlog stream. `Default` values are what production should use.
+#[derive(Clone, Debug)]
+pub struct StreamConfig {
+    /// Replica server id; must be unique among the server's replicas (a duplicate kicks the
+    /// other connection off).
+    pub server_id: u32,
+    /// The database whose tables are decoded; row events of other databases are skipped.
+    pub database: String,
+    /// Heartbeat period requested from the server when the stream is idle.
+    pub heartbeat: Duration,
+    /// A read that waits longer than this reconnects (should exceed `heartbeat`).
+    pub read_timeout: Duration,
+    /// First reconnect delay; doubles per consecutive failure up to `backoff_max`.
+    pub backoff_initial: Duration,
+    pub backoff_max: Duration,
+    /// Consecutive failed reconnects before the error is returned to the caller.
+    pub max_retries: u32,
+    /// Bound on connecting and on each information_schema query.
+    pub query_timeout: Duration,
+}
+
+impl StreamConfig {
+    /// Defaults for `database` and `server_id`.
+    pub fn new(database: &str, server_id: u32) -> StreamConfig {
+        StreamConfig {
+            server_id,
+            database: database.to_string(),
+            heartbeat: Duration::from_secs(1),
+            read_timeout: Duration::from_secs(5),
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(10),
+            max_retries: 8,
+            query_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A DDL statement's effect on one table of the tracked database.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaChange {
+    /// End of the DDL event (between the batches before and after it).
+    pub position: Position,
+    pub table: String,
+    pub kind: DdlKind,
+    /// The table's schema after the statement, `None` if it no longer exists. Give it to
+    /// `Dataflow::alter_table` (which also clears views of a truncated table).
+    pub schema: Option<TableSchema>,
+}
+
+/// What the stream yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StreamEvent {
+    /// One committed transaction (possibly empty if it touched only other databases).
+    Batch(Batch),
+    /// A schema change, in order with the batches.
+    Schema(SchemaChange),
+}
+
+/// Replication lag as last observed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Lag {
+    /// Last delivered commit boundary.
+    pub delivered: Option<BinlogPos>,
+    /// The server's end of binlog as last reported (heartbeat or event).
+    pub server: Option<BinlogPos>,
+    /// Seconds between the last delivered transaction's commit and when it was delivered
+    /// (zero once a heartbeat says we are at the server's end).
+    pub behind: Duration,
+    /// Bytes of binlog between `delivered` and `server` when both are in the same file.
+    pub bytes_behind: u64,
+    /// Transactions delivered since the stream started.
+    pub transactions: u64,
+    /// Reconnects since the stream started.
+    pub reconnects: u64,
+    /// When the lag was last updated.
+    pub updated: Option<Instant>,
+}
+
+/// A cheap handle to read a stream's lag from elsewhere (metrics, readiness).
+#[derive(Clone, Debug, Default)]
+pub struct LagHandle(Arc<Mutex<Lag>>);
+
+impl LagHandle {
+    /// The last observed lag.
+    pub fn get(&self) -> Lag {
+        self.0.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+    fn update(&self, f: impl FnOnce(&mut Lag)) {
+        if let Ok(mut l) = self.0.lock() {
+            f(&mut l);
+            l.updated = Some(Instant::now());
+        }
+    }
+}
+
+/// A transaction being read.
+struct Txn {
+    /// Opened by BEGIN or a non-standalone MariaDB GTID: ends at XID/COMMIT. Otherwise the
+    /// next statement is the whole group.
+    explicit: bool,
+    changes: Vec<Change>,
+}
+
+/// The binlog stream. See the module header for its guarantees.
+pub struct BinlogStream {
+    cfg: StreamConfig,
+    opts: Opts,
+    flavor: Box<dyn Flavor>,
+    meta: Option<Conn>,
+    inner: Option<mysql_async::BinlogStream>,
+    conn_id: u32,
+    /// File the current connection is reading.
+    file: String,
+    delivered: BinlogPos,
+    tables: HashMap<String, TableInfo>,
+    out: VecDeque<StreamEvent>,
+    txn: Option<Txn>,
+    failures: u32,
+    lag: LagHandle,
+}
+
+async fn bounded<T>(d: Duration, what: &str, f: impl std::future::Future<Output = Result<T, mysql_async::Error>>) -> Result<T, CdcError> {
+    match tokio::time::timeout(d, f).await {
+        Ok(r) => Ok(r?),
+        Err(_) => Err(CdcError::Timeout(what.to_string())),
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
+}
+
+impl BinlogStream {
+    /// Connects (schema connection + binlog connection) and positions the stream.
+    pub async fn connect(opts: Opts, cfg: StreamConfig, start: StartAt) -> Result<BinlogStream, CdcError> {
+        let mut meta = bounded(cfg.query_timeout, "connect", Conn::new(opts.clone())).await?;
+        let version: Option<String> = bounded(cfg.query_timeout, "version", meta.query_first("SELECT VERSION()")).await?;
+        let flavor = flavor::detect(version.as_deref().unwrap_or(""));
+        let tables = bounded(cfg.query_timeout, "schema", async {
+            load_tables(&mut meta, flavor.as_ref(), &cfg.database, None).await.map_err(|e| match e {
+                CdcError::Upstream(u) => u,
+                other => mysql_async::Error::Other(Box::new(other)),
+            })
+        })
+        .await?;
+        let delivered = match start {
+            StartAt::At(p) => p,
+            StartAt::Current => current_position(&mut meta, flavor.as_ref(), cfg.query_timeout).await?,
+        };
+        split_file_name(&delivered.file).ok_or_else(|| CdcError::BadPosition(delivered.to_string()))?;
+        let lag = LagHandle::default();
+        lag.update(|l| l.delivered = Some(delivered.clone()));
+        let mut s = BinlogStream {
+            file: delivered.file.clone(),
+            cfg,
+            opts,
+            flavor,
+            meta: Some(meta),
+            inner: None,
+            conn_id: 0,
+            delivered,
+            tables,
+            out: VecDeque::new(),
+            txn: None,
+            failures: 0,
+            lag,
+        };
+        s.open().await?;
+        Ok(s)
+    }
+
+    /// The flavor detected from the server's version.
+    pub fn flavor(&self) -> &dyn Flavor {
+        self.flavor.as_ref()
+    }
+
+    /// The last delivered commit boundary (where a restart would resume).
+    pub fn delivered(&self) -> &BinlogPos {
+        &self.delivered
+    }
+
+    /// The server's connection id of the binlog connection (for tests and diagnostics).
+    pub fn connection_id(&self) -> u32 {
+        self.conn_id
+    }
+
+    /// Schemas of the tracked database's tables, as currently known.
+    pub fn tables(&self) -> impl Iterator<Item = &TableSchema> {
+        self.tables.values().map(|t| &t.schema)
+    }
+
+    /// A handle to the lag, readable from other tasks.
+    pub fn lag(&self) -> LagHandle {
+        self.lag.clone()
+    }
+
+    async fn open(&mut self) -> Result<(), CdcError> {
+        let mut conn = bounded(self.cfg.query_timeout, "connect", Conn::new(self.opts.clone())).await?;
+        for s in self.flavor.binlog_session_setup(self.cfg.heartbeat) {
+            bounded(self.cfg.query_timeout, "session setup", conn.query_drop(s)).await?;
+        }
+        self.conn_id = conn.id();
+        let file = self.delivered.file.clone();
+        let req = BinlogStreamRequest::new(self.cfg.server_id)
+            .with_filename(file.as_bytes())
+            .with_pos(self.delivered.offset as u64);
+        let stream = bounded(self.cfg.query_timeout, "binlog dump", conn.get_binlog_stream(req)).await?;
+        self.inner = Some(stream);
+        self.file = file;
+        self.txn = None;
+        Ok(())
+    }
+
+    /// The next batch or schema change. Reconnects by itself on connection errors; returns
+    /// [`CdcError::PositionGone`] if the resume position no longer exists, and other errors
+    /// when the stream cannot be trusted (evict all state, reconnect at the current position).
+    pub async fn next(&mut self) -> Result<StreamEvent, CdcError> {
+        loop {
+            if let Some(e) = self.out.pop_front() {
+                return Ok(e);
+            }
+            let step = match self.inner.as_mut() {
+                None => self.reopen().await,
+                Some(inner) => match tokio::time::timeout(self.cfg.read_timeout, next_event(inner)).await {
+                    Err(_) => Err(CdcError::Timeout(format!("no binlog event for {:?}", self.cfg.read_timeout))),
+                    Ok(None) => Err(CdcError::Protocol("the server ended the binlog stream".into())),
+                    Ok(Some(Err(e))) => Err(CdcError::from(e)),
+                    Ok(Some(Ok(ev))) => self.handle(ev).await,
+                },
+            };
+            match step {
+                Ok(()) => {}
+                Err(CdcError::Upstream(mysql_async::Error::Server(e))) if e.code == 1236 => {
+                    self.inner = None;
+                    return Err(CdcError::PositionGone { position: self.delivered.clone(), reason: e.message });
+                }
+                Err(e) if e.retry_safe() => {
+                    tracing::warn!(error = %e, resume = %self.delivered, "binlog connection lost; reconnecting");
+                    self.inner = None;
+                    self.txn = None;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn reopen(&mut self) -> Result<(), CdcError> {
+        if self.failures > 0 {
+            let exp = self.failures.saturating_sub(1).min(20);
+            let delay = self.cfg.backoff_initial.saturating_mul(1 << exp).min(self.cfg.backoff_max);
+            tokio::time::sleep(delay).await;
+        }
+        self.failures += 1;
+        self.lag.update(|l| l.reconnects += 1);
+        match self.open().await {
+            Ok(()) => Ok(()),
+            Err(e) if e.retry_safe() && self.failures <= self.cfg.max_retries => {
+                tracing::warn!(error = %e, attempt = self.failures, "binlog reconnect failed");
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn handle(&mut self, ev: Event) -> Result<(), CdcError> {
+        let hdr = ev.header();
+        let ty = hdr.event_type_raw();
+        let log_pos = hdr.log_pos();
+        match ty {
+            t if t == EventType::ROTATE_EVENT as u8 => {
+                let r: RotateEvent<'_> = ev.read_event().map_err(proto)?;
+                let name = r.name().into_owned();
+                if log_pos == 0 {
+                    self.check_fake_rotate(&name)?;
+                } else {
+                    if !same_series(&self.file, &name) {
+                        return Err(CdcError::PositionGone {
+                            position: self.delivered.clone(),
+                            reason: format!("binlog rotated from {} to an unrelated file {name}", self.file),
+                        });
+                    }
+                    self.file = name;
+                    if self.txn.is_none() {
+                        self.delivered = BinlogPos::new(self.file.clone(), r.position() as u32);
+                    }
+                }
+            }
+            t if t == EventType::HEARTBEAT_EVENT as u8 => {
+                let server = BinlogPos::new(self.file.clone(), log_pos);
+                let at_end = self.txn.is_none() && self.delivered == server;
+                self.lag.update(|l| {
+                    l.bytes_behind = server.offset.saturating_sub(l.delivered.as_ref().map(|d| d.offset).unwrap_or(0)) as u64;
+                    l.server = Some(server);
+                    if at_end {
+                        l.behind = Duration::ZERO;
+                        l.bytes_behind = 0;
+                    }
+                });
+                self.failures = 0;
+            }
+            mariadb_events::GTID => {
+                let g = mariadb_events::parse_gtid(ev.data(), hdr.server_id())
+                    .ok_or_else(|| CdcError::Protocol("malformed MariaDB GTID event".into()))?;
+                self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new() });
+            }
+            t if t == EventType::GTID_EVENT as u8 || t == EventType::ANONYMOUS_GTID_EVENT as u8 => {
+                self.txn = Some(Txn { explicit: false, changes: Vec::new() });
+            }
+            t if t == EventType::QUERY_EVENT as u8 => {
+                let q: QueryEvent<'_> = ev.read_event().map_err(proto)?;
+                self.query(&q, log_pos, hdr.timestamp()).await?;
+            }
+            t if t == EventType::XID_EVENT as u8 => self.commit(log_pos, hdr.timestamp())?,
+            t if matches!(t, 23..=25 | 30..=32 | 39) => {
+                let id = match ev.read_data().map_err(proto)? {
+                    Some(mysql_async::binlog::events::EventData::RowsEvent(r)) => r.table_id(),
+                    _ => return Err(CdcError::Protocol("unreadable rows event".into())),
+                };
+                let tme = self
+                    .inner
+                    .as_ref()
+                    .and_then(|i| i.get_tme(id))
+                    .cloned()
+                    .ok_or_else(|| CdcError::Protocol(format!("rows event for unknown table id {id}")))?;
+                if tme.database_name() == self.cfg.database.as_str() {
+                    self.rows(&ev, &tme).await?;
+                }
+            }
+            _ => {}
+        }
+        self.server_seen(log_pos);
+        Ok(())
+    }
+
+    fn server_seen(&self, log_pos: u32) {
+        if log_pos > 0 {
+            let server = BinlogPos::new(self.file.clone(), log_pos);
+            self.lag.update(|l| {
+                if l.server.as_ref().is_none_or(|s| s.file != server.file || s.offset < server.offset) {
+                    l.server = Some(server);
+                }
+            });
+        }
+    }
+
+    /// The first (fake) ROTATE names the file we asked for; before the format description it
+    /// is read without knowing that events carry checksums, so its name may end in the 4
+    /// checksum bytes. Never take a position from it; only check it.
+    fn check_fake_rotate(&self, name: &str) -> Result<(), CdcError> {
+        let trimmed = name.get(..name.len().saturating_sub(4)).unwrap_or("");
+        if name == self.file || trimmed == self.file {
+            Ok(())
+        } else {
+            tracing::warn!(requested = %self.file, got = %name, "server starts the binlog stream elsewhere");
+            Ok(())
+        }
+    }
+
+    async fn query(&mut self, q: &QueryEvent<'_>, log_pos: u32, ts: u32) -> Result<(), CdcError> {
+        let sql = q.query();
+        let head = sql.trim_start();
+        let word = head.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+        match word.as_str() {
+            "BEGIN" => {
+                let changes = self.txn.take().map(|t| t.changes).unwrap_or_default();
+                self.txn = Some(Txn { explicit: true, changes });
+                return Ok(());
+            }
+            "COMMIT" | "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
+                return self.commit(log_pos, ts);
+            }
+            "SAVEPOINT" | "XA" => return Ok(()),
+            _ => {}
+        }
+        if self.txn.as_ref().is_some_and(|t| t.explicit) {
+            // A statement inside a transaction (not DDL under ROW format): nothing to decode.
+            return Ok(());
+        }
+        // A standalone statement: its own group. DDL on tracked tables refreshes schemas.
+        let default_db = q.schema().into_owned();
+        let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
+        for t in parse_ddl(&sql) {
+            let db = t.database.clone().unwrap_or_else(|| default_db.clone());
+            if db != self.cfg.database {
+                continue;
+            }
+            self.refresh(&t.table).await?;
+            let schema = self.tables.get(&t.table).map(|i| i.schema.clone());
+            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: t.table, kind: t.kind, schema }));
+        }
+        self.txn = None;
+        self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+        self.lag.update(|l| l.delivered = Some(BinlogPos::new(self.file.clone(), log_pos)));
+        self.failures = 0;
+        Ok(())
+    }
+
+    fn commit(&mut self, log_pos: u32, ts: u32) -> Result<(), CdcError> {
+        let txn = self.txn.take().unwrap_or(Txn { explicit: false, changes: Vec::new() });
+        let end = BinlogPos::new(self.file.clone(), log_pos);
+        let position = end.position()?;
+        self.out.push_back(StreamEvent::Batch(Batch { position, changes: txn.changes }));
+        self.delivered = end.clone();
+        self.failures = 0;
+        let behind = Duration::from_secs(now_secs().saturating_sub(ts as u64));
+        self.lag.update(|l| {
+            l.delivered = Some(end);
+            l.behind = behind;
+            l.transactions += 1;
+        });
+        Ok(())
+    }
+
+    /// Re-reads `table`'s schema from information_schema (absent if it no longer exists).
+    async fn refresh(&mut self, table: &str) -> Result<(), CdcError> {
+        if self.meta.is_none() {
+            self.meta = Some(bounded(self.cfg.query_timeout, "connect", Conn::new(self.opts.clone())).await?);
+        }
+        let Some(meta) = self.meta.as_mut() else { unreachable!("meta was set just above") };
+        let loaded = tokio::time::timeout(
+            self.cfg.query_timeout,
+            load_tables(meta, self.flavor.as_ref(), &self.cfg.database, Some(table)),
+        )
+        .await;
+        let fresh = match loaded {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                self.meta = None;
+                return Err(e);
+            }
+            Err(_) => {
+                self.meta = None;
+                return Err(CdcError::Timeout(format!("reading the schema of `{table}`")));
+            }
+        };
+        self.tables.retain(|k, _| !k.eq_ignore_ascii_case(table));
+        self.tables.extend(fresh);
+        Ok(())
+    }
+
+    async fn rows(&mut self, ev: &Event, tme: &TableMapEvent<'static>) -> Result<(), CdcError> {
+        let table = tme.table_name().into_owned();
+        if self.tables.get(&table).is_none_or(|t| check_table_map(tme, &t.schema).is_err()) {
+            // A table created or altered by DDL the stream has not seen yet (or started
+            // after): read its schema once more before giving up.
+            self.refresh(&table).await?;
+        }
+        let Some(info) = self.tables.get(&table) else {
+            return Err(CdcError::SchemaMismatch { table, reason: "row event for a table information_schema does not list".into() });
+        };
+        check_table_map(tme, &info.schema).map_err(|reason| CdcError::SchemaMismatch { table: table.clone(), reason })?;
+        let Some(mysql_async::binlog::events::EventData::RowsEvent(data)) = ev.read_data().map_err(proto)? else {
+            return Err(CdcError::Protocol("unreadable rows event".into()));
+        };
+        let txn = self.txn.get_or_insert(Txn { explicit: false, changes: Vec::new() });
+        for r in rows_of(&data, tme) {
+            let (before, after) = r.map_err(|e| CdcError::Decode { table: table.clone(), column: "?".into(), reason: e.to_string() })?;
+            if let Some(b) = before {
+                txn.changes.push(Change { table: table.clone(), row: to_row(info, b)?, insert: false });
+            }
+            if let Some(a) = after {
+                txn.changes.push(Change { table: table.clone(), row: to_row(info, a)?, insert: true });
+            }
+        }
+        Ok(())
+    }
+}
+
+fn rows_of<'a>(
+    data: &'a RowsEventData<'a>,
+    tme: &'a TableMapEvent<'a>,
+) -> mysql_async::binlog::events::RowsEventRows<'a> {
+    data.rows(tme)
+}
+
+fn to_row(info: &TableInfo, row: mysql_async::binlog::row::BinlogRow) -> Result<Row, CdcError> {
+    let cols = &info.schema.columns;
+    if row.len() != cols.len() {
+        return Err(CdcError::SchemaMismatch {
+            table: info.schema.name.clone(),
+            reason: format!("row image has {} of {} columns; set binlog_row_image = FULL", row.len(), cols.len()),
+        });
+    }
+    let cells = row.unwrap();
+    let mut out = Vec::with_capacity(cells.len());
+    for ((cell, c), facts) in cells.into_iter().zip(cols).zip(&info.decode) {
+        out.push(decode(&c.ty, c.collation, facts, cell).map_err(|reason| CdcError::Decode {
+            table: info.schema.name.clone(),
+            column: c.name.clone(),
+            reason,
+        })?);
+    }
+    Ok(out.into_boxed_slice())
+}
+
+/// True if both files are `base.N` of the same base.
+fn same_series(a: &str, b: &str) -> bool {
+    match (split_file_name(a), split_file_name(b)) {
+        (Some((x, _)), Some((y, _))) => x == y,
+        _ => false,
+    }
+}
+
+/// Checks a table map against the schema: same column count, each binlog type in the family
+/// the schema's type decodes from.
+pub fn check_table_map(tme: &TableMapEvent<'_>, schema: &TableSchema) -> Result<(), String> {
+    let n = tme.columns_count() as usize;
+    if n != schema.columns.len() {
+        return Err(format!("the binlog has {n} columns, information_schema {}", schema.columns.len()));
+    }
+    for (i, c) in schema.columns.iter().enumerate() {
+        let ct = tme.get_column_type(i).ok().flatten().ok_or_else(|| format!("column {i}: unknown binlog type"))?;
+        if !compatible(ct, &c.ty) {
+            return Err(format!("column `{}` is {:?} in the binlog but {:?} in information_schema", c.name, ct, c.ty));
+        }
+    }
+    Ok(())
+}
+
+/// Which binlog column types a schema type may arrive as.
+pub fn compatible(ct: ColumnType, ty: &SqlType) -> bool {
+    use ColumnType::*;
+    match ty {
+        SqlType::Int { bytes: 1, .. } => ct == MYSQL_TYPE_TINY,
+        SqlType::Int { bytes: 2, .. } => ct == MYSQL_TYPE_SHORT,
+        SqlType::Int { bytes: 3, .. } => ct == MYSQL_TYPE_INT24,
+        SqlType::Int { bytes: 4, .. } => ct == MYSQL_TYPE_LONG,
+        SqlType::Int { .. } => ct == MYSQL_TYPE_LONGLONG,
+        SqlType::Float => ct == MYSQL_TYPE_FLOAT,
+        SqlType::Double => ct == MYSQL_TYPE_DOUBLE,
+        SqlType::Decimal { .. } => ct == MYSQL_TYPE_NEWDECIMAL,
+        SqlType::Text | SqlType::Bytes | SqlType::Json => matches!(
+            ct,
+            MYSQL_TYPE_VARCHAR
+                | MYSQL_TYPE_VAR_STRING
+                | MYSQL_TYPE_STRING
+                | MYSQL_TYPE_BLOB
+                | MYSQL_TYPE_TINY_BLOB
+                | MYSQL_TYPE_MEDIUM_BLOB
+                | MYSQL_TYPE_LONG_BLOB
+                | MYSQL_TYPE_JSON
+                | MYSQL_TYPE_GEOMETRY
+        ),
+        SqlType::Date => matches!(ct, MYSQL_TYPE_DATE | MYSQL_TYPE_NEWDATE),
+        SqlType::Time { .. } => matches!(ct, MYSQL_TYPE_TIME | MYSQL_TYPE_TIME2),
+        SqlType::DateTime { .. } => matches!(ct, MYSQL_TYPE_DATETIME | MYSQL_TYPE_DATETIME2),
+        SqlType::Timestamp { .. } => matches!(ct, MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_TIMESTAMP2),
+        SqlType::Year => ct == MYSQL_TYPE_YEAR,
+        SqlType::Enum(_) => ct == MYSQL_TYPE_ENUM,
+        SqlType::Set(_) => ct == MYSQL_TYPE_SET,
+        SqlType::Bit { .. } => ct == MYSQL_TYPE_BIT,
+    }
+}
+
+fn proto(e: std::io::Error) -> CdcError {
+    CdcError::Protocol(e.to_string())
+}
+
+async fn next_event(s: &mut mysql_async::BinlogStream) -> Option<Result<Event, mysql_async::Error>> {
+    use futures_core::Stream;
+    std::future::poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)).await
+}
+
+/// The server's current end of binlog.
+pub async fn current_position(conn: &mut Conn, flavor: &dyn Flavor, limit: Duration) -> Result<BinlogPos, CdcError> {
+    let row: Option<mysql_async::Row> = bounded(limit, "current position", conn.query_first(flavor.current_position_sql())).await?;
+    let row = row.ok_or_else(|| CdcError::Checks(vec!["binary logging is off: start the server with log_bin".into()]))?;
+    let file: Option<String> = row.get(0);
+    let pos: Option<u64> = row.get(1);
+    match (file, pos) {
+        (Some(f), Some(p)) => Ok(BinlogPos::new(f, p as u32)),
+        _ => Err(CdcError::Protocol(format!("unexpected answer to {}", flavor.current_position_sql()))),
+    }
+}
