@@ -27,7 +27,9 @@
 pub mod ddl;
 pub mod decode;
 pub mod error;
+pub mod fill;
 pub mod flavor;
+pub mod gtid_set;
 pub mod mariadb_events;
 pub mod position;
 pub mod result;
@@ -36,7 +38,9 @@ pub mod stream;
 
 pub use ddl::DdlKind;
 pub use error::CdcError;
+pub use fill::{BlockingFills, FillConfig, UpstreamFills};
 pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
+pub use gtid_set::GtidSet;
 pub use position::{BinlogPos, MariaGtid};
 pub use schema::TableInfo;
 pub use stream::{BinlogStream, Lag, LagHandle, SchemaChange, StartAt, StreamConfig, StreamEvent};

@@ -99,6 +99,8 @@ pub struct SchemaChange {
     /// The table's schema after the statement, `None` if it no longer exists. Give it to
     /// `Dataflow::alter_table` (which also clears views of a truncated table).
     pub schema: Option<TableSchema>,
+    /// The same with decode facts, for `UpstreamFills::set_table`.
+    pub info: Option<TableInfo>,
 }
 
 /// What the stream yields.
@@ -241,6 +243,30 @@ impl BinlogStream {
     /// Schemas of the tracked database's tables, as currently known.
     pub fn tables(&self) -> impl Iterator<Item = &TableSchema> {
         self.tables.values().map(|t| &t.schema)
+    }
+
+    /// Table infos (schema + decode facts) of the tracked database, for the fill source.
+    pub fn table_infos(&self) -> HashMap<String, TableInfo> {
+        self.tables.clone()
+    }
+
+    /// Runs the stream in its own task and hands its events over a bounded channel. This is
+    /// how to combine it with other work: [`BinlogStream::next`] is not cancel-safe (a
+    /// dropped read can lose part of a packet), a channel receive is. The task ends after
+    /// sending an error, or when the receiver is dropped.
+    pub fn spawn(mut self, capacity: usize) -> (tokio::sync::mpsc::Receiver<Result<StreamEvent, CdcError>>, LagHandle) {
+        let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
+        let lag = self.lag();
+        tokio::spawn(async move {
+            loop {
+                let r = self.next().await;
+                let stop = r.is_err();
+                if tx.send(r).await.is_err() || stop {
+                    break;
+                }
+            }
+        });
+        (rx, lag)
     }
 
     /// A handle to the lag, readable from other tasks.
@@ -439,8 +465,9 @@ impl BinlogStream {
                 continue;
             }
             self.refresh(&t.table).await?;
-            let schema = self.tables.get(&t.table).map(|i| i.schema.clone());
-            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: t.table, kind: t.kind, schema }));
+            let info = self.tables.get(&t.table).cloned();
+            let schema = info.as_ref().map(|i| i.schema.clone());
+            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: t.table, kind: t.kind, schema, info }));
         }
         self.txn = None;
         self.delivered = BinlogPos::new(self.file.clone(), log_pos);

@@ -1,0 +1,270 @@
+//! The fenced upstream fill source: answers the dataflow's fill requests from the live server,
+//! tied to the binlog position the answer reflects.
+//!
+//! Owns: running a request's state queries (SQL with the missing keys in IN lists) on a pool of
+//! connections, the cap on fills in flight, converting the answers (`result`), and the fence.
+//! Does not own: deciding what to fill, deduplication and buffering (dataflow).
+//!
+//! # The fence (why no write is counted twice or lost)
+//! The dataflow skips every batch at or before a fill's position and applies every later one
+//! (ARCHITECTURE.md, "Invariants of partial state"). That is exact only if the fill's rows are
+//! the database *at* that position: containing every transaction whose commit ends at or before
+//! it and none after.
+//! - **MariaDB** ([`FenceKind::SnapshotPosition`]): inside `START TRANSACTION WITH CONSISTENT
+//!   SNAPSHOT`, `binlog_snapshot_file`/`binlog_snapshot_position` are the binlog coordinates of
+//!   exactly the snapshot (InnoDB and the binlog commit in the same order, and the server takes
+//!   the snapshot and the coordinates under the commit lock). The position maps like batch
+//!   positions do (end of the last included commit), so "batch <= fill" is "included".
+//! - **MySQL 8** ([`FenceKind::GtidBracket`]): there is no snapshot position. `SHOW MASTER
+//!   STATUS` (file, position, executed GTID set) is read before the snapshot starts and again
+//!   after the queries; the fill is accepted at the first position only if nothing was written
+//!   to the binlog in between and the executed set did not change ([`accept_bracket`]), else
+//!   retried a bounded number of times and reported unavailable (the read is relayed).
+//!   Residual risk, documented in docs/mysql8.md: a transaction already in the binlog but not
+//!   yet committed in InnoDB when the snapshot starts; untested live.
+//!
+//! If the fence fails, the fill fails ([`FillError::Unavailable`]); it never returns rows at a
+//! position it cannot vouch for.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use freshet_dataflow::{FillData, FillError, FillRequest, FillResponse, FillSource, Position, Row, Value};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts};
+use tokio::sync::Semaphore;
+
+use crate::flavor::{FenceKind, Flavor};
+use crate::gtid_set::GtidSet;
+use crate::position::BinlogPos;
+use crate::result::{convert, param, result_columns};
+use crate::schema::TableInfo;
+
+/// Settings of the fill source.
+#[derive(Clone, Debug)]
+pub struct FillConfig {
+    /// Most fills running at once (each holds one connection).
+    pub max_in_flight: usize,
+    /// Bound on one fill, queueing included.
+    pub timeout: Duration,
+    /// MySQL 8: attempts before giving up when writes keep landing inside the bracket.
+    pub bracket_attempts: u32,
+}
+
+impl Default for FillConfig {
+    fn default() -> FillConfig {
+        FillConfig { max_in_flight: 8, timeout: Duration::from_secs(5), bracket_attempts: 3 }
+    }
+}
+
+/// The upstream fill source. Cheap to clone; clones share the pool and the cap.
+#[derive(Clone)]
+pub struct UpstreamFills {
+    pool: Pool,
+    fence: FenceKind,
+    flavor_sql: &'static str,
+    tables: Arc<RwLock<HashMap<String, TableInfo>>>,
+    permits: Arc<Semaphore>,
+    cfg: FillConfig,
+}
+
+/// (file:offset, executed GTID set) as `SHOW MASTER STATUS` reports them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MasterStatus {
+    pub pos: BinlogPos,
+    pub executed: GtidSet,
+}
+
+/// MySQL 8 fence decision: the fill taken between `before` and `after` reflects exactly
+/// `before.pos` if nothing reached the binlog or the executed set in between.
+pub fn accept_bracket(before: &MasterStatus, after: &MasterStatus) -> Option<BinlogPos> {
+    (before == after).then(|| before.pos.clone())
+}
+
+impl UpstreamFills {
+    /// A fill source over `opts` (its database must be the one the cached queries read).
+    /// Each pooled connection runs with `time_zone = '+00:00'` (TIMESTAMPs as the binlog
+    /// carries them) and REPEATABLE READ (what a consistent snapshot needs).
+    pub fn new(opts: Opts, database: &str, flavor: &dyn Flavor, tables: HashMap<String, TableInfo>, cfg: FillConfig) -> UpstreamFills {
+        let n = cfg.max_in_flight.max(1);
+        let constraints = PoolConstraints::new(1, n).unwrap_or_default();
+        let opts: Opts = OptsBuilder::from_opts(opts)
+            .db_name(Some(database.to_string()))
+            .init(vec![
+                "SET time_zone = '+00:00'".to_string(),
+                "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
+            ])
+            .pool_opts(PoolOpts::default().with_constraints(constraints))
+            .into();
+        UpstreamFills {
+            pool: Pool::new(opts),
+            fence: flavor.fence(),
+            flavor_sql: flavor.current_position_sql(),
+            tables: Arc::new(RwLock::new(tables)),
+            permits: Arc::new(Semaphore::new(n)),
+            cfg,
+        }
+    }
+
+    /// Replaces (or with `None` removes) what the source knows of a table, after DDL.
+    pub fn set_table(&self, name: &str, info: Option<TableInfo>) {
+        if let Ok(mut t) = self.tables.write() {
+            t.retain(|k, _| !k.eq_ignore_ascii_case(name));
+            if let Some(i) = info {
+                t.insert(name.to_string(), i);
+            }
+        }
+    }
+
+    /// Answers `req` (state queries only; base scans are for the replica source).
+    pub async fn fill(&self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        match tokio::time::timeout(self.cfg.timeout, self.fill_unbounded(req)).await {
+            Ok(r) => r,
+            Err(_) => Err(FillError::Unavailable(format!("fill of {} keys timed out after {:?}", req.keys.len(), self.cfg.timeout))),
+        }
+    }
+
+    async fn fill_unbounded(&self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        let _permit = self.permits.acquire().await.map_err(|e| FillError::Unavailable(e.to_string()))?;
+        let mut conn = self.pool.get_conn().await.map_err(unavailable)?;
+        let (position, answers) = match self.fence {
+            FenceKind::SnapshotPosition => self.fill_snapshot(&mut conn, req).await?,
+            FenceKind::GtidBracket => self.fill_bracketed(&mut conn, req).await?,
+        };
+        if position < req.min_position {
+            return Err(FillError::Behind { have: position, need: req.min_position });
+        }
+        Ok(FillResponse { view: req.view, keys: req.keys.clone(), position, data: FillData::States(answers) })
+    }
+
+    async fn fill_snapshot(&self, conn: &mut Conn, req: &FillRequest) -> Result<(Position, Vec<Vec<(Row, i64)>>), FillError> {
+        conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(unavailable)?;
+        let r = async {
+            let status: Vec<(String, String)> =
+                conn.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'").await.map_err(unavailable)?;
+            let get = |name: &str| status.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+            let (Some(file), Some(offset)) = (get("binlog_snapshot_file"), get("binlog_snapshot_position")) else {
+                return Err(FillError::Unavailable("the server reports no binlog snapshot position (is log_bin on?)".into()));
+            };
+            let offset: u32 = offset.parse().map_err(|_| FillError::Unavailable(format!("bad binlog_snapshot_position {offset}")))?;
+            let position = BinlogPos::new(file, offset).position().map_err(|e| FillError::Unavailable(e.to_string()))?;
+            let answers = self.run_queries(conn, req).await?;
+            Ok((position, answers))
+        }
+        .await;
+        // Read-only: COMMIT and ROLLBACK are equivalent; a failure here drops the connection.
+        let end = conn.query_drop("COMMIT").await;
+        let out = r?;
+        end.map_err(unavailable)?;
+        Ok(out)
+    }
+
+    async fn fill_bracketed(&self, conn: &mut Conn, req: &FillRequest) -> Result<(Position, Vec<Vec<(Row, i64)>>), FillError> {
+        for _ in 0..self.cfg.bracket_attempts.max(1) {
+            let before = self.master_status(conn).await?;
+            conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(unavailable)?;
+            let answers = self.run_queries(conn, req).await;
+            let end = conn.query_drop("COMMIT").await;
+            let answers = answers?;
+            end.map_err(unavailable)?;
+            let after = self.master_status(conn).await?;
+            if let Some(pos) = accept_bracket(&before, &after) {
+                let p = pos.position().map_err(|e| FillError::Unavailable(e.to_string()))?;
+                return Ok((p, answers));
+            }
+        }
+        Err(FillError::Unavailable("writes kept committing during the fill (GTID bracket); relay the read".into()))
+    }
+
+    async fn master_status(&self, conn: &mut Conn) -> Result<MasterStatus, FillError> {
+        let row: Option<mysql_async::Row> = conn.query_first(self.flavor_sql).await.map_err(unavailable)?;
+        let row = row.ok_or_else(|| FillError::Unavailable("binary logging is off".into()))?;
+        let file: Option<String> = row.get(0);
+        let pos: Option<u64> = row.get(1);
+        let gtids: Option<String> = row.get(4);
+        match (file, pos) {
+            (Some(f), Some(p)) => Ok(MasterStatus {
+                pos: BinlogPos::new(f, p as u32),
+                executed: GtidSet::parse(gtids.as_deref().unwrap_or("")).unwrap_or_default(),
+            }),
+            _ => Err(FillError::Unavailable("unexpected SHOW MASTER STATUS answer".into())),
+        }
+    }
+
+    async fn run_queries(&self, conn: &mut Conn, req: &FillRequest) -> Result<Vec<Vec<(Row, i64)>>, FillError> {
+        let mut answers = Vec::with_capacity(req.queries.len());
+        for q in &req.queries {
+            let params = Params::Positional(q.params.iter().map(param).collect());
+            let rows: Vec<mysql_async::Row> = conn.exec(q.sql.as_str(), params).await.map_err(unavailable)?;
+            let mut answer = Vec::with_capacity(rows.len());
+            let mut cols = None;
+            for row in rows {
+                let cols = match &cols {
+                    Some(c) => c,
+                    None => {
+                        let tables = self.tables.read().map_err(|e| FillError::Unavailable(e.to_string()))?;
+                        cols.insert(result_columns(row.columns_ref(), &tables))
+                    }
+                };
+                let mut vals: Vec<Value> = Vec::with_capacity(cols.len());
+                for (v, c) in row.unwrap().into_iter().zip(cols.iter()) {
+                    vals.push(convert(c, v).map_err(FillError::Unavailable)?);
+                }
+                let weight = if q.grouped {
+                    match vals.pop() {
+                        Some(Value::Int(n)) => n,
+                        Some(Value::UInt(n)) => n as i64,
+                        other => return Err(FillError::Unavailable(format!("grouped fill without a count: {other:?}"))),
+                    }
+                } else {
+                    1
+                };
+                answer.push((vals.into_boxed_slice(), weight));
+            }
+            answers.push(answer);
+        }
+        Ok(answers)
+    }
+}
+
+fn unavailable(e: mysql_async::Error) -> FillError {
+    FillError::Unavailable(format!("upstream: {e}"))
+}
+
+/// The synchronous [`FillSource`] over [`UpstreamFills`], for callers outside the runtime
+/// (e.g. a writer thread). Must not be called from inside an async task: it blocks on the
+/// runtime handle.
+pub struct BlockingFills {
+    pub fills: UpstreamFills,
+    pub runtime: tokio::runtime::Handle,
+}
+
+impl FillSource for BlockingFills {
+    fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        self.runtime.block_on(self.fills.fill(req))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(file: &str, off: u32, gtids: &str) -> MasterStatus {
+        MasterStatus { pos: BinlogPos::new(file, off), executed: GtidSet::parse(gtids).unwrap() }
+    }
+
+    const U: &str = "3e11fa47-71ca-11e1-9e33-c80aa9429562";
+
+    #[test]
+    fn bracket_accepts_only_a_quiet_window() {
+        let a = status("b.000001", 100, &format!("{U}:1-10"));
+        assert_eq!(accept_bracket(&a, &a.clone()), Some(BinlogPos::new("b.000001", 100)));
+        // A commit in between moved the binlog.
+        assert_eq!(accept_bracket(&a, &status("b.000001", 300, &format!("{U}:1-11"))), None);
+        // A transaction already logged before the window committed in the engine during it.
+        assert_eq!(accept_bracket(&a, &status("b.000001", 100, &format!("{U}:1-11"))), None);
+        // A rotation with no commits still moves the coordinates: retry (safe, just slower).
+        assert_eq!(accept_bracket(&a, &status("b.000002", 4, &format!("{U}:1-10"))), None);
+    }
+}

@@ -1,0 +1,246 @@
+//! Fills from the live server race concurrent writers to the same keys, through a real
+//! dataflow fed by the real binlog stream; after the writers stop and replication catches up,
+//! every view's answer for every key equals the server's own answer to the same query (no
+//! stale fill, no write counted twice or lost). Evictions during the run force refills while
+//! writes are in flight.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::*;
+use freshet_cdc::result::{convert, result_columns};
+use freshet_cdc::stream::current_position;
+use freshet_cdc::{FillConfig, MariaDb, StreamEvent, UpstreamFills};
+use freshet_dataflow::expr::text_of;
+use freshet_dataflow::{ByteSize, Catalog, Dataflow, FillRequest, Key, Lookup, Value, ViewId};
+use mysql_async::prelude::Queryable;
+use tokio::task::JoinSet;
+
+const KEYS: i64 = 12;
+const WRITERS: usize = 3;
+const TXNS_PER_WRITER: usize = 1_500;
+const QUERIES: &[&str] = &[
+    "SELECT id, v, s FROM cdc_items WHERE k = ?",
+    "SELECT k, COUNT(*), SUM(v), MAX(v) FROM cdc_items WHERE k = ? GROUP BY k",
+    "SELECT s, COUNT(*) FROM cdc_items WHERE k = ? GROUP BY s",
+];
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self, m: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % m
+    }
+}
+
+async fn writer(db: String, w: usize) {
+    let mut c = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
+    let mut r = Rng(991 + w as u64);
+    let mut done = 0;
+    while done < TXNS_PER_WRITER {
+        let res: Result<(), mysql_async::Error> = async {
+            let mut tx = c.start_transaction(Default::default()).await?;
+            for _ in 0..1 + r.next(3) {
+                let (id, k, v) = (r.next(300) as i64, r.next(KEYS as u64) as i64, r.next(50) as i64);
+                match r.next(4) {
+                    0 => tx.exec_drop("INSERT INTO cdc_items VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE v = v + 1", (id, k, v, ["a", "B", "b"][(v % 3) as usize])).await?,
+                    1 => tx.exec_drop("UPDATE cdc_items SET v = v + ? WHERE id = ?", (v, id)).await?,
+                    2 => tx.exec_drop("UPDATE cdc_items SET k = ? WHERE id = ?", (k, id)).await?,
+                    _ => tx.exec_drop("DELETE FROM cdc_items WHERE id = ?", (id,)).await?,
+                }
+            }
+            tx.commit().await
+        }
+        .await;
+        match res {
+            Ok(()) => done += 1,
+            Err(mysql_async::Error::Server(e)) if e.code == 1213 || e.code == 1205 => {}
+            Err(e) => panic!("writer {w}: {e}"),
+        }
+        if done % 50 == 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// Rows as sorted text. `fold`: compare case-insensitively, for GROUP BY a `_ci` column, whose
+/// representative is whichever row the server (or the view) saw first (unspecified in MySQL).
+fn rows_text(rows: &[Box<[Value]>], fold: bool) -> Vec<Vec<String>> {
+    let t = |v: &Value| {
+        let s = text_of(v).unwrap_or_else(|| "NULL".into());
+        if fold { s.to_lowercase() } else { s }
+    };
+    let mut out: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(t).collect()).collect();
+    out.sort();
+    out
+}
+
+#[derive(Default)]
+struct Counts {
+    fills: usize,
+    filled: usize,
+    stale: usize,
+    failed: usize,
+    evictions: usize,
+    lookups: usize,
+}
+
+fn spawn_fills(df: &mut Dataflow, fills: &UpstreamFills, inflight: &mut JoinSet<(FillRequest, Result<freshet_dataflow::FillResponse, freshet_dataflow::FillError>)>) {
+    for req in df.fill_requests() {
+        let f = fills.clone();
+        inflight.spawn(async move {
+            let r = f.fill(&req).await;
+            (req, r)
+        });
+    }
+}
+
+fn finish(df: &mut Dataflow, c: &mut Counts, done: (FillRequest, Result<freshet_dataflow::FillResponse, freshet_dataflow::FillError>)) {
+    let (req, r) = done;
+    c.fills += 1;
+    match r {
+        Ok(resp) => {
+            let o = df.complete_fill(resp);
+            c.filled += o.filled;
+            c.stale += o.stale;
+        }
+        Err(_) => {
+            c.failed += 1;
+            df.abandon_fill(&req);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
+    let (db, mut c) = fresh_db("fills").await;
+    c.query_drop(
+        "CREATE TABLE cdc_items (id INT PRIMARY KEY, k INT NOT NULL, v INT NOT NULL,
+                                 s VARCHAR(10) COLLATE utf8mb4_general_ci NOT NULL, KEY (k))",
+    )
+    .await
+    .unwrap();
+    let seed: Vec<String> = (0..150).map(|i| format!("({i}, {}, {}, '{}')", i % KEYS, i % 7, ["a", "B", "b"][i as usize % 3])).collect();
+    c.query_drop(format!("INSERT INTO cdc_items VALUES {}", seed.join(","))).await.unwrap();
+
+    let s = stream(&db).await;
+    let mut catalog = Catalog::new();
+    for t in s.tables() {
+        catalog.add(t.clone()).unwrap();
+    }
+    let fills = UpstreamFills::new(
+        opts_for(None),
+        &db,
+        s.flavor(),
+        s.table_infos(),
+        FillConfig { max_in_flight: 4, timeout: Duration::from_secs(10), bracket_attempts: 3 },
+    );
+    let mut df = Dataflow::new(catalog, ByteSize(64 << 20));
+    df.set_applied(s.delivered().position().unwrap());
+    let views: Vec<ViewId> = QUERIES.iter().map(|q| df.install_sql(q).unwrap()).collect();
+    let readers: Vec<_> = views.iter().map(|v| df.reader(*v).unwrap()).collect();
+    let (mut rx, _lag) = s.spawn(4096);
+
+    let mut writers = JoinSet::new();
+    for w in 0..WRITERS {
+        writers.spawn(writer(db.clone(), w));
+    }
+    let mut inflight = JoinSet::new();
+    let mut counts = Counts::default();
+    let mut rng = Rng(5);
+    let started = Instant::now();
+    let mut tick = tokio::time::interval(Duration::from_millis(3));
+    // Race: reads, evictions and fills while the writers run.
+    while !writers.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(60), "writers did not finish in time");
+        tokio::select! {
+            ev = rx.recv() => match ev.expect("stream task alive").expect("stream event") {
+                StreamEvent::Batch(b) => df.apply(&b).unwrap(),
+                StreamEvent::Schema(ch) => panic!("unexpected DDL {ch:?}"),
+            },
+            Some(done) = inflight.join_next(), if !inflight.is_empty() => finish(&mut df, &mut counts, done.unwrap()),
+            Some(w) = writers.join_next() => w.unwrap(),
+            _ = tick.tick() => {
+                for _ in 0..4 {
+                    let (v, k) = (rng.next(views.len() as u64) as usize, rng.next(KEYS as u64) as i64);
+                    let _ = readers[v].lookup(&[Value::Int(k)]).unwrap();
+                    counts.lookups += 1;
+                }
+                if rng.next(4) == 0 {
+                    let (v, k) = (rng.next(views.len() as u64) as usize, rng.next(KEYS as u64) as i64);
+                    let key: Key = vec![Value::Int(k)].into();
+                    if df.evict(views[v], &key) {
+                        counts.evictions += 1;
+                    }
+                }
+                spawn_fills(&mut df, &fills, &mut inflight);
+            }
+        }
+    }
+    let racing_fills = counts.fills;
+
+    // Writers stopped: catch up to the server's end of binlog, finish the fills in flight.
+    let end = current_position(&mut c, &MariaDb, Duration::from_secs(5)).await.unwrap().position().unwrap();
+    within(30, "replication catches up", async {
+        while df.applied() < end || !inflight.is_empty() {
+            tokio::select! {
+                ev = rx.recv() => if let StreamEvent::Batch(b) = ev.unwrap().unwrap() { df.apply(&b).unwrap() },
+                Some(done) = inflight.join_next(), if !inflight.is_empty() => finish(&mut df, &mut counts, done.unwrap()),
+            }
+        }
+    })
+    .await;
+
+    // Every key of every view equals the server's answer.
+    let tables = s_tables(&mut c, &db).await;
+    let mut compared = 0;
+    for (vi, q) in QUERIES.iter().enumerate() {
+        for k in 0..KEYS {
+            let rows = within(20, "fill after catch-up", async {
+                loop {
+                    match readers[vi].lookup(&[Value::Int(k)]).unwrap() {
+                        Lookup::Hit(rows) => break rows,
+                        Lookup::Miss(_) => {
+                            spawn_fills(&mut df, &fills, &mut inflight);
+                            if let Some(done) = inflight.join_next().await {
+                                finish(&mut df, &mut counts, done.unwrap());
+                            }
+                        }
+                    }
+                }
+            })
+            .await;
+            let server: Vec<mysql_async::Row> = c.exec(*q, (k,)).await.unwrap();
+            let server: Vec<Box<[Value]>> = server
+                .into_iter()
+                .map(|row| {
+                    let cols = result_columns(row.columns_ref(), &tables);
+                    row.unwrap().into_iter().zip(&cols).map(|(v, col)| convert(col, v).unwrap()).collect()
+                })
+                .collect();
+            let fold = q.contains("GROUP BY s");
+            assert_eq!(rows_text(&rows, fold), rows_text(&server, fold), "{q} with k = {k}");
+            compared += 1;
+        }
+    }
+    eprintln!(
+        "{} txns by {WRITERS} writers; {racing_fills} fills raced them ({} total: {} partitions filled, {} stale, {} failed), {} evictions, {} lookups; {compared} answers equal the server's, in {:?}",
+        WRITERS * TXNS_PER_WRITER,
+        counts.fills,
+        counts.filled,
+        counts.stale,
+        counts.failed,
+        counts.evictions,
+        counts.lookups,
+        started.elapsed()
+    );
+    assert!(racing_fills >= 20, "the fills must actually race the writers ({racing_fills})");
+    assert_eq!(counts.failed, 0);
+    drop_db(&db).await;
+}
+
+async fn s_tables(c: &mut mysql_async::Conn, db: &str) -> HashMap<String, freshet_cdc::TableInfo> {
+    freshet_cdc::schema::load_tables(c, &MariaDb, db, None).await.unwrap()
+}
