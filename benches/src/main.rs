@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use mysql_async::prelude::*;
-use mysql_async::{Conn, Opts};
+use mysql_async::{Conn, Opts, OptsBuilder};
 
 struct Args {
     targets: Vec<(String, String)>,
@@ -98,8 +98,15 @@ struct Outcome {
     elapsed: Duration,
 }
 
+/// Connection options for `url`, always over TCP. mysql_async otherwise asks the server for
+/// its unix socket and, when that path exists on this host, reconnects through it: a target
+/// behind freshet would silently be measured as direct MariaDB.
+fn tcp_opts(url: &str) -> anyhow::Result<Opts> {
+    Ok(OptsBuilder::from_opts(Opts::from_url(url)?).prefer_socket(false).into())
+}
+
 async fn prepare(url: &str, rows: u64) -> anyhow::Result<()> {
-    let mut conn = Conn::new(Opts::from_url(url)?).await?;
+    let mut conn = Conn::new(tcp_opts(url)?).await?;
     conn.query_drop("CREATE TABLE IF NOT EXISTS load_items (id BIGINT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)").await?;
     let have: Option<u64> = conn.query_first("SELECT COUNT(*) FROM load_items").await?;
     if have != Some(rows) {
@@ -117,7 +124,7 @@ async fn prepare(url: &str, rows: u64) -> anyhow::Result<()> {
 
 async fn worker(url: String, args: std::sync::Arc<(Keys, u32, bool)>, seed: u64, until: Instant) -> anyhow::Result<Outcome> {
     let (keys, writes, text) = &*args;
-    let mut conn = Conn::new(Opts::from_url(&url)?).await?;
+    let mut conn = Conn::new(tcp_opts(&url)?).await?;
     let mut rng = Rng(seed | 1);
     let mut out = Outcome { ops: 0, errors: 0, latencies_us: Vec::with_capacity(1 << 16), elapsed: Duration::ZERO };
     let read = conn.prep("SELECT id, k, c, pad FROM load_items WHERE id = ?").await?;
