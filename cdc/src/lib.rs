@@ -24,6 +24,7 @@
 //! [`mariadb_events`] (MariaDB's own event payloads), [`ddl`] (DDL statements -> tables),
 //! [`stream`] (the binlog stream).
 
+pub mod checks;
 pub mod ddl;
 pub mod decode;
 pub mod error;
@@ -36,6 +37,7 @@ pub mod result;
 pub mod schema;
 pub mod stream;
 
+pub use checks::check_upstream;
 pub use ddl::DdlKind;
 pub use error::CdcError;
 pub use fill::{BlockingFills, FillConfig, UpstreamFills};

@@ -128,6 +128,9 @@ pub struct Lag {
     pub transactions: u64,
     /// Reconnects since the stream started.
     pub reconnects: u64,
+    /// Lag in events: transactions and schema changes read from the binlog but not yet taken
+    /// by the applier (the channel of [`BinlogStream::spawn`]).
+    pub queued: u64,
     /// When the lag was last updated.
     pub updated: Option<Instant>,
 }
@@ -264,6 +267,8 @@ impl BinlogStream {
                 if tx.send(r).await.is_err() || stop {
                     break;
                 }
+                let queued = (tx.max_capacity() - tx.capacity()) as u64;
+                self.lag.update(|l| l.queued = queued);
             }
         });
         (rx, lag)
@@ -405,6 +410,14 @@ impl BinlogStream {
                 if tme.database_name() == self.cfg.database.as_str() {
                     self.rows(&ev, &tme).await?;
                 }
+            }
+            // MariaDB's compressed query/row events (log_bin_compress): not decoded; skipping
+            // them would silently lose changes.
+            165..=171 => {
+                return Err(CdcError::SchemaMismatch {
+                    table: "*".into(),
+                    reason: "compressed binlog events (log_bin_compress = ON) are not supported; set log_bin_compress = OFF".into(),
+                });
             }
             _ => {}
         }

@@ -1,0 +1,167 @@
+//! Start-up checks: is the upstream configured so that freshet can follow it? Every failure is
+//! one line that names the fix; all failures are reported at once.
+//!
+//! Owns: reading the relevant server variables and grants, and [`evaluate`] (pure, unit-tested
+//! on constructed inputs). Checked: server version, `log_bin`, `binlog_format = ROW`,
+//! `binlog_row_image = FULL`, MariaDB `log_bin_compress = OFF` (compressed row events are not
+//! decoded), MySQL `binlog_row_value_options = ''` (partial JSON updates are not decoded),
+//! REPLICATION SLAVE + REPLICATION CLIENT (MariaDB: BINLOG MONITOR), SELECT on the cached tables.
+
+use std::collections::HashMap;
+
+use mysql_async::prelude::Queryable;
+use mysql_async::Conn;
+
+use crate::error::CdcError;
+use crate::flavor::{self, version_of, Flavor};
+
+/// Runs every check against the server behind `conn`; `Err(CdcError::Checks)` lists all
+/// failures.
+pub async fn check_upstream(conn: &mut Conn, database: &str, tables: &[&str]) -> Result<(), CdcError> {
+    let version: String = conn.query_first("SELECT VERSION()").await?.unwrap_or_default();
+    let flavor = flavor::detect(&version);
+    let vars: Vec<(String, String)> = conn
+        .query(
+            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'binlog_format', 'binlog_row_image', \
+             'log_bin_compress', 'binlog_row_value_options')",
+        )
+        .await?;
+    let vars: HashMap<String, String> = vars.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
+    let grants: Vec<String> = conn.query(flavor.show_grants_sql()).await?;
+    let problems = evaluate(flavor.as_ref(), &version, &vars, &grants, database, tables);
+    if problems.is_empty() { Ok(()) } else { Err(CdcError::Checks(problems)) }
+}
+
+/// The check itself, on values already read.
+pub fn evaluate(
+    flavor: &dyn Flavor,
+    version: &str,
+    vars: &HashMap<String, String>,
+    grants: &[String],
+    database: &str,
+    tables: &[&str],
+) -> Vec<String> {
+    let mut p = Vec::new();
+    let (min_major, min_minor) = flavor.min_version();
+    if version_of(version) < (min_major, min_minor) {
+        p.push(format!(
+            "server version {version} is too old: freshet needs {} {min_major}.{min_minor} or later; upgrade the server",
+            flavor.name()
+        ));
+    }
+    let var = |k: &str| vars.get(k).map(|v| v.to_ascii_uppercase());
+    if var("log_bin").as_deref() != Some("ON") && var("log_bin").as_deref() != Some("1") {
+        p.push("binary logging is off: start the server with log_bin (e.g. `log_bin = mysql-bin` in my.cnf) and restart it".into());
+    }
+    if var("binlog_format").as_deref() != Some("ROW") {
+        p.push(format!(
+            "binlog_format is {}: set `binlog_format = ROW` in my.cnf and `SET GLOBAL binlog_format = 'ROW'`",
+            var("binlog_format").unwrap_or_else(|| "unknown".into())
+        ));
+    }
+    if var("binlog_row_image").as_deref() != Some("FULL") {
+        p.push(format!(
+            "binlog_row_image is {}: set `binlog_row_image = FULL` in my.cnf and `SET GLOBAL binlog_row_image = 'FULL'`",
+            var("binlog_row_image").unwrap_or_else(|| "unknown".into())
+        ));
+    }
+    if var("log_bin_compress").as_deref() == Some("ON") {
+        p.push("log_bin_compress is ON: freshet does not decode compressed row events; `SET GLOBAL log_bin_compress = OFF` and in my.cnf".into());
+    }
+    if var("binlog_row_value_options").is_some_and(|v| v.contains("PARTIAL_JSON")) {
+        p.push("binlog_row_value_options is PARTIAL_JSON: freshet needs whole JSON values; `SET GLOBAL binlog_row_value_options = ''`".into());
+    }
+    let g = Grants::parse(grants);
+    let (dump, client) = flavor.replication_privileges();
+    if !dump.iter().any(|priv_| g.global(priv_)) {
+        p.push("missing privilege REPLICATION SLAVE: `GRANT REPLICATION SLAVE ON *.* TO <freshet user>`".into());
+    }
+    if !client.iter().any(|priv_| g.global(priv_)) {
+        p.push(format!("missing privilege {}: `GRANT {} ON *.* TO <freshet user>`", client[0], client[0]));
+    }
+    for t in tables {
+        if !g.select_on(database, t) {
+            p.push(format!("missing SELECT on `{database}`.`{t}`: `GRANT SELECT ON `{database}`.* TO <freshet user>`"));
+        }
+    }
+    p
+}
+
+/// What `SHOW GRANTS` lines give: (privileges, on) pairs.
+struct Grants {
+    entries: Vec<(Vec<String>, String)>,
+}
+
+impl Grants {
+    fn parse(lines: &[String]) -> Grants {
+        let mut entries = Vec::new();
+        for l in lines {
+            let up = l.to_ascii_uppercase();
+            let Some(rest) = up.strip_prefix("GRANT ") else { continue };
+            let Some(on_at) = rest.find(" ON ") else { continue };
+            let privs = rest[..on_at].split(',').map(|p| p.trim().to_string()).collect();
+            let target = rest[on_at + 4..].split(" TO ").next().unwrap_or("").trim().replace('`', "");
+            entries.push((privs, target));
+        }
+        Grants { entries }
+    }
+    fn has(&self, privs: &[String], want: &str) -> bool {
+        privs.iter().any(|p| p == want || p == "ALL PRIVILEGES" || p == "ALL")
+    }
+    fn global(&self, want: &str) -> bool {
+        self.entries.iter().any(|(p, on)| on == "*.*" && self.has(p, want))
+    }
+    fn select_on(&self, db: &str, table: &str) -> bool {
+        let (db, table) = (db.to_ascii_uppercase(), table.to_ascii_uppercase());
+        self.entries.iter().any(|(p, on)| {
+            self.has(p, "SELECT") && (on == "*.*" || *on == format!("{db}.*") || *on == format!("{db}.{table}"))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flavor::{MariaDb, MySql8};
+
+    fn vars(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn good() -> HashMap<String, String> {
+        vars(&[("log_bin", "ON"), ("binlog_format", "ROW"), ("binlog_row_image", "FULL"), ("log_bin_compress", "OFF")])
+    }
+
+    #[test]
+    fn a_well_configured_server_passes() {
+        let g = vec!["GRANT ALL PRIVILEGES ON *.* TO `freshet`@`%`".to_string()];
+        assert!(evaluate(&MariaDb, "10.11.6-MariaDB", &good(), &g, "app", &["t"]).is_empty());
+        let g = vec![
+            "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `f`@`%`".to_string(),
+            "GRANT SELECT ON `app`.* TO `f`@`%`".to_string(),
+        ];
+        assert!(evaluate(&MariaDb, "10.6.1-MariaDB", &good(), &g, "app", &["t"]).is_empty());
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_fix() {
+        let v = vars(&[("log_bin", "OFF"), ("binlog_format", "MIXED"), ("binlog_row_image", "MINIMAL"), ("log_bin_compress", "ON")]);
+        let g = vec!["GRANT SELECT ON `app`.`t` TO `f`@`%`".to_string()];
+        let p = evaluate(&MariaDb, "10.4.1-MariaDB", &v, &g, "app", &["t", "u"]);
+        let all = p.join("\n");
+        assert_eq!(p.len(), 8, "{all}");
+        for needle in ["upgrade", "log_bin", "binlog_format = ROW", "binlog_row_image = FULL", "log_bin_compress", "REPLICATION SLAVE", "BINLOG MONITOR", "`app`.`u`"] {
+            assert!(all.contains(needle), "{needle} in {all}");
+        }
+        let p = evaluate(
+            &MySql8 { minor_at_least_4: false },
+            "8.0.36",
+            &vars(&[("log_bin", "ON"), ("binlog_format", "ROW"), ("binlog_row_image", "FULL"), ("binlog_row_value_options", "PARTIAL_JSON")]),
+            &["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `f`@`%`".to_string()],
+            "app",
+            &[],
+        );
+        assert_eq!(p.len(), 1);
+        assert!(p[0].contains("PARTIAL_JSON"));
+    }
+}
