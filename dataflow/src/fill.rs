@@ -33,7 +33,8 @@ pub struct ViewId(pub u32);
 /// in-process evaluation.
 #[derive(Clone, Debug)]
 pub struct StateQuery {
-    /// Operator index of the state in the view's graph (`graph.nodes.len()` = the reader).
+    /// Operator index of the state in the domain's graph (`graph.nodes.len() + i` = reader
+    /// `i`).
     pub node: usize,
     /// Input side for joins (0 = left, 1 = right), else 0.
     pub side: usize,
@@ -58,9 +59,11 @@ pub struct BaseScan {
     pub key_columns: Vec<usize>,
 }
 
-/// A request for the state of some missing partitions of one view.
+/// A request for the state of some missing partitions of one view (and of every view that
+/// shares operators with it: a fill covers the whole domain).
 #[derive(Clone, Debug)]
 pub struct FillRequest {
+    /// The view whose miss asked for the fill.
     pub view: ViewId,
     /// The missing partitions (deduplicated).
     pub keys: Vec<Key>,

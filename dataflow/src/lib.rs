@@ -25,14 +25,18 @@
 //! Never panics; a [`Refusal`] carries a reason a user can act on. Supported: base tables,
 //! WHERE (literals, AND/OR/NOT, comparisons, IN, BETWEEN, LIKE, IS NULL), projections with
 //! arithmetic, CASE, CONCAT, COALESCE/IFNULL/NULLIF/IF, LOWER/UPPER/LENGTH/CHAR_LENGTH/
-//! SUBSTRING/TRIM/ABS, YEAR/MONTH/DAY/DATE; INNER and LEFT equi-joins on one or more columns
-//! across several tables (self-joins included); GROUP BY with COUNT(*), COUNT(col),
-//! COUNT(DISTINCT col), SUM, AVG, MIN, MAX; HAVING; DISTINCT; UNION ALL (without parameters);
-//! ORDER BY ... LIMIT n [OFFSET m]; `?` parameters as `col = ?` / `col IN (?, ...)`.
+//! SUBSTRING/TRIM/LEFT/RIGHT/REPLACE, ABS/ROUND/FLOOR/CEIL, YEAR/MONTH/DAY/DATE; INNER and
+//! LEFT equi-joins on one or more columns across several tables (self-joins included);
+//! GROUP BY with COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, AVG, MIN, MAX; HAVING;
+//! DISTINCT; UNION ALL (without parameters); ORDER BY ... LIMIT n [OFFSET m]; `?` parameters
+//! as `col = ?` / `col IN (?, ...)` (the partition key) and `col <, <=, >, >= ?` (filters the
+//! reader applies at lookup). Every table must be joined onto the `=`/`IN` parameter columns.
 //!
 //! **Running** ([`view`]): [`Dataflow`] is the single writer.
 //! - `Dataflow::new(catalog, ByteSize(budget))`, `install_sql` / `install` → [`ViewId`]
-//!   (identical plans share one view).
+//!   (identical plans share one view; views with an identical stateful subtree share its
+//!   operators and state, see `domain_of`). `alter_table` applies DDL (affected views are
+//!   dropped and recompiled; old readers answer `NoView`), `drop_view` removes one.
 //! - `apply(&Batch)` — in position order; changes become visible per batch.
 //! - `reader(ViewId)` → [`Reader`] (Clone + Send + Sync): `lookup(&params)` →
 //!   [`Lookup::Hit`]`(rows)` in the query's column order, or [`Lookup::Miss`]`(keys)`. Never

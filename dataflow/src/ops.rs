@@ -464,10 +464,10 @@ impl KeyState {
                     }
                     all
                 }
-                Node::Join { on, kind, left, right } => {
+                Node::Join { on, kind, right, .. } => {
                     let dl = take(n.inputs[0], &mut outs);
                     let dr = take(n.inputs[1], &mut outs);
-                    self.join(i, on, *kind, left.width(), right.width(), dl, dr)
+                    self.join(i, on, *kind, right.width(), dl, dr)
                 }
                 Node::Aggregate { group, aggs, global, .. } => {
                     let d = take(n.inputs[0], &mut outs);
@@ -497,13 +497,11 @@ impl KeyState {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn join(
         &mut self,
         idx: usize,
         on: &[(usize, usize)],
         kind: JoinKind,
-        lw: usize,
         rw: usize,
         dl: Vec<Delta>,
         dr: Vec<Delta>,
@@ -559,7 +557,6 @@ impl KeyState {
                 rs.remove(&k);
             }
         }
-        let _ = lw;
         self.bytes += bytes;
         out
     }
@@ -676,8 +673,6 @@ impl KeyState {
             }
             (Node::Join { on, kind, .. }, NodeState::Join([ls, rs])) => {
                 let rw = input(1).width();
-                let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
-                let _ = rcols;
                 let mut out = Vec::new();
                 for (k, lrows) in ls {
                     let matches = if k.iter().any(Value::is_null) { None } else { rs.get(k) };
