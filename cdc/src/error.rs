@@ -22,6 +22,10 @@ pub enum CdcError {
     /// A value could not be decoded. Same consequence as [`CdcError::SchemaMismatch`].
     #[error("table `{table}` column `{column}`: cannot decode binlog value: {reason}")]
     Decode { table: String, column: String, reason: String },
+    /// The stream saw something whose effect it cannot deliver as row changes (an XA COMMIT).
+    /// Evict all state; the stream itself can continue (`next` again) or restart.
+    #[error("binlog stream cannot be trusted: {0}; evict all state")]
+    Untrusted(String),
     /// A malformed binlog file name or position (internal or configuration error).
     #[error("bad binlog position: {0}")]
     BadPosition(String),

@@ -71,6 +71,9 @@ pub struct StreamConfig {
     pub max_retries: u32,
     /// Bound on connecting and on each information_schema query.
     pub query_timeout: Duration,
+    /// If set, only these tables' rows are decoded (the tables cached queries read); others
+    /// still delimit transactions.
+    pub tables: Option<Vec<String>>,
 }
 
 impl StreamConfig {
@@ -85,6 +88,7 @@ impl StreamConfig {
             backoff_max: Duration::from_secs(10),
             max_retries: 8,
             query_timeout: Duration::from_secs(10),
+            tables: None,
         }
     }
 }
@@ -176,6 +180,9 @@ pub struct BinlogStream {
     txn: Option<Txn>,
     failures: u32,
     lag: LagHandle,
+    /// End of the current MySQL TRANSACTION_PAYLOAD event: the events inside it carry no
+    /// positions of their own, the commit takes this one.
+    payload_end: Option<u32>,
 }
 
 async fn bounded<T>(d: Duration, what: &str, f: impl std::future::Future<Output = Result<T, mysql_async::Error>>) -> Result<T, CdcError> {
@@ -223,6 +230,7 @@ impl BinlogStream {
             txn: None,
             failures: 0,
             lag,
+            payload_end: None,
         };
         s.open().await?;
         Ok(s)
@@ -350,7 +358,12 @@ impl BinlogStream {
     async fn handle(&mut self, ev: Event) -> Result<(), CdcError> {
         let hdr = ev.header();
         let ty = hdr.event_type_raw();
-        let log_pos = hdr.log_pos();
+        if ty == EventType::TRANSACTION_PAYLOAD_EVENT as u8 {
+            // mysql_async yields the payload event, then the events it carries.
+            self.payload_end = Some(hdr.log_pos());
+            return Ok(());
+        }
+        let log_pos = effective_pos(hdr.log_pos(), self.payload_end);
         match ty {
             t if t == EventType::ROTATE_EVENT as u8 => {
                 let r: RotateEvent<'_> = ev.read_event().map_err(proto)?;
@@ -396,6 +409,11 @@ impl BinlogStream {
                 self.query(&q, log_pos, hdr.timestamp()).await?;
             }
             t if t == EventType::XID_EVENT as u8 => self.commit(log_pos, hdr.timestamp())?,
+            t if t == EventType::XA_PREPARE_LOG_EVENT as u8 => {
+                // Prepared, not committed: see `xa`.
+                self.txn = None;
+                self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+            }
             t if matches!(t, 23..=25 | 30..=32 | 39) => {
                 let id = match ev.read_data().map_err(proto)? {
                     Some(mysql_async::binlog::events::EventData::RowsEvent(r)) => r.table_id(),
@@ -462,7 +480,8 @@ impl BinlogStream {
             "COMMIT" | "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
                 return self.commit(log_pos, ts);
             }
-            "SAVEPOINT" | "XA" => return Ok(()),
+            "SAVEPOINT" => return Ok(()),
+            "XA" => return self.xa(head, log_pos, ts),
             _ => {}
         }
         if self.txn.as_ref().is_some_and(|t| t.explicit) {
@@ -489,7 +508,37 @@ impl BinlogStream {
         Ok(())
     }
 
+    /// XA transactions: their rows are logged at XA PREPARE and take effect at a later
+    /// XA COMMIT that carries no rows. Prepared rows are not delivered (not committed yet);
+    /// the later commit makes the stream untrustworthy for them, so it is reported as such
+    /// (the caller evicts all state, which is always correct, and may call `next` again).
+    /// `XA COMMIT ... ONE PHASE` is an ordinary commit of the rows before it.
+    fn xa(&mut self, sql: &str, log_pos: u32, ts: u32) -> Result<(), CdcError> {
+        let up: Vec<String> = sql.split_whitespace().take(2).map(str::to_ascii_uppercase).collect();
+        let one_phase = sql.to_ascii_uppercase().contains("ONE PHASE");
+        match up.get(1).map(String::as_str) {
+            Some("START") | Some("BEGIN") => {
+                let changes = self.txn.take().map(|t| t.changes).unwrap_or_default();
+                self.txn = Some(Txn { explicit: true, changes });
+                Ok(())
+            }
+            Some("COMMIT") if one_phase => self.commit(log_pos, ts),
+            Some("PREPARE") | Some("ROLLBACK") => {
+                self.txn = None;
+                self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+                Ok(())
+            }
+            Some("COMMIT") => {
+                self.txn = None;
+                self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+                Err(CdcError::Untrusted(format!("XA COMMIT at {}: its rows were logged at XA PREPARE", self.delivered)))
+            }
+            _ => Ok(()),
+        }
+    }
+
     fn commit(&mut self, log_pos: u32, ts: u32) -> Result<(), CdcError> {
+        self.payload_end = None;
         let txn = self.txn.take().unwrap_or(Txn { explicit: false, changes: Vec::new() });
         let end = BinlogPos::new(self.file.clone(), log_pos);
         let position = end.position()?;
@@ -534,14 +583,29 @@ impl BinlogStream {
 
     async fn rows(&mut self, ev: &Event, tme: &TableMapEvent<'static>) -> Result<(), CdcError> {
         let table = tme.table_name().into_owned();
+        if self.cfg.tables.as_ref().is_some_and(|only| !only.iter().any(|t| t.eq_ignore_ascii_case(&table))) {
+            return Ok(());
+        }
+        let known = self.tables.contains_key(&table);
         if self.tables.get(&table).is_none_or(|t| check_table_map(tme, &t.schema).is_err()) {
             // A table created or altered by DDL the stream has not seen yet (or started
             // after): read its schema once more before giving up.
             self.refresh(&table).await?;
         }
         let Some(info) = self.tables.get(&table) else {
+            if !known {
+                // Never known and gone now (created and dropped ahead of us): no view can
+                // read it, since the caller's catalog never had it.
+                tracing::debug!(table, "skipping rows of a table that no longer exists");
+                return Ok(());
+            }
             return Err(CdcError::SchemaMismatch { table, reason: "row event for a table information_schema does not list".into() });
         };
+        if info.schema.check().is_err() {
+            // A table freshet cannot cache (e.g. DECIMAL wider than 28 digits): the dataflow
+            // refuses it in its catalog, so its changes have no reader.
+            return Ok(());
+        }
         check_table_map(tme, &info.schema).map_err(|reason| CdcError::SchemaMismatch { table: table.clone(), reason })?;
         let Some(mysql_async::binlog::events::EventData::RowsEvent(data)) = ev.read_data().map_err(proto)? else {
             return Err(CdcError::Protocol("unreadable rows event".into()));
@@ -585,6 +649,15 @@ fn to_row(info: &TableInfo, row: mysql_async::binlog::row::BinlogRow) -> Result<
         })?);
     }
     Ok(out.into_boxed_slice())
+}
+
+/// The position an event ends at: its own, or, for events inside a MySQL transaction payload
+/// (which carry 0), the payload's end.
+pub fn effective_pos(log_pos: u32, payload_end: Option<u32>) -> u32 {
+    match (log_pos, payload_end) {
+        (0, Some(end)) => end,
+        (p, _) => p,
+    }
 }
 
 /// True if both files are `base.N` of the same base.
@@ -664,5 +737,30 @@ pub async fn current_position(conn: &mut Conn, flavor: &dyn Flavor, limit: Durat
     match (file, pos) {
         (Some(f), Some(p)) => Ok(BinlogPos::new(f, p as u32)),
         _ => Err(CdcError::Protocol(format!("unexpected answer to {}", flavor.current_position_sql()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_inside_a_transaction_payload_take_its_end_position() {
+        assert_eq!(effective_pos(0, Some(900)), 900);
+        assert_eq!(effective_pos(120, Some(900)), 120);
+        assert_eq!(effective_pos(0, None), 0);
+    }
+
+    #[test]
+    fn table_map_type_families() {
+        use ColumnType::*;
+        assert!(compatible(MYSQL_TYPE_INT24, &SqlType::Int { bytes: 3, unsigned: true }));
+        assert!(!compatible(MYSQL_TYPE_LONG, &SqlType::Int { bytes: 8, unsigned: false }));
+        assert!(compatible(MYSQL_TYPE_BLOB, &SqlType::Json));
+        assert!(compatible(MYSQL_TYPE_JSON, &SqlType::Json));
+        assert!(compatible(MYSQL_TYPE_TIMESTAMP2, &SqlType::Timestamp { fsp: 6 }));
+        assert!(!compatible(MYSQL_TYPE_DATETIME2, &SqlType::Timestamp { fsp: 0 }));
+        assert!(same_series("mariadb-bin.000004", "mariadb-bin.000005"));
+        assert!(!same_series("a.000004", "b.000005"));
     }
 }
