@@ -829,7 +829,7 @@ fn round(v: &Value, d: i32) -> Value {
     };
     match exact {
         Some((m, s)) if d >= 0 => {
-            let to = (d as u8).min(s.max(0));
+            let to = (d as u8).min(s);
             let r = Decimal::round_to(m, s, to).map(|x| x.mantissa());
             if matches!(v, Value::Int(_) | Value::UInt(_)) { int_value(m) } else { dec_value(r, to) }
         }

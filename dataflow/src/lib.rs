@@ -85,4 +85,4 @@ pub use ops::Key;
 pub use schema::{ColumnSchema, SchemaError, SqlType, TableSchema};
 pub use store::MemStore;
 pub use value::{Collation, Date, DateTime, Decimal, Row, Value};
-pub use view::{ApplyError, ByteSize, Dataflow, FillOutcome, Lookup, LookupError, Reader, ViewStats};
+pub use view::{ApplyError, ByteSize, Dataflow, FillOutcome, Lookup, LookupError, Reader, Recompiled, ViewStats};

@@ -472,11 +472,10 @@ impl KeyState {
                 Node::Aggregate { group, aggs, global, .. } => {
                     let d = take(n.inputs[0], &mut outs);
                     let mut created = Vec::new();
-                    if *global {
-                        if let Some(row) = self.global_group(i, *group, aggs) {
+                    if *global
+                        && let Some(row) = self.global_group(i, *group, aggs) {
                             created.push((row, 1));
                         }
-                    }
                     created.extend(self.aggregate(i, *group, aggs, d));
                     created
                 }
@@ -590,11 +589,10 @@ impl KeyState {
                 Some(g) => Some(group_output(g)),
                 None => None,
             };
-            if let (Some(b), Some(a)) = (&before, &after) {
-                if ExactRow(b.clone()) == ExactRow(a.clone()) {
+            if let (Some(b), Some(a)) = (&before, &after)
+                && ExactRow(b.clone()) == ExactRow(a.clone()) {
                     continue;
                 }
-            }
             if let Some(b) = before {
                 out.push((b, -1));
             }
@@ -671,7 +669,7 @@ impl KeyState {
                 }
                 all
             }
-            (Node::Join { on, kind, .. }, NodeState::Join([ls, rs])) => {
+            (Node::Join { kind, .. }, NodeState::Join([ls, rs])) => {
                 let rw = input(1).width();
                 let mut out = Vec::new();
                 for (k, lrows) in ls {
@@ -795,7 +793,7 @@ mod tests {
     }
     fn sorted(ks: &KeyState) -> Vec<Row> {
         let mut v = ks.reader_rows();
-        v.sort_by(|a, b| ExactRow(a.clone()).cmp(&ExactRow(b.clone())));
+        v.sort_by_key(|a| ExactRow(a.clone()));
         v
     }
 

@@ -124,15 +124,14 @@ impl TableSchema {
                     column: c.name.clone(),
                 });
             }
-            if let SqlType::Decimal { precision, .. } = c.ty {
-                if precision > 28 {
+            if let SqlType::Decimal { precision, .. } = c.ty
+                && precision > 28 {
                     return Err(SchemaError::DecimalTooWide {
                         table: self.name.clone(),
                         column: c.name.clone(),
                         precision,
                     });
                 }
-            }
         }
         Ok(())
     }

@@ -496,7 +496,7 @@ impl PartialEq for Value {
 impl Eq for Value {}
 impl PartialOrd for Value {
     fn partial_cmp(&self, other: &Value) -> Option<Ordering> {
-        Some(self.cmp_total(other))
+        Some(self.cmp(other))
     }
 }
 impl Ord for Value {

@@ -110,26 +110,24 @@ impl Compiler<'_> {
     /// An unqualified identifier that names a select alias (and not a column) stands for the
     /// aliased expression, as MySQL allows in GROUP BY, HAVING and ORDER BY.
     pub(super) fn resolve_alias(&self, e: &a::Expr, items: &[(a::Expr, String)]) -> a::Expr {
-        if let a::Expr::Identifier(id) = e {
-            if let Some((x, _)) = items.iter().find(|(x, n)| n.eq_ignore_ascii_case(&id.value) && x != e) {
+        if let a::Expr::Identifier(id) = e
+            && let Some((x, _)) = items.iter().find(|(x, n)| n.eq_ignore_ascii_case(&id.value) && x != e) {
                 return x.clone();
             }
-        }
         e.clone()
     }
 
     pub(super) fn lower(&self, e: &a::Expr, scope: &Scope, mode: &mut Mode<'_>) -> Result<Expr, Refusal> {
         if let a::Expr::Identifier(id) = e {
             let aliased = self.aliases.borrow().iter().find(|(n, x)| n.eq_ignore_ascii_case(&id.value) && x != e).map(|(_, x)| x.clone());
-            if let Some(x) = aliased {
-                if scope.find(None, &id.value).is_err() {
+            if let Some(x) = aliased
+                && scope.find(None, &id.value).is_err() {
                     return self.lower(&x, scope, mode);
                 }
-            }
         }
         if let Mode::Post(ctx) = mode {
-            if let a::Expr::Function(f) = e {
-                if let Some(kind) = agg_kind(f)? {
+            if let a::Expr::Function(f) = e
+                && let Some(kind) = agg_kind(f)? {
                     let arg = match agg_arg(f)? {
                         None => None,
                         Some(x) => {
@@ -146,7 +144,6 @@ impl Compiler<'_> {
                     };
                     return Ok(Expr::Col(ctx.key_w + ctx.groups.len() + i));
                 }
-            }
             if !contains_agg(e) {
                 if let Ok(x) = self.lower(e, scope, &mut Mode::Pre) {
                     if let Some(g) = ctx.groups.iter().position(|g| *g == x) {
@@ -354,11 +351,10 @@ fn agg_arg(f: &a::Function) -> Result<Option<a::Expr>, Refusal> {
 
 pub(super) fn contains_agg(e: &a::Expr) -> bool {
     let r = visit_expressions(e, |x| {
-        if let a::Expr::Function(f) = x {
-            if matches!(agg_kind(f), Ok(Some(_)) | Err(_)) {
+        if let a::Expr::Function(f) = x
+            && matches!(agg_kind(f), Ok(Some(_)) | Err(_)) {
                 return ControlFlow::Break(());
             }
-        }
         ControlFlow::Continue(())
     });
     r.is_break()

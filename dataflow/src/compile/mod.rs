@@ -137,11 +137,10 @@ pub fn compile(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusal> {
     };
     let mut n_params = 0usize;
     let _ = visit_expressions(&stmts, |e| {
-        if let a::Expr::Value(v) = e {
-            if let a::Value::Placeholder(_) = v.value {
+        if let a::Expr::Value(v) = e
+            && let a::Value::Placeholder(_) = v.value {
                 n_params += 1;
             }
-        }
         ControlFlow::<()>::Continue(())
     });
     Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0 }.query(sql, q)
@@ -170,13 +169,11 @@ struct Select {
 }
 
 fn lit_usize(e: &a::Expr, what: &str) -> Result<usize, Refusal> {
-    if let a::Expr::Value(v) = e {
-        if let a::Value::Number(n, _) = &v.value {
-            if let Ok(x) = n.parse::<usize>() {
+    if let a::Expr::Value(v) = e
+        && let a::Value::Number(n, _) = &v.value
+            && let Ok(x) = n.parse::<usize>() {
                 return Ok(x);
             }
-        }
-    }
     refuse(format!("{what} must be a literal non-negative integer"))
 }
 

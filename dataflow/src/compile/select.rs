@@ -153,7 +153,7 @@ impl<'c> Compiler<'c> {
             Some(_) => return refuse("DISTINCT ON is not MySQL"),
         };
         let rels = relations(sel)?;
-        let mut src = self.from_clause(&rels)?;
+        let mut src = self.tables_in_from(&rels)?;
         self.on_clauses(&mut src, &rels)?;
         self.where_clause(&mut src, sel)?;
         let occ_keys = partition_keys(&mut src)?;
@@ -241,7 +241,7 @@ impl<'c> Compiler<'c> {
     }
 
     /// Resolves the FROM tables into a scope.
-    fn from_clause(&mut self, rels: &[Rel<'_>]) -> Result<Source<'c>, Refusal> {
+    fn tables_in_from(&mut self, rels: &[Rel<'_>]) -> Result<Source<'c>, Refusal> {
         let mut scope = Scope::default();
         let (mut offsets, mut schemas, mut tables, mut quals) = (Vec::new(), Vec::new(), Vec::new(), Vec::<String>::new());
         for (rel, _) in rels {
@@ -298,8 +298,8 @@ impl<'c> Compiler<'c> {
             conjuncts(on, &mut cs);
             for c in cs {
                 let e = self.lower(&c, &visible, &mut Mode::Pre)?;
-                if let Expr::Cmp(CmpOp::Eq, x, y) = &e {
-                    if let (Expr::Col(p), Expr::Col(q)) = (x.as_ref(), y.as_ref()) {
+                if let Expr::Cmp(CmpOp::Eq, x, y) = &e
+                    && let (Expr::Col(p), Expr::Col(q)) = (x.as_ref(), y.as_ref()) {
                         let (p, q) = (*p, *q);
                         let (l, r) = if src.occ_of(p) == j && src.occ_of(q) < j { (q, p) } else { (p, q) };
                         if src.occ_of(r) == j && src.occ_of(l) < j {
@@ -308,7 +308,6 @@ impl<'c> Compiler<'c> {
                             continue;
                         }
                     }
-                }
                 let off = src.offsets[j];
                 if cols_of(&e).iter().all(|&c| src.occ_of(c) == j) {
                     src.base_filters[j].push(e.remap(&|c| c - off));

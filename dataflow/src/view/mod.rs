@@ -111,6 +111,9 @@ struct View {
     counters: Arc<Counters>,
 }
 
+/// A view dropped by DDL and what replaced it: its new id, or why it can no longer be cached.
+pub type Recompiled = (ViewId, Result<ViewId, Refusal>);
+
 /// Outcome of installing a fill.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FillOutcome {
@@ -263,11 +266,10 @@ impl Dataflow {
             .eviction_policy(EvictionPolicy::lru())
             .weigher(|_k: &EntryKey, v: &Arc<Entry>| v.weight)
             .eviction_listener(move |k: Arc<EntryKey>, v: Arc<Entry>, cause| {
-                if cause == RemovalCause::Size {
-                    if let Ok(mut s) = sink.lock() {
+                if cause == RemovalCause::Size
+                    && let Ok(mut s) = sink.lock() {
                         s.push(((*k).clone(), v.generation));
                     }
-                }
             })
             .build();
         Dataflow {
@@ -383,7 +385,7 @@ impl Dataflow {
         &mut self,
         name: &str,
         schema: Option<TableSchema>,
-    ) -> Result<Vec<(ViewId, Result<ViewId, Refusal>)>, crate::schema::SchemaError> {
+    ) -> Result<Vec<Recompiled>, crate::schema::SchemaError> {
         match schema {
             Some(s) => self.catalog.add(s)?,
             None => self.catalog.remove(name),
@@ -529,11 +531,10 @@ impl Dataflow {
                 fresh.push(k);
             }
         }
-        if !deferred.is_empty() {
-            if let Ok(mut m) = self.shared.misses.lock() {
+        if !deferred.is_empty()
+            && let Ok(mut m) = self.shared.misses.lock() {
                 m.entry(v.0).or_default().extend(deferred);
             }
-        }
         fresh.chunks(max).map(|chunk| build_request(domain, v, chunk.to_vec(), applied)).collect()
     }
 

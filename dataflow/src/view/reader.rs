@@ -148,11 +148,10 @@ impl Reader {
         if !self.q.read_filters.is_empty() {
             return self.filtered(&found, params);
         }
-        if found.len() == 1 {
-            if let Some(e) = found.pop() {
+        if found.len() == 1
+            && let Some(e) = found.pop() {
                 return Ok(Lookup::Hit(e.rows.clone()));
             }
-        }
         let mut rows: Vec<Row> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
         if !self.q.order.is_empty() {
             sort_rows(&mut rows, &self.q.order);
@@ -251,11 +250,10 @@ fn lookup_keys(q: &CompiledQuery, params: &[Value]) -> Result<Vec<Key>, LookupEr
         let mut vals: Vec<Value> = Vec::new();
         for &i in slots {
             let p = params.get(i).ok_or(LookupError::ParamCount { expected: q.n_params, got: params.len() })?;
-            if let Some(v) = coerce_param(p, col, i)? {
-                if !vals.contains(&v) {
+            if let Some(v) = coerce_param(p, col, i)?
+                && !vals.contains(&v) {
                     vals.push(v);
                 }
-            }
         }
         keys = keys.into_iter().flat_map(|k| vals.iter().map(move |v| {
             let mut k = k.clone();
