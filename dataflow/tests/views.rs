@@ -511,3 +511,24 @@ fn ddl_drops_and_recompiles_affected_views() {
     assert!(w.df.reader(c).is_none());
     assert!(w.df.alter_table("votes", None).unwrap()[0].1.is_err());
 }
+
+#[test]
+fn budget_keeps_what_is_read_often() {
+    let mut w = World::new();
+    w.df = Dataflow::new(catalog(), ByteSize(8_000));
+    w.batch(|b| {
+        for s in 0..60 {
+            b.insert("votes", row(vec![int(1), int(s), int(s)]));
+        }
+    });
+    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
+    let hot = vec![int(0)].into_boxed_slice();
+    for s in 0..60 {
+        assert_eq!(w.read(v, &[int(s)], false).len(), 1);
+        // Read the hot partition between every fill.
+        assert_eq!(w.read(v, &[int(0)], false).len(), 1);
+    }
+    let st = w.df.stats(v).unwrap();
+    assert!(st.evictions > 0, "{st:?}");
+    assert!(w.df.filled_keys(v).contains(&hot), "the hot partition was evicted: {st:?}");
+}
