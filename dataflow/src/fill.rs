@@ -59,12 +59,23 @@ pub struct BaseScan {
     pub key_columns: Vec<usize>,
 }
 
+/// Ties a response to the request it answers: which group of views (domain) and which layout
+/// of their states it was built for. Sources copy it from the request into the response; the
+/// dataflow ignores a response whose layout is no longer current.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FillTicket {
+    pub(crate) domain: u32,
+    pub(crate) epoch: u64,
+}
+
 /// A request for the state of some missing partitions of one view (and of every view that
 /// shares operators with it: a fill covers the whole domain).
 #[derive(Clone, Debug)]
 pub struct FillRequest {
     /// The view whose miss asked for the fill.
     pub view: ViewId,
+    /// Copy into the response.
+    pub ticket: FillTicket,
     /// The missing partitions (deduplicated).
     pub keys: Vec<Key>,
     /// The fill must reflect a position at or after this one.
@@ -88,10 +99,19 @@ pub enum FillData {
 #[derive(Clone, Debug)]
 pub struct FillResponse {
     pub view: ViewId,
+    /// The request's ticket.
+    pub ticket: FillTicket,
     pub keys: Vec<Key>,
     /// The position the data reflects.
     pub position: Position,
     pub data: FillData,
+}
+
+impl FillResponse {
+    /// The response to `req` with `data` reflecting `position`.
+    pub fn answer(req: &FillRequest, position: Position, data: FillData) -> FillResponse {
+        FillResponse { view: req.view, ticket: req.ticket, keys: req.keys.clone(), position, data }
+    }
 }
 
 /// Why a fill could not be produced.
@@ -128,7 +148,7 @@ impl FillSource for MemUpstream<'_> {
             let rows = eval(&q.plan, self.store, Some(&keys));
             answers.push(if q.grouped { group_count(rows) } else { rows.into_iter().map(|r| (r, 1)).collect() });
         }
-        Ok(FillResponse { view: req.view, keys: req.keys.clone(), position: self.store.position(), data: FillData::States(answers) })
+        Ok(FillResponse::answer(req, self.store.position(), FillData::States(answers)))
     }
 }
 
@@ -177,6 +197,6 @@ impl FillSource for MemReplica<'_> {
                     .collect()
             })
             .collect();
-        Ok(FillResponse { view: req.view, keys: req.keys.clone(), position: self.store.position(), data: FillData::BaseRows(scans) })
+        Ok(FillResponse::answer(req, self.store.position(), FillData::BaseRows(scans)))
     }
 }

@@ -79,7 +79,8 @@ pub use compile::{compile, Catalog, CompiledQuery, KeyColumn, ReadFilter, Refusa
 pub use cost::{Bound, CostBounds, StateInfo, TableCost};
 pub use delta::{Batch, Change, Position};
 pub use fill::{
-    BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, MemReplica, MemUpstream, StateQuery, ViewId,
+    BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, MemReplica, MemUpstream, StateQuery,
+    ViewId,
 };
 pub use ops::Key;
 pub use schema::{ColumnSchema, SchemaError, SqlType, TableSchema};

@@ -532,3 +532,29 @@ fn budget_keeps_what_is_read_often() {
     assert!(st.evictions > 0, "{st:?}");
     assert!(w.df.filled_keys(v).contains(&hot), "the hot partition was evicted: {st:?}");
 }
+
+#[test]
+fn fills_for_an_old_layout_are_ignored() {
+    let mut w = World::new();
+    seed(&mut w);
+    let a = w.df.install_sql("SELECT story_id, COUNT(*) FROM votes WHERE story_id = ? GROUP BY story_id").unwrap();
+    let ra = w.df.reader(a).unwrap();
+    assert!(matches!(ra.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    let old = w.df.fill_requests().pop().unwrap();
+    let old_resp = MemUpstream { store: &w.store }.fill(&old).unwrap();
+    // A view sharing the aggregate joins the domain: its layout changes.
+    let b = w.df.install_sql("SELECT story_id, COUNT(*) FROM votes WHERE story_id = ? GROUP BY story_id HAVING COUNT(*) > 1").unwrap();
+    assert_eq!(w.df.domain_of(a), vec![a, b]);
+    assert!(matches!(ra.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    let new = w.df.fill_requests().pop().unwrap();
+    let new_resp = MemReplica { store: &w.store }.fill(&new).unwrap();
+    assert_eq!(w.df.complete_fill(old_resp).ignored, 1);
+    // The view that asked is dropped before the answer arrives: the other view still gets it.
+    w.df.drop_view(a);
+    assert_eq!(w.df.complete_fill(new_resp).filled, 1);
+    let rb = w.df.reader(b).unwrap();
+    match rb.lookup(&[int(1)]).unwrap() {
+        Lookup::Hit(rows) => assert_eq!(rows.to_vec(), vec![row(vec![int(1), int(3)])]),
+        Lookup::Miss(_) => panic!("miss"),
+    }
+}

@@ -57,7 +57,7 @@ use reader::{stats_of, Counters, EntryKey, Evicted, Shared};
 use crate::compile::{compile, Catalog, CompiledQuery, Refusal};
 use crate::cost::{cost_bounds, CostBounds};
 use crate::delta::{Batch, Position};
-use crate::fill::{BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, StateQuery, ViewId};
+use crate::fill::{BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, StateQuery, ViewId};
 use crate::ops::{sort_rows, Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::render::render_fill;
@@ -102,6 +102,9 @@ struct Domain {
     pending: HashMap<Key, Pending>,
     /// The view fed by each reader index (`None` once dropped).
     views: Vec<Option<ViewId>>,
+    /// Changes whenever the graph (and so the layout of fill requests) changes; responses
+    /// built for another epoch are ignored.
+    epoch: u64,
 }
 
 struct View {
@@ -208,6 +211,7 @@ impl Domain {
             parts: HashMap::new(),
             pending: HashMap::new(),
             views: Vec::new(),
+            epoch: 0,
         }
     }
 
@@ -221,6 +225,7 @@ impl Domain {
         let tree = renumber(root, &self.graph, &mut next);
         let reader = self.graph.add_root(&tree);
         self.views.push(Some(v));
+        self.epoch += 1;
         self.occs.clear();
         for n in &self.graph.nodes {
             if let Node::Base { occ, table, key, .. } = &n.tree {
@@ -535,18 +540,20 @@ impl Dataflow {
             && let Ok(mut m) = self.shared.misses.lock() {
                 m.entry(v.0).or_default().extend(deferred);
             }
-        fresh.chunks(max).map(|chunk| build_request(domain, v, chunk.to_vec(), applied)).collect()
+        let ticket = FillTicket { domain: di as u32, epoch: domain.epoch };
+        fresh.chunks(max).map(|chunk| build_request(domain, v, ticket, chunk.to_vec(), applied)).collect()
     }
 
-    fn domain_mut_of(&mut self, v: ViewId) -> Option<&mut Domain> {
-        let di = self.view(v)?.domain;
-        self.domains.get_mut(di).and_then(Option::as_mut)
+    /// The domain a ticket names, if it still has the ticket's layout.
+    fn domain_for(&mut self, t: FillTicket) -> Option<&mut Domain> {
+        self.domains.get_mut(t.domain as usize).and_then(Option::as_mut).filter(|d| d.epoch == t.epoch)
     }
 
-    /// Gives up on a fill (the source failed): its partitions become holes again, and the
-    /// next read asks anew.
+    /// Gives up on a fill (the source failed or timed out): its partitions become holes
+    /// again, and the next read asks anew. Callers must do this for every request they will
+    /// not answer, or its partitions stay pending.
     pub fn abandon_fill(&mut self, req: &FillRequest) {
-        if let Some(domain) = self.domain_mut_of(req.view) {
+        if let Some(domain) = self.domain_for(req.ticket) {
             for k in &req.keys {
                 domain.pending.remove(k);
             }
@@ -557,11 +564,11 @@ impl Dataflow {
     pub fn complete_fill(&mut self, resp: FillResponse) -> FillOutcome {
         self.drain_evictions();
         let mut outcome = FillOutcome::default();
-        let Some(di) = self.view(resp.view).map(|x| x.domain) else {
+        let ticket = resp.ticket;
+        let Some(domain) = self.domains.get_mut(ticket.domain as usize).and_then(Option::as_mut).filter(|d| d.epoch == ticket.epoch) else {
             outcome.ignored = resp.keys.len();
             return outcome;
         };
-        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return outcome };
         let p = resp.position;
         for k in &resp.keys {
             let Some(pending) = domain.pending.get(k) else {
@@ -719,7 +726,7 @@ fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &K
     }
 }
 
-fn build_request(domain: &Domain, v: ViewId, keys: Vec<Key>, min_position: Position) -> FillRequest {
+fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys: Vec<Key>, min_position: Position) -> FillRequest {
     let mut queries = Vec::new();
     for s in &domain.slots {
         if s.remote.is_some() {
@@ -734,7 +741,7 @@ fn build_request(domain: &Domain, v: ViewId, keys: Vec<Key>, min_position: Posit
         .iter()
         .map(|(occ, table, key)| BaseScan { occ: *occ, table: table.clone(), key_columns: key.clone() })
         .collect();
-    FillRequest { view: v, keys, min_position, queries, scans }
+    FillRequest { view: v, ticket, keys, min_position, queries, scans }
 }
 
 /// Builds the state of partition `key` from a fill response, at the response's position.
