@@ -7,14 +7,21 @@
 //!
 //! # How the proxy wires it
 //! ```text
-//! let mut stream = BinlogStream::connect(opts, StreamConfig::new(db, server_id), StartAt::Current).await?;
-//! catalog <- stream.tables();  dataflow.set_applied(stream.delivered().position()?)
-//! loop { match stream.next().await {
+//! check_upstream(&mut conn, db, &cached_tables).await?;                 // fails with every fix to make
+//! let s = BinlogStream::connect(opts, StreamConfig::new(db, server_id), StartAt::Current).await?;
+//! catalog <- s.tables();   dataflow.set_applied(s.delivered().position()?);
+//! let fills = UpstreamFills::new(opts, db, s.flavor(), s.table_infos(), FillConfig::default());
+//! let (mut events, lag) = s.spawn(capacity);                             // lag: metrics, readiness
+//! loop { select! {
+//!   ev = events.recv() => match ev {
 //!     Ok(StreamEvent::Batch(b))  => dataflow.apply(&b),
-//!     Ok(StreamEvent::Schema(c)) => dataflow.alter_table(&c.table, c.schema),
-//!     Err(CdcError::PositionGone{..}) | Err(non-retryable) => { dataflow.evict_all(); reconnect at StartAt::Current }
+//!     Ok(StreamEvent::Schema(c)) => { dataflow.alter_table(&c.table, c.schema); fills.set_table(&c.table, c.info) }
+//!     Err(CdcError::PositionGone{..}) | Err(_) => { dataflow.evict_all(); reconnect at StartAt::Current,
+//!                                                   dataflow.set_applied(new start) }
+//!   },                                  // (Untrusted: evict_all, the stream continues)
+//!   tick => for req in dataflow.fill_requests() { spawn(fills.fill(&req)) },
+//!   done = fill_tasks.join_next() => Ok(resp) => dataflow.complete_fill(resp), Err(_) => dataflow.abandon_fill(&req),
 //! } }
-//! misses: for req in dataflow.fill_requests() { spawn fills.fill(req) -> complete_fill / abandon_fill }
 //! ```
 //! Positions: [`position`] maps file:offset to the dataflow's `Position` so that a fill's
 //! snapshot position compares directly with batch positions.
@@ -22,7 +29,8 @@
 //! Modules: [`position`] (file:offset, GTIDs), [`flavor`] (MariaDB vs MySQL 8 capabilities),
 //! [`schema`] (information_schema -> TableSchema), [`decode`] (binlog cells -> Value),
 //! [`mariadb_events`] (MariaDB's own event payloads), [`ddl`] (DDL statements -> tables),
-//! [`stream`] (the binlog stream).
+//! [`stream`] (the binlog stream), [`result`] (result-set values -> Value), [`fill`] (the fenced
+//! upstream fill source), [`gtid_set`] (MySQL GTID sets), [`checks`] (start-up checks).
 
 pub mod checks;
 pub mod ddl;

@@ -264,14 +264,15 @@ impl BinlogStream {
     /// Runs the stream in its own task and hands its events over a bounded channel. This is
     /// how to combine it with other work: [`BinlogStream::next`] is not cancel-safe (a
     /// dropped read can lose part of a packet), a channel receive is. The task ends after
-    /// sending an error, or when the receiver is dropped.
+    /// sending an error other than [`CdcError::Untrusted`], or when the receiver is dropped.
     pub fn spawn(mut self, capacity: usize) -> (tokio::sync::mpsc::Receiver<Result<StreamEvent, CdcError>>, LagHandle) {
         let (tx, rx) = tokio::sync::mpsc::channel(capacity.max(1));
         let lag = self.lag();
         tokio::spawn(async move {
             loop {
                 let r = self.next().await;
-                let stop = r.is_err();
+                // After `Untrusted` the stream itself is intact and goes on.
+                let stop = matches!(r, Err(ref e) if !matches!(e, CdcError::Untrusted(_)));
                 if tx.send(r).await.is_err() || stop {
                     break;
                 }
