@@ -135,7 +135,7 @@ impl UpstreamFills {
         if position < req.min_position {
             return Err(FillError::Behind { have: position, need: req.min_position });
         }
-        Ok(FillResponse { view: req.view, keys: req.keys.clone(), position, data: FillData::States(answers) })
+        Ok(FillResponse::answer(req, position, FillData::States(answers)))
     }
 
     async fn fill_snapshot(&self, conn: &mut Conn, req: &FillRequest) -> Result<(Position, Vec<Vec<(Row, i64)>>), FillError> {
