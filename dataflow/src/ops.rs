@@ -1,9 +1,10 @@
 //! Incremental operators over one partition: the state each operator keeps and how a set of
 //! base-row deltas flows through the tree to become reader deltas.
 //!
-//! Owns: [`Graph`] (the operator tree flattened in post-order), [`KeyState`] (all operator state
-//! and the reader rows of one partition), delta propagation, seeding states from fill data, and
-//! byte accounting of states. Does not own: which partitions exist, holes, positions or
+//! Owns: [`Graph`] (the operator trees of one or more views flattened in post-order, identical
+//! subtrees stored once, one root per reader), [`KeyState`] (all operator state and the reader
+//! rows of one partition), delta propagation, seeding states from fill data, and byte
+//! accounting of states. Does not own: which partitions exist, holes, positions or
 //! eviction (view), nor evaluating from scratch (eval).
 //!
 //! Invariants:
@@ -14,6 +15,10 @@
 //! - Joins apply `ΔL ⋈ R_old` then `L_new ⋈ ΔR`, which is exact even when both inputs change in
 //!   one batch (self-joins). Left joins emit and retract the NULL-extended row when a left row's
 //!   match count moves between zero and non-zero.
+//! - Indexing: `states` has one entry per graph node and `readers` one per root, both sized
+//!   from the graph the `KeyState` was created for (a graph never changes under existing
+//!   `KeyState`s: the view layer empties a domain before adding to its graph); a node's
+//!   `inputs` precede it, so `outs[j]` exists when node `i > j` reads it.
 //! - MIN/MAX keep the multiset of argument values, so deleting the current extreme yields the
 //!   next one; top-k keeps the whole partition input, so deletions that shrink the window below
 //!   `limit` pull the next rows in. Both trade memory for never needing a refill.

@@ -80,6 +80,11 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Case count: `FRESHET_ORACLE_CASES` overrides the default (for long runs).
+fn cases(default: u32) -> u32 {
+    std::env::var("FRESHET_ORACLE_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
+}
+
 static CHECKED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 static NONEMPTY: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
@@ -255,7 +260,7 @@ impl Sim {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 200, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(200), max_shrink_iters: 2000, ..ProptestConfig::default() })]
     #[test]
     fn incremental_equals_from_scratch(
         qi in 0..QUERIES.len(),
@@ -323,7 +328,7 @@ const FAMILIES: &[&[&str]] = &[
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 120, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(120), max_shrink_iters: 2000, ..ProptestConfig::default() })]
     #[test]
     fn shared_subtrees_equal_from_scratch(
         fi in 0..FAMILIES.len(),
