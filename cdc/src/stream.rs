@@ -492,6 +492,20 @@ impl BinlogStream {
         // A standalone statement: its own group. DDL on tracked tables refreshes schemas.
         let default_db = q.schema().into_owned();
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
+        if crate::ddl::parse_drop_database(&sql).is_some_and(|d| d == self.cfg.database) {
+            let mut names: Vec<String> = self.tables.keys().cloned().collect();
+            names.sort();
+            for table in names {
+                self.out.push_back(StreamEvent::Schema(SchemaChange {
+                    position,
+                    table,
+                    kind: DdlKind::DatabaseDropped,
+                    schema: None,
+                    info: None,
+                }));
+            }
+            self.tables.clear();
+        }
         for t in parse_ddl(&sql) {
             let db = t.database.clone().unwrap_or_else(|| default_db.clone());
             if db != self.cfg.database {

@@ -97,7 +97,13 @@ async fn ddl_is_reported_in_order_and_refreshes_the_column_map() {
     let ev = step(&mut c, &mut s, "DROP TABLE cdc_e").await;
     assert_eq!((schema(&ev, 0).table.as_str(), schema(&ev, 0).kind), ("cdc_e", DdlKind::Drop));
     assert!(schema(&ev, 0).schema.is_none());
-    drop_db(&db).await;
+
+    // Dropping the whole database drops every table freshet knew in it.
+    let ev = step(&mut c, &mut s, "CREATE TABLE cdc_f (id INT PRIMARY KEY)").await;
+    assert_eq!(schema(&ev, 0).kind, DdlKind::Create);
+    let ev = step(&mut c, &mut s, &format!("DROP DATABASE `{db}`")).await;
+    assert_eq!((schema(&ev, 0).table.as_str(), schema(&ev, 0).kind), ("cdc_f", DdlKind::DatabaseDropped));
+    assert!(schema(&ev, 0).schema.is_none());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
