@@ -216,8 +216,7 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
         if !c.kw("TABLE") {
             return out;
         }
-        loop {
-            let Some(from) = c.name() else { break };
+        while let Some(from) = c.name() {
             if !c.kw("TO") {
                 break;
             }

@@ -89,10 +89,10 @@ pub fn decode(
         },
         SqlType::Bytes => match v {
             MyValue::Bytes(mut b) => {
-                if let Some(w) = facts.binary_width {
-                    if b.len() < w {
-                        b.resize(w, 0);
-                    }
+                if let Some(w) = facts.binary_width
+                    && b.len() < w
+                {
+                    b.resize(w, 0);
                 }
                 Value::Bytes(b.into())
             }

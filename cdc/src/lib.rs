@@ -28,7 +28,7 @@
 //!
 //! Modules: [`position`] (file:offset, GTIDs), [`flavor`] (MariaDB vs MySQL 8 capabilities),
 //! [`schema`] (information_schema -> TableSchema), [`decode`] (binlog cells -> Value),
-//! [`mariadb_events`] (MariaDB's own event payloads), [`ddl`] (DDL statements -> tables),
+//! [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event payloads), [`ddl`] (DDL statements -> tables),
 //! [`stream`] (the binlog stream), [`result`] (result-set values -> Value), [`fill`] (the fenced
 //! upstream fill source), [`gtid_set`] (MySQL GTID sets), [`checks`] (start-up checks).
 
@@ -36,6 +36,7 @@ pub mod checks;
 pub mod ddl;
 pub mod decode;
 pub mod error;
+pub mod events;
 pub mod fill;
 pub mod flavor;
 pub mod gtid_set;

@@ -29,8 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use freshet_dataflow::{Batch, Change, Position, Row, SqlType, TableSchema};
-use mysql_async::binlog::events::{Event, QueryEvent, RotateEvent, RowsEventData, TableMapEvent};
-use mysql_async::binlog::EventType;
+use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStreamRequest, Conn, Opts};
@@ -39,7 +38,7 @@ use crate::ddl::{parse_ddl, DdlKind};
 use crate::decode::decode;
 use crate::error::CdcError;
 use crate::flavor::{self, Flavor};
-use crate::mariadb_events;
+use crate::events::{classify, EventKind};
 use crate::position::{split_file_name, BinlogPos};
 use crate::schema::{load_tables, TableInfo};
 
@@ -358,90 +357,75 @@ impl BinlogStream {
 
     async fn handle(&mut self, ev: Event) -> Result<(), CdcError> {
         let hdr = ev.header();
-        let ty = hdr.event_type_raw();
-        if ty == EventType::TRANSACTION_PAYLOAD_EVENT as u8 {
+        let kind = classify(&ev)?;
+        if kind == EventKind::Payload {
             // mysql_async yields the payload event, then the events it carries.
             self.payload_end = Some(hdr.log_pos());
             return Ok(());
         }
         let log_pos = effective_pos(hdr.log_pos(), self.payload_end);
-        match ty {
-            t if t == EventType::ROTATE_EVENT as u8 => {
-                let r: RotateEvent<'_> = ev.read_event().map_err(proto)?;
-                let name = r.name().into_owned();
-                if log_pos == 0 {
-                    self.check_fake_rotate(&name)?;
-                } else {
-                    if !same_series(&self.file, &name) {
-                        return Err(CdcError::PositionGone {
-                            position: self.delivered.clone(),
-                            reason: format!("binlog rotated from {} to an unrelated file {name}", self.file),
-                        });
-                    }
-                    self.file = name;
-                    if self.txn.is_none() {
-                        self.delivered = BinlogPos::new(self.file.clone(), r.position() as u32);
-                    }
+        match kind {
+            EventKind::FakeRotate { name } => self.check_fake_rotate(&name)?,
+            EventKind::Rotate { name, next } => {
+                if !same_series(&self.file, &name) {
+                    return Err(CdcError::PositionGone {
+                        position: self.delivered.clone(),
+                        reason: format!("binlog rotated from {} to an unrelated file {name}", self.file),
+                    });
+                }
+                self.file = name;
+                if self.txn.is_none() {
+                    self.delivered = BinlogPos::new(self.file.clone(), next);
                 }
             }
-            t if t == EventType::HEARTBEAT_EVENT as u8 => {
-                let server = BinlogPos::new(self.file.clone(), log_pos);
-                let at_end = self.txn.is_none() && self.delivered == server;
-                self.lag.update(|l| {
-                    l.bytes_behind = server.offset.saturating_sub(l.delivered.as_ref().map(|d| d.offset).unwrap_or(0)) as u64;
-                    l.server = Some(server);
-                    if at_end {
-                        l.behind = Duration::ZERO;
-                        l.bytes_behind = 0;
-                    }
-                });
-                self.failures = 0;
-            }
-            mariadb_events::GTID => {
-                let g = mariadb_events::parse_gtid(ev.data(), hdr.server_id())
-                    .ok_or_else(|| CdcError::Protocol("malformed MariaDB GTID event".into()))?;
-                self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new() });
-            }
-            t if t == EventType::GTID_EVENT as u8 || t == EventType::ANONYMOUS_GTID_EVENT as u8 => {
-                self.txn = Some(Txn { explicit: false, changes: Vec::new() });
-            }
-            t if t == EventType::QUERY_EVENT as u8 => {
-                let q: QueryEvent<'_> = ev.read_event().map_err(proto)?;
-                self.query(&q, log_pos, hdr.timestamp()).await?;
-            }
-            t if t == EventType::XID_EVENT as u8 => self.commit(log_pos, hdr.timestamp())?,
-            t if t == EventType::XA_PREPARE_LOG_EVENT as u8 => {
+            EventKind::Heartbeat => self.heartbeat(log_pos),
+            EventKind::MariaGtid(g) => self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new() }),
+            EventKind::MysqlGtid => self.txn = Some(Txn { explicit: false, changes: Vec::new() }),
+            EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
+            EventKind::Xid => self.commit(log_pos, hdr.timestamp())?,
+            EventKind::XaPrepare => {
                 // Prepared, not committed: see `xa`.
                 self.txn = None;
                 self.delivered = BinlogPos::new(self.file.clone(), log_pos);
             }
-            t if matches!(t, 23..=25 | 30..=32 | 39) => {
-                let id = match ev.read_data().map_err(proto)? {
-                    Some(mysql_async::binlog::events::EventData::RowsEvent(r)) => r.table_id(),
-                    _ => return Err(CdcError::Protocol("unreadable rows event".into())),
-                };
-                let tme = self
-                    .inner
-                    .as_ref()
-                    .and_then(|i| i.get_tme(id))
-                    .cloned()
-                    .ok_or_else(|| CdcError::Protocol(format!("rows event for unknown table id {id}")))?;
-                if tme.database_name() == self.cfg.database.as_str() {
-                    self.rows(&ev, &tme).await?;
+            EventKind::Rows { table_id } => {
+                let ours = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).map(|t| t.database_name() == self.cfg.database.as_str());
+                match ours {
+                    None => return Err(CdcError::Protocol(format!("rows event for unknown table id {table_id}"))),
+                    Some(false) => {}
+                    Some(true) => {
+                        let tme = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).cloned();
+                        if let Some(tme) = tme {
+                            self.rows(&ev, &tme).await?;
+                        }
+                    }
                 }
             }
-            // MariaDB's compressed query/row events (log_bin_compress): not decoded; skipping
-            // them would silently lose changes.
-            165..=171 => {
+            // Skipping compressed events would silently lose changes.
+            EventKind::Compressed => {
                 return Err(CdcError::SchemaMismatch {
                     table: "*".into(),
                     reason: "compressed binlog events (log_bin_compress = ON) are not supported; set log_bin_compress = OFF".into(),
                 });
             }
-            _ => {}
+            EventKind::Payload | EventKind::Other => {}
         }
         self.server_seen(log_pos);
         Ok(())
+    }
+
+    fn heartbeat(&mut self, log_pos: u32) {
+        let server = BinlogPos::new(self.file.clone(), log_pos);
+        let at_end = self.txn.is_none() && self.delivered == server;
+        self.lag.update(|l| {
+            l.bytes_behind = server.offset.saturating_sub(l.delivered.as_ref().map(|d| d.offset).unwrap_or(0)) as u64;
+            l.server = Some(server);
+            if at_end {
+                l.behind = Duration::ZERO;
+                l.bytes_behind = 0;
+            }
+        });
+        self.failures = 0;
     }
 
     fn server_seen(&self, log_pos: u32) {
@@ -468,8 +452,7 @@ impl BinlogStream {
         }
     }
 
-    async fn query(&mut self, q: &QueryEvent<'_>, log_pos: u32, ts: u32) -> Result<(), CdcError> {
-        let sql = q.query();
+    async fn query(&mut self, sql: &str, default_db: &str, log_pos: u32, ts: u32) -> Result<(), CdcError> {
         let head = sql.trim_start();
         let word = head.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
         match word.as_str() {
@@ -490,9 +473,8 @@ impl BinlogStream {
             return Ok(());
         }
         // A standalone statement: its own group. DDL on tracked tables refreshes schemas.
-        let default_db = q.schema().into_owned();
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
-        if crate::ddl::parse_drop_database(&sql).is_some_and(|d| d == self.cfg.database) {
+        if crate::ddl::parse_drop_database(sql).is_some_and(|d| d == self.cfg.database) {
             let mut names: Vec<String> = self.tables.keys().cloned().collect();
             names.sort();
             for table in names {
@@ -506,8 +488,8 @@ impl BinlogStream {
             }
             self.tables.clear();
         }
-        for t in parse_ddl(&sql) {
-            let db = t.database.clone().unwrap_or_else(|| default_db.clone());
+        for t in parse_ddl(sql) {
+            let db = t.database.clone().unwrap_or_else(|| default_db.to_string());
             if db != self.cfg.database {
                 continue;
             }

@@ -86,11 +86,11 @@ async fn concurrent_transactions_arrive_complete_ordered_grouped() {
         let mut got: Vec<Batch> = Vec::new();
         let mut seen = 0;
         while seen < total {
-            if let freshet_cdc::StreamEvent::Batch(b) = s.next().await.expect("stream event") {
-                if !b.changes.is_empty() {
-                    seen += 1;
-                    got.push(b);
-                }
+            if let freshet_cdc::StreamEvent::Batch(b) = s.next().await.expect("stream event")
+                && !b.changes.is_empty()
+            {
+                seen += 1;
+                got.push(b);
             }
         }
         got
@@ -109,7 +109,7 @@ async fn concurrent_transactions_arrive_complete_ordered_grouped() {
 
     // Complete, ordered, grouped.
     let mut model: HashMap<(String, i64), Row> = HashMap::new();
-    let mut last_seq = vec![-1i64; WRITERS];
+    let mut last_seq = [-1i64; WRITERS];
     for (rank, b) in got.iter().enumerate() {
         let counters: Vec<_> = b.changes.iter().filter(|c| c.table == "cdc_counter").collect();
         assert_eq!(counters.len(), 2, "batch {rank}: one counter update (-old +new)");
