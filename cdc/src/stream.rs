@@ -201,6 +201,13 @@ impl BinlogStream {
         let mut meta = bounded(cfg.query_timeout, "connect", Conn::new(opts.clone())).await?;
         let version: Option<String> = bounded(cfg.query_timeout, "version", meta.query_first("SELECT VERSION()")).await?;
         let flavor = flavor::detect(version.as_deref().unwrap_or(""));
+        // Position first, schema second: the schema then describes the tables at or after the
+        // start position, which is what the table-map check assumes (a DDL between the two
+        // reads arrives later in the stream and refreshes again).
+        let delivered = match start {
+            StartAt::At(p) => p,
+            StartAt::Current => current_position(&mut meta, flavor.as_ref(), cfg.query_timeout).await?,
+        };
         let tables = bounded(cfg.query_timeout, "schema", async {
             load_tables(&mut meta, flavor.as_ref(), &cfg.database, None).await.map_err(|e| match e {
                 CdcError::Upstream(u) => u,
@@ -208,10 +215,6 @@ impl BinlogStream {
             })
         })
         .await?;
-        let delivered = match start {
-            StartAt::At(p) => p,
-            StartAt::Current => current_position(&mut meta, flavor.as_ref(), cfg.query_timeout).await?,
-        };
         split_file_name(&delivered.file).ok_or_else(|| CdcError::BadPosition(delivered.to_string()))?;
         let lag = LagHandle::default();
         lag.update(|l| l.delivered = Some(delivered.clone()));

@@ -50,3 +50,42 @@ async fn lag_settles_once_caught_up() {
     }
     drop_db(&db).await;
 }
+
+/// The synchronous `FillSource` over the upstream fills (for callers outside the runtime)
+/// answers `Dataflow::run_fills` with the server's rows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocking_fill_source_serves_run_fills() {
+    use freshet_cdc::{BlockingFills, FillConfig, UpstreamFills};
+    use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, Value};
+    let (db, mut c) = fresh_db("blocking").await;
+    c.query_drop("CREATE TABLE cdc_b (id INT PRIMARY KEY, k INT, s VARCHAR(5) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci); INSERT INTO cdc_b VALUES (1, 7, 'x'), (2, 7, 'y'), (3, 8, 'z')")
+        .await
+        .unwrap();
+    let s = stream(&db).await;
+    let mut catalog = Catalog::new();
+    for t in s.tables() {
+        catalog.add(t.clone()).unwrap();
+    }
+    let fills = UpstreamFills::new(opts_for(None), &db, s.flavor(), s.table_infos(), FillConfig::default());
+    let start = s.delivered().position().unwrap();
+    let handle = tokio::runtime::Handle::current();
+    let rows = tokio::task::spawn_blocking(move || {
+        let mut df = Dataflow::new(catalog, ByteSize(1 << 20));
+        df.set_applied(start);
+        let v = df.install_sql("SELECT id, s FROM cdc_b WHERE k = ?").unwrap();
+        let r = df.reader(v).unwrap();
+        assert!(matches!(r.lookup(&[Value::Int(7)]).unwrap(), Lookup::Miss(_)));
+        let mut source = BlockingFills { fills, runtime: handle };
+        assert_eq!(df.run_fills(&mut source).unwrap(), 1);
+        match r.lookup(&[Value::Int(7)]).unwrap() {
+            Lookup::Hit(rows) => rows,
+            Lookup::Miss(_) => panic!("miss after fill"),
+        }
+    })
+    .await
+    .unwrap();
+    let mut ids: Vec<String> = rows.iter().map(|r| format!("{:?}", r[0])).collect();
+    ids.sort();
+    assert_eq!(ids, vec!["1", "2"]);
+    drop_db(&db).await;
+}
