@@ -39,7 +39,7 @@ use crate::decode::decode;
 use crate::error::CdcError;
 use crate::flavor::{self, Flavor};
 use crate::events::{classify, EventKind};
-use crate::position::{split_file_name, BinlogPos};
+use crate::position::{split_file_name, BinlogPos, MariaGtid};
 use crate::schema::{load_tables, TableInfo};
 
 /// Where a new stream starts.
@@ -161,6 +161,8 @@ struct Txn {
     /// next statement is the whole group.
     explicit: bool,
     changes: Vec<Change>,
+    /// MariaDB: the group's GTID.
+    gtid: Option<MariaGtid>,
 }
 
 /// The binlog stream. See the module header for its guarantees.
@@ -179,6 +181,8 @@ pub struct BinlogStream {
     txn: Option<Txn>,
     failures: u32,
     lag: LagHandle,
+    /// MariaDB: GTID of the last delivered group.
+    last_gtid: Option<MariaGtid>,
     /// End of the current MySQL TRANSACTION_PAYLOAD event: the events inside it carry no
     /// positions of their own, the commit takes this one.
     payload_end: Option<u32>,
@@ -233,6 +237,7 @@ impl BinlogStream {
             failures: 0,
             lag,
             payload_end: None,
+            last_gtid: None,
         };
         s.open().await?;
         Ok(s)
@@ -246,6 +251,12 @@ impl BinlogStream {
     /// The last delivered commit boundary (where a restart would resume).
     pub fn delivered(&self) -> &BinlogPos {
         &self.delivered
+    }
+
+    /// MariaDB: the GTID of the last delivered transaction (for resuming by GTID after a
+    /// failover, which is not implemented yet; resume is by file:offset).
+    pub fn last_gtid(&self) -> Option<MariaGtid> {
+        self.last_gtid
     }
 
     /// The server's connection id of the binlog connection (for tests and diagnostics).
@@ -382,8 +393,8 @@ impl BinlogStream {
                 }
             }
             EventKind::Heartbeat => self.heartbeat(log_pos),
-            EventKind::MariaGtid(g) => self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new() }),
-            EventKind::MysqlGtid => self.txn = Some(Txn { explicit: false, changes: Vec::new() }),
+            EventKind::MariaGtid(g) => self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new(), gtid: Some(g.gtid) }),
+            EventKind::MysqlGtid => self.txn = Some(Txn { explicit: false, changes: Vec::new(), gtid: None }),
             EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
             EventKind::Xid => self.commit(log_pos, hdr.timestamp())?,
             EventKind::XaPrepare => {
@@ -460,8 +471,8 @@ impl BinlogStream {
         let word = head.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
         match word.as_str() {
             "BEGIN" => {
-                let changes = self.txn.take().map(|t| t.changes).unwrap_or_default();
-                self.txn = Some(Txn { explicit: true, changes });
+                let (changes, gtid) = self.txn.take().map(|t| (t.changes, t.gtid)).unwrap_or_default();
+                self.txn = Some(Txn { explicit: true, changes, gtid });
                 return Ok(());
             }
             "COMMIT" | "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
@@ -518,8 +529,8 @@ impl BinlogStream {
         let one_phase = sql.to_ascii_uppercase().contains("ONE PHASE");
         match up.get(1).map(String::as_str) {
             Some("START") | Some("BEGIN") => {
-                let changes = self.txn.take().map(|t| t.changes).unwrap_or_default();
-                self.txn = Some(Txn { explicit: true, changes });
+                let (changes, gtid) = self.txn.take().map(|t| (t.changes, t.gtid)).unwrap_or_default();
+                self.txn = Some(Txn { explicit: true, changes, gtid });
                 Ok(())
             }
             Some("COMMIT") if one_phase => self.commit(log_pos, ts),
@@ -539,10 +550,11 @@ impl BinlogStream {
 
     fn commit(&mut self, log_pos: u32, ts: u32) -> Result<(), CdcError> {
         self.payload_end = None;
-        let txn = self.txn.take().unwrap_or(Txn { explicit: false, changes: Vec::new() });
+        let txn = self.txn.take().unwrap_or(Txn { explicit: false, changes: Vec::new(), gtid: None });
         let end = BinlogPos::new(self.file.clone(), log_pos);
         let position = end.position()?;
         self.out.push_back(StreamEvent::Batch(Batch { position, changes: txn.changes }));
+        self.last_gtid = txn.gtid.or(self.last_gtid);
         self.delivered = end.clone();
         self.failures = 0;
         let behind = Duration::from_secs(now_secs().saturating_sub(ts as u64));
@@ -610,7 +622,7 @@ impl BinlogStream {
         let Some(mysql_async::binlog::events::EventData::RowsEvent(data)) = ev.read_data().map_err(proto)? else {
             return Err(CdcError::Protocol("unreadable rows event".into()));
         };
-        let txn = self.txn.get_or_insert(Txn { explicit: false, changes: Vec::new() });
+        let txn = self.txn.get_or_insert(Txn { explicit: false, changes: Vec::new(), gtid: None });
         for r in rows_of(&data, tme) {
             let (before, after) = r.map_err(|e| CdcError::Decode { table: table.clone(), column: "?".into(), reason: e.to_string() })?;
             if let Some(b) = before {

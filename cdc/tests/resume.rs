@@ -79,6 +79,11 @@ async fn restart_at_a_delivered_position_continues_right_after_it() {
     }
     let (first, _) = within(20, "first five", batches(&mut s, 5)).await;
     let resume = s.delivered().clone();
+    // The GTID of the last delivered transaction is known and not ahead of the server.
+    let g = s.last_gtid().expect("MariaDB GTID of the last delivered transaction");
+    let pos: String = c.query_first("SELECT @@gtid_binlog_pos").await.unwrap().unwrap();
+    let server = pos.split(',').filter_map(freshet_cdc::MariaGtid::parse).find(|x| x.domain == g.domain).unwrap();
+    assert!(g.seq <= server.seq && g.seq > 0);
     assert_eq!(resume.position().unwrap(), first[4].position);
     drop(s);
     let mut s2 = BinlogStream::connect(opts_for(None), StreamConfig::new(&db, server_id()), StartAt::At(resume))
