@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 threads=${1:-8}; seconds=${2:-20}; rounds=${3:-2}
 command -v sysbench >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq sysbench; }
-eval "$(scripts/mariadb.sh)"
+# Not `eval "$(...)"`: its status would hide a failed start.
+mariadb_env=$(scripts/mariadb.sh)
+eval "$mariadb_env"
 cargo build -q --release --locked -p freshet-proxy
 work=target/sysbench; mkdir -p "$work"
 FRESHET_UPSTREAM_URL=$FRESHET_TEST_MYSQL_URL FRESHET_UPSTREAM_TLS=disabled FRESHET_LISTEN_MYSQL=127.0.0.1:33317 \

@@ -18,7 +18,9 @@ admin_port=$((port + 1))
 mkdir -p "$work"
 
 command -v go >/dev/null || { echo "go-driver-suite: Go is not installed" >&2; exit 1; }
-eval "$(scripts/mariadb.sh)"
+# Not `eval "$(...)"`: its status would hide a failed start.
+mariadb_env=$(scripts/mariadb.sh)
+eval "$mariadb_env"
 
 # A writable copy of the module (the module cache is read-only).
 src=$(go mod download -json "github.com/go-sql-driver/mysql@$version" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
