@@ -30,7 +30,7 @@
 //! [`schema`] (information_schema -> TableSchema), [`decode`] (binlog cells -> Value),
 //! [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event payloads), [`ddl`] (DDL statements -> tables),
 //! [`stream`] (the binlog stream), [`result`] (result-set values -> Value), [`fill`] (the fenced
-//! upstream fill source), [`gtid_set`] (MySQL GTID sets), [`checks`] (start-up checks).
+//! upstream fill source), [`gtid_set`] (MySQL GTID sets), [`checks`] (start-up checks), [`lag`] (replication lag).
 
 pub mod checks;
 pub mod ddl;
@@ -39,6 +39,7 @@ pub mod error;
 pub mod events;
 pub mod fill;
 pub mod flavor;
+pub mod lag;
 pub mod gtid_set;
 pub mod mariadb_events;
 pub mod position;
@@ -54,4 +55,5 @@ pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
 pub use gtid_set::GtidSet;
 pub use position::{BinlogPos, MariaGtid};
 pub use schema::TableInfo;
-pub use stream::{BinlogStream, Lag, LagHandle, SchemaChange, StartAt, StreamConfig, StreamEvent};
+pub use lag::{Lag, LagHandle};
+pub use stream::{BinlogStream, SchemaChange, StartAt, StreamConfig, StreamEvent};

@@ -13,6 +13,8 @@
 use std::collections::HashMap;
 
 use freshet_dataflow::{Collation, ColumnSchema, SqlType, TableSchema};
+use mysql_async::binlog::events::TableMapEvent;
+use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable;
 
 use crate::error::CdcError;
@@ -242,6 +244,57 @@ pub fn labels(column_type: &str) -> Vec<String> {
     out
 }
 
+/// Checks a table map against the schema: same column count, each binlog type in the family
+/// the schema's type decodes from.
+pub fn check_table_map(tme: &TableMapEvent<'_>, schema: &TableSchema) -> Result<(), String> {
+    let n = tme.columns_count() as usize;
+    if n != schema.columns.len() {
+        return Err(format!("the binlog has {n} columns, information_schema {}", schema.columns.len()));
+    }
+    for (i, c) in schema.columns.iter().enumerate() {
+        let ct = tme.get_column_type(i).ok().flatten().ok_or_else(|| format!("column {i}: unknown binlog type"))?;
+        if !compatible(ct, &c.ty) {
+            return Err(format!("column `{}` is {:?} in the binlog but {:?} in information_schema", c.name, ct, c.ty));
+        }
+    }
+    Ok(())
+}
+
+/// Which binlog column types a schema type may arrive as.
+pub fn compatible(ct: ColumnType, ty: &SqlType) -> bool {
+    use ColumnType::*;
+    match ty {
+        SqlType::Int { bytes: 1, .. } => ct == MYSQL_TYPE_TINY,
+        SqlType::Int { bytes: 2, .. } => ct == MYSQL_TYPE_SHORT,
+        SqlType::Int { bytes: 3, .. } => ct == MYSQL_TYPE_INT24,
+        SqlType::Int { bytes: 4, .. } => ct == MYSQL_TYPE_LONG,
+        SqlType::Int { .. } => ct == MYSQL_TYPE_LONGLONG,
+        SqlType::Float => ct == MYSQL_TYPE_FLOAT,
+        SqlType::Double => ct == MYSQL_TYPE_DOUBLE,
+        SqlType::Decimal { .. } => ct == MYSQL_TYPE_NEWDECIMAL,
+        SqlType::Text | SqlType::Bytes | SqlType::Json => matches!(
+            ct,
+            MYSQL_TYPE_VARCHAR
+                | MYSQL_TYPE_VAR_STRING
+                | MYSQL_TYPE_STRING
+                | MYSQL_TYPE_BLOB
+                | MYSQL_TYPE_TINY_BLOB
+                | MYSQL_TYPE_MEDIUM_BLOB
+                | MYSQL_TYPE_LONG_BLOB
+                | MYSQL_TYPE_JSON
+                | MYSQL_TYPE_GEOMETRY
+        ),
+        SqlType::Date => matches!(ct, MYSQL_TYPE_DATE | MYSQL_TYPE_NEWDATE),
+        SqlType::Time { .. } => matches!(ct, MYSQL_TYPE_TIME | MYSQL_TYPE_TIME2),
+        SqlType::DateTime { .. } => matches!(ct, MYSQL_TYPE_DATETIME | MYSQL_TYPE_DATETIME2),
+        SqlType::Timestamp { .. } => matches!(ct, MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_TIMESTAMP2),
+        SqlType::Year => ct == MYSQL_TYPE_YEAR,
+        SqlType::Enum(_) => ct == MYSQL_TYPE_ENUM,
+        SqlType::Set(_) => ct == MYSQL_TYPE_SET,
+        SqlType::Bit { .. } => ct == MYSQL_TYPE_BIT,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,5 +333,16 @@ mod tests {
         assert_eq!(ty[3], &SqlType::Bytes);
         assert_eq!(info.decode[3].binary_width, Some(4));
         assert_eq!(info.schema.primary_key, vec![0]);
+    }
+
+    #[test]
+    fn table_map_type_families() {
+        use ColumnType::*;
+        assert!(compatible(MYSQL_TYPE_INT24, &SqlType::Int { bytes: 3, unsigned: true }));
+        assert!(!compatible(MYSQL_TYPE_LONG, &SqlType::Int { bytes: 8, unsigned: false }));
+        assert!(compatible(MYSQL_TYPE_BLOB, &SqlType::Json));
+        assert!(compatible(MYSQL_TYPE_JSON, &SqlType::Json));
+        assert!(compatible(MYSQL_TYPE_TIMESTAMP2, &SqlType::Timestamp { fsp: 6 }));
+        assert!(!compatible(MYSQL_TYPE_DATETIME2, &SqlType::Timestamp { fsp: 0 }));
     }
 }

@@ -25,12 +25,10 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use freshet_dataflow::{Batch, Change, Position, Row, SqlType, TableSchema};
+use freshet_dataflow::{Batch, Change, Position, Row, TableSchema};
 use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
-use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStreamRequest, Conn, Opts};
 
@@ -39,6 +37,8 @@ use crate::decode::decode;
 use crate::error::CdcError;
 use crate::flavor::{self, Flavor};
 use crate::events::{classify, EventKind};
+use crate::lag::LagHandle;
+use crate::schema::check_table_map;
 use crate::position::{split_file_name, BinlogPos, MariaGtid};
 use crate::schema::{load_tables, TableInfo};
 
@@ -113,46 +113,6 @@ pub enum StreamEvent {
     Batch(Batch),
     /// A schema change, in order with the batches.
     Schema(SchemaChange),
-}
-
-/// Replication lag as last observed.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Lag {
-    /// Last delivered commit boundary.
-    pub delivered: Option<BinlogPos>,
-    /// The server's end of binlog as last reported (heartbeat or event).
-    pub server: Option<BinlogPos>,
-    /// Seconds between the last delivered transaction's commit and when it was delivered
-    /// (zero once a heartbeat says we are at the server's end).
-    pub behind: Duration,
-    /// Bytes of binlog between `delivered` and `server` when both are in the same file.
-    pub bytes_behind: u64,
-    /// Transactions delivered since the stream started.
-    pub transactions: u64,
-    /// Reconnects since the stream started.
-    pub reconnects: u64,
-    /// Lag in events: transactions and schema changes read from the binlog but not yet taken
-    /// by the applier (the channel of [`BinlogStream::spawn`]).
-    pub queued: u64,
-    /// When the lag was last updated.
-    pub updated: Option<Instant>,
-}
-
-/// A cheap handle to read a stream's lag from elsewhere (metrics, readiness).
-#[derive(Clone, Debug, Default)]
-pub struct LagHandle(Arc<Mutex<Lag>>);
-
-impl LagHandle {
-    /// The last observed lag.
-    pub fn get(&self) -> Lag {
-        self.0.lock().map(|l| l.clone()).unwrap_or_default()
-    }
-    fn update(&self, f: impl FnOnce(&mut Lag)) {
-        if let Ok(mut l) = self.0.lock() {
-            f(&mut l);
-            l.updated = Some(Instant::now());
-        }
-    }
 }
 
 /// A transaction being read.
@@ -482,12 +442,23 @@ impl BinlogStream {
             "XA" => return self.xa(head, log_pos, ts),
             _ => {}
         }
-        if self.txn.as_ref().is_some_and(|t| t.explicit) {
-            // A statement inside a transaction (not DDL under ROW format): nothing to decode.
-            return Ok(());
-        }
-        // A standalone statement: its own group. DDL on tracked tables refreshes schemas.
+        // DDL refreshes schemas. Usually it is its own group (standalone); CREATE TABLE ...
+        // SELECT is the exception: inside a transaction, before the rows it creates, so its
+        // schema change goes out first and the batch follows at the commit.
+        let in_txn = self.txn.as_ref().is_some_and(|t| t.explicit);
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
+        self.ddl(sql, default_db, position).await?;
+        if !in_txn {
+            self.txn = None;
+            self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+            self.lag.update(|l| l.delivered = Some(BinlogPos::new(self.file.clone(), log_pos)));
+            self.failures = 0;
+        }
+        Ok(())
+    }
+
+    /// Schema changes of one statement, for the tracked database.
+    async fn ddl(&mut self, sql: &str, default_db: &str, position: Position) -> Result<(), CdcError> {
         if crate::ddl::parse_drop_database(sql).is_some_and(|d| d == self.cfg.database) {
             let mut names: Vec<String> = self.tables.keys().cloned().collect();
             names.sort();
@@ -512,10 +483,6 @@ impl BinlogStream {
             let schema = info.as_ref().map(|i| i.schema.clone());
             self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: t.table, kind: t.kind, schema, info }));
         }
-        self.txn = None;
-        self.delivered = BinlogPos::new(self.file.clone(), log_pos);
-        self.lag.update(|l| l.delivered = Some(BinlogPos::new(self.file.clone(), log_pos)));
-        self.failures = 0;
         Ok(())
     }
 
@@ -680,57 +647,6 @@ fn same_series(a: &str, b: &str) -> bool {
     }
 }
 
-/// Checks a table map against the schema: same column count, each binlog type in the family
-/// the schema's type decodes from.
-pub fn check_table_map(tme: &TableMapEvent<'_>, schema: &TableSchema) -> Result<(), String> {
-    let n = tme.columns_count() as usize;
-    if n != schema.columns.len() {
-        return Err(format!("the binlog has {n} columns, information_schema {}", schema.columns.len()));
-    }
-    for (i, c) in schema.columns.iter().enumerate() {
-        let ct = tme.get_column_type(i).ok().flatten().ok_or_else(|| format!("column {i}: unknown binlog type"))?;
-        if !compatible(ct, &c.ty) {
-            return Err(format!("column `{}` is {:?} in the binlog but {:?} in information_schema", c.name, ct, c.ty));
-        }
-    }
-    Ok(())
-}
-
-/// Which binlog column types a schema type may arrive as.
-pub fn compatible(ct: ColumnType, ty: &SqlType) -> bool {
-    use ColumnType::*;
-    match ty {
-        SqlType::Int { bytes: 1, .. } => ct == MYSQL_TYPE_TINY,
-        SqlType::Int { bytes: 2, .. } => ct == MYSQL_TYPE_SHORT,
-        SqlType::Int { bytes: 3, .. } => ct == MYSQL_TYPE_INT24,
-        SqlType::Int { bytes: 4, .. } => ct == MYSQL_TYPE_LONG,
-        SqlType::Int { .. } => ct == MYSQL_TYPE_LONGLONG,
-        SqlType::Float => ct == MYSQL_TYPE_FLOAT,
-        SqlType::Double => ct == MYSQL_TYPE_DOUBLE,
-        SqlType::Decimal { .. } => ct == MYSQL_TYPE_NEWDECIMAL,
-        SqlType::Text | SqlType::Bytes | SqlType::Json => matches!(
-            ct,
-            MYSQL_TYPE_VARCHAR
-                | MYSQL_TYPE_VAR_STRING
-                | MYSQL_TYPE_STRING
-                | MYSQL_TYPE_BLOB
-                | MYSQL_TYPE_TINY_BLOB
-                | MYSQL_TYPE_MEDIUM_BLOB
-                | MYSQL_TYPE_LONG_BLOB
-                | MYSQL_TYPE_JSON
-                | MYSQL_TYPE_GEOMETRY
-        ),
-        SqlType::Date => matches!(ct, MYSQL_TYPE_DATE | MYSQL_TYPE_NEWDATE),
-        SqlType::Time { .. } => matches!(ct, MYSQL_TYPE_TIME | MYSQL_TYPE_TIME2),
-        SqlType::DateTime { .. } => matches!(ct, MYSQL_TYPE_DATETIME | MYSQL_TYPE_DATETIME2),
-        SqlType::Timestamp { .. } => matches!(ct, MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_TIMESTAMP2),
-        SqlType::Year => ct == MYSQL_TYPE_YEAR,
-        SqlType::Enum(_) => ct == MYSQL_TYPE_ENUM,
-        SqlType::Set(_) => ct == MYSQL_TYPE_SET,
-        SqlType::Bit { .. } => ct == MYSQL_TYPE_BIT,
-    }
-}
-
 fn proto(e: std::io::Error) -> CdcError {
     CdcError::Protocol(e.to_string())
 }
@@ -764,15 +680,9 @@ mod tests {
     }
 
     #[test]
-    fn table_map_type_families() {
-        use ColumnType::*;
-        assert!(compatible(MYSQL_TYPE_INT24, &SqlType::Int { bytes: 3, unsigned: true }));
-        assert!(!compatible(MYSQL_TYPE_LONG, &SqlType::Int { bytes: 8, unsigned: false }));
-        assert!(compatible(MYSQL_TYPE_BLOB, &SqlType::Json));
-        assert!(compatible(MYSQL_TYPE_JSON, &SqlType::Json));
-        assert!(compatible(MYSQL_TYPE_TIMESTAMP2, &SqlType::Timestamp { fsp: 6 }));
-        assert!(!compatible(MYSQL_TYPE_DATETIME2, &SqlType::Timestamp { fsp: 0 }));
+    fn file_series() {
         assert!(same_series("mariadb-bin.000004", "mariadb-bin.000005"));
         assert!(!same_series("a.000004", "b.000005"));
     }
+
 }

@@ -98,6 +98,17 @@ async fn ddl_is_reported_in_order_and_refreshes_the_column_map() {
     assert_eq!((schema(&ev, 0).table.as_str(), schema(&ev, 0).kind), ("cdc_e", DdlKind::Drop));
     assert!(schema(&ev, 0).schema.is_none());
 
+    // CREATE TABLE ... SELECT: the schema change first, then the rows it created.
+    let ev = step(&mut c, &mut s, "CREATE TABLE cdc_g (id INT PRIMARY KEY) SELECT 5 AS id UNION SELECT 6").await;
+    assert_eq!((schema(&ev, 0).table.as_str(), schema(&ev, 0).kind), ("cdc_g", DdlKind::Create));
+    let ev = if ev.len() > 1 { ev } else { step(&mut c, &mut s, "DO 0").await };
+    let b = ev.iter().find_map(|e| if let Ev::B(b) = e { Some(b) } else { None }).expect("rows of CREATE ... SELECT");
+    assert_eq!(b.changes.len(), 2);
+    assert!(b.changes.iter().all(|ch| ch.table == "cdc_g" && ch.insert));
+    c.query_drop("DROP TABLE cdc_g").await.unwrap();
+    let ev = step(&mut c, &mut s, "DO 0").await;
+    assert_eq!(schema(&ev, 0).kind, DdlKind::Drop);
+
     // Dropping the whole database drops every table freshet knew in it.
     let ev = step(&mut c, &mut s, "CREATE TABLE cdc_f (id INT PRIMARY KEY)").await;
     assert_eq!(schema(&ev, 0).kind, DdlKind::Create);
