@@ -4,8 +4,9 @@
 //! Owns: [`CostBounds`], [`Bound`], [`cost_bounds`]. Does not own: measuring anything; these
 //! are static bounds derived from the plan and the schema (primary keys), for EXPLAIN.
 //!
-//! Invariant: a bound is never optimistic for the plan as this crate executes it (e.g. top-k
-//! keeps its whole partition input, so a fill of a top-k view reads the partition, not k rows).
+//! Invariant: a bound is never optimistic for the plan as this crate executes it (e.g. a top-k
+//! fill ships at most `offset + limit + slack` rows per partition, but the server still reads
+//! the partition to rank it unless an index serves the order, so its fill bound is linear).
 
 use crate::compile::{Catalog, CompiledQuery};
 use crate::plan::Node;

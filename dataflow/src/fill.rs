@@ -20,8 +20,8 @@ use std::collections::HashSet;
 
 use crate::delta::Position;
 use crate::eval::eval;
-use crate::ops::{Delta, Key};
-use crate::plan::Node;
+use crate::ops::{sort_rows, Delta, Key};
+use crate::plan::{Node, OrderSpec};
 use crate::store::MemStore;
 use crate::value::{ExactRow, Row, Value};
 
@@ -46,6 +46,9 @@ pub struct StateQuery {
     pub plan: Node,
     /// True if the answer is grouped by all columns with a trailing count.
     pub grouped: bool,
+    /// If set, only the first `n` rows of each partition in this order are wanted (a top-k
+    /// state's prefix); ties may be broken any way.
+    pub cap: Option<(OrderSpec, usize)>,
 }
 
 /// One base-table occurrence the replay needs rows of.
@@ -145,11 +148,27 @@ impl FillSource for MemUpstream<'_> {
         let keys: HashSet<Key> = req.keys.iter().cloned().collect();
         let mut answers = Vec::new();
         for q in &req.queries {
-            let rows = eval(&q.plan, self.store, Some(&keys));
+            let mut rows = eval(&q.plan, self.store, Some(&keys));
+            if let Some((order, n)) = &q.cap {
+                rows = first_per_partition(rows, &q.plan.key_positions(), order, *n);
+            }
             answers.push(if q.grouped { group_count(rows) } else { rows.into_iter().map(|r| (r, 1)).collect() });
         }
         Ok(FillResponse::answer(req, self.store.position(), FillData::States(answers)))
     }
+}
+
+/// The first `n` rows of each partition in `order`.
+fn first_per_partition(mut rows: Vec<Row>, key: &[usize], order: &OrderSpec, n: usize) -> Vec<Row> {
+    sort_rows(&mut rows, order);
+    let mut seen: std::collections::HashMap<Key, usize> = std::collections::HashMap::new();
+    rows.retain(|r| {
+        let k: Key = key.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
+        let c = seen.entry(k).or_insert(0);
+        *c += 1;
+        *c <= n
+    });
+    rows
 }
 
 /// Collapses a multiset into (row, count) pairs, as `GROUP BY all columns` with `COUNT(*)` does.

@@ -20,8 +20,10 @@
 //!   `KeyState`s: the view layer empties a domain before adding to its graph); a node's
 //!   `inputs` precede it, so `outs[j]` exists when node `i > j` reads it.
 //! - MIN/MAX keep the multiset of argument values, so deleting the current extreme yields the
-//!   next one; top-k keeps the whole partition input, so deletions that shrink the window below
-//!   `limit` pull the next rows in. Both trade memory for never needing a refill.
+//!   next one without a refill. Top-k keeps a bounded prefix (`offset + limit + slack` rows) of
+//!   its input in sort order: deletions pull held rows into the window, and when a prefix that
+//!   is known to be incomplete runs shorter than the window, [`KeyState::needs_refill`] is set
+//!   and the view evicts the partition rather than show a short window.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -40,6 +42,9 @@ pub type Key = Box<[Value]>;
 /// are not counted as free.
 const SLOT: usize = 32;
 
+/// Default rows a top-k state keeps beyond its window.
+pub const DEFAULT_TOPK_SLACK: usize = 16;
+
 /// One operator in the flattened tree.
 #[derive(Debug)]
 pub struct GNode {
@@ -57,15 +62,22 @@ pub struct Graph {
     pub nodes: Vec<GNode>,
     /// Reader roots, by reader index.
     pub roots: Vec<usize>,
+    /// Rows a top-k state keeps beyond `offset + limit`, so that a few deletions do not force
+    /// a refill.
+    pub topk_slack: usize,
     index: HashMap<Node, usize>,
 }
 
 impl Graph {
     /// Flattens a single tree.
     pub fn new(root: &Node) -> Graph {
-        let mut g = Graph::default();
+        let mut g = Graph { topk_slack: DEFAULT_TOPK_SLACK, ..Graph::default() };
         g.add_root(root);
         g
+    }
+    /// An empty graph whose top-k states keep `slack` rows beyond their window.
+    pub fn with_topk_slack(slack: usize) -> Graph {
+        Graph { topk_slack: slack, ..Graph::default() }
     }
     /// Adds a tree, reusing every node already present; returns the new reader's index.
     pub fn add_root(&mut self, root: &Node) -> usize {
@@ -289,7 +301,20 @@ enum NodeState {
     Join([HashMap<Key, Bucket>; 2]),
     Agg(HashMap<Key, Group>),
     Distinct(HashMap<Row, (Row, i64)>),
-    TopK(BTreeMap<SortKey, i64>),
+    TopK(TopState),
+}
+
+/// Top-k state: a prefix, in sort order, of the partition's input rows, at most `cap` rows
+/// (`offset + limit + slack`). Invariant: every input row not held sorts at or after the last
+/// held row; `complete` means nothing is left out. Inserts past the last held row of an
+/// incomplete prefix are dropped; deletions that shrink an incomplete prefix below
+/// `offset + limit` make the partition need a refill (the rows that would move into the window
+/// are not held), which the view turns into an eviction.
+#[derive(Debug, Default)]
+struct TopState {
+    rows: BTreeMap<SortKey, i64>,
+    count: i64,
+    complete: bool,
 }
 
 /// Everything freshet holds for one partition of one view.
@@ -304,6 +329,9 @@ pub struct KeyState {
     bytes: isize,
     /// Position the fill reflected: batches at or before it are skipped for this partition.
     pub filled_at: Position,
+    /// Set when a bounded state (top-k) lost rows it would need; the partition must be
+    /// evicted and refilled.
+    pub needs_refill: bool,
 }
 
 fn join_key(row: &[Value], cols: &[usize]) -> Option<Key> {
@@ -369,12 +397,12 @@ impl KeyState {
                 Node::Join { .. } => NodeState::Join([HashMap::new(), HashMap::new()]),
                 Node::Aggregate { .. } => NodeState::Agg(HashMap::new()),
                 Node::Distinct { .. } => NodeState::Distinct(HashMap::new()),
-                Node::TopK { .. } => NodeState::TopK(BTreeMap::new()),
+                Node::TopK { .. } => NodeState::TopK(TopState { complete: true, ..TopState::default() }),
                 _ => NodeState::None,
             })
             .collect();
         let readers = vec![HashMap::new(); graph.roots.len()];
-        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at };
+        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false };
         if !silent_globals {
             return ks;
         }
@@ -490,7 +518,7 @@ impl KeyState {
                 }
                 Node::TopK { order, limit, offset, .. } => {
                     let d = take(n.inputs[0], &mut outs);
-                    self.topk(i, order, *limit, *offset, d)
+                    self.topk(i, order, *limit, *offset, graph.topk_slack, d)
                 }
             };
             outs.push(out);
@@ -634,20 +662,56 @@ impl KeyState {
         out
     }
 
-    fn topk(&mut self, idx: usize, order: &OrderSpec, limit: usize, offset: usize, d: Vec<Delta>) -> Vec<Delta> {
-        let NodeState::TopK(rows) = &mut self.states[idx] else { return vec![] };
+    #[allow(clippy::too_many_arguments)]
+    fn topk(&mut self, idx: usize, order: &OrderSpec, limit: usize, offset: usize, slack: usize, d: Vec<Delta>) -> Vec<Delta> {
+        let NodeState::TopK(st) = &mut self.states[idx] else { return vec![] };
         if d.is_empty() {
             return vec![];
         }
-        let before = window(rows, limit, offset);
+        let cap = (offset + limit).saturating_add(slack) as i64;
+        let before = window(&st.rows, limit, offset);
         let mut bytes = 0isize;
         for (row, w) in d {
             let b = (row_bytes(&row) * 2 + SLOT) as isize;
-            bytes += add_count(rows, &sort_key(&row, order), w) * b;
+            let k = sort_key(&row, order);
+            if w > 0 {
+                let beyond = !st.complete && st.rows.keys().next_back().is_none_or(|last| k >= *last);
+                if beyond {
+                    continue;
+                }
+                bytes += add_count(&mut st.rows, &k, w) * b;
+                st.count += w;
+                while st.count > cap {
+                    let Some((last, _)) = st.rows.iter().next_back().map(|(k, c)| (k.clone(), *c)) else { break };
+                    let lb = (row_bytes(&last.row.0) * 2 + SLOT) as isize;
+                    bytes += add_count(&mut st.rows, &last, -1) * lb;
+                    st.count -= 1;
+                    st.complete = false;
+                }
+            } else {
+                let held = st.rows.get(&k).copied().unwrap_or(0);
+                let take = held.min(-w);
+                if take > 0 {
+                    bytes += add_count(&mut st.rows, &k, -take) * b;
+                    st.count -= take;
+                }
+            }
         }
-        let after = window(rows, limit, offset);
+        if !st.complete && st.count < (offset + limit) as i64 {
+            self.needs_refill = true;
+        }
+        let after = window(&st.rows, limit, offset);
         self.bytes += bytes;
         diff(before, after)
+    }
+
+    /// Marks a top-k state seeded with a server-truncated prefix of `cap` rows as possibly
+    /// incomplete.
+    pub fn mark_truncated(&mut self, idx: usize, cap: usize) {
+        if let Some(NodeState::TopK(st)) = self.states.get_mut(idx)
+            && st.count >= cap as i64 {
+                st.complete = false;
+            }
     }
 
     /// Full output of node `idx` for this partition, computed from state. `None` if the node
@@ -699,8 +763,8 @@ impl KeyState {
             (Node::Distinct { .. }, NodeState::Distinct(c)) => {
                 c.values().filter(|(_, n)| *n > 0).map(|(r, _)| (r.clone(), 1)).collect()
             }
-            (Node::TopK { limit, offset, .. }, NodeState::TopK(rows)) => {
-                window(rows, *limit, *offset).into_iter().map(|r| (r, 1)).collect()
+            (Node::TopK { limit, offset, .. }, NodeState::TopK(st)) => {
+                window(&st.rows, *limit, *offset).into_iter().map(|r| (r, 1)).collect()
             }
             _ => return None,
         })
@@ -737,7 +801,7 @@ impl KeyState {
                 self.distinct(idx, rows);
             }
             Node::TopK { order, limit, offset, .. } => {
-                self.topk(idx, order, *limit, *offset, rows);
+                self.topk(idx, order, *limit, *offset, graph.topk_slack, rows);
             }
             _ => {}
         }
@@ -872,6 +936,26 @@ mod tests {
         assert_eq!(sorted(&ks), vec![r(&[1, 1])]);
         ks.process(&g, &mut [vec![(r(&[1, 7]), 1)]]);
         assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 7])]);
+    }
+
+    #[test]
+    fn bounded_top_k_asks_for_a_refill_when_its_prefix_runs_short() {
+        let root = Node::TopK { input: Box::new(base(0, 2)), order: vec![(1, false)], limit: 2, offset: 0 };
+        let mut g = Graph::new(&root);
+        g.topk_slack = 1; // keeps 3 rows
+        let mut ks = KeyState::empty(&g, key(), Position(0), false);
+        ks.process(&g, &mut [(1..=5).map(|i| (r(&[1, i]), 1)).collect()]);
+        assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 2])]);
+        assert!(!ks.needs_refill);
+        // A row past the held prefix is dropped; one inside pushes the last out.
+        ks.process(&g, &mut [vec![(r(&[1, 9]), 1), (r(&[1, 0]), 1)]]);
+        assert_eq!(sorted(&ks), vec![r(&[1, 0]), r(&[1, 1])]);
+        ks.process(&g, &mut [vec![(r(&[1, 0]), -1)]]);
+        assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 2])]);
+        assert!(!ks.needs_refill);
+        // Held: 1, 2. Deleting 1 leaves one row while 3.. exist upstream: refill.
+        ks.process(&g, &mut [vec![(r(&[1, 1]), -1)]]);
+        assert!(ks.needs_refill);
     }
 
     #[test]

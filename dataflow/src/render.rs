@@ -14,7 +14,7 @@
 
 use crate::expr::Expr;
 use crate::ops::Key;
-use crate::plan::{AggKind, JoinKind, Node};
+use crate::plan::{AggKind, JoinKind, Node, OrderSpec};
 use crate::value::Value;
 
 fn ident(s: &str) -> String {
@@ -42,8 +42,34 @@ impl Ctx<'_> {
 /// COUNT(*)]` grouped by all node columns, i.e. the node's output as a multiset with counts.
 /// Returns the SQL text (with `?` placeholders) and the parameter values in order.
 pub fn render_fill(node: &Node, keys: &[Key], grouped: bool) -> (String, Vec<Value>) {
+    render_fill_capped(node, keys, grouped, None)
+}
+
+/// Like [`render_fill`]; with `cap = Some((order, n))` only the first `n` rows of each
+/// partition in `order` are returned (ties broken by every column), via `ROW_NUMBER()`
+/// (MySQL 8, MariaDB 10.2+) or, for a single partition, `LIMIT`.
+pub fn render_fill_capped(node: &Node, keys: &[Key], grouped: bool, cap: Option<(&OrderSpec, usize)>) -> (String, Vec<Value>) {
     let mut ctx = Ctx { keys, params: Vec::new(), alias: 0 };
     let inner = render(node, &mut ctx);
+    if let Some((order, n)) = cap {
+        let w = node.width();
+        let mut ob: Vec<String> = order.iter().map(|(c, d)| format!("c{c}{}", if *d { " DESC" } else { "" })).collect();
+        ob.extend((0..w).map(|i| format!("c{i}")));
+        let kp = node.key_positions();
+        let (t, t2) = (ctx.alias(), ctx.alias());
+        let sql = if kp.is_empty() {
+            format!("SELECT * FROM ({inner}) AS {t} ORDER BY {} LIMIT {n}", ob.join(", "))
+        } else {
+            let part: Vec<String> = kp.iter().map(|k| format!("c{k}")).collect();
+            format!(
+                "SELECT {} FROM (SELECT {t}.*, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {}) AS freshet_rn FROM ({inner}) AS {t}) AS {t2} WHERE freshet_rn <= {n}",
+                cols(w).join(", "),
+                part.join(", "),
+                ob.join(", ")
+            )
+        };
+        return (sql, ctx.params);
+    }
     let sql = if grouped {
         let w = node.width();
         let t = ctx.alias();

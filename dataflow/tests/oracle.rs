@@ -265,10 +265,12 @@ proptest! {
     fn incremental_equals_from_scratch(
         qi in 0..QUERIES.len(),
         small_budget in any::<bool>(),
+        slack in 0..3usize,
         ops in proptest::collection::vec(op(), 1..80),
     ) {
         let budget = if small_budget { ByteSize(2_500) } else { ByteSize(1 << 30) };
         let mut df = Dataflow::new(catalog(), budget);
+        df.set_topk_slack(slack);
         df.set_max_fill_keys(2);
         let view = df.install_sql(QUERIES[qi]).unwrap();
         let mut sim = Sim {
@@ -333,10 +335,12 @@ proptest! {
     fn shared_subtrees_equal_from_scratch(
         fi in 0..FAMILIES.len(),
         small_budget in any::<bool>(),
+        slack in 0..3usize,
         ops in proptest::collection::vec(op(), 1..80),
     ) {
         let budget = if small_budget { ByteSize(4_000) } else { ByteSize(1 << 30) };
         let mut df = Dataflow::new(catalog(), budget);
+        df.set_topk_slack(slack);
         df.set_max_fill_keys(2);
         let views: Vec<ViewId> = FAMILIES[fi].iter().map(|q| df.install_sql(q).unwrap()).collect();
         let mut sim = Sim {
@@ -350,6 +354,43 @@ proptest! {
             sim.step(Op::Lookup(k));
         }
         sim.step(Op::TakeFills { replica: fi % 2 == 0 });
+        while !sim.in_flight.is_empty() {
+            sim.step(Op::Deliver(0));
+        }
+        sim.check();
+    }
+}
+
+/// Top-k views under churn with no slack, so that prefixes run short and refill often.
+const TOP_K: &[&str] = &[
+    "SELECT id, x FROM a WHERE k = ? ORDER BY x DESC, id LIMIT 2",
+    "SELECT id FROM a WHERE k = ? ORDER BY g, id LIMIT 1 OFFSET 1",
+    "SELECT a.id, b.y FROM a JOIN b ON b.k = a.k WHERE a.k = ? ORDER BY b.y DESC, a.id LIMIT 2",
+    "SELECT id, s FROM a ORDER BY s, id LIMIT 2",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(150), max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #[test]
+    fn bounded_top_k_equals_from_scratch(
+        qi in 0..TOP_K.len(),
+        slack in 0..2usize,
+        ops in proptest::collection::vec(op(), 40..200),
+    ) {
+        let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
+        df.set_topk_slack(slack);
+        let view = df.install_sql(TOP_K[qi]).unwrap();
+        let mut sim = Sim {
+            df, views: vec![view], upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
+            in_flight: Vec::new(), next_id: 1, pos: 0,
+        };
+        for o in ops {
+            sim.step(o);
+        }
+        for k in 0..4 {
+            sim.step(Op::Lookup(k));
+        }
+        sim.step(Op::TakeFills { replica: qi % 2 == 0 });
         while !sim.in_flight.is_empty() {
             sim.step(Op::Deliver(0));
         }

@@ -60,7 +60,7 @@ use crate::delta::{Batch, Position};
 use crate::fill::{BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, StateQuery, ViewId};
 use crate::ops::{sort_rows, Delta, Graph, Key, KeyState};
 use crate::plan::Node;
-use crate::render::render_fill;
+use crate::render::render_fill_capped;
 use crate::schema::TableSchema;
 use crate::value::{row_bytes, Value};
 
@@ -149,6 +149,7 @@ pub struct Dataflow {
     next_generation: u64,
     max_fill_keys: usize,
     max_pending: usize,
+    topk_slack: usize,
 }
 
 /// Renumbers base occurrences of `tree` that would collide with a different occurrence
@@ -202,9 +203,9 @@ fn renumber(tree: &Node, graph: &Graph, next: &mut usize) -> Node {
 }
 
 impl Domain {
-    fn new() -> Domain {
+    fn new(topk_slack: usize) -> Domain {
         Domain {
-            graph: Graph::default(),
+            graph: Graph::with_topk_slack(topk_slack),
             occs: Vec::new(),
             n_occ: 0,
             slots: Vec::new(),
@@ -288,7 +289,14 @@ impl Dataflow {
             next_generation: 1,
             max_fill_keys: 64,
             max_pending: 4096,
+            topk_slack: crate::ops::DEFAULT_TOPK_SLACK,
         }
+    }
+
+    /// Sets how many rows beyond `OFFSET + LIMIT` a top-k state keeps (default 16) for views
+    /// installed afterwards. More slack means fewer refills after deletions, more memory.
+    pub fn set_topk_slack(&mut self, n: usize) {
+        self.topk_slack = n;
     }
 
     /// Sets the most partitions one fill request may carry (default 64).
@@ -345,7 +353,7 @@ impl Dataflow {
                 di
             }
             None => {
-                self.domains.push(Some(Domain::new()));
+                self.domains.push(Some(Domain::new(self.topk_slack)));
                 self.domains.len() - 1
             }
         };
@@ -486,7 +494,11 @@ impl Dataflow {
                 }
             }
             for k in touched {
-                publish(&self.shared, &self.views, domain, &k);
+                if domain.parts.get(&k).is_some_and(|p| p.ks.needs_refill) {
+                    drop_part(&self.shared, &self.views, domain, &k);
+                } else {
+                    publish(&self.shared, &self.views, domain, &k);
+                }
             }
         }
         self.applied = pos;
@@ -589,6 +601,11 @@ impl Dataflow {
                 if pos > p {
                     ks.process(&domain.graph, &mut deltas);
                 }
+            }
+            if ks.needs_refill {
+                // Buffered deletions emptied a top-k prefix: ask again later.
+                outcome.stale += 1;
+                continue;
             }
             ks.filled_at = p;
             let generation = self.next_generation;
@@ -726,14 +743,23 @@ fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &K
     }
 }
 
+/// For a top-k state: its order and how many rows of its input a fill needs.
+fn topk_cap(domain: &Domain, node: usize) -> Option<(crate::plan::OrderSpec, usize)> {
+    match domain.graph.nodes.get(node).map(|n| &n.tree) {
+        Some(Node::TopK { order, limit, offset, .. }) => Some((order.clone(), (offset + limit).saturating_add(domain.graph.topk_slack))),
+        _ => None,
+    }
+}
+
 fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys: Vec<Key>, min_position: Position) -> FillRequest {
     let mut queries = Vec::new();
     for s in &domain.slots {
         if s.remote.is_some() {
             let plan = domain.graph.nodes[s.input].tree.clone();
             let grouped = matches!(domain.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
-            let (sql, params) = render_fill(&plan, &keys, grouped);
-            queries.push(StateQuery { node: s.node, side: s.side, sql, params, plan, grouped });
+            let cap = topk_cap(domain, s.node);
+            let (sql, params) = render_fill_capped(&plan, &keys, grouped, cap.as_ref().map(|(o, n)| (o, *n)));
+            queries.push(StateQuery { node: s.node, side: s.side, sql, params, plan, grouped, cap });
         }
     }
     let scans = domain
@@ -797,6 +823,10 @@ fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Option<KeySta
                     None => ks.full_output(&domain.graph, s.input)?,
                 };
                 ks.seed(&domain.graph, s.node, s.side, rows);
+                if s.remote.is_some()
+                    && let Some((_, cap)) = topk_cap(domain, s.node) {
+                        ks.mark_truncated(s.node, cap);
+                    }
             }
             Some(ks)
         }
