@@ -21,7 +21,7 @@
 //! - [`Batch`] — one upstream transaction: [`Change`]s (`+row`/`-row`; update = `-old +new`)
 //!   at a [`Position`], an opaque totally ordered `u64` newtype assigned by cdc.
 //!
-//! **Compiling** ([`compile`]): [`compile()`]`(sql, &Catalog) -> Result<CompiledQuery, Refusal>`.
+//! **Compiling** ([`mod@compile`]): [`compile()`]`(sql, &Catalog) -> Result<CompiledQuery, Refusal>`.
 //! Never panics; a [`Refusal`] carries a reason a user can act on. Supported: base tables,
 //! WHERE (literals, AND/OR/NOT, comparisons, IN, BETWEEN, LIKE, IS NULL), projections with
 //! arithmetic, CASE, CONCAT, COALESCE/IFNULL/NULLIF/IF, LOWER/UPPER/LENGTH/CHAR_LENGTH/
@@ -48,7 +48,11 @@
 //!   [`FillData::BaseRows`] (base rows for [`BaseScan`]s, from a replica, replayed here).
 //!   `complete_fill(resp)` installs it, applying the no-double-counting position rules;
 //!   `abandon_fill(&req)` gives up. `run_fills(&mut source)` does both synchronously.
+//! - Every [`FillRequest`] carries a [`FillTicket`] the response must echo
+//!   ([`FillResponse::answer`] does); answers for an outdated layout are ignored. A caller that
+//!   will not answer a request must `abandon_fill` it.
 //! - `evict`, `evict_all`; a global byte budget evicts least-recently-used partitions.
+//!   Top-k states keep `OFFSET + LIMIT + slack` rows (`set_topk_slack`).
 //! - `stats(ViewId)` / `Reader::stats()` → [`ViewStats`] (keys, bytes, hits, misses, fills,
 //!   evictions), plain numbers.
 //! - `cost(ViewId)` → [`CostBounds`] (PIQL-style bounds for a hit, a fill and a write).
