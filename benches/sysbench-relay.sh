@@ -11,9 +11,10 @@ command -v sysbench >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=nonint
 mariadb_env=$(scripts/mariadb.sh)
 eval "$mariadb_env"
 cargo build -q --release --locked -p freshet-proxy
+bin=${CARGO_TARGET_DIR:-target}/release
 work=target/sysbench; mkdir -p "$work"
 FRESHET_UPSTREAM_URL=$FRESHET_TEST_MYSQL_URL FRESHET_UPSTREAM_TLS=disabled FRESHET_LISTEN_MYSQL=127.0.0.1:33317 \
-FRESHET_LISTEN_ADMIN=127.0.0.1:33318 FRESHET_LOG_LEVEL=warn ./target/release/freshet --config examples/freshet.toml >"$work/freshet.log" 2>&1 &
+FRESHET_LISTEN_ADMIN=127.0.0.1:33318 FRESHET_LOG_LEVEL=warn "$bin/freshet" --config examples/freshet.toml >"$work/freshet.log" 2>&1 &
 pid=$!; trap 'kill $pid 2>/dev/null || true' EXIT
 sleep 1
 common=(--db-driver=mysql --mysql-user=freshet --mysql-password=freshet --mysql-db=freshet_test --mysql-host=127.0.0.1

@@ -28,6 +28,7 @@ rm -rf "$work/mysql" && cp -r "$src" "$work/mysql" && chmod -R u+w "$work/mysql"
 (cd "$work/mysql" && go mod download && go test -c -o "$work/mysql.test" . >/dev/null)
 
 cargo build -q -p freshet-proxy
+bin=${CARGO_TARGET_DIR:-target}/debug
 cat > "$work/freshet.toml" <<TOML
 [upstream]
 url = "$FRESHET_TEST_MYSQL_URL"
@@ -41,7 +42,7 @@ max_packet = "1GiB"
 [log]
 level = "warn"
 TOML
-./target/debug/freshet --config "$work/freshet.toml" >"$work/proxy.log" 2>&1 &
+"$bin/freshet" --config "$work/freshet.toml" >"$work/proxy.log" 2>&1 &
 freshet_pid=$!
 trap 'kill $freshet_pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
