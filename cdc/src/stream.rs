@@ -287,7 +287,12 @@ impl BinlogStream {
                 return Ok(e);
             }
             let step = match self.inner.as_mut() {
-                None => self.reopen().await,
+                // Giving up after `max_retries` is returned as is (it is retry-safe, so the
+                // arm below would otherwise swallow it and loop forever).
+                None => {
+                    self.reopen().await?;
+                    continue;
+                }
                 Some(inner) => match tokio::time::timeout(self.cfg.read_timeout, next_event(inner)).await {
                     Err(_) => Err(CdcError::Timeout(format!("no binlog event for {:?}", self.cfg.read_timeout))),
                     Ok(None) => Err(CdcError::Protocol("the server ended the binlog stream".into())),
@@ -297,9 +302,9 @@ impl BinlogStream {
             };
             match step {
                 Ok(()) => {}
-                Err(CdcError::Upstream(mysql_async::Error::Server(e))) if e.code == 1236 => {
+                Err(e @ CdcError::Upstream(mysql_async::Error::Server(_))) if !e.retry_safe() => {
                     self.inner = None;
-                    return Err(CdcError::PositionGone { position: self.delivered.clone(), reason: e.message });
+                    return Err(self.position_gone(e));
                 }
                 Err(e) if e.retry_safe() => {
                     tracing::warn!(error = %e, resume = %self.delivered, "binlog connection lost; reconnecting");
@@ -325,7 +330,17 @@ impl BinlogStream {
                 tracing::warn!(error = %e, attempt = self.failures, "binlog reconnect failed");
                 Ok(())
             }
-            Err(e) => Err(e),
+            Err(e) => Err(self.position_gone(e)),
+        }
+    }
+
+    /// The server's "cannot read from this position" (1236) as [`CdcError::PositionGone`].
+    fn position_gone(&self, e: CdcError) -> CdcError {
+        match e {
+            CdcError::Upstream(mysql_async::Error::Server(s)) if s.code == 1236 => {
+                CdcError::PositionGone { position: self.delivered.clone(), reason: s.message }
+            }
+            other => other,
         }
     }
 
