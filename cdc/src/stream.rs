@@ -73,6 +73,10 @@ pub struct StreamConfig {
     /// If set, only these tables' rows are decoded (the tables cached queries read); others
     /// still delimit transactions.
     pub tables: Option<Vec<String>>,
+    /// Most row changes one transaction may carry. A larger transaction is not held in
+    /// memory: its changes are dropped and its commit is reported as [`CdcError::Untrusted`]
+    /// (evict all; the stream goes on).
+    pub max_batch_changes: usize,
 }
 
 impl StreamConfig {
@@ -88,6 +92,7 @@ impl StreamConfig {
             max_retries: 8,
             query_timeout: Duration::from_secs(10),
             tables: None,
+            max_batch_changes: 1_000_000,
         }
     }
 }
@@ -123,6 +128,8 @@ struct Txn {
     changes: Vec<Change>,
     /// MariaDB: the group's GTID.
     gtid: Option<MariaGtid>,
+    /// More changes than `max_batch_changes`: dropped, the commit is untrusted.
+    oversized: bool,
 }
 
 /// The binlog stream. See the module header for its guarantees.
@@ -368,8 +375,8 @@ impl BinlogStream {
                 }
             }
             EventKind::Heartbeat => self.heartbeat(log_pos),
-            EventKind::MariaGtid(g) => self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new(), gtid: Some(g.gtid) }),
-            EventKind::MysqlGtid => self.txn = Some(Txn { explicit: false, changes: Vec::new(), gtid: None }),
+            EventKind::MariaGtid(g) => self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new(), gtid: Some(g.gtid), oversized: false }),
+            EventKind::MysqlGtid => self.txn = Some(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false }),
             EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
             EventKind::Xid => self.commit(log_pos, hdr.timestamp())?,
             EventKind::XaPrepare => {
@@ -446,8 +453,10 @@ impl BinlogStream {
         let word = head.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
         match word.as_str() {
             "BEGIN" => {
-                let (changes, gtid) = self.txn.take().map(|t| (t.changes, t.gtid)).unwrap_or_default();
-                self.txn = Some(Txn { explicit: true, changes, gtid });
+                let t = self.txn.take();
+                let oversized = t.as_ref().is_some_and(|t| t.oversized);
+                let (changes, gtid) = t.map(|t| (t.changes, t.gtid)).unwrap_or_default();
+                self.txn = Some(Txn { explicit: true, changes, gtid, oversized });
                 return Ok(());
             }
             "COMMIT" | "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
@@ -511,8 +520,10 @@ impl BinlogStream {
         let one_phase = sql.to_ascii_uppercase().contains("ONE PHASE");
         match up.get(1).map(String::as_str) {
             Some("START") | Some("BEGIN") => {
-                let (changes, gtid) = self.txn.take().map(|t| (t.changes, t.gtid)).unwrap_or_default();
-                self.txn = Some(Txn { explicit: true, changes, gtid });
+                let t = self.txn.take();
+                let oversized = t.as_ref().is_some_and(|t| t.oversized);
+                let (changes, gtid) = t.map(|t| (t.changes, t.gtid)).unwrap_or_default();
+                self.txn = Some(Txn { explicit: true, changes, gtid, oversized });
                 Ok(())
             }
             Some("COMMIT") if one_phase => self.commit(log_pos, ts),
@@ -532,9 +543,17 @@ impl BinlogStream {
 
     fn commit(&mut self, log_pos: u32, ts: u32) -> Result<(), CdcError> {
         self.payload_end = None;
-        let txn = self.txn.take().unwrap_or(Txn { explicit: false, changes: Vec::new(), gtid: None });
+        let txn = self.txn.take().unwrap_or(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false });
         let end = BinlogPos::new(self.file.clone(), log_pos);
         let position = end.position()?;
+        if txn.oversized {
+            self.delivered = end.clone();
+            self.lag.update(|l| l.delivered = Some(end));
+            return Err(CdcError::Untrusted(format!(
+                "a transaction ending at {} has more than {} row changes",
+                self.delivered, self.cfg.max_batch_changes
+            )));
+        }
         self.out.push_back(StreamEvent::Batch(Batch { position, changes: txn.changes }));
         self.last_gtid = txn.gtid.or(self.last_gtid);
         self.delivered = end.clone();
@@ -604,14 +623,22 @@ impl BinlogStream {
         let Some(mysql_async::binlog::events::EventData::RowsEvent(data)) = ev.read_data().map_err(proto)? else {
             return Err(CdcError::Protocol("unreadable rows event".into()));
         };
-        let txn = self.txn.get_or_insert(Txn { explicit: false, changes: Vec::new(), gtid: None });
+        let txn = self.txn.get_or_insert(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false });
+        let max = self.cfg.max_batch_changes;
         for r in rows_of(&data, tme) {
+            if txn.oversized {
+                break;
+            }
             let (before, after) = r.map_err(|e| CdcError::Decode { table: table.clone(), column: "?".into(), reason: e.to_string() })?;
             if let Some(b) = before {
                 txn.changes.push(Change { table: table.clone(), row: to_row(info, b)?, insert: false });
             }
             if let Some(a) = after {
                 txn.changes.push(Change { table: table.clone(), row: to_row(info, a)?, insert: true });
+            }
+            if txn.changes.len() > max {
+                txn.oversized = true;
+                txn.changes = Vec::new();
             }
         }
         Ok(())
