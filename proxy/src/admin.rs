@@ -1,8 +1,9 @@
 //! The admin HTTP endpoint (`[listen] admin`):
 //!
 //! - `GET /live`    200 while the process serves requests.
-//! - `GET /ready`   200 when the upstream is reachable, else 503 with the reason. (From the
-//!   cdc issue on, also "binlog caught up".)
+//! - `GET /ready`   200 when the upstream is reachable, else 503 with the reason; 503 from the
+//!   moment a shutdown begins, so that traffic moves away while sessions drain. (From the cdc
+//!   issue on, also "binlog caught up".)
 //! - `GET /metrics` Prometheus text format, every freshet metric.
 //!
 //! A deliberately small HTTP/1.1 server: one request per connection, GET and HEAD only, a
@@ -10,6 +11,7 @@
 //! not browsers, and keeps an HTTP framework out of the dependency tree.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -25,10 +27,20 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Admin {
     pub metrics: Arc<ProxyMetrics>,
     pub health: Arc<Health>,
-    pub started: std::time::Instant,
+    started: std::time::Instant,
+    shutting_down: AtomicBool,
 }
 
 impl Admin {
+    pub fn new(metrics: Arc<ProxyMetrics>, health: Arc<Health>) -> Self {
+        Admin { metrics, health, started: std::time::Instant::now(), shutting_down: AtomicBool::new(false) }
+    }
+
+    /// From now on /ready answers 503.
+    pub fn shutting_down(&self) {
+        self.shutting_down.store(true, Ordering::Relaxed);
+    }
+
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
         loop {
             let (stream, peer) = match listener.accept().await {
@@ -64,6 +76,9 @@ impl Admin {
         }
         match path.split('?').next().unwrap_or("") {
             "/live" => respond(&mut stream, 200, "text/plain", "live\n", head_only).await,
+            "/ready" if self.shutting_down.load(Ordering::Relaxed) => {
+                respond(&mut stream, 503, "text/plain", "not ready: shutting down\n", head_only).await
+            }
             "/ready" => match self.health.check().await {
                 Ok(()) => respond(&mut stream, 200, "text/plain", "ready\n", head_only).await,
                 Err(reason) => respond(&mut stream, 503, "text/plain", &format!("not ready: {reason}\n"), head_only).await,

@@ -72,17 +72,20 @@ impl Server {
     /// period to finish.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         info!(mysql = %self.mysql_addr(), admin = %self.admin_addr(), upstream = %self.shared.config.upstream.url, "freshet is listening");
-        let admin = Arc::new(Admin { metrics: self.shared.metrics.clone(), health: self.health.clone(), started: Instant::now() });
-        let admin_task = tokio::spawn(admin.serve(self.admin));
+        let admin = Arc::new(Admin::new(self.shared.metrics.clone(), self.health.clone()));
+        let admin_task = tokio::spawn(admin.clone().serve(self.admin));
         let limit = Arc::new(Semaphore::new(self.shared.config.limits.max_connections as usize));
-        let accept = async {
+        let (listener, shared) = (self.mysql, self.shared);
+        // The accept loop owns the listener: when the loop is dropped at shutdown the socket
+        // closes, and new clients are refused instead of waiting in a backlog nobody serves.
+        let accept = async move {
             loop {
                 // Take the permit before accepting: over the limit, clients wait in the
                 // kernel's backlog instead of holding a socket and an upstream connection.
                 let Ok(permit) = limit.clone().acquire_owned().await else { return };
-                match self.mysql.accept().await {
+                match listener.accept().await {
                     Ok((stream, peer)) => {
-                        let shared = self.shared.clone();
+                        let shared = shared.clone();
                         tokio::spawn(async move {
                             session::serve(stream, peer, shared).await;
                             drop(permit);
@@ -96,12 +99,14 @@ impl Server {
                 }
             }
         };
+        let metrics = admin.metrics.clone();
         tokio::select! {
             _ = accept => {}
-            _ = shutdown => info!("shutting down: no new connections"),
+            _ = shutdown => info!("shutting down: no new connections, open sessions may finish"),
         }
+        admin.shutting_down();
         let deadline = Instant::now() + SHUTDOWN_GRACE;
-        while self.shared.metrics.connections_open.get() > 0 && Instant::now() < deadline {
+        while metrics.connections_open.get() > 0 && Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         admin_task.abort();

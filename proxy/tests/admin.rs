@@ -94,3 +94,48 @@ fn example_config_is_valid_and_documents_every_key() {
         assert!(text.contains(&format!("{key} =")), "examples/freshet.toml does not document {key}");
     }
 }
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_stops_accepting_and_lets_sessions_finish() {
+    let (mysql, admin) = (free_port(), free_port());
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_freshet"))
+        .env_remove("FRESHET_CONFIG")
+        .env("FRESHET_UPSTREAM_URL", upstream_url())
+        .env("FRESHET_UPSTREAM_TLS", "disabled")
+        .env("FRESHET_LISTEN_MYSQL", format!("127.0.0.1:{mysql}"))
+        .env("FRESHET_LISTEN_ADMIN", format!("127.0.0.1:{admin}"))
+        .env("FRESHET_LOG_LEVEL", "warn")
+        .arg("--config")
+        .arg(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/freshet.toml"))
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{mysql}");
+    let mut conn = None;
+    for _ in 0..100 {
+        if let Ok(c) = mysql_async::Conn::new(opts(&addr)).await {
+            conn = Some(c);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut conn = conn.expect("freshet binary accepts connections");
+    let pid = child.id().unwrap().to_string();
+    assert!(std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    // New connections are refused once the listener is closed ...
+    let refused = eventually(|| std::net::TcpStream::connect(&addr).is_err()).await;
+    assert!(refused, "freshet still accepts connections after SIGTERM");
+    let admin_addr: std::net::SocketAddr = format!("127.0.0.1:{admin}").parse().unwrap();
+    assert_eq!(get(admin_addr, "/ready").await, (503, "not ready: shutting down\n".into()));
+    // ... while the open session keeps working until its client leaves.
+    let one: Option<i32> = conn.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    assert!(child.try_wait().unwrap().is_none(), "freshet exited with a session still open");
+    conn.disconnect().await.unwrap();
+    let status = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait()).await.expect("freshet exits once sessions end").unwrap();
+    assert!(status.success(), "{status:?}");
+}
