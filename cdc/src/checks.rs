@@ -5,7 +5,8 @@
 //! on constructed inputs). Checked: server version, `log_bin`, `binlog_format = ROW`,
 //! `binlog_row_image = FULL`, MariaDB `log_bin_compress = OFF` (compressed row events are not
 //! decoded), MySQL `binlog_row_value_options = ''` (partial JSON updates are not decoded),
-//! REPLICATION SLAVE + REPLICATION CLIENT (MariaDB: BINLOG MONITOR), SELECT on the cached tables.
+//! REPLICATION SLAVE + REPLICATION CLIENT (MariaDB: BINLOG MONITOR), SELECT on the cached
+//! tables, and that the cached tables exist and are InnoDB (fills need consistent snapshots).
 
 use std::collections::HashMap;
 
@@ -28,7 +29,12 @@ pub async fn check_upstream(conn: &mut Conn, database: &str, tables: &[&str]) ->
         .await?;
     let vars: HashMap<String, String> = vars.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     let grants: Vec<String> = conn.query(flavor.show_grants_sql()).await?;
-    let problems = evaluate(flavor.as_ref(), &version, &vars, &grants, database, tables);
+    let engines: Vec<(String, Option<String>)> = conn
+        .exec("SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (database,))
+        .await?;
+    let engines: HashMap<String, String> = engines.into_iter().map(|(t, e)| (t.to_ascii_lowercase(), e.unwrap_or_default())).collect();
+    let mut problems = evaluate(flavor.as_ref(), &version, &vars, &grants, database, tables);
+    problems.extend(check_engines(database, tables, &engines));
     if problems.is_empty() { Ok(()) } else { Err(CdcError::Checks(problems)) }
 }
 
@@ -82,6 +88,22 @@ pub fn evaluate(
     for t in tables {
         if !g.select_on(database, t) {
             p.push(format!("missing SELECT on `{database}`.`{t}`: `GRANT SELECT ON `{database}`.* TO <freshet user>`"));
+        }
+    }
+    p
+}
+
+/// Cached tables must exist and be InnoDB: fills are fenced by a consistent snapshot, which
+/// non-transactional engines (MyISAM, Aria, MEMORY) do not have.
+pub fn check_engines(database: &str, tables: &[&str], engines: &HashMap<String, String>) -> Vec<String> {
+    let mut p = Vec::new();
+    for t in tables {
+        match engines.get(&t.to_ascii_lowercase()) {
+            None => p.push(format!("table `{database}`.`{t}` does not exist: create it or remove the queries that read it")),
+            Some(e) if !e.eq_ignore_ascii_case("InnoDB") => p.push(format!(
+                "table `{database}`.`{t}` uses engine {e}: fills need consistent snapshots; `ALTER TABLE `{database}`.`{t}` ENGINE = InnoDB`"
+            )),
+            Some(_) => {}
         }
     }
     p
@@ -141,6 +163,16 @@ mod tests {
             "GRANT SELECT ON `app`.* TO `f`@`%`".to_string(),
         ];
         assert!(evaluate(&MariaDb, "10.6.1-MariaDB", &good(), &g, "app", &["t"]).is_empty());
+    }
+
+    #[test]
+    fn cached_tables_must_be_innodb() {
+        let e: HashMap<String, String> =
+            [("a".to_string(), "InnoDB".to_string()), ("b".to_string(), "MyISAM".to_string())].into_iter().collect();
+        let p = check_engines("app", &["a", "B", "c"], &e);
+        assert_eq!(p.len(), 2);
+        assert!(p[0].contains("MyISAM") && p[0].contains("ENGINE = InnoDB"));
+        assert!(p[1].contains("does not exist"));
     }
 
     #[test]

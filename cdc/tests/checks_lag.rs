@@ -14,6 +14,14 @@ async fn start_up_checks_pass_on_a_well_configured_server() {
     let (db, mut c) = fresh_db("checks").await;
     c.query_drop("CREATE TABLE cdc_t (id INT PRIMARY KEY)").await.unwrap();
     check_upstream(&mut c, &db, &["cdc_t"]).await.expect("checks pass");
+    c.query_drop("CREATE TABLE cdc_m (id INT PRIMARY KEY) ENGINE = Aria").await.unwrap();
+    match check_upstream(&mut c, &db, &["cdc_t", "cdc_m", "cdc_missing"]).await {
+        Err(freshet_cdc::CdcError::Checks(p)) => {
+            assert_eq!(p.len(), 2, "{p:?}");
+            assert!(p[0].contains("Aria") && p[1].contains("does not exist"));
+        }
+        other => panic!("expected check failures, got {other:?}"),
+    }
     drop_db(&db).await;
 }
 
