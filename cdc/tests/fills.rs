@@ -25,6 +25,9 @@ const QUERIES: &[&str] = &[
     "SELECT id, v, s FROM cdc_items WHERE k = ?",
     "SELECT k, COUNT(*), SUM(v), MAX(v) FROM cdc_items WHERE k = ? GROUP BY k",
     "SELECT s, COUNT(*) FROM cdc_items WHERE k = ? GROUP BY s",
+    // Two tables: both state queries of one fill must come from the same snapshot.
+    "SELECT i.id, g.t FROM cdc_items i JOIN cdc_tags g ON g.k = i.k WHERE i.k = ?",
+    "SELECT g.k, COUNT(*), SUM(i.v) FROM cdc_tags g LEFT JOIN cdc_items i ON i.k = g.k AND i.v > 10 WHERE g.k = ? GROUP BY g.k",
 ];
 
 struct Rng(u64);
@@ -44,11 +47,14 @@ async fn writer(db: String, w: usize) {
             let mut tx = c.start_transaction(Default::default()).await?;
             for _ in 0..1 + r.next(3) {
                 let (id, k, v) = (r.next(300) as i64, r.next(KEYS as u64) as i64, r.next(50) as i64);
-                match r.next(4) {
+                match r.next(6) {
+                    4 => tx.exec_drop("INSERT INTO cdc_tags VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE t = t + 1", (id % 40, k, v)).await?,
+                    5 => tx.exec_drop("DELETE FROM cdc_tags WHERE id = ?", (id % 40,)).await?,
                     0 => tx.exec_drop("INSERT INTO cdc_items VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE v = v + 1", (id, k, v, ["a", "B", "b"][(v % 3) as usize])).await?,
                     1 => tx.exec_drop("UPDATE cdc_items SET v = v + ? WHERE id = ?", (v, id)).await?,
                     2 => tx.exec_drop("UPDATE cdc_items SET k = ? WHERE id = ?", (k, id)).await?,
-                    _ => tx.exec_drop("DELETE FROM cdc_items WHERE id = ?", (id,)).await?,
+                    3 => tx.exec_drop("DELETE FROM cdc_items WHERE id = ?", (id,)).await?,
+                    _ => unreachable!(),
                 }
             }
             tx.commit().await
@@ -118,7 +124,9 @@ async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
     let (db, mut c) = fresh_db("fills").await;
     c.query_drop(
         "CREATE TABLE cdc_items (id INT PRIMARY KEY, k INT NOT NULL, v INT NOT NULL,
-                                 s VARCHAR(10) COLLATE utf8mb4_general_ci NOT NULL, KEY (k))",
+                                 s VARCHAR(10) COLLATE utf8mb4_general_ci NOT NULL, KEY (k));
+         CREATE TABLE cdc_tags (id INT PRIMARY KEY, k INT NOT NULL, t INT NOT NULL, KEY (k));
+         INSERT INTO cdc_tags SELECT seq, seq % 12, seq FROM seq_0_to_29",
     )
     .await
     .unwrap();
