@@ -52,7 +52,7 @@ impl Server {
             None => None,
         };
         let health = Arc::new(Health::new(&config.upstream));
-        let shared = Arc::new(Shared { config: Arc::new(config), upstream, metrics: Arc::new(ProxyMetrics::default()), client_tls });
+        let shared = Arc::new(Shared { config: Arc::new(config), upstream, metrics: Arc::new(ProxyMetrics::default()), client_tls, sha2_key: Default::default() });
         Ok(Server { mysql, admin, shared, health })
     }
 

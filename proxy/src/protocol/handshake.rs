@@ -33,6 +33,9 @@ pub struct ServerHandshake {
     pub capabilities: Capabilities,
     pub server_version: String,
     pub connection_id: u32,
+    /// The authentication scramble (20 bytes from a current server) and plugin name.
+    pub scramble: Vec<u8>,
+    pub auth_plugin: String,
     lower_at: usize,
     upper_at: usize,
     /// Offset of MariaDB's extended capabilities (when the server is MariaDB).
@@ -48,13 +51,14 @@ impl ServerHandshake {
         }
         let server_version = String::from_utf8_lossy(c.nul_terminated()?).into_owned();
         let connection_id = c.u32()?;
-        c.skip(8 + 1)?; // scramble part 1, filler
+        let mut scramble = c.bytes(8)?.to_vec();
+        c.skip(1)?; // filler
         let lower_at = c.position();
         let lower = c.u16()?;
         c.skip(1 + 2)?; // character set, status flags
         let upper_at = c.position();
         let upper = c.u16()?;
-        c.skip(1)?; // scramble length
+        let scramble_len = usize::from(c.u8()?);
         let extended_at = c.position() + 6;
         c.skip(10)?;
         let lower32 = u32::from(lower) | u32::from(upper) << 16;
@@ -64,11 +68,23 @@ impl ServerHandshake {
         } else {
             (0, None)
         };
+        // The scramble's second part and the plugin name; absent on ancient servers, which
+        // then simply have no plugin to bridge.
+        let part2 = scramble_len.saturating_sub(8).max(13);
+        let mut auth_plugin = String::new();
+        if let Ok(rest) = c.bytes(part2) {
+            scramble.extend_from_slice(rest.strip_suffix(&[0]).unwrap_or(rest));
+            if let Ok(name) = c.nul_terminated().or_else(|_| Ok::<_, Truncated>(c.remaining())) {
+                auth_plugin = String::from_utf8_lossy(name).into_owned();
+            }
+        }
         Ok(ServerHandshake {
             payload: payload.to_vec(),
             capabilities: Capabilities::from_parts(lower32, extended),
             server_version,
             connection_id,
+            scramble,
+            auth_plugin,
             lower_at,
             upper_at,
             extended_at,
@@ -197,6 +213,8 @@ mod tests {
         let hs = ServerHandshake::parse(&raw).unwrap();
         assert!(hs.is_mariadb());
         assert_eq!(hs.connection_id, 42);
+        assert_eq!(hs.scramble, b"abcdefghijklmnopqrst");
+        assert_eq!(hs.auth_plugin, "mysql_native_password");
         assert!(hs.capabilities.has(Capabilities::MARIADB_CACHE_METADATA));
         let narrowed = Capabilities(hs.capabilities.0 & Capabilities::RELAYABLE);
         let out = hs.with_capabilities(narrowed);

@@ -25,7 +25,9 @@ use crate::protocol::io::{Frame, ReadError};
 use crate::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK, codes};
 use crate::protocol::{Capabilities, Command, StatusFlags};
 
+use super::connect::{AuthRelay, relay_auth};
 use super::{PreparedStatement, Session, SessionError};
+use crate::tls::MaybeTls;
 
 /// Flush to the client once this much is queued, even if more rows are buffered.
 const FLUSH_AT: usize = 256 * 1024;
@@ -122,7 +124,9 @@ impl Session {
             }
             ChangeUser => {
                 self.upstream_idle = false;
-                let result = super::connect::relay_auth(&mut self.client, &mut self.upstream, 0).await;
+                let bridged = matches!(self.client.get_ref(), MaybeTls::Plain(_)) && matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
+                let relay = AuthRelay { shift: 0, state: &mut self.auth, bridge: bridged.then_some(&self.shared.sha2_key) };
+                let result = relay_auth(&mut self.client, &mut self.upstream, relay).await;
                 self.statements.clear();
                 match result {
                     Ok(status) => self.status = status,

@@ -27,6 +27,7 @@ use crate::protocol::{Capabilities, PacketIo, StatusFlags};
 use crate::tls::{MaybeTls, Rewind};
 use crate::upstream::{ConnectError, UpstreamStream};
 
+use super::sha2_bridge::{self, BridgeError, BridgeKey};
 use super::{ClientStream, Session, SessionError, Shared};
 
 /// How long a client may take to complete the handshake and authentication (MySQL's own
@@ -58,6 +59,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             statements: Default::default(),
             shared,
             upstream_idle: true,
+            auth: established.auth,
         }),
         Ok(Err(e)) => Err(e),
         // The client's sequence is unknown here; closing says enough to a stalled client.
@@ -70,6 +72,7 @@ struct Established {
     upstream: PacketIo<UpstreamStream>,
     caps: Capabilities,
     status: StatusFlags,
+    auth: AuthState,
 }
 
 /// The handshake; errors that call for an ERR packet have sent it to the client.
@@ -95,7 +98,7 @@ async fn handshake(
         reply = client.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_client)?;
     }
     match authenticate(&mut client, upstream, shared, &server, offered, &reply).await {
-        Ok((upstream, caps, status)) => Ok(Established { client, upstream, caps, status }),
+        Ok((upstream, caps, status, auth)) => Ok(Established { client, upstream, caps, status, auth }),
         Err(e) => Err(report(&mut client, e).await),
     }
 }
@@ -143,7 +146,7 @@ async fn authenticate(
     server: &ServerHandshake,
     offered: Capabilities,
     reply: &Packet,
-) -> Result<(PacketIo<UpstreamStream>, Capabilities, StatusFlags), SessionError> {
+) -> Result<(PacketIo<UpstreamStream>, Capabilities, StatusFlags, AuthState), SessionError> {
     let response = ClientHandshake::parse(&reply.payload)
         .map_err(|e| protocol_error(codes::HANDSHAKE, &format!("Bad handshake: {e}"), reply.last_seq))?;
     let span = tracing::Span::current();
@@ -183,9 +186,51 @@ async fn authenticate(
         (upstream, 1u8)
     };
     upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
-    let shift = upstream_seq.wrapping_sub(reply.seq);
-    let status = relay_auth(client, &mut upstream, shift).await?;
-    Ok((upstream, caps, status))
+    let mut auth = AuthState { scramble: server.scramble.clone(), plugin: server.auth_plugin.clone() };
+    let client_plain = matches!(client.get_ref(), MaybeTls::Plain(_));
+    let relay = AuthRelay {
+        shift: upstream_seq.wrapping_sub(reply.seq),
+        state: &mut auth,
+        bridge: (use_tls && client_plain).then_some(&shared.sha2_key),
+    };
+    let status = relay_auth(client, &mut upstream, relay).await?;
+    Ok((upstream, caps, status, auth))
+}
+
+/// The scramble and plugin in force: from the greeting, replaced by each auth switch.
+#[derive(Debug, Clone, Default)]
+pub(super) struct AuthState {
+    pub scramble: Vec<u8>,
+    pub plugin: String,
+}
+
+impl AuthState {
+    /// Takes the plugin and scramble of an auth switch request (0xfe, name, NUL, data).
+    fn switch(&mut self, payload: &[u8]) {
+        let rest = &payload[1..];
+        if let Some(end) = rest.iter().position(|&b| b == 0) {
+            self.plugin = String::from_utf8_lossy(&rest[..end]).into_owned();
+            let data = &rest[end + 1..];
+            self.scramble = data.strip_suffix(&[0]).unwrap_or(data).to_vec();
+        }
+    }
+}
+
+/// How one authentication exchange is relayed.
+pub(super) struct AuthRelay<'a> {
+    /// Upstream sequence id minus client sequence id (the legs differ by their SSL requests).
+    pub shift: u8,
+    pub state: &'a mut AuthState,
+    /// Set when the client leg is plain and the upstream leg TLS: caching_sha2_password's
+    /// key exchange is then answered by freshet ([`sha2_bridge`]).
+    pub bridge: Option<&'a tokio::sync::OnceCell<Arc<BridgeKey>>>,
+}
+
+/// Where a caching_sha2_password full authentication stands, when freshet bridges it.
+enum FullAuth {
+    No,
+    Requested,
+    KeySent(Arc<BridgeKey>),
 }
 
 /// Relays the authentication exchange until the upstream accepts (OK) or refuses (ERR).
@@ -193,22 +238,31 @@ async fn authenticate(
 /// Which side speaks next depends on the plugin (caching_sha2_password's fast path has the
 /// server send two packets in a row; a public-key request has the client speak twice), so
 /// both sides are read at once and whatever arrives is forwarded. Returns the OK's status.
-pub(super) async fn relay_auth<C, U>(client: &mut PacketIo<C>, upstream: &mut PacketIo<U>, shift: u8) -> Result<StatusFlags, SessionError>
+pub(super) async fn relay_auth<C, U>(client: &mut PacketIo<C>, upstream: &mut PacketIo<U>, relay: AuthRelay<'_>) -> Result<StatusFlags, SessionError>
 where
     C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     U: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
+    let AuthRelay { mut shift, state, bridge } = relay;
+    let mut full_auth = FullAuth::No;
     loop {
         tokio::select! {
             biased;
             frame = upstream.read_frame() => {
                 let frame = frame.map_err(SessionError::from_upstream)?;
+                let payload = frame.payload();
+                if payload.first() == Some(&0xfe) && payload.len() > 1 {
+                    state.switch(payload);
+                }
+                if bridge.is_some() && state.plugin == sha2_bridge::PLUGIN && payload == sha2_bridge::PERFORM_FULL_AUTH {
+                    full_auth = FullAuth::Requested;
+                }
                 client.queue_frame_with_seq(&frame, frame.seq().wrapping_sub(shift));
                 client.flush().await.map_err(SessionError::ClientIo)?;
-                match frame.payload().first() {
+                match payload.first() {
                     Some(&OK) => {
                         let caps = Capabilities(Capabilities::PROTOCOL_41);
-                        return Ok(crate::protocol::response::ok_status(frame.payload(), caps).unwrap_or_default());
+                        return Ok(crate::protocol::response::ok_status(payload, caps).unwrap_or_default());
                     }
                     Some(&ERR) => return Err(SessionError::AuthFailed),
                     _ => {}
@@ -216,11 +270,41 @@ where
             }
             frame = client.read_frame() => {
                 let frame = frame.map_err(SessionError::from_client)?;
-                upstream.queue_frame_with_seq(&frame, frame.seq().wrapping_add(shift));
-                upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+                let reply_seq = frame.seq().wrapping_add(1);
+                match (&full_auth, bridge) {
+                    (FullAuth::Requested, Some(cell)) if frame.payload() == [sha2_bridge::REQUEST_PUBLIC_KEY] => {
+                        let key = cell.get_or_try_init(generate_key).await.map_err(|e| access_denied(&e, reply_seq))?.clone();
+                        client.queue_packet(reply_seq, &key.key_packet());
+                        client.flush().await.map_err(SessionError::ClientIo)?;
+                        // The upstream never sees the key request and its answer.
+                        shift = shift.wrapping_sub(2);
+                        full_auth = FullAuth::KeySent(key);
+                    }
+                    (FullAuth::KeySent(key), _) if frame.payload().len() == key.size() => {
+                        let password = key.decrypt_password(frame.payload(), &state.scramble).map_err(|e| access_denied(&e, reply_seq))?;
+                        upstream.queue_packet(frame.seq().wrapping_add(shift), &password);
+                        upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+                        full_auth = FullAuth::No;
+                    }
+                    _ => {
+                        upstream.queue_frame_with_seq(&frame, frame.seq().wrapping_add(shift));
+                        upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+                    }
+                }
             }
         }
     }
+}
+
+/// RSA-2048, like MySQL's own key; generated on a blocking thread (it takes a while).
+async fn generate_key() -> Result<Arc<BridgeKey>, BridgeError> {
+    tokio::task::spawn_blocking(|| BridgeKey::generate(2048).map(Arc::new))
+        .await
+        .map_err(|e| BridgeError::KeyGen(e.to_string()))?
+}
+
+fn access_denied(e: &BridgeError, seq: u8) -> SessionError {
+    SessionError::ClientProtocol { reply: ErrPacket::new(1045, "28000", format!("Access denied: freshet: {e}")), seq }
 }
 
 fn protocol_error(code: u16, message: &str, last_seq: u8) -> SessionError {
@@ -269,6 +353,14 @@ mod tests {
         (p.seq, p.payload.to_vec())
     }
 
+    fn plain_relay(state: &mut AuthState, shift: u8) -> AuthRelay<'_> {
+        AuthRelay { shift, state, bridge: None }
+    }
+
+    fn sha2_state() -> AuthState {
+        AuthState { scramble: (b'a'..=b't').collect(), plugin: sha2_bridge::PLUGIN.into() }
+    }
+
     fn ok() -> Vec<u8> {
         crate::protocol::response::ok_packet(StatusFlags(StatusFlags::AUTOCOMMIT))
     }
@@ -277,7 +369,10 @@ mod tests {
     async fn caching_sha2_fast_path_over_a_tls_upstream() {
         let Legs { mut relay_client, mut relay_upstream, mut app, mut server } = legs();
         // The upstream leg carried the SSL request too: its sequence ids are one ahead.
-        let relay = tokio::spawn(async move { relay_auth(&mut relay_client, &mut relay_upstream, 1).await });
+        let relay = tokio::spawn(async move {
+            let mut state = sha2_state();
+            relay_auth(&mut relay_client, &mut relay_upstream, plain_relay(&mut state, 1)).await
+        });
         send(&mut server, 3, &[0x01, 0x03]).await; // fast_auth_success
         send(&mut server, 4, &ok()).await;
         assert_eq!(recv(&mut app).await, (2, vec![0x01, 0x03]));
@@ -288,7 +383,10 @@ mod tests {
     #[tokio::test]
     async fn caching_sha2_full_authentication_with_the_servers_public_key() {
         let Legs { mut relay_client, mut relay_upstream, mut app, mut server } = legs();
-        let relay = tokio::spawn(async move { relay_auth(&mut relay_client, &mut relay_upstream, 0).await });
+        let relay = tokio::spawn(async move {
+            let mut state = sha2_state();
+            relay_auth(&mut relay_client, &mut relay_upstream, plain_relay(&mut state, 0)).await
+        });
         send(&mut server, 2, &[0x01, 0x04]).await; // perform_full_authentication
         assert_eq!(recv(&mut app).await, (2, vec![0x01, 0x04]));
         send(&mut app, 3, &[0x02]).await; // request_public_key
@@ -307,10 +405,48 @@ mod tests {
     #[tokio::test]
     async fn refusal_ends_the_exchange() {
         let Legs { mut relay_client, mut relay_upstream, mut app, mut server } = legs();
-        let relay = tokio::spawn(async move { relay_auth(&mut relay_client, &mut relay_upstream, 0).await });
+        let relay = tokio::spawn(async move {
+            let mut state = sha2_state();
+            relay_auth(&mut relay_client, &mut relay_upstream, plain_relay(&mut state, 0)).await
+        });
         let err = ErrPacket::new(1045, "28000", "Access denied").encode();
         send(&mut server, 2, &err).await;
         assert_eq!(recv(&mut app).await, (2, err));
         assert!(matches!(relay.await.unwrap(), Err(SessionError::AuthFailed)));
+    }
+
+    /// A MySQL 8 server over TLS wants the password in clear; the plain client asks for the
+    /// RSA key. freshet answers with its own key and hands the server the decrypted password.
+    #[tokio::test]
+    async fn caching_sha2_full_authentication_bridged_to_a_tls_upstream() {
+        let Legs { mut relay_client, mut relay_upstream, mut app, mut server } = legs();
+        let key = Arc::new(BridgeKey::generate(1024).unwrap());
+        let cell = tokio::sync::OnceCell::new_with(Some(key));
+        let relay = tokio::spawn(async move {
+            let mut state = sha2_state();
+            let relay = AuthRelay { shift: 1, state: &mut state, bridge: Some(&cell) };
+            relay_auth(&mut relay_client, &mut relay_upstream, relay).await
+        });
+        send(&mut server, 3, &[0x01, 0x04]).await;
+        assert_eq!(recv(&mut app).await, (2, vec![0x01, 0x04]));
+        send(&mut app, 3, &[0x02]).await;
+        let (seq, key_packet) = recv(&mut app).await;
+        assert_eq!(seq, 4);
+        let scramble: Vec<u8> = (b'a'..=b't').collect();
+        let encrypted = sha2_bridge::encrypt_like_a_client(&key_packet, "pa55word", &scramble);
+        send(&mut app, 5, &encrypted).await;
+        // The server saw neither the key request nor the key: its next packet is number 4.
+        assert_eq!(recv(&mut server).await, (4, b"pa55word\0".to_vec()));
+        send(&mut server, 5, &ok()).await;
+        assert_eq!(recv(&mut app).await, (6, ok()));
+        relay.await.unwrap().unwrap();
+    }
+
+    #[test]
+    fn auth_switch_replaces_plugin_and_scramble() {
+        let mut state = AuthState::default();
+        state.switch(b"\xfecaching_sha2_password\0abcdefghijklmnopqrst\0");
+        assert_eq!(state.plugin, "caching_sha2_password");
+        assert_eq!(state.scramble, b"abcdefghijklmnopqrst");
     }
 }

@@ -18,6 +18,7 @@
 
 mod command;
 mod connect;
+mod sha2_bridge;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -45,6 +46,9 @@ pub struct Shared {
     pub metrics: Arc<ProxyMetrics>,
     /// TLS towards applications, when `[listen] tls_cert` is set.
     pub client_tls: Option<tokio_rustls::TlsAcceptor>,
+    /// freshet's RSA key for caching_sha2_password across a plain and a TLS leg; made on
+    /// first use.
+    pub sha2_key: tokio::sync::OnceCell<Arc<sha2_bridge::BridgeKey>>,
 }
 
 /// What the session knows of a statement the client prepared (ids are the upstream's).
@@ -65,6 +69,8 @@ pub struct Session {
     shared: Arc<Shared>,
     /// True while the upstream is between commands (it can be sent COM_QUIT).
     upstream_idle: bool,
+    /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
+    auth: connect::AuthState,
 }
 
 /// Why a session stopped; logged once and counted, where it ends.
