@@ -25,6 +25,8 @@ pub struct Lag {
     pub transactions: u64,
     /// Reconnects since the stream started.
     pub reconnects: u64,
+    /// Heartbeats received (the server sends them only when it has nothing else to send).
+    pub heartbeats: u64,
     /// Lag in events: transactions and schema changes read from the binlog but not yet taken
     /// by the applier (the channel of [`BinlogStream::spawn`]).
     pub queued: u64,

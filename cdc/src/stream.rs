@@ -21,7 +21,11 @@
 //!   before the next event is read; every rows event is checked against its table map (column
 //!   count and type family) and a mismatch is an error, never a wrongly shaped row.
 //! - **Bounded waits.** Every read has a timeout (heartbeats keep an idle stream talking);
-//!   reconnects back off exponentially and give up after `max_retries` consecutive failures.
+//!   reconnects back off exponentially and give up after `max_retries` consecutive attempts
+//!   without progress (a commit or a heartbeat), whether the attempts failed or the same error
+//!   came back after each.
+//! - **Bounded memory.** A transaction is held whole until its commit, up to
+//!   `max_batch_changes` changes; a larger one is reported `Untrusted` instead.
 
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
@@ -150,6 +154,8 @@ pub struct BinlogStream {
     lag: LagHandle,
     /// MariaDB: GTID of the last delivered group.
     last_gtid: Option<MariaGtid>,
+    /// The error behind the current run of reconnects.
+    last_error: Option<String>,
     /// End of the current MySQL TRANSACTION_PAYLOAD event: the events inside it carry no
     /// positions of their own, the commit takes this one.
     payload_end: Option<u32>,
@@ -205,6 +211,7 @@ impl BinlogStream {
             lag,
             payload_end: None,
             last_gtid: None,
+            last_error: None,
         };
         s.open().await?;
         Ok(s)
@@ -315,6 +322,7 @@ impl BinlogStream {
                 }
                 Err(e) if e.retry_safe() => {
                     tracing::warn!(error = %e, resume = %self.delivered, "binlog connection lost; reconnecting");
+                    self.last_error = Some(e.to_string());
                     self.inner = None;
                     self.txn = None;
                 }
@@ -328,6 +336,17 @@ impl BinlogStream {
             let exp = self.failures.saturating_sub(1).min(20);
             let delay = self.cfg.backoff_initial.saturating_mul(1 << exp).min(self.cfg.backoff_max);
             tokio::time::sleep(delay).await;
+        }
+        if self.failures >= self.cfg.max_retries {
+            // Reconnecting kept "working" but the stream made no progress (no commit, no
+            // heartbeat) since: the same error at the same place, again and again.
+            self.failures = 0;
+            return Err(CdcError::Protocol(format!(
+                "{} reconnects without progress at {}; last error: {}",
+                self.cfg.max_retries,
+                self.delivered,
+                self.last_error.as_deref().unwrap_or("none")
+            )));
         }
         self.failures += 1;
         self.lag.update(|l| l.reconnects += 1);
@@ -414,6 +433,7 @@ impl BinlogStream {
         let server = BinlogPos::new(self.file.clone(), log_pos);
         let at_end = self.txn.is_none() && self.delivered == server;
         self.lag.update(|l| {
+            l.heartbeats += 1;
             l.bytes_behind = server.offset.saturating_sub(l.delivered.as_ref().map(|d| d.offset).unwrap_or(0)) as u64;
             l.server = Some(server);
             if at_end {

@@ -59,6 +59,31 @@ async fn lag_settles_once_caught_up() {
     drop_db(&db).await;
 }
 
+/// Heartbeats arrive when the server has nothing else to send; once one says the stream is at
+/// the server's end, the lag is zero (seconds and bytes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_arrive_and_zero_the_lag() {
+    use freshet_cdc::{BinlogStream, StartAt, StreamConfig};
+    let (db, _c) = fresh_db("heartbeat").await;
+    let mut cfg = StreamConfig::new(&db, server_id());
+    cfg.heartbeat = Duration::from_millis(200);
+    let s = BinlogStream::connect(opts_for(None), cfg, StartAt::Current).await.unwrap();
+    let (mut rx, lag) = s.spawn(1024);
+    let start = Instant::now();
+    loop {
+        while let Ok(ev) = rx.try_recv() {
+            ev.unwrap();
+        }
+        let l = lag.get();
+        if l.heartbeats >= 2 && l.behind == Duration::ZERO && l.bytes_behind == 0 {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "no heartbeat with a zero lag in 20 s: {l:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    drop_db(&db).await;
+}
+
 /// The synchronous `FillSource` over the upstream fills (for callers outside the runtime)
 /// answers `Dataflow::run_fills` with the server's rows.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
