@@ -53,7 +53,7 @@ impl fmt::Display for ByteSize {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
         for (unit, size) in UNITS {
-            if self.0 >= size && self.0 % size == 0 {
+            if self.0 >= size && self.0.is_multiple_of(size) {
                 return write!(f, "{}{unit}", self.0 / size);
             }
         }
@@ -80,7 +80,7 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 pub fn format_duration(d: Duration) -> String {
     let micros = d.as_micros();
     for (unit, size) in [("h", 3_600_000_000u128), ("m", 60_000_000), ("s", 1_000_000), ("ms", 1_000)] {
-        if micros >= size && micros % size == 0 {
+        if micros >= size && micros.is_multiple_of(size) {
             return format!("{}{unit}", micros / size);
         }
     }
