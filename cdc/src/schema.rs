@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 
 use freshet_dataflow::{Collation, ColumnSchema, SqlType, TableSchema};
-use mysql_async::binlog::events::TableMapEvent;
+use mysql_async::binlog::events::{OptionalMetaExtractor, TableMapEvent};
 use mysql_async::consts::ColumnType;
 use mysql_async::prelude::Queryable;
 
@@ -255,6 +255,18 @@ pub fn check_table_map(tme: &TableMapEvent<'_>, schema: &TableSchema) -> Result<
         let ct = tme.get_column_type(i).ok().flatten().ok_or_else(|| format!("column {i}: unknown binlog type"))?;
         if !compatible(ct, &c.ty) {
             return Err(format!("column `{}` is {:?} in the binlog but {:?} in information_schema", c.name, ct, c.ty));
+        }
+    }
+    // With binlog_row_metadata = FULL the table map also names the columns: a rename or a
+    // reorder of same-typed columns is then caught too.
+    if let Ok(meta) = OptionalMetaExtractor::new(tme.iter_optional_meta()) {
+        let names: Vec<String> = meta.iter_column_name().filter_map(Result::ok).map(|c| c.name().into_owned()).collect();
+        if names.len() == n {
+            for (name, c) in names.iter().zip(&schema.columns) {
+                if !name.eq_ignore_ascii_case(&c.name) {
+                    return Err(format!("column `{name}` in the binlog is `{}` in information_schema", c.name));
+                }
+            }
         }
     }
     Ok(())

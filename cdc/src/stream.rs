@@ -835,4 +835,26 @@ mod mysql8_bytes {
         assert_eq!(freshet_dataflow::expr::text_of(&row[3]).unwrap(), "2024-02-29 12:34:56.000007");
         assert!(matches!(row[4], Value::UInt(u64::MAX)));
     }
+
+    /// With binlog_row_metadata = FULL (COLUMN_NAME optional metadata), a column renamed
+    /// behind the stream's back is a mismatch even though its type still fits.
+    #[test]
+    fn column_names_in_the_table_map_are_checked() {
+        let mut tm = vec![7, 0, 0, 0, 0, 0, 1, 0, 3];
+        tm.extend(b"app\0");
+        tm.push(1);
+        tm.extend(b"t\0");
+        tm.extend([2, 3, 3, 0, 0]); // two INT columns, no metadata, null bitmap
+        let names: Vec<u8> = [&b"id"[..], &b"x"[..]].iter().flat_map(|n| std::iter::once(n.len() as u8).chain(n.iter().copied())).collect();
+        tm.push(4); // COLUMN_NAME
+        tm.push(names.len() as u8);
+        tm.extend(&names);
+        let ev = event(19, &tm);
+        let tme: TableMapEvent<'_> = ev.read_event().unwrap();
+        let same = table_info("t", &[col("id", "int", "int"), col("x", "int", "int")], &["id"], &[]);
+        check_table_map(&tme, &same.schema).unwrap();
+        let renamed = table_info("t", &[col("id", "int", "int"), col("y", "int", "int")], &["id"], &[]);
+        let e = check_table_map(&tme, &renamed.schema).unwrap_err();
+        assert!(e.contains("`x`") && e.contains("`y`"), "{e}");
+    }
 }
