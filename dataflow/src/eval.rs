@@ -6,7 +6,8 @@
 //! loops, no shared accumulators) so that a bug in one is not silently mirrored in the other.
 //!
 //! Invariant: rows restricted by `keys` are exactly the base rows whose partition-key columns
-//! equal one of the keys; global aggregates yield one row per requested key even when empty.
+//! equal one of the keys (dimension tables, whose key is empty, are not restricted: the join
+//! restricts them); global aggregates yield one row per requested key even when empty.
 
 use std::collections::{HashMap, HashSet};
 
@@ -23,7 +24,9 @@ pub fn eval(node: &Node, store: &MemStore, keys: Option<&HashSet<Key>>) -> Vec<R
             .rows(table)
             .iter()
             .filter(|r| {
-                keys.is_none_or(|ks| {
+                // An empty key is a parameterless view (one partition) or a dimension table,
+                // which is joined, not restricted.
+                key.is_empty() || keys.is_none_or(|ks| {
                     let k: Key = key.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
                     ks.contains(&k)
                 })

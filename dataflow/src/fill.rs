@@ -14,7 +14,12 @@
 //!   restricted to the request's keys, with a weight. For `grouped` queries the SQL returns a
 //!   trailing `COUNT(*)` column (give weight 1) or the source folds it into the weight (as
 //!   [`MemUpstream`] does); the view accepts both.
-//! - Base-row answers list, per scan, every row of the table whose key columns equal a key.
+//! - Base-row answers list, per scan, every row of the table whose key columns equal a key;
+//!   then, per [`DimScan`] (in order, after all scans), every row of the dimension table whose
+//!   `columns` equal the `from_columns` of some row already answered for scan `from` (the
+//!   second step of a replica fill; `from` always names an earlier answer). A source that
+//!   does not know dimension scans answers too few lists, and the view rejects the fill (the
+//!   partitions stay holes) rather than install partial state.
 
 use std::collections::HashSet;
 
@@ -62,6 +67,23 @@ pub struct BaseScan {
     pub key_columns: Vec<usize>,
 }
 
+/// A dimension table occurrence the replay needs rows of: those joined with the rows of an
+/// earlier answer (its join keys are only known from them).
+#[derive(Clone, Debug)]
+pub struct DimScan {
+    /// Occurrence number in the view's plan.
+    pub occ: usize,
+    /// Table name.
+    pub table: String,
+    /// The dimension table's join columns.
+    pub columns: Vec<usize>,
+    /// Index of the earlier answer (into `scans` followed by `dim_scans`) whose rows carry the
+    /// join keys.
+    pub from: usize,
+    /// Columns of `from`'s rows holding the join keys, matching `columns` in order.
+    pub from_columns: Vec<usize>,
+}
+
 /// Ties a response to the request it answers: which group of views (domain) and which layout
 /// of their states it was built for. Sources copy it from the request into the response; the
 /// dataflow ignores a response whose layout is no longer current.
@@ -85,8 +107,11 @@ pub struct FillRequest {
     pub min_position: Position,
     /// For sources that evaluate SQL: one query per state to seed.
     pub queries: Vec<StateQuery>,
-    /// For sources that return base rows: one scan per table occurrence.
+    /// For sources that return base rows: one scan per partition-keyed table occurrence.
     pub scans: Vec<BaseScan>,
+    /// For sources that return base rows: one lookup per dimension table occurrence, answered
+    /// after `scans` (see the module header).
+    pub dim_scans: Vec<DimScan>,
 }
 
 /// What a source returns.
@@ -94,7 +119,7 @@ pub struct FillRequest {
 pub enum FillData {
     /// Answers to `FillRequest::queries`, in order, as weighted rows.
     States(Vec<Vec<Delta>>),
-    /// Answers to `FillRequest::scans`, in order.
+    /// Answers to `FillRequest::scans` then `FillRequest::dim_scans`, in order.
     BaseRows(Vec<Vec<Row>>),
 }
 
@@ -195,27 +220,39 @@ pub struct MemReplica<'a> {
     pub store: &'a MemStore,
 }
 
+impl MemReplica<'_> {
+    fn rows_with(&self, table: &str, columns: &[usize], keys: &HashSet<Key>) -> Vec<Row> {
+        self.store
+            .rows(table)
+            .iter()
+            .filter(|r| {
+                let k: Key = columns.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
+                keys.contains(&k)
+            })
+            .cloned()
+            .collect()
+    }
+}
+
+/// The values of `columns` in `row`, or `None` if one is NULL (a NULL never joins).
+pub fn key_of(row: &[Value], columns: &[usize]) -> Option<Key> {
+    let k: Key = columns.iter().map(|&c| row.get(c).cloned().unwrap_or(Value::Null)).collect();
+    if k.iter().any(Value::is_null) { None } else { Some(k) }
+}
+
 impl FillSource for MemReplica<'_> {
     fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
         if self.store.position() < req.min_position {
             return Err(FillError::Behind { have: self.store.position(), need: req.min_position });
         }
         let keys: HashSet<Key> = req.keys.iter().cloned().collect();
-        let scans = req
-            .scans
-            .iter()
-            .map(|s| {
-                self.store
-                    .rows(&s.table)
-                    .iter()
-                    .filter(|r| {
-                        let k: Key = s.key_columns.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
-                        keys.contains(&k)
-                    })
-                    .cloned()
-                    .collect()
-            })
-            .collect();
+        let mut scans: Vec<Vec<Row>> = req.scans.iter().map(|s| self.rows_with(&s.table, &s.key_columns, &keys)).collect();
+        for d in &req.dim_scans {
+            let from = scans.get(d.from).map(Vec::as_slice).unwrap_or(&[]);
+            let join_keys: HashSet<Key> = from.iter().filter_map(|r| key_of(r, &d.from_columns)).collect();
+            let rows = self.rows_with(&d.table, &d.columns, &join_keys);
+            scans.push(rows);
+        }
         Ok(FillResponse::answer(req, self.store.position(), FillData::BaseRows(scans)))
     }
 }

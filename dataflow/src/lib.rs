@@ -30,7 +30,10 @@
 //! GROUP BY with COUNT(*), COUNT(col), COUNT(DISTINCT col), SUM, AVG, MIN, MAX; HAVING;
 //! DISTINCT; UNION ALL (without parameters); ORDER BY ... LIMIT n [OFFSET m]; `?` parameters
 //! as `col = ?` / `col IN (?, ...)` (the partition key) and `col <, <=, >, >= ?` (filters the
-//! reader applies at lookup). Every table must be joined onto the `=`/`IN` parameter columns.
+//! reader applies at lookup). Tables not joined onto the `=`/`IN` parameter columns
+//! ("dimensions", e.g. `comments JOIN users ON users.id = comments.author_id WHERE
+//! comments.story_id = ?`) are joined by equalities onto one earlier table; the first table in
+//! FROM must be compared with the parameters.
 //!
 //! **Running** ([`view`]): [`Dataflow`] is the single writer.
 //! - `Dataflow::new(catalog, ByteSize(budget))`, `install_sql` / `install` → [`ViewId`]
@@ -83,7 +86,7 @@ pub use compile::{compile, Catalog, CompiledQuery, KeyColumn, ReadFilter, Refusa
 pub use cost::{Bound, CostBounds, StateInfo, TableCost};
 pub use delta::{Batch, Change, Position};
 pub use fill::{
-    BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, MemReplica, MemUpstream, StateQuery,
+    BaseScan, DimScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, MemReplica, MemUpstream, StateQuery,
     ViewId,
 };
 pub use ops::Key;

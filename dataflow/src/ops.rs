@@ -24,8 +24,16 @@
 //!   its input in sort order: deletions pull held rows into the window, and when a prefix that
 //!   is known to be incomplete runs shorter than the window, [`KeyState::needs_refill`] is set
 //!   and the view evicts the partition rather than show a short window.
+//! - **Dimension joins** ([`Node::is_dimension_join`]): the partition holds, in the join's
+//!   right state, the dimension rows for exactly the join keys it *covers* (`cover`, set by the
+//!   fill before any delta is processed, never grown by deltas). A right delta whose key is not
+//!   covered is ignored (the view may route dimension deltas liberally, e.g. to every pending
+//!   partition). A left delta whose (non-NULL) key is not covered cannot be joined exactly (the
+//!   dimension rows are not held): it sets [`KeyState::needs_refill`] and the view evicts the
+//!   partition, which refills on demand. Every covered key is charged twice in `bytes`: once
+//!   here and once for the view's dimension index entry that mirrors it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::delta::Position;
 use crate::expr::{div_dec, is_true};
@@ -65,6 +73,8 @@ pub struct Graph {
     /// Rows a top-k state keeps beyond `offset + limit`, so that a few deletions do not force
     /// a refill.
     pub topk_slack: usize,
+    /// Per node: true for a dimension join (see [`Node::is_dimension_join`]).
+    pub dim: Vec<bool>,
     index: HashMap<Node, usize>,
 }
 
@@ -90,6 +100,7 @@ impl Graph {
             return i;
         }
         let inputs = n.inputs().into_iter().map(|i| self.add(i)).collect();
+        self.dim.push(n.is_dimension_join());
         self.nodes.push(GNode { tree: n.clone(), inputs });
         self.index.insert(n.clone(), self.nodes.len() - 1);
         self.nodes.len() - 1
@@ -329,9 +340,11 @@ pub struct KeyState {
     bytes: isize,
     /// Position the fill reflected: batches at or before it are skipped for this partition.
     pub filled_at: Position,
-    /// Set when a bounded state (top-k) lost rows it would need; the partition must be
-    /// evicted and refilled.
+    /// Set when a bounded state (top-k) lost rows it would need, or a dimension join met a
+    /// key it does not cover; the partition must be evicted and refilled.
     pub needs_refill: bool,
+    /// Per dimension join node: the join keys whose dimension rows this partition holds.
+    cover: HashMap<usize, HashSet<Key>>,
 }
 
 fn join_key(row: &[Value], cols: &[usize]) -> Option<Key> {
@@ -402,7 +415,7 @@ impl KeyState {
             })
             .collect();
         let readers = vec![HashMap::new(); graph.roots.len()];
-        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false };
+        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: HashMap::new() };
         if !silent_globals {
             return ks;
         }
@@ -426,6 +439,35 @@ impl KeyState {
         self.bytes += (row_bytes(&key) * 2 + SLOT) as isize;
         groups.insert(key, g);
         Some(out)
+    }
+
+    /// Records that this partition holds the dimension rows of join node `node` for `key`
+    /// (call before the rows are processed or seeded). NULL keys never match and are ignored.
+    pub fn cover(&mut self, node: usize, key: Key) {
+        if key.iter().any(Value::is_null) {
+            return;
+        }
+        let b = 2 * (row_bytes(&key) + SLOT);
+        if self.cover.entry(node).or_default().insert(key) {
+            self.bytes += b as isize;
+        }
+    }
+
+    /// Covers every non-NULL join key of dimension join `node`'s left state (after seeding it,
+    /// on the upstream fill path, whose right-side answer holds exactly those keys' rows).
+    pub fn cover_left_keys(&mut self, node: usize) {
+        let keys: Vec<Key> = match self.states.get(node) {
+            Some(NodeState::Join([ls, _])) => ls.keys().cloned().collect(),
+            _ => return,
+        };
+        for k in keys {
+            self.cover(node, k);
+        }
+    }
+
+    /// The covered keys, as (dimension join node, key).
+    pub fn covered(&self) -> impl Iterator<Item = (usize, &Key)> {
+        self.cover.iter().flat_map(|(n, ks)| ks.iter().map(move |k| (*n, k)))
     }
 
     /// Bytes this partition holds.
@@ -500,7 +542,8 @@ impl KeyState {
                 Node::Join { on, kind, right, .. } => {
                     let dl = take(n.inputs[0], &mut outs);
                     let dr = take(n.inputs[1], &mut outs);
-                    self.join(i, on, *kind, right.width(), dl, dr)
+                    let dim = graph.dim.get(i).copied().unwrap_or(false);
+                    self.join(i, on, *kind, right.width(), dim, dl, dr)
                 }
                 Node::Aggregate { group, aggs, global, .. } => {
                     let d = take(n.inputs[0], &mut outs);
@@ -535,11 +578,23 @@ impl KeyState {
         on: &[(usize, usize)],
         kind: JoinKind,
         rw: usize,
+        dim: bool,
         dl: Vec<Delta>,
-        dr: Vec<Delta>,
+        mut dr: Vec<Delta>,
     ) -> Vec<Delta> {
         let lcols: Vec<usize> = on.iter().map(|p| p.0).collect();
         let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
+        if dim {
+            let cover = self.cover.get(&idx);
+            let covered = |k: &Option<Key>| k.as_ref().is_some_and(|k| cover.is_some_and(|c| c.contains(k)));
+            dr.retain(|(r, _)| covered(&join_key(r, &rcols)));
+            if dl.iter().any(|(l, _)| {
+                let k = join_key(l, &lcols);
+                k.is_some() && !covered(&k)
+            }) {
+                self.needs_refill = true;
+            }
+        }
         let NodeState::Join([ls, rs]) = &mut self.states[idx] else { return vec![] };
         let mut out = Vec::new();
         let mut bytes = 0isize;

@@ -7,11 +7,17 @@
 //!
 //! Invariants (established by `compile`, relied on everywhere else):
 //! - Every node's output carries the partition key columns ([`Node::key_positions`]). A view is
-//!   partitioned by the values of its `?` parameters: every base table in the query has columns
-//!   equal to the parameters (directly or through join equalities), so every base row belongs to
-//!   exactly one partition and a partition's result depends only on its own base rows. This is
-//!   what makes a partition the unit of filling, eviction and memory accounting, and what makes
-//!   descendant eviction trivial: all state derived from a partition lives in that partition.
+//!   partitioned by the values of its `?` parameters. A base occurrence with columns equal to
+//!   the parameters (directly or through join equalities) is *partition-keyed* (`key` non-empty):
+//!   each of its rows belongs to exactly one partition. Any other occurrence of a parameterised
+//!   view is a *dimension* (`key` empty): it is the right input (possibly under a `Filter`) of a
+//!   [dimension join](Node::is_dimension_join) whose left input is partition-keyed, so the rows
+//!   a partition needs from it are exactly those whose join key some left row of the partition
+//!   carries. A partition keeps those rows inside its own state (see `ops`, "cover"), which
+//!   keeps it the unit of filling, eviction and memory accounting, and keeps descendant
+//!   eviction trivial: all state derived from a partition lives in that partition.
+//! - The join tree is left-deep and its first occurrence is partition-keyed, so a join's key
+//!   columns come from its left input.
 //! - A parameterless view has one partition, the empty key.
 //! - `Aggregate` input columns are `[group columns..., aggregate arguments...]`, and the first
 //!   `key width` group columns are the partition key.
@@ -123,6 +129,15 @@ impl Node {
             | Node::TopK { input, .. } => vec![input],
             Node::Join { left, right, .. } => vec![left, right],
             Node::Union { inputs } => inputs.iter().collect(),
+        }
+    }
+
+    /// True for a join of a parameterised view whose right input is a dimension table: the left
+    /// input carries the partition key, the right input does not.
+    pub fn is_dimension_join(&self) -> bool {
+        match self {
+            Node::Join { left, right, .. } => !left.key_positions().is_empty() && right.key_positions().is_empty(),
+            _ => false,
         }
     }
 

@@ -327,7 +327,11 @@ fn refusals_say_what_to_change() {
     let bad = [
         ("SELECT * FROM nope", "unknown table"),
         ("SELECT * FROM votes WHERE score <> ?", "parameters are supported only"),
-        ("SELECT * FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.user_id = ?", "not joined on the parameter"),
+        ("SELECT * FROM stories s JOIN votes v ON v.story_id = s.id WHERE v.user_id = ?", "first table in FROM"),
+        (
+            "SELECT * FROM votes v JOIN stories s ON s.id = v.story_id JOIN votes w ON w.story_id = s.id AND w.user_id = v.score WHERE v.user_id = ?",
+            "columns of several tables",
+        ),
         ("SELECT NOW() FROM votes", "cannot be cached"),
         ("SELECT * FROM votes WHERE story_id IN (SELECT id FROM stories)", "subqueries"),
         ("SELECT * FROM votes, stories", "comma joins"),

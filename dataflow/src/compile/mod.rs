@@ -10,8 +10,9 @@
 //!   says what to change (sqlparser's own recursion limit bounds nesting depth).
 //! - `?` parameters are accepted only as top-level WHERE conjuncts: `column = ?` /
 //!   `column IN (?, ...)` define the partition key; `column <, <=, >, >= ?` become read-time
-//!   filters. Every table occurrence must have a column equal to each key column (through
-//!   JOIN ... ON equalities), which is what makes the partitions independent (see `plan`).
+//!   filters. A table occurrence with a column equal to each key column (through JOIN ... ON
+//!   equalities) is partition-keyed; any other is a dimension, joined by equalities onto one
+//!   earlier occurrence (see `plan`); the first table must be partition-keyed.
 //! - The tree's root output is `[select list..., range-filter columns..., hidden ORDER BY
 //!   columns..., hidden key columns...]`; the first `visible` columns are the query's result
 //!   columns, in its order; readers keep the first `published`.

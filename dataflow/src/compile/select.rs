@@ -9,7 +9,8 @@
 //! Invariants: filters are pushed below a join only onto a table that join does not
 //! NULL-extend; a `?` on a LEFT-joined table keeps an `IS NOT NULL` above the join (the
 //! partition alone would admit NULL-extended rows); every table occurrence gets a key column
-//! in the parameter's join-equivalence class, or the query is refused.
+//! in each parameter's join-equivalence class (partition-keyed) or none (a dimension, joined by
+//! equalities onto one earlier occurrence); the first occurrence is partition-keyed.
 
 use sqlparser::ast as a;
 
@@ -510,21 +511,42 @@ fn relations(sel: &a::Select) -> Result<Vec<Rel<'_>>, Refusal> {
     Ok(rels)
 }
 
-/// For every table occurrence, its columns equal to each key parameter, in key order.
+/// For every table occurrence, its columns equal to each key parameter, in key order; empty
+/// for a dimension occurrence (one not joined on every parameter column), which must be joined
+/// by equalities onto columns of a single earlier occurrence. The first occurrence must be
+/// partition-keyed (the join tree carries the key from its left-most input).
 fn partition_keys(src: &mut Source<'_>) -> Result<Vec<Vec<usize>>, Refusal> {
     let n = src.offsets.len();
     let mut occ_keys: Vec<Vec<usize>> = vec![vec![]; n];
-    for (kg, _) in src.key_globals.clone() {
-        let root = src.classes.find(kg);
-        for (o, keys) in occ_keys.iter_mut().enumerate() {
-            let Some(m) = (src.offsets[o]..src.end_of(o)).find(|&c| src.classes.find(c) == root) else {
-                let pc = &src.scope.cols[kg];
-                return refuse(format!(
-                    "table `{}` is not joined on the parameter column `{}.{}`; freshet partitions a cached query by its `?` parameters, so every table must be joined by an equality on them (or cache the query without parameters)",
-                    src.schemas[o].name, pc.qual, pc.name
-                ));
-            };
-            keys.push(m - src.offsets[o]);
+    if src.key_globals.is_empty() {
+        return Ok(occ_keys);
+    }
+    for (o, keys) in occ_keys.iter_mut().enumerate() {
+        let mut found = Vec::new();
+        for (kg, _) in src.key_globals.clone() {
+            let root = src.classes.find(kg);
+            if let Some(m) = (src.offsets[o]..src.end_of(o)).find(|&c| src.classes.find(c) == root) {
+                found.push(m - src.offsets[o]);
+            }
+        }
+        if found.len() == src.key_globals.len() {
+            *keys = found;
+            continue;
+        }
+        let (kg, _) = src.key_globals[0];
+        let pc = &src.scope.cols[kg];
+        if o == 0 {
+            return refuse(format!(
+                "the first table in FROM, `{}`, is not joined on the parameter column `{}.{}`; list a table compared with the `?` parameters first and join the others onto it",
+                src.schemas[o].name, pc.qual, pc.name
+            ));
+        }
+        let from: Vec<usize> = src.join_on[o].iter().map(|&(l, _)| src.occ_of(l)).collect();
+        if from.iter().any(|&f| Some(&f) != from.first()) {
+            return refuse(format!(
+                "table `{}` is joined on columns of several tables; freshet looks up a table not joined on the `?` parameters by the columns of one earlier table",
+                src.schemas[o].name
+            ));
         }
     }
     Ok(occ_keys)

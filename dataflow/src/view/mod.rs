@@ -42,6 +42,7 @@
 //!   the cache. Where moka does not fit: it refreshes recency on the writer's re-inserts too,
 //!   so "least recently read" is really "least recently read or updated".
 
+mod dims;
 mod reader;
 
 use std::collections::HashMap;
@@ -52,12 +53,13 @@ use moka::notification::RemovalCause;
 use moka::policy::EvictionPolicy;
 
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
+use dims::{dim_seed_plan, find_dims, replay_deltas, Dim, DimIndex};
 use reader::{stats_of, Counters, EntryKey, Evicted, Shared};
 
 use crate::compile::{compile, Catalog, CompiledQuery, Refusal};
 use crate::cost::{cost_bounds, CostBounds};
 use crate::delta::{Batch, Position};
-use crate::fill::{BaseScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, StateQuery, ViewId};
+use crate::fill::{BaseScan, DimScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, StateQuery, ViewId};
 use crate::ops::{sort_rows, Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::render::render_fill_capped;
@@ -94,8 +96,12 @@ struct Slot {
 /// whole domain, so shared state is never evicted from under one of its views.
 struct Domain {
     graph: Graph,
-    /// (occurrence, table lower-case, key columns) per base occurrence of the graph.
+    /// (occurrence, table lower-case, key columns) per partition-keyed (or, without
+    /// parameters, every) base occurrence of the graph.
     occs: Vec<(usize, String, Vec<usize>)>,
+    /// Dimension occurrences, in graph order, and the index routing their deltas.
+    dims: Vec<Dim>,
+    dim_index: DimIndex,
     n_occ: usize,
     slots: Vec<Slot>,
     parts: HashMap<Key, Part>,
@@ -165,10 +171,24 @@ fn renumber(tree: &Node, graph: &Graph, next: &mut usize) -> Node {
             _ => None,
         })
         .collect();
+    // A dimension base feeds exactly one join of a domain (see `dims`): under a join the graph
+    // does not have yet, it gets its own occurrence even if an identical base exists.
+    let fresh_dims: Vec<usize> = tree
+        .post_order()
+        .into_iter()
+        .filter(|n| n.is_dimension_join() && graph.find(n).is_none())
+        .filter_map(|n| match n {
+            Node::Join { right, .. } => match right.bases().first() {
+                Some(Node::Base { occ, .. }) => Some(*occ),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
     for b in tree.bases() {
         if let Node::Base { occ, .. } = b {
             match taken.get(occ) {
-                Some(existing) if *existing == b => {}
+                Some(existing) if *existing == b && !fresh_dims.contains(occ) => {}
                 Some(_) => {
                     map.insert(*occ, *next);
                     *next += 1;
@@ -207,6 +227,8 @@ impl Domain {
         Domain {
             graph: Graph::with_topk_slack(topk_slack),
             occs: Vec::new(),
+            dims: Vec::new(),
+            dim_index: DimIndex::default(),
             n_occ: 0,
             slots: Vec::new(),
             parts: HashMap::new(),
@@ -228,12 +250,15 @@ impl Domain {
         self.views.push(Some(v));
         self.epoch += 1;
         self.occs.clear();
+        self.dims = find_dims(&self.graph);
+        self.dim_index = DimIndex::new(self.dims.len());
         for n in &self.graph.nodes {
-            if let Node::Base { occ, table, key, .. } = &n.tree {
-                self.occs.push((*occ, table.to_ascii_lowercase(), key.clone()));
-            }
+            if let Node::Base { occ, table, key, .. } = &n.tree
+                && !self.dims.iter().any(|d| d.occ == *occ) {
+                    self.occs.push((*occ, table.to_ascii_lowercase(), key.clone()));
+                }
         }
-        self.n_occ = self.occs.iter().map(|o| o.0 + 1).max().unwrap_or(0);
+        self.n_occ = self.occs.iter().map(|o| o.0 + 1).chain(self.dims.iter().map(|d| d.occ + 1)).max().unwrap_or(0);
         let mut slots = Vec::new();
         for (i, n) in self.graph.nodes.iter().enumerate() {
             if n.tree.is_stateful() {
@@ -475,6 +500,18 @@ impl Dataflow {
                     let slot = per_key.entry(k).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
                     slot[*occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
                 }
+                // Dimension rows go to the filled partitions covering their key (the index) and
+                // to every pending one (its cover is not known until its fill arrives).
+                for (d, dim) in domain.dims.iter().enumerate() {
+                    if dim.table != t {
+                        continue;
+                    }
+                    let targets = domain.dim_index.route(&domain.dims, d, &c.row).chain(domain.pending.keys());
+                    for k in targets {
+                        let slot = per_key.entry(k.clone()).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
+                        slot[dim.occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
+                    }
+                }
             }
             let mut touched = Vec::new();
             for (k, mut deltas) in per_key {
@@ -608,6 +645,7 @@ impl Dataflow {
                 continue;
             }
             ks.filled_at = p;
+            domain.dim_index.add(&domain.dims, &ks);
             let generation = self.next_generation;
             self.next_generation += 1;
             let weights = vec![0; domain.views.len()];
@@ -698,6 +736,7 @@ fn view_counters<'a>(views: &'a [Option<View>], v: &ViewId) -> Option<&'a Counte
 
 fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
     let Some(part) = domain.parts.remove(key) else { return false };
+    domain.dim_index.remove(&domain.dims, &part.ks);
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
         shared.cache.invalidate(&EntryKey { view: v.0, key: key.clone() });
@@ -755,7 +794,7 @@ fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys: Vec<Key>,
     let mut queries = Vec::new();
     for s in &domain.slots {
         if s.remote.is_some() {
-            let plan = domain.graph.nodes[s.input].tree.clone();
+            let plan = seed_plan(domain, s);
             let grouped = matches!(domain.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
             let cap = topk_cap(domain, s.node);
             let (sql, params) = render_fill_capped(&plan, &keys, grouped, cap.as_ref().map(|(o, n)| (o, *n)));
@@ -767,26 +806,43 @@ fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys: Vec<Key>,
         .iter()
         .map(|(occ, table, key)| BaseScan { occ: *occ, table: table.clone(), key_columns: key.clone() })
         .collect();
-    FillRequest { view: v, ticket, keys, min_position, queries, scans }
+    let answer_of = |occ: usize| {
+        domain.occs.iter().position(|o| o.0 == occ).or_else(|| domain.dims.iter().position(|d| d.occ == occ).map(|i| domain.occs.len() + i))
+    };
+    let dim_scans = domain
+        .dims
+        .iter()
+        .map(|d| {
+            let (from, from_columns) = match &d.from {
+                // `usize::MAX` names no answer: the source returns no rows, and the view
+                // rejects the fill (`replay_deltas` needs `from`).
+                Some((o, cols)) => (answer_of(*o).unwrap_or(usize::MAX), cols.clone()),
+                None => (usize::MAX, Vec::new()),
+            };
+            DimScan { occ: d.occ, table: d.table.clone(), columns: d.cols.clone(), from, from_columns }
+        })
+        .collect();
+    FillRequest { view: v, ticket, keys, min_position, queries, scans, dim_scans }
+}
+
+/// The subtree a remotely seeded state is seeded from: the state's input, or for the right
+/// (dimension) side of a dimension join, that side restricted to the left side's join keys
+/// and tagged with the partition key (see `dims::dim_seed_plan`).
+fn seed_plan(domain: &Domain, s: &Slot) -> Node {
+    if s.side == 1
+        && domain.graph.dim.get(s.node).copied().unwrap_or(false)
+        && let Some(plan) = domain.graph.nodes.get(s.node).and_then(|n| dim_seed_plan(&n.tree)) {
+            return plan;
+        }
+    domain.graph.nodes[s.input].tree.clone()
 }
 
 /// Builds the state of partition `key` from a fill response, at the response's position.
 fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Option<KeyState> {
     match &resp.data {
         FillData::BaseRows(scans) => {
-            if scans.len() != domain.occs.len() {
-                return None;
-            }
             let mut ks = KeyState::empty(&domain.graph, key.clone(), resp.position, false);
-            let mut deltas: Vec<Vec<Delta>> = vec![Vec::new(); domain.n_occ];
-            for (rows, (occ, _, kcols)) in scans.iter().zip(&domain.occs) {
-                for r in rows {
-                    let k: Key = kcols.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
-                    if k == *key {
-                        deltas[*occ].push((r.clone(), 1));
-                    }
-                }
-            }
+            let mut deltas = replay_deltas(&domain.occs, &domain.dims, domain.n_occ, key, scans, &mut ks)?;
             ks.process(&domain.graph, &mut deltas);
             Some(ks)
         }
@@ -795,9 +851,11 @@ fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Option<KeySta
             for s in &domain.slots {
                 let rows: Vec<Delta> = match s.remote {
                     Some(qi) => {
-                        let plan = &domain.graph.nodes[s.input].tree;
+                        let plan = seed_plan(domain, s);
                         let kpos = plan.key_positions();
                         let width = plan.width();
+                        // A dimension seed carries the partition key after the input's row.
+                        let keep = domain.graph.nodes[s.input].tree.width();
                         let grouped = matches!(domain.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
                         answers
                             .get(qi)?
@@ -814,6 +872,8 @@ fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Option<KeySta
                                         _ => *w,
                                     };
                                     (r.iter().take(width).cloned().collect(), n * w)
+                                } else if r.len() > keep {
+                                    (r.iter().take(keep).cloned().collect(), *w)
                                 } else {
                                     (r.clone(), *w)
                                 }
@@ -827,6 +887,9 @@ fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Option<KeySta
                     && let Some((_, cap)) = topk_cap(domain, s.node) {
                         ks.mark_truncated(s.node, cap);
                     }
+            }
+            for d in &domain.dims {
+                ks.cover_left_keys(d.node);
             }
             Some(ks)
         }

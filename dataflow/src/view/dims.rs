@@ -1,0 +1,358 @@
+//! Dimension tables of a domain: which join each one feeds, the writer's index from a
+//! dimension join key to the partitions that hold rows for it, and the fill plumbing that is
+//! specific to them (the upstream seed query, the replica's second step).
+//!
+//! Owns: [`Dim`], [`DimIndex`], [`find_dims`], [`dim_seed_plan`], [`replay_deltas`]. Does not
+//! own: joining (ops; a partition's `cover` is the source of truth), positions and buffering
+//! (the parent module).
+//!
+//! Invariants:
+//! - **Index = covers.** For every dimension `d` and key `k`, `index[d][k]` is exactly the set
+//!   of *filled* partitions whose `KeyState` covers `k` at `d`'s join: entries are added when a
+//!   filled partition is installed and removed when it is dropped, and a partition's cover
+//!   never changes in between (ops: deltas never grow it; a left row needing an uncovered key
+//!   evicts the partition instead). So a dimension delta routed through the index reaches every
+//!   filled partition that holds (or must hold) rows for its key, and no other filled one.
+//! - Pending partitions have no cover yet; the parent buffers every dimension delta for them,
+//!   and the join ignores the rows it turns out not to cover when the buffer is replayed.
+//! - Each dimension occurrence feeds exactly one join of the domain (the parent renumbers a
+//!   dimension base that a new, different join would otherwise share), so routing a delta to
+//!   a partition once per occurrence never counts it twice.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::expr::Expr;
+use crate::fill::key_of;
+use crate::ops::{Delta, Graph, Key, KeyState};
+use crate::plan::{JoinKind, Node};
+use crate::value::Row;
+
+/// One dimension occurrence and the join it feeds.
+#[derive(Clone, Debug)]
+pub(super) struct Dim {
+    /// The dimension join's node index in the graph.
+    pub(super) node: usize,
+    pub(super) occ: usize,
+    pub(super) table: String,
+    /// Join columns of the dimension table.
+    pub(super) cols: Vec<usize>,
+    /// The earlier occurrence whose columns `from_cols` carry the join key (`None` if the
+    /// plan does not have that shape; compile refuses it, the replica fill path rejects it).
+    pub(super) from: Option<(usize, Vec<usize>)>,
+}
+
+/// Occurrence and width of each base in `n`, in output order (`n` is a left-deep join tree).
+fn base_layout(n: &Node) -> Vec<(usize, usize)> {
+    n.bases()
+        .into_iter()
+        .filter_map(|b| match b {
+            Node::Base { occ, columns, .. } => Some((*occ, columns.len())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The dimension joins of `graph`, in node order (so a dimension's `from` occurrence, which
+/// lies in the join's left input, is never a later dimension).
+pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
+    let mut out = Vec::new();
+    for (i, n) in graph.nodes.iter().enumerate() {
+        let Node::Join { left, right, on, .. } = &n.tree else { continue };
+        if !graph.dim.get(i).copied().unwrap_or(false) {
+            continue;
+        }
+        let Some(Node::Base { occ, table, .. }) = right.bases().first().copied() else { continue };
+        let mut from = None;
+        let mut off = 0;
+        for (o, w) in base_layout(left) {
+            if on.iter().all(|(l, _)| (off..off + w).contains(l)) {
+                from = Some((o, on.iter().map(|(l, _)| l - off).collect()));
+                break;
+            }
+            off += w;
+        }
+        out.push(Dim { node: i, occ: *occ, table: table.to_ascii_lowercase(), cols: on.iter().map(|p| p.1).collect(), from });
+    }
+    out
+}
+
+/// Per dimension (parallel to the domain's `dims`): join key -> filled partitions covering it.
+#[derive(Debug, Default)]
+pub(super) struct DimIndex(Vec<HashMap<Key, HashSet<Key>>>);
+
+impl DimIndex {
+    pub(super) fn new(n: usize) -> DimIndex {
+        DimIndex((0..n).map(|_| HashMap::new()).collect())
+    }
+
+    fn slot(dims: &[Dim], node: usize) -> Option<usize> {
+        dims.iter().position(|d| d.node == node)
+    }
+
+    /// Adds a newly filled partition's covers.
+    pub(super) fn add(&mut self, dims: &[Dim], ks: &KeyState) {
+        for (node, k) in ks.covered() {
+            if let Some(m) = Self::slot(dims, node).and_then(|d| self.0.get_mut(d)) {
+                m.entry(k.clone()).or_default().insert(ks.key.clone());
+            }
+        }
+    }
+
+    /// Removes a dropped partition's covers.
+    pub(super) fn remove(&mut self, dims: &[Dim], ks: &KeyState) {
+        for (node, k) in ks.covered() {
+            let Some(m) = Self::slot(dims, node).and_then(|d| self.0.get_mut(d)) else { continue };
+            if let Some(parts) = m.get_mut(k) {
+                parts.remove(&ks.key);
+                if parts.is_empty() {
+                    m.remove(k);
+                }
+            }
+        }
+    }
+
+    /// Filled partitions holding rows of dimension `d` with the join key of `row`.
+    pub(super) fn route<'a>(&'a self, dims: &[Dim], d: usize, row: &[crate::value::Value]) -> impl Iterator<Item = &'a Key> {
+        let k = dims.get(d).and_then(|dim| key_of(row, &dim.cols));
+        k.and_then(|k| self.0.get(d)?.get(&k)).into_iter().flatten()
+    }
+
+    /// Number of (key, partition) entries, for tests.
+    #[cfg(test)]
+    pub(super) fn entries(&self) -> usize {
+        self.0.iter().flat_map(|m| m.values()).map(HashSet::len).sum()
+    }
+}
+
+/// The state query seeding the right (dimension) side of dimension join `join`: the dimension
+/// rows joined with the distinct `(partition key, join key)` pairs of the left input, each
+/// followed by the partition key: `[dimension row..., key...]`. The server computes the join;
+/// each dimension row comes once per partition that needs it.
+pub(super) fn dim_seed_plan(join: &Node) -> Option<Node> {
+    let Node::Join { left, right, on, .. } = join else { return None };
+    let kpos = left.key_positions();
+    let nk = kpos.len();
+    let mut pre: Vec<Expr> = kpos.iter().map(|&k| Expr::Col(k)).collect();
+    pre.extend(on.iter().map(|p| Expr::Col(p.0)));
+    let np = pre.len();
+    let pairs = Node::Distinct { input: Box::new(Node::Project { input: left.clone(), exprs: pre }) };
+    let on2 = on.iter().enumerate().map(|(i, p)| (nk + i, p.1)).collect();
+    let j = Node::Join { left: Box::new(pairs), right: right.clone(), on: on2, kind: JoinKind::Inner };
+    let mut exprs: Vec<Expr> = (0..right.width()).map(|c| Expr::Col(np + c)).collect();
+    exprs.extend((0..nk).map(Expr::Col));
+    Some(Node::Project { input: Box::new(j), exprs })
+}
+
+/// Replica fill, per partition: the base deltas (by occurrence) of partition `key` from the
+/// scans' answers (`scans` then dimension lookups, as [`crate::fill::DimScan`] orders them),
+/// covering in `ks` every join key its rows carry. `None` if the answer has the wrong shape.
+pub(super) fn replay_deltas(
+    occs: &[(usize, String, Vec<usize>)],
+    dims: &[Dim],
+    n_occ: usize,
+    key: &Key,
+    answers: &[Vec<Row>],
+    ks: &mut KeyState,
+) -> Option<Vec<Vec<Delta>>> {
+    if answers.len() != occs.len() + dims.len() {
+        return None;
+    }
+    let mut deltas: Vec<Vec<Delta>> = vec![Vec::new(); n_occ];
+    for (rows, (occ, _, kcols)) in answers.iter().zip(occs) {
+        for r in rows {
+            let k: Key = kcols.iter().map(|&c| r.get(c).cloned().unwrap_or(crate::value::Value::Null)).collect();
+            if k == *key {
+                deltas.get_mut(*occ)?.push((r.clone(), 1));
+            }
+        }
+    }
+    for (d, dim) in dims.iter().enumerate() {
+        let (from, from_cols) = dim.from.as_ref()?;
+        let keys: HashSet<Key> = deltas.get(*from)?.iter().filter_map(|(r, _)| key_of(r, from_cols)).collect();
+        let rows: Vec<Delta> = answers
+            .get(occs.len() + d)?
+            .iter()
+            .filter(|r| key_of(r, &dim.cols).is_some_and(|k| keys.contains(&k)))
+            .map(|r| (r.clone(), 1))
+            .collect();
+        for k in keys {
+            ks.cover(dim.node, k);
+        }
+        deltas.get_mut(dim.occ)?.extend(rows);
+    }
+    Some(deltas)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fill::FillSource;
+    use crate::{
+        Batch, ByteSize, Catalog, ColumnSchema, Dataflow, Key, Lookup, MemReplica, MemStore, MemUpstream, Position, Row,
+        SqlType, TableSchema, Value, ViewId,
+    };
+
+    const COMMENTS: &str =
+        "SELECT comments.id, users.name FROM comments JOIN users ON users.id = comments.author_id WHERE comments.story_id = ?";
+
+    fn catalog() -> Catalog {
+        let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+        let mut c = Catalog::new();
+        c.add(TableSchema::new("comments", vec![i("id"), i("story_id"), i("author_id")], vec![0])).unwrap();
+        c.add(TableSchema::new("users", vec![i("id"), i("name")], vec![0])).unwrap();
+        c
+    }
+
+    fn row(v: &[i64]) -> Row {
+        v.iter().map(|&x| Value::Int(x)).collect()
+    }
+
+    struct W {
+        df: Dataflow,
+        store: MemStore,
+        pos: u64,
+        v: ViewId,
+    }
+
+    impl W {
+        fn new() -> W {
+            let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
+            let v = df.install_sql(COMMENTS).unwrap();
+            let mut w = W { df, store: MemStore::new(), pos: 0, v };
+            w.write(|b| {
+                for u in 1..=3 {
+                    b.insert("users", row(&[u, 100 + u]));
+                }
+                b.insert("comments", row(&[1, 10, 1]));
+                b.insert("comments", row(&[2, 10, 2]));
+                b.insert("comments", row(&[3, 11, 1]));
+            });
+            w
+        }
+        fn write(&mut self, f: impl FnOnce(&mut Batch)) {
+            self.pos += 1;
+            let mut b = Batch::new(Position(self.pos));
+            f(&mut b);
+            self.store.apply(&b);
+            self.df.apply(&b).unwrap();
+        }
+        fn read(&mut self, story: i64, replica: bool) -> Vec<Row> {
+            let r = self.df.reader(self.v).unwrap();
+            if let Lookup::Hit(rows) = r.lookup(&[Value::Int(story)]).unwrap() {
+                let mut rows = rows.to_vec();
+                rows.sort();
+                return rows;
+            }
+            if replica {
+                self.df.run_fills(&mut MemReplica { store: &self.store }).unwrap();
+            } else {
+                self.df.run_fills(&mut MemUpstream { store: &self.store }).unwrap();
+            }
+            match r.lookup(&[Value::Int(story)]).unwrap() {
+                Lookup::Hit(rows) => {
+                    let mut rows = rows.to_vec();
+                    rows.sort();
+                    rows
+                }
+                Lookup::Miss(_) => panic!("miss after fill"),
+            }
+        }
+        fn entries(&self) -> usize {
+            self.df.domains.iter().flatten().map(|d| d.dim_index.entries()).sum()
+        }
+        fn filled(&self, story: i64) -> bool {
+            let k: Key = vec![Value::Int(story)].into();
+            self.df.filled_keys(self.v).contains(&k)
+        }
+    }
+
+    #[test]
+    fn index_follows_fills_dimension_deltas_and_evictions() {
+        for replica in [false, true] {
+            let mut w = W::new();
+            assert_eq!(w.entries(), 0);
+            assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 102])]);
+            assert_eq!(w.read(11, replica), vec![row(&[3, 101])]);
+            // user 1 -> {10, 11}, user 2 -> {10}.
+            assert_eq!(w.entries(), 3);
+            let bytes_before = w.df.stats(w.v).unwrap().bytes;
+            // A dimension update reaches both partitions holding user 1, and only those.
+            w.write(|b| { b.update("users", row(&[1, 101]), row(&[1, 201])); });
+            assert_eq!(w.read(10, replica), vec![row(&[1, 201]), row(&[2, 102])]);
+            assert_eq!(w.read(11, replica), vec![row(&[3, 201])]);
+            // Changing a dimension row's join key moves it out of the partitions covering
+            // the old key (the new key, 5, is covered by none).
+            w.write(|b| { b.update("users", row(&[2, 102]), row(&[5, 102])); });
+            assert_eq!(w.read(10, replica), vec![row(&[1, 201])]);
+            assert!(w.filled(10), "a dimension delta never evicts");
+            // ... and back.
+            w.write(|b| { b.update("users", row(&[5, 102]), row(&[2, 302])); });
+            assert_eq!(w.read(10, replica), vec![row(&[1, 201]), row(&[2, 302])]);
+            assert_eq!(w.entries(), 3);
+            assert_eq!(w.df.stats(w.v).unwrap().bytes, bytes_before, "same rows, same bytes");
+            // Evicting a partition removes its index entries; the other keeps its own.
+            assert!(w.df.evict(w.v, &vec![Value::Int(10)].into()));
+            assert_eq!(w.entries(), 1);
+            w.write(|b| { b.update("users", row(&[1, 201]), row(&[1, 301])); });
+            assert_eq!(w.read(11, replica), vec![row(&[3, 301])]);
+            w.df.evict_all();
+            assert_eq!(w.entries(), 0);
+        }
+    }
+
+    #[test]
+    fn a_row_needing_an_uncovered_dimension_key_evicts_its_partition() {
+        for replica in [false, true] {
+            let mut w = W::new();
+            assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 102])]);
+            // A new comment by a covered author is applied in place.
+            w.write(|b| { b.insert("comments", row(&[4, 10, 2])); });
+            assert!(w.filled(10));
+            assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 102]), row(&[4, 102])]);
+            // A comment by user 3, whom partition 10 does not hold: evicted, index cleaned.
+            w.write(|b| { b.insert("comments", row(&[5, 10, 3])); });
+            assert!(!w.filled(10));
+            assert_eq!(w.entries(), 0);
+            // Refilled on demand, now covering user 3.
+            assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 102]), row(&[4, 102]), row(&[5, 103])]);
+            assert_eq!(w.entries(), 3);
+            // A comment with a NULL author never joins and needs no dimension row.
+            w.write(|b| { b.insert("comments", vec![Value::Int(6), Value::Int(10), Value::Null].into()); });
+            assert!(w.filled(10));
+        }
+    }
+
+    #[test]
+    fn a_fill_older_than_the_eviction_is_rejected() {
+        let mut w = W::new();
+        let r = w.df.reader(w.v).unwrap();
+        assert!(matches!(r.lookup(&[Value::Int(10)]).unwrap(), Lookup::Miss(_)));
+        let reqs = w.df.fill_requests();
+        let old = MemUpstream { store: &w.store }.fill(&reqs[0]).unwrap();
+        w.df.complete_fill(old);
+        // Evicted by a comment needing user 3; a fill answered before that is too old.
+        let before = MemReplica { store: &w.store }.fill(&reqs[0]).unwrap();
+        w.write(|b| { b.insert("comments", row(&[5, 10, 3])); });
+        assert!(!w.filled(10));
+        assert!(matches!(r.lookup(&[Value::Int(10)]).unwrap(), Lookup::Miss(_)));
+        let reqs = w.df.fill_requests();
+        let mut stale = before;
+        stale.ticket = reqs[0].ticket;
+        assert_eq!(w.df.complete_fill(stale).stale, 1);
+        assert!(!w.filled(10));
+    }
+
+    #[test]
+    fn a_replica_source_that_ignores_dimension_scans_is_rejected() {
+        let mut w = W::new();
+        let r = w.df.reader(w.v).unwrap();
+        let _ = r.lookup(&[Value::Int(10)]);
+        let req = w.df.fill_requests().remove(0);
+        assert_eq!(req.dim_scans.len(), 1);
+        let mut resp = MemReplica { store: &w.store }.fill(&req).unwrap();
+        if let crate::FillData::BaseRows(rows) = &mut resp.data {
+            rows.truncate(req.scans.len());
+        }
+        assert_eq!(w.df.complete_fill(resp).stale, 1);
+        assert!(!w.filled(10));
+    }
+}
