@@ -137,6 +137,16 @@ async fn every_column_type_round_trips() {
     assert!(matches!(r2[35], Value::Bit(u64::MAX)));
     assert!(matches!(&r4[36], Value::Json(s) if &**s == "\"just a string\""));
     assert!(got[2].changes[0].row[1..].iter().all(Value::is_null));
+    // Every decoded value, sent back as a statement parameter (what a fill keyed by that
+    // column does), finds its row on the server.
+    let names: Vec<String> = tables["cdc_types"].schema.columns.iter().map(|c| c.name.clone()).collect();
+    for (id, row) in [(2, r2), (4, &upd.changes[1].row)] {
+        for (i, v) in row.iter().enumerate().skip(1) {
+            let sql = format!("SELECT COUNT(*) FROM cdc_types WHERE id = {id} AND `{}` = ?", names[i]);
+            let n: Option<i64> = c.exec_first(sql.as_str(), (freshet_cdc::result::param(v),)).await.unwrap();
+            assert_eq!(n, Some(1), "row {id} column {} value {v:?} as a parameter", names[i]);
+        }
+    }
     // Positions strictly increase.
     assert!(got.windows(2).all(|w| w[0].position < w[1].position));
     drop_db(&db).await;
