@@ -4,8 +4,9 @@
 //!
 //! Needs the project's private MariaDB (`scripts/mariadb.sh start`; this test reads
 //! `FRESHET_TEST_MYSQL_SOCKET`) and the `mariadb` command-line client; the dataflow crate has
-//! no MySQL client dependency, by design. Skips, saying so, when either is missing. Works in
-//! its own database, with binary logging off for its session so that replication tests
+//! no MySQL client dependency, by design. Fails, saying how to set it up, when either is
+//! missing (a test that cannot fail proves nothing): run
+//! `eval "$(scripts/mariadb.sh env)"` first. Works in its own database, with binary logging off for its session so that replication tests
 //! running against the same server see none of its writes.
 
 use std::process::Command;
@@ -20,11 +21,20 @@ struct Server {
 }
 
 impl Server {
-    fn connect() -> Option<Server> {
-        let socket = std::env::var("FRESHET_TEST_MYSQL_SOCKET").ok()?;
+    /// The project's test server, or a panic that says how to provide it.
+    fn connect() -> Server {
+        const HOW: &str = "start the project's MariaDB (scripts/mariadb.sh start) and run `eval \"$(scripts/mariadb.sh env)\"` before `cargo test`";
+        if std::env::var("FRESHET_TEST_MYSQL_URL").is_err() {
+            panic!("FRESHET_TEST_MYSQL_URL is not set: this test needs a real MariaDB; {HOW}");
+        }
+        let Ok(socket) = std::env::var("FRESHET_TEST_MYSQL_SOCKET") else {
+            panic!("FRESHET_TEST_MYSQL_SOCKET is not set: this test talks to MariaDB through its socket; {HOW}");
+        };
         let s = Server { socket };
-        s.run_raw(None, "SELECT 1").ok()?;
-        Some(s)
+        if let Err(e) = s.run_raw(None, "SELECT 1") {
+            panic!("cannot run `mariadb -S {} -e 'SELECT 1'` ({e}); is the server up and the `mariadb` client installed? {HOW}", s.socket);
+        }
+        s
     }
     fn run_raw(&self, db: Option<&str>, sql: &str) -> Result<Vec<Vec<String>>, String> {
         let mut cmd = Command::new("mariadb");
@@ -86,6 +96,16 @@ const QUERIES: &[&str] = &[
     "SELECT id FROM a WHERE x IS NULL UNION ALL SELECT id FROM b WHERE y < 3",
     "SELECT id, s FROM a ORDER BY s, id LIMIT 4",
     "SELECT id, g FROM a WHERE k = ? AND x >= ? ORDER BY id",
+    // Dimension joins (tables joined on columns other than the parameter).
+    "SELECT a.id, b.y FROM a JOIN b ON b.k = a.g WHERE a.k = ?",
+    "SELECT a.id, b.id, b.s FROM a LEFT JOIN b ON b.k = a.g AND b.y > 1 WHERE a.k = ?",
+    "SELECT a.id, b.id FROM a JOIN b ON b.k = a.g AND b.y = a.x WHERE a.k = ?",
+    "SELECT a.id, b.id, c.id FROM a JOIN b ON b.k = a.g JOIN a c ON c.k = b.y WHERE a.k = ?",
+    "SELECT a.id, b.id, c.x FROM a LEFT JOIN b ON b.k = a.x LEFT JOIN a c ON c.g = b.y AND c.k = b.k WHERE a.k = ?",
+    "SELECT a.k, COUNT(c.id), SUM(c.x) FROM a JOIN b ON b.k = a.k JOIN a c ON c.g = b.y WHERE a.k = ? GROUP BY a.k",
+    "SELECT a.k, COUNT(b.id), MAX(b.y) FROM a LEFT JOIN b ON b.k = a.g WHERE a.k = ? GROUP BY a.k",
+    "SELECT a.id, b.s FROM a JOIN b ON b.k = a.g WHERE a.k = ? ORDER BY b.y DESC, a.id, b.id LIMIT 2",
+    "SELECT a.k, a.id, b.y FROM a JOIN b ON b.k = a.g WHERE a.k IN (?, ?)",
     "SELECT id, ROUND(x / 3, 2), ROUND(x / 3), ROUND(x * 7, -1), FLOOR(x / 4), CEIL(x / 4), CEILING(-x / 4), LEFT(s, 1), RIGHT(s, 1), REPLACE(s, 'a', 'zz'), IF(x > 2, 'big', 'small'), NULLIF(g, 1), LENGTH(s), UPPER(s), SUBSTRING(s, 2), x DIV 2, x % 3 FROM a WHERE k = ?",
 ];
 
@@ -100,10 +120,7 @@ fn catalog() -> Catalog {
 
 #[test]
 fn rendered_fill_sql_and_results_match_mariadb() {
-    let Some(server) = Server::connect() else {
-        eprintln!("SKIPPED: no MariaDB (run scripts/mariadb.sh start and export its env)");
-        return;
-    };
+    let server = Server::connect();
     server.run_raw(None, &format!("DROP DATABASE IF EXISTS {DB}; CREATE DATABASE {DB}")).unwrap();
     server.run(
         "CREATE TABLE a (id INT PRIMARY KEY, k INT, g INT, x INT NULL, s VARCHAR(10) COLLATE utf8mb4_general_ci);
