@@ -7,6 +7,11 @@
 //! Invariant: a bound is never optimistic for the plan as this crate executes it (e.g. a top-k
 //! fill ships at most `offset + limit + slack` rows per partition, but the server still reads
 //! the partition to rank it unless an index serves the order, so its fill bound is linear).
+//! Dimension tables (joined on a non-parameter key, see `plan`): a fill looks up the rows
+//! joined with the partition's rows (one per joined row when the join columns cover the
+//! table's primary key, else linear in the partition); a write to one is routed through the
+//! writer's index to every filled partition holding its join key, so its write bound is
+//! [`Bound::FanOut`] of the per-partition work.
 
 use crate::compile::{Catalog, CompiledQuery};
 use crate::plan::Node;
@@ -20,6 +25,9 @@ pub enum Bound {
     AtMost(u64),
     /// Linear in the number of base rows of one partition (rows sharing the parameter value).
     LinearInPartition,
+    /// Linear in the number of filled partitions holding the written row's join key (a write
+    /// to a dimension table), each costing the inner bound.
+    FanOut(Box<Bound>),
     /// Linear in the size of a table (the query has no parameters: one partition).
     LinearInTable,
 }
@@ -30,7 +38,8 @@ impl Bound {
             Bound::Constant => 0,
             Bound::AtMost(_) => 1,
             Bound::LinearInPartition => 2,
-            Bound::LinearInTable => 3,
+            Bound::FanOut(_) => 3,
+            Bound::LinearInTable => 4,
         }
     }
     fn max(self, o: Bound) -> Bound {
@@ -48,6 +57,8 @@ pub struct TableCost {
     pub table: String,
     /// Rows a fill reads from this table per missing partition.
     pub fill_rows: Bound,
+    /// True if the table is a dimension: looked up by a join key, not by the parameters.
+    pub dimension: bool,
     /// Work to apply one base-row write to this table (operators plus republishing the
     /// partition's reader entry).
     pub write: Bound,
@@ -143,11 +154,14 @@ pub fn cost_bounds(q: &CompiledQuery, catalog: &Catalog) -> CostBounds {
             if let Some(k) = topk {
                 write = write.max(Bound::AtMost(k));
             }
-            let table = match b {
-                Node::Base { table, .. } => table.clone(),
-                _ => String::new(),
+            let (table, dimension) = match b {
+                Node::Base { table, key, .. } => (table.clone(), keyed && key.is_empty()),
+                _ => (String::new(), false),
             };
-            TableCost { table, fill_rows: per_partition(b), write }
+            if dimension {
+                write = Bound::FanOut(Box::new(write));
+            }
+            TableCost { table, fill_rows: per_partition(b), write, dimension }
         })
         .collect();
     let mut states: Vec<StateInfo> =
