@@ -166,6 +166,21 @@ fn be_u64(b: &[u8]) -> Option<u64> {
 pub fn text(b: &[u8], charset: Charset) -> String {
     match charset {
         Charset::Latin1 => b.iter().map(|&x| cp1252(x)).collect(),
+        Charset::Utf16Be | Charset::Utf16Le => {
+            let units = b.chunks(2).map(|c| match (charset, c) {
+                (Charset::Utf16Be, [hi, lo]) => u16::from_be_bytes([*hi, *lo]),
+                (_, [lo, hi]) => u16::from_le_bytes([*lo, *hi]),
+                _ => 0xFFFD,
+            });
+            char::decode_utf16(units).map(|c| c.unwrap_or('\u{FFFD}')).collect()
+        }
+        Charset::Utf32Be => b
+            .chunks(4)
+            .map(|c| {
+                let n = c.try_into().map(u32::from_be_bytes).unwrap_or(0xFFFD);
+                char::from_u32(n).unwrap_or('\u{FFFD}')
+            })
+            .collect(),
         Charset::Utf8 | Charset::Other => String::from_utf8_lossy(b).into_owned(),
     }
 }
@@ -260,6 +275,18 @@ mod tests {
     #[test]
     fn latin1_is_cp1252() {
         assert_eq!(text(&[0x80, b'a', 0xe9], Charset::Latin1), "€aé");
+    }
+
+    #[test]
+    fn utf16_and_utf32() {
+        let s = "a€😀";
+        let be: Vec<u8> = s.encode_utf16().flat_map(u16::to_be_bytes).collect();
+        let le: Vec<u8> = s.encode_utf16().flat_map(u16::to_le_bytes).collect();
+        let u32be: Vec<u8> = s.chars().flat_map(|c| (c as u32).to_be_bytes()).collect();
+        assert_eq!(text(&be, Charset::Utf16Be), s);
+        assert_eq!(text(&le, Charset::Utf16Le), s);
+        assert_eq!(text(&u32be, Charset::Utf32Be), s);
+        assert_eq!(text(&[0xD8], Charset::Utf16Be), "\u{FFFD}");
     }
 
     #[test]

@@ -27,6 +27,12 @@ pub enum Charset {
     Utf8,
     /// MySQL's latin1 is Windows-1252.
     Latin1,
+    /// ucs2 and utf16: UTF-16, big-endian.
+    Utf16Be,
+    /// utf16le.
+    Utf16Le,
+    /// utf32: UTF-32, big-endian.
+    Utf32Be,
     /// Any other character set: decoded as UTF-8 with replacement characters (documented
     /// approximation; such columns also have no supported collation).
     Other,
@@ -37,6 +43,9 @@ impl Charset {
         match name.to_ascii_lowercase().as_str() {
             "utf8mb4" | "utf8mb3" | "utf8" | "ascii" => Charset::Utf8,
             "latin1" => Charset::Latin1,
+            "ucs2" | "utf16" => Charset::Utf16Be,
+            "utf16le" => Charset::Utf16Le,
+            "utf32" => Charset::Utf32Be,
             _ => Charset::Other,
         }
     }

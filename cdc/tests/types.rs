@@ -21,7 +21,9 @@ const TABLE: &str = "CREATE TABLE cdc_types (
     c CHAR(5), vc VARCHAR(300) COLLATE utf8mb4_general_ci, vb VARCHAR(20) COLLATE utf8mb4_bin, tx TEXT,
     l1 VARCHAR(10) CHARACTER SET latin1, vbin VARBINARY(10), bn BINARY(4), bl BLOB,
     dt DATE, tm TIME, tm6 TIME(6), dtm DATETIME, dtm6 DATETIME(6), ts TIMESTAMP NULL, ts6 TIMESTAMP(6) NULL,
-    y YEAR, e ENUM('a','b','c'), s SET('x','y','z'), b1 BIT(1), b64 BIT(64), j JSON
+    y YEAR, e ENUM('a','b','c'), s SET('x','y','z'), b1 BIT(1), b64 BIT(64), j JSON,
+    u16c VARCHAR(10) CHARACTER SET utf16, u16le VARCHAR(10) CHARACTER SET utf16le,
+    u32c VARCHAR(10) CHARACTER SET utf32, ucs VARCHAR(10) CHARACTER SET ucs2
 )";
 
 const ROWS: &[&str] = &[
@@ -30,24 +32,24 @@ const ROWS: &[&str] = &[
       -3.40282e38, -1.7976931348623157e308, -99999999.99, -999999999999999999.9999999999, -99999,
       '', '', '', '', '', '', '', '',
       '1000-01-01', '-838:59:59', '-838:59:59.000000', '1000-01-01 00:00:00', '1000-01-01 00:00:00.000000',
-      '1970-01-01 00:00:01', '1970-01-01 00:00:01.000000', 1901, 'a', '', 0, 0, '[]')",
+      '1970-01-01 00:00:01', '1970-01-01 00:00:01.000000', 1901, 'a', '', 0, 0, '[]', '', '', '', '')",
     // maximums
     "(2, 127, 255, 32767, 65535, 8388607, 16777215, 2147483647, 4294967295, 9223372036854775807, 18446744073709551615,
       3.40282e38, 1.7976931348623157e308, 99999999.99, 999999999999999999.9999999999, 99999,
       'zzzzz', REPEAT('é', 300), 'Zz', REPEAT('x', 1000), 'ÿ€', 0xFFFFFFFFFFFFFFFFFFFF, 0xFFFFFFFF, REPEAT(0xFF, 65535),
       '9999-12-31', '838:59:59', '838:59:59.000000', '9999-12-31 23:59:59', '9999-12-31 23:59:59.999999',
       '2038-01-19 03:14:07', '2038-01-19 03:14:07.999999', 2155, 'c', 'x,y,z', 1, 18446744073709551615,
-      '{\"a\": [1, 2.5, \"x\"], \"b\": null, \"c\": {\"d\": true}}')",
+      '{\"a\": [1, 2.5, \"x\"], \"b\": null, \"c\": {\"d\": true}}', 'a€😀', 'a€😀', 'a€😀', 'aé€')",
     // all NULL
     "(3, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
       NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-      NULL, NULL, NULL)",
+      NULL, NULL, NULL, NULL, NULL, NULL, NULL)",
     // middling and awkward values
     "(4, -1, 1, -2, 2, -3, 3, -4, 4, -5, 5,
       1.17549e-38, 2.2250738585072014e-308, 0.50, -0.0000000001, 0,
       'ab  ', 'Ünïcødé 😀 mixed', 'a ', 'line\\nbreak\\ttab', 'café', 0x00, 0x6100, 0x00010203,
       '0000-00-00', '00:00:00', '-00:00:00.000001', '2024-02-29 12:34:56', '2024-02-29 12:34:56.000001',
-      '2000-02-29 00:00:00', '1999-12-31 23:59:59.5', 0, '', 'y', 0, 1, '\"just a string\"')",
+      '2000-02-29 00:00:00', '1999-12-31 23:59:59.5', 0, '', 'y', 0, 1, '\"just a string\"', 'z', 'z', 'z', 'z')",
 ];
 
 /// Exact identity (variant and content), stricter than SQL equality.
@@ -137,6 +139,10 @@ async fn every_column_type_round_trips() {
     assert!(matches!(r2[35], Value::Bit(u64::MAX)));
     assert!(matches!(&r4[36], Value::Json(s) if &**s == "\"just a string\""));
     assert!(got[2].changes[0].row[1..].iter().all(Value::is_null));
+    for i in 37..40 {
+        assert!(matches!(&r2[i], Value::Text(s, _) if &**s == "a€😀"), "column {i}: {:?}", r2[i]);
+    }
+    assert!(matches!(&r2[40], Value::Text(s, _) if &**s == "aé€"), "ucs2: {:?}", r2[40]);
     // Every decoded value, sent back as a statement parameter (what a fill keyed by that
     // column does), finds its row on the server.
     let names: Vec<String> = tables["cdc_types"].schema.columns.iter().map(|c| c.name.clone()).collect();
