@@ -21,7 +21,14 @@
 //!   the partition remembers `filled_at = P` and skips any delta at or before it that arrives
 //!   later (a fill may be ahead of the binlog). Each committed write is thus counted once.
 //! - **Descendant eviction.** All state derived from a partition lives in its `KeyState`
-//!   (see `plan`); evicting removes the `KeyState` and the reader entry together.
+//!   (see `plan`), dimension rows included; evicting removes the `KeyState`, its reader entry
+//!   and its dimension-index entries together (`drop_part`, the only place parts are removed).
+//! - **Dimension tables** (see `dims`). A dimension delta reaches exactly the filled partitions
+//!   covering its join key (the index mirrors the covers of filled partitions) and every
+//!   pending one (buffered like any delta; the join drops what the fill does not cover). The
+//!   position rules above apply to it unchanged. A partition that meets a key it does not
+//!   cover is evicted after the batch (like a top-k prefix running short), and a fill whose
+//!   buffered replay meets one is rejected as stale: the partition stays a hole.
 //! - **Readers never wait for the writer.** Reader entries live in a `moka` concurrent map
 //!   (lock-free reads). The writer builds a partition's complete new result and swaps one
 //!   `Arc` per partition after each batch, so a read sees either all of a batch's effect on a
@@ -44,6 +51,7 @@
 
 mod dims;
 mod reader;
+mod seeding;
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering as AtOrd;
@@ -53,16 +61,16 @@ use moka::notification::RemovalCause;
 use moka::policy::EvictionPolicy;
 
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
-use dims::{dim_seed_plan, find_dims, replay_deltas, Dim, DimIndex};
+use dims::{find_dims, Dim, DimIndex};
+use seeding::{build_request, build_state};
 use reader::{stats_of, Counters, EntryKey, Evicted, Shared};
 
 use crate::compile::{compile, Catalog, CompiledQuery, Refusal};
 use crate::cost::{cost_bounds, CostBounds};
 use crate::delta::{Batch, Position};
-use crate::fill::{BaseScan, DimScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, StateQuery, ViewId};
+use crate::fill::{FillError, FillRequest, FillResponse, FillSource, FillTicket, ViewId};
 use crate::ops::{sort_rows, Delta, Graph, Key, KeyState};
 use crate::plan::Node;
-use crate::render::render_fill_capped;
 use crate::schema::TableSchema;
 use crate::value::{row_bytes, Value};
 
@@ -281,6 +289,42 @@ impl Domain {
         reader
     }
 
+    /// Splits a batch into base deltas per partition (by occurrence), for the filled and
+    /// pending partitions it concerns. Rows of partition-keyed tables go to their partition;
+    /// dimension rows go to the filled partitions covering their key (the index) and to every
+    /// pending one (its cover is not known until its fill arrives).
+    fn route(&self, batch: &Batch) -> HashMap<Key, Vec<Vec<Delta>>> {
+        let domain = self;
+        let mut per_key: HashMap<Key, Vec<Vec<Delta>>> = HashMap::new();
+        for c in &batch.changes {
+            let t = c.table.to_ascii_lowercase();
+            for (occ, table, key) in &domain.occs {
+                if *table != t {
+                    continue;
+                }
+                let k: Key = key.iter().map(|&i| c.row.get(i).cloned().unwrap_or(Value::Null)).collect();
+                if !domain.parts.contains_key(&k) && !domain.pending.contains_key(&k) {
+                    continue;
+                }
+                let slot = per_key.entry(k).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
+                slot[*occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
+            }
+            // Dimension rows go to the filled partitions covering their key (the index) and
+            // to every pending one (its cover is not known until its fill arrives).
+            for (d, dim) in domain.dims.iter().enumerate() {
+                if dim.table != t {
+                    continue;
+                }
+                let targets = domain.dim_index.route(&domain.dims, d, &c.row).chain(domain.pending.keys());
+                for k in targets {
+                    let slot = per_key.entry(k.clone()).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
+                    slot[dim.occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
+                }
+            }
+        }
+        per_key
+    }
+
     /// True if `root` has a stateful subtree this domain already maintains.
     fn shares_state_with(&self, root: &Node) -> bool {
         root.post_order().into_iter().any(|n| n.is_stateful() && self.graph.find(n).is_some())
@@ -486,33 +530,7 @@ impl Dataflow {
         let pos = batch.position;
         for di in 0..self.domains.len() {
             let Some(domain) = self.domains[di].as_mut() else { continue };
-            let mut per_key: HashMap<Key, Vec<Vec<Delta>>> = HashMap::new();
-            for c in &batch.changes {
-                let t = c.table.to_ascii_lowercase();
-                for (occ, table, key) in &domain.occs {
-                    if *table != t {
-                        continue;
-                    }
-                    let k: Key = key.iter().map(|&i| c.row.get(i).cloned().unwrap_or(Value::Null)).collect();
-                    if !domain.parts.contains_key(&k) && !domain.pending.contains_key(&k) {
-                        continue;
-                    }
-                    let slot = per_key.entry(k).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
-                    slot[*occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
-                }
-                // Dimension rows go to the filled partitions covering their key (the index) and
-                // to every pending one (its cover is not known until its fill arrives).
-                for (d, dim) in domain.dims.iter().enumerate() {
-                    if dim.table != t {
-                        continue;
-                    }
-                    let targets = domain.dim_index.route(&domain.dims, d, &c.row).chain(domain.pending.keys());
-                    for k in targets {
-                        let slot = per_key.entry(k.clone()).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
-                        slot[dim.occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
-                    }
-                }
-            }
+            let per_key = domain.route(batch);
             let mut touched = Vec::new();
             for (k, mut deltas) in per_key {
                 if let Some(p) = domain.parts.get_mut(&k) {
@@ -779,119 +797,5 @@ fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &K
         }
         let entry = Entry { rows: rows.into(), weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
         shared.cache.insert(EntryKey { view: v.0, key: key.clone() }, Arc::new(entry));
-    }
-}
-
-/// For a top-k state: its order and how many rows of its input a fill needs.
-fn topk_cap(domain: &Domain, node: usize) -> Option<(crate::plan::OrderSpec, usize)> {
-    match domain.graph.nodes.get(node).map(|n| &n.tree) {
-        Some(Node::TopK { order, limit, offset, .. }) => Some((order.clone(), (offset + limit).saturating_add(domain.graph.topk_slack))),
-        _ => None,
-    }
-}
-
-fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys: Vec<Key>, min_position: Position) -> FillRequest {
-    let mut queries = Vec::new();
-    for s in &domain.slots {
-        if s.remote.is_some() {
-            let plan = seed_plan(domain, s);
-            let grouped = matches!(domain.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
-            let cap = topk_cap(domain, s.node);
-            let (sql, params) = render_fill_capped(&plan, &keys, grouped, cap.as_ref().map(|(o, n)| (o, *n)));
-            queries.push(StateQuery { node: s.node, side: s.side, sql, params, plan, grouped, cap });
-        }
-    }
-    let scans = domain
-        .occs
-        .iter()
-        .map(|(occ, table, key)| BaseScan { occ: *occ, table: table.clone(), key_columns: key.clone() })
-        .collect();
-    let answer_of = |occ: usize| {
-        domain.occs.iter().position(|o| o.0 == occ).or_else(|| domain.dims.iter().position(|d| d.occ == occ).map(|i| domain.occs.len() + i))
-    };
-    let dim_scans = domain
-        .dims
-        .iter()
-        .map(|d| {
-            let (from, from_columns) = match &d.from {
-                // `usize::MAX` names no answer: the source returns no rows, and the view
-                // rejects the fill (`replay_deltas` needs `from`).
-                Some((o, cols)) => (answer_of(*o).unwrap_or(usize::MAX), cols.clone()),
-                None => (usize::MAX, Vec::new()),
-            };
-            DimScan { occ: d.occ, table: d.table.clone(), columns: d.cols.clone(), from, from_columns }
-        })
-        .collect();
-    FillRequest { view: v, ticket, keys, min_position, queries, scans, dim_scans }
-}
-
-/// The subtree a remotely seeded state is seeded from: the state's input, or for the right
-/// (dimension) side of a dimension join, that side restricted to the left side's join keys
-/// and tagged with the partition key (see `dims::dim_seed_plan`).
-fn seed_plan(domain: &Domain, s: &Slot) -> Node {
-    if s.side == 1
-        && domain.graph.dim.get(s.node).copied().unwrap_or(false)
-        && let Some(plan) = domain.graph.nodes.get(s.node).and_then(|n| dim_seed_plan(&n.tree)) {
-            return plan;
-        }
-    domain.graph.nodes[s.input].tree.clone()
-}
-
-/// Builds the state of partition `key` from a fill response, at the response's position.
-fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Option<KeyState> {
-    match &resp.data {
-        FillData::BaseRows(scans) => {
-            let mut ks = KeyState::empty(&domain.graph, key.clone(), resp.position, false);
-            let mut deltas = replay_deltas(&domain.occs, &domain.dims, domain.n_occ, key, scans, &mut ks)?;
-            ks.process(&domain.graph, &mut deltas);
-            Some(ks)
-        }
-        FillData::States(answers) => {
-            let mut ks = KeyState::empty(&domain.graph, key.clone(), resp.position, true);
-            for s in &domain.slots {
-                let rows: Vec<Delta> = match s.remote {
-                    Some(qi) => {
-                        let plan = seed_plan(domain, s);
-                        let kpos = plan.key_positions();
-                        let width = plan.width();
-                        // A dimension seed carries the partition key after the input's row.
-                        let keep = domain.graph.nodes[s.input].tree.width();
-                        let grouped = matches!(domain.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
-                        answers
-                            .get(qi)?
-                            .iter()
-                            .filter(|(r, _)| {
-                                let k: Key = kpos.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
-                                k == *key
-                            })
-                            .map(|(r, w)| {
-                                if grouped && r.len() == width + 1 {
-                                    let n = match r.get(width) {
-                                        Some(Value::Int(n)) => *n,
-                                        Some(Value::UInt(n)) => *n as i64,
-                                        _ => *w,
-                                    };
-                                    (r.iter().take(width).cloned().collect(), n * w)
-                                } else if r.len() > keep {
-                                    (r.iter().take(keep).cloned().collect(), *w)
-                                } else {
-                                    (r.clone(), *w)
-                                }
-                            })
-                            .collect()
-                    }
-                    None => ks.full_output(&domain.graph, s.input)?,
-                };
-                ks.seed(&domain.graph, s.node, s.side, rows);
-                if s.remote.is_some()
-                    && let Some((_, cap)) = topk_cap(domain, s.node) {
-                        ks.mark_truncated(s.node, cap);
-                    }
-            }
-            for d in &domain.dims {
-                ks.cover_left_keys(d.node);
-            }
-            Some(ks)
-        }
     }
 }
