@@ -47,13 +47,28 @@ pub fn decode(
     if let MyValue::NULL = v {
         return Ok(Value::Null);
     }
-    let bad = |v: &MyValue| format!("unexpected {v:?} for {ty:?}");
-    Ok(match ty {
-        SqlType::Int { bytes, unsigned } => {
+    match ty {
+        SqlType::Int { .. } | SqlType::Float | SqlType::Double | SqlType::Decimal { .. } => numeric(ty, v),
+        SqlType::Text | SqlType::Bytes | SqlType::Json => textual(ty, collation, facts, v),
+        SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. } | SqlType::Year => {
+            temporal(ty, v)
+        }
+        SqlType::Enum(_) | SqlType::Set(_) | SqlType::Bit { .. } => bitwise(ty, v),
+    }
+}
+
+fn bad(v: &MyValue, ty: &SqlType) -> String {
+    format!("unexpected {v:?} for {ty:?}")
+}
+
+/// Integers (signedness and width from the schema), floats, DECIMAL (text).
+fn numeric(ty: &SqlType, v: MyValue) -> Result<Value, String> {
+    Ok(match (ty, v) {
+        (SqlType::Int { bytes, unsigned }, v) => {
             let i = match v {
                 MyValue::Int(i) => i,
                 MyValue::UInt(u) => u as i64,
-                ref v => return Err(bad(v)),
+                ref v => return Err(bad(v, ty)),
             };
             if *unsigned {
                 let mask = if *bytes >= 8 { u64::MAX } else { (1u64 << (8 * *bytes as u32)) - 1 };
@@ -66,91 +81,73 @@ pub fn decode(
                 Value::Int(i)
             }
         }
-        SqlType::Float => match v {
-            MyValue::Float(f) => Value::Float(f),
-            MyValue::Double(d) => Value::Float(d as f32),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Double => match v {
-            MyValue::Double(d) => Value::Double(d),
-            MyValue::Float(f) => Value::Double(f as f64),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Decimal { .. } => match v {
-            MyValue::Bytes(ref b) => {
-                let s = std::str::from_utf8(b).map_err(|e| e.to_string())?;
-                Value::Decimal(Decimal::parse(s).ok_or_else(|| format!("bad DECIMAL text {s:?}"))?)
+        (SqlType::Float, MyValue::Float(f)) => Value::Float(f),
+        (SqlType::Float, MyValue::Double(d)) => Value::Float(d as f32),
+        (SqlType::Double, MyValue::Double(d)) => Value::Double(d),
+        (SqlType::Double, MyValue::Float(f)) => Value::Double(f as f64),
+        (SqlType::Decimal { .. }, MyValue::Bytes(b)) => {
+            let s = std::str::from_utf8(&b).map_err(|e| e.to_string())?;
+            Value::Decimal(Decimal::parse(s).ok_or_else(|| format!("bad DECIMAL text {s:?}"))?)
+        }
+        (_, v) => return Err(bad(&v, ty)),
+    })
+}
+
+/// Text (character set to UTF-8, collation from the schema), bytes (BINARY padding), JSON text.
+fn textual(ty: &SqlType, collation: Option<Collation>, facts: &ColumnDecode, v: MyValue) -> Result<Value, String> {
+    let MyValue::Bytes(mut b) = v else { return Err(bad(&v, ty)) };
+    Ok(match ty {
+        SqlType::Text => Value::Text(text(&b, facts.charset).into(), collation.unwrap_or(Collation::Binary)),
+        SqlType::Json => Value::Json(String::from_utf8_lossy(&b).into()),
+        _ => {
+            if let Some(w) = facts.binary_width
+                && b.len() < w
+            {
+                b.resize(w, 0);
             }
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Text => match v {
-            MyValue::Bytes(b) => Value::Text(text(&b, facts.charset).into(), collation.unwrap_or(Collation::Binary)),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Bytes => match v {
-            MyValue::Bytes(mut b) => {
-                if let Some(w) = facts.binary_width
-                    && b.len() < w
-                {
-                    b.resize(w, 0);
-                }
-                Value::Bytes(b.into())
-            }
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Json => match v {
-            MyValue::Bytes(b) => Value::Json(String::from_utf8_lossy(&b).into()),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Date => match v {
-            MyValue::Date(y, m, d, ..) => Value::Date(Date::new(y, m, d)),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::DateTime { .. } => match v {
-            MyValue::Date(y, mo, d, h, mi, s, us) => Value::DateTime(DateTime::new(Date::new(y, mo, d), h, mi, s, us)),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Timestamp { .. } => match v {
-            MyValue::Bytes(ref b) => {
-                let s = std::str::from_utf8(b).map_err(|e| e.to_string())?;
-                let (secs, micros) = s.split_once('.').unwrap_or((s, "0"));
-                let secs: i64 = secs.parse().map_err(|_| bad(&v))?;
-                let micros: u32 = micros.parse().map_err(|_| bad(&v))?;
-                Value::Timestamp(timestamp_utc(secs, micros))
-            }
-            MyValue::Int(secs) => Value::Timestamp(timestamp_utc(secs, 0)),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Time { .. } => match v {
-            MyValue::Time(neg, days, h, m, s, us) => {
-                let secs = ((days as i64 * 24 + h as i64) * 60 + m as i64) * 60 + s as i64;
-                let micros = secs * 1_000_000 + us as i64;
-                Value::Time(if neg { -micros } else { micros })
-            }
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Year => match v {
-            MyValue::Bytes(ref b) => {
-                let y: u16 = std::str::from_utf8(b).ok().and_then(|s| s.parse().ok()).ok_or_else(|| bad(&v))?;
-                // The stored byte 0 means YEAR 0000; mysql_common adds 1900 to it. 1900 itself
-                // is not a valid YEAR (1901..2155).
-                Value::Year(if y == 1900 { 0 } else { y })
-            }
-            MyValue::Int(y) => Value::Year(y as u16),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Enum(_) => match v {
-            MyValue::Int(i) => Value::Enum(i as u16),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Set(_) => match v {
-            MyValue::Bytes(ref b) => Value::Set(le_u64(b).ok_or_else(|| bad(&v))?),
-            ref v => return Err(bad(v)),
-        },
-        SqlType::Bit { .. } => match v {
-            MyValue::Bytes(ref b) => Value::Bit(be_u64(b).ok_or_else(|| bad(&v))?),
-            ref v => return Err(bad(v)),
-        },
+            Value::Bytes(b.into())
+        }
+    })
+}
+
+/// DATE, DATETIME, TIMESTAMP (epoch seconds to UTC), TIME (signed), YEAR.
+fn temporal(ty: &SqlType, v: MyValue) -> Result<Value, String> {
+    Ok(match (ty, v) {
+        (SqlType::Date, MyValue::Date(y, m, d, ..)) => Value::Date(Date::new(y, m, d)),
+        (SqlType::DateTime { .. }, MyValue::Date(y, mo, d, h, mi, s, us)) => {
+            Value::DateTime(DateTime::new(Date::new(y, mo, d), h, mi, s, us))
+        }
+        (SqlType::Timestamp { .. }, MyValue::Bytes(b)) => {
+            let s = std::str::from_utf8(&b).map_err(|e| e.to_string())?;
+            let (secs, micros) = s.split_once('.').unwrap_or((s, "0"));
+            let secs: i64 = secs.parse().map_err(|_| format!("bad TIMESTAMP {s:?}"))?;
+            let micros: u32 = micros.parse().map_err(|_| format!("bad TIMESTAMP {s:?}"))?;
+            Value::Timestamp(timestamp_utc(secs, micros))
+        }
+        (SqlType::Timestamp { .. }, MyValue::Int(secs)) => Value::Timestamp(timestamp_utc(secs, 0)),
+        (SqlType::Time { .. }, MyValue::Time(neg, days, h, m, s, us)) => {
+            let secs = ((days as i64 * 24 + h as i64) * 60 + m as i64) * 60 + s as i64;
+            let micros = secs * 1_000_000 + us as i64;
+            Value::Time(if neg { -micros } else { micros })
+        }
+        (SqlType::Year, MyValue::Bytes(b)) => {
+            let y: u16 = std::str::from_utf8(&b).ok().and_then(|s| s.parse().ok()).ok_or_else(|| format!("bad YEAR {b:?}"))?;
+            // The stored byte 0 means YEAR 0000; mysql_common adds 1900 to it. 1900 itself
+            // is not a valid YEAR (1901..2155).
+            Value::Year(if y == 1900 { 0 } else { y })
+        }
+        (SqlType::Year, MyValue::Int(y)) => Value::Year(y as u16),
+        (_, v) => return Err(bad(&v, ty)),
+    })
+}
+
+/// ENUM index, SET bitmask (little-endian bytes), BIT (big-endian bytes).
+fn bitwise(ty: &SqlType, v: MyValue) -> Result<Value, String> {
+    Ok(match (ty, &v) {
+        (SqlType::Enum(_), MyValue::Int(i)) => Value::Enum(*i as u16),
+        (SqlType::Set(_), MyValue::Bytes(b)) => Value::Set(le_u64(b).ok_or_else(|| bad(&v, ty))?),
+        (SqlType::Bit { .. }, MyValue::Bytes(b)) => Value::Bit(be_u64(b).ok_or_else(|| bad(&v, ty))?),
+        _ => return Err(bad(&v, ty)),
     })
 }
 
