@@ -28,7 +28,7 @@ pub struct Lag {
     /// Heartbeats received (the server sends them only when it has nothing else to send).
     pub heartbeats: u64,
     /// Lag in events: transactions and schema changes read from the binlog but not yet taken
-    /// by the applier (the channel of [`BinlogStream::spawn`]).
+    /// by the applier (the channel of [`crate::BinlogStream::spawn`]).
     pub queued: u64,
     /// When the lag was last updated.
     pub updated: Option<Instant>,

@@ -9,16 +9,18 @@
 //! ```text
 //! check_upstream(&mut conn, db, &cached_tables).await?;                 // fails with every fix to make
 //! let s = BinlogStream::connect(opts, StreamConfig::new(db, server_id), StartAt::Current).await?;
-//! catalog <- s.tables();   dataflow.set_applied(s.delivered().position()?);
+//! catalog <- s.tables() (skip tables `TableSchema::check` refuses; their rows are not decoded)
+//! dataflow.set_applied(s.delivered().position()?);
 //! let fills = UpstreamFills::new(opts, db, s.flavor(), s.table_infos(), FillConfig::default());
 //! let (mut events, lag) = s.spawn(capacity);                             // lag: metrics, readiness
 //! loop { select! {
 //!   ev = events.recv() => match ev {
 //!     Ok(StreamEvent::Batch(b))  => dataflow.apply(&b),
 //!     Ok(StreamEvent::Schema(c)) => { dataflow.alter_table(&c.table, c.schema); fills.set_table(&c.table, c.info) }
-//!     Err(CdcError::PositionGone{..}) | Err(_) => { dataflow.evict_all(); reconnect at StartAt::Current,
-//!                                                   dataflow.set_applied(new start) }
-//!   },                                  // (Untrusted: evict_all, the stream continues)
+//!     Err(CdcError::Untrusted(_)) => dataflow.evict_all(),               // the stream goes on
+//!     Err(_) /* PositionGone, SchemaMismatch, gave up */ => { dataflow.evict_all();
+//!         connect again at StartAt::Current; dataflow.set_applied(new start) }
+//!   },
 //!   tick => for req in dataflow.fill_requests() { spawn(fills.fill(&req)) },
 //!   done = fill_tasks.join_next() => Ok(resp) => dataflow.complete_fill(resp), Err(_) => dataflow.abandon_fill(&req),
 //! } }
@@ -26,11 +28,12 @@
 //! Positions: [`position`] maps file:offset to the dataflow's `Position` so that a fill's
 //! snapshot position compares directly with batch positions.
 //!
-//! Modules: [`position`] (file:offset, GTIDs), [`flavor`] (MariaDB vs MySQL 8 capabilities),
-//! [`schema`] (information_schema -> TableSchema), [`decode`] (binlog cells -> Value),
-//! [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event payloads), [`ddl`] (DDL statements -> tables),
-//! [`stream`] (the binlog stream), [`result`] (result-set values -> Value), [`fill`] (the fenced
-//! upstream fill source), [`gtid_set`] (MySQL GTID sets), [`checks`] (start-up checks), [`lag`] (replication lag).
+//! Modules: [`position`] (file:offset, GTIDs), [`gtid_set`] (MySQL GTID sets), [`flavor`]
+//! (MariaDB vs MySQL 8 capabilities), [`schema`] (information_schema -> TableSchema, table-map
+//! checks), [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event
+//! payloads), [`decode`] (binlog cells -> Value), [`ddl`] (DDL statements -> tables), [`stream`]
+//! (the binlog stream), [`lag`] (replication lag), [`result`] (result-set values -> Value),
+//! [`fill`] (the fenced upstream fill source), [`checks`] (start-up checks), [`error`].
 
 pub mod checks;
 pub mod ddl;
@@ -39,8 +42,8 @@ pub mod error;
 pub mod events;
 pub mod fill;
 pub mod flavor;
-pub mod lag;
 pub mod gtid_set;
+pub mod lag;
 pub mod mariadb_events;
 pub mod position;
 pub mod result;
@@ -54,6 +57,6 @@ pub use fill::{BlockingFills, FillConfig, UpstreamFills};
 pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
 pub use gtid_set::GtidSet;
 pub use position::{BinlogPos, MariaGtid};
-pub use schema::TableInfo;
 pub use lag::{Lag, LagHandle};
+pub use schema::TableInfo;
 pub use stream::{BinlogStream, SchemaChange, StartAt, StreamConfig, StreamEvent};
