@@ -32,8 +32,8 @@
 //! as `col = ?` / `col IN (?, ...)` (the partition key) and `col <, <=, >, >= ?` (filters the
 //! reader applies at lookup). Tables not joined onto the `=`/`IN` parameter columns
 //! ("dimensions", e.g. `comments JOIN users ON users.id = comments.author_id WHERE
-//! comments.story_id = ?`) are joined by equalities onto one earlier table; the first table in
-//! FROM must be compared with the parameters.
+//! comments.story_id = ?`) are joined by equalities onto one other table; with LEFT joins the
+//! first table in FROM must be compared with the parameters (inner joins are re-placed).
 //!
 //! **Running** ([`view`]): [`Dataflow`] is the single writer.
 //! - `Dataflow::new(catalog, ByteSize(budget))`, `install_sql` / `install` → [`ViewId`]

@@ -12,6 +12,7 @@ const COMMENTS: &str =
 const STORY: &str =
     "SELECT stories.id, stories.title, users.name FROM stories JOIN users ON users.id = stories.author_id WHERE stories.id = ?";
 const KARMA: &str = "SELECT users.id, COUNT(votes.user_id) FROM users JOIN stories ON stories.author_id = users.id JOIN votes ON votes.story_id = stories.id WHERE users.id = ? GROUP BY users.id";
+const KARMA_FROM_VOTES: &str = "SELECT users.id, COUNT(votes.user_id) FROM votes JOIN stories ON stories.id = votes.story_id JOIN users ON users.id = stories.author_id WHERE users.id = ? GROUP BY users.id";
 const KARMA_LEFT: &str = "SELECT users.id, users.name, COUNT(votes.user_id) FROM users LEFT JOIN stories ON stories.author_id = users.id LEFT JOIN votes ON votes.story_id = stories.id WHERE users.id = ? GROUP BY users.id, users.name";
 
 fn catalog() -> Catalog {
@@ -85,7 +86,7 @@ impl World {
 fn example_application_queries_stay_exact() {
     for replica in [false, true] {
         let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
-        let views = [COMMENTS, STORY, KARMA, KARMA_LEFT].iter().map(|q| df.install_sql(q).unwrap()).collect();
+        let views = [COMMENTS, STORY, KARMA, KARMA_LEFT, KARMA_FROM_VOTES].iter().map(|q| df.install_sql(q).unwrap()).collect();
         let mut w = World { df, store: MemStore::new(), pos: 0, views };
         w.write(|b| {
             for (u, name) in [(1, "ann"), (2, "bob"), (3, "cy"), (4, "dee")] {
@@ -133,6 +134,8 @@ fn example_application_queries_stay_exact() {
         let karma = w.views[2];
         let Lookup::Hit(rows) = w.df.reader(karma).unwrap().lookup(&[int(1)]).unwrap() else { panic!("karma miss") };
         // Stories 1 and 4 are user 1's now: votes (2,1) and (2,4).
+        assert_eq!(rows.to_vec(), vec![Row::from(vec![int(1), int(2)])]);
+        let Lookup::Hit(rows) = w.df.reader(w.views[4]).unwrap().lookup(&[int(1)]).unwrap() else { panic!("karma miss") };
         assert_eq!(rows.to_vec(), vec![Row::from(vec![int(1), int(2)])]);
     }
 }

@@ -53,6 +53,10 @@ const DIMS: &[&str] = &[
     "SELECT DISTINCT b.y FROM a JOIN b ON b.k = a.g WHERE a.k = ?",
     "SELECT a.k, a.id, b.y FROM a JOIN b ON b.k = a.g WHERE a.k IN (?, ?)",
     "SELECT b.id, a.id FROM b JOIN a ON a.g = b.k AND a.k = b.y WHERE b.y = ? AND a.x > 1",
+    // The first table is a dimension: inner joins are re-placed behind the keyed table.
+    "SELECT b.id, a.id, a.x FROM b JOIN a ON a.g = b.k WHERE a.k = ?",
+    "SELECT c.id, b.id, a.id FROM a c JOIN b ON b.y = c.k JOIN a ON a.g = b.k WHERE a.k = ?",
+    "SELECT b.id, COUNT(*), SUM(a.x) FROM b JOIN a ON a.g = b.k AND a.x = b.y WHERE a.k = ? GROUP BY b.id",
 ];
 
 fn catalog() -> Catalog {

@@ -327,7 +327,7 @@ fn refusals_say_what_to_change() {
     let bad = [
         ("SELECT * FROM nope", "unknown table"),
         ("SELECT * FROM votes WHERE score <> ?", "parameters are supported only"),
-        ("SELECT * FROM stories s JOIN votes v ON v.story_id = s.id WHERE v.user_id = ?", "first table in FROM"),
+        ("SELECT * FROM stories s LEFT JOIN votes v ON v.story_id = s.id WHERE v.user_id = ?", "first table in FROM"),
         (
             "SELECT * FROM votes v JOIN stories s ON s.id = v.story_id JOIN votes w ON w.story_id = s.id AND w.user_id = v.score WHERE v.user_id = ?",
             "columns of several tables",

@@ -12,7 +12,8 @@
 //!   `column IN (?, ...)` define the partition key; `column <, <=, >, >= ?` become read-time
 //!   filters. A table occurrence with a column equal to each key column (through JOIN ... ON
 //!   equalities) is partition-keyed; any other is a dimension, joined by equalities onto one
-//!   earlier occurrence (see `plan`); the first table must be partition-keyed.
+//!   earlier occurrence (see `plan`); the join tree starts with a partition-keyed table (inner
+//!   joins are re-placed so that it does; with LEFT joins the first FROM table must be).
 //! - The tree's root output is `[select list..., range-filter columns..., hidden ORDER BY
 //!   columns..., hidden key columns...]`; the first `visible` columns are the query's result
 //!   columns, in its order; readers keep the first `published`.

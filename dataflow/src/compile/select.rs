@@ -10,7 +10,9 @@
 //! NULL-extend; a `?` on a LEFT-joined table keeps an `IS NOT NULL` above the join (the
 //! partition alone would admit NULL-extended rows); every table occurrence gets a key column
 //! in each parameter's join-equivalence class (partition-keyed) or none (a dimension, joined by
-//! equalities onto one earlier occurrence); the first occurrence is partition-keyed.
+//! equalities onto one earlier occurrence); the join tree starts with a partition-keyed
+//! occurrence (inner joins are re-placed to achieve that, with every ON equality kept as a
+//! residual filter and a projection restoring FROM column order).
 
 use sqlparser::ast as a;
 
@@ -157,8 +159,9 @@ impl<'c> Compiler<'c> {
         let mut src = self.tables_in_from(&rels)?;
         self.on_clauses(&mut src, &rels)?;
         self.where_clause(&mut src, sel)?;
-        let occ_keys = partition_keys(&mut src)?;
-        let mut tree = join_tree(&mut src, &occ_keys);
+        let occ_keys = partition_keys(&mut src);
+        let order = placement(&mut src, &occ_keys)?;
+        let mut tree = join_tree(&mut src, &occ_keys, &order);
         let key_columns: Vec<KeyColumn> = src.key_globals.iter().map(|(g, _)| src.column_type(*g)).collect();
         let multi_key = src.multi_key();
 
@@ -512,14 +515,12 @@ fn relations(sel: &a::Select) -> Result<Vec<Rel<'_>>, Refusal> {
 }
 
 /// For every table occurrence, its columns equal to each key parameter, in key order; empty
-/// for a dimension occurrence (one not joined on every parameter column), which must be joined
-/// by equalities onto columns of a single earlier occurrence. The first occurrence must be
-/// partition-keyed (the join tree carries the key from its left-most input).
-fn partition_keys(src: &mut Source<'_>) -> Result<Vec<Vec<usize>>, Refusal> {
+/// for a dimension occurrence (one not joined on every parameter column).
+fn partition_keys(src: &mut Source<'_>) -> Vec<Vec<usize>> {
     let n = src.offsets.len();
     let mut occ_keys: Vec<Vec<usize>> = vec![vec![]; n];
     if src.key_globals.is_empty() {
-        return Ok(occ_keys);
+        return occ_keys;
     }
     for (o, keys) in occ_keys.iter_mut().enumerate() {
         let mut found = Vec::new();
@@ -531,31 +532,88 @@ fn partition_keys(src: &mut Source<'_>) -> Result<Vec<Vec<usize>>, Refusal> {
         }
         if found.len() == src.key_globals.len() {
             *keys = found;
-            continue;
-        }
-        let (kg, _) = src.key_globals[0];
-        let pc = &src.scope.cols[kg];
-        if o == 0 {
-            return refuse(format!(
-                "the first table in FROM, `{}`, is not joined on the parameter column `{}.{}`; list a table compared with the `?` parameters first and join the others onto it",
-                src.schemas[o].name, pc.qual, pc.name
-            ));
-        }
-        let from: Vec<usize> = src.join_on[o].iter().map(|&(l, _)| src.occ_of(l)).collect();
-        if from.iter().any(|&f| Some(&f) != from.first()) {
-            return refuse(format!(
-                "table `{}` is joined on columns of several tables; freshet looks up a table not joined on the `?` parameters by the columns of one earlier table",
-                src.schemas[o].name
-            ));
         }
     }
-    Ok(occ_keys)
+    occ_keys
 }
 
-/// The left-deep join tree with pushed-down filters, and the residual filter above it.
-fn join_tree(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Node {
+/// The order in which occurrences enter the left-deep join tree, each with its join pairs
+/// `(global column of an earlier-placed occurrence, local column)`. FROM order when the first
+/// table is partition-keyed (or there are no parameters); then every dimension must be joined
+/// by ON equalities onto a single earlier occurrence. Otherwise, if all joins are INNER, the
+/// tables are re-placed: the first partition-keyed table, then repeatedly the first table with
+/// join-equivalent columns in placed tables (a dimension: those of the one placed table that
+/// shares most). The pairs are implied by the ON equalities (inner joins: equality classes
+/// hold on every result row), and the caller keeps every ON equality as a residual filter.
+fn placement(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Result<Vec<(usize, Vec<(usize, usize)>)>, Refusal> {
+    let n = src.offsets.len();
+    let keyed = |o: usize| occ_keys.get(o).is_some_and(|k| !k.is_empty());
+    if src.key_globals.is_empty() || keyed(0) {
+        for o in 1..n {
+            let from: Vec<usize> = src.join_on[o].iter().map(|&(l, _)| src.occ_of(l)).collect();
+            if !keyed(o) && !src.key_globals.is_empty() && from.iter().any(|&f| Some(&f) != from.first()) {
+                return refuse(format!(
+                    "table `{}` is joined on columns of several tables; freshet looks up a table not joined on the `?` parameters by the columns of one earlier table",
+                    src.schemas[o].name
+                ));
+            }
+        }
+        return Ok((0..n).map(|o| (o, src.join_on[o].clone())).collect());
+    }
+    let (kg, _) = src.key_globals[0];
+    let pc = src.scope.cols[kg].clone();
+    let first = match (0..n).find(|&o| keyed(o)) {
+        Some(f) if src.kinds.iter().all(|k| *k == JoinKind::Inner) => f,
+        _ => {
+            return refuse(format!(
+                "the first table in FROM, `{}`, is not joined on the parameter column `{}.{}`; list a table compared with the `?` parameters first and join the others onto it",
+                src.schemas[0].name, pc.qual, pc.name
+            ))
+        }
+    };
+    let mut order: Vec<(usize, Vec<(usize, usize)>)> = vec![(first, vec![])];
+    while order.len() < n {
+        let next = (0..n).filter(|o| !order.iter().any(|(p, _)| p == o)).find_map(|o| {
+            let mut by: Vec<Vec<(usize, usize)>> = Vec::new();
+            for &(q, _) in &order {
+                let pairs: Vec<(usize, usize)> = (src.offsets[o]..src.end_of(o))
+                    .filter_map(|c| {
+                        let root = src.classes.find(c);
+                        let p = (src.offsets[q]..src.end_of(q)).find(|&p| src.classes.find(p) == root)?;
+                        Some((p, c - src.offsets[o]))
+                    })
+                    .collect();
+                by.push(pairs);
+            }
+            let on: Vec<(usize, usize)> =
+                if keyed(o) { by.concat() } else { by.into_iter().max_by_key(Vec::len).unwrap_or_default() };
+            (!on.is_empty()).then_some((o, on))
+        });
+        match next {
+            Some(p) => order.push(p),
+            None => return refuse("every table must be reachable by JOIN ... ON equalities from a table compared with the `?` parameters"),
+        }
+    }
+    for j in 0..n {
+        for &(l, r) in &src.join_on[j] {
+            let r = r + src.offsets[j];
+            src.residual.push(Expr::Cmp(CmpOp::Eq, Box::new(Expr::Col(l)), Box::new(Expr::Col(r))));
+        }
+    }
+    Ok(order)
+}
+
+/// The left-deep join tree (in `order`, see [`placement`]) with pushed-down filters, its
+/// columns in FROM order, and the residual filter above it.
+fn join_tree(src: &mut Source<'_>, occ_keys: &[Vec<usize>], order: &[(usize, Vec<(usize, usize)>)]) -> Node {
+    let n = src.offsets.len();
+    // Where each occurrence's columns start in the tree's output.
+    let mut placed_at = vec![0; n];
+    let mut width = 0;
     let mut tree: Option<Node> = None;
-    for (o, schema) in src.schemas.iter().enumerate() {
+    for (o, on) in order {
+        let o = *o;
+        let schema = src.schemas[o];
         let mut base = Node::Base {
             occ: src.occ0 + o,
             table: schema.name.clone(),
@@ -565,13 +623,31 @@ fn join_tree(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Node {
         if let Some(p) = and_all(std::mem::take(&mut src.base_filters[o])) {
             base = Node::Filter { input: Box::new(base), pred: p };
         }
+        let on: Vec<(usize, usize)> = on
+            .iter()
+            .map(|&(l, r)| {
+                let q = src.occ_of(l);
+                (placed_at[q] + l - src.offsets[q], r)
+            })
+            .collect();
+        placed_at[o] = width;
+        width += schema.columns.len();
         tree = Some(match tree {
             None => base,
-            Some(left) => Node::Join { left: Box::new(left), right: Box::new(base), on: src.join_on[o].clone(), kind: src.kinds[o] },
+            Some(left) => Node::Join { left: Box::new(left), right: Box::new(base), on, kind: src.kinds[o] },
         });
     }
     // `relations` always yields at least the FROM table, so the tree exists.
     let mut tree = tree.unwrap_or(Node::Union { inputs: vec![] });
+    if order.iter().enumerate().any(|(i, (o, _))| i != *o) {
+        let exprs = (0..src.scope.cols.len())
+            .map(|g| {
+                let q = src.occ_of(g);
+                Expr::Col(placed_at[q] + g - src.offsets[q])
+            })
+            .collect();
+        tree = Node::Project { input: Box::new(tree), exprs };
+    }
     if let Some(p) = and_all(std::mem::take(&mut src.residual)) {
         tree = Node::Filter { input: Box::new(tree), pred: p };
     }
