@@ -938,6 +938,32 @@ mod tests {
     }
 
     #[test]
+    fn dimension_join_holds_only_covered_keys_and_flags_uncovered_left_rows() {
+        // Left: (key, author); right: a dimension (id, name) joined on author = id.
+        let dim = Node::Base { occ: 1, table: "users".into(), columns: vec!["id".into(), "name".into()], key: vec![] };
+        let root = Node::Join { left: Box::new(base(0, 2)), right: Box::new(dim), on: vec![(1, 0)], kind: JoinKind::Left };
+        let g = Graph::new(&root);
+        assert!(g.dim[g.root()]);
+        let mut ks = KeyState::empty(&g, key(), Position(0), false);
+        ks.cover(g.root(), vec![Value::Int(7)].into());
+        let covered_bytes = ks.bytes();
+        assert!(covered_bytes > 0, "covers are charged");
+        // Rows for uncovered keys are ignored; the covered one joins.
+        ks.process(&g, &mut [vec![(r(&[1, 7]), 1)], vec![(r(&[7, 70]), 1), (r(&[8, 80]), 1)]]);
+        assert_eq!(ks.reader_rows(), vec![r(&[1, 7, 7, 70])]);
+        assert!(!ks.needs_refill);
+        // A dimension row changing its join key leaves (7 -> 8): the left row is NULL-extended.
+        ks.process(&g, &mut [vec![], vec![(r(&[7, 70]), -1), (r(&[8, 70]), 1)]]);
+        assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(7), Value::Null, Value::Null].into()]);
+        // A NULL join key needs no dimension row; an uncovered one cannot be joined here.
+        ks.process(&g, &mut [vec![(vec![Value::Int(1), Value::Null].into(), 1)], vec![]]);
+        assert!(!ks.needs_refill);
+        ks.process(&g, &mut [vec![(r(&[1, 9]), 1)], vec![]]);
+        assert!(ks.needs_refill, "an uncovered key asks for eviction");
+        assert_eq!(ks.covered().count(), 1);
+    }
+
+    #[test]
     fn self_join_with_both_sides_changing_in_one_batch() {
         let root = Node::Join { left: Box::new(base(0, 2)), right: Box::new(base(1, 2)), on: vec![(0, 0)], kind: JoinKind::Inner };
         let g = Graph::new(&root);
