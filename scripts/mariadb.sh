@@ -8,7 +8,9 @@
 #
 # The instance is ours alone: its own datadir (default .mariadb/ in the repository), 127.0.0.1
 # only, a non-default port (default 33306), ROW binlog with full row images and a server id, TLS
-# with a throw-away CA (so that freshet's upstream TLS can be tested), and local_infile on.
+# with a throw-away CA (so that freshet's upstream TLS can be tested), local_infile on, and
+# utf8mb4 as the default character set, as on current MySQL 8 and MariaDB 11 servers (the
+# server's own default, latin1, is not what applications run on).
 #
 # Settings (environment): FRESHET_MARIADB_DIR, FRESHET_MARIADB_PORT.
 # Printed for tests:      FRESHET_TEST_MYSQL_URL   a user with all privileges, database freshet_test
@@ -85,6 +87,7 @@ start_server() {
         --binlog-row-image=FULL --max-allowed-packet=256M --local-infile=1 \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
         --performance-schema=OFF --max-connections=500 \
+        --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
         "${tls[@]}" </dev/null >/dev/null 2>&1 &
     for _ in $(seq 1 120); do
         running && return 0
