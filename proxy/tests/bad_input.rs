@@ -177,3 +177,23 @@ async fn upstream_closing_an_idle_connection_closes_the_clients() {
     assert!(connection_gone(c.connection_id).await);
     assert!(eventually(|| proxy.metrics.sessions_ended(SessionEnd::UpstreamClosed) == 1).await);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn connections_over_the_limit_wait_for_a_free_slot() {
+    let proxy = start_proxy("[limits]\nmax_connections = 2\n").await;
+    let first = through(&proxy).await;
+    let mut second = through(&proxy).await;
+    // The third client's TCP connect completes (kernel backlog) but nobody greets it yet.
+    let third = tokio::spawn({
+        let addr = proxy.mysql.to_string();
+        async move { mysql_async::Conn::new(opts(&addr)).await }
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!third.is_finished(), "a third session was served despite max_connections = 2");
+    assert_eq!(proxy.metrics.connections_open.get(), 2);
+    first.disconnect().await.unwrap();
+    let mut third = tokio::time::timeout(std::time::Duration::from_secs(5), third).await.expect("served once a slot frees").unwrap().unwrap();
+    let one: Option<i32> = third.query_first("SELECT 1").await.unwrap();
+    assert_eq!(one, Some(1));
+    second.query_drop("SELECT 1").await.unwrap();
+}
