@@ -2,7 +2,7 @@
 //! dimension join key to the partitions that hold rows for it, and the fill plumbing that is
 //! specific to them (the upstream seed query, the replica's second step).
 //!
-//! Owns: [`Dim`], [`DimIndex`], [`find_dims`], [`dim_seed_plan`], [`replay_deltas`]. Does not
+//! Owns: [`Dim`], [`DimIndex`], [`DimLog`], [`find_dims`], [`dim_seed_plan`], [`replay_deltas`]. Does not
 //! own: joining (ops; a partition's `cover` is the source of truth), positions and buffering
 //! (the parent module).
 //!
@@ -13,14 +13,16 @@
 //!   never changes in between (ops: deltas never grow it; a left row needing an uncovered key
 //!   evicts the partition instead). So a dimension delta routed through the index reaches every
 //!   filled partition that holds (or must hold) rows for its key, and no other filled one.
-//! - Pending partitions have no cover yet; the parent buffers every dimension delta for them,
-//!   and the join ignores the rows it turns out not to cover when the buffer is replayed.
+//! - Pending partitions have no cover yet; dimension deltas applied while any is pending go to
+//!   one shared [`DimLog`], which a fill replays (merged with the partition's own buffer, in
+//!   position order) after its cover is set; the join ignores the rows it does not cover.
 //! - Each dimension occurrence feeds exactly one join of the domain (the parent renumbers a
 //!   dimension base that a new, different join would otherwise share), so routing a delta to
 //!   a partition once per occurrence never counts it twice.
 
 use std::collections::{HashMap, HashSet};
 
+use crate::delta::Position;
 use crate::expr::Expr;
 use crate::fill::key_of;
 use crate::ops::{Delta, Graph, Key, KeyState};
@@ -121,6 +123,53 @@ impl DimIndex {
     #[cfg(test)]
     pub(super) fn entries(&self) -> usize {
         self.0.iter().flat_map(|m| m.values()).map(HashSet::len).sum()
+    }
+}
+
+/// Dimension deltas applied while some partition of the domain was pending, by batch
+/// position, shared by all pending partitions (instead of one copy per partition): a fill at
+/// position P replays the entries after P together with its own buffer. Entries at or before
+/// the oldest pending partition's `since` are dropped: every fill that could still be accepted
+/// is at or after its `since`, so it skips them.
+#[derive(Debug, Default)]
+pub(super) struct DimLog(Vec<(Position, Vec<Vec<Delta>>)>);
+
+impl DimLog {
+    pub(super) fn push(&mut self, pos: Position, deltas: Vec<Vec<Delta>>) {
+        self.0.push((pos, deltas));
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Drops entries at or before `oldest` (all of them when nothing is pending).
+    pub(super) fn trim(&mut self, oldest: Option<Position>) {
+        match oldest {
+            Some(o) => self.0.retain(|(p, _)| *p > o),
+            None => self.0.clear(),
+        }
+    }
+
+    /// The batches after `p`, in position order: the partition's own buffered `own` entries
+    /// merged with this log's (one batch is one position, so equal positions are combined
+    /// into one delta set; both are indexed by occurrence).
+    pub(super) fn merged_after(&self, p: Position, own: Vec<(Position, Vec<Vec<Delta>>)>) -> Vec<(Position, Vec<Vec<Delta>>)> {
+        let mut all: Vec<(Position, Vec<Vec<Delta>>)> = own.into_iter().filter(|(q, _)| *q > p).collect();
+        for (q, d) in self.0.iter().filter(|(q, _)| *q > p) {
+            match all.iter_mut().find(|(x, _)| x == q) {
+                Some((_, mine)) => {
+                    for (i, rows) in d.iter().enumerate() {
+                        if let Some(slot) = mine.get_mut(i) {
+                            slot.extend(rows.iter().cloned());
+                        }
+                    }
+                }
+                None => all.push((*q, d.clone())),
+            }
+        }
+        all.sort_by_key(|(q, _)| *q);
+        all
     }
 }
 
@@ -263,6 +312,29 @@ mod tests {
             let k: Key = vec![Value::Int(story)].into();
             self.df.filled_keys(self.v).contains(&k)
         }
+    }
+
+    #[test]
+    fn dim_log_merges_by_position_and_trims() {
+        use super::DimLog;
+        let d = |occ: usize, v: i64| {
+            let mut x = vec![Vec::new(); 2];
+            x[occ].push((row(&[v]), 1));
+            x
+        };
+        let mut log = DimLog::default();
+        for p in 1..=4 {
+            log.push(Position(p), d(1, p as i64));
+        }
+        let own = vec![(Position(2), d(0, 20)), (Position(3), d(0, 30)), (Position(5), d(0, 50))];
+        let m = log.merged_after(Position(2), own);
+        let positions: Vec<u64> = m.iter().map(|(p, _)| p.0).collect();
+        assert_eq!(positions, vec![3, 4, 5]);
+        assert_eq!(m[0].1, vec![vec![(row(&[30]), 1)], vec![(row(&[3]), 1)]], "same batch, one delta set");
+        log.trim(Some(Position(3)));
+        assert_eq!(log.len(), 1);
+        log.trim(None);
+        assert_eq!(log.len(), 0);
     }
 
     #[test]

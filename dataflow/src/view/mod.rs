@@ -24,8 +24,9 @@
 //!   (see `plan`), dimension rows included; evicting removes the `KeyState`, its reader entry
 //!   and its dimension-index entries together (`drop_part`, the only place parts are removed).
 //! - **Dimension tables** (see `dims`). A dimension delta reaches exactly the filled partitions
-//!   covering its join key (the index mirrors the covers of filled partitions) and every
-//!   pending one (buffered like any delta; the join drops what the fill does not cover). The
+//!   covering its join key (the index mirrors the covers of filled partitions) and, while any
+//!   partition is pending, to the domain's shared dimension log, which each fill replays after
+//!   its position together with its own buffer (the join drops what the fill does not cover). The
 //!   position rules above apply to it unchanged. A partition that meets a key it does not
 //!   cover is evicted after the batch (like a top-k prefix running short), and a fill whose
 //!   buffered replay meets one is rejected as stale: the partition stays a hole.
@@ -61,7 +62,7 @@ use moka::notification::RemovalCause;
 use moka::policy::EvictionPolicy;
 
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
-use dims::{find_dims, Dim, DimIndex};
+use dims::{find_dims, Dim, DimIndex, DimLog};
 use seeding::{build_request, build_state};
 use reader::{stats_of, Counters, EntryKey, Evicted, Shared};
 
@@ -110,6 +111,8 @@ struct Domain {
     /// Dimension occurrences, in graph order, and the index routing their deltas.
     dims: Vec<Dim>,
     dim_index: DimIndex,
+    /// Dimension deltas applied while partitions were pending, for their fills to replay.
+    dim_log: DimLog,
     n_occ: usize,
     slots: Vec<Slot>,
     parts: HashMap<Key, Part>,
@@ -237,6 +240,7 @@ impl Domain {
             occs: Vec::new(),
             dims: Vec::new(),
             dim_index: DimIndex::default(),
+            dim_log: DimLog::default(),
             n_occ: 0,
             slots: Vec::new(),
             parts: HashMap::new(),
@@ -260,6 +264,7 @@ impl Domain {
         self.occs.clear();
         self.dims = find_dims(&self.graph);
         self.dim_index = DimIndex::new(self.dims.len());
+        self.dim_log = DimLog::default();
         for n in &self.graph.nodes {
             if let Node::Base { occ, table, key, .. } = &n.tree
                 && !self.dims.iter().any(|d| d.occ == *occ) {
@@ -291,11 +296,13 @@ impl Domain {
 
     /// Splits a batch into base deltas per partition (by occurrence), for the filled and
     /// pending partitions it concerns. Rows of partition-keyed tables go to their partition;
-    /// dimension rows go to the filled partitions covering their key (the index) and to every
-    /// pending one (its cover is not known until its fill arrives).
-    fn route(&self, batch: &Batch) -> HashMap<Key, Vec<Vec<Delta>>> {
+    /// dimension rows go to the filled partitions covering their key (the index), and, when
+    /// some partition is pending (its cover is not known until its fill arrives), to the
+    /// second result, for the shared log.
+    fn route(&self, batch: &Batch) -> (HashMap<Key, Vec<Vec<Delta>>>, Option<Vec<Vec<Delta>>>) {
         let domain = self;
         let mut per_key: HashMap<Key, Vec<Vec<Delta>>> = HashMap::new();
+        let mut for_pending: Option<Vec<Vec<Delta>>> = None;
         for c in &batch.changes {
             let t = c.table.to_ascii_lowercase();
             for (occ, table, key) in &domain.occs {
@@ -309,20 +316,22 @@ impl Domain {
                 let slot = per_key.entry(k).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
                 slot[*occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
             }
-            // Dimension rows go to the filled partitions covering their key (the index) and
-            // to every pending one (its cover is not known until its fill arrives).
             for (d, dim) in domain.dims.iter().enumerate() {
                 if dim.table != t {
                     continue;
                 }
-                let targets = domain.dim_index.route(&domain.dims, d, &c.row).chain(domain.pending.keys());
-                for k in targets {
+                let w = if c.insert { 1 } else { -1 };
+                for k in domain.dim_index.route(&domain.dims, d, &c.row) {
                     let slot = per_key.entry(k.clone()).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
-                    slot[dim.occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
+                    slot[dim.occ].push((c.row.clone(), w));
+                }
+                if !domain.pending.is_empty() {
+                    let log = for_pending.get_or_insert_with(|| vec![Vec::new(); domain.n_occ]);
+                    log[dim.occ].push((c.row.clone(), w));
                 }
             }
         }
-        per_key
+        (per_key, for_pending)
     }
 
     /// True if `root` has a stateful subtree this domain already maintains.
@@ -530,7 +539,18 @@ impl Dataflow {
         let pos = batch.position;
         for di in 0..self.domains.len() {
             let Some(domain) = self.domains[di].as_mut() else { continue };
-            let per_key = domain.route(batch);
+            // Log entries at or before the oldest pending `since` can never be replayed.
+            domain.dim_log.trim(domain.pending.values().map(|p| p.since).min());
+            let (per_key, for_pending) = domain.route(batch);
+            if let Some(d) = for_pending {
+                if domain.dim_log.len() >= MAX_BUFFERED {
+                    // As for one partition's buffer below: these fills are as good as lost.
+                    domain.pending.clear();
+                    domain.dim_log.trim(None);
+                } else {
+                    domain.dim_log.push(pos, d);
+                }
+            }
             let mut touched = Vec::new();
             for (k, mut deltas) in per_key {
                 if let Some(p) = domain.parts.get_mut(&k) {
@@ -652,10 +672,8 @@ impl Dataflow {
                 outcome.stale += 1;
                 continue;
             };
-            for (pos, mut deltas) in pending.buffer {
-                if pos > p {
-                    ks.process(&domain.graph, &mut deltas);
-                }
+            for (_, mut deltas) in domain.dim_log.merged_after(p, pending.buffer) {
+                ks.process(&domain.graph, &mut deltas);
             }
             if ks.needs_refill {
                 // Buffered deletions emptied a top-k prefix: ask again later.
