@@ -541,9 +541,11 @@ impl KeyState {
                 }
                 Node::Join { on, kind, right, .. } => {
                     let dl = take(n.inputs[0], &mut outs);
-                    let dr = take(n.inputs[1], &mut outs);
-                    let dim = graph.dim.get(i).copied().unwrap_or(false);
-                    self.join(i, on, *kind, right.width(), dim, dl, dr)
+                    let mut dr = take(n.inputs[1], &mut outs);
+                    if graph.dim.get(i).copied().unwrap_or(false) {
+                        self.check_cover(i, on, &dl, &mut dr);
+                    }
+                    self.join(i, on, *kind, right.width(), dl, dr)
                 }
                 Node::Aggregate { group, aggs, global, .. } => {
                     let d = take(n.inputs[0], &mut outs);
@@ -572,29 +574,33 @@ impl KeyState {
         }
     }
 
+    /// For dimension join `idx`: drops right (dimension) rows whose key is not covered, and
+    /// flags the partition for refill if a left row needs a key that is not covered.
+    fn check_cover(&mut self, idx: usize, on: &[(usize, usize)], dl: &[Delta], dr: &mut Vec<Delta>) {
+        let lcols: Vec<usize> = on.iter().map(|p| p.0).collect();
+        let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
+        let cover = self.cover.get(&idx);
+        let covered = |k: &Option<Key>| k.as_ref().is_some_and(|k| cover.is_some_and(|c| c.contains(k)));
+        dr.retain(|(r, _)| covered(&join_key(r, &rcols)));
+        if dl.iter().any(|(l, _)| {
+            let k = join_key(l, &lcols);
+            k.is_some() && !covered(&k)
+        }) {
+            self.needs_refill = true;
+        }
+    }
+
     fn join(
         &mut self,
         idx: usize,
         on: &[(usize, usize)],
         kind: JoinKind,
         rw: usize,
-        dim: bool,
         dl: Vec<Delta>,
-        mut dr: Vec<Delta>,
+        dr: Vec<Delta>,
     ) -> Vec<Delta> {
         let lcols: Vec<usize> = on.iter().map(|p| p.0).collect();
         let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
-        if dim {
-            let cover = self.cover.get(&idx);
-            let covered = |k: &Option<Key>| k.as_ref().is_some_and(|k| cover.is_some_and(|c| c.contains(k)));
-            dr.retain(|(r, _)| covered(&join_key(r, &rcols)));
-            if dl.iter().any(|(l, _)| {
-                let k = join_key(l, &lcols);
-                k.is_some() && !covered(&k)
-            }) {
-                self.needs_refill = true;
-            }
-        }
         let NodeState::Join([ls, rs]) = &mut self.states[idx] else { return vec![] };
         let mut out = Vec::new();
         let mut bytes = 0isize;

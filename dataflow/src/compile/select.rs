@@ -514,6 +514,11 @@ fn relations(sel: &a::Select) -> Result<Vec<Rel<'_>>, Refusal> {
     Ok(rels)
 }
 
+/// Join pairs `(global column of an earlier-placed occurrence, local column)`.
+type JoinPairs = Vec<(usize, usize)>;
+/// Occurrences in join-tree order, each with its join pairs.
+type Placement = Vec<(usize, JoinPairs)>;
+
 /// For every table occurrence, its columns equal to each key parameter, in key order; empty
 /// for a dimension occurrence (one not joined on every parameter column).
 fn partition_keys(src: &mut Source<'_>) -> Vec<Vec<usize>> {
@@ -545,7 +550,7 @@ fn partition_keys(src: &mut Source<'_>) -> Vec<Vec<usize>> {
 /// join-equivalent columns in placed tables (a dimension: those of the one placed table that
 /// shares most). The pairs are implied by the ON equalities (inner joins: equality classes
 /// hold on every result row), and the caller keeps every ON equality as a residual filter.
-fn placement(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Result<Vec<(usize, Vec<(usize, usize)>)>, Refusal> {
+fn placement(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Result<Placement, Refusal> {
     let n = src.offsets.len();
     let keyed = |o: usize| occ_keys.get(o).is_some_and(|k| !k.is_empty());
     if src.key_globals.is_empty() || keyed(0) {
@@ -571,7 +576,7 @@ fn placement(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Result<Vec<(usize
             ))
         }
     };
-    let mut order: Vec<(usize, Vec<(usize, usize)>)> = vec![(first, vec![])];
+    let mut order: Placement = vec![(first, vec![])];
     while order.len() < n {
         let next = (0..n).filter(|o| !order.iter().any(|(p, _)| p == o)).find_map(|o| {
             let mut by: Vec<Vec<(usize, usize)>> = Vec::new();
@@ -605,7 +610,7 @@ fn placement(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Result<Vec<(usize
 
 /// The left-deep join tree (in `order`, see [`placement`]) with pushed-down filters, its
 /// columns in FROM order, and the residual filter above it.
-fn join_tree(src: &mut Source<'_>, occ_keys: &[Vec<usize>], order: &[(usize, Vec<(usize, usize)>)]) -> Node {
+fn join_tree(src: &mut Source<'_>, occ_keys: &[Vec<usize>], order: &[(usize, JoinPairs)]) -> Node {
     let n = src.offsets.len();
     // Where each occurrence's columns start in the tree's output.
     let mut placed_at = vec![0; n];

@@ -75,6 +75,9 @@ use crate::plan::Node;
 use crate::schema::TableSchema;
 use crate::value::{row_bytes, Value};
 
+/// Base deltas of one batch, indexed by base occurrence.
+type OccDeltas = Vec<Vec<Delta>>;
+
 struct Part {
     ks: KeyState,
     generation: u64,
@@ -299,10 +302,10 @@ impl Domain {
     /// dimension rows go to the filled partitions covering their key (the index), and, when
     /// some partition is pending (its cover is not known until its fill arrives), to the
     /// second result, for the shared log.
-    fn route(&self, batch: &Batch) -> (HashMap<Key, Vec<Vec<Delta>>>, Option<Vec<Vec<Delta>>>) {
+    fn route(&self, batch: &Batch) -> (HashMap<Key, OccDeltas>, Option<OccDeltas>) {
         let domain = self;
-        let mut per_key: HashMap<Key, Vec<Vec<Delta>>> = HashMap::new();
-        let mut for_pending: Option<Vec<Vec<Delta>>> = None;
+        let mut per_key: HashMap<Key, OccDeltas> = HashMap::new();
+        let mut for_pending: Option<OccDeltas> = None;
         for c in &batch.changes {
             let t = c.table.to_ascii_lowercase();
             for (occ, table, key) in &domain.occs {
