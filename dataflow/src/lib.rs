@@ -32,8 +32,9 @@
 //! as `col = ?` / `col IN (?, ...)` (the partition key) and `col <, <=, >, >= ?` (filters the
 //! reader applies at lookup). Tables not joined onto the `=`/`IN` parameter columns
 //! ("dimensions", e.g. `comments JOIN users ON users.id = comments.author_id WHERE
-//! comments.story_id = ?`) are joined by equalities onto one other table; with LEFT joins the
-//! first table in FROM must be compared with the parameters (inner joins are re-placed).
+//! comments.story_id = ?`) are looked up by equalities on one other table's columns; with
+//! LEFT joins the first table in FROM must be compared with the parameters and each dimension
+//! joined onto one earlier table (inner joins are re-placed as needed).
 //!
 //! **Running** ([`view`]): [`Dataflow`] is the single writer.
 //! - `Dataflow::new(catalog, ByteSize(budget))`, `install_sql` / `install` → [`ViewId`]

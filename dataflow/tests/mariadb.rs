@@ -108,6 +108,7 @@ const QUERIES: &[&str] = &[
     "SELECT a.id, b.s FROM a JOIN b ON b.k = a.g WHERE a.k = ? ORDER BY b.y DESC, a.id, b.id LIMIT 2",
     "SELECT a.k, a.id, b.y FROM a JOIN b ON b.k = a.g WHERE a.k IN (?, ?)",
     "SELECT c.id, b.id, a.id FROM a c JOIN b ON b.y = c.k JOIN a ON a.g = b.k WHERE a.k = ?",
+    "SELECT a.id, b.id, c.id FROM a JOIN b ON b.k = a.g JOIN a c ON c.k = b.y AND c.g = a.g WHERE a.k = ?",
     "SELECT b.id, COUNT(*), SUM(a.x) FROM b JOIN a ON a.g = b.k AND a.s = b.s WHERE a.k = ? GROUP BY b.id",
     "SELECT id, ROUND(x / 3, 2), ROUND(x / 3), ROUND(x * 7, -1), FLOOR(x / 4), CEIL(x / 4), CEILING(-x / 4), LEFT(s, 1), RIGHT(s, 1), REPLACE(s, 'a', 'zz'), IF(x > 2, 'big', 'small'), NULLIF(g, 1), LENGTH(s), UPPER(s), SUBSTRING(s, 2), x DIV 2, x % 3 FROM a WHERE k = ?",
 ];

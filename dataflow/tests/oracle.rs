@@ -56,6 +56,9 @@ const DIMS: &[&str] = &[
     "SELECT b.id, a.id FROM b JOIN a ON a.g = b.k AND a.k = b.y WHERE b.y = ? AND a.x > 1",
     // The first table is a dimension: inner joins are re-placed behind the keyed table.
     "SELECT b.id, a.id, a.x FROM b JOIN a ON a.g = b.k WHERE a.k = ?",
+    // A dimension joined on columns of two tables: one table's columns key it, the other
+    // equality stays a filter.
+    "SELECT a.id, b.id, c.id FROM a JOIN b ON b.k = a.g JOIN a c ON c.k = b.y AND c.g = a.g WHERE a.k = ?",
     "SELECT c.id, b.id, a.id FROM a c JOIN b ON b.y = c.k JOIN a ON a.g = b.k WHERE a.k = ?",
     "SELECT b.id, COUNT(*), SUM(a.x) FROM b JOIN a ON a.g = b.k AND a.s = b.s WHERE a.k = ? GROUP BY b.id",
 ];

@@ -329,7 +329,7 @@ fn refusals_say_what_to_change() {
         ("SELECT * FROM votes WHERE score <> ?", "parameters are supported only"),
         ("SELECT * FROM stories s LEFT JOIN votes v ON v.story_id = s.id WHERE v.user_id = ?", "first table in FROM"),
         (
-            "SELECT * FROM votes v JOIN stories s ON s.id = v.story_id JOIN votes w ON w.story_id = s.id AND w.user_id = v.score WHERE v.user_id = ?",
+            "SELECT * FROM votes v JOIN stories s ON s.id = v.story_id LEFT JOIN votes w ON w.story_id = s.id AND w.user_id = v.score WHERE v.user_id = ?",
             "columns of several tables",
         ),
         ("SELECT NOW() FROM votes", "cannot be cached"),

@@ -544,8 +544,8 @@ fn partition_keys(src: &mut Source<'_>) -> Vec<Vec<usize>> {
 
 /// The order in which occurrences enter the left-deep join tree, each with its join pairs
 /// `(global column of an earlier-placed occurrence, local column)`. FROM order when the first
-/// table is partition-keyed (or there are no parameters); then every dimension must be joined
-/// by ON equalities onto a single earlier occurrence. Otherwise, if all joins are INNER, the
+/// table is partition-keyed and every dimension is joined by ON equalities onto a single
+/// earlier occurrence (or there are no parameters). Otherwise, if all joins are INNER, the
 /// tables are re-placed: the first partition-keyed table, then repeatedly the first table with
 /// join-equivalent columns in placed tables (a dimension: those of the one placed table that
 /// shares most). The pairs are implied by the ON equalities (inner joins: equality classes
@@ -553,22 +553,25 @@ fn partition_keys(src: &mut Source<'_>) -> Vec<Vec<usize>> {
 fn placement(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Result<Placement, Refusal> {
     let n = src.offsets.len();
     let keyed = |o: usize| occ_keys.get(o).is_some_and(|k| !k.is_empty());
-    if src.key_globals.is_empty() || keyed(0) {
-        for o in 1..n {
-            let from: Vec<usize> = src.join_on[o].iter().map(|&(l, _)| src.occ_of(l)).collect();
-            if !keyed(o) && !src.key_globals.is_empty() && from.iter().any(|&f| Some(&f) != from.first()) {
-                return refuse(format!(
-                    "table `{}` is joined on columns of several tables; freshet looks up a table not joined on the `?` parameters by the columns of one earlier table",
-                    src.schemas[o].name
-                ));
-            }
+    let multi_source = |o: usize| {
+        let from: Vec<usize> = src.join_on[o].iter().map(|&(l, _)| src.occ_of(l)).collect();
+        from.iter().any(|&f| Some(&f) != from.first())
+    };
+    let split_dim = (1..n).find(|&o| !keyed(o) && multi_source(o));
+    let all_inner = src.kinds.iter().all(|k| *k == JoinKind::Inner);
+    if src.key_globals.is_empty() || (keyed(0) && (split_dim.is_none() || !all_inner)) {
+        if let (false, Some(o)) = (src.key_globals.is_empty(), split_dim) {
+            return refuse(format!(
+                "table `{}` is joined on columns of several tables; freshet looks up a table not joined on the `?` parameters by the columns of one earlier table (with LEFT JOINs in the query)",
+                src.schemas[o].name
+            ));
         }
         return Ok((0..n).map(|o| (o, src.join_on[o].clone())).collect());
     }
     let (kg, _) = src.key_globals[0];
     let pc = src.scope.cols[kg].clone();
     let first = match (0..n).find(|&o| keyed(o)) {
-        Some(f) if src.kinds.iter().all(|k| *k == JoinKind::Inner) => f,
+        Some(f) if all_inner => f,
         _ => {
             return refuse(format!(
                 "the first table in FROM, `{}`, is not joined on the parameter column `{}.{}`; list a table compared with the `?` parameters first and join the others onto it",
