@@ -16,8 +16,9 @@
 //!   carries. A partition keeps those rows inside its own state (see `ops`, "cover"), which
 //!   keeps it the unit of filling, eviction and memory accounting, and keeps descendant
 //!   eviction trivial: all state derived from a partition lives in that partition.
-//! - The join tree is left-deep and its first occurrence is partition-keyed, so a join's key
-//!   columns come from its left input.
+//! - The join tree is left-deep and its left-most base is partition-keyed (compile re-places
+//!   inner joins to achieve that, projecting back to FROM column order above the joins), so a
+//!   join's key columns come from its left input.
 //! - A parameterless view has one partition, the empty key.
 //! - `Aggregate` input columns are `[group columns..., aggregate arguments...]`, and the first
 //!   `key width` group columns are the partition key.
