@@ -52,6 +52,8 @@ const DIMS: &[&str] = &[
     "SELECT a.k, COUNT(b.id), MAX(b.y) FROM a LEFT JOIN b ON b.k = a.g WHERE a.k = ? GROUP BY a.k",
     "SELECT a.id, b.s FROM a JOIN b ON b.k = a.g WHERE a.k = ? ORDER BY b.y DESC, a.id, b.id LIMIT 2",
     "SELECT DISTINCT b.y FROM a JOIN b ON b.k = a.g WHERE a.k = ?",
+    "SELECT COUNT(*), SUM(b.y) FROM a JOIN b ON b.k = a.g WHERE a.k = ?",
+    "SELECT a.id, b.y FROM a JOIN b ON b.k = a.g WHERE a.k = ? AND b.y > ?",
     "SELECT a.k, a.id, b.y FROM a JOIN b ON b.k = a.g WHERE a.k IN (?, ?)",
     "SELECT b.id, a.id FROM b JOIN a ON a.g = b.k AND a.k = b.y WHERE b.y = ? AND a.x > 1",
     // The first table is a dimension: inner joins are re-placed behind the keyed table.
