@@ -49,12 +49,16 @@
 //!   batched). A [`FillSource`] answers with a [`FillResponse`] at a position: either
 //!   [`FillData::States`] (answers to the request's SQL [`StateQuery`]s, which an upstream
 //!   server evaluates, e.g. `SELECT ... COUNT(*) ... WHERE story_id IN (?, ?) GROUP BY ...`) or
-//!   [`FillData::BaseRows`] (base rows for [`BaseScan`]s, from a replica, replayed here).
+//!   [`FillData::BaseRows`] (base rows for [`BaseScan`]s, then for [`DimScan`]s — dimension rows
+//!   joined with the rows of an earlier answer —, from a replica, replayed here).
 //!   `complete_fill(resp)` installs it, applying the no-double-counting position rules;
 //!   `abandon_fill(&req)` gives up. `run_fills(&mut source)` does both synchronously.
 //! - Every [`FillRequest`] carries a [`FillTicket`] the response must echo
 //!   ([`FillResponse::answer`] does); answers for an outdated layout are ignored. A caller that
 //!   will not answer a request must `abandon_fill` it.
+//! - A partition holds the dimension rows it joined with; a dimension write reaches exactly the
+//!   partitions holding its join key, and a write that needs a dimension row its partition does
+//!   not hold (a comment by a new author) evicts that partition, which refills on the next read.
 //! - `evict`, `evict_all`; a global byte budget evicts least-recently-used partitions.
 //!   Top-k states keep `OFFSET + LIMIT + slack` rows (`set_topk_slack`).
 //! - `stats(ViewId)` / `Reader::stats()` → [`ViewStats`] (keys, bytes, hits, misses, fills,
