@@ -126,6 +126,8 @@ struct Sim {
     /// Entries compared with the oracle, and how many of them were non-empty.
     checked: usize,
     nonempty: usize,
+    /// Fills rejected as older than their partition's hole.
+    stale: usize,
 }
 
 fn int(i: i64) -> Value {
@@ -217,7 +219,7 @@ impl Sim {
             Op::Deliver(i) => {
                 if !self.in_flight.is_empty() {
                     let r = self.in_flight.remove(i % self.in_flight.len());
-                    self.df.complete_fill(r);
+                    self.stale += self.df.complete_fill(r).stale;
                 }
             }
             Op::Evict(k) => {
@@ -304,7 +306,7 @@ proptest! {
         let view = df.install_sql(QUERIES[qi]).unwrap();
         let mut sim = Sim {
             df, views: vec![view], upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0,
+            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
         };
         for o in ops {
             sim.step(o);
@@ -330,7 +332,7 @@ fn run_case(sql: &str, budget: ByteSize, slack: usize, replica: bool, ops: Vec<O
     let view = df.install_sql(sql).unwrap();
     let mut sim = Sim {
         df, views: vec![view], upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-        in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0,
+        in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
     };
     for o in ops {
         sim.step(o);
@@ -353,6 +355,7 @@ fn oracle_checks_are_not_vacuous() {
     use proptest::strategy::ValueTree;
     let mut runner = proptest::test_runner::TestRunner::deterministic();
     for (name, queries) in [("QUERIES", QUERIES), ("DIMS", DIMS)] {
+        let (mut stale, mut evictions) = (0, 0);
         for sql in queries.iter() {
             let (mut checked, mut nonempty) = (0, 0);
             for case in 0..20 {
@@ -360,10 +363,14 @@ fn oracle_checks_are_not_vacuous() {
                 let sim = run_case(sql, ByteSize(1 << 30), 1, case % 2 == 0, ops);
                 checked += sim.checked;
                 nonempty += sim.nonempty;
+                stale += sim.stale;
+                evictions += sim.views.iter().map(|v| sim.df.stats(*v).unwrap().evictions).sum::<u64>();
             }
             eprintln!("{name}: {checked} compared, {nonempty} non-empty: {sql}");
             assert!(nonempty >= 10, "{name}: {sql} compared {checked} entries, only {nonempty} non-empty");
         }
+        eprintln!("{name}: {stale} stale fills rejected, {evictions} evictions");
+        assert!(stale > 0 && evictions > 0, "{name}: the cases must exercise stale fills and evictions");
     }
 }
 
@@ -415,7 +422,7 @@ proptest! {
         let views: Vec<ViewId> = FAMILIES[fi].iter().map(|q| df.install_sql(q).unwrap()).collect();
         let mut sim = Sim {
             df, views, upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0,
+            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
         };
         for o in ops {
             sim.step(o);
@@ -452,7 +459,7 @@ proptest! {
         let view = df.install_sql(TOP_K[qi]).unwrap();
         let mut sim = Sim {
             df, views: vec![view], upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0,
+            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
         };
         for o in ops {
             sim.step(o);
