@@ -57,8 +57,9 @@
 //!   ([`FillResponse::answer`] does); answers for an outdated layout are ignored. A caller that
 //!   will not answer a request must `abandon_fill` it.
 //! - A partition holds the dimension rows it joined with; a dimension write reaches exactly the
-//!   partitions holding its join key, and a write that needs a dimension row its partition does
-//!   not hold (a comment by a new author) evicts that partition, which refills on the next read.
+//!   partitions holding its join key; a write that needs a dimension row its partition does not
+//!   hold (a comment by a new author) copies it from another partition that holds it, or else
+//!   evicts that partition, which refills on the next read.
 //! - `evict`, `evict_all`; a global byte budget evicts least-recently-used partitions.
 //!   Top-k states keep `OFFSET + LIMIT + slack` rows (`set_topk_slack`).
 //! - `stats(ViewId)` / `Reader::stats()` → [`ViewStats`] (keys, bytes, hits, misses, fills,

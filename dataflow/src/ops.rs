@@ -26,7 +26,8 @@
 //!   and the view evicts the partition rather than show a short window.
 //! - **Dimension joins** ([`Node::is_dimension_join`]): the partition holds, in the join's
 //!   right state, the dimension rows for exactly the join keys it *covers* (`cover`, set by the
-//!   fill before any delta is processed, never grown by deltas). A right delta whose key is not
+//!   fill before any delta is processed; grown between batches only together with the key's
+//!   rows, see the view's borrowing; never by a delta). A right delta whose key is not
 //!   covered is ignored (the view may route dimension deltas liberally, e.g. to every pending
 //!   partition). A left delta whose (non-NULL) key is not covered cannot be joined exactly (the
 //!   dimension rows are not held): it sets [`KeyState::needs_refill`] and the view evicts the
@@ -462,6 +463,21 @@ impl KeyState {
         };
         for k in keys {
             self.cover(node, k);
+        }
+    }
+
+    /// True if this partition covers `key` at dimension join `node`.
+    pub fn covers(&self, node: usize, key: &Key) -> bool {
+        self.cover.get(&node).is_some_and(|c| c.contains(key))
+    }
+
+    /// The dimension rows (right side) this partition holds for `key` at join `node`.
+    pub fn dim_rows(&self, node: usize, key: &Key) -> Vec<Delta> {
+        match self.states.get(node) {
+            Some(NodeState::Join([_, rs])) => {
+                rs.get(key).map(|b| b.iter().map(|(r, c)| (r.0.clone(), *c)).collect()).unwrap_or_default()
+            }
+            _ => Vec::new(),
         }
     }
 

@@ -2,17 +2,22 @@
 //! dimension join key to the partitions that hold rows for it, and the fill plumbing that is
 //! specific to them (the upstream seed query, the replica's second step).
 //!
-//! Owns: [`Dim`], [`DimIndex`], [`DimLog`], [`find_dims`], [`dim_seed_plan`], [`replay_deltas`]. Does not
+//! Owns: [`Dim`], [`DimIndex`], [`DimLog`], [`borrow_covers`], [`find_dims`], [`dim_seed_plan`], [`replay_deltas`]. Does not
 //! own: joining (ops; a partition's `cover` is the source of truth), positions and buffering
 //! (the parent module).
 //!
 //! Invariants:
 //! - **Index = covers.** For every dimension `d` and key `k`, `index[d][k]` is exactly the set
 //!   of *filled* partitions whose `KeyState` covers `k` at `d`'s join: entries are added when a
-//!   filled partition is installed and removed when it is dropped, and a partition's cover
-//!   never changes in between (ops: deltas never grow it; a left row needing an uncovered key
-//!   evicts the partition instead). So a dimension delta routed through the index reaches every
-//!   filled partition that holds (or must hold) rows for its key, and no other filled one.
+//!   filled partition is installed and removed when it is dropped, and a cover otherwise grows
+//!   only by [`borrow_covers`], which adds the index entry with it (ops: deltas never grow a
+//!   cover; a left row needing an uncovered key evicts the partition). So a dimension delta
+//!   routed through the index reaches every filled partition that holds (or must hold) rows for
+//!   its key, and no other filled one.
+//! - **Borrowing is exact:** before a batch is routed, a filled partition about to need a key it
+//!   does not cover copies that key's rows from another filled partition covering it; both are
+//!   at exactly the applied position (neither is a fill ahead of the binlog), and nothing of
+//!   the batch has been applied yet, so the copy equals the dimension rows at that position.
 //! - Pending partitions have no cover yet; dimension deltas applied while any is pending go to
 //!   one shared [`DimLog`], which a fill replays (merged with the partition's own buffer, in
 //!   position order) after its cover is set; the join ignores the rows it does not cover.
@@ -123,6 +128,41 @@ impl DimIndex {
     #[cfg(test)]
     pub(super) fn entries(&self) -> usize {
         self.0.iter().flat_map(|m| m.values()).map(HashSet::len).sum()
+    }
+}
+
+/// Before a batch at `pos` is routed: a new row of a partition-keyed table that will need a
+/// dimension key its filled partition (at the applied position) does not cover borrows that key's dimension rows from
+/// another filled partition that covers it, instead of evicting. Exact because the lender's
+/// state reflects exactly the applied position (its `filled_at` is before `pos`, so it is not a
+/// fill ahead of the binlog) and nothing of this batch has been applied yet; the borrower then
+/// covers the key, joins the index, and receives this batch's dimension deltas for it. Only
+/// rows whose join key comes straight from the new row (the dimension's `from` is
+/// partition-keyed) are handled; other misses still evict.
+pub(super) fn borrow_covers(domain: &mut super::Domain, batch: &crate::delta::Batch, pos: Position) {
+    for c in batch.changes.iter().filter(|c| c.insert) {
+        let t = c.table.to_ascii_lowercase();
+        for (d, dim) in domain.dims.iter().enumerate() {
+            let Some((from, from_cols)) = &dim.from else { continue };
+            let Some((_, _, kcols)) = domain.occs.iter().find(|(o, table, _)| o == from && *table == t) else { continue };
+            let Some(part) = key_of(&c.row, kcols) else { continue };
+            let Some(k) = key_of(&c.row, from_cols) else { continue };
+            // The borrower must be at the applied position too (a fill ahead of the binlog
+            // would skip this key's deltas up to its position and keep older rows).
+            if !domain.parts.get(&part).is_some_and(|p| p.ks.filled_at < pos && !p.ks.covers(dim.node, &k)) {
+                continue;
+            }
+            let lender = domain.dim_index.0.get(d).and_then(|m| m.get(&k)).and_then(|ps| {
+                ps.iter().filter_map(|q| domain.parts.get(q)).find(|q| q.ks.filled_at < pos)
+            });
+            let Some(rows) = lender.map(|q| q.ks.dim_rows(dim.node, &k)) else { continue };
+            let Some(p) = domain.parts.get_mut(&part) else { continue };
+            p.ks.cover(dim.node, k.clone());
+            p.ks.seed(&domain.graph, dim.node, 1, rows);
+            if let Some(m) = domain.dim_index.0.get_mut(d) {
+                m.entry(k).or_default().insert(part);
+            }
+        }
     }
 }
 
@@ -390,6 +430,87 @@ mod tests {
             // A comment with a NULL author never joins and needs no dimension row.
             w.write(|b| { b.insert("comments", vec![Value::Int(6), Value::Int(10), Value::Null].into()); });
             assert!(w.filled(10));
+        }
+    }
+
+    #[test]
+    fn a_missing_dimension_key_is_borrowed_from_a_partition_that_holds_it() {
+        for replica in [false, true] {
+            let mut w = W::new();
+            assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 102])]);
+            assert_eq!(w.read(11, replica), vec![row(&[3, 101])]);
+            assert_eq!(w.entries(), 3);
+            // Story 11 does not hold user 2, story 10 does: borrowed, no eviction; the same
+            // batch's rename of user 2 reaches both.
+            w.write(|b| {
+                b.insert("comments", row(&[6, 11, 2]));
+                b.update("users", row(&[2, 102]), row(&[2, 202]));
+            });
+            assert!(w.filled(11), "borrowed, not evicted");
+            assert_eq!(w.entries(), 4);
+            assert_eq!(w.read(11, replica), vec![row(&[3, 101]), row(&[6, 202])]);
+            assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 202])]);
+            // Later dimension deltas for the borrowed key reach the borrower through the index.
+            w.write(|b| {
+                b.update("users", row(&[2, 202]), row(&[2, 302]));
+            });
+            assert_eq!(w.read(11, replica), vec![row(&[3, 101]), row(&[6, 302])]);
+            // Evicting the lender does not disturb the borrower.
+            w.df.evict(w.v, &vec![Value::Int(10)].into());
+            w.write(|b| {
+                b.update("users", row(&[2, 302]), row(&[2, 402]));
+            });
+            assert_eq!(w.read(11, replica), vec![row(&[3, 101]), row(&[6, 402])]);
+        }
+    }
+
+    #[test]
+    fn a_partition_filled_ahead_of_the_binlog_never_borrows_older_rows() {
+        let sql = "SELECT comments.id, users.name FROM comments JOIN users ON users.id = comments.author_id WHERE comments.story_id = ? AND comments.id > 100";
+        let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
+        let v = df.install_sql(sql).unwrap();
+        let mut store = MemStore::new();
+        let mut batches: Vec<Batch> = Vec::new();
+        fn write(store: &mut MemStore, batches: &mut Vec<Batch>, f: &dyn Fn(&mut Batch)) {
+            let mut b = Batch::new(Position(batches.len() as u64 + 1));
+            f(&mut b);
+            store.apply(&b);
+            batches.push(b);
+        }
+        write(&mut store, &mut batches, &|b| {
+            for u in 1..=3 {
+                b.insert("users", row(&[u, 100 + u]));
+            }
+            b.insert("comments", row(&[101, 10, 1]));
+            b.insert("comments", row(&[102, 11, 2]));
+        });
+        df.apply(&batches[0]).unwrap();
+        let r = df.reader(v).unwrap();
+        let _ = r.lookup(&[Value::Int(11)]);
+        df.run_fills(&mut MemUpstream { store: &store }).unwrap();
+        // Upstream moves on: a filtered-out comment by user 2 on story 10, then a rename.
+        write(&mut store, &mut batches, &|b| {
+            b.insert("comments", row(&[2, 10, 2]));
+        });
+        write(&mut store, &mut batches, &|b| {
+            b.update("users", row(&[2, 102]), row(&[2, 502]));
+        });
+        // Story 10 is filled at position 3, ahead of the binlog (applied: 1); it covers user 1.
+        let _ = r.lookup(&[Value::Int(10)]);
+        df.run_fills(&mut MemUpstream { store: &store }).unwrap();
+        df.apply(&batches[1]).unwrap();
+        df.apply(&batches[2]).unwrap();
+        write(&mut store, &mut batches, &|b| {
+            b.insert("comments", row(&[103, 10, 2]));
+        });
+        df.apply(&batches[3]).unwrap();
+        match r.lookup(&[Value::Int(10)]).unwrap() {
+            Lookup::Hit(rows) => {
+                let mut rows = rows.to_vec();
+                rows.sort();
+                assert_eq!(rows, vec![row(&[101, 101]), row(&[103, 502])]);
+            }
+            Lookup::Miss(_) => panic!("story 10 should have borrowed user 2, not been evicted"),
         }
     }
 

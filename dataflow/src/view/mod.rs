@@ -62,7 +62,7 @@ use moka::notification::RemovalCause;
 use moka::policy::EvictionPolicy;
 
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
-use dims::{find_dims, Dim, DimIndex, DimLog};
+use dims::{borrow_covers, find_dims, Dim, DimIndex, DimLog};
 use seeding::{build_request, build_state};
 use reader::{stats_of, Counters, EntryKey, Evicted, Shared};
 
@@ -544,6 +544,7 @@ impl Dataflow {
             let Some(domain) = self.domains[di].as_mut() else { continue };
             // Log entries at or before the oldest pending `since` can never be replayed.
             domain.dim_log.trim(domain.pending.values().map(|p| p.since).min());
+            borrow_covers(domain, batch, pos);
             let (per_key, for_pending) = domain.route(batch);
             if let Some(d) = for_pending {
                 if domain.dim_log.len() >= MAX_BUFFERED {
