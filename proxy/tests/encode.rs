@@ -34,24 +34,31 @@ fn expected_rows() -> Vec<Vec<Value>> {
     ]
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn text_rows_match_the_servers_bytes() {
+/// Creates and fills `encode_types` with the rows of [`expected_rows`] (idempotent).
+async fn setup() {
     let mut conn = direct().await;
-    conn.query_drop("DROP TABLE IF EXISTS encode_types").await.unwrap();
     conn.query_drop(TABLE).await.unwrap();
     conn.query_drop(
-        "INSERT INTO encode_types VALUES
+        "REPLACE INTO encode_types VALUES
          (1, -128, 18446744073709551615, 42, -12345678901234.123456, -99999, 'héllo 😀', x'00ff27', '2024-02-29',
           '9999-12-31 23:59:59', '1000-01-01 00:00:00.007', '-838:59:59', '12:00:00.34', 2155, 'large', 'x,z', b'1010101010', 0),
          (2, NULL, 0, 0, 0.5, 0, '', '', '0000-00-00', NULL, NULL, '00:00:00', NULL, 0, 'small', '', b'0', NULL)",
     )
     .await
     .unwrap();
-    let labels = |col: &str| match col {
+}
+
+fn labels(column: &str) -> Vec<String> {
+    match column {
         "e" => vec!["small".to_string(), "large".into()],
         "st" => vec!["x".into(), "y".into(), "z".into()],
         _ => vec![],
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn text_rows_match_the_servers_bytes() {
+    setup().await;
     for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
         let mut raw = RawClient::connect(&upstream_addr(), caps).await.unwrap();
         let packets = raw.query("SELECT * FROM encode_types ORDER BY id").await;
@@ -86,4 +93,47 @@ async fn what_is_not_reproduced_says_so() {
     assert_eq!(text::row(&mut Vec::new(), &[Value::Timestamp(ts)], &[col(1)]), Err(Unencodable::Timestamp));
     // The result charset follows character_set_results (utf8mb4 here), not the literal's.
     assert!(text::row(&mut Vec::new(), &[Value::Text("x".into(), freshet_dataflow::Collation::Binary)], &[col(2)]).is_ok());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn binary_rows_match_the_servers_bytes() {
+    let mut conn = direct().await;
+    conn.query_drop("CREATE TABLE IF NOT EXISTS encode_floats (id INT PRIMARY KEY, f FLOAT, g DOUBLE)").await.unwrap();
+    conn.query_drop("REPLACE INTO encode_floats VALUES (1, 1.5, -2.25e-300), (2, -0.1, 1e308)").await.unwrap();
+    setup().await;
+    let float_rows = vec![
+        vec![Value::Int(1), Value::Float(1.5), Value::Double(-2.25e-300)],
+        vec![Value::Int(2), Value::Float(-0.1), Value::Double(1e308)],
+    ];
+    for (sql, expected) in [
+        ("SELECT * FROM encode_types ORDER BY id", expected_rows()),
+        ("SELECT * FROM encode_floats ORDER BY id", float_rows),
+    ] {
+        for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
+            let mut raw = RawClient::connect(&upstream_addr(), caps).await.unwrap();
+            raw.send(&[&[0x16u8][..], sql.as_bytes()].concat()).await;
+            let ok = raw.packet().await;
+            assert_eq!(ok[0], 0, "prepare failed: {}", String::from_utf8_lossy(&ok));
+            let id = [ok[1], ok[2], ok[3], ok[4]];
+            let n = u16::from_le_bytes([ok[5], ok[6]]) as usize;
+            for _ in 0..n + usize::from(caps & Capabilities::DEPRECATE_EOF == 0) {
+                raw.packet().await;
+            }
+            raw.send(&[&[0x17u8][..], &id, &[0, 1, 0, 0, 0]].concat()).await;
+            let packets = raw.read_results().await;
+            let columns: Vec<Column> = packets[1..=n]
+                .iter()
+                .map(|p| {
+                    let def = ColumnDef::parse(p).unwrap();
+                    Column { labels: labels(&def.name), def }
+                })
+                .collect();
+            let first_row = if caps & Capabilities::DEPRECATE_EOF != 0 { n + 1 } else { n + 2 };
+            for (values, server) in expected.iter().zip(&packets[first_row..first_row + expected.len()]) {
+                let mut ours = Vec::new();
+                freshet_proxy::encode::binary::row(&mut ours, values, &columns).unwrap();
+                assert_eq!(&ours, server, "{sql} caps {caps:#x}");
+            }
+        }
+    }
 }
