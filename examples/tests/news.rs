@@ -1,0 +1,191 @@
+//! The news example against the real MariaDB started by `scripts/mariadb.sh`
+//! (`eval "$(scripts/mariadb.sh env)"` sets FRESHET_TEST_MYSQL_URL).
+//!
+//! Each test works in its own database, `news_test_<pid>_<test>`, created here and dropped when
+//! the test ends, so that runs in parallel with other tests (or other people) disturb nothing.
+//! The data sets are small: the point is that the generator, the schema, the cached queries
+//! and the workload fit together, not to measure anything.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use freshet_dataflow::{Catalog, Collation, ColumnSchema, SqlType, TableSchema, compile};
+use freshet_examples::app::{self, Param};
+use freshet_examples::{load, workload};
+use mysql_async::prelude::*;
+use mysql_async::Conn;
+
+const SMALL: load::Sizes = load::Sizes { users: 200, stories: 500, votes: 3_000, comments: 2_000 };
+
+fn server_url() -> String {
+    std::env::var("FRESHET_TEST_MYSQL_URL").unwrap_or_else(|_| {
+        panic!("FRESHET_TEST_MYSQL_URL is not set: run `eval \"$(scripts/mariadb.sh env)\"` in /work/main first (it starts or reuses the private MariaDB)")
+    })
+}
+
+/// A private database for one test, dropped on drop.
+struct TestDb {
+    server: String,
+    name: String,
+    url: String,
+}
+
+impl TestDb {
+    /// A fresh database, loaded with [`SMALL`] by `news load`'s code path.
+    async fn loaded(test: &str) -> TestDb {
+        let server = server_url();
+        let name = format!("news_test_{}_{test}", std::process::id());
+        let base = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
+        let url = format!("{base}/{name}");
+        let db = TestDb { server, name, url };
+        load::load(&db.url, SMALL).await.expect("news load");
+        db
+    }
+
+    async fn conn(&self) -> Conn {
+        app::connect(&self.url).await.expect("connect to the test database")
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        // Drop runs inside the test's runtime; a separate thread may start its own.
+        let (server, name) = (self.server.clone(), self.name.clone());
+        let dropped = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+            rt.block_on(async {
+                let mut c = app::connect(&server).await?;
+                c.query_drop(format!("DROP DATABASE IF EXISTS `{name}`")).await?;
+                c.disconnect().await?;
+                anyhow::Ok(())
+            })
+        });
+        if let Ok(Err(e)) = dropped.join() {
+            eprintln!("could not drop the test database {}: {e}", self.name);
+        }
+    }
+}
+
+/// The tables of `db` as MariaDB describes them, as the dataflow's schemas (the same mapping
+/// the cdc crate makes, for the types this schema uses plus the other integer widths).
+async fn catalog_from_information_schema(conn: &mut Conn, db: &str) -> Catalog {
+    type ColumnRow = (String, String, String, String, String, Option<String>);
+    let columns: Vec<ColumnRow> = conn
+        .exec(
+            "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, COLLATION_NAME FROM information_schema.COLUMNS \
+             WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION",
+            (db,),
+        )
+        .await
+        .unwrap();
+    let keys: Vec<(String, String)> = conn
+        .exec(
+            "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE \
+             WHERE TABLE_SCHEMA = ? AND CONSTRAINT_NAME = 'PRIMARY' ORDER BY TABLE_NAME, ORDINAL_POSITION",
+            (db,),
+        )
+        .await
+        .unwrap();
+    let mut tables: HashMap<String, Vec<ColumnSchema>> = HashMap::new();
+    for (table, column, data_type, column_type, nullable, collation) in columns {
+        let unsigned = column_type.contains("unsigned");
+        let ty = match data_type.as_str() {
+            "tinyint" => SqlType::Int { bytes: 1, unsigned },
+            "smallint" => SqlType::Int { bytes: 2, unsigned },
+            "mediumint" => SqlType::Int { bytes: 3, unsigned },
+            "int" => SqlType::Int { bytes: 4, unsigned },
+            "bigint" => SqlType::Int { bytes: 8, unsigned },
+            "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" => SqlType::Text,
+            "datetime" => SqlType::DateTime { fsp: 0 },
+            other => panic!("{table}.{column}: type {other} not mapped by this test; extend catalog_from_information_schema"),
+        };
+        let mut c = ColumnSchema::new(&column, ty).with_collation(collation.as_deref().and_then(Collation::from_name));
+        c.nullable = nullable == "YES";
+        tables.entry(table).or_default().push(c);
+    }
+    let mut catalog = Catalog::new();
+    for (name, columns) in tables {
+        let pk = keys
+            .iter()
+            .filter(|(t, _)| *t == name)
+            .map(|(_, col)| columns.iter().position(|c| c.name == *col).unwrap())
+            .collect();
+        catalog.add(TableSchema::new(&name, columns, pk)).unwrap();
+    }
+    catalog
+}
+
+#[test]
+fn config_parses_and_caches_exactly_the_workloads_reads() {
+    let config = app::config().unwrap_or_else(|e| panic!("{e}"));
+    let cached: Vec<&str> = config.caches.iter().map(|c| c.name.as_str()).collect();
+    let read: Vec<&str> = app::READS.iter().map(|r| r.cache).collect();
+    assert_eq!(cached, read);
+    assert_eq!(config.upstream.url.database.as_deref(), Some("news"));
+}
+
+#[tokio::test]
+async fn load_fills_requested_counts_with_valid_references() {
+    let db = TestDb::loaded("load").await;
+    let mut c = db.conn().await;
+    for (table, want) in [("users", SMALL.users), ("stories", SMALL.stories), ("votes", SMALL.votes), ("comments", SMALL.comments)] {
+        let n: Option<u64> = c.query_first(format!("SELECT COUNT(*) FROM {table}")).await.unwrap();
+        assert_eq!(n, Some(want), "rows in {table}");
+    }
+    for (what, sql) in [
+        ("stories without author", "SELECT COUNT(*) FROM stories LEFT JOIN users ON users.id = stories.author_id WHERE users.id IS NULL"),
+        ("votes by unknown users", "SELECT COUNT(*) FROM votes LEFT JOIN users ON users.id = votes.user_id WHERE users.id IS NULL"),
+        ("votes on unknown stories", "SELECT COUNT(*) FROM votes LEFT JOIN stories ON stories.id = votes.story_id WHERE stories.id IS NULL"),
+        ("comments on unknown stories", "SELECT COUNT(*) FROM comments LEFT JOIN stories ON stories.id = comments.story_id WHERE stories.id IS NULL"),
+        ("comments by unknown users", "SELECT COUNT(*) FROM comments LEFT JOIN users ON users.id = comments.author_id WHERE users.id IS NULL"),
+    ] {
+        let n: Option<u64> = c.query_first(sql).await.unwrap();
+        assert_eq!(n, Some(0), "{what}");
+    }
+    // Skewed popularity: the hottest story has far more votes than the median story.
+    let hot: Option<u64> = c.query_first("SELECT COUNT(*) FROM votes WHERE story_id = 1").await.unwrap();
+    let mid: Option<u64> = c.query_first("SELECT COUNT(*) FROM votes WHERE story_id = 250").await.unwrap();
+    assert!(hot.unwrap() > 5 * mid.unwrap().max(1), "story 1: {hot:?} votes, story 250: {mid:?}");
+    c.disconnect().await.unwrap();
+}
+
+#[tokio::test]
+async fn cached_queries_compile_against_the_loaded_schema_and_sample_keys_have_rows() {
+    let db = TestDb::loaded("compile").await;
+    let mut c = db.conn().await;
+    let catalog = catalog_from_information_schema(&mut c, &db.name).await;
+    assert_eq!(catalog.tables().count(), 4);
+    for (kind, sql) in app::read_queries().unwrap() {
+        if let Err(refusal) = compile(&sql, &catalog) {
+            panic!("cache {} does not compile: {refusal}\n{sql}", kind.cache);
+        }
+        let keys: &[u64] = if kind.param == Param::None { &[0] } else { &[1, 2, 3] };
+        for &key in keys {
+            let rows: Vec<mysql_async::Row> = match kind.param {
+                Param::None => c.exec(&sql, ()).await.unwrap(),
+                _ => c.exec(&sql, (key,)).await.unwrap(),
+            };
+            assert!(!rows.is_empty(), "cache {} has no rows for key {key} in the sample data", kind.cache);
+        }
+    }
+    let top: Vec<mysql_async::Row> = c.exec(&app::read_queries().unwrap()[3].1, ()).await.unwrap();
+    assert_eq!(top.len(), 10, "top_stories returns its LIMIT");
+    c.disconnect().await.unwrap();
+}
+
+#[tokio::test]
+async fn workload_runs_two_seconds_without_errors() {
+    let db = TestDb::loaded("workload").await;
+    let opts = workload::Options { duration: Duration::from_secs(2), connections: 4, writes: 20, skew: 1.0 };
+    let report = workload::run(&db.url, opts).await.unwrap();
+    println!("{report}");
+    assert_eq!(report.errors(), 0, "{report}");
+    for kind in &report.kinds {
+        assert!(kind.ops > 0, "no {} completed\n{report}", kind.name);
+    }
+    let mut c = db.conn().await;
+    let orphans: Option<u64> =
+        c.query_first("SELECT COUNT(*) FROM comments LEFT JOIN stories ON stories.id = comments.story_id WHERE stories.id IS NULL").await.unwrap();
+    assert_eq!(orphans, Some(0));
+    c.disconnect().await.unwrap();
+}
