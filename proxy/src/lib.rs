@@ -8,6 +8,7 @@
 pub mod admin;
 pub mod encode;
 pub mod health;
+pub mod matching;
 pub mod metrics;
 pub mod protocol;
 pub mod session;

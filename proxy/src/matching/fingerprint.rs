@@ -1,0 +1,584 @@
+//! Fingerprints: a query's shape with its literals taken out, and the literals themselves.
+//!
+//! Owns the normalization of a token stream and the token-level relay reasons. Invariants:
+//! - two texts that differ only in whitespace, comments, reserved-keyword and function-name
+//!   case, backticks around identifiers, literal values, or the length of an `IN (literal,
+//!   ...)` list have the same [`Fingerprint`] (same hash, same normalized text);
+//! - nothing that can change a result's meaning or its column metadata is normalized away:
+//!   identifiers keep their case (table names are case-sensitive on most servers), and a
+//!   select list that is not just column names is also hashed as raw text, because the
+//!   server names an unaliased expression column after its exact text (`a+1` vs `a + 1`);
+//! - literals that are structure, not values, stay in the text: those inside a select list,
+//!   type arguments (`CHAR(10)`, `DECIMAL(10,2)`), and positional `ORDER/GROUP BY 1`;
+//! - a unary `-`/`+` before a number, where the previous token cannot end an operand, is
+//!   folded into the literal: `id = -5` and `id = 5` share a fingerprint, `a -5` does not fold;
+//! - `NULL` is a literal except after `IS` / `IS NOT`; `TRUE`/`FALSE` are keywords.
+//!
+//! Qualified and unqualified names (`stories.id` vs `id`) cannot be unified without the
+//! schema, so they give different fingerprints; the full parse, done once per new fingerprint,
+//! decides whether two fingerprints are the same cached query (both verdicts then point at the
+//! same cache id).
+
+use super::lexer::{Lexer, Token, TokenKind};
+use super::literal::{self, Literal};
+
+/// Where a literal was taken out of the normalized text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Slot {
+    /// One literal, at this byte offset of the normalized text (where its `?` is).
+    One(usize),
+    /// An IN list `(...)` at this byte offset; its arity is in [`Query::in_lists`].
+    InList(usize),
+}
+
+/// A query's shape: a hash for lookups and the normalized text it was computed from (kept for
+/// collision checks, debugging and EXPLAIN).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub hash: u64,
+    pub normalized: String,
+    pub slots: Vec<Slot>,
+}
+
+/// A classified query: its fingerprint, its literals in order, and, if tokens alone show it
+/// must go to the server, why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Query<'q> {
+    pub fingerprint: Fingerprint,
+    pub literals: Vec<Literal<'q>>,
+    /// The arity of each folded IN list, in order.
+    pub in_lists: Vec<u32>,
+    pub relay: Option<&'static str>,
+}
+
+impl Query<'_> {
+    /// The normalized text with the literals put back: SQL that the server parses as the
+    /// original query (modulo whitespace, comments and keyword case).
+    pub fn render(&self) -> Vec<u8> {
+        let text = self.fingerprint.normalized.as_bytes();
+        let mut out = Vec::with_capacity(text.len() + 16 * self.literals.len());
+        let (mut from, mut lits, mut lists) = (0, self.literals.iter(), self.in_lists.iter());
+        for slot in &self.fingerprint.slots {
+            match *slot {
+                Slot::One(at) => {
+                    out.extend_from_slice(text.get(from..at).unwrap_or(&[]));
+                    if let Some(l) = lits.next() {
+                        l.render(&mut out);
+                    }
+                    from = at + 1;
+                }
+                Slot::InList(at) => {
+                    out.extend_from_slice(text.get(from..at).unwrap_or(&[]));
+                    out.push(b'(');
+                    for i in 0..lists.next().copied().unwrap_or(0) {
+                        if i > 0 {
+                            out.extend_from_slice(b", ");
+                        }
+                        if let Some(l) = lits.next() {
+                            l.render(&mut out);
+                        }
+                    }
+                    out.push(b')');
+                    from = at + IN_LIST.len();
+                }
+            }
+        }
+        out.extend_from_slice(text.get(from..).unwrap_or(&[]));
+        out
+    }
+}
+
+const IN_LIST: &str = "(...)";
+
+/// Reserved words: their case is folded. Non-reserved words may be table names, whose case
+/// matters, so they keep it. Sorted for binary search.
+const RESERVED: &[&str] = &[
+    "ALL", "AND", "AS", "ASC", "BETWEEN", "BINARY", "BY", "CASE", "CHAR", "COLLATE", "CROSS", "CURRENT_DATE", "CURRENT_TIME",
+    "CURRENT_TIMESTAMP", "CURRENT_USER", "DECIMAL", "DESC", "DISTINCT", "DISTINCTROW", "DIV", "DOUBLE", "ELSE", "EXCEPT", "EXISTS",
+    "FALSE", "FLOAT", "FOR", "FORCE", "FROM", "GROUP", "HAVING", "HIGH_PRIORITY", "IGNORE", "IN", "INDEX", "INNER", "INT",
+    "INTEGER", "INTERSECT", "INTERVAL", "INTO", "IS", "JOIN", "KEY", "LEFT", "LIKE", "LIMIT", "LOCALTIME", "LOCALTIMESTAMP",
+    "LOCK", "MOD", "NATURAL", "NOT", "NULL", "NUMERIC", "ON", "OR", "ORDER", "OUTER", "REGEXP", "RIGHT", "RLIKE", "SELECT",
+    "SQL_BIG_RESULT", "SQL_CALC_FOUND_ROWS", "SQL_SMALL_RESULT", "STRAIGHT_JOIN", "THEN", "TRUE", "UNION", "UNSIGNED", "UPDATE",
+    "USE", "USING", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP", "VARBINARY", "VARCHAR", "WHEN", "WHERE", "WITH", "XOR",
+];
+
+/// Keywords after which `(` holds type arguments that stay in the text.
+const TYPES: &[&str] = &["BINARY", "CHAR", "DATETIME", "DEC", "DECIMAL", "DOUBLE", "FLOAT", "NCHAR", "NUMERIC", "TIME", "TIMESTAMP", "VARBINARY", "VARCHAR"];
+
+/// Functions whose result depends on the session, the clock or chance: their reads go to the
+/// server. Matched as a word followed by `(`.
+const SESSION_FUNCTIONS: &[&str] = &[
+    "BENCHMARK", "CONNECTION_ID", "CURDATE", "CURRENT_DATE", "CURRENT_ROLE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "CURRENT_USER",
+    "CURTIME", "DATABASE", "FOUND_ROWS", "GET_LOCK", "IS_FREE_LOCK", "IS_USED_LOCK", "LASTVAL", "LAST_INSERT_ID", "LOAD_FILE",
+    "LOCALTIME", "LOCALTIMESTAMP", "MASTER_GTID_WAIT", "MASTER_POS_WAIT", "NEXTVAL", "NOW", "RAND", "RANDOM_BYTES", "RELEASE_ALL_LOCKS",
+    "RELEASE_LOCK", "ROW_COUNT", "SCHEMA", "SESSION_USER", "SETVAL", "SLEEP", "SYSDATE", "SYSTEM_USER", "UNIX_TIMESTAMP", "USER",
+    "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP", "UUID", "UUID_SHORT", "VERSION",
+];
+
+/// Of the above, those that need no parentheses (`SELECT CURRENT_TIMESTAMP`); all reserved.
+const SESSION_WORDS: &[&str] = &["CURRENT_DATE", "CURRENT_ROLE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "CURRENT_USER", "LOCALTIME", "LOCALTIMESTAMP", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP"];
+
+/// Words that end a select list at its own depth.
+const SELECT_LIST_ENDS: &[&str] = &["EXCEPT", "FOR", "FROM", "GROUP", "HAVING", "INTERSECT", "INTO", "LIMIT", "LOCK", "ORDER", "UNION", "WHERE", "WINDOW"];
+
+/// Reserved words that may appear in a select list of plain column names.
+const NAME_LIST_WORDS: &[&str] = &["ALL", "AS", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY", "SQL_BIG_RESULT", "SQL_SMALL_RESULT", "STRAIGHT_JOIN"];
+
+/// A word's upper-case form in a stack buffer, for table look-ups without allocating.
+struct Upper {
+    buf: [u8; 24],
+    len: usize,
+}
+
+impl Upper {
+    /// None for words longer than any keyword (they are never keywords).
+    fn of(word: &[u8]) -> Option<Upper> {
+        let mut buf = [0u8; 24];
+        buf.get_mut(..word.len())?.copy_from_slice(word);
+        buf.make_ascii_uppercase();
+        Some(Upper { buf, len: word.len() })
+    }
+
+    fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
+    }
+
+    fn is_in(&self, table: &[&str]) -> bool {
+        table.binary_search(&self.as_str()).is_ok()
+    }
+}
+
+fn upper(word: &[u8]) -> Option<Upper> {
+    Upper::of(word)
+}
+
+fn is(word: &[u8], keyword: &str) -> bool {
+    word.eq_ignore_ascii_case(keyword.as_bytes())
+}
+
+/// The session's lexical modes. The tokenizer reads only the default (no `ANSI_QUOTES`,
+/// backslash escapes on); a session in either other mode is relayed, so a fingerprint always
+/// carries the default reading of its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct SqlMode {
+    pub ansi_quotes: bool,
+    pub no_backslash_escapes: bool,
+}
+
+/// Classifies one COM_QUERY text (or a prepared statement's text: its `?` become
+/// [`Literal::Placeholder`]s, so `WHERE id = ?` and `WHERE id = 42` share a fingerprint).
+pub fn classify(sql: &[u8], mode: SqlMode) -> Query<'_> {
+    let tokens: Vec<Token> = Lexer::new(sql).collect();
+    let mut n = Normalizer { sql, tokens: &tokens, out: String::with_capacity(sql.len()), slots: Vec::new(), literals: Vec::new(), in_lists: Vec::new(), relay: None, raw: Vec::new(), placeholders: 0 };
+    if mode.ansi_quotes || mode.no_backslash_escapes {
+        n.relay("sql_mode ANSI_QUOTES or NO_BACKSLASH_ESCAPES (the tokenizer reads the default modes only)");
+    }
+    n.run();
+    let mut hash = fnv(FNV_OFFSET, n.out.as_bytes());
+    for raw in &n.raw {
+        hash = fnv(fnv(hash, &[0xff]), raw);
+    }
+    Query { fingerprint: Fingerprint { hash, normalized: n.out, slots: n.slots }, literals: n.literals, in_lists: n.in_lists, relay: n.relay }
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a, 64 bits: stable across runs and builds (unlike std's SipHash keys), so a hash can
+/// be logged and compared. Collisions are caught by comparing normalized texts.
+fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes {
+        hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+struct Normalizer<'q, 't> {
+    sql: &'q [u8],
+    tokens: &'t [Token],
+    out: String,
+    slots: Vec<Slot>,
+    literals: Vec<Literal<'q>>,
+    in_lists: Vec<u32>,
+    relay: Option<&'static str>,
+    /// Raw text of select lists that are more than column names.
+    raw: Vec<&'q [u8]>,
+    placeholders: u32,
+}
+
+/// Where the walk is, for the literals that must stay in the text.
+#[derive(Default)]
+struct Context {
+    depth: i32,
+    /// Depth of the SELECT whose list we are in, the byte its list starts at, and whether it
+    /// is only names so far.
+    select: Option<(i32, usize, bool)>,
+    /// Depth of an ORDER/GROUP BY list we are in.
+    by: Option<i32>,
+    /// Depth of type arguments we are in.
+    type_args: Option<i32>,
+}
+
+impl<'q> Normalizer<'q, '_> {
+    fn relay(&mut self, reason: &'static str) {
+        self.relay.get_or_insert(reason);
+    }
+
+    fn text(&self, i: usize) -> &'q [u8] {
+        self.tokens.get(i).map_or(&[], |t| t.text(self.sql))
+    }
+
+    fn kind(&self, i: usize) -> Option<TokenKind> {
+        self.tokens.get(i).map(|t| t.kind)
+    }
+
+    fn is_symbol(&self, i: usize, symbol: &[u8]) -> bool {
+        self.tokens.get(i).is_some_and(|t| t.is_symbol(self.sql, symbol))
+    }
+
+    fn is_word(&self, i: usize, keyword: &str) -> bool {
+        self.kind(i) == Some(TokenKind::Word) && is(self.text(i), keyword)
+    }
+
+    /// Whether the token at `i` keeps a select list "plain column names", whose column
+    /// metadata does not depend on spelling beyond the names themselves.
+    fn name_like(&self, i: usize) -> bool {
+        match self.kind(i) {
+            Some(TokenKind::QuotedIdent) => true,
+            Some(TokenKind::Word) => !self.is_symbol(i + 1, b"(") && upper(self.text(i)).is_none_or(|u| !u.is_in(RESERVED) || u.is_in(NAME_LIST_WORDS)),
+            Some(TokenKind::Symbol) => [&b"."[..], b",", b"*"].iter().any(|s| self.is_symbol(i, s)),
+            _ => false,
+        }
+    }
+
+    fn push(&mut self, piece: &str, space_before: bool) {
+        // No space after `(` or `.`: `f(x)`, `t.a`.
+        if space_before && !self.out.is_empty() && !self.out.ends_with('(') && !self.out.ends_with('.') {
+            self.out.push(' ');
+        }
+        self.out.push_str(piece);
+    }
+
+    fn push_bytes(&mut self, piece: &[u8], space_before: bool) {
+        self.push(&String::from_utf8_lossy(piece), space_before);
+    }
+
+    fn run(&mut self) {
+        let mut end = self.tokens.len();
+        while end > 0 && self.is_symbol(end - 1, b";") {
+            end -= 1;
+        }
+        if !self.is_word(0, "SELECT") {
+            self.relay("not a SELECT");
+        }
+        let mut cx = Context::default();
+        let mut i = 0;
+        while i < end {
+            i = self.step(i, &mut cx);
+        }
+        let last = end.checked_sub(1).and_then(|e| self.tokens.get(e)).map_or(0, |t| t.end);
+        self.close_select(&mut cx, last);
+    }
+
+    fn close_select(&mut self, cx: &mut Context, at: usize) {
+        if let Some((_, start, simple)) = cx.select.take()
+            && !simple
+        {
+            self.raw.push(self.sql.get(start..at).unwrap_or(&[]).trim_ascii());
+        }
+    }
+
+    /// Normalizes the token at `i`; returns the index of the next one.
+    fn step(&mut self, i: usize, cx: &mut Context) -> usize {
+        let Some(&token) = self.tokens.get(i) else { return i + 1 };
+        let text = token.text(self.sql);
+        if let Some((depth, start, simple)) = cx.select {
+            let close = token.is_symbol(self.sql, b")");
+            let ends = depth == cx.depth && (close || (token.kind == TokenKind::Word && SELECT_LIST_ENDS.iter().any(|k| is(text, k))));
+            if ends {
+                self.close_select(cx, token.start);
+            } else if simple && !self.name_like(i) {
+                cx.select = Some((depth, start, false));
+            }
+        }
+        match token.kind {
+            TokenKind::Unterminated => {
+                self.relay("malformed: an unterminated string, identifier or comment");
+                self.push("<unterminated>", true);
+            }
+            TokenKind::ExecComment => {
+                self.relay("an executable comment or optimizer hint (/*! */, /*M! */, /*+ */)");
+                self.push_bytes(text, true);
+            }
+            TokenKind::UserVariable => {
+                self.relay("a user variable");
+                self.push_bytes(text, true);
+            }
+            TokenKind::SystemVariable => {
+                self.relay("a system variable");
+                self.push_bytes(text, true);
+            }
+            TokenKind::QuotedIdent => {
+                let name = literal::unescape(text.get(1..text.len().saturating_sub(1)).unwrap_or(&[]), b'`');
+                self.identifier(&name);
+            }
+            TokenKind::Word => return self.word(i, cx),
+            TokenKind::Symbol => self.symbol(i, cx),
+            _ => return self.literal_at(i, cx),
+        }
+        i + 1
+    }
+
+    /// An identifier as written, with backticks only where needed to read it back as one.
+    fn identifier(&mut self, name: &[u8]) {
+        let plain = !name.is_empty()
+            && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80)
+            && !name.first().is_some_and(u8::is_ascii_digit)
+            && upper(name).is_none_or(|u| !u.is_in(RESERVED));
+        if plain {
+            self.push_bytes(name, true);
+        } else {
+            let quoted = String::from_utf8_lossy(name).replace('`', "``");
+            self.push(&format!("`{quoted}`"), true);
+        }
+    }
+
+    fn word(&mut self, i: usize, cx: &mut Context) -> usize {
+        let text = self.text(i);
+        let up = upper(text);
+        let call = self.is_symbol(i + 1, b"(");
+        if let Some(u) = &up {
+            let w = u.as_str();
+            if (call && u.is_in(SESSION_FUNCTIONS)) || u.is_in(SESSION_WORDS) {
+                self.relay("a session-dependent function (NOW(), RAND(), UUID(), LAST_INSERT_ID(), ...)");
+            }
+            match w {
+                "SQL_CALC_FOUND_ROWS" => self.relay("SQL_CALC_FOUND_ROWS"),
+                "INTO" => self.relay("SELECT ... INTO"),
+                "FOR" if self.is_word(i + 1, "UPDATE") || self.is_word(i + 1, "SHARE") => self.relay("a locking read (FOR UPDATE / FOR SHARE)"),
+                "LOCK" if self.is_word(i + 1, "IN") => self.relay("a locking read (LOCK IN SHARE MODE)"),
+                "PROCEDURE" => self.relay("SELECT ... PROCEDURE"),
+                "NEXT" if self.is_word(i + 1, "VALUE") => self.relay("a sequence (NEXT VALUE FOR)"),
+                "PREVIOUS" if self.is_word(i + 1, "VALUE") => self.relay("a sequence (PREVIOUS VALUE FOR)"),
+                _ => {}
+            }
+            // A SELECT nested in a select list stays part of that list (all verbatim).
+            if w == "SELECT" && cx.select.is_none() {
+                cx.select = Some((cx.depth, self.tokens.get(i).map_or(0, |t| t.end), true));
+            }
+            if w == "BY" && i > 0 && (self.is_word(i - 1, "ORDER") || self.is_word(i - 1, "GROUP")) {
+                cx.by = Some(cx.depth);
+            } else if u.is_in(RESERVED) && !matches!(w, "ASC" | "DESC") && cx.by == Some(cx.depth) {
+                cx.by = None;
+            }
+            if w == "NULL" && !(i > 0 && (self.is_word(i - 1, "IS") || (self.is_word(i - 1, "NOT") && i > 1 && self.is_word(i - 2, "IS")))) && cx.select.is_none() {
+                self.slot(Literal::Null);
+                return i + 1;
+            }
+            if w == "IN"
+                && cx.select.is_none()
+                && let Some(next) = self.in_list(i + 1)
+            {
+                return next;
+            }
+            if u.is_in(RESERVED) || call {
+                self.push(w, true);
+                return i + 1;
+            }
+        }
+        // A charset introducer: `_utf8mb4'x'` (the string's slot follows the name).
+        if text.first() == Some(&b'_') && matches!(self.kind(i + 1), Some(TokenKind::SingleQuoted | TokenKind::DoubleQuoted)) && cx.select.is_none() {
+            self.push_bytes(text, true);
+            return self.literal_at(i + 1, cx);
+        }
+        self.identifier(text);
+        i + 1
+    }
+
+    fn symbol(&mut self, i: usize, cx: &mut Context) {
+        let text = self.text(i);
+        match text {
+            b"(" => {
+                let prev_word = i > 0 && matches!(self.kind(i - 1), Some(TokenKind::Word | TokenKind::QuotedIdent));
+                let keyword = prev_word && upper(self.text(i - 1)).is_some_and(|u| u.is_in(RESERVED) && !u.is_in(TYPES));
+                cx.depth += 1;
+                if i > 0 && upper(self.text(i - 1)).is_some_and(|u| u.is_in(TYPES)) && cx.type_args.is_none() {
+                    cx.type_args = Some(cx.depth);
+                }
+                self.push("(", !prev_word || keyword);
+            }
+            b")" => {
+                if cx.type_args == Some(cx.depth) {
+                    cx.type_args = None;
+                }
+                if cx.by == Some(cx.depth) {
+                    cx.by = None;
+                }
+                cx.depth -= 1;
+                self.push(")", false);
+            }
+            b"," => self.push(",", false),
+            b"." => self.push(".", false),
+            b";" => {
+                self.relay("multiple statements");
+                self.push(";", false);
+            }
+            b"-" | b"+" if self.unary_number(i, cx) => {}
+            _ => {
+                let after_dot = self.out.ends_with('.') || self.out.ends_with('(');
+                self.push_bytes(text, !after_dot);
+            }
+        }
+    }
+
+    /// Whether the symbol at `i` is a unary sign before a number; if so, emits the signed
+    /// literal and the caller's next token is skipped via `skip_next`.
+    fn unary_number(&mut self, i: usize, cx: &mut Context) -> bool {
+        if !matches!(self.kind(i + 1), Some(TokenKind::Integer | TokenKind::Decimal | TokenKind::Float)) || self.verbatim(i + 1, cx) {
+            return false;
+        }
+        if i > 0 && self.ends_operand(i - 1) {
+            return false;
+        }
+        // The number's own step (literal_at) sees the sign before it and folds it in.
+        true
+    }
+
+    /// Whether the token at `i` can end an operand, so that a following `-` is binary.
+    fn ends_operand(&self, i: usize) -> bool {
+        match self.kind(i) {
+            Some(TokenKind::Symbol) => self.is_symbol(i, b")"),
+            Some(TokenKind::Word) => upper(self.text(i)).is_none_or(|u| !u.is_in(RESERVED) || matches!(u.as_str(), "NULL" | "TRUE" | "FALSE" | "CURRENT_DATE" | "CURRENT_TIME" | "CURRENT_TIMESTAMP" | "CURRENT_USER" | "LOCALTIME" | "LOCALTIMESTAMP" | "UTC_DATE" | "UTC_TIME" | "UTC_TIMESTAMP")),
+            Some(TokenKind::ExecComment | TokenKind::Unterminated) | None => true,
+            Some(_) => true,
+        }
+    }
+
+    /// Whether a literal at `i` stays in the text (select list, type arguments, positional BY).
+    fn verbatim(&self, i: usize, cx: &Context) -> bool {
+        if cx.select.is_some() || cx.type_args.is_some() {
+            return true;
+        }
+        if cx.by == Some(cx.depth) && self.kind(i) == Some(TokenKind::Integer) && i > 0 {
+            let after = self.is_word(i - 1, "BY") || self.is_symbol(i - 1, b",");
+            let before = self.tokens.get(i + 1).is_none_or(|t| t.is_symbol(self.sql, b",") || t.is_symbol(self.sql, b")") || t.is_symbol(self.sql, b";") || t.kind == TokenKind::Word);
+            return after && before;
+        }
+        false
+    }
+
+    /// The literal token at `i`, with a unary sign at `i - 1` if [`Self::symbol`] left it.
+    fn literal_at(&mut self, i: usize, cx: &mut Context) -> usize {
+        let Some(&token) = self.tokens.get(i) else { return i + 1 };
+        if self.verbatim(i, cx) {
+            self.push_bytes(token.text(self.sql), true);
+            return i + 1;
+        }
+        let negative = i > 0 && self.is_symbol(i - 1, b"-") && !self.ends_operand_before_sign(i - 1);
+        match self.parse_literal(i, negative) {
+            Some(lit) => {
+                if token.kind == TokenKind::NationalString {
+                    self.push("N", true);
+                    self.out.push('?');
+                    self.slots.push(Slot::One(self.out.len() - 1));
+                    self.literals.push(lit);
+                } else {
+                    self.slot(lit);
+                }
+            }
+            None => {
+                self.relay("a literal out of range");
+                self.push_bytes(token.text(self.sql), true);
+            }
+        }
+        i + 1
+    }
+
+    fn ends_operand_before_sign(&self, sign: usize) -> bool {
+        sign > 0 && self.ends_operand(sign - 1)
+    }
+
+    fn slot(&mut self, lit: Literal<'q>) {
+        let space = !(self.out.ends_with('(') || self.out.ends_with('.'));
+        self.push("?", space && !self.out.is_empty());
+        self.slots.push(Slot::One(self.out.len() - 1));
+        self.literals.push(lit);
+    }
+
+    fn parse_literal(&mut self, at: usize, negative: bool) -> Option<Literal<'q>> {
+        let token = *self.tokens.get(at)?;
+        let text = token.text(self.sql);
+        let ascii = || std::str::from_utf8(text).ok();
+        let body = |skip: usize| text.get(skip..text.len().saturating_sub(1)).unwrap_or(&[]);
+        Some(match token.kind {
+            TokenKind::Integer => literal::integer(ascii()?, negative),
+            TokenKind::Decimal => literal::decimal(ascii()?, negative),
+            TokenKind::Float => literal::float(ascii()?, negative)?,
+            TokenKind::HexNumber => Literal::Hex(ascii()?.get(2..)?),
+            TokenKind::BitNumber => Literal::Bits(ascii()?.get(2..)?),
+            TokenKind::HexString => Literal::Hex(std::str::from_utf8(body(2)).ok()?),
+            TokenKind::BitString => Literal::Bits(std::str::from_utf8(body(2)).ok()?),
+            TokenKind::SingleQuoted | TokenKind::DoubleQuoted | TokenKind::NationalString => {
+                let skip = if token.kind == TokenKind::NationalString { 2 } else { 1 };
+                let quote = text.get(skip - 1).copied().unwrap_or(b'\'');
+                let introducer = at.checked_sub(1).filter(|&p| self.kind(p) == Some(TokenKind::Word)).map(|p| self.text(p)).filter(|w| w.first() == Some(&b'_')).and_then(|w| std::str::from_utf8(&w[1..]).ok());
+                Literal::String { bytes: literal::unescape(body(skip), quote), introducer, national: token.kind == TokenKind::NationalString }
+            }
+            TokenKind::Placeholder => {
+                self.placeholders += 1;
+                Literal::Placeholder(self.placeholders - 1)
+            }
+            _ => return None,
+        })
+    }
+
+    fn undo_placeholders(&mut self, before: u32) -> Option<usize> {
+        self.placeholders = before;
+        None
+    }
+
+    /// `(lit, lit, ...)` at `i`: folds it to one slot and returns the index after `)`, or None
+    /// if the list holds anything but plain literals.
+    fn in_list(&mut self, i: usize) -> Option<usize> {
+        if !self.is_symbol(i, b"(") {
+            return None;
+        }
+        let before = self.placeholders;
+        let mut j = i + 1;
+        let mut items = Vec::new();
+        loop {
+            let negative = self.is_symbol(j, b"-");
+            let at = if negative || self.is_symbol(j, b"+") { j + 1 } else { j };
+            let Some(&token) = self.tokens.get(at) else { return self.undo_placeholders(before) };
+            let numeric = matches!(token.kind, TokenKind::Integer | TokenKind::Decimal | TokenKind::Float);
+            if at != j && !numeric {
+                return self.undo_placeholders(before);
+            }
+            let lit = match token.kind {
+                TokenKind::Word if is(token.text(self.sql), "NULL") => Literal::Null,
+                TokenKind::Integer | TokenKind::Decimal | TokenKind::Float | TokenKind::HexNumber | TokenKind::BitNumber | TokenKind::HexString | TokenKind::BitString | TokenKind::SingleQuoted | TokenKind::DoubleQuoted | TokenKind::Placeholder => {
+                    match self.parse_literal(at, negative) {
+                        Some(lit) => lit,
+                        None => return self.undo_placeholders(before),
+                    }
+                }
+                _ => return self.undo_placeholders(before),
+            };
+            items.push(lit);
+            j = at + 1;
+            if self.is_symbol(j, b",") {
+                j += 1;
+            } else if self.is_symbol(j, b")") {
+                break;
+            } else {
+                return self.undo_placeholders(before);
+            }
+        }
+        self.push("IN", true);
+        self.push(IN_LIST, true);
+        self.slots.push(Slot::InList(self.out.len() - IN_LIST.len()));
+        self.in_lists.push(u32::try_from(items.len()).unwrap_or(u32::MAX));
+        self.literals.extend(items);
+        Some(j + 1)
+    }
+}
+

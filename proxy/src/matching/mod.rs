@@ -1,0 +1,46 @@
+//! Query matching for the hit path: classify a query's text without a SQL parser.
+//!
+//! Owns the tokenizer ([`lexer`]), the fingerprint and literal extraction ([`fingerprint`],
+//! [`literal`]) and the bounded table of verdicts ([`table`]). It does not parse SQL, build
+//! views, encode rows or decide what is cacheable: the full parse, run once per new
+//! fingerprint by the routing code, does that and stores its verdict here.
+//!
+//! How routing uses it, per COM_QUERY (or per COM_STMT_PREPARE's text, whose `?` become
+//! [`Literal::Placeholder`]s bound at execute):
+//! ```text
+//! let query = matching::classify(sql, session_sql_mode);
+//! if let Some(reason) = query.relay { relay; count under query.fingerprint with reason }
+//! match table.get(&query.fingerprint) {
+//!     Some(entry) => match &entry.verdict {
+//!         Verdict::Cache { id, params } => look up view `id` with query.literals mapped by params,
+//!         Verdict::Relay { .. } => relay,
+//!     },
+//!     None => full parse once, table.insert(&query.fingerprint, verdict), then as above,
+//! }
+//! VerdictTable::record(&entry, elapsed);
+//! ```
+//!
+//! Decisions, each enforced where it is implemented:
+//! - executable comments (`/*! */`, `/*M! */`) and optimizer hints (`/*+ */`) make a query
+//!   relayed: what they mean depends on the server version reading them;
+//! - the text is read with the default sql_mode (no `ANSI_QUOTES`, backslash escapes on);
+//!   [`classify`] relays a session in any other mode, so a verdict always carries that
+//!   reading;
+//! - a unary sign before a number is folded into the literal (`id = -5` ~ `id = 5`);
+//! - qualified and unqualified names give different fingerprints; the full parse maps both to
+//!   the same cache id when they mean the same column;
+//! - token-level relays: session-dependent functions, user and system variables, locking
+//!   reads, `SELECT ... INTO`, `SQL_CALC_FOUND_ROWS`, multiple statements, anything that is
+//!   not a SELECT, and malformed text (unterminated string, identifier or comment).
+
+pub mod fingerprint;
+pub mod lexer;
+pub mod literal;
+pub mod table;
+
+pub use fingerprint::{Fingerprint, Query, Slot, SqlMode, classify};
+pub use literal::Literal;
+pub use table::{CacheId, Entry, ParamMap, Verdict, VerdictTable};
+
+#[cfg(test)]
+mod tests;

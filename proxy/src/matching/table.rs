@@ -1,0 +1,189 @@
+//! The verdict table: fingerprint -> what to do with it, with per-fingerprint statistics.
+//!
+//! Owns the bounded memory of verdicts taken by the full parse (done once per new
+//! fingerprint, elsewhere) and the counters behind `SHOW PROXIED QUERIES`. Invariants:
+//! - at most `capacity` entries (rounded up to a multiple of the shard count); inserting a new
+//!   fingerprint into a full shard evicts that shard's least recently used entry;
+//! - a lookup returns an entry only if its normalized text equals the query's, so a 64-bit
+//!   hash collision costs a miss, never a wrong answer;
+//! - readers take one shard's read lock for a hash-map probe and bump atomics; writers (new
+//!   fingerprints, rare after warm-up) take one shard's write lock. No lock is held across
+//!   anything slower than a probe or a scan of one shard at eviction.
+//!
+//! A small sharded map rather than `moka`: the table needs exact LRU by count, a collision
+//! check on lookup and atomics on every hit, all of which fit in ~100 lines without adding a
+//! dependency to the proxy.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use super::fingerprint::Fingerprint;
+
+/// A cached query's id (index in the set of views).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CacheId(pub u32);
+
+/// How a query's extracted literals become the view's lookup key: `key[k]` is
+/// `literals[params[k]]`. Filled by the full parse; its exact shape (IN-list expansion into
+/// several lookups, constant checks) is the routing's to refine.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ParamMap {
+    pub params: Arc<[u16]>,
+}
+
+/// What to do with every query of one fingerprint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Cache { id: CacheId, params: ParamMap },
+    Relay { reason: Arc<str> },
+}
+
+impl Verdict {
+    pub fn relay(reason: &str) -> Verdict {
+        Verdict::Relay { reason: Arc::from(reason) }
+    }
+}
+
+/// One fingerprint's verdict and statistics.
+#[derive(Debug)]
+pub struct Entry {
+    pub normalized: Box<str>,
+    pub verdict: Verdict,
+    count: AtomicU64,
+    total_nanos: AtomicU64,
+    last_used: AtomicU64,
+}
+
+impl Entry {
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    pub fn total_time(&self) -> Duration {
+        Duration::from_nanos(self.total_nanos.load(Ordering::Relaxed))
+    }
+}
+
+const SHARDS: usize = 16;
+
+/// The bounded, sharded verdict table.
+pub struct VerdictTable {
+    shards: [RwLock<HashMap<u64, Arc<Entry>>>; SHARDS],
+    per_shard: usize,
+    clock: AtomicU64,
+}
+
+impl VerdictTable {
+    pub fn new(capacity: usize) -> VerdictTable {
+        VerdictTable { shards: std::array::from_fn(|_| RwLock::new(HashMap::new())), per_shard: capacity.div_ceil(SHARDS).max(1), clock: AtomicU64::new(0) }
+    }
+
+    fn shard(&self, hash: u64) -> &RwLock<HashMap<u64, Arc<Entry>>> {
+        // The top bits: the low ones feed the HashMap's own buckets.
+        &self.shards[(hash >> 60) as usize % SHARDS]
+    }
+
+    /// The entry for this fingerprint, marked as just used; None if it has no verdict yet.
+    pub fn get(&self, fingerprint: &Fingerprint) -> Option<Arc<Entry>> {
+        // A poisoned lock means a panic while holding it; the map itself is still consistent
+        // (every write is a single insert or remove), so use it.
+        let shard = self.shard(fingerprint.hash).read().unwrap_or_else(|e| e.into_inner());
+        let entry = shard.get(&fingerprint.hash).filter(|e| *e.normalized == *fingerprint.normalized)?.clone();
+        drop(shard);
+        entry.last_used.store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+        Some(entry)
+    }
+
+    /// Records the verdict for a fingerprint (replacing an older one, or a colliding one),
+    /// evicting the shard's least recently used entry if it is full.
+    pub fn insert(&self, fingerprint: &Fingerprint, verdict: Verdict) -> Arc<Entry> {
+        let entry = Arc::new(Entry {
+            normalized: fingerprint.normalized.as_str().into(),
+            verdict,
+            count: AtomicU64::new(0),
+            total_nanos: AtomicU64::new(0),
+            last_used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
+        });
+        let mut shard = self.shard(fingerprint.hash).write().unwrap_or_else(|e| e.into_inner());
+        if !shard.contains_key(&fingerprint.hash) && shard.len() >= self.per_shard {
+            let oldest = shard.iter().min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(&k, _)| k);
+            if let Some(k) = oldest {
+                shard.remove(&k);
+            }
+        }
+        shard.insert(fingerprint.hash, entry.clone());
+        entry
+    }
+
+    /// Counts one execution of the entry's query and the time it took.
+    pub fn record(entry: &Entry, elapsed: Duration) {
+        entry.count.fetch_add(1, Ordering::Relaxed);
+        entry.total_nanos.fetch_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The `n` most executed fingerprints, most first (for `SHOW PROXIED QUERIES`).
+    pub fn top(&self, n: usize) -> Vec<Arc<Entry>> {
+        let mut all: Vec<Arc<Entry>> = self.shards.iter().flat_map(|s| s.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect::<Vec<_>>()).collect();
+        all.sort_by_key(|e| std::cmp::Reverse(e.count()));
+        all.truncate(n);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fp(hash: u64, text: &str) -> Fingerprint {
+        Fingerprint { hash, normalized: text.to_string(), slots: Vec::new() }
+    }
+
+    #[test]
+    fn get_after_insert_and_collision_is_a_miss() {
+        let table = VerdictTable::new(100);
+        table.insert(&fp(1, "SELECT a FROM t"), Verdict::relay("x"));
+        assert_eq!(table.get(&fp(1, "SELECT a FROM t")).map(|e| e.verdict.clone()), Some(Verdict::relay("x")));
+        assert!(table.get(&fp(1, "SELECT b FROM t")).is_none());
+        assert!(table.get(&fp(2, "SELECT a FROM t")).is_none());
+    }
+
+    #[test]
+    fn bounded_with_lru_eviction() {
+        let table = VerdictTable::new(SHARDS * 2);
+        // Same shard (top bits 0): capacity 2 there.
+        table.insert(&fp(1, "a"), Verdict::relay("a"));
+        table.insert(&fp(2, "b"), Verdict::relay("b"));
+        assert!(table.get(&fp(1, "a")).is_some()); // a is now more recent than b
+        table.insert(&fp(3, "c"), Verdict::relay("c"));
+        assert!(table.get(&fp(2, "b")).is_none(), "b was least recently used");
+        assert!(table.get(&fp(1, "a")).is_some());
+        assert!(table.get(&fp(3, "c")).is_some());
+        for h in 0..1000u64 {
+            table.insert(&fp(h.rotate_right(4) ^ h, &h.to_string()), Verdict::relay("n"));
+        }
+        assert!(table.len() <= SHARDS * 2);
+    }
+
+    #[test]
+    fn records_counts_and_time_and_ranks() {
+        let table = VerdictTable::new(10);
+        let a = table.insert(&fp(1, "a"), Verdict::Cache { id: CacheId(3), params: ParamMap::default() });
+        let b = table.insert(&fp(2, "b"), Verdict::relay("no"));
+        VerdictTable::record(&a, Duration::from_micros(5));
+        VerdictTable::record(&b, Duration::from_micros(1));
+        VerdictTable::record(&b, Duration::from_micros(1));
+        assert_eq!((b.count(), b.total_time()), (2, Duration::from_micros(2)));
+        let top = table.top(1);
+        assert_eq!(&*top[0].normalized, "b");
+    }
+}

@@ -1,0 +1,313 @@
+//! Fingerprint and literal-extraction tests: one per lexical case, then properties.
+
+use std::borrow::Cow;
+
+use proptest::prelude::*;
+
+use super::*;
+
+fn q(sql: &str) -> Query<'_> {
+    classify(sql.as_bytes(), SqlMode::default())
+}
+
+fn norm(sql: &str) -> String {
+    q(sql).fingerprint.normalized
+}
+
+fn same(a: &str, b: &str) {
+    let (x, y) = (q(a), q(b));
+    assert_eq!(x.fingerprint, y.fingerprint, "\n{a}\n{b}");
+}
+
+fn differ(a: &str, b: &str) {
+    assert_ne!(q(a).fingerprint.hash, q(b).fingerprint.hash, "\n{a}\n{b}");
+}
+
+fn s(bytes: &str) -> Literal<'_> {
+    Literal::String { bytes: Cow::Borrowed(bytes.as_bytes()), introducer: None, national: false }
+}
+
+#[test]
+fn normalized_form() {
+    assert_eq!(norm("select id, title from stories where id = 42"), "SELECT id, title FROM stories WHERE id = ?");
+    assert_eq!(norm("SELECT COUNT(*) FROM votes WHERE story_id IN (1, 2, 3)"), "SELECT COUNT(*) FROM votes WHERE story_id IN (...)");
+    assert_eq!(norm("SELECT a FROM t WHERE f(x, 'y') > 2.5"), "SELECT a FROM t WHERE F(x, ?) > ?");
+}
+
+#[test]
+fn whitespace_case_and_comments_do_not_matter() {
+    same("SELECT id FROM stories WHERE id = 42", "  select\n\tid   from stories\r\nWHERE id=42  ");
+    same("SELECT id FROM stories WHERE id = 42", "SELECT /* c */ id -- x\nFROM # y\n stories WHERE id = 42;");
+    same("SELECT id FROM t WHERE lower(x) = 'a'", "SELECT id FROM t WHERE LOWER (x) = 'b'");
+}
+
+#[test]
+fn identifier_case_matters() {
+    // Table names are case-sensitive on most servers, column names name the result columns.
+    differ("SELECT id FROM Stories", "SELECT id FROM stories");
+    differ("SELECT ID FROM stories", "SELECT id FROM stories");
+}
+
+#[test]
+fn backticks_are_removed_unless_needed() {
+    same("SELECT `id` FROM `stories` WHERE `id` = 1", "SELECT id FROM stories WHERE id = 2");
+    assert_eq!(norm("SELECT `order`, `a b`, `x``y`, `1e5` FROM t"), "SELECT `order`, `a b`, `x``y`, `1e5` FROM t");
+    differ("SELECT `select` FROM t", "SELECT `SELECT` FROM t");
+}
+
+#[test]
+fn qualified_names_are_kept_as_written() {
+    assert_eq!(norm("SELECT stories.id FROM stories WHERE stories . id = 1"), "SELECT stories.id FROM stories WHERE stories.id = ?");
+    differ("SELECT id FROM stories WHERE stories.id = 1", "SELECT id FROM stories WHERE id = 1");
+}
+
+#[test]
+fn in_lists_fold_with_their_arity() {
+    let (a, b) = (q("SELECT a FROM t WHERE id IN (1,2,3) AND x = 'k'"), q("SELECT a FROM t WHERE id IN (4, 5) AND x = 'j'"));
+    assert_eq!(a.fingerprint, b.fingerprint);
+    assert_eq!((a.in_lists, b.in_lists), (vec![3], vec![2]));
+    assert_eq!(a.literals, vec![Literal::Int(1), Literal::Int(2), Literal::Int(3), s("k")]);
+    same("SELECT a FROM t WHERE id IN (?, ?)", "SELECT a FROM t WHERE id IN (-1, 'x', NULL, 0x1F)");
+    // A subquery or expressions are not a literal list.
+    assert_eq!(norm("SELECT a FROM t WHERE id IN (SELECT b FROM u)"), "SELECT a FROM t WHERE id IN (SELECT b FROM u)");
+    assert_eq!(norm("SELECT a FROM t WHERE id IN (1, b)"), "SELECT a FROM t WHERE id IN (?, b)");
+    assert_eq!(q("SELECT a FROM t WHERE id IN (?, b) AND c = ?").literals, vec![Literal::Placeholder(0), Literal::Placeholder(1)]);
+}
+
+#[test]
+fn string_escapes_are_undone() {
+    let query = q(r#"SELECT a FROM t WHERE x = 'it\'s' AND y = 'it''s' AND z = "q\"q" AND w = "d""d" AND v = 'a\nb\\'"#);
+    assert_eq!(query.literals, vec![s("it's"), s("it's"), s("q\"q"), s("d\"d"), s("a\nb\\")]);
+}
+
+#[test]
+fn introducers_and_national_strings() {
+    let query = q("SELECT a FROM t WHERE x = _utf8mb4'caf\u{e9}' AND y = N'n'");
+    assert_eq!(query.fingerprint.normalized, "SELECT a FROM t WHERE x = _utf8mb4 ? AND y = N?");
+    assert_eq!(query.literals, vec![
+        Literal::String { bytes: Cow::Borrowed("caf\u{e9}".as_bytes()), introducer: Some("utf8mb4"), national: false },
+        Literal::String { bytes: Cow::Borrowed(b"n"), introducer: None, national: true },
+    ]);
+    differ("SELECT a FROM t WHERE x = _latin1'a'", "SELECT a FROM t WHERE x = 'a'");
+}
+
+#[test]
+fn numbers_and_their_types() {
+    let query = q("SELECT a FROM t WHERE a = 1 AND b = 1.50 AND c = 1e3 AND d = 18446744073709551615 AND e = 99999999999999999999 AND f = 0x1F AND g = X'ab' AND h = b'101' AND i = 0b11 AND j = NULL");
+    assert_eq!(query.literals, vec![
+        Literal::Int(1),
+        Literal::Decimal("1.50".into()),
+        Literal::Float(1000.0),
+        Literal::UInt(u64::MAX),
+        Literal::Decimal("99999999999999999999".into()),
+        Literal::Hex("1F"),
+        Literal::Hex("ab"),
+        Literal::Bits("101"),
+        Literal::Bits("11"),
+        Literal::Null,
+    ]);
+}
+
+#[test]
+fn negative_numbers_fold_into_the_literal() {
+    same("SELECT a FROM t WHERE id = -5", "SELECT a FROM t WHERE id = 5");
+    same("SELECT a FROM t WHERE id = - 5", "SELECT a FROM t WHERE id = +5");
+    assert_eq!(q("SELECT a FROM t WHERE id = -5 AND x > -1.5 AND y < -2e1").literals, vec![Literal::Int(-5), Literal::Decimal("-1.5".into()), Literal::Float(-20.0)]);
+    assert_eq!(q("SELECT a FROM t WHERE id = -9223372036854775808").literals, vec![Literal::Int(i64::MIN)]);
+    // After an operand the sign is binary.
+    assert_eq!(norm("SELECT a FROM t WHERE b -5 = c"), "SELECT a FROM t WHERE b - ? = c");
+    assert_eq!(q("SELECT a FROM t WHERE b -5 = c").literals, vec![Literal::Int(5)]);
+    assert_eq!(norm("SELECT a FROM t WHERE (b) - 5 = c"), "SELECT a FROM t WHERE (b) - ? = c");
+    // `1--2` is 1 minus -2, not a comment.
+    assert_eq!(q("SELECT a FROM t WHERE b = 1--2").literals, vec![Literal::Int(1), Literal::Int(-2)]);
+}
+
+#[test]
+fn null_after_is_stays_a_keyword() {
+    assert_eq!(norm("SELECT a FROM t WHERE b IS NULL AND c IS NOT null AND d = null"), "SELECT a FROM t WHERE b IS NULL AND c IS NOT NULL AND d = ?");
+}
+
+#[test]
+fn structural_literals_stay() {
+    differ("SELECT a FROM t ORDER BY 1", "SELECT a FROM t ORDER BY 2");
+    differ("SELECT a, b FROM t GROUP BY 1, 2", "SELECT a, b FROM t GROUP BY 1, 3");
+    same("SELECT a FROM t ORDER BY a LIMIT 10", "SELECT a FROM t ORDER BY a LIMIT 20");
+    differ("SELECT a FROM t WHERE CAST(b AS CHAR(10)) = 'x'", "SELECT a FROM t WHERE CAST(b AS CHAR(20)) = 'x'");
+    differ("SELECT a FROM t WHERE CAST(b AS DECIMAL(10, 2)) = 1", "SELECT a FROM t WHERE CAST(b AS DECIMAL(10, 3)) = 1");
+}
+
+#[test]
+fn select_list_expressions_keep_their_text() {
+    // The server names `a+1` and `a + 1` differently: they must not share column metadata.
+    differ("SELECT a+1 FROM t", "SELECT a + 1 FROM t");
+    differ("SELECT 'x' FROM t", "SELECT 'y' FROM t");
+    differ("SELECT count(*) FROM t", "SELECT COUNT(*) FROM t");
+    differ("SELECT (SELECT b FROM u WHERE c = 1) FROM t", "SELECT (SELECT b FROM u WHERE c = 2) FROM t");
+    assert!(q("SELECT a+1 FROM t WHERE b = 1").literals == vec![Literal::Int(1)]);
+    // Plain names (and DISTINCT, aliases) are normalized as usual.
+    same("select distinct a, t.b as c, * FROM t", "SELECT DISTINCT a,t.b AS c,* from t");
+    // A subquery in WHERE has its own select list.
+    same("SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d = 1)", "SELECT a FROM t WHERE b IN (SELECT c FROM u WHERE d = 2)");
+}
+
+#[test]
+fn prepared_placeholders_share_the_fingerprint() {
+    let (text, prepared) = (q("SELECT a FROM t WHERE id = 42 AND b = 'x'"), q("SELECT a FROM t WHERE id = ? AND b = ?"));
+    assert_eq!(text.fingerprint, prepared.fingerprint);
+    assert_eq!(prepared.literals, vec![Literal::Placeholder(0), Literal::Placeholder(1)]);
+}
+
+#[test]
+fn relays_are_detected_from_tokens() {
+    let cases = [
+        ("SELECT NOW()", "session-dependent"),
+        ("SELECT a FROM t WHERE b > now ( )", "session-dependent"),
+        ("SELECT a FROM t WHERE b < CURRENT_TIMESTAMP", "session-dependent"),
+        ("SELECT RAND()", "session-dependent"),
+        ("SELECT UUID()", "session-dependent"),
+        ("SELECT LAST_INSERT_ID()", "session-dependent"),
+        ("SELECT a FROM t WHERE b = @x", "user variable"),
+        ("SELECT @@session.sql_mode", "system variable"),
+        ("SELECT a FROM t WHERE id = 1 FOR UPDATE", "locking"),
+        ("SELECT a FROM t WHERE id = 1 LOCK IN SHARE MODE", "locking"),
+        ("SELECT a FROM t FOR SHARE", "locking"),
+        ("SELECT a FROM t INTO OUTFILE '/tmp/x'", "INTO"),
+        ("SELECT SQL_CALC_FOUND_ROWS a FROM t", "SQL_CALC_FOUND_ROWS"),
+        ("SELECT 1; SELECT 2", "multiple"),
+        ("UPDATE t SET a = 1", "not a SELECT"),
+        ("SELECT /*!40001 SQL_NO_CACHE */ a FROM t", "executable"),
+        ("SELECT /*+ MAX_EXECUTION_TIME(10) */ a FROM t", "executable"),
+        ("SELECT a FROM t WHERE b = 'x", "unterminated"),
+        ("SELECT a FROM t /* x", "unterminated"),
+        ("SELECT a FROM t WHERE b = 1e999", "out of range"),
+        ("SELECT NEXT VALUE FOR s", "sequence"),
+    ];
+    for (sql, why) in cases {
+        let reason = q(sql).relay;
+        assert!(reason.is_some_and(|r| r.contains(why)), "{sql}: {reason:?}");
+    }
+    for sql in ["SELECT a FROM t WHERE id = 1;", "SELECT now_col FROM t", "SELECT a FROM t WHERE user_id = 1 ORDER BY a FOR_x", "SELECT user FROM t"] {
+        assert_eq!(q(sql).relay, None, "{sql}");
+    }
+    let modes = SqlMode { ansi_quotes: true, no_backslash_escapes: false };
+    assert!(classify(b"SELECT a FROM t", modes).relay.is_some());
+}
+
+#[test]
+fn render_puts_the_literals_back() {
+    let sql = r"SELECT a FROM t WHERE id IN (1, -2, 'x''y') AND b = _utf8mb4'c\\' AND c = N'n' AND d = -1.5 AND e IS NULL AND f = 0x0A LIMIT 5";
+    let query = q(sql);
+    let rendered = query.render();
+    let again = classify(&rendered, SqlMode::default());
+    assert_eq!(again.fingerprint, query.fingerprint, "{}", String::from_utf8_lossy(&rendered));
+    assert_eq!(again.literals, query.literals);
+    assert_eq!(again.in_lists, query.in_lists);
+}
+
+// ---- properties ----
+
+/// A query with plain select list and a WHERE of literals, as tokens, so that whitespace and
+/// comments can be put between any two of them.
+fn query_tokens() -> impl Strategy<Value = Vec<String>> {
+    let ident = prop_oneof![Just("id".to_string()), Just("title".to_string()), Just("`user id`".to_string()), Just("t.a".to_string()), "[a-z][a-z0-9_]{0,6}".prop_map(|s| format!("c_{s}"))];
+    let lit = prop_oneof![
+        any::<i64>().prop_map(|v| v.to_string()),
+        any::<u64>().prop_map(|v| v.to_string()),
+        (any::<i32>(), 0u32..1000).prop_map(|(a, b)| format!("{a}.{b}")),
+        (-1.0e10f64..1.0e10).prop_map(|v| format!("{v:e}")),
+        "[ -~]{0,12}".prop_map(|s| format!("'{}'", s.replace('\\', "\\\\").replace('\'', "''"))),
+        "[0-9a-f]{0,8}".prop_map(|s| format!("X'{}'", if s.len() % 2 == 1 { format!("0{s}") } else { s })),
+        "[01]{1,8}".prop_map(|s| format!("b'{s}'")),
+        Just("NULL".to_string()),
+    ];
+    let cond = prop_oneof![
+        (ident.clone(), prop_oneof![Just("="), Just("<"), Just(">="), Just("<>"), Just("<=>")], lit.clone()).prop_map(|(i, op, l)| vec![i, op.to_string(), l]),
+        (ident.clone(), prop::collection::vec(lit.clone(), 1..5)).prop_map(|(i, ls)| {
+            let mut v = vec![i, "IN".to_string(), "(".to_string()];
+            for (n, l) in ls.into_iter().enumerate() {
+                if n > 0 {
+                    v.push(",".to_string());
+                }
+                v.push(l);
+            }
+            v.push(")".to_string());
+            v
+        }),
+        ident.clone().prop_map(|i| vec![i, "IS".to_string(), "NOT".to_string(), "NULL".to_string()]),
+    ];
+    (prop::collection::vec(ident.clone(), 1..4), ident, prop::collection::vec(cond, 1..4), prop::option::of(0u32..100)).prop_map(|(cols, table, conds, limit)| {
+        let mut v = vec!["SELECT".to_string()];
+        for (n, c) in cols.into_iter().enumerate() {
+            if n > 0 {
+                v.push(",".to_string());
+            }
+            v.push(c);
+        }
+        v.extend(["FROM".to_string(), table.replace('.', "_"), "WHERE".to_string()]);
+        for (n, c) in conds.into_iter().enumerate() {
+            if n > 0 {
+                v.push("AND".to_string());
+            }
+            v.extend(c);
+        }
+        if let Some(l) = limit {
+            v.extend(["LIMIT".to_string(), l.to_string()]);
+        }
+        v
+    })
+}
+
+fn join(tokens: &[String], seps: &[String], case_flip: bool) -> String {
+    let keywords = ["SELECT", "FROM", "WHERE", "AND", "IN", "IS", "NOT", "NULL", "LIMIT"];
+    let mut out = String::new();
+    for (n, t) in tokens.iter().enumerate() {
+        out.push_str(seps.get(n).map_or(" ", |s| s.as_str()));
+        if case_flip && keywords.contains(&t.as_str()) {
+            out.push_str(&t.to_lowercase());
+        } else {
+            out.push_str(t);
+        }
+    }
+    out
+}
+
+fn separator() -> impl Strategy<Value = String> {
+    prop_oneof![Just(" ".to_string()), Just("\n\t ".to_string()), Just(" /* c */ ".to_string()), Just(" -- c\n".to_string()), Just(" #x\n".to_string()), Just("/**/ ".to_string())]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn never_panics_on_arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..200)) {
+        let query = classify(&bytes, SqlMode::default());
+        let _ = query.render();
+    }
+
+    #[test]
+    fn never_panics_on_sql_like_text(text in "[a-zA-Z0-9 ,.()'\"`\\\\@?*=<>!+#/;\n-]{0,80}") {
+        let query = classify(text.as_bytes(), SqlMode::default());
+        let _ = query.render();
+    }
+
+    #[test]
+    fn fingerprint_ignores_whitespace_comments_and_keyword_case(tokens in query_tokens(), seps in prop::collection::vec(separator(), 0..40)) {
+        let plain = join(&tokens, &[], false);
+        let noisy = join(&tokens, &seps, true);
+        let (a, b) = (q(&plain), q(&noisy));
+        prop_assert_eq!(&a.fingerprint, &b.fingerprint, "\n{}\n{}", plain, noisy);
+        prop_assert_eq!(a.literals, b.literals);
+        prop_assert_eq!(a.relay, None);
+    }
+
+    #[test]
+    fn literals_round_trip_through_render(tokens in query_tokens()) {
+        let sql = join(&tokens, &[], false);
+        let query = q(&sql);
+        let rendered = query.render();
+        let again = classify(&rendered, SqlMode::default());
+        prop_assert_eq!(&again.fingerprint, &query.fingerprint, "\n{}\n{}", sql, String::from_utf8_lossy(&rendered));
+        prop_assert_eq!(&again.literals, &query.literals);
+        prop_assert_eq!(&again.in_lists, &query.in_lists);
+    }
+}
