@@ -513,10 +513,10 @@ impl<'q> Normalizer<'q, '_> {
             TokenKind::Integer => literal::integer(ascii()?, negative),
             TokenKind::Decimal => literal::decimal(ascii()?, negative),
             TokenKind::Float => literal::float(ascii()?, negative)?,
-            TokenKind::HexNumber => Literal::Hex(ascii()?.get(2..)?),
-            TokenKind::BitNumber => Literal::Bits(ascii()?.get(2..)?),
-            TokenKind::HexString => Literal::Hex(std::str::from_utf8(body(2)).ok()?),
-            TokenKind::BitString => Literal::Bits(std::str::from_utf8(body(2)).ok()?),
+            TokenKind::HexNumber => Literal::HexNumber(ascii()?.get(2..)?),
+            TokenKind::BitNumber => Literal::BitNumber(ascii()?.get(2..)?),
+            TokenKind::HexString => Literal::HexString(std::str::from_utf8(body(2)).ok()?),
+            TokenKind::BitString => Literal::BitString(std::str::from_utf8(body(2)).ok()?),
             TokenKind::SingleQuoted | TokenKind::DoubleQuoted | TokenKind::NationalString => {
                 let skip = if token.kind == TokenKind::NationalString { 2 } else { 1 };
                 let quote = text.get(skip - 1).copied().unwrap_or(b'\'');

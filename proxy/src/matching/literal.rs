@@ -25,10 +25,15 @@ pub enum Literal<'q> {
     /// A quoted string, unescaped. `introducer` is the charset of `_utf8mb4'x'` (without the
     /// underscore); `national` marks `N'x'`. Both are also part of the fingerprint.
     String { bytes: Cow<'q, [u8]>, introducer: Option<&'q str>, national: bool },
-    /// `0x1F` or `X'1F'`: the hex digits as written.
-    Hex(&'q str),
-    /// `0b101` or `b'101'`: the binary digits as written.
-    Bits(&'q str),
+    /// `0x1F`: the hex digits as written. A number in numeric context (`0x41 + 0` is 65).
+    HexNumber(&'q str),
+    /// `X'1F'`: the hex digits as written. MariaDB keeps it a string (`X'41' + 0` is 0), so it
+    /// is not the same literal as `0x1F`.
+    HexString(&'q str),
+    /// `0b101`: the binary digits as written.
+    BitNumber(&'q str),
+    /// `b'101'`: the binary digits as written.
+    BitString(&'q str),
     /// A `?` of a prepared statement's text: the n-th parameter (0-based) is bound at execute.
     Placeholder(u32),
 }
@@ -60,13 +65,17 @@ impl Literal<'_> {
                 }
                 out.push(b'\'');
             }
-            Literal::Hex(digits) if digits.is_empty() => out.extend_from_slice(b"X''"),
-            Literal::Hex(digits) => {
+            Literal::HexNumber(digits) => {
                 out.extend_from_slice(b"0x");
                 out.extend_from_slice(digits.as_bytes());
             }
-            Literal::Bits(digits) => {
-                out.extend_from_slice(b"b'");
+            Literal::BitNumber(digits) => {
+                out.extend_from_slice(b"0b");
+                out.extend_from_slice(digits.as_bytes());
+            }
+            Literal::HexString(digits) | Literal::BitString(digits) => {
+                out.push(if matches!(self, Literal::HexString(_)) { b'X' } else { b'b' });
+                out.push(b'\'');
                 out.extend_from_slice(digits.as_bytes());
                 out.push(b'\'');
             }
