@@ -45,13 +45,36 @@ impl Default for Options {
     }
 }
 
-const WRITES: [&str; 4] = ["new_vote", "retract_vote", "new_comment", "edit_comment"];
-const WRITE_SQL: [&str; 4] = [
-    "INSERT IGNORE INTO votes (user_id, story_id) VALUES (?, ?)",
-    "DELETE FROM votes WHERE user_id = ? AND story_id = ?",
-    "INSERT INTO comments (story_id, author_id, body, created_at) VALUES (?, ?, ?, NOW())",
-    "UPDATE comments SET body = ? WHERE id = ?",
-];
+/// The application's writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Write {
+    NewVote,
+    RetractVote,
+    NewComment,
+    EditComment,
+}
+
+impl Write {
+    const ALL: [Write; 4] = [Write::NewVote, Write::RetractVote, Write::NewComment, Write::EditComment];
+
+    fn name(self) -> &'static str {
+        match self {
+            Write::NewVote => "new_vote",
+            Write::RetractVote => "retract_vote",
+            Write::NewComment => "new_comment",
+            Write::EditComment => "edit_comment",
+        }
+    }
+
+    fn sql(self) -> &'static str {
+        match self {
+            Write::NewVote => "INSERT IGNORE INTO votes (user_id, story_id) VALUES (?, ?)",
+            Write::RetractVote => "DELETE FROM votes WHERE user_id = ? AND story_id = ?",
+            Write::NewComment => "INSERT INTO comments (story_id, author_id, body, created_at) VALUES (?, ?, ?, NOW())",
+            Write::EditComment => "UPDATE comments SET body = ? WHERE id = ?",
+        }
+    }
+}
 
 /// What one kind of operation did.
 #[derive(Clone, Debug, Default)]
@@ -142,7 +165,7 @@ pub async fn run(url: &str, opts: Options) -> anyhow::Result<Report> {
     let tasks: Vec<_> = (0..opts.connections)
         .map(|i| tokio::spawn(worker(url.to_string(), shared.clone(), 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1), until)))
         .collect();
-    let mut kinds: Vec<KindReport> = shared.reads.iter().map(|(k, _)| k.cache).chain(WRITES).map(|n| KindReport { name: n.into(), ..Default::default() }).collect();
+    let mut kinds: Vec<KindReport> = shared.reads.iter().map(|(k, _)| k.cache).chain(Write::ALL.map(Write::name)).map(|n| KindReport { name: n.into(), ..Default::default() }).collect();
     let mut elapsed = Duration::ZERO;
     for t in tasks {
         let (worker_kinds, took) = t.await.context("workload task panicked")??;
@@ -167,8 +190,8 @@ async fn worker(url: String, shared: Arc<Shared>, seed: u64, until: Instant) -> 
         reads.push(conn.prep(sql).await.with_context(|| format!("preparing {}", kind.cache))?);
     }
     let mut writes = Vec::new();
-    for sql in WRITE_SQL {
-        writes.push(conn.prep(sql).await?);
+    for w in Write::ALL {
+        writes.push(conn.prep(w.sql()).await?);
     }
     let mut kinds: Vec<KindReport> = (0..reads.len() + writes.len()).map(|_| KindReport::default()).collect();
     let mut rng = Rng::new(seed);
@@ -176,10 +199,10 @@ async fn worker(url: String, shared: Arc<Shared>, seed: u64, until: Instant) -> 
     while Instant::now() < until {
         let t = Instant::now();
         let (index, result) = if rng.percent(shared.opts.writes) {
-            let w = (rng.next_u64() % WRITES.len() as u64) as usize;
+            let w = (rng.next_u64() % Write::ALL.len() as u64) as usize;
             let mut tries = 0;
             loop {
-                let r = write(&mut conn, &writes[w], w, &shared, &mut rng).await;
+                let r = write(&mut conn, &writes[w], Write::ALL[w], &shared, &mut rng).await;
                 match r {
                     Err(mysql_async::Error::Server(ref e)) if e.code == ER_LOCK_DEADLOCK && tries < DEADLOCK_RETRIES => {
                         tries += 1;
@@ -226,12 +249,12 @@ async fn read(conn: &mut Conn, stmt: &Statement, param: Param, shared: &Shared, 
     Ok(())
 }
 
-async fn write(conn: &mut Conn, stmt: &Statement, which: usize, shared: &Shared, rng: &mut Rng) -> Result<(), mysql_async::Error> {
+async fn write(conn: &mut Conn, stmt: &Statement, which: Write, shared: &Shared, rng: &mut Rng) -> Result<(), mysql_async::Error> {
     let (user, story) = (rng.uniform(shared.user_count), shared.stories.sample(rng));
-    match WRITES[which] {
-        "new_vote" | "retract_vote" => conn.exec_drop(stmt, (user, story)).await,
-        "new_comment" => conn.exec_drop(stmt, (story, user, format!("A new comment by user{user}"))).await,
-        _ => {
+    match which {
+        Write::NewVote | Write::RetractVote => conn.exec_drop(stmt, (user, story)).await,
+        Write::NewComment => conn.exec_drop(stmt, (story, user, format!("A new comment by user{user}"))).await,
+        Write::EditComment => {
             let id = rng.uniform(shared.comment_max);
             conn.exec_drop(stmt, (format!("Comment {id}, edited by its author"), id)).await
         }
