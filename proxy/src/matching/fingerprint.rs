@@ -245,7 +245,11 @@ impl<'q> Normalizer<'q, '_> {
         match self.kind(i) {
             Some(TokenKind::QuotedIdent) => true,
             Some(TokenKind::Word) => !self.is_symbol(i + 1, b"(") && upper(self.text(i)).is_none_or(|u| !u.is_in(RESERVED) || u.is_in(NAME_LIST_WORDS)),
-            Some(TokenKind::Symbol) => [&b"."[..], b",", b"*"].iter().any(|s| self.is_symbol(i, s)),
+            // `*` only as a whole item (`*`, `t.*`), not as a product (`a*b`).
+            Some(TokenKind::Symbol) if self.is_symbol(i, b"*") => {
+                i > 0 && (self.is_symbol(i - 1, b",") || self.is_symbol(i - 1, b".") || self.is_word(i - 1, "SELECT") || (self.kind(i - 1) == Some(TokenKind::Word) && upper(self.text(i - 1)).is_some_and(|u| u.is_in(NAME_LIST_WORDS))))
+            }
+            Some(TokenKind::Symbol) => self.is_symbol(i, b".") || self.is_symbol(i, b","),
             _ => false,
         }
     }

@@ -107,7 +107,7 @@ impl<'q> Lexer<'q> {
     /// if one starts here.
     fn skip_trivia(&mut self) -> Option<Token> {
         loop {
-            let Some(b) = self.peek(0) else { return None };
+            let b = self.peek(0)?;
             match b {
                 b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c => self.pos += 1,
                 b'#' => self.skip_line(),

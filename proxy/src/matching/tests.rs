@@ -140,6 +140,9 @@ fn structural_literals_stay() {
 fn select_list_expressions_keep_their_text() {
     // The server names `a+1` and `a + 1` differently: they must not share column metadata.
     differ("SELECT a+1 FROM t", "SELECT a + 1 FROM t");
+    differ("SELECT a*b FROM t", "SELECT a * b FROM t");
+    same("SELECT * FROM t WHERE a = 1", "SELECT  *  FROM t WHERE a = 2");
+    same("SELECT t.*, u.* FROM t, u", "SELECT t . * ,u.* FROM t, u");
     differ("SELECT 'x' FROM t", "SELECT 'y' FROM t");
     differ("SELECT count(*) FROM t", "SELECT COUNT(*) FROM t");
     differ("SELECT (SELECT b FROM u WHERE c = 1) FROM t", "SELECT (SELECT b FROM u WHERE c = 2) FROM t");
