@@ -452,8 +452,8 @@ impl<'q> Normalizer<'q, '_> {
         match self.kind(i) {
             Some(TokenKind::Symbol) => self.is_symbol(i, b")"),
             Some(TokenKind::Word) => upper(self.text(i)).is_none_or(|u| !u.is_in(RESERVED) || matches!(u.as_str(), "NULL" | "TRUE" | "FALSE" | "CURRENT_DATE" | "CURRENT_TIME" | "CURRENT_TIMESTAMP" | "CURRENT_USER" | "LOCALTIME" | "LOCALTIMESTAMP" | "UTC_DATE" | "UTC_TIME" | "UTC_TIMESTAMP")),
-            Some(TokenKind::ExecComment | TokenKind::Unterminated) | None => true,
-            Some(_) => true,
+            // Literals, names, variables, placeholders; and anything odd: not folding is safe.
+            _ => true,
         }
     }
 
@@ -474,6 +474,10 @@ impl<'q> Normalizer<'q, '_> {
     fn literal_at(&mut self, i: usize, cx: &mut Context) -> usize {
         let Some(&token) = self.tokens.get(i) else { return i + 1 };
         if self.verbatim(i, cx) {
+            // A `?` left in the text still takes the next execute parameter.
+            if token.kind == TokenKind::Placeholder {
+                self.placeholders += 1;
+            }
             self.push_bytes(token.text(self.sql), true);
             return i + 1;
         }

@@ -158,6 +158,8 @@ fn prepared_placeholders_share_the_fingerprint() {
     let (text, prepared) = (q("SELECT a FROM t WHERE id = 42 AND b = 'x'"), q("SELECT a FROM t WHERE id = ? AND b = ?"));
     assert_eq!(text.fingerprint, prepared.fingerprint);
     assert_eq!(prepared.literals, vec![Literal::Placeholder(0), Literal::Placeholder(1)]);
+    // A `?` kept in a select list still counts: the WHERE's `?` is the second parameter.
+    assert_eq!(q("SELECT ?, a FROM t WHERE id = ?").literals, vec![Literal::Placeholder(1)]);
 }
 
 #[test]
