@@ -209,6 +209,46 @@ fn render_puts_the_literals_back() {
     assert_eq!(again.in_lists, query.in_lists);
 }
 
+#[test]
+fn verdicts_are_shared_by_every_spelling_of_a_query() {
+    let table = VerdictTable::new(64);
+    let first = q("SELECT id, title FROM stories WHERE id = 42");
+    table.insert(&first.fingerprint, Verdict::Cache { id: CacheId(7), params: ParamMap { params: [0u16].into() } });
+    for sql in ["select id,title from `stories` where id=-1", "SELECT id, title FROM stories WHERE id = ?", "SELECT /* x */ id, title\nFROM stories WHERE id = '42'"] {
+        let query = q(sql);
+        let entry = table.get(&query.fingerprint).unwrap_or_else(|| panic!("{sql}"));
+        assert!(matches!(entry.verdict, Verdict::Cache { id: CacheId(7), .. }), "{sql}");
+        VerdictTable::record(&entry, std::time::Duration::from_micros(3));
+    }
+    assert!(table.get(&q("SELECT id, title FROM stories WHERE stories.id = 42").fingerprint).is_none());
+    assert_eq!(table.top(1)[0].count(), 3);
+}
+
+#[test]
+fn table_is_shared_across_threads() {
+    let table = std::sync::Arc::new(VerdictTable::new(32));
+    let threads: Vec<_> = (0..4)
+        .map(|t| {
+            let table = table.clone();
+            std::thread::spawn(move || {
+                for n in 0..500 {
+                    let sql = format!("SELECT a FROM t{} WHERE b = {n}", n % 50);
+                    let query = classify(sql.as_bytes(), SqlMode::default());
+                    let entry = match table.get(&query.fingerprint) {
+                        Some(entry) => entry,
+                        None => table.insert(&query.fingerprint, Verdict::relay(&format!("thread {t}"))),
+                    };
+                    VerdictTable::record(&entry, std::time::Duration::from_nanos(1));
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        assert!(thread.join().is_ok());
+    }
+    assert!(table.len() <= 32 && !table.is_empty());
+}
+
 // ---- properties ----
 
 /// A query with plain select list and a WHERE of literals, as tokens, so that whitespace and
