@@ -32,6 +32,15 @@
 //! - token-level relays: session-dependent functions, user and system variables, locking
 //!   reads, `SELECT ... INTO`, `SQL_CALC_FOUND_ROWS`, multiple statements, anything that is
 //!   not a SELECT, and malformed text (unterminated string, identifier or comment).
+//!
+//! For the routing and the full parse to handle (not decided here):
+//! - literal kinds vs column types: `id = 5` and `id = '5'` share a fingerprint but compare
+//!   differently; the parameter mapping must check each [`Literal`]'s kind before a lookup;
+//! - string literals are bytes in the session's `character_set_client`; converting them to
+//!   the dataflow's values needs that charset (and the introducer, when there is one);
+//! - functions that depend on session variables (time_zone for `FROM_UNIXTIME`, collation
+//!   for comparisons) are not visible to tokens; the full parse decides those;
+//! - whether a qualified and an unqualified fingerprint are the same cached query.
 
 pub mod fingerprint;
 pub mod lexer;
