@@ -1,0 +1,30 @@
+//! Cost of classifying a query on the hit path (tokenize, fingerprint, extract literals) and
+//! of looking its fingerprint up in the verdict table, for the example app's read shapes.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use freshet_proxy::matching::{CacheId, ParamMap, SqlMode, Verdict, VerdictTable, classify};
+
+fn bench(c: &mut Criterion) {
+    let queries = [
+        ("point_select", "SELECT id, title, url, author_id FROM stories WHERE id = 4242"),
+        ("story_votes", "SELECT stories.id, stories.title, COUNT(votes.user_id) AS votes FROM stories LEFT JOIN votes ON votes.story_id = stories.id WHERE stories.id = 17 GROUP BY stories.id, stories.title"),
+        ("in_list", "SELECT id, title FROM stories WHERE id IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10) AND author_id = 'u_42'"),
+    ];
+    let table = VerdictTable::new(10_000);
+    for (name, sql) in queries {
+        let query = classify(sql.as_bytes(), SqlMode::default());
+        table.insert(&query.fingerprint, Verdict::Cache { id: CacheId(1), params: ParamMap::default() });
+        c.bench_function(&format!("matching/classify/{name}"), |b| b.iter(|| classify(black_box(sql.as_bytes()), SqlMode::default())));
+        c.bench_function(&format!("matching/classify_and_lookup/{name}"), |b| {
+            b.iter(|| {
+                let query = classify(black_box(sql.as_bytes()), SqlMode::default());
+                table.get(&query.fingerprint).is_some()
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
