@@ -168,7 +168,9 @@ pub struct SqlMode {
 /// Classifies one COM_QUERY text (or a prepared statement's text: its `?` become
 /// [`Literal::Placeholder`]s, so `WHERE id = ?` and `WHERE id = 42` share a fingerprint).
 pub fn classify(sql: &[u8], mode: SqlMode) -> Query<'_> {
-    let tokens: Vec<Token> = Lexer::new(sql).collect();
+    // About one token per four bytes in typical queries: usually no regrowth.
+    let mut tokens: Vec<Token> = Vec::with_capacity(sql.len() / 4 + 8);
+    tokens.extend(Lexer::new(sql));
     let mut n = Normalizer { sql, tokens: &tokens, out: String::with_capacity(sql.len()), slots: Vec::new(), literals: Vec::new(), in_lists: Vec::new(), relay: None, raw: Vec::new(), placeholders: 0 };
     if mode.ansi_quotes || mode.no_backslash_escapes {
         n.relay("sql_mode ANSI_QUOTES or NO_BACKSLASH_ESCAPES (the tokenizer reads the default modes only)");
@@ -334,10 +336,15 @@ impl<'q> Normalizer<'q, '_> {
 
     /// An identifier as written, with backticks only where needed to read it back as one.
     fn identifier(&mut self, name: &[u8]) {
+        self.plain_or_quoted(name, true);
+    }
+
+    /// `may_be_reserved`: false when the caller already knows the name is not a reserved word.
+    fn plain_or_quoted(&mut self, name: &[u8], may_be_reserved: bool) {
         let plain = !name.is_empty()
             && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80)
             && !name.first().is_some_and(u8::is_ascii_digit)
-            && upper(name).is_none_or(|u| !u.is_in(RESERVED));
+            && (!may_be_reserved || upper(name).is_none_or(|u| !u.is_in(RESERVED)));
         if plain {
             self.push_bytes(name, true);
         } else {
@@ -350,8 +357,14 @@ impl<'q> Normalizer<'q, '_> {
         let text = self.text(i);
         let up = upper(text);
         let call = self.is_symbol(i + 1, b"(");
+        // A charset introducer: `_utf8mb4'x'` (the string's slot follows the name).
+        if text.first() == Some(&b'_') && matches!(self.kind(i + 1), Some(TokenKind::SingleQuoted | TokenKind::DoubleQuoted)) && cx.select.is_none() {
+            self.push_bytes(text, true);
+            return self.literal_at(i + 1, cx);
+        }
         if let Some(u) = &up {
             let w = u.as_str();
+            let reserved = u.is_in(RESERVED);
             if (call && u.is_in(SESSION_FUNCTIONS)) || u.is_in(SESSION_WORDS) {
                 self.relay("a session-dependent function (NOW(), RAND(), UUID(), LAST_INSERT_ID(), ...)");
             }
@@ -371,7 +384,7 @@ impl<'q> Normalizer<'q, '_> {
             }
             if w == "BY" && i > 0 && (self.is_word(i - 1, "ORDER") || self.is_word(i - 1, "GROUP")) {
                 cx.by = Some(cx.depth);
-            } else if u.is_in(RESERVED) && !matches!(w, "ASC" | "DESC") && cx.by == Some(cx.depth) {
+            } else if cx.by == Some(cx.depth) && reserved && !matches!(w, "ASC" | "DESC") {
                 cx.by = None;
             }
             if w == "NULL" && !(i > 0 && (self.is_word(i - 1, "IS") || (self.is_word(i - 1, "NOT") && i > 1 && self.is_word(i - 2, "IS")))) && cx.select.is_none() {
@@ -384,15 +397,13 @@ impl<'q> Normalizer<'q, '_> {
             {
                 return next;
             }
-            if u.is_in(RESERVED) || call {
+            if reserved || call {
                 self.push(w, true);
                 return i + 1;
             }
-        }
-        // A charset introducer: `_utf8mb4'x'` (the string's slot follows the name).
-        if text.first() == Some(&b'_') && matches!(self.kind(i + 1), Some(TokenKind::SingleQuoted | TokenKind::DoubleQuoted)) && cx.select.is_none() {
-            self.push_bytes(text, true);
-            return self.literal_at(i + 1, cx);
+            // Not reserved: no need to look again in identifier().
+            self.plain_or_quoted(text, false);
+            return i + 1;
         }
         self.identifier(text);
         i + 1
