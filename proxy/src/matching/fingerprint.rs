@@ -217,13 +217,24 @@ pub fn classify(sql: &[u8], mode: SqlMode) -> Query<'_> {
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
-/// FNV-1a, 64 bits: stable across runs and builds (unlike std's SipHash keys), so a hash can
-/// be logged and compared. Collisions are caught by comparing normalized texts.
+/// FNV-1a-like over 8-byte words (then the tail byte by byte), with a final mix: stable
+/// across runs and builds (unlike std's SipHash keys), so a hash can be logged and compared,
+/// and eight times fewer serial multiplies than bytewise FNV. Collisions are caught by
+/// comparing normalized texts.
 fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
-    for &b in bytes {
-        hash = (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut words = bytes.chunks_exact(8);
+    for word in &mut words {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(word);
+        hash = (hash ^ u64::from_le_bytes(w)).wrapping_mul(PRIME);
+        hash ^= hash >> 29;
     }
-    hash
+    for &b in words.remainder() {
+        hash = (hash ^ u64::from(b)).wrapping_mul(PRIME);
+    }
+    hash ^= hash >> 32;
+    hash.wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 struct Normalizer<'q, 't> {
