@@ -48,6 +48,19 @@ async fn setup() {
     .unwrap();
 }
 
+/// The columns (with their labels) and the row packets of a result set of `n` columns.
+fn result_set(packets: &[Vec<u8>], n: usize, caps: u64) -> (Vec<Column>, &[Vec<u8>]) {
+    let columns = packets[1..=n]
+        .iter()
+        .map(|p| {
+            let def = ColumnDef::parse(p).unwrap();
+            Column { labels: labels(&def.name), def }
+        })
+        .collect();
+    let first_row = if caps & Capabilities::DEPRECATE_EOF != 0 { n + 1 } else { n + 2 };
+    (columns, &packets[first_row..])
+}
+
 fn labels(column: &str) -> Vec<String> {
     match column {
         "e" => vec!["small".to_string(), "large".into()],
@@ -62,16 +75,8 @@ async fn text_rows_match_the_servers_bytes() {
     for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
         let mut raw = RawClient::connect(&upstream_addr(), caps).await.unwrap();
         let packets = raw.query("SELECT * FROM encode_types ORDER BY id").await;
-        let n = packets[0][0] as usize;
-        let columns: Vec<Column> = packets[1..=n]
-            .iter()
-            .map(|p| {
-                let def = ColumnDef::parse(p).unwrap();
-                Column { labels: labels(&def.name), def }
-            })
-            .collect();
-        let first_row = if caps & Capabilities::DEPRECATE_EOF != 0 { n + 1 } else { n + 2 };
-        let server_rows = &packets[first_row..first_row + 2];
+        let (columns, rows) = result_set(&packets, packets[0][0] as usize, caps);
+        let server_rows = &rows[..2];
         for (values, server) in expected_rows().iter().zip(server_rows) {
             let mut ours = Vec::new();
             text::row(&mut ours, values, &columns).unwrap();
@@ -121,15 +126,8 @@ async fn binary_rows_match_the_servers_bytes() {
             }
             raw.send(&[&[0x17u8][..], &id, &[0, 1, 0, 0, 0]].concat()).await;
             let packets = raw.read_results().await;
-            let columns: Vec<Column> = packets[1..=n]
-                .iter()
-                .map(|p| {
-                    let def = ColumnDef::parse(p).unwrap();
-                    Column { labels: labels(&def.name), def }
-                })
-                .collect();
-            let first_row = if caps & Capabilities::DEPRECATE_EOF != 0 { n + 1 } else { n + 2 };
-            for (values, server) in expected.iter().zip(&packets[first_row..first_row + expected.len()]) {
+            let (columns, rows) = result_set(&packets, n, caps);
+            for (values, server) in expected.iter().zip(rows) {
                 let mut ours = Vec::new();
                 freshet_proxy::encode::binary::row(&mut ours, values, &columns).unwrap();
                 assert_eq!(&ours, server, "{sql} caps {caps:#x}");
