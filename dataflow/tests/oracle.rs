@@ -138,6 +138,28 @@ fn opt(x: Option<i64>) -> Value {
 }
 
 impl Sim {
+    /// One oracle case: applies `ops` to `views` of `df`, then looks up keys 0..4, delivers
+    /// every fill they need from one source (`replica` or upstream) and checks every filled
+    /// entry against a from-scratch evaluation.
+    fn run(df: Dataflow, views: Vec<ViewId>, ops: Vec<Op>, replica: bool) -> Sim {
+        let mut sim = Sim {
+            df, views, upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
+            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
+        };
+        for o in ops {
+            sim.step(o);
+        }
+        for k in 0..4 {
+            sim.step(Op::Lookup(k));
+        }
+        sim.step(Op::TakeFills { replica });
+        while !sim.in_flight.is_empty() {
+            sim.step(Op::Deliver(0));
+        }
+        sim.check();
+        sim
+    }
+
     fn write(&mut self, f: impl FnOnce(&mut Batch, &MemStore)) {
         self.pos += 1;
         let mut b = Batch::new(Position(self.pos));
@@ -304,22 +326,7 @@ proptest! {
         df.set_topk_slack(slack);
         df.set_max_fill_keys(2);
         let view = df.install_sql(QUERIES[qi]).unwrap();
-        let mut sim = Sim {
-            df, views: vec![view], upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
-        };
-        for o in ops {
-            sim.step(o);
-        }
-        // Make sure something got filled, then check.
-        for k in 0..4 {
-            sim.step(Op::Lookup(k));
-        }
-        sim.step(Op::TakeFills { replica: qi % 2 == 0 });
-        while !sim.in_flight.is_empty() {
-            sim.step(Op::Deliver(0));
-        }
-        sim.check();
+        Sim::run(df, vec![view], ops, qi % 2 == 0);
     }
 }
 
@@ -330,22 +337,7 @@ fn run_case(sql: &str, budget: ByteSize, slack: usize, replica: bool, ops: Vec<O
     df.set_topk_slack(slack);
     df.set_max_fill_keys(2);
     let view = df.install_sql(sql).unwrap();
-    let mut sim = Sim {
-        df, views: vec![view], upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-        in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
-    };
-    for o in ops {
-        sim.step(o);
-    }
-    for k in 0..4 {
-        sim.step(Op::Lookup(k));
-    }
-    sim.step(Op::TakeFills { replica });
-    while !sim.in_flight.is_empty() {
-        sim.step(Op::Deliver(0));
-    }
-    sim.check();
-    sim
+    Sim::run(df, vec![view], ops, replica)
 }
 
 /// The property tests are only as good as what they compare: with a fixed seed, the same
@@ -420,21 +412,7 @@ proptest! {
         df.set_topk_slack(slack);
         df.set_max_fill_keys(2);
         let views: Vec<ViewId> = FAMILIES[fi].iter().map(|q| df.install_sql(q).unwrap()).collect();
-        let mut sim = Sim {
-            df, views, upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
-        };
-        for o in ops {
-            sim.step(o);
-        }
-        for k in 0..4 {
-            sim.step(Op::Lookup(k));
-        }
-        sim.step(Op::TakeFills { replica: fi % 2 == 0 });
-        while !sim.in_flight.is_empty() {
-            sim.step(Op::Deliver(0));
-        }
-        sim.check();
+        Sim::run(df, views, ops, fi % 2 == 0);
     }
 }
 
@@ -457,21 +435,7 @@ proptest! {
         let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
         df.set_topk_slack(slack);
         let view = df.install_sql(TOP_K[qi]).unwrap();
-        let mut sim = Sim {
-            df, views: vec![view], upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0,
-        };
-        for o in ops {
-            sim.step(o);
-        }
-        for k in 0..4 {
-            sim.step(Op::Lookup(k));
-        }
-        sim.step(Op::TakeFills { replica: qi % 2 == 0 });
-        while !sim.in_flight.is_empty() {
-            sim.step(Op::Deliver(0));
-        }
-        sim.check();
+        Sim::run(df, vec![view], ops, qi % 2 == 0);
     }
 }
 
