@@ -9,7 +9,9 @@
 //!
 //! `examples/freshet.toml` documents every key with its default. Each key `K` of section `S`
 //! can be overridden by the environment variable `FRESHET_S_K` (upper case, e.g.
-//! `FRESHET_UPSTREAM_URL`); the cached queries (`[[cache]]`) come from the file only.
+//! `FRESHET_UPSTREAM_URL`); booleans are written `true` or `false` there, lists
+//! comma-separated (`FRESHET_ADMIN_USERS=root,ops`). The cached queries (`[[cache]]`) come
+//! from the file only.
 //!
 //! Loading never stops at the first problem: unknown sections and keys, values of the wrong
 //! type, missing required keys and bad environment overrides are all collected, each with its
@@ -19,6 +21,7 @@
 //! Every default is the one that is safe in production; it is documented on its field.
 
 mod load;
+mod server_id;
 mod units;
 mod url;
 
@@ -37,7 +40,14 @@ pub struct Config {
     pub listen: Listen,
     pub limits: Limits,
     pub log: Log,
-    /// The queries to cache, in file order. Used from the cached-queries issue on.
+    pub memory: Memory,
+    pub fill: Fill,
+    pub consistency: Consistency,
+    pub admin: Admin,
+    /// `[caches]`: what to do with the `[[cache]]` entries below.
+    pub cache_policy: CachePolicy,
+    pub binlog: Binlog,
+    /// The queries to cache, in file order (`[[cache]]`). Names are unique.
     pub caches: Vec<CacheSpec>,
 }
 
@@ -109,12 +119,81 @@ pub struct Log {
     pub level: String,
 }
 
+/// `[memory]`: what the cached views may hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Memory {
+    /// The byte budget of all cached views together; past it, keys are evicted (and filled
+    /// again on their next read). More than 0. Default 256MiB: a sidecar shares its pod's
+    /// memory with the application.
+    pub limit: ByteSize,
+}
+
+/// `[fill]`: cache misses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fill {
+    /// How long a read that misses the cache waits for its fill from the upstream; past it the
+    /// read is relayed to the upstream instead (the fill goes on, for the next read). More than
+    /// 0. Default 1s: long enough for a fill of a loaded server, short enough that a stuck fill
+    /// costs an application only a second.
+    pub timeout: Duration,
+}
+
+/// `[consistency]`: how stale a cached read may be.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Consistency {
+    /// Replication lag (how far freshet's binlog reader is behind the upstream) above which
+    /// cached reads are relayed to the upstream until the lag is back under it. 0 relays
+    /// whenever any lag is measured. Default 5s.
+    pub max_lag: Duration,
+}
+
+/// `[admin]`: freshet's admin SQL (SHOW CACHES, CREATE CACHE, ...) on the MySQL listener.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Admin {
+    /// The MySQL user names (without host) allowed to run it; the upstream has authenticated
+    /// them when they logged in. Empty: nobody. Default `["root"]`, who can already do
+    /// anything on the upstream. In the environment (`FRESHET_ADMIN_USERS`) a comma-separated
+    /// list, e.g. `root,ops`; an empty value is the empty list.
+    pub users: Vec<String>,
+}
+
+/// `[caches]`: what to do with the `[[cache]]` entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CachePolicy {
+    /// true: a `[[cache]]` query freshet cannot cache stops start-up with an error. false: it
+    /// is logged as a warning and the query is relayed like any other. Default true, so that a
+    /// mistake is seen at deploy time rather than as a missing speed-up.
+    pub strict: bool,
+}
+
+/// `[binlog]`: freshet as a replica of the upstream.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Binlog {
+    /// The server id freshet registers with; it must be unique among all the replicas of the
+    /// upstream (a second registration with the same id disconnects the first). Default 0:
+    /// chosen at start-up from the host name and process id, see
+    /// [`Binlog::effective_server_id`].
+    pub server_id: u32,
+}
+
+impl Binlog {
+    /// The server id to register with: `server_id`, or when it is 0 one derived from the host
+    /// name and process id, in 1_000_000..=4_000_000_000 (never 0, nor the small ids servers
+    /// are usually given by hand). The same host and pid always give the same id.
+    pub fn effective_server_id(&self) -> u32 {
+        match self.server_id {
+            0 => server_id::derive(&server_id::host_name(), std::process::id()),
+            id => id,
+        }
+    }
+}
+
 /// One `[[cache]]` entry: a query whose results freshet keeps.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CacheSpec {
     /// Unique among the caches; letters, digits and underscores. Used in metrics labels.
     pub name: String,
-    /// A SELECT with `?` placeholders for the lookup keys.
+    /// A SELECT with `?` placeholders for the lookup keys; not empty.
     pub query: String,
 }
 

@@ -73,7 +73,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The sections whose keys the environment may override.
-const ENV_SECTIONS: [&str; 4] = ["upstream", "listen", "limits", "log"];
+const ENV_SECTIONS: [&str; 10] = ["upstream", "listen", "limits", "log", "memory", "fill", "consistency", "admin", "caches", "binlog"];
 
 pub(crate) fn parse(
     source: &str,
@@ -92,12 +92,22 @@ pub(crate) fn parse(
     let listen = loader.listen(root);
     let limits = loader.limits(root);
     let log = loader.log(root);
+    let memory = loader.memory(root);
+    let fill = loader.fill(root);
+    let consistency = loader.consistency(root);
+    let admin = loader.admin(root);
+    let cache_policy = loader.cache_policy(root);
+    let binlog = loader.binlog(root);
     let caches = loader.caches(root);
-    loader.unknown_keys(root, "", &["upstream", "listen", "limits", "log", "cache"]);
+    let mut sections = ENV_SECTIONS.to_vec();
+    sections.push("cache");
+    loader.unknown_keys(root, "", &sections);
     loader.unknown_env(env_names);
 
     match upstream {
-        Some(upstream) if loader.problems.is_empty() => Ok(Config { upstream, listen, limits, log, caches }),
+        Some(upstream) if loader.problems.is_empty() => {
+            Ok(Config { upstream, listen, limits, log, memory, fill, consistency, admin, cache_policy, binlog, caches })
+        }
         _ => Err(ConfigError { problems: loader.problems }),
     }
 }
@@ -106,7 +116,7 @@ pub(crate) fn parse(
 enum Raw<'a> {
     Str(&'a str),
     Int(i64),
-    Bool,
+    Bool(bool),
     Other(&'static str),
 }
 
@@ -158,7 +168,8 @@ impl Loader<'_> {
         let raw = match item {
             Item::Value(Value::String(s)) => Raw::Str(s.value()),
             Item::Value(Value::Integer(i)) => Raw::Int(*i.value()),
-            Item::Value(Value::Boolean(_)) => Raw::Bool,
+            Item::Value(Value::Boolean(b)) => Raw::Bool(*b.value()),
+            Item::Value(other) => Raw::Other(value_type(other)),
             other => Raw::Other(other.type_name()),
         };
         match parse(&raw) {
@@ -169,6 +180,49 @@ impl Loader<'_> {
                 None
             }
         }
+    }
+
+    /// A list of strings: an array in the file, comma-separated in the environment ("a,b"; an
+    /// empty variable is the empty list). `check` vets each entry; a problem points at the
+    /// entry. None if absent or invalid.
+    fn string_list(&mut self, t: Option<&Table>, section: &str, key: &str, check: impl Fn(&str) -> Result<(), String>) -> Option<Vec<String>> {
+        let var = env_name(section, key);
+        if let Some(text) = (self.env)(&var) {
+            self.used_env.insert(var.clone());
+            let entries: Vec<String> = if text.trim().is_empty() { Vec::new() } else { text.split(',').map(|e| e.trim().to_string()).collect() };
+            let mut ok = true;
+            for (i, entry) in entries.iter().enumerate() {
+                if let Err(message) = check(entry) {
+                    self.problems.push(Problem { location: Location::Env(var.clone()), message: format!("entry {}: {message}", i + 1) });
+                    ok = false;
+                }
+            }
+            return ok.then_some(entries);
+        }
+        let item = t?.get(key)?;
+        let Some(array) = item.as_array() else {
+            let location = self.span_location(item.span());
+            let found = item.as_value().map_or(item.type_name(), value_type);
+            self.problems.push(Problem { location, message: format!("{key}: expected an array of strings like [\"root\"], found {found}") });
+            return None;
+        };
+        let mut entries = Vec::with_capacity(array.len());
+        let mut ok = true;
+        for value in array.iter() {
+            let checked = match value {
+                Value::String(s) => check(s.value()).map(|()| s.value().to_string()),
+                other => Err(format!("expected a string, found {}", value_type(other))),
+            };
+            match checked {
+                Ok(entry) => entries.push(entry),
+                Err(message) => {
+                    let location = self.span_location(value.span());
+                    self.problems.push(Problem { location, message: format!("{key}: {message}") });
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(entries)
     }
 
     fn location(&self, t: Option<&Table>, section: &str, key: &str) -> Location {
@@ -229,8 +283,21 @@ fn type_name(raw: &Raw) -> &'static str {
     match raw {
         Raw::Str(_) => "a string",
         Raw::Int(_) => "an integer",
-        Raw::Bool => "a boolean",
+        Raw::Bool(_) => "a boolean",
         Raw::Other(t) => t,
+    }
+}
+
+/// A TOML value's type, as error messages name it.
+fn value_type(value: &Value) -> &'static str {
+    match value {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "a boolean",
+        Value::Datetime(_) => "a date-time",
+        Value::Array(_) => "an array",
+        Value::InlineTable(_) => "an inline table",
     }
 }
 
@@ -246,6 +313,16 @@ fn integer(raw: &Raw) -> Result<i64, String> {
         Raw::Int(i) => Ok(*i),
         Raw::Str(s) => s.trim().parse().map_err(|_| format!("{s:?} is not an integer")),
         other => Err(format!("expected an integer, found {}", type_name(other))),
+    }
+}
+
+fn boolean(raw: &Raw) -> Result<bool, String> {
+    match raw {
+        Raw::Bool(b) => Ok(*b),
+        Raw::Str("true") => Ok(true),
+        Raw::Str("false") => Ok(false),
+        Raw::Str(s) => Err(format!("{s:?} is not true or false")),
+        other => Err(format!("expected true or false, found {}", type_name(other))),
     }
 }
 

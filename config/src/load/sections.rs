@@ -11,8 +11,11 @@ use std::time::Duration;
 
 use toml_edit::Table;
 
-use super::{Loader, Location, Problem, Raw, byte_size, duration, integer, string};
-use crate::{ByteSize, CacheSpec, Limits, Listen, ListenTls, Log, TlsMode, Upstream, UpstreamUrl};
+use super::{Loader, Location, Problem, Raw, boolean, byte_size, duration, integer, string};
+use crate::{
+    Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, Limits, Listen, ListenTls, Log, Memory, TlsMode, Upstream,
+    UpstreamUrl,
+};
 
 impl Loader<'_> {
     pub(super) fn upstream(&mut self, root: &Table) -> Option<Upstream> {
@@ -94,6 +97,58 @@ impl Loader<'_> {
         Log { level: self.value(t, "log", "level", |raw| Ok(string(raw)?.to_string())).unwrap_or_else(|| "info".into()) }
     }
 
+    pub(super) fn memory(&mut self, root: &Table) -> Memory {
+        let t = self.section(root, "memory");
+        self.unknown_keys_in(t, "memory", &["limit"]);
+        let limit = self
+            .value(t, "memory", "limit", |raw| {
+                let size = byte_size(raw)?;
+                if size.bytes() == 0 { Err("must be more than 0 bytes".to_string()) } else { Ok(size) }
+            })
+            .unwrap_or(ByteSize::mib(256));
+        Memory { limit }
+    }
+
+    pub(super) fn fill(&mut self, root: &Table) -> Fill {
+        let t = self.section(root, "fill");
+        self.unknown_keys_in(t, "fill", &["timeout"]);
+        Fill { timeout: self.value(t, "fill", "timeout", positive_duration).unwrap_or(Duration::from_secs(1)) }
+    }
+
+    pub(super) fn consistency(&mut self, root: &Table) -> Consistency {
+        let t = self.section(root, "consistency");
+        self.unknown_keys_in(t, "consistency", &["max_lag"]);
+        Consistency { max_lag: self.value(t, "consistency", "max_lag", duration).unwrap_or(Duration::from_secs(5)) }
+    }
+
+    pub(super) fn admin(&mut self, root: &Table) -> Admin {
+        let t = self.section(root, "admin");
+        self.unknown_keys_in(t, "admin", &["users"]);
+        let users = self.string_list(t, "admin", "users", |user| {
+            if user.is_empty() { Err("a user name cannot be empty".to_string()) } else { Ok(()) }
+        });
+        Admin { users: users.unwrap_or_else(|| vec!["root".to_string()]) }
+    }
+
+    /// `[caches]`, the policy; the entries themselves are `[[cache]]`, read by [`Self::caches`].
+    pub(super) fn cache_policy(&mut self, root: &Table) -> CachePolicy {
+        let t = self.section(root, "caches");
+        self.unknown_keys_in(t, "caches", &["strict"]);
+        CachePolicy { strict: self.value(t, "caches", "strict", boolean).unwrap_or(true) }
+    }
+
+    pub(super) fn binlog(&mut self, root: &Table) -> Binlog {
+        let t = self.section(root, "binlog");
+        self.unknown_keys_in(t, "binlog", &["server_id"]);
+        let server_id = self
+            .value(t, "binlog", "server_id", |raw| {
+                let n = integer(raw)?;
+                u32::try_from(n).map_err(|_| format!("{n} is not a server id: 0 (chosen at start-up) or 1..=4294967295"))
+            })
+            .unwrap_or(0);
+        Binlog { server_id }
+    }
+
     pub(super) fn caches(&mut self, root: &Table) -> Vec<CacheSpec> {
         let Some(item) = root.get("cache") else { return Vec::new() };
         let Some(array) = item.as_array_of_tables() else {
@@ -127,6 +182,11 @@ impl Loader<'_> {
         }
         caches
     }
+}
+
+fn positive_duration(raw: &Raw) -> Result<Duration, String> {
+    let d = duration(raw)?;
+    if d.is_zero() { Err("must be more than 0".to_string()) } else { Ok(d) }
 }
 
 fn tls_mode(s: &str) -> Result<TlsMode, String> {
