@@ -204,3 +204,254 @@ fn cache_name(s: &str) -> Result<String, String> {
     let ok = !s.is_empty() && s.len() <= 64 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if ok { Ok(s.to_string()) } else { Err(format!("{s:?} must be 1-64 letters, digits or underscores")) }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::super::tests::{load, messages};
+    use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, Memory};
+
+    const URL: &str = "[upstream]\nurl = \"mysql://u@h\"\n";
+
+    /// `messages` of a config that must fail, given the text after the [upstream] section.
+    fn problems(rest: &str, env: &[(&str, &str)]) -> Vec<String> {
+        messages(load(&format!("{URL}{rest}"), env).unwrap_err())
+    }
+
+    fn assert_problems(got: &[String], expected: &[&str]) {
+        for e in expected {
+            assert!(got.iter().any(|g| g.starts_with(e)), "missing {e:?} in {got:#?}");
+        }
+        assert_eq!(got.len(), expected.len(), "{got:#?}");
+    }
+
+    #[test]
+    fn cached_query_keys_default_to_safe_values() {
+        let c = load(URL, &[]).unwrap();
+        assert_eq!(c.memory, Memory { limit: ByteSize::mib(256) });
+        assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1) });
+        assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5) });
+        assert_eq!(c.admin, Admin { users: vec!["root".to_string()] });
+        assert_eq!(c.cache_policy, CachePolicy { strict: true });
+        assert_eq!(c.binlog, Binlog { server_id: 0 });
+    }
+
+    #[test]
+    fn cached_query_keys_take_valid_values() {
+        let src = format!(
+            "{URL}[memory]\nlimit = \"1GiB\"\n[fill]\ntimeout = \"250ms\"\n[consistency]\nmax_lag = \"0s\"\n\
+             [admin]\nusers = [\"root\", \"ops\"]\n[caches]\nstrict = false\n[binlog]\nserver_id = 4294967295\n"
+        );
+        let c = load(&src, &[]).unwrap();
+        assert_eq!(c.memory.limit, ByteSize(1 << 30));
+        assert_eq!(c.fill.timeout, Duration::from_millis(250));
+        assert_eq!(c.consistency.max_lag, Duration::ZERO);
+        assert_eq!(c.admin.users, ["root", "ops"]);
+        assert!(!c.cache_policy.strict);
+        assert_eq!(c.binlog.server_id, u32::MAX);
+        assert_eq!(c.binlog.effective_server_id(), u32::MAX);
+
+        let c = load(&format!("{URL}[memory]\nlimit = 4096\n[admin]\nusers = []\n[binlog]\nserver_id = 7\n"), &[]).unwrap();
+        assert_eq!(c.memory.limit, ByteSize(4096));
+        assert!(c.admin.users.is_empty());
+        assert_eq!(c.binlog.effective_server_id(), 7);
+    }
+
+    #[test]
+    fn wrong_types_are_reported_where_they_are_written() {
+        let src = "\
+[memory]
+limit = true
+[fill]
+timeout = 1
+[consistency]
+max_lag = \"soon\"
+[admin]
+users = \"root\"
+[caches]
+strict = \"yes\"
+[binlog]
+server_id = 1.5
+";
+        let got = problems(src, &[]);
+        assert_problems(
+            &got,
+            &[
+                "f.toml:4:9: limit: expected a size like \"64MiB\", found a boolean",
+                "f.toml:6:11: timeout: expected a duration like \"5s\"",
+                "f.toml:8:11: max_lag: \"soon\" does not start with a number",
+                "f.toml:10:9: users: expected an array of strings like [\"root\"], found a string",
+                "f.toml:12:10: strict: \"yes\" is not true or false",
+                "f.toml:14:13: server_id: expected an integer, found a float",
+            ],
+        );
+        let got = problems("[admin]\nusers = [\"root\", 2, \"\", [\"x\"]]\n[caches]\nstrict = 1\n", &[]);
+        assert_problems(
+            &got,
+            &[
+                "f.toml:4:18: users: expected a string, found an integer",
+                "f.toml:4:21: users: a user name cannot be empty",
+                "f.toml:4:25: users: expected a string, found an array",
+                "f.toml:6:10: strict: expected true or false, found an integer",
+            ],
+        );
+    }
+
+    #[test]
+    fn zero_and_out_of_range_values_are_rejected() {
+        let src = "\
+[memory]
+limit = \"0MiB\"
+[fill]
+timeout = \"0ms\"
+[binlog]
+server_id = -1
+";
+        let got = problems(src, &[]);
+        assert_problems(
+            &got,
+            &[
+                "f.toml:4:9: limit: must be more than 0 bytes",
+                "f.toml:6:11: timeout: must be more than 0",
+                "f.toml:8:13: server_id: -1 is not a server id",
+            ],
+        );
+        let got = problems("[memory]\nlimit = -1\n[binlog]\nserver_id = 4294967296\n", &[]);
+        assert_problems(&got, &["f.toml:4:9: limit: -1 is negative", "f.toml:6:13: server_id: 4294967296 is not a server id"]);
+        assert_problems(&problems("[memory]\nlimit = 0\n", &[]), &["f.toml:4:9: limit: must be more than 0 bytes"]);
+    }
+
+    #[test]
+    fn environment_overrides_cached_query_keys() {
+        let src = format!(
+            "{URL}[memory]\nlimit = \"1GiB\"\n[fill]\ntimeout = \"2s\"\n[consistency]\nmax_lag = \"1m\"\n\
+             [admin]\nusers = [\"root\"]\n[caches]\nstrict = true\n[binlog]\nserver_id = 9\n"
+        );
+        let env = [
+            ("FRESHET_MEMORY_LIMIT", "64MiB"),
+            ("FRESHET_FILL_TIMEOUT", "250ms"),
+            ("FRESHET_CONSISTENCY_MAX_LAG", "0s"),
+            ("FRESHET_ADMIN_USERS", "a,b"),
+            ("FRESHET_CACHES_STRICT", "false"),
+            ("FRESHET_BINLOG_SERVER_ID", "42"),
+        ];
+        let c = load(&src, &env).unwrap();
+        assert_eq!(c.memory.limit, ByteSize::mib(64));
+        assert_eq!(c.fill.timeout, Duration::from_millis(250));
+        assert_eq!(c.consistency.max_lag, Duration::ZERO);
+        assert_eq!(c.admin.users, ["a", "b"]);
+        assert!(!c.cache_policy.strict);
+        assert_eq!(c.binlog.server_id, 42);
+
+        let users = |v: &str| load(URL, &[("FRESHET_ADMIN_USERS", v)]).map(|c| c.admin.users);
+        assert_eq!(users(" ops , root ").unwrap(), ["ops", "root"]);
+        assert_eq!(users("ops").unwrap(), ["ops"]);
+        assert!(users("").unwrap().is_empty());
+        assert_eq!(
+            messages(users("a,,b").unwrap_err()),
+            ["environment variable FRESHET_ADMIN_USERS: entry 2: a user name cannot be empty"]
+        );
+        assert!(load(URL, &[("FRESHET_CACHES_STRICT", "true")]).unwrap().cache_policy.strict);
+    }
+
+    #[test]
+    fn bad_environment_overrides_name_their_variable() {
+        let env = [
+            ("FRESHET_MEMORY_LIMIT", "0"),
+            ("FRESHET_FILL_TIMEOUT", "1"),
+            ("FRESHET_CONSISTENCY_MAX_LAG", "-5s"),
+            ("FRESHET_CACHES_STRICT", "yes"),
+            ("FRESHET_BINLOG_SERVER_ID", "-3"),
+            ("FRESHET_BINLOG_SERVERID", "3"),
+            ("FRESHET_CACHE_STRICT", "ignored: [[cache]] has no overrides"),
+        ];
+        let got = messages(load(URL, &env).unwrap_err());
+        assert_problems(
+            &got,
+            &[
+                "environment variable FRESHET_MEMORY_LIMIT: must be more than 0 bytes",
+                "environment variable FRESHET_FILL_TIMEOUT: duration \"1\" needs a unit",
+                "environment variable FRESHET_CONSISTENCY_MAX_LAG: \"-5s\" does not start with a number",
+                "environment variable FRESHET_CACHES_STRICT: \"yes\" is not true or false",
+                "environment variable FRESHET_BINLOG_SERVER_ID: -3 is not a server id",
+                "environment variable FRESHET_BINLOG_SERVERID: overrides no known key",
+            ],
+        );
+    }
+
+    #[test]
+    fn unknown_keys_in_the_new_sections_are_rejected() {
+        let src = "\
+[memory]
+limt = \"1GiB\"
+[caches]
+strict = true
+enabled = true
+[binlog]
+server-id = 3
+[fill]
+timeout = \"1s\"
+consistency = 1
+";
+        let got = problems(src, &[]);
+        assert_problems(
+            &got,
+            &[
+                "f.toml:4:1: unknown key \"limt\" in [memory]; known: limit",
+                "f.toml:7:1: unknown key \"enabled\" in [caches]; known: strict",
+                "f.toml:9:1: unknown key \"server-id\" in [binlog]; known: server_id",
+                "f.toml:12:1: unknown key \"consistency\" in [fill]; known: timeout",
+            ],
+        );
+        let got = messages(load(&format!("admin = [\"root\"]\ncaches = true\n{URL}"), &[]).unwrap_err());
+        assert_problems(&got, &["f.toml:1:9: admin must be a table: [admin]", "f.toml:2:10: caches must be a table: [caches]"]);
+    }
+
+    #[test]
+    fn cache_entries_need_unique_well_formed_names_and_a_query() {
+        let src = "\
+[caches]
+strict = false
+[[cache]]
+name = \"story-votes\"
+query = \"SELECT 1\"
+[[cache]]
+name = \"ok_1\"
+query = \"  \"
+[[cache]]
+name = \"ok_1\"
+query = \"SELECT 2\"
+[[cache]]
+name = \"ok_2\"
+query = \"SELECT 3\"
+[[cache]]
+name = \"ok_2\"
+query = \"SELECT 4\"
+[[cache]]
+name = \"\"
+query = \"SELECT 5\"
+";
+        let got = problems(src, &[]);
+        assert_problems(
+            &got,
+            &[
+                "f.toml:6:8: name: \"story-votes\" must be 1-64 letters, digits or underscores",
+                "f.toml:10:9: query: the query is empty",
+                "f.toml:18:8: a cache named \"ok_2\" is already defined",
+                "f.toml:21:8: name: \"\" must be 1-64 letters",
+            ],
+        );
+        let c = load(&format!("{URL}[caches]\nstrict = false\n[[cache]]\nname = \"Story_9\"\nquery = \" SELECT 1 \"\n"), &[]).unwrap();
+        assert_eq!((c.caches[0].name.as_str(), c.caches[0].query.as_str(), c.cache_policy.strict), ("Story_9", "SELECT 1", false));
+    }
+
+    #[test]
+    fn an_automatic_server_id_is_stable_and_never_0_or_1() {
+        let auto = Binlog { server_id: 0 };
+        let id = auto.effective_server_id();
+        assert_eq!(id, auto.effective_server_id());
+        assert!((1_000_000..=4_000_000_000).contains(&id), "{id}");
+        assert_eq!(Binlog { server_id: 1 }.effective_server_id(), 1);
+    }
+}
