@@ -446,6 +446,26 @@ query = \"SELECT 5\"
         assert_eq!((c.caches[0].name.as_str(), c.caches[0].query.as_str(), c.cache_policy.strict), ("Story_9", "SELECT 1", false));
     }
 
+    /// examples/freshet.toml writes out every key with its default: it parses, names each key,
+    /// and gives the values a config without those keys gets.
+    #[test]
+    fn the_example_config_documents_every_key_with_its_default() {
+        let example = include_str!("../../../examples/freshet.toml");
+        let keys = [
+            "url", "tls", "tls_ca", "connect_timeout", "mysql", "admin", "max_packet", "max_connections", "level", "limit", "timeout",
+            "max_lag", "users", "strict", "server_id", "name", "query",
+        ];
+        for key in keys {
+            assert!(example.contains(&format!("{key} =")), "examples/freshet.toml does not document {key}");
+        }
+        let e = load(example, &[]).unwrap();
+        let d = load(URL, &[]).unwrap();
+        assert_eq!((e.upstream.tls, e.upstream.tls_ca, e.upstream.connect_timeout), (d.upstream.tls, d.upstream.tls_ca, d.upstream.connect_timeout));
+        assert_eq!((e.listen.mysql, e.listen.admin, e.listen.tls), (d.listen.mysql, d.listen.admin, d.listen.tls));
+        assert_eq!((e.limits.max_packet, e.limits.max_connections, e.log.level), (d.limits.max_packet, d.limits.max_connections, d.log.level));
+        assert_eq!((e.memory, e.fill, e.consistency, e.admin, e.cache_policy, e.binlog), (d.memory, d.fill, d.consistency, d.admin, d.cache_policy, d.binlog));
+    }
+
     #[test]
     fn an_automatic_server_id_is_stable_and_never_0_or_1() {
         let auto = Binlog { server_id: 0 };
