@@ -58,6 +58,9 @@ impl Scope {
     }
 }
 
+/// Select-list items: each expression with the name other clauses may refer to it by.
+pub(super) type SelectItems = Vec<(a::Expr, String)>;
+
 /// Aggregates discovered while lowering post-GROUP BY expressions.
 pub(super) struct AggCtx {
     pub(super) key_w: usize,
@@ -71,20 +74,51 @@ pub(super) enum Mode<'a> {
 }
 
 impl Compiler<'_> {
-    pub(super) fn expand_select(&self, items: &[a::SelectItem], scope: &Scope) -> Result<Vec<(a::Expr, String)>, Refusal> {
+    /// The select list with wildcards expanded: each item with the name HAVING, GROUP BY and
+    /// ORDER BY may refer to it by (its alias, or its text), and, separately, the result
+    /// column names. MySQL names a bare column reference by the column as written, without
+    /// its qualifier or quotes (`s.id`, `stories.id` and `` `id` `` are all `id`), so the result names, and with
+    /// them the plan, do not depend on how a column was qualified.
+    pub(super) fn expand_select(
+        &self,
+        items: &[a::SelectItem],
+        scope: &Scope,
+    ) -> Result<(SelectItems, Vec<String>), Refusal> {
+        let mut names = Vec::new();
+        let out = self.expand_items(items, scope, &mut names)?;
+        Ok((out, names))
+    }
+
+    fn expand_items(
+        &self,
+        items: &[a::SelectItem],
+        scope: &Scope,
+        names: &mut Vec<String>,
+    ) -> Result<SelectItems, Refusal> {
         let mut out = Vec::new();
         let ident = |c: &ScopeCol| {
             a::Expr::CompoundIdentifier(vec![a::Ident::new(c.qual.clone()), a::Ident::new(c.name.clone())])
         };
         for it in items {
             match it {
-                a::SelectItem::UnnamedExpr(e) => out.push((e.clone(), e.to_string())),
-                a::SelectItem::ExprWithAlias { expr, alias } => out.push((expr.clone(), alias.value.clone())),
+                a::SelectItem::UnnamedExpr(e) => {
+                    names.push(match e {
+                        a::Expr::Identifier(i) => i.value.clone(),
+                        a::Expr::CompoundIdentifier(parts) => parts.last().map(|i| i.value.clone()).unwrap_or_default(),
+                        other => other.to_string(),
+                    });
+                    out.push((e.clone(), e.to_string()))
+                }
+                a::SelectItem::ExprWithAlias { expr, alias } => {
+                    names.push(alias.value.clone());
+                    out.push((expr.clone(), alias.value.clone()))
+                }
                 a::SelectItem::Wildcard(opts) => {
                     if opts.opt_exclude.is_some() || opts.opt_except.is_some() || opts.opt_replace.is_some() || opts.opt_rename.is_some() || opts.opt_ilike.is_some() {
                         return refuse("wildcard options are not MySQL");
                     }
                     for c in &scope.cols {
+                        names.push(c.name.clone());
                         out.push((ident(c), c.name.clone()));
                     }
                 }
@@ -99,6 +133,7 @@ impl Compiler<'_> {
                         return refuse(format!("unknown table `{q}` in `{q}.*`"));
                     }
                     for c in cols {
+                        names.push(c.name.clone());
                         out.push((ident(c), c.name.clone()));
                     }
                 }

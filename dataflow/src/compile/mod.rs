@@ -113,6 +113,16 @@ pub struct CompiledQuery {
     pub read_filters: Vec<ReadFilter>,
     /// Width of the rows readers keep: the visible columns plus the columns read filters test.
     pub published: usize,
+    /// True when the result for several partition keys is exactly the concatenation of each
+    /// key's result (re-sorted by `order`), i.e. what `key IN (?, ...)` returns in MySQL: no
+    /// LIMIT (per-key top-k merged is not a LIMIT over the whole result), every aggregate
+    /// grouped by the key columns (`COUNT(*)` without GROUP BY over an IN list is one row, not
+    /// one per key), ORDER BY only on result columns (hidden sort columns are not published,
+    /// so merged rows could not be sorted) and, with DISTINCT, the key among the result
+    /// columns (else equal rows of two keys would both be returned). A query compiled with an
+    /// `IN` list of more than one `?` is always mergeable (compile refuses the other shapes).
+    /// [`Reader::lookup_in`](crate::Reader::lookup_in) refuses several keys when false.
+    pub mergeable: bool,
 }
 
 /// A `column <op> ?` conjunct evaluated by the reader over a partition's rows.
@@ -126,6 +136,92 @@ pub struct ReadFilter {
     pub param: usize,
     /// The column's type, to coerce the parameter.
     pub column_type: KeyColumn,
+}
+
+impl CompiledQuery {
+    /// True when `self` and `other` compile to the same view and read it the same way: every
+    /// field but the SQL text is equal. Compiling is deterministic up to how the text names
+    /// things: `stories.id`, `s.id` (alias `s`) and `id` are the same column, `? = id` is
+    /// `id = ?`, result columns are named as MySQL names them (a bare column by its name as
+    /// written, without qualifier; anything else by its text, or its `AS` alias). So two
+    /// texts that differ only in literals, once each literal is replaced by `?`, have the same
+    /// plan. Not normalized (the plans differ, so this answers false): reordered select-list
+    /// items, conjuncts or joins, and different result column names.
+    pub fn same_plan(&self, other: &CompiledQuery) -> bool {
+        self.same_view(other)
+            && self.param_slots == other.param_slots
+            && self.n_params == other.n_params
+            && self.read_filters == other.read_filters
+    }
+
+    /// True when `self` and `other` are the same view except for how many `?` feed each key
+    /// column: `id = ?` against `id IN (?, ?, ?)`. Then [`Reader::lookup_in`] on a view of
+    /// either, given the other's `param_slots` and parameters, answers what the other would.
+    ///
+    /// Everything but `sql`, `param_slots` and `n_params` must be equal; the key columns must
+    /// be the same, in the same order, each fed by at least one parameter; the read filters
+    /// (`col > ?`) must be equal once their parameter indexes are renumbered to their rank
+    /// among the parameters that feed no key column (the `IN` list shifts them). When either
+    /// side has more than one parameter on a key column, the view must also be
+    /// [`mergeable`](CompiledQuery::mergeable): false for ORDER BY ... LIMIT (each key keeps its
+    /// own top rows, MySQL limits the whole IN result), for aggregates not grouped by the key
+    /// (`COUNT(*)` over an IN list is one row, not one per key), for ORDER BY on columns not
+    /// selected, and for DISTINCT without the key selected. (Compile already refuses those
+    /// shapes with an `IN` list of several `?`, so in practice the proxy sees a `Refusal` for
+    /// the IN text first; this check does not rely on that.)
+    pub fn same_plan_except_arity(&self, other: &CompiledQuery) -> bool {
+        if !self.same_view(other) || self.param_slots.len() != other.param_slots.len() {
+            return false;
+        }
+        let slots = || self.param_slots.iter().chain(&other.param_slots);
+        if slots().any(Vec::is_empty) {
+            return false;
+        }
+        if slots().any(|s| s.len() > 1) && !self.mergeable {
+            return false;
+        }
+        self.renumbered_filters() == other.renumbered_filters()
+    }
+
+    /// Every field equal except `sql`, `param_slots`, `n_params` and `read_filters`.
+    fn same_view(&self, o: &CompiledQuery) -> bool {
+        // Destructured so that a new field cannot be forgotten here.
+        let CompiledQuery {
+            sql: _,
+            root: _,
+            columns: _,
+            visible: _,
+            order: _,
+            key_columns: _,
+            param_slots: _,
+            n_params: _,
+            tables: _,
+            limit: _,
+            read_filters: _,
+            published: _,
+            mergeable: _,
+        } = self;
+        self.root == o.root
+            && self.columns == o.columns
+            && self.visible == o.visible
+            && self.order == o.order
+            && self.key_columns == o.key_columns
+            && self.tables == o.tables
+            && self.limit == o.limit
+            && self.published == o.published
+            && self.mergeable == o.mergeable
+    }
+
+    /// The read filters with each parameter index replaced by its rank among the read
+    /// filters' parameters (which are exactly the parameters feeding no key column).
+    pub(crate) fn renumbered_filters(&self) -> Vec<ReadFilter> {
+        let mut ps: Vec<usize> = self.read_filters.iter().map(|f| f.param).collect();
+        ps.sort_unstable();
+        self.read_filters
+            .iter()
+            .map(|f| ReadFilter { param: ps.binary_search(&f.param).unwrap_or(usize::MAX), ..f.clone() })
+            .collect()
+    }
 }
 
 /// Compiles one SELECT against `catalog`.
@@ -168,6 +264,7 @@ struct Select {
     limit: Option<usize>,
     read_filters: Vec<ReadFilter>,
     published: usize,
+    mergeable: bool,
 }
 
 fn lit_usize(e: &a::Expr, what: &str) -> Result<usize, Refusal> {
@@ -252,6 +349,7 @@ impl Compiler<'_> {
             limit: s.limit,
             read_filters: s.read_filters,
             published: s.published,
+            mergeable: s.mergeable,
         })
     }
 
@@ -299,6 +397,7 @@ impl Compiler<'_> {
             limit: None,
             read_filters: vec![],
             published: width,
+            mergeable: true,
         })
     }
 }

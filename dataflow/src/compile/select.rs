@@ -76,7 +76,9 @@ impl Source<'_> {
     }
     fn column_type(&self, g: usize) -> KeyColumn {
         let c = &self.scope.cols[g];
-        KeyColumn { name: format!("{}.{}", c.qual, c.name), ty: c.ty.clone().unwrap_or(SqlType::Text), collation: c.coll.flatten() }
+        // Named by table, not by alias, so that `s.id = ?` and `stories.id = ?` compile alike.
+        let table = self.tables.get(self.occ_of(g)).map(String::as_str).unwrap_or(&c.qual);
+        KeyColumn { name: format!("{table}.{}", c.name), ty: c.ty.clone().unwrap_or(SqlType::Text), collation: c.coll.flatten() }
     }
 }
 
@@ -133,7 +135,6 @@ fn cols_of(e: &Expr) -> Vec<usize> {
 /// The select list, HAVING and ORDER BY, lowered.
 struct Outputs {
     exprs: Vec<Expr>,
-    columns: Vec<String>,
     visible: usize,
     published: usize,
     read_filters: Vec<ReadFilter>,
@@ -169,7 +170,7 @@ impl<'c> Compiler<'c> {
             a::GroupByExpr::Expressions(v, mods) if mods.is_empty() => v.clone(),
             _ => return refuse("GROUP BY ALL / WITH ROLLUP are not supported"),
         };
-        let select_items = self.expand_select(&sel.projection, &src.scope)?;
+        let (select_items, result_names) = self.expand_select(&sel.projection, &src.scope)?;
         let has_agg = !group_exprs.is_empty()
             || select_items.iter().any(|(e, _)| contains_agg(e))
             || sel.having.is_some()
@@ -183,13 +184,18 @@ impl<'c> Compiler<'c> {
             let g = self.resolve_alias(g, &select_items);
             agg.groups.push(self.lower(&g, &src.scope, &mut Mode::Pre)?);
         }
-        if has_agg && multi_key {
+        // Whether the result for several keys is the concatenation of each key's result (what
+        // `IN (?, ...)` needs, and `CompiledQuery::merges_across_keys` reports): every check
+        // below that refuses with `IN` also clears it for `=`.
+        let mut mergeable = true;
+        if has_agg {
             // Per-partition groups equal the query's groups only if the query groups by the key.
             let grouped_by_key = src.key_globals.clone().iter().all(|(kg, _)| {
                 let root = src.classes.find(*kg);
                 agg.groups.iter().any(|g| matches!(g, Expr::Col(c) if src.classes.find(*c) == root))
             });
-            if !grouped_by_key {
+            mergeable &= grouped_by_key;
+            if !grouped_by_key && multi_key {
                 return refuse("with `IN (?, ...)` an aggregate must GROUP BY the parameter column; use `= ?` or add it to GROUP BY");
             }
         }
@@ -197,7 +203,9 @@ impl<'c> Compiler<'c> {
             let mut mode = if has_agg { Mode::Post(&mut agg) } else { Mode::Pre };
             self.outputs(sel, &src, &select_items, order_by, distinct, &mut mode)?
         };
-        if multi_key && out.order.iter().any(|&(p, _)| p >= out.visible) {
+        let hidden_order = out.order.iter().any(|&(p, _)| p >= out.visible);
+        mergeable &= !hidden_order;
+        if multi_key && hidden_order {
             return refuse("with `IN (?, ...)`, ORDER BY columns must be in the select list");
         }
         if has_agg {
@@ -206,7 +214,8 @@ impl<'c> Compiler<'c> {
                 tree = Node::Filter { input: Box::new(tree), pred: h };
             }
         }
-        let Outputs { mut exprs, mut columns, visible, published, read_filters, order, .. } = out;
+        let Outputs { mut exprs, visible, published, read_filters, order, .. } = out;
+        let mut columns = result_names;
         // Hidden key columns: every node carries the partition key (see `plan`).
         for k in tree.key_positions() {
             if !exprs.contains(&Expr::Col(k)) {
@@ -215,12 +224,16 @@ impl<'c> Compiler<'c> {
         }
         tree = Node::Project { input: Box::new(tree), exprs };
         if distinct {
-            if multi_key && tree.key_positions().iter().any(|&p| p >= visible) {
+            let hidden_key = tree.key_positions().iter().any(|&p| p >= visible);
+            mergeable &= !hidden_key;
+            if multi_key && hidden_key {
                 return refuse("DISTINCT with `IN (?, ...)` needs the parameter column in the select list");
             }
             tree = Node::Distinct { input: Box::new(tree) };
         }
         if let Some(l) = limit {
+            // Per-key top-k rows merged are not MySQL's LIMIT over the whole IN result.
+            mergeable = false;
             if multi_key {
                 return refuse("LIMIT with `IN (?, ...)` is not supported; use `= ?`");
             }
@@ -241,6 +254,7 @@ impl<'c> Compiler<'c> {
             limit,
             read_filters,
             published,
+            mergeable,
         })
     }
 
@@ -402,10 +416,8 @@ impl<'c> Compiler<'c> {
         mode: &mut Mode<'_>,
     ) -> Result<Outputs, Refusal> {
         let mut exprs = Vec::new();
-        let mut columns = Vec::new();
-        for (item, name) in items {
+        for (item, _) in items {
             exprs.push(self.lower(item, &src.scope, mode)?);
-            columns.push(name.clone());
         }
         let visible = exprs.len();
         let mut read_filters = Vec::new();
@@ -424,7 +436,7 @@ impl<'c> Compiler<'c> {
         let result = self.having_and_order(sel, src, items, order_by, distinct, mode, &mut exprs, visible);
         self.aliases.borrow_mut().clear();
         let (having, order) = result?;
-        Ok(Outputs { exprs, columns, visible, published, read_filters, having, order })
+        Ok(Outputs { exprs, visible, published, read_filters, having, order })
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -99,6 +99,14 @@ pub enum LookupError {
     /// The view was dropped.
     #[error("no such view")]
     NoView,
+    /// [`Reader::lookup_in`]: the parameter slots do not name each parameter at most once,
+    /// with at least one per key column of the view.
+    #[error("the parameter slots do not match the view's key columns")]
+    ParamSlots,
+    /// [`Reader::lookup_in`] named several partitions of a view whose result for several keys
+    /// is not the merge of each key's result (see [`CompiledQuery::mergeable`]).
+    #[error("the view's results for several keys cannot be merged (LIMIT, or an aggregate not grouped by the key)")]
+    NotMergeable,
 }
 
 /// A cloneable, thread-safe handle for reading one view.
@@ -122,7 +130,63 @@ impl Reader {
         if self.counters.dropped.load(AtOrd::Acquire) {
             return Err(LookupError::NoView);
         }
-        let keys = lookup_keys(&self.q, params)?;
+        let keys = lookup_keys(&self.q, &self.q.param_slots, params)?;
+        let mut filter_params = Vec::with_capacity(self.q.read_filters.len());
+        for f in &self.q.read_filters {
+            filter_params.push(params.get(f.param).ok_or(LookupError::ParamCount { expected: self.q.n_params, got: params.len() })?);
+        }
+        self.read(keys, &filter_params)
+    }
+
+    /// Like [`lookup`](Reader::lookup), but the caller says which of `params` feed each key
+    /// column: `param_slots` has one list per key column of the view, in the view's key order,
+    /// each with any number (at least one) of parameter indexes; the partitions read are the
+    /// cartesian product of the lists' values (deduplicated; NULLs match nothing) and their
+    /// rows are merged exactly as for a view compiled with `IN (?, ...)` (re-sorted by the
+    /// query's ORDER BY). The parameters that feed no key column feed the view's range
+    /// filters (`col > ?`), in order: the k-th of them (by index) is the k-th filter parameter
+    /// of the view's text.
+    ///
+    /// This answers `key IN (a, b, c)` from a view compiled as `key = ?`. It is correct only
+    /// when the view compiled from the IN text has the same plan except for the arity: check
+    /// [`CompiledQuery::same_plan_except_arity`] (IN query against this reader's query) once
+    /// per query shape, and pass the IN query's `param_slots`. As a safety net, a lookup that
+    /// names several partitions of a view that is not
+    /// [`mergeable`](CompiledQuery::mergeable) (LIMIT, an aggregate not grouped by the key,
+    /// ...) is refused with [`LookupError::NotMergeable`] rather than answered wrongly.
+    pub fn lookup_in(&self, param_slots: &[Vec<usize>], params: &[Value]) -> Result<Lookup, LookupError> {
+        if self.counters.dropped.load(AtOrd::Acquire) {
+            return Err(LookupError::NoView);
+        }
+        let q = &self.q;
+        let mut used = vec![false; params.len()];
+        let mut bad_slots = param_slots.len() != q.key_columns.len() || param_slots.iter().any(Vec::is_empty);
+        for &i in param_slots.iter().flatten() {
+            match used.get_mut(i) {
+                Some(u) if !*u => *u = true,
+                // Out of range, or named twice.
+                _ => bad_slots = true,
+            }
+        }
+        if bad_slots {
+            return Err(LookupError::ParamSlots);
+        }
+        let rest: Vec<&Value> = params.iter().zip(&used).filter(|(_, u)| !**u).map(|(p, _)| p).collect();
+        if rest.len() != q.read_filters.len() {
+            let expected = param_slots.iter().map(Vec::len).sum::<usize>() + q.read_filters.len();
+            return Err(LookupError::ParamCount { expected, got: params.len() });
+        }
+        let filter_params: Vec<&Value> = q.renumbered_filters().iter().map(|f| rest[f.param]).collect();
+        let keys = lookup_keys(q, param_slots, params)?;
+        if keys.len() > 1 && !q.mergeable {
+            return Err(LookupError::NotMergeable);
+        }
+        self.read(keys, &filter_params)
+    }
+
+    /// Reads the partitions `keys` and merges their rows; `filter_params` has one value per
+    /// read filter of the query.
+    fn read(&self, keys: Vec<Key>, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
         if keys.is_empty() {
             // A NULL parameter: `col = NULL` matches nothing.
             self.counters.hits.fetch_add(1, AtOrd::Relaxed);
@@ -146,7 +210,7 @@ impl Reader {
         }
         self.counters.hits.fetch_add(1, AtOrd::Relaxed);
         if !self.q.read_filters.is_empty() {
-            return self.filtered(&found, params);
+            return self.filtered(&found, filter_params);
         }
         if found.len() == 1
             && let Some(e) = found.pop() {
@@ -160,10 +224,9 @@ impl Reader {
     }
 
     /// Applies the range parameters to the partitions' rows, then keeps the visible columns.
-    fn filtered(&self, found: &[Arc<Entry>], params: &[Value]) -> Result<Lookup, LookupError> {
+    fn filtered(&self, found: &[Arc<Entry>], filter_params: &[&Value]) -> Result<Lookup, LookupError> {
         let mut preds = Vec::new();
-        for f in &self.q.read_filters {
-            let p = params.get(f.param).ok_or(LookupError::ParamCount { expected: self.q.n_params, got: params.len() })?;
+        for (f, p) in self.q.read_filters.iter().zip(filter_params) {
             let v = coerce_param(p, &f.column_type, f.param)?.unwrap_or(Value::Null);
             preds.push(Expr::Cmp(f.op, Box::new(Expr::Col(f.column)), Box::new(Expr::lit(v))));
         }
@@ -241,15 +304,16 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
 
 /// The partition keys a lookup touches (cartesian product of IN lists), or none if a
 /// parameter is NULL.
-fn lookup_keys(q: &CompiledQuery, params: &[Value]) -> Result<Vec<Key>, LookupError> {
-    if params.len() != q.n_params {
-        return Err(LookupError::ParamCount { expected: q.n_params, got: params.len() });
+fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) -> Result<Vec<Key>, LookupError> {
+    let expected = param_slots.iter().map(Vec::len).sum::<usize>() + q.read_filters.len();
+    if params.len() != expected {
+        return Err(LookupError::ParamCount { expected, got: params.len() });
     }
     let mut keys: Vec<Vec<Value>> = vec![vec![]];
-    for (slots, col) in q.param_slots.iter().zip(&q.key_columns) {
+    for (slots, col) in param_slots.iter().zip(&q.key_columns) {
         let mut vals: Vec<Value> = Vec::new();
         for &i in slots {
-            let p = params.get(i).ok_or(LookupError::ParamCount { expected: q.n_params, got: params.len() })?;
+            let p = params.get(i).ok_or(LookupError::ParamCount { expected, got: params.len() })?;
             if let Some(v) = coerce_param(p, col, i)?
                 && !vals.contains(&v) {
                     vals.push(v);

@@ -1,0 +1,303 @@
+//! Query shapes as the proxy matches them: `same_plan` (two texts, literals replaced by `?`,
+//! are the same view), `same_plan_except_arity` with `Reader::lookup_in` (an `IN (...)` read
+//! answered from a `= ?` view, checked against the view compiled from the IN text and a
+//! from-scratch evaluation on random data), and what must not be merged across keys.
+
+use freshet_dataflow::eval::eval;
+use freshet_dataflow::*;
+
+fn catalog() -> Catalog {
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+    let t = |n: &str| ColumnSchema::new(n, SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi));
+    let mut c = Catalog::new();
+    c.add(TableSchema::new("users", vec![i("id"), t("name")], vec![0])).unwrap();
+    c.add(TableSchema::new("stories", vec![i("id"), i("author_id"), t("title")], vec![0])).unwrap();
+    c.add(TableSchema::new("comments", vec![i("id"), i("story_id"), i("author_id"), t("body")], vec![0])).unwrap();
+    c.add(TableSchema::new("votes", vec![i("user_id"), i("story_id")], vec![0, 1])).unwrap();
+    c
+}
+
+fn q(sql: &str) -> CompiledQuery {
+    compile(sql, &catalog()).unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+#[test]
+fn qualified_aliased_and_flipped_names_compile_to_one_plan() {
+    let base = q("SELECT id, title FROM stories WHERE id = ?");
+    for other in [
+        "SELECT stories.id, stories.title FROM stories WHERE stories.id = ?",
+        "select s.id, s.title from stories s where s.id = ?",
+        "SELECT s.id, title FROM stories AS s WHERE id = ?",
+        "SELECT id, title FROM stories WHERE ? = id",
+        "SELECT `id`, `title` FROM `stories` WHERE `id` = ?",
+    ] {
+        assert!(base.same_plan(&q(other)), "{other}: {:?} vs {:?}", base, q(other));
+    }
+    assert_eq!(base.columns, vec!["id", "title"]);
+    // Joins and aggregates, qualified by table name or by alias.
+    let a = q("SELECT comments.id, users.name FROM comments JOIN users ON users.id = comments.author_id WHERE comments.story_id = ?");
+    let b = q("SELECT c.id, u.name FROM comments c JOIN users u ON u.id = c.author_id WHERE c.story_id = ?");
+    assert!(a.same_plan(&b));
+    let a = q("SELECT story_id, COUNT(*) FROM votes WHERE story_id = ? GROUP BY story_id");
+    let b = q("SELECT v.story_id, COUNT(*) FROM votes v WHERE v.story_id = ? GROUP BY v.story_id");
+    assert!(a.same_plan(&b));
+}
+
+#[test]
+fn different_shapes_are_different_plans() {
+    let base = q("SELECT id, title FROM stories WHERE id = ?");
+    for other in [
+        // Result column names differ.
+        "SELECT id AS x, title FROM stories WHERE id = ?",
+        "SELECT ID, title FROM stories WHERE id = ?",
+        // Columns, their order, filters, parameters, ordering, limits.
+        "SELECT id FROM stories WHERE id = ?",
+        "SELECT title, id FROM stories WHERE id = ?",
+        "SELECT id, title FROM stories WHERE id = ? AND author_id = ?",
+        "SELECT id, title FROM stories WHERE author_id = ?",
+        "SELECT id, title FROM stories WHERE id = ? AND title = 'x'",
+        "SELECT id, title FROM stories WHERE id IN (?, ?)",
+        "SELECT id, title FROM stories WHERE id = ? ORDER BY title",
+        "SELECT id, title FROM stories WHERE id = ? ORDER BY title LIMIT 2",
+        "SELECT DISTINCT id, title FROM stories WHERE id = ?",
+    ] {
+        assert!(!base.same_plan(&q(other)), "{other}");
+    }
+    let lim = |n| q(&format!("SELECT id FROM comments WHERE story_id = ? ORDER BY id LIMIT {n}"));
+    assert!(!lim(2).same_plan(&lim(3)));
+    assert!(lim(2).same_plan(&lim(2)));
+}
+
+#[test]
+fn in_lists_match_equalities_only_when_mergeable() {
+    let pairs = [
+        ("SELECT id, title FROM stories WHERE id = ?", "SELECT id, title FROM stories WHERE id IN (?, ?, ?)"),
+        (
+            "SELECT story_id, COUNT(*) FROM votes WHERE story_id = ? GROUP BY story_id",
+            "SELECT story_id, COUNT(*) FROM votes WHERE story_id IN (?, ?) GROUP BY story_id",
+        ),
+        (
+            "SELECT id, body FROM comments WHERE story_id = ? AND id > ? ORDER BY id",
+            "SELECT id, body FROM comments WHERE story_id IN (?, ?, ?) AND id > ? ORDER BY id",
+        ),
+        (
+            "SELECT id, body FROM comments WHERE id > ? AND story_id = ? AND author_id = ?",
+            "SELECT id, body FROM comments WHERE id > ? AND story_id IN (?, ?) AND author_id IN (?, ?, ?)",
+        ),
+    ];
+    for (eq, inl) in pairs {
+        let (e, i) = (q(eq), q(inl));
+        assert!(e.mergeable && i.mergeable, "{eq}");
+        assert!(e.same_plan_except_arity(&i) && i.same_plan_except_arity(&e), "{eq} / {inl}");
+        assert!(!e.same_plan(&i));
+        assert!(e.same_plan_except_arity(&e));
+    }
+    // Different filters, columns or key columns.
+    let e = q("SELECT id, title FROM stories WHERE id = ?");
+    for other in [
+        "SELECT id FROM stories WHERE id IN (?, ?)",
+        "SELECT id, title FROM stories WHERE author_id IN (?, ?)",
+        "SELECT id, title FROM stories WHERE id IN (?, ?) AND author_id = ?",
+    ] {
+        assert!(!e.same_plan_except_arity(&q(other)), "{other}");
+    }
+    // A range filter on another column is a different plan.
+    let e = q("SELECT id, body FROM comments WHERE story_id = ? AND id > ?");
+    assert!(!e.same_plan_except_arity(&q("SELECT id, body FROM comments WHERE story_id IN (?, ?) AND id < ?")));
+
+    // Shapes whose per-key results must not be merged: MySQL applies LIMIT to the whole IN
+    // result, and an aggregate without GROUP BY key is one row for all keys. Compile refuses
+    // them with an IN list; their `=` views are not mergeable, so no arity may differ.
+    for eq in [
+        "SELECT id, body FROM comments WHERE story_id = ? ORDER BY id DESC LIMIT 3",
+        "SELECT id, body FROM comments WHERE story_id = ? LIMIT 3",
+        "SELECT COUNT(*) FROM votes WHERE story_id = ?",
+        "SELECT user_id, COUNT(*) FROM votes WHERE story_id = ? GROUP BY user_id",
+        "SELECT DISTINCT author_id FROM comments WHERE story_id = ?",
+        "SELECT id FROM comments WHERE story_id = ? ORDER BY author_id",
+    ] {
+        let e = q(eq);
+        assert!(!e.mergeable, "{eq}");
+        let inl = eq.replace("= ?", "IN (?, ?, ?)");
+        assert!(compile(&inl, &catalog()).is_err(), "{inl}");
+        // A one-element IN list is the same query.
+        let one = q(&eq.replace("= ?", "IN (?)"));
+        assert!(e.same_plan_except_arity(&one), "{eq}");
+        let mut forged = e.clone();
+        forged.param_slots = vec![vec![0, 1, 2]];
+        forged.n_params = 3;
+        assert!(!e.same_plan_except_arity(&forged), "{eq}");
+        assert!(!forged.same_plan_except_arity(&e), "{eq}");
+    }
+}
+
+/// xorshift64*: deterministic test data without a dependency.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: u64) -> i64 {
+        (self.next() % n) as i64
+    }
+}
+
+fn int(i: i64) -> Value {
+    Value::Int(i)
+}
+fn text(s: &str) -> Value {
+    Value::text(s, Collation::Utf8mb4GeneralCi)
+}
+
+fn read(df: &mut Dataflow, store: &MemStore, replica: bool, f: impl Fn(&Reader) -> Result<Lookup, LookupError>, r: &Reader) -> Vec<Row> {
+    for _ in 0..3 {
+        match f(r).unwrap() {
+            Lookup::Hit(rows) => return rows.to_vec(),
+            Lookup::Miss(_) if replica => {
+                df.run_fills(&mut MemReplica { store }).unwrap();
+            }
+            Lookup::Miss(_) => {
+                df.run_fills(&mut MemUpstream { store }).unwrap();
+            }
+        }
+    }
+    panic!("still missing after fills");
+}
+
+/// Random writes; `lookup_in` on the `=` view must return exactly (row order included, when
+/// the query orders) what the view compiled from the IN text returns, and what a
+/// from-scratch evaluation of the IN query returns.
+#[test]
+fn lookup_in_on_an_equality_view_equals_the_in_view() {
+    // (`=` text, IN text with three `?` per IN list)
+    let shapes = [
+        ("SELECT id, title FROM stories WHERE id = ?", "SELECT id, title FROM stories WHERE id IN (?, ?, ?)"),
+        (
+            "SELECT id, author_id, body FROM comments WHERE story_id = ? ORDER BY author_id DESC, id",
+            "SELECT id, author_id, body FROM comments WHERE story_id IN (?, ?, ?) ORDER BY author_id DESC, id",
+        ),
+        (
+            "SELECT story_id, COUNT(*), MAX(user_id) FROM votes WHERE story_id = ? GROUP BY story_id ORDER BY 2 DESC",
+            "SELECT story_id, COUNT(*), MAX(user_id) FROM votes WHERE story_id IN (?, ?, ?) GROUP BY story_id ORDER BY 2 DESC",
+        ),
+        (
+            "SELECT comments.id, users.name FROM comments JOIN users ON users.id = comments.author_id WHERE comments.story_id = ? ORDER BY comments.id",
+            "SELECT c.id, u.name FROM comments c JOIN users u ON u.id = c.author_id WHERE c.story_id IN (?, ?, ?) ORDER BY c.id",
+        ),
+        (
+            "SELECT id, story_id FROM comments WHERE id > ? AND story_id = ? ORDER BY id",
+            "SELECT id, story_id FROM comments WHERE id > ? AND story_id IN (?, ?, ?) ORDER BY id",
+        ),
+        (
+            "SELECT id FROM comments WHERE story_id = ? AND author_id = ?",
+            "SELECT id FROM comments WHERE story_id IN (?, ?, ?) AND author_id IN (?, ?, ?)",
+        ),
+    ];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for replica in [false, true] {
+        let mut df_eq = Dataflow::new(catalog(), ByteSize(1 << 30));
+        let mut df_in = Dataflow::new(catalog(), ByteSize(1 << 30));
+        let views: Vec<(ViewId, ViewId, CompiledQuery)> = shapes
+            .iter()
+            .map(|(e, i)| {
+                let (qe, qi) = (q(e), q(i));
+                assert!(qe.same_plan_except_arity(&qi), "{e}");
+                (df_eq.install(qe), df_in.install(qi.clone()), qi)
+            })
+            .collect();
+        let mut store = MemStore::new();
+        let mut live: Vec<(&'static str, Row)> = Vec::new();
+        let (mut compared, mut nonempty) = (0, 0);
+        for round in 0..30u64 {
+            let mut b = Batch::new(Position(round + 1));
+            for _ in 0..6 {
+                if !live.is_empty() && rng.below(4) == 0 {
+                    let (t, r) = live.swap_remove(rng.below(live.len() as u64) as usize);
+                    b.delete(t, r);
+                    continue;
+                }
+                let (t, r): (&str, Row) = match rng.below(4) {
+                    0 => ("users", vec![int(rng.below(6)), text(["ann", "bob", "cy"][rng.below(3) as usize])].into()),
+                    1 => ("stories", vec![int(rng.below(6)), int(rng.below(6)), text("t")].into()),
+                    2 => ("comments", vec![int(rng.below(40)), int(rng.below(6)), int(rng.below(6)), text("c")].into()),
+                    _ => ("votes", vec![int(rng.below(6)), int(rng.below(6))].into()),
+                };
+                b.insert(t, r.clone());
+                live.push((t, r));
+            }
+            store.apply(&b);
+            df_eq.apply(&b).unwrap();
+            df_in.apply(&b).unwrap();
+            for (ve, vi, qi) in &views {
+                // Three key values per IN list (repeats and NULLs included), plus a range.
+                let mut params: Vec<Value> = (0..qi.n_params).map(|_| int(rng.below(7))).collect();
+                if rng.below(5) == 0 {
+                    params[qi.param_slots[0][1]] = Value::Null;
+                }
+                let (re, ri) = (df_eq.reader(*ve).unwrap(), df_in.reader(*vi).unwrap());
+                let slots = qi.param_slots.clone();
+                let got = read(&mut df_eq, &store, replica, |r| r.lookup_in(&slots, &params), &re);
+                let want = read(&mut df_in, &store, replica, |r| r.lookup(&params), &ri);
+                if qi.order.is_empty() {
+                    let (mut g, mut w) = (got.clone(), want.clone());
+                    g.sort();
+                    w.sort();
+                    assert_eq!(g, w, "{}", qi.sql);
+                } else {
+                    assert_eq!(got, want, "{} {params:?}", qi.sql);
+                }
+                // And the IN query evaluated from scratch, for the same keys.
+                let mut keys: Vec<Vec<Value>> = vec![vec![]];
+                for s in &qi.param_slots {
+                    let vals: Vec<Value> = s.iter().map(|&i| params[i].clone()).filter(|v| !v.is_null()).collect();
+                    keys = keys.iter().flat_map(|k| vals.iter().map(move |v| [k.clone(), vec![v.clone()]].concat())).collect();
+                }
+                let keys: std::collections::HashSet<Key> = keys.into_iter().map(Vec::into_boxed_slice).collect();
+                let mut oracle: Vec<Row> = if keys.is_empty() {
+                    vec![]
+                } else {
+                    eval(&qi.root, &store, Some(&keys)).into_iter().collect()
+                };
+                let mut g: Vec<Row> = got.clone();
+                if !qi.read_filters.is_empty() {
+                    // The oracle row is the root's: apply the range filter (`id > ?`) here.
+                    let f = &qi.read_filters[0];
+                    let bound = &params[f.param];
+                    oracle.retain(|r| !r[f.column].is_null() && !bound.is_null() && r[f.column] > *bound);
+                }
+                let mut oracle: Vec<Row> = oracle.into_iter().map(|r| r[..qi.visible].to_vec().into()).collect();
+                oracle.sort();
+                g.sort();
+                assert_eq!(g, oracle, "{} {params:?}", qi.sql);
+                compared += 1;
+                nonempty += usize::from(!got.is_empty());
+            }
+        }
+        assert!(compared >= 100 && nonempty >= compared / 2, "{nonempty} of {compared} non-empty");
+    }
+}
+
+#[test]
+fn lookup_in_refuses_what_it_cannot_merge() {
+    let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
+    let top = df.install_sql("SELECT id, body FROM comments WHERE story_id = ? ORDER BY id DESC LIMIT 2").unwrap();
+    let count = df.install_sql("SELECT COUNT(*) FROM votes WHERE story_id = ?").unwrap();
+    let store = MemStore::new();
+    for v in [top, count] {
+        let r = df.reader(v).unwrap();
+        assert_eq!(r.lookup_in(&[vec![0, 1, 2]], &[int(1), int(2), int(3)]).unwrap_err(), LookupError::NotMergeable);
+        // One distinct key is a plain lookup.
+        let got = read(&mut df, &store, false, |r| r.lookup_in(&[vec![0, 1]], &[int(1), int(1)]), &r);
+        let want = read(&mut df, &store, false, |r| r.lookup(&[int(1)]), &r);
+        assert_eq!(got, want);
+    }
+    let r = df.reader(top).unwrap();
+    assert_eq!(r.lookup_in(&[vec![0, 0]], &[int(1)]).unwrap_err(), LookupError::ParamSlots);
+    assert_eq!(r.lookup_in(&[vec![]], &[]).unwrap_err(), LookupError::ParamSlots);
+    assert_eq!(r.lookup_in(&[vec![3]], &[int(1)]).unwrap_err(), LookupError::ParamSlots);
+    assert_eq!(r.lookup_in(&[vec![0], vec![1]], &[int(1), int(2)]).unwrap_err(), LookupError::ParamSlots);
+    assert!(matches!(r.lookup_in(&[vec![0]], &[int(1), int(2)]).unwrap_err(), LookupError::ParamCount { .. }));
+}
