@@ -51,6 +51,18 @@ impl Bound {
     }
 }
 
+impl std::fmt::Display for Bound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Bound::Constant => f.write_str("constant"),
+            Bound::AtMost(n) => write!(f, "at most {n}"),
+            Bound::LinearInPartition => f.write_str("linear in partition"),
+            Bound::FanOut(inner) => write!(f, "per filled partition holding the key: {inner}"),
+            Bound::LinearInTable => f.write_str("linear in table"),
+        }
+    }
+}
+
 /// Costs per base table occurrence.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TableCost {
@@ -85,6 +97,35 @@ pub struct CostBounds {
     pub states: Vec<StateInfo>,
     /// Number of partitions the view has: one (no parameters) or one per parameter value.
     pub single_partition: bool,
+}
+
+impl CostBounds {
+    /// The PIQL-style class of the query, for SHOW CACHES: the worst of the hit, fill and
+    /// write bounds, one of
+    /// - `"constant"`: one hash lookup per hit, at most one row per fill and write (a
+    ///   primary-key point query);
+    /// - `"bounded"`: at most a fixed number of rows or steps (an IN list, a LIMIT), still
+    ///   independent of data size;
+    /// - `"linear in partition"`: grows with the rows sharing one parameter value (a story's
+    ///   comments); scale-independent only if the application bounds those;
+    /// - `"fan-out"`: a write to a dimension table costs work in every filled partition
+    ///   holding its key (a user's rename reaches each story partition showing them);
+    /// - `"linear in table"`: grows with a whole table (no parameters, or a range parameter
+    ///   over a parameterless view): not scale-independent.
+    pub fn class(&self) -> &'static str {
+        let worst = self
+            .tables
+            .iter()
+            .flat_map(|t| [&t.fill_rows, &t.write])
+            .fold(self.hit.clone(), |w, b| w.max(b.clone()));
+        match worst {
+            Bound::Constant | Bound::AtMost(0 | 1) => "constant",
+            Bound::AtMost(_) => "bounded",
+            Bound::LinearInPartition => "linear in partition",
+            Bound::FanOut(_) => "fan-out",
+            Bound::LinearInTable => "linear in table",
+        }
+    }
 }
 
 /// Derives the bounds of `q`.

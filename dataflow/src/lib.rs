@@ -22,7 +22,11 @@
 //!   at a [`Position`], an opaque totally ordered `u64` newtype assigned by cdc.
 //!
 //! **Compiling** ([`mod@compile`]): [`compile()`]`(sql, &Catalog) -> Result<CompiledQuery, Refusal>`.
-//! Never panics; a [`Refusal`] carries a reason a user can act on. Supported: base tables,
+//! Never panics; a [`Refusal`] carries a reason a user can act on. Two texts compile to the
+//! same plan whatever their qualifiers, aliases and `? = col` spelling
+//! ([`CompiledQuery::same_plan`]); [`CompiledQuery::same_plan_except_arity`] says whether an
+//! `IN (?, ...)` text may be answered from a `= ?` view ([`Reader::lookup_in`]), which needs the
+//! view to be [`mergeable`](CompiledQuery::mergeable) across keys. Supported: base tables,
 //! WHERE (literals, AND/OR/NOT, comparisons, IN, BETWEEN, LIKE, IS NULL), projections with
 //! arithmetic, CASE, CONCAT, COALESCE/IFNULL/NULLIF/IF, LOWER/UPPER/LENGTH/CHAR_LENGTH/
 //! SUBSTRING/TRIM/LEFT/RIGHT/REPLACE, ABS/ROUND/FLOOR/CEIL, YEAR/MONTH/DAY/DATE; INNER and
@@ -44,7 +48,10 @@
 //! - `apply(&Batch)` — in position order; changes become visible per batch.
 //! - `reader(ViewId)` → [`Reader`] (Clone + Send + Sync): `lookup(&params)` →
 //!   [`Lookup::Hit`]`(rows)` in the query's column order, or [`Lookup::Miss`]`(keys)`. Never
-//!   waits for the writer.
+//!   waits for the writer. `lookup_in(&param_slots, &params)` reads several values per key
+//!   column (`id IN (1, 2, 3)`) from a view compiled as `id = ?`, merging the partitions as
+//!   the `IN` view would; it refuses ([`LookupError::NotMergeable`]) views whose per-key
+//!   results cannot be merged (LIMIT, aggregates not grouped by the key).
 //! - Misses become fill requests: `fill_requests()` → [`FillRequest`]s (deduplicated,
 //!   batched). A [`FillSource`] answers with a [`FillResponse`] at a position: either
 //!   [`FillData::States`] (answers to the request's SQL [`StateQuery`]s, which an upstream
@@ -64,7 +71,13 @@
 //!   Top-k states keep `OFFSET + LIMIT + slack` rows (`set_topk_slack`).
 //! - `stats(ViewId)` / `Reader::stats()` → [`ViewStats`] (keys, bytes, hits, misses, fills,
 //!   evictions), plain numbers.
-//! - `cost(ViewId)` → [`CostBounds`] (PIQL-style bounds for a hit, a fill and a write).
+//! - `cost(ViewId)` → [`CostBounds`] (PIQL-style bounds for a hit, a fill and a write;
+//!   [`CostBounds::class`] names the worst: constant, bounded, linear in partition, fan-out,
+//!   linear in table).
+//! - `explain(ViewId)` / [`explain_sql`]`(sql, &catalog)` → `(section, detail)` lines for
+//!   `EXPLAIN CACHE`: query, operator graph, states, cost, the fill SQL of one partition,
+//!   and (installed views) the views sharing state; `explain_sql` returns the [`Refusal`] of
+//!   a query that cannot be cached.
 //!
 //! **In-memory stand-ins** for tests and benches: [`MemStore`] with [`MemUpstream`] (answers
 //! state queries) and [`MemReplica`] (answers base scans); [`eval::eval`] evaluates a plan from
@@ -99,4 +112,6 @@ pub use ops::Key;
 pub use schema::{ColumnSchema, SchemaError, SqlType, TableSchema};
 pub use store::MemStore;
 pub use value::{Collation, Date, DateTime, Decimal, Row, Value};
-pub use view::{ApplyError, ByteSize, Dataflow, FillOutcome, Lookup, LookupError, Reader, Recompiled, ViewStats};
+pub use view::{
+    explain_sql, ApplyError, ByteSize, Dataflow, Explanation, FillOutcome, Lookup, LookupError, Reader, Recompiled, ViewStats,
+};

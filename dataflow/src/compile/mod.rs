@@ -155,7 +155,7 @@ impl CompiledQuery {
     }
 
     /// True when `self` and `other` are the same view except for how many `?` feed each key
-    /// column: `id = ?` against `id IN (?, ?, ?)`. Then [`Reader::lookup_in`] on a view of
+    /// column: `id = ?` against `id IN (?, ?, ?)`. Then [`Reader::lookup_in`](crate::Reader::lookup_in) on a view of
     /// either, given the other's `param_slots` and parameters, answers what the other would.
     ///
     /// Everything but `sql`, `param_slots` and `n_params` must be equal; the key columns must

@@ -51,6 +51,7 @@
 //!   so "least recently read" is really "least recently read or updated".
 
 mod dims;
+mod explain;
 mod reader;
 mod renumber;
 mod seeding;
@@ -62,6 +63,7 @@ use std::sync::{Arc, Mutex};
 use moka::notification::RemovalCause;
 use moka::policy::EvictionPolicy;
 
+pub use explain::{explain_sql, Explanation};
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
 use dims::{borrow_covers, find_dims, Dim, DimIndex, DimLog};
 use renumber::renumber;
