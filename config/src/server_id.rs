@@ -7,7 +7,7 @@
 //! random number, so that a restarted process on the same host with the same pid gets the same
 //! id (the upstream then simply replaces the stale registration) and so that it can be
 //! predicted in tests. Collisions are possible but unlikely: two sidecars collide with
-//! probability 1 in 3·10⁹.
+//! probability 1 in 4·10⁹.
 //!
 //! The range [`AUTO_MIN`]..=[`AUTO_MAX`] stays clear of the small ids people give their
 //! servers by hand (the test MariaDB is 1) and of 0, which the upstream refuses.
