@@ -6,6 +6,7 @@
 //! its arguments and calls it, and tests run the same [`Server`] in-process.
 
 pub mod admin;
+pub mod admin_sql;
 pub mod encode;
 pub mod health;
 pub mod matching;

@@ -14,6 +14,7 @@ pub mod cursor;
 pub mod handshake;
 pub mod io;
 pub mod response;
+pub mod synth;
 
 pub use consts::{Capabilities, Command, StatusFlags};
 pub use io::{Frame, PacketIo};
