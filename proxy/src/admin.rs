@@ -1,9 +1,9 @@
 //! The admin HTTP endpoint (`[listen] admin`):
 //!
 //! - `GET /live`    200 while the process serves requests.
-//! - `GET /ready`   200 when the upstream is reachable, else 503 with the reason; 503 from the
-//!   moment a shutdown begins, so that traffic moves away while sessions drain. (From the cdc
-//!   issue on, also "binlog caught up".)
+//! - `GET /ready`   200 when the upstream is reachable and, with caches, the binlog is caught
+//!   up to within `[consistency] max_lag`; else 503 with the reason; 503 from the moment a
+//!   shutdown begins, so that traffic moves away while sessions drain.
 //! - `GET /metrics` Prometheus text format, every freshet metric.
 //!
 //! A deliberately small HTTP/1.1 server: one request per connection, GET and HEAD only, a
@@ -20,6 +20,7 @@ use tracing::debug;
 
 use crate::health::Health;
 use crate::metrics::ProxyMetrics;
+use crate::session::EngineCell;
 
 const MAX_HEAD: usize = 8 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
@@ -27,13 +28,14 @@ const READ_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Admin {
     pub metrics: Arc<ProxyMetrics>,
     pub health: Arc<Health>,
+    engine: EngineCell,
     started: std::time::Instant,
     shutting_down: AtomicBool,
 }
 
 impl Admin {
-    pub fn new(metrics: Arc<ProxyMetrics>, health: Arc<Health>) -> Self {
-        Admin { metrics, health, started: std::time::Instant::now(), shutting_down: AtomicBool::new(false) }
+    pub fn new(metrics: Arc<ProxyMetrics>, health: Arc<Health>, engine: EngineCell) -> Self {
+        Admin { metrics, health, engine, started: std::time::Instant::now(), shutting_down: AtomicBool::new(false) }
     }
 
     /// From now on /ready answers 503.
@@ -79,7 +81,7 @@ impl Admin {
             "/ready" if self.shutting_down.load(Ordering::Relaxed) => {
                 respond(&mut stream, 503, "text/plain", "not ready: shutting down\n", head_only).await
             }
-            "/ready" => match self.health.check().await {
+            "/ready" => match self.health.check().await.and_then(|()| self.binlog_ready()) {
                 Ok(()) => respond(&mut stream, 200, "text/plain", "ready\n", head_only).await,
                 Err(reason) => respond(&mut stream, 503, "text/plain", &format!("not ready: {reason}\n"), head_only).await,
             },
@@ -91,9 +93,25 @@ impl Admin {
         }
     }
 
+    /// With caches, ready only once the binlog is caught up: a new sidecar must not take
+    /// traffic it would relay for lag anyway (or answer staler than max_lag).
+    fn binlog_ready(&self) -> Result<(), String> {
+        match self.engine.get() {
+            None => Ok(()),
+            Some(engine) if engine.caught_up() => Ok(()),
+            Some(engine) => Err(match engine.lag() {
+                None => "the binlog stream is down".to_string(),
+                Some(lag) => format!("binlog lag {lag:?} over [consistency] max_lag {:?}", engine.settings.max_lag),
+            }),
+        }
+    }
+
     async fn render_metrics(&self) -> String {
         let mut out = String::with_capacity(8 * 1024);
         self.metrics.render(&mut out);
+        if let Some(engine) = self.engine.get() {
+            engine.render_metrics(&mut out);
+        }
         use std::fmt::Write;
         let _ = writeln!(out, "# HELP freshet_upstream_ready 1 if the last readiness check reached the upstream.");
         let _ = writeln!(out, "# TYPE freshet_upstream_ready gauge");

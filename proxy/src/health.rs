@@ -23,23 +23,8 @@ pub struct Health {
 
 impl Health {
     pub fn new(config: &Upstream) -> Self {
-        let url = &config.url;
-        let ssl = match config.tls {
-            TlsMode::Disabled | TlsMode::Preferred => None,
-            TlsMode::Required => Some(SslOpts::default().with_danger_accept_invalid_certs(true)),
-            TlsMode::VerifyCa => Some(ca_opts(config).with_danger_skip_domain_validation(true)),
-            TlsMode::VerifyIdentity => Some(ca_opts(config)),
-        };
         let constraints = PoolConstraints::new(0, 1).unwrap_or_default();
-        let opts = OptsBuilder::default()
-            .ip_or_hostname(url.host.clone())
-            .tcp_port(url.port)
-            .user(Some(url.user.clone()))
-            .pass(url.password.clone())
-            .db_name(url.database.clone())
-            .prefer_socket(false)
-            .ssl_opts(ssl)
-            .pool_opts(PoolOpts::default().with_constraints(constraints));
+        let opts = upstream_opts(config).pool_opts(PoolOpts::default().with_constraints(constraints));
         Health { pool: Pool::new(opts), timeout: config.connect_timeout, last: Mutex::new(None) }
     }
 
@@ -68,6 +53,26 @@ impl Health {
         let mut conn = self.pool.get_conn().await.map_err(|e| format!("upstream unreachable: {e}"))?;
         conn.ping().await.map_err(|e| format!("upstream ping failed: {e}"))
     }
+}
+
+/// Connection options for freshet's own connections to the upstream (health, binlog, fills):
+/// the url's credentials and database, TCP even to localhost, TLS as `[upstream] tls` says.
+pub fn upstream_opts(config: &Upstream) -> OptsBuilder {
+    let url = &config.url;
+    let ssl = match config.tls {
+        TlsMode::Disabled | TlsMode::Preferred => None,
+        TlsMode::Required => Some(SslOpts::default().with_danger_accept_invalid_certs(true)),
+        TlsMode::VerifyCa => Some(ca_opts(config).with_danger_skip_domain_validation(true)),
+        TlsMode::VerifyIdentity => Some(ca_opts(config)),
+    };
+    OptsBuilder::default()
+        .ip_or_hostname(url.host.clone())
+        .tcp_port(url.port)
+        .user(Some(url.user.clone()))
+        .pass(url.password.clone())
+        .db_name(url.database.clone())
+        .prefer_socket(false)
+        .ssl_opts(ssl)
 }
 
 fn ca_opts(config: &Upstream) -> SslOpts {

@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod admin_sql;
+pub mod cache;
 pub mod encode;
 pub mod health;
 pub mod matching;
@@ -29,9 +30,10 @@ use tracing::{info, warn};
 use freshet_config::Config;
 
 use crate::admin::Admin;
+use crate::cache::Engine;
 use crate::health::Health;
 use crate::metrics::ProxyMetrics;
-use crate::session::Shared;
+use crate::session::{EngineCell, Shared};
 use crate::upstream::UpstreamConnector;
 
 /// How long sessions may go on after a shutdown signal before the process exits anyway.
@@ -55,7 +57,19 @@ impl Server {
             None => None,
         };
         let health = Arc::new(Health::new(&config.upstream));
-        let shared = Arc::new(Shared { config: Arc::new(config), upstream, metrics: Arc::new(ProxyMetrics::default()), client_tls, sha2_key: Default::default() });
+        let engine: EngineCell = Default::default();
+        if !config.caches.is_empty() {
+            let started = Engine::start(&config).await?;
+            let _ = engine.set(started);
+        }
+        let shared = Arc::new(Shared {
+            config: Arc::new(config),
+            upstream,
+            metrics: Arc::new(ProxyMetrics::default()),
+            client_tls,
+            sha2_key: Default::default(),
+            engine,
+        });
         Ok(Server { mysql, admin, shared, health })
     }
 
@@ -71,11 +85,17 @@ impl Server {
         self.shared.metrics.clone()
     }
 
+    /// The cache engine, once started (at bind when `[[cache]]` entries exist, else by the
+    /// first CREATE CACHE).
+    pub fn engine(&self) -> EngineCell {
+        self.shared.engine.clone()
+    }
+
     /// Serves until `shutdown` completes, then stops accepting and gives open sessions a grace
     /// period to finish.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         info!(mysql = %self.mysql_addr(), admin = %self.admin_addr(), upstream = %self.shared.config.upstream.url, "freshet is listening");
-        let admin = Arc::new(Admin::new(self.shared.metrics.clone(), self.health.clone()));
+        let admin = Arc::new(Admin::new(self.shared.metrics.clone(), self.health.clone(), self.shared.engine.clone()));
         let admin_task = tokio::spawn(admin.clone().serve(self.admin));
         let limit = Arc::new(Semaphore::new(self.shared.config.limits.max_connections as usize));
         let (listener, shared) = (self.mysql, self.shared);

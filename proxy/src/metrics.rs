@@ -70,7 +70,7 @@ impl Histogram {
         self.sum_nanos.fetch_add(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX), Relaxed);
     }
 
-    fn render(&self, out: &mut String, name: &str, labels: &str) {
+    pub fn render(&self, out: &mut String, name: &str, labels: &str) {
         let sep = if labels.is_empty() { "" } else { "," };
         let mut cumulative = 0;
         for (bound, bucket) in LATENCY_BUCKETS.iter().zip(&self.buckets) {
@@ -186,7 +186,7 @@ impl Default for ProxyMetrics {
     }
 }
 
-fn family(out: &mut String, name: &str, kind: &str, help: &str) {
+pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
 }
 

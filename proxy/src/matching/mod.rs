@@ -49,7 +49,7 @@ pub mod table;
 
 pub use fingerprint::{Fingerprint, Query, Slot, SqlMode, classify};
 pub use literal::Literal;
-pub use table::{CacheId, Entry, ParamMap, Verdict, VerdictTable};
+pub use table::{CacheId, Entry, ParamMap, SlotUse, Verdict, VerdictTable};
 
 #[cfg(test)]
 mod tests;

@@ -25,12 +25,28 @@ use super::fingerprint::Fingerprint;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CacheId(pub u32);
 
-/// How a query's extracted literals become the view's lookup key: `key[k]` is
-/// `literals[params[k]]`. Filled by the full parse; its exact shape (IN-list expansion into
-/// several lookups, constant checks) is the routing's to refine.
+/// What one literal slot of a query's fingerprint is for, in a cached verdict (slots in the
+/// order of [`Fingerprint::slots`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotUse {
+    /// Feeds the view's `?` parameter number `p` (0-based, in the cached query's text order).
+    Param(u16),
+    /// An IN list whose values each feed the view's `?` number `p` (the view was compiled
+    /// with `= ?`, and its plan gives the same rows for a list: checked by the full parse).
+    InParam(u16),
+    /// An IN list of the cached query's own placeholders `first..first + arity`: the query's
+    /// list must have exactly that many values.
+    List { first: u16, arity: u16 },
+    /// A constant of the cached query: the query's literal must render exactly as this, else
+    /// it is relayed (a different value is a different query).
+    Const(Box<[u8]>),
+}
+
+/// How a query's extracted literals become the view's lookup parameters: one [`SlotUse`] per
+/// fingerprint slot. Filled by the full parse.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ParamMap {
-    pub params: Arc<[u16]>,
+    pub slots: Arc<[SlotUse]>,
 }
 
 /// What to do with every query of one fingerprint.
@@ -121,6 +137,14 @@ impl VerdictTable {
     pub fn record(entry: &Entry, elapsed: Duration) {
         entry.count.fetch_add(1, Ordering::Relaxed);
         entry.total_nanos.fetch_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+    }
+
+    /// Keeps only the entries `keep` accepts (a cache was created or dropped: verdicts that
+    /// may have changed are taken anew on next use; the others keep their statistics).
+    pub fn retain(&self, keep: impl Fn(&Entry) -> bool) {
+        for shard in &self.shards {
+            shard.write().unwrap_or_else(|e| e.into_inner()).retain(|_, e| keep(e));
+        }
     }
 
     pub fn len(&self) -> usize {

@@ -213,7 +213,7 @@ fn render_puts_the_literals_back() {
 fn verdicts_are_shared_by_every_spelling_of_a_query() {
     let table = VerdictTable::new(64);
     let first = q("SELECT id, title FROM stories WHERE id = 42");
-    table.insert(&first.fingerprint, Verdict::Cache { id: CacheId(7), params: ParamMap { params: [0u16].into() } });
+    table.insert(&first.fingerprint, Verdict::Cache { id: CacheId(7), params: ParamMap { slots: [SlotUse::Param(0)].into() } });
     for sql in ["select id,title from `stories` where id=-1", "SELECT id, title FROM stories WHERE id = ?", "SELECT /* x */ id, title\nFROM stories WHERE id = '42'"] {
         let query = q(sql);
         let entry = table.get(&query.fingerprint).unwrap_or_else(|| panic!("{sql}"));

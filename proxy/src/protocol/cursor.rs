@@ -53,6 +53,11 @@ impl<'a> Cursor<'a> {
         Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
+    pub fn u64(&mut self) -> Result<u64, Truncated> {
+        let b = self.bytes(8)?;
+        Ok(u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]))
+    }
+
     /// A length-encoded integer. 0xfb (NULL) and 0xff (not an integer) are errors here.
     pub fn lenenc(&mut self) -> Result<u64, Truncated> {
         let first = self.u8()?;

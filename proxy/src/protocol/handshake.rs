@@ -121,6 +121,9 @@ pub struct ClientHandshake {
     pub user: String,
     pub database: Option<String>,
     pub auth_plugin: Option<String>,
+    /// The collation id the client asked for (the low byte; it sets the session's character
+    /// set and collation).
+    pub collation: u8,
 }
 
 impl ClientHandshake {
@@ -136,7 +139,9 @@ impl ClientHandshake {
         if u64::from(lower) & Capabilities::PROTOCOL_41 == 0 {
             return Err(HandshakeError::OldClient);
         }
-        c.skip(4 + 1 + 19)?; // max packet, character set, filler
+        c.skip(4)?; // max packet
+        let collation = c.u8()?;
+        c.skip(19)?; // filler
         let extended = c.u32()?;
         let caps = if u64::from(lower) & Capabilities::MYSQL == 0 {
             Capabilities::from_parts(lower, extended)
@@ -164,7 +169,7 @@ impl ClientHandshake {
         } else {
             None
         };
-        Ok(ClientHandshake { payload: payload.to_vec(), capabilities: caps, user, database, auth_plugin })
+        Ok(ClientHandshake { payload: payload.to_vec(), capabilities: caps, user, database, auth_plugin, collation })
     }
 
     /// The packet with its capabilities replaced by `caps`.

@@ -26,6 +26,7 @@ use crate::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK, codes};
 use crate::protocol::{Capabilities, Command, StatusFlags};
 
 use super::connect::{AuthRelay, relay_auth};
+use super::cached::Routed;
 use super::{PreparedStatement, Session, SessionError};
 use crate::tls::MaybeTls;
 
@@ -34,7 +35,7 @@ const FLUSH_AT: usize = 256 * 1024;
 
 /// What the loop does after a command.
 #[derive(PartialEq, Eq)]
-enum Flow {
+pub(super) enum Flow {
     Continue,
     Quit,
 }
@@ -91,7 +92,8 @@ impl Session {
         }
     }
 
-    /// Routes one command. Every command is relayed today; cached reads will be answered here.
+    /// Routes one command: admin statements and cached reads are answered here, everything
+    /// else is relayed.
     async fn dispatch(&mut self, command: Command, payload: Bytes, last_seq: u8) -> Result<Flow, SessionError> {
         use Command::*;
         match command {
@@ -105,6 +107,28 @@ impl Session {
                 self.flush_client().await?;
                 return Ok(Flow::Continue);
             }
+            Query => {
+                if let Some(flow) = self.admin_statement(&payload, last_seq).await? {
+                    return Ok(flow);
+                }
+                match self.route_query(&payload, last_seq).await? {
+                    Routed::Answered => return Ok(Flow::Continue),
+                    Routed::Relay { capture } => self.capture = capture.map(|key| (key, Vec::new())),
+                }
+            }
+            StmtExecute if self.routed_statement(&payload) => match self.route_execute(&payload, last_seq).await? {
+                Routed::Answered => return Ok(Flow::Continue),
+                Routed::Relay { capture } => self.capture = capture.map(|key| (key, Vec::new())),
+            },
+            StmtSendLongData => {
+                if let Some(route) = self.statement_of(&payload).and_then(|s| s.route.as_mut()) {
+                    route.long_data = true;
+                }
+            }
+            InitDb => self.state.database = Some(String::from_utf8_lossy(&payload[1..]).to_ascii_lowercase()),
+            ResetConnection => self.state.reset(),
+            // The new user's settings are not followed: relay cached reads from now on.
+            ChangeUser => self.state.tainted = true,
             _ => {}
         }
         self.forward_command(&payload).await?;
@@ -144,7 +168,29 @@ impl Session {
         }
         self.upstream_idle = true;
         self.flush_client().await?;
+        self.record_relayed();
+        self.store_capture();
         Ok(Flow::Continue)
+    }
+
+    /// The prepared statement a COM_STMT_EXECUTE / SEND_LONG_DATA payload names.
+    fn statement_of(&mut self, payload: &[u8]) -> Option<&mut PreparedStatement> {
+        let id = Cursor::new(payload.get(1..)?).u32().ok()?;
+        self.statements.get_mut(&id)
+    }
+
+    fn routed_statement(&mut self, payload: &[u8]) -> bool {
+        self.statement_of(payload).is_some_and(|s| s.route.is_some())
+    }
+
+    /// Keeps column definitions captured from a relayed single result set.
+    fn store_capture(&mut self) {
+        if let Some((key, defs)) = self.capture.take()
+            && !defs.is_empty()
+            && let Some(engine) = self.shared.engine.get()
+        {
+            engine.store_columns(key, defs);
+        }
     }
 
     async fn forward_command(&mut self, payload: &[u8]) -> Result<(), SessionError> {
@@ -171,7 +217,11 @@ impl Session {
                 None => return Err(upstream_protocol("empty packet where a result was expected")),
             };
             match status {
-                Some(s) if s.has(StatusFlags::MORE_RESULTS_EXISTS) => continue,
+                Some(s) if s.has(StatusFlags::MORE_RESULTS_EXISTS) => {
+                    // Not a single result set: nothing to capture.
+                    self.capture = None;
+                    continue;
+                }
                 _ => return Ok(()),
             }
         }
@@ -181,8 +231,15 @@ impl Session {
     /// the result set ended with an ERR (e.g. the query was killed).
     async fn relay_result_set(&mut self, first: &Frame) -> Result<Option<StatusFlags>, SessionError> {
         let columns = Cursor::new(first.payload()).lenenc().map_err(|_| upstream_protocol("bad column count"))?;
+        let mut defs = self.capture.is_some().then(Vec::new);
         for _ in 0..columns {
-            self.relay_packet().await?;
+            let def = self.relay_packet().await?;
+            if let Some(defs) = defs.as_mut() {
+                defs.push(Bytes::copy_from_slice(def.payload()));
+            }
+        }
+        if let (Some(defs), Some((_, captured))) = (defs, self.capture.as_mut()) {
+            *captured = defs;
         }
         if !self.caps.has(Capabilities::DEPRECATE_EOF) {
             let eof = self.relay_packet().await?;
@@ -253,7 +310,8 @@ impl Session {
                 self.relay_packet().await?;
             }
         }
-        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns });
+        let route = self.route_prepare(&command[1..]);
+        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route });
         Ok(())
     }
 
@@ -294,7 +352,7 @@ impl Session {
         self.upstream.read_frame().await.map_err(SessionError::from_upstream)
     }
 
-    async fn flush_client(&mut self) -> Result<(), SessionError> {
+    pub(super) async fn flush_client(&mut self) -> Result<(), SessionError> {
         self.client.flush().await.map_err(SessionError::ClientIo)
     }
 

@@ -28,6 +28,7 @@ use crate::tls::{MaybeTls, Rewind};
 use crate::upstream::{ConnectError, UpstreamStream};
 
 use super::sha2_bridge::{self, BridgeError, BridgeKey};
+use super::cached::SessionState;
 use super::{ClientStream, Session, SessionError, Shared};
 
 /// How long a client may take to complete the handshake and authentication (MySQL's own
@@ -60,6 +61,9 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             shared,
             upstream_idle: true,
             auth: established.auth,
+            state: established.state,
+            relayed: None,
+            capture: None,
         }),
         Ok(Err(e)) => Err(e),
         // The client's sequence is unknown here; closing says enough to a stalled client.
@@ -73,6 +77,7 @@ struct Established {
     caps: Capabilities,
     status: StatusFlags,
     auth: AuthState,
+    state: SessionState,
 }
 
 /// The handshake; errors that call for an ERR packet have sent it to the client.
@@ -98,7 +103,7 @@ async fn handshake(
         reply = client.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_client)?;
     }
     match authenticate(&mut client, upstream, shared, &server, offered, &reply).await {
-        Ok((upstream, caps, status, auth)) => Ok(Established { client, upstream, caps, status, auth }),
+        Ok((upstream, caps, status, auth, state)) => Ok(Established { client, upstream, caps, status, auth, state }),
         Err(e) => Err(report(&mut client, e).await),
     }
 }
@@ -146,7 +151,7 @@ async fn authenticate(
     server: &ServerHandshake,
     offered: Capabilities,
     reply: &Packet,
-) -> Result<(PacketIo<UpstreamStream>, Capabilities, StatusFlags, AuthState), SessionError> {
+) -> Result<(PacketIo<UpstreamStream>, Capabilities, StatusFlags, AuthState, SessionState), SessionError> {
     let response = ClientHandshake::parse(&reply.payload)
         .map_err(|e| protocol_error(codes::HANDSHAKE, &format!("Bad handshake: {e}"), reply.last_seq))?;
     let span = tracing::Span::current();
@@ -194,7 +199,8 @@ async fn authenticate(
         bridge: (use_tls && client_plain).then_some(&shared.sha2_key),
     };
     let status = relay_auth(client, &mut upstream, relay).await?;
-    Ok((upstream, caps, status, auth))
+    let state = SessionState::new(response.user.clone(), response.database.clone(), response.collation);
+    Ok((upstream, caps, status, auth, state))
 }
 
 /// The scramble and plugin in force: from the greeting, replaced by each auth switch.

@@ -16,6 +16,8 @@
 //! - The upstream connection lives exactly as long as the session: it is closed when the
 //!   session ends, whatever the reason, with COM_QUIT when it is between commands.
 
+mod admin;
+mod cached;
 mod command;
 mod connect;
 mod sha2_bridge;
@@ -49,7 +51,13 @@ pub struct Shared {
     /// freshet's RSA key for caching_sha2_password across a plain and a TLS leg; made on
     /// first use.
     pub sha2_key: tokio::sync::OnceCell<Arc<sha2_bridge::BridgeKey>>,
+    /// The cache engine: started with the server when `[[cache]]` entries exist, else by the
+    /// first CREATE CACHE.
+    pub engine: EngineCell,
 }
+
+/// Where the cache engine lives once started (shared with the admin endpoint).
+pub type EngineCell = Arc<tokio::sync::OnceCell<Arc<crate::cache::Engine>>>;
 
 /// What the session knows of a statement the client prepared (ids are the upstream's).
 #[derive(Debug, Clone)]
@@ -57,6 +65,8 @@ pub struct PreparedStatement {
     pub sql: bytes::Bytes,
     pub params: u16,
     pub columns: u16,
+    /// Set when the statement's text is a cached query's shape.
+    pub route: Option<cached::PreparedRoute>,
 }
 
 pub struct Session {
@@ -71,6 +81,12 @@ pub struct Session {
     upstream_idle: bool,
     /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
     auth: connect::AuthState,
+    /// User, database, character set and settings, for the hit path's checks.
+    state: cached::SessionState,
+    /// The verdict entry of the relayed query in progress, to count it when it ends.
+    relayed: cached::Relayed,
+    /// Column definitions being captured from the reply in progress.
+    capture: Option<(crate::cache::ColumnsKey, Vec<bytes::Bytes>)>,
 }
 
 /// Why a session stopped; logged once and counted, where it ends.

@@ -38,6 +38,8 @@ pub struct Proxy {
     pub mysql: SocketAddr,
     pub admin: SocketAddr,
     pub metrics: std::sync::Arc<ProxyMetrics>,
+    /// The cache engine, once started.
+    pub engine: freshet_proxy::session::EngineCell,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
@@ -66,7 +68,7 @@ pub async fn start_proxy_raw(toml: &str) -> Proxy {
     let config = Config::parse(toml, std::path::Path::new("test.toml"), &|_| None, &[]).expect("test config is valid");
     let server = Server::bind(config).await.expect("freshet binds");
     let (stop, stopped) = tokio::sync::oneshot::channel();
-    let proxy = Proxy { mysql: server.mysql_addr(), admin: server.admin_addr(), metrics: server.metrics(), stop: Some(stop) };
+    let proxy = Proxy { mysql: server.mysql_addr(), admin: server.admin_addr(), metrics: server.metrics(), engine: server.engine(), stop: Some(stop) };
     tokio::spawn(server.run(async move {
         let _ = stopped.await;
     }));

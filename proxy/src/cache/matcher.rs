@@ -1,0 +1,174 @@
+//! The full parse: which cache, if any, answers a query shape. Runs once per new fingerprint;
+//! its verdict is kept in the [`VerdictTable`](crate::matching::VerdictTable).
+//!
+//! A query matches a cache when it is the cached query with other literal values, slot for
+//! slot (fingerprint slots are in text order):
+//! 1. **Same text.** The normalized texts are equal (whitespace, comments, keyword case,
+//!    backticks and literal values aside). No SQL parse.
+//! 2. **Same plan.** Otherwise both normalized texts are compiled by the dataflow with every
+//!    literal as a `?` and the plans compared ([`CompiledQuery::same_plan`]): this is what
+//!    makes `stories.id` and `id`, or an alias, the same query. With every literal a
+//!    parameter, equal plans mean literal `i` of one plays the role of literal `i` of the
+//!    other.
+//! 3. **IN list for `= ?`.** A query with `col IN (...)` where the cache has `col = ?` matches
+//!    if the dataflow says the plans differ only in that arity and a list reads the same rows
+//!    as the union of single lookups ([`CompiledQuery::same_plan_except_arity`]).
+//!
+//! The cache's own slots say what each literal is for: a `?` of the cached query becomes a
+//! lookup parameter, a constant (`status = 'live'`, `LIMIT 10`) must be repeated exactly by the
+//! query (checked per query: a different constant is relayed, never answered from the view).
+//! A cached query whose text has an IN list of placeholders is matched by text only, with the
+//! same arity.
+
+use freshet_dataflow::{Catalog, CompiledQuery, compile};
+
+use crate::matching::{Literal, ParamMap, Query, Slot, SlotUse, Verdict};
+
+use super::CacheId;
+
+/// What a cache's query looks like to the matcher; built once when the cache is created.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    pub normalized: String,
+    slots: Vec<PatternSlot>,
+    /// The normalized text compiled with every literal as a parameter (None: not compilable
+    /// that way, e.g. `LIMIT ?`; then only the same text matches).
+    general: Option<CompiledQuery>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PatternSlot {
+    /// The cached query's `?` number p.
+    Placeholder(u16),
+    /// A constant, rendered.
+    Const(Box<[u8]>),
+    /// An IN list of the cached query's own; matched by exact arity only.
+    List(Vec<PatternSlot>),
+}
+
+impl Pattern {
+    /// The pattern of a cached query's text, or why its text cannot serve as one.
+    pub fn new(query: &Query<'_>, catalog: &Catalog) -> Result<Pattern, String> {
+        if let Some(reason) = query.relay {
+            return Err(reason.to_string());
+        }
+        let mut slots = Vec::new();
+        for_each_slot(query, |slot, literals| {
+            let kinds: Vec<PatternSlot> = literals.iter().map(pattern_slot).collect();
+            match slot {
+                Slot::One(_) => slots.extend(kinds),
+                Slot::InList(_) => slots.push(PatternSlot::List(kinds)),
+            }
+        });
+        let general = compile(&generalize(&query.fingerprint.normalized), catalog).ok();
+        Ok(Pattern { normalized: query.fingerprint.normalized.clone(), slots, general })
+    }
+}
+
+impl Pattern {
+    /// A pattern no query matches (a cache that could not be built).
+    pub fn never(sql: &str) -> Pattern {
+        Pattern { normalized: format!("\0{sql}"), slots: Vec::new(), general: None }
+    }
+}
+
+fn pattern_slot(lit: &Literal<'_>) -> PatternSlot {
+    match lit {
+        Literal::Placeholder(p) => PatternSlot::Placeholder(u16::try_from(*p).unwrap_or(u16::MAX)),
+        other => {
+            let mut out = Vec::new();
+            other.render(&mut out);
+            PatternSlot::Const(out.into())
+        }
+    }
+}
+
+/// Calls `f` with each fingerprint slot and the literals it holds.
+pub fn for_each_slot<'q>(query: &Query<'q>, mut f: impl FnMut(Slot, &[Literal<'q>])) {
+    let mut at = 0;
+    let mut lists = query.in_lists.iter();
+    for slot in &query.fingerprint.slots {
+        let n = match slot {
+            Slot::One(_) => 1,
+            Slot::InList(_) => lists.next().copied().unwrap_or(0) as usize,
+        };
+        let end = (at + n).min(query.literals.len());
+        f(*slot, &query.literals[at..end]);
+        at = end;
+    }
+}
+
+/// A normalized text as SQL with every literal a parameter: `?` stays, an IN list `(...)`
+/// becomes two parameters (two, so that "a list" and "one value" compile differently).
+fn generalize(normalized: &str) -> String {
+    normalized.replace("(...)", "(?, ?)")
+}
+
+/// The caches a verdict is taken against: id, pattern.
+pub type Candidates<'a> = &'a [(CacheId, &'a Pattern)];
+
+/// The verdict for a query shape. `catalog` is the current one (for the same-plan path).
+pub fn verdict(query: &Query<'_>, caches: Candidates<'_>, catalog: &Catalog) -> Verdict {
+    if let Some(reason) = query.relay {
+        return Verdict::relay(reason);
+    }
+    let kinds: Vec<bool> = query.fingerprint.slots.iter().map(|s| matches!(s, Slot::InList(_))).collect();
+    // 1. Same text.
+    for (id, pattern) in caches {
+        if pattern.normalized == query.fingerprint.normalized
+            && let Some(params) = map_slots(&pattern.slots, &kinds, false)
+        {
+            return Verdict::Cache { id: *id, params };
+        }
+    }
+    // 2. and 3.: compile the query's shape once.
+    let general = match compile(&generalize(&query.fingerprint.normalized), catalog) {
+        Ok(q) => q,
+        Err(refusal) => return Verdict::relay(&format!("not cacheable: {}", refusal.reason)),
+    };
+    for (id, pattern) in caches {
+        let Some(theirs) = &pattern.general else { continue };
+        if general.same_plan(theirs)
+            && let Some(params) = map_slots(&pattern.slots, &kinds, false)
+        {
+            return Verdict::Cache { id: *id, params };
+        }
+        if general.same_plan_except_arity(theirs)
+            && let Some(params) = map_slots(&pattern.slots, &kinds, true)
+        {
+            return Verdict::Cache { id: *id, params };
+        }
+    }
+    Verdict::relay("cacheable, but no cache matches it (CREATE CACHE FROM <the query> to cache it)")
+}
+
+/// Slot uses for a query whose slots are lists where `lists[i]`; `in_for_eq`: a query list
+/// may stand for a cached `= ?`. None if the slots do not line up.
+fn map_slots(pattern: &[PatternSlot], lists: &[bool], in_for_eq: bool) -> Option<ParamMap> {
+    if pattern.len() != lists.len() {
+        return None;
+    }
+    let mut uses = Vec::with_capacity(pattern.len());
+    for (p, &is_list) in pattern.iter().zip(lists) {
+        uses.push(match (p, is_list) {
+            (PatternSlot::Placeholder(i), false) => SlotUse::Param(*i),
+            (PatternSlot::Placeholder(i), true) if in_for_eq => SlotUse::InParam(*i),
+            (PatternSlot::Const(c), false) => SlotUse::Const(c.clone()),
+            // A cached IN list: every element must be a placeholder, matched by arity at
+            // lookup (the list's literals feed consecutive parameters).
+            (PatternSlot::List(items), true) => {
+                let first = match items.first() {
+                    Some(PatternSlot::Placeholder(i)) => *i,
+                    _ => return None,
+                };
+                let consecutive = items.iter().enumerate().all(|(k, s)| *s == PatternSlot::Placeholder(first + k as u16));
+                if !consecutive {
+                    return None;
+                }
+                SlotUse::List { first, arity: items.len() as u16 }
+            }
+            _ => return None,
+        });
+    }
+    Some(ParamMap { slots: uses.into() })
+}

@@ -1,0 +1,561 @@
+//! The cache engine: the configured queries as dataflow views, kept fresh by the binlog, and
+//! what sessions ask of them.
+//!
+//! Owns: the set of caches (config and `CREATE CACHE`), their verdicts for query shapes (via
+//! [`matcher`]), the column definitions captured from the upstream per query shape, the wait
+//! for a fill, the lag gate, and the writer task ([`writer`]) that is the dataflow's single
+//! writer (binlog batches, DDL, fills, installs). Does not own: the wire protocol of a hit
+//! (`session::cached`), admin SQL rendering (`session::admin`).
+//!
+//! Invariants:
+//! - a read is answered from a view only if the view's answer is the upstream's at a binlog
+//!   position no older than `[consistency] max_lag` (otherwise relayed, [`RelayReason::Lag`]);
+//! - a miss waits at most `[fill] timeout` for its fill, then is relayed while the fill goes on;
+//! - nothing here blocks a session on the writer: lookups read published state, the writer is
+//!   reached through a channel and replies to control requests only;
+//! - column definitions are the upstream's own packets for that query shape and session
+//!   character set, captured from a relayed answer, never built by freshet.
+
+pub mod latency;
+pub mod matcher;
+mod metrics;
+pub mod params;
+mod writer;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, anyhow, bail};
+use bytes::Bytes;
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tracing::{info, warn};
+
+use freshet_cdc::{BinlogStream, FillConfig, LagHandle, StartAt, StreamConfig, UpstreamFills};
+use freshet_config::{CacheSpec, Config};
+use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
+
+use crate::encode::ColumnDef;
+use crate::encode::text::Column;
+use crate::matching::{self, Entry, Query, SqlMode, Verdict, VerdictTable};
+pub use crate::matching::CacheId;
+use crate::metrics::{Counter, Histogram};
+
+use self::latency::LatencySketch;
+use self::matcher::Pattern;
+
+/// How often the lag gate is re-evaluated for the hit path.
+pub const FRESHNESS_CHECK: Duration = Duration::from_millis(50);
+
+/// How many query shapes the verdict table remembers.
+const VERDICTS: usize = 10_000;
+
+/// Why a read that could have been cached went to the upstream. A bounded set: these are
+/// metric labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RelayReason {
+    /// The query cannot be cached (session-dependent, unsupported SQL, ...).
+    NotCacheable,
+    /// Cacheable, but no cache is configured for it.
+    NoCache,
+    /// Inside a transaction or with autocommit off.
+    InTransaction,
+    /// The session changed a setting that can change results (sql_mode, character set, ...)
+    /// or is in another database.
+    SessionState,
+    /// Replication lag over `[consistency] max_lag`, or the binlog stream is down.
+    Lag,
+    /// The fill did not arrive within `[fill] timeout`.
+    FillTimeout,
+    /// A value cannot be rendered exactly as the server would.
+    Unencodable,
+    /// A parameter cannot be used as a key (type, charset).
+    Parameter,
+    /// A constant differs from the cached query's.
+    Constant,
+    /// The first read of this shape: its answer is relayed to capture the column definitions.
+    Capture,
+    /// The cache's view is gone (DDL made it uncacheable) or was never built.
+    Unavailable,
+}
+
+impl RelayReason {
+    pub const ALL: [RelayReason; 11] = [
+        Self::NotCacheable,
+        Self::NoCache,
+        Self::InTransaction,
+        Self::SessionState,
+        Self::Lag,
+        Self::FillTimeout,
+        Self::Unencodable,
+        Self::Parameter,
+        Self::Constant,
+        Self::Capture,
+        Self::Unavailable,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NotCacheable => "not_cacheable",
+            Self::NoCache => "no_cache",
+            Self::InTransaction => "in_transaction",
+            Self::SessionState => "session_state",
+            Self::Lag => "lag",
+            Self::FillTimeout => "fill_timeout",
+            Self::Unencodable => "unencodable",
+            Self::Parameter => "parameter",
+            Self::Constant => "constant",
+            Self::Capture => "capture",
+            Self::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// The view behind a cache while it can be served.
+pub struct Live {
+    pub view: ViewId,
+    pub reader: Reader,
+    pub cost_class: &'static str,
+}
+
+/// One cached query.
+pub struct Cache {
+    pub id: CacheId,
+    pub name: String,
+    pub sql: String,
+    /// Created with CREATE CACHE (gone at restart).
+    pub runtime: bool,
+    pattern: Pattern,
+    live: RwLock<Result<Arc<Live>, String>>,
+    pub hit_latency: LatencySketch,
+    /// The same, for Prometheus.
+    pub hit_histogram: Histogram,
+}
+
+impl Cache {
+    /// The view, or why there is none.
+    pub fn live(&self) -> Result<Arc<Live>, String> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn stats(&self) -> ViewStats {
+        self.live().map(|l| l.reader.stats()).unwrap_or_default()
+    }
+}
+
+/// Column definitions captured from the upstream for one query shape.
+pub struct Columns {
+    /// The definition packets' payloads, verbatim.
+    pub packets: Vec<Bytes>,
+    /// How each column renders.
+    pub render: Vec<Column>,
+    /// Cleared when a value of this shape could not be encoded: its reads are relayed without
+    /// looking up the view again.
+    pub encodable: AtomicBool,
+}
+
+/// What captured column definitions are keyed by: the query shape, the session's character
+/// set state, and the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ColumnsKey {
+    pub fingerprint: u64,
+    pub charset: u64,
+    pub binary: bool,
+}
+
+/// Settings from the config that sessions consult.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub database: String,
+    pub fill_timeout: Duration,
+    pub max_lag: Duration,
+    pub memory_limit: u64,
+    pub server_id: u32,
+}
+
+/// Counters the engine keeps for /metrics and SHOW FRESHET STATUS.
+#[derive(Default)]
+pub struct EngineCounters {
+    pub relayed: [Counter; RelayReason::ALL.len()],
+    pub hits: Counter,
+    pub batches: Counter,
+    pub fills_started: Counter,
+    pub fills_failed: Counter,
+    pub fill_waits: Counter,
+    pub restarts: Counter,
+}
+
+impl EngineCounters {
+    pub fn relayed(&self, reason: RelayReason) {
+        if let Some(i) = RelayReason::ALL.iter().position(|r| *r == reason) {
+            self.relayed[i].inc();
+        }
+    }
+}
+
+/// The cache engine; one per process, shared by all sessions.
+pub struct Engine {
+    pub settings: Settings,
+    caches: RwLock<Vec<Arc<Cache>>>,
+    next_id: AtomicU64,
+    pub verdicts: VerdictTable,
+    catalog: RwLock<Arc<Catalog>>,
+    columns: RwLock<HashMap<ColumnsKey, Arc<Columns>>>,
+    control: mpsc::UnboundedSender<writer::Control>,
+    /// Readers recorded misses: the writer should start fills.
+    wake: Notify,
+    /// Bumped by the writer after every completed fill; waiting reads look again.
+    filled: watch::Sender<u64>,
+    lag: RwLock<LagHandle>,
+    /// The dataflow's applied position (binlog file seq << 32 | offset).
+    pub applied: AtomicU64,
+    /// False while the binlog stream is being re-established.
+    pub stream_up: AtomicBool,
+    /// [`Engine::caught_up`] as of the last check (every [`FRESHNESS_CHECK`]): the hit path
+    /// reads this instead of the lag's mutex.
+    fresh: AtomicBool,
+    pub started: Instant,
+    pub counters: EngineCounters,
+}
+
+impl Engine {
+    /// Connects to the upstream's binlog, builds every `[[cache]]` and starts the writer.
+    /// With `[caches] strict`, any cache that cannot be built fails the start with every
+    /// reason; otherwise such caches are kept as unavailable (relayed) with a warning.
+    pub async fn start(config: &Config) -> anyhow::Result<Arc<Engine>> {
+        let database = config.upstream.url.database.clone().ok_or_else(|| {
+            anyhow!("[upstream] url must name the database the cached queries read (mysql://user:pass@host:port/DATABASE)")
+        })?;
+        let opts: mysql_async::Opts = crate::health::upstream_opts(&config.upstream).into();
+        let mut conn = tokio::time::timeout(config.upstream.connect_timeout, mysql_async::Conn::new(opts.clone()))
+            .await
+            .map_err(|_| anyhow!("connecting to the upstream for the cache engine timed out"))?
+            .context("connecting to the upstream for the cache engine")?;
+        freshet_cdc::check_upstream(&mut conn, &database, &[]).await.context("the upstream cannot feed freshet's caches")?;
+        let server_id = replica_server_id(config);
+        let stream_config = StreamConfig::new(&database, server_id);
+        let stream = BinlogStream::connect(opts.clone(), stream_config.clone(), StartAt::Current).await.context("starting the binlog stream")?;
+        let mut catalog = Catalog::new();
+        for table in stream.tables() {
+            // A table whose schema the dataflow refuses (e.g. DECIMAL(65)) is simply not
+            // available to cached queries; compiling one that reads it says so.
+            let _ = catalog.add(table.clone());
+        }
+        let mut dataflow = Dataflow::new(catalog.clone(), ByteSize(config.memory.limit.bytes()));
+        dataflow.set_applied(stream.delivered().position()?);
+        let (control, control_rx) = mpsc::unbounded_channel();
+        let engine = Arc::new(Engine {
+            settings: Settings {
+                database: database.clone(),
+                fill_timeout: config.fill.timeout,
+                max_lag: config.consistency.max_lag,
+                memory_limit: config.memory.limit.bytes(),
+                server_id,
+            },
+            caches: RwLock::new(Vec::new()),
+            next_id: AtomicU64::new(0),
+            verdicts: VerdictTable::new(VERDICTS),
+            catalog: RwLock::new(Arc::new(catalog)),
+            columns: RwLock::new(HashMap::new()),
+            control,
+            wake: Notify::new(),
+            filled: watch::Sender::new(0),
+            lag: RwLock::new(LagHandle::default()),
+            applied: AtomicU64::new(dataflow.applied().0),
+            stream_up: AtomicBool::new(true),
+            fresh: AtomicBool::new(false),
+            started: Instant::now(),
+            counters: EngineCounters::default(),
+        });
+        let mut problems = Vec::new();
+        let mut tables: Vec<String> = Vec::new();
+        for spec in &config.caches {
+            match engine.build(&mut dataflow, spec, false) {
+                Ok(cache) => {
+                    if let Ok(live) = cache.live()
+                        && let Some(q) = dataflow.query(live.view)
+                    {
+                        tables.extend(q.tables.iter().cloned());
+                    }
+                    engine.push(cache);
+                }
+                Err(reason) if config.cache_policy.strict => problems.push(format!("[[cache]] {}: {reason}", spec.name)),
+                Err(reason) => {
+                    warn!(cache = %spec.name, %reason, "cache cannot be built; its queries are relayed ([caches] strict = false)");
+                    let cache = engine.unavailable(spec, reason);
+                    engine.push(cache);
+                }
+            }
+        }
+        if !problems.is_empty() {
+            bail!("freshet cannot cache these queries ([caches] strict = true):\n  {}", problems.join("\n  "));
+        }
+        tables.sort();
+        tables.dedup();
+        let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
+        freshet_cdc::check_upstream(&mut conn, &database, &table_refs).await.context("the upstream cannot feed freshet's caches")?;
+        let _ = conn.disconnect().await;
+        let fills = UpstreamFills::new(opts.clone(), &database, stream.flavor(), stream.table_infos(), FillConfig::default());
+        let (events, lag) = stream.spawn(4096);
+        *engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
+        info!(caches = config.caches.len(), server_id, database = %database, "cache engine started");
+        let task = writer::Writer::new(engine.clone(), dataflow, fills, opts, stream_config);
+        tokio::spawn(task.run(events, control_rx));
+        engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
+        let weak = Arc::downgrade(&engine);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(FRESHNESS_CHECK);
+            loop {
+                tick.tick().await;
+                let Some(engine) = weak.upgrade() else { return };
+                engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
+            }
+        });
+        Ok(engine)
+    }
+
+    /// Compiles and installs one cache into the dataflow (start-up, or in the writer for
+    /// CREATE CACHE).
+    fn build(&self, dataflow: &mut Dataflow, spec: &CacheSpec, runtime: bool) -> Result<Arc<Cache>, String> {
+        if self.by_name(&spec.name).is_some() {
+            return Err(format!("a cache named {} exists already", spec.name));
+        }
+        let query = matching::classify(spec.query.as_bytes(), SqlMode::default());
+        let pattern = Pattern::new(&query, dataflow.catalog())?;
+        let view = dataflow.install_sql(&spec.query).map_err(|r| r.reason)?;
+        let live = live_of(dataflow, view).ok_or("the view vanished while being installed")?;
+        Ok(Arc::new(Cache {
+            id: CacheId(self.next_id.fetch_add(1, Ordering::Relaxed) as u32),
+            name: spec.name.clone(),
+            sql: spec.query.clone(),
+            runtime,
+            pattern,
+            live: RwLock::new(Ok(live)),
+            hit_latency: LatencySketch::default(),
+            hit_histogram: Histogram::default(),
+        }))
+    }
+
+    fn unavailable(&self, spec: &CacheSpec, reason: String) -> Arc<Cache> {
+        let query = matching::classify(spec.query.as_bytes(), SqlMode::default());
+        let catalog = self.catalog();
+        let pattern = Pattern::new(&query, &catalog).unwrap_or_else(|_| Pattern::never(&spec.query));
+        Arc::new(Cache {
+            id: CacheId(self.next_id.fetch_add(1, Ordering::Relaxed) as u32),
+            name: spec.name.clone(),
+            sql: spec.query.clone(),
+            runtime: false,
+            pattern,
+            live: RwLock::new(Err(reason)),
+            hit_latency: LatencySketch::default(),
+            hit_histogram: Histogram::default(),
+        })
+    }
+
+    fn push(&self, cache: Arc<Cache>) {
+        self.caches.write().unwrap_or_else(|e| e.into_inner()).push(cache);
+        // A shape relayed for want of a cache may match now.
+        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { .. }));
+    }
+
+    /// Every cache, in creation order.
+    pub fn caches(&self) -> Vec<Arc<Cache>> {
+        self.caches.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<Arc<Cache>> {
+        self.caches.read().unwrap_or_else(|e| e.into_inner()).iter().find(|c| c.name.eq_ignore_ascii_case(name)).cloned()
+    }
+
+    pub fn by_id(&self, id: CacheId) -> Option<Arc<Cache>> {
+        self.caches.read().unwrap_or_else(|e| e.into_inner()).iter().find(|c| c.id == id).cloned()
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The verdict entry for a classified query: remembered, or taken now (the full parse).
+    pub fn verdict(&self, query: &Query<'_>) -> Arc<Entry> {
+        if let Some(entry) = self.verdicts.get(&query.fingerprint) {
+            return entry;
+        }
+        let caches = self.caches();
+        let patterns: Vec<(CacheId, &Pattern)> = caches.iter().filter(|c| c.live().is_ok()).map(|c| (c.id, &c.pattern)).collect();
+        let verdict = matcher::verdict(query, &patterns, &self.catalog());
+        self.verdicts.insert(&query.fingerprint, verdict)
+    }
+
+    /// Replication lag as the gate sees it; None when the stream is down or silent for longer
+    /// than `max_lag` (then freshet cannot vouch for any freshness).
+    pub fn lag(&self) -> Option<Duration> {
+        if !self.stream_up.load(Ordering::Relaxed) {
+            return None;
+        }
+        let lag = self.lag.read().unwrap_or_else(|e| e.into_inner()).get();
+        // The stream reports at least once per heartbeat (1 s) when idle.
+        let silent = lag.updated.map_or(self.started.elapsed(), |t| t.elapsed());
+        if silent > self.settings.max_lag + Duration::from_secs(2) {
+            return None;
+        }
+        Some(lag.behind)
+    }
+
+    /// True when cached reads may be served: the binlog is caught up to within `max_lag`.
+    pub fn caught_up(&self) -> bool {
+        self.lag().is_some_and(|l| l <= self.settings.max_lag)
+    }
+
+    /// The hit path's view of [`caught_up`](Engine::caught_up), at most
+    /// [`FRESHNESS_CHECK`] old.
+    pub fn fresh(&self) -> bool {
+        self.fresh.load(Ordering::Relaxed)
+    }
+
+    pub fn lag_handle(&self) -> LagHandle {
+        self.lag.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Looks `params` up in `cache`, waiting up to the fill timeout for missing partitions.
+    /// `slots`: which params feed each key column, for IN lists (None: the view's own).
+    pub async fn lookup(&self, cache: &Cache, params: &[Value], slots: Option<&[Vec<usize>]>) -> Result<Arc<[Row]>, RelayReason> {
+        let live = cache.live().map_err(|_| RelayReason::Unavailable)?;
+        let mut filled = self.filled.subscribe();
+        let deadline = tokio::time::Instant::now() + self.settings.fill_timeout;
+        let mut waited = false;
+        loop {
+            let found = match slots {
+                None => live.reader.lookup(params),
+                Some(slots) => live.reader.lookup_in(slots, params),
+            };
+            match found {
+                Ok(Lookup::Hit(rows)) => return Ok(rows),
+                Ok(Lookup::Miss(_)) => {
+                    if !waited {
+                        self.counters.fill_waits.inc();
+                        waited = true;
+                    }
+                    self.wake.notify_one();
+                }
+                Err(LookupError::NoView) => return Err(RelayReason::Unavailable),
+                Err(LookupError::ParamCount { .. } | LookupError::ParamType { .. } | LookupError::ParamSlots | LookupError::NotMergeable) => {
+                    return Err(RelayReason::Parameter);
+                }
+            }
+            match tokio::time::timeout_at(deadline, filled.changed()).await {
+                Ok(Ok(())) => continue,
+                _ => return Err(RelayReason::FillTimeout),
+            }
+        }
+    }
+
+    /// Wakes the writer to start fills for recorded misses.
+    pub fn wake_writer(&self) {
+        self.wake.notify_one();
+    }
+
+    pub fn columns(&self, key: &ColumnsKey) -> Option<Arc<Columns>> {
+        self.columns.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+
+    /// Keeps the column definitions the upstream sent for a shape. Labels of ENUM and SET
+    /// columns come from the catalog (the view holds their indexes).
+    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>) {
+        let catalog = self.catalog();
+        let mut render = Vec::with_capacity(packets.len());
+        for p in &packets {
+            let Ok(def) = ColumnDef::parse(p) else { return };
+            let labels = enum_labels(p, &def, &catalog);
+            render.push(Column { def, labels });
+        }
+        let columns = Arc::new(Columns { packets, render, encodable: AtomicBool::new(true) });
+        let mut map = self.columns.write().unwrap_or_else(|e| e.into_inner());
+        // Bounded like the verdicts: shapes x charsets x protocols stay few in practice;
+        // past the bound, start over rather than grow.
+        if map.len() >= VERDICTS {
+            map.clear();
+        }
+        map.insert(key, columns);
+    }
+
+    fn forget_columns(&self) {
+        self.columns.write().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// CREATE CACHE: compiles and installs `sql` under `name` (generated if None).
+    pub async fn create(&self, name: Option<String>, sql: String) -> Result<Arc<Cache>, String> {
+        let name = name.unwrap_or_else(|| format!("q_{:016x}", matching::classify(sql.as_bytes(), SqlMode::default()).fingerprint.hash));
+        let (reply, rx) = oneshot::channel();
+        let spec = CacheSpec { name, query: sql };
+        self.control.send(writer::Control::Create { spec, reply }).map_err(|_| "the cache engine has stopped".to_string())?;
+        rx.await.map_err(|_| "the cache engine has stopped".to_string())?
+    }
+
+    /// DROP CACHE: removes a cache and its view.
+    pub async fn drop_cache(&self, name: &str) -> Result<(), String> {
+        let cache = self.by_name(name).ok_or_else(|| format!("no cache named {name}"))?;
+        self.caches.write().unwrap_or_else(|e| e.into_inner()).retain(|c| c.id != cache.id);
+        let id = cache.id;
+        self.verdicts.retain(|e| !matches!(e.verdict, Verdict::Cache { id: i, .. } if i == id));
+        if let Ok(live) = cache.live() {
+            let (reply, rx) = oneshot::channel();
+            if self.control.send(writer::Control::Drop { view: live.view, reply }).is_ok() {
+                let _ = rx.await;
+            }
+        }
+        Ok(())
+    }
+
+    /// EXPLAIN CACHE: the plan of a cached query (by its text), or of any SELECT.
+    pub async fn explain(&self, sql: String) -> Result<Vec<(String, String)>, String> {
+        let query = matching::classify(sql.as_bytes(), SqlMode::default());
+        let view = match &self.verdict(&query).verdict {
+            Verdict::Cache { id, .. } => self.by_id(*id).and_then(|c| c.live().ok()).map(|l| l.view),
+            Verdict::Relay { .. } => None,
+        };
+        let (reply, rx) = oneshot::channel();
+        self.control.send(writer::Control::Explain { sql, view, reply }).map_err(|_| "the cache engine has stopped".to_string())?;
+        rx.await.map_err(|_| "the cache engine has stopped".to_string())?
+    }
+
+    /// Bytes held by all views.
+    pub fn memory_used(&self) -> u64 {
+        let mut seen = std::collections::HashSet::new();
+        self.caches().iter().filter_map(|c| c.live().ok()).filter(|l| seen.insert(l.view)).map(|l| l.reader.stats().bytes).sum()
+    }
+}
+
+/// The configured replica id, or, for 0, the derived one plus the number of engines started
+/// before in this process (tests run several in one process; each needs its own id).
+fn replica_server_id(config: &Config) -> u32 {
+    static STARTED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    if config.binlog.server_id != 0 {
+        return config.binlog.server_id;
+    }
+    let n = STARTED.fetch_add(1, Ordering::Relaxed);
+    config.binlog.effective_server_id().checked_add(n).unwrap_or(1_000_000 + n)
+}
+
+fn live_of(dataflow: &Dataflow, view: ViewId) -> Option<Arc<Live>> {
+    let reader = dataflow.reader(view)?;
+    let cost_class = dataflow.cost(view).map_or("unknown", |c| c.class());
+    Some(Arc::new(Live { view, reader, cost_class }))
+}
+
+/// ENUM/SET labels of a result column, from its origin table and column in the catalog.
+fn enum_labels(packet: &[u8], def: &ColumnDef, catalog: &Catalog) -> Vec<String> {
+    use crate::encode::flags;
+    if !def.has(flags::ENUM) && !def.has(flags::SET) {
+        return Vec::new();
+    }
+    let mut c = crate::protocol::cursor::Cursor::new(packet);
+    let mut field = || c.lenenc_bytes().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    let (_catalog, _schema, _table, org_table, _name, org_name) = (field(), field(), field(), field(), field(), field());
+    let Some(table) = catalog.get(&org_table) else { return Vec::new() };
+    let Some(i) = table.column_index(&org_name) else { return Vec::new() };
+    match &table.columns[i].ty {
+        freshet_dataflow::SqlType::Enum(labels) | freshet_dataflow::SqlType::Set(labels) => labels.clone(),
+        _ => Vec::new(),
+    }
+}

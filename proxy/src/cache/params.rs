@@ -1,0 +1,205 @@
+//! Lookup parameters: literals of a text query and bound parameters of COM_STMT_EXECUTE,
+//! converted to the dataflow's [`Value`]s.
+//!
+//! Owns the one place where client bytes become view keys. Invariant: a conversion either
+//! yields the value the server would compare with, or fails and the read is relayed; it never
+//! guesses. So: strings must be UTF-8 in a UTF-8 session (the caller checks the session's
+//! character set), introducers other than UTF-8 ones, hex and bit literals are relayed, and a
+//! binary parameter of a type freshet does not decode is relayed. The dataflow then coerces a
+//! value to the key column's type and collation, and refuses (relay) what it cannot compare
+//! the server's way, e.g. a number against a text column.
+
+use freshet_dataflow::{Collation, Date, DateTime, Decimal, Value};
+
+use crate::matching::Literal;
+use crate::protocol::cursor::Cursor;
+
+/// Why a parameter cannot become a lookup key; the read is relayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamError {
+    /// Not representable as a key freshet can compare exactly (hex/bit literal, non-UTF-8
+    /// string, foreign introducer, unsupported binary type).
+    Unsupported,
+    /// The execute packet is shorter than its parameters say.
+    Malformed,
+}
+
+/// The value of a text-query literal. `Placeholder`s are not values: the caller binds them.
+pub fn literal_value(lit: &Literal<'_>) -> Result<Value, ParamError> {
+    Ok(match lit {
+        Literal::Null => Value::Null,
+        Literal::Int(v) => Value::Int(*v),
+        Literal::UInt(v) => Value::UInt(*v),
+        Literal::Decimal(text) => Value::Decimal(Decimal::parse(text).ok_or(ParamError::Unsupported)?),
+        Literal::Float(v) => Value::Double(*v),
+        Literal::String { bytes, introducer, national } => {
+            let utf8_introducer = introducer.is_none_or(|i| i.eq_ignore_ascii_case("utf8mb4") || i.eq_ignore_ascii_case("utf8") || i.eq_ignore_ascii_case("utf8mb3"));
+            if !utf8_introducer || *national {
+                return Err(ParamError::Unsupported);
+            }
+            let s = std::str::from_utf8(bytes).map_err(|_| ParamError::Unsupported)?;
+            // The collation is replaced by the key column's when the dataflow coerces it.
+            Value::text(s, Collation::Utf8mb4Bin)
+        }
+        Literal::HexNumber(_) | Literal::HexString(_) | Literal::BitNumber(_) | Literal::BitString(_) | Literal::Placeholder(_) => {
+            return Err(ParamError::Unsupported);
+        }
+    })
+}
+
+/// Binary protocol type codes of parameters (`enum_field_types`).
+mod ty {
+    pub const DECIMAL: u8 = 0x00;
+    pub const TINY: u8 = 0x01;
+    pub const SHORT: u8 = 0x02;
+    pub const LONG: u8 = 0x03;
+    pub const FLOAT: u8 = 0x04;
+    pub const DOUBLE: u8 = 0x05;
+    pub const NULL: u8 = 0x06;
+    pub const TIMESTAMP: u8 = 0x07;
+    pub const LONGLONG: u8 = 0x08;
+    pub const INT24: u8 = 0x09;
+    pub const DATE: u8 = 0x0a;
+    pub const DATETIME: u8 = 0x0c;
+    pub const YEAR: u8 = 0x0d;
+    pub const VARCHAR: u8 = 0x0f;
+    pub const NEWDECIMAL: u8 = 0xf6;
+    pub const TINY_BLOB: u8 = 0xf9;
+    pub const MEDIUM_BLOB: u8 = 0xfa;
+    pub const LONG_BLOB: u8 = 0xfb;
+    pub const BLOB: u8 = 0xfc;
+    pub const VAR_STRING: u8 = 0xfd;
+    pub const STRING: u8 = 0xfe;
+}
+
+/// The bound parameters of a COM_STMT_EXECUTE payload (after the command byte, statement id,
+/// flags and iteration count, i.e. starting at the NULL bitmap), for a statement with
+/// `count` parameters. `types` holds the (type, flags) pairs of the previous execute: a client
+/// sends them only when they change (new-params-bound flag). On success `types` is updated.
+pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> Result<Vec<Value>, ParamError> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let mut c = Cursor::new(body);
+    let bitmap = c.bytes(count.div_ceil(8)).map_err(|_| ParamError::Malformed)?.to_vec();
+    let bound = c.u8().map_err(|_| ParamError::Malformed)?;
+    if bound == 1 {
+        let mut fresh = Vec::with_capacity(count);
+        for _ in 0..count {
+            let t = c.u8().map_err(|_| ParamError::Malformed)?;
+            let f = c.u8().map_err(|_| ParamError::Malformed)?;
+            fresh.push((t, f));
+        }
+        *types = fresh;
+    }
+    if types.len() != count {
+        return Err(ParamError::Malformed);
+    }
+    let mut out = Vec::with_capacity(count);
+    for (i, &(t, flags)) in types.iter().enumerate() {
+        if bitmap[i / 8] & (1 << (i % 8)) != 0 {
+            out.push(Value::Null);
+            continue;
+        }
+        out.push(binary_value(&mut c, t, flags & 0x80 != 0)?);
+    }
+    Ok(out)
+}
+
+fn binary_value(c: &mut Cursor<'_>, t: u8, unsigned: bool) -> Result<Value, ParamError> {
+    let m = |_| ParamError::Malformed;
+    Ok(match t {
+        ty::NULL => Value::Null,
+        ty::TINY => {
+            let b = c.u8().map_err(m)?;
+            if unsigned { Value::UInt(u64::from(b)) } else { Value::Int(i64::from(b as i8)) }
+        }
+        ty::SHORT | ty::YEAR => {
+            let v = c.u16().map_err(m)?;
+            if unsigned { Value::UInt(u64::from(v)) } else { Value::Int(i64::from(v as i16)) }
+        }
+        ty::LONG | ty::INT24 => {
+            let v = c.u32().map_err(m)?;
+            if unsigned { Value::UInt(u64::from(v)) } else { Value::Int(i64::from(v as i32)) }
+        }
+        ty::LONGLONG => {
+            let v = c.u64().map_err(m)?;
+            if unsigned { Value::UInt(v) } else { Value::Int(v as i64) }
+        }
+        ty::FLOAT => Value::Double(f64::from(f32::from_bits(c.u32().map_err(m)?))),
+        ty::DOUBLE => Value::Double(f64::from_bits(c.u64().map_err(m)?)),
+        ty::DECIMAL | ty::NEWDECIMAL => {
+            let text = c.lenenc_bytes().map_err(m)?;
+            let s = std::str::from_utf8(text).map_err(|_| ParamError::Unsupported)?;
+            Value::Decimal(Decimal::parse(s).ok_or(ParamError::Unsupported)?)
+        }
+        ty::VARCHAR | ty::VAR_STRING | ty::STRING | ty::TINY_BLOB | ty::MEDIUM_BLOB | ty::LONG_BLOB | ty::BLOB => {
+            let bytes = c.lenenc_bytes().map_err(m)?;
+            // Drivers send strings as VAR_STRING or BLOB alike; in a UTF-8 session both are
+            // the client's text, compared with the column's collation by the server.
+            match std::str::from_utf8(bytes) {
+                Ok(s) => Value::text(s, Collation::Utf8mb4Bin),
+                Err(_) => Value::Bytes(bytes.into()),
+            }
+        }
+        ty::DATE | ty::DATETIME | ty::TIMESTAMP => {
+            let len = c.u8().map_err(m)?;
+            let raw = c.bytes(usize::from(len)).map_err(m)?;
+            let mut parts = [0u32; 7];
+            if len >= 4 {
+                parts[0] = u32::from(u16::from_le_bytes([raw[0], raw[1]]));
+                parts[1] = u32::from(raw[2]);
+                parts[2] = u32::from(raw[3]);
+            }
+            if len >= 7 {
+                parts[3] = u32::from(raw[4]);
+                parts[4] = u32::from(raw[5]);
+                parts[5] = u32::from(raw[6]);
+            }
+            if len >= 11 {
+                parts[6] = u32::from_le_bytes([raw[7], raw[8], raw[9], raw[10]]);
+            }
+            let date = Date::new(parts[0] as u16, parts[1] as u8, parts[2] as u8);
+            if t == ty::DATE && len <= 4 {
+                Value::Date(date)
+            } else {
+                // A DATETIME parameter; the dataflow coerces it to a DATE or TIMESTAMP key.
+                Value::DateTime(DateTime::new(date, parts[3] as u8, parts[4] as u8, parts[5] as u8, parts[6]))
+            }
+        }
+        _ => return Err(ParamError::Unsupported),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals() {
+        assert!(matches!(literal_value(&Literal::Int(-5)), Ok(Value::Int(-5))));
+        assert!(matches!(literal_value(&Literal::Null), Ok(Value::Null)));
+        let s = Literal::String { bytes: b"h\xc3\xa9".as_slice().into(), introducer: None, national: false };
+        assert!(matches!(literal_value(&s), Ok(Value::Text(t, _)) if &*t == "hé"));
+        let bad = Literal::String { bytes: b"\xff".as_slice().into(), introducer: None, national: false };
+        assert_eq!(literal_value(&bad).err(), Some(ParamError::Unsupported));
+        let latin1 = Literal::String { bytes: b"a".as_slice().into(), introducer: Some("latin1"), national: false };
+        assert_eq!(literal_value(&latin1).err(), Some(ParamError::Unsupported));
+        assert_eq!(literal_value(&Literal::HexNumber("41")).err(), Some(ParamError::Unsupported));
+    }
+
+    #[test]
+    fn execute_parameters_with_and_without_types() {
+        // Two params: LONGLONG 7 and VAR_STRING "ab"; then a second execute without types,
+        // the first param NULL.
+        let mut types = Vec::new();
+        let first = [0x00, 0x01, 0x08, 0x00, 0xfd, 0x00, 7, 0, 0, 0, 0, 0, 0, 0, 2, b'a', b'b'];
+        let v = execute_params(&first, 2, &mut types).unwrap();
+        assert!(matches!(v.as_slice(), [Value::Int(7), Value::Text(s, _)] if &**s == "ab"));
+        let second = [0x01, 0x00, 1, b'c'];
+        let v = execute_params(&second, 2, &mut types).unwrap();
+        assert!(matches!(v.as_slice(), [Value::Null, Value::Text(s, _)] if &**s == "c"));
+        assert_eq!(execute_params(&[0x00, 0x00], 2, &mut Vec::new()).err(), Some(ParamError::Malformed));
+        assert_eq!(execute_params(&first[..10], 2, &mut Vec::new()).err(), Some(ParamError::Malformed));
+    }
+}

@@ -1,0 +1,241 @@
+//! The writer task: the dataflow's single writer.
+//!
+//! One task owns the [`Dataflow`] and does everything that changes it, in one order: binlog
+//! batches and schema changes (in stream order), fills (started when readers record misses,
+//! installed when the upstream answers), and cache installs and drops from admin statements.
+//! Sessions never wait for it except for the reply to an admin statement.
+//!
+//! Why a fill is never stale (see cdc's fill module for the fence): its answer carries the
+//! binlog position of its snapshot, and the dataflow skips batches at or before it and applies
+//! later ones. Two events break the premise that every batch after the position will be
+//! applied: a transaction the stream could not deliver (`Untrusted`) and a reconnect that
+//! resumes at the server's current position (a gap). Both evict everything, and move to a new
+//! *epoch*: answers of fills started in an older epoch are dropped unread (their partitions
+//! were evicted with the rest; any new miss started a new fill). After a reconnect the applied
+//! position is moved to the new start before evicting, so that no fill older than the gap can
+//! be installed.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mysql_async::Opts;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
+use tracing::{debug, info, warn};
+
+use freshet_cdc::{BinlogStream, CdcError, SchemaChange, StartAt, StreamConfig, StreamEvent, UpstreamFills};
+use freshet_config::CacheSpec;
+use freshet_dataflow::{Dataflow, FillError, FillRequest, FillResponse, ViewId};
+
+use super::{Cache, Engine, live_of};
+
+/// Requests from sessions (admin statements).
+pub(super) enum Control {
+    Create { spec: CacheSpec, reply: oneshot::Sender<Result<Arc<Cache>, String>> },
+    Drop { view: ViewId, reply: oneshot::Sender<()> },
+    Explain { sql: String, view: Option<ViewId>, reply: oneshot::Sender<Result<Vec<(String, String)>, String>> },
+}
+
+type Events = mpsc::Receiver<Result<StreamEvent, CdcError>>;
+type FillDone = (u64, FillRequest, Result<FillResponse, FillError>);
+
+/// How often the writer looks for misses even without a wake-up (a wake-up can coincide with
+/// a fill already being started and be consumed early).
+const FILL_TICK: Duration = Duration::from_millis(20);
+/// Events buffered between the binlog stream and the writer.
+const EVENT_QUEUE: usize = 4096;
+
+pub(super) struct Writer {
+    engine: Arc<Engine>,
+    dataflow: Dataflow,
+    fills: UpstreamFills,
+    opts: Opts,
+    stream_config: StreamConfig,
+    in_flight: JoinSet<FillDone>,
+    epoch: u64,
+}
+
+impl Writer {
+    pub(super) fn new(engine: Arc<Engine>, dataflow: Dataflow, fills: UpstreamFills, opts: Opts, stream_config: StreamConfig) -> Writer {
+        Writer { engine, dataflow, fills, opts, stream_config, in_flight: JoinSet::new(), epoch: 0 }
+    }
+
+    pub(super) async fn run(mut self, mut events: Events, mut control: mpsc::UnboundedReceiver<Control>) {
+        let mut tick = tokio::time::interval(FILL_TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                event = events.recv() => match event {
+                    Some(Ok(StreamEvent::Batch(batch))) => {
+                        if let Err(e) = self.dataflow.apply(&batch) {
+                            warn!(error = %e, "binlog batch out of order; evicting every cache");
+                            self.new_epoch();
+                        }
+                        self.engine.counters.batches.inc();
+                        self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
+                    }
+                    Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
+                    Some(Err(CdcError::Untrusted(why))) => {
+                        info!(reason = %why, "a transaction could not be followed; evicting every cache");
+                        self.new_epoch();
+                    }
+                    Some(Err(e)) => {
+                        warn!(error = %e, "binlog stream failed; evicting every cache and resuming at the server's position");
+                        events = self.reconnect().await;
+                    }
+                    None => {
+                        warn!("binlog stream ended; resuming at the server's position");
+                        events = self.reconnect().await;
+                    }
+                },
+                Some(done) = self.in_flight.join_next(), if !self.in_flight.is_empty() => match done {
+                    Ok(done) => self.finish(done),
+                    Err(e) => warn!(error = %e, "a fill task failed"),
+                },
+                _ = self.engine.wake.notified() => self.start_fills(),
+                _ = tick.tick() => self.start_fills(),
+                request = control.recv() => match request {
+                    Some(request) => self.control(request),
+                    None => return,
+                },
+            }
+        }
+    }
+
+    fn new_epoch(&mut self) {
+        self.epoch += 1;
+        self.dataflow.evict_all();
+        self.engine.filled.send_modify(|g| *g += 1);
+    }
+
+    fn start_fills(&mut self) {
+        for req in self.dataflow.fill_requests() {
+            self.engine.counters.fills_started.inc();
+            let fills = self.fills.clone();
+            let epoch = self.epoch;
+            self.in_flight.spawn(async move {
+                let result = fills.fill(&req).await;
+                (epoch, req, result)
+            });
+        }
+    }
+
+    fn finish(&mut self, (epoch, req, result): FillDone) {
+        if epoch != self.epoch {
+            // Evicted with everything else when the epoch changed; see the module header.
+            return;
+        }
+        match result {
+            Ok(response) => {
+                let outcome = self.dataflow.complete_fill(response);
+                debug!(filled = outcome.filled, ignored = outcome.ignored, stale = outcome.stale, "fill installed");
+            }
+            Err(e) => {
+                self.engine.counters.fills_failed.inc();
+                warn!(error = %e, keys = req.keys.len(), "fill failed; its reads are relayed and the next read asks again");
+                self.dataflow.abandon_fill(&req);
+            }
+        }
+        // Waiting reads look again: hit, or a stale fill's hole to request anew.
+        self.engine.filled.send_modify(|g| *g += 1);
+    }
+
+    fn schema_change(&mut self, change: SchemaChange) {
+        info!(table = %change.table, kind = ?change.kind, "schema change");
+        self.fills.set_table(&change.table, change.info.clone());
+        match self.dataflow.alter_table(&change.table, change.schema) {
+            Ok(recompiled) => {
+                for (old, new) in recompiled {
+                    let Some(cache) = self.engine.caches().into_iter().find(|c| c.live().is_ok_and(|l| l.view == old)) else { continue };
+                    let live = match new {
+                        Ok(view) => live_of(&self.dataflow, view).ok_or_else(|| "the recompiled view vanished".to_string()),
+                        Err(refusal) => {
+                            warn!(cache = %cache.name, reason = %refusal.reason, "cache is no longer cacheable after DDL; relaying its queries");
+                            Err(format!("after DDL on {}: {}", change.table, refusal.reason))
+                        }
+                    };
+                    *cache.live.write().unwrap_or_else(|e| e.into_inner()) = live;
+                }
+            }
+            Err(e) => warn!(table = %change.table, error = %e, "new schema refused; views reading it were dropped"),
+        }
+        self.publish_catalog();
+    }
+
+    /// The catalog sessions match against follows the dataflow's; verdicts and column
+    /// definitions taken under the old schema are forgotten.
+    fn publish_catalog(&self) {
+        *self.engine.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(self.dataflow.catalog().clone());
+        self.engine.verdicts.retain(|_| false);
+        self.engine.forget_columns();
+    }
+
+    /// Re-establishes the binlog stream at the server's current position, retrying with
+    /// backoff until it succeeds. Cached reads are relayed meanwhile.
+    async fn reconnect(&mut self) -> Events {
+        self.engine.stream_up.store(false, Ordering::Relaxed);
+        self.engine.counters.restarts.inc();
+        let mut delay = Duration::from_millis(200);
+        loop {
+            match BinlogStream::connect(self.opts.clone(), self.stream_config.clone(), StartAt::Current).await {
+                Ok(stream) => match stream.delivered().position() {
+                    Ok(start) => {
+                        // Tables may have changed while the stream was away.
+                        for table in stream.tables() {
+                            if self.dataflow.catalog().get(&table.name) != Some(table) {
+                                let _ = self.dataflow.alter_table(&table.name.clone(), Some(table.clone()));
+                            }
+                        }
+                        for (name, info) in stream.table_infos() {
+                            self.fills.set_table(&name, Some(info));
+                        }
+                        // First the new start, then the eviction: holes are made at `start`,
+                        // so no fill older than the gap can be installed.
+                        self.dataflow.set_applied(start);
+                        self.new_epoch();
+                        self.publish_catalog();
+                        let (events, lag) = stream.spawn(EVENT_QUEUE);
+                        *self.engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
+                        self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
+                        self.engine.stream_up.store(true, Ordering::Relaxed);
+                        info!("binlog stream resumed");
+                        return events;
+                    }
+                    Err(e) => warn!(error = %e, "binlog stream resumed at an unusable position"),
+                },
+                Err(e) => warn!(error = %e, retry_in = ?delay, "binlog stream cannot be resumed yet"),
+            }
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(Duration::from_secs(10));
+        }
+    }
+
+    fn control(&mut self, request: Control) {
+        match request {
+            Control::Create { spec, reply } => {
+                let result = self.engine.build(&mut self.dataflow, &spec, true);
+                if let Ok(cache) = &result {
+                    info!(cache = %cache.name, "cache created");
+                    self.engine.push(cache.clone());
+                }
+                let _ = reply.send(result);
+            }
+            Control::Drop { view, reply } => {
+                // Another cache may share the view (identical plans share one).
+                let shared = self.engine.caches().iter().any(|c| c.live().is_ok_and(|l| l.view == view));
+                if !shared {
+                    self.dataflow.drop_view(view);
+                }
+                let _ = reply.send(());
+            }
+            Control::Explain { sql, view, reply } => {
+                let explained = match view.and_then(|v| self.dataflow.explain(v)) {
+                    Some(lines) => Ok(lines),
+                    None => freshet_dataflow::explain_sql(&sql, self.dataflow.catalog()).map_err(|r| r.reason),
+                };
+                let _ = reply.send(explained);
+            }
+        }
+    }
+}

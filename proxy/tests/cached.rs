@@ -1,0 +1,281 @@
+//! Cached queries end to end against the real MariaDB: config caches answered from views,
+//! byte for byte as the server answers; kept fresh by the binlog; relayed when they must be;
+//! admin statements; metrics and readiness.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use freshet_proxy::cache::{Engine, RelayReason};
+use mysql_async::prelude::*;
+
+/// Creates `table` (dropped first) with `rows` rows: id, name, price, created, qty.
+async fn items_table(table: &str, rows: u32) {
+    let mut conn = direct().await;
+    conn.query_drop(format!("DROP TABLE IF EXISTS {table}")).await.unwrap();
+    conn.query_drop(format!(
+        "CREATE TABLE {table} (id INT PRIMARY KEY, name VARCHAR(50) NOT NULL, price DECIMAL(10,2), created DATETIME(3), qty INT UNSIGNED NULL, grp INT NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4"
+    ))
+    .await
+    .unwrap();
+    let values: Vec<String> = (1..=rows)
+        .map(|i| format!("({i}, 'item ä{i}', {}.{:02}, '2024-01-{:02} 10:00:0{}.123', {}, {})", i * 3, i % 100, i % 28 + 1, i % 10, if i % 7 == 0 { "NULL".to_string() } else { i.to_string() }, i % 5))
+        .collect();
+    conn.query_drop(format!("INSERT INTO {table} VALUES {}", values.join(", "))).await.unwrap();
+}
+
+fn cache_config(caches: &[(&str, &str)]) -> String {
+    let mut extra = String::from("[admin]\nusers = [\"freshet\"]\n[fill]\ntimeout = \"3s\"\n[consistency]\nmax_lag = \"5s\"\n");
+    for (name, query) in caches {
+        extra.push_str(&format!("[[cache]]\nname = \"{name}\"\nquery = \"{query}\"\n"));
+    }
+    extra
+}
+
+fn engine(proxy: &Proxy) -> std::sync::Arc<Engine> {
+    proxy.engine.get().expect("the cache engine started").clone()
+}
+
+fn hits(proxy: &Proxy, cache: &str) -> u64 {
+    engine(proxy).by_name(cache).expect("cache exists").stats().hits
+}
+
+fn relayed(proxy: &Proxy, reason: RelayReason) -> u64 {
+    let i = RelayReason::ALL.iter().position(|r| *r == reason).unwrap();
+    engine(proxy).counters.relayed[i].get()
+}
+
+/// Runs `sql` through freshet until it is answered from `cache` (the first read of a shape
+/// is relayed to capture its column definitions, and waits for its fill), then returns that
+/// answer.
+async fn hit(client: &mut RawClient, proxy: &Proxy, cache: &str, sql: &str) -> Vec<Vec<u8>> {
+    for _ in 0..50 {
+        let before = hits(proxy, cache);
+        let reply = client.query(sql).await;
+        if hits(proxy, cache) > before {
+            return reply;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{sql} was never answered from {cache}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_queries_of_every_spelling_hit_and_match_the_server_byte_for_byte() {
+    items_table("ct_items", 60).await;
+    let proxy = start_proxy(&cache_config(&[("items", "SELECT id, name, price, created, qty FROM ct_items WHERE id = ?")])).await;
+    let mut direct = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let mut through = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    for sql in [
+        "SELECT id, name, price, created, qty FROM ct_items WHERE id = 5",
+        "select  id,name ,price, created,   qty from ct_items where id=6 -- trailing comment",
+        "SELECT /* a comment */ `id`, `name`, price, created, qty FROM `ct_items` WHERE `id` = 7",
+        "SELECT ct_items.id, ct_items.name, ct_items.price, ct_items.created, ct_items.qty FROM ct_items WHERE ct_items.id = 14",
+        "SELECT id, name, price, created, qty FROM ct_items WHERE id = 100000",
+        "SELECT id, name, price, created, qty FROM ct_items WHERE id = '9'",
+    ] {
+        let cached = hit(&mut through, &proxy, "items", sql).await;
+        assert_eq!(cached, direct.query(sql).await, "{sql}");
+    }
+    // Without DEPRECATE_EOF too (classic EOF packets).
+    let classic = DEFAULT_CAPS & !freshet_proxy::protocol::Capabilities::DEPRECATE_EOF;
+    let mut direct = RawClient::connect(&upstream_addr(), classic).await.unwrap();
+    let mut through = RawClient::connect(&proxy.mysql.to_string(), classic).await.unwrap();
+    let sql = "SELECT id, name, price, created, qty FROM ct_items WHERE id = 21";
+    assert_eq!(hit(&mut through, &proxy, "items", sql).await, direct.query(sql).await);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_lists_and_prepared_statements_hit_with_the_servers_values() {
+    items_table("ct_prep", 40).await;
+    let proxy = start_proxy(&cache_config(&[("prep", "SELECT id, name, price, created, qty FROM ct_prep WHERE id = ?")])).await;
+    let mut direct_conn = direct().await;
+    let mut conn = through(&proxy).await;
+    type Item = (i32, String, Option<String>, Option<mysql_async::Value>, Option<u32>);
+    let sql = "SELECT id, name, price, created, qty FROM ct_prep WHERE id IN (3, 1, 2, 3)";
+    let want: Vec<Item> = direct_conn.query(sql).await.unwrap();
+    let before = hits(&proxy, "prep");
+    let mut got: Vec<Item> = Vec::new();
+    for _ in 0..50 {
+        got = conn.query(sql).await.unwrap();
+        if hits(&proxy, "prep") > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(hits(&proxy, "prep") > before, "the IN list was never answered from the cache");
+    let (mut got, mut want) = (got, want);
+    got.sort_by_key(|r| r.0);
+    want.sort_by_key(|r| r.0);
+    assert_eq!(got, want);
+
+    // Prepared: the binary protocol, parameters bound at execute.
+    let stmt = "SELECT id, name, price, created, qty FROM ct_prep WHERE id = ?";
+    for id in [4, 5, 7, 4, 5, 7, 999] {
+        let want: Vec<Item> = direct_conn.exec(stmt, (id,)).await.unwrap();
+        let mut got: Vec<Item> = Vec::new();
+        for _ in 0..50 {
+            let before = hits(&proxy, "prep");
+            got = conn.exec(stmt, (id,)).await.unwrap();
+            if hits(&proxy, "prep") > before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert_eq!(got, want, "id {id}");
+    }
+    // The column metadata a driver sees is the server's.
+    let d = direct_conn.exec_iter(stmt, (4,)).await.unwrap().columns().unwrap().iter().map(|c| (c.name_str().to_string(), c.column_type(), c.flags(), c.character_set(), c.decimals(), c.column_length())).collect::<Vec<_>>();
+    let t = conn.exec_iter(stmt, (4,)).await.unwrap().columns().unwrap().iter().map(|c| (c.name_str().to_string(), c.column_type(), c.flags(), c.character_set(), c.decimals(), c.column_length())).collect::<Vec<_>>();
+    assert_eq!(d, t);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_reach_cached_answers_through_the_binlog() {
+    items_table("ct_fresh", 10).await;
+    let proxy = start_proxy(&cache_config(&[("fresh", "SELECT grp, COUNT(*) AS n, SUM(price) AS total FROM ct_fresh WHERE grp = ? GROUP BY grp")])).await;
+    let mut writer = direct().await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT grp, COUNT(*) AS n, SUM(price) AS total FROM ct_fresh WHERE grp = 1 GROUP BY grp";
+    hit(&mut client, &proxy, "fresh", sql).await;
+    writer.query_drop("INSERT INTO ct_fresh VALUES (100, 'new', 1.50, NULL, NULL, 1)").await.unwrap();
+    writer.query_drop("UPDATE ct_fresh SET grp = 1 WHERE id = 2").await.unwrap();
+    writer.query_drop("DELETE FROM ct_fresh WHERE id = 6").await.unwrap();
+    let want = check.query(sql).await;
+    let mut last = Vec::new();
+    for _ in 0..250 {
+        last = hit(&mut client, &proxy, "fresh", sql).await;
+        if last == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(last, want, "the cached answer never caught up with the writes");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transactions_and_session_dependent_reads_are_relayed() {
+    items_table("ct_relay", 10).await;
+    let proxy = start_proxy(&cache_config(&[("relay", "SELECT id, name FROM ct_relay WHERE id = ?")])).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, name FROM ct_relay WHERE id = 3";
+    hit(&mut client, &proxy, "relay", sql).await;
+
+    let before = (hits(&proxy, "relay"), relayed(&proxy, RelayReason::InTransaction));
+    client.query("START TRANSACTION").await;
+    client.query(sql).await;
+    client.query("COMMIT").await;
+    client.query("SET autocommit = 0").await;
+    client.query(sql).await;
+    client.query("SET autocommit = 1").await;
+    assert_eq!((hits(&proxy, "relay"), relayed(&proxy, RelayReason::InTransaction)), (before.0, before.1 + 2));
+
+    let not_cacheable = relayed(&proxy, RelayReason::NotCacheable);
+    client.query("SELECT id, name FROM ct_relay WHERE id = 3 AND NOW() > '2000-01-01'").await;
+    client.query("SELECT id, name FROM ct_relay WHERE id = @x").await;
+    assert_eq!(relayed(&proxy, RelayReason::NotCacheable), not_cacheable + 2);
+
+    // A setting that can change results: relayed until the session is reset.
+    client.query("SET SESSION div_precision_increment = 8").await;
+    let state = relayed(&proxy, RelayReason::SessionState);
+    client.query(sql).await;
+    assert_eq!(relayed(&proxy, RelayReason::SessionState), state + 1);
+    client.send(&[0x1f]).await; // COM_RESET_CONNECTION
+    client.packet().await;
+    hit(&mut client, &proxy, "relay", sql).await;
+    assert_eq!(hits(&proxy, "relay"), before.0 + 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_statements_show_create_explain_and_drop_caches() {
+    items_table("ct_admin", 10).await;
+    let proxy = start_proxy(&cache_config(&[("by_id", "SELECT id, name FROM ct_admin WHERE id = ?")])).await;
+    let mut conn = through(&proxy).await;
+    let _: Vec<(i32, String)> = conn.query("SELECT id, name FROM ct_admin WHERE id = 2").await.unwrap();
+
+    let caches: Vec<mysql_async::Row> = conn.query("SHOW CACHES").await.unwrap();
+    assert_eq!(caches.len(), 1);
+    assert_eq!(caches[0].get::<String, _>("name").unwrap(), "by_id");
+    let status: Vec<(String, String)> = conn.query("SHOW FRESHET STATUS").await.unwrap();
+    let get = |k: &str| status.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_else(|| panic!("{k} in SHOW FRESHET STATUS"));
+    assert_eq!(get("caches"), "1");
+    assert_eq!(get("caught_up"), "yes");
+    assert!(get("binlog_position").contains(':'));
+
+    let explain: Vec<(String, String)> = conn.query("EXPLAIN CACHE SELECT id, name FROM ct_admin WHERE id = ?").await.unwrap();
+    assert!(explain.iter().any(|(s, d)| s == "fill sql" && d.contains("ct_admin")), "{explain:?}");
+
+    conn.query_drop("CREATE CACHE by_grp FROM SELECT id, name FROM ct_admin WHERE grp = ?").await.unwrap();
+    let mut raw = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, name FROM ct_admin WHERE grp = 3";
+    let mut got = hit(&mut raw, &proxy, "by_grp", sql).await;
+    let mut want = check.query(sql).await;
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    let err = conn.query_drop("CREATE CACHE bad FROM SELECT NOW() FROM ct_admin WHERE id = ?").await.unwrap_err();
+    assert!(err.to_string().contains("cannot cache"), "{err}");
+    conn.query_drop("DROP CACHE by_grp").await.unwrap();
+    assert!(engine(&proxy).by_name("by_grp").is_none());
+    let proxied: Vec<mysql_async::Row> = conn.query("SHOW PROXIED QUERIES").await.unwrap();
+    assert!(!proxied.is_empty());
+
+    // Not for users outside [admin] users.
+    let other = start_proxy(&format!("{}\n", cache_config(&[("x", "SELECT id, name FROM ct_admin WHERE id = ?")]).replace("[\"freshet\"]", "[\"root\"]"))).await;
+    let mut conn = through(&other).await;
+    let err = conn.query_drop("SHOW CACHES").await.unwrap_err();
+    assert!(err.to_string().contains("1227") || err.to_string().contains("Access denied"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uncacheable_config_queries_fail_the_start_or_are_relayed() {
+    items_table("ct_strict", 3).await;
+    let config = cache_config(&[("ok", "SELECT id FROM ct_strict WHERE id = ?"), ("clock", "SELECT id, NOW() FROM ct_strict WHERE id = ?")]);
+    let toml = format!(
+        "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{config}",
+        upstream_url()
+    );
+    let parsed = freshet_config::Config::parse(&toml, std::path::Path::new("t.toml"), &|_| None, &[]).unwrap();
+    let err = match freshet_proxy::Server::bind(parsed).await {
+        Ok(_) => panic!("an uncacheable [[cache]] must fail a strict start"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("clock") && err.contains("session-dependent"), "{err}");
+
+    let proxy = start_proxy_raw(&format!("{toml}[caches]\nstrict = false\n")).await;
+    let e = engine(&proxy);
+    assert!(e.by_name("ok").unwrap().live().is_ok());
+    assert!(e.by_name("clock").unwrap().live().is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_and_readiness_cover_the_caches() {
+    items_table("ct_metrics", 5).await;
+    let proxy = start_proxy(&cache_config(&[("m", "SELECT id, name FROM ct_metrics WHERE id = ?")])).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    hit(&mut client, &proxy, "m", "SELECT id, name FROM ct_metrics WHERE id = 1").await;
+    let body = http_get(&proxy, "/metrics").await;
+    for needle in [
+        "freshet_proxy_cache_hits_total{cache=\"m\"} ",
+        "freshet_proxy_cache_keys{cache=\"m\"} 1",
+        "freshet_proxy_relayed_reads_total{reason=\"capture\"} 1",
+        "freshet_cdc_lag_seconds ",
+        "freshet_dataflow_memory_limit_bytes ",
+    ] {
+        assert!(body.contains(needle), "{needle} missing from\n{body}");
+    }
+    assert!(!body.contains("ct_metrics WHERE"), "no query text in labels");
+    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 200"));
+}
+
+async fn http_get(proxy: &Proxy, path: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(proxy.admin).await.unwrap();
+    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
