@@ -172,3 +172,77 @@ fn map_slots(pattern: &[PatternSlot], lists: &[bool], in_for_eq: bool) -> Option
     }
     Some(ParamMap { slots: uses.into() })
 }
+
+#[cfg(test)]
+mod tests {
+    use freshet_dataflow::{ColumnSchema, SqlType, TableSchema};
+
+    use super::*;
+    use crate::matching::{SqlMode, classify};
+
+    fn catalog() -> Catalog {
+        let mut c = Catalog::new();
+        let int = SqlType::Int { bytes: 4, unsigned: false };
+        c.add(TableSchema::new(
+            "items",
+            vec![ColumnSchema::new("id", int.clone()).not_null(), ColumnSchema::new("grp", int.clone()), ColumnSchema::new("name", SqlType::Text)],
+            vec![0],
+        ))
+        .unwrap();
+        c
+    }
+
+    fn verdict_for(cached: &str, query: &str) -> Verdict {
+        let catalog = catalog();
+        let pattern = Pattern::new(&classify(cached.as_bytes(), SqlMode::default()), &catalog).unwrap();
+        verdict(&classify(query.as_bytes(), SqlMode::default()), &[(CacheId(1), &pattern)], &catalog)
+    }
+
+    fn uses(v: &Verdict) -> Vec<SlotUse> {
+        match v {
+            Verdict::Cache { id: CacheId(1), params } => params.slots.to_vec(),
+            other => panic!("expected the cache, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn same_text_and_same_plan_match_slot_for_slot() {
+        let cached = "SELECT id, name FROM items WHERE id = ?";
+        assert_eq!(uses(&verdict_for(cached, "select id, name from items where id = 5")), [SlotUse::Param(0)]);
+        assert_eq!(uses(&verdict_for(cached, "SELECT items.id, items.name FROM items WHERE items.id = 5")), [SlotUse::Param(0)]);
+        assert_eq!(uses(&verdict_for(cached, "SELECT i.id, i.name FROM items i WHERE i.id = 5")), [SlotUse::Param(0)]);
+        // A different column list or filter is another query.
+        assert!(matches!(verdict_for(cached, "SELECT id FROM items WHERE id = 5"), Verdict::Relay { .. }));
+        assert!(matches!(verdict_for(cached, "SELECT id, name FROM items WHERE grp = 5"), Verdict::Relay { .. }));
+    }
+
+    #[test]
+    fn constants_of_the_cached_query_must_be_repeated() {
+        let cached = "SELECT id, name FROM items WHERE grp = ? ORDER BY id LIMIT 10";
+        let expected = [SlotUse::Param(0), SlotUse::Const(b"10".as_slice().into())];
+        assert_eq!(uses(&verdict_for(cached, "SELECT id, name FROM items WHERE grp = 3 ORDER BY id LIMIT 20")), expected);
+    }
+
+    #[test]
+    fn in_lists_stand_for_eq_only_where_results_merge() {
+        let cached = "SELECT id, name FROM items WHERE grp = ?";
+        assert_eq!(uses(&verdict_for(cached, "SELECT id, name FROM items WHERE grp IN (1, 2, 3)")), [SlotUse::InParam(0)]);
+        // A per-key LIMIT is not the IN list's LIMIT; an ungrouped COUNT is one row, not one
+        // per key.
+        let limited = "SELECT id, name FROM items WHERE grp = ? ORDER BY id LIMIT 5";
+        assert!(matches!(verdict_for(limited, "SELECT id, name FROM items WHERE grp IN (1, 2) ORDER BY id LIMIT 5"), Verdict::Relay { .. }));
+        let counted = "SELECT COUNT(*) FROM items WHERE grp = ?";
+        assert!(matches!(verdict_for(counted, "SELECT COUNT(*) FROM items WHERE grp IN (1, 2)"), Verdict::Relay { .. }));
+    }
+
+    #[test]
+    fn relays_say_why() {
+        let cached = "SELECT id, name FROM items WHERE id = ?";
+        let Verdict::Relay { reason } = verdict_for(cached, "SELECT id, NOW() FROM items WHERE id = 1") else { panic!() };
+        assert!(reason.contains("session-dependent"), "{reason}");
+        let Verdict::Relay { reason } = verdict_for(cached, "SELECT grp FROM items WHERE id = 1") else { panic!() };
+        assert!(reason.starts_with("cacheable"), "{reason}");
+        let Verdict::Relay { reason } = verdict_for(cached, "SELECT nope FROM items WHERE id = 1") else { panic!() };
+        assert!(reason.starts_with("not cacheable"), "{reason}");
+    }
+}

@@ -558,3 +558,50 @@ fn ok_eof(status: StatusFlags) -> Vec<u8> {
 
 /// Entry kept while a relayed command runs.
 pub type Relayed = Option<(Arc<Entry>, Instant)>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(statements: &[&str]) -> SessionState {
+        let mut s = SessionState::new("app".into(), Some("Shop".into()), 45);
+        for sql in statements {
+            s.observe(sql.as_bytes());
+        }
+        s
+    }
+
+    #[test]
+    fn harmless_settings_keep_the_session_cacheable() {
+        let s = after(&["SET autocommit = 1", "SET SESSION wait_timeout = 100, @@session.net_read_timeout = 30", "SET @x = NOW()", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED"]);
+        assert!(!s.tainted && s.utf8);
+        assert_eq!(s.database.as_deref(), Some("shop"));
+    }
+
+    #[test]
+    fn settings_that_change_results_taint_until_reset() {
+        for sql in ["SET sql_mode = 'ANSI'", "SET @@time_zone = '+02:00'", "SET SESSION div_precision_increment = 2", "SET a = 1, sql_select_limit = 5", "SELECT 1; SET time_zone = '+00:00'"] {
+            let mut s = after(&[sql]);
+            assert!(s.tainted, "{sql}");
+            s.reset();
+            assert!(!s.tainted);
+        }
+    }
+
+    #[test]
+    fn character_sets_and_databases_are_followed() {
+        let s = after(&["SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci"]);
+        assert!(s.utf8 && !s.tainted);
+        assert_ne!(s.charset, 45, "a new capture key");
+        let s = after(&["SET NAMES latin1"]);
+        assert!(!s.utf8);
+        let s = after(&["SET character_set_results = 'binary'"]);
+        assert!(!s.utf8);
+        let s = after(&["USE `other`"]);
+        assert_eq!(s.database.as_deref(), Some("other"));
+        let mut s = after(&["SET NAMES latin1"]);
+        s.reset();
+        assert!(s.utf8);
+        assert_eq!(s.charset, 45);
+    }
+}
