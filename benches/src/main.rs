@@ -1,37 +1,67 @@
-//! freshet-load: the load harness. Runs one workload against several MySQL endpoints in the
-//! same process, interleaved round by round, and reports each endpoint's throughput and
-//! latency percentiles plus its ratio to the first endpoint (direct MariaDB), so that figures
-//! from this shared, noisy machine are compared under the same conditions.
+//! freshet-load: the load harness. Runs workloads against several MySQL endpoints in the same
+//! process, interleaved (round by round; within a round, workload by workload and target by
+//! target, the targets' order rotating each round), and reports each endpoint's throughput and
+//! read and write latency percentiles plus its ratios to the first endpoint (direct MariaDB),
+//! so that figures from this shared, noisy machine are compared under the same conditions.
 //!
 //! ```text
 //! freshet-load --target direct=mysql://u:p@127.0.0.1:33306/db --target freshet=mysql://u:p@127.0.0.1:3307/db \
-//!              [--seconds 10] [--connections 8] [--rounds 2] [--rows 10000] [--writes 5] [--skew 1.0] [--text]
+//!              [--workload point|story|point,story] [--seconds 10] [--warmup 1] [--connections 8] [--rounds 2]
+//!              [--rows 10000] [--writes 5] [--skew 1.0] [--text]
+//! freshet-load --target direct=URL --setup-only [--workload ...] [--rows N]   create and fill the tables, then exit
+//! freshet-load --print-cache-config [--workload ...]                          the [[cache]] entries for freshet's config
 //! ```
 //!
-//! The workload: point selects by primary key on `load_items` (created and filled when
-//! missing), with `--writes` percent of operations being updates of the same rows; keys are
-//! drawn from a Zipf distribution with exponent `--skew` (0 = uniform). Prepared statements by
-//! default, text protocol with `--text`.
+//! The workloads are described in `workload.rs`: `point` (default) selects `load_items` rows by
+//! primary key, `story` reads the news example's `story_with_votes`. `--writes` percent of
+//! operations are writes to the rows being read; keys are drawn from a Zipf distribution over
+//! `1..=rows` with exponent `--skew` (0 = uniform, key 1 the hottest). Tables are created and
+//! filled through the first target when missing. Prepared statements by default, text protocol
+//! with `--text`. Before its first measured run, each (workload, target) pair runs `--warmup`
+//! seconds unmeasured (connections, buffer pool, and a cache's first fills).
+//!
+//! Per target the report takes the median round by throughput (with two rounds, the better
+//! one); ratios are that target's throughput and read latencies over the first target's.
 
+mod workload;
+
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use mysql_async::prelude::*;
-use mysql_async::{Conn, Opts, OptsBuilder};
+
+use workload::{Session, Workload};
 
 struct Args {
     targets: Vec<(String, String)>,
-    seconds: u64,
+    workloads: Vec<Workload>,
+    seconds: f64,
+    warmup: f64,
     connections: usize,
     rounds: usize,
     rows: u64,
     writes: u32,
     skew: f64,
     text: bool,
+    setup_only: bool,
+    print_cache_config: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
-    let mut a = Args { targets: vec![], seconds: 10, connections: 8, rounds: 2, rows: 10_000, writes: 0, skew: 0.0, text: false };
+    let mut a = Args {
+        targets: vec![],
+        workloads: vec![],
+        seconds: 10.0,
+        warmup: 1.0,
+        connections: 8,
+        rounds: 2,
+        rows: 10_000,
+        writes: 0,
+        skew: 0.0,
+        text: false,
+        setup_only: false,
+        print_cache_config: false,
+    };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         let mut value = || it.next().with_context(|| format!("{flag} needs a value"));
@@ -41,18 +71,32 @@ fn parse_args() -> anyhow::Result<Args> {
                 let (name, url) = v.split_once('=').context("--target NAME=URL")?;
                 a.targets.push((name.to_string(), url.to_string()));
             }
+            "--workload" => {
+                for w in value()?.split(',') {
+                    a.workloads.push(Workload::parse(w)?);
+                }
+            }
             "--seconds" => a.seconds = value()?.parse()?,
+            "--warmup" => a.warmup = value()?.parse()?,
             "--connections" => a.connections = value()?.parse()?,
             "--rounds" => a.rounds = value()?.parse()?,
             "--rows" => a.rows = value()?.parse()?,
             "--writes" => a.writes = value()?.parse()?,
             "--skew" => a.skew = value()?.parse()?,
             "--text" => a.text = true,
+            "--setup-only" => a.setup_only = true,
+            "--print-cache-config" => a.print_cache_config = true,
             other => bail!("unknown argument {other}; see the header of benches/src/main.rs"),
         }
     }
-    if a.targets.is_empty() {
+    if a.workloads.is_empty() {
+        a.workloads.push(Workload::Point);
+    }
+    if a.targets.is_empty() && !a.print_cache_config {
         bail!("give at least one --target NAME=URL");
+    }
+    if a.rounds == 0 || a.connections == 0 || a.rows == 0 || a.writes > 100 {
+        bail!("--rounds, --connections and --rows must be positive, --writes at most 100");
     }
     Ok(a)
 }
@@ -71,7 +115,8 @@ impl Keys {
     }
 
     fn sample(&self, u: f64) -> u64 {
-        self.cdf.partition_point(|&c| c < u) as u64 + 1
+        // The last CDF entry is 1.0 up to rounding; clamp so that rounding never yields n + 1.
+        self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1) as u64 + 1
     }
 }
 
@@ -91,121 +136,191 @@ impl Rng {
     }
 }
 
+/// What a run (or one connection of it) did.
+#[derive(Default)]
 struct Outcome {
     ops: u64,
     errors: u64,
-    latencies_us: Vec<u32>,
+    first_error: Option<String>,
+    reads_us: Vec<u32>,
+    writes_us: Vec<u32>,
     elapsed: Duration,
 }
 
-/// Connection options for `url`, always over TCP. mysql_async otherwise asks the server for
-/// its unix socket and, when that path exists on this host, reconnects through it: a target
-/// behind freshet would silently be measured as direct MariaDB.
-fn tcp_opts(url: &str) -> anyhow::Result<Opts> {
-    Ok(OptsBuilder::from_opts(Opts::from_url(url)?).prefer_socket(false).into())
-}
-
-async fn prepare(url: &str, rows: u64) -> anyhow::Result<()> {
-    let mut conn = Conn::new(tcp_opts(url)?).await?;
-    conn.query_drop("CREATE TABLE IF NOT EXISTS load_items (id BIGINT PRIMARY KEY, k INT NOT NULL, c CHAR(120) NOT NULL, pad CHAR(60) NOT NULL)").await?;
-    let have: Option<u64> = conn.query_first("SELECT COUNT(*) FROM load_items").await?;
-    if have != Some(rows) {
-        conn.query_drop("TRUNCATE load_items").await?;
-        for start in (1..=rows).step_by(1000) {
-            let values: Vec<String> = (start..(start + 1000).min(rows + 1))
-                .map(|i| format!("({i}, {}, '{:0>120}', '{:0>60}')", i % 1000, i, i * 7))
-                .collect();
-            conn.query_drop(format!("INSERT INTO load_items VALUES {}", values.join(","))).await?;
-        }
+impl Outcome {
+    fn absorb(&mut self, o: Outcome) {
+        self.ops += o.ops;
+        self.errors += o.errors;
+        self.first_error = self.first_error.take().or(o.first_error);
+        self.reads_us.extend(o.reads_us);
+        self.writes_us.extend(o.writes_us);
+        self.elapsed = self.elapsed.max(o.elapsed);
     }
-    conn.disconnect().await?;
-    Ok(())
 }
 
-async fn worker(url: String, args: std::sync::Arc<(Keys, u32, bool)>, seed: u64, until: Instant) -> anyhow::Result<Outcome> {
-    let (keys, writes, text) = &*args;
-    let mut conn = Conn::new(tcp_opts(&url)?).await?;
+/// What every connection of a run shares.
+struct Plan {
+    workload: Workload,
+    keys: Keys,
+    writes: u32,
+    text: bool,
+    rows: u64,
+}
+
+async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyhow::Result<Outcome> {
+    let mut session = Session::open(&url, plan.workload, plan.text, plan.rows).await?;
     let mut rng = Rng(seed | 1);
-    let mut out = Outcome { ops: 0, errors: 0, latencies_us: Vec::with_capacity(1 << 16), elapsed: Duration::ZERO };
-    let read = conn.prep("SELECT id, k, c, pad FROM load_items WHERE id = ?").await?;
-    let write = conn.prep("UPDATE load_items SET k = k + 1 WHERE id = ?").await?;
+    let mut out = Outcome { reads_us: Vec::with_capacity(1 << 16), ..Outcome::default() };
     let started = Instant::now();
     while Instant::now() < until {
-        let key = keys.sample(rng.unit());
-        let is_write = (rng.next() % 100) < u64::from(*writes);
+        let key = plan.keys.sample(rng.unit());
+        let pick = rng.next();
+        let is_write = pick % 100 < u64::from(plan.writes);
         let t = Instant::now();
-        let result = match (is_write, text) {
-            (true, _) => conn.exec_drop(&write, (key,)).await,
-            (false, false) => conn.exec_first::<(u64, i32, String, String), _, _>(&read, (key,)).await.map(drop),
-            (false, true) => conn
-                .query_first::<(u64, i32, String, String), _>(format!("SELECT id, k, c, pad FROM load_items WHERE id = {key}"))
-                .await
-                .map(drop),
-        };
-        out.latencies_us.push(u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX));
+        let result = if is_write { session.write(key, pick / 100).await } else { session.read(key).await };
+        let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
+        if is_write { out.writes_us.push(us) } else { out.reads_us.push(us) }
         match result {
             Ok(()) => out.ops += 1,
-            Err(_) => out.errors += 1,
+            Err(e) => {
+                out.errors += 1;
+                out.first_error.get_or_insert(e);
+            }
         }
     }
     out.elapsed = started.elapsed();
-    conn.disconnect().await?;
+    session.close().await?;
     Ok(out)
 }
 
-struct Summary {
-    qps: f64,
-    p50: u32,
-    p99: u32,
-    p999: u32,
-    errors: u64,
+async fn run_once(url: &str, connections: usize, seconds: f64, plan: &Arc<Plan>, seed: u64) -> anyhow::Result<Outcome> {
+    let until = Instant::now() + Duration::from_secs_f64(seconds);
+    let tasks: Vec<_> = (0..connections)
+        .map(|i| tokio::spawn(worker(url.to_string(), plan.clone(), seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15), until)))
+        .collect();
+    let mut all = Outcome::default();
+    for t in tasks {
+        all.absorb(t.await??);
+    }
+    all.reads_us.sort_unstable();
+    all.writes_us.sort_unstable();
+    Ok(all)
 }
 
-async fn run_once(url: &str, args: &Args, keys: std::sync::Arc<(Keys, u32, bool)>) -> anyhow::Result<Summary> {
-    let until = Instant::now() + Duration::from_secs(args.seconds);
-    let tasks: Vec<_> = (0..args.connections)
-        .map(|i| tokio::spawn(worker(url.to_string(), keys.clone(), 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1), until)))
-        .collect();
-    let (mut ops, mut errors, mut lat, mut secs) = (0u64, 0u64, Vec::new(), 0f64);
-    for t in tasks {
-        let o = t.await??;
-        ops += o.ops;
-        errors += o.errors;
-        lat.extend(o.latencies_us);
-        secs = f64::max(secs, o.elapsed.as_secs_f64());
+/// One run's figures.
+struct Summary {
+    qps: f64,
+    read: [u32; 2],
+    write: [u32; 2],
+    errors: u64,
+    first_error: Option<String>,
+}
+
+fn pct(lat: &[u32], p: f64) -> u32 {
+    lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0)
+}
+
+impl From<Outcome> for Summary {
+    fn from(o: Outcome) -> Summary {
+        Summary {
+            qps: o.ops as f64 / o.elapsed.as_secs_f64().max(1e-9),
+            read: [pct(&o.reads_us, 0.5), pct(&o.reads_us, 0.99)],
+            write: [pct(&o.writes_us, 0.5), pct(&o.writes_us, 0.99)],
+            errors: o.errors,
+            first_error: o.first_error,
+        }
     }
-    lat.sort_unstable();
-    let pct = |p: f64| lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1))).copied().unwrap_or(0);
-    Ok(Summary { qps: ops as f64 / secs.max(1e-9), p50: pct(0.50), p99: pct(0.99), p999: pct(0.999), errors })
+}
+
+fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
+    println!();
+    println!(
+        "workload {}: {}; {} statements, {}% writes, zipf skew {}, {} connections, {} s x {} rounds",
+        workload.name(),
+        workload.describe(args.rows),
+        if args.text { "text-protocol" } else { "prepared" },
+        args.writes,
+        args.skew,
+        args.connections,
+        args.seconds,
+        args.rounds
+    );
+    // Per target, the median round by throughput (with two rounds, the better one).
+    let chosen: Vec<Summary> = results
+        .iter_mut()
+        .map(|rs| {
+            rs.sort_by(|a, b| b.qps.total_cmp(&a.qps));
+            rs.swap_remove((rs.len() - 1) / 2)
+        })
+        .collect();
+    let base = &chosen[0];
+    let ratio = |a: f64, b: u32| if b == 0 { 0.0 } else { a / f64::from(b) };
+    println!(
+        "{:<10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7}",
+        "target", "ops/s", "x ops/s", "read p50", "read p99", "write p50", "write p99", "x r.p50", "x r.p99", "errors"
+    );
+    for ((name, _), s) in args.targets.iter().zip(&chosen) {
+        println!(
+            "{:<10} {:>9.0} {:>7.2}x {:>9} {:>9} {:>9} {:>9} {:>7.2}x {:>7.2}x {:>7}",
+            name,
+            s.qps,
+            s.qps / base.qps.max(1e-9),
+            s.read[0],
+            s.read[1],
+            s.write[0],
+            s.write[1],
+            ratio(f64::from(s.read[0]), base.read[0]),
+            ratio(f64::from(s.read[1]), base.read[1]),
+            s.errors
+        );
+    }
+    println!("(latencies in us; x = this target over the first)");
+    for ((name, _), s) in args.targets.iter().zip(&chosen) {
+        if let Some(e) = &s.first_error {
+            println!("{name}: first error: {e}");
+        }
+    }
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = parse_args()?;
-    prepare(&args.targets[0].1, args.rows).await.context("preparing load_items through the first target")?;
-    let keys = std::sync::Arc::new((Keys::new(args.rows, args.skew), args.writes, args.text));
-    println!(
-        "workload: {} point selects by primary key{}, {} connections, {} rows, zipf skew {}, {} s x {} rounds per target",
-        if args.text { "text-protocol" } else { "prepared" },
-        if args.writes > 0 { format!(" with {}% updates", args.writes) } else { String::new() },
-        args.connections, args.rows, args.skew, args.seconds, args.rounds
-    );
-    let mut results: Vec<Vec<Summary>> = args.targets.iter().map(|_| Vec::new()).collect();
-    for _ in 0..args.rounds {
-        for (i, (_, url)) in args.targets.iter().enumerate() {
-            results[i].push(run_once(url, &args, keys.clone()).await?);
+    if args.print_cache_config {
+        for w in &args.workloads {
+            println!("{}", w.cache_config()?);
+        }
+        return Ok(());
+    }
+    for w in &args.workloads {
+        w.setup(&args.targets[0].1, args.rows).await.with_context(|| format!("preparing the {} tables through the first target", w.name()))?;
+    }
+    if args.setup_only {
+        return Ok(());
+    }
+    let plans: Vec<Arc<Plan>> = args
+        .workloads
+        .iter()
+        .map(|&workload| Arc::new(Plan { workload, keys: Keys::new(args.rows, args.skew), writes: args.writes, text: args.text, rows: args.rows }))
+        .collect();
+    let n = args.targets.len();
+    // results[workload][target][round]
+    let mut results: Vec<Vec<Vec<Summary>>> = plans.iter().map(|_| args.targets.iter().map(|_| Vec::new()).collect()).collect();
+    for round in 0..args.rounds {
+        for (w, plan) in plans.iter().enumerate() {
+            for t in (0..n).map(|i| (i + round) % n) {
+                let (name, url) = &args.targets[t];
+                if round == 0 && args.warmup > 0.0 {
+                    run_once(url, args.connections, args.warmup, plan, 0x5eed).await.with_context(|| format!("warming up {name}"))?;
+                }
+                let seed = 0x9e37_79b9_7f4a_7c15 ^ round as u64;
+                let o = run_once(url, args.connections, args.seconds, plan, seed).await.with_context(|| format!("{} on {name}", plan.workload.name()))?;
+                eprintln!("round {} {} {name}: {:.0} ops/s, {} errors", round + 1, plan.workload.name(), o.ops as f64 / o.elapsed.as_secs_f64().max(1e-9), o.errors);
+                results[w][t].push(o.into());
+            }
         }
     }
-    // Per target, the median round by throughput (with two rounds, the better one).
-    let pick = |rs: &mut Vec<Summary>| {
-        rs.sort_by(|a, b| b.qps.total_cmp(&a.qps));
-        rs.swap_remove(rs.len() / 2 - (rs.len() + 1) % 2)
-    };
-    let chosen: Vec<Summary> = results.iter_mut().map(pick).collect();
-    let base = chosen[0].qps;
-    println!("{:<10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7}", "target", "ops/s", "p50 us", "p99 us", "p99.9 us", "vs first", "errors");
-    for ((name, _), s) in args.targets.iter().zip(&chosen) {
-        println!("{:<10} {:>10.0} {:>8} {:>8} {:>8} {:>7.2}x {:>7}", name, s.qps, s.p50, s.p99, s.p999, s.qps / base, s.errors);
+    for (plan, per_target) in plans.iter().zip(results) {
+        report(&args, plan.workload, per_target);
     }
     Ok(())
 }
