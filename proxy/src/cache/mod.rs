@@ -215,6 +215,8 @@ pub struct Engine {
     /// [`Engine::caught_up`] as of the last check (every [`FRESHNESS_CHECK`]): the hit path
     /// reads this instead of the lag's mutex.
     fresh: AtomicBool,
+    /// Set if the writer task died: nothing will be fresh again.
+    writer_dead: AtomicBool,
     pub started: Instant,
     pub counters: EngineCounters,
 }
@@ -265,6 +267,7 @@ impl Engine {
             applied: AtomicU64::new(dataflow.applied().0),
             stream_up: AtomicBool::new(true),
             fresh: AtomicBool::new(false),
+            writer_dead: AtomicBool::new(false),
             started: Instant::now(),
             counters: EngineCounters::default(),
         });
@@ -301,7 +304,20 @@ impl Engine {
         *engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
         info!(caches = config.caches.len(), server_id, database = %database, "cache engine started");
         let task = writer::Writer::new(engine.clone(), dataflow, fills, opts, stream_config);
-        tokio::spawn(task.run(events, control_rx));
+        let writer = tokio::spawn(task.run(events, control_rx));
+        let supervised = engine.clone();
+        tokio::spawn(async move {
+            // The writer only returns when the engine is dropped. If it panicked (a bug), the
+            // views are frozen: stop serving them rather than serve stale answers.
+            if let Err(e) = writer.await
+                && e.is_panic()
+            {
+                tracing::error!("the cache writer stopped with a panic; every cached read is relayed from now on");
+                supervised.stream_up.store(false, Ordering::Relaxed);
+                supervised.fresh.store(false, Ordering::Relaxed);
+                supervised.writer_dead.store(true, Ordering::Relaxed);
+            }
+        });
         engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
         let weak = Arc::downgrade(&engine);
         tokio::spawn(async move {
@@ -390,7 +406,7 @@ impl Engine {
     /// Replication lag as the gate sees it; None when the stream is down or silent for longer
     /// than `max_lag` (then freshet cannot vouch for any freshness).
     pub fn lag(&self) -> Option<Duration> {
-        if !self.stream_up.load(Ordering::Relaxed) {
+        if !self.stream_up.load(Ordering::Relaxed) || self.writer_dead.load(Ordering::Relaxed) {
             return None;
         }
         let lag = self.lag.read().unwrap_or_else(|e| e.into_inner()).get();
@@ -439,9 +455,9 @@ impl Engine {
                     self.wake.notify_one();
                 }
                 Err(LookupError::NoView) => return Err(RelayReason::Unavailable),
-                Err(LookupError::ParamCount { .. } | LookupError::ParamType { .. } | LookupError::ParamSlots | LookupError::NotMergeable) => {
-                    return Err(RelayReason::Parameter);
-                }
+                // The parameters cannot be answered from the view (types, NULL keys of a
+                // global aggregate, unmergeable lists): the server answers.
+                Err(_) => return Err(RelayReason::Parameter),
             }
             match tokio::time::timeout_at(deadline, filled.changed()).await {
                 Ok(Ok(())) => continue,
