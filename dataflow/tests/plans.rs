@@ -301,3 +301,17 @@ fn lookup_in_refuses_what_it_cannot_merge() {
     assert_eq!(r.lookup_in(&[vec![0], vec![1]], &[int(1), int(2)]).unwrap_err(), LookupError::ParamSlots);
     assert!(matches!(r.lookup_in(&[vec![0]], &[int(1), int(2)]).unwrap_err(), LookupError::ParamCount { .. }));
 }
+
+#[test]
+fn a_null_key_on_an_ungrouped_aggregate_is_relayed_not_answered_empty() {
+    let mut df = Dataflow::new(catalog(), ByteSize(1 << 30));
+    let count = df.install_sql("SELECT COUNT(*) FROM votes WHERE story_id = ?").unwrap();
+    let grouped = df.install_sql("SELECT story_id, COUNT(*) FROM votes WHERE story_id = ? GROUP BY story_id").unwrap();
+    // MySQL answers `COUNT(*) ... WHERE story_id = NULL` with one row, 0.
+    let r = df.reader(count).unwrap();
+    assert_eq!(r.lookup(&[Value::Null]).unwrap_err(), LookupError::NullKey);
+    assert_eq!(r.lookup_in(&[vec![0, 1]], &[Value::Null, Value::Null]).unwrap_err(), LookupError::NullKey);
+    // Grouped, no group matches: no rows, as MySQL.
+    let Lookup::Hit(rows) = df.reader(grouped).unwrap().lookup(&[Value::Null]).unwrap() else { panic!("miss") };
+    assert!(rows.is_empty());
+}

@@ -18,6 +18,7 @@ use crate::compile::{CompiledQuery, KeyColumn};
 use crate::expr::{is_true, parse_temporal, Expr};
 use crate::fill::ViewId;
 use crate::ops::{sort_rows, Key};
+use crate::plan::Node;
 use crate::schema::SqlType;
 use crate::value::{Row, Value};
 
@@ -99,6 +100,11 @@ pub enum LookupError {
     /// The view was dropped.
     #[error("no such view")]
     NoView,
+    /// Every key value is NULL (so no partition matches) and the query aggregates without
+    /// GROUP BY, whose answer over no rows is one row (`COUNT(*)` = 0) the cache does not
+    /// hold: relay it.
+    #[error("a NULL key parameter on an aggregate without GROUP BY")]
+    NullKey,
     /// [`Reader::lookup_in`]: the parameter slots do not name each parameter at most once,
     /// with at least one per key column of the view.
     #[error("the parameter slots do not match the view's key columns")]
@@ -188,7 +194,11 @@ impl Reader {
     /// read filter of the query.
     fn read(&self, keys: Vec<Key>, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
         if keys.is_empty() {
-            // A NULL parameter: `col = NULL` matches nothing.
+            // A NULL parameter: `col = NULL` matches nothing. Without GROUP BY an aggregate
+            // still answers one row over no rows (`COUNT(*)` is 0), which no partition holds.
+            if self.q.root.post_order().iter().any(|n| matches!(n, Node::Aggregate { global: true, .. })) {
+                return Err(LookupError::NullKey);
+            }
             self.counters.hits.fetch_add(1, AtOrd::Relaxed);
             return Ok(Lookup::Hit(Arc::from(Vec::new())));
         }
