@@ -295,6 +295,14 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
                 return Err(bad());
             }
         }
+        // A DATETIME parameter against a DATE column: equal to a date only at midnight (the
+        // server compares as DATETIME); anything else matches no row here, so refuse rather
+        // than partition under a key no row has.
+        (SqlType::Date, Value::DateTime(d)) => match d.time() {
+            (0, 0, 0, 0) => Value::Date(d.date()),
+            _ => return Err(bad()),
+        },
+        (SqlType::DateTime { .. }, Value::Date(d)) => Value::DateTime(crate::value::DateTime::new(*d, 0, 0, 0, 0)),
         (SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }, Value::Text(s, _)) => {
             let t = parse_temporal(s).ok_or_else(bad)?;
             match (&col.ty, t) {
@@ -338,3 +346,24 @@ fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) 
     Ok(keys.into_iter().map(Vec::into_boxed_slice).collect())
 }
 
+
+#[cfg(test)]
+mod coerce_tests {
+    use super::*;
+    use crate::value::{Date, DateTime};
+
+    fn col(ty: SqlType) -> KeyColumn {
+        KeyColumn { name: "t.c".into(), ty, collation: None }
+    }
+
+    #[test]
+    fn temporal_parameters_take_the_key_columns_type() {
+        let day = Date::new(2024, 1, 2);
+        let midnight = Value::DateTime(DateTime::new(day, 0, 0, 0, 0));
+        assert!(matches!(coerce_param(&midnight, &col(SqlType::Date), 0), Ok(Some(Value::Date(d))) if d == day));
+        let noon = Value::DateTime(DateTime::new(day, 12, 0, 0, 0));
+        assert!(coerce_param(&noon, &col(SqlType::Date), 0).is_err());
+        let as_datetime = coerce_param(&Value::Date(day), &col(SqlType::DateTime { fsp: 0 }), 0);
+        assert!(matches!(as_datetime, Ok(Some(Value::DateTime(d))) if d == DateTime::new(day, 0, 0, 0, 0)));
+    }
+}

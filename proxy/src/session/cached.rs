@@ -23,7 +23,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bytes::Bytes;
-use freshet_dataflow::{CompiledQuery, Row, Value};
+use freshet_dataflow::{CompiledQuery, Row, SqlType, Value};
 
 use crate::cache::matcher::for_each_slot;
 use crate::cache::params::{execute_params, literal_value};
@@ -192,6 +192,12 @@ impl Binding {
     /// Maps a query's literals onto the view's parameters (`view` = the cache's compiled
     /// query). Literals that are placeholders are bound at execute.
     pub fn new(query: &Query<'_>, map: &ParamMap, view: &CompiledQuery) -> Result<Binding, RelayReason> {
+        // A TIMESTAMP parameter is read in the session's time zone, which freshet does not
+        // follow; the view holds UTC.
+        let timestamp = |ty: &SqlType| matches!(ty, SqlType::Timestamp { .. });
+        if view.key_columns.iter().any(|k| timestamp(&k.ty)) || view.read_filters.iter().any(|f| timestamp(&f.column_type.ty)) {
+            return Err(RelayReason::SessionState);
+        }
         let mut sources = vec![Source::Unset; view.n_params];
         let mut slots: Option<Vec<Vec<usize>>> = None;
         let mut uses = map.slots.iter();
