@@ -9,11 +9,14 @@ use crate::metrics::family;
 
 use super::{Engine, RelayReason};
 
+/// A per-cache metric: name, type, help, and how to read it from the view's statistics.
+type PerCache = (&'static str, &'static str, &'static str, fn(&freshet_dataflow::ViewStats) -> u64);
+
 impl Engine {
     /// Appends the engine's metrics to `out`.
     pub fn render_metrics(&self, out: &mut String) {
         let caches = self.caches();
-        let per_cache: &[(&str, &str, &str, fn(&freshet_dataflow::ViewStats) -> u64)] = &[
+        let per_cache: &[PerCache] = &[
             ("freshet_proxy_cache_hits_total", "counter", "Lookups answered from the cache's view.", |s| s.hits),
             ("freshet_proxy_cache_misses_total", "counter", "Lookups that found a hole (filled, then answered or relayed).", |s| s.misses),
             ("freshet_proxy_cache_fills_total", "counter", "Partitions filled from the upstream.", |s| s.fills),

@@ -41,7 +41,7 @@ impl Session {
     /// Answers an admin statement; None if the query is not one.
     pub(super) async fn admin_statement(&mut self, payload: &Bytes, last_seq: u8) -> Result<Option<Flow>, SessionError> {
         let Some(parsed) = admin_sql::parse(&payload[1..]) else { return Ok(None) };
-        let reply = if !self.shared.config.admin.users.iter().any(|u| *u == self.state.user) {
+        let reply = if !self.shared.config.admin.users.contains(&self.state.user) {
             Reply::Error(ErrPacket::new(
                 ACCESS_DENIED,
                 "42000",
