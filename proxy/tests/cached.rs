@@ -279,3 +279,20 @@ async fn http_get(proxy: &Proxy, path: &str) -> String {
     s.read_to_string(&mut out).await.unwrap();
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_cache_starts_the_engine_of_a_relay_only_freshet() {
+    items_table("ct_lazy", 8).await;
+    let proxy = start_proxy("[admin]\nusers = [\"freshet\"]\n").await;
+    assert!(proxy.engine.get().is_none(), "no [[cache]]: a pure relay");
+    let mut conn = through(&proxy).await;
+    let status: Vec<(String, String)> = conn.query("SHOW FRESHET STATUS").await.unwrap();
+    assert!(status.iter().any(|(k, v)| k == "cache_engine" && v.starts_with("not started")), "{status:?}");
+    conn.query_drop("CREATE CACHE lazy FROM SELECT id, name FROM ct_lazy WHERE id = ?").await.unwrap();
+    let mut raw = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, name FROM ct_lazy WHERE id = 4";
+    let got = hit(&mut raw, &proxy, "lazy", sql).await;
+    assert_eq!(got, RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap().query(sql).await);
+    let err = conn.query_drop("CREATE CACHE lazy FROM SELECT id FROM ct_lazy WHERE id = ?").await.unwrap_err();
+    assert!(err.to_string().contains("exists already"), "{err}");
+}
