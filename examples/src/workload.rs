@@ -87,6 +87,8 @@ pub struct KindReport {
     pub errors: u64,
     /// Deadlocks retried.
     pub retries: u64,
+    /// The first error's message, if any.
+    pub first_error: Option<String>,
     latencies_us: Vec<u32>,
 }
 
@@ -95,6 +97,18 @@ impl KindReport {
     pub fn percentile_us(&self, p: f64) -> u32 {
         let l = &self.latencies_us;
         l.get(((l.len() as f64 * p) as usize).min(l.len().saturating_sub(1))).copied().unwrap_or(0)
+    }
+
+    /// Adds `other`'s counts and latencies (same kind) to these; the latencies stay sorted.
+    pub fn absorb(&mut self, other: &KindReport) {
+        self.ops += other.ops;
+        self.errors += other.errors;
+        self.retries += other.retries;
+        if self.first_error.is_none() {
+            self.first_error.clone_from(&other.first_error);
+        }
+        self.latencies_us.extend_from_slice(&other.latencies_us);
+        self.latencies_us.sort_unstable();
     }
 }
 
@@ -115,6 +129,14 @@ impl Report {
     /// Failed operations of all kinds.
     pub fn errors(&self) -> u64 {
         self.kinds.iter().map(|k| k.errors).sum()
+    }
+    /// Adds another run's report (same workload, same target): times and counts add up,
+    /// latencies pool.
+    pub fn merge(&mut self, other: &Report) {
+        self.elapsed += other.elapsed;
+        for (into, from) in self.kinds.iter_mut().zip(&other.kinds) {
+            into.absorb(from);
+        }
     }
 }
 
@@ -171,14 +193,8 @@ pub async fn run(url: &str, opts: Options) -> anyhow::Result<Report> {
         let (worker_kinds, took) = t.await.context("workload task panicked")??;
         elapsed = elapsed.max(took);
         for (into, from) in kinds.iter_mut().zip(worker_kinds) {
-            into.ops += from.ops;
-            into.errors += from.errors;
-            into.retries += from.retries;
-            into.latencies_us.extend(from.latencies_us);
+            into.absorb(&from);
         }
-    }
-    for k in &mut kinds {
-        k.latencies_us.sort_unstable();
     }
     Ok(Report { elapsed, kinds })
 }
@@ -219,7 +235,10 @@ async fn worker(url: String, shared: Arc<Shared>, seed: u64, until: Instant) -> 
         k.latencies_us.push(u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX));
         match result {
             Ok(()) => k.ops += 1,
-            Err(_) => k.errors += 1,
+            Err(e) => {
+                k.errors += 1;
+                k.first_error.get_or_insert_with(|| e.to_string());
+            }
         }
     }
     let took = started.elapsed();

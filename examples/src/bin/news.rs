@@ -3,20 +3,25 @@
 //! ```text
 //! news load --url URL [--users N] [--stories N] [--votes N] [--comments N]
 //! news workload --url URL [--seconds S] [--connections C] [--writes PCT] [--skew Z]
+//! news compare --target NAME=URL --target NAME=URL [--rounds R] [--seconds S] [--connections C] [--writes PCT] [--skew Z]
+//! news sql --url URL -e STATEMENT [--hide COLUMN]...   a statement's result as a table (freshet's SHOW CACHES, ...)
+//! news freshness --url FRESHET --direct MARIADB [--story N]   a vote written on MariaDB, timed until freshet shows it
 //! ```
 
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use freshet_examples::{load, workload};
+use freshet_examples::{compare, load, probe, workload};
 
-const USAGE: &str = "usage: news load --url URL [--users N --stories N --votes N --comments N]\n       news workload --url URL [--seconds S --connections C --writes PCT --skew Z]";
+const USAGE: &str = "usage: news load --url URL [--users N --stories N --votes N --comments N]\n       news workload --url URL [--seconds S --connections C --writes PCT --skew Z]\n       news compare --target NAME=URL --target NAME=URL [--rounds R --seconds S --connections C --writes PCT --skew Z]\n       news sql --url URL -e STATEMENT [--hide COLUMN]...\n       news freshness --url FRESHET_URL --direct MARIADB_URL [--story N]";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let mut args = std::env::args().skip(1);
     let command = args.next().context(USAGE)?;
     let (mut url, mut sizes, mut opts) = (None, load::Sizes::default(), workload::Options::default());
+    let (mut targets, mut rounds) = (Vec::new(), 2);
+    let (mut statement, mut direct, mut story, mut hide) = (None, None, 1u64, Vec::new());
     while let Some(flag) = args.next() {
         let mut value = || args.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
         match (command.as_str(), flag.as_str()) {
@@ -25,18 +30,59 @@ async fn main() -> anyhow::Result<()> {
             ("load", "--stories") => sizes.stories = value()?.parse()?,
             ("load", "--votes") => sizes.votes = value()?.parse()?,
             ("load", "--comments") => sizes.comments = value()?.parse()?,
-            ("workload", "--seconds") => opts.duration = Duration::from_secs_f64(value()?.parse()?),
-            ("workload", "--connections") => opts.connections = value()?.parse()?,
-            ("workload", "--writes") => opts.writes = value()?.parse()?,
-            ("workload", "--skew") => opts.skew = value()?.parse()?,
+            ("workload" | "compare", "--seconds") => opts.duration = Duration::from_secs_f64(value()?.parse()?),
+            ("workload" | "compare", "--connections") => opts.connections = value()?.parse()?,
+            ("workload" | "compare", "--writes") => opts.writes = value()?.parse()?,
+            ("workload" | "compare", "--skew") => opts.skew = value()?.parse()?,
+            ("compare", "--rounds") => rounds = value()?.parse()?,
+            ("sql", "-e" | "--execute") => statement = Some(value()?),
+            ("sql", "--hide") => hide.push(value()?),
+            ("freshness", "--direct") => direct = Some(value()?),
+            ("freshness", "--story") => story = value()?.parse()?,
+            ("compare", "--target") => {
+                let v = value()?;
+                let (name, url) = v.split_once('=').with_context(|| format!("--target NAME=URL\n{USAGE}"))?;
+                targets.push((name.to_string(), url.to_string()));
+            }
             _ => bail!("unknown argument {flag} for {command}\n{USAGE}"),
         }
+    }
+    if command == "compare" {
+        if targets.len() < 2 {
+            bail!("compare needs two or more --target NAME=URL\n{USAGE}");
+        }
+        let comparison = compare::run(&targets, &opts, rounds).await?;
+        println!(
+            "{} connections, {}% writes, zipf skew {}, {} rounds of {:.1} s per target, interleaved",
+            opts.connections,
+            opts.writes,
+            opts.skew,
+            rounds,
+            opts.duration.as_secs_f64()
+        );
+        println!("{comparison}");
+        return Ok(());
     }
     let url = url.with_context(|| format!("--url is required\n{USAGE}"))?;
     match command.as_str() {
         "load" => {
             load::load(&url, sizes).await?;
             println!("loaded {sizes:?} into {}", freshet_examples::app::redact(&url));
+        }
+        "sql" => println!("{}", probe::table(&url, &statement.with_context(|| format!("sql needs -e STATEMENT\n{USAGE}"))?, &hide).await?),
+        "freshness" => {
+            let direct = direct.with_context(|| format!("freshness needs --direct URL\n{USAGE}"))?;
+            let f = probe::freshness(&direct, &url, story, Duration::from_secs(5)).await?;
+            match f.seen {
+                Some((now, after)) => println!(
+                    "story {} had {} votes through freshet; user {} voted directly on MariaDB; freshet answered {now} {:.1} ms later",
+                    f.story,
+                    f.before,
+                    f.voter,
+                    after.as_secs_f64() * 1e3
+                ),
+                None => println!("story {} had {} votes through freshet; user {} voted directly on MariaDB; freshet still answered {} after 5 s", f.story, f.before, f.voter, f.before),
+            }
         }
         "workload" => {
             let report = workload::run(&url, opts.clone()).await?;
