@@ -274,11 +274,56 @@ impl Acc {
 }
 
 /// One group of an aggregate.
+///
+/// Groups are found by SQL equality, so under a case- or pad-insensitive collation rows
+/// spelled differently (`'Story'`, `'STORY'`, `'Story '`) share a group. The group outputs one
+/// spelling that its rows still have: `spellings` counts rows per exact spelling of the group
+/// columns, and when the output spelling's last row goes (a title changed only in case), the
+/// output moves to a remaining one and the change is emitted like any other.
 #[derive(Clone, Debug)]
 struct Group {
     values: Row,
+    spellings: Vec<(Row, i64)>,
     rows: i64,
     accs: Vec<Acc>,
+}
+
+fn exact_eq(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.exact_cmp(y) == std::cmp::Ordering::Equal)
+}
+
+impl Group {
+    /// Counts `w` rows spelled `spelling`; returns the change in bytes held.
+    fn count_spelling(&mut self, spelling: &[Value], w: i64) -> isize {
+        match self.spellings.iter_mut().find(|(s, _)| exact_eq(s, spelling)) {
+            Some((_, n)) => {
+                *n += w;
+                0
+            }
+            None => {
+                self.spellings.push((spelling.into(), w));
+                row_bytes(spelling) as isize
+            }
+        }
+    }
+
+    /// Drops spellings without rows and keeps the output on one that has rows; returns the
+    /// change in bytes held.
+    fn settle_spellings(&mut self) -> isize {
+        let mut bytes = 0isize;
+        self.spellings.retain(|(s, n)| {
+            if *n <= 0 {
+                bytes -= row_bytes(s) as isize;
+            }
+            *n > 0
+        });
+        if !self.spellings.iter().any(|(s, _)| exact_eq(s, &self.values))
+            && let Some((s, _)) = self.spellings.first()
+        {
+            self.values = s.clone();
+        }
+        bytes
+    }
 }
 
 /// A row with its sort key for top-k: ordered by the ORDER BY columns, then exactly.
@@ -316,7 +361,7 @@ enum NodeState {
     None,
     Join([HashMap<Key, Bucket>; 2]),
     Agg(HashMap<Key, Group>),
-    Distinct(HashMap<Row, (Row, i64)>),
+    Distinct(HashMap<Row, Group>),
     TopK(TopState),
 }
 
@@ -389,7 +434,7 @@ impl KeyState {
         if groups.contains_key(&key) || key.len() != group {
             return None;
         }
-        let g = Group { values: key.clone(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() };
+        let g = Group { values: key.clone(), spellings: Vec::new(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() };
         let out = group_output(&g);
         self.bytes += (row_bytes(&key) * 2 + SLOT) as isize;
         groups.insert(key, g);
@@ -555,15 +600,19 @@ impl KeyState {
             }
             let g = groups.entry(gk.clone()).or_insert_with(|| {
                 bytes += (row_bytes(&gk) * 2 + SLOT) as isize;
-                Group { values: gk.clone(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() }
+                Group { values: gk.clone(), spellings: Vec::new(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() }
             });
             g.rows += w;
+            bytes += g.count_spelling(&row[..group.min(row.len())], w);
             for (acc, spec) in g.accs.iter_mut().zip(aggs) {
                 bytes += acc.apply(spec, &row, w);
             }
         }
         let mut out = Vec::new();
         for (gk, before) in old {
+            if let Some(g) = groups.get_mut(&gk) {
+                bytes += g.settle_spellings();
+            }
             let after = match groups.get(&gk) {
                 Some(g) if g.rows == 0 && !global_group_of(g, &self.key, group) => {
                     bytes -= (row_bytes(&gk) * 2 + SLOT) as isize;
@@ -588,25 +637,43 @@ impl KeyState {
         out
     }
 
+    /// DISTINCT: a row is output while any row SQL-equal to it exists, in a spelling one of
+    /// them has (see [`Group`]: the same bookkeeping, without accumulators).
     fn distinct(&mut self, idx: usize, d: Vec<Delta>) -> Vec<Delta> {
         let NodeState::Distinct(counts) = &mut self.states[idx] else { return vec![] };
-        let mut out = Vec::new();
+        let mut before: HashMap<Row, Option<Row>> = HashMap::new();
         let mut bytes = 0isize;
         for (row, w) in d {
-            let entry = counts.entry(row.clone()).or_insert_with(|| {
-                bytes += (row_bytes(&row) * 2 + SLOT) as isize;
-                (row.clone(), 0)
-            });
-            let was = entry.1;
-            entry.1 += w;
-            if was <= 0 && entry.1 > 0 {
-                out.push((entry.0.clone(), 1));
-            } else if was > 0 && entry.1 <= 0 {
-                out.push((entry.0.clone(), -1));
+            if !before.contains_key(&row) {
+                let shown = counts.get(&row).filter(|g| g.rows > 0).map(|g| g.values.clone());
+                before.insert(row.clone(), shown);
             }
-            if entry.1 == 0 {
-                counts.remove(&row);
-                bytes -= (row_bytes(&row) * 2 + SLOT) as isize;
+            let entry = counts.entry(row.clone()).or_insert_with(|| {
+                bytes += (row_bytes(&row) + SLOT) as isize;
+                Group { values: row.clone(), spellings: Vec::new(), rows: 0, accs: Vec::new() }
+            });
+            entry.rows += w;
+            bytes += entry.count_spelling(&row, w);
+        }
+        let mut out = Vec::new();
+        for (key, shown) in before {
+            let after = match counts.get_mut(&key) {
+                Some(g) => {
+                    bytes += g.settle_spellings();
+                    (g.rows > 0).then(|| g.values.clone())
+                }
+                None => None,
+            };
+            if counts.get(&key).is_some_and(|g| g.rows == 0) {
+                counts.remove(&key);
+                bytes -= (row_bytes(&key) + SLOT) as isize;
+            }
+            match (shown, after) {
+                (Some(b), Some(a)) if exact_eq(&b, &a) => {}
+                (b, a) => {
+                    out.extend(b.map(|b| (b, -1)));
+                    out.extend(a.map(|a| (a, 1)));
+                }
             }
         }
         self.bytes += bytes;
@@ -712,7 +779,7 @@ impl KeyState {
                 groups.values().map(|g| (group_output(g), 1)).collect()
             }
             (Node::Distinct { .. }, NodeState::Distinct(c)) => {
-                c.values().filter(|(_, n)| *n > 0).map(|(r, _)| (r.clone(), 1)).collect()
+                c.values().filter(|g| g.rows > 0).map(|g| (g.values.clone(), 1)).collect()
             }
             (Node::TopK { limit, offset, .. }, NodeState::TopK(st)) => {
                 window(&st.rows, *limit, *offset).into_iter().map(|r| (r, 1)).collect()
