@@ -131,6 +131,12 @@ impl Writer {
                 let outcome = self.dataflow.complete_fill(response);
                 debug!(filled = outcome.filled, ignored = outcome.ignored, stale = outcome.stale, "fill installed");
             }
+            Err(FillError::Behind { have, need }) => {
+                // The snapshot predates what the views have applied (the server's snapshot
+                // position trails its binlog for a moment): routine, the next read asks again.
+                debug!(?have, ?need, "fill snapshot behind the applied position; retried on the next read");
+                self.dataflow.abandon_fill(&req);
+            }
             Err(e) => {
                 self.engine.counters.fills_failed.inc();
                 warn!(error = %e, keys = req.keys.len(), "fill failed; its reads are relayed and the next read asks again");
