@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 
 use crate::metrics::family;
 
-use super::{Engine, RelayReason};
+use super::{Engine, ReadCounts, RelayReason};
 
 /// A per-cache metric: name, type, help, and how to read it from the view's statistics.
 type PerCache = (&'static str, &'static str, &'static str, fn(&freshet_dataflow::ViewStats) -> u64);
@@ -16,9 +16,18 @@ impl Engine {
     /// Appends the engine's metrics to `out`.
     pub fn render_metrics(&self, out: &mut String) {
         let caches = self.caches();
+        let reads: &[(&str, &str, fn(&ReadCounts) -> u64)] = &[
+            ("freshet_proxy_cache_hits_total", "Reads answered from the cache's view at the first look.", |r| r.hit.get()),
+            ("freshet_proxy_cache_misses_total", "Reads that found a hole (then answered after the fill, or relayed when it was late).", |r| r.missed.get()),
+            ("freshet_proxy_cache_filled_reads_total", "Reads that found a hole and were answered from the view once the fill arrived.", |r| r.filled.get()),
+        ];
+        for (name, help, get) in reads {
+            family(out, name, "counter", help);
+            for c in &caches {
+                let _ = writeln!(out, "{name}{{cache=\"{}\"}} {}", c.name, get(&c.reads));
+            }
+        }
         let per_cache: &[PerCache] = &[
-            ("freshet_proxy_cache_hits_total", "counter", "Lookups answered from the cache's view.", |s| s.hits),
-            ("freshet_proxy_cache_misses_total", "counter", "Lookups that found a hole (filled, then answered or relayed).", |s| s.misses),
             ("freshet_proxy_cache_fills_total", "counter", "Partitions filled from the upstream.", |s| s.fills),
             ("freshet_proxy_cache_evictions_total", "counter", "Partitions evicted (memory budget, DDL, or replication gaps).", |s| s.evictions),
             ("freshet_proxy_cache_keys", "gauge", "Partitions (parameter values) held.", |s| s.keys),

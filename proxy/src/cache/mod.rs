@@ -131,6 +131,28 @@ pub struct Cache {
     pub hit_latency: LatencySketch,
     /// The same, for Prometheus.
     pub hit_histogram: Histogram,
+    /// Reads, counted once each (the view's own counters count every lookup, and a read
+    /// waiting for its fill looks up again after each completed fill).
+    pub reads: ReadCounts,
+}
+
+/// What became of the reads routed to one cache.
+#[derive(Default)]
+pub struct ReadCounts {
+    /// Answered from memory at the first look.
+    pub hit: Counter,
+    /// Found a hole: answered after waiting for the fill, or relayed when it was late.
+    pub missed: Counter,
+    /// Of the missed, answered from memory after the fill arrived.
+    pub filled: Counter,
+}
+
+impl ReadCounts {
+    /// Reads answered at the first look, over all reads that looked (None before any).
+    pub fn hit_ratio(&self) -> Option<f64> {
+        let (hit, missed) = (self.hit.get(), self.missed.get());
+        (hit + missed > 0).then(|| hit as f64 / (hit + missed) as f64)
+    }
 }
 
 impl Cache {
@@ -350,6 +372,7 @@ impl Engine {
             live: RwLock::new(Ok(live)),
             hit_latency: LatencySketch::default(),
             hit_histogram: Histogram::default(),
+            reads: ReadCounts::default(),
         }))
     }
 
@@ -366,6 +389,7 @@ impl Engine {
             live: RwLock::new(Err(reason)),
             hit_latency: LatencySketch::default(),
             hit_histogram: Histogram::default(),
+            reads: ReadCounts::default(),
         })
     }
 
@@ -446,10 +470,14 @@ impl Engine {
                 Some(slots) => live.reader.lookup_in(slots, params),
             };
             match found {
-                Ok(Lookup::Hit(rows)) => return Ok(rows),
+                Ok(Lookup::Hit(rows)) => {
+                    if waited { &cache.reads.filled } else { &cache.reads.hit }.inc();
+                    return Ok(rows);
+                }
                 Ok(Lookup::Miss(_)) => {
                     if !waited {
                         self.counters.fill_waits.inc();
+                        cache.reads.missed.inc();
                         waited = true;
                     }
                     self.wake.notify_one();

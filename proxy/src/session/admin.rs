@@ -154,8 +154,7 @@ fn show_caches(engine: Option<&Engine>) -> SynthResult {
     let mut rows = Vec::new();
     for cache in engine.map(Engine::caches).unwrap_or_default() {
         let s = cache.stats();
-        let lookups = s.hits + s.misses;
-        let ratio = if lookups == 0 { None } else { Some(format!("{:.4}", s.hits as f64 / lookups as f64)) };
+        let ratio = cache.reads.hit_ratio().map(|r| format!("{r:.4}"));
         let micros = |q: f64| cache.hit_latency.quantile(q).map(|d| format!("{:.1}", d.as_secs_f64() * 1e6));
         let class = match cache.live() {
             Ok(live) => live.cost_class.to_string(),
@@ -166,8 +165,8 @@ fn show_caches(engine: Option<&Engine>) -> SynthResult {
             Some(cache.sql.clone()),
             Some(s.keys.to_string()),
             Some(s.bytes.to_string()),
-            Some(s.hits.to_string()),
-            Some(s.misses.to_string()),
+            Some(cache.reads.hit.get().to_string()),
+            Some(cache.reads.missed.get().to_string()),
             ratio,
             micros(0.5),
             micros(0.99),
