@@ -459,8 +459,9 @@ impl BinlogStream {
     /// is read without knowing that events carry checksums, so its name may end in the 4
     /// checksum bytes. Never take a position from it; only check it.
     fn check_fake_rotate(&self, name: &str) -> Result<(), CdcError> {
-        let trimmed = name.get(..name.len().saturating_sub(4)).unwrap_or("");
-        if name == self.file || trimmed == self.file {
+        // The name arrives decoded lossily: each checksum byte that is not UTF-8 became one
+        // replacement character, so compare by characters, not bytes.
+        if name.strip_prefix(self.file.as_str()).is_some_and(|rest| rest.chars().count() <= 4) {
             Ok(())
         } else {
             tracing::warn!(requested = %self.file, got = %name, "server starts the binlog stream elsewhere");

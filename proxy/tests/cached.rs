@@ -296,3 +296,45 @@ async fn create_cache_starts_the_engine_of_a_relay_only_freshet() {
     let err = conn.query_drop("CREATE CACHE lazy FROM SELECT id FROM ct_lazy WHERE id = ?").await.unwrap_err();
     assert!(err.to_string().contains("exists already"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_keeps_views_true_to_the_schema_and_revives_dropped_tables() {
+    items_table("ct_ddl", 6).await;
+    let proxy = start_proxy(&cache_config(&[("ddl", "SELECT id, name FROM ct_ddl WHERE id = ?")])).await;
+    let e = engine(&proxy);
+    let mut admin = direct().await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, name FROM ct_ddl WHERE id = 2";
+    hit(&mut client, &proxy, "ddl", sql).await;
+    let applied = |e: &Engine| e.applied.load(std::sync::atomic::Ordering::Relaxed);
+
+    // A statement that changes nothing keeps what is cached.
+    let before = applied(&e);
+    admin.query_drop("ALTER TABLE ct_ddl ADD INDEX by_grp (grp)").await.unwrap();
+    admin.query_drop("UPDATE ct_ddl SET qty = 77 WHERE id = 1").await.unwrap(); // a batch after the DDL
+    assert!(eventually(|| applied(&e) > before).await);
+    assert_eq!(e.by_name("ddl").unwrap().stats().keys, 1, "no eviction for a DDL that changes nothing");
+
+    // A new column: the view is rebuilt; answers stay the server's.
+    admin.query_drop("ALTER TABLE ct_ddl ADD COLUMN extra INT NULL").await.unwrap();
+    admin.query_drop("UPDATE ct_ddl SET name = 'renamed' WHERE id = 2").await.unwrap();
+    let want = check.query(sql).await;
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = hit(&mut client, &proxy, "ddl", sql).await;
+        if got == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(got, want);
+
+    // Dropped: relayed (the server's own error); re-created: served again.
+    admin.query_drop("DROP TABLE ct_ddl").await.unwrap();
+    assert!(eventually(|| e.by_name("ddl").unwrap().live().is_err()).await, "a dropped table's cache stops serving");
+    items_table("ct_ddl", 3).await;
+    assert!(eventually(|| e.by_name("ddl").unwrap().live().is_ok()).await, "a re-created table's cache is served again");
+    let want = check.query(sql).await;
+    assert_eq!(hit(&mut client, &proxy, "ddl", sql).await, want);
+}

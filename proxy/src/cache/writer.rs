@@ -24,7 +24,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
-use freshet_cdc::{BinlogStream, CdcError, SchemaChange, StartAt, StreamConfig, StreamEvent, UpstreamFills};
+use freshet_cdc::{BinlogStream, CdcError, DdlKind, SchemaChange, StartAt, StreamConfig, StreamEvent, UpstreamFills};
 use freshet_config::CacheSpec;
 use freshet_dataflow::{Dataflow, FillError, FillRequest, FillResponse, ViewId};
 
@@ -148,8 +148,17 @@ impl Writer {
     }
 
     fn schema_change(&mut self, change: SchemaChange) {
-        info!(table = %change.table, kind = ?change.kind, "schema change");
         self.fills.set_table(&change.table, change.info.clone());
+        let unchanged = matches!(change.kind, DdlKind::Create | DdlKind::Alter)
+            && change.schema.is_some()
+            && self.dataflow.catalog().get(&change.table) == change.schema.as_ref();
+        if unchanged {
+            // `ALTER TABLE ... ADD INDEX`, a table comment, a no-op CREATE: the rows and their
+            // shape are what the views hold; evicting them would only cost refills.
+            debug!(table = %change.table, kind = ?change.kind, "DDL without a schema change");
+            return;
+        }
+        info!(table = %change.table, kind = ?change.kind, "schema change");
         match self.dataflow.alter_table(&change.table, change.schema) {
             Ok(recompiled) => {
                 for (old, new) in recompiled {
@@ -166,7 +175,24 @@ impl Writer {
             }
             Err(e) => warn!(table = %change.table, error = %e, "new schema refused; views reading it were dropped"),
         }
+        self.revive();
         self.publish_catalog();
+    }
+
+    /// Caches left without a view by earlier DDL (a dropped table, a column gone) are tried
+    /// again: a migration that drops and re-creates a table gets its caches back.
+    fn revive(&mut self) {
+        for cache in self.engine.caches() {
+            if cache.live().is_ok() {
+                continue;
+            }
+            if let Ok(view) = self.dataflow.install_sql(&cache.sql)
+                && let Some(live) = live_of(&self.dataflow, view)
+            {
+                info!(cache = %cache.name, "cache is served again after DDL");
+                *cache.live.write().unwrap_or_else(|e| e.into_inner()) = Ok(live);
+            }
+        }
     }
 
     /// The catalog sessions match against follows the dataflow's; verdicts and column
