@@ -338,3 +338,32 @@ async fn ddl_keeps_views_true_to_the_schema_and_revives_dropped_tables() {
     let want = check.query(sql).await;
     assert_eq!(hit(&mut client, &proxy, "ddl", sql).await, want);
 }
+
+/// The `mariadb` command-line client (libmariadb) negotiates MariaDB's extended type
+/// information, which changes the layout of column definitions.
+async fn mariadb_cli(port: u16, sql: &str) -> String {
+    let out = tokio::process::Command::new("mariadb")
+        .args(["--no-defaults", "--protocol=tcp", "--skip-ssl", "-h127.0.0.1", "-P", &port.to_string(), "-u", USER, &format!("-p{PASSWORD}"), DB, "-e", sql])
+        .output()
+        .await
+        .expect("the mariadb client (installed by scripts/mariadb.sh)");
+    assert!(out.status.success(), "{sql}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_mariadb_client_gets_hits_and_admin_results() {
+    items_table("ct_cli", 6).await;
+    let proxy = start_proxy(&cache_config(&[("cli", "SELECT id, name, price, created, qty FROM ct_cli WHERE id = ?")])).await;
+    let direct_port: u16 = upstream_addr().rsplit_once(':').unwrap().1.parse().unwrap();
+    let sql = "SELECT id, name, price, created, qty FROM ct_cli WHERE id = 4";
+    let want = mariadb_cli(direct_port, sql).await;
+    for _ in 0..3 {
+        assert_eq!(mariadb_cli(proxy.mysql.port(), sql).await, want);
+    }
+    assert!(hits(&proxy, "cli") >= 2, "the client's reads after the first are answered from the cache");
+    assert_eq!(relayed(&proxy, RelayReason::Unencodable), 0);
+    let caches = mariadb_cli(proxy.mysql.port(), "SHOW CACHES").await;
+    assert!(caches.contains("cli\tSELECT id, name"), "{caches}");
+    assert!(mariadb_cli(proxy.mysql.port(), "SHOW FRESHET STATUS").await.contains("caught_up\tyes"));
+}

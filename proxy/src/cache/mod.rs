@@ -181,9 +181,14 @@ pub struct Columns {
 /// set state, and the protocol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ColumnsKey {
+    /// The cache the shape matched (its definitions are forgotten when its tables change).
+    pub cache: CacheId,
     pub fingerprint: u64,
     pub charset: u64,
     pub binary: bool,
+    /// The session negotiated MariaDB's extended type information (another definition
+    /// layout).
+    pub extended: bool,
 }
 
 /// Settings from the config that sessions consult.
@@ -509,7 +514,7 @@ impl Engine {
         let catalog = self.catalog();
         let mut render = Vec::with_capacity(packets.len());
         for p in &packets {
-            let Ok(def) = ColumnDef::parse(p) else { return };
+            let Ok(def) = ColumnDef::parse_with(p, key.extended) else { return };
             let labels = enum_labels(p, &def, &catalog);
             render.push(Column { def, labels });
         }
@@ -523,8 +528,22 @@ impl Engine {
         map.insert(key, columns);
     }
 
-    fn forget_columns(&self) {
-        self.columns.write().unwrap_or_else(|e| e.into_inner()).clear();
+    /// After DDL on `table` (None: on anything, e.g. after a reconnect): verdicts and column
+    /// definitions that may depend on it are forgotten and taken anew on next use. Relay
+    /// verdicts always go (a new table or column can make a query cacheable); cache verdicts
+    /// and definitions only for the caches that read the table.
+    fn forget_for_table(&self, table: Option<&str>) {
+        let affected: Vec<CacheId> = self
+            .caches()
+            .iter()
+            .filter(|c| match (table, c.live()) {
+                (None, _) | (_, Err(_)) => true,
+                (Some(t), Ok(live)) => live.reader.query().tables.iter().any(|x| x.eq_ignore_ascii_case(t)),
+            })
+            .map(|c| c.id)
+            .collect();
+        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { id, .. } if !affected.contains(&id)));
+        self.columns.write().unwrap_or_else(|e| e.into_inner()).retain(|k, _| !affected.contains(&k.cache));
     }
 
     /// CREATE CACHE: compiles and installs `sql` under `name` (generated if None).

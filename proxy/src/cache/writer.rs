@@ -176,7 +176,7 @@ impl Writer {
             Err(e) => warn!(table = %change.table, error = %e, "new schema refused; views reading it were dropped"),
         }
         self.revive();
-        self.publish_catalog();
+        self.publish_catalog(Some(&change.table));
     }
 
     /// Caches left without a view by earlier DDL (a dropped table, a column gone) are tried
@@ -196,11 +196,10 @@ impl Writer {
     }
 
     /// The catalog sessions match against follows the dataflow's; verdicts and column
-    /// definitions taken under the old schema are forgotten.
-    fn publish_catalog(&self) {
+    /// definitions that may depend on `table`'s old schema are forgotten.
+    fn publish_catalog(&self, table: Option<&str>) {
         *self.engine.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(self.dataflow.catalog().clone());
-        self.engine.verdicts.retain(|_| false);
-        self.engine.forget_columns();
+        self.engine.forget_for_table(table);
     }
 
     /// Re-establishes the binlog stream at the server's current position, retrying with
@@ -226,7 +225,7 @@ impl Writer {
                         // so no fill older than the gap can be installed.
                         self.dataflow.set_applied(start);
                         self.new_epoch();
-                        self.publish_catalog();
+                        self.publish_catalog(None);
                         let (events, lag) = stream.spawn(EVENT_QUEUE);
                         *self.engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
                         self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);

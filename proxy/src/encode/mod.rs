@@ -68,12 +68,21 @@ pub struct ColumnDef {
 
 impl ColumnDef {
     pub fn parse(payload: &[u8]) -> Result<ColumnDef, Truncated> {
+        Self::parse_with(payload, false)
+    }
+
+    /// `extended_metadata`: the connection negotiated MariaDB's extended type information,
+    /// which adds a length-encoded field after `org_name`.
+    pub fn parse_with(payload: &[u8], extended_metadata: bool) -> Result<ColumnDef, Truncated> {
         let mut c = Cursor::new(payload);
         for _ in 0..4 {
             c.lenenc_bytes()?; // catalog, schema, table, org_table
         }
         let name = String::from_utf8_lossy(c.lenenc_bytes()?).into_owned();
         c.lenenc_bytes()?; // org_name
+        if extended_metadata {
+            c.lenenc_bytes()?; // extended type information (e.g. a JSON or GEOMETRY subtype)
+        }
         c.lenenc()?; // length of the fixed fields (0x0c)
         let charset = c.u16()?;
         let length = c.u32()?;

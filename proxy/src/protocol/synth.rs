@@ -70,12 +70,20 @@ impl SynthResult {
     /// definitions, an EOF unless `deprecate_eof`, the rows, and the terminator carrying
     /// `status` (an EOF, or with `deprecate_eof` an OK packet with the 0xfe header).
     pub fn packets(&self, deprecate_eof: bool, status: StatusFlags) -> Vec<Vec<u8>> {
+        self.packets_with(deprecate_eof, false, status)
+    }
+
+    /// As [`packets`](Self::packets); with `extended_metadata` (the session negotiated
+    /// MariaDB's MARIADB_CLIENT_EXTENDED_METADATA) each column definition carries the
+    /// extended type information field after `org_name`, empty here, as the server sends it
+    /// for plain types. libmariadb reads a definition without it as malformed.
+    pub fn packets_with(&self, deprecate_eof: bool, extended_metadata: bool, status: StatusFlags) -> Vec<Vec<u8>> {
         let mut out = Vec::with_capacity(self.columns.len() + self.rows.len() + 3);
         let mut count = Vec::with_capacity(9);
         put_lenenc(&mut count, self.columns.len() as u64);
         out.push(count);
         for (i, column) in self.columns.iter().enumerate() {
-            out.push(self.column_definition(i, column));
+            out.push(self.column_definition(i, column, extended_metadata));
         }
         if !deprecate_eof {
             out.push(eof_packet(status));
@@ -108,7 +116,7 @@ impl SynthResult {
     }
 
     /// Protocol::ColumnDefinition41 for column `i`.
-    fn column_definition(&self, i: usize, column: &SynthColumn) -> Vec<u8> {
+    fn column_definition(&self, i: usize, column: &SynthColumn, extended_metadata: bool) -> Vec<u8> {
         let (charset, length, type_code, flags, decimals) = match column.ty {
             SynthType::Text => (UTF8MB4_GENERAL_CI, self.text_length(i), types::VAR_STRING, 0, TEXT_DECIMALS),
             SynthType::Int => (BINARY_COLLATION, BIGINT_LENGTH, types::LONGLONG, flags::BINARY, 0),
@@ -120,6 +128,9 @@ impl SynthResult {
         for part in [&b"def"[..], b"", b"", b"", name, name] {
             put_lenenc(&mut out, part.len() as u64);
             out.extend_from_slice(part);
+        }
+        if extended_metadata {
+            out.push(0); // no extended type information
         }
         out.push(0x0c); // length of the fixed-length fields
         out.extend_from_slice(&charset.to_le_bytes());
@@ -253,5 +264,16 @@ mod tests {
             let frame = b.read_frame().await.unwrap();
             assert_eq!((frame.seq(), frame.payload()), (i as u8 + 1, &payload[..]));
         }
+    }
+
+    #[test]
+    fn extended_metadata_adds_an_empty_field_after_org_name() {
+        let plain = sample().packets_with(true, false, StatusFlags(0));
+        let extended = sample().packets_with(true, true, StatusFlags(0));
+        for (p, e) in plain[1..5].iter().zip(&extended[1..5]) {
+            assert_eq!(e.len(), p.len() + 1);
+            assert_eq!(ColumnDef::parse_with(e, true).unwrap(), ColumnDef::parse(p).unwrap());
+        }
+        assert_eq!(plain[5..], extended[5..], "rows and terminator are the same");
     }
 }

@@ -57,7 +57,8 @@ impl Session {
         let mut seq = last_seq.wrapping_add(1);
         match reply {
             Reply::Rows(result) => {
-                for packet in result.packets(self.caps.has(Capabilities::DEPRECATE_EOF), status) {
+                let (deprecate_eof, extended) = (self.caps.has(Capabilities::DEPRECATE_EOF), self.caps.has(Capabilities::MARIADB_EXTENDED_TYPE_INFO));
+                for packet in result.packets_with(deprecate_eof, extended, status) {
                     seq = self.client.queue_packet(seq, &packet);
                 }
             }

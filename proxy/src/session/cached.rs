@@ -385,7 +385,7 @@ impl Session {
             Ok(v) => v,
             Err(r) => return Ok(Err((r, None))),
         };
-        let key = ColumnsKey { fingerprint: query.fingerprint.hash, charset: self.state.charset, binary: false };
+        let key = ColumnsKey { cache: cache.id, fingerprint: query.fingerprint.hash, charset: self.state.charset, binary: false, extended: self.extended_metadata() };
         self.serve(engine, &cache, &binding, &values, key, started, last_seq).await
     }
 
@@ -433,9 +433,13 @@ impl Session {
             Ok(rows) => rows,
             Err(r) => return Ok(Err((r, None))),
         };
-        let Some(packets) = encode_result(&columns, &rows, key.binary) else {
-            columns.encodable.store(false, Ordering::Relaxed);
-            return Ok(Err((RelayReason::Unencodable, None)));
+        let packets = match encode_result(&columns, &rows, key.binary) {
+            Ok(packets) => packets,
+            Err(why) => {
+                tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
+                columns.encodable.store(false, Ordering::Relaxed);
+                return Ok(Err((RelayReason::Unencodable, None)));
+            }
         };
         let mut seq = last_seq.wrapping_add(1);
         let mut count = Vec::with_capacity(9);
@@ -518,7 +522,7 @@ impl Session {
                 return Ok(Routed::Relay { capture: None });
             }
         };
-        let key = ColumnsKey { fingerprint: route.fingerprint, charset: self.state.charset, binary: true };
+        let key = ColumnsKey { cache: cache.id, fingerprint: route.fingerprint, charset: self.state.charset, binary: true, extended: self.extended_metadata() };
         match self.serve(&engine, &cache, &route.binding, &values, key, started, last_seq).await? {
             Ok(()) => Ok(Routed::Answered),
             Err((reason, capture)) => {
@@ -526,6 +530,10 @@ impl Session {
                 Ok(Routed::Relay { capture })
             }
         }
+    }
+
+    fn extended_metadata(&self) -> bool {
+        self.caps.has(Capabilities::MARIADB_EXTENDED_TYPE_INFO)
     }
 
     /// After a relayed command: count it under its shape (SHOW PROXIED QUERIES).
@@ -536,16 +544,19 @@ impl Session {
     }
 }
 
-/// Row packets for `rows`, or None if a value cannot be encoded exactly.
-fn encode_result(columns: &crate::cache::Columns, rows: &[Row], binary_protocol: bool) -> Option<Vec<Vec<u8>>> {
+/// Row packets for `rows`, or why a value cannot be encoded exactly.
+fn encode_result(columns: &crate::cache::Columns, rows: &[Row], binary_protocol: bool) -> Result<Vec<Vec<u8>>, crate::encode::Unencodable> {
     let mut out = Vec::with_capacity(rows.len());
     for row in rows {
         let mut packet = Vec::with_capacity(64);
-        let encoded = if binary_protocol { binary::row(&mut packet, row, &columns.render) } else { text::row(&mut packet, row, &columns.render) };
-        encoded.ok()?;
+        if binary_protocol {
+            binary::row(&mut packet, row, &columns.render)?;
+        } else {
+            text::row(&mut packet, row, &columns.render)?;
+        }
         out.push(packet);
     }
-    Some(out)
+    Ok(out)
 }
 
 fn eof(status: StatusFlags) -> Vec<u8> {
