@@ -12,11 +12,14 @@ use super::{Engine, ReadCounts, RelayReason};
 /// A per-cache metric: name, type, help, and how to read it from the view's statistics.
 type PerCache = (&'static str, &'static str, &'static str, fn(&freshet_dataflow::ViewStats) -> u64);
 
+/// A per-cache read counter: name, help, and how to read it.
+type PerRead = (&'static str, &'static str, fn(&ReadCounts) -> u64);
+
 impl Engine {
     /// Appends the engine's metrics to `out`.
     pub fn render_metrics(&self, out: &mut String) {
         let caches = self.caches();
-        let reads: &[(&str, &str, fn(&ReadCounts) -> u64)] = &[
+        let reads: &[PerRead] = &[
             ("freshet_proxy_cache_hits_total", "Reads answered from the cache's view at the first look.", |r| r.hit.get()),
             ("freshet_proxy_cache_misses_total", "Reads that found a hole (then answered after the fill, or relayed when it was late).", |r| r.missed.get()),
             ("freshet_proxy_cache_filled_reads_total", "Reads that found a hole and were answered from the view once the fill arrived.", |r| r.filled.get()),
