@@ -367,3 +367,25 @@ async fn the_mariadb_client_gets_hits_and_admin_results() {
     assert!(caches.contains("cli\tSELECT id, name"), "{caches}");
     assert!(mariadb_cli(proxy.mysql.port(), "SHOW FRESHET STATUS").await.contains("caught_up\tyes"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_fresh_binlog_cached_reads_are_relayed_and_not_ready() {
+    items_table("ct_lag", 4).await;
+    let proxy = start_proxy(&cache_config(&[("lag", "SELECT id, name FROM ct_lag WHERE id = ?")])).await;
+    let e = engine(&proxy);
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, name FROM ct_lag WHERE id = 1";
+    let want = hit(&mut client, &proxy, "lag", sql).await;
+    // As when the stream is being re-established (or lags over max_lag): freshet cannot vouch
+    // for freshness, so the server answers.
+    e.stream_up.store(false, std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(freshet_proxy::cache::FRESHNESS_CHECK * 3).await;
+    let (hits_before, lag_before) = (hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag));
+    assert_eq!(client.query(sql).await, want);
+    assert_eq!((hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag)), (hits_before, lag_before + 1));
+    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 503"), "not ready while the binlog is not followed");
+    e.stream_up.store(true, std::sync::atomic::Ordering::Relaxed);
+    tokio::time::sleep(freshet_proxy::cache::FRESHNESS_CHECK * 3).await;
+    assert_eq!(hit(&mut client, &proxy, "lag", sql).await, want);
+    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 200"));
+}
