@@ -11,6 +11,7 @@
 
 use freshet_dataflow::{Collation, Date, DateTime, Decimal, Value};
 
+use crate::encode::types as ty;
 use crate::matching::Literal;
 use crate::protocol::cursor::Cursor;
 
@@ -45,31 +46,6 @@ pub fn literal_value(lit: &Literal<'_>) -> Result<Value, ParamError> {
             return Err(ParamError::Unsupported);
         }
     })
-}
-
-/// Binary protocol type codes of parameters (`enum_field_types`).
-mod ty {
-    pub const DECIMAL: u8 = 0x00;
-    pub const TINY: u8 = 0x01;
-    pub const SHORT: u8 = 0x02;
-    pub const LONG: u8 = 0x03;
-    pub const FLOAT: u8 = 0x04;
-    pub const DOUBLE: u8 = 0x05;
-    pub const NULL: u8 = 0x06;
-    pub const TIMESTAMP: u8 = 0x07;
-    pub const LONGLONG: u8 = 0x08;
-    pub const INT24: u8 = 0x09;
-    pub const DATE: u8 = 0x0a;
-    pub const DATETIME: u8 = 0x0c;
-    pub const YEAR: u8 = 0x0d;
-    pub const VARCHAR: u8 = 0x0f;
-    pub const NEWDECIMAL: u8 = 0xf6;
-    pub const TINY_BLOB: u8 = 0xf9;
-    pub const MEDIUM_BLOB: u8 = 0xfa;
-    pub const LONG_BLOB: u8 = 0xfb;
-    pub const BLOB: u8 = 0xfc;
-    pub const VAR_STRING: u8 = 0xfd;
-    pub const STRING: u8 = 0xfe;
 }
 
 /// The bound parameters of a COM_STMT_EXECUTE payload (after the command byte, statement id,

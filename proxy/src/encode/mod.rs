@@ -26,6 +26,7 @@ pub mod types {
     pub const LONG: u8 = 0x03;
     pub const FLOAT: u8 = 0x04;
     pub const DOUBLE: u8 = 0x05;
+    pub const NULL: u8 = 0x06;
     pub const TIMESTAMP: u8 = 0x07;
     pub const LONGLONG: u8 = 0x08;
     pub const INT24: u8 = 0x09;
@@ -33,11 +34,15 @@ pub mod types {
     pub const TIME: u8 = 0x0b;
     pub const DATETIME: u8 = 0x0c;
     pub const YEAR: u8 = 0x0d;
+    pub const VARCHAR: u8 = 0x0f;
     pub const BIT: u8 = 0x10;
     pub const JSON: u8 = 0xf5;
     pub const NEWDECIMAL: u8 = 0xf6;
     pub const ENUM: u8 = 0xf7;
     pub const SET: u8 = 0xf8;
+    pub const TINY_BLOB: u8 = 0xf9;
+    pub const MEDIUM_BLOB: u8 = 0xfa;
+    pub const LONG_BLOB: u8 = 0xfb;
     pub const BLOB: u8 = 0xfc;
     pub const VAR_STRING: u8 = 0xfd;
     pub const STRING: u8 = 0xfe;
