@@ -648,6 +648,17 @@ impl Hash for ExactRow {
         }
     }
 }
+/// [`ExactRow`]'s order on borrowed rows: column by column, [`Value::exact_cmp`].
+pub fn exact_row_cmp(a: &[Value], b: &[Value]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let c = x.exact_cmp(y);
+        if c != Ordering::Equal {
+            return c;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
 impl PartialOrd for ExactRow {
     fn partial_cmp(&self, o: &ExactRow) -> Option<Ordering> {
         Some(self.cmp(o))
@@ -655,13 +666,7 @@ impl PartialOrd for ExactRow {
 }
 impl Ord for ExactRow {
     fn cmp(&self, o: &ExactRow) -> Ordering {
-        for (a, b) in self.0.iter().zip(o.0.iter()) {
-            let c = a.exact_cmp(b);
-            if c != Ordering::Equal {
-                return c;
-            }
-        }
-        self.0.len().cmp(&o.0.len())
+        exact_row_cmp(&self.0, &o.0)
     }
 }
 

@@ -77,7 +77,7 @@ use crate::fill::{FillError, FillRequest, FillResponse, FillSource, FillTicket, 
 use crate::ops::{sort_rows, Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::schema::TableSchema;
-use crate::value::{row_bytes, Value};
+use crate::value::{exact_row_cmp, row_bytes, Value};
 
 /// Base deltas of one batch, indexed by base occurrence.
 type OccDeltas = Vec<Vec<Delta>>;
@@ -741,7 +741,13 @@ fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &K
         let Some(view) = views.get(v.0 as usize).and_then(Option::as_ref) else { continue };
         let q = &view.q;
         let rows = if q.order.is_empty() {
-            part.ks.reader_rows_cut(r, q.published)
+            // No ORDER BY: SQL leaves the order to the server, which returns rows in the order
+            // of the index it reads, usually the primary key's. Publishing rows sorted by their
+            // columns gives that order for the common `SELECT id, ...` and a stable one
+            // otherwise, instead of the order of hash maps.
+            let mut rows = part.ks.reader_rows_cut(r, q.published);
+            rows.sort_by(|a, b| exact_row_cmp(a, b));
+            rows
         } else {
             // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
             let mut rows = part.ks.reader_rows_cut(r, usize::MAX);

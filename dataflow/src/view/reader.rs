@@ -202,6 +202,12 @@ impl Reader {
             self.counters.hits.fetch_add(1, AtOrd::Relaxed);
             return Ok(Lookup::Hit(Arc::from(Vec::new())));
         }
+        let mut keys = keys;
+        if self.q.order.is_empty() && keys.len() > 1 {
+            // Several partitions of an unordered view (`key IN (9, 3, 7)`): merged in key
+            // order, as a server reading the key's index returns them.
+            keys.sort_by(|a, b| a.iter().zip(b.iter()).map(|(x, y)| x.cmp_total(y)).find(|c| c.is_ne()).unwrap_or(std::cmp::Ordering::Equal));
+        }
         let mut found = Vec::with_capacity(keys.len());
         let mut missing = Vec::new();
         for k in keys {
