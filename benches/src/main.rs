@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
+use freshet_examples::rng::{Rng, Zipf};
 use workload::{Session, Workload};
 
 struct Args {
@@ -108,41 +109,6 @@ fn parse_args() -> anyhow::Result<Args> {
     Ok(a)
 }
 
-/// Zipf-distributed keys in 1..=n by inverse transform over the precomputed CDF.
-struct Keys {
-    cdf: Vec<f64>,
-}
-
-impl Keys {
-    fn new(n: u64, skew: f64) -> Self {
-        let weights: Vec<f64> = (1..=n).map(|k| 1.0 / (k as f64).powf(skew)).collect();
-        let total: f64 = weights.iter().sum();
-        let mut acc = 0.0;
-        Keys { cdf: weights.iter().map(|w| { acc += w / total; acc }).collect() }
-    }
-
-    fn sample(&self, u: f64) -> u64 {
-        // The last CDF entry is 1.0 up to rounding; clamp so that rounding never yields n + 1.
-        self.cdf.partition_point(|&c| c < u).min(self.cdf.len() - 1) as u64 + 1
-    }
-}
-
-/// xorshift64*: cheap, per task, good enough for picking keys.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// What a run (or one connection of it) did.
 #[derive(Default)]
 struct Outcome {
@@ -168,7 +134,7 @@ impl Outcome {
 /// What every connection of a run shares.
 struct Plan {
     workload: Workload,
-    keys: Keys,
+    keys: Zipf,
     writes: u32,
     text: bool,
     rows: u64,
@@ -176,12 +142,12 @@ struct Plan {
 
 async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyhow::Result<Outcome> {
     let mut session = Session::open(&url, plan.workload, plan.text, plan.rows).await?;
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     let mut out = Outcome { reads_us: Vec::with_capacity(1 << 16), ..Outcome::default() };
     let started = Instant::now();
     while Instant::now() < until {
-        let key = plan.keys.sample(rng.unit());
-        let pick = rng.next();
+        let key = plan.keys.sample(&mut rng);
+        let pick = rng.next_u64();
         let is_write = pick % 100 < u64::from(plan.writes);
         let t = Instant::now();
         let result = if is_write { session.write(key, pick / 100).await } else { session.read(key).await };
@@ -331,7 +297,7 @@ async fn main() -> anyhow::Result<()> {
     let plans: Vec<Arc<Plan>> = args
         .workloads
         .iter()
-        .map(|&workload| Arc::new(Plan { workload, keys: Keys::new(args.rows, args.skew), writes: args.writes, text: args.text, rows: args.rows }))
+        .map(|&workload| Arc::new(Plan { workload, keys: Zipf::new(args.rows, args.skew), writes: args.writes, text: args.text, rows: args.rows }))
         .collect();
     let n = args.targets.len();
     // results[workload][target][round]

@@ -1,8 +1,5 @@
-//! Deterministic randomness for the generator and the workload: a xorshift64* generator and a
-//! Zipf sampler over `1..=n`.
-//!
-//! This duplicates the few lines of `benches/src/main.rs`'s `Keys` and `Rng` on purpose: that
-//! crate is a binary, and a shared crate for twenty lines would cost more than it saves.
+//! Deterministic randomness for the generator, the workload and the load harness
+//! (`freshet-load` uses these too): a xorshift64* generator and a Zipf sampler over `1..=n`.
 
 /// xorshift64*: cheap, seeded, good enough for picking keys (not for anything secret).
 #[derive(Clone, Debug)]
