@@ -466,31 +466,28 @@ impl Engine {
     /// `slots`: which params feed each key column, for IN lists (None: the view's own).
     pub async fn lookup(&self, cache: &Cache, params: &[Value], slots: Option<&[Vec<usize>]>) -> Result<Arc<[Row]>, RelayReason> {
         let live = cache.live().map_err(|_| RelayReason::Unavailable)?;
+        let look = || match slots {
+            None => live.reader.lookup(params),
+            Some(slots) => live.reader.lookup_in(slots, params),
+        };
+        // The common case, a hit, touches nothing of the fill machinery.
+        match look().map_err(refused)? {
+            Lookup::Hit(rows) => {
+                cache.reads.hit.inc();
+                return Ok(rows);
+            }
+            Lookup::Miss(_) => {}
+        }
+        self.counters.fill_waits.inc();
+        cache.reads.missed.inc();
         let mut filled = self.filled.subscribe();
         let deadline = tokio::time::Instant::now() + self.settings.fill_timeout;
-        let mut waited = false;
         loop {
-            let found = match slots {
-                None => live.reader.lookup(params),
-                Some(slots) => live.reader.lookup_in(slots, params),
-            };
-            match found {
-                Ok(Lookup::Hit(rows)) => {
-                    if waited { &cache.reads.filled } else { &cache.reads.hit }.inc();
-                    return Ok(rows);
-                }
-                Ok(Lookup::Miss(_)) => {
-                    if !waited {
-                        self.counters.fill_waits.inc();
-                        cache.reads.missed.inc();
-                        waited = true;
-                    }
-                    self.wake.notify_one();
-                }
-                Err(LookupError::NoView) => return Err(RelayReason::Unavailable),
-                // The parameters cannot be answered from the view (types, NULL keys of a
-                // global aggregate, unmergeable lists): the server answers.
-                Err(_) => return Err(RelayReason::Parameter),
+            self.wake.notify_one();
+            // Subscribed before this look: a fill completing after it wakes the wait below.
+            if let Lookup::Hit(rows) = look().map_err(refused)? {
+                cache.reads.filled.inc();
+                return Ok(rows);
             }
             match tokio::time::timeout_at(deadline, filled.changed()).await {
                 Ok(Ok(())) => continue,
@@ -598,6 +595,15 @@ fn replica_server_id(config: &Config) -> u32 {
     }
     let n = STARTED.fetch_add(1, Ordering::Relaxed);
     config.binlog.effective_server_id().checked_add(n).unwrap_or(1_000_000 + n)
+}
+
+/// Why a lookup the view refuses is relayed: the view is gone, or the parameters cannot be
+/// answered from it (types, NULL keys of a global aggregate, unmergeable lists).
+fn refused(e: LookupError) -> RelayReason {
+    match e {
+        LookupError::NoView => RelayReason::Unavailable,
+        _ => RelayReason::Parameter,
+    }
 }
 
 fn live_of(dataflow: &Dataflow, view: ViewId) -> Option<Arc<Live>> {

@@ -394,7 +394,8 @@ impl Session {
         if self.status.has(StatusFlags::IN_TRANS) || !self.status.has(StatusFlags::AUTOCOMMIT) {
             return Err(RelayReason::InTransaction);
         }
-        if self.state.tainted || !self.state.utf8 || self.state.database.as_deref() != Some(engine.settings.database.to_ascii_lowercase().as_str()) {
+        let same_database = self.state.database.as_deref().is_some_and(|d| d.eq_ignore_ascii_case(&engine.settings.database));
+        if self.state.tainted || !self.state.utf8 || !same_database {
             return Err(RelayReason::SessionState);
         }
         if !engine.fresh() {
@@ -433,8 +434,8 @@ impl Session {
             Ok(rows) => rows,
             Err(r) => return Ok(Err((r, None))),
         };
-        let packets = match encode_result(&columns, &rows, key.binary) {
-            Ok(packets) => packets,
+        let (encoded, ends) = match encode_rows(&columns, &rows, key.binary) {
+            Ok(rows) => rows,
             Err(why) => {
                 tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
                 columns.encodable.store(false, Ordering::Relaxed);
@@ -453,8 +454,10 @@ impl Session {
         if !deprecate_eof {
             seq = self.client.queue_packet(seq, &eof(status));
         }
-        for row in &packets {
-            seq = self.client.queue_packet(seq, row);
+        let mut from = 0;
+        for &end in &ends {
+            seq = self.client.queue_packet(seq, &encoded[from..end]);
+            from = end;
         }
         let end = if deprecate_eof { ok_eof(status) } else { eof(status) };
         self.client.queue_packet(seq, &end);
@@ -544,19 +547,20 @@ impl Session {
     }
 }
 
-/// Row packets for `rows`, or why a value cannot be encoded exactly.
-fn encode_result(columns: &crate::cache::Columns, rows: &[Row], binary_protocol: bool) -> Result<Vec<Vec<u8>>, crate::encode::Unencodable> {
-    let mut out = Vec::with_capacity(rows.len());
+/// The row packets' payloads for `rows`, back to back, and where each ends; or why a value
+/// cannot be encoded exactly (nothing is sent then: the read is relayed whole).
+fn encode_rows(columns: &crate::cache::Columns, rows: &[Row], binary_protocol: bool) -> Result<(Vec<u8>, Vec<usize>), crate::encode::Unencodable> {
+    let mut out = Vec::with_capacity(64 * rows.len());
+    let mut ends = Vec::with_capacity(rows.len());
     for row in rows {
-        let mut packet = Vec::with_capacity(64);
         if binary_protocol {
-            binary::row(&mut packet, row, &columns.render)?;
+            binary::row(&mut out, row, &columns.render)?;
         } else {
-            text::row(&mut packet, row, &columns.render)?;
+            text::row(&mut out, row, &columns.render)?;
         }
-        out.push(packet);
+        ends.push(out.len());
     }
-    Ok(out)
+    Ok((out, ends))
 }
 
 fn eof(status: StatusFlags) -> Vec<u8> {
