@@ -236,6 +236,15 @@ mod tests {
     }
 
     #[test]
+    fn a_cached_in_list_of_placeholders_matches_lists_by_position() {
+        let cached = "SELECT id, name FROM items WHERE id IN (?, ?)";
+        assert_eq!(uses(&verdict_for(cached, "SELECT id, name FROM items WHERE id IN (4, 5, 6)")), [SlotUse::List { first: 0, arity: 2 }]);
+        // Not a list of consecutive placeholders: not matched.
+        let mixed = "SELECT id, name FROM items WHERE id IN (?, 3)";
+        assert!(matches!(verdict_for(mixed, "SELECT id, name FROM items WHERE id IN (1, 3)"), Verdict::Relay { .. }));
+    }
+
+    #[test]
     fn relays_say_why() {
         let cached = "SELECT id, name FROM items WHERE id = ?";
         let Verdict::Relay { reason } = verdict_for(cached, "SELECT id, NOW() FROM items WHERE id = 1") else { panic!() };

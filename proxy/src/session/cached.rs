@@ -74,6 +74,13 @@ impl SessionState {
 
     /// Notes what a statement that is not a cacheable SELECT does to the session.
     pub fn observe(&mut self, sql: &[u8]) {
+        // Most statements (INSERT, UPDATE, ...) change nothing followed here: decided by the
+        // first word alone unless the text may hold several statements.
+        let first = Lexer::new(sql).next().map(|t| t.text(sql));
+        let may_change = first.is_some_and(|w| w.eq_ignore_ascii_case(b"set") || w.eq_ignore_ascii_case(b"use"));
+        if !may_change && !sql.contains(&b';') {
+            return;
+        }
         let tokens: Vec<_> = Lexer::new(sql).collect();
         let word = |i: usize| -> Option<String> {
             tokens.get(i).filter(|t| matches!(t.kind, TokenKind::Word | TokenKind::QuotedIdent)).map(|t| {
