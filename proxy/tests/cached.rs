@@ -244,6 +244,14 @@ async fn uncacheable_config_queries_fail_the_start_or_are_relayed() {
     let e = engine(&proxy);
     assert!(e.by_name("ok").unwrap().live().is_ok());
     assert!(e.by_name("clock").unwrap().live().is_err());
+    // Listed, with why it is relayed; the other cache serves.
+    let mut conn = through(&proxy).await;
+    let rows: Vec<mysql_async::Row> = conn.query("SHOW CACHES").await.unwrap();
+    let class = |name: &str| rows.iter().find(|r| r.get::<String, _>("name").as_deref() == Some(name)).and_then(|r| r.get::<String, _>("cost_class"));
+    assert!(class("clock").is_some_and(|c| c.starts_with("unavailable") && c.contains("session-dependent")), "{:?}", class("clock"));
+    assert!(class("ok").is_some_and(|c| !c.starts_with("unavailable")));
+    let mut raw = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    hit(&mut raw, &proxy, "ok", "SELECT id FROM ct_strict WHERE id = 2").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
