@@ -7,7 +7,7 @@
 //! ```text
 //! freshet-load --target direct=mysql://u:p@127.0.0.1:33306/db --target freshet=mysql://u:p@127.0.0.1:3307/db \
 //!              [--workload point|story|point,story] [--seconds 10] [--warmup 1] [--connections 8] [--rounds 2]
-//!              [--rows 10000] [--writes 5] [--skew 1.0] [--text] [--prefill]
+//!              [--rows 10000] [--writes 5] [--skew 1.0] [--text] [--prefill] [--ceiling NAME]
 //! freshet-load --target direct=URL --setup-only [--workload ...] [--rows N]   create and fill the tables, then exit
 //! freshet-load --print-cache-config [--workload ...]                          the [[cache]] entries for freshet's config
 //! ```
@@ -25,7 +25,9 @@
 //! warmed the same way.
 //!
 //! Per target the report takes the median round by throughput (with two rounds, the better
-//! one); ratios are that target's throughput and read latencies over the first target's.
+//! one); ratios are that target's throughput and read latencies over the first target's, and
+//! with `--ceiling NAME` also its throughput over that target's (`freshet-null`, the server that
+//! does no work: the most any MySQL-protocol cache can reach here).
 
 mod workload;
 
@@ -51,6 +53,8 @@ struct Args {
     setup_only: bool,
     print_cache_config: bool,
     prefill: bool,
+    /// The target whose throughput is the ceiling (`freshet-null`), if any.
+    ceiling: Option<String>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -68,6 +72,7 @@ fn parse_args() -> anyhow::Result<Args> {
         setup_only: false,
         print_cache_config: false,
         prefill: false,
+        ceiling: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -93,6 +98,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--text" => a.text = true,
             "--setup-only" => a.setup_only = true,
             "--prefill" => a.prefill = true,
+            "--ceiling" => a.ceiling = Some(value()?),
             "--print-cache-config" => a.print_cache_config = true,
             other => bail!("unknown argument {other}; see the header of benches/src/main.rs"),
         }
@@ -102,6 +108,11 @@ fn parse_args() -> anyhow::Result<Args> {
     }
     if a.targets.is_empty() && !a.print_cache_config {
         bail!("give at least one --target NAME=URL");
+    }
+    if let Some(c) = &a.ceiling
+        && !a.targets.iter().any(|(name, _)| name == c)
+    {
+        bail!("--ceiling {c} names no --target");
     }
     if a.rounds == 0 || a.connections == 0 || a.rows == 0 || a.writes > 100 {
         bail!("--rounds, --connections and --rows must be positive, --writes at most 100");
@@ -251,14 +262,25 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
         })
         .collect();
     let base = &chosen[0];
+    let ceiling = args.ceiling.as_ref().and_then(|c| args.targets.iter().position(|(name, _)| name == c)).map(|i| chosen[i].qps);
     let ratio = |a: f64, b: u32| if b == 0 { 0.0 } else { a / f64::from(b) };
     println!(
-        "{:<10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7}",
-        "target", "ops/s", "x ops/s", "read p50", "read p99", "write p50", "write p99", "x r.p50", "x r.p99", "errors"
+        "{:<10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7}{}",
+        "target",
+        "ops/s",
+        "x ops/s",
+        "read p50",
+        "read p99",
+        "write p50",
+        "write p99",
+        "x r.p50",
+        "x r.p99",
+        "errors",
+        if ceiling.is_some() { "   x ceil" } else { "" }
     );
     for ((name, _), s) in args.targets.iter().zip(&chosen) {
         println!(
-            "{:<10} {:>9.0} {:>7.2}x {:>9} {:>9} {:>9} {:>9} {:>7.2}x {:>7.2}x {:>7}",
+            "{:<10} {:>9.0} {:>7.2}x {:>9} {:>9} {:>9} {:>9} {:>7.2}x {:>7.2}x {:>7}{}",
             name,
             s.qps,
             s.qps / base.qps.max(1e-9),
@@ -268,10 +290,14 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
             s.write[1],
             ratio(f64::from(s.read[0]), base.read[0]),
             ratio(f64::from(s.read[1]), base.read[1]),
-            s.errors
+            s.errors,
+            ceiling.map(|c| format!(" {:>7.2}x", s.qps / c.max(1e-9))).unwrap_or_default()
         );
     }
-    println!("(latencies in us; x = this target over the first)");
+    println!(
+        "(latencies in us; x = this target over the first{})",
+        if ceiling.is_some() { "; x ceil = this target's throughput over the ceiling's" } else { "" }
+    );
     for ((name, _), s) in args.targets.iter().zip(&chosen) {
         if let Some(e) = &s.first_error {
             println!("{name}: first error: {e}");
