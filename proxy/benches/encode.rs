@@ -1,7 +1,9 @@
 //! Cost of encoding one cached row for the client, on the hit path: a story-with-votes shaped
 //! row (BIGINT, VARCHAR, BIGINT count) and a wider point-select row, in both protocols.
 
-use criterion::{Criterion, black_box, criterion_group, criterion_main};
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
 use freshet_dataflow::{Collation, Date, DateTime, Value};
 use freshet_proxy::encode::text::Column;
 use freshet_proxy::encode::{ColumnDef, binary, text, types};
