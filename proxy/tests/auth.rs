@@ -223,3 +223,19 @@ async fn tls_follows_the_client_and_require_ssl_is_honoured() {
     assert!(login(as_user(opts(&proxy.mysql.to_string()), "tlsmodel_plain", true)).await.starts_with("error"));
     assert_eq!(login(as_user(opts(&proxy.mysql.to_string()), "tlsmodel_plain", false)).await, "plaintext");
 }
+
+/// freshet's own connections (readiness probe, binlog, fills, the packet limit) use TLS as
+/// `[upstream] tls` says; `preferred` means TLS when the server offers it, as the test server
+/// does. Checked from the server's side, on the connection itself.
+#[tokio::test(flavor = "multi_thread")]
+async fn own_connections_honour_upstream_tls() {
+    for (mode, want_tls) in [("preferred", true), ("required", true), ("disabled", false)] {
+        let toml = format!("[upstream]\nurl = \"{}\"\ntls = \"{mode}\"\n", upstream_url());
+        let config = freshet_config::Config::parse(&toml, std::path::Path::new("t.toml"), &|_| None, &[]).unwrap();
+        let (mut conn, _) = freshet_proxy::upstream::connect_own(&config.upstream).await.unwrap();
+        let cipher: Option<(String, String)> = conn.query_first("SHOW SESSION STATUS LIKE 'Ssl_cipher'").await.unwrap();
+        let cipher = cipher.map(|(_, v)| v).unwrap_or_default();
+        assert_eq!(!cipher.is_empty(), want_tls, "{mode}: Ssl_cipher = {cipher:?}");
+        conn.disconnect().await.unwrap();
+    }
+}

@@ -65,8 +65,8 @@ async fn packet_over_the_limit() {
     let mut raw = c.io;
     let header = [len as u8, (len >> 8) as u8, (len >> 16) as u8, 0];
     let stream = raw_stream(&mut raw);
-    stream.write_all(&header).await.unwrap();
-    stream.write_all(b"\x03SELECT").await.unwrap();
+    // One write: freshet may refuse, and reset, as soon as it has the header.
+    stream.write_all(&[&header[..], b"\x03SELECT"].concat()).await.unwrap();
     // The server's reaction: its ERR packet, then a reset.
     let mut reply = vec![0; 1024];
     let mut got = 0;

@@ -61,8 +61,10 @@ pub enum ReadError {
     Closed,
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// `seq` is the sequence id of the frame whose header showed the packet too large (the
+    /// server's refusal takes the next one).
     #[error("packet of at least {size} bytes exceeds the limit of {limit} bytes")]
-    TooLarge { size: u64, limit: u64 },
+    TooLarge { size: u64, limit: u64, seq: u8 },
 }
 
 pub struct PacketIo<S> {
@@ -119,7 +121,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         loop {
             if let Some(len) = frame_len(&self.rbuf) {
                 if len > limit {
-                    return Err(ReadError::TooLarge { size: len as u64, limit: limit as u64 });
+                    return Err(ReadError::TooLarge { size: len as u64, limit: limit as u64, seq: self.rbuf[3] });
                 }
                 if let Some(frame) = self.try_frame() {
                     return Ok(frame);
@@ -165,8 +167,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         loop {
             let room = limit.saturating_sub(payload.len());
             let frame = self.read_frame_limited(room.min(MAX_FRAME)).await.map_err(|e| match e {
-                ReadError::TooLarge { size, limit: _ } => {
-                    ReadError::TooLarge { size: payload.len() as u64 + size, limit: limit as u64 }
+                ReadError::TooLarge { size, limit: _, seq } => {
+                    ReadError::TooLarge { size: payload.len() as u64 + size, limit: limit as u64, seq }
                 }
                 other => other,
             })?;
@@ -281,7 +283,7 @@ mod tests {
         // Only the header of a 10 MB frame is ever sent: the reader must refuse on the header.
         a.stream.write_all(&[0x80, 0x96, 0x98, 0]).await.unwrap();
         match b.read_packet(1 << 20).await {
-            Err(ReadError::TooLarge { size, .. }) => assert_eq!(size, 10_000_000),
+            Err(ReadError::TooLarge { size, seq, .. }) => assert_eq!((size, seq), (10_000_000, 0)),
             other => panic!("expected TooLarge, got {other:?}"),
         }
     }
