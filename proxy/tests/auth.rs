@@ -217,6 +217,9 @@ async fn tls_follows_the_client_and_require_ssl_is_honoured() {
             }
         }
         assert_eq!(&got, want, "{config}");
+        // The REQUIRE SSL check runs after the OK, when a compressed session is compressed.
+        let compressed = as_user(opts(&proxy.mysql.to_string()), "tlsmodel_ssl", false).compression(Some(mysql_async::Compression::fast()));
+        assert_eq!(login(compressed).await, want[0], "{config}, compressed");
     }
     // tls = false: nothing offered, a client that insists cannot connect.
     let proxy = start_proxy_raw(&base("", "tls = false")).await;

@@ -120,7 +120,17 @@ async fn handshake(
         reply = client.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_client)?;
     }
     match authenticate(&mut client, upstream, shared, &server, (offered, host), &reply).await {
-        Ok((upstream, caps, status, auth, state)) => Ok(Established { client, upstream, caps, status, auth, state }),
+        Ok((mut upstream, caps, status, auth, state)) => {
+            // Both legs agreed on compression with the same capabilities; it starts after
+            // the OK (the upstream's may have started already, for the REQUIRE SSL check).
+            if caps.has(Capabilities::COMPRESS) {
+                client.start_compression();
+                if !upstream.is_compressed() {
+                    upstream.start_compression();
+                }
+            }
+            Ok(Established { client, upstream, caps, status, auth, state })
+        }
         Err(e) => Err(report(&mut client, e).await),
     }
 }
@@ -287,6 +297,9 @@ where
                 }
                 if payload.first() == Some(&OK) && let Some(check) = &require_tls {
                     let client_seq = frame.seq().wrapping_sub(shift);
+                    if check.caps.has(Capabilities::COMPRESS) && !upstream.is_compressed() {
+                        upstream.start_compression();
+                    }
                     if check.account_requires_tls(upstream).await? {
                         return Err(SessionError::ClientProtocol { reply: check.refusal(), seq: client_seq });
                     }
