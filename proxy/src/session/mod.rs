@@ -14,7 +14,9 @@
 //! - `status` holds the server status flags of the last OK/EOF seen, so the session knows
 //!   whether a transaction is open or autocommit is off (cached reads will be relayed then).
 //! - The upstream connection lives exactly as long as the session: it is closed when the
-//!   session ends, whatever the reason, with COM_QUIT when it is between commands.
+//!   session ends, whatever the reason, with COM_QUIT when it is between commands. The client's
+//!   connection ends as a direct one would: reset when the server reset the upstream's or
+//!   refused a packet over max_allowed_packet, closed in order otherwise.
 
 mod admin;
 mod cached;
