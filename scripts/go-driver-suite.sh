@@ -37,8 +37,6 @@ mysql = "127.0.0.1:$port"
 admin = "127.0.0.1:$admin_port"
 tls_cert = "${FRESHET_TEST_TLS_CA%/*}/server-cert.pem"
 tls_key = "${FRESHET_TEST_TLS_CA%/*}/server-key.pem"
-[limits]
-max_packet = "1GiB"
 [log]
 level = "warn"
 TOML

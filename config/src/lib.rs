@@ -89,9 +89,19 @@ pub struct Listen {
     pub mysql: SocketAddr,
     /// HTTP admin endpoint: /metrics, /live, /ready. Default 127.0.0.1:9307.
     pub admin: SocketAddr,
-    /// TLS towards applications: PEM certificate chain and private key. Both or neither;
-    /// default neither (TLS is then not offered to applications; loopback needs none).
+    /// `tls`: whether applications are offered TLS. Default true, as a server does: a client
+    /// that asks for TLS gets it, and the upstream leg of its session is TLS too.
+    pub offer_tls: bool,
+    /// `tls_cert`/`tls_key`: PEM certificate chain and private key presented to applications.
+    /// Both or neither; default neither: a self-signed certificate is generated at each start
+    /// (as MariaDB does without ssl_cert), which encrypts but proves no identity.
     pub tls: Option<ListenTls>,
+    /// `trust_plain_clients`: whether a client's plaintext connection to freshet counts as
+    /// secure (the sidecar case: loopback inside one pod). When false, an account the server
+    /// requires TLS of (`REQUIRE SSL`) is refused over a plaintext client leg even when
+    /// freshet's own leg to the server is TLS, as the server would refuse it directly.
+    /// Default false.
+    pub trust_plain_clients: bool,
 }
 
 /// The certificate freshet presents to applications that ask for TLS.
@@ -105,11 +115,22 @@ pub struct ListenTls {
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// Largest packet (after reassembly of 16 MiB frames) a client may send; a larger one ends
-    /// that session with an error. Default 64MiB (MySQL 8's default max_allowed_packet); the
-    /// protocol's own maximum is 1GiB.
-    pub max_packet: ByteSize,
+    /// that session with the server's own error (1153) and a reset. Default
+    /// [`MaxPacket::Server`]: the upstream's `max_allowed_packet`, so that drivers, which read
+    /// that variable through freshet, may send exactly what the server accepts.
+    pub max_packet: MaxPacket,
     /// Client connections served at once; more wait in the kernel's accept queue. Default 4096.
     pub max_connections: u32,
+}
+
+/// `[limits] max_packet`: where the client packet limit comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MaxPacket {
+    /// `"server"`: the upstream's `max_allowed_packet`, read at start and again when freshet
+    /// reconnects (a packet of that size or more is refused, as the server refuses it).
+    Server,
+    /// An explicit size, 1KiB..=1GiB (the protocol's maximum): packets up to it are accepted.
+    Fixed(ByteSize),
 }
 
 /// `[log]`

@@ -341,7 +341,7 @@ fn duration(raw: &Raw) -> Result<Duration, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ListenTls, TlsMode};
+    use crate::{ByteSize, ListenTls, MaxPacket, TlsMode};
     use std::collections::HashMap;
 
     pub(super) fn load(src: &str, env: &[(&str, &str)]) -> Result<Config, ConfigError> {
@@ -360,7 +360,8 @@ mod tests {
         assert_eq!(c.listen.mysql.to_string(), "127.0.0.1:3307");
         assert_eq!(c.listen.admin.to_string(), "127.0.0.1:9307");
         assert_eq!(c.upstream.tls, TlsMode::Preferred);
-        assert_eq!(c.limits.max_packet, ByteSize::mib(64));
+        assert_eq!(c.limits.max_packet, MaxPacket::Server);
+        assert!(c.listen.offer_tls && !c.listen.trust_plain_clients && c.listen.tls.is_none());
         assert!(c.caches.is_empty());
     }
 
@@ -423,6 +424,24 @@ query = \"\"
         let got = messages(load("[upstream\nurl = 1", &[]).unwrap_err());
         assert_eq!(got.len(), 1);
         assert!(got[0].starts_with("f.toml:1:"), "{got:?}");
+    }
+
+    #[test]
+    fn max_packet_is_the_servers_or_an_explicit_size() {
+        let c = load("[upstream]\nurl = \"mysql://u@h\"\n[limits]\nmax_packet = \"server\"\n", &[]).unwrap();
+        assert_eq!(c.limits.max_packet, MaxPacket::Server);
+        let c = load("[upstream]\nurl = \"mysql://u@h\"\n[limits]\nmax_packet = \"16MiB\"\n", &[]).unwrap();
+        assert_eq!(c.limits.max_packet, MaxPacket::Fixed(ByteSize::mib(16)));
+        let got = messages(load("[upstream]\nurl = \"mysql://u@h\"\n[limits]\nmax_packet = \"2GiB\"\n", &[]).unwrap_err());
+        assert!(got[0].contains("outside 1KiB..1GiB"), "{got:?}");
+    }
+
+    #[test]
+    fn listen_tls_can_be_switched_off_but_not_half_configured() {
+        let c = load("[upstream]\nurl = \"mysql://u@h\"\n[listen]\ntls = false\ntrust_plain_clients = true\n", &[]).unwrap();
+        assert!(!c.listen.offer_tls && c.listen.trust_plain_clients);
+        let got = messages(load("[upstream]\nurl = \"mysql://u@h\"\n[listen]\ntls = false\ntls_cert = \"c\"\ntls_key = \"k\"\n", &[]).unwrap_err());
+        assert!(got[0].contains("tls = false, but tls_cert"), "{got:?}");
     }
 
     #[test]

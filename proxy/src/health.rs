@@ -3,29 +3,32 @@
 //!
 //! A full login, not a bare TCP connect: a connection dropped before authenticating counts
 //! against the server's max_connect_errors, and enough of them would get freshet's host
-//! blocked. The result is cached so that probes cannot load the upstream.
+//! blocked. The result is cached so that probes cannot load the upstream. The connection is
+//! made as all of freshet's own are ([`crate::upstream::connect_own`]: TLS as `[upstream] tls`
+//! says); the pool is made on the first probe that reaches the server.
 
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::Queryable;
-use mysql_async::{OptsBuilder, Pool, PoolConstraints, PoolOpts, SslOpts};
-use tokio::sync::Mutex;
+use mysql_async::{OptsBuilder, Pool, PoolConstraints, PoolOpts};
+use tokio::sync::{Mutex, OnceCell};
 
-use freshet_config::{TlsMode, Upstream};
+use freshet_config::Upstream;
+
+use crate::upstream::connect_own;
 
 const CACHE_FOR: Duration = Duration::from_secs(1);
 
 pub struct Health {
-    pool: Pool,
+    config: Upstream,
+    pool: OnceCell<Pool>,
     timeout: Duration,
     last: Mutex<Option<(Instant, Result<(), String>)>>,
 }
 
 impl Health {
     pub fn new(config: &Upstream) -> Self {
-        let constraints = PoolConstraints::new(0, 1).unwrap_or_default();
-        let opts = upstream_opts(config).pool_opts(PoolOpts::default().with_constraints(constraints));
-        Health { pool: Pool::new(opts), timeout: config.connect_timeout, last: Mutex::new(None) }
+        Health { config: config.clone(), pool: OnceCell::new(), timeout: config.connect_timeout, last: Mutex::new(None) }
     }
 
     /// Ok when the upstream answered a ping within the connect timeout, recently.
@@ -50,32 +53,16 @@ impl Health {
     }
 
     async fn ping(&self) -> Result<(), String> {
-        let mut conn = self.pool.get_conn().await.map_err(|e| format!("upstream unreachable: {e}"))?;
+        let pool = self.pool.get_or_try_init(|| self.make_pool()).await.map_err(|e| format!("upstream unreachable: {e}"))?;
+        let mut conn = pool.get_conn().await.map_err(|e| format!("upstream unreachable: {e}"))?;
         conn.ping().await.map_err(|e| format!("upstream ping failed: {e}"))
     }
-}
 
-/// Connection options for freshet's own connections to the upstream (health, binlog, fills):
-/// the url's credentials and database, TCP even to localhost, TLS as `[upstream] tls` says.
-pub fn upstream_opts(config: &Upstream) -> OptsBuilder {
-    let url = &config.url;
-    let ssl = match config.tls {
-        TlsMode::Disabled | TlsMode::Preferred => None,
-        TlsMode::Required => Some(SslOpts::default().with_danger_accept_invalid_certs(true)),
-        TlsMode::VerifyCa => Some(ca_opts(config).with_danger_skip_domain_validation(true)),
-        TlsMode::VerifyIdentity => Some(ca_opts(config)),
-    };
-    OptsBuilder::default()
-        .ip_or_hostname(url.host.clone())
-        .tcp_port(url.port)
-        .user(Some(url.user.clone()))
-        .pass(url.password.clone())
-        .db_name(url.database.clone())
-        .prefer_socket(false)
-        .ssl_opts(ssl)
-}
-
-fn ca_opts(config: &Upstream) -> SslOpts {
-    let roots = config.tls_ca.iter().map(|p| p.clone().into()).collect::<Vec<_>>();
-    SslOpts::default().with_root_certs(roots)
+    /// A pool of one connection, with the options [`connect_own`] settled on.
+    async fn make_pool(&self) -> Result<Pool, mysql_async::Error> {
+        let (conn, opts) = connect_own(&self.config).await?;
+        let _ = conn.disconnect().await;
+        let constraints = PoolConstraints::new(0, 1).unwrap_or_default();
+        Ok(Pool::new(OptsBuilder::from_opts(opts).pool_opts(PoolOpts::default().with_constraints(constraints))))
+    }
 }

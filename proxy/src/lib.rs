@@ -53,9 +53,20 @@ impl Server {
         let mysql = TcpListener::bind(config.listen.mysql).await.with_context(|| format!("binding [listen] mysql = {}", config.listen.mysql))?;
         let admin = TcpListener::bind(config.listen.admin).await.with_context(|| format!("binding [listen] admin = {}", config.listen.admin))?;
         let client_tls = match &config.listen.tls {
+            _ if !config.listen.offer_tls => None,
             Some(tls) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(&tls.cert, &tls.key)?)),
-            None => None,
+            None => Some(tokio_rustls::TlsAcceptor::from(tls::generated_server_config()?)),
         };
+        let packet_limit = upstream::PacketLimit::new(config.limits.max_packet);
+        if packet_limit.due() {
+            // Best effort: while the upstream cannot be asked, sessions use PacketLimit::UNKNOWN
+            // and a session that connects a minute later or more asks again.
+            match tokio::time::timeout(config.upstream.connect_timeout, packet_limit.read_from_server(&config.upstream)).await {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => warn!(error = %e, "cannot read the upstream's max_allowed_packet"),
+                Err(_) => warn!("reading the upstream's max_allowed_packet timed out"),
+            }
+        }
         let health = Arc::new(Health::new(&config.upstream));
         let engine: EngineCell = Default::default();
         if !config.caches.is_empty() {
@@ -67,6 +78,7 @@ impl Server {
             upstream,
             metrics: Arc::new(ProxyMetrics::default()),
             client_tls,
+            packet_limit,
             sha2_key: Default::default(),
             engine,
         });

@@ -1,5 +1,9 @@
 //! TLS on both legs: from freshet to the upstream, in the modes of MySQL's `--ssl-mode`, and
-//! from applications to freshet with the certificate in `[listen] tls_cert`/`tls_key`.
+//! from applications to freshet with the certificate in `[listen] tls_cert`/`tls_key`, or
+//! without one a self-signed certificate generated at start ([`generated_server_config`]), as
+//! MariaDB does when it has no ssl_cert: TLS is offered to applications by default, so that a
+//! driver that asks for it gets it as directly. Which upstream leg a client's leg gets is
+//! decided in [`crate::upstream::UpstreamConnector::use_tls`].
 //!
 //! Upstream modes:
 //! `preferred` and `required` encrypt without checking who is on the other end (the
@@ -35,6 +39,8 @@ pub enum TlsSetupError {
     Listen { what: &'static str, path: String, reason: String },
     #[error("TLS setup failed: {0}")]
     Rustls(#[from] Error),
+    #[error("cannot generate a TLS certificate for applications: {0}")]
+    Generate(String),
 }
 
 /// The client config for `mode`, or None when TLS is disabled.
@@ -79,11 +85,60 @@ pub fn server_config(cert: &Path, key: &Path) -> Result<Arc<ServerConfig>, TlsSe
     Ok(Arc::new(config))
 }
 
+/// The server config for TLS towards applications with a self-signed certificate made now
+/// (an ECDSA P-256 key; names localhost and 127.0.0.1). It proves no identity, as the server's
+/// own auto-generated certificate does not; clients that verify need `[listen] tls_cert`.
+pub fn generated_server_config() -> Result<Arc<ServerConfig>, TlsSetupError> {
+    let generated = rcgen::generate_simple_self_signed(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+        .map_err(|e| TlsSetupError::Generate(e.to_string()))?;
+    let key = PrivateKeyDer::try_from(generated.key_pair.serialize_der()).map_err(|e| TlsSetupError::Generate(e.to_string()))?;
+    let config = ServerConfig::builder_with_provider(Arc::new(ring::default_provider()))
+        .with_safe_default_protocol_versions()?
+        .with_no_client_auth()
+        .with_single_cert(vec![generated.cert.der().clone()], key)?;
+    Ok(Arc::new(config))
+}
+
 /// A TCP connection before or after its TLS upgrade; `T` is the client or the server side
 /// of a rustls stream.
 pub enum MaybeTls<T> {
     Plain(TcpStream),
     Tls(Box<T>),
+}
+
+/// The TCP connection under a stream, for socket options.
+pub trait Tcp {
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Tcp for tokio_rustls::server::TlsStream<Rewind<TcpStream>> {
+    fn tcp(&self) -> &TcpStream {
+        &self.get_ref().0.inner
+    }
+}
+
+impl Tcp for tokio_rustls::client::TlsStream<TcpStream> {
+    fn tcp(&self) -> &TcpStream {
+        self.get_ref().0
+    }
+}
+
+impl<T: Tcp> MaybeTls<T> {
+    pub fn tcp(&self) -> &TcpStream {
+        match self {
+            MaybeTls::Plain(s) => s,
+            MaybeTls::Tls(s) => s.tcp(),
+        }
+    }
+
+    /// Makes the connection end with a reset (RST) instead of an orderly close when it is
+    /// dropped, as a server's connection ends when it is killed or times out: drivers tell
+    /// the two apart ("connection reset" vs "server closed the connection"). SO_LINGER 0,
+    /// which never blocks on close (unlike other linger times, hence tokio's deprecation).
+    pub fn reset_on_drop(&self) {
+        #[allow(deprecated)]
+        let _ = self.tcp().set_linger(Some(std::time::Duration::ZERO));
+    }
 }
 
 impl<T: AsyncRead + AsyncWrite + Unpin> AsyncRead for MaybeTls<T> {

@@ -147,3 +147,98 @@ async fn tls_from_applications() {
         plain.disconnect().await.unwrap();
     }
 }
+
+/// TLS that encrypts without checking the certificate (freshet's own is generated at start).
+fn any_cert() -> mysql_async::SslOpts {
+    mysql_async::SslOpts::default().with_danger_accept_invalid_certs(true)
+}
+
+async fn cipher_of(opts: mysql_async::OptsBuilder) -> Result<String, mysql_async::Error> {
+    let mut conn = mysql_async::Conn::new(opts).await?;
+    let cipher: Option<(String, String)> = conn.query_first("SHOW SESSION STATUS LIKE 'Ssl_cipher'").await?;
+    conn.disconnect().await?;
+    Ok(cipher.map(|(_, v)| v).unwrap_or_default())
+}
+
+fn as_user(opts: mysql_async::OptsBuilder, user: &str, tls: bool) -> mysql_async::OptsBuilder {
+    opts.user(Some(user)).pass(Some("pw")).db_name(None::<String>).ssl_opts(tls.then(any_cert))
+}
+
+/// What a login ends with: the session's Ssl_cipher being empty or not, or the error.
+async fn login(opts: mysql_async::OptsBuilder) -> String {
+    match cipher_of(opts).await {
+        Ok(cipher) if cipher.is_empty() => "plaintext".into(),
+        Ok(_) => "tls".into(),
+        Err(mysql_async::Error::Server(e)) => format!("{} {}", e.code, e.message),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+/// freshet's default TLS model: TLS is offered to clients with a generated certificate; a
+/// client's leg decides the server's leg (`preferred`), so that the session looks as it does
+/// directly — also to accounts created REQUIRE SSL. With `required` the server's leg is always
+/// TLS, and a REQUIRE SSL account over a plaintext client leg is still refused, unless
+/// `trust_plain_clients` says the plaintext leg is safe.
+#[tokio::test(flavor = "multi_thread")]
+async fn tls_follows_the_client_and_require_ssl_is_honoured() {
+    let mut root = direct().await;
+    for (user, require) in [("tlsmodel_ssl", "REQUIRE SSL"), ("tlsmodel_plain", "")] {
+        root.query_drop(format!("DROP USER IF EXISTS '{user}'@'127.0.0.1'")).await.unwrap();
+        root.query_drop(format!("CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw' {require}")).await.unwrap();
+    }
+    let direct_addr = upstream_addr();
+    let mut expected = Vec::new();
+    for user in ["tlsmodel_ssl", "tlsmodel_plain"] {
+        for tls in [false, true] {
+            expected.push(login(as_user(opts(&direct_addr), user, tls)).await);
+        }
+    }
+    assert!(expected[0].starts_with("1045 Access denied for user 'tlsmodel_ssl'@'127.0.0.1'"), "{expected:?}");
+    assert_eq!(expected[1..], ["tls", "plaintext", "tls"]);
+
+    let base = |upstream: &str, listen: &str| {
+        format!("[upstream]\nurl = \"{}\"\n{upstream}\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{listen}\n", upstream_url())
+    };
+    // With `required` a plaintext client's session is TLS on the server's leg; the REQUIRE SSL
+    // account is still refused over plaintext, unless plaintext is trusted.
+    let tls_always = [expected[0].clone(), "tls".into(), "tls".into(), "tls".into()].to_vec();
+    let trusted = ["tls", "tls", "tls", "tls"].map(String::from).to_vec();
+    for (config, want) in [
+        // The default: upstream tls = preferred, a generated certificate, plaintext not trusted.
+        (base("", ""), &expected),
+        (base("tls = \"required\"", ""), &tls_always),
+        (base("tls = \"required\"", "trust_plain_clients = true"), &trusted),
+    ] {
+        let proxy = start_proxy_raw(&config).await;
+        let mut got = Vec::new();
+        for user in ["tlsmodel_ssl", "tlsmodel_plain"] {
+            for tls in [false, true] {
+                got.push(login(as_user(opts(&proxy.mysql.to_string()), user, tls)).await);
+            }
+        }
+        assert_eq!(&got, want, "{config}");
+        // The REQUIRE SSL check runs after the OK, when a compressed session is compressed.
+        let compressed = as_user(opts(&proxy.mysql.to_string()), "tlsmodel_ssl", false).compression(Some(mysql_async::Compression::fast()));
+        assert_eq!(login(compressed).await, want[0], "{config}, compressed");
+    }
+    // tls = false: nothing offered, a client that insists cannot connect.
+    let proxy = start_proxy_raw(&base("", "tls = false")).await;
+    assert!(login(as_user(opts(&proxy.mysql.to_string()), "tlsmodel_plain", true)).await.starts_with("error"));
+    assert_eq!(login(as_user(opts(&proxy.mysql.to_string()), "tlsmodel_plain", false)).await, "plaintext");
+}
+
+/// freshet's own connections (readiness probe, binlog, fills, the packet limit) use TLS as
+/// `[upstream] tls` says; `preferred` means TLS when the server offers it, as the test server
+/// does. Checked from the server's side, on the connection itself.
+#[tokio::test(flavor = "multi_thread")]
+async fn own_connections_honour_upstream_tls() {
+    for (mode, want_tls) in [("preferred", true), ("required", true), ("disabled", false)] {
+        let toml = format!("[upstream]\nurl = \"{}\"\ntls = \"{mode}\"\n", upstream_url());
+        let config = freshet_config::Config::parse(&toml, std::path::Path::new("t.toml"), &|_| None, &[]).unwrap();
+        let (mut conn, _) = freshet_proxy::upstream::connect_own(&config.upstream).await.unwrap();
+        let cipher: Option<(String, String)> = conn.query_first("SHOW SESSION STATUS LIKE 'Ssl_cipher'").await.unwrap();
+        let cipher = cipher.map(|(_, v)| v).unwrap_or_default();
+        assert_eq!(!cipher.is_empty(), want_tls, "{mode}: Ssl_cipher = {cipher:?}");
+        conn.disconnect().await.unwrap();
+    }
+}

@@ -302,3 +302,85 @@ async fn statistics_and_process_kill() {
     assert!(victim.query_drop("SELECT 1").await.is_err());
     assert!(connection_gone(id).await);
 }
+
+/// Drivers read `@@max_allowed_packet` through freshet and size their packets by it: with the
+/// default config freshet accepts what the server accepts (the test server allows 256 MiB).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_70_mib_blob_with_the_default_packet_limit() {
+    let proxy = start_proxy("").await;
+    let mut p = through(&proxy).await;
+    let server_limit: Option<u64> = p.query_first("SELECT @@max_allowed_packet").await.unwrap();
+    assert!(server_limit.unwrap() > 70 << 20, "scripts/mariadb.sh starts the server with a larger max_allowed_packet");
+    p.query_drop("CREATE TABLE IF NOT EXISTS relay_blob70 (id INT PRIMARY KEY, b LONGBLOB)").await.unwrap();
+    // In the text protocol, so that it is one 70 MiB packet (drivers send prepared
+    // statements' large parameters in COM_STMT_SEND_LONG_DATA pieces).
+    let blob: Vec<u8> = (0..70u32 << 20).map(|i| b'a' + (i % 26) as u8).collect();
+    let insert = format!("REPLACE INTO relay_blob70 VALUES (1, '{}')", std::str::from_utf8(&blob).unwrap());
+    p.query_drop(insert).await.unwrap();
+    let len: Option<u64> = p.query_first("SELECT LENGTH(b) FROM relay_blob70 WHERE id = 1").await.unwrap();
+    assert_eq!(len, Some(70 << 20));
+    let same: Option<bool> = p.exec_first("SELECT b = ? FROM relay_blob70 WHERE id = 1", (blob,)).await.unwrap();
+    assert_eq!(same, Some(true));
+    p.query_drop("DROP TABLE relay_blob70").await.unwrap();
+}
+
+/// How a raw connection ends once the server drops it.
+async fn end_of(c: &mut RawClient) -> String {
+    loop {
+        match c.try_packet().await {
+            Ok(_) => continue,
+            Err(freshet_proxy::protocol::io::ReadError::Closed) => return "closed (FIN)".into(),
+            Err(freshet_proxy::protocol::io::ReadError::Io(e)) => return format!("{:?}", e.kind()),
+            Err(e) => return e.to_string(),
+        }
+    }
+}
+
+/// The server resets a connection it drops for wait_timeout and closes one it KILLs; through
+/// freshet the client's connection ends the same way (drivers report ECONNRESET for the one
+/// and "server closed the connection" for the other).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_ending_a_connection_ends_the_clients_the_same_way() {
+    let proxy = start_proxy("").await;
+    let mut ends = Vec::new();
+    for addr in [upstream_addr(), proxy.mysql.to_string()] {
+        let mut c = RawClient::connect(&addr, DEFAULT_CAPS).await.unwrap();
+        assert_eq!(c.query("SET SESSION wait_timeout = 1").await[0][0], 0);
+        let timed_out = end_of(&mut c).await;
+        let mut c = RawClient::connect(&addr, DEFAULT_CAPS).await.unwrap();
+        let id = c.query("SELECT CONNECTION_ID()").await;
+        let id = String::from_utf8_lossy(&id[id.len() - 2][1..]).into_owned();
+        let mut admin = direct().await;
+        admin.query_drop(format!("KILL {id}")).await.unwrap();
+        let killed = end_of(&mut c).await;
+        ends.push((timed_out, killed));
+    }
+    assert_eq!(ends[0], ("ConnectionReset".to_string(), "closed (FIN)".to_string()), "directly");
+    assert_eq!(ends[1], ends[0], "through freshet");
+}
+
+/// A client that asks for compression gets a compressed session (zlib; MariaDB offers no
+/// zstd), on both legs: the server reports it ON, and large packets both ways, prepared
+/// statements and many small replies come back as directly.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_compressed_session() {
+    let proxy = start_proxy("").await;
+    let mut seen = Vec::new();
+    for addr in [upstream_addr(), proxy.mysql.to_string()] {
+        let compressed = opts(&addr).compression(Some(mysql_async::Compression::default()));
+        let mut c = mysql_async::Conn::new(compressed).await.unwrap();
+        let status: Option<(String, String)> = c.query_first("SHOW SESSION STATUS LIKE 'Compression'").await.unwrap();
+        c.query_drop("CREATE TABLE IF NOT EXISTS relay_zlib (id INT PRIMARY KEY, b LONGTEXT)").await.unwrap();
+        // 20 MiB: more than one compressed frame each way.
+        let text: String = (0..20u32 << 20).map(|i| char::from(b'a' + (i * 7 % 26) as u8)).collect();
+        c.query_drop(format!("REPLACE INTO relay_zlib VALUES (1, '{text}')")).await.unwrap();
+        let back: Option<String> = c.exec_first("SELECT b FROM relay_zlib WHERE id = ?", (1,)).await.unwrap();
+        assert!(back.as_deref() == Some(text.as_str()), "{addr}: 20 MiB round trip");
+        let rows: Vec<(u32, String)> = c.query("SELECT seq, REPEAT('y', seq % 100) FROM seq_1_to_5000").await.unwrap();
+        let short: Vec<(u32, String)> = c.query("SELECT seq, 'z' FROM seq_1_to_3").await.unwrap();
+        seen.push((status.map(|(_, v)| v), rows, short));
+        c.disconnect().await.unwrap();
+    }
+    assert_eq!(seen[0].0.as_deref(), Some("ON"), "the server compresses directly");
+    assert_eq!(seen[1], seen[0]);
+}

@@ -13,14 +13,34 @@ use toml_edit::Table;
 
 use super::{Loader, Location, Problem, Raw, boolean, byte_size, duration, integer, string};
 use crate::{
-    Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, Limits, Listen, ListenTls, Log, Memory, TlsMode, Upstream,
+    Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, Limits, Listen, ListenTls, Log, MaxPacket, Memory, TlsMode, Upstream,
     UpstreamUrl,
 };
+
+/// Every key of every section, as the loader accepts them; the example config's test checks
+/// that examples/freshet.toml documents each one in its section.
+const KEYS: &[(&str, &[&str])] = &[
+    ("upstream", &["url", "tls", "tls_ca", "connect_timeout"]),
+    ("listen", &["mysql", "admin", "tls", "tls_cert", "tls_key", "trust_plain_clients"]),
+    ("limits", &["max_packet", "max_connections"]),
+    ("log", &["level"]),
+    ("memory", &["limit"]),
+    ("fill", &["timeout"]),
+    ("consistency", &["max_lag"]),
+    ("admin", &["users"]),
+    ("caches", &["strict"]),
+    ("binlog", &["server_id"]),
+];
+
+/// The keys of `section` in [`KEYS`].
+fn keys(section: &str) -> &'static [&'static str] {
+    KEYS.iter().find(|(s, _)| *s == section).map_or(&[], |(_, k)| k)
+}
 
 impl Loader<'_> {
     pub(super) fn upstream(&mut self, root: &Table) -> Option<Upstream> {
         let t = self.section(root, "upstream");
-        self.unknown_keys_in(t, "upstream", &["url", "tls", "tls_ca", "connect_timeout"]);
+        self.unknown_keys_in(t, "upstream", keys("upstream"));
         let url = self.value(t, "upstream", "url", |raw| string(raw)?.parse::<UpstreamUrl>());
         let url = match url {
             Some(url) => Some(url),
@@ -45,7 +65,9 @@ impl Loader<'_> {
 
     pub(super) fn listen(&mut self, root: &Table) -> Listen {
         let t = self.section(root, "listen");
-        self.unknown_keys_in(t, "listen", &["mysql", "admin", "tls_cert", "tls_key"]);
+        self.unknown_keys_in(t, "listen", keys("listen"));
+        let offer_tls = self.value(t, "listen", "tls", boolean).unwrap_or(true);
+        let trust_plain_clients = self.value(t, "listen", "trust_plain_clients", boolean).unwrap_or(false);
         let addr = |raw: &Raw| -> Result<SocketAddr, String> {
             let s = string(raw)?;
             s.parse().map_err(|_| format!("{s:?} is not an address like \"127.0.0.1:3307\""))
@@ -63,25 +85,34 @@ impl Loader<'_> {
                 None
             }
         };
+        if !offer_tls && tls.is_some() {
+            let location = self.location(t, "listen", "tls");
+            self.problems.push(Problem { location, message: "tls = false, but tls_cert/tls_key are set: which is meant?".into() });
+        }
         Listen {
             mysql: self.value(t, "listen", "mysql", addr).unwrap_or(([127, 0, 0, 1], 3307).into()),
             admin: self.value(t, "listen", "admin", addr).unwrap_or(([127, 0, 0, 1], 9307).into()),
+            offer_tls,
             tls,
+            trust_plain_clients,
         }
     }
 
     pub(super) fn limits(&mut self, root: &Table) -> Limits {
         let t = self.section(root, "limits");
-        self.unknown_keys_in(t, "limits", &["max_packet", "max_connections"]);
+        self.unknown_keys_in(t, "limits", keys("limits"));
         let max_packet = self
             .value(t, "limits", "max_packet", |raw| {
+                if string(raw).is_ok_and(|s| s == "server") {
+                    return Ok(MaxPacket::Server);
+                }
                 let size = byte_size(raw)?;
                 if size.bytes() < 1024 || size.bytes() > 1 << 30 {
                     return Err(format!("{size} is outside 1KiB..1GiB (the protocol's maximum)"));
                 }
-                Ok(size)
+                Ok(MaxPacket::Fixed(size))
             })
-            .unwrap_or(ByteSize::mib(64));
+            .unwrap_or(MaxPacket::Server);
         let max_connections = self
             .value(t, "limits", "max_connections", |raw| {
                 let n = integer(raw)?;
@@ -93,13 +124,13 @@ impl Loader<'_> {
 
     pub(super) fn log(&mut self, root: &Table) -> Log {
         let t = self.section(root, "log");
-        self.unknown_keys_in(t, "log", &["level"]);
+        self.unknown_keys_in(t, "log", keys("log"));
         Log { level: self.value(t, "log", "level", |raw| Ok(string(raw)?.to_string())).unwrap_or_else(|| "info".into()) }
     }
 
     pub(super) fn memory(&mut self, root: &Table) -> Memory {
         let t = self.section(root, "memory");
-        self.unknown_keys_in(t, "memory", &["limit"]);
+        self.unknown_keys_in(t, "memory", keys("memory"));
         let limit = self
             .value(t, "memory", "limit", |raw| {
                 let size = byte_size(raw)?;
@@ -111,19 +142,19 @@ impl Loader<'_> {
 
     pub(super) fn fill(&mut self, root: &Table) -> Fill {
         let t = self.section(root, "fill");
-        self.unknown_keys_in(t, "fill", &["timeout"]);
+        self.unknown_keys_in(t, "fill", keys("fill"));
         Fill { timeout: self.value(t, "fill", "timeout", positive_duration).unwrap_or(Duration::from_secs(1)) }
     }
 
     pub(super) fn consistency(&mut self, root: &Table) -> Consistency {
         let t = self.section(root, "consistency");
-        self.unknown_keys_in(t, "consistency", &["max_lag"]);
+        self.unknown_keys_in(t, "consistency", keys("consistency"));
         Consistency { max_lag: self.value(t, "consistency", "max_lag", duration).unwrap_or(Duration::from_secs(5)) }
     }
 
     pub(super) fn admin(&mut self, root: &Table) -> Admin {
         let t = self.section(root, "admin");
-        self.unknown_keys_in(t, "admin", &["users"]);
+        self.unknown_keys_in(t, "admin", keys("admin"));
         let users = self.string_list(t, "admin", "users", |user| {
             if user.is_empty() { Err("a user name cannot be empty".to_string()) } else { Ok(()) }
         });
@@ -133,13 +164,13 @@ impl Loader<'_> {
     /// `[caches]`, the policy; the entries themselves are `[[cache]]`, read by [`Self::caches`].
     pub(super) fn cache_policy(&mut self, root: &Table) -> CachePolicy {
         let t = self.section(root, "caches");
-        self.unknown_keys_in(t, "caches", &["strict"]);
+        self.unknown_keys_in(t, "caches", keys("caches"));
         CachePolicy { strict: self.value(t, "caches", "strict", boolean).unwrap_or(true) }
     }
 
     pub(super) fn binlog(&mut self, root: &Table) -> Binlog {
         let t = self.section(root, "binlog");
-        self.unknown_keys_in(t, "binlog", &["server_id"]);
+        self.unknown_keys_in(t, "binlog", keys("binlog"));
         let server_id = self
             .value(t, "binlog", "server_id", |raw| {
                 let n = integer(raw)?;
@@ -209,6 +240,7 @@ fn cache_name(s: &str) -> Result<String, String> {
 mod tests {
     use std::time::Duration;
 
+    use super::KEYS;
     use super::super::tests::{load, messages};
     use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, Memory};
 
@@ -451,17 +483,22 @@ query = \"SELECT 5\"
     #[test]
     fn the_example_config_documents_every_key_with_its_default() {
         let example = include_str!("../../../examples/freshet.toml");
-        let keys = [
-            "url", "tls", "tls_ca", "connect_timeout", "mysql", "admin", "max_packet", "max_connections", "level", "limit", "timeout",
-            "max_lag", "users", "strict", "server_id", "name", "query",
-        ];
-        for key in keys {
-            assert!(example.contains(&format!("{key} =")), "examples/freshet.toml does not document {key}");
+        for (section, keys) in KEYS {
+            let start = example.find(&format!("\n[{section}]\n")).unwrap_or_else(|| panic!("examples/freshet.toml has no [{section}]"));
+            let body = &example[start + section.len() + 3..];
+            let body = &body[..body.find("\n[").unwrap_or(body.len())];
+            for key in *keys {
+                assert!(body.contains(&format!("{key} =")), "examples/freshet.toml does not document [{section}] {key}");
+            }
+        }
+        for key in ["name", "query"] {
+            assert!(example.contains(&format!("{key} =")), "examples/freshet.toml does not document [[cache]] {key}");
         }
         let e = load(example, &[]).unwrap();
         let d = load(URL, &[]).unwrap();
         assert_eq!((e.upstream.tls, e.upstream.tls_ca, e.upstream.connect_timeout), (d.upstream.tls, d.upstream.tls_ca, d.upstream.connect_timeout));
         assert_eq!((e.listen.mysql, e.listen.admin, e.listen.tls), (d.listen.mysql, d.listen.admin, d.listen.tls));
+        assert_eq!((e.listen.offer_tls, e.listen.trust_plain_clients), (d.listen.offer_tls, d.listen.trust_plain_clients));
         assert_eq!((e.limits.max_packet, e.limits.max_connections, e.log.level), (d.limits.max_packet, d.limits.max_connections, d.log.level));
         assert_eq!((e.memory, e.fill, e.consistency, e.admin, e.cache_policy, e.binlog), (d.memory, d.fill, d.consistency, d.admin, d.cache_policy, d.binlog));
     }

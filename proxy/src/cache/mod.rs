@@ -256,8 +256,7 @@ impl Engine {
         let database = config.upstream.url.database.clone().ok_or_else(|| {
             anyhow!("[upstream] url must name the database the cached queries read (mysql://user:pass@host:port/DATABASE)")
         })?;
-        let opts: mysql_async::Opts = crate::health::upstream_opts(&config.upstream).into();
-        let mut conn = tokio::time::timeout(config.upstream.connect_timeout, mysql_async::Conn::new(opts.clone()))
+        let (mut conn, opts) = tokio::time::timeout(config.upstream.connect_timeout, crate::upstream::connect_own(&config.upstream))
             .await
             .map_err(|_| anyhow!("connecting to the upstream for the cache engine timed out"))?
             .context("connecting to the upstream for the cache engine")?;

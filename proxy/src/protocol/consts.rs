@@ -50,8 +50,8 @@ impl Capabilities {
 
     /// What freshet can relay faithfully. Everything else is masked out of the server's
     /// handshake before the client sees it, and out of the client's reply:
-    /// - COMPRESS, ZSTD_COMPRESSION: would need a compressing codec on both legs;
-    /// - SSL: TLS towards applications is not implemented yet (the sidecar listens on loopback);
+    /// - ZSTD_COMPRESSION: MySQL 8's zstd would need the C libzstd (zlib, COMPRESS, is relayed);
+    /// - SSL: TLS is per leg, added by freshet to each side's offer on its own;
     /// - OPTIONAL_RESULTSET_METADATA, MARIADB_CACHE_METADATA: result sets without column
     ///   definitions, which freshet must see to find the end of a result set;
     /// - QUERY_ATTRIBUTES: changes the COM_QUERY layout that query matching will read;
@@ -59,6 +59,7 @@ impl Capabilities {
     /// - MARIADB_PROGRESS: progress packets in the middle of results; MARIADB_COM_MULTI:
     ///   several commands in one packet; bit 29 and REMEMBER_OPTIONS: client-side only.
     pub const RELAYABLE: u64 = Self::MYSQL
+        | Self::COMPRESS
         | Self::FOUND_ROWS
         | Self::LONG_FLAG
         | Self::CONNECT_WITH_DB

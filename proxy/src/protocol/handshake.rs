@@ -121,6 +121,8 @@ pub struct ClientHandshake {
     pub user: String,
     pub database: Option<String>,
     pub auth_plugin: Option<String>,
+    /// Whether the auth response is not empty (the server's "using password: YES").
+    pub has_password: bool,
     /// The collation id the client asked for (the low byte; it sets the session's character
     /// set and collation).
     pub collation: u8,
@@ -149,14 +151,15 @@ impl ClientHandshake {
             Capabilities::from_parts(lower, 0)
         };
         let user = String::from_utf8_lossy(c.nul_terminated()?).into_owned();
-        if caps.has(Capabilities::PLUGIN_AUTH_LENENC_DATA) {
-            c.lenenc_bytes()?;
+        let has_password = if caps.has(Capabilities::PLUGIN_AUTH_LENENC_DATA) {
+            !c.lenenc_bytes()?.is_empty()
         } else if caps.has(Capabilities::SECURE_CONNECTION) {
             let n = c.u8()?;
             c.skip(usize::from(n))?;
+            n > 0
         } else {
-            c.nul_terminated()?;
-        }
+            !c.nul_terminated()?.is_empty()
+        };
         // The optional trailing fields may be absent even when their flag is set (older
         // clients); a missing NUL there is tolerated, as servers do.
         let database = if caps.has(Capabilities::CONNECT_WITH_DB) && !c.is_empty() {
@@ -169,7 +172,7 @@ impl ClientHandshake {
         } else {
             None
         };
-        Ok(ClientHandshake { payload: payload.to_vec(), capabilities: caps, user, database, auth_plugin, collation })
+        Ok(ClientHandshake { payload: payload.to_vec(), capabilities: caps, user, database, auth_plugin, has_password, collation })
     }
 
     /// The packet with its capabilities replaced by `caps`.
@@ -227,7 +230,7 @@ mod tests {
         let again = ServerHandshake::parse(&out).unwrap();
         assert_eq!(again.capabilities, narrowed);
         assert!(!again.capabilities.has(Capabilities::SSL));
-        assert!(!again.capabilities.has(Capabilities::COMPRESS));
+        assert!(again.capabilities.has(Capabilities::COMPRESS), "zlib compression is relayed");
         assert!(!again.capabilities.has(Capabilities::MARIADB_PROGRESS));
         assert!(again.capabilities.has(Capabilities::MARIADB_STMT_BULK_OPERATIONS));
         assert!(out.ends_with(b"mysql_native_password\0"));
@@ -261,6 +264,7 @@ mod tests {
         let raw = client_response(caps, 0x1f);
         let hs = ClientHandshake::parse(&raw).unwrap();
         assert_eq!(hs.user, "app");
+        assert!(hs.has_password);
         assert_eq!(hs.database.as_deref(), Some("shop"));
         assert_eq!(hs.auth_plugin.as_deref(), Some("mysql_native_password"));
         assert!(hs.capabilities.has(Capabilities::MARIADB_COM_MULTI));

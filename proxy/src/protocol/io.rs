@@ -1,4 +1,6 @@
 //! Packet framing over one connection: a 3-byte little-endian length, a sequence id, the payload.
+//! On a connection that agreed on compression, the packets travel inside compressed frames,
+//! which [`super::compress`] unwraps as they are read and wraps at each flush.
 //!
 //! [`PacketIo`] owns the connection's read and write buffers. Reading is cancel-safe: bytes
 //! only move from the socket into the read buffer, and a frame leaves the buffer only when it
@@ -14,6 +16,8 @@
 use std::io;
 
 use bytes::{Buf, Bytes, BytesMut};
+
+use super::compress::Compressed;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The largest frame payload; a frame of this size is continued by the next one.
@@ -61,8 +65,10 @@ pub enum ReadError {
     Closed,
     #[error(transparent)]
     Io(#[from] io::Error),
+    /// `seq` is the sequence id of the frame whose header showed the packet too large (the
+    /// server's refusal takes the next one).
     #[error("packet of at least {size} bytes exceeds the limit of {limit} bytes")]
-    TooLarge { size: u64, limit: u64 },
+    TooLarge { size: u64, limit: u64, seq: u8 },
 }
 
 pub struct PacketIo<S> {
@@ -72,6 +78,8 @@ pub struct PacketIo<S> {
     /// Bytes read from and written to the socket since the last [`PacketIo::take_counts`].
     read_count: u64,
     write_count: u64,
+    /// Set once the connection uses the compressed protocol ([`PacketIo::start_compression`]).
+    compressed: Option<Box<Compressed>>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
@@ -81,7 +89,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
 
     /// Wraps a stream whose first bytes are already in `rbuf`.
     pub fn with_buffer(stream: S, rbuf: BytesMut) -> Self {
-        PacketIo { stream, rbuf, wbuf: BytesMut::with_capacity(16 * 1024), read_count: 0, write_count: 0 }
+        PacketIo { stream, rbuf, wbuf: BytesMut::with_capacity(16 * 1024), read_count: 0, write_count: 0, compressed: None }
     }
 
     pub fn get_ref(&self) -> &S {
@@ -119,7 +127,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         loop {
             if let Some(len) = frame_len(&self.rbuf) {
                 if len > limit {
-                    return Err(ReadError::TooLarge { size: len as u64, limit: limit as u64 });
+                    return Err(ReadError::TooLarge { size: len as u64, limit: limit as u64, seq: self.rbuf[3] });
                 }
                 if let Some(frame) = self.try_frame() {
                     return Ok(frame);
@@ -128,7 +136,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
             } else {
                 self.rbuf.reserve(HEADER);
             }
+            self.fill().await?;
+        }
+    }
+
+    /// Reads more from the socket into the read buffer: bytes as they come, or on a compressed
+    /// connection the content of the next whole compressed frame. Cancel-safe (bytes only
+    /// move from the socket into a buffer; a frame is inflated only once it is whole).
+    async fn fill(&mut self) -> Result<(), ReadError> {
+        let Some(c) = &mut self.compressed else {
             let n = self.stream.read_buf(&mut self.rbuf).await?;
+            if n == 0 {
+                return Err(ReadError::Closed);
+            }
+            self.read_count += n as u64;
+            return Ok(());
+        };
+        loop {
+            let before = self.rbuf.len();
+            if c.decode_one(&mut self.rbuf)? {
+                if self.rbuf.len() > before {
+                    return Ok(());
+                }
+                continue;
+            }
+            c.raw.reserve(4096);
+            let n = self.stream.read_buf(&mut c.raw).await?;
             if n == 0 {
                 return Err(ReadError::Closed);
             }
@@ -136,16 +169,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         }
     }
 
+    /// Switches to the compressed protocol (after the OK that ends authentication, when
+    /// CLIENT_COMPRESS was agreed): from now on both directions are compressed frames.
+    pub fn start_compression(&mut self) {
+        let unread = self.rbuf.split();
+        self.compressed = Some(Box::new(Compressed::new(unread)));
+    }
+
+    pub fn is_compressed(&self) -> bool {
+        self.compressed.is_some()
+    }
+
     /// Waits until at least one byte is buffered. Cancel-safe, unlike [`Self::read_packet`]
     /// (which may hold the first frames of a long packet): `select!` on this, then read.
     pub async fn readable(&mut self) -> Result<(), ReadError> {
         if self.rbuf.is_empty() {
             self.rbuf.reserve(HEADER);
-            let n = self.stream.read_buf(&mut self.rbuf).await?;
-            if n == 0 {
-                return Err(ReadError::Closed);
-            }
-            self.read_count += n as u64;
+            self.fill().await?;
         }
         Ok(())
     }
@@ -165,8 +205,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         loop {
             let room = limit.saturating_sub(payload.len());
             let frame = self.read_frame_limited(room.min(MAX_FRAME)).await.map_err(|e| match e {
-                ReadError::TooLarge { size, limit: _ } => {
-                    ReadError::TooLarge { size: payload.len() as u64 + size, limit: limit as u64 }
+                ReadError::TooLarge { size, limit: _, seq } => {
+                    ReadError::TooLarge { size: payload.len() as u64 + size, limit: limit as u64, seq }
                 }
                 other => other,
             })?;
@@ -211,13 +251,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
     }
 
     pub async fn flush(&mut self) -> io::Result<()> {
-        while self.wbuf.has_remaining() {
-            let n = self.stream.write(&self.wbuf).await?;
+        let out = match &mut self.compressed {
+            None => &mut self.wbuf,
+            Some(c) => {
+                if !self.wbuf.is_empty() {
+                    c.encode(&self.wbuf)?;
+                    self.wbuf.clear();
+                }
+                &mut c.out
+            }
+        };
+        while out.has_remaining() {
+            let n = self.stream.write(out).await?;
             if n == 0 {
                 return Err(io::ErrorKind::WriteZero.into());
             }
             self.write_count += n as u64;
-            self.wbuf.advance(n);
+            out.advance(n);
         }
         self.stream.flush().await
     }
@@ -281,7 +331,7 @@ mod tests {
         // Only the header of a 10 MB frame is ever sent: the reader must refuse on the header.
         a.stream.write_all(&[0x80, 0x96, 0x98, 0]).await.unwrap();
         match b.read_packet(1 << 20).await {
-            Err(ReadError::TooLarge { size, .. }) => assert_eq!(size, 10_000_000),
+            Err(ReadError::TooLarge { size, seq, .. }) => assert_eq!((size, seq), (10_000_000, 0)),
             other => panic!("expected TooLarge, got {other:?}"),
         }
     }

@@ -9,6 +9,7 @@
 //! MariaDB's protocol documentation; MariaDB's extended capabilities live in the handshake's
 //! filler bytes.
 
+pub mod compress;
 pub mod consts;
 pub mod cursor;
 pub mod handshake;

@@ -26,6 +26,7 @@ use crate::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK, codes};
 use crate::protocol::{Capabilities, Command, StatusFlags};
 
 use super::connect::{AuthRelay, relay_auth};
+use super::require_tls::RequireTlsCheck;
 use super::cached::Routed;
 use super::{PreparedStatement, Session, SessionError};
 use crate::tls::MaybeTls;
@@ -43,10 +44,9 @@ pub(super) enum Flow {
 impl Session {
     /// Serves commands until the client quits (Ok) or the session breaks (Err).
     pub(super) async fn run(&mut self) -> Result<(), SessionError> {
-        let limit = usize::try_from(self.shared.config.limits.max_packet.bytes()).unwrap_or(usize::MAX);
         loop {
             self.wait_for_command().await?;
-            let packet = self.client.read_packet(limit).await.map_err(SessionError::from_client)?;
+            let packet = self.client.read_packet(self.shared.packet_limit.largest()).await.map_err(SessionError::from_client)?;
             let started = Instant::now();
             if packet.seq != 0 {
                 return Err(client_error(codes::OUT_OF_ORDER, "Got packets out of order", packet.last_seq));
@@ -78,9 +78,11 @@ impl Session {
                 biased;
                 ready = self.client.readable() => return ready.map_err(SessionError::from_client),
                 frame = self.upstream.read_frame() => {
-                    // MariaDB resets (RST) a connection it drops for wait_timeout; others
-                    // close it (FIN), some after an ERR packet. All mean the same here.
+                    // MariaDB resets (RST) a connection it drops for wait_timeout and closes
+                    // (FIN) one it KILLs; others send an ERR packet first. The client's
+                    // connection ends the same way (see Session::close).
                     let frame = frame.map_err(|e| match e {
+                        ReadError::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset => SessionError::UpstreamReset,
                         ReadError::Closed | ReadError::Io(_) => SessionError::UpstreamClosedIdle,
                         other => SessionError::from_upstream(other),
                     })?;
@@ -149,7 +151,9 @@ impl Session {
             ChangeUser => {
                 self.upstream_idle = false;
                 let bridged = matches!(self.client.get_ref(), MaybeTls::Plain(_)) && matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
-                let relay = AuthRelay { shift: 0, state: &mut self.auth, bridge: bridged.then_some(&self.shared.sha2_key) };
+                let check = (bridged && !self.shared.config.listen.trust_plain_clients)
+                    .then(|| RequireTlsCheck::for_change_user(&payload, self.caps, self.client.get_ref().tcp()));
+                let relay = AuthRelay { shift: 0, state: &mut self.auth, bridge: bridged.then_some(&self.shared.sha2_key), require_tls: check };
                 let result = relay_auth(&mut self.client, &mut self.upstream, relay).await;
                 self.statements.clear();
                 match result {

@@ -10,9 +10,12 @@
 //!    |<===== auth switch / more data / OK / ERR: relayed both ways =====>|
 //! ```
 //!
+//! The upstream leg is TLS when the client's is (under `[upstream] tls = preferred`), or
+//! always with `required` and the verify modes ([`crate::upstream::UpstreamConnector::use_tls`]).
 //! When freshet upgrades the upstream leg to TLS, that leg carries one packet more (the SSL
 //! request) than the client's, so sequence ids are shifted by one between the legs until the
-//! authentication ends.
+//! authentication ends. When the upstream leg is TLS and the client's is not, the server's OK
+//! is held until the account is known not to require TLS ([`super::require_tls`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +30,7 @@ use crate::protocol::{Capabilities, PacketIo, StatusFlags};
 use crate::tls::{MaybeTls, Rewind};
 use crate::upstream::{ConnectError, UpstreamStream};
 
+use super::require_tls::RequireTlsCheck;
 use super::sha2_bridge::{self, BridgeError, BridgeKey};
 use super::cached::SessionState;
 use super::{ClientStream, Session, SessionError, Shared};
@@ -38,6 +42,18 @@ const AUTH_TIMEOUT: Duration = Duration::from_secs(10);
 const HANDSHAKE_LIMIT: usize = 64 * 1024;
 
 pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<Session, SessionError> {
+    if shared.packet_limit.due() {
+        // The server's max_allowed_packet may have changed since it was read (it applies to
+        // connections made after a SET GLOBAL); this session keeps the limit it starts with.
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let upstream = &shared.config.upstream;
+            if let Ok(Err(e)) = tokio::time::timeout(upstream.connect_timeout, shared.packet_limit.read_from_server(upstream)).await {
+                tracing::warn!(error = %e, "cannot read the upstream's max_allowed_packet");
+            }
+        });
+    }
+    let host = client.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
     let mut client = PacketIo::new(MaybeTls::Plain(client));
     let tcp = match shared.upstream.connect().await {
         Ok(tcp) => tcp,
@@ -51,7 +67,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
         }
     };
     let upstream = PacketIo::new(tcp);
-    match tokio::time::timeout(AUTH_TIMEOUT, handshake(client, upstream, &shared)).await {
+    match tokio::time::timeout(AUTH_TIMEOUT, handshake(client, upstream, &shared, host)).await {
         Ok(Ok(established)) => Ok(Session {
             client: established.client,
             upstream: established.upstream,
@@ -85,6 +101,7 @@ async fn handshake(
     mut client: PacketIo<ClientStream>,
     mut upstream: PacketIo<TcpStream>,
     shared: &Shared,
+    host: String,
 ) -> Result<Established, SessionError> {
     let (server, offered, mut reply) = match greet(&mut client, &mut upstream, shared).await {
         Ok(greeted) => greeted,
@@ -102,8 +119,18 @@ async fn handshake(
         client = PacketIo::new(MaybeTls::Tls(Box::new(tls)));
         reply = client.read_packet(HANDSHAKE_LIMIT).await.map_err(SessionError::from_client)?;
     }
-    match authenticate(&mut client, upstream, shared, &server, offered, &reply).await {
-        Ok((upstream, caps, status, auth, state)) => Ok(Established { client, upstream, caps, status, auth, state }),
+    match authenticate(&mut client, upstream, shared, &server, (offered, host), &reply).await {
+        Ok((mut upstream, caps, status, auth, state)) => {
+            // Both legs agreed on compression with the same capabilities; it starts after
+            // the OK (the upstream's may have started already, for the REQUIRE SSL check).
+            if caps.has(Capabilities::COMPRESS) {
+                client.start_compression();
+                if !upstream.is_compressed() {
+                    upstream.start_compression();
+                }
+            }
+            Ok(Established { client, upstream, caps, status, auth, state })
+        }
         Err(e) => Err(report(&mut client, e).await),
     }
 }
@@ -149,7 +176,7 @@ async fn authenticate(
     mut upstream: PacketIo<TcpStream>,
     shared: &Shared,
     server: &ServerHandshake,
-    offered: Capabilities,
+    (offered, host): (Capabilities, String),
     reply: &Packet,
 ) -> Result<(PacketIo<UpstreamStream>, Capabilities, StatusFlags, AuthState, SessionState), SessionError> {
     let response = ClientHandshake::parse(&reply.payload)
@@ -169,7 +196,8 @@ async fn authenticate(
             seq: reply.last_seq.wrapping_add(1),
         }
     };
-    let use_tls = shared.upstream.use_tls(server.capabilities.has(Capabilities::SSL)).map_err(tls_failure)?;
+    let client_plain = matches!(client.get_ref(), MaybeTls::Plain(_));
+    let use_tls = shared.upstream.use_tls(!client_plain, server.capabilities.has(Capabilities::SSL)).map_err(tls_failure)?;
     // The handshake response goes out as packet 1 on a plain leg and as packet 2 after an SSL
     // request on a TLS leg; the two legs' sequence ids differ by `shift` until auth ends.
     let (mut upstream, upstream_seq) = if use_tls {
@@ -192,11 +220,12 @@ async fn authenticate(
     };
     upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
     let mut auth = AuthState { scramble: server.scramble.clone(), plugin: server.auth_plugin.clone() };
-    let client_plain = matches!(client.get_ref(), MaybeTls::Plain(_));
+    let check = use_tls && client_plain && !shared.config.listen.trust_plain_clients;
     let relay = AuthRelay {
         shift: upstream_seq.wrapping_sub(reply.seq),
         state: &mut auth,
         bridge: (use_tls && client_plain).then_some(&shared.sha2_key),
+        require_tls: check.then(|| RequireTlsCheck { caps, user: response.user.clone(), host, password: response.has_password }),
     };
     let status = relay_auth(client, &mut upstream, relay).await?;
     let state = SessionState::new(response.user.clone(), response.database.clone(), response.collation);
@@ -230,6 +259,9 @@ pub(super) struct AuthRelay<'a> {
     /// Set when the client leg is plain and the upstream leg TLS: caching_sha2_password's
     /// key exchange is then answered by freshet ([`sha2_bridge`]).
     pub bridge: Option<&'a tokio::sync::OnceCell<Arc<BridgeKey>>>,
+    /// Set when a plaintext client's login goes over a TLS leg and plaintext is not trusted:
+    /// the server's OK is held until the account is known not to require TLS.
+    pub require_tls: Option<RequireTlsCheck>,
 }
 
 /// Where a caching_sha2_password full authentication stands, when freshet bridges it.
@@ -249,7 +281,7 @@ where
     C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     U: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
 {
-    let AuthRelay { mut shift, state, bridge } = relay;
+    let AuthRelay { mut shift, state, bridge, require_tls } = relay;
     let mut full_auth = FullAuth::No;
     loop {
         tokio::select! {
@@ -262,6 +294,15 @@ where
                 }
                 if bridge.is_some() && state.plugin == sha2_bridge::PLUGIN && payload == sha2_bridge::PERFORM_FULL_AUTH {
                     full_auth = FullAuth::Requested;
+                }
+                if payload.first() == Some(&OK) && let Some(check) = &require_tls {
+                    let client_seq = frame.seq().wrapping_sub(shift);
+                    if check.caps.has(Capabilities::COMPRESS) && !upstream.is_compressed() {
+                        upstream.start_compression();
+                    }
+                    if check.account_requires_tls(upstream).await? {
+                        return Err(SessionError::ClientProtocol { reply: check.refusal(), seq: client_seq });
+                    }
                 }
                 client.queue_frame_with_seq(&frame, frame.seq().wrapping_sub(shift));
                 client.flush().await.map_err(SessionError::ClientIo)?;
@@ -360,7 +401,7 @@ mod tests {
     }
 
     fn plain_relay(state: &mut AuthState, shift: u8) -> AuthRelay<'_> {
-        AuthRelay { shift, state, bridge: None }
+        AuthRelay { shift, state, bridge: None, require_tls: None }
     }
 
     fn sha2_state() -> AuthState {
@@ -430,7 +471,7 @@ mod tests {
         let cell = tokio::sync::OnceCell::new_with(Some(key));
         let relay = tokio::spawn(async move {
             let mut state = sha2_state();
-            let relay = AuthRelay { shift: 1, state: &mut state, bridge: Some(&cell) };
+            let relay = AuthRelay { shift: 1, state: &mut state, bridge: Some(&cell), require_tls: None };
             relay_auth(&mut relay_client, &mut relay_upstream, relay).await
         });
         send(&mut server, 3, &[0x01, 0x04]).await;

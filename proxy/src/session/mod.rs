@@ -14,12 +14,15 @@
 //! - `status` holds the server status flags of the last OK/EOF seen, so the session knows
 //!   whether a transaction is open or autocommit is off (cached reads will be relayed then).
 //! - The upstream connection lives exactly as long as the session: it is closed when the
-//!   session ends, whatever the reason, with COM_QUIT when it is between commands.
+//!   session ends, whatever the reason, with COM_QUIT when it is between commands. The client's
+//!   connection ends as a direct one would: reset when the server reset the upstream's or
+//!   refused a packet over max_allowed_packet, closed in order otherwise.
 
 mod admin;
 mod cached;
 mod command;
 mod connect;
+mod require_tls;
 mod sha2_bridge;
 
 use std::collections::HashMap;
@@ -46,8 +49,10 @@ pub struct Shared {
     pub config: Arc<Config>,
     pub upstream: UpstreamConnector,
     pub metrics: Arc<ProxyMetrics>,
-    /// TLS towards applications, when `[listen] tls_cert` is set.
+    /// TLS towards applications, unless `[listen] tls = false`.
     pub client_tls: Option<tokio_rustls::TlsAcceptor>,
+    /// The largest packet a client may send (`[limits] max_packet`, by default the server's).
+    pub packet_limit: crate::upstream::PacketLimit,
     /// freshet's RSA key for caching_sha2_password across a plain and a TLS leg; made on
     /// first use.
     pub sha2_key: tokio::sync::OnceCell<Arc<sha2_bridge::BridgeKey>>,
@@ -107,6 +112,9 @@ pub enum SessionError {
     Upstream(String, UpstreamFailure),
     #[error("the upstream closed the idle connection")]
     UpstreamClosedIdle,
+    /// The upstream reset its connection (wait_timeout, a crash); the client's is reset too.
+    #[error("the upstream reset the connection")]
+    UpstreamReset,
 }
 
 impl SessionError {
@@ -117,7 +125,7 @@ impl SessionError {
             SessionError::PacketTooLarge { .. } => SessionEnd::PacketTooLarge,
             SessionError::AuthFailed => SessionEnd::AuthFailed,
             SessionError::Upstream(..) => SessionEnd::Upstream,
-            SessionError::UpstreamClosedIdle => SessionEnd::UpstreamClosed,
+            SessionError::UpstreamClosedIdle | SessionError::UpstreamReset => SessionEnd::UpstreamClosed,
         }
     }
 
@@ -125,18 +133,25 @@ impl SessionError {
         match e {
             ReadError::Closed => SessionError::ClientGone,
             ReadError::Io(e) => SessionError::ClientIo(e),
-            ReadError::TooLarge { size, limit } => SessionError::PacketTooLarge {
+            // Word for word and sequence id for sequence id what the server sends (drivers
+            // match on the text); the session then ends with a reset, as the server's does.
+            ReadError::TooLarge { seq, .. } => SessionError::PacketTooLarge {
                 reply: ErrPacket::new(
                     crate::protocol::response::codes::PACKET_TOO_LARGE,
                     "08S01",
-                    format!("Got a packet bigger than freshet's max_packet ({limit} bytes; this one has at least {size})"),
+                    "Got a packet bigger than 'max_allowed_packet' bytes".to_string(),
                 ),
-                seq: 1,
+                seq: seq.wrapping_add(1),
             },
         }
     }
 
     fn from_upstream(e: ReadError) -> Self {
+        if let ReadError::Io(io) = &e
+            && io.kind() == std::io::ErrorKind::ConnectionReset
+        {
+            return SessionError::UpstreamReset;
+        }
         SessionError::Upstream(format!("upstream connection lost: {e}"), UpstreamFailure::Lost)
     }
 }
@@ -183,13 +198,20 @@ impl Session {
             self.client.queue_packet(*seq, &reply.encode());
             let _ = self.client.flush().await;
         }
-        if self.upstream_idle && !matches!(result, Err(SessionError::Upstream(..) | SessionError::UpstreamClosedIdle)) {
+        if self.upstream_idle && !matches!(result, Err(SessionError::Upstream(..) | SessionError::UpstreamClosedIdle | SessionError::UpstreamReset)) {
             self.upstream.queue_packet(0, &[crate::protocol::Command::Quit as u8]);
             let _ = self.upstream.flush().await;
         }
         let _ = self.upstream.shutdown().await;
-        let _ = self.client.shutdown().await;
         self.account_bytes();
+        // The client's connection ends as a direct one would: reset when the server reset
+        // the upstream's, and after a packet over max_allowed_packet (the server resets then
+        // too), else closed in order.
+        if matches!(result, Err(SessionError::UpstreamReset | SessionError::PacketTooLarge { .. })) {
+            self.client.get_ref().reset_on_drop();
+        } else {
+            let _ = self.client.shutdown().await;
+        }
     }
 
     /// Moves the byte counts of both connections into the metrics.
