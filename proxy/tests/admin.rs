@@ -90,7 +90,7 @@ fn example_config_is_valid_and_documents_every_key() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/freshet.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     freshet_config::Config::parse(&text, &path, &|_| None, &[]).expect("examples/freshet.toml is valid");
-    for key in ["url", "tls", "tls_ca", "connect_timeout", "mysql", "admin", "max_packet", "max_connections", "level", "name", "query"] {
+    for key in ["url", "password", "tls", "tls_ca", "connect_timeout", "grace", "drain", "mysql", "admin", "max_packet", "max_connections", "level", "name", "query"] {
         assert!(text.contains(&format!("{key} =")), "examples/freshet.toml does not document {key}");
     }
 }
