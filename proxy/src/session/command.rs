@@ -71,7 +71,8 @@ impl Session {
     /// A server closes idle connections (wait_timeout, KILL, shutdown), sometimes after an
     /// unsolicited ERR packet. A direct client would see that at once, and drivers check for
     /// it before reusing a pooled connection, so freshet forwards what the upstream sends and
-    /// closes the client's connection as soon as the upstream's closes.
+    /// closes the client's connection as soon as the upstream's closes. When freshet shuts
+    /// down, a session waiting here ends (a command already sent is served first).
     async fn wait_for_command(&mut self) -> Result<(), SessionError> {
         loop {
             tokio::select! {
@@ -88,6 +89,7 @@ impl Session {
                     self.client.queue_frame(&frame);
                     self.flush_client().await?;
                 }
+                () = self.shared.stop.cancelled() => return Err(SessionError::ShuttingDown),
             }
         }
     }
