@@ -1,6 +1,9 @@
-//! The admin endpoint and the binary's handling of its config.
+//! The admin endpoint (probes, metrics), shutdown, and the binary's handling of its config
+//! (`freshet check`, `--version`, exit statuses).
 
 mod common;
+
+use std::sync::Arc;
 
 use common::*;
 use mysql_async::prelude::*;
@@ -326,4 +329,23 @@ async fn an_upstream_connection_lost_mid_command_is_counted() {
     assert!(eventually(|| proxy.metrics.upstream_failures(UpstreamFailure::Lost) == 1).await, "counted as lost");
     let (_, body) = get(proxy.admin, "/metrics").await;
     assert!(body.contains("freshet_proxy_upstream_failures_total{kind=\"lost\"} 1\n"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shutdown_ends_the_engine_tasks() {
+    let mut conn = direct().await;
+    conn.query_drop("CREATE TABLE IF NOT EXISTS shutdown_items (id INT PRIMARY KEY, name VARCHAR(20)) ENGINE=InnoDB").await.unwrap();
+    let (server, stop, stopped) =
+        server("[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"items\"\nquery = \"SELECT id, name FROM shutdown_items WHERE id = ?\"\n").await;
+    let engine = server.engine().get().expect("the engine started with the server").clone();
+    let run = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    assert!(Arc::strong_count(&engine) > 1, "the engine's tasks hold it while they run");
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    // The writer (and the admin endpoint, and the server) let go of the engine: only this
+    // test's handle is left once its tasks have ended.
+    assert!(eventually(|| Arc::strong_count(&engine) == 1).await, "engine still held by {} others", Arc::strong_count(&engine) - 1);
+    assert!(!engine.caught_up(), "a stopped engine vouches for nothing");
 }
