@@ -28,7 +28,6 @@ use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
 use tracing::debug;
 
 use crate::health::Health;
@@ -46,8 +45,6 @@ pub const STUCK_AFTER: Duration = Duration::from_secs(10);
 pub struct Admin {
     shared: Arc<Shared>,
     health: Arc<Health>,
-    /// The session permits: none left means freshet takes no new connection now.
-    sessions: Arc<Semaphore>,
     started: Instant,
     /// Milliseconds from `started` to the heartbeat task's last tick.
     heartbeat: AtomicU64,
@@ -55,8 +52,8 @@ pub struct Admin {
 }
 
 impl Admin {
-    pub fn new(shared: Arc<Shared>, health: Arc<Health>, sessions: Arc<Semaphore>) -> Self {
-        Admin { shared, health, sessions, started: Instant::now(), heartbeat: AtomicU64::new(0), shutting_down: AtomicBool::new(false) }
+    pub fn new(shared: Arc<Shared>, health: Arc<Health>) -> Self {
+        Admin { shared, health, started: Instant::now(), heartbeat: AtomicU64::new(0), shutting_down: AtomicBool::new(false) }
     }
 
     /// From now on /ready answers 503.
@@ -114,19 +111,20 @@ impl Admin {
             let body = self.render_metrics().await;
             return respond(&mut stream, 200, "text/plain; version=0.0.4; charset=utf-8", &body, head_only).await;
         }
-        let verdict = match path {
-            "/startup" => self.startup(query.split('&').any(|p| p == "caches")).await.map(|()| "started"),
-            "/live" => self.live().map(|()| "live"),
-            "/ready" => self.ready().map(|()| "ready"),
-            "/health" => self.healthy().await.map(|()| "healthy"),
+        let wait_for_caches = query.split('&').any(|p| p == "caches" || p.starts_with("caches="));
+        let (verdict, word) = match path {
+            "/startup" => (self.startup(wait_for_caches).await, "started"),
+            "/live" => (self.live(), "live"),
+            "/ready" => (self.ready(), "ready"),
+            "/health" => (self.healthy().await, "healthy"),
             _ => {
                 let body = "not found; try /startup, /live, /ready, /health or /metrics\n";
                 return respond(&mut stream, 404, "text/plain", body, head_only).await;
             }
         };
         match verdict {
-            Ok(word) => respond(&mut stream, 200, "text/plain", &format!("{word}\n"), head_only).await,
-            Err(reason) => respond(&mut stream, 503, "text/plain", &format!("not {}: {reason}\n", &path[1..]), head_only).await,
+            Ok(()) => respond(&mut stream, 200, "text/plain", &format!("{word}\n"), head_only).await,
+            Err(reason) => respond(&mut stream, 503, "text/plain", &format!("not {word}: {reason}\n"), head_only).await,
         }
     }
 
@@ -159,8 +157,9 @@ impl Admin {
         if self.shutting_down.load(Ordering::Relaxed) {
             return Err("shutting down".into());
         }
-        if self.sessions.available_permits() == 0 {
-            return Err(format!("all [limits] max_connections = {} are in use", self.shared.config.limits.max_connections));
+        let max = self.shared.config.limits.max_connections;
+        if self.shared.metrics.connections_open.get() >= i64::from(max) {
+            return Err(format!("all [limits] max_connections = {max} are in use"));
         }
         Ok(())
     }

@@ -108,7 +108,7 @@ impl Server {
     /// until `[shutdown] grace` after the signal.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         info!(mysql = %self.mysql_addr(), admin = %self.admin_addr(), upstream = %self.shared.config.upstream.url, "freshet is listening");
-        let admin = Arc::new(Admin::new(self.shared.clone(), self.health.clone(), self.sessions.clone()));
+        let admin = Arc::new(Admin::new(self.shared.clone(), self.health.clone()));
         let admin_task = tokio::spawn(admin.clone().serve(self.admin));
         let (sessions, shared) = (self.sessions, self.shared);
         let mut accept = Box::pin(accept_loop(self.mysql, sessions.clone(), shared.clone()));

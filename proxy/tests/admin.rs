@@ -29,6 +29,7 @@ async fn live_ready_and_metrics() {
     assert_eq!(get(proxy.admin, "/ready").await, (200, "ready\n".into()));
     assert_eq!(get(proxy.admin, "/startup").await, (200, "started\n".into()));
     assert_eq!(get(proxy.admin, "/startup?caches").await, (200, "started\n".into()), "no caches: nothing to wait for");
+    assert_eq!(get(proxy.admin, "/startup?caches=1").await, (200, "started\n".into()));
     assert_eq!(get(proxy.admin, "/health").await, (200, "healthy\n".into()));
     let mut conn = through(&proxy).await;
     // The driver runs its own setup queries on connect; count from here.
@@ -244,9 +245,9 @@ async fn readiness_does_not_follow_the_upstream_but_startup_and_health_do() {
     assert_eq!(get(proxy.admin, "/live").await, (200, "live\n".into()));
     let (status, body) = get(proxy.admin, "/startup").await;
     assert_eq!(status, 503);
-    assert!(body.starts_with("not startup: upstream unreachable"), "{body}");
+    assert!(body.starts_with("not started: upstream unreachable"), "{body}");
     let (status, body) = get(proxy.admin, "/health").await;
-    assert_eq!((status, body.starts_with("not health: upstream unreachable")), (503, true), "{body}");
+    assert_eq!((status, body.starts_with("not healthy: upstream unreachable")), (503, true), "{body}");
 }
 
 #[test]
@@ -348,4 +349,14 @@ async fn shutdown_ends_the_engine_tasks() {
     // test's handle is left once its tasks have ended.
     assert!(eventually(|| Arc::strong_count(&engine) == 1).await, "engine still held by {} others", Arc::strong_count(&engine) - 1);
     assert!(!engine.caught_up(), "a stopped engine vouches for nothing");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn not_ready_while_every_connection_is_in_use() {
+    let proxy = start_proxy("[limits]\nmax_connections = 1\n").await;
+    assert_eq!(get(proxy.admin, "/ready").await, (200, "ready\n".into()));
+    let conn = through(&proxy).await;
+    assert_eq!(get(proxy.admin, "/ready").await, (503, "not ready: all [limits] max_connections = 1 are in use\n".into()));
+    conn.disconnect().await.unwrap();
+    assert!(eventually_async(|| async { get(proxy.admin, "/ready").await.0 == 200 }).await, "ready again");
 }
