@@ -13,24 +13,37 @@
 //! 3. **exit**: once every session has ended (or the grace is over), the cache engine's tasks
 //!    are stopped and `run` returns; the binary exits 0.
 //!
-//! No polling: sessions wait on [`Stop::cancelled`] beside their client's socket, and the
+//! No polling: sessions wait on their [`Subscription`] beside their client's socket, and the
 //! server waits for the last session by taking back every connection permit.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
 
 /// Set once, never reset: freshet is stopping.
+///
+/// Each session waits on its own [`Notify`] (a [`Subscription`]), not on a shared one: a
+/// session polls its wait once per command, and a shared waiter list would be one lock that
+/// every session's every command takes.
 #[derive(Default)]
 pub struct Stop {
     stopped: AtomicBool,
+    next: AtomicU64,
+    subscribers: Mutex<HashMap<u64, Arc<Notify>>>,
+    /// For waiters that are not sessions (a few, not per command).
     notify: Notify,
 }
 
 impl Stop {
-    /// Tells everyone waiting in [`Stop::cancelled`], now and later.
+    /// Tells every subscriber and everyone waiting in [`Stop::cancelled`], now and later.
     pub fn cancel(&self) {
         self.stopped.store(true, Ordering::SeqCst);
+        for notify in self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).values() {
+            // A permit: a subscriber not waiting right now finds it on its next wait.
+            notify.notify_one();
+        }
         self.notify.notify_waiters();
     }
 
@@ -48,6 +61,39 @@ impl Stop {
             return;
         }
         notified.await;
+    }
+
+    /// A waiter of its own, for a session's life.
+    pub fn subscribe(self: &Arc<Self>) -> Subscription {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let notify = Arc::new(Notify::new());
+        self.subscribers.lock().unwrap_or_else(|e| e.into_inner()).insert(id, notify.clone());
+        Subscription { stop: self.clone(), id, notify }
+    }
+}
+
+/// One session's wait for [`Stop::cancel`]; unsubscribes when dropped.
+pub struct Subscription {
+    stop: Arc<Stop>,
+    id: u64,
+    notify: Arc<Notify>,
+}
+
+impl Subscription {
+    /// Completes once freshet is stopping.
+    pub async fn cancelled(&self) {
+        // The flag covers a cancel before subscribing; the permit one between the check and
+        // the wait.
+        if self.stop.is_cancelled() {
+            return;
+        }
+        self.notify.notified().await;
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.stop.subscribers.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.id);
     }
 }
 
@@ -70,5 +116,21 @@ mod tests {
         // A late waiter does not wait.
         stop.cancelled().await;
         assert!(stop.is_cancelled());
+    }
+
+    #[tokio::test]
+    async fn subscribers_are_told_whenever_they_wait() {
+        let stop = Arc::new(Stop::default());
+        let (early, idle) = (stop.subscribe(), stop.subscribe());
+        let waiting = tokio::spawn(async move { early.cancelled().await });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        stop.cancel();
+        waiting.await.unwrap();
+        // Not waiting at the cancel, and subscribed after it: both complete.
+        idle.cancelled().await;
+        stop.subscribe().cancelled().await;
+        drop(idle);
+        assert!(stop.subscribers.lock().unwrap().is_empty(), "dropped subscriptions are removed");
     }
 }

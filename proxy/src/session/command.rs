@@ -44,8 +44,9 @@ impl Session {
     /// Serves commands until the client quits (Ok) or the session breaks (Err).
     pub(super) async fn run(&mut self) -> Result<(), SessionError> {
         let limit = usize::try_from(self.shared.config.limits.max_packet.bytes()).unwrap_or(usize::MAX);
+        let stop = self.shared.stop.subscribe();
         loop {
-            self.wait_for_command().await?;
+            self.wait_for_command(&stop).await?;
             let packet = self.client.read_packet(limit).await.map_err(SessionError::from_client)?;
             let started = Instant::now();
             if packet.seq != 0 {
@@ -73,7 +74,7 @@ impl Session {
     /// it before reusing a pooled connection, so freshet forwards what the upstream sends and
     /// closes the client's connection as soon as the upstream's closes. When freshet shuts
     /// down, a session waiting here ends (a command already sent is served first).
-    async fn wait_for_command(&mut self) -> Result<(), SessionError> {
+    async fn wait_for_command(&mut self, stop: &crate::shutdown::Subscription) -> Result<(), SessionError> {
         loop {
             tokio::select! {
                 biased;
@@ -89,7 +90,7 @@ impl Session {
                     self.client.queue_frame(&frame);
                     self.flush_client().await?;
                 }
-                () = self.shared.stop.cancelled() => return Err(SessionError::ShuttingDown),
+                () = stop.cancelled() => return Err(SessionError::ShuttingDown),
             }
         }
     }
