@@ -97,12 +97,6 @@ impl Server {
         self.shared.engine.clone()
     }
 
-    /// Tells sessions and the engine that freshet is stopping (what [`Server::run`] does once
-    /// its drain is over); for tests that drive the steps themselves.
-    pub fn stop(&self) -> Arc<Stop> {
-        self.shared.stop.clone()
-    }
-
     /// Serves until `shutdown` completes, then stops as [`shutdown`] describes: drains for
     /// `[shutdown] drain`, closes the listener and idle sessions, and waits for busy sessions
     /// until `[shutdown] grace` after the signal.
