@@ -47,6 +47,7 @@ pub struct Config {
     /// `[caches]`: what to do with the `[[cache]]` entries below.
     pub cache_policy: CachePolicy,
     pub binlog: Binlog,
+    pub shutdown: Shutdown,
     /// The queries to cache, in file order (`[[cache]]`). Names are unique.
     pub caches: Vec<CacheSpec>,
 }
@@ -185,6 +186,24 @@ pub struct CachePolicy {
     /// is logged as a warning and the query is relayed like any other. Default true, so that a
     /// mistake is seen at deploy time rather than as a missing speed-up.
     pub strict: bool,
+}
+
+/// `[shutdown]`: what freshet does after SIGTERM (or SIGINT).
+///
+/// For `drain` it goes on as before (accepting, serving) but answers /ready with 503; then it
+/// stops accepting, closes idle sessions at once and lets sessions in the middle of a command
+/// finish theirs, until `grace` after the signal; then it exits 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shutdown {
+    /// How long after the signal freshet may go on at most; set it to the pod's
+    /// terminationGracePeriodSeconds (or a little less). More than `drain`. Default 30s,
+    /// Kubernetes' default grace period.
+    pub grace: Duration,
+    /// How long after the signal freshet keeps accepting new connections and serving idle
+    /// sessions, for an application that is stopped at the same time and drains through
+    /// freshet (the classic sidecar form). Default 0s: a native sidecar is stopped only after
+    /// the application has exited.
+    pub drain: Duration,
 }
 
 /// `[binlog]`: freshet as a replica of the upstream.

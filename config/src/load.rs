@@ -73,7 +73,8 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The sections whose keys the environment may override.
-const ENV_SECTIONS: [&str; 10] = ["upstream", "listen", "limits", "log", "memory", "fill", "consistency", "admin", "caches", "binlog"];
+const ENV_SECTIONS: [&str; 11] =
+    ["upstream", "listen", "limits", "log", "memory", "fill", "consistency", "admin", "caches", "binlog", "shutdown"];
 
 pub(crate) fn parse(
     source: &str,
@@ -98,6 +99,7 @@ pub(crate) fn parse(
     let admin = loader.admin(root);
     let cache_policy = loader.cache_policy(root);
     let binlog = loader.binlog(root);
+    let shutdown = loader.shutdown(root);
     let caches = loader.caches(root);
     let mut sections = ENV_SECTIONS.to_vec();
     sections.push("cache");
@@ -106,7 +108,7 @@ pub(crate) fn parse(
 
     match upstream {
         Some(upstream) if loader.problems.is_empty() => {
-            Ok(Config { upstream, listen, limits, log, memory, fill, consistency, admin, cache_policy, binlog, caches })
+            Ok(Config { upstream, listen, limits, log, memory, fill, consistency, admin, cache_policy, binlog, shutdown, caches })
         }
         _ => Err(ConfigError { problems: loader.problems }),
     }

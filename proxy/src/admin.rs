@@ -1,9 +1,21 @@
-//! The admin HTTP endpoint (`[listen] admin`):
+//! The admin HTTP endpoint (`[listen] admin`), shaped for Kubernetes' three probes:
 //!
-//! - `GET /live`    200 while the process serves requests.
-//! - `GET /ready`   200 when the upstream is reachable and, with caches, the binlog is caught
-//!   up to within `[consistency] max_lag`; else 503 with the reason; 503 from the moment a
-//!   shutdown begins, so that traffic moves away while sessions drain.
+//! - `GET /startup` (startupProbe) 200 once freshet is listening with a valid config and the
+//!   upstream answers a login and ping; with `?caches` also once every `[[cache]]` is built
+//!   and the binlog is caught up to within `[consistency] max_lag` (for users who want the
+//!   application to start only with warm, fresh caches). Else 503 with the reason.
+//! - `GET /live` (livenessProbe) 200 unless the process is stuck: the runtime's heartbeat (a
+//!   timer task) has not run for [`STUCK_AFTER`]. Nothing outside the process (upstream down,
+//!   lag) fails it: restarting freshet would not fix those and would cut the application's
+//!   connections.
+//! - `GET /ready` (readinessProbe) 200 while freshet takes new connections; 503 from the
+//!   moment a shutdown begins (so that traffic moves away while sessions drain) and while all
+//!   `[limits] max_connections` are in use. Replication lag and an unreachable upstream do
+//!   not fail it: freshet relays every query then, and taking the pod out of service would
+//!   stop an application that still works (or fails on its own, visibly).
+//! - `GET /health` 200 when the upstream is reachable and, with caches, the binlog is caught
+//!   up within `[consistency] max_lag`; else 503 with the reason. For people and alerts, not
+//!   for a probe.
 //! - `GET /metrics` Prometheus text format, every freshet metric.
 //!
 //! A deliberately small HTTP/1.1 server: one request per connection, GET and HEAD only, a
@@ -11,31 +23,37 @@
 //! not browsers, and keeps an HTTP framework out of the dependency tree.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tracing::debug;
 
 use crate::health::Health;
-use crate::metrics::ProxyMetrics;
-use crate::session::EngineCell;
+use crate::metrics::{family, sample};
+use crate::session::Shared;
 
 const MAX_HEAD: usize = 8 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the liveness heartbeat ticks.
+const HEARTBEAT: Duration = Duration::from_secs(1);
+/// A heartbeat older than this means the runtime is stuck (blocked workers, a busy loop):
+/// /live fails. Far above any scheduling delay of a loaded but working process.
+pub const STUCK_AFTER: Duration = Duration::from_secs(10);
 
 pub struct Admin {
-    pub metrics: Arc<ProxyMetrics>,
-    pub health: Arc<Health>,
-    engine: EngineCell,
-    started: std::time::Instant,
+    shared: Arc<Shared>,
+    health: Arc<Health>,
+    started: Instant,
+    /// Milliseconds from `started` to the heartbeat task's last tick.
+    heartbeat: AtomicU64,
     shutting_down: AtomicBool,
 }
 
 impl Admin {
-    pub fn new(metrics: Arc<ProxyMetrics>, health: Arc<Health>, engine: EngineCell) -> Self {
-        Admin { metrics, health, engine, started: std::time::Instant::now(), shutting_down: AtomicBool::new(false) }
+    pub fn new(shared: Arc<Shared>, health: Arc<Health>) -> Self {
+        Admin { shared, health, started: Instant::now(), heartbeat: AtomicU64::new(0), shutting_down: AtomicBool::new(false) }
     }
 
     /// From now on /ready answers 503.
@@ -43,7 +61,19 @@ impl Admin {
         self.shutting_down.store(true, Ordering::Relaxed);
     }
 
+    /// Serves the endpoint, and ticks the liveness heartbeat, until aborted.
     pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        let beating = self.clone();
+        let heartbeat = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(HEARTBEAT);
+            loop {
+                tick.tick().await;
+                let now = u64::try_from(beating.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                beating.heartbeat.store(now, Ordering::Relaxed);
+            }
+        });
+        // Aborted with this task: the heartbeat must not outlive the endpoint.
+        let _guard = AbortOnDrop(heartbeat);
         loop {
             let (stream, peer) = match listener.accept().await {
                 Ok(accepted) => accepted,
@@ -71,32 +101,77 @@ impl Admin {
             Err(_) => return Ok(()),
         };
         let mut parts = head.split_whitespace();
-        let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        let (method, target) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
         let head_only = method == "HEAD";
         if method != "GET" && !head_only {
             return respond(&mut stream, 405, "text/plain", "only GET and HEAD\n", head_only).await;
         }
-        match path.split('?').next().unwrap_or("") {
-            "/live" => respond(&mut stream, 200, "text/plain", "live\n", head_only).await,
-            "/ready" if self.shutting_down.load(Ordering::Relaxed) => {
-                respond(&mut stream, 503, "text/plain", "not ready: shutting down\n", head_only).await
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        if path == "/metrics" {
+            let body = self.render_metrics().await;
+            return respond(&mut stream, 200, "text/plain; version=0.0.4; charset=utf-8", &body, head_only).await;
+        }
+        let wait_for_caches = query.split('&').any(|p| p == "caches" || p.starts_with("caches="));
+        let (verdict, word) = match path {
+            "/startup" => (self.startup(wait_for_caches).await, "started"),
+            "/live" => (self.live(), "live"),
+            "/ready" => (self.ready(), "ready"),
+            "/health" => (self.healthy().await, "healthy"),
+            _ => {
+                let body = "not found; try /startup, /live, /ready, /health or /metrics\n";
+                return respond(&mut stream, 404, "text/plain", body, head_only).await;
             }
-            "/ready" => match self.health.check().await.and_then(|()| self.binlog_ready()) {
-                Ok(()) => respond(&mut stream, 200, "text/plain", "ready\n", head_only).await,
-                Err(reason) => respond(&mut stream, 503, "text/plain", &format!("not ready: {reason}\n"), head_only).await,
-            },
-            "/metrics" => {
-                let body = self.render_metrics().await;
-                respond(&mut stream, 200, "text/plain; version=0.0.4; charset=utf-8", &body, head_only).await
-            }
-            _ => respond(&mut stream, 404, "text/plain", "not found; try /live, /ready or /metrics\n", head_only).await,
+        };
+        match verdict {
+            Ok(()) => respond(&mut stream, 200, "text/plain", &format!("{word}\n"), head_only).await,
+            Err(reason) => respond(&mut stream, 503, "text/plain", &format!("not {word}: {reason}\n"), head_only).await,
         }
     }
 
-    /// With caches, ready only once the binlog is caught up: a new sidecar must not take
-    /// traffic it would relay for lag anyway (or answer staler than max_lag).
+    /// Listening (this is answering), config valid (it was loaded), upstream reachable; with
+    /// `caches`, every cache built and the binlog caught up.
+    async fn startup(&self, caches: bool) -> Result<(), String> {
+        self.health.check().await?;
+        if !caches {
+            return Ok(());
+        }
+        let Some(engine) = self.shared.engine.get() else {
+            return if self.shared.config.caches.is_empty() { Ok(()) } else { Err("the cache engine is not started".into()) };
+        };
+        if let Some((cache, reason)) = engine.caches().iter().find_map(|c| c.live().err().map(|r| (c.name.clone(), r))) {
+            return Err(format!("cache {cache} is not available: {reason}"));
+        }
+        self.binlog_ready()
+    }
+
+    fn live(&self) -> Result<(), String> {
+        let beat = Duration::from_millis(self.heartbeat.load(Ordering::Relaxed));
+        let silent = self.started.elapsed().saturating_sub(beat);
+        if silent > STUCK_AFTER {
+            return Err(format!("stuck: the runtime's heartbeat has not run for {}s", silent.as_secs()));
+        }
+        Ok(())
+    }
+
+    fn ready(&self) -> Result<(), String> {
+        if self.shutting_down.load(Ordering::Relaxed) {
+            return Err("shutting down".into());
+        }
+        let max = self.shared.config.limits.max_connections;
+        if self.shared.metrics.connections_open.get() >= i64::from(max) {
+            return Err(format!("all [limits] max_connections = {max} are in use"));
+        }
+        Ok(())
+    }
+
+    async fn healthy(&self) -> Result<(), String> {
+        self.health.check().await?;
+        self.binlog_ready()
+    }
+
+    /// With caches, Ok only once the binlog is caught up to within max_lag.
     fn binlog_ready(&self) -> Result<(), String> {
-        match self.engine.get() {
+        match self.shared.engine.get() {
             None => Ok(()),
             Some(engine) if engine.caught_up() => Ok(()),
             Some(engine) => Err(match engine.lag() {
@@ -108,18 +183,25 @@ impl Admin {
 
     async fn render_metrics(&self) -> String {
         let mut out = String::with_capacity(8 * 1024);
-        self.metrics.render(&mut out);
-        if let Some(engine) = self.engine.get() {
+        self.shared.metrics.render(&mut out);
+        if let Some(engine) = self.shared.engine.get() {
             engine.render_metrics(&mut out);
         }
-        use std::fmt::Write;
-        let _ = writeln!(out, "# HELP freshet_upstream_ready 1 if the last readiness check reached the upstream.");
-        let _ = writeln!(out, "# TYPE freshet_upstream_ready gauge");
-        let _ = writeln!(out, "freshet_upstream_ready {}", u8::from(self.health.last().await.unwrap_or(false)));
-        let _ = writeln!(out, "# HELP freshet_uptime_seconds Seconds since freshet started.");
-        let _ = writeln!(out, "# TYPE freshet_uptime_seconds gauge");
-        let _ = writeln!(out, "freshet_uptime_seconds {}", self.started.elapsed().as_secs());
+        family(&mut out, "freshet_upstream_ready", "gauge", "1 if the last upstream check (/startup, /health) reached the upstream.");
+        sample(&mut out, "freshet_upstream_ready", &[], u8::from(self.health.last().await.unwrap_or(false)));
+        family(&mut out, "freshet_shutting_down", "gauge", "1 once a shutdown signal has been received.");
+        sample(&mut out, "freshet_shutting_down", &[], u8::from(self.shutting_down.load(Ordering::Relaxed)));
+        family(&mut out, "freshet_uptime_seconds", "gauge", "Seconds since freshet started.");
+        sample(&mut out, "freshet_uptime_seconds", &[], self.started.elapsed().as_secs());
         out
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -1,26 +1,30 @@
 //! freshet-proxy: the MySQL-protocol front of freshet and the `freshet` binary's wiring.
 //!
 //! Owns the wire protocol ([`protocol`]), client sessions ([`session`]) with their upstream
-//! connections ([`upstream`], [`tls`]), and the admin HTTP endpoint ([`admin`], [`health`],
-//! [`metrics`]). [`Server`] binds the listeners and runs everything; the binary only parses
-//! its arguments and calls it, and tests run the same [`Server`] in-process.
+//! connections ([`upstream`], [`tls`]), the cached reads ([`cache`], [`matching`], [`encode`],
+//! [`admin_sql`]), and the admin HTTP endpoint ([`admin`], [`health`], [`metrics`]).
+//! [`Server`] binds the listeners and runs everything until a shutdown signal, then stops as
+//! [`shutdown`] describes; the binary only parses its arguments and calls it, and tests run
+//! the same [`Server`] in-process.
 
 pub mod admin;
 pub mod admin_sql;
 pub mod cache;
+pub mod check;
 pub mod encode;
 pub mod health;
 pub mod matching;
 pub mod metrics;
 pub mod protocol;
 pub mod session;
+pub mod shutdown;
 pub mod tls;
 pub mod upstream;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
@@ -34,10 +38,8 @@ use crate::cache::Engine;
 use crate::health::Health;
 use crate::metrics::ProxyMetrics;
 use crate::session::{EngineCell, Shared};
+use crate::shutdown::Stop;
 use crate::upstream::UpstreamConnector;
-
-/// How long sessions may go on after a shutdown signal before the process exits anyway.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// freshet, bound to its listeners and ready to run.
 pub struct Server {
@@ -45,6 +47,8 @@ pub struct Server {
     admin: TcpListener,
     shared: Arc<Shared>,
     health: Arc<Health>,
+    /// One permit per client session; all of them back means no session is left.
+    sessions: Arc<Semaphore>,
 }
 
 impl Server {
@@ -81,8 +85,10 @@ impl Server {
             packet_limit,
             sha2_key: Default::default(),
             engine,
+            stop: Arc::new(Stop::default()),
         });
-        Ok(Server { mysql, admin, shared, health })
+        let sessions = Arc::new(Semaphore::new(shared.config.limits.max_connections as usize));
+        Ok(Server { mysql, admin, shared, health, sessions })
     }
 
     pub fn mysql_addr(&self) -> SocketAddr {
@@ -103,48 +109,65 @@ impl Server {
         self.shared.engine.clone()
     }
 
-    /// Serves until `shutdown` completes, then stops accepting and gives open sessions a grace
-    /// period to finish.
+    /// Serves until `shutdown` completes, then stops as [`shutdown`] describes: drains for
+    /// `[shutdown] drain`, closes the listener and idle sessions, and waits for busy sessions
+    /// until `[shutdown] grace` after the signal.
     pub async fn run(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         info!(mysql = %self.mysql_addr(), admin = %self.admin_addr(), upstream = %self.shared.config.upstream.url, "freshet is listening");
-        let admin = Arc::new(Admin::new(self.shared.metrics.clone(), self.health.clone(), self.shared.engine.clone()));
+        let admin = Arc::new(Admin::new(self.shared.clone(), self.health.clone()));
         let admin_task = tokio::spawn(admin.clone().serve(self.admin));
-        let limit = Arc::new(Semaphore::new(self.shared.config.limits.max_connections as usize));
-        let (listener, shared) = (self.mysql, self.shared);
-        // The accept loop owns the listener: when the loop is dropped at shutdown the socket
-        // closes, and new clients are refused instead of waiting in a backlog nobody serves.
-        let accept = async move {
-            loop {
-                // Take the permit before accepting: over the limit, clients wait in the
-                // kernel's backlog instead of holding a socket and an upstream connection.
-                let Ok(permit) = limit.clone().acquire_owned().await else { return };
-                match listener.accept().await {
-                    Ok((stream, peer)) => {
-                        let shared = shared.clone();
-                        tokio::spawn(async move {
-                            session::serve(stream, peer, shared).await;
-                            drop(permit);
-                        });
-                    }
-                    Err(e) => {
-                        // EMFILE and friends: back off instead of spinning.
-                        warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-            }
-        };
-        let metrics = admin.metrics.clone();
+        let (sessions, shared) = (self.sessions, self.shared);
+        let mut accept = Box::pin(accept_loop(self.mysql, sessions.clone(), shared.clone()));
         tokio::select! {
-            _ = accept => {}
-            _ = shutdown => info!("shutting down: no new connections, open sessions may finish"),
+            _ = &mut accept => {}
+            _ = shutdown => {}
         }
+        let settings = shared.config.shutdown;
+        let deadline = tokio::time::Instant::now() + settings.grace;
         admin.shutting_down();
-        let deadline = Instant::now() + SHUTDOWN_GRACE;
-        while metrics.connections_open.get() > 0 && Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(50)).await;
+        if !settings.drain.is_zero() {
+            info!(drain = ?settings.drain, "shutting down: /ready says 503; still serving and accepting while the application drains");
+            let _ = tokio::time::timeout(settings.drain, &mut accept).await;
+        }
+        // Dropping the accept loop closes the listener: new clients are refused instead of
+        // waiting in a backlog nobody serves.
+        drop(accept);
+        let open = shared.metrics.connections_open.get();
+        info!(open, grace_left = ?deadline.saturating_duration_since(tokio::time::Instant::now()), "shutting down: no new connections; idle sessions close, busy ones finish their command");
+        shared.stop.cancel();
+        let all = shared.config.limits.max_connections;
+        match tokio::time::timeout_at(deadline, sessions.acquire_many(all)).await {
+            Ok(_) => info!("every session has ended"),
+            Err(_) => warn!(open = shared.metrics.connections_open.get(), "[shutdown] grace is over with sessions still busy; exiting anyway"),
+        }
+        if let Some(engine) = shared.engine.get() {
+            engine.stop();
         }
         admin_task.abort();
         Ok(())
+    }
+}
+
+/// Accepts clients, each served by its own task holding one of `sessions`' permits, until
+/// dropped.
+async fn accept_loop(listener: TcpListener, sessions: Arc<Semaphore>, shared: Arc<Shared>) {
+    loop {
+        // Take the permit before accepting: over the limit, clients wait in the kernel's
+        // backlog instead of holding a socket and an upstream connection.
+        let Ok(permit) = sessions.clone().acquire_owned().await else { return };
+        match listener.accept().await {
+            Ok((stream, peer)) => {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    session::serve(stream, peer, shared).await;
+                    drop(permit);
+                });
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                warn!(error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! Plain atomics in fixed arrays indexed by enums: recording is one relaxed atomic add, never
 //! a lock or an allocation, and label values come from closed sets (command names, error
-//! kinds), never from query text.
+//! kinds), never from query text. Every family is written by [`family`] and [`sample`] (and
+//! [`Histogram::render`]), here, by the engine (`cache::metrics`) and by the admin endpoint;
+//! why not the prometheus-client crate is in docs/decisions.md.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
@@ -93,12 +95,12 @@ pub enum UpstreamFailure {
     Tls,
     /// The server sent something freshet could not parse.
     Protocol,
-    /// The connection broke in the middle of a session.
+    /// The connection broke or the server sent no complete reply in the middle of a session.
     Lost,
 }
 
 impl UpstreamFailure {
-    const ALL: [UpstreamFailure; 4] = [Self::Connect, Self::Tls, Self::Protocol, Self::Lost];
+    pub const ALL: [UpstreamFailure; 4] = [Self::Connect, Self::Tls, Self::Protocol, Self::Lost];
 
     fn label(self) -> &'static str {
         match self {
@@ -127,10 +129,12 @@ pub enum SessionEnd {
     Upstream,
     /// The upstream closed the connection while it was idle (wait_timeout, KILL, shutdown).
     UpstreamClosed,
+    /// freshet shut down while the session waited for a command.
+    Shutdown,
 }
 
 impl SessionEnd {
-    const ALL: [SessionEnd; 7] = [
+    const ALL: [SessionEnd; 8] = [
         Self::Quit,
         Self::ClientGone,
         Self::ClientProtocol,
@@ -138,6 +142,7 @@ impl SessionEnd {
         Self::AuthFailed,
         Self::Upstream,
         Self::UpstreamClosed,
+        Self::Shutdown,
     ];
 
     pub fn label(self) -> &'static str {
@@ -149,6 +154,7 @@ impl SessionEnd {
             Self::AuthFailed => "auth_failed",
             Self::Upstream => "upstream",
             Self::UpstreamClosed => "upstream_closed",
+            Self::Shutdown => "shutdown",
         }
     }
 }
@@ -186,8 +192,24 @@ impl Default for ProxyMetrics {
     }
 }
 
+/// Writes a metric family's `# HELP` and `# TYPE` lines. Every family freshet exposes is
+/// written through this and [`sample`], so that the exposition format lives in one place.
 pub fn family(out: &mut String, name: &str, kind: &str, help: &str) {
     let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
+/// Writes one sample line. Label values come from closed sets or validated names (letters,
+/// digits, underscores), so they never need escaping.
+pub fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
+    out.push_str(name);
+    if !labels.is_empty() {
+        out.push('{');
+        for (i, (label, value)) in labels.iter().enumerate() {
+            let _ = write!(out, "{}{label}=\"{value}\"", if i == 0 { "" } else { "," });
+        }
+        out.push('}');
+    }
+    let _ = writeln!(out, " {value}");
 }
 
 impl ProxyMetrics {
@@ -216,48 +238,46 @@ impl ProxyMetrics {
     /// Appends the Prometheus text exposition of every metric to `out`.
     pub fn render(&self, out: &mut String) {
         family(out, "freshet_proxy_client_connections_open", "gauge", "Client connections open now.");
-        let _ = writeln!(out, "freshet_proxy_client_connections_open {}", self.connections_open.get());
+        sample(out, "freshet_proxy_client_connections_open", &[], self.connections_open.get());
         family(out, "freshet_proxy_client_connections_total", "counter", "Client connections accepted.");
-        let _ = writeln!(out, "freshet_proxy_client_connections_total {}", self.connections_total.get());
-
-        let _ = writeln!(out, "# HELP freshet_proxy_commands_total Commands received from clients, by type.");
-        let _ = writeln!(out, "# TYPE freshet_proxy_commands_total counter");
+        sample(out, "freshet_proxy_client_connections_total", &[], self.connections_total.get());
+        family(out, "freshet_proxy_commands_total", "counter", "Commands received from clients, by type (relayed or answered by freshet).");
         for c in Command::ALL {
             let n = self.commands[c.index()].get();
             if n > 0 {
-                let _ = writeln!(out, "freshet_proxy_commands_total{{command=\"{}\"}} {n}", c.label());
+                sample(out, "freshet_proxy_commands_total", &[("command", c.label())], n);
             }
         }
-        let _ = writeln!(out, "# HELP freshet_proxy_relay_duration_seconds From a command's arrival to the end of its relayed reply.");
-        let _ = writeln!(out, "# TYPE freshet_proxy_relay_duration_seconds histogram");
+        let help = "From a command's arrival to the end of its reply, whether relayed or answered by freshet (cached reads are also in freshet_proxy_cache_hit_duration_seconds).";
+        family(out, "freshet_proxy_relay_duration_seconds", "histogram", help);
         for c in Command::ALL {
             if self.commands[c.index()].get() > 0 {
                 self.latency[c.index()].render(out, "freshet_proxy_relay_duration_seconds", &format!("command=\"{}\"", c.label()));
             }
         }
-        let _ = writeln!(out, "# HELP freshet_proxy_bytes_total Bytes on the wire, by peer and direction.");
-        let _ = writeln!(out, "# TYPE freshet_proxy_bytes_total counter");
-        for (peer, dir, c) in [
+        family(out, "freshet_proxy_bytes_total", "counter", "Bytes on the wire, by peer and direction.");
+        for (peer, direction, c) in [
             ("client", "in", &self.bytes_from_clients),
             ("client", "out", &self.bytes_to_clients),
             ("upstream", "in", &self.bytes_from_upstream),
             ("upstream", "out", &self.bytes_to_upstream),
         ] {
-            let _ = writeln!(out, "freshet_proxy_bytes_total{{peer=\"{peer}\",direction=\"{dir}\"}} {}", c.get());
+            sample(out, "freshet_proxy_bytes_total", &[("peer", peer), ("direction", direction)], c.get());
         }
-        let _ = writeln!(out, "# HELP freshet_proxy_upstream_failures_total Failures of freshet's connections to the upstream, by kind.");
-        let _ = writeln!(out, "# TYPE freshet_proxy_upstream_failures_total counter");
+        family(out, "freshet_proxy_upstream_failures_total", "counter", "Client sessions ended by a failure of freshet's connection to the upstream, by kind.");
         for kind in UpstreamFailure::ALL {
-            let _ = writeln!(out, "freshet_proxy_upstream_failures_total{{kind=\"{}\"}} {}", kind.label(), self.upstream_failures[kind as usize].get());
+            sample(out, "freshet_proxy_upstream_failures_total", &[("kind", kind.label())], self.upstream_failures[kind as usize].get());
         }
-        let _ = writeln!(out, "# HELP freshet_proxy_server_errors_total ERR packets the upstream sent to clients.");
-        let _ = writeln!(out, "# TYPE freshet_proxy_server_errors_total counter");
-        let _ = writeln!(out, "freshet_proxy_server_errors_total {}", self.server_errors.get());
-        let _ = writeln!(out, "# HELP freshet_proxy_sessions_ended_total Client sessions ended, by reason.");
-        let _ = writeln!(out, "# TYPE freshet_proxy_sessions_ended_total counter");
+        family(out, "freshet_proxy_server_errors_total", "counter", "ERR packets the upstream sent to clients.");
+        sample(out, "freshet_proxy_server_errors_total", &[], self.server_errors.get());
+        family(out, "freshet_proxy_sessions_ended_total", "counter", "Client sessions ended, by reason.");
         for end in SessionEnd::ALL {
-            let _ = writeln!(out, "freshet_proxy_sessions_ended_total{{reason=\"{}\"}} {}", end.label(), self.sessions_ended[end as usize].get());
+            sample(out, "freshet_proxy_sessions_ended_total", &[("reason", end.label())], self.sessions_ended[end as usize].get());
         }
+    }
+
+    pub fn upstream_failures(&self, kind: UpstreamFailure) -> u64 {
+        self.upstream_failures[kind as usize].get()
     }
 }
 

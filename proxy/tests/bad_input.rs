@@ -154,8 +154,9 @@ async fn dead_upstream_is_a_clear_error() {
         }
         other => panic!("expected error 2003, got {:?}", other.map(|_| ())),
     }
-    // The process is still serving: its admin endpoint answers, and says not ready.
-    let (status, body) = http_get(proxy.admin, "/ready").await;
+    // The process is still serving: its admin endpoint answers, and says the upstream is
+    // unreachable (/health; /ready stays 200, see the admin tests).
+    let (status, body) = http_get(proxy.admin, "/health").await;
     assert_eq!(status, 503, "{body}");
 }
 

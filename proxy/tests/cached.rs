@@ -386,9 +386,12 @@ async fn without_a_fresh_binlog_cached_reads_are_relayed_and_not_ready() {
     let (hits_before, lag_before) = (hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag));
     assert_eq!(client.query(sql).await, want);
     assert_eq!((hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag)), (hits_before, lag_before + 1));
-    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 503"), "not ready while the binlog is not followed");
+    assert!(http_get(&proxy, "/health").await.starts_with("HTTP/1.1 503"), "not healthy while the binlog is not followed");
+    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 200"), "but ready: freshet relays meanwhile");
+    assert!(http_get(&proxy, "/startup?caches").await.starts_with("HTTP/1.1 503"), "a start waiting for fresh caches waits");
     e.stream_up.store(true, std::sync::atomic::Ordering::Relaxed);
     tokio::time::sleep(freshet_proxy::cache::FRESHNESS_CHECK * 3).await;
     assert_eq!(hit(&mut client, &proxy, "lag", sql).await, want);
-    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 200"));
+    assert!(http_get(&proxy, "/health").await.starts_with("HTTP/1.1 200"));
+    assert!(http_get(&proxy, "/startup?caches").await.starts_with("HTTP/1.1 200"));
 }

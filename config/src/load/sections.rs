@@ -13,14 +13,14 @@ use toml_edit::Table;
 
 use super::{Loader, Location, Problem, Raw, boolean, byte_size, duration, integer, string};
 use crate::{
-    Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, Limits, Listen, ListenTls, Log, MaxPacket, Memory, TlsMode, Upstream,
-    UpstreamUrl,
+    Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, Limits, Listen, ListenTls, Log, MaxPacket, Memory, Shutdown, TlsMode,
+    Upstream, UpstreamUrl,
 };
 
 /// Every key of every section, as the loader accepts them; the example config's test checks
 /// that examples/freshet.toml documents each one in its section.
 const KEYS: &[(&str, &[&str])] = &[
-    ("upstream", &["url", "tls", "tls_ca", "connect_timeout"]),
+    ("upstream", &["url", "password", "tls", "tls_ca", "connect_timeout"]),
     ("listen", &["mysql", "admin", "tls", "tls_cert", "tls_key", "trust_plain_clients"]),
     ("limits", &["max_packet", "max_connections"]),
     ("log", &["level"]),
@@ -30,6 +30,7 @@ const KEYS: &[(&str, &[&str])] = &[
     ("admin", &["users"]),
     ("caches", &["strict"]),
     ("binlog", &["server_id"]),
+    ("shutdown", &["grace", "drain"]),
 ];
 
 /// The keys of `section` in [`KEYS`].
@@ -53,6 +54,13 @@ impl Loader<'_> {
             }
             None => None,
         };
+        // The password apart from the url, so that it can come from a Secret through
+        // FRESHET_UPSTREAM_PASSWORD while the rest of the url sits in a ConfigMap.
+        let password = self.value(t, "upstream", "password", |raw| Ok(string(raw)?.to_string()));
+        let url = url.map(|url| match password {
+            Some(password) => UpstreamUrl { password: Some(password), ..url },
+            None => url,
+        });
         let tls = self.value(t, "upstream", "tls", |raw| tls_mode(string(raw)?)).unwrap_or(TlsMode::Preferred);
         let tls_ca = self.value(t, "upstream", "tls_ca", |raw| Ok(PathBuf::from(string(raw)?)));
         if matches!(tls, TlsMode::VerifyCa | TlsMode::VerifyIdentity) && tls_ca.is_none() {
@@ -180,6 +188,19 @@ impl Loader<'_> {
         Binlog { server_id }
     }
 
+    pub(super) fn shutdown(&mut self, root: &Table) -> Shutdown {
+        let t = self.section(root, "shutdown");
+        self.unknown_keys_in(t, "shutdown", keys("shutdown"));
+        let grace = self.value(t, "shutdown", "grace", positive_duration).unwrap_or(Duration::from_secs(30));
+        let drain = self.value(t, "shutdown", "drain", duration).unwrap_or(Duration::ZERO);
+        if drain >= grace {
+            let location = self.location(t, "shutdown", "drain");
+            let message = format!("drain ({drain:?}) must be shorter than grace ({grace:?}): sessions need time to finish after it");
+            self.problems.push(Problem { location, message });
+        }
+        Shutdown { grace, drain }
+    }
+
     pub(super) fn caches(&mut self, root: &Table) -> Vec<CacheSpec> {
         let Some(item) = root.get("cache") else { return Vec::new() };
         let Some(array) = item.as_array_of_tables() else {
@@ -242,7 +263,7 @@ mod tests {
 
     use super::KEYS;
     use super::super::tests::{load, messages};
-    use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, Memory};
+    use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, Memory, Shutdown};
 
     const URL: &str = "[upstream]\nurl = \"mysql://u@h\"\n";
 
@@ -510,5 +531,26 @@ query = \"SELECT 5\"
         assert_eq!(id, auto.effective_server_id());
         assert!((1_000_000..=4_000_000_000).contains(&id), "{id}");
         assert_eq!(Binlog { server_id: 1 }.effective_server_id(), 1);
+    }
+
+    #[test]
+    fn shutdown_keys_default_and_validate() {
+        let c = load(URL, &[]).unwrap();
+        assert_eq!(c.shutdown, Shutdown { grace: Duration::from_secs(30), drain: Duration::ZERO });
+        let c = load(&format!("{URL}[shutdown]\ngrace = \"60s\"\ndrain = \"10s\"\n"), &[("FRESHET_SHUTDOWN_GRACE", "45s")]).unwrap();
+        assert_eq!(c.shutdown, Shutdown { grace: Duration::from_secs(45), drain: Duration::from_secs(10) });
+        let got = problems("[shutdown]\ngrace = \"0s\"\n", &[]);
+        assert_problems(&got, &["f.toml:4:9: grace: must be more than 0"]);
+        let got = problems("[shutdown]\ngrace = \"5s\"\ndrain = \"5s\"\n", &[]);
+        assert_problems(&got, &["f.toml:5:9: drain (5s) must be shorter than grace (5s)"]);
+    }
+
+    #[test]
+    fn the_password_can_come_apart_from_the_url() {
+        let c = load(URL, &[("FRESHET_UPSTREAM_PASSWORD", "s3cret:@/")]).unwrap();
+        assert_eq!((c.upstream.url.user.as_str(), c.upstream.url.password.as_deref()), ("u", Some("s3cret:@/")));
+        let c = load("[upstream]\nurl = \"mysql://u:old@h\"\npassword = \"new\"\n", &[]).unwrap();
+        assert_eq!(c.upstream.url.password.as_deref(), Some("new"));
+        assert!(!format!("{:?}", c.upstream.url).contains("new"), "the password is masked");
     }
 }

@@ -2,10 +2,9 @@
 //! reads by reason, replication and memory. Names follow the crate that owns the quantity:
 //! `freshet_proxy_` for routing, `freshet_cdc_` for the binlog, `freshet_dataflow_` for views.
 
-use std::fmt::Write;
 use std::sync::atomic::Ordering;
 
-use crate::metrics::family;
+use crate::metrics::{family, sample};
 
 use super::{Engine, ReadCounts, RelayReason};
 
@@ -27,7 +26,7 @@ impl Engine {
         for (name, help, get) in reads {
             family(out, name, "counter", help);
             for c in &caches {
-                let _ = writeln!(out, "{name}{{cache=\"{}\"}} {}", c.name, get(&c.reads));
+                sample(out, name, &[("cache", c.name.as_str())], get(&c.reads));
             }
         }
         let per_cache: &[PerCache] = &[
@@ -40,47 +39,47 @@ impl Engine {
         for (name, kind, help, get) in per_cache {
             family(out, name, kind, help);
             for (cache, s, _) in &stats {
-                let _ = writeln!(out, "{name}{{cache=\"{cache}\"}} {}", get(s));
+                sample(out, name, &[("cache", cache)], get(s));
             }
         }
         family(out, "freshet_proxy_cache_available", "gauge", "1 if the cache's view is built and serving, 0 if its queries are relayed.");
         for (cache, _, up) in &stats {
-            let _ = writeln!(out, "freshet_proxy_cache_available{{cache=\"{cache}\"}} {}", u8::from(*up));
+            sample(out, "freshet_proxy_cache_available", &[("cache", cache)], u8::from(*up));
         }
         family(out, "freshet_proxy_cache_hit_duration_seconds", "histogram", "From a cached read's arrival to its answer being written.");
         for c in &caches {
             c.hit_histogram.render(out, "freshet_proxy_cache_hit_duration_seconds", &format!("cache=\"{}\"", c.name));
         }
         family(out, "freshet_proxy_cached_reads_total", "counter", "Reads answered from a view.");
-        let _ = writeln!(out, "freshet_proxy_cached_reads_total {}", self.counters.hits.get());
+        sample(out, "freshet_proxy_cached_reads_total", &[], self.counters.hits.get());
         family(out, "freshet_proxy_relayed_reads_total", "counter", "SELECTs relayed to the upstream, by reason.");
         for (i, reason) in RelayReason::ALL.iter().enumerate() {
-            let _ = writeln!(out, "freshet_proxy_relayed_reads_total{{reason=\"{}\"}} {}", reason.label(), self.counters.relayed[i].get());
+            sample(out, "freshet_proxy_relayed_reads_total", &[("reason", reason.label())], self.counters.relayed[i].get());
         }
         family(out, "freshet_proxy_fill_waits_total", "counter", "Reads that waited for a fill.");
-        let _ = writeln!(out, "freshet_proxy_fill_waits_total {}", self.counters.fill_waits.get());
+        sample(out, "freshet_proxy_fill_waits_total", &[], self.counters.fill_waits.get());
 
         let lag = self.lag_handle().get();
         family(out, "freshet_cdc_stream_up", "gauge", "1 while the binlog stream is connected and reporting.");
-        let _ = writeln!(out, "freshet_cdc_stream_up {}", u8::from(self.lag().is_some()));
+        sample(out, "freshet_cdc_stream_up", &[], u8::from(self.lag().is_some()));
         family(out, "freshet_cdc_lag_seconds", "gauge", "Replication lag: commit to delivery of the last transaction (0 when caught up).");
-        let _ = writeln!(out, "freshet_cdc_lag_seconds {}", self.lag().map_or_else(|| "+Inf".to_string(), |l| l.as_secs_f64().to_string()));
+        sample(out, "freshet_cdc_lag_seconds", &[], self.lag().map_or_else(|| "+Inf".to_string(), |l| l.as_secs_f64().to_string()));
         family(out, "freshet_cdc_lag_bytes", "gauge", "Binlog bytes between the last delivered commit and the server's end.");
-        let _ = writeln!(out, "freshet_cdc_lag_bytes {}", lag.bytes_behind);
+        sample(out, "freshet_cdc_lag_bytes", &[], lag.bytes_behind);
         family(out, "freshet_cdc_transactions_total", "counter", "Transactions applied from the binlog.");
-        let _ = writeln!(out, "freshet_cdc_transactions_total {}", self.counters.batches.get());
+        sample(out, "freshet_cdc_transactions_total", &[], self.counters.batches.get());
         family(out, "freshet_cdc_restarts_total", "counter", "Times the binlog stream was re-established at the server's position (every cache evicted).");
-        let _ = writeln!(out, "freshet_cdc_restarts_total {}", self.counters.restarts.get());
+        sample(out, "freshet_cdc_restarts_total", &[], self.counters.restarts.get());
         family(out, "freshet_cdc_applied_position", "gauge", "Applied binlog position: file sequence * 2^32 + offset.");
-        let _ = writeln!(out, "freshet_cdc_applied_position {}", self.applied.load(Ordering::Relaxed));
+        sample(out, "freshet_cdc_applied_position", &[], self.applied.load(Ordering::Relaxed));
 
         family(out, "freshet_dataflow_memory_bytes", "gauge", "Bytes held by all cached views.");
-        let _ = writeln!(out, "freshet_dataflow_memory_bytes {}", self.memory_used());
+        sample(out, "freshet_dataflow_memory_bytes", &[], self.memory_used());
         family(out, "freshet_dataflow_memory_limit_bytes", "gauge", "[memory] limit.");
-        let _ = writeln!(out, "freshet_dataflow_memory_limit_bytes {}", self.settings.memory_limit);
+        sample(out, "freshet_dataflow_memory_limit_bytes", &[], self.settings.memory_limit);
         family(out, "freshet_dataflow_fills_started_total", "counter", "Fill requests sent to the upstream.");
-        let _ = writeln!(out, "freshet_dataflow_fills_started_total {}", self.counters.fills_started.get());
+        sample(out, "freshet_dataflow_fills_started_total", &[], self.counters.fills_started.get());
         family(out, "freshet_dataflow_fills_failed_total", "counter", "Fill requests that failed or timed out (their reads were relayed).");
-        let _ = writeln!(out, "freshet_dataflow_fills_failed_total {}", self.counters.fills_failed.get());
+        sample(out, "freshet_dataflow_fills_failed_total", &[], self.counters.fills_failed.get());
     }
 }

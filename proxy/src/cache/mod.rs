@@ -495,6 +495,14 @@ impl Engine {
         }
     }
 
+    /// Ends the engine's tasks (the writer, with it the binlog stream and the fills) at
+    /// shutdown; cached reads are relayed from then on.
+    pub fn stop(&self) {
+        self.stream_up.store(false, Ordering::Relaxed);
+        self.fresh.store(false, Ordering::Relaxed);
+        let _ = self.control.send(writer::Control::Stop);
+    }
+
     /// Wakes the writer to start fills for recorded misses.
     pub fn wake_writer(&self) {
         self.wake.notify_one();

@@ -35,6 +35,8 @@ pub(super) enum Control {
     Create { spec: CacheSpec, reply: oneshot::Sender<Result<Arc<Cache>, String>> },
     Drop { view: ViewId, reply: oneshot::Sender<()> },
     Explain { sql: String, view: Option<ViewId>, reply: oneshot::Sender<Result<Vec<(String, String)>, String>> },
+    /// freshet is shutting down: the writer returns, dropping the binlog stream and fills.
+    Stop,
 }
 
 type Events = mpsc::Receiver<Result<StreamEvent, CdcError>>;
@@ -96,8 +98,8 @@ impl Writer {
                 _ = self.engine.wake.notified() => self.start_fills(),
                 _ = tick.tick() => self.start_fills(),
                 request = control.recv() => match request {
+                    Some(Control::Stop) | None => return,
                     Some(request) => self.control(request),
-                    None => return,
                 },
             }
         }
@@ -267,6 +269,7 @@ impl Writer {
                 };
                 let _ = reply.send(explained);
             }
+            Control::Stop => {}
         }
     }
 }

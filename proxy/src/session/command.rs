@@ -44,8 +44,9 @@ pub(super) enum Flow {
 impl Session {
     /// Serves commands until the client quits (Ok) or the session breaks (Err).
     pub(super) async fn run(&mut self) -> Result<(), SessionError> {
+        let stop = self.shared.stop.subscribe();
         loop {
-            self.wait_for_command().await?;
+            self.wait_for_command(&stop).await?;
             let packet = self.client.read_packet(self.shared.packet_limit.largest()).await.map_err(SessionError::from_client)?;
             let started = Instant::now();
             if packet.seq != 0 {
@@ -71,8 +72,9 @@ impl Session {
     /// A server closes idle connections (wait_timeout, KILL, shutdown), sometimes after an
     /// unsolicited ERR packet. A direct client would see that at once, and drivers check for
     /// it before reusing a pooled connection, so freshet forwards what the upstream sends and
-    /// closes the client's connection as soon as the upstream's closes.
-    async fn wait_for_command(&mut self) -> Result<(), SessionError> {
+    /// closes the client's connection as soon as the upstream's closes. When freshet shuts
+    /// down, a session waiting here ends (a command already sent is served first).
+    async fn wait_for_command(&mut self, stop: &crate::shutdown::Subscription) -> Result<(), SessionError> {
         loop {
             tokio::select! {
                 biased;
@@ -90,6 +92,7 @@ impl Session {
                     self.client.queue_frame(&frame);
                     self.flush_client().await?;
                 }
+                () = stop.cancelled() => return Err(SessionError::ShuttingDown),
             }
         }
     }

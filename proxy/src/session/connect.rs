@@ -58,7 +58,6 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
     let tcp = match shared.upstream.connect().await {
         Ok(tcp) => tcp,
         Err(e) => {
-            shared.metrics.upstream_failure(UpstreamFailure::Connect);
             // A server may answer a connection with an ERR packet instead of its handshake
             // (e.g. "Too many connections"); clients report it as the reason.
             let reply = ErrPacket::new(codes::CANNOT_CONNECT, "HY000", format!("freshet: {e}"));
@@ -155,10 +154,8 @@ async fn greet(
         send_and_flush(client, greeting.seq, &greeting.payload).await;
         return Err(SessionError::Upstream("upstream refused the connection".into(), UpstreamFailure::Connect));
     }
-    let server = ServerHandshake::parse(&greeting.payload).map_err(|e| {
-        shared.metrics.upstream_failure(UpstreamFailure::Protocol);
-        SessionError::Upstream(format!("upstream handshake: {e}"), UpstreamFailure::Protocol)
-    })?;
+    let server = ServerHandshake::parse(&greeting.payload)
+        .map_err(|e| SessionError::Upstream(format!("upstream handshake: {e}"), UpstreamFailure::Protocol))?;
     tracing::Span::current().record("conn_id", server.connection_id);
     let mut offered = Capabilities(server.capabilities.0 & Capabilities::RELAYABLE);
     if shared.client_tls.is_some() {

@@ -41,6 +41,9 @@ use crate::protocol::{Capabilities, PacketIo, StatusFlags};
 use crate::tls::MaybeTls;
 use crate::upstream::{UpstreamConnector, UpstreamStream};
 
+/// ER_SERVER_SHUTDOWN: "Server shutdown in progress".
+const SERVER_SHUTDOWN: u16 = 1053;
+
 /// A client connection, before or after its TLS upgrade.
 pub type ClientStream = MaybeTls<tokio_rustls::server::TlsStream<crate::tls::Rewind<TcpStream>>>;
 
@@ -59,6 +62,8 @@ pub struct Shared {
     /// The cache engine: started with the server when `[[cache]]` entries exist, else by the
     /// first CREATE CACHE.
     pub engine: EngineCell,
+    /// Cancelled when freshet shuts down: idle sessions close at once.
+    pub stop: Arc<crate::shutdown::Stop>,
 }
 
 /// Where the cache engine lives once started (shared with the admin endpoint).
@@ -115,6 +120,9 @@ pub enum SessionError {
     /// The upstream reset its connection (wait_timeout, a crash); the client's is reset too.
     #[error("the upstream reset the connection")]
     UpstreamReset,
+    /// freshet is shutting down and the session was waiting for a command.
+    #[error("freshet is shutting down")]
+    ShuttingDown,
 }
 
 impl SessionError {
@@ -126,6 +134,7 @@ impl SessionError {
             SessionError::AuthFailed => SessionEnd::AuthFailed,
             SessionError::Upstream(..) => SessionEnd::Upstream,
             SessionError::UpstreamClosedIdle | SessionError::UpstreamReset => SessionEnd::UpstreamClosed,
+            SessionError::ShuttingDown => SessionEnd::Shutdown,
         }
     }
 
@@ -175,8 +184,12 @@ pub async fn serve(client: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
         let end = match end {
             Ok(()) => SessionEnd::Quit,
             Err(e) => {
+                // Every failure of freshet's side of the upstream is counted here, once.
+                if let SessionError::Upstream(_, kind) = &e {
+                    metrics.upstream_failure(*kind);
+                }
                 match e.end() {
-                    SessionEnd::ClientGone | SessionEnd::AuthFailed | SessionEnd::UpstreamClosed => {
+                    SessionEnd::ClientGone | SessionEnd::AuthFailed | SessionEnd::UpstreamClosed | SessionEnd::Shutdown => {
                         debug!(reason = %e, "session ended")
                     }
                     _ => warn!(reason = %e, "session ended"),
@@ -196,6 +209,13 @@ impl Session {
     async fn close(&mut self, result: &Result<(), SessionError>) {
         if let Err(SessionError::ClientProtocol { reply, seq } | SessionError::PacketTooLarge { reply, seq }) = result {
             self.client.queue_packet(*seq, &reply.encode());
+            let _ = self.client.flush().await;
+        }
+        if let Err(SessionError::ShuttingDown) = result {
+            // What a server shutting down tells its idle clients (ER_SERVER_SHUTDOWN), so that
+            // a driver reports why its pooled connection went away.
+            let reply = ErrPacket::new(SERVER_SHUTDOWN, "08S01", "freshet is shutting down".to_string());
+            self.client.queue_packet(0, &reply.encode());
             let _ = self.client.flush().await;
         }
         if self.upstream_idle && !matches!(result, Err(SessionError::Upstream(..) | SessionError::UpstreamClosedIdle | SessionError::UpstreamReset)) {
