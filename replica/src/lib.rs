@@ -11,7 +11,9 @@
 pub mod error;
 pub mod keycode;
 pub mod rowcode;
+pub mod snapshot;
 pub mod store;
 
 pub use error::ReplicaError;
+pub use snapshot::{copy_tables, CopyFigures, CopyStats, SnapshotConfig};
 pub use store::{CopyState, ReplicaStore};

@@ -55,8 +55,8 @@ const INDEX_BUILD_BATCH: usize = 10_000;
 pub enum CopyState {
     /// Nothing copied yet.
     NotStarted,
-    /// Rows up to and including primary key `after` (encoded) are copied; `since` is the newest
-    /// snapshot position a batch was read at.
+    /// Rows up to and including the primary key `after` (its values, as [`crate::rowcode`]
+    /// encodes a row) are copied; `since` is the newest snapshot position a batch was read at.
     Copying { since: Position, after: Option<Vec<u8>> },
     /// Every row is copied; the table is current once the applied position reaches `ready_at`.
     Done { ready_at: Position },
@@ -320,8 +320,8 @@ fn read_position(b: Option<Vec<u8>>) -> Result<Position, ReplicaError> {
 
 /// Copying and index building.
 impl ReplicaStore {
-    /// Writes one batch of copied rows (read at snapshot position `at`) and the table's new
-    /// progress in one write. Rows whose key the stream has touched since the copy began are
+    /// Writes one batch of copied rows (read at snapshot position `at`, in primary-key order)
+    /// and the table's new progress in one write. Rows whose key the stream has touched since the copy began are
     /// skipped: the store already has a newer image of them.
     pub fn write_copy_batch(&self, table: &str, at: Position, rows: &[Row], done: bool) -> Result<CopyState, ReplicaError> {
         let name = table.to_ascii_lowercase();
@@ -333,7 +333,6 @@ impl ReplicaStore {
             _ => at,
         };
         let mut wb = WriteBatch::default();
-        let mut last = None;
         for row in rows {
             let pk = encode_key(t.schema.primary_key.iter().map(|&i| row.get(i).unwrap_or(&Value::Null)));
             let mut touched = touched_prefix(&name);
@@ -344,8 +343,11 @@ impl ReplicaStore {
                 }
                 self.put_entries(&mut wb, &name, t, &pk, row)?;
             }
-            last = Some(pk);
         }
+        let last = rows.last().map(|r| {
+            let pk: Vec<Value> = t.schema.primary_key.iter().map(|&i| r.get(i).cloned().unwrap_or(Value::Null)).collect();
+            encode_row(&pk)
+        });
         let state = if done {
             let mut start = touched_prefix(&name);
             let mut end = start.clone();
