@@ -73,7 +73,7 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The sections whose keys the environment may override.
-const ENV_SECTIONS: [&str; 10] = ["upstream", "listen", "limits", "log", "memory", "fill", "consistency", "admin", "caches", "binlog"];
+const ENV_SECTIONS: [&str; 11] = ["upstream", "listen", "limits", "log", "memory", "fill", "replica", "consistency", "admin", "caches", "binlog"];
 
 pub(crate) fn parse(
     source: &str,
@@ -94,6 +94,7 @@ pub(crate) fn parse(
     let log = loader.log(root);
     let memory = loader.memory(root);
     let fill = loader.fill(root);
+    let replica = loader.replica(root, fill.source);
     let consistency = loader.consistency(root);
     let admin = loader.admin(root);
     let cache_policy = loader.cache_policy(root);
@@ -106,7 +107,7 @@ pub(crate) fn parse(
 
     match upstream {
         Some(upstream) if loader.problems.is_empty() => {
-            Ok(Config { upstream, listen, limits, log, memory, fill, consistency, admin, cache_policy, binlog, caches })
+            Ok(Config { upstream, listen, limits, log, memory, fill, replica, consistency, admin, cache_policy, binlog, caches })
         }
         _ => Err(ConfigError { problems: loader.problems }),
     }
