@@ -183,6 +183,23 @@ impl ReplicaStore {
         Ok(same)
     }
 
+    /// Forgets a registered table's rows, indexes and progress: it must be copied again (the
+    /// stream skipped some of its changes).
+    pub fn reset(&self, schema: &TableSchema) -> Result<(), ReplicaError> {
+        let name = schema.name.to_ascii_lowercase();
+        {
+            let _w = self.lock();
+            self.drop_table_data(&name)?;
+            let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(t) = tables.get_mut(&name) {
+                t.indexes.clear();
+                t.copy = CopyState::NotStarted;
+            }
+            self.db.create_cf(primary_cf(&name), &Options::default())?;
+        }
+        Ok(())
+    }
+
     /// Forgets a table's rows, indexes and copy progress (its schema changed).
     fn drop_table_data(&self, name: &str) -> Result<(), ReplicaError> {
         let prefix = format!("i/{name}/");
@@ -497,11 +514,18 @@ fn next_prefix(prefix: &[u8]) -> Vec<u8> {
     p
 }
 
-impl FillSource for &ReplicaStore {
-    fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
+impl ReplicaStore {
+    /// [`ReplicaStore::fill_request`] with the dataflow's fill errors (both retry-safe).
+    pub fn answer(&self, req: &FillRequest) -> Result<FillResponse, FillError> {
         self.fill_request(req).map_err(|e| match e {
             ReplicaError::Behind { have, need } => FillError::Behind { have, need },
             other => FillError::Unavailable(other.to_string()),
         })
+    }
+}
+
+impl FillSource for &ReplicaStore {
+    fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        self.answer(req)
     }
 }
