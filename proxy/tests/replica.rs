@@ -113,6 +113,13 @@ fn misses_fill_from_the_replica_and_a_restart_resumes_without_copying() {
     let second = life(&path, vec![0, 1, 4, 5]);
     assert_eq!(second.copy.rows_copied, 0, "a restart resumes: nothing is copied again");
     assert!(second.fills >= 4, "{second:?}");
+
+    // DDL while down: TRUNCATE (no row events) and rows written after it. The resumed stream
+    // carries the TRUNCATE; the replica must not keep the old rows.
+    upstream(&format!("TRUNCATE TABLE {TABLE}"));
+    upstream(&format!("INSERT INTO {TABLE} VALUES (1, 'after', 2.00, 1, 1), (2, 'after', 2.00, 1, 4)"));
+    let third = life(&path, vec![0, 1, 4]);
+    assert!(third.fills >= 3, "{third:?}");
     let _ = std::fs::remove_dir_all(&path);
     upstream(&format!("DROP TABLE IF EXISTS {TABLE}"));
 }
