@@ -14,7 +14,8 @@
 //!   transaction) leaves the store without some changes: every table is reset and copied again.
 //! - DDL that changes a replicated table's schema drops that table's rows (register sees the new
 //!   schema) and copies it again; its fills go to the upstream meanwhile, so rows of the old
-//!   shape are never served.
+//!   shape are never served. TRUNCATE (no row events) drops the rows the same way; a dropped
+//!   table is forgotten, and copied again if it is created again.
 //! - An error applying a batch stops the replica for this run (fills go upstream) rather than
 //!   let it drift from the views.
 
@@ -24,7 +25,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use freshet_cdc::{BinlogPos, BinlogStream, StartAt, StreamConfig, TableInfo};
+use freshet_cdc::{BinlogPos, BinlogStream, DdlKind, StartAt, StreamConfig, TableInfo};
 use freshet_dataflow::{Batch, FillError, FillRequest, FillResponse, Position};
 use freshet_replica::{CopyFigures, CopyStats, ReplicaStore, SnapshotConfig, copy_tables};
 use mysql_async::Opts;
@@ -36,6 +37,8 @@ pub struct Replica {
     store: Arc<ReplicaStore>,
     opts: Opts,
     database: String,
+    /// The tables cached queries read (those replicated when they exist and have a key).
+    wanted: Vec<String>,
     /// What the copy needs of each replicated table, by the server's name for it.
     infos: std::sync::Mutex<HashMap<String, TableInfo>>,
     cfg: SnapshotConfig,
@@ -90,6 +93,7 @@ impl Replica {
             store,
             opts,
             database: database.to_string(),
+            wanted: tables.to_vec(),
             infos: std::sync::Mutex::new(replicated),
             cfg,
             stats: Arc::new(CopyStats::default()),
@@ -155,27 +159,40 @@ impl Replica {
         self.recopy.notify_one();
     }
 
-    /// A replicated table's schema changed (or it was dropped).
-    pub(super) fn schema_changed(&self, table: &str, info: Option<&TableInfo>) {
+    /// DDL on a table cached queries read: a changed schema (register drops the old rows),
+    /// a TRUNCATE (no row events: the rows are dropped here) or a table created again is copied
+    /// again; a dropped table is forgotten until it is created again.
+    pub(super) fn schema_changed(&self, table: &str, kind: DdlKind, info: Option<&TableInfo>) {
+        if !self.wanted.iter().any(|w| w.eq_ignore_ascii_case(table)) {
+            return;
+        }
         let mut infos = self.infos.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(key) = infos.keys().find(|k| k.eq_ignore_ascii_case(table)).cloned() else { return };
-        match info {
-            Some(info) => match self.store.register(&info.schema) {
-                Ok(true) => {}
-                Ok(false) => {
-                    info!(table, "replica: schema changed; copying the table again");
-                    infos.insert(key, info.clone());
-                    self.recopy.notify_one();
-                }
-                Err(e) => {
-                    warn!(table, error = %e, "replica: table no longer replicated");
-                    infos.remove(&key);
-                }
-            },
-            None => {
-                infos.remove(&key);
+        let old = infos.keys().find(|k| k.eq_ignore_ascii_case(table)).cloned().and_then(|k| infos.remove(&k));
+        let Some(info) = info else {
+            if let Some(old) = old
+                && let Err(e) = self.store.reset(&old.schema)
+            {
+                warn!(table, error = %e, "replica: dropping a table's rows failed");
+                self.broken.store(true, Ordering::Relaxed);
+            }
+            return;
+        };
+        let registered = match self.store.register(&info.schema) {
+            Ok(true) if kind == DdlKind::Truncate => self.store.reset(&info.schema).map(|_| false),
+            other => other,
+        };
+        match registered {
+            Ok(true) => {}
+            Ok(false) => {
+                info!(table, ?kind, "replica: copying the table again");
+                self.recopy.notify_one();
+            }
+            Err(e) => {
+                warn!(table, error = %e, "replica: table no longer replicated; its fills go to the upstream");
+                return;
             }
         }
+        infos.insert(info.schema.name.clone(), info.clone());
     }
 }
 

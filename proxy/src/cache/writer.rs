@@ -165,7 +165,7 @@ impl Writer {
     fn schema_change(&mut self, change: SchemaChange) {
         self.fills.set_table(&change.table, change.info.clone());
         if let Some(r) = &self.replica {
-            r.schema_changed(&change.table, change.info.as_ref());
+            r.schema_changed(&change.table, change.kind, change.info.as_ref());
         }
         let unchanged = matches!(change.kind, DdlKind::Create | DdlKind::Alter)
             && change.schema.is_some()
