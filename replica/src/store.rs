@@ -12,7 +12,8 @@
 //! - Column family `i/<table>/<c1>,<c2>` per index a fill uses (its scan's key columns):
 //!   index-value encoding ++ primary-key encoding -> the whole row, so one prefix scan over the
 //!   encoding of an index value returns every row for it, with no second lookup. Created (and
-//!   filled from `t/<table>`) the first time a fill needs it.
+//!   filled from `t/<table>`, holding writers only per chunk) the first time a fill needs it;
+//!   fills use it once it is complete.
 //! - The default column family holds the metadata: `pos` (the applied position), `schema/<t>`
 //!   (the schema the rows have), `copy/<t>` (copy progress), `idx/<t>/<cols>` (index built),
 //!   `x/<t>/<pk>` (rows the stream touched while the table was being copied).
@@ -102,8 +103,10 @@ impl CopyState {
 #[derive(Clone, Debug)]
 struct Table {
     schema: TableSchema,
-    /// Built indexes (column lists other than the primary key).
+    /// Maintained indexes (column lists other than the primary key): built, or being built.
     indexes: Vec<Vec<usize>>,
+    /// Those of `indexes` still being built: maintained by writers, not yet read by fills.
+    building: Vec<Vec<usize>>,
     copy: CopyState,
 }
 
@@ -179,7 +182,7 @@ impl ReplicaStore {
             self.db.create_cf(primary_cf(&name), &Options::default())?;
         }
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        tables.insert(name, Table { schema: schema.clone(), indexes, copy });
+        tables.insert(name, Table { schema: schema.clone(), indexes, building: Vec::new(), copy });
         Ok(same)
     }
 
@@ -193,6 +196,7 @@ impl ReplicaStore {
             let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
             if let Some(t) = tables.get_mut(&name) {
                 t.indexes.clear();
+                t.building.clear();
                 t.copy = CopyState::NotStarted;
             }
             self.db.create_cf(primary_cf(&name), &Options::default())?;
@@ -384,46 +388,111 @@ impl ReplicaStore {
         Ok(state)
     }
 
-    /// Makes sure an index on `cols` of `table` exists, building it from the table's rows if
-    /// needed (writers wait meanwhile: the index must include every row).
-    fn ensure_index(&self, table: &str, cols: &[usize]) -> Result<(), ReplicaError> {
+    /// Whether fills can read an index on `cols` of `table`: `Some(true)` built (or the
+    /// primary key), `Some(false)` being built, `None` absent.
+    fn index_state(&self, table: &str, cols: &[usize]) -> Result<Option<bool>, ReplicaError> {
+        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        let t = tables.get(table).ok_or_else(|| ReplicaError::UnknownTable(table.to_string()))?;
+        Ok(if cols == t.schema.primary_key.as_slice() {
+            Some(true)
+        } else if t.building.iter().any(|i| i == cols) {
+            Some(false)
+        } else if t.indexes.iter().any(|i| i == cols) {
+            Some(true)
+        } else {
+            None
+        })
+    }
+
+    /// Builds an index on `cols` of `table` from its rows. Writers are held only per chunk of
+    /// rows: the index is maintained by every write from the moment the build starts, and each
+    /// chunk is read and indexed under the write lock, so an entry the build writes is always
+    /// for the row as it is then (a row changed later in an indexed chunk is maintained by the
+    /// write; one deleted in a chunk not yet reached is simply not found). Fills read the index
+    /// only once it is complete.
+    fn build_index(&self, table: &str, cols: &[usize]) -> Result<(), ReplicaError> {
+        let cf_name = index_cf(table, cols);
         {
-            let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
-            let t = tables.get(table).ok_or_else(|| ReplicaError::UnknownTable(table.to_string()))?;
-            if cols == t.schema.primary_key.as_slice() || t.indexes.iter().any(|i| i == cols) {
+            let _w = self.lock();
+            if self.index_state(table, cols)?.is_some() {
                 return Ok(());
             }
+            if self.db.cf_handle(&cf_name).is_some() {
+                self.db.drop_cf(&cf_name)?;
+            }
+            self.db.create_cf(&cf_name, &Options::default())?;
+            let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+            let t = tables.get_mut(table).ok_or_else(|| ReplicaError::UnknownTable(table.to_string()))?;
+            t.indexes.push(cols.to_vec());
+            t.building.push(cols.to_vec());
         }
-        let _w = self.lock();
-        // Another fill may have built it while this one waited for the lock.
-        let built = self.tables.read().unwrap_or_else(|e| e.into_inner()).get(table).is_some_and(|t| t.indexes.iter().any(|i| i == cols));
-        if built {
-            return Ok(());
+        let started = std::time::Instant::now();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let _w = self.lock();
+            let (cf, pcf) = (self.cf(&cf_name)?, self.cf(&primary_cf(table))?);
+            let mode = match &after {
+                Some(k) => IteratorMode::From(k, rocksdb::Direction::Forward),
+                None => IteratorMode::Start,
+            };
+            let mut wb = WriteBatch::default();
+            let mut last = None;
+            for item in self.db.iterator_cf(&pcf, mode) {
+                let (pk, bytes) = item?;
+                if after.as_deref() == Some(&pk[..]) {
+                    continue;
+                }
+                let row = decode_row(&bytes)?;
+                wb.put_cf(&cf, index_key(&row, cols, &pk), &bytes);
+                last = Some(pk.to_vec());
+                if wb.len() >= INDEX_BUILD_BATCH {
+                    break;
+                }
+            }
+            let done = wb.len() < INDEX_BUILD_BATCH;
+            if done {
+                let names: Vec<String> = cols.iter().map(usize::to_string).collect();
+                wb.put(format!("idx/{table}/{}", names.join(",")), []);
+            }
+            self.db.write(wb)?;
+            if done {
+                let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+                if let Some(t) = tables.get_mut(table) {
+                    t.building.retain(|i| i != cols);
+                }
+                tracing::info!(table, ?cols, elapsed = ?started.elapsed(), "replica: index built");
+                return Ok(());
+            }
+            after = last;
         }
-        let cf_name = index_cf(table, cols);
-        if self.db.cf_handle(&cf_name).is_some() {
-            self.db.drop_cf(&cf_name)?;
-        }
-        self.db.create_cf(&cf_name, &Options::default())?;
-        let (cf, pcf) = (self.cf(&cf_name)?, self.cf(&primary_cf(table))?);
-        let mut wb = WriteBatch::default();
-        for item in self.db.iterator_cf(&pcf, IteratorMode::Start) {
-            let (pk, bytes) = item?;
-            let row = decode_row(&bytes)?;
-            wb.put_cf(&cf, index_key(&row, cols, &pk), &bytes);
-            if wb.len() >= INDEX_BUILD_BATCH {
-                self.db.write(std::mem::take(&mut wb))?;
+    }
+
+    /// True if a fill of `req` can be answered now without waiting: every table it scans is
+    /// ready and no index it reads is being built (a missing one is built by the fill).
+    pub fn can_answer(&self, req: &FillRequest) -> bool {
+        let scans = req.scans.iter().map(|s| (&s.table, &s.key_columns)).chain(req.dim_scans.iter().map(|d| (&d.table, &d.columns)));
+        for (table, cols) in scans {
+            let table = table.to_ascii_lowercase();
+            if !self.is_ready(&table).unwrap_or(false) || matches!(self.index_state(&table, cols), Ok(Some(false)) | Err(_)) {
+                return false;
             }
         }
-        let names: Vec<String> = cols.iter().map(usize::to_string).collect();
-        wb.put(format!("idx/{table}/{}", names.join(",")), []);
-        self.db.write(wb)?;
-        let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        if let Some(t) = tables.get_mut(table) {
-            t.indexes.push(cols.to_vec());
+        true
+    }
+
+    /// Makes sure fills can read an index on `cols` of `table`, building it if absent.
+    fn ensure_index(&self, table: &str, cols: &[usize]) -> Result<(), ReplicaError> {
+        match self.index_state(table, cols)? {
+            Some(true) => Ok(()),
+            Some(false) => Err(ReplicaError::NotReady(format!("{table} (index being built)"))),
+            None => {
+                self.build_index(table, cols)?;
+                match self.index_state(table, cols)? {
+                    Some(true) => Ok(()),
+                    _ => Err(ReplicaError::NotReady(format!("{table} (index being built)"))),
+                }
+            }
         }
-        tracing::info!(table, ?cols, "replica: index built");
-        Ok(())
     }
 }
 

@@ -133,8 +133,7 @@ impl Replica {
         if self.broken.load(Ordering::Relaxed) || (req.scans.is_empty() && req.dim_scans.is_empty()) {
             return false;
         }
-        let tables = req.scans.iter().map(|s| &s.table).chain(req.dim_scans.iter().map(|d| &d.table));
-        tables.into_iter().all(|t| self.store.is_ready(t).unwrap_or(false))
+        self.store.can_answer(req)
     }
 
     /// Answers `req` from the store (RocksDB reads run off the async threads).
