@@ -69,6 +69,12 @@ async fn run(path: std::path::PathBuf, groups: Vec<i64>) -> ReplicaFigures {
     for g in groups {
         check(&proxy, &mut through, &mut direct, g).await;
     }
+    let mut metrics = String::new();
+    proxy.engine.get().unwrap().render_metrics(&mut metrics);
+    assert!(metrics.contains("freshet_replica_tables_copied 1\n") && metrics.contains("freshet_replica_following 1\n"), "{metrics}");
+    let status = through.query("SHOW FRESHET STATUS").await;
+    let text = String::from_utf8_lossy(&status.concat()).to_string();
+    assert!(text.contains("replica_tables_copied") && text.contains("1 of 1"), "{text}");
     let f = figures(&proxy);
     assert!(f.following);
     f

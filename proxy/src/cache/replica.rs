@@ -117,6 +117,39 @@ impl Replica {
         }
     }
 
+    /// Appends the replica's metrics (`freshet_replica_`) to `out`.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write;
+        let f = self.figures();
+        let gauges: [(&str, &str, &str, String); 8] = [
+            ("freshet_replica_copy_rows_total", "counter", "Rows copied into the replica by this process.", f.copy.rows_copied.to_string()),
+            ("freshet_replica_copy_bytes_total", "counter", "Bytes of rows copied into the replica by this process.", f.copy.bytes_copied.to_string()),
+            ("freshet_replica_copy_rows_estimated", "gauge", "The server's estimate of the rows to copy when the copy started.", f.copy.rows_estimated.to_string()),
+            ("freshet_replica_copy_rows_per_second", "gauge", "Copy rate over the time spent copying.", format!("{:.0}", f.copy.rows_per_sec)),
+            ("freshet_replica_tables", "gauge", "Tables the replica keeps.", f.copy.tables_total.to_string()),
+            ("freshet_replica_tables_copied", "gauge", "Tables whose copy is complete.", f.copy.tables_done.to_string()),
+            ("freshet_replica_fills_total", "counter", "Fills answered from the replica (the others go to the upstream).", f.fills.to_string()),
+            ("freshet_replica_following", "gauge", "1 while the replica applies the binlog; 0 after an error (fills go upstream).", u8::from(f.following).to_string()),
+        ];
+        for (name, kind, help, value) in gauges {
+            crate::metrics::family(out, name, kind, help);
+            let _ = writeln!(out, "{name} {value}");
+        }
+    }
+
+    /// Lines for SHOW FRESHET STATUS.
+    pub fn status_rows(&self) -> Vec<(&'static str, String)> {
+        let f = self.figures();
+        vec![
+            ("fill_source", "replica".to_string()),
+            ("replica_tables_copied", format!("{} of {}", f.copy.tables_done, f.copy.tables_total)),
+            ("replica_rows_copied", format!("{} of about {}", f.copy.rows_copied, f.copy.rows_estimated)),
+            ("replica_copy_rows_per_second", format!("{:.0}", f.copy.rows_per_sec)),
+            ("replica_fills", f.fills.to_string()),
+            ("replica_following", if f.following { "yes" } else { "no" }.to_string()),
+        ]
+    }
+
     /// Applies one binlog transaction (before the views apply it).
     pub(super) fn apply(&self, batch: &Batch) {
         if self.broken.load(Ordering::Relaxed) {
