@@ -2,8 +2,8 @@
 //!
 //! Owns (see ARCHITECTURE.md): the binlog client and decoder, binlog positions (file:offset,
 //! GTID), reconnect/resume, DDL detection, the fenced upstream fill source, start-up checks and
-//! lag. Does not own: applying changes or fills (the dataflow does), the RocksDB replica (not
-//! implemented yet).
+//! lag. Does not own: applying changes or fills (the dataflow does), the RocksDB replica (the
+//! `replica` crate).
 //!
 //! # How the proxy wires it
 //! ```text

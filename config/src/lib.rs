@@ -42,6 +42,7 @@ pub struct Config {
     pub log: Log,
     pub memory: Memory,
     pub fill: Fill,
+    pub replica: Replica,
     pub consistency: Consistency,
     pub admin: Admin,
     /// `[caches]`: what to do with the `[[cache]]` entries below.
@@ -158,6 +159,29 @@ pub struct Fill {
     /// 0. Default 1s: long enough for a fill of a loaded server, short enough that a stuck fill
     /// costs an application only a second.
     pub timeout: Duration,
+    /// Where misses are filled from. Default `upstream`: no disk, ready in seconds.
+    pub source: FillSourceKind,
+}
+
+/// `[fill] source`: the two fill sources (ARCHITECTURE.md, "Fill sources").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FillSourceKind {
+    /// SQL on the live server, tied to a binlog position (`upstream`).
+    Upstream,
+    /// The local RocksDB replica of the cached tables (`replica`, needs `[replica] path`);
+    /// tables still being copied fill from the upstream meanwhile.
+    Replica,
+}
+
+/// `[replica]`: the local RocksDB replica, used when `[fill] source = "replica"`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Replica {
+    /// The RocksDB directory (created if missing; one freshet per directory). Required with
+    /// `[fill] source = "replica"`; default none.
+    pub path: Option<PathBuf>,
+    /// Rows the snapshot copies per batch (one RocksDB write, one unit of resumption).
+    /// 1..=1000000. Default 5000.
+    pub copy_batch_rows: u32,
 }
 
 /// `[consistency]`: how stale a cached read may be.

@@ -73,8 +73,8 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The sections whose keys the environment may override.
-const ENV_SECTIONS: [&str; 11] =
-    ["upstream", "listen", "limits", "log", "memory", "fill", "consistency", "admin", "caches", "binlog", "shutdown"];
+const ENV_SECTIONS: [&str; 12] =
+    ["upstream", "listen", "limits", "log", "memory", "fill", "replica", "consistency", "admin", "caches", "binlog", "shutdown"];
 
 pub(crate) fn parse(
     source: &str,
@@ -95,6 +95,7 @@ pub(crate) fn parse(
     let log = loader.log(root);
     let memory = loader.memory(root);
     let fill = loader.fill(root);
+    let replica = loader.replica(root, fill.source);
     let consistency = loader.consistency(root);
     let admin = loader.admin(root);
     let cache_policy = loader.cache_policy(root);
@@ -108,7 +109,7 @@ pub(crate) fn parse(
 
     match upstream {
         Some(upstream) if loader.problems.is_empty() => {
-            Ok(Config { upstream, listen, limits, log, memory, fill, consistency, admin, cache_policy, binlog, shutdown, caches })
+            Ok(Config { upstream, listen, limits, log, memory, fill, replica, consistency, admin, cache_policy, binlog, shutdown, caches })
         }
         _ => Err(ConfigError { problems: loader.problems }),
     }

@@ -4,7 +4,7 @@
 //! over a [`MemStore`]: [`MemUpstream`] (answers the request's SQL state queries, the way the
 //! upstream server will) and [`MemReplica`] (returns base rows, the way the local replica will).
 //! Does not own: deduplication, batching, positions and buffering (view), talking to MySQL or
-//! RocksDB (cdc).
+//! RocksDB (cdc, replica).
 //!
 //! Invariants a source must keep (the view checks what it can):
 //! - All data in one response reflects the database at exactly `position`.

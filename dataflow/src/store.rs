@@ -2,7 +2,7 @@
 //! replica in this crate's tests and benches.
 //!
 //! Owns: [`MemStore`], a multiset of rows per table at a [`Position`]. Does not own: anything
-//! persistent (the RocksDB replica lives in cdc), nor indexes (scans are linear; it is a test
+//! persistent (the RocksDB replica is the `replica` crate), nor indexes (scans are linear; it is a test
 //! and reference implementation, not a database).
 //!
 //! Invariant: `position` is the position of the last batch applied; rows reflect exactly the

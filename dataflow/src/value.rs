@@ -83,8 +83,9 @@ impl Collation {
     }
 
     /// The sequence of weights a string sorts by under this collation. Equal weight sequences
-    /// mean equal strings; this is what both `cmp` and `hash` use, which keeps them consistent.
-    fn weights(self, s: &str) -> impl Iterator<Item = u32> + '_ {
+    /// mean equal strings; this is what both `cmp` and `hash` use, which keeps them consistent
+    /// (the replica's index keys use it too).
+    pub fn weights(self, s: &str) -> impl Iterator<Item = u32> + '_ {
         let trimmed = if self.pad_space() { s.trim_end_matches(' ') } else { s };
         trimmed.chars().map(move |c| match self {
             Collation::Binary | Collation::Utf8mb4Bin => c as u32,

@@ -20,8 +20,10 @@
 //! another author (karma moves between users), created, and deleted with their votes and
 //! comments in one transaction; new users; and transactions mixing several of these.
 //!
-//! Works in its own database, `news_correctness`, recreated at the start and left in place
-//! afterwards so that a failure can be inspected.
+//! Runs once per fill source: `upstream` (SQL on MariaDB) and `replica` (the local RocksDB copy,
+//! waited for before the writes start, so that misses fill from it; its fills are counted).
+//! Each run works in its own database (`news_correctness`, `news_correctness_replica`),
+//! recreated at the start and left in place afterwards so that a failure can be inspected.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -35,7 +37,6 @@ use freshet_proxy::cache::{Engine, RelayReason};
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Params, Row, TxOpts, Value};
 
-const DB: &str = "news_correctness";
 const SIZES: load::Sizes = load::Sizes { users: 200, stories: 500, votes: 3_000, comments: 2_000 };
 /// Below what the readers touch (about 2 MiB of partitions), yet above top_stories' single
 /// partition (about 0.5 MiB; a partition larger than the whole budget is evicted as soon as it
@@ -75,7 +76,7 @@ fn url_for(server: &str, db: &str) -> String {
 
 /// freshet's config: the example's `[[cache]]` entries verbatim, pointed at `upstream`, with a
 /// small memory budget and a lag bound that keeps reads cached during the write storm.
-fn freshet_toml(upstream: &str) -> String {
+fn freshet_toml(upstream: &str, replica: Option<&std::path::Path>) -> String {
     let example = app::config().expect("examples/news/freshet.toml parses");
     let mut toml = format!(
         "[upstream]\nurl = \"{upstream}\"\ntls = \"disabled\"\nconnect_timeout = \"5s\"\n\
@@ -83,6 +84,10 @@ fn freshet_toml(upstream: &str) -> String {
          [memory]\nlimit = \"{MEMORY}\"\n[fill]\ntimeout = \"2s\"\n[consistency]\nmax_lag = \"30s\"\n\
          [admin]\nusers = [\"freshet\"]\n"
     );
+    if let Some(path) = replica {
+        toml = toml.replace("[fill]\n", "[fill]\nsource = \"replica\"\n");
+        toml.push_str(&format!("[replica]\npath = \"{}\"\ncopy_batch_rows = 500\n", path.display()));
+    }
     for cache in &example.caches {
         let query = cache.query.replace('\\', "\\\\").replace('"', "\\\"");
         toml.push_str(&format!("[[cache]]\nname = \"{}\"\nquery = \"{query}\"\n", cache.name));
@@ -97,14 +102,14 @@ struct Freshet {
     _stop: tokio::sync::oneshot::Sender<()>,
 }
 
-async fn start_freshet(upstream: &str) -> Freshet {
-    let toml = freshet_toml(upstream);
+async fn start_freshet(upstream: &str, db: &str, replica: Option<&std::path::Path>) -> Freshet {
+    let toml = freshet_toml(upstream, replica);
     let config = freshet_config::Config::parse(&toml, std::path::Path::new("correctness.toml"), &|_| None, &[])
         .unwrap_or_else(|e| panic!("the test's config is invalid: {e}\n{toml}"));
     assert_eq!(config.caches.len(), app::READS.len());
     let server = freshet_proxy::Server::bind(config).await.expect("freshet starts");
     let engine = server.engine().get().cloned().expect("the cache engine starts at bind with [[cache]] entries");
-    let url = url_for(&format!("mysql://freshet:freshet@{}/x", server.mysql_addr()), DB);
+    let url = url_for(&format!("mysql://freshet:freshet@{}/x", server.mysql_addr()), db);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(server.run(async move {
         let _ = stopped.await;
@@ -506,16 +511,46 @@ async fn compare(freshet: &Freshet, through: &mut Conn, direct: &mut Conn, read:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cached_answers_equal_mariadbs_after_concurrent_writes_evictions_and_refills() {
+    storm("news_correctness", None).await;
+}
+
+/// The same with `[fill] source = "replica"`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn replica_filled_answers_equal_mariadbs_after_concurrent_writes_evictions_and_refills() {
+    let dir = std::env::temp_dir().join(format!("freshet-correctness-replica-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    storm("news_correctness_replica", Some(&dir)).await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One storm at a time: the two sources' runs would otherwise split two cores between them.
+static ONE_STORM: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn storm(db: &str, replica: Option<&std::path::Path>) {
+    let _alone = ONE_STORM.lock().await;
     let started = Instant::now();
     let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
     let server = server_url();
-    let url = url_for(&server, DB);
+    let url = url_for(&server, db);
     let mut admin = app::connect(&server).await.expect("connect to the test MariaDB");
-    admin.query_drop(format!("DROP DATABASE IF EXISTS {DB}")).await.unwrap();
-    admin.query_drop(format!("CREATE DATABASE {DB} DEFAULT CHARSET utf8mb4")).await.unwrap();
+    admin.query_drop(format!("DROP DATABASE IF EXISTS {db}")).await.unwrap();
+    admin.query_drop(format!("CREATE DATABASE {db} DEFAULT CHARSET utf8mb4")).await.unwrap();
     load::load(&url, SIZES).await.expect("news load");
-    let freshet = start_freshet(&url).await;
+    let freshet = start_freshet(&url, db, replica).await;
     let engine = freshet.engine.clone();
+    if replica.is_some() {
+        // Misses should fill from the replica during the storm: wait for the copy.
+        let deadline = Instant::now() + CATCH_UP;
+        loop {
+            let f = engine.replica.get().expect("the replica started").figures().copy;
+            if f.tables_total > 0 && f.tables_done == f.tables_total {
+                eprintln!("replica: {} rows copied in {:.1?}", f.rows_copied, started.elapsed());
+                break;
+            }
+            assert!(Instant::now() < deadline, "the replica's copy did not finish: {f:?}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
     let queries = Arc::new(app::read_queries().unwrap());
     eprintln!("loaded and started in {:.1?}", started.elapsed());
 
@@ -635,4 +670,10 @@ async fn cached_answers_equal_mariadbs_after_concurrent_writes_evictions_and_ref
     assert!(verdicts.never_cached.is_empty(), "never answered from the cache after {ATTEMPTS} attempts:\n{}", verdicts.never_cached.join("\n"));
     assert!(verdicts.compared >= 2 * sample.len() as u64, "compared only {}", verdicts.compared);
     assert!(verdicts.mismatches.is_empty(), "{} cached answers differ from MariaDB's:\n{}", verdicts.mismatches.len(), verdicts.mismatches.join("\n"));
+    if replica.is_some() {
+        let f = engine.replica.get().expect("the replica started").figures();
+        eprintln!("replica: {} fills answered from RocksDB, following {}", f.fills, f.following);
+        assert!(f.following, "the replica stopped following the stream");
+        assert!(f.fills > 0, "no fill was answered from the replica");
+    }
 }

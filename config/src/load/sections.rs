@@ -13,7 +13,8 @@ use toml_edit::Table;
 
 use super::{Loader, Location, Problem, Raw, boolean, byte_size, duration, integer, string};
 use crate::{
-    Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, Limits, Listen, ListenTls, Log, MaxPacket, Memory, Shutdown, TlsMode,
+    Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, FillSourceKind, Limits, Listen, ListenTls, Log, MaxPacket, Memory,
+    Replica, Shutdown, TlsMode,
     Upstream, UpstreamUrl,
 };
 
@@ -25,7 +26,8 @@ const KEYS: &[(&str, &[&str])] = &[
     ("limits", &["max_packet", "max_connections"]),
     ("log", &["level"]),
     ("memory", &["limit"]),
-    ("fill", &["timeout"]),
+    ("fill", &["timeout", "source"]),
+    ("replica", &["path", "copy_batch_rows"]),
     ("consistency", &["max_lag"]),
     ("admin", &["users"]),
     ("caches", &["strict"]),
@@ -151,7 +153,37 @@ impl Loader<'_> {
     pub(super) fn fill(&mut self, root: &Table) -> Fill {
         let t = self.section(root, "fill");
         self.unknown_keys_in(t, "fill", keys("fill"));
-        Fill { timeout: self.value(t, "fill", "timeout", positive_duration).unwrap_or(Duration::from_secs(1)) }
+        let source = self
+            .value(t, "fill", "source", |raw| match string(raw)? {
+                "upstream" => Ok(FillSourceKind::Upstream),
+                "replica" => Ok(FillSourceKind::Replica),
+                other => Err(format!("{other:?} is not one of upstream, replica")),
+            })
+            .unwrap_or(FillSourceKind::Upstream);
+        Fill { timeout: self.value(t, "fill", "timeout", positive_duration).unwrap_or(Duration::from_secs(1)), source }
+    }
+
+    /// `[replica]`; `source` is `[fill] source`, which makes `path` required.
+    pub(super) fn replica(&mut self, root: &Table, source: FillSourceKind) -> Replica {
+        let t = self.section(root, "replica");
+        self.unknown_keys_in(t, "replica", keys("replica"));
+        let path = self.value(t, "replica", "path", |raw| {
+            let s = string(raw)?;
+            if s.is_empty() { Err("the path is empty".to_string()) } else { Ok(PathBuf::from(s)) }
+        });
+        if source == FillSourceKind::Replica && path.is_none() && !self.has(t, "replica", "path") {
+            self.problems.push(Problem {
+                location: Location::Missing { path: self.path.to_path_buf(), key: "[replica] path".into() },
+                message: "required with [fill] source = \"replica\": the RocksDB directory, e.g. path = \"freshet-replica\"".into(),
+            });
+        }
+        let copy_batch_rows = self
+            .value(t, "replica", "copy_batch_rows", |raw| {
+                let n = integer(raw)?;
+                u32::try_from(n).ok().filter(|n| (1..=1_000_000).contains(n)).ok_or_else(|| format!("{n} is outside 1..=1000000"))
+            })
+            .unwrap_or(5_000);
+        Replica { path, copy_batch_rows }
     }
 
     pub(super) fn consistency(&mut self, root: &Table) -> Consistency {
@@ -263,7 +295,7 @@ mod tests {
 
     use super::KEYS;
     use super::super::tests::{load, messages};
-    use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, Memory, Shutdown};
+    use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, FillSourceKind, Memory, Replica, Shutdown};
 
     const URL: &str = "[upstream]\nurl = \"mysql://u@h\"\n";
 
@@ -283,7 +315,8 @@ mod tests {
     fn cached_query_keys_default_to_safe_values() {
         let c = load(URL, &[]).unwrap();
         assert_eq!(c.memory, Memory { limit: ByteSize::mib(256) });
-        assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1) });
+        assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1), source: FillSourceKind::Upstream });
+        assert_eq!(c.replica, Replica { path: None, copy_batch_rows: 5_000 });
         assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5) });
         assert_eq!(c.admin, Admin { users: vec!["root".to_string()] });
         assert_eq!(c.cache_policy, CachePolicy { strict: true });
@@ -454,7 +487,7 @@ consistency = 1
                 "f.toml:4:1: unknown key \"limt\" in [memory]; known: limit",
                 "f.toml:7:1: unknown key \"enabled\" in [caches]; known: strict",
                 "f.toml:9:1: unknown key \"server-id\" in [binlog]; known: server_id",
-                "f.toml:12:1: unknown key \"consistency\" in [fill]; known: timeout",
+                "f.toml:12:1: unknown key \"consistency\" in [fill]; known: timeout, source",
             ],
         );
         let got = messages(load(&format!("admin = [\"root\"]\ncaches = true\n{URL}"), &[]).unwrap_err());
@@ -522,6 +555,35 @@ query = \"SELECT 5\"
         assert_eq!((e.listen.offer_tls, e.listen.trust_plain_clients), (d.listen.offer_tls, d.listen.trust_plain_clients));
         assert_eq!((e.limits.max_packet, e.limits.max_connections, e.log.level), (d.limits.max_packet, d.limits.max_connections, d.log.level));
         assert_eq!((e.memory, e.fill, e.consistency, e.admin, e.cache_policy, e.binlog), (d.memory, d.fill, d.consistency, d.admin, d.cache_policy, d.binlog));
+        assert_eq!(e.replica, d.replica);
+    }
+
+    #[test]
+    fn the_replica_source_needs_a_path_and_checks_its_keys() {
+        let c = load(&format!("{URL}[fill]\nsource = \"replica\"\n[replica]\npath = \"data/replica\"\ncopy_batch_rows = 100\n"), &[]).unwrap();
+        assert_eq!(c.fill.source, FillSourceKind::Replica);
+        assert_eq!(c.replica, Replica { path: Some("data/replica".into()), copy_batch_rows: 100 });
+        // A path alone does not switch the source.
+        let c = load(&format!("{URL}[replica]\npath = \"r\"\n"), &[]).unwrap();
+        assert_eq!(c.fill.source, FillSourceKind::Upstream);
+
+        let got = problems("[fill]\nsource = \"disk\"\n[replica]\npath = \"\"\ncopy_batch_rows = 0\nsize = 1\n", &[]);
+        assert_problems(
+            &got,
+            &[
+                "f.toml:4:10: source: \"disk\" is not one of upstream, replica",
+                "f.toml:6:8: path: the path is empty",
+                "f.toml:7:19: copy_batch_rows: 0 is outside 1..=1000000",
+                "f.toml:8:1: unknown key \"size\" in [replica]; known: path, copy_batch_rows",
+            ],
+        );
+        assert_problems(&problems("[fill]\nsource = \"replica\"\n", &[]), &["f.toml: [replica] path: required with [fill] source = \"replica\""]);
+
+        let env = [("FRESHET_FILL_SOURCE", "replica"), ("FRESHET_REPLICA_PATH", "r2"), ("FRESHET_REPLICA_COPY_BATCH_ROWS", "7")];
+        let c = load(URL, &env).unwrap();
+        assert_eq!((c.fill.source, c.replica.path, c.replica.copy_batch_rows), (FillSourceKind::Replica, Some("r2".into()), 7));
+        let got = messages(load(URL, &[("FRESHET_FILL_SOURCE", "Replica")]).unwrap_err());
+        assert_problems(&got, &["environment variable FRESHET_FILL_SOURCE: \"Replica\" is not one of upstream, replica"]);
     }
 
     #[test]

@@ -81,5 +81,8 @@ impl Engine {
         sample(out, "freshet_dataflow_fills_started_total", &[], self.counters.fills_started.get());
         family(out, "freshet_dataflow_fills_failed_total", "counter", "Fill requests that failed or timed out (their reads were relayed).");
         sample(out, "freshet_dataflow_fills_failed_total", &[], self.counters.fills_failed.get());
+        if let Some(replica) = self.replica.get() {
+            replica.render_metrics(out);
+        }
     }
 }

@@ -4,7 +4,9 @@
 //! Owns: the set of caches (config and `CREATE CACHE`), their verdicts for query shapes (via
 //! [`matcher`]), the column definitions captured from the upstream per query shape, the wait
 //! for a fill, the lag gate, and the writer task ([`writer`]) that is the dataflow's single
-//! writer (binlog batches, DDL, fills, installs). Does not own: the wire protocol of a hit
+//! writer (binlog batches, DDL, fills, installs), and with `[fill] source = "replica"` the
+//! local replica ([`replica`]: applied by the writer before the views, answering the fills of
+//! copied tables). Does not own: the wire protocol of a hit
 //! (`session::cached`), admin SQL rendering (`session::admin`).
 //!
 //! Invariants:
@@ -20,6 +22,7 @@ pub mod latency;
 pub mod matcher;
 mod metrics;
 pub mod params;
+pub mod replica;
 mod writer;
 
 use std::collections::HashMap;
@@ -32,7 +35,7 @@ use bytes::Bytes;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
-use freshet_cdc::{BinlogStream, FillConfig, LagHandle, StartAt, StreamConfig, UpstreamFills};
+use freshet_cdc::{FillConfig, LagHandle, StreamConfig, UpstreamFills};
 use freshet_config::{CacheSpec, Config};
 use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
 
@@ -246,6 +249,8 @@ pub struct Engine {
     writer_dead: AtomicBool,
     pub started: Instant,
     pub counters: EngineCounters,
+    /// `[fill] source = "replica"`: the local replica, once started.
+    pub replica: std::sync::OnceLock<Arc<replica::Replica>>,
 }
 
 impl Engine {
@@ -263,7 +268,14 @@ impl Engine {
         freshet_cdc::check_upstream(&mut conn, &database, &[]).await.context("the upstream cannot feed freshet's caches")?;
         let server_id = replica_server_id(config);
         let stream_config = StreamConfig::new(&database, server_id);
-        let stream = BinlogStream::connect(opts.clone(), stream_config.clone(), StartAt::Current).await.context("starting the binlog stream")?;
+        // `[fill] source = "replica"`: the stream resumes at the replica's position (replica.rs).
+        let store = match (&config.fill.source, &config.replica.path) {
+            (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path)?),
+            _ => None,
+        };
+        let (stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)
+            .await
+            .context("starting the binlog stream")?;
         let mut catalog = Catalog::new();
         for table in stream.tables() {
             // A table whose schema the dataflow refuses (e.g. DECIMAL(65)) is simply not
@@ -296,6 +308,7 @@ impl Engine {
             writer_dead: AtomicBool::new(false),
             started: Instant::now(),
             counters: EngineCounters::default(),
+            replica: std::sync::OnceLock::new(),
         });
         let mut problems = Vec::new();
         let mut tables: Vec<String> = Vec::new();
@@ -326,10 +339,19 @@ impl Engine {
         freshet_cdc::check_upstream(&mut conn, &database, &table_refs).await.context("the upstream cannot feed freshet's caches")?;
         let _ = conn.disconnect().await;
         let fills = UpstreamFills::new(opts.clone(), &database, stream.flavor(), stream.table_infos(), FillConfig::default());
+        let replica = match (store, resume) {
+            (Some(store), Some(resume)) => {
+                let batch = config.replica.copy_batch_rows;
+                let r = replica::Replica::start(store, opts.clone(), &database, stream.table_infos(), &tables, batch, resume)?;
+                let _ = engine.replica.set(r.clone());
+                Some(r)
+            }
+            _ => None,
+        };
         let (events, lag) = stream.spawn(4096);
         *engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
         info!(caches = config.caches.len(), server_id, database = %database, "cache engine started");
-        let task = writer::Writer::new(engine.clone(), dataflow, fills, opts, stream_config);
+        let task = writer::Writer::new(engine.clone(), dataflow, fills, replica, opts, stream_config);
         let writer = tokio::spawn(task.run(events, control_rx));
         let supervised = engine.clone();
         tokio::spawn(async move {

@@ -52,6 +52,8 @@ pub(super) struct Writer {
     engine: Arc<Engine>,
     dataflow: Dataflow,
     fills: UpstreamFills,
+    /// `[fill] source = "replica"`: applied before the views, answers the fills it can.
+    replica: Option<Arc<super::replica::Replica>>,
     opts: Opts,
     stream_config: StreamConfig,
     in_flight: JoinSet<FillDone>,
@@ -59,8 +61,11 @@ pub(super) struct Writer {
 }
 
 impl Writer {
-    pub(super) fn new(engine: Arc<Engine>, dataflow: Dataflow, fills: UpstreamFills, opts: Opts, stream_config: StreamConfig) -> Writer {
-        Writer { engine, dataflow, fills, opts, stream_config, in_flight: JoinSet::new(), epoch: 0 }
+    pub(super) fn new(
+        engine: Arc<Engine>, dataflow: Dataflow, fills: UpstreamFills, replica: Option<Arc<super::replica::Replica>>, opts: Opts,
+        stream_config: StreamConfig,
+    ) -> Writer {
+        Writer { engine, dataflow, fills, replica, opts, stream_config, in_flight: JoinSet::new(), epoch: 0 }
     }
 
     pub(super) async fn run(mut self, mut events: Events, mut control: mpsc::UnboundedReceiver<Control>) {
@@ -70,6 +75,9 @@ impl Writer {
             tokio::select! {
                 event = events.recv() => match event {
                     Some(Ok(StreamEvent::Batch(batch))) => {
+                        if let Some(r) = &self.replica {
+                            r.apply(&batch);
+                        }
                         if let Err(e) = self.dataflow.apply(&batch) {
                             warn!(error = %e, "binlog batch out of order; evicting every cache");
                             self.new_epoch();
@@ -80,6 +88,9 @@ impl Writer {
                     Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
                     Some(Err(CdcError::Untrusted(why))) => {
                         info!(reason = %why, "a transaction could not be followed; evicting every cache");
+                        if let Some(r) = &self.replica {
+                            r.gap();
+                        }
                         self.new_epoch();
                     }
                     Some(Err(e)) => {
@@ -116,8 +127,12 @@ impl Writer {
             self.engine.counters.fills_started.inc();
             let fills = self.fills.clone();
             let epoch = self.epoch;
+            let replica = self.replica.clone().filter(|r| r.serves(&req));
             self.in_flight.spawn(async move {
-                let result = fills.fill(&req).await;
+                let result = match replica {
+                    Some(r) => r.fill(req.clone()).await,
+                    None => fills.fill(&req).await,
+                };
                 (epoch, req, result)
             });
         }
@@ -151,6 +166,9 @@ impl Writer {
 
     fn schema_change(&mut self, change: SchemaChange) {
         self.fills.set_table(&change.table, change.info.clone());
+        if let Some(r) = &self.replica {
+            r.schema_changed(&change.table, change.kind, change.info.as_ref());
+        }
         let unchanged = matches!(change.kind, DdlKind::Create | DdlKind::Alter)
             && change.schema.is_some()
             && self.dataflow.catalog().get(&change.table) == change.schema.as_ref();
@@ -226,6 +244,9 @@ impl Writer {
                         // First the new start, then the eviction: holes are made at `start`,
                         // so no fill older than the gap can be installed.
                         self.dataflow.set_applied(start);
+                        if let Some(r) = &self.replica {
+                            r.gap();
+                        }
                         self.new_epoch();
                         self.publish_catalog(None);
                         let (events, lag) = stream.spawn(EVENT_QUEUE);

@@ -145,6 +145,9 @@ impl Session {
                     ("fills_failed", e.counters.fills_failed.get().to_string()),
                     ("query_shapes_known", e.verdicts.len().to_string()),
                 ]);
+                if let Some(replica) = e.replica.get() {
+                    rows.extend(replica.status_rows());
+                }
             }
         }
         SynthResult { columns: admin_sql::status_columns(), rows: rows.into_iter().map(|(k, v)| vec![Some(k.to_string()), Some(v)]).collect() }

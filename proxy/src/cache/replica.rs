@@ -1,0 +1,296 @@
+//! The local replica as the engine's second fill source (`[fill] source = "replica"`).
+//!
+//! Owns: opening the store, choosing where the binlog stream starts (the store's position, so a
+//! restart resumes instead of re-copying), registering the tables cached queries read, running
+//! the copy in the background (retried with backoff), and deciding per fill whether the replica
+//! can answer it. Does not own: the store's layout and invariants (`freshet_replica::store`),
+//! the order of applying (the writer applies each batch here *before* the views).
+//!
+//! Rules that keep answers exact:
+//! - A fill goes to the replica only if every table it scans is copied and the store has
+//!   applied past the copy's snapshot; otherwise it goes to the upstream (the store answers
+//!   "not ready" itself too, so a race costs a retry, never a wrong row).
+//! - A gap in the stream (resumed at the server's current position, or an untrusted
+//!   transaction) leaves the store without some changes: every table is reset and copied again.
+//! - DDL that changes a replicated table's schema drops that table's rows (register sees the new
+//!   schema) and copies it again; its fills go to the upstream meanwhile, so rows of the old
+//!   shape are never served. TRUNCATE (no row events) drops the rows the same way; a dropped
+//!   table is forgotten, and copied again if it is created again.
+//! - An error applying a batch stops the replica for this run (fills go upstream) rather than
+//!   let it drift from the views.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use freshet_cdc::{BinlogPos, BinlogStream, DdlKind, StartAt, StreamConfig, TableInfo};
+use freshet_dataflow::{Batch, FillError, FillRequest, FillResponse, Position};
+use freshet_replica::{CopyFigures, CopyStats, ReplicaStore, SnapshotConfig, copy_tables};
+use mysql_async::Opts;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+/// The engine's replica (see the module header).
+pub struct Replica {
+    store: Arc<ReplicaStore>,
+    opts: Opts,
+    database: String,
+    /// The tables cached queries read (those replicated when they exist and have a key).
+    wanted: Vec<String>,
+    /// What the copy needs of each replicated table, by the server's name for it.
+    infos: std::sync::Mutex<HashMap<String, TableInfo>>,
+    cfg: SnapshotConfig,
+    stats: Arc<CopyStats>,
+    /// Set after a failed apply: the store no longer follows the stream.
+    broken: AtomicBool,
+    /// Wakes the copy task (tables to copy again).
+    recopy: Arc<Notify>,
+    /// Fills answered from the store.
+    fills: AtomicU64,
+}
+
+/// What the replica has done, for status and tests.
+#[derive(Clone, Copy, Debug)]
+pub struct ReplicaFigures {
+    /// The copy's progress in this process (rows a previous run copied are not counted).
+    pub copy: CopyFigures,
+    /// Fills answered from the store.
+    pub fills: u64,
+    /// False after an error applying a batch (fills go upstream until restart).
+    pub following: bool,
+}
+
+/// Opens the store at `path`.
+pub(super) fn open(path: &Path) -> anyhow::Result<Arc<ReplicaStore>> {
+    Ok(Arc::new(ReplicaStore::open(path).map_err(|e| anyhow::anyhow!("opening the replica at {}: {e}", path.display()))?))
+}
+
+impl Replica {
+    /// Registers the replicated tables (those of `tables` with a primary key) and starts the
+    /// copy task; `resume` is how the stream started ([`connect_stream`]).
+    pub(super) fn start(
+        store: Arc<ReplicaStore>, opts: Opts, database: &str, infos: HashMap<String, TableInfo>, tables: &[String], batch_rows: u32,
+        resume: Resume,
+    ) -> anyhow::Result<Arc<Replica>> {
+        if let Resume::Fresh(p) | Resume::Gap(p) = resume {
+            store.set_position(p)?;
+        }
+        let mut replicated = HashMap::new();
+        for t in tables {
+            let Some((_, info)) = infos.iter().find(|(n, _)| n.eq_ignore_ascii_case(t)) else { continue };
+            match store.register(&info.schema) {
+                Ok(kept) => {
+                    info!(table = %t, kept, "replica: table registered");
+                    replicated.insert(info.schema.name.clone(), info.clone());
+                }
+                Err(e) => warn!(table = %t, error = %e, "replica: table not replicated; its fills go to the upstream"),
+            }
+        }
+        let cfg = SnapshotConfig { batch_rows: batch_rows as usize, ..SnapshotConfig::default() };
+        let replica = Arc::new(Replica {
+            store,
+            opts,
+            database: database.to_string(),
+            wanted: tables.to_vec(),
+            infos: std::sync::Mutex::new(replicated),
+            cfg,
+            stats: Arc::new(CopyStats::default()),
+            broken: AtomicBool::new(false),
+            recopy: Arc::new(Notify::new()),
+            fills: AtomicU64::new(0),
+        });
+        if matches!(resume, Resume::Gap(_)) {
+            replica.gap();
+        }
+        tokio::spawn(copy_loop(Arc::downgrade(&replica)));
+        Ok(replica)
+    }
+
+    /// Progress and use so far.
+    pub fn figures(&self) -> ReplicaFigures {
+        ReplicaFigures {
+            copy: self.stats.snapshot(),
+            fills: self.fills.load(Ordering::Relaxed),
+            following: !self.broken.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Appends the replica's metrics (`freshet_replica_`) to `out`.
+    pub fn render_metrics(&self, out: &mut String) {
+        use std::fmt::Write;
+        let f = self.figures();
+        let gauges: [(&str, &str, &str, String); 8] = [
+            ("freshet_replica_copy_rows_total", "counter", "Rows copied into the replica by this process.", f.copy.rows_copied.to_string()),
+            ("freshet_replica_copy_bytes_total", "counter", "Bytes of rows copied into the replica by this process.", f.copy.bytes_copied.to_string()),
+            ("freshet_replica_copy_rows_estimated", "gauge", "The server's estimate of the rows to copy when the copy started.", f.copy.rows_estimated.to_string()),
+            ("freshet_replica_copy_rows_per_second", "gauge", "Copy rate over the time spent copying.", format!("{:.0}", f.copy.rows_per_sec)),
+            ("freshet_replica_tables", "gauge", "Tables the replica keeps.", f.copy.tables_total.to_string()),
+            ("freshet_replica_tables_copied", "gauge", "Tables whose copy is complete.", f.copy.tables_done.to_string()),
+            ("freshet_replica_fills_total", "counter", "Fills answered from the replica (the others go to the upstream).", f.fills.to_string()),
+            ("freshet_replica_following", "gauge", "1 while the replica applies the binlog; 0 after an error (fills go upstream).", u8::from(f.following).to_string()),
+        ];
+        for (name, kind, help, value) in gauges {
+            crate::metrics::family(out, name, kind, help);
+            let _ = writeln!(out, "{name} {value}");
+        }
+    }
+
+    /// Lines for SHOW FRESHET STATUS.
+    pub fn status_rows(&self) -> Vec<(&'static str, String)> {
+        let f = self.figures();
+        vec![
+            ("fill_source", "replica".to_string()),
+            ("replica_tables_copied", format!("{} of {}", f.copy.tables_done, f.copy.tables_total)),
+            ("replica_rows_copied", format!("{} of about {}", f.copy.rows_copied, f.copy.rows_estimated)),
+            ("replica_copy_rows_per_second", format!("{:.0}", f.copy.rows_per_sec)),
+            ("replica_fills", f.fills.to_string()),
+            ("replica_following", if f.following { "yes" } else { "no" }.to_string()),
+        ]
+    }
+
+    /// Applies one binlog transaction (before the views apply it).
+    pub(super) fn apply(&self, batch: &Batch) {
+        if self.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = self.store.apply(batch) {
+            warn!(error = %e, "replica: applying a transaction failed; fills go to the upstream until restart");
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// True if the replica can answer `req` now.
+    pub(super) fn serves(&self, req: &FillRequest) -> bool {
+        if self.broken.load(Ordering::Relaxed) || (req.scans.is_empty() && req.dim_scans.is_empty()) {
+            return false;
+        }
+        self.store.can_answer(req)
+    }
+
+    /// Answers `req` from the store (RocksDB reads run off the async threads).
+    pub(super) async fn fill(self: Arc<Self>, req: FillRequest) -> Result<FillResponse, FillError> {
+        let store = self.store.clone();
+        self.fills.fetch_add(1, Ordering::Relaxed);
+        tokio::task::spawn_blocking(move || store.answer(&req))
+            .await
+            .unwrap_or_else(|e| Err(FillError::Unavailable(format!("replica fill task: {e}"))))
+    }
+
+    /// The stream skipped changes: every table is copied again.
+    pub(super) fn gap(&self) {
+        let infos = self.infos.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for info in infos.values() {
+            if let Err(e) = self.store.reset(&info.schema) {
+                warn!(table = %info.schema.name, error = %e, "replica: reset failed");
+                self.broken.store(true, Ordering::Relaxed);
+            }
+        }
+        info!("replica: the stream has a gap; copying every table again");
+        self.recopy.notify_one();
+    }
+
+    /// DDL on a table cached queries read: a changed schema (register drops the old rows),
+    /// a TRUNCATE (no row events: the rows are dropped here) or a table created again is copied
+    /// again; a dropped table is forgotten until it is created again.
+    pub(super) fn schema_changed(&self, table: &str, kind: DdlKind, info: Option<&TableInfo>) {
+        if !self.wanted.iter().any(|w| w.eq_ignore_ascii_case(table)) {
+            return;
+        }
+        let mut infos = self.infos.lock().unwrap_or_else(|e| e.into_inner());
+        let old = infos.keys().find(|k| k.eq_ignore_ascii_case(table)).cloned().and_then(|k| infos.remove(&k));
+        let Some(info) = info else {
+            if let Some(old) = old
+                && let Err(e) = self.store.reset(&old.schema)
+            {
+                warn!(table, error = %e, "replica: dropping a table's rows failed");
+                self.broken.store(true, Ordering::Relaxed);
+            }
+            return;
+        };
+        let registered = match self.store.register(&info.schema) {
+            Ok(true) if kind == DdlKind::Truncate => self.store.reset(&info.schema).map(|_| false),
+            other => other,
+        };
+        match registered {
+            Ok(true) => {}
+            Ok(false) => {
+                info!(table, ?kind, "replica: copying the table again");
+                self.recopy.notify_one();
+            }
+            Err(e) => {
+                warn!(table, error = %e, "replica: table no longer replicated; its fills go to the upstream");
+                return;
+            }
+        }
+        infos.insert(info.schema.name.clone(), info.clone());
+    }
+}
+
+/// Copies what is not copied, then waits for [`Replica::gap`] or a schema change to ask again.
+async fn copy_loop(replica: std::sync::Weak<Replica>) {
+    let mut delay = Duration::from_millis(500);
+    loop {
+        let Some(r) = replica.upgrade() else { return };
+        let infos: HashMap<String, TableInfo> = r.infos.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        match copy_tables(r.opts.clone(), &r.database, &r.store, &infos, &r.cfg, &r.stats).await {
+            Ok(_) => {
+                let f = r.stats.snapshot();
+                info!(rows = f.rows_copied, tables = f.tables_done, rows_per_sec = f.rows_per_sec as u64, "replica: tables copied");
+                delay = Duration::from_millis(500);
+                let recopy = r.recopy.clone();
+                drop(r);
+                recopy.notified().await;
+            }
+            Err(e) => {
+                warn!(error = %e, retry_in = ?delay, "replica: copy failed; it resumes from its last batch");
+                drop(r);
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(30));
+            }
+        }
+    }
+}
+
+/// How the stream started relative to the store.
+pub(super) enum Resume {
+    /// The store was new: it starts at the stream's start.
+    Fresh(Position),
+    /// The stream continues from the store's position: nothing is copied again.
+    Resumed,
+    /// The store's position is no longer in the server's binlog (purged): every table is
+    /// copied again, the stream starts at the server's current position.
+    Gap(Position),
+}
+
+/// Connects the binlog stream: at the store's position when it has one (a restart resumes),
+/// else at the server's current position.
+pub(super) async fn connect_stream(
+    store: Option<&ReplicaStore>, opts: Opts, cfg: StreamConfig, conn: &mut mysql_async::Conn,
+) -> anyhow::Result<(BinlogStream, Option<Resume>)> {
+    use mysql_async::prelude::Queryable;
+    let Some(store) = store else {
+        return Ok((BinlogStream::connect(opts, cfg, StartAt::Current).await?, None));
+    };
+    let stored = store.position()?;
+    if stored > Position(0) {
+        let version: Option<String> = conn.query_first("SELECT VERSION()").await?;
+        let flavor = freshet_cdc::flavor::detect(version.as_deref().unwrap_or(""));
+        let now = freshet_cdc::stream::current_position(conn, flavor.as_ref(), Duration::from_secs(10)).await?;
+        let at = BinlogPos::from_position(stored, &now.file)?;
+        match BinlogStream::connect(opts.clone(), cfg.clone(), StartAt::At(at.clone())).await {
+            Ok(s) => {
+                info!(position = %at, "replica: resuming the binlog at the replica's position");
+                return Ok((s, Some(Resume::Resumed)));
+            }
+            Err(e) => warn!(position = %at, error = %e, "replica: cannot resume at the replica's position; copying again"),
+        }
+        let s = BinlogStream::connect(opts, cfg, StartAt::Current).await?;
+        let start = s.delivered().position()?;
+        return Ok((s, Some(Resume::Gap(start))));
+    }
+    let s = BinlogStream::connect(opts, cfg, StartAt::Current).await?;
+    let start = s.delivered().position()?;
+    Ok((s, Some(Resume::Fresh(start))))
+}

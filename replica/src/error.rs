@@ -1,0 +1,37 @@
+//! The replica's errors.
+
+use freshet_dataflow::Position;
+
+use crate::rowcode::RowCodeError;
+
+/// Why the replica could not do what was asked. None of them corrupts the store: a failed
+/// write leaves the previous state (every write is one RocksDB batch).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    /// RocksDB failed (I/O, a full disk, a lock held by another process).
+    #[error("replica store: {0}")]
+    Rocks(#[from] rocksdb::Error),
+    /// A stored value could not be read back.
+    #[error("replica store is corrupt: {0}")]
+    Corrupt(&'static str),
+    #[error("replica store: {0}")]
+    Row(#[from] RowCodeError),
+    /// A table without a primary key cannot be replicated (its rows have no identity to
+    /// apply binlog images by); caches reading it fill from the upstream.
+    #[error("table `{0}` has no primary key; it cannot be replicated")]
+    NoPrimaryKey(String),
+    #[error("table `{0}` is not replicated")]
+    UnknownTable(String),
+    #[error("replica store: column family `{0}` is missing")]
+    MissingColumnFamily(String),
+    /// The table is still being copied (or the stream has not reached the copy's position);
+    /// the fill should go to the upstream. Retrying later is safe.
+    #[error("table `{0}` is not copied yet")]
+    NotReady(String),
+    /// The store has not applied the position the fill needs; retrying later is safe.
+    #[error("replica is behind: at {have:?}, need {need:?}")]
+    Behind { have: Position, need: Position },
+    /// Reading the upstream for the snapshot failed; the copy resumes from its last batch.
+    #[error("snapshot: {0}")]
+    Upstream(String),
+}

@@ -1,0 +1,227 @@
+//! The snapshot: copies the replicated tables from the upstream into the store, resumably.
+//!
+//! Owns: reading each table in primary-key batches inside one consistent-snapshot transaction
+//! (MariaDB: `START TRANSACTION WITH CONSISTENT SNAPSHOT` and its `binlog_snapshot_file/
+//! position`, the same fence the upstream fill source uses), handing each batch to
+//! [`ReplicaStore::write_copy_batch`] (rows and progress in one write), and the progress
+//! figures ([`CopyStats`]) and log lines. Does not own: applying the stream (the engine's
+//! writer calls [`ReplicaStore::apply`] meanwhile), deciding which tables (the caller passes the
+//! tables the cached queries read).
+//!
+//! # Why resuming is exact
+//! A batch is read at the snapshot's position P and written with the table's progress (the last
+//! primary key) in one RocksDB write, so after a crash the store holds exactly the batches that
+//! were committed. A restart opens a new snapshot at P' >= P and continues after the stored
+//! key; the rows it copies reflect P', the earlier ones P plus whatever the stream applied
+//! since. The store's position is never moved forward by a copy: the stream replays from it,
+//! and since binlog images are applied idempotently by primary key, replaying events already
+//! contained in a copied row converges to the same row; a key the stream wrote while the table
+//! was being copied is left to the stream (store header). The table is answered from once the
+//! stream has passed the newest P.
+//!
+//! A new store (position 0) takes the first snapshot's position as its own: that is where the
+//! stream must start for the copied rows to be kept current. MySQL 8 has no snapshot position
+//! and is refused ([`ReplicaError::Upstream`]); the GTID variant is not built.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use freshet_cdc::result::{convert, param, result_columns};
+use freshet_cdc::schema::TableInfo;
+use freshet_cdc::BinlogPos;
+use freshet_dataflow::{Position, Row, Value};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder, Params};
+
+use crate::error::ReplicaError;
+use crate::rowcode::decode_row;
+use crate::store::{CopyState, ReplicaStore};
+
+/// How the copy runs.
+#[derive(Clone, Debug)]
+pub struct SnapshotConfig {
+    /// Rows read and written per batch (one RocksDB write each).
+    pub batch_rows: usize,
+    /// Stop after this many batches in total (`None`: copy everything). A throttled copy and
+    /// the tests use it; progress is kept, so the next call continues.
+    pub max_batches: Option<u64>,
+    /// How often progress is logged.
+    pub log_every: Duration,
+}
+
+impl Default for SnapshotConfig {
+    fn default() -> SnapshotConfig {
+        SnapshotConfig { batch_rows: 5_000, max_batches: None, log_every: Duration::from_secs(5) }
+    }
+}
+
+/// Progress figures, shared with whoever renders metrics (plain atomics; see
+/// [`CopyStats::snapshot`]).
+#[derive(Debug, Default)]
+pub struct CopyStats {
+    rows_copied: AtomicU64,
+    bytes_copied: AtomicU64,
+    rows_estimated: AtomicU64,
+    tables_done: AtomicU64,
+    tables_total: AtomicU64,
+    micros: AtomicU64,
+}
+
+/// A reading of [`CopyStats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct CopyFigures {
+    /// Rows copied by this process (not counting rows a previous run copied).
+    pub rows_copied: u64,
+    /// Bytes of those rows as stored.
+    pub bytes_copied: u64,
+    /// The server's estimate of the rows still to copy when the copy started.
+    pub rows_estimated: u64,
+    pub tables_done: u64,
+    pub tables_total: u64,
+    /// Rows per second over the time spent copying.
+    pub rows_per_sec: f64,
+}
+
+impl CopyStats {
+    /// The current figures.
+    pub fn snapshot(&self) -> CopyFigures {
+        let rows = self.rows_copied.load(Ordering::Relaxed);
+        let secs = self.micros.load(Ordering::Relaxed) as f64 / 1e6;
+        CopyFigures {
+            rows_copied: rows,
+            bytes_copied: self.bytes_copied.load(Ordering::Relaxed),
+            rows_estimated: self.rows_estimated.load(Ordering::Relaxed),
+            tables_done: self.tables_done.load(Ordering::Relaxed),
+            tables_total: self.tables_total.load(Ordering::Relaxed),
+            rows_per_sec: if secs > 0.0 { rows as f64 / secs } else { 0.0 },
+        }
+    }
+}
+
+fn upstream(e: impl std::fmt::Display) -> ReplicaError {
+    ReplicaError::Upstream(e.to_string())
+}
+
+fn quote(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+/// Copies every table of `tables` (registered in `store`) that is not copied yet, from the
+/// database `database` at `opts`. Returns true when every table is done, false when
+/// `max_batches` stopped it first.
+pub async fn copy_tables(
+    opts: Opts, database: &str, store: &ReplicaStore, tables: &HashMap<String, TableInfo>, cfg: &SnapshotConfig, stats: &CopyStats,
+) -> Result<bool, ReplicaError> {
+    let opts: Opts = OptsBuilder::from_opts(opts)
+        .db_name(Some(database.to_string()))
+        .init(vec!["SET time_zone = '+00:00'", "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"])
+        .into();
+    let mut conn = Conn::new(opts).await.map_err(upstream)?;
+    let mut todo: Vec<&TableInfo> =
+        tables.values().filter(|t| !matches!(store.copy_state(&t.schema.name), Some(CopyState::Done { .. }))).collect();
+    todo.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
+    stats.tables_total.store(tables.len() as u64, Ordering::Relaxed);
+    stats.tables_done.store((tables.len() - todo.len()) as u64, Ordering::Relaxed);
+    for t in &todo {
+        let est: Option<u64> = conn
+            .exec_first("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", (database, &t.schema.name))
+            .await
+            .map_err(upstream)?;
+        stats.rows_estimated.fetch_add(est.unwrap_or(0), Ordering::Relaxed);
+    }
+    if todo.is_empty() {
+        return Ok(true);
+    }
+    conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(upstream)?;
+    let result = copy_in_snapshot(&mut conn, store, tables, &todo, cfg, stats).await;
+    // Read-only: ending it either way is the same; a failure here only loses the connection.
+    let _ = conn.query_drop("COMMIT").await;
+    result
+}
+
+/// The snapshot's binlog position (MariaDB).
+async fn snapshot_position(conn: &mut Conn) -> Result<Position, ReplicaError> {
+    let status: Vec<(String, String)> = conn.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'").await.map_err(upstream)?;
+    let get = |name: &str| status.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
+    let (Some(file), Some(offset)) = (get("binlog_snapshot_file"), get("binlog_snapshot_position")) else {
+        return Err(ReplicaError::Upstream("the server reports no binlog snapshot position (MariaDB with log_bin is needed)".into()));
+    };
+    let offset: u32 = offset.parse().map_err(|_| ReplicaError::Upstream(format!("bad binlog_snapshot_position {offset}")))?;
+    BinlogPos::new(file, offset).position().map_err(upstream)
+}
+
+async fn copy_in_snapshot(
+    conn: &mut Conn, store: &ReplicaStore, tables: &HashMap<String, TableInfo>, todo: &[&TableInfo], cfg: &SnapshotConfig,
+    stats: &CopyStats,
+) -> Result<bool, ReplicaError> {
+    let at = snapshot_position(conn).await?;
+    if store.position()? == Position(0) {
+        store.set_position(at)?;
+    }
+    tracing::info!(tables = todo.len(), position = at.0, "replica: copying tables");
+    let mut batches = 0u64;
+    let mut last_log = Instant::now();
+    for t in todo {
+        let name = &t.schema.name;
+        let mut after = match store.copy_state(name) {
+            Some(CopyState::Copying { after: Some(a), .. }) => Some(decode_row(&a)?),
+            _ => None,
+        };
+        loop {
+            if cfg.max_batches.is_some_and(|m| batches >= m) {
+                return Ok(false);
+            }
+            let started = Instant::now();
+            let rows = read_batch(conn, tables, t, after.as_deref(), cfg.batch_rows).await?;
+            let done = rows.len() < cfg.batch_rows;
+            store.write_copy_batch(name, at, &rows, done)?;
+            batches += 1;
+            let bytes: usize = rows.iter().map(|r| crate::rowcode::encode_row(r).len()).sum();
+            stats.rows_copied.fetch_add(rows.len() as u64, Ordering::Relaxed);
+            stats.bytes_copied.fetch_add(bytes as u64, Ordering::Relaxed);
+            stats.micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+            if last_log.elapsed() >= cfg.log_every {
+                let f = stats.snapshot();
+                tracing::info!(table = %name, copied = f.rows_copied, estimated = f.rows_estimated, rows_per_sec = f.rows_per_sec as u64, "replica: copy progress");
+                last_log = Instant::now();
+            }
+            if done {
+                stats.tables_done.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(table = %name, "replica: table copied");
+                break;
+            }
+            after = rows.last().map(|r| t.schema.primary_key.iter().map(|&i| r[i].clone()).collect());
+        }
+    }
+    Ok(true)
+}
+
+/// The next `limit` rows of `t` after primary key `after`, in primary-key order.
+async fn read_batch(
+    conn: &mut Conn, tables: &HashMap<String, TableInfo>, t: &TableInfo, after: Option<&[Value]>, limit: usize,
+) -> Result<Vec<Row>, ReplicaError> {
+    let cols: Vec<String> = t.schema.columns.iter().map(|c| quote(&c.name)).collect();
+    let pk: Vec<String> = t.schema.primary_key.iter().map(|&i| quote(&t.schema.columns[i].name)).collect();
+    let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&t.schema.name));
+    let mut params = Vec::new();
+    if let Some(after) = after {
+        let marks = vec!["?"; pk.len()].join(", ");
+        sql.push_str(&format!(" WHERE ({}) > ({marks})", pk.join(", ")));
+        params.extend(after.iter().map(param));
+    }
+    sql.push_str(&format!(" ORDER BY {} LIMIT {limit}", pk.join(", ")));
+    let params = if params.is_empty() { Params::Empty } else { Params::Positional(params) };
+    let rows: Vec<mysql_async::Row> = conn.exec(sql, params).await.map_err(upstream)?;
+    let mut out = Vec::with_capacity(rows.len());
+    let mut types = None;
+    for row in rows {
+        let types = types.get_or_insert_with(|| result_columns(row.columns_ref(), tables));
+        let mut vals = Vec::with_capacity(types.len());
+        for (v, c) in row.unwrap().into_iter().zip(types.iter()) {
+            vals.push(convert(c, v).map_err(ReplicaError::Upstream)?);
+        }
+        out.push(vals.into_boxed_slice());
+    }
+    Ok(out)
+}

@@ -1,0 +1,600 @@
+//! The RocksDB store: base rows of the replicated tables, kept at one binlog position, and the
+//! base-row fill source over them (thesis section 5.5).
+//!
+//! Owns: the layout on disk, applying a transaction, answering [`FillRequest`]s at exactly the
+//! applied position, the per-table copy state the snapshot ([`crate::snapshot`]) advances.
+//! Does not own: reading the upstream (snapshot, cdc), deciding when fills go here (the engine).
+//!
+//! # Layout
+//! - Column family `t/<table>`: primary-key encoding ([`crate::keycode`]) -> the whole row
+//!   ([`crate::rowcode`]). Only tables with a primary key are replicated: it is the row's
+//!   identity, which makes applying a binlog image idempotent (below).
+//! - Column family `i/<table>/<c1>,<c2>` per index a fill uses (its scan's key columns):
+//!   index-value encoding ++ primary-key encoding -> the whole row, so one prefix scan over the
+//!   encoding of an index value returns every row for it, with no second lookup. Created (and
+//!   filled from `t/<table>`, holding writers only per chunk) the first time a fill needs it;
+//!   fills use it once it is complete.
+//! - The default column family holds the metadata: `pos` (the applied position), `schema/<t>`
+//!   (the schema the rows have), `copy/<t>` (copy progress), `idx/<t>/<cols>` (index built),
+//!   `x/<t>/<pk>` (rows the stream touched while the table was being copied).
+//!
+//! # Invariants
+//! - **Atomic position.** Every transaction is applied as one `WriteBatch` that also writes
+//!   `pos`, so what is on disk is always the state at exactly `pos`, after a crash too.
+//! - **Fills at the applied position.** A fill reads through one RocksDB snapshot, position
+//!   included, so its rows are exactly the state at the position it reports.
+//! - **Idempotent images.** An insert puts the row under its primary key (replacing whatever
+//!   was there), a delete removes the key; both use the full binlog image. Replaying events the
+//!   store has already seen therefore converges to the same rows, which is what lets a copy
+//!   resume and run while the stream is applied (see `crate::snapshot`).
+//! - **Copy versus stream.** While a table is being copied, every key the stream writes is
+//!   marked (`x/...`, in the same batch) and the copy does not write marked keys: the stream's
+//!   image is never older than the copy's. A table is answered from only once its copy is
+//!   complete and the applied position has reached the newest snapshot the copy read
+//!   (`ready_at`); until then fills of it fail as unavailable and the engine uses the upstream.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Mutex, RwLock};
+
+use freshet_dataflow::{
+    FillData, FillError, FillRequest, FillResponse, FillSource, Key, Position, Row, TableSchema, Value,
+};
+use rocksdb::{ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode, MultiThreaded, Options, ReadOptions, WriteBatch};
+
+use crate::error::ReplicaError;
+use crate::keycode::{encode_key, encode_value};
+use crate::rowcode::{decode_row, encode_row};
+
+type Db = DBWithThreadMode<MultiThreaded>;
+
+/// Rows written per batch when an index is built from a table.
+const INDEX_BUILD_BATCH: usize = 10_000;
+
+/// How far a table's copy has come.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CopyState {
+    /// Nothing copied yet.
+    NotStarted,
+    /// Rows up to and including the primary key `after` (its values, as [`crate::rowcode`]
+    /// encodes a row) are copied; `since` is the newest snapshot position a batch was read at.
+    Copying { since: Position, after: Option<Vec<u8>> },
+    /// Every row is copied; the table is current once the applied position reaches `ready_at`.
+    Done { ready_at: Position },
+}
+
+impl CopyState {
+    fn encode(&self) -> Vec<u8> {
+        match self {
+            CopyState::NotStarted => vec![0],
+            CopyState::Copying { since, after } => {
+                let mut v = vec![1];
+                v.extend_from_slice(&since.0.to_be_bytes());
+                if let Some(a) = after {
+                    v.extend_from_slice(a);
+                }
+                v
+            }
+            CopyState::Done { ready_at } => {
+                let mut v = vec![2];
+                v.extend_from_slice(&ready_at.0.to_be_bytes());
+                v
+            }
+        }
+    }
+    fn decode(b: &[u8]) -> Result<CopyState, ReplicaError> {
+        let pos = |b: &[u8]| -> Result<Position, ReplicaError> {
+            let a: [u8; 8] = b.get(1..9).and_then(|s| s.try_into().ok()).ok_or(ReplicaError::Corrupt("copy state"))?;
+            Ok(Position(u64::from_be_bytes(a)))
+        };
+        match b.first() {
+            Some(0) => Ok(CopyState::NotStarted),
+            Some(1) => {
+                let after = if b.len() > 9 { Some(b[9..].to_vec()) } else { None };
+                Ok(CopyState::Copying { since: pos(b)?, after })
+            }
+            Some(2) => Ok(CopyState::Done { ready_at: pos(b)? }),
+            _ => Err(ReplicaError::Corrupt("copy state")),
+        }
+    }
+}
+
+/// What the store knows of one replicated table.
+#[derive(Clone, Debug)]
+struct Table {
+    schema: TableSchema,
+    /// Maintained indexes (column lists other than the primary key): built, or being built.
+    indexes: Vec<Vec<usize>>,
+    /// Those of `indexes` still being built: maintained by writers, not yet read by fills.
+    building: Vec<Vec<usize>>,
+    copy: CopyState,
+}
+
+/// The replica's RocksDB store.
+pub struct ReplicaStore {
+    db: Db,
+    tables: RwLock<HashMap<String, Table>>,
+    /// Serializes writers (the stream's batches, copy batches, index builds): each reads the
+    /// keys it replaces before writing them.
+    write: Mutex<()>,
+}
+
+fn primary_cf(table: &str) -> String {
+    format!("t/{table}")
+}
+fn index_cf(table: &str, cols: &[usize]) -> String {
+    let cols: Vec<String> = cols.iter().map(usize::to_string).collect();
+    format!("i/{table}/{}", cols.join(","))
+}
+fn touched_prefix(table: &str) -> Vec<u8> {
+    format!("x/{table}/").into_bytes()
+}
+
+/// A schema's identity for "did this table change": columns, types, collations and key.
+fn fingerprint(s: &TableSchema) -> String {
+    format!("{:?}|{:?}", s.columns, s.primary_key)
+}
+
+impl ReplicaStore {
+    /// Opens (or creates) the store at `path`.
+    pub fn open(path: &Path) -> Result<ReplicaStore, ReplicaError> {
+        let mut opts = Options::default();
+        opts.create_if_missing(true);
+        opts.create_missing_column_families(true);
+        let cfs = match Db::list_cf(&opts, path) {
+            Ok(cfs) => cfs,
+            Err(_) => vec![rocksdb::DEFAULT_COLUMN_FAMILY_NAME.to_string()],
+        };
+        let descs = cfs.into_iter().map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+        let db = Db::open_cf_descriptors(&opts, path, descs)?;
+        Ok(ReplicaStore { db, tables: RwLock::new(HashMap::new()), write: Mutex::new(()) })
+    }
+
+    /// Declares a table to replicate. Returns true if its rows on disk are usable (same
+    /// schema as stored); false if it was new or its schema changed, in which case its rows
+    /// and indexes were dropped and it must be copied again.
+    pub fn register(&self, schema: &TableSchema) -> Result<bool, ReplicaError> {
+        let name = schema.name.to_ascii_lowercase();
+        if schema.primary_key.is_empty() {
+            return Err(ReplicaError::NoPrimaryKey(name));
+        }
+        let _w = self.lock();
+        let fp = fingerprint(schema);
+        let stored = self.db.get(format!("schema/{name}"))?;
+        let same = stored.as_deref() == Some(fp.as_bytes());
+        if !same {
+            self.drop_table_data(&name)?;
+            self.db.put(format!("schema/{name}"), fp.as_bytes())?;
+        }
+        let copy = match self.db.get(format!("copy/{name}"))? {
+            Some(b) => CopyState::decode(&b)?,
+            None => CopyState::NotStarted,
+        };
+        let mut indexes = Vec::new();
+        let idx_prefix = format!("idx/{name}/");
+        for item in self.db.prefix_iterator(idx_prefix.as_bytes()) {
+            let (k, _) = item?;
+            let Some(cols) = k.strip_prefix(idx_prefix.as_bytes()) else { break };
+            let cols = std::str::from_utf8(cols).map_err(|_| ReplicaError::Corrupt("index name"))?;
+            indexes.push(cols.split(',').map(|c| c.parse().map_err(|_| ReplicaError::Corrupt("index name"))).collect::<Result<_, _>>()?);
+        }
+        if self.db.cf_handle(&primary_cf(&name)).is_none() {
+            self.db.create_cf(primary_cf(&name), &Options::default())?;
+        }
+        let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        tables.insert(name, Table { schema: schema.clone(), indexes, building: Vec::new(), copy });
+        Ok(same)
+    }
+
+    /// Forgets a registered table's rows, indexes and progress: it must be copied again (the
+    /// stream skipped some of its changes).
+    pub fn reset(&self, schema: &TableSchema) -> Result<(), ReplicaError> {
+        let name = schema.name.to_ascii_lowercase();
+        {
+            let _w = self.lock();
+            self.drop_table_data(&name)?;
+            let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(t) = tables.get_mut(&name) {
+                t.indexes.clear();
+                t.building.clear();
+                t.copy = CopyState::NotStarted;
+            }
+            self.db.create_cf(primary_cf(&name), &Options::default())?;
+        }
+        Ok(())
+    }
+
+    /// Forgets a table's rows, indexes and copy progress (its schema changed).
+    fn drop_table_data(&self, name: &str) -> Result<(), ReplicaError> {
+        let prefix = format!("i/{name}/");
+        let cfs = Db::list_cf(&Options::default(), self.db.path()).unwrap_or_default();
+        for cf in cfs.iter().filter(|c| c.starts_with(&prefix) || **c == primary_cf(name)) {
+            if self.db.cf_handle(cf).is_some() {
+                self.db.drop_cf(cf)?;
+            }
+        }
+        let mut wb = WriteBatch::default();
+        wb.delete(format!("copy/{name}"));
+        for p in [format!("idx/{name}/").into_bytes(), touched_prefix(name)] {
+            let mut end = p.clone();
+            end.push(0xFF);
+            wb.delete_range(p, end);
+        }
+        self.db.write(wb)?;
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ()> {
+        // The guarded state is RocksDB's; a panic in another writer leaves nothing half-done
+        // in memory, so a poisoned lock is still usable.
+        self.write.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The position of the last applied transaction (0 if none).
+    pub fn position(&self) -> Result<Position, ReplicaError> {
+        read_position(self.db.get(b"pos")?)
+    }
+
+    /// The copy state of a registered table.
+    pub fn copy_state(&self, table: &str) -> Option<CopyState> {
+        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        tables.get(&table.to_ascii_lowercase()).map(|t| t.copy.clone())
+    }
+
+    /// True if fills may read `table`: copied, and the applied position past its copy.
+    pub fn is_ready(&self, table: &str) -> Result<bool, ReplicaError> {
+        let pos = self.position()?;
+        Ok(matches!(self.copy_state(table), Some(CopyState::Done { ready_at }) if pos >= ready_at))
+    }
+
+    /// Sets the applied position without changes (a new, empty replica starts where the
+    /// stream starts).
+    pub fn set_position(&self, pos: Position) -> Result<(), ReplicaError> {
+        let _w = self.lock();
+        self.db.put(b"pos", pos.0.to_be_bytes())?;
+        Ok(())
+    }
+
+    /// Applies one transaction and its position in one write.
+    pub fn apply(&self, batch: &freshet_dataflow::Batch) -> Result<(), ReplicaError> {
+        let _w = self.lock();
+        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        let mut wb = WriteBatch::default();
+        // Rows this batch already replaced, by (table, primary key): later changes of the same
+        // key in the batch must see them, not what is on disk.
+        let mut overlay: HashMap<(String, Vec<u8>), Option<Row>> = HashMap::new();
+        for c in &batch.changes {
+            let name = c.table.to_ascii_lowercase();
+            let Some(t) = tables.get(&name) else { continue };
+            let pk = encode_key(t.schema.primary_key.iter().map(|&i| c.row.get(i).unwrap_or(&Value::Null)));
+            let current = match overlay.get(&(name.clone(), pk.clone())) {
+                Some(r) => r.clone(),
+                None => self.get_row(&name, &pk)?,
+            };
+            if let Some(old) = &current {
+                self.delete_entries(&mut wb, &name, t, &pk, old)?;
+            }
+            let new = if c.insert { Some(c.row.clone()) } else { None };
+            if let Some(row) = &new {
+                self.put_entries(&mut wb, &name, t, &pk, row)?;
+            }
+            if matches!(t.copy, CopyState::Copying { .. } | CopyState::NotStarted) {
+                let mut k = touched_prefix(&name);
+                k.extend_from_slice(&pk);
+                wb.put(k, []);
+            }
+            overlay.insert((name, pk), new);
+        }
+        wb.put(b"pos", batch.position.0.to_be_bytes());
+        self.db.write(wb)?;
+        Ok(())
+    }
+
+    fn cf(&self, name: &str) -> Result<std::sync::Arc<rocksdb::BoundColumnFamily<'_>>, ReplicaError> {
+        self.db.cf_handle(name).ok_or_else(|| ReplicaError::MissingColumnFamily(name.to_string()))
+    }
+
+    fn get_row(&self, table: &str, pk: &[u8]) -> Result<Option<Row>, ReplicaError> {
+        match self.db.get_cf(&self.cf(&primary_cf(table))?, pk)? {
+            Some(b) => Ok(Some(decode_row(&b)?)),
+            None => Ok(None),
+        }
+    }
+
+    fn put_entries(&self, wb: &mut WriteBatch, name: &str, t: &Table, pk: &[u8], row: &[Value]) -> Result<(), ReplicaError> {
+        let bytes = encode_row(row);
+        wb.put_cf(&self.cf(&primary_cf(name))?, pk, &bytes);
+        for cols in &t.indexes {
+            wb.put_cf(&self.cf(&index_cf(name, cols))?, index_key(row, cols, pk), &bytes);
+        }
+        Ok(())
+    }
+
+    fn delete_entries(&self, wb: &mut WriteBatch, name: &str, t: &Table, pk: &[u8], row: &[Value]) -> Result<(), ReplicaError> {
+        wb.delete_cf(&self.cf(&primary_cf(name))?, pk);
+        for cols in &t.indexes {
+            wb.delete_cf(&self.cf(&index_cf(name, cols))?, index_key(row, cols, pk));
+        }
+        Ok(())
+    }
+}
+
+/// Index entry key: the index value then the primary key (unique per row).
+fn index_key(row: &[Value], cols: &[usize], pk: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(pk.len() + 16 * cols.len());
+    for &c in cols {
+        encode_value(row.get(c).unwrap_or(&Value::Null), &mut k);
+    }
+    k.extend_from_slice(pk);
+    k
+}
+
+fn read_position(b: Option<Vec<u8>>) -> Result<Position, ReplicaError> {
+    match b {
+        None => Ok(Position(0)),
+        Some(b) => {
+            let a: [u8; 8] = b.as_slice().try_into().map_err(|_| ReplicaError::Corrupt("position"))?;
+            Ok(Position(u64::from_be_bytes(a)))
+        }
+    }
+}
+
+/// Copying and index building.
+impl ReplicaStore {
+    /// Writes one batch of copied rows (read at snapshot position `at`, in primary-key order)
+    /// and the table's new progress in one write. Rows whose key the stream has touched since the copy began are
+    /// skipped: the store already has a newer image of them.
+    pub fn write_copy_batch(&self, table: &str, at: Position, rows: &[Row], done: bool) -> Result<CopyState, ReplicaError> {
+        let name = table.to_ascii_lowercase();
+        let _w = self.lock();
+        let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+        let t = tables.get_mut(&name).ok_or_else(|| ReplicaError::UnknownTable(name.clone()))?;
+        let since = match &t.copy {
+            CopyState::Copying { since, .. } => (*since).max(at),
+            _ => at,
+        };
+        let mut wb = WriteBatch::default();
+        for row in rows {
+            let pk = encode_key(t.schema.primary_key.iter().map(|&i| row.get(i).unwrap_or(&Value::Null)));
+            let mut touched = touched_prefix(&name);
+            touched.extend_from_slice(&pk);
+            if self.db.get_pinned(&touched)?.is_none() {
+                if let Some(old) = self.get_row(&name, &pk)? {
+                    self.delete_entries(&mut wb, &name, t, &pk, &old)?;
+                }
+                self.put_entries(&mut wb, &name, t, &pk, row)?;
+            }
+        }
+        let last = rows.last().map(|r| {
+            let pk: Vec<Value> = t.schema.primary_key.iter().map(|&i| r.get(i).cloned().unwrap_or(Value::Null)).collect();
+            encode_row(&pk)
+        });
+        let state = if done {
+            let mut start = touched_prefix(&name);
+            let mut end = start.clone();
+            end.push(0xFF);
+            wb.delete_range(std::mem::take(&mut start), end);
+            CopyState::Done { ready_at: since }
+        } else {
+            let after = last.or(match &t.copy {
+                CopyState::Copying { after, .. } => after.clone(),
+                _ => None,
+            });
+            CopyState::Copying { since, after }
+        };
+        wb.put(format!("copy/{name}"), state.encode());
+        self.db.write(wb)?;
+        t.copy = state.clone();
+        Ok(state)
+    }
+
+    /// Whether fills can read an index on `cols` of `table`: `Some(true)` built (or the
+    /// primary key), `Some(false)` being built, `None` absent.
+    fn index_state(&self, table: &str, cols: &[usize]) -> Result<Option<bool>, ReplicaError> {
+        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        let t = tables.get(table).ok_or_else(|| ReplicaError::UnknownTable(table.to_string()))?;
+        Ok(if cols == t.schema.primary_key.as_slice() {
+            Some(true)
+        } else if t.building.iter().any(|i| i == cols) {
+            Some(false)
+        } else if t.indexes.iter().any(|i| i == cols) {
+            Some(true)
+        } else {
+            None
+        })
+    }
+
+    /// Builds an index on `cols` of `table` from its rows. Writers are held only per chunk of
+    /// rows: the index is maintained by every write from the moment the build starts, and each
+    /// chunk is read and indexed under the write lock, so an entry the build writes is always
+    /// for the row as it is then (a row changed later in an indexed chunk is maintained by the
+    /// write; one deleted in a chunk not yet reached is simply not found). Fills read the index
+    /// only once it is complete.
+    fn build_index(&self, table: &str, cols: &[usize]) -> Result<(), ReplicaError> {
+        let cf_name = index_cf(table, cols);
+        {
+            let _w = self.lock();
+            if self.index_state(table, cols)?.is_some() {
+                return Ok(());
+            }
+            if self.db.cf_handle(&cf_name).is_some() {
+                self.db.drop_cf(&cf_name)?;
+            }
+            self.db.create_cf(&cf_name, &Options::default())?;
+            let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+            let t = tables.get_mut(table).ok_or_else(|| ReplicaError::UnknownTable(table.to_string()))?;
+            t.indexes.push(cols.to_vec());
+            t.building.push(cols.to_vec());
+        }
+        let started = std::time::Instant::now();
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let _w = self.lock();
+            let (cf, pcf) = (self.cf(&cf_name)?, self.cf(&primary_cf(table))?);
+            let mode = match &after {
+                Some(k) => IteratorMode::From(k, rocksdb::Direction::Forward),
+                None => IteratorMode::Start,
+            };
+            let mut wb = WriteBatch::default();
+            let mut last = None;
+            for item in self.db.iterator_cf(&pcf, mode) {
+                let (pk, bytes) = item?;
+                if after.as_deref() == Some(&pk[..]) {
+                    continue;
+                }
+                let row = decode_row(&bytes)?;
+                wb.put_cf(&cf, index_key(&row, cols, &pk), &bytes);
+                last = Some(pk.to_vec());
+                if wb.len() >= INDEX_BUILD_BATCH {
+                    break;
+                }
+            }
+            let done = wb.len() < INDEX_BUILD_BATCH;
+            if done {
+                let names: Vec<String> = cols.iter().map(usize::to_string).collect();
+                wb.put(format!("idx/{table}/{}", names.join(",")), []);
+            }
+            self.db.write(wb)?;
+            if done {
+                let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
+                if let Some(t) = tables.get_mut(table) {
+                    t.building.retain(|i| i != cols);
+                }
+                tracing::info!(table, ?cols, elapsed = ?started.elapsed(), "replica: index built");
+                return Ok(());
+            }
+            after = last;
+        }
+    }
+
+    /// True if a fill of `req` can be answered now without waiting: every table it scans is
+    /// ready and no index it reads is being built (a missing one is built by the fill).
+    pub fn can_answer(&self, req: &FillRequest) -> bool {
+        let scans = req.scans.iter().map(|s| (&s.table, &s.key_columns)).chain(req.dim_scans.iter().map(|d| (&d.table, &d.columns)));
+        for (table, cols) in scans {
+            let table = table.to_ascii_lowercase();
+            if !self.is_ready(&table).unwrap_or(false) || matches!(self.index_state(&table, cols), Ok(Some(false)) | Err(_)) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Makes sure fills can read an index on `cols` of `table`, building it if absent.
+    fn ensure_index(&self, table: &str, cols: &[usize]) -> Result<(), ReplicaError> {
+        match self.index_state(table, cols)? {
+            Some(true) => Ok(()),
+            Some(false) => Err(ReplicaError::NotReady(format!("{table} (index being built)"))),
+            None => {
+                self.build_index(table, cols)?;
+                match self.index_state(table, cols)? {
+                    Some(true) => Ok(()),
+                    _ => Err(ReplicaError::NotReady(format!("{table} (index being built)"))),
+                }
+            }
+        }
+    }
+}
+
+/// Fills.
+impl ReplicaStore {
+    /// Answers a base-row fill at the applied position (see the module header).
+    pub fn fill_request(&self, req: &FillRequest) -> Result<FillResponse, ReplicaError> {
+        let mut needed: Vec<(String, Vec<usize>)> = Vec::new();
+        for s in &req.scans {
+            needed.push((s.table.to_ascii_lowercase(), s.key_columns.clone()));
+        }
+        for d in &req.dim_scans {
+            needed.push((d.table.to_ascii_lowercase(), d.columns.clone()));
+        }
+        for (table, cols) in &needed {
+            if !self.is_ready(table)? {
+                return Err(ReplicaError::NotReady(table.clone()));
+            }
+            self.ensure_index(table, cols)?;
+        }
+        let snap = self.db.snapshot();
+        let position = read_position(snap.get(b"pos")?)?;
+        if position < req.min_position {
+            return Err(ReplicaError::Behind { have: position, need: req.min_position });
+        }
+        let mut answers: Vec<Vec<Row>> = Vec::with_capacity(needed.len());
+        for (i, (table, cols)) in needed.iter().enumerate() {
+            let keys: Vec<Key> = if i < req.scans.len() {
+                req.keys.clone()
+            } else {
+                let d = &req.dim_scans[i - req.scans.len()];
+                let from = answers.get(d.from).map(Vec::as_slice).unwrap_or(&[]);
+                let mut ks: Vec<Key> = from.iter().filter_map(|r| freshet_dataflow::fill::key_of(r, &d.from_columns)).collect();
+                ks.sort();
+                ks.dedup();
+                ks
+            };
+            answers.push(self.scan(&snap, table, cols, &keys)?);
+        }
+        Ok(FillResponse::answer(req, position, FillData::BaseRows(answers)))
+    }
+
+    /// Every row of `table` whose `cols` equal one of `keys`, read through `snap`.
+    fn scan(&self, snap: &rocksdb::SnapshotWithThreadMode<'_, Db>, table: &str, cols: &[usize], keys: &[Key]) -> Result<Vec<Row>, ReplicaError> {
+        let is_pk = {
+            let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+            tables.get(table).is_some_and(|t| t.schema.primary_key.as_slice() == cols)
+        };
+        let cf = if is_pk { self.cf(&primary_cf(table))? } else { self.cf(&index_cf(table, cols))? };
+        let mut out = Vec::new();
+        for key in keys {
+            if key.iter().any(Value::is_null) {
+                continue;
+            }
+            let prefix = encode_key(key.iter());
+            let mut ro = ReadOptions::default();
+            ro.set_snapshot(snap);
+            let upper = next_prefix(&prefix);
+            if !upper.is_empty() {
+                ro.set_iterate_upper_bound(upper);
+            }
+            for item in self.db.iterator_cf_opt(&cf, ro, IteratorMode::From(&prefix, rocksdb::Direction::Forward)) {
+                let (k, v) = item?;
+                if !k.starts_with(&prefix) {
+                    break;
+                }
+                let row = decode_row(&v)?;
+                // Equal encodings are not proof of equal values (see keycode).
+                if cols.iter().zip(key.iter()).all(|(&c, kv)| row.get(c) == Some(kv)) {
+                    out.push(row);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The smallest byte string greater than every string starting with `prefix` (its upper
+/// bound), or empty if there is none (all 0xFF).
+fn next_prefix(prefix: &[u8]) -> Vec<u8> {
+    let mut p = prefix.to_vec();
+    while let Some(last) = p.pop() {
+        if last < 0xFF {
+            p.push(last + 1);
+            return p;
+        }
+    }
+    p
+}
+
+impl ReplicaStore {
+    /// [`ReplicaStore::fill_request`] with the dataflow's fill errors (both retry-safe).
+    pub fn answer(&self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        self.fill_request(req).map_err(|e| match e {
+            ReplicaError::Behind { have, need } => FillError::Behind { have, need },
+            other => FillError::Unavailable(other.to_string()),
+        })
+    }
+}
+
+impl FillSource for &ReplicaStore {
+    fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        self.answer(req)
+    }
+}

@@ -1,0 +1,136 @@
+//! The snapshot against the project's MariaDB (`eval "$(scripts/mariadb.sh)"`): a copy stopped
+//! after a few batches resumes after its last committed batch under a new snapshot (rows
+//! already copied are not copied again), the binlog stream replayed from the store's position
+//! brings it level, and every answer a fill gives equals what the server returns.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use freshet_cdc::schema::{load_tables, TableInfo};
+use freshet_cdc::stream::current_position;
+use freshet_cdc::{BinlogPos, BinlogStream, MariaDb, StartAt, StreamConfig, StreamEvent};
+use freshet_dataflow::*;
+use freshet_replica::{copy_tables, CopyState, CopyStats, ReplicaStore, SnapshotConfig};
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts, OptsBuilder};
+
+fn opts(db: Option<&str>) -> Opts {
+    let url = std::env::var("FRESHET_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| panic!("FRESHET_TEST_MYSQL_URL is not set: run `eval \"$(scripts/mariadb.sh)\"` first"));
+    OptsBuilder::from_opts(Opts::from_url(&url).unwrap()).db_name(db.map(str::to_string)).into()
+}
+
+async fn fresh_db(name: &str) -> (String, Conn) {
+    let db = format!("replica_{name}_{}", std::process::id());
+    let mut c = Conn::new(opts(None)).await.unwrap();
+    c.query_drop(format!("DROP DATABASE IF EXISTS `{db}`")).await.unwrap();
+    c.query_drop(format!("CREATE DATABASE `{db}`")).await.unwrap();
+    c.query_drop(format!("USE `{db}`")).await.unwrap();
+    (db, c)
+}
+
+/// Applies the stream to `store` from its position until it reaches the server's current end.
+async fn catch_up(store: &ReplicaStore, db: &str, conn: &mut Conn) {
+    let end = current_position(conn, &MariaDb, Duration::from_secs(5)).await.unwrap();
+    let start = BinlogPos::from_position(store.position().unwrap(), &end.file).unwrap();
+    let id = 1000 + std::process::id() % 1_000_000;
+    let mut s = BinlogStream::connect(opts(None), StreamConfig::new(db, id), StartAt::At(start)).await.unwrap();
+    let target = end.position().unwrap();
+    while store.position().unwrap() < target {
+        match tokio::time::timeout(Duration::from_secs(20), s.next()).await.expect("stream reaches the end").unwrap() {
+            StreamEvent::Batch(b) => store.apply(&b).unwrap(),
+            StreamEvent::Schema(c) => panic!("unexpected DDL {c:?}"),
+        }
+    }
+}
+
+/// What the server and a fill from the store say `SELECT id, k, s FROM t WHERE k = ?` is.
+async fn compare(store: &ReplicaStore, tables: &HashMap<String, TableInfo>, conn: &mut Conn, keys: std::ops::Range<i64>) {
+    let mut cat = Catalog::new();
+    cat.add(tables["t"].schema.clone()).unwrap();
+    let mut df = Dataflow::new(cat, ByteSize(1 << 30));
+    df.set_applied(store.position().unwrap());
+    let view = df.install_sql("SELECT id, k, s FROM t WHERE k = ?").unwrap();
+    let reader = df.reader(view).unwrap();
+    let mut nonempty = 0;
+    for k in keys {
+        let _ = reader.lookup(&[Value::Int(k)]).unwrap();
+        for req in df.fill_requests() {
+            let resp = (&*store).fill(&req).expect("the store answers");
+            df.complete_fill(resp);
+        }
+        let Lookup::Hit(rows) = reader.lookup(&[Value::Int(k)]).unwrap() else { panic!("filled key missed") };
+        let mut got: Vec<(i64, i64, String)> = rows
+            .iter()
+            .map(|r| match (&r[0], &r[1], &r[2]) {
+                (Value::Int(a), Value::Int(b), Value::Text(s, _)) => (*a, *b, s.to_string()),
+                other => panic!("unexpected row {other:?}"),
+            })
+            .collect();
+        got.sort();
+        let want: Vec<(i64, i64, String)> = conn.exec("SELECT id, k, s FROM t WHERE k = ? ORDER BY id", (k,)).await.unwrap();
+        assert_eq!(got, want, "k = {k}");
+        nonempty += usize::from(!want.is_empty());
+    }
+    assert!(nonempty >= 5, "the comparison must see rows");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_copy_resumes_where_it_stopped_and_ends_equal_to_the_server() {
+    let (db, mut c) = fresh_db("resume").await;
+    c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, s VARCHAR(20) COLLATE utf8mb4_general_ci)").await.unwrap();
+    let values: Vec<String> = (1..=1000).map(|i| format!("({i}, {}, 'r{i}')", i % 20)).collect();
+    c.query_drop(format!("INSERT INTO t VALUES {}", values.join(","))).await.unwrap();
+    let tables = load_tables(&mut c, &MariaDb, &db, None).await.unwrap();
+    let dir = std::env::temp_dir().join(format!("freshet-replica-snapshot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+
+    // First run: three batches of 100, then "killed".
+    {
+        let store = ReplicaStore::open(&dir).unwrap();
+        assert!(!store.register(&tables["t"].schema).unwrap());
+        let cfg = SnapshotConfig { batch_rows: 100, max_batches: Some(3), ..SnapshotConfig::default() };
+        let stats = CopyStats::default();
+        assert!(!copy_tables(opts(None), &db, &store, &tables, &cfg, &stats).await.unwrap());
+        let f = stats.snapshot();
+        assert_eq!(f.rows_copied, 300);
+        assert!(f.rows_estimated > 0 && f.bytes_copied > 0);
+        assert!(matches!(store.copy_state("t"), Some(CopyState::Copying { after: Some(_), .. })));
+    }
+    // Writes land before and after the copy's resume point, while freshet is down.
+    c.query_drop("UPDATE t SET k = 7, s = 'moved' WHERE id IN (5, 800)").await.unwrap();
+    c.query_drop("DELETE FROM t WHERE id IN (6, 900)").await.unwrap();
+    c.query_drop("INSERT INTO t VALUES (2000, 7, 'NEW'), (2001, 3, 'new')").await.unwrap();
+
+    // Restart: the copy continues after id 300 under a new snapshot.
+    let store = ReplicaStore::open(&dir).unwrap();
+    assert!(store.register(&tables["t"].schema).unwrap(), "same schema: the copied rows are kept");
+    let stats = CopyStats::default();
+    let cfg = SnapshotConfig { batch_rows: 100, ..SnapshotConfig::default() };
+    assert!(copy_tables(opts(None), &db, &store, &tables, &cfg, &stats).await.unwrap());
+    let above: u64 = c.query_first("SELECT COUNT(*) FROM t WHERE id > 300").await.unwrap().unwrap();
+    assert_eq!(stats.snapshot().rows_copied, above, "only the rows after the last committed batch are copied");
+    assert!(matches!(store.copy_state("t"), Some(CopyState::Done { .. })));
+    assert!(!store.is_ready("t").unwrap(), "the stream has not passed the second snapshot yet");
+
+    catch_up(&store, &db, &mut c).await;
+    assert!(store.is_ready("t").unwrap());
+    compare(&store, &tables, &mut c, 0..20).await;
+
+    // Kept current: more writes through the stream, the same answers.
+    c.query_drop("UPDATE t SET k = 11 WHERE id BETWEEN 100 AND 140").await.unwrap();
+    c.query_drop("DELETE FROM t WHERE k = 3").await.unwrap();
+    catch_up(&store, &db, &mut c).await;
+    compare(&store, &tables, &mut c, 0..20).await;
+
+    // A third start finds everything copied: nothing is read again.
+    drop(store);
+    let store = ReplicaStore::open(&dir).unwrap();
+    assert!(store.register(&tables["t"].schema).unwrap());
+    let stats = CopyStats::default();
+    assert!(copy_tables(opts(None), &db, &store, &tables, &cfg, &stats).await.unwrap());
+    assert_eq!(stats.snapshot().rows_copied, 0);
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+    c.query_drop(format!("DROP DATABASE `{db}`")).await.unwrap();
+}
