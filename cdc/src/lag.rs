@@ -30,6 +30,9 @@ pub struct Lag {
     /// Lag in events: transactions and schema changes read from the binlog but not yet taken
     /// by the applier (the channel of [`crate::BinlogStream::spawn`]).
     pub queued: u64,
+    /// The binlog connection is up and has been verified to continue what was delivered (its
+    /// first ROTATE named the file asked for, the server is the same; see `continuity`).
+    pub connected: bool,
     /// When the lag was last updated.
     pub updated: Option<Instant>,
 }

@@ -18,7 +18,7 @@
 //!     Ok(StreamEvent::Batch(b))  => dataflow.apply(&b),
 //!     Ok(StreamEvent::Schema(c)) => { dataflow.alter_table(&c.table, c.schema); fills.set_table(&c.table, c.info) }
 //!     Err(CdcError::Untrusted(_)) => dataflow.evict_all(),               // the stream goes on
-//!     Err(_) /* PositionGone, SchemaMismatch, gave up */ => { dataflow.evict_all();
+//!     Err(_) /* PositionGone, Gap, SchemaMismatch, gave up */ => { dataflow.evict_all();
 //!         connect again at StartAt::Current; dataflow.set_applied(new start) }
 //!   },
 //!   tick => for req in dataflow.fill_requests() { spawn(fills.fill(&req)) },
@@ -29,13 +29,14 @@
 //! snapshot position compares directly with batch positions.
 //!
 //! Modules: [`position`] (file:offset, GTIDs), [`gtid_set`] (MySQL GTID sets), [`flavor`]
-//! (MariaDB vs MySQL 8 capabilities), [`schema`] (information_schema -> TableSchema, table-map
+//! (MariaDB vs MySQL 8 capabilities), [`continuity`] (is a reconnect the same history?), [`schema`] (information_schema -> TableSchema, table-map
 //! checks), [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event
 //! payloads), [`decode`] (binlog cells -> Value), [`ddl`] (DDL statements -> tables), [`stream`]
 //! (the binlog stream), [`lag`] (replication lag), [`result`] (result-set values -> Value),
 //! [`fill`] (the fenced upstream fill source), [`checks`] (start-up checks), [`error`].
 
 pub mod checks;
+pub mod continuity;
 pub mod ddl;
 pub mod decode;
 pub mod error;

@@ -12,6 +12,11 @@
 //!   delivered exactly once, in binlog (= commit) order, as one [`Batch`] whose position is the
 //!   end offset of its commit event (mapped by `position`). Transactions on other databases
 //!   are delivered too, as empty batches, so positions keep advancing and lag stays exact.
+//! - **Positions name the file the stream named.** A position's file is the one the
+//!   connection's first ROTATE named (the one asked for) or a ROTATE event announced, never
+//!   one taken from elsewhere; a reconnect that cannot prove it continues what was delivered
+//!   (another or a restarted server, another history, a file no ROTATE announced) is
+//!   [`CdcError::Gap`] before any of its events is delivered (see `continuity`).
 //! - **Resume point = last delivered boundary.** `delivered` only moves when a whole
 //!   transaction (or a standalone DDL) has been handed to the caller. A reconnect re-requests
 //!   the dump from `delivered`, and the half-read transaction, discarded, is read again whole:
@@ -36,6 +41,7 @@ use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
 use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStreamRequest, Conn, Opts};
 
+use crate::continuity::{history_differs, names_file, ServerIdentity};
 use crate::ddl::{parse_ddl, DdlKind};
 use crate::decode::decode;
 use crate::error::CdcError;
@@ -92,7 +98,7 @@ impl StreamConfig {
             heartbeat: Duration::from_secs(1),
             read_timeout: Duration::from_secs(5),
             backoff_initial: Duration::from_millis(100),
-            backoff_max: Duration::from_secs(10),
+            backoff_max: Duration::from_secs(2),
             max_retries: 8,
             query_timeout: Duration::from_secs(10),
             tables: None,
@@ -152,8 +158,14 @@ pub struct BinlogStream {
     txn: Option<Txn>,
     failures: u32,
     lag: LagHandle,
-    /// MariaDB: GTID of the last delivered group.
+    /// MariaDB: GTID of the group that ends at `delivered` (None if unknown), which a
+    /// reconnect checks against the server's history at `delivered` (see `continuity`).
     last_gtid: Option<MariaGtid>,
+    /// The server as of the first connection; every reconnect must find the same one.
+    identity: Option<ServerIdentity>,
+    /// The current connection's first ROTATE has named the file asked for: from here on its
+    /// events continue what was delivered.
+    verified: bool,
     /// The error behind the current run of reconnects.
     last_error: Option<String>,
     /// End of the current MySQL TRANSACTION_PAYLOAD event: the events inside it carry no
@@ -211,6 +223,8 @@ impl BinlogStream {
             lag,
             payload_end: None,
             last_gtid: None,
+            identity: None,
+            verified: false,
             last_error: None,
         };
         s.open().await?;
@@ -227,8 +241,8 @@ impl BinlogStream {
         &self.delivered
     }
 
-    /// MariaDB: the GTID of the last delivered transaction (for resuming by GTID after a
-    /// failover, which is not implemented yet; resume is by file:offset).
+    /// MariaDB: the GTID of the transaction that ends at [`BinlogStream::delivered`], if known
+    /// (a reconnect checks it against the server's history; resume is by file:offset).
     pub fn last_gtid(&self) -> Option<MariaGtid> {
         self.last_gtid
     }
@@ -281,6 +295,8 @@ impl BinlogStream {
             bounded(self.cfg.query_timeout, "session setup", conn.query_drop(s)).await?;
         }
         self.conn_id = conn.id();
+        self.verified = false;
+        self.check_continuity(&mut conn).await?;
         let file = self.delivered.file.clone();
         let req = BinlogStreamRequest::new(self.cfg.server_id)
             .with_filename(file.as_bytes())
@@ -318,15 +334,22 @@ impl BinlogStream {
                 Ok(()) => {}
                 Err(e @ CdcError::Upstream(mysql_async::Error::Server(_))) if !e.retry_safe() => {
                     self.inner = None;
+                    self.lag.update(|l| l.connected = false);
                     return Err(self.position_gone(e));
                 }
                 Err(e) if e.retry_safe() => {
                     tracing::warn!(error = %e, resume = %self.delivered, "binlog connection lost; reconnecting");
+                    self.lag.update(|l| l.connected = false);
                     self.last_error = Some(e.to_string());
                     self.inner = None;
                     self.txn = None;
                 }
-                Err(e) => return Err(e),
+                Err(e) => {
+                    if !matches!(e, CdcError::Untrusted(_)) {
+                        self.lag.update(|l| l.connected = false);
+                    }
+                    return Err(e);
+                }
             }
         }
     }
@@ -360,6 +383,39 @@ impl BinlogStream {
         }
     }
 
+    /// Before a dump on a new connection: the same server, and (MariaDB) the same history at
+    /// the resume position, or [`CdcError::Gap`]. See `continuity`.
+    async fn check_continuity(&mut self, conn: &mut Conn) -> Result<(), CdcError> {
+        let now = bounded(self.cfg.query_timeout, "server identity", async {
+            ServerIdentity::read(conn, self.flavor.as_ref()).await.map_err(|e| match e {
+                CdcError::Upstream(u) => u,
+                other => mysql_async::Error::Other(Box::new(other)),
+            })
+        })
+        .await?;
+        let gap = |reason| CdcError::Gap { position: self.delivered.clone(), reason };
+        match &self.identity {
+            None => self.identity = Some(now),
+            Some(known) => {
+                if let Some(why) = known.differs(&now) {
+                    return Err(gap(why));
+                }
+            }
+        }
+        if let Some(gtid) = self.last_gtid
+            && let Some(why) = history_differs(conn, self.flavor.as_ref(), &self.delivered, gtid, self.cfg.query_timeout).await?
+        {
+            return Err(gap(why));
+        }
+        Ok(())
+    }
+
+    /// Moves the resume point to `end`, where the group with `gtid` (if known) ends.
+    fn deliver_to(&mut self, end: BinlogPos, gtid: Option<MariaGtid>) {
+        self.delivered = end;
+        self.last_gtid = gtid;
+    }
+
     /// The server's "cannot read from this position" (1236) as [`CdcError::PositionGone`].
     fn position_gone(&self, e: CdcError) -> CdcError {
         match e {
@@ -381,6 +437,8 @@ impl BinlogStream {
         let log_pos = effective_pos(hdr.log_pos(), self.payload_end);
         match kind {
             EventKind::FakeRotate { name } => self.check_fake_rotate(&name)?,
+            // Nothing before the first ROTATE has said where this connection reads.
+            _ if !self.verified => return Err(CdcError::Protocol("the server sent events before naming the binlog file".into())),
             EventKind::Rotate { name, next } => {
                 if !same_series(&self.file, &name) {
                     return Err(CdcError::PositionGone {
@@ -400,8 +458,8 @@ impl BinlogStream {
             EventKind::Xid => self.commit(log_pos, hdr.timestamp())?,
             EventKind::XaPrepare => {
                 // Prepared, not committed: see `xa`.
-                self.txn = None;
-                self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+                let gtid = self.txn.take().and_then(|t| t.gtid);
+                self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
             }
             EventKind::Rows { table_id } => {
                 let ours = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).map(|t| t.database_name() == self.cfg.database.as_str());
@@ -455,18 +513,24 @@ impl BinlogStream {
         }
     }
 
-    /// The first (fake) ROTATE names the file we asked for; before the format description it
-    /// is read without knowing that events carry checksums, so its name may end in the 4
-    /// checksum bytes. Never take a position from it; only check it.
-    fn check_fake_rotate(&self, name: &str) -> Result<(), CdcError> {
-        // The name arrives decoded lossily: each checksum byte that is not UTF-8 became one
-        // replacement character, so compare by characters, not bytes.
-        if name.strip_prefix(self.file.as_str()).is_some_and(|rest| rest.chars().count() <= 4) {
-            Ok(())
-        } else {
-            tracing::warn!(requested = %self.file, got = %name, "server starts the binlog stream elsewhere");
-            Ok(())
+    /// An artificial ROTATE (not in the binlog; the server sends one first on every
+    /// connection, naming the file asked for, and one when it moves on to another file). It must
+    /// name the file being read: the one asked for, or the one a ROTATE event announced. Any
+    /// other file is a gap: the server starts elsewhere, or the file being read ended without a
+    /// ROTATE (the server stopped or crashed there) and a new one began. Never take a position
+    /// from it (the first one's name may carry checksum bytes, see `continuity::names_file`).
+    fn check_fake_rotate(&mut self, name: &str) -> Result<(), CdcError> {
+        if names_file(name, &self.file) {
+            if !self.verified {
+                self.verified = true;
+                self.lag.update(|l| l.connected = true);
+            }
+            return Ok(());
         }
+        Err(CdcError::Gap {
+            position: self.delivered.clone(),
+            reason: format!("the server went on in {name} while the stream was reading {} (no ROTATE announced it)", self.file),
+        })
     }
 
     async fn query(&mut self, sql: &str, default_db: &str, log_pos: u32, ts: u32) -> Result<(), CdcError> {
@@ -494,8 +558,8 @@ impl BinlogStream {
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
         self.ddl(sql, default_db, position).await?;
         if !in_txn {
-            self.txn = None;
-            self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+            let gtid = self.txn.take().and_then(|t| t.gtid);
+            self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
             self.lag.update(|l| l.delivered = Some(BinlogPos::new(self.file.clone(), log_pos)));
             self.failures = 0;
         }
@@ -549,13 +613,13 @@ impl BinlogStream {
             }
             Some("COMMIT") if one_phase => self.commit(log_pos, ts),
             Some("PREPARE") | Some("ROLLBACK") => {
-                self.txn = None;
-                self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+                let gtid = self.txn.take().and_then(|t| t.gtid);
+                self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
                 Ok(())
             }
             Some("COMMIT") => {
-                self.txn = None;
-                self.delivered = BinlogPos::new(self.file.clone(), log_pos);
+                let gtid = self.txn.take().and_then(|t| t.gtid);
+                self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
                 Err(CdcError::Untrusted(format!("XA COMMIT at {}: its rows were logged at XA PREPARE", self.delivered)))
             }
             _ => Ok(()),
@@ -568,7 +632,7 @@ impl BinlogStream {
         let end = BinlogPos::new(self.file.clone(), log_pos);
         let position = end.position()?;
         if txn.oversized {
-            self.delivered = end.clone();
+            self.deliver_to(end.clone(), txn.gtid);
             self.lag.update(|l| l.delivered = Some(end));
             return Err(CdcError::Untrusted(format!(
                 "a transaction ending at {} has more than {} row changes",
@@ -576,8 +640,7 @@ impl BinlogStream {
             )));
         }
         self.out.push_back(StreamEvent::Batch(Batch { position, changes: txn.changes }));
-        self.last_gtid = txn.gtid.or(self.last_gtid);
-        self.delivered = end.clone();
+        self.deliver_to(end.clone(), txn.gtid);
         self.failures = 0;
         let behind = Duration::from_secs(now_secs().saturating_sub(ts as u64));
         self.lag.update(|l| {
