@@ -58,6 +58,6 @@ pub use fill::{BlockingFills, FillConfig, UpstreamFills};
 pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
 pub use gtid_set::GtidSet;
 pub use position::{BinlogPos, MariaGtid};
-pub use lag::{Lag, LagHandle};
+pub use lag::{spawn_position_poll, Behind, Lag, LagHandle};
 pub use schema::TableInfo;
 pub use stream::{BinlogStream, SchemaChange, StartAt, StreamConfig, StreamEvent};

@@ -284,6 +284,18 @@ impl BinlogStream {
         (rx, lag)
     }
 
+    /// Reports into `lag` from now on (the caller keeps one handle across streams; the
+    /// server positions it remembers start again at this stream's start).
+    pub fn use_lag(&mut self, lag: LagHandle) {
+        let (delivered, verified) = (self.delivered.clone(), self.verified);
+        lag.restart_at(&delivered);
+        lag.update(|l| {
+            l.delivered = Some(delivered);
+            l.connected = verified;
+        });
+        self.lag = lag;
+    }
+
     /// A handle to the lag, readable from other tasks.
     pub fn lag(&self) -> LagHandle {
         self.lag.clone()
@@ -451,7 +463,7 @@ impl BinlogStream {
                     self.delivered = BinlogPos::new(self.file.clone(), next);
                 }
             }
-            EventKind::Heartbeat => self.heartbeat(log_pos),
+            EventKind::Heartbeat => self.heartbeat(log_pos)?,
             EventKind::MariaGtid(g) => self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new(), gtid: Some(g.gtid), oversized: false }),
             EventKind::MysqlGtid => self.txn = Some(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false }),
             EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
@@ -487,29 +499,36 @@ impl BinlogStream {
         Ok(())
     }
 
-    fn heartbeat(&mut self, log_pos: u32) {
+    /// A heartbeat: the server has nothing more to send, its binlog ends at `log_pos` (an
+    /// event boundary). Outside a transaction, whatever lies between the last delivered
+    /// boundary and there is not a transaction (a new file's format description and GTID list,
+    /// a checkpoint): an empty batch moves the applied position to the server's end, so that an
+    /// idle stream after a rotation is caught up, not behind forever.
+    fn heartbeat(&mut self, log_pos: u32) -> Result<(), CdcError> {
         let server = BinlogPos::new(self.file.clone(), log_pos);
+        if self.txn.is_none() && self.delivered.file == server.file && self.delivered.offset < log_pos {
+            self.out.push_back(StreamEvent::Batch(Batch { position: server.position()?, changes: Vec::new() }));
+            self.delivered = server.clone();
+            let delivered = server.clone();
+            self.lag.update(|l| l.delivered = Some(delivered));
+        }
         let at_end = self.txn.is_none() && self.delivered == server;
         self.lag.update(|l| {
             l.heartbeats += 1;
             l.bytes_behind = server.offset.saturating_sub(l.delivered.as_ref().map(|d| d.offset).unwrap_or(0)) as u64;
-            l.server = Some(server);
             if at_end {
                 l.behind = Duration::ZERO;
                 l.bytes_behind = 0;
             }
         });
+        self.lag.observe_server(&server);
         self.failures = 0;
+        Ok(())
     }
 
     fn server_seen(&self, log_pos: u32) {
         if log_pos > 0 {
-            let server = BinlogPos::new(self.file.clone(), log_pos);
-            self.lag.update(|l| {
-                if l.server.as_ref().is_none_or(|s| s.file != server.file || s.offset < server.offset) {
-                    l.server = Some(server);
-                }
-            });
+            self.lag.observe_server(&BinlogPos::new(self.file.clone(), log_pos));
         }
     }
 

@@ -226,8 +226,9 @@ impl Writer {
                         self.dataflow.set_applied(start);
                         self.new_epoch();
                         self.publish_catalog(None);
-                        let (events, lag) = stream.spawn(EVENT_QUEUE);
-                        *self.engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
+                        let mut stream = stream;
+                        stream.use_lag(self.engine.lag_handle());
+                        let (events, _) = stream.spawn(EVENT_QUEUE);
                         self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
                         self.engine.stream_up.store(true, Ordering::Relaxed);
                         info!("binlog stream resumed");
