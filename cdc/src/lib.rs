@@ -32,7 +32,7 @@
 //! (MariaDB vs MySQL 8 capabilities), [`continuity`] (is a reconnect the same history?), [`schema`] (information_schema -> TableSchema, table-map
 //! checks), [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event
 //! payloads), [`decode`] (binlog cells -> Value), [`ddl`] (DDL statements -> tables), [`stream`]
-//! (the binlog stream), [`lag`] (replication lag), [`result`] (result-set values -> Value),
+//! (the binlog stream; `stream::assembly`: events -> transactions), [`lag`] (replication lag), [`result`] (result-set values -> Value),
 //! [`fill`] (the fenced upstream fill source), [`checks`] (start-up checks), [`error`].
 
 pub mod checks;
