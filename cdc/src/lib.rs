@@ -28,13 +28,14 @@
 //! Positions: [`position`] maps file:offset to the dataflow's `Position` so that a fill's
 //! snapshot position compares directly with batch positions.
 //!
-//! Modules: [`position`] (file:offset, GTIDs), [`gtid_set`] (MySQL GTID sets), [`flavor`]
+//! Modules: [`backoff`] (the reconnect loops' delays), [`position`] (file:offset, GTIDs), [`gtid_set`] (MySQL GTID sets), [`flavor`]
 //! (MariaDB vs MySQL 8 capabilities), [`continuity`] (is a reconnect the same history?), [`schema`] (information_schema -> TableSchema, table-map
 //! checks), [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event
 //! payloads), [`decode`] (binlog cells -> Value), [`ddl`] (DDL statements -> tables), [`stream`]
 //! (the binlog stream; `stream::assembly`: events -> transactions), [`lag`] (replication lag), [`result`] (result-set values -> Value),
 //! [`fill`] (the fenced upstream fill source), [`checks`] (start-up checks), [`error`].
 
+pub mod backoff;
 pub mod checks;
 pub mod continuity;
 pub mod ddl;
@@ -51,6 +52,7 @@ pub mod result;
 pub mod schema;
 pub mod stream;
 
+pub use backoff::Backoff;
 pub use checks::check_upstream;
 pub use ddl::DdlKind;
 pub use error::CdcError;

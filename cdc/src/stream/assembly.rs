@@ -65,7 +65,7 @@ impl BinlogStream {
             let gtid = self.txn.take().and_then(|t| t.gtid);
             self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
             self.lag.update(|l| l.delivered = Some(BinlogPos::new(self.file.clone(), log_pos)));
-            self.failures = 0;
+            self.backoff.reset();
         }
         Ok(())
     }
@@ -145,7 +145,7 @@ impl BinlogStream {
         }
         self.out.push_back(StreamEvent::Batch(Batch { position, changes: txn.changes }));
         self.deliver_to(end.clone(), txn.gtid);
-        self.failures = 0;
+        self.backoff.reset();
         let behind = Duration::from_secs(now_secs().saturating_sub(ts as u64));
         self.lag.update(|l| {
             l.delivered = Some(end);

@@ -45,6 +45,7 @@ use mysql_async::{BinlogStreamRequest, Conn, Opts};
 mod assembly;
 
 use self::assembly::Txn;
+use crate::backoff::Backoff;
 use crate::continuity::{history_differs, names_file, ServerIdentity};
 use crate::ddl::DdlKind;
 use crate::error::CdcError;
@@ -147,7 +148,8 @@ pub struct BinlogStream {
     tables: HashMap<String, TableInfo>,
     out: VecDeque<StreamEvent>,
     txn: Option<Txn>,
-    failures: u32,
+    /// Reconnect attempts without progress (a commit or a heartbeat) since the last one.
+    backoff: Backoff,
     lag: LagHandle,
     /// MariaDB: GTID of the group that ends at `delivered` (None if unknown), which a
     /// reconnect checks against the server's history at `delivered` (see `continuity`).
@@ -198,6 +200,7 @@ impl BinlogStream {
         split_file_name(&delivered.file).ok_or_else(|| CdcError::BadPosition(delivered.to_string()))?;
         let lag = LagHandle::default();
         lag.update(|l| l.delivered = Some(delivered.clone()));
+        let backoff = Backoff::new(cfg.backoff_initial, cfg.backoff_max);
         let mut s = BinlogStream {
             file: delivered.file.clone(),
             cfg,
@@ -210,7 +213,7 @@ impl BinlogStream {
             tables,
             out: VecDeque::new(),
             txn: None,
-            failures: 0,
+            backoff,
             lag,
             payload_end: None,
             last_gtid: None,
@@ -358,15 +361,11 @@ impl BinlogStream {
     }
 
     async fn reopen(&mut self) -> Result<(), CdcError> {
-        if self.failures > 0 {
-            let exp = self.failures.saturating_sub(1).min(20);
-            let delay = self.cfg.backoff_initial.saturating_mul(1 << exp).min(self.cfg.backoff_max);
-            tokio::time::sleep(delay).await;
-        }
-        if self.failures >= self.cfg.max_retries {
+        self.backoff.wait().await;
+        if self.backoff.failures() > self.cfg.max_retries {
             // Reconnecting kept "working" but the stream made no progress (no commit, no
             // heartbeat) since: the same error at the same place, again and again.
-            self.failures = 0;
+            self.backoff.reset();
             return Err(CdcError::Protocol(format!(
                 "{} reconnects without progress at {}; last error: {}",
                 self.cfg.max_retries,
@@ -374,12 +373,11 @@ impl BinlogStream {
                 self.last_error.as_deref().unwrap_or("none")
             )));
         }
-        self.failures += 1;
         self.lag.update(|l| l.reconnects += 1);
         match self.open().await {
             Ok(()) => Ok(()),
-            Err(e) if e.retry_safe() && self.failures <= self.cfg.max_retries => {
-                tracing::warn!(error = %e, attempt = self.failures, "binlog reconnect failed");
+            Err(e) if e.retry_safe() => {
+                tracing::warn!(error = %e, attempt = self.backoff.failures(), "binlog reconnect failed");
                 Ok(())
             }
             Err(e) => Err(self.position_gone(e)),
@@ -513,7 +511,7 @@ impl BinlogStream {
             }
         });
         self.lag.observe_server(&server);
-        self.failures = 0;
+        self.backoff.reset();
         Ok(())
     }
 

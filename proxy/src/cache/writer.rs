@@ -238,8 +238,9 @@ impl Writer {
     async fn reconnect(&mut self) -> Events {
         self.engine.stream_up.store(false, Ordering::Relaxed);
         self.engine.counters.restarts.inc();
-        let mut delay = Duration::from_millis(200);
+        let mut backoff = freshet_cdc::Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
         loop {
+            backoff.wait().await;
             match BinlogStream::connect(self.opts.clone(), self.stream_config.clone(), StartAt::Current).await {
                 Ok(stream) => match stream.delivered().position() {
                     Ok(start) => {
@@ -267,10 +268,8 @@ impl Writer {
                     }
                     Err(e) => warn!(error = %e, "binlog stream resumed at an unusable position"),
                 },
-                Err(e) => warn!(error = %e, retry_in = ?delay, "binlog stream cannot be resumed yet"),
+                Err(e) => warn!(error = %e, retry_in = ?backoff.delay(), "binlog stream cannot be resumed yet"),
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(10));
         }
     }
 
