@@ -14,6 +14,12 @@ pub enum CdcError {
     /// position ([`crate::StartAt::Current`]).
     #[error("binlog position {position} is gone from the server ({reason}); evict all state and resume at the current position")]
     PositionGone { position: BinlogPos, reason: String },
+    /// The stream cannot prove that what the server sends next continues what it delivered
+    /// (the server restarted, another server answers, its history at the resume position
+    /// differs, a file began that no ROTATE announced). Not retryable: evict all state and
+    /// restart at the current position. See `continuity`.
+    #[error("binlog gap after {position}: {reason}; evict all state and resume at the current position")]
+    Gap { position: BinlogPos, reason: String },
     /// A row could not be decoded with the table's schema (the schema from information_schema
     /// does not match the binlog's table map, e.g. after DDL the stream did not see). The
     /// stream cannot be trusted past this point: evict all state and restart.

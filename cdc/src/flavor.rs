@@ -39,6 +39,14 @@ pub trait Flavor: Send + Sync + std::fmt::Debug {
     /// The replication privilege names as `SHOW GRANTS` prints them: (dump the binlog, see
     /// binlog positions).
     fn replication_privileges(&self) -> (&'static [&'static str], &'static [&'static str]);
+    /// A statement whose one row is: the server id, the server's start time (unix seconds),
+    /// and a server UUID where the server has one (else NULL). Tells a restarted or another
+    /// server apart from the one a stream followed.
+    fn identity_sql(&self) -> &'static str;
+    /// A statement whose one row is the server's GTID state at the binlog place `file:offset`
+    /// (comma-separated GTIDs, one per domain), or None where the server cannot say. Proves
+    /// that a resume position means the same history on this server as on the one followed.
+    fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String>;
 }
 
 /// MariaDB 10.6+.
@@ -61,6 +69,14 @@ impl Flavor for MariaDb {
     }
     fn current_position_sql(&self) -> &'static str {
         "SHOW MASTER STATUS"
+    }
+    fn identity_sql(&self) -> &'static str {
+        "SELECT @@server_id, CAST(UNIX_TIMESTAMP() - VARIABLE_VALUE AS SIGNED), NULL \
+         FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"
+    }
+    fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String> {
+        // A binlog file name is the server's own (`base.NNNNNN`); quoting keeps any name inert.
+        Some(format!("SELECT BINLOG_GTID_POS('{}', {offset})", file.replace('\\', "\\\\").replace('\'', "\\'")))
     }
     fn json_is_text(&self) -> bool {
         true
@@ -93,6 +109,14 @@ impl Flavor for MySql8 {
     }
     fn current_position_sql(&self) -> &'static str {
         if self.minor_at_least_4 { "SHOW BINARY LOG STATUS" } else { "SHOW MASTER STATUS" }
+    }
+    fn identity_sql(&self) -> &'static str {
+        "SELECT @@server_id, CAST(UNIX_TIMESTAMP() - VARIABLE_VALUE AS SIGNED), @@server_uuid \
+         FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'"
+    }
+    fn gtid_state_at_sql(&self, _file: &str, _offset: u32) -> Option<String> {
+        // MySQL has no function for it; the server UUID and start time are what is checked.
+        None
     }
     fn json_is_text(&self) -> bool {
         false

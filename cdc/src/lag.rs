@@ -1,23 +1,58 @@
-//! Replication lag as the stream observes it, readable from other tasks.
+//! Replication lag: how far what the caller has applied trails what the server has written, in
+//! time, readable from other tasks.
 //!
-//! Owns: [`Lag`] (plain numbers the proxy renders as `freshet_cdc_*` metrics and uses for
-//! readiness and `max_lag`) and [`LagHandle`]. The stream updates it; nothing here talks to
-//! the server.
+//! Owns: [`Lag`] (plain numbers the proxy renders as `freshet_cdc_*` metrics and shows in
+//! status), [`LagHandle`], the record of *when each server position was first seen*, and
+//! [`spawn_position_poll`], the task that reads the server's position every [`POLL`].
+//! Does not own: the applied position (the caller's, passed to [`LagHandle::behind`]).
+//!
+//! # How lag is measured, and what it bounds
+//! The server's binlog position is observed by polling `SHOW MASTER STATUS` every [`POLL`] and
+//! from the stream itself (every event's end, heartbeats). Each observation that moves past the
+//! last one is kept with the instant it was first seen. The lag for an applied position `A` is
+//! `now - (first-seen instant of the oldest observed position after A)`, zero if none is: the
+//! age of the oldest change the server has and the caller has not applied, counting events
+//! still queued inside freshet and a large transaction from the moment the server committed it
+//! (it enters the binlog, and the position moves, at its commit). Since a position is seen at
+//! most [`POLL`] after the server wrote it, an answer computed at `A` is at most
+//! `lag + POLL` older than the server's state. Positions are not timestamps of the binlog
+//! (one-second resolution, written when a transaction *started* committing on the server that
+//! originated it), so clock skew and replication delay upstream do not enter.
+//!
+//! Memory is bounded: at most [`SEEN_MAX`] observations are kept; observations closer than
+//! [`SEEN_GRAIN`] in time share one entry (the earlier instant, the later position), and when
+//! full the two oldest merge the same way. Both only ever overstate the lag.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use freshet_dataflow::Position;
+use mysql_async::prelude::Queryable;
+use mysql_async::{Conn, Opts};
+
 use crate::position::BinlogPos;
+
+/// How often the server's position is polled.
+pub const POLL: Duration = Duration::from_millis(100);
+/// A poll older than this means the server's position is unknown (and so is the lag).
+pub const POLL_STALE: Duration = Duration::from_millis(1000);
+/// Observations kept at most (about a minute and a half of a busy server at one per
+/// [`SEEN_GRAIN`]).
+pub const SEEN_MAX: usize = 8192;
+/// Observations closer than this share one entry.
+pub const SEEN_GRAIN: Duration = Duration::from_millis(10);
 
 /// Replication lag as last observed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Lag {
     /// Last delivered commit boundary.
     pub delivered: Option<BinlogPos>,
-    /// The server's end of binlog as last reported (heartbeat or event).
+    /// The server's end of binlog as last observed (poll, heartbeat or event).
     pub server: Option<BinlogPos>,
-    /// Seconds between the last delivered transaction's commit and when it was delivered
-    /// (zero once a heartbeat says we are at the server's end).
+    /// Seconds between the last delivered transaction's commit (binlog timestamp, one-second
+    /// resolution) and its delivery; zero once a heartbeat says the stream is at the server's
+    /// end. A diagnostic only: [`LagHandle::behind`] is the lag freshness is judged by.
     pub behind: Duration,
     /// Bytes of binlog between `delivered` and `server` when both are in the same file.
     pub bytes_behind: u64,
@@ -30,24 +65,192 @@ pub struct Lag {
     /// Lag in events: transactions and schema changes read from the binlog but not yet taken
     /// by the applier (the channel of [`crate::BinlogStream::spawn`]).
     pub queued: u64,
+    /// The binlog connection is up and has been verified to continue what was delivered (its
+    /// first ROTATE named the file asked for, the server is the same; see `continuity`).
+    pub connected: bool,
     /// When the lag was last updated.
     pub updated: Option<Instant>,
+    /// When the server's position was last read successfully by the poll.
+    pub polled: Option<Instant>,
 }
 
-/// A cheap handle to read a stream's lag from elsewhere (metrics, readiness).
+/// The lag of an applied position, see [`LagHandle::behind`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Behind {
+    /// Age of the oldest change the server has and the applied position does not.
+    pub lag: Duration,
+    /// The server's position as last observed.
+    pub server: Option<Position>,
+    /// How long ago the poll last read the server's position.
+    pub polled_ago: Option<Duration>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    lag: Lag,
+    /// (server position, first seen), strictly increasing in both.
+    seen: VecDeque<(Position, Instant)>,
+}
+
+/// A cheap handle to read a stream's lag from elsewhere (metrics, readiness, the gate).
 #[derive(Clone, Debug, Default)]
-pub struct LagHandle(Arc<Mutex<Lag>>);
+pub struct LagHandle(Arc<Mutex<Inner>>);
 
 impl LagHandle {
     /// The last observed lag.
     pub fn get(&self) -> Lag {
-        self.0.lock().map(|l| l.clone()).unwrap_or_default()
+        self.0.lock().map(|l| l.lag.clone()).unwrap_or_default()
     }
+
     pub(crate) fn update(&self, f: impl FnOnce(&mut Lag)) {
         if let Ok(mut l) = self.0.lock() {
-            f(&mut l);
-            l.updated = Some(Instant::now());
+            f(&mut l.lag);
+            l.lag.updated = Some(Instant::now());
+        }
+    }
+
+    /// Records that the server has written its binlog up to `at` (first seen now).
+    pub fn observe_server(&self, at: &BinlogPos) {
+        self.observe_at(at, Instant::now());
+    }
+
+    fn observe_at(&self, at: &BinlogPos, now: Instant) {
+        let Ok(position) = at.position() else { return };
+        if let Ok(mut l) = self.0.lock() {
+            if l.seen.back().is_some_and(|&(p, _)| p >= position) {
+                return;
+            }
+            l.lag.server = Some(at.clone());
+            match l.seen.back_mut() {
+                Some(last) if now.duration_since(last.1) < SEEN_GRAIN => last.0 = position,
+                _ => l.seen.push_back((position, now)),
+            }
+            if l.seen.len() > SEEN_MAX {
+                // The two oldest become one: the later position, the earlier instant.
+                if let Some((_, t)) = l.seen.pop_front()
+                    && let Some(next) = l.seen.front_mut()
+                {
+                    next.1 = t;
+                }
+            }
+        }
+    }
+
+    /// Forgets the server positions seen so far and starts again at `at` (a new stream after
+    /// a gap: the server may be another one, its positions need not follow the old ones).
+    pub fn restart_at(&self, at: &BinlogPos) {
+        if let Ok(mut l) = self.0.lock() {
+            l.seen.clear();
+            l.lag.server = None;
+            l.lag.polled = Some(Instant::now());
+        }
+        self.observe_server(at);
+    }
+
+    /// The lag of `applied`: see the module header.
+    pub fn behind(&self, applied: Position) -> Behind {
+        let now = Instant::now();
+        let Ok(mut l) = self.0.lock() else { return Behind { lag: Duration::ZERO, server: None, polled_ago: None } };
+        while l.seen.len() > 1 && l.seen[0].0 <= applied {
+            l.seen.pop_front();
+        }
+        let oldest_unapplied = l.seen.iter().find(|(p, _)| *p > applied).map(|&(_, t)| t);
+        Behind {
+            lag: oldest_unapplied.map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
+            server: l.seen.back().map(|&(p, _)| p),
+            polled_ago: l.lag.polled.map(|t| now.saturating_duration_since(t)),
+        }
+    }
+
+    fn polled(&self) {
+        if let Ok(mut l) = self.0.lock() {
+            l.lag.polled = Some(Instant::now());
         }
     }
 }
 
+/// Polls the server's position every [`POLL`] into `lag` until every other clone of `lag` is
+/// dropped. `position_sql` is the flavor's `current_position_sql`. Failures are not errors: an
+/// unreachable server shows as a stale poll ([`Behind::polled_ago`]), which readers treat as an
+/// unknown lag.
+pub fn spawn_position_poll(opts: Opts, position_sql: &'static str, lag: LagHandle) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(POLL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut conn: Option<Conn> = None;
+        loop {
+            tick.tick().await;
+            if Arc::strong_count(&lag.0) == 1 {
+                return;
+            }
+            if conn.is_none() {
+                conn = tokio::time::timeout(POLL_STALE, Conn::new(opts.clone())).await.ok().and_then(Result::ok);
+            }
+            let Some(c) = conn.as_mut() else { continue };
+            match tokio::time::timeout(POLL_STALE, c.query_first::<mysql_async::Row, _>(position_sql)).await {
+                Ok(Ok(Some(row))) => {
+                    let file: Option<String> = row.get(0);
+                    let offset: Option<u64> = row.get(1);
+                    if let (Some(file), Some(offset)) = (file, offset.and_then(|o| u32::try_from(o).ok())) {
+                        lag.observe_server(&BinlogPos::new(file, offset));
+                        lag.polled();
+                    }
+                }
+                _ => conn = None,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pos(offset: u32) -> BinlogPos {
+        BinlogPos::new("bin.000001", offset)
+    }
+
+    #[test]
+    fn lag_is_the_age_of_the_oldest_unapplied_position() {
+        let h = LagHandle::default();
+        h.observe_server(&pos(100));
+        let applied = pos(100).position().unwrap();
+        assert_eq!(h.behind(applied).lag, Duration::ZERO);
+        std::thread::sleep(SEEN_GRAIN * 2);
+        h.observe_server(&pos(200));
+        std::thread::sleep(Duration::from_millis(30));
+        h.observe_server(&pos(300));
+        let b = h.behind(applied);
+        assert!(b.lag >= Duration::from_millis(30), "{b:?}");
+        assert_eq!(b.server, Some(pos(300).position().unwrap()));
+        // Applying 200 leaves 300, seen later: less lag; applying 300, none.
+        let at_200 = h.behind(pos(200).position().unwrap()).lag;
+        assert!(at_200 < b.lag, "{at_200:?} vs {b:?}");
+        assert_eq!(h.behind(pos(300).position().unwrap()).lag, Duration::ZERO);
+        // Older observations arriving late change nothing.
+        h.observe_server(&pos(250));
+        assert_eq!(h.behind(pos(300).position().unwrap()).lag, Duration::ZERO);
+    }
+
+    #[test]
+    fn memory_is_bounded_and_merging_only_overstates() {
+        let h = LagHandle::default();
+        let first = Instant::now();
+        for i in 0..(SEEN_MAX as u32 + 100) {
+            h.observe_at(&pos(10 + i), first + SEEN_GRAIN * i);
+        }
+        let l = h.0.lock().unwrap();
+        assert!(l.seen.len() <= SEEN_MAX);
+        assert_eq!(l.seen.front().unwrap().1, first, "the oldest instant survives merging");
+    }
+
+    #[test]
+    fn restart_forgets_the_old_series() {
+        let h = LagHandle::default();
+        h.observe_server(&BinlogPos::new("bin.000009", 500));
+        h.restart_at(&BinlogPos::new("bin.000002", 4));
+        let b = h.behind(BinlogPos::new("bin.000002", 4).position().unwrap());
+        assert_eq!(b.lag, Duration::ZERO);
+        assert!(b.polled_ago.is_some());
+    }
+}

@@ -18,7 +18,7 @@
 //!     Ok(StreamEvent::Batch(b))  => dataflow.apply(&b),
 //!     Ok(StreamEvent::Schema(c)) => { dataflow.alter_table(&c.table, c.schema); fills.set_table(&c.table, c.info) }
 //!     Err(CdcError::Untrusted(_)) => dataflow.evict_all(),               // the stream goes on
-//!     Err(_) /* PositionGone, SchemaMismatch, gave up */ => { dataflow.evict_all();
+//!     Err(_) /* PositionGone, Gap, SchemaMismatch, gave up */ => { dataflow.evict_all();
 //!         connect again at StartAt::Current; dataflow.set_applied(new start) }
 //!   },
 //!   tick => for req in dataflow.fill_requests() { spawn(fills.fill(&req)) },
@@ -28,14 +28,16 @@
 //! Positions: [`position`] maps file:offset to the dataflow's `Position` so that a fill's
 //! snapshot position compares directly with batch positions.
 //!
-//! Modules: [`position`] (file:offset, GTIDs), [`gtid_set`] (MySQL GTID sets), [`flavor`]
-//! (MariaDB vs MySQL 8 capabilities), [`schema`] (information_schema -> TableSchema, table-map
+//! Modules: [`backoff`] (the reconnect loops' delays), [`position`] (file:offset, GTIDs), [`gtid_set`] (MySQL GTID sets), [`flavor`]
+//! (MariaDB vs MySQL 8 capabilities), [`continuity`] (is a reconnect the same history?), [`schema`] (information_schema -> TableSchema, table-map
 //! checks), [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event
 //! payloads), [`decode`] (binlog cells -> Value), [`ddl`] (DDL statements -> tables), [`stream`]
-//! (the binlog stream), [`lag`] (replication lag), [`result`] (result-set values -> Value),
+//! (the binlog stream; `stream::assembly`: events -> transactions), [`lag`] (replication lag), [`result`] (result-set values -> Value),
 //! [`fill`] (the fenced upstream fill source), [`checks`] (start-up checks), [`error`].
 
+pub mod backoff;
 pub mod checks;
+pub mod continuity;
 pub mod ddl;
 pub mod decode;
 pub mod error;
@@ -50,6 +52,7 @@ pub mod result;
 pub mod schema;
 pub mod stream;
 
+pub use backoff::Backoff;
 pub use checks::check_upstream;
 pub use ddl::DdlKind;
 pub use error::CdcError;
@@ -57,6 +60,6 @@ pub use fill::{BlockingFills, FillConfig, UpstreamFills};
 pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
 pub use gtid_set::GtidSet;
 pub use position::{BinlogPos, MariaGtid};
-pub use lag::{Lag, LagHandle};
+pub use lag::{spawn_position_poll, Behind, Lag, LagHandle};
 pub use schema::TableInfo;
 pub use stream::{BinlogStream, SchemaChange, StartAt, StreamConfig, StreamEvent};

@@ -136,8 +136,16 @@ async fn a_long_outage_ends_in_an_error_within_the_retry_budget() {
     let mut s = BinlogStream::connect(relay.opts(), cfg, StartAt::Current).await.unwrap();
     relay.down();
     let t0 = Instant::now();
-    let r = within(30, "gives up", s.next()).await;
-    let e = r.expect_err("the stream gives up after max_retries");
+    // Transactions the other test commits meanwhile (in its own database) may still come
+    // through as empty batches before the cut is noticed; the error must follow.
+    let e = within(30, "gives up", async {
+        loop {
+            if let Err(e) = s.next().await {
+                return e;
+            }
+        }
+    })
+    .await;
     assert!(e.retry_safe(), "an outage is retryable later: {e}");
     assert!(t0.elapsed() < Duration::from_secs(10));
     drop_db(&db).await;

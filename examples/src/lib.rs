@@ -15,6 +15,7 @@
 
 pub mod app;
 pub mod compare;
+pub mod keepup;
 pub mod load;
 pub mod probe;
 pub mod rng;

@@ -6,14 +6,16 @@
 //! news compare --target NAME=URL --target NAME=URL [--rounds R] [--seconds S] [--connections C] [--writes PCT] [--skew Z]
 //! news sql --url URL -e STATEMENT [--hide COLUMN]...   a statement's result as a table (freshet's SHOW CACHES, ...)
 //! news freshness --url FRESHET --direct MARIADB [--story N]   a vote written on MariaDB, timed until freshet shows it
+//! news keepup --url FRESHET_ADMIN --direct MARIADB [--connections C] [--seconds S] [--rate R] [--samples N]
+//!      MariaDB's commit rate at full speed vs freshet's apply rate; commit-to-visible p50/p99 at R writes/s
 //! ```
 
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use freshet_examples::{compare, load, probe, workload};
+use freshet_examples::{compare, keepup, load, probe, workload};
 
-const USAGE: &str = "usage: news load --url URL [--users N --stories N --votes N --comments N]\n       news workload --url URL [--seconds S --connections C --writes PCT --skew Z]\n       news compare --target NAME=URL --target NAME=URL [--rounds R --seconds S --connections C --writes PCT --skew Z]\n       news sql --url URL -e STATEMENT [--hide COLUMN]...\n       news freshness --url FRESHET_URL --direct MARIADB_URL [--story N]";
+const USAGE: &str = "usage: news load --url URL [--users N --stories N --votes N --comments N]\n       news workload --url URL [--seconds S --connections C --writes PCT --skew Z]\n       news compare --target NAME=URL --target NAME=URL [--rounds R --seconds S --connections C --writes PCT --skew Z]\n       news sql --url URL -e STATEMENT [--hide COLUMN]...\n       news freshness --url FRESHET_URL --direct MARIADB_URL [--story N]\n       news keepup --url FRESHET_ADMIN_URL --direct MARIADB_URL [--connections C --seconds S --rate R --samples N]";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -22,6 +24,7 @@ async fn main() -> anyhow::Result<()> {
     let (mut url, mut sizes, mut opts) = (None, load::Sizes::default(), workload::Options::default());
     let (mut targets, mut rounds) = (Vec::new(), 2);
     let (mut statement, mut direct, mut story, mut hide) = (None, None, 1u64, Vec::new());
+    let (mut rate, mut samples) = (1000f64, 200usize);
     while let Some(flag) = args.next() {
         let mut value = || args.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
         match (command.as_str(), flag.as_str()) {
@@ -37,7 +40,11 @@ async fn main() -> anyhow::Result<()> {
             ("compare", "--rounds") => rounds = value()?.parse()?,
             ("sql", "-e" | "--execute") => statement = Some(value()?),
             ("sql", "--hide") => hide.push(value()?),
-            ("freshness", "--direct") => direct = Some(value()?),
+            ("freshness" | "keepup", "--direct") => direct = Some(value()?),
+            ("keepup", "--connections") => opts.connections = value()?.parse()?,
+            ("keepup", "--seconds") => opts.duration = Duration::from_secs_f64(value()?.parse()?),
+            ("keepup", "--rate") => rate = value()?.parse()?,
+            ("keepup", "--samples") => samples = value()?.parse()?,
             ("freshness", "--story") => story = value()?.parse()?,
             ("compare", "--target") => {
                 let v = value()?;
@@ -83,6 +90,25 @@ async fn main() -> anyhow::Result<()> {
                 ),
                 None => println!("story {} had {} votes through freshet; user {} voted directly on MariaDB; freshet still answered {} after 5 s", f.story, f.before, f.voter, f.before),
             }
+        }
+        "keepup" => {
+            let direct = direct.with_context(|| format!("keepup needs --direct URL\n{USAGE}"))?;
+            let b = keepup::burst(&direct, &url, opts.connections, opts.duration.as_secs_f64()).await?;
+            println!(
+                "full speed, {} connections: MariaDB committed {} transactions in {:.2} s ({:.0}/s); freshet applied {} in {:.2} s ({:.0}/s), \
+                 all applied {:.0} ms after the last commit; largest reported lag {:.3} s",
+                opts.connections,
+                b.transactions,
+                b.commit_seconds,
+                b.transactions as f64 / b.commit_seconds,
+                b.applied,
+                b.apply_seconds,
+                b.applied as f64 / b.apply_seconds,
+                b.catch_up_after_last_commit.as_secs_f64() * 1e3,
+                b.max_lag_seconds
+            );
+            let (p50, p99, n) = keepup::visibility(&direct, &url, opts.connections, rate, samples).await?;
+            println!("{rate:.0} writes/s: a vote committed on MariaDB is visible through freshet after p50 {:.1} ms, p99 {:.1} ms ({n} samples)", p50.as_secs_f64() * 1e3, p99.as_secs_f64() * 1e3);
         }
         "workload" => {
             let report = workload::run(&url, opts.clone()).await?;

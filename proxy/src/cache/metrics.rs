@@ -60,10 +60,11 @@ impl Engine {
         sample(out, "freshet_proxy_fill_waits_total", &[], self.counters.fill_waits.get());
 
         let lag = self.lag_handle().get();
-        family(out, "freshet_cdc_stream_up", "gauge", "1 while the binlog stream is connected and reporting.");
-        sample(out, "freshet_cdc_stream_up", &[], u8::from(self.lag().is_some()));
-        family(out, "freshet_cdc_lag_seconds", "gauge", "Replication lag: commit to delivery of the last transaction (0 when caught up).");
-        sample(out, "freshet_cdc_lag_seconds", &[], self.lag().map_or_else(|| "+Inf".to_string(), |l| l.as_secs_f64().to_string()));
+        let fresh = self.freshness();
+        family(out, "freshet_cdc_stream_up", "gauge", "1 while the binlog stream is connected, verified and its position known.");
+        sample(out, "freshet_cdc_stream_up", &[], u8::from(fresh.lag.is_some()));
+        family(out, "freshet_cdc_lag_seconds", "gauge", "Replication lag: age of the oldest change on the server not yet applied to the caches (+Inf when unknown).");
+        sample(out, "freshet_cdc_lag_seconds", &[], fresh.lag.map_or_else(|| "+Inf".to_string(), |l| l.as_secs_f64().to_string()));
         family(out, "freshet_cdc_lag_bytes", "gauge", "Binlog bytes between the last delivered commit and the server's end.");
         sample(out, "freshet_cdc_lag_bytes", &[], lag.bytes_behind);
         family(out, "freshet_cdc_transactions_total", "counter", "Transactions applied from the binlog.");

@@ -10,8 +10,11 @@
 //! (`session::cached`), admin SQL rendering (`session::admin`).
 //!
 //! Invariants:
-//! - a read is answered from a view only if the view's answer is the upstream's at a binlog
-//!   position no older than `[consistency] max_lag` (otherwise relayed, [`RelayReason::Lag`]);
+//! - a read is answered from a view only while [`Engine::freshness`] says caught up: the
+//!   stream connected and verified, the server's position read lately, and the oldest change
+//!   the server has and the views do not at most `[consistency] max_lag` old — so an answer
+//!   reflects the server as of at most `max_lag` + [`FRESHNESS_SLACK`] ago (otherwise
+//!   relayed, [`RelayReason::Lag`]);
 //! - a miss waits at most `[fill] timeout` for its fill, then is relayed while the fill goes on;
 //! - nothing here blocks a session on the writer: lookups read published state, the writer is
 //!   reached through a channel and replies to control requests only;
@@ -194,6 +197,35 @@ pub struct ColumnsKey {
     pub extended: bool,
 }
 
+/// How fresh the caches are ([`Engine::freshness`]).
+///
+/// The bound it gives: while `caught_up`, every cached answer reflects the server as it was at
+/// most `max_lag` + [`FRESHNESS_SLACK`] ago (the lag is measured from when the server's
+/// position was first seen, at most one poll after it was written; the hit path's gate is
+/// re-evaluated every [`FRESHNESS_CHECK`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Freshness {
+    /// What the views have applied (binlog file seq << 32 | offset).
+    pub applied: freshet_dataflow::Position,
+    /// The server's binlog position as last observed.
+    pub server: Option<freshet_cdc::BinlogPos>,
+    /// Age of the oldest change the server has and the views do not (events queued inside
+    /// freshet included); None when unknown: the stream is down or re-establishing, or the
+    /// server's position could not be read for [`freshet_cdc::lag::POLL_STALE`].
+    pub lag: Option<Duration>,
+    /// `lag` is known and at most `[consistency] max_lag`: cached reads are served.
+    pub caught_up: bool,
+    /// The binlog stream is connected, verified to continue what was applied, and its writer
+    /// alive.
+    pub stream_up: bool,
+    /// The server's position was read within [`freshet_cdc::lag::POLL_STALE`].
+    pub server_polled: bool,
+}
+
+/// What [`Freshness`] adds to `max_lag` for the age of a cached answer: one poll of the
+/// server's position plus one re-evaluation of the gate.
+pub const FRESHNESS_SLACK: Duration = Duration::from_millis(150);
+
 /// Settings from the config that sessions consult.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -237,7 +269,8 @@ pub struct Engine {
     wake: Notify,
     /// Bumped by the writer after every completed fill; waiting reads look again.
     filled: watch::Sender<u64>,
-    lag: RwLock<LagHandle>,
+    /// The binlog's lag, one handle for the engine's life (each new stream reports into it).
+    lag: LagHandle,
     /// The dataflow's applied position (binlog file seq << 32 | offset).
     pub applied: AtomicU64,
     /// False while the binlog stream is being re-established.
@@ -273,7 +306,7 @@ impl Engine {
             (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path)?),
             _ => None,
         };
-        let (stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)
+        let (mut stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)
             .await
             .context("starting the binlog stream")?;
         let mut catalog = Catalog::new();
@@ -301,7 +334,7 @@ impl Engine {
             control,
             wake: Notify::new(),
             filled: watch::Sender::new(0),
-            lag: RwLock::new(LagHandle::default()),
+            lag: LagHandle::default(),
             applied: AtomicU64::new(dataflow.applied().0),
             stream_up: AtomicBool::new(true),
             fresh: AtomicBool::new(false),
@@ -348,8 +381,9 @@ impl Engine {
             }
             _ => None,
         };
-        let (events, lag) = stream.spawn(4096);
-        *engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
+        stream.use_lag(engine.lag_handle());
+        freshet_cdc::spawn_position_poll(opts.clone(), stream.flavor().current_position_sql(), engine.lag_handle());
+        let (events, _) = stream.spawn(4096);
         info!(caches = config.caches.len(), server_id, database = %database, "cache engine started");
         let task = writer::Writer::new(engine.clone(), dataflow, fills, replica, opts, stream_config);
         let writer = tokio::spawn(task.run(events, control_rx));
@@ -453,24 +487,35 @@ impl Engine {
         self.verdicts.insert(&query.fingerprint, verdict)
     }
 
-    /// Replication lag as the gate sees it; None when the stream is down or silent for longer
-    /// than `max_lag` (then freshet cannot vouch for any freshness).
+    /// How fresh the caches are, computed now from what the writer has applied against the
+    /// server's position (see [`Freshness`]).
+    pub fn freshness(&self) -> Freshness {
+        let lag = self.lag.get();
+        let applied = freshet_dataflow::Position(self.applied.load(Ordering::Relaxed));
+        let behind = self.lag.behind(applied);
+        let stream_up = self.stream_up.load(Ordering::Relaxed) && !self.writer_dead.load(Ordering::Relaxed) && lag.connected;
+        let polled = behind.polled_ago.is_some_and(|a| a <= freshet_cdc::lag::POLL_STALE);
+        let known = (stream_up && polled).then_some(behind.lag);
+        Freshness {
+            applied,
+            server: lag.server,
+            lag: known,
+            caught_up: known.is_some_and(|l| l <= self.settings.max_lag),
+            stream_up,
+            server_polled: polled,
+        }
+    }
+
+    /// Replication lag as the gate sees it; None when the stream is down or re-establishing,
+    /// or the server's position could not be read lately (then freshet cannot vouch for any
+    /// freshness).
     pub fn lag(&self) -> Option<Duration> {
-        if !self.stream_up.load(Ordering::Relaxed) || self.writer_dead.load(Ordering::Relaxed) {
-            return None;
-        }
-        let lag = self.lag.read().unwrap_or_else(|e| e.into_inner()).get();
-        // The stream reports at least once per heartbeat (1 s) when idle.
-        let silent = lag.updated.map_or(self.started.elapsed(), |t| t.elapsed());
-        if silent > self.settings.max_lag + Duration::from_secs(2) {
-            return None;
-        }
-        Some(lag.behind)
+        self.freshness().lag
     }
 
     /// True when cached reads may be served: the binlog is caught up to within `max_lag`.
     pub fn caught_up(&self) -> bool {
-        self.lag().is_some_and(|l| l <= self.settings.max_lag)
+        self.freshness().caught_up
     }
 
     /// The hit path's view of [`caught_up`](Engine::caught_up), at most
@@ -480,7 +525,7 @@ impl Engine {
     }
 
     pub fn lag_handle(&self) -> LagHandle {
-        self.lag.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.lag.clone()
     }
 
     /// Looks `params` up in `cache`, waiting up to the fill timeout for missing partitions.
@@ -657,3 +702,6 @@ fn enum_labels(packet: &[u8], def: &ColumnDef, catalog: &Catalog) -> Vec<String>
         _ => Vec::new(),
     }
 }
+
+// The slack covers one poll of the server's position and one re-evaluation of the gate.
+const _: () = assert!(FRESHNESS_SLACK.as_millis() >= freshet_cdc::lag::POLL.as_millis() + FRESHNESS_CHECK.as_millis());

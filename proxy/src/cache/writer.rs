@@ -3,7 +3,10 @@
 //! One task owns the [`Dataflow`] and does everything that changes it, in one order: binlog
 //! batches and schema changes (in stream order), fills (started when readers record misses,
 //! installed when the upstream answers), and cache installs and drops from admin statements.
-//! Sessions never wait for it except for the reply to an admin statement.
+//! Sessions never wait for it except for the reply to an admin statement. Stream events
+//! already queued are taken together, up to `STEP_EVENTS` and `STEP_TIME` per step, and the applied position
+//! (which the freshness gate compares with the server's) is published once per step; a batch
+//! enters the dataflow in one place, `Writer::apply`.
 //!
 //! Why a fill is never stale (see cdc's fill module for the fence): its answer carries the
 //! binlog position of its snapshot, and the dataflow skips batches at or before it and applies
@@ -26,7 +29,7 @@ use tracing::{debug, info, warn};
 
 use freshet_cdc::{BinlogStream, CdcError, DdlKind, SchemaChange, StartAt, StreamConfig, StreamEvent, UpstreamFills};
 use freshet_config::CacheSpec;
-use freshet_dataflow::{Dataflow, FillError, FillRequest, FillResponse, ViewId};
+use freshet_dataflow::{Batch, Dataflow, FillError, FillRequest, FillResponse, ViewId};
 
 use super::{Cache, Engine, live_of};
 
@@ -45,6 +48,10 @@ type FillDone = (u64, FillRequest, Result<FillResponse, FillError>);
 /// How often the writer looks for misses even without a wake-up (a wake-up can coincide with
 /// a fill already being started and be consumed early).
 const FILL_TICK: Duration = Duration::from_millis(20);
+/// Most stream events the writer takes in one step of its loop, and the longest it spends on
+/// them before giving fills (which readers wait for) and admin requests their turn.
+const STEP_EVENTS: usize = 64;
+const STEP_TIME: Duration = Duration::from_millis(1);
 /// Events buffered between the binlog stream and the writer.
 const EVENT_QUEUE: usize = 4096;
 
@@ -73,35 +80,7 @@ impl Writer {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
-                event = events.recv() => match event {
-                    Some(Ok(StreamEvent::Batch(batch))) => {
-                        if let Some(r) = &self.replica {
-                            r.apply(&batch);
-                        }
-                        if let Err(e) = self.dataflow.apply(&batch) {
-                            warn!(error = %e, "binlog batch out of order; evicting every cache");
-                            self.new_epoch();
-                        }
-                        self.engine.counters.batches.inc();
-                        self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
-                    }
-                    Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
-                    Some(Err(CdcError::Untrusted(why))) => {
-                        info!(reason = %why, "a transaction could not be followed; evicting every cache");
-                        if let Some(r) = &self.replica {
-                            r.gap();
-                        }
-                        self.new_epoch();
-                    }
-                    Some(Err(e)) => {
-                        warn!(error = %e, "binlog stream failed; evicting every cache and resuming at the server's position");
-                        events = self.reconnect().await;
-                    }
-                    None => {
-                        warn!("binlog stream ended; resuming at the server's position");
-                        events = self.reconnect().await;
-                    }
-                },
+                event = events.recv() => self.on_events(event, &mut events).await,
                 Some(done) = self.in_flight.join_next(), if !self.in_flight.is_empty() => match done {
                     Ok(done) => self.finish(done),
                     Err(e) => warn!(error = %e, "a fill task failed"),
@@ -114,6 +93,59 @@ impl Writer {
                 },
             }
         }
+    }
+
+    /// `first` and whatever else the stream has queued already, up to [`STEP_EVENTS`] and
+    /// [`STEP_TIME`] (so that fills and admin requests still get their turn): many small transactions cost one
+    /// trip through the loop and one publication of the applied position.
+    async fn on_events(&mut self, first: Option<Result<StreamEvent, CdcError>>, events: &mut Events) {
+        let mut next = first;
+        let started = std::time::Instant::now();
+        for _ in 0..STEP_EVENTS {
+            match next {
+                Some(Ok(StreamEvent::Batch(batch))) => self.apply(&batch),
+                Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
+                Some(Err(CdcError::Untrusted(why))) => {
+                    info!(reason = %why, "a transaction could not be followed; evicting every cache");
+                    if let Some(r) = &self.replica {
+                        r.gap();
+                    }
+                    self.new_epoch();
+                }
+                Some(Err(e)) => {
+                    warn!(error = %e, "binlog stream failed; evicting every cache and resuming at the server's position");
+                    *events = self.reconnect().await;
+                    return;
+                }
+                None => {
+                    warn!("binlog stream ended; resuming at the server's position");
+                    *events = self.reconnect().await;
+                    return;
+                }
+            }
+            if started.elapsed() > STEP_TIME {
+                break;
+            }
+            match events.try_recv() {
+                Ok(event) => next = Some(event),
+                Err(_) => break,
+            }
+        }
+        self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
+    }
+
+    /// One transaction applied, in stream order: to the replica of the base tables first (so
+    /// that a fill it answers reflects this batch), then to the views. The one place a batch
+    /// enters the dataflow.
+    fn apply(&mut self, batch: &Batch) {
+        if let Some(r) = &self.replica {
+            r.apply(batch);
+        }
+        if let Err(e) = self.dataflow.apply(batch) {
+            warn!(error = %e, "binlog batch out of order; evicting every cache");
+            self.new_epoch();
+        }
+        self.engine.counters.batches.inc();
     }
 
     fn new_epoch(&mut self) {
@@ -227,8 +259,9 @@ impl Writer {
     async fn reconnect(&mut self) -> Events {
         self.engine.stream_up.store(false, Ordering::Relaxed);
         self.engine.counters.restarts.inc();
-        let mut delay = Duration::from_millis(200);
+        let mut backoff = freshet_cdc::Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
         loop {
+            backoff.wait().await;
             match BinlogStream::connect(self.opts.clone(), self.stream_config.clone(), StartAt::Current).await {
                 Ok(stream) => match stream.delivered().position() {
                     Ok(start) => {
@@ -249,8 +282,9 @@ impl Writer {
                         }
                         self.new_epoch();
                         self.publish_catalog(None);
-                        let (events, lag) = stream.spawn(EVENT_QUEUE);
-                        *self.engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
+                        let mut stream = stream;
+                        stream.use_lag(self.engine.lag_handle());
+                        let (events, _) = stream.spawn(EVENT_QUEUE);
                         self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
                         self.engine.stream_up.store(true, Ordering::Relaxed);
                         info!("binlog stream resumed");
@@ -258,10 +292,8 @@ impl Writer {
                     }
                     Err(e) => warn!(error = %e, "binlog stream resumed at an unusable position"),
                 },
-                Err(e) => warn!(error = %e, retry_in = ?delay, "binlog stream cannot be resumed yet"),
+                Err(e) => warn!(error = %e, retry_in = ?backoff.delay(), "binlog stream cannot be resumed yet"),
             }
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(Duration::from_secs(10));
         }
     }
 

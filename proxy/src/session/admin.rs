@@ -125,6 +125,7 @@ impl Session {
             None => rows.push(("cache_engine", "not started (no [[cache]] configured; CREATE CACHE starts it)".into())),
             Some(e) => {
                 let lag = e.lag_handle().get();
+                let fresh = e.freshness();
                 rows.extend([
                     ("cache_engine", "running".to_string()),
                     ("uptime_seconds", e.started.elapsed().as_secs().to_string()),
@@ -132,10 +133,10 @@ impl Session {
                     ("replica_server_id", e.settings.server_id.to_string()),
                     ("binlog_position", lag.delivered.map(|p| p.to_string()).unwrap_or_default()),
                     ("binlog_server_position", lag.server.map(|p| p.to_string()).unwrap_or_default()),
-                    ("binlog_stream", if e.lag().is_some() { "up" } else { "down" }.to_string()),
-                    ("lag_seconds", e.lag().map_or_else(|| "unknown".to_string(), |l| format!("{:.3}", l.as_secs_f64()))),
+                    ("binlog_stream", if fresh.stream_up { "up" } else { "down" }.to_string()),
+                    ("lag_seconds", fresh.lag.map_or_else(|| "unknown".to_string(), |l| format!("{:.3}", l.as_secs_f64()))),
                     ("max_lag_seconds", format!("{:.3}", e.settings.max_lag.as_secs_f64())),
-                    ("caught_up", if e.caught_up() { "yes" } else { "no" }.to_string()),
+                    ("caught_up", if fresh.caught_up { "yes" } else { "no" }.to_string()),
                     ("transactions_applied", e.counters.batches.get().to_string()),
                     ("memory_used_bytes", e.memory_used().to_string()),
                     ("caches", e.caches().len().to_string()),

@@ -1,0 +1,373 @@
+//! Transaction assembly: the events of one binlog event group (BEGIN/GTID ... XID/COMMIT, a
+//! standalone DDL, the XA forms) become one [`Batch`] or [`SchemaChange`]s, with the rows of
+//! the tracked tables decoded against their schema.
+//!
+//! Owns: [`Txn`] (the group being read), statements (BEGIN/COMMIT/ROLLBACK/SAVEPOINT/XA, DDL
+//! and its schema refresh), commits (the batch, the resume point, the lag), rows events
+//! (table-map checks, decoding, the per-transaction bound). Does not own: the connection,
+//! reconnects, continuity and event classification (the parent module), value decoding
+//! (`decode`), DDL parsing (`ddl`).
+//!
+//! Invariants: the resume point (`delivered`) moves only here and in the parent's rotate and
+//! heartbeat handling, always to the end of a whole group (see the parent's header); a
+//! transaction with more than `max_batch_changes` changes holds none of them.
+
+use freshet_dataflow::{Batch, Change, Position, Row};
+use mysql_async::Conn;
+use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
+
+use super::{BinlogStream, SchemaChange, StreamEvent, bounded, now_secs, proto};
+use crate::ddl::{DdlKind, parse_ddl};
+use crate::decode::decode;
+use crate::error::CdcError;
+use crate::position::{BinlogPos, MariaGtid};
+use crate::schema::{TableInfo, check_table_map, load_tables};
+use std::time::Duration;
+
+/// A transaction being read.
+pub(super) struct Txn {
+    /// Opened by BEGIN or a non-standalone MariaDB GTID: ends at XID/COMMIT. Otherwise the
+    /// next statement is the whole group.
+    pub(super) explicit: bool,
+    pub(super) changes: Vec<Change>,
+    /// MariaDB: the group's GTID.
+    pub(super) gtid: Option<MariaGtid>,
+    /// More changes than `max_batch_changes`: dropped, the commit is untrusted.
+    pub(super) oversized: bool,
+}
+
+impl BinlogStream {
+    pub(super) async fn query(&mut self, sql: &str, default_db: &str, log_pos: u32, ts: u32) -> Result<(), CdcError> {
+        let head = sql.trim_start();
+        let word = head.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+        match word.as_str() {
+            "BEGIN" => {
+                let t = self.txn.take();
+                let oversized = t.as_ref().is_some_and(|t| t.oversized);
+                let (changes, gtid) = t.map(|t| (t.changes, t.gtid)).unwrap_or_default();
+                self.txn = Some(Txn { explicit: true, changes, gtid, oversized });
+                return Ok(());
+            }
+            "COMMIT" | "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
+                return self.commit(log_pos, ts);
+            }
+            "SAVEPOINT" => return Ok(()),
+            "XA" => return self.xa(head, log_pos, ts),
+            _ => {}
+        }
+        // DDL refreshes schemas. Usually it is its own group (standalone); CREATE TABLE ...
+        // SELECT is the exception: inside a transaction, before the rows it creates, so its
+        // schema change goes out first and the batch follows at the commit.
+        let in_txn = self.txn.as_ref().is_some_and(|t| t.explicit);
+        let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
+        self.ddl(sql, default_db, position).await?;
+        if !in_txn {
+            let gtid = self.txn.take().and_then(|t| t.gtid);
+            self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
+            self.lag.update(|l| l.delivered = Some(BinlogPos::new(self.file.clone(), log_pos)));
+            self.backoff.reset();
+        }
+        Ok(())
+    }
+
+    /// Schema changes of one statement, for the tracked database.
+    async fn ddl(&mut self, sql: &str, default_db: &str, position: Position) -> Result<(), CdcError> {
+        if crate::ddl::parse_drop_database(sql).is_some_and(|d| d == self.cfg.database) {
+            let mut names: Vec<String> = self.tables.keys().cloned().collect();
+            names.sort();
+            for table in names {
+                self.out.push_back(StreamEvent::Schema(SchemaChange {
+                    position,
+                    table,
+                    kind: DdlKind::DatabaseDropped,
+                    schema: None,
+                    info: None,
+                }));
+            }
+            self.tables.clear();
+        }
+        for t in parse_ddl(sql) {
+            let db = t.database.clone().unwrap_or_else(|| default_db.to_string());
+            if db != self.cfg.database {
+                continue;
+            }
+            self.refresh(&t.table).await?;
+            let info = self.tables.get(&t.table).cloned();
+            let schema = info.as_ref().map(|i| i.schema.clone());
+            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: t.table, kind: t.kind, schema, info }));
+        }
+        Ok(())
+    }
+
+    /// XA transactions: their rows are logged at XA PREPARE and take effect at a later
+    /// XA COMMIT that carries no rows. Prepared rows are not delivered (not committed yet);
+    /// the later commit makes the stream untrustworthy for them, so it is reported as such
+    /// (the caller evicts all state, which is always correct, and may call `next` again).
+    /// `XA COMMIT ... ONE PHASE` is an ordinary commit of the rows before it.
+    fn xa(&mut self, sql: &str, log_pos: u32, ts: u32) -> Result<(), CdcError> {
+        let up: Vec<String> = sql.split_whitespace().take(2).map(str::to_ascii_uppercase).collect();
+        let one_phase = sql.to_ascii_uppercase().contains("ONE PHASE");
+        match up.get(1).map(String::as_str) {
+            Some("START") | Some("BEGIN") => {
+                let t = self.txn.take();
+                let oversized = t.as_ref().is_some_and(|t| t.oversized);
+                let (changes, gtid) = t.map(|t| (t.changes, t.gtid)).unwrap_or_default();
+                self.txn = Some(Txn { explicit: true, changes, gtid, oversized });
+                Ok(())
+            }
+            Some("COMMIT") if one_phase => self.commit(log_pos, ts),
+            Some("PREPARE") | Some("ROLLBACK") => {
+                let gtid = self.txn.take().and_then(|t| t.gtid);
+                self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
+                Ok(())
+            }
+            Some("COMMIT") => {
+                let gtid = self.txn.take().and_then(|t| t.gtid);
+                self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
+                Err(CdcError::Untrusted(format!("XA COMMIT at {}: its rows were logged at XA PREPARE", self.delivered)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub(super) fn commit(&mut self, log_pos: u32, ts: u32) -> Result<(), CdcError> {
+        self.payload_end = None;
+        let txn = self.txn.take().unwrap_or(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false });
+        let end = BinlogPos::new(self.file.clone(), log_pos);
+        let position = end.position()?;
+        if txn.oversized {
+            self.deliver_to(end.clone(), txn.gtid);
+            self.lag.update(|l| l.delivered = Some(end));
+            return Err(CdcError::Untrusted(format!(
+                "a transaction ending at {} has more than {} row changes",
+                self.delivered, self.cfg.max_batch_changes
+            )));
+        }
+        self.out.push_back(StreamEvent::Batch(Batch { position, changes: txn.changes }));
+        self.deliver_to(end.clone(), txn.gtid);
+        self.backoff.reset();
+        let behind = Duration::from_secs(now_secs().saturating_sub(ts as u64));
+        self.lag.update(|l| {
+            l.delivered = Some(end);
+            l.behind = behind;
+            l.transactions += 1;
+        });
+        Ok(())
+    }
+
+    /// Re-reads `table`'s schema from information_schema (absent if it no longer exists).
+    pub(super) async fn refresh(&mut self, table: &str) -> Result<(), CdcError> {
+        if self.meta.is_none() {
+            self.meta = Some(bounded(self.cfg.query_timeout, "connect", Conn::new(self.opts.clone())).await?);
+        }
+        let Some(meta) = self.meta.as_mut() else { unreachable!("meta was set just above") };
+        let loaded = tokio::time::timeout(
+            self.cfg.query_timeout,
+            load_tables(meta, self.flavor.as_ref(), &self.cfg.database, Some(table)),
+        )
+        .await;
+        let fresh = match loaded {
+            Ok(Ok(t)) => t,
+            Ok(Err(e)) => {
+                self.meta = None;
+                return Err(e);
+            }
+            Err(_) => {
+                self.meta = None;
+                return Err(CdcError::Timeout(format!("reading the schema of `{table}`")));
+            }
+        };
+        self.tables.retain(|k, _| !k.eq_ignore_ascii_case(table));
+        self.tables.extend(fresh);
+        Ok(())
+    }
+
+    pub(super) async fn rows(&mut self, ev: &Event, tme: &TableMapEvent<'static>) -> Result<(), CdcError> {
+        let table = tme.table_name().into_owned();
+        if self.cfg.tables.as_ref().is_some_and(|only| !only.iter().any(|t| t.eq_ignore_ascii_case(&table))) {
+            return Ok(());
+        }
+        let known = self.tables.contains_key(&table);
+        if self.tables.get(&table).is_none_or(|t| check_table_map(tme, &t.schema).is_err()) {
+            // A table created or altered by DDL the stream has not seen yet (or started
+            // after): read its schema once more before giving up.
+            self.refresh(&table).await?;
+        }
+        let Some(info) = self.tables.get(&table) else {
+            if !known {
+                // Never known and gone now (created and dropped ahead of us): no view can
+                // read it, since the caller's catalog never had it.
+                tracing::debug!(table, "skipping rows of a table that no longer exists");
+                return Ok(());
+            }
+            return Err(CdcError::SchemaMismatch { table, reason: "row event for a table information_schema does not list".into() });
+        };
+        if info.schema.check().is_err() {
+            // A table freshet cannot cache (e.g. DECIMAL wider than 28 digits): the dataflow
+            // refuses it in its catalog, so its changes have no reader.
+            return Ok(());
+        }
+        check_table_map(tme, &info.schema).map_err(|reason| CdcError::SchemaMismatch { table: table.clone(), reason })?;
+        let Some(mysql_async::binlog::events::EventData::RowsEvent(data)) = ev.read_data().map_err(proto)? else {
+            return Err(CdcError::Protocol("unreadable rows event".into()));
+        };
+        let txn = self.txn.get_or_insert(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false });
+        let max = self.cfg.max_batch_changes;
+        for r in rows_of(&data, tme) {
+            if txn.oversized {
+                break;
+            }
+            let (before, after) = r.map_err(|e| CdcError::Decode { table: table.clone(), column: "?".into(), reason: e.to_string() })?;
+            if let Some(b) = before {
+                txn.changes.push(Change { table: table.clone(), row: to_row(info, b)?, insert: false });
+            }
+            if let Some(a) = after {
+                txn.changes.push(Change { table: table.clone(), row: to_row(info, a)?, insert: true });
+            }
+            if txn.changes.len() > max {
+                txn.oversized = true;
+                txn.changes = Vec::new();
+            }
+        }
+        Ok(())
+    }
+}
+
+
+fn rows_of<'a>(
+    data: &'a RowsEventData<'a>,
+    tme: &'a TableMapEvent<'a>,
+) -> mysql_async::binlog::events::RowsEventRows<'a> {
+    data.rows(tme)
+}
+
+fn to_row(info: &TableInfo, row: mysql_async::binlog::row::BinlogRow) -> Result<Row, CdcError> {
+    let cols = &info.schema.columns;
+    if row.len() != cols.len() {
+        return Err(CdcError::SchemaMismatch {
+            table: info.schema.name.clone(),
+            reason: format!("row image has {} of {} columns; set binlog_row_image = FULL", row.len(), cols.len()),
+        });
+    }
+    let cells = row.unwrap();
+    let mut out = Vec::with_capacity(cells.len());
+    for ((cell, c), facts) in cells.into_iter().zip(cols).zip(&info.decode) {
+        out.push(decode(&c.ty, c.collation, facts, cell).map_err(|reason| CdcError::Decode {
+            table: info.schema.name.clone(),
+            column: c.name.clone(),
+            reason,
+        })?);
+    }
+    Ok(out.into_boxed_slice())
+}
+
+
+/// MySQL 8's row format, decoded from constructed bytes (no MySQL 8 server here): a table map
+/// and a v2 WRITE_ROWS event with binary JSON, TIMESTAMP2, DATETIME2(6) and an unsigned BIGINT
+/// without signedness metadata, through the same path the stream uses.
+#[cfg(test)]
+mod mysql8_bytes {
+    use super::*;
+    use crate::schema::{table_info, ColumnRow};
+    use freshet_dataflow::Value;
+    use mysql_async::binlog::events::{EventData, FormatDescriptionEvent};
+    use mysql_async::binlog::BinlogVersion;
+
+    fn event(ty: u8, body: &[u8]) -> Event {
+        let mut b = Vec::new();
+        b.extend(0u32.to_le_bytes());
+        b.push(ty);
+        b.extend(1u32.to_le_bytes());
+        b.extend((19 + body.len() as u32).to_le_bytes());
+        b.extend(1000u32.to_le_bytes());
+        b.extend(0u16.to_le_bytes());
+        b.extend(body);
+        Event::read(&FormatDescriptionEvent::new(BinlogVersion::Version4), &b[..]).unwrap()
+    }
+
+    fn col(name: &str, data_type: &str, column_type: &str) -> ColumnRow {
+        ColumnRow { table: "t".into(), name: name.into(), data_type: data_type.into(), column_type: column_type.into(), nullable: true, ..Default::default() }
+    }
+
+    #[test]
+    fn v2_rows_with_binary_json_decode() {
+        // Table map: id INT, j JSON, ts TIMESTAMP(0), dt DATETIME(6), u BIGINT UNSIGNED.
+        let mut tm = vec![7, 0, 0, 0, 0, 0, 1, 0];
+        tm.extend([3]);
+        tm.extend(b"app\0");
+        tm.extend([1]);
+        tm.extend(b"t\0");
+        tm.push(5);
+        tm.extend([3, 245, 17, 18, 8]);
+        tm.extend([3, 4, 0, 6]); // metadata: JSON length bytes, TIMESTAMP2 fsp, DATETIME2 fsp
+        tm.push(0b11110);
+        let tm_event = event(19, &tm);
+        let tme: TableMapEvent<'_> = tm_event.read_event().unwrap();
+
+        let mut rows = vec![7, 0, 0, 0, 0, 0, 1, 0, 2, 0, 5, 0b11111];
+        rows.push(0); // no NULLs
+        rows.extend(42i32.to_le_bytes());
+        // Binary JSON: a small object {"a": true}: type 0, count 1, size, key entry, value entry, key.
+        let json = [0x00u8, 1, 0, 12, 0, 11, 0, 1, 0, 0x04, 1, 0, b'a'];
+        rows.extend((json.len() as u32).to_le_bytes());
+        rows.extend(json);
+        rows.extend(1_700_000_000u32.to_be_bytes());
+        // DATETIME2(6) 2024-02-29 12:34:56.000007: packed big-endian, sign bit set, + 3 bytes of micros.
+        let ym = 2024u64 * 13 + 2;
+        let packed: u64 = (1 << 39) | (ym << 22) | (29 << 17) | (12 << 12) | (34 << 6) | 56;
+        rows.extend(&packed.to_be_bytes()[3..]);
+        rows.extend(&7u32.to_be_bytes()[1..]);
+        rows.extend(u64::MAX.to_le_bytes());
+        let ev = event(30, &rows);
+        let Some(EventData::RowsEvent(data)) = ev.read_data().unwrap() else { panic!("rows event") };
+
+        let info = table_info(
+            "t",
+            &[
+                col("id", "int", "int(11)"),
+                col("j", "json", "json"),
+                col("ts", "timestamp", "timestamp"),
+                ColumnRow { datetime_precision: Some(6), ..col("dt", "datetime", "datetime(6)") },
+                col("u", "bigint", "bigint(20) unsigned"),
+            ],
+            &["id"],
+            &[],
+        );
+        check_table_map(&tme, &info.schema).unwrap();
+        let mut got = Vec::new();
+        for r in rows_of(&data, &tme) {
+            let (before, after) = r.unwrap();
+            assert!(before.is_none());
+            got.push(to_row(&info, after.unwrap()).unwrap());
+        }
+        assert_eq!(got.len(), 1);
+        let row = &got[0];
+        assert!(matches!(row[0], Value::Int(42)));
+        assert!(matches!(&row[1], Value::Json(s) if &**s == r#"{"a":true}"#), "{:?}", row[1]);
+        assert_eq!(freshet_dataflow::expr::text_of(&row[2]).unwrap(), "2023-11-14 22:13:20");
+        assert_eq!(freshet_dataflow::expr::text_of(&row[3]).unwrap(), "2024-02-29 12:34:56.000007");
+        assert!(matches!(row[4], Value::UInt(u64::MAX)));
+    }
+
+    /// With binlog_row_metadata = FULL (COLUMN_NAME optional metadata), a column renamed
+    /// behind the stream's back is a mismatch even though its type still fits.
+    #[test]
+    fn column_names_in_the_table_map_are_checked() {
+        let mut tm = vec![7, 0, 0, 0, 0, 0, 1, 0, 3];
+        tm.extend(b"app\0");
+        tm.push(1);
+        tm.extend(b"t\0");
+        tm.extend([2, 3, 3, 0, 0]); // two INT columns, no metadata, null bitmap
+        let names: Vec<u8> = [&b"id"[..], &b"x"[..]].iter().flat_map(|n| std::iter::once(n.len() as u8).chain(n.iter().copied())).collect();
+        tm.push(4); // COLUMN_NAME
+        tm.push(names.len() as u8);
+        tm.extend(&names);
+        let ev = event(19, &tm);
+        let tme: TableMapEvent<'_> = ev.read_event().unwrap();
+        let same = table_info("t", &[col("id", "int", "int"), col("x", "int", "int")], &["id"], &[]);
+        check_table_map(&tme, &same.schema).unwrap();
+        let renamed = table_info("t", &[col("id", "int", "int"), col("y", "int", "int")], &["id"], &[]);
+        let e = check_table_map(&tme, &renamed.schema).unwrap_err();
+        assert!(e.contains("`x`") && e.contains("`y`"), "{e}");
+    }
+}

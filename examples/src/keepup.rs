@@ -1,0 +1,136 @@
+//! Does freshet keep up with MariaDB's writes, and how soon is a write visible through it?
+//! (issue 11, item 4; a measurement for `news keepup`, never a test assertion.)
+//!
+//! - [`burst`]: writers on MariaDB as fast as it commits (vote added, vote removed: one row per
+//!   transaction) for a while; freshet's `SHOW FRESHET STATUS` is read every 100 ms. Reports
+//!   MariaDB's commit rate, freshet's apply rate over the same run (transactions applied from
+//!   the first commit until freshet has applied the last one), the largest lag freshet
+//!   reported, and how long after the last commit freshet had applied everything.
+//! - [`visibility`]: writers paced to a total rate, and a probe that adds a vote directly and
+//!   reads the story's count through freshet until it changes, many times: the
+//!   commit-to-visible latency's p50 and p99.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use mysql_async::prelude::*;
+use mysql_async::Row;
+
+use crate::{app, probe};
+
+/// What [`burst`] measured.
+#[derive(Debug)]
+pub struct Burst {
+    pub transactions: u64,
+    pub commit_seconds: f64,
+    /// Transactions freshet applied between the first commit and its catching up.
+    pub applied: u64,
+    pub apply_seconds: f64,
+    pub max_lag_seconds: f64,
+    pub catch_up_after_last_commit: Duration,
+}
+
+/// `name`'s value in freshet's `SHOW FRESHET STATUS`.
+async fn status(admin: &mut mysql_async::Conn, name: &str) -> anyhow::Result<String> {
+    let rows: Vec<Row> = admin.query("SHOW FRESHET STATUS").await?;
+    rows.into_iter()
+        .find_map(|r| {
+            let (k, v): (String, String) = mysql_async::from_row(r);
+            (k == name).then_some(v)
+        })
+        .with_context(|| format!("SHOW FRESHET STATUS has no {name}"))
+}
+
+/// One writer: vote on a story, retract it, as fast as the server allows or at `per_second`.
+async fn vote_writer(url: String, seed: u64, until: Instant, per_second: Option<f64>, count: Arc<AtomicU64>) -> anyhow::Result<()> {
+    let mut conn = app::connect(&url).await?;
+    let users: u64 = conn.query_first("SELECT MAX(id) FROM users").await?.unwrap_or(1);
+    let stories: u64 = conn.query_first("SELECT MAX(id) FROM stories").await?.unwrap_or(1);
+    let mut rng = crate::rng::Rng::new(seed);
+    let started = Instant::now();
+    let mut done = 0u64;
+    while Instant::now() < until {
+        let (user, story) = (1 + rng.uniform(users), 1 + rng.uniform(stories));
+        // A statement that changes no row writes nothing to the binlog: count only the others.
+        conn.exec_drop("INSERT IGNORE INTO votes (user_id, story_id) VALUES (?, ?)", (user, story)).await?;
+        let mut written = u64::from(conn.affected_rows() > 0);
+        conn.exec_drop("DELETE FROM votes WHERE user_id = ? AND story_id = ?", (user, story)).await?;
+        written += u64::from(conn.affected_rows() > 0);
+        done += 2;
+        count.fetch_add(written, Ordering::Relaxed);
+        if let Some(rate) = per_second {
+            let due = started + Duration::from_secs_f64(done as f64 / rate);
+            tokio::time::sleep_until(due.into()).await;
+        }
+    }
+    Ok(())
+}
+
+/// See the module header. `freshet_admin`: a freshet URL whose user may run admin SQL.
+pub async fn burst(direct: &str, freshet_admin: &str, connections: usize, seconds: f64) -> anyhow::Result<Burst> {
+    let mut admin = app::connect(freshet_admin).await?;
+    let applied_at_start: u64 = status(&mut admin, "transactions_applied").await?.parse()?;
+    let count = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    let until = started + Duration::from_secs_f64(seconds);
+    let writers: Vec<_> =
+        (0..connections).map(|i| tokio::spawn(vote_writer(direct.to_string(), 77 + i as u64, until, None, count.clone()))).collect();
+    let mut max_lag = 0f64;
+    while Instant::now() < until {
+        if let Ok(l) = status(&mut admin, "lag_seconds").await?.parse::<f64>() {
+            max_lag = max_lag.max(l);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    for w in writers {
+        w.await??;
+    }
+    let committed = started.elapsed();
+    let transactions = count.load(Ordering::Relaxed);
+    // Caught up: every transaction written applied (other clients' transactions count too).
+    loop {
+        let applied: u64 = status(&mut admin, "transactions_applied").await?.parse()?;
+        if let Ok(l) = status(&mut admin, "lag_seconds").await?.parse::<f64>() {
+            max_lag = max_lag.max(l);
+        }
+        if applied - applied_at_start >= transactions {
+            let all = started.elapsed();
+            return Ok(Burst {
+                transactions,
+                commit_seconds: committed.as_secs_f64(),
+                applied: applied - applied_at_start,
+                apply_seconds: all.as_secs_f64(),
+                max_lag_seconds: max_lag,
+                catch_up_after_last_commit: all - committed,
+            });
+        }
+        anyhow::ensure!(started.elapsed() < committed * 20 + Duration::from_secs(60), "freshet did not catch up");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// See the module header: (p50, p99, samples) of commit-to-visible latency while writers add
+/// `rate` writes per second.
+pub async fn visibility(direct: &str, via: &str, connections: usize, rate: f64, samples: usize) -> anyhow::Result<(Duration, Duration, usize)> {
+    let count = Arc::new(AtomicU64::new(0));
+    let until = Instant::now() + Duration::from_secs(3600);
+    let per = rate / connections as f64;
+    let writers: Vec<_> =
+        (0..connections).map(|i| tokio::spawn(vote_writer(direct.to_string(), 991 + i as u64, until, Some(per), count.clone()))).collect();
+    let mut seen = Vec::with_capacity(samples);
+    for i in 0..samples {
+        let f = probe::freshness(direct, via, 1 + (i as u64 % 50), Duration::from_secs(10)).await?;
+        if let Some((_, after)) = f.seen {
+            seen.push(after);
+        }
+    }
+    for w in writers {
+        w.abort();
+    }
+    anyhow::ensure!(!seen.is_empty(), "no write became visible");
+    seen.sort();
+    let at = |q: f64| seen[((seen.len() - 1) as f64 * q).round() as usize];
+    Ok((at(0.5), at(0.99), seen.len()))
+}
