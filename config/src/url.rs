@@ -132,6 +132,25 @@ mod tests {
     }
 
     #[test]
+    fn errors_never_show_the_password() {
+        for bad in [
+            "mysql://app:s3cr%zzet@h/db",
+            "mysql://app:s3cr%e9et@h/db",
+            "mysql://app:s3cret%4@h",
+            "mysql://a%zz:s3cret@h",
+            "mysql://app:s3cret@h/d%zz",
+            "mysql://app:s3cret@h:99x",
+            "mysql://app:s3cret@h?x=1",
+            "mysql://app:s3cret@:1",
+            "http://app:s3cret@h",
+            "mysql://app:s3/cret@h",
+        ] {
+            let e = bad.parse::<UpstreamUrl>().unwrap_err();
+            assert!(!e.contains("s3") && !e.contains("cret"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn rejects_bad_urls() {
         for bad in ["http://x@y", "mysql://host:3306/db", "mysql://u@h:99999", "mysql://u@h?ssl=1", "mysql://u@:1", "mysql://u%zz@h"] {
             assert!(bad.parse::<UpstreamUrl>().is_err(), "{bad} should be rejected");
