@@ -452,8 +452,8 @@ query = \"SELECT 5\"
     fn the_example_config_documents_every_key_with_its_default() {
         let example = include_str!("../../../examples/freshet.toml");
         let keys = [
-            "url", "tls", "tls_ca", "connect_timeout", "mysql", "admin", "max_packet", "max_connections", "level", "limit", "timeout",
-            "max_lag", "users", "strict", "server_id", "name", "query",
+            "url", "tls", "tls_ca", "connect_timeout", "mysql", "admin", "max_packet", "max_connections", "max_query", "max_in_list",
+            "level", "limit", "query_shapes", "timeout", "max_lag", "users", "strict", "server_id", "name", "query",
         ];
         for key in keys {
             assert!(example.contains(&format!("{key} =")), "examples/freshet.toml does not document {key}");
@@ -463,7 +463,20 @@ query = \"SELECT 5\"
         assert_eq!((e.upstream.tls, e.upstream.tls_ca, e.upstream.connect_timeout), (d.upstream.tls, d.upstream.tls_ca, d.upstream.connect_timeout));
         assert_eq!((e.listen.mysql, e.listen.admin, e.listen.tls), (d.listen.mysql, d.listen.admin, d.listen.tls));
         assert_eq!((e.limits.max_packet, e.limits.max_connections, e.log.level), (d.limits.max_packet, d.limits.max_connections, d.log.level));
+        assert_eq!((e.limits.max_query, e.limits.max_in_list), (d.limits.max_query, d.limits.max_in_list));
         assert_eq!((e.memory, e.fill, e.consistency, e.admin, e.cache_policy, e.binlog), (d.memory, d.fill, d.consistency, d.admin, d.cache_policy, d.binlog));
+    }
+
+    /// What hostile input may cost: defaults, overrides, and values refused.
+    #[test]
+    fn hostile_input_bounds() {
+        let d = load(URL, &[]).unwrap();
+        assert_eq!((d.limits.max_query, d.limits.max_in_list, d.memory.query_shapes), (ByteSize::kib(256), 1000, ByteSize::mib(16)));
+        let c = load(&format!("{URL}[limits]\nmax_query = \"1MiB\"\nmax_in_list = 5\n[memory]\nquery_shapes = \"1MiB\"\n"), &[("FRESHET_LIMITS_MAX_IN_LIST", "7")]).unwrap();
+        assert_eq!((c.limits.max_query, c.limits.max_in_list, c.memory.query_shapes), (ByteSize::mib(1), 7, ByteSize::mib(1)));
+        let got = messages(load(&format!("{URL}[limits]\nmax_query = \"10B\"\nmax_in_list = 0\n[memory]\nquery_shapes = \"1KiB\"\n"), &[]).unwrap_err());
+        assert_eq!(got.len(), 3, "{got:#?}");
+        assert!(got[0].contains("max_query") && got[1].contains("max_in_list") && got[2].contains("query_shapes"), "{got:#?}");
     }
 
     #[test]

@@ -199,6 +199,26 @@ mod tests {
     }
 
     #[test]
+    fn bounded_in_bytes() {
+        let budget = 1 << 20;
+        let table = VerdictTable::with_budget(10_000, budget);
+        // Forty shapes of 100 KB each, spread over the shards.
+        for i in 0..40u64 {
+            table.insert(&fp(i << 58 | i, &format!("{i}{}", "x".repeat(100_000))), Verdict::relay("long"));
+            assert!(table.bytes() <= budget, "{} bytes after {i}", table.bytes());
+        }
+        assert!(table.len() >= 5, "it still keeps what fits: {}", table.len());
+        // An entry bigger than the whole budget is not kept, and evicts nothing.
+        let kept = table.len();
+        let huge = fp(7, &"y".repeat(2 << 20));
+        table.insert(&huge, Verdict::relay("huge"));
+        assert!(table.get(&huge).is_none());
+        assert_eq!(table.len(), kept);
+        table.retain(|_| false);
+        assert_eq!((table.len(), table.bytes()), (0, 0));
+    }
+
+    #[test]
     fn records_counts_and_time_and_ranks() {
         let table = VerdictTable::new(10);
         let a = table.insert(&fp(1, "a"), Verdict::Cache { id: CacheId(3), params: ParamMap::default() });
