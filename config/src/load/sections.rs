@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use toml_edit::Table;
 
-use super::{Loader, Location, Problem, Raw, boolean, byte_size, duration, integer, string};
+use super::{Loader, Location, Problem, Raw, boolean, byte_size, byte_size_in, duration, integer, string};
 use crate::{
     Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, Limits, Listen, ListenTls, Log, Memory, TlsMode, Upstream,
     UpstreamUrl,
@@ -72,7 +72,7 @@ impl Loader<'_> {
 
     pub(super) fn limits(&mut self, root: &Table) -> Limits {
         let t = self.section(root, "limits");
-        self.unknown_keys_in(t, "limits", &["max_packet", "max_connections"]);
+        self.unknown_keys_in(t, "limits", &["max_packet", "max_connections", "max_query", "max_in_list"]);
         let max_packet = self
             .value(t, "limits", "max_packet", |raw| {
                 let size = byte_size(raw)?;
@@ -88,7 +88,14 @@ impl Loader<'_> {
                 u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| format!("{n} is not a positive count"))
             })
             .unwrap_or(4096);
-        Limits { max_packet, max_connections }
+        let max_query = self.value(t, "limits", "max_query", |raw| byte_size_in(raw, 1 << 10, 16 << 20, "1KiB..16MiB")).unwrap_or(ByteSize::kib(256));
+        let max_in_list = self
+            .value(t, "limits", "max_in_list", |raw| {
+                let n = integer(raw)?;
+                u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| format!("{n} is not a positive count"))
+            })
+            .unwrap_or(1000);
+        Limits { max_packet, max_connections, max_query, max_in_list }
     }
 
     pub(super) fn log(&mut self, root: &Table) -> Log {
@@ -99,14 +106,15 @@ impl Loader<'_> {
 
     pub(super) fn memory(&mut self, root: &Table) -> Memory {
         let t = self.section(root, "memory");
-        self.unknown_keys_in(t, "memory", &["limit"]);
+        self.unknown_keys_in(t, "memory", &["limit", "query_shapes"]);
         let limit = self
             .value(t, "memory", "limit", |raw| {
                 let size = byte_size(raw)?;
                 if size.bytes() == 0 { Err("must be more than 0 bytes".to_string()) } else { Ok(size) }
             })
             .unwrap_or(ByteSize::mib(256));
-        Memory { limit }
+        let query_shapes = self.value(t, "memory", "query_shapes", |raw| byte_size_in(raw, 64 << 10, 1 << 30, "64KiB..1GiB")).unwrap_or(ByteSize::mib(16));
+        Memory { limit, query_shapes }
     }
 
     pub(super) fn fill(&mut self, root: &Table) -> Fill {
@@ -229,7 +237,7 @@ mod tests {
     #[test]
     fn cached_query_keys_default_to_safe_values() {
         let c = load(URL, &[]).unwrap();
-        assert_eq!(c.memory, Memory { limit: ByteSize::mib(256) });
+        assert_eq!(c.memory, Memory { limit: ByteSize::mib(256), query_shapes: ByteSize::mib(16) });
         assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1) });
         assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5) });
         assert_eq!(c.admin, Admin { users: vec!["root".to_string()] });
