@@ -496,7 +496,9 @@ fn literals_in(shown: &str) -> Vec<String> {
         let text = String::from_utf8_lossy(t.text(bytes)).into_owned();
         match t.kind {
             Integer | Decimal | Float | HexNumber | BitNumber | HexString | BitString | SingleQuoted | DoubleQuoted | NationalString | Unterminated => found.push(text),
-            ExecComment => found.extend(literals_in(text.trim_start_matches("/*").trim_end_matches("*/").trim_start_matches(['!', 'M', '+']))),
+            // The version after `/*!` is the server's business, not a value.
+            ExecComment => found.extend(literals_in(text.trim_start_matches("/*").trim_end_matches("*/").trim_start_matches(['!', 'M', '+']).trim_start_matches(|c: char| c.is_ascii_digit()))),
+            UserVariable if text.starts_with("@'") || text.starts_with("@\"") => found.push(text),
             _ => {}
         }
     }
