@@ -204,8 +204,12 @@ async fn malformed_executes_get_the_servers_error() {
         vec![0, 1, 0xfd, 0, 0xfc, 0xff, 0xff, b'a'],
         // Trailing bytes after a well-formed value.
         [&[0u8, 1, 8, 0][..], &5u64.to_le_bytes(), &[1, 2, 3]].concat(),
-        // An unknown type code.
+        // An unknown type code, with a value and as NULL.
         vec![0, 1, 0x99, 0, 1, 2, 3, 4],
+        vec![1, 1, 0x99, 0],
+        // A new-params-bound flag other than 1: types follow all the same.
+        [&[0u8, 2, 8, 0][..], &6u64.to_le_bytes()].concat(),
+        vec![1, 0xff, 0xff, 0xff],
     ];
     // A fresh session per direction: the server forgets nothing between executes either.
     let freshet = executes(&proxy.mysql.to_string(), &bodies).await;
