@@ -340,6 +340,7 @@ async fn huge_statements_cost_bounded_memory_and_get_the_servers_answer() {
     let server = gist(&raw(&upstream_addr()).await.query(&parens).await);
     assert_eq!(gist(&raw(&addr).await.query(&parens).await), server);
     let grown = peak_rss(pid).saturating_sub(baseline);
+    eprintln!("peak RSS of freshet grew by {} KiB", grown >> 10);
     assert!(grown < BUDGET, "peak RSS grew by {} MiB", grown >> 20);
     let mut other = raw(&addr).await;
     let direct_answer = raw(&upstream_addr()).await.query("SELECT id, name FROM hx WHERE id = 3").await;
@@ -354,25 +355,21 @@ async fn a_64_mib_statement_costs_bounded_memory_and_gets_the_servers_answer() {
     let addr = freshet.mysql.clone();
     raw(&addr).await.query("SELECT 1").await;
     let baseline = peak_rss(pid);
-    let sql = format!("SELECT '{}'", "x".repeat(64 << 20));
+    // Exactly `[limits] max_packet` (64 MiB) with the command byte; the server allows more.
+    // Its answer is small: what is measured is the statement's cost, not a 64 MiB row's.
+    let sql = format!("SELECT LENGTH('{}')", "x".repeat((64 << 20) - 1 - "SELECT LENGTH('')".len()));
     let mut cmd = vec![0x03];
     cmd.extend_from_slice(sql.as_bytes());
     drop(sql);
     let reply = |mut c: RawClient, cmd: Vec<u8>| async move {
         c.send(&cmd).await;
-        match c.try_packet().await {
-            Ok(p) if p[0] == ERR => {
-                let e = ErrPacket::parse(&p).unwrap();
-                format!("ERR {}", e.code)
-            }
-            Ok(p) => format!("packet 0x{:02x}", p[0]),
-            Err(_) => "closed".to_string(),
-        }
+        gist(&c.read_results().await)
     };
     let server = reply(raw(&upstream_addr()).await, cmd.clone()).await;
     let through = reply(raw(&addr).await, cmd).await;
     assert_eq!(through, server);
     let grown = peak_rss(pid).saturating_sub(baseline);
+    eprintln!("peak RSS of freshet grew by {} KiB", grown >> 10);
     assert!(grown < BUDGET, "peak RSS grew by {} MiB", grown >> 20);
     let mut other = raw(&addr).await;
     assert_eq!(other.query("SELECT id, name FROM hx WHERE id = 3").await, raw(&upstream_addr()).await.query("SELECT id, name FROM hx WHERE id = 3").await);
