@@ -37,16 +37,19 @@ async fn raw(addr: &str) -> RawClient {
     RawClient::connect(addr, DEFAULT_CAPS).await.expect("raw session")
 }
 
-/// What a reply says, for comparing freshet's with the server's: an error's code and SQLSTATE
-/// (its message may quote the connection), otherwise every packet.
+/// What a reply says, for comparing freshet's with the server's: every packet, except that an
+/// error is its code and SQLSTATE (its message may name the connection or a temporary file).
 fn gist(reply: &[Vec<u8>]) -> Vec<Vec<u8>> {
-    match reply.first() {
-        Some(p) if p[0] == ERR => {
-            let e = ErrPacket::parse(p).expect("an ERR packet");
-            vec![format!("ERR {} {}", e.code, String::from_utf8_lossy(&e.sql_state)).into_bytes()]
-        }
-        _ => reply.to_vec(),
-    }
+    reply
+        .iter()
+        .map(|p| match p.first() {
+            Some(&ERR) => {
+                let e = ErrPacket::parse(p).expect("an ERR packet");
+                format!("ERR {} {}", e.code, String::from_utf8_lossy(&e.sql_state)).into_bytes()
+            }
+            _ => p.clone(),
+        })
+        .collect()
 }
 
 /// The server's and freshet's replies to the same query, each on a new session.
