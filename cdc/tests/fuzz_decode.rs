@@ -69,18 +69,25 @@ fn cell() -> impl Strategy<Value = MyValue> {
 
 /// Whether `v` is a value a column of type `ty` may hold.
 fn fits(ty: &SqlType, v: &Value) -> bool {
-    match (ty, v) {
-        (_, Value::Null) => true,
-        (SqlType::Int { unsigned: false, .. }, Value::Int(_)) | (SqlType::Year, Value::Year(_)) => true,
-        (SqlType::Int { unsigned: true, .. }, Value::UInt(_)) => true,
-        (SqlType::Text, Value::Text(..)) | (SqlType::Bytes, Value::Bytes(_)) | (SqlType::Json, Value::Json(_)) => true,
-        (SqlType::Float | SqlType::Double, Value::Double(_) | Value::Float(_)) => true,
-        (SqlType::Decimal { .. }, Value::Decimal(_)) => true,
-        (SqlType::Date, Value::Date(_)) | (SqlType::DateTime { .. }, Value::DateTime(_)) | (SqlType::Timestamp { .. }, Value::Timestamp(_)) => true,
-        (SqlType::Time { .. }, Value::Time(_)) => true,
-        (SqlType::Enum(_), Value::Enum(_)) | (SqlType::Set(_), Value::Set(_)) | (SqlType::Bit { .. }, Value::Bit(_)) => true,
-        _ => false,
-    }
+    matches!(
+        (ty, v),
+        (_, Value::Null)
+            | (SqlType::Int { unsigned: false, .. }, Value::Int(_))
+            | (SqlType::Year, Value::Year(_))
+            | (SqlType::Int { unsigned: true, .. }, Value::UInt(_))
+            | (SqlType::Text, Value::Text(..))
+            | (SqlType::Bytes, Value::Bytes(_))
+            | (SqlType::Json, Value::Json(_))
+            | (SqlType::Float | SqlType::Double, Value::Double(_) | Value::Float(_))
+            | (SqlType::Decimal { .. }, Value::Decimal(_))
+            | (SqlType::Date, Value::Date(_))
+            | (SqlType::DateTime { .. }, Value::DateTime(_))
+            | (SqlType::Timestamp { .. }, Value::Timestamp(_))
+            | (SqlType::Time { .. }, Value::Time(_))
+            | (SqlType::Enum(_), Value::Enum(_))
+            | (SqlType::Set(_), Value::Set(_))
+            | (SqlType::Bit { .. }, Value::Bit(_))
+    )
 }
 
 proptest! {
