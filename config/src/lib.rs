@@ -123,6 +123,15 @@ pub struct Limits {
     pub max_packet: MaxPacket,
     /// Client connections served at once; more wait in the kernel's accept queue. Default 4096.
     pub max_connections: u32,
+    /// Longest statement freshet reads as a query: a longer one is relayed as it is, never
+    /// tokenized, normalized or parsed, and never answered from a cache (its shape in SHOW
+    /// PROXIED QUERIES is its first word). Bounds what classifying one statement costs. 1KiB
+    /// to 16MiB; default 256KiB, far beyond cached lookups (an IN list of 1,000 ids is ~8KiB).
+    pub max_query: ByteSize,
+    /// Most values an `IN (...)` list may have to be answered from a cache; a longer list is
+    /// relayed. Bounds the keys one cached read looks up (each may need a fill). More than 0;
+    /// default 1000.
+    pub max_in_list: u32,
 }
 
 /// `[limits] max_packet`: where the client packet limit comes from.
@@ -149,6 +158,10 @@ pub struct Memory {
     /// again on their next read). More than 0. Default 256MiB: a sidecar shares its pod's
     /// memory with the application.
     pub limit: ByteSize,
+    /// The byte budget of the query shapes freshet remembers (normalized texts with their
+    /// verdicts and counters, behind routing and SHOW PROXIED QUERIES), on top of `limit`;
+    /// past it the least recently used shapes are forgotten. 64KiB to 1GiB; default 16MiB.
+    pub query_shapes: ByteSize,
 }
 
 /// `[fill]`: cache misses.

@@ -337,6 +337,12 @@ fn byte_size(raw: &Raw) -> Result<ByteSize, String> {
     }
 }
 
+/// A byte size within `min..=max` bytes (`range` says so in the error).
+fn byte_size_in(raw: &Raw, min: u64, max: u64, range: &str) -> Result<ByteSize, String> {
+    let size = byte_size(raw)?;
+    if size.bytes() < min || size.bytes() > max { Err(format!("{size} is outside {range}")) } else { Ok(size) }
+}
+
 fn duration(raw: &Raw) -> Result<Duration, String> {
     parse_duration(string(raw).map_err(|_| "expected a duration like \"5s\"".to_string())?)
 }

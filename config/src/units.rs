@@ -12,6 +12,10 @@ use std::time::Duration;
 pub struct ByteSize(pub u64);
 
 impl ByteSize {
+    pub const fn kib(n: u64) -> Self {
+        ByteSize(n << 10)
+    }
+
     pub const fn mib(n: u64) -> Self {
         ByteSize(n * 1024 * 1024)
     }

@@ -2,7 +2,8 @@
 //!
 //! The relay does not use the credentials (every client authenticates against the upstream
 //! itself); they serve freshet's own connections: health checks, and later fills and the binlog.
-//! The password is never printed: `Debug` and `Display` mask it.
+//! The password is never printed: `Debug` and `Display` mask it, and no parse error quotes
+//! any part of the url's user information or path (a bad escape names the part, not its text).
 
 use std::fmt;
 
@@ -38,15 +39,15 @@ impl std::str::FromStr for UpstreamUrl {
             return Err("query parameters are not supported in the url; use the [upstream] keys".into());
         }
         let (authority, database) = match rest.split_once('/') {
-            Some((a, d)) => (a, (!d.is_empty()).then(|| percent_decode(d)).transpose()?),
+            Some((a, d)) => (a, (!d.is_empty()).then(|| percent_decode(d, "database")).transpose()?),
             None => (rest, None),
         };
         let (userinfo, hostport) = authority
             .rsplit_once('@')
             .ok_or_else(|| "needs a user: mysql://user:password@host:port/database".to_string())?;
         let (user, password) = match userinfo.split_once(':') {
-            Some((u, p)) => (percent_decode(u)?, Some(percent_decode(p)?)),
-            None => (percent_decode(userinfo)?, None),
+            Some((u, p)) => (percent_decode(u, "user")?, Some(percent_decode(p, "password")?)),
+            None => (percent_decode(userinfo, "user")?, None),
         };
         if user.is_empty() {
             return Err("the user name is empty".into());
@@ -79,21 +80,24 @@ fn split_host_port(s: &str) -> Result<(String, u16), String> {
     Ok((host.to_string(), port))
 }
 
-fn percent_decode(s: &str) -> Result<String, String> {
+/// Decodes `%XX` escapes of the url's `part`. Errors name the part, never its text: the part
+/// may be the password, or a password with an unescaped `/` read as the database.
+fn percent_decode(s: &str, part: &str) -> Result<String, String> {
+    let bad = || format!("a bad percent escape in the {part} (write %XX with two hex digits; % itself is %25)");
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3).ok_or_else(|| format!("bad percent escape in {s:?}"))?;
-            out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad percent escape in {s:?}"))?);
+            let hex = s.get(i + 1..i + 3).filter(|h| h.bytes().all(|b| b.is_ascii_hexdigit())).ok_or_else(bad)?;
+            out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
             i += 3;
         } else {
             out.push(bytes[i]);
             i += 1;
         }
     }
-    String::from_utf8(out).map_err(|_| format!("percent escapes in {s:?} are not UTF-8"))
+    String::from_utf8(out).map_err(|_| format!("the percent escapes in the {part} are not UTF-8"))
 }
 
 impl fmt::Display for UpstreamUrl {
@@ -129,6 +133,25 @@ mod tests {
         assert_eq!(url.address(), "[::1]:3306");
         assert_eq!(url.password, None);
         assert_eq!(url.database, None);
+    }
+
+    #[test]
+    fn errors_never_show_the_password() {
+        for bad in [
+            "mysql://app:s3cr%zzet@h/db",
+            "mysql://app:s3cr%e9et@h/db",
+            "mysql://app:s3cret%4@h",
+            "mysql://a%zz:s3cret@h",
+            "mysql://app:s3cret@h/d%zz",
+            "mysql://app:s3cret@h:99x",
+            "mysql://app:s3cret@h?x=1",
+            "mysql://app:s3cret@:1",
+            "http://app:s3cret@h",
+            "mysql://app:s3/cret@h",
+        ] {
+            let e = bad.parse::<UpstreamUrl>().unwrap_err();
+            assert!(!e.contains("s3") && !e.contains("cret"), "{bad}: {e}");
+        }
     }
 
     #[test]

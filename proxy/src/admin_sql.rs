@@ -19,10 +19,13 @@
 //! by its first two keywords, and no MySQL or MariaDB statement starts with SHOW CACHES, SHOW
 //! PROXIED, SHOW FRESHET, CREATE CACHE or DROP CACHE. `EXPLAIN cache` alone is DESCRIBE of a
 //! table named `cache`, so EXPLAIN CACHE is claimed only when a SELECT (or `WITH`, or `(`)
-//! follows. Executable comments (`/*! ... */`, `/*M! ... */`) carry SQL, so they are not
-//! skipped: they end recognition like any other unexpected token. Bytes are never indexed
-//! past their end; any input gives an answer, not a panic.
+//! follows. Executable comments (`/*! ... */`, `/*M! ... */`) and optimizer hints (`/*+ */`)
+//! carry SQL, so they are not skipped: they end recognition like any other unexpected token.
+//! Tokens are the shared tokenizer's ([`crate::matching::lexer`]), so admin statements and
+//! routing read comments, quotes and words alike. Bytes are never indexed past their end; any
+//! input gives an answer, not a panic.
 
+use crate::matching::lexer::{Lexer as SqlLexer, TokenKind};
 use crate::protocol::synth::{SynthColumn, SynthType};
 
 /// A recognized admin statement.
@@ -212,9 +215,10 @@ enum Token<'a> {
     Word(&'a [u8]),
     /// A backquoted identifier's content, doubled backquotes left as they are.
     Quoted(&'a [u8]),
-    /// Any other single byte, including the start of an executable comment or string.
+    /// Any other token, by its first byte: a symbol, a string or other literal, an executable
+    /// comment.
     Punct(u8),
-    /// An unterminated quoted identifier or comment.
+    /// An unterminated string, quoted identifier or comment.
     Unterminated,
     End,
 }
@@ -232,81 +236,32 @@ impl Token<'_> {
     }
 }
 
+/// The admin statements' view of the shared tokenizer ([`crate::matching::lexer`]): one
+/// token at a time from a position that recognition may rewind. Numbers are words here (a
+/// LIMIT, a cache name of digits); executable comments and optimizer hints hold SQL, so they
+/// end recognition like any other unexpected token; strings and other literals are not part
+/// of any admin statement.
 struct Lexer<'a> {
     sql: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Lexer<'a> {
-    fn peek(&self, ahead: usize) -> Option<u8> {
-        self.sql.get(self.pos + ahead).copied()
-    }
-
-    /// Skips whitespace and comments. Returns false on an unterminated `/* ...`.
-    fn skip_space(&mut self) -> bool {
-        loop {
-            match self.peek(0) {
-                Some(b) if b.is_ascii_whitespace() => self.pos += 1,
-                Some(b'#') => self.skip_line(),
-                // `--` starts a comment only when followed by whitespace, a control byte or the end.
-                Some(b'-') if self.peek(1) == Some(b'-') && self.peek(2).is_none_or(|b| b <= b' ') => self.skip_line(),
-                Some(b'/') if self.peek(1) == Some(b'*') => {
-                    // Executable comments hold SQL: not skipped.
-                    if self.peek(2) == Some(b'!') || (self.peek(2).is_some_and(|b| b.eq_ignore_ascii_case(&b'm')) && self.peek(3) == Some(b'!')) {
-                        return true;
-                    }
-                    let body = self.sql.get(self.pos + 2..).unwrap_or_default();
-                    match body.windows(2).position(|w| w == b"*/") {
-                        Some(n) => self.pos += 2 + n + 2,
-                        None => return false,
-                    }
-                }
-                _ => return true,
-            }
-        }
-    }
-
-    fn skip_line(&mut self) {
-        let rest = self.sql.get(self.pos..).unwrap_or_default();
-        self.pos += rest.iter().position(|&b| b == b'\n').map_or(rest.len(), |n| n + 1);
-    }
-
     fn next(&mut self) -> Token<'a> {
-        if !self.skip_space() {
+        let rest = self.sql.get(self.pos..).unwrap_or_default();
+        let Some(token) = SqlLexer::new(rest).next() else {
             self.pos = self.sql.len();
-            return Token::Unterminated;
+            return Token::End;
+        };
+        self.pos += token.end;
+        let text = token.text(rest);
+        match token.kind {
+            TokenKind::Word | TokenKind::Integer => Token::Word(text),
+            TokenKind::QuotedIdent => Token::Quoted(text.get(1..text.len().saturating_sub(1)).unwrap_or_default()),
+            TokenKind::Unterminated => Token::Unterminated,
+            _ => Token::Punct(text.first().copied().unwrap_or(b' ')),
         }
-        let start = self.pos;
-        let Some(b) = self.peek(0) else { return Token::End };
-        if is_word_byte(b) {
-            let rest = &self.sql[start..];
-            let n = rest.iter().position(|&b| !is_word_byte(b)).unwrap_or(rest.len());
-            self.pos += n;
-            return Token::Word(&rest[..n]);
-        }
-        if b == b'`' {
-            let mut i = start + 1;
-            while let Some(&c) = self.sql.get(i) {
-                if c == b'`' {
-                    if self.sql.get(i + 1) == Some(&b'`') {
-                        i += 2;
-                        continue;
-                    }
-                    self.pos = i + 1;
-                    return Token::Quoted(&self.sql[start + 1..i]);
-                }
-                i += 1;
-            }
-            self.pos = self.sql.len();
-            return Token::Unterminated;
-        }
-        self.pos += 1;
-        Token::Punct(b)
     }
-}
-
-fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
 }
 
 /// SHOW CACHES: one row per cache.

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use toml_edit::Table;
 
-use super::{Loader, Location, Problem, Raw, boolean, byte_size, duration, integer, string};
+use super::{Loader, Location, Problem, Raw, boolean, byte_size, byte_size_in, duration, integer, string};
 use crate::{
     Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, FillSourceKind, Limits, Listen, ListenTls, Log, MaxPacket, Memory,
     Replica, Shutdown, TlsMode,
@@ -23,9 +23,9 @@ use crate::{
 const KEYS: &[(&str, &[&str])] = &[
     ("upstream", &["url", "password", "tls", "tls_ca", "connect_timeout"]),
     ("listen", &["mysql", "admin", "tls", "tls_cert", "tls_key", "trust_plain_clients"]),
-    ("limits", &["max_packet", "max_connections"]),
+    ("limits", &["max_packet", "max_connections", "max_query", "max_in_list"]),
     ("log", &["level"]),
-    ("memory", &["limit"]),
+    ("memory", &["limit", "query_shapes"]),
     ("fill", &["timeout", "source"]),
     ("replica", &["path", "copy_batch_rows"]),
     ("consistency", &["max_lag"]),
@@ -129,7 +129,14 @@ impl Loader<'_> {
                 u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| format!("{n} is not a positive count"))
             })
             .unwrap_or(4096);
-        Limits { max_packet, max_connections }
+        let max_query = self.value(t, "limits", "max_query", |raw| byte_size_in(raw, 1 << 10, 16 << 20, "1KiB..16MiB")).unwrap_or(ByteSize::kib(256));
+        let max_in_list = self
+            .value(t, "limits", "max_in_list", |raw| {
+                let n = integer(raw)?;
+                u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| format!("{n} is not a positive count"))
+            })
+            .unwrap_or(1000);
+        Limits { max_packet, max_connections, max_query, max_in_list }
     }
 
     pub(super) fn log(&mut self, root: &Table) -> Log {
@@ -147,7 +154,8 @@ impl Loader<'_> {
                 if size.bytes() == 0 { Err("must be more than 0 bytes".to_string()) } else { Ok(size) }
             })
             .unwrap_or(ByteSize::mib(256));
-        Memory { limit }
+        let query_shapes = self.value(t, "memory", "query_shapes", |raw| byte_size_in(raw, 64 << 10, 1 << 30, "64KiB..1GiB")).unwrap_or(ByteSize::mib(16));
+        Memory { limit, query_shapes }
     }
 
     pub(super) fn fill(&mut self, root: &Table) -> Fill {
@@ -314,7 +322,7 @@ mod tests {
     #[test]
     fn cached_query_keys_default_to_safe_values() {
         let c = load(URL, &[]).unwrap();
-        assert_eq!(c.memory, Memory { limit: ByteSize::mib(256) });
+        assert_eq!(c.memory, Memory { limit: ByteSize::mib(256), query_shapes: ByteSize::mib(16) });
         assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1), source: FillSourceKind::Upstream });
         assert_eq!(c.replica, Replica { path: None, copy_batch_rows: 5_000 });
         assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5) });
@@ -554,6 +562,7 @@ query = \"SELECT 5\"
         assert_eq!((e.listen.mysql, e.listen.admin, e.listen.tls), (d.listen.mysql, d.listen.admin, d.listen.tls));
         assert_eq!((e.listen.offer_tls, e.listen.trust_plain_clients), (d.listen.offer_tls, d.listen.trust_plain_clients));
         assert_eq!((e.limits.max_packet, e.limits.max_connections, e.log.level), (d.limits.max_packet, d.limits.max_connections, d.log.level));
+        assert_eq!((e.limits.max_query, e.limits.max_in_list), (d.limits.max_query, d.limits.max_in_list));
         assert_eq!((e.memory, e.fill, e.consistency, e.admin, e.cache_policy, e.binlog), (d.memory, d.fill, d.consistency, d.admin, d.cache_policy, d.binlog));
         assert_eq!(e.replica, d.replica);
     }
@@ -584,6 +593,18 @@ query = \"SELECT 5\"
         assert_eq!((c.fill.source, c.replica.path, c.replica.copy_batch_rows), (FillSourceKind::Replica, Some("r2".into()), 7));
         let got = messages(load(URL, &[("FRESHET_FILL_SOURCE", "Replica")]).unwrap_err());
         assert_problems(&got, &["environment variable FRESHET_FILL_SOURCE: \"Replica\" is not one of upstream, replica"]);
+    }
+
+    /// What hostile input may cost: defaults, overrides, and values refused.
+    #[test]
+    fn hostile_input_bounds() {
+        let d = load(URL, &[]).unwrap();
+        assert_eq!((d.limits.max_query, d.limits.max_in_list, d.memory.query_shapes), (ByteSize::kib(256), 1000, ByteSize::mib(16)));
+        let c = load(&format!("{URL}[limits]\nmax_query = \"1MiB\"\nmax_in_list = 5\n[memory]\nquery_shapes = \"1MiB\"\n"), &[("FRESHET_LIMITS_MAX_IN_LIST", "7")]).unwrap();
+        assert_eq!((c.limits.max_query, c.limits.max_in_list, c.memory.query_shapes), (ByteSize::mib(1), 7, ByteSize::mib(1)));
+        let got = messages(load(&format!("{URL}[limits]\nmax_query = \"10B\"\nmax_in_list = 0\n[memory]\nquery_shapes = \"1KiB\"\n"), &[]).unwrap_err());
+        assert_eq!(got.len(), 3, "{got:#?}");
+        assert!(got[0].contains("max_query") && got[1].contains("max_in_list") && got[2].contains("query_shapes"), "{got:#?}");
     }
 
     #[test]

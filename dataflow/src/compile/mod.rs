@@ -7,7 +7,11 @@
 //!
 //! Invariants:
 //! - `compile` never panics; anything outside the supported set is a [`Refusal`] whose reason
-//!   says what to change (sqlparser's own recursion limit bounds nesting depth).
+//!   says what to change.
+//! - `compile` never recurses deeper than its input allows: `depth` refuses, from the tokens
+//!   and before parsing, a query whose expressions may nest past a bound (sqlparser's own
+//!   recursion limit covers parentheses while it parses, not flat operator chains, which
+//!   parse into trees as deep as they are long).
 //! - `?` parameters are accepted only as top-level WHERE conjuncts: `column = ?` /
 //!   `column IN (?, ...)` define the partition key; `column <, <=, >, >= ?` become read-time
 //!   filters. A table occurrence with a column equal to each key column (through JOIN ... ON
@@ -18,6 +22,7 @@
 //!   columns..., hidden key columns...]`; the first `visible` columns are the query's result
 //!   columns, in its order; readers keep the first `published`.
 
+mod depth;
 mod lower;
 mod select;
 
@@ -226,6 +231,11 @@ impl CompiledQuery {
 
 /// Compiles one SELECT against `catalog`.
 pub fn compile(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusal> {
+    depth::check(sql)?;
+    depth::with_stack(|| compile_checked(sql, catalog))
+}
+
+fn compile_checked(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusal> {
     let stmts = match Parser::parse_sql(&MySqlDialect {}, sql) {
         Ok(s) => s,
         Err(e) => return refuse(format!("cannot parse the query: {e}")),

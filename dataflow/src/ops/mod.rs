@@ -5,7 +5,9 @@
 //! subtrees stored once, one root per reader), [`KeyState`] (all operator state and the reader
 //! rows of one partition), delta propagation, seeding states from fill data, and byte
 //! accounting of states. Does not own: which partitions exist, holes, positions or
-//! eviction (view), nor evaluating from scratch (eval).
+//! eviction (view), nor evaluating from scratch (eval). Each stateful operator's state and
+//! step live beside it: `join` (buckets), `agg` (groups and accumulators, DISTINCT), `topk`
+//! (the bounded sorted prefix); this module holds the partition and the propagation.
 //!
 //! Invariants:
 //! - A [`KeyState`] is self-contained: processing a delta for partition `k` reads and writes
@@ -34,16 +36,21 @@
 //!   partition, which refills on demand. Every covered key is charged twice in `bytes`: once
 //!   here and once for the view's dimension index entry that mirrors it.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 
+mod agg;
 mod join;
+mod topk;
 
+use agg::{group_output, Acc, Group};
 use join::{bucket_add, bucket_count, concat, join_key, nulls, Bucket};
+use topk::{window, TopState};
+pub use topk::sort_rows;
 
 use crate::delta::Position;
-use crate::expr::{div_dec, is_true};
-use crate::plan::{AggKind, AggSpec, JoinKind, Node, OrderSpec};
-use crate::value::{row_bytes, Decimal, ExactRow, Row, Value};
+use crate::expr::is_true;
+use crate::plan::{AggSpec, JoinKind, Node};
+use crate::value::{row_bytes, ExactRow, Row, Value};
 
 /// A weighted row change.
 pub type Delta = (Row, i64);
@@ -120,241 +127,6 @@ impl Graph {
     }
 }
 
-/// Sum/average accumulator: exact part (integers and decimals) and float part kept apart so
-/// that deleting values is exact whenever the inputs are exact.
-#[derive(Clone, Debug, Default)]
-struct SumAcc {
-    exact: i128,
-    scale: u8,
-    float: f64,
-    n_float: i64,
-    n: i64,
-    overflow: bool,
-}
-
-impl SumAcc {
-    fn add(&mut self, v: &Value, w: i64) {
-        let int = match v {
-            Value::Null => return,
-            Value::Int(i) => Some(*i as i128),
-            Value::UInt(u) => Some(*u as i128),
-            Value::Year(y) => Some(*y as i128),
-            Value::Bit(b) => Some(*b as i128),
-            _ => None,
-        };
-        self.n += w;
-        if let Some(i) = int {
-            let scaled = 10i128.checked_pow(self.scale as u32).and_then(|p| i.checked_mul(p));
-            self.add_exact(scaled, w);
-        } else if let Value::Decimal(d) = v {
-            if d.scale() > self.scale {
-                let up = 10i128.checked_pow((d.scale() - self.scale) as u32);
-                match up.and_then(|p| self.exact.checked_mul(p)) {
-                    Some(e) => self.exact = e,
-                    None => self.overflow = true,
-                }
-                self.scale = d.scale();
-            }
-            self.add_exact(d.rescaled(self.scale), w);
-        } else {
-            self.float += v.to_f64().unwrap_or(0.0) * w as f64;
-            self.n_float += w;
-            if self.n_float == 0 {
-                self.float = 0.0;
-            }
-        }
-    }
-    fn add_exact(&mut self, x: Option<i128>, w: i64) {
-        match x.and_then(|x| x.checked_mul(w as i128)).and_then(|x| self.exact.checked_add(x)) {
-            Some(e) => self.exact = e,
-            None => self.overflow = true,
-        }
-    }
-    fn sum(&self) -> Value {
-        if self.n == 0 || self.overflow {
-            return Value::Null;
-        }
-        if self.n_float != 0 {
-            return Value::Double(self.exact as f64 / 10f64.powi(self.scale as i32) + self.float);
-        }
-        Decimal::new(self.exact, self.scale).map(Value::Decimal).unwrap_or(Value::Null)
-    }
-    fn avg(&self) -> Value {
-        if self.n == 0 || self.overflow {
-            return Value::Null;
-        }
-        if self.n_float != 0 {
-            let total = self.exact as f64 / 10f64.powi(self.scale as i32) + self.float;
-            return Value::Double(total / self.n as f64);
-        }
-        div_dec(self.exact, self.scale, self.n as i128, 0)
-    }
-}
-
-#[derive(Clone, Debug)]
-enum Acc {
-    Count(i64),
-    Sum(SumAcc),
-    Avg(SumAcc),
-    Min(BTreeMap<Value, i64>),
-    Max(BTreeMap<Value, i64>),
-    Distinct(HashMap<Value, i64>),
-}
-
-fn add_count<K: Ord + Clone>(m: &mut BTreeMap<K, i64>, k: &K, w: i64) -> isize {
-    let c = m.entry(k.clone()).or_insert(0);
-    let was = *c;
-    *c += w;
-    if *c == 0 {
-        m.remove(k);
-        return -1;
-    }
-    if was == 0 { 1 } else { 0 }
-}
-
-impl Acc {
-    fn new(kind: AggKind) -> Acc {
-        match kind {
-            AggKind::CountStar | AggKind::CountNotNull => Acc::Count(0),
-            AggKind::Sum => Acc::Sum(SumAcc::default()),
-            AggKind::Avg => Acc::Avg(SumAcc::default()),
-            AggKind::Min => Acc::Min(BTreeMap::new()),
-            AggKind::Max => Acc::Max(BTreeMap::new()),
-            AggKind::CountDistinct => Acc::Distinct(HashMap::new()),
-        }
-    }
-    /// Applies `(row, w)`; returns the change in stored bytes.
-    fn apply(&mut self, spec: &AggSpec, row: &[Value], w: i64) -> isize {
-        let arg = row.get(spec.arg).unwrap_or(&Value::Null);
-        match self {
-            Acc::Count(n) => {
-                if spec.kind == AggKind::CountStar || is_true(arg) == Some(true) {
-                    *n += w;
-                }
-                0
-            }
-            Acc::Sum(s) | Acc::Avg(s) => {
-                s.add(arg, w);
-                0
-            }
-            Acc::Min(m) | Acc::Max(m) => {
-                if arg.is_null() {
-                    return 0;
-                }
-                add_count(m, arg, w) * (arg.bytes() + SLOT) as isize
-            }
-            Acc::Distinct(m) => {
-                if arg.is_null() {
-                    return 0;
-                }
-                let c = m.entry(arg.clone()).or_insert(0);
-                let was = *c;
-                *c += w;
-                if *c == 0 {
-                    m.remove(arg);
-                    -((arg.bytes() + SLOT) as isize)
-                } else if was == 0 {
-                    (arg.bytes() + SLOT) as isize
-                } else {
-                    0
-                }
-            }
-        }
-    }
-    fn output(&self) -> Value {
-        match self {
-            Acc::Count(n) => Value::Int(*n),
-            Acc::Sum(s) => s.sum(),
-            Acc::Avg(s) => s.avg(),
-            Acc::Min(m) => m.keys().next().cloned().unwrap_or(Value::Null),
-            Acc::Max(m) => m.keys().next_back().cloned().unwrap_or(Value::Null),
-            Acc::Distinct(m) => Value::Int(m.len() as i64),
-        }
-    }
-}
-
-/// One group of an aggregate.
-///
-/// Groups are found by SQL equality, so under a case- or pad-insensitive collation rows
-/// spelled differently (`'Story'`, `'STORY'`, `'Story '`) share a group. The group outputs one
-/// spelling that its rows still have: `spellings` counts rows per exact spelling of the group
-/// columns, and when the output spelling's last row goes (a title changed only in case), the
-/// output moves to a remaining one and the change is emitted like any other.
-#[derive(Clone, Debug)]
-struct Group {
-    values: Row,
-    spellings: Vec<(Row, i64)>,
-    rows: i64,
-    accs: Vec<Acc>,
-}
-
-fn exact_eq(a: &[Value], b: &[Value]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.exact_cmp(y) == std::cmp::Ordering::Equal)
-}
-
-impl Group {
-    /// Counts `w` rows spelled `spelling`; returns the change in bytes held.
-    fn count_spelling(&mut self, spelling: &[Value], w: i64) -> isize {
-        match self.spellings.iter_mut().find(|(s, _)| exact_eq(s, spelling)) {
-            Some((_, n)) => {
-                *n += w;
-                0
-            }
-            None => {
-                self.spellings.push((spelling.into(), w));
-                row_bytes(spelling) as isize
-            }
-        }
-    }
-
-    /// Drops spellings without rows and keeps the output on one that has rows; returns the
-    /// change in bytes held.
-    fn settle_spellings(&mut self) -> isize {
-        let mut bytes = 0isize;
-        self.spellings.retain(|(s, n)| {
-            if *n <= 0 {
-                bytes -= row_bytes(s) as isize;
-            }
-            *n > 0
-        });
-        if !self.spellings.iter().any(|(s, _)| exact_eq(s, &self.values))
-            && let Some((s, _)) = self.spellings.first()
-        {
-            self.values = s.clone();
-        }
-        bytes
-    }
-}
-
-/// A row with its sort key for top-k: ordered by the ORDER BY columns, then exactly.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct SortKey {
-    parts: Vec<SortPart>,
-    row: ExactRow,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum SortPart {
-    Asc(Value),
-    Desc(std::cmp::Reverse<Value>),
-}
-
-fn sort_key(row: &Row, order: &OrderSpec) -> SortKey {
-    let parts = order
-        .iter()
-        .map(|&(c, desc)| {
-            let v = row.get(c).cloned().unwrap_or(Value::Null);
-            if desc { SortPart::Desc(std::cmp::Reverse(v)) } else { SortPart::Asc(v) }
-        })
-        .collect();
-    SortKey { parts, row: ExactRow(row.clone()) }
-}
-
-/// Sorts rows the way ORDER BY does here (ties broken exactly, deterministically).
-pub fn sort_rows(rows: &mut [Row], order: &OrderSpec) {
-    rows.sort_by_cached_key(|r| sort_key(r, order));
-}
-
 /// Per-operator state of one partition.
 #[derive(Debug)]
 enum NodeState {
@@ -363,19 +135,6 @@ enum NodeState {
     Agg(HashMap<Key, Group>),
     Distinct(HashMap<Row, Group>),
     TopK(TopState),
-}
-
-/// Top-k state: a prefix, in sort order, of the partition's input rows, at most `cap` rows
-/// (`offset + limit + slack`). Invariant: every input row not held sorts at or after the last
-/// held row; `complete` means nothing is left out. Inserts past the last held row of an
-/// incomplete prefix are dropped; deletions that shrink an incomplete prefix below
-/// `offset + limit` make the partition need a refill (the rows that would move into the window
-/// are not held), which the view turns into an eviction.
-#[derive(Debug, Default)]
-struct TopState {
-    rows: BTreeMap<SortKey, i64>,
-    count: i64,
-    complete: bool,
 }
 
 /// Everything freshet holds for one partition of one view.
@@ -589,149 +348,6 @@ impl KeyState {
         }
     }
 
-    fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>) -> Vec<Delta> {
-        let NodeState::Agg(groups) = &mut self.states[idx] else { return vec![] };
-        let mut old: HashMap<Key, Option<Row>> = HashMap::new();
-        let mut bytes = 0isize;
-        for (row, w) in d {
-            let gk: Key = row.iter().take(group).cloned().collect();
-            if !old.contains_key(&gk) {
-                old.insert(gk.clone(), groups.get(&gk).map(group_output));
-            }
-            let g = groups.entry(gk.clone()).or_insert_with(|| {
-                bytes += (row_bytes(&gk) * 2 + SLOT) as isize;
-                Group { values: gk.clone(), spellings: Vec::new(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() }
-            });
-            g.rows += w;
-            bytes += g.count_spelling(&row[..group.min(row.len())], w);
-            for (acc, spec) in g.accs.iter_mut().zip(aggs) {
-                bytes += acc.apply(spec, &row, w);
-            }
-        }
-        let mut out = Vec::new();
-        for (gk, before) in old {
-            if let Some(g) = groups.get_mut(&gk) {
-                bytes += g.settle_spellings();
-            }
-            let after = match groups.get(&gk) {
-                Some(g) if g.rows == 0 && !global_group_of(g, &self.key, group) => {
-                    bytes -= (row_bytes(&gk) * 2 + SLOT) as isize;
-                    groups.remove(&gk);
-                    None
-                }
-                Some(g) => Some(group_output(g)),
-                None => None,
-            };
-            if let (Some(b), Some(a)) = (&before, &after)
-                && ExactRow(b.clone()) == ExactRow(a.clone()) {
-                    continue;
-                }
-            if let Some(b) = before {
-                out.push((b, -1));
-            }
-            if let Some(a) = after {
-                out.push((a, 1));
-            }
-        }
-        self.bytes += bytes;
-        out
-    }
-
-    /// DISTINCT: a row is output while any row SQL-equal to it exists, in a spelling one of
-    /// them has (see [`Group`]: the same bookkeeping, without accumulators).
-    fn distinct(&mut self, idx: usize, d: Vec<Delta>) -> Vec<Delta> {
-        let NodeState::Distinct(counts) = &mut self.states[idx] else { return vec![] };
-        let mut before: HashMap<Row, Option<Row>> = HashMap::new();
-        let mut bytes = 0isize;
-        for (row, w) in d {
-            if !before.contains_key(&row) {
-                let shown = counts.get(&row).filter(|g| g.rows > 0).map(|g| g.values.clone());
-                before.insert(row.clone(), shown);
-            }
-            let entry = counts.entry(row.clone()).or_insert_with(|| {
-                bytes += (row_bytes(&row) + SLOT) as isize;
-                Group { values: row.clone(), spellings: Vec::new(), rows: 0, accs: Vec::new() }
-            });
-            entry.rows += w;
-            bytes += entry.count_spelling(&row, w);
-        }
-        let mut out = Vec::new();
-        for (key, shown) in before {
-            let after = match counts.get_mut(&key) {
-                Some(g) => {
-                    bytes += g.settle_spellings();
-                    (g.rows > 0).then(|| g.values.clone())
-                }
-                None => None,
-            };
-            if counts.get(&key).is_some_and(|g| g.rows == 0) {
-                counts.remove(&key);
-                bytes -= (row_bytes(&key) + SLOT) as isize;
-            }
-            match (shown, after) {
-                (Some(b), Some(a)) if exact_eq(&b, &a) => {}
-                (b, a) => {
-                    out.extend(b.map(|b| (b, -1)));
-                    out.extend(a.map(|a| (a, 1)));
-                }
-            }
-        }
-        self.bytes += bytes;
-        out
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn topk(&mut self, idx: usize, order: &OrderSpec, limit: usize, offset: usize, slack: usize, d: Vec<Delta>) -> Vec<Delta> {
-        let NodeState::TopK(st) = &mut self.states[idx] else { return vec![] };
-        if d.is_empty() {
-            return vec![];
-        }
-        let cap = (offset + limit).saturating_add(slack) as i64;
-        let before = window(&st.rows, limit, offset);
-        let mut bytes = 0isize;
-        for (row, w) in d {
-            let b = (row_bytes(&row) * 2 + SLOT) as isize;
-            let k = sort_key(&row, order);
-            if w > 0 {
-                let beyond = !st.complete && st.rows.keys().next_back().is_none_or(|last| k >= *last);
-                if beyond {
-                    continue;
-                }
-                bytes += add_count(&mut st.rows, &k, w) * b;
-                st.count += w;
-                while st.count > cap {
-                    let Some((last, _)) = st.rows.iter().next_back().map(|(k, c)| (k.clone(), *c)) else { break };
-                    let lb = (row_bytes(&last.row.0) * 2 + SLOT) as isize;
-                    bytes += add_count(&mut st.rows, &last, -1) * lb;
-                    st.count -= 1;
-                    st.complete = false;
-                }
-            } else {
-                let held = st.rows.get(&k).copied().unwrap_or(0);
-                let take = held.min(-w);
-                if take > 0 {
-                    bytes += add_count(&mut st.rows, &k, -take) * b;
-                    st.count -= take;
-                }
-            }
-        }
-        if !st.complete && st.count < (offset + limit) as i64 {
-            self.needs_refill = true;
-        }
-        let after = window(&st.rows, limit, offset);
-        self.bytes += bytes;
-        diff(before, after)
-    }
-
-    /// Marks a top-k state seeded with a server-truncated prefix of `cap` rows as possibly
-    /// incomplete.
-    pub fn mark_truncated(&mut self, idx: usize, cap: usize) {
-        if let Some(NodeState::TopK(st)) = self.states.get_mut(idx)
-            && st.count >= cap as i64 {
-                st.complete = false;
-            }
-    }
-
     /// Full output of node `idx` for this partition, computed from state. `None` if the node
     /// is not derivable (a base table or a stateless node over one).
     pub fn full_output(&self, graph: &Graph, idx: usize) -> Option<Vec<Delta>> {
@@ -824,44 +440,6 @@ impl KeyState {
             _ => {}
         }
     }
-}
-
-fn global_group_of(g: &Group, key: &Key, group: usize) -> bool {
-    // A global aggregate groups by the key columns only; its group never disappears.
-    group == key.len() && g.values.as_ref() == key.as_ref()
-}
-
-fn group_output(g: &Group) -> Row {
-    g.values.iter().cloned().chain(g.accs.iter().map(Acc::output)).collect()
-}
-
-fn window(rows: &BTreeMap<SortKey, i64>, limit: usize, offset: usize) -> Vec<Row> {
-    let mut out = Vec::new();
-    let mut skipped = 0usize;
-    for (k, &c) in rows {
-        for _ in 0..c.max(0) {
-            if skipped < offset {
-                skipped += 1;
-                continue;
-            }
-            if out.len() >= limit {
-                return out;
-            }
-            out.push(k.row.0.clone());
-        }
-    }
-    out
-}
-
-fn diff(before: Vec<Row>, after: Vec<Row>) -> Vec<Delta> {
-    let mut m: HashMap<ExactRow, i64> = HashMap::new();
-    for r in before {
-        *m.entry(ExactRow(r)).or_insert(0) -= 1;
-    }
-    for r in after {
-        *m.entry(ExactRow(r)).or_insert(0) += 1;
-    }
-    m.into_iter().filter(|(_, c)| *c != 0).map(|(r, c)| (r.0, c)).collect()
 }
 
 #[cfg(test)]

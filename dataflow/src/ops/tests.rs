@@ -2,6 +2,8 @@
 
 use super::*;
 use crate::expr::Expr;
+use crate::plan::AggKind;
+use crate::value::Decimal;
 
 fn base(occ: usize, width: usize) -> Node {
     Node::Base { occ, table: "t".into(), columns: (0..width).map(|i| format!("c{i}")).collect(), key: vec![0] }

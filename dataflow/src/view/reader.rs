@@ -113,6 +113,9 @@ pub enum LookupError {
     /// is not the merge of each key's result (see [`CompiledQuery::mergeable`]).
     #[error("the view's results for several keys cannot be merged (LIMIT, or an aggregate not grouped by the key)")]
     NotMergeable,
+    /// The IN lists name more partitions than one lookup may read ([`MAX_LOOKUP_KEYS`]).
+    #[error("the lookup names {keys} partition keys, more than {max}")]
+    TooManyKeys { keys: usize, max: usize },
 }
 
 /// A cloneable, thread-safe handle for reading one view.
@@ -326,23 +329,40 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
     }))
 }
 
+/// The most partition keys one lookup may touch (the product of its IN lists' distinct
+/// values); past it the lookup is refused ([`LookupError::TooManyKeys`]) before any key is
+/// built, and the read goes to the server.
+pub const MAX_LOOKUP_KEYS: usize = 1_000_000;
+
 /// The partition keys a lookup touches (cartesian product of IN lists), or none if a
-/// parameter is NULL.
+/// parameter is NULL. Linear in the parameters: duplicates are dropped through a hash set (a
+/// list of 100,000 values took 50 s with a scan per value).
 fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) -> Result<Vec<Key>, LookupError> {
     let expected = param_slots.iter().map(Vec::len).sum::<usize>() + q.read_filters.len();
     if params.len() != expected {
         return Err(LookupError::ParamCount { expected, got: params.len() });
     }
-    let mut keys: Vec<Vec<Value>> = vec![vec![]];
+    let mut columns: Vec<Vec<Value>> = Vec::with_capacity(param_slots.len());
+    let mut product = 1usize;
     for (slots, col) in param_slots.iter().zip(&q.key_columns) {
+        let mut seen = std::collections::HashSet::with_capacity(slots.len());
         let mut vals: Vec<Value> = Vec::new();
         for &i in slots {
             let p = params.get(i).ok_or(LookupError::ParamCount { expected, got: params.len() })?;
             if let Some(v) = coerce_param(p, col, i)?
-                && !vals.contains(&v) {
-                    vals.push(v);
-                }
+                && seen.insert(v.clone())
+            {
+                vals.push(v);
+            }
         }
+        product = product.saturating_mul(vals.len());
+        if product > MAX_LOOKUP_KEYS {
+            return Err(LookupError::TooManyKeys { keys: product, max: MAX_LOOKUP_KEYS });
+        }
+        columns.push(vals);
+    }
+    let mut keys: Vec<Vec<Value>> = vec![vec![]];
+    for vals in &columns {
         keys = keys.into_iter().flat_map(|k| vals.iter().map(move |v| {
             let mut k = k.clone();
             k.push(v.clone());

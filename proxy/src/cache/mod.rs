@@ -234,6 +234,8 @@ pub struct Settings {
     pub max_lag: Duration,
     pub memory_limit: u64,
     pub server_id: u32,
+    /// What classifying one query may cost (`[limits] max_query`, `max_in_list`).
+    pub bounds: matching::Bounds,
 }
 
 /// Counters the engine keeps for /metrics and SHOW FRESHET STATUS.
@@ -325,10 +327,14 @@ impl Engine {
                 max_lag: config.consistency.max_lag,
                 memory_limit: config.memory.limit.bytes(),
                 server_id,
+                bounds: matching::Bounds {
+                    max_statement: usize::try_from(config.limits.max_query.bytes()).unwrap_or(usize::MAX),
+                    max_in_list: config.limits.max_in_list as usize,
+                },
             },
             caches: RwLock::new(Vec::new()),
             next_id: AtomicU64::new(0),
-            verdicts: VerdictTable::new(VERDICTS),
+            verdicts: VerdictTable::with_budget(VERDICTS, usize::try_from(config.memory.query_shapes.bytes()).unwrap_or(usize::MAX)),
             catalog: RwLock::new(Arc::new(catalog)),
             columns: RwLock::new(HashMap::new()),
             control,
@@ -474,6 +480,11 @@ impl Engine {
 
     pub fn catalog(&self) -> Arc<Catalog> {
         self.catalog.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Classifies a query's text within the configured bounds.
+    pub fn classify<'q>(&self, sql: &'q [u8]) -> Query<'q> {
+        matching::classify_bounded(sql, SqlMode::default(), self.settings.bounds)
     }
 
     /// The verdict entry for a classified query: remembered, or taken now (the full parse).

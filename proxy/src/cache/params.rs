@@ -52,6 +52,12 @@ pub fn literal_value(lit: &Literal<'_>) -> Result<Value, ParamError> {
 /// flags and iteration count, i.e. starting at the NULL bitmap), for a statement with
 /// `count` parameters. `types` holds the (type, flags) pairs of the previous execute: a client
 /// sends them only when they change (new-params-bound flag). On success `types` is updated.
+///
+/// Read as the server reads it, so that whatever the server would refuse is relayed for the
+/// server to refuse: the new-params-bound flag must be 0 or 1 (a 10 KB bitmap of 0xff bytes
+/// was read as "same types as before, every value NULL" and answered with no rows where the
+/// server says ER_MALFORMED_PACKET), and every type must be one freshet decodes, NULL
+/// parameters included.
 pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> Result<Vec<Value>, ParamError> {
     if count == 0 {
         return Ok(Vec::new());
@@ -59,6 +65,9 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
     let mut c = Cursor::new(body);
     let bitmap = c.bytes(count.div_ceil(8)).map_err(|_| ParamError::Malformed)?.to_vec();
     let bound = c.u8().map_err(|_| ParamError::Malformed)?;
+    if bound > 1 {
+        return Err(ParamError::Malformed);
+    }
     if bound == 1 {
         let mut fresh = Vec::with_capacity(count);
         for _ in 0..count {
@@ -71,6 +80,9 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
     if types.len() != count {
         return Err(ParamError::Malformed);
     }
+    if types.iter().any(|&(t, _)| !decodable(t)) {
+        return Err(ParamError::Unsupported);
+    }
     let mut out = Vec::with_capacity(count);
     for (i, &(t, flags)) in types.iter().enumerate() {
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
@@ -80,6 +92,34 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
         out.push(binary_value(&mut c, t, flags & 0x80 != 0)?);
     }
     Ok(out)
+}
+
+/// The parameter types [`binary_value`] decodes.
+fn decodable(t: u8) -> bool {
+    matches!(
+        t,
+        ty::NULL
+            | ty::TINY
+            | ty::SHORT
+            | ty::YEAR
+            | ty::LONG
+            | ty::INT24
+            | ty::LONGLONG
+            | ty::FLOAT
+            | ty::DOUBLE
+            | ty::DECIMAL
+            | ty::NEWDECIMAL
+            | ty::VARCHAR
+            | ty::VAR_STRING
+            | ty::STRING
+            | ty::TINY_BLOB
+            | ty::MEDIUM_BLOB
+            | ty::LONG_BLOB
+            | ty::BLOB
+            | ty::DATE
+            | ty::DATETIME
+            | ty::TIMESTAMP
+    )
 }
 
 fn binary_value(c: &mut Cursor<'_>, t: u8, unsigned: bool) -> Result<Value, ParamError> {
@@ -177,5 +217,18 @@ mod tests {
         assert!(matches!(v.as_slice(), [Value::Null, Value::Text(s, _)] if &**s == "c"));
         assert_eq!(execute_params(&[0x00, 0x00], 2, &mut Vec::new()).err(), Some(ParamError::Malformed));
         assert_eq!(execute_params(&first[..10], 2, &mut Vec::new()).err(), Some(ParamError::Malformed));
+    }
+
+    #[test]
+    fn read_as_the_server_reads_it() {
+        // A long bitmap of 0xff: the byte after the bitmap (0xff) is no new-params-bound flag.
+        let mut types = vec![(0x08, 0)];
+        assert_eq!(execute_params(&[0xff; 10 * 1024], 1, &mut types).err(), Some(ParamError::Malformed));
+        // A NULL parameter of an unknown type is not a NULL key.
+        assert_eq!(execute_params(&[0x01, 0x01, 0x99, 0x00], 1, &mut Vec::new()).err(), Some(ParamError::Unsupported));
+        // Neither is 2.
+        assert_eq!(execute_params(&[0x00, 0x02, 0x08, 0x00, 6, 0, 0, 0, 0, 0, 0, 0], 1, &mut types).err(), Some(ParamError::Malformed));
+        let v = execute_params(&[0x00, 0x01, 0x08, 0x00, 6, 0, 0, 0, 0, 0, 0, 0], 1, &mut types).unwrap();
+        assert!(matches!(v.as_slice(), [Value::Int(6)]));
     }
 }

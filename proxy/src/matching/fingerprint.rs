@@ -91,6 +91,8 @@ impl Query<'_> {
 }
 
 const IN_LIST: &str = "(...)";
+/// An IN list over [`Bounds::max_in_list`], in a normalized text.
+const LONG_LIST: &str = "(/* more than [limits] max_in_list values */)";
 
 /// Reserved words: their case is folded. Non-reserved words may be table names, whose case
 /// matters, so they keep it.
@@ -197,13 +199,43 @@ pub struct SqlMode {
     pub no_backslash_escapes: bool,
 }
 
+/// What classifying one text may cost (`[limits] max_query` and `max_in_list`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Longer texts are not tokenized: one shape per first word, relayed.
+    pub max_statement: usize,
+    /// Longer IN lists are not folded into a slot: a shape of their own, relayed.
+    pub max_in_list: usize,
+}
+
+impl Default for Bounds {
+    /// The config's defaults.
+    fn default() -> Bounds {
+        Bounds { max_statement: 256 << 10, max_in_list: 1000 }
+    }
+}
+
+/// The relay reasons of the bounds (matched by tests and shown by SHOW PROXIED QUERIES).
+pub const LONG_STATEMENT: &str = "a statement longer than [limits] max_query (relayed as it is, not normalized)";
+pub const LONG_IN_LIST: &str = "an IN list longer than [limits] max_in_list";
+
 /// Classifies one COM_QUERY text (or a prepared statement's text: its `?` become
-/// [`Literal::Placeholder`]s, so `WHERE id = ?` and `WHERE id = 42` share a fingerprint).
+/// [`Literal::Placeholder`]s, so `WHERE id = ?` and `WHERE id = 42` share a fingerprint),
+/// within the default [`Bounds`].
 pub fn classify(sql: &[u8], mode: SqlMode) -> Query<'_> {
+    classify_bounded(sql, mode, Bounds::default())
+}
+
+/// [`classify`] within `bounds`. What it allocates is linear in `sql.len()`, itself at most
+/// `bounds.max_statement` once tokens are read.
+pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> {
+    if sql.len() > bounds.max_statement {
+        return long_statement(sql);
+    }
     // About one token per four bytes in typical queries: usually no regrowth.
     let mut tokens: Vec<Token> = Vec::with_capacity(sql.len() / 4 + 8);
     tokens.extend(Lexer::new(sql));
-    let mut n = Normalizer { sql, tokens: &tokens, out: String::with_capacity(sql.len()), slots: Vec::new(), literals: Vec::new(), in_lists: Vec::new(), relay: None, raw: Vec::new(), placeholders: 0 };
+    let mut n = Normalizer { sql, tokens: &tokens, out: String::with_capacity(sql.len()), slots: Vec::new(), literals: Vec::new(), in_lists: Vec::new(), relay: None, raw: Vec::new(), placeholders: 0, max_in_list: bounds.max_in_list };
     if mode.ansi_quotes || mode.no_backslash_escapes {
         n.relay("sql_mode ANSI_QUOTES or NO_BACKSLASH_ESCAPES (the tokenizer reads the default modes only)");
     }
@@ -213,6 +245,18 @@ pub fn classify(sql: &[u8], mode: SqlMode) -> Query<'_> {
         hash = fnv(fnv(hash, &[0xff]), raw);
     }
     Query { fingerprint: Fingerprint { hash, normalized: n.out, slots: n.slots }, literals: n.literals, in_lists: n.in_lists, relay: n.relay }
+}
+
+/// A text over [`Bounds::max_statement`]: only its first token is read (the lexer stops
+/// there), and it gets one shape per first word. A statement that is not a SELECT keeps that
+/// relay reason, so the session still follows what it may change.
+fn long_statement(sql: &[u8]) -> Query<'_> {
+    let first = Lexer::new(sql).next().filter(|t| t.kind == TokenKind::Word).and_then(|t| upper(t.text(sql)));
+    let word = first.as_ref().map_or("?", |u| u.as_str());
+    let normalized = format!("{word} ... /* a statement over [limits] max_query, not normalized */");
+    let relay = if word == "SELECT" { LONG_STATEMENT } else { "not a SELECT" };
+    let fingerprint = Fingerprint { hash: fnv(FNV_OFFSET, normalized.as_bytes()), normalized, slots: Vec::new() };
+    Query { fingerprint, literals: Vec::new(), in_lists: Vec::new(), relay: Some(relay) }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -248,6 +292,7 @@ struct Normalizer<'q, 't> {
     /// Raw text of select lists that are more than column names.
     raw: Vec<&'q [u8]>,
     placeholders: u32,
+    max_in_list: usize,
 }
 
 /// Where the walk is, for the literals that must stay in the text.
@@ -636,6 +681,12 @@ impl<'q> Normalizer<'q, '_> {
             }
         }
         self.push("IN", true);
+        if items.len() > self.max_in_list {
+            // Not a slot: a shape of its own whose verdict is this relay.
+            self.relay(LONG_IN_LIST);
+            self.push(LONG_LIST, true);
+            return Some(j + 1);
+        }
         self.push(IN_LIST, true);
         self.slots.push(Slot::InList(self.out.len() - IN_LIST.len()));
         self.in_lists.push(u32::try_from(items.len()).unwrap_or(u32::MAX));

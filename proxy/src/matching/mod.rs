@@ -1,7 +1,10 @@
 //! Query matching for the hit path: classify a query's text without a SQL parser.
 //!
 //! Owns the tokenizer ([`lexer`]), the fingerprint and literal extraction ([`fingerprint`],
-//! [`literal`]) and the bounded table of verdicts ([`table`]). It does not parse SQL, build
+//! [`literal`]), what is shown of a query ([`redact`]: every literal replaced) and the
+//! bounded table of verdicts ([`table`]). What classifying costs is bounded ([`Bounds`]): a
+//! text over `[limits] max_query` is not tokenized, an IN list over `max_in_list` is not
+//! folded; both are relayed. It does not parse SQL, build
 //! views, encode rows or decide what is cacheable: the full parse, run once per new
 //! fingerprint by the routing code, does that and stores its verdict here.
 //!
@@ -45,9 +48,11 @@
 pub mod fingerprint;
 pub mod lexer;
 pub mod literal;
+pub mod redact;
 pub mod table;
 
-pub use fingerprint::{Fingerprint, Query, Slot, SqlMode, classify};
+pub use fingerprint::{Bounds, Fingerprint, Query, Slot, SqlMode, classify, classify_bounded};
+pub use redact::shown;
 pub use literal::Literal;
 pub use table::{CacheId, Entry, ParamMap, SlotUse, Verdict, VerdictTable};
 

@@ -4,6 +4,12 @@
 //! fingerprint, elsewhere) and the counters behind `SHOW PROXIED QUERIES`. Invariants:
 //! - at most `capacity` entries (rounded up to a multiple of the shard count); inserting a new
 //!   fingerprint into a full shard evicts that shard's least recently used entry;
+//! - at most `budget` bytes of entries (normalized text, verdict, bookkeeping), counted
+//!   across shards: past it an insert evicts least recently used entries, its own shard's
+//!   first, then other shards' one lock at a time; an entry larger than the whole budget is
+//!   returned but not kept (its shape is parsed again when it comes back, which its length
+//!   bounds). Without this, 10,000 normalized texts of up to `[limits] max_query` each were
+//!   kept outside any limit;
 //! - a lookup returns an entry only if its normalized text equals the query's, so a 64-bit
 //!   hash collision costs a miss, never a wrong answer;
 //! - readers take one shard's read lock for a hash-map probe and bump atomics; writers (new
@@ -15,7 +21,7 @@
 //! dependency to the proxy.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -82,23 +88,61 @@ impl Entry {
     }
 }
 
+impl Entry {
+    /// What the entry holds, in bytes: itself, its text, its verdict, and a map slot.
+    fn bytes(&self) -> usize {
+        let verdict = match &self.verdict {
+            Verdict::Relay { reason } => reason.len(),
+            Verdict::Cache { params, .. } => {
+                params.slots.iter().map(|s| std::mem::size_of::<SlotUse>() + if let SlotUse::Const(c) = s { c.len() } else { 0 }).sum()
+            }
+        };
+        std::mem::size_of::<Entry>() + self.normalized.len() + verdict + MAP_SLOT
+    }
+}
+
 const SHARDS: usize = 16;
+/// A hash map slot's key, value and control bytes, roughly.
+const MAP_SLOT: usize = 8 + 8 + 8;
+/// The budget of [`VerdictTable::new`] (`[memory] query_shapes`' default).
+pub const DEFAULT_BUDGET: usize = 16 << 20;
+
+type Shard = RwLock<HashMap<u64, Arc<Entry>>>;
 
 /// The bounded, sharded verdict table.
 pub struct VerdictTable {
-    shards: [RwLock<HashMap<u64, Arc<Entry>>>; SHARDS],
+    shards: [Shard; SHARDS],
     per_shard: usize,
     clock: AtomicU64,
+    /// Bytes of the entries kept ([`Entry::bytes`]), and the most allowed.
+    bytes: AtomicUsize,
+    budget: usize,
 }
 
 impl VerdictTable {
     pub fn new(capacity: usize) -> VerdictTable {
-        VerdictTable { shards: std::array::from_fn(|_| RwLock::new(HashMap::new())), per_shard: capacity.div_ceil(SHARDS).max(1), clock: AtomicU64::new(0) }
+        VerdictTable::with_budget(capacity, DEFAULT_BUDGET)
     }
 
-    fn shard(&self, hash: u64) -> &RwLock<HashMap<u64, Arc<Entry>>> {
+    /// At most `capacity` entries and `budget` bytes.
+    pub fn with_budget(capacity: usize, budget: usize) -> VerdictTable {
+        VerdictTable {
+            shards: std::array::from_fn(|_| RwLock::new(HashMap::new())),
+            per_shard: capacity.div_ceil(SHARDS).max(1),
+            clock: AtomicU64::new(0),
+            bytes: AtomicUsize::new(0),
+            budget,
+        }
+    }
+
+    /// Bytes of the entries kept.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn shard(&self, hash: u64) -> &Shard {
         // The top bits: the low ones feed the HashMap's own buckets.
-        &self.shards[(hash >> 60) as usize % SHARDS]
+        &self.shards[self.shard_index(hash)]
     }
 
     /// The entry for this fingerprint, marked as just used; None if it has no verdict yet.
@@ -113,7 +157,8 @@ impl VerdictTable {
     }
 
     /// Records the verdict for a fingerprint (replacing an older one, or a colliding one),
-    /// evicting the shard's least recently used entry if it is full.
+    /// evicting least recently used entries while its shard is full or the table is over its
+    /// byte budget.
     pub fn insert(&self, fingerprint: &Fingerprint, verdict: Verdict) -> Arc<Entry> {
         let entry = Arc::new(Entry {
             normalized: fingerprint.normalized.as_str().into(),
@@ -122,15 +167,51 @@ impl VerdictTable {
             total_nanos: AtomicU64::new(0),
             last_used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
         });
-        let mut shard = self.shard(fingerprint.hash).write().unwrap_or_else(|e| e.into_inner());
-        if !shard.contains_key(&fingerprint.hash) && shard.len() >= self.per_shard {
-            let oldest = shard.iter().min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(&k, _)| k);
-            if let Some(k) = oldest {
-                shard.remove(&k);
-            }
+        let size = entry.bytes();
+        if size > self.budget {
+            return entry;
         }
-        shard.insert(fingerprint.hash, entry.clone());
+        let home = self.shard_index(fingerprint.hash);
+        {
+            let mut shard = self.shards[home].write().unwrap_or_else(|e| e.into_inner());
+            if let Some(old) = shard.remove(&fingerprint.hash) {
+                self.bytes.fetch_sub(old.bytes(), Ordering::Relaxed);
+            }
+            while shard.len() >= self.per_shard && self.evict_oldest(&mut shard) {}
+            shard.insert(fingerprint.hash, entry.clone());
+            self.bytes.fetch_add(size, Ordering::Relaxed);
+            // Make room in this shard first: no other lock is taken while holding it.
+            while self.bytes() > self.budget && shard.len() > 1 && self.evict_oldest_except(&mut shard, fingerprint.hash) {}
+        }
+        for other in (0..SHARDS).filter(|&i| i != home) {
+            if self.bytes() <= self.budget {
+                break;
+            }
+            let mut shard = self.shards[other].write().unwrap_or_else(|e| e.into_inner());
+            while self.bytes() > self.budget && self.evict_oldest(&mut shard) {}
+        }
         entry
+    }
+
+    fn shard_index(&self, hash: u64) -> usize {
+        (hash >> 60) as usize % SHARDS
+    }
+
+    /// Removes the shard's least recently used entry; false if it is empty.
+    fn evict_oldest(&self, shard: &mut HashMap<u64, Arc<Entry>>) -> bool {
+        self.evict_oldest_except(shard, None)
+    }
+
+    fn evict_oldest_except(&self, shard: &mut HashMap<u64, Arc<Entry>>, keep: impl Into<Option<u64>>) -> bool {
+        let keep = keep.into();
+        let oldest = shard.iter().filter(|(k, _)| Some(**k) != keep).min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(&k, _)| k);
+        match oldest.and_then(|k| shard.remove(&k)) {
+            Some(e) => {
+                self.bytes.fetch_sub(e.bytes(), Ordering::Relaxed);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Counts one execution of the entry's query and the time it took.
@@ -143,7 +224,13 @@ impl VerdictTable {
     /// may have changed are taken anew on next use; the others keep their statistics).
     pub fn retain(&self, keep: impl Fn(&Entry) -> bool) {
         for shard in &self.shards {
-            shard.write().unwrap_or_else(|e| e.into_inner()).retain(|_, e| keep(e));
+            shard.write().unwrap_or_else(|e| e.into_inner()).retain(|_, e| {
+                let kept = keep(e);
+                if !kept {
+                    self.bytes.fetch_sub(e.bytes(), Ordering::Relaxed);
+                }
+                kept
+            });
         }
     }
 
@@ -196,6 +283,26 @@ mod tests {
             table.insert(&fp(h.rotate_right(4) ^ h, &h.to_string()), Verdict::relay("n"));
         }
         assert!(table.len() <= SHARDS * 2);
+    }
+
+    #[test]
+    fn bounded_in_bytes() {
+        let budget = 1 << 20;
+        let table = VerdictTable::with_budget(10_000, budget);
+        // Forty shapes of 100 KB each, spread over the shards.
+        for i in 0..40u64 {
+            table.insert(&fp(i << 58 | i, &format!("{i}{}", "x".repeat(100_000))), Verdict::relay("long"));
+            assert!(table.bytes() <= budget, "{} bytes after {i}", table.bytes());
+        }
+        assert!(table.len() >= 5, "it still keeps what fits: {}", table.len());
+        // An entry bigger than the whole budget is not kept, and evicts nothing.
+        let kept = table.len();
+        let huge = fp(7, &"y".repeat(2 << 20));
+        table.insert(&huge, Verdict::relay("huge"));
+        assert!(table.get(&huge).is_none());
+        assert_eq!(table.len(), kept);
+        table.retain(|_| false);
+        assert_eq!((table.len(), table.bytes()), (0, 0));
     }
 
     #[test]

@@ -451,3 +451,84 @@ fn test_url() -> String {
     std::env::var("FRESHET_TEST_MYSQL_URL")
         .unwrap_or_else(|_| panic!("FRESHET_TEST_MYSQL_URL is not set. Start the test MariaDB first: eval \"$(scripts/mariadb.sh)\""))
 }
+
+#[test]
+fn statements_over_the_bound_are_relayed_without_being_normalized() {
+    let bounds = Bounds { max_statement: 1024, max_in_list: 1000 };
+    let classify_b = |sql: &str| classify_bounded(sql.as_bytes(), SqlMode::default(), bounds).fingerprint;
+    let long = format!("SELECT {}1 FROM t", "1,".repeat(1000));
+    let query = classify_bounded(long.as_bytes(), SqlMode::default(), bounds);
+    assert!(query.relay.is_some_and(|r| r.contains("max_query")), "{:?}", query.relay);
+    assert!(query.fingerprint.normalized.len() < 100 && query.literals.is_empty() && query.fingerprint.slots.is_empty());
+    // Every long SELECT is one shape; other statements stay "not a SELECT" (the session still
+    // follows them), under a shape per first word.
+    assert_eq!(classify_b(&format!("select {}2 FROM u", "2,".repeat(2000))), query.fingerprint);
+    let set = format!("SET @x = '{}'", "x".repeat(2000));
+    let set_query = classify_bounded(set.as_bytes(), SqlMode::default(), bounds);
+    assert_eq!(set_query.relay, Some("not a SELECT"));
+    assert!(!set_query.fingerprint.normalized.contains("xxx"));
+    assert_ne!(set_query.fingerprint, query.fingerprint);
+    // Up to the bound, the usual.
+    let fits = format!("SELECT a FROM t WHERE b = 1{}", " ".repeat(1024 - 27));
+    assert_eq!(fits.len(), 1024);
+    assert_eq!(classify_b(&fits), q("SELECT a FROM t WHERE b = 1").fingerprint);
+}
+
+#[test]
+fn in_lists_over_the_bound_are_relayed_under_a_shape_of_their_own() {
+    let bounds = Bounds { max_statement: 1 << 20, max_in_list: 3 };
+    let short = classify_bounded(b"SELECT a FROM t WHERE b IN (1, 2, 3)", SqlMode::default(), bounds);
+    assert_eq!(short.relay, None);
+    let long = classify_bounded(b"SELECT a FROM t WHERE b IN (1, 2, 3, 4)", SqlMode::default(), bounds);
+    assert!(long.relay.is_some_and(|r| r.contains("max_in_list")), "{:?}", long.relay);
+    assert_ne!(long.fingerprint.hash, short.fingerprint.hash);
+    assert!(long.literals.is_empty() && long.in_lists.is_empty());
+    let longer = classify_bounded(b"SELECT a FROM t WHERE b IN (5, 6, 7, 8, 9)", SqlMode::default(), bounds);
+    assert_eq!(longer.fingerprint, long.fingerprint);
+}
+
+/// Literal tokens left in a shown text, looking inside executable comments too.
+fn literals_in(shown: &str) -> Vec<String> {
+    let bytes = shown.as_bytes();
+    let mut found = Vec::new();
+    for t in lexer::Lexer::new(bytes) {
+        use lexer::TokenKind::*;
+        let text = String::from_utf8_lossy(t.text(bytes)).into_owned();
+        match t.kind {
+            Integer | Decimal | Float | HexNumber | BitNumber | HexString | BitString | SingleQuoted | DoubleQuoted | NationalString | Unterminated => found.push(text),
+            // The version after `/*!` is the server's business, not a value.
+            ExecComment => found.extend(literals_in(text.trim_start_matches("/*").trim_end_matches("*/").trim_start_matches(['!', 'M', '+']).trim_start_matches(|c: char| c.is_ascii_digit()))),
+            UserVariable if text.starts_with("@'") || text.starts_with("@\"") => found.push(text),
+            _ => {}
+        }
+    }
+    found
+}
+
+#[test]
+fn shown_texts_replace_every_literal_of_every_statement_kind() {
+    for sql in [
+        "GRANT SELECT ON db.t TO 'u'@'%' IDENTIFIED BY 'pw'",
+        "/*!40101 SET PASSWORD FOR 'u'@'%' = PASSWORD('pw') */",
+        "SELECT 'pw' AS x, 42, 1.5, 0x1f, X'1f', b'1', 0b1, N'pw', \"pw\" FROM t WHERE id = 1",
+        "SELECT a FROM t WHERE b = 'pw' /*!99999 AND c = 'pw2' */ /*M!100000 AND 'pw3' */ /*+ hint('pw4') */",
+        "CREATE USER u IDENTIFIED VIA ed25519 USING PASSWORD('pw')",
+        "INSERT INTO t VALUES (1, 'pw'), (2, 'pw')",
+        "SELECT CAST(a AS CHAR(10)), b FROM t ORDER BY 1",
+        "SELECT a FROM t WHERE b = 'unterminated",
+        "SELECT (SELECT 'pw') FROM t",
+    ] {
+        let shown = shown(&norm(sql));
+        assert_eq!(literals_in(&shown), Vec::<String>::new(), "{sql} -> {shown}");
+        assert!(!shown.contains("pw"), "{sql} -> {shown}");
+    }
+    assert_eq!(shown(&norm("SELECT a, 'x' FROM t WHERE b IN (1, 2) AND c = ?")), "SELECT a, ? FROM t WHERE b IN (...) AND c = ?");
+}
+
+proptest! {
+    #[test]
+    fn no_literal_is_ever_shown(sql in "[ -~]{0,80}") {
+        let shown = shown(&norm(&sql));
+        prop_assert_eq!(literals_in(&shown), Vec::<String>::new(), "{} -> {}", sql, shown);
+    }
+}

@@ -197,6 +197,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
     /// A whole logical packet of at most `limit` payload bytes.
     pub async fn read_packet(&mut self, limit: usize) -> Result<Packet, ReadError> {
         let first = self.read_frame_limited(limit.min(MAX_FRAME)).await?;
+        self.read_rest(first, limit).await
+    }
+
+    /// The logical packet that `first` (already read) starts, its continuation frames joined.
+    pub async fn read_rest(&mut self, first: Frame, limit: usize) -> Result<Packet, ReadError> {
         let (seq, mut last_seq) = (first.seq(), first.seq());
         if !first.is_continued() {
             return Ok(Packet { seq, last_seq, payload: first.payload_bytes() });

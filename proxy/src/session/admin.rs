@@ -196,7 +196,9 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
                 }
             };
             rows.push(vec![
-                Some(entry.normalized.to_string()),
+                // Never the normalized text itself: it keeps some literals (select lists,
+                // statements other than SELECT), which may be other users' secrets.
+                Some(crate::matching::shown(&entry.normalized)),
                 Some(entry.count().to_string()),
                 Some(format!("{:.3}", entry.total_time().as_secs_f64() * 1e3)),
                 Some(cacheable.to_string()),

@@ -30,7 +30,7 @@ use crate::cache::params::{execute_params, literal_value};
 use crate::cache::{Cache, ColumnsKey, Engine, RelayReason};
 use crate::encode::{binary, text};
 use crate::matching::lexer::{Lexer, TokenKind};
-use crate::matching::{self, Entry, Literal, ParamMap, Query, SlotUse, SqlMode, Verdict, VerdictTable};
+use crate::matching::{self, Entry, Literal, ParamMap, Query, SlotUse, Verdict, VerdictTable};
 use crate::protocol::cursor::put_lenenc;
 use crate::protocol::response::EOF;
 use crate::protocol::{Capabilities, StatusFlags};
@@ -342,7 +342,7 @@ impl Session {
         };
         let started = Instant::now();
         let sql = &payload[1..];
-        let query = matching::classify(sql, SqlMode::default());
+        let query = engine.classify(sql);
         let is_select = query.relay != Some("not a SELECT");
         if !is_select || query.relay == Some("multiple statements") {
             self.state.observe(sql);
@@ -479,7 +479,7 @@ impl Session {
     /// At COM_STMT_PREPARE: the route of a statement whose text is a cached query's shape.
     pub(super) fn route_prepare(&mut self, sql: &[u8]) -> Option<PreparedRoute> {
         let engine = self.shared.engine.get()?.clone();
-        let query = matching::classify(sql, SqlMode::default());
+        let query = engine.classify(sql);
         if query.relay == Some("not a SELECT") {
             self.state.observe(sql);
             return None;

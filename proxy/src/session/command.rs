@@ -14,6 +14,11 @@
 //!
 //! Client writes are flushed whenever no further upstream frame is already buffered, so a
 //! burst of rows leaves in few syscalls while a lone OK is not held back.
+//!
+//! Commands are joined from their frames before they are routed, except a COM_QUERY,
+//! COM_STMT_EXECUTE or COM_STMT_SEND_LONG_DATA of 16 MiB or more, which is forwarded frame by
+//! frame as it arrives (never routed: it is over any `[limits] max_query`), so that a command
+//! of any length up to `[limits] max_packet` costs one frame of memory.
 
 use std::time::Instant;
 
@@ -21,7 +26,7 @@ use bytes::Bytes;
 
 use crate::metrics::UpstreamFailure;
 use crate::protocol::cursor::Cursor;
-use crate::protocol::io::{Frame, ReadError};
+use crate::protocol::io::{Frame, MAX_FRAME, ReadError};
 use crate::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK, codes};
 use crate::protocol::{Capabilities, Command, StatusFlags};
 
@@ -30,6 +35,12 @@ use super::require_tls::RequireTlsCheck;
 use super::cached::Routed;
 use super::{PreparedStatement, Session, SessionError};
 use crate::tls::MaybeTls;
+
+/// Whether a statement's first word says it cannot change what the session follows.
+fn stateless_statement(sql: &[u8]) -> bool {
+    let first = crate::matching::lexer::Lexer::new(sql).next().map(|t| t.text(sql));
+    first.is_some_and(|w| [&b"select"[..], b"insert", b"replace", b"update", b"delete"].iter().any(|k| w.eq_ignore_ascii_case(k)))
+}
 
 /// Flush to the client once this much is queued, even if more rows are buffered.
 const FLUSH_AT: usize = 256 * 1024;
@@ -47,24 +58,73 @@ impl Session {
         let stop = self.shared.stop.subscribe();
         loop {
             self.wait_for_command(&stop).await?;
-            let packet = self.client.read_packet(self.shared.packet_limit.largest()).await.map_err(SessionError::from_client)?;
+            let limit = self.shared.packet_limit.largest();
+            let first = self.client.read_frame_limited(limit.min(MAX_FRAME)).await.map_err(SessionError::from_client)?;
             let started = Instant::now();
-            if packet.seq != 0 {
-                return Err(client_error(codes::OUT_OF_ORDER, "Got packets out of order", packet.last_seq));
+            if first.seq() != 0 {
+                return Err(client_error(codes::OUT_OF_ORDER, "Got packets out of order", first.seq()));
             }
-            let Some(&byte) = packet.payload.first() else {
-                return Err(client_error(codes::UNKNOWN_COMMAND, "Malformed packet: empty command", packet.last_seq));
+            let Some(&byte) = first.payload().first() else {
+                return Err(client_error(codes::UNKNOWN_COMMAND, "Malformed packet: empty command", first.seq()));
             };
             let Some(command) = Command::from_byte(byte) else {
-                return Err(client_error(codes::UNKNOWN_COMMAND, &format!("Unknown command 0x{byte:02x}"), packet.last_seq));
+                return Err(client_error(codes::UNKNOWN_COMMAND, &format!("Unknown command 0x{byte:02x}"), first.seq()));
             };
-            let flow = self.dispatch(command, packet.payload, packet.last_seq).await?;
+            let flow = if first.is_continued() && matches!(command, Command::Query | Command::StmtExecute | Command::StmtSendLongData) {
+                self.relay_streamed(command, first, limit).await?
+            } else {
+                let packet = self.client.read_rest(first, limit).await.map_err(SessionError::from_client)?;
+                self.dispatch(command, packet.payload, packet.last_seq).await?
+            };
             self.shared.metrics.command(command, started.elapsed());
             self.account_bytes();
             if flow == Flow::Quit {
                 return Ok(());
             }
         }
+    }
+
+    /// A command of 16 MiB or more (its first frame is full) that freshet never needs whole:
+    /// forwarded frame by frame as it arrives, so it costs a frame of memory whatever its
+    /// length (joined, a 64 MiB statement held 64 MiB and more while it grew). Such a text is
+    /// longer than any `[limits] max_query`, so it would be relayed untokenized anyway; a
+    /// query that may change session state (its first word is not one of a few that cannot)
+    /// makes the session relay its cached reads from now on, as an unfollowed change does.
+    async fn relay_streamed(&mut self, command: Command, first: Frame, limit: usize) -> Result<Flow, SessionError> {
+        match command {
+            Command::Query if !stateless_statement(&first.payload()[1..]) => self.state.tainted = true,
+            Command::StmtSendLongData => {
+                if let Some(route) = self.statement_of(first.payload()).and_then(|s| s.route.as_mut()) {
+                    route.long_data = true;
+                }
+            }
+            _ => {}
+        }
+        let mut total = first.payload().len();
+        let mut frame = first;
+        self.upstream_idle = false;
+        loop {
+            self.upstream.queue_frame(&frame);
+            let continued = frame.is_continued();
+            // Gone before the next frame is read: one frame in memory, not two.
+            drop(frame);
+            self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+            if !continued {
+                break;
+            }
+            let room = limit.saturating_sub(total);
+            frame = self.client.read_frame_limited(room.min(MAX_FRAME)).await.map_err(|e| match e {
+                ReadError::TooLarge { size, seq, .. } => SessionError::from_client(ReadError::TooLarge { size: total as u64 + size, limit: limit as u64, seq }),
+                other => SessionError::from_client(other),
+            })?;
+            total += frame.payload().len();
+        }
+        if matches!(command, Command::Query | Command::StmtExecute) {
+            self.relay_results().await?;
+        }
+        self.upstream_idle = true;
+        self.flush_client().await?;
+        Ok(Flow::Continue)
     }
 
     /// Waits for the client's next command while watching the idle upstream connection.

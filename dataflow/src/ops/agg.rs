@@ -1,0 +1,322 @@
+//! Aggregation and DISTINCT state of one partition: accumulators (COUNT, SUM, AVG, MIN,
+//! MAX, with exact deletes), groups that keep the spelling their rows still have, and the
+//! [`KeyState`] steps that turn deltas into group changes. The invariants are the operators'
+//! (see the parent module): `+w` then `-w` restores a group exactly, bytes included.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{Delta, Key, KeyState, NodeState, SLOT};
+use crate::expr::{div_dec, is_true};
+use crate::plan::{AggKind, AggSpec};
+use crate::value::{row_bytes, Decimal, ExactRow, Row, Value};
+
+/// Sum/average accumulator: exact part (integers and decimals) and float part kept apart so
+/// that deleting values is exact whenever the inputs are exact.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SumAcc {
+    exact: i128,
+    scale: u8,
+    float: f64,
+    n_float: i64,
+    n: i64,
+    overflow: bool,
+}
+
+impl SumAcc {
+    pub(super) fn add(&mut self, v: &Value, w: i64) {
+        let int = match v {
+            Value::Null => return,
+            Value::Int(i) => Some(*i as i128),
+            Value::UInt(u) => Some(*u as i128),
+            Value::Year(y) => Some(*y as i128),
+            Value::Bit(b) => Some(*b as i128),
+            _ => None,
+        };
+        self.n += w;
+        if let Some(i) = int {
+            let scaled = 10i128.checked_pow(self.scale as u32).and_then(|p| i.checked_mul(p));
+            self.add_exact(scaled, w);
+        } else if let Value::Decimal(d) = v {
+            if d.scale() > self.scale {
+                let up = 10i128.checked_pow((d.scale() - self.scale) as u32);
+                match up.and_then(|p| self.exact.checked_mul(p)) {
+                    Some(e) => self.exact = e,
+                    None => self.overflow = true,
+                }
+                self.scale = d.scale();
+            }
+            self.add_exact(d.rescaled(self.scale), w);
+        } else {
+            self.float += v.to_f64().unwrap_or(0.0) * w as f64;
+            self.n_float += w;
+            if self.n_float == 0 {
+                self.float = 0.0;
+            }
+        }
+    }
+    pub(super) fn add_exact(&mut self, x: Option<i128>, w: i64) {
+        match x.and_then(|x| x.checked_mul(w as i128)).and_then(|x| self.exact.checked_add(x)) {
+            Some(e) => self.exact = e,
+            None => self.overflow = true,
+        }
+    }
+    pub(super) fn sum(&self) -> Value {
+        if self.n == 0 || self.overflow {
+            return Value::Null;
+        }
+        if self.n_float != 0 {
+            return Value::Double(self.exact as f64 / 10f64.powi(self.scale as i32) + self.float);
+        }
+        Decimal::new(self.exact, self.scale).map(Value::Decimal).unwrap_or(Value::Null)
+    }
+    pub(super) fn avg(&self) -> Value {
+        if self.n == 0 || self.overflow {
+            return Value::Null;
+        }
+        if self.n_float != 0 {
+            let total = self.exact as f64 / 10f64.powi(self.scale as i32) + self.float;
+            return Value::Double(total / self.n as f64);
+        }
+        div_dec(self.exact, self.scale, self.n as i128, 0)
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(super) enum Acc {
+    Count(i64),
+    Sum(SumAcc),
+    Avg(SumAcc),
+    Min(BTreeMap<Value, i64>),
+    Max(BTreeMap<Value, i64>),
+    Distinct(HashMap<Value, i64>),
+}
+
+pub(super) fn add_count<K: Ord + Clone>(m: &mut BTreeMap<K, i64>, k: &K, w: i64) -> isize {
+    let c = m.entry(k.clone()).or_insert(0);
+    let was = *c;
+    *c += w;
+    if *c == 0 {
+        m.remove(k);
+        return -1;
+    }
+    if was == 0 { 1 } else { 0 }
+}
+
+impl Acc {
+    pub(super) fn new(kind: AggKind) -> Acc {
+        match kind {
+            AggKind::CountStar | AggKind::CountNotNull => Acc::Count(0),
+            AggKind::Sum => Acc::Sum(SumAcc::default()),
+            AggKind::Avg => Acc::Avg(SumAcc::default()),
+            AggKind::Min => Acc::Min(BTreeMap::new()),
+            AggKind::Max => Acc::Max(BTreeMap::new()),
+            AggKind::CountDistinct => Acc::Distinct(HashMap::new()),
+        }
+    }
+    /// Applies `(row, w)`; returns the change in stored bytes.
+    pub(super) fn apply(&mut self, spec: &AggSpec, row: &[Value], w: i64) -> isize {
+        let arg = row.get(spec.arg).unwrap_or(&Value::Null);
+        match self {
+            Acc::Count(n) => {
+                if spec.kind == AggKind::CountStar || is_true(arg) == Some(true) {
+                    *n += w;
+                }
+                0
+            }
+            Acc::Sum(s) | Acc::Avg(s) => {
+                s.add(arg, w);
+                0
+            }
+            Acc::Min(m) | Acc::Max(m) => {
+                if arg.is_null() {
+                    return 0;
+                }
+                add_count(m, arg, w) * (arg.bytes() + SLOT) as isize
+            }
+            Acc::Distinct(m) => {
+                if arg.is_null() {
+                    return 0;
+                }
+                let c = m.entry(arg.clone()).or_insert(0);
+                let was = *c;
+                *c += w;
+                if *c == 0 {
+                    m.remove(arg);
+                    -((arg.bytes() + SLOT) as isize)
+                } else if was == 0 {
+                    (arg.bytes() + SLOT) as isize
+                } else {
+                    0
+                }
+            }
+        }
+    }
+    pub(super) fn output(&self) -> Value {
+        match self {
+            Acc::Count(n) => Value::Int(*n),
+            Acc::Sum(s) => s.sum(),
+            Acc::Avg(s) => s.avg(),
+            Acc::Min(m) => m.keys().next().cloned().unwrap_or(Value::Null),
+            Acc::Max(m) => m.keys().next_back().cloned().unwrap_or(Value::Null),
+            Acc::Distinct(m) => Value::Int(m.len() as i64),
+        }
+    }
+}
+
+/// One group of an aggregate.
+///
+/// Groups are found by SQL equality, so under a case- or pad-insensitive collation rows
+/// spelled differently (`'Story'`, `'STORY'`, `'Story '`) share a group. The group outputs one
+/// spelling that its rows still have: `spellings` counts rows per exact spelling of the group
+/// columns, and when the output spelling's last row goes (a title changed only in case), the
+/// output moves to a remaining one and the change is emitted like any other.
+#[derive(Clone, Debug)]
+pub(super) struct Group {
+    pub(super) values: Row,
+    pub(super) spellings: Vec<(Row, i64)>,
+    pub(super) rows: i64,
+    pub(super) accs: Vec<Acc>,
+}
+
+pub(super) fn exact_eq(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.exact_cmp(y) == std::cmp::Ordering::Equal)
+}
+
+impl Group {
+    /// Counts `w` rows spelled `spelling`; returns the change in bytes held.
+    pub(super) fn count_spelling(&mut self, spelling: &[Value], w: i64) -> isize {
+        match self.spellings.iter_mut().find(|(s, _)| exact_eq(s, spelling)) {
+            Some((_, n)) => {
+                *n += w;
+                0
+            }
+            None => {
+                self.spellings.push((spelling.into(), w));
+                row_bytes(spelling) as isize
+            }
+        }
+    }
+
+    /// Drops spellings without rows and keeps the output on one that has rows; returns the
+    /// change in bytes held.
+    pub(super) fn settle_spellings(&mut self) -> isize {
+        let mut bytes = 0isize;
+        self.spellings.retain(|(s, n)| {
+            if *n <= 0 {
+                bytes -= row_bytes(s) as isize;
+            }
+            *n > 0
+        });
+        if !self.spellings.iter().any(|(s, _)| exact_eq(s, &self.values))
+            && let Some((s, _)) = self.spellings.first()
+        {
+            self.values = s.clone();
+        }
+        bytes
+    }
+}
+
+
+impl KeyState {
+    pub(super) fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>) -> Vec<Delta> {
+        let NodeState::Agg(groups) = &mut self.states[idx] else { return vec![] };
+        let mut old: HashMap<Key, Option<Row>> = HashMap::new();
+        let mut bytes = 0isize;
+        for (row, w) in d {
+            let gk: Key = row.iter().take(group).cloned().collect();
+            if !old.contains_key(&gk) {
+                old.insert(gk.clone(), groups.get(&gk).map(group_output));
+            }
+            let g = groups.entry(gk.clone()).or_insert_with(|| {
+                bytes += (row_bytes(&gk) * 2 + SLOT) as isize;
+                Group { values: gk.clone(), spellings: Vec::new(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() }
+            });
+            g.rows += w;
+            bytes += g.count_spelling(&row[..group.min(row.len())], w);
+            for (acc, spec) in g.accs.iter_mut().zip(aggs) {
+                bytes += acc.apply(spec, &row, w);
+            }
+        }
+        let mut out = Vec::new();
+        for (gk, before) in old {
+            if let Some(g) = groups.get_mut(&gk) {
+                bytes += g.settle_spellings();
+            }
+            let after = match groups.get(&gk) {
+                Some(g) if g.rows == 0 && !global_group_of(g, &self.key, group) => {
+                    bytes -= (row_bytes(&gk) * 2 + SLOT) as isize;
+                    groups.remove(&gk);
+                    None
+                }
+                Some(g) => Some(group_output(g)),
+                None => None,
+            };
+            if let (Some(b), Some(a)) = (&before, &after)
+                && ExactRow(b.clone()) == ExactRow(a.clone()) {
+                    continue;
+                }
+            if let Some(b) = before {
+                out.push((b, -1));
+            }
+            if let Some(a) = after {
+                out.push((a, 1));
+            }
+        }
+        self.bytes += bytes;
+        out
+    }
+
+    /// DISTINCT: a row is output while any row SQL-equal to it exists, in a spelling one of
+    /// them has (see [`Group`]: the same bookkeeping, without accumulators).
+    pub(super) fn distinct(&mut self, idx: usize, d: Vec<Delta>) -> Vec<Delta> {
+        let NodeState::Distinct(counts) = &mut self.states[idx] else { return vec![] };
+        let mut before: HashMap<Row, Option<Row>> = HashMap::new();
+        let mut bytes = 0isize;
+        for (row, w) in d {
+            if !before.contains_key(&row) {
+                let shown = counts.get(&row).filter(|g| g.rows > 0).map(|g| g.values.clone());
+                before.insert(row.clone(), shown);
+            }
+            let entry = counts.entry(row.clone()).or_insert_with(|| {
+                bytes += (row_bytes(&row) + SLOT) as isize;
+                Group { values: row.clone(), spellings: Vec::new(), rows: 0, accs: Vec::new() }
+            });
+            entry.rows += w;
+            bytes += entry.count_spelling(&row, w);
+        }
+        let mut out = Vec::new();
+        for (key, shown) in before {
+            let after = match counts.get_mut(&key) {
+                Some(g) => {
+                    bytes += g.settle_spellings();
+                    (g.rows > 0).then(|| g.values.clone())
+                }
+                None => None,
+            };
+            if counts.get(&key).is_some_and(|g| g.rows == 0) {
+                counts.remove(&key);
+                bytes -= (row_bytes(&key) + SLOT) as isize;
+            }
+            match (shown, after) {
+                (Some(b), Some(a)) if exact_eq(&b, &a) => {}
+                (b, a) => {
+                    out.extend(b.map(|b| (b, -1)));
+                    out.extend(a.map(|a| (a, 1)));
+                }
+            }
+        }
+        self.bytes += bytes;
+        out
+    }
+
+}
+
+pub(super) fn global_group_of(g: &Group, key: &Key, group: usize) -> bool {
+    // A global aggregate groups by the key columns only; its group never disappears.
+    group == key.len() && g.values.as_ref() == key.as_ref()
+}
+
+pub(super) fn group_output(g: &Group) -> Row {
+    g.values.iter().cloned().chain(g.accs.iter().map(Acc::output)).collect()
+}
+

@@ -1,0 +1,138 @@
+//! Top-k state of one partition: a bounded prefix of the input in ORDER BY order, the window
+//! it shows, and the [`KeyState`] step that keeps it (see the parent module for when a prefix
+//! too short to fill the window makes the partition need a refill).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::agg::add_count;
+use super::{Delta, KeyState, NodeState, SLOT};
+use crate::plan::OrderSpec;
+use crate::value::{row_bytes, ExactRow, Row, Value};
+
+/// A row with its sort key for top-k: ordered by the ORDER BY columns, then exactly.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct SortKey {
+    parts: Vec<SortPart>,
+    row: ExactRow,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum SortPart {
+    Asc(Value),
+    Desc(std::cmp::Reverse<Value>),
+}
+
+pub(super) fn sort_key(row: &Row, order: &OrderSpec) -> SortKey {
+    let parts = order
+        .iter()
+        .map(|&(c, desc)| {
+            let v = row.get(c).cloned().unwrap_or(Value::Null);
+            if desc { SortPart::Desc(std::cmp::Reverse(v)) } else { SortPart::Asc(v) }
+        })
+        .collect();
+    SortKey { parts, row: ExactRow(row.clone()) }
+}
+
+/// Sorts rows the way ORDER BY does here (ties broken exactly, deterministically).
+pub fn sort_rows(rows: &mut [Row], order: &OrderSpec) {
+    rows.sort_by_cached_key(|r| sort_key(r, order));
+}
+
+/// Top-k state: a prefix, in sort order, of the partition's input rows, at most `cap` rows
+/// (`offset + limit + slack`). Invariant: every input row not held sorts at or after the last
+/// held row; `complete` means nothing is left out. Inserts past the last held row of an
+/// incomplete prefix are dropped; deletions that shrink an incomplete prefix below
+/// `offset + limit` make the partition need a refill (the rows that would move into the window
+/// are not held), which the view turns into an eviction.
+#[derive(Debug, Default)]
+pub(super) struct TopState {
+    pub(super) rows: BTreeMap<SortKey, i64>,
+    pub(super) count: i64,
+    pub(super) complete: bool,
+}
+
+
+impl KeyState {
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn topk(&mut self, idx: usize, order: &OrderSpec, limit: usize, offset: usize, slack: usize, d: Vec<Delta>) -> Vec<Delta> {
+        let NodeState::TopK(st) = &mut self.states[idx] else { return vec![] };
+        if d.is_empty() {
+            return vec![];
+        }
+        let cap = (offset + limit).saturating_add(slack) as i64;
+        let before = window(&st.rows, limit, offset);
+        let mut bytes = 0isize;
+        for (row, w) in d {
+            let b = (row_bytes(&row) * 2 + SLOT) as isize;
+            let k = sort_key(&row, order);
+            if w > 0 {
+                let beyond = !st.complete && st.rows.keys().next_back().is_none_or(|last| k >= *last);
+                if beyond {
+                    continue;
+                }
+                bytes += add_count(&mut st.rows, &k, w) * b;
+                st.count += w;
+                while st.count > cap {
+                    let Some((last, _)) = st.rows.iter().next_back().map(|(k, c)| (k.clone(), *c)) else { break };
+                    let lb = (row_bytes(&last.row.0) * 2 + SLOT) as isize;
+                    bytes += add_count(&mut st.rows, &last, -1) * lb;
+                    st.count -= 1;
+                    st.complete = false;
+                }
+            } else {
+                let held = st.rows.get(&k).copied().unwrap_or(0);
+                let take = held.min(-w);
+                if take > 0 {
+                    bytes += add_count(&mut st.rows, &k, -take) * b;
+                    st.count -= take;
+                }
+            }
+        }
+        if !st.complete && st.count < (offset + limit) as i64 {
+            self.needs_refill = true;
+        }
+        let after = window(&st.rows, limit, offset);
+        self.bytes += bytes;
+        diff(before, after)
+    }
+
+    /// Marks a top-k state seeded with a server-truncated prefix of `cap` rows as possibly
+    /// incomplete.
+    pub fn mark_truncated(&mut self, idx: usize, cap: usize) {
+        if let Some(NodeState::TopK(st)) = self.states.get_mut(idx)
+            && st.count >= cap as i64 {
+                st.complete = false;
+            }
+    }
+
+}
+
+pub(super) fn window(rows: &BTreeMap<SortKey, i64>, limit: usize, offset: usize) -> Vec<Row> {
+    let mut out = Vec::new();
+    let mut skipped = 0usize;
+    for (k, &c) in rows {
+        for _ in 0..c.max(0) {
+            if skipped < offset {
+                skipped += 1;
+                continue;
+            }
+            if out.len() >= limit {
+                return out;
+            }
+            out.push(k.row.0.clone());
+        }
+    }
+    out
+}
+
+pub(super) fn diff(before: Vec<Row>, after: Vec<Row>) -> Vec<Delta> {
+    let mut m: HashMap<ExactRow, i64> = HashMap::new();
+    for r in before {
+        *m.entry(ExactRow(r)).or_insert(0) -= 1;
+    }
+    for r in after {
+        *m.entry(ExactRow(r)).or_insert(0) += 1;
+    }
+    m.into_iter().filter(|(_, c)| *c != 0).map(|(r, c)| (r.0, c)).collect()
+}
+

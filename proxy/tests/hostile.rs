@@ -1,0 +1,381 @@
+//! Hostile input against the real MariaDB: statements built to cost freshet time, memory or
+//! stack (deep expressions, huge IN lists, huge statements), malformed commands, and secrets in
+//! what freshet shows. Each case compares freshet's answer with the server's own answer to the
+//! same bytes, and checks that another session is still served. Memory is measured on a
+//! spawned freshet binary (peak RSS from /proc/<pid>/status), as bytes, never as time.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use freshet_proxy::cache::RelayReason;
+use freshet_proxy::protocol::response::{ERR, ErrPacket};
+use mysql_async::prelude::*;
+
+const CACHED: &str = "SELECT id, name FROM hx WHERE id = ?";
+
+/// `hx`: ids 1..=100, created once per run (the tests run at once and only read it).
+async fn hx_table() {
+    static READY: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    READY.get_or_init(create_hx).await;
+}
+
+async fn create_hx() {
+    let mut conn = direct().await;
+    conn.query_drop("DROP TABLE IF EXISTS hx").await.unwrap();
+    conn.query_drop("CREATE TABLE hx (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4").await.unwrap();
+    let values: Vec<String> = (1..=100).map(|i| format!("({i}, 'n{i}')")).collect();
+    conn.query_drop(format!("INSERT INTO hx VALUES {}", values.join(", "))).await.unwrap();
+}
+
+fn config(extra: &str) -> String {
+    format!("[admin]\nusers = [\"freshet\"]\n[fill]\ntimeout = \"3s\"\n{extra}\n[[cache]]\nname = \"hx\"\nquery = \"{CACHED}\"\n")
+}
+
+async fn raw(addr: &str) -> RawClient {
+    RawClient::connect(addr, DEFAULT_CAPS).await.expect("raw session")
+}
+
+/// What a reply says, for comparing freshet's with the server's: every packet, except that an
+/// error is its code and SQLSTATE (its message may name the connection or a temporary file),
+/// and an EOF's status without SERVER_QUERY_WAS_SLOW (the server's clock, not its answer).
+fn gist(reply: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    reply
+        .iter()
+        .map(|p| match p.as_slice() {
+            [ERR, ..] => {
+                let e = ErrPacket::parse(p).expect("an ERR packet");
+                format!("ERR {} {}", e.code, String::from_utf8_lossy(&e.sql_state)).into_bytes()
+            }
+            [0xfe, w0, w1, s0, s1] => vec![0xfe, *w0, *w1, *s0, s1 & !0x08],
+            _ => p.clone(),
+        })
+        .collect()
+}
+
+/// The server's and freshet's replies to the same query, each on a new session.
+async fn both(proxy: &Proxy, sql: &str) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let server = raw(&upstream_addr()).await.query(sql).await;
+    let freshet = raw(&proxy.mysql.to_string()).await.query(sql).await;
+    (gist(&server), gist(&freshet))
+}
+
+/// Another session is served, from the cache or not: freshet still answers.
+async fn still_serving(proxy: &Proxy) {
+    let mut conn = through(proxy).await;
+    let name: Option<String> = conn.query_first("SELECT name FROM hx WHERE id = 7").await.unwrap();
+    assert_eq!(name.as_deref(), Some("n7"));
+}
+
+fn relayed(proxy: &Proxy, reason: RelayReason) -> u64 {
+    let i = RelayReason::ALL.iter().position(|r| *r == reason).unwrap();
+    proxy.engine.get().expect("the engine started").counters.relayed[i].get()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_of_ten_thousand_terms_is_answered_as_the_server_answers() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let sql = format!("SELECT id, name FROM hx WHERE id = 1{}", " AND id = 1".repeat(10_000));
+    let (server, freshet) = both(&proxy, &sql).await;
+    assert_eq!(freshet, server);
+    let sum = format!("SELECT id, name FROM hx WHERE id = 1{}", " + 0".repeat(10_000));
+    let (server, freshet) = both(&proxy, &sum).await;
+    assert_eq!(freshet, server);
+    still_serving(&proxy).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_nested_parentheses_are_answered_as_the_server_answers() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let depth = 100_000;
+    let sql = format!("SELECT id, name FROM hx WHERE id = {}1{}", "(".repeat(depth), ")".repeat(depth));
+    let (server, freshet) = both(&proxy, &sql).await;
+    assert_eq!(freshet, server);
+    // Shallow enough for the server to accept.
+    let sql = format!("SELECT id, name FROM hx WHERE id = {}1{}", "(".repeat(200), ")".repeat(200));
+    let (server, freshet) = both(&proxy, &sql).await;
+    assert_eq!(freshet, server);
+    still_serving(&proxy).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_million_value_in_list_is_answered_while_other_sessions_are_served() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let list: Vec<String> = (1..=1_000_000).map(|i: u32| i.to_string()).collect();
+    let sql = format!("SELECT id, name FROM hx WHERE id IN ({})", list.join(","));
+    let server = gist(&raw(&upstream_addr()).await.query(&sql).await);
+    let addr = proxy.mysql.to_string();
+    let big = tokio::spawn(async move { gist(&raw(&addr).await.query(&sql).await) });
+    still_serving(&proxy).await;
+    assert_eq!(big.await.unwrap(), server);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_lists_longer_than_the_configured_bound_are_relayed() {
+    hx_table().await;
+    let proxy = start_proxy(&config("[limits]\nmax_in_list = 10")).await;
+    let mut client = raw(&proxy.mysql.to_string()).await;
+    let short = "SELECT id, name FROM hx WHERE id IN (1, 2, 3)";
+    let long = format!("SELECT id, name FROM hx WHERE id IN ({})", (1..=11).map(|i| i.to_string()).collect::<Vec<_>>().join(", "));
+    let mut direct = raw(&upstream_addr()).await;
+    // Warm the short list's shape until it is answered from the cache.
+    for _ in 0..50 {
+        let before = proxy.engine.get().unwrap().counters.hits.get();
+        assert_eq!(client.query(short).await, direct.query(short).await);
+        if proxy.engine.get().unwrap().counters.hits.get() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let hits = proxy.engine.get().unwrap().counters.hits.get();
+    let not_cacheable = relayed(&proxy, RelayReason::NotCacheable);
+    assert_eq!(client.query(&long).await, direct.query(&long).await);
+    assert_eq!(proxy.engine.get().unwrap().counters.hits.get(), hits, "the long list was not answered from the cache");
+    assert_eq!(relayed(&proxy, RelayReason::NotCacheable), not_cacheable + 1);
+}
+
+/// A COM_STMT_PREPARE of `sql` on `client`; the statement id and its parameter count.
+async fn prepare(client: &mut RawClient, sql: &str) -> (u32, u16) {
+    let mut cmd = vec![0x16];
+    cmd.extend_from_slice(sql.as_bytes());
+    client.send(&cmd).await;
+    let first = client.packet().await;
+    assert_eq!(first[0], 0, "prepare OK");
+    let id = u32::from_le_bytes([first[1], first[2], first[3], first[4]]);
+    let columns = u16::from_le_bytes([first[5], first[6]]);
+    let params = u16::from_le_bytes([first[7], first[8]]);
+    let eof = !client.caps.has(freshet_proxy::protocol::Capabilities::DEPRECATE_EOF);
+    for count in [params, columns] {
+        if count > 0 {
+            for _ in 0..count + u16::from(eof) {
+                client.packet().await;
+            }
+        }
+    }
+    (id, params)
+}
+
+/// A COM_STMT_EXECUTE payload for statement `id`: no cursor, one iteration, then `rest`.
+fn execute(id: u32, rest: &[u8]) -> Vec<u8> {
+    let mut cmd = vec![0x17];
+    cmd.extend_from_slice(&id.to_le_bytes());
+    cmd.push(0);
+    cmd.extend_from_slice(&1u32.to_le_bytes());
+    cmd.extend_from_slice(rest);
+    cmd
+}
+
+/// Runs `bodies` as executes of the cached statement on one session of `addr`: a well-formed
+/// execute first (so that parameter types are known), then each body.
+async fn executes(addr: &str, bodies: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
+    let mut client = raw(addr).await;
+    let (id, params) = prepare(&mut client, CACHED).await;
+    assert_eq!(params, 1);
+    // id = 5 as a LONGLONG, types sent.
+    let good = [&[0u8, 1, 8, 0][..], &5u64.to_le_bytes()].concat();
+    let mut out = Vec::new();
+    // Until freshet answers it from the cache: the first reads are relayed (columns are
+    // captured, the key is filled).
+    for _ in 0..10 {
+        client.send(&execute(id, &good)).await;
+        out.push(gist(&client.read_results().await));
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    for body in bodies {
+        client.send(&execute(id, body)).await;
+        out.push(gist(&client.read_results().await));
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_executes_get_the_servers_error() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let bodies = vec![
+        // A 10 KB NULL bitmap for one parameter.
+        vec![0xff; 10 * 1024],
+        [&[0u8; 10 * 1024][..], &[1, 8, 0], &5u64.to_le_bytes()].concat(),
+        // Types announced, value missing or cut short.
+        vec![0, 1, 8, 0],
+        vec![0, 1, 8, 0, 5, 0, 0],
+        // No types ever bound on this execute, nothing after the bitmap.
+        vec![0],
+        // A string whose length runs past the end.
+        vec![0, 1, 0xfd, 0, 0xfc, 0xff, 0xff, b'a'],
+        // Trailing bytes after a well-formed value.
+        [&[0u8, 1, 8, 0][..], &5u64.to_le_bytes(), &[1, 2, 3]].concat(),
+        // An unknown type code, with a value and as NULL.
+        vec![0, 1, 0x99, 0, 1, 2, 3, 4],
+        vec![1, 1, 0x99, 0],
+        // A new-params-bound flag other than 1: types follow all the same.
+        [&[0u8, 2, 8, 0][..], &6u64.to_le_bytes()].concat(),
+        vec![1, 0xff, 0xff, 0xff],
+    ];
+    // A fresh session per direction: the server forgets nothing between executes either.
+    let freshet = executes(&proxy.mysql.to_string(), &bodies).await;
+    let server = executes(&upstream_addr(), &bodies).await;
+    for (i, (f, s)) in freshet.iter().zip(&server).enumerate() {
+        assert_eq!(f, s, "execute {i}: freshet {:?}, server {:?}", String::from_utf8_lossy(&f[0]), String::from_utf8_lossy(&s[0]));
+    }
+    still_serving(&proxy).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_proxied_queries_shows_no_literal_of_any_statement() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let mut conn = through(&proxy).await;
+    let statements = [
+        "GRANT SELECT ON freshet_test.hx TO 'nobody_hx'@'%' IDENTIFIED BY 'sekrit_one'",
+        "/*!40101 SET PASSWORD FOR 'nobody_hx'@'%' = PASSWORD('sekrit_two') */",
+        "SELECT 'sekrit_three' AS x, 42424242 FROM hx WHERE id = 1",
+        "CREATE USER IF NOT EXISTS 'nobody_hx'@'%' IDENTIFIED BY 'sekrit_four'",
+        "SELECT id FROM hx WHERE name = 'sekrit_five' /*!99999 AND name = 'sekrit_six' */",
+        "SET @x = 'sekrit_seven'",
+        "SELECT (SELECT 'sekrit_eight') FROM hx WHERE id = 2",
+        "SELECT id FROM hx WHERE id = 0x5345 OR name = X'736b' OR name = _utf8mb4'sekrit_nine' OR name = N'sekrit_ten'",
+    ];
+    for sql in statements {
+        // Most of them fail on the server (no such privilege, no such user): relayed anyway.
+        let _ = conn.query_drop(sql).await;
+    }
+    let rows: Vec<mysql_async::Row> = conn.query("SHOW PROXIED QUERIES LIMIT 100").await.unwrap();
+    let shown: Vec<String> = rows.iter().map(|r| (0..r.len()).map(|i| r.get::<Option<String>, _>(i).flatten().unwrap_or_default()).collect::<Vec<_>>().join(" | ")).collect();
+    let all = shown.join("\n");
+    for secret in ["sekrit", "42424242", "5345", "736b"] {
+        assert!(!all.contains(secret), "{secret} shown:\n{all}");
+    }
+    assert!(all.contains("GRANT"), "statements are listed, without their literals:\n{all}");
+}
+
+/// A freshet binary with `config`, its MySQL port, and its pid.
+struct Spawned {
+    child: tokio::process::Child,
+    mysql: String,
+    _dir: TempDir,
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn spawn_freshet(extra: &str) -> Spawned {
+    let dir = std::env::temp_dir().join(format!("freshet-hostile-{}-{}", std::process::id(), free_port()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (mysql, admin) = (free_port(), free_port());
+    let toml = format!(
+        "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[listen]\nmysql = \"127.0.0.1:{mysql}\"\nadmin = \"127.0.0.1:{admin}\"\n[log]\nlevel = \"warn\"\n{}",
+        upstream_url(),
+        config(extra)
+    );
+    let path = dir.join("freshet.toml");
+    std::fs::write(&path, toml).unwrap();
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_freshet")).arg("--config").arg(&path).kill_on_drop(true).spawn().expect("freshet starts");
+    let mysql = format!("127.0.0.1:{mysql}");
+    let mut up = false;
+    for _ in 0..250 {
+        if tokio::net::TcpStream::connect(&mysql).await.is_ok() {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(40)).await;
+    }
+    assert!(up, "freshet listens on {mysql}");
+    Spawned { child, mysql, _dir: TempDir(dir) }
+}
+
+/// Peak resident memory of a process, in bytes (VmHWM).
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc/<pid>/status");
+    let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
+
+const BUDGET: u64 = 64 << 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_statements_cost_bounded_memory_and_get_the_servers_answer() {
+    hx_table().await;
+    let freshet = spawn_freshet("").await;
+    let pid = freshet.child.id().expect("running");
+    let addr = freshet.mysql.clone();
+    // Warm up: a cached read, so the engine's steady state is in the baseline.
+    let mut warm = raw(&addr).await;
+    for _ in 0..5 {
+        warm.query("SELECT id, name FROM hx WHERE id = 3").await;
+    }
+    let baseline = peak_rss(pid);
+    // 1 MiB of `1,` in a select list, from a table that does not exist.
+    let ones = format!("SELECT {}1 FROM nosuchtable", "1,".repeat(512 * 1024));
+    let server = gist(&raw(&upstream_addr()).await.query(&ones).await);
+    assert_eq!(gist(&raw(&addr).await.query(&ones).await), server);
+    // Forty distinct long shapes: the verdicts must not keep them all.
+    for i in 0..40 {
+        let sql = format!("SELECT {}{i} FROM hx WHERE id = 1", "id + ".repeat(100_000));
+        let mut c = raw(&addr).await;
+        c.query(&sql).await;
+    }
+    // A million-value IN list (about 7 MB) and 100,000 nested parentheses.
+    let list: Vec<String> = (1..=1_000_000).map(|i: u32| i.to_string()).collect();
+    let in_list = format!("SELECT id, name FROM hx WHERE id IN ({})", list.join(","));
+    drop(list);
+    let server = gist(&raw(&upstream_addr()).await.query(&in_list).await);
+    assert_eq!(gist(&raw(&addr).await.query(&in_list).await), server);
+    drop(in_list);
+    let parens = format!("SELECT id FROM hx WHERE id = {}1{}", "(".repeat(100_000), ")".repeat(100_000));
+    let server = gist(&raw(&upstream_addr()).await.query(&parens).await);
+    assert_eq!(gist(&raw(&addr).await.query(&parens).await), server);
+    let grown = peak_rss(pid).saturating_sub(baseline);
+    eprintln!("peak RSS of freshet grew by {} KiB", grown >> 10);
+    assert!(grown < BUDGET, "peak RSS grew by {} MiB", grown >> 20);
+    let mut other = raw(&addr).await;
+    let direct_answer = raw(&upstream_addr()).await.query("SELECT id, name FROM hx WHERE id = 3").await;
+    assert_eq!(other.query("SELECT id, name FROM hx WHERE id = 3").await, direct_answer);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_64_mib_statement_costs_bounded_memory_and_gets_the_servers_answer() {
+    hx_table().await;
+    let freshet = spawn_freshet("").await;
+    let pid = freshet.child.id().expect("running");
+    let addr = freshet.mysql.clone();
+    raw(&addr).await.query("SELECT 1").await;
+    let baseline = peak_rss(pid);
+    // Exactly `[limits] max_packet` (64 MiB) with the command byte; the server allows more.
+    // Its answer is small: what is measured is the statement's cost, not a 64 MiB row's.
+    let sql = format!("SELECT LENGTH('{}')", "x".repeat((64 << 20) - 1 - "SELECT LENGTH('')".len()));
+    let mut cmd = vec![0x03];
+    cmd.extend_from_slice(sql.as_bytes());
+    drop(sql);
+    let reply = |mut c: RawClient, cmd: Vec<u8>| async move {
+        c.send(&cmd).await;
+        gist(&c.read_results().await)
+    };
+    let server = reply(raw(&upstream_addr()).await, cmd.clone()).await;
+    let through = reply(raw(&addr).await, cmd).await;
+    assert_eq!(through, server);
+    let grown = peak_rss(pid).saturating_sub(baseline);
+    eprintln!("peak RSS of freshet grew by {} KiB", grown >> 10);
+    assert!(grown < BUDGET, "peak RSS grew by {} MiB", grown >> 20);
+    let mut other = raw(&addr).await;
+    assert_eq!(other.query("SELECT id, name FROM hx WHERE id = 3").await, raw(&upstream_addr()).await.query("SELECT id, name FROM hx WHERE id = 3").await);
+}
