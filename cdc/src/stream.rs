@@ -101,7 +101,9 @@ impl StreamConfig {
     }
 }
 
-/// A DDL statement's effect on one table of the tracked database.
+/// A DDL statement's effect on one table of the tracked database; or, with
+/// [`DdlKind::Privileges`] and an empty `table`, a statement that may have changed the
+/// server's accounts or privileges.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchemaChange {
     /// End of the DDL event (between the batches before and after it).
@@ -407,7 +409,13 @@ impl BinlogStream {
                 let ours = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).map(|t| t.database_name() == self.cfg.database.as_str());
                 match ours {
                     None => return Err(CdcError::Protocol(format!("rows event for unknown table id {table_id}"))),
-                    Some(false) => {}
+                    Some(false) => {
+                        // A row of the privilege tables (a plain write to `mysql.*`).
+                        let privileges = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).is_some_and(|t| t.database_name() == "mysql");
+                        if privileges {
+                            self.privileges_changed(BinlogPos::new(self.file.clone(), log_pos).position()?);
+                        }
+                    }
                     Some(true) => {
                         let tme = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).cloned();
                         if let Some(tme) = tme {
@@ -518,6 +526,9 @@ impl BinlogStream {
             }
             self.tables.clear();
         }
+        if crate::ddl::privileges_may_change(sql, default_db) {
+            self.privileges_changed(position);
+        }
         for t in parse_ddl(sql) {
             let db = t.database.clone().unwrap_or_else(|| default_db.to_string());
             if db != self.cfg.database {
@@ -529,6 +540,12 @@ impl BinlogStream {
             self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: t.table, kind: t.kind, schema, info }));
         }
         Ok(())
+    }
+
+    /// Tells the consumer that the server's privileges may have changed (a
+    /// [`DdlKind::Privileges`] change with no table).
+    fn privileges_changed(&mut self, position: Position) {
+        self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: String::new(), kind: DdlKind::Privileges, schema: None, info: None }));
     }
 
     /// XA transactions: their rows are logged at XA PREPARE and take effect at a later

@@ -117,15 +117,23 @@ impl Loader<'_> {
 
     pub(super) fn consistency(&mut self, root: &Table) -> Consistency {
         let t = self.section(root, "consistency");
-        self.unknown_keys_in(t, "consistency", &["max_lag"]);
-        Consistency { max_lag: self.value(t, "consistency", "max_lag", duration).unwrap_or(Duration::from_secs(5)) }
+        self.unknown_keys_in(t, "consistency", &["max_lag", "max_privilege_age"]);
+        Consistency {
+            max_lag: self.value(t, "consistency", "max_lag", duration).unwrap_or(Duration::from_secs(5)),
+            max_privilege_age: self.value(t, "consistency", "max_privilege_age", duration).unwrap_or(Duration::from_secs(60)),
+        }
     }
 
     pub(super) fn admin(&mut self, root: &Table) -> Admin {
         let t = self.section(root, "admin");
         self.unknown_keys_in(t, "admin", &["users"]);
         let users = self.string_list(t, "admin", "users", |user| {
-            if user.is_empty() { Err("a user name cannot be empty".to_string()) } else { Ok(()) }
+            match user.split_once('@') {
+                _ if user.is_empty() => Err("a user name cannot be empty".to_string()),
+                Some(("", _)) => Err("an anonymous account (empty user name) is never an admin".to_string()),
+                Some((_, "")) => Err("write user@host, or the user name alone for any host".to_string()),
+                _ => Ok(()),
+            }
         });
         Admin { users: users.unwrap_or_else(|| vec!["root".to_string()]) }
     }
@@ -231,7 +239,7 @@ mod tests {
         let c = load(URL, &[]).unwrap();
         assert_eq!(c.memory, Memory { limit: ByteSize::mib(256) });
         assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1) });
-        assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5) });
+        assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5), max_privilege_age: Duration::from_secs(60) });
         assert_eq!(c.admin, Admin { users: vec!["root".to_string()] });
         assert_eq!(c.cache_policy, CachePolicy { strict: true });
         assert_eq!(c.binlog, Binlog { server_id: 0 });

@@ -35,6 +35,8 @@ pub(super) enum Control {
     Create { spec: CacheSpec, reply: oneshot::Sender<Result<Arc<Cache>, String>> },
     Drop { view: ViewId, reply: oneshot::Sender<()> },
     Explain { sql: String, view: Option<ViewId>, reply: oneshot::Sender<Result<Vec<(String, String)>, String>> },
+    /// A write bypassed the binlog: evict everything (a new epoch).
+    EvictAll { reply: oneshot::Sender<()> },
 }
 
 type Events = mpsc::Receiver<Result<StreamEvent, CdcError>>;
@@ -75,6 +77,7 @@ impl Writer {
                         self.engine.counters.batches.inc();
                         self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
                     }
+                    Some(Ok(StreamEvent::Schema(change))) if change.kind == DdlKind::Privileges => self.engine.access.forget_all(),
                     Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
                     Some(Err(CdcError::Untrusted(why))) => {
                         info!(reason = %why, "a transaction could not be followed; evicting every cache");
@@ -258,6 +261,10 @@ impl Writer {
                 if !shared {
                     self.dataflow.drop_view(view);
                 }
+                let _ = reply.send(());
+            }
+            Control::EvictAll { reply } => {
+                self.new_epoch();
                 let _ = reply.send(());
             }
             Control::Explain { sql, view, reply } => {

@@ -28,7 +28,7 @@ use crate::tls::{MaybeTls, Rewind};
 use crate::upstream::{ConnectError, UpstreamStream};
 
 use super::sha2_bridge::{self, BridgeError, BridgeKey};
-use super::cached::SessionState;
+use super::state::SessionState;
 use super::{ClientStream, Session, SessionError, Shared};
 
 /// How long a client may take to complete the handshake and authentication (MySQL's own
@@ -62,6 +62,10 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             upstream_idle: true,
             auth: established.auth,
             state: established.state,
+            identity: None,
+            memo: Default::default(),
+            learning: None,
+            unlogged_write: false,
             relayed: None,
             capture: None,
         }),
@@ -199,7 +203,7 @@ async fn authenticate(
         bridge: (use_tls && client_plain).then_some(&shared.sha2_key),
     };
     let status = relay_auth(client, &mut upstream, relay).await?;
-    let state = SessionState::new(response.user.clone(), response.database.clone(), response.collation);
+    let state = SessionState::new(response.user.clone());
     Ok((upstream, caps, status, auth, state))
 }
 

@@ -20,7 +20,9 @@ mod admin;
 mod cached;
 mod command;
 mod connect;
+mod probe;
 mod sha2_bridge;
+mod state;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -81,8 +83,17 @@ pub struct Session {
     upstream_idle: bool,
     /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
     auth: connect::AuthState,
-    /// User, database, character set and settings, for the hit path's checks.
-    state: cached::SessionState,
+    /// What the session's own statements say about it (unfollowed, stale, unlogged).
+    state: state::SessionState,
+    /// Who the server says the session is, and its database and settings (the probe's
+    /// answer); None until asked, and again after anything that may change it.
+    identity: Option<crate::cache::route::Identity>,
+    /// What this session's account may read, as far as this session has asked.
+    memo: crate::cache::access::Memo,
+    /// The relayed read in progress teaches the account's right to a cache.
+    learning: Option<crate::cache::access::Learning>,
+    /// The command in progress may write while binlogging is off: evict after it.
+    unlogged_write: bool,
     /// The verdict entry of the relayed query in progress, to count it when it ends.
     relayed: cached::Relayed,
     /// Column definitions being captured from the reply in progress.
