@@ -10,7 +10,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use freshet_proxy::cache::Engine;
+use freshet_proxy::cache::{ColumnsKey, Engine, RelayReason};
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Value};
 
@@ -98,6 +98,10 @@ fn engine(proxy: &Proxy) -> std::sync::Arc<Engine> {
     proxy.engine.get().expect("the cache engine started").clone()
 }
 
+fn relayed(proxy: &Proxy, reason: RelayReason) -> u64 {
+    engine(proxy).counters.relayed[reason.index()].get()
+}
+
 fn hits(proxy: &Proxy) -> u64 {
     engine(proxy).by_name("secrets").expect("cache exists").stats().hits
 }
@@ -148,6 +152,7 @@ async fn every_kind_of_grant_gets_the_servers_answer() {
         warm(&proxy, &format!("SELECT id, owner, secret FROM tr_grants WHERE id = {id}")).await;
     }
     let stmt = "SELECT id, owner, secret FROM tr_grants WHERE id = ?";
+    let denied_before = relayed(&proxy, RelayReason::Denied);
     for who in ["tr_none", "tr_cols", "tr_view", "tr_full"] {
         let (mut d, mut t) = pair(&proxy, who, Some(DB)).await;
         for sql in [
@@ -161,6 +166,12 @@ async fn every_kind_of_grant_gets_the_servers_answer() {
         }
         for id in [1, 2, 15] {
             same_prepared(&mut d, &mut t, stmt, id, who).await;
+        }
+        if who == "tr_none" {
+            // Counted, and SHOW PROXIED QUERIES says why the shape was relayed.
+            assert!(relayed(&proxy, RelayReason::Denied) > denied_before);
+            let shapes: Vec<(String, u64, String, String, String)> = through(&proxy).await.query("SHOW PROXIED QUERIES LIMIT 100").await.unwrap();
+            assert!(shapes.iter().any(|s| s.0.contains("tr_grants") && s.4.contains("last relayed for: denied")), "{shapes:?}");
         }
     }
     // The user with the table grant is served from the cache once freshet has learned it may.
@@ -205,6 +216,7 @@ async fn a_revoke_while_connected_is_obeyed() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(denied, "freshet still answers after the REVOKE reached it");
+    assert!(engine(&proxy).access.resets.get() >= 1, "the REVOKE was seen in the binlog");
     same_text(&mut d, &mut t, sql, "after the revoke").await;
     same_text(&mut d, &mut t, "SELECT id, owner, secret FROM tr_revoke WHERE id IN (1, 2)", "after the revoke").await;
     let want = d.exec::<mysql_async::Row, _, _>(&prepared_direct, (1,)).await.map_err(server_error).map(|_| ());
@@ -240,6 +252,22 @@ async fn the_database_is_the_servers_and_decoys_poison_nothing() {
         assert_eq!(t.query_drop(format!("USE `{db}`")).await.map_err(server_error), want);
         same_text(&mut d, &mut t, sql, db).await;
     }
+    // Captured definitions that are not the cache's own are refused, whoever sends them.
+    let e = engine(&proxy);
+    let cache = e.by_name("secrets").unwrap().id;
+    let key = |fingerprint| ColumnsKey { cache, fingerprint, charset: 1, binary: false, extended: false };
+    let defs = |schema: &str, table: &str, secret: &str| -> Vec<bytes::Bytes> {
+        ["id", "owner", secret].iter().map(|c| column_def(schema, table, c)).collect()
+    };
+    let refused = e.counters.captures_refused.get();
+    e.store_columns(key(1), defs("tr_decoy_db", "tr_decoy", "secret"));
+    e.store_columns(key(2), defs(DB, "tr_other_table", "secret"));
+    e.store_columns(key(3), defs(DB, "tr_decoy", "no_such_column"));
+    e.store_columns(key(4), defs(DB, "tr_decoy", "secret")[..2].to_vec());
+    assert!((1..=4).all(|f| e.columns(&key(f)).is_none()), "bad captures are not kept");
+    assert_eq!(e.counters.captures_refused.get(), refused + 4);
+    e.store_columns(key(5), defs(DB, "tr_decoy", "secret"));
+    assert!(e.columns(&key(5)).is_some(), "the cache's own definitions are kept");
     // Everyone else still gets the real table's definitions and rows.
     let mut d = direct().await;
     let mut t = through(&proxy).await;
@@ -334,6 +362,7 @@ async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
         same_prepared(&mut d, &mut other, "SELECT id, owner, secret FROM tr_unlogged WHERE id = ?", 5, setting).await;
         let secret: Option<String> = d.query_first("SELECT secret FROM tr_unlogged WHERE id = 5").await.unwrap();
         assert_eq!(secret, Some(format!("changed {n}")));
+        assert_eq!(engine(&proxy).counters.unlogged_writes.get(), n as u64 + 1, "one unlogged write counted");
         assert!(want.is_ok());
     }
 }
@@ -376,4 +405,21 @@ async fn admin_rights_come_from_the_servers_identity() {
     assert_eq!(anonymous.0.as_deref(), Some("@127.0.0.1"), "the login is the anonymous account");
     assert!(!anonymous.1 && !anonymous.2, "the anonymous account is no admin");
     assert!(engine(&proxy).by_name("secrets").is_some());
+}
+
+/// A column definition packet (protocol 4.1) of a VARCHAR column `name` of `schema.table`.
+fn column_def(schema: &str, table: &str, name: &str) -> bytes::Bytes {
+    let mut p = Vec::new();
+    for field in ["def", schema, table, table, name, name] {
+        p.push(field.len() as u8);
+        p.extend_from_slice(field.as_bytes());
+    }
+    p.push(0x0c);
+    p.extend_from_slice(&45u16.to_le_bytes());
+    p.extend_from_slice(&200u32.to_le_bytes());
+    p.push(253);
+    p.extend_from_slice(&0u16.to_le_bytes());
+    p.push(0);
+    p.extend_from_slice(&[0, 0]);
+    p.into()
 }

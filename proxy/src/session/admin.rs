@@ -16,7 +16,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::admin_sql::{self, AdminStatement};
-use crate::cache::Engine;
+use crate::cache::{Engine, RelayReason};
 use crate::matching::Verdict;
 use crate::protocol::response::{ErrPacket, ok_packet};
 use crate::protocol::synth::SynthResult;
@@ -153,6 +153,9 @@ impl Session {
                     ("fills_started", e.counters.fills_started.get().to_string()),
                     ("fills_failed", e.counters.fills_failed.get().to_string()),
                     ("query_shapes_known", e.verdicts.len().to_string()),
+                    ("privilege_resets", e.access.resets.get().to_string()),
+                    ("unlogged_writes", e.counters.unlogged_writes.get().to_string()),
+                    ("column_captures_refused", e.counters.captures_refused.get().to_string()),
                 ]);
             }
         }
@@ -208,7 +211,8 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
                 Verdict::Relay { reason } => (if reason.starts_with("cacheable") { "yes" } else { "no" }, reason.to_string()),
                 Verdict::Cache { id, .. } => {
                     let name = engine.by_id(*id).map(|c| c.name.clone()).unwrap_or_default();
-                    ("yes", format!("matches cache {name}; relayed while capturing columns, filling, lagging or in a transaction (see freshet_proxy_relayed_reads_total)"))
+                    let last = entry.last_relay().and_then(|i| RelayReason::ALL.get(usize::from(i))).map_or("none yet", |r| r.label());
+                    ("yes", format!("matches cache {name}; last relayed for: {last} (all reasons: freshet_proxy_relayed_reads_total)"))
                 }
             };
             rows.push(vec![

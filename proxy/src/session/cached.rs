@@ -155,6 +155,9 @@ impl Session {
             Err(relay) => relay,
         };
         engine.counters.relayed(relay.reason);
+        if let Some(entry) = &entry {
+            entry.note_relay(u8::try_from(relay.reason.index()).unwrap_or(u8::MAX));
+        }
         self.relayed = entry.map(|e| (e, started));
         Ok(Routed::Relay { capture: relay.capture })
     }
