@@ -423,3 +423,41 @@ fn column_def(schema: &str, table: &str, name: &str) -> bytes::Bytes {
     p.extend_from_slice(&[0, 0]);
     p.into()
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_user_and_reset_connection_follow_the_server() {
+    secrets("tr_change").await;
+    user("tr_reader", &["SELECT ON freshet_test.tr_change"]).await;
+    user("tr_stranger", &["SELECT ON freshet_test.tr_other"]).await;
+    direct().await.query_drop("CREATE TABLE IF NOT EXISTS tr_other (id INT PRIMARY KEY)").await.unwrap();
+    let proxy = start_proxy(&config("tr_change", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_change WHERE id = 7";
+    let stmt = "SELECT id, owner, secret FROM tr_change WHERE id = ?";
+    warm(&proxy, sql).await;
+    let to = |u: &str| mysql_async::ChangeUserOpts::default().with_user(Some(u.into())).with_pass(Some("pw".into())).with_db_name(Some(DB.into()));
+    let (mut d, mut t) = pair(&proxy, "tr_reader", Some(DB)).await;
+    same_text(&mut d, &mut t, sql, "tr_reader").await;
+    // To an account that may not read the table, and back.
+    for c in [&mut d, &mut t] {
+        c.change_user(to("tr_stranger")).await.unwrap();
+    }
+    same_text(&mut d, &mut t, sql, "after CHANGE_USER to tr_stranger").await;
+    same_prepared(&mut d, &mut t, stmt, 7, "after CHANGE_USER to tr_stranger").await;
+    for c in [&mut d, &mut t] {
+        c.change_user(to("tr_reader")).await.unwrap();
+    }
+    same_text(&mut d, &mut t, sql, "after CHANGE_USER back").await;
+    // An unfollowable statement relays the session's cached reads; COM_RESET_CONNECTION
+    // brings them back (and the server's answer is the same throughout).
+    for c in [&mut d, &mut t] {
+        c.query_drop("/*!40101 SET sql_select_limit = 0 */").await.unwrap();
+    }
+    let before = hits(&proxy);
+    same_text(&mut d, &mut t, sql, "unfollowed").await;
+    assert_eq!(hits(&proxy), before, "an unfollowed session is not answered from the cache");
+    for c in [&mut d, &mut t] {
+        c.reset().await.unwrap();
+    }
+    same_text(&mut d, &mut t, sql, "after COM_RESET_CONNECTION").await;
+    assert!(hits(&proxy) > before, "a reset session is answered from the cache again");
+}
