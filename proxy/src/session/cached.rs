@@ -43,6 +43,13 @@ impl std::fmt::Debug for PreparedRoute {
     }
 }
 
+/// Whether an answer was written.
+enum Written {
+    Sent,
+    /// A value cannot be encoded exactly as the server would: nothing was written.
+    Unencodable,
+}
+
 /// What routing decided for a command.
 pub enum Routed {
     /// Answered from a view; nothing to relay.
@@ -143,14 +150,14 @@ impl Session {
     ) -> Result<Routed, SessionError> {
         let relay = match routed {
             Ok((cache, answer, key)) => match self.write_answer(&cache, &answer, key.binary, last_seq).await? {
-                Ok(()) => {
+                Written::Sent => {
                     let elapsed = started.elapsed();
                     cache.hit_latency.record(elapsed);
                     cache.hit_histogram.observe(elapsed);
                     engine.counters.hits.inc();
                     return Ok(Routed::Answered);
                 }
-                Err(()) => Relay::from(RelayReason::Unencodable),
+                Written::Unencodable => Relay::from(RelayReason::Unencodable),
             },
             Err(relay) => relay,
         };
@@ -162,16 +169,16 @@ impl Session {
         Ok(Routed::Relay { capture: relay.capture })
     }
 
-    /// Writes the answer's packets; Err(()) (nothing written) if a value cannot be encoded
-    /// exactly as the server would.
-    async fn write_answer(&mut self, cache: &Cache, answer: &Answer, binary: bool, last_seq: u8) -> Result<Result<(), ()>, SessionError> {
+    /// Writes the answer's packets, or nothing if a value cannot be encoded exactly as the
+    /// server would.
+    async fn write_answer(&mut self, cache: &Cache, answer: &Answer, binary: bool, last_seq: u8) -> Result<Written, SessionError> {
         let columns = &answer.columns;
         let (encoded, ends) = match encode_rows(columns, &answer.rows, binary) {
             Ok(rows) => rows,
             Err(why) => {
                 tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
                 columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
-                return Ok(Err(()));
+                return Ok(Written::Unencodable);
             }
         };
         let mut seq = last_seq.wrapping_add(1);
@@ -194,7 +201,7 @@ impl Session {
         let end = if deprecate_eof { ok_eof(status) } else { eof(status) };
         self.client.queue_packet(seq, &end);
         self.flush_client().await?;
-        Ok(Ok(()))
+        Ok(Written::Sent)
     }
 
     /// At COM_STMT_PREPARE: the route of a statement whose text is a cached query's shape.
