@@ -187,7 +187,7 @@ pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
 pub fn interpret(verdict: &Verdict) -> Result<(CacheId, &ParamMap), RelayReason> {
     match verdict {
         Verdict::Cache { id, params } => Ok((*id, params)),
-        Verdict::Relay { reason } if reason.starts_with("cacheable") => Err(RelayReason::NoCache),
+        v if super::matcher::is_no_cache(v) => Err(RelayReason::NoCache),
         Verdict::Relay { .. } => Err(RelayReason::NotCacheable),
     }
 }

@@ -208,7 +208,7 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
         let n = usize::try_from(limit).unwrap_or(usize::MAX);
         for entry in engine.verdicts.top(n).into_iter().filter(|e| e.count() > 0) {
             let (cacheable, reason) = match &entry.verdict {
-                Verdict::Relay { reason } => (if reason.starts_with("cacheable") { "yes" } else { "no" }, reason.to_string()),
+                Verdict::Relay { reason } => (if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" }, reason.to_string()),
                 Verdict::Cache { id, .. } => {
                     let name = engine.by_id(*id).map(|c| c.name.clone()).unwrap_or_default();
                     let last = entry.last_relay().and_then(|i| RelayReason::ALL.get(usize::from(i))).map_or("none yet", |r| r.label());
