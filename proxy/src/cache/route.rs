@@ -192,6 +192,12 @@ pub fn interpret(verdict: &Verdict) -> Result<(CacheId, &ParamMap), RelayReason>
     }
 }
 
+/// The binding of a query's literals to the parameters of `cache`'s view.
+pub fn bind(cache: &Cache, query: &Query<'_>, map: &ParamMap) -> Result<Binding, RelayReason> {
+    let live = cache.live().map_err(|_| RelayReason::Unavailable)?;
+    Binding::new(query, map, live.reader.query())
+}
+
 /// Rows to send and the column definitions to send them under.
 pub struct Answer {
     pub columns: Arc<Columns>,

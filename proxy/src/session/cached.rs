@@ -84,15 +84,12 @@ impl Session {
         };
         let routed = match self.pass_gate(&engine, id, started).await? {
             Err(reason) => Err(self.relay_gated(&engine, reason, id, query.fingerprint.hash, false)),
-            Ok(cache) => match cache.live() {
-                Err(_) => Err(RelayReason::Unavailable.into()),
-                Ok(live) => match Binding::new(&query, map, live.reader.query()) {
-                    Err(reason) => Err(reason.into()),
-                    Ok(binding) => {
-                        let key = self.columns_key(&cache, query.fingerprint.hash, false);
-                        route::answer(&engine, &cache, &binding, &[], key).await.map(|a| (cache, a, key))
-                    }
-                },
+            Ok(cache) => match route::bind(&cache, &query, map) {
+                Err(reason) => Err(reason.into()),
+                Ok(binding) => {
+                    let key = self.columns_key(&cache, query.fingerprint.hash, false);
+                    route::answer(&engine, &cache, &binding, &[], key).await.map(|a| (cache, a, key))
+                }
             },
         };
         self.finish_route(&engine, routed, Some(entry), started, last_seq).await
@@ -217,8 +214,7 @@ impl Session {
             return None;
         };
         let cache = engine.by_id(id)?;
-        let live = cache.live().ok()?;
-        let binding = Binding::new(&query, params, live.reader.query()).ok()?;
+        let binding = route::bind(&cache, &query, params).ok()?;
         Some(PreparedRoute { cache, binding, fingerprint: query.fingerprint.hash, types: Vec::new(), long_data: false })
     }
 
