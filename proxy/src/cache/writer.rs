@@ -228,6 +228,8 @@ impl Writer {
                         // so no fill older than the gap can be installed.
                         self.dataflow.set_applied(start);
                         self.new_epoch();
+                        // The gap may have hidden a GRANT or REVOKE.
+                        self.engine.access.forget_all();
                         self.publish_catalog(None);
                         let (events, lag) = stream.spawn(EVENT_QUEUE);
                         *self.engine.lag.write().unwrap_or_else(|e| e.into_inner()) = lag;
