@@ -22,6 +22,11 @@ pub enum DdlKind {
     Truncate,
     /// The table's database was dropped.
     DatabaseDropped,
+    /// Not a table of the tracked database: the server's accounts or privileges may have
+    /// changed (GRANT, REVOKE, CREATE/DROP/RENAME/ALTER USER or ROLE, SET PASSWORD, SET
+    /// DEFAULT ROLE, FLUSH PRIVILEGES, a write to the `mysql` schema). The change's `table`
+    /// is empty. Consumers that remember what an account may read forget it.
+    Privileges,
 }
 
 /// One table a DDL statement touched: (database if qualified, table, kind).
@@ -154,6 +159,34 @@ impl Cursor {
     }
 }
 
+/// True if a binlogged statement may change accounts or privileges (see
+/// [`DdlKind::Privileges`]); `default_db` is the statement's default database. Errs towards
+/// true: a false alarm costs a re-check by the server, a miss would keep stale rights.
+pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
+    let toks = tokens(sql);
+    let word = |i: usize| match toks.get(i) {
+        Some(Tok::Word(w)) => w.to_ascii_uppercase(),
+        _ => String::new(),
+    };
+    let (first, second) = (word(0), word(1));
+    let account = |w: &str| matches!(w, "USER" | "ROLE");
+    match first.as_str() {
+        "GRANT" | "REVOKE" => return true,
+        "CREATE" | "DROP" | "ALTER" | "RENAME" if account(&second) => return true,
+        // CREATE OR REPLACE USER / ROLE.
+        "CREATE" if second == "OR" && account(&word(3)) => return true,
+        "SET" if second == "PASSWORD" || (second == "DEFAULT" && word(2) == "ROLE") => return true,
+        "FLUSH" if toks.iter().any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("privileges"))) => return true,
+        _ => {}
+    }
+    // A write to the privilege tables themselves: the `mysql` schema named anywhere, or as
+    // the default database of a data-changing statement.
+    let writes = matches!(first.as_str(), "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "LOAD" | "TRUNCATE" | "ALTER" | "DROP" | "CREATE" | "RENAME");
+    writes
+        && (default_db.eq_ignore_ascii_case("mysql")
+            || toks.windows(2).any(|w| matches!(w, [Tok::Word(d) | Tok::Quoted(d), Tok::Dot] if d.eq_ignore_ascii_case("mysql"))))
+}
+
 /// The tables a statement changes, or empty if it is not table DDL.
 pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
     let mut c = Cursor { toks: tokens(sql), at: 0 };
@@ -269,6 +302,31 @@ mod tests {
 
     fn t(db: Option<&str>, table: &str, kind: DdlKind) -> DdlTarget {
         DdlTarget { database: db.map(str::to_string), table: table.into(), kind }
+    }
+
+    #[test]
+    fn privilege_statements_are_recognised() {
+        for sql in [
+            "GRANT SELECT ON db.t TO 'a'@'%'",
+            "revoke all on *.* from a",
+            "CREATE USER 'x'@'h' IDENTIFIED BY 'p'",
+            "CREATE OR REPLACE ROLE r",
+            "DROP USER x",
+            "RENAME USER a TO b",
+            "ALTER USER a ACCOUNT LOCK",
+            "SET PASSWORD FOR a = PASSWORD('x')",
+            "SET DEFAULT ROLE r FOR a",
+            "FLUSH PRIVILEGES",
+            "/*!40000 GRANT SELECT ON t TO a */",
+            "UPDATE mysql.global_priv SET priv = '{}'",
+            "INSERT INTO `mysql`.`tables_priv` VALUES ()",
+        ] {
+            assert!(privileges_may_change(sql, "app"), "{sql}");
+        }
+        assert!(privileges_may_change("DELETE FROM tables_priv", "mysql"));
+        for sql in ["UPDATE t SET a = 1", "CREATE TABLE users (id INT)", "SELECT * FROM mysql.user", "FLUSH TABLES", "SET NAMES utf8"] {
+            assert!(!privileges_may_change(sql, "app"), "{sql}");
+        }
     }
 
     #[test]

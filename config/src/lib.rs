@@ -204,15 +204,24 @@ pub struct Consistency {
     /// cached reads are relayed to the upstream until the lag is back under it. 0 relays
     /// whenever any lag is measured. Default 5s.
     pub max_lag: Duration,
+    /// How long freshet trusts what it learned about an account's right to read a cache (by
+    /// relaying that account's first read of it) before asking the server again. Privilege
+    /// changes seen in the binlog (GRANT, REVOKE, ... ) forget everything at once; this age is
+    /// the safety net for changes the binlog does not show (e.g. an expired password, a
+    /// server restarted with other grant tables). Default 60s.
+    pub max_privilege_age: Duration,
 }
 
 /// `[admin]`: freshet's admin SQL (SHOW CACHES, CREATE CACHE, ...) on the MySQL listener.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Admin {
-    /// The MySQL user names (without host) allowed to run it; the upstream has authenticated
-    /// them when they logged in. Empty: nobody. Default `["root"]`, who can already do
-    /// anything on the upstream. In the environment (`FRESHET_ADMIN_USERS`) a comma-separated
-    /// list, e.g. `root,ops`; an empty value is the empty list.
+    /// The accounts allowed to run it, as the server identifies a session (`CURRENT_USER()`,
+    /// asked on the session's own connection): `user@host` exactly as the server stores the
+    /// account (`ops@10.1.2.3`, `ops@%`), or a bare `user` for that user name at any host.
+    /// An anonymous account is never an admin, whatever name the client gave. Empty: nobody.
+    /// Default `["root"]`, who can already do anything on the upstream. In the environment
+    /// (`FRESHET_ADMIN_USERS`) a comma-separated list, e.g. `root,ops@10.1.2.3`; an empty
+    /// value is the empty list.
     pub users: Vec<String>,
 }
 

@@ -86,6 +86,9 @@ impl BinlogStream {
             }
             self.tables.clear();
         }
+        if crate::ddl::privileges_may_change(sql, default_db) {
+            self.privileges_changed(position);
+        }
         for t in parse_ddl(sql) {
             let db = t.database.clone().unwrap_or_else(|| default_db.to_string());
             if db != self.cfg.database {
@@ -97,6 +100,12 @@ impl BinlogStream {
             self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: t.table, kind: t.kind, schema, info }));
         }
         Ok(())
+    }
+
+    /// Tells the consumer that the server's privileges may have changed (a
+    /// [`DdlKind::Privileges`] change with no table).
+    pub(super) fn privileges_changed(&mut self, position: Position) {
+        self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: String::new(), kind: DdlKind::Privileges, schema: None, info: None }));
     }
 
     /// XA transactions: their rows are logged at XA PREPARE and take effect at a later

@@ -110,7 +110,9 @@ impl StreamConfig {
     }
 }
 
-/// A DDL statement's effect on one table of the tracked database.
+/// A DDL statement's effect on one table of the tracked database; or, with
+/// [`DdlKind::Privileges`] and an empty `table`, a statement that may have changed the
+/// server's accounts or privileges.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchemaChange {
     /// End of the DDL event (between the batches before and after it).
@@ -466,7 +468,13 @@ impl BinlogStream {
                 let ours = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).map(|t| t.database_name() == self.cfg.database.as_str());
                 match ours {
                     None => return Err(CdcError::Protocol(format!("rows event for unknown table id {table_id}"))),
-                    Some(false) => {}
+                    Some(false) => {
+                        // A row of the privilege tables (a plain write to `mysql.*`).
+                        let privileges = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).is_some_and(|t| t.database_name() == "mysql");
+                        if privileges {
+                            self.privileges_changed(BinlogPos::new(self.file.clone(), log_pos).position()?);
+                        }
+                    }
                     Some(true) => {
                         let tme = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).cloned();
                         if let Some(tme) = tme {

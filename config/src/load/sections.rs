@@ -28,7 +28,7 @@ const KEYS: &[(&str, &[&str])] = &[
     ("memory", &["limit", "query_shapes"]),
     ("fill", &["timeout", "source"]),
     ("replica", &["path", "copy_batch_rows"]),
-    ("consistency", &["max_lag"]),
+    ("consistency", &["max_lag", "max_privilege_age"]),
     ("admin", &["users"]),
     ("caches", &["strict"]),
     ("binlog", &["server_id"]),
@@ -197,14 +197,22 @@ impl Loader<'_> {
     pub(super) fn consistency(&mut self, root: &Table) -> Consistency {
         let t = self.section(root, "consistency");
         self.unknown_keys_in(t, "consistency", keys("consistency"));
-        Consistency { max_lag: self.value(t, "consistency", "max_lag", duration).unwrap_or(Duration::from_secs(5)) }
+        Consistency {
+            max_lag: self.value(t, "consistency", "max_lag", duration).unwrap_or(Duration::from_secs(5)),
+            max_privilege_age: self.value(t, "consistency", "max_privilege_age", duration).unwrap_or(Duration::from_secs(60)),
+        }
     }
 
     pub(super) fn admin(&mut self, root: &Table) -> Admin {
         let t = self.section(root, "admin");
         self.unknown_keys_in(t, "admin", keys("admin"));
         let users = self.string_list(t, "admin", "users", |user| {
-            if user.is_empty() { Err("a user name cannot be empty".to_string()) } else { Ok(()) }
+            match user.split_once('@') {
+                _ if user.is_empty() => Err("a user name cannot be empty".to_string()),
+                Some(("", _)) => Err("an anonymous account (empty user name) is never an admin".to_string()),
+                Some((_, "")) => Err("write user@host, or the user name alone for any host".to_string()),
+                _ => Ok(()),
+            }
         });
         Admin { users: users.unwrap_or_else(|| vec!["root".to_string()]) }
     }
@@ -325,7 +333,7 @@ mod tests {
         assert_eq!(c.memory, Memory { limit: ByteSize::mib(256), query_shapes: ByteSize::mib(16) });
         assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1), source: FillSourceKind::Upstream });
         assert_eq!(c.replica, Replica { path: None, copy_batch_rows: 5_000 });
-        assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5) });
+        assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5), max_privilege_age: Duration::from_secs(60) });
         assert_eq!(c.admin, Admin { users: vec!["root".to_string()] });
         assert_eq!(c.cache_policy, CachePolicy { strict: true });
         assert_eq!(c.binlog, Binlog { server_id: 0 });

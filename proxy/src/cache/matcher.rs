@@ -139,7 +139,16 @@ pub fn verdict(query: &Query<'_>, caches: Candidates<'_>, catalog: &Catalog) -> 
             return Verdict::Cache { id: *id, params };
         }
     }
-    Verdict::relay("cacheable, but no cache matches it (CREATE CACHE FROM <the query> to cache it)")
+    Verdict::relay(NO_CACHE)
+}
+
+/// The reason of a verdict for a query freshet could cache but no cache matches.
+const NO_CACHE: &str = "cacheable, but no cache matches it (CREATE CACHE FROM <the query> to cache it)";
+
+/// True for the verdict of a cacheable query that no cache matches (as opposed to one that
+/// cannot be cached at all).
+pub fn is_no_cache(verdict: &Verdict) -> bool {
+    matches!(verdict, Verdict::Relay { reason } if **reason == *NO_CACHE)
 }
 
 /// Slot uses for a query whose slots are lists where `lists[i]`; `in_for_eq`: a query list

@@ -58,6 +58,12 @@ impl Engine {
         }
         family(out, "freshet_proxy_fill_waits_total", "counter", "Reads that waited for a fill.");
         sample(out, "freshet_proxy_fill_waits_total", &[], self.counters.fill_waits.get());
+        family(out, "freshet_proxy_unlogged_writes_total", "counter", "Writes of sessions with binlogging off, each followed by evicting every cache.");
+        sample(out, "freshet_proxy_unlogged_writes_total", &[], self.counters.unlogged_writes.get());
+        family(out, "freshet_proxy_privilege_resets_total", "counter", "Times the binlog showed that privileges may have changed (what accounts may read was forgotten).");
+        sample(out, "freshet_proxy_privilege_resets_total", &[], self.access.resets.get());
+        family(out, "freshet_proxy_column_captures_refused_total", "counter", "Captured column definitions not kept (not the cache's own tables and columns).");
+        sample(out, "freshet_proxy_column_captures_refused_total", &[], self.counters.captures_refused.get());
 
         let lag = self.lag_handle().get();
         let fresh = self.freshness();

@@ -21,11 +21,13 @@
 //! - column definitions are the upstream's own packets for that query shape and session
 //!   character set, captured from a relayed answer, never built by freshet.
 
+pub mod access;
 pub mod latency;
 pub mod matcher;
 mod metrics;
 pub mod params;
 pub mod replica;
+pub mod route;
 mod writer;
 
 use std::collections::HashMap;
@@ -46,6 +48,7 @@ use crate::encode::ColumnDef;
 use crate::encode::text::Column;
 use crate::matching::{self, Entry, Query, SqlMode, Verdict, VerdictTable};
 pub use crate::matching::CacheId;
+pub use self::route::RelayReason;
 use crate::metrics::{Counter, Histogram};
 
 use self::latency::LatencySketch;
@@ -56,67 +59,6 @@ pub const FRESHNESS_CHECK: Duration = Duration::from_millis(50);
 
 /// How many query shapes the verdict table remembers.
 const VERDICTS: usize = 10_000;
-
-/// Why a read that could have been cached went to the upstream. A bounded set: these are
-/// metric labels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum RelayReason {
-    /// The query cannot be cached (session-dependent, unsupported SQL, ...).
-    NotCacheable,
-    /// Cacheable, but no cache is configured for it.
-    NoCache,
-    /// Inside a transaction or with autocommit off.
-    InTransaction,
-    /// The session changed a setting that can change results (sql_mode, character set, ...)
-    /// or is in another database.
-    SessionState,
-    /// Replication lag over `[consistency] max_lag`, or the binlog stream is down.
-    Lag,
-    /// The fill did not arrive within `[fill] timeout`.
-    FillTimeout,
-    /// A value cannot be rendered exactly as the server would.
-    Unencodable,
-    /// A parameter cannot be used as a key (type, charset).
-    Parameter,
-    /// A constant differs from the cached query's.
-    Constant,
-    /// The first read of this shape: its answer is relayed to capture the column definitions.
-    Capture,
-    /// The cache's view is gone (DDL made it uncacheable) or was never built.
-    Unavailable,
-}
-
-impl RelayReason {
-    pub const ALL: [RelayReason; 11] = [
-        Self::NotCacheable,
-        Self::NoCache,
-        Self::InTransaction,
-        Self::SessionState,
-        Self::Lag,
-        Self::FillTimeout,
-        Self::Unencodable,
-        Self::Parameter,
-        Self::Constant,
-        Self::Capture,
-        Self::Unavailable,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::NotCacheable => "not_cacheable",
-            Self::NoCache => "no_cache",
-            Self::InTransaction => "in_transaction",
-            Self::SessionState => "session_state",
-            Self::Lag => "lag",
-            Self::FillTimeout => "fill_timeout",
-            Self::Unencodable => "unencodable",
-            Self::Parameter => "parameter",
-            Self::Constant => "constant",
-            Self::Capture => "capture",
-            Self::Unavailable => "unavailable",
-        }
-    }
-}
 
 /// The view behind a cache while it can be served.
 pub struct Live {
@@ -248,13 +190,15 @@ pub struct EngineCounters {
     pub fills_failed: Counter,
     pub fill_waits: Counter,
     pub restarts: Counter,
+    /// Writes of sessions whose binlogging may be off, each followed by evicting every cache.
+    pub unlogged_writes: Counter,
+    /// Captured column definitions refused (not the cache's own tables and columns).
+    pub captures_refused: Counter,
 }
 
 impl EngineCounters {
     pub fn relayed(&self, reason: RelayReason) {
-        if let Some(i) = RelayReason::ALL.iter().position(|r| *r == reason) {
-            self.relayed[i].inc();
-        }
+        self.relayed[reason.index()].inc();
     }
 }
 
@@ -286,6 +230,8 @@ pub struct Engine {
     pub counters: EngineCounters,
     /// `[fill] source = "replica"`: the local replica, once started.
     pub replica: std::sync::OnceLock<Arc<replica::Replica>>,
+    /// What accounts may read which caches, as the server answered.
+    pub access: access::Access,
 }
 
 impl Engine {
@@ -348,6 +294,7 @@ impl Engine {
             started: Instant::now(),
             counters: EngineCounters::default(),
             replica: std::sync::OnceLock::new(),
+            access: access::Access::new(config.consistency.max_privilege_age),
         });
         let mut problems = Vec::new();
         let mut tables: Vec<String> = Vec::new();
@@ -590,9 +537,16 @@ impl Engine {
         self.columns.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
     }
 
-    /// Keeps the column definitions the upstream sent for a shape. Labels of ENUM and SET
-    /// columns come from the catalog (the view holds their indexes).
+    /// Keeps the column definitions the upstream sent for a shape, if they are the cache's
+    /// own (see [`Engine::check_capture`]; refused ones are counted and dropped, so one bad
+    /// capture poisons nothing). Labels of ENUM and SET columns come from the catalog (the
+    /// view holds their indexes).
     pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>) {
+        if let Err(why) = self.check_capture(&key, &packets) {
+            self.counters.captures_refused.inc();
+            tracing::debug!(reason = %why, "captured column definitions are not the cache's own; not kept");
+            return;
+        }
         let catalog = self.catalog();
         let mut render = Vec::with_capacity(packets.len());
         for p in &packets {
@@ -608,6 +562,48 @@ impl Engine {
             map.clear();
         }
         map.insert(key, columns);
+    }
+
+    /// Column definitions describe the cache's own result only if there is one per result
+    /// column and each column with an origin comes from the caches' database, from one of
+    /// the cache's tables, and names a column the catalog has. A session whose names resolve
+    /// elsewhere (another default database, a temporary table) is not let through to a
+    /// capture by the routing checks; this is the second line.
+    fn check_capture(&self, key: &ColumnsKey, packets: &[Bytes]) -> Result<(), String> {
+        let cache = self.by_id(key.cache).ok_or("the cache is gone")?;
+        let live = cache.live()?;
+        let query = live.reader.query();
+        if packets.len() != query.visible {
+            return Err(format!("{} columns where the cache has {}", packets.len(), query.visible));
+        }
+        let catalog = self.catalog();
+        let database = &self.settings.database;
+        for p in packets {
+            let (schema, org_table, org_name) = column_origin(p).ok_or("a column definition too short to read")?;
+            if org_table.is_empty() && org_name.is_empty() {
+                // An expression (COUNT(*), ...): no origin to check; its type is the plan's.
+                continue;
+            }
+            if schema != *database && schema != database.to_lowercase() {
+                return Err(format!("column {org_name} comes from database {schema}"));
+            }
+            if !query.tables.iter().any(|t| t.eq_ignore_ascii_case(&org_table)) {
+                return Err(format!("column {org_name} comes from table {org_table}, which the cache does not read"));
+            }
+            if catalog.get(&org_table).and_then(|t| t.column_index(&org_name)).is_none() {
+                return Err(format!("column {org_table}.{org_name} is not in the table freshet knows"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Evicts every cache (a write that bypassed the binlog may have changed anything) and
+    /// returns once the writer has done it.
+    pub async fn evict_all(&self) {
+        let (reply, rx) = oneshot::channel();
+        if self.control.send(writer::Control::EvictAll { reply }).is_ok() {
+            let _ = rx.await;
+        }
     }
 
     /// After DDL on `table` (None: on anything, e.g. after a reconnect): verdicts and column
@@ -695,6 +691,14 @@ fn live_of(dataflow: &Dataflow, view: ViewId) -> Option<Arc<Live>> {
     let reader = dataflow.reader(view)?;
     let cost_class = dataflow.cost(view).map_or("unknown", |c| c.class());
     Some(Arc::new(Live { view, reader, cost_class }))
+}
+
+/// (schema, org_table, org_name) of a column definition packet.
+fn column_origin(packet: &[u8]) -> Option<(String, String, String)> {
+    let mut c = crate::protocol::cursor::Cursor::new(packet);
+    let mut field = || c.lenenc_bytes().ok().map(|b| String::from_utf8_lossy(b).into_owned());
+    let (_catalog, schema, _table, org_table, _name, org_name) = (field()?, field()?, field()?, field()?, field()?, field()?);
+    Some((schema, org_table, org_name))
 }
 
 /// ENUM/SET labels of a result column, from its origin table and column in the catalog.

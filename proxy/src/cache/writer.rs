@@ -40,6 +40,8 @@ pub(super) enum Control {
     Explain { sql: String, view: Option<ViewId>, reply: oneshot::Sender<Result<Vec<(String, String)>, String>> },
     /// freshet is shutting down: the writer returns, dropping the binlog stream and fills.
     Stop,
+    /// A write bypassed the binlog: evict everything (a new epoch).
+    EvictAll { reply: oneshot::Sender<()> },
 }
 
 type Events = mpsc::Receiver<Result<StreamEvent, CdcError>>;
@@ -104,6 +106,7 @@ impl Writer {
         for _ in 0..STEP_EVENTS {
             match next {
                 Some(Ok(StreamEvent::Batch(batch))) => self.apply(&batch),
+                Some(Ok(StreamEvent::Schema(change))) if change.kind == DdlKind::Privileges => self.engine.access.forget_all(),
                 Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
                 Some(Err(CdcError::Untrusted(why))) => {
                     info!(reason = %why, "a transaction could not be followed; evicting every cache");
@@ -281,6 +284,8 @@ impl Writer {
                             r.gap();
                         }
                         self.new_epoch();
+                        // The gap may have hidden a GRANT or REVOKE.
+                        self.engine.access.forget_all();
                         self.publish_catalog(None);
                         let mut stream = stream;
                         stream.use_lag(self.engine.lag_handle());
@@ -313,6 +318,10 @@ impl Writer {
                 if !shared {
                     self.dataflow.drop_view(view);
                 }
+                let _ = reply.send(());
+            }
+            Control::EvictAll { reply } => {
+                self.new_epoch();
                 let _ = reply.send(());
             }
             Control::Explain { sql, view, reply } => {

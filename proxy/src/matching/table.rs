@@ -21,7 +21,7 @@
 //! dependency to the proxy.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -76,9 +76,21 @@ pub struct Entry {
     count: AtomicU64,
     total_nanos: AtomicU64,
     last_used: AtomicU64,
+    /// Why the last relayed execution of a cached shape was relayed: an index the router
+    /// defines (`cache::route::RelayReason::index`); `u8::MAX` for none yet.
+    last_relay: AtomicU8,
 }
 
 impl Entry {
+    /// Notes why an execution of this shape was relayed (see `last_relay`).
+    pub fn note_relay(&self, reason: u8) {
+        self.last_relay.store(reason, Ordering::Relaxed);
+    }
+
+    pub fn last_relay(&self) -> Option<u8> {
+        Some(self.last_relay.load(Ordering::Relaxed)).filter(|r| *r != u8::MAX)
+    }
+
     pub fn count(&self) -> u64 {
         self.count.load(Ordering::Relaxed)
     }
@@ -166,6 +178,7 @@ impl VerdictTable {
             count: AtomicU64::new(0),
             total_nanos: AtomicU64::new(0),
             last_used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
+            last_relay: AtomicU8::new(u8::MAX),
         });
         let size = entry.bytes();
         if size > self.budget {

@@ -3,16 +3,20 @@
 //! `DROP CACHE name`. Recognized by [`crate::admin_sql`], answered here with result sets
 //! freshet builds ([`crate::protocol::synth`]); never relayed.
 //!
-//! Only the users listed in `[admin] users` may run them (the user the session authenticated
-//! as at the upstream); others get ER_SPECIFIC_ACCESS_DENIED_ERROR, as for a missing
-//! privilege. Runtime caches (CREATE CACHE) last until freshet restarts.
+//! Only the accounts listed in `[admin] users` may run them, as the server identifies the
+//! session (`CURRENT_USER()`, asked on the session's own connection by the probe, and asked
+//! again after COM_CHANGE_USER): an entry `user@host` names one account exactly as the
+//! server stores it, a bare `user` that user name at any host; an anonymous account (empty
+//! user name) is never an admin, whatever name the client logged in with. Others get
+//! ER_SPECIFIC_ACCESS_DENIED_ERROR, as for a missing privilege. Runtime caches (CREATE CACHE)
+//! last until freshet restarts.
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 
 use crate::admin_sql::{self, AdminStatement};
-use crate::cache::Engine;
+use crate::cache::{Engine, RelayReason};
 use crate::matching::Verdict;
 use crate::protocol::response::{ErrPacket, ok_packet};
 use crate::protocol::synth::SynthResult;
@@ -41,11 +45,16 @@ impl Session {
     /// Answers an admin statement; None if the query is not one.
     pub(super) async fn admin_statement(&mut self, payload: &Bytes, last_seq: u8) -> Result<Option<Flow>, SessionError> {
         let Some(parsed) = admin_sql::parse(&payload[1..]) else { return Ok(None) };
-        let reply = if !self.shared.config.admin.users.contains(&self.state.user) {
+        if self.state.stale || self.identity.is_none() {
+            self.probe().await?;
+        }
+        let account = self.identity.as_ref().map_or_else(|| "an account the server did not name".to_string(), |i| format!("{}@{}", i.user, i.host));
+        let allowed = self.identity.as_ref().is_some_and(|i| is_admin(&self.shared.config.admin.users, &i.user, &i.host));
+        let reply = if !allowed {
             Reply::Error(ErrPacket::new(
                 ACCESS_DENIED,
                 "42000",
-                format!("Access denied; freshet's admin statements are for the users in [admin] users (not {})", self.state.user),
+                format!("Access denied; freshet's admin statements are for the accounts in [admin] users (not {account})"),
             ))
         } else {
             match parsed {
@@ -145,6 +154,9 @@ impl Session {
                     ("fills_started", e.counters.fills_started.get().to_string()),
                     ("fills_failed", e.counters.fills_failed.get().to_string()),
                     ("query_shapes_known", e.verdicts.len().to_string()),
+                    ("privilege_resets", e.access.resets.get().to_string()),
+                    ("unlogged_writes", e.counters.unlogged_writes.get().to_string()),
+                    ("column_captures_refused", e.counters.captures_refused.get().to_string()),
                 ]);
                 if let Some(replica) = e.replica.get() {
                     rows.extend(replica.status_rows());
@@ -153,6 +165,17 @@ impl Session {
         }
         SynthResult { columns: admin_sql::status_columns(), rows: rows.into_iter().map(|(k, v)| vec![Some(k.to_string()), Some(v)]).collect() }
     }
+}
+
+/// Whether the account `user@host` (as the server matched it) is one of `[admin] users`.
+fn is_admin(admins: &[String], user: &str, host: &str) -> bool {
+    if user.is_empty() {
+        return false;
+    }
+    admins.iter().any(|entry| match entry.split_once('@') {
+        Some((u, h)) => u == user && h == host,
+        None => entry == user,
+    })
 }
 
 fn show_caches(engine: Option<&Engine>) -> SynthResult {
@@ -189,10 +212,11 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
         let n = usize::try_from(limit).unwrap_or(usize::MAX);
         for entry in engine.verdicts.top(n).into_iter().filter(|e| e.count() > 0) {
             let (cacheable, reason) = match &entry.verdict {
-                Verdict::Relay { reason } => (if reason.starts_with("cacheable") { "yes" } else { "no" }, reason.to_string()),
+                Verdict::Relay { reason } => (if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" }, reason.to_string()),
                 Verdict::Cache { id, .. } => {
                     let name = engine.by_id(*id).map(|c| c.name.clone()).unwrap_or_default();
-                    ("yes", format!("matches cache {name}; relayed while capturing columns, filling, lagging or in a transaction (see freshet_proxy_relayed_reads_total)"))
+                    let last = entry.last_relay().and_then(|i| RelayReason::ALL.get(usize::from(i))).map_or("none yet", |r| r.label());
+                    ("yes", format!("matches cache {name}; last relayed for: {last} (all reasons: freshet_proxy_relayed_reads_total)"))
                 }
             };
             rows.push(vec![
@@ -207,4 +231,20 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
         }
     }
     SynthResult { columns: admin_sql::proxied_queries_columns(), rows }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_admin;
+
+    #[test]
+    fn admins_are_accounts_as_the_server_names_them() {
+        let admins = vec!["ops@10.1.2.3".to_string(), "root".to_string()];
+        assert!(is_admin(&admins, "ops", "10.1.2.3"));
+        assert!(!is_admin(&admins, "ops", "127.0.0.1"));
+        assert!(is_admin(&admins, "root", "localhost"));
+        assert!(is_admin(&admins, "root", "%"));
+        assert!(!is_admin(&admins, "", "localhost"));
+        assert!(!is_admin(&["".to_string()], "", "localhost"));
+    }
 }

@@ -92,7 +92,7 @@ impl Session {
     /// makes the session relay its cached reads from now on, as an unfollowed change does.
     async fn relay_streamed(&mut self, command: Command, first: Frame, limit: usize) -> Result<Flow, SessionError> {
         match command {
-            Command::Query if !stateless_statement(&first.payload()[1..]) => self.state.tainted = true,
+            Command::Query if !stateless_statement(&first.payload()[1..]) => self.state.unfollowed = true,
             Command::StmtSendLongData => {
                 if let Some(route) = self.statement_of(first.payload()).and_then(|s| s.route.as_mut()) {
                     route.long_data = true;
@@ -100,6 +100,8 @@ impl Session {
             }
             _ => {}
         }
+        // A write this long in a session with binlogging off evicts like any other (below).
+        let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
         let mut total = first.payload().len();
         let mut frame = first;
         self.upstream_idle = false;
@@ -124,6 +126,9 @@ impl Session {
         }
         self.upstream_idle = true;
         self.flush_client().await?;
+        if unlogged_write {
+            self.evict_after_unlogged_write().await;
+        }
         Ok(Flow::Continue)
     }
 
@@ -190,12 +195,13 @@ impl Session {
                     route.long_data = true;
                 }
             }
-            InitDb => self.state.database = Some(String::from_utf8_lossy(&payload[1..]).to_ascii_lowercase()),
+            // The server's answer decides the database (and the account): ask it again
+            // before the next cached read, whatever it answers here.
+            InitDb | ChangeUser => self.state.stale = true,
             ResetConnection => self.state.reset(),
-            // The new user's settings are not followed: relay cached reads from now on.
-            ChangeUser => self.state.tainted = true,
             _ => {}
         }
+        self.unlogged_write = self.state.unlogged && self.may_write(command, &payload);
         self.forward_command(&payload).await?;
         match command {
             Quit => return Ok(Flow::Quit),
@@ -220,7 +226,12 @@ impl Session {
                 let result = relay_auth(&mut self.client, &mut self.upstream, relay).await;
                 self.statements.clear();
                 match result {
-                    Ok(status) => self.status = status,
+                    Ok(status) => {
+                        // A new session on the server: settings, temporary tables and
+                        // prepared statements are gone.
+                        self.status = status;
+                        self.state.reset();
+                    }
                     // A refused COM_CHANGE_USER leaves the connection to the server's rules;
                     // the client saw the server's ERR packet.
                     Err(SessionError::AuthFailed) => {}
@@ -237,7 +248,35 @@ impl Session {
         self.flush_client().await?;
         self.record_relayed();
         self.store_capture();
+        if std::mem::take(&mut self.unlogged_write) {
+            self.evict_after_unlogged_write().await;
+        }
         Ok(Flow::Continue)
+    }
+
+    /// True if the command may write (it is not known to only read or set).
+    fn may_write(&self, command: Command, payload: &[u8]) -> bool {
+        let sql = match command {
+            Command::Query => &payload[1..],
+            Command::StmtExecute | Command::StmtBulkExecute => match Cursor::new(&payload[1..]).u32().ok().and_then(|id| self.statements.get(&id)) {
+                Some(stmt) => &stmt.sql[..],
+                None => return true,
+            },
+            _ => return false,
+        };
+        let first = crate::matching::lexer::Lexer::new(sql).next().map(|t| t.text(sql).to_ascii_lowercase());
+        let reads = matches!(first.as_deref(), Some(b"select" | b"show" | b"set" | b"use" | b"desc" | b"describe" | b"explain" | b"help"));
+        !reads || sql.contains(&b';')
+    }
+
+    /// A write of a session whose binlogging may be off: the binlog will never show it, so
+    /// every cache is evicted (freshet cannot tell what a write, its triggers and cascades
+    /// changed) before the session's next command.
+    async fn evict_after_unlogged_write(&mut self) {
+        let Some(engine) = self.shared.engine.get().cloned() else { return };
+        engine.counters.unlogged_writes.inc();
+        tracing::warn!(user = %self.state.user, "a write with binlogging off (sql_log_bin = 0 or binlog_format other than ROW); evicting every cache");
+        engine.evict_all().await;
     }
 
     /// The prepared statement a COM_STMT_EXECUTE / SEND_LONG_DATA payload names.
@@ -270,6 +309,7 @@ impl Session {
     async fn relay_results(&mut self) -> Result<(), SessionError> {
         loop {
             let first = self.relay_packet().await?;
+            self.learn_from(first.payload());
             let status = match first.payload().first() {
                 Some(&OK) => Some(self.ok_status(&first)?),
                 Some(&ERR) => {

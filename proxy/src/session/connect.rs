@@ -32,7 +32,7 @@ use crate::upstream::{ConnectError, UpstreamStream};
 
 use super::require_tls::RequireTlsCheck;
 use super::sha2_bridge::{self, BridgeError, BridgeKey};
-use super::cached::SessionState;
+use super::state::SessionState;
 use super::{ClientStream, Session, SessionError, Shared};
 
 /// How long a client may take to complete the handshake and authentication (MySQL's own
@@ -77,6 +77,10 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             upstream_idle: true,
             auth: established.auth,
             state: established.state,
+            identity: None,
+            memo: Default::default(),
+            learning: None,
+            unlogged_write: false,
             relayed: None,
             capture: None,
         }),
@@ -225,7 +229,7 @@ async fn authenticate(
         require_tls: check.then(|| RequireTlsCheck { caps, user: response.user.clone(), host, password: response.has_password }),
     };
     let status = relay_auth(client, &mut upstream, relay).await?;
-    let state = SessionState::new(response.user.clone(), response.database.clone(), response.collation);
+    let state = SessionState::new(response.user.clone());
     Ok((upstream, caps, status, auth, state))
 }
 

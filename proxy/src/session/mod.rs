@@ -3,8 +3,11 @@
 //! A session is established in [`connect`] (the handshake, relayed so that the client
 //! authenticates against the upstream itself) and then serves commands in [`command`] until
 //! the client quits or something breaks. Each command is read whole from the client, then
-//! dispatched; today every command is relayed, and the dispatch point is where "answer this
-//! from a view" will sit beside "relay it" (the cached-queries issue).
+//! dispatched: admin statements are answered in [`admin`], reads matched to a cache go through
+//! the routing layer (`cache::route`) from [`cached`], which writes the answer's packets, and
+//! everything else is relayed. [`state`] reads what the session's own statements may have
+//! changed; [`probe`] asks the server who the session is (account, database, settings) when
+//! that matters.
 //!
 //! Invariants:
 //! - Between commands both connections are idle: the whole reply to the previous command has
@@ -12,7 +15,9 @@
 //!   terminators, MORE_RESULTS_EXISTS, LOCAL INFILE requests), so it always knows when it may
 //!   answer a command itself.
 //! - `status` holds the server status flags of the last OK/EOF seen, so the session knows
-//!   whether a transaction is open or autocommit is off (cached reads will be relayed then).
+//!   whether a transaction is open or autocommit is off (cached reads are relayed then).
+//! - `identity` is the server's own answer about the session, or None: it is dropped
+//!   whenever a command may have changed it, and asked again before the next cached read.
 //! - The upstream connection lives exactly as long as the session: it is closed when the
 //!   session ends, whatever the reason, with COM_QUIT when it is between commands. The client's
 //!   connection ends as a direct one would: reset when the server reset the upstream's or
@@ -22,8 +27,10 @@ mod admin;
 mod cached;
 mod command;
 mod connect;
+mod probe;
 mod require_tls;
 mod sha2_bridge;
+mod state;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -91,8 +98,17 @@ pub struct Session {
     upstream_idle: bool,
     /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
     auth: connect::AuthState,
-    /// User, database, character set and settings, for the hit path's checks.
-    state: cached::SessionState,
+    /// What the session's own statements say about it (unfollowed, stale, unlogged).
+    state: state::SessionState,
+    /// Who the server says the session is, and its database and settings (the probe's
+    /// answer); None until asked, and again after anything that may change it.
+    identity: Option<crate::cache::route::Identity>,
+    /// What this session's account may read, as far as this session has asked.
+    memo: crate::cache::access::Memo,
+    /// The relayed read in progress teaches the account's right to a cache.
+    learning: Option<crate::cache::access::Learning>,
+    /// The command in progress may write while binlogging is off: evict after it.
+    unlogged_write: bool,
     /// The verdict entry of the relayed query in progress, to count it when it ends.
     relayed: cached::Relayed,
     /// Column definitions being captured from the reply in progress.

@@ -1,0 +1,214 @@
+//! Who may read which cache, as the server decided it.
+//!
+//! freshet holds no copy of the server's grant logic. For each account (as the server
+//! identifies a session: `CURRENT_USER()` and its active role) and each cache, the first read
+//! is relayed and its outcome remembered: rows mean the account may read the cache, an access
+//! error (1142, 1143, 1044, ...) means it may not. MySQL and MariaDB grant per table and
+//! column, never per row, and every query matched to a cache reads the same tables and
+//! columns (same text, same plan, or an IN list for its `= ?`), so one relayed read answers
+//! for every key, warm or cold: a fill (done with freshet's own account) never returns a key
+//! to an account that could not have read it.
+//!
+//! Invariants:
+//! - what was learned is forgotten when privileges may have changed ([`Access::forget_all`],
+//!   on the binlog's GRANT/REVOKE/... and writes to the `mysql` schema) and after
+//!   `[consistency] max_privilege_age`;
+//! - an outcome is kept only if no such change happened while its read was in flight (the
+//!   generation it was asked under is still current), so a REVOKE racing a read cannot
+//!   leave a stale "allowed";
+//! - a denied account is relayed (the server answers it) until its entry ages out.
+//!
+//! Sessions keep a copy of what they use ([`Memo`]): the per-read check is a scan of a few
+//! entries and one atomic load, with no lock and no allocation.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+
+use super::CacheId;
+
+/// How many (account, cache) outcomes are kept; past it the table starts over (every
+/// account's next read of each cache is relayed once more).
+const CAPACITY: usize = 100_000;
+
+/// ER_DBACCESS_DENIED_ERROR, ER_ACCESS_DENIED_ERROR, ER_SPECIFIC_ACCESS_DENIED_ERROR,
+/// ER_TABLEACCESS_DENIED_ERROR, ER_COLUMNACCESS_DENIED_ERROR, ER_VIEW_INVALID (a view whose
+/// definer lost rights): the server refused the account.
+const DENIED: [u16; 6] = [1044, 1045, 1227, 1142, 1143, 1356];
+
+/// What the server said about one account reading one cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Learned {
+    pub allowed: bool,
+    /// [`Access::generation`] when it was learned.
+    generation: u64,
+    expires: Instant,
+}
+
+/// The outcome of checking an account against a cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Allowed,
+    Denied,
+    /// Not known: relay this read and learn from the server's answer.
+    Unknown { generation: u64 },
+}
+
+/// A read being relayed to learn an account's right to a cache.
+#[derive(Clone, Debug)]
+pub struct Learning {
+    pub account: Arc<str>,
+    pub cache: CacheId,
+    generation: u64,
+}
+
+/// What every session has learned, shared.
+pub struct Access {
+    generation: AtomicU64,
+    max_age: Duration,
+    learned: RwLock<HashMap<(Arc<str>, CacheId), Learned>>,
+    /// Times privileges may have changed (binlog events).
+    pub resets: crate::metrics::Counter,
+}
+
+impl Access {
+    pub fn new(max_age: Duration) -> Access {
+        Access { generation: AtomicU64::new(0), max_age, learned: RwLock::new(HashMap::new()), resets: Default::default() }
+    }
+
+    /// Bumped whenever what was learned is forgotten.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Privileges may have changed: forget everything learned.
+    pub fn forget_all(&self) {
+        let mut learned = self.learned.write().unwrap_or_else(|e| e.into_inner());
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        learned.clear();
+        self.resets.inc();
+    }
+
+    fn lookup(&self, account: &Arc<str>, cache: CacheId, now: Instant) -> Option<Learned> {
+        let learned = self.learned.read().unwrap_or_else(|e| e.into_inner());
+        let entry = learned.get(&(account.clone(), cache)).copied()?;
+        (entry.generation == self.generation() && now < entry.expires).then_some(entry)
+    }
+
+    /// Keeps the outcome of a relayed read whose first reply packet is `first` (an ERR packet
+    /// or a result set's column count). Other answers (OK, an unrelated error such as a
+    /// deadlock or a killed query) teach nothing.
+    pub fn learn(&self, learning: &Learning, first: &[u8], now: Instant) {
+        let allowed = match first.first() {
+            Some(&crate::protocol::response::ERR) => {
+                let code = first.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]]));
+                if !code.is_some_and(|c| DENIED.contains(&c)) {
+                    return;
+                }
+                false
+            }
+            Some(&crate::protocol::response::OK) | None => return,
+            Some(_) => true,
+        };
+        let mut map = self.learned.write().unwrap_or_else(|e| e.into_inner());
+        // Checked under the lock `forget_all` takes: a change seen meanwhile wins.
+        if self.generation() != learning.generation {
+            return;
+        }
+        if map.len() >= CAPACITY {
+            map.clear();
+        }
+        let entry = Learned { allowed, generation: learning.generation, expires: now + self.max_age };
+        map.insert((learning.account.clone(), learning.cache), entry);
+    }
+}
+
+/// One session's copy of what it has used, for its current account.
+#[derive(Debug, Default)]
+pub struct Memo {
+    entries: Vec<(CacheId, Learned)>,
+}
+
+impl Memo {
+    /// May `account` read `cache`? Asks the shared table only when this session has no
+    /// current answer.
+    pub fn check(&mut self, access: &Access, account: &Arc<str>, cache: CacheId, now: Instant) -> Verdict {
+        let generation = access.generation();
+        let current = |l: &Learned| l.generation == generation && now < l.expires;
+        let found = match self.entries.iter().position(|(c, _)| *c == cache) {
+            Some(i) if current(&self.entries[i].1) => Some(self.entries[i].1),
+            Some(i) => {
+                self.entries.swap_remove(i);
+                None
+            }
+            None => None,
+        };
+        let learned = match found {
+            Some(l) => l,
+            None => match access.lookup(account, cache, now) {
+                Some(l) => {
+                    self.entries.push((cache, l));
+                    l
+                }
+                None => return Verdict::Unknown { generation },
+            },
+        };
+        if learned.allowed { Verdict::Allowed } else { Verdict::Denied }
+    }
+
+    /// The account changed (CHANGE_USER, RESET_CONNECTION, SET ROLE...): start over.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+}
+
+impl Learning {
+    pub fn new(account: Arc<str>, cache: CacheId, generation: u64) -> Learning {
+        Learning { account, cache, generation }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(code: u16) -> Vec<u8> {
+        let mut p = vec![0xff];
+        p.extend_from_slice(&code.to_le_bytes());
+        p.extend_from_slice(b"#42000denied");
+        p
+    }
+
+    #[test]
+    fn learns_rows_and_denials_and_forgets_them_on_a_privilege_change() {
+        let access = Access::new(Duration::from_secs(60));
+        let (a, b): (Arc<str>, Arc<str>) = ("app@%".into(), "spy@%".into());
+        let now = Instant::now();
+        let mut memo = Memo::default();
+        let Verdict::Unknown { generation } = memo.check(&access, &a, CacheId(1), now) else { panic!() };
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation), &[3], now);
+        access.learn(&Learning::new(b.clone(), CacheId(1), generation), &err(1142), now);
+        assert_eq!(memo.check(&access, &a, CacheId(1), now), Verdict::Allowed);
+        assert_eq!(Memo::default().check(&access, &b, CacheId(1), now), Verdict::Denied);
+        // Another cache is another question; an unrelated error teaches nothing.
+        access.learn(&Learning::new(a.clone(), CacheId(2), generation), &err(1213), now);
+        assert!(matches!(memo.check(&access, &a, CacheId(2), now), Verdict::Unknown { .. }));
+        access.forget_all();
+        assert!(matches!(memo.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+        // An answer to a read asked before the change is not kept.
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation), &[3], now);
+        assert!(matches!(memo.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+    }
+
+    #[test]
+    fn what_was_learned_ages_out() {
+        let access = Access::new(Duration::from_secs(60));
+        let a: Arc<str> = "app@%".into();
+        let now = Instant::now();
+        access.learn(&Learning::new(a.clone(), CacheId(1), access.generation()), &[3], now);
+        let mut memo = Memo::default();
+        assert_eq!(memo.check(&access, &a, CacheId(1), now), Verdict::Allowed);
+        assert!(matches!(memo.check(&access, &a, CacheId(1), now + Duration::from_secs(61)), Verdict::Unknown { .. }));
+    }
+}

@@ -1,0 +1,372 @@
+//! The routing layer: given a query matched to a cache (its verdict and literals, or a
+//! prepared statement's bound values) and what the session knows, decide — serve these rows
+//! under these column definitions, or relay for this [`RelayReason`].
+//!
+//! Owns: the interpretation of verdicts, parameter binding ([`Binding`]), the session checks
+//! ([`gate`]), the privilege check (via [`access`](super::access)) and the lookup
+//! ([`answer`]). Does not own: the wire (the session writes the packets of an [`Answer`] and
+//! relays), the probe that tells who the session is (the session runs it when [`gate`]
+//! returns [`Gate::Probe`]).
+//!
+//! The checks, each a reason to relay, never to answer differently:
+//! 1. a transaction is open or autocommit is off (the server's status flags);
+//! 2. the session ran a statement freshet cannot follow ([`RelayReason::SessionState`]);
+//! 3. replication lags over `[consistency] max_lag` ([`RelayReason::Lag`]);
+//! 4. the server's answers about the session (the probe): its default database is the
+//!    caches' one, as the server resolved it; its sql_mode, sql_select_limit and character
+//!    sets are ones a cached answer is right for;
+//! 5. the account (as the server identifies it) may read the cache: learned from the
+//!    server's answer to its first read ([`RelayReason::Learning`]), refused while the server
+//!    refuses it ([`RelayReason::Denied`]).
+//!
+//! Only then are the parameters bound and the view read; the first read of a shape in a
+//! session character set is relayed to capture the server's column definitions.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use freshet_dataflow::{CompiledQuery, Row, SqlType, Value};
+
+use super::access::{self, Learning, Memo};
+use super::matcher::for_each_slot;
+use super::params::literal_value;
+use super::{Cache, CacheId, Columns, ColumnsKey, Engine};
+use crate::matching::{Literal, ParamMap, Query, SlotUse, Verdict};
+use crate::protocol::StatusFlags;
+
+/// Why a read that could have been cached went to the upstream. A bounded set: these are
+/// metric labels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RelayReason {
+    /// The query cannot be cached (session-dependent, unsupported SQL, ...).
+    NotCacheable,
+    /// Cacheable, but no cache is configured for it.
+    NoCache,
+    /// Inside a transaction or with autocommit off.
+    InTransaction,
+    /// The session ran a statement freshet cannot follow, changed a setting that can change
+    /// results, or the server says its database, sql_mode, sql_select_limit or character set
+    /// is not one a cached answer is right for.
+    SessionState,
+    /// Replication lag over `[consistency] max_lag`, or the binlog stream is down.
+    Lag,
+    /// The fill did not arrive within `[fill] timeout`.
+    FillTimeout,
+    /// A value cannot be rendered exactly as the server would.
+    Unencodable,
+    /// A parameter cannot be used as a key (type, charset).
+    Parameter,
+    /// A constant differs from the cached query's.
+    Constant,
+    /// The first read of this shape: its answer is relayed to capture the column definitions.
+    Capture,
+    /// The cache's view is gone (DDL made it uncacheable) or was never built.
+    Unavailable,
+    /// The account's first read of this cache (since privileges last changed): the server
+    /// answers it, and its answer says whether the account may read the cache.
+    Learning,
+    /// The server refused this account this cache: it answers each read itself.
+    Denied,
+}
+
+impl RelayReason {
+    pub const ALL: [RelayReason; 13] = [
+        Self::NotCacheable,
+        Self::NoCache,
+        Self::InTransaction,
+        Self::SessionState,
+        Self::Lag,
+        Self::FillTimeout,
+        Self::Unencodable,
+        Self::Parameter,
+        Self::Constant,
+        Self::Capture,
+        Self::Unavailable,
+        Self::Learning,
+        Self::Denied,
+    ];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::NotCacheable => "not_cacheable",
+            Self::NoCache => "no_cache",
+            Self::InTransaction => "in_transaction",
+            Self::SessionState => "session_state",
+            Self::Lag => "lag",
+            Self::FillTimeout => "fill_timeout",
+            Self::Unencodable => "unencodable",
+            Self::Parameter => "parameter",
+            Self::Constant => "constant",
+            Self::Capture => "capture",
+            Self::Unavailable => "unavailable",
+            Self::Learning => "learning_privileges",
+            Self::Denied => "denied",
+        }
+    }
+
+    /// The index in [`RelayReason::ALL`] (a metric slot).
+    pub fn index(self) -> usize {
+        RelayReason::ALL.iter().position(|r| *r == self).unwrap_or(0)
+    }
+}
+
+/// Who the server says a session is, and what it says about the session's state (the
+/// probe's answer; see `session::probe`).
+#[derive(Debug, Clone)]
+pub struct Identity {
+    /// `CURRENT_USER()` (user@host as the server matched the login), plus `/role` when a
+    /// role is active: the key privileges are learned under.
+    pub account: Arc<str>,
+    pub user: String,
+    pub host: String,
+    /// `DATABASE()`: the default database as the server resolved it.
+    pub database: Option<String>,
+    /// `lower_case_table_names` is not 0: database names compare without case.
+    pub case_insensitive_names: bool,
+    /// Why a cached answer would not be the server's for this session (sql_mode,
+    /// sql_select_limit, character sets), if so.
+    pub unfit: Option<String>,
+    /// The session's character sets and collation, hashed: part of the column-definition key.
+    pub charset: u64,
+}
+
+impl Identity {
+    /// True if the session's default database is `database` as the server resolves names.
+    pub fn in_database(&self, database: &str) -> bool {
+        self.database.as_deref().is_some_and(|d| d == database || (self.case_insensitive_names && d.eq_ignore_ascii_case(database)))
+    }
+}
+
+/// What a session tells the gate.
+pub struct Standing<'a> {
+    pub status: StatusFlags,
+    /// A statement the session ran cannot be followed.
+    pub unfollowed: bool,
+    /// None: the server has not been asked yet (or its answer is stale).
+    pub identity: Option<&'a Identity>,
+    pub memo: &'a mut Memo,
+    /// When the read arrived.
+    pub now: Instant,
+}
+
+/// The gate's decision for a read matched to a cache.
+pub enum Gate {
+    /// Checks passed: bind, look up, answer.
+    Open(Arc<Cache>),
+    /// Ask the server who the session is first, then call the gate again.
+    Probe,
+    /// Relay; if `learn`, the reply's outcome teaches the account's right to the cache.
+    Closed(RelayReason, Option<Learning>),
+}
+
+/// The session checks and the privilege check for a read matched to cache `id`.
+pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
+    if s.status.has(StatusFlags::IN_TRANS) || !s.status.has(StatusFlags::AUTOCOMMIT) {
+        return Gate::Closed(RelayReason::InTransaction, None);
+    }
+    if s.unfollowed {
+        return Gate::Closed(RelayReason::SessionState, None);
+    }
+    if !engine.fresh() {
+        return Gate::Closed(RelayReason::Lag, None);
+    }
+    let Some(identity) = s.identity else { return Gate::Probe };
+    if identity.unfit.is_some() || !identity.in_database(&engine.settings.database) {
+        return Gate::Closed(RelayReason::SessionState, None);
+    }
+    let Some(cache) = engine.by_id(id) else { return Gate::Closed(RelayReason::Unavailable, None) };
+    match s.memo.check(&engine.access, &identity.account, id, s.now) {
+        access::Verdict::Allowed => Gate::Open(cache),
+        access::Verdict::Denied => Gate::Closed(RelayReason::Denied, None),
+        access::Verdict::Unknown { generation } => Gate::Closed(RelayReason::Learning, Some(Learning::new(identity.account.clone(), id, generation))),
+    }
+}
+
+/// A verdict's meaning for a read: the cache and its parameter map, or why it is relayed.
+pub fn interpret(verdict: &Verdict) -> Result<(CacheId, &ParamMap), RelayReason> {
+    match verdict {
+        Verdict::Cache { id, params } => Ok((*id, params)),
+        v if super::matcher::is_no_cache(v) => Err(RelayReason::NoCache),
+        Verdict::Relay { .. } => Err(RelayReason::NotCacheable),
+    }
+}
+
+/// The binding of a query's literals to the parameters of `cache`'s view.
+pub fn bind(cache: &Cache, query: &Query<'_>, map: &ParamMap) -> Result<Binding, RelayReason> {
+    let live = cache.live().map_err(|_| RelayReason::Unavailable)?;
+    Binding::new(query, map, live.reader.query())
+}
+
+/// Rows to send and the column definitions to send them under.
+pub struct Answer {
+    pub columns: Arc<Columns>,
+    pub rows: Arc<[Row]>,
+}
+
+/// Relaying instead of answering, and whether to capture the reply's column definitions.
+pub struct Relay {
+    pub reason: RelayReason,
+    pub capture: Option<ColumnsKey>,
+}
+
+impl From<RelayReason> for Relay {
+    fn from(reason: RelayReason) -> Relay {
+        Relay { reason, capture: None }
+    }
+}
+
+/// Binds and looks up a read the gate let through. `bound`: the execute's parameters (empty
+/// for text). Waits at most the fill timeout.
+pub async fn answer(engine: &Engine, cache: &Cache, binding: &Binding, bound: &[Value], key: ColumnsKey) -> Result<Answer, Relay> {
+    let values = binding.values(bound)?;
+    let Some(columns) = engine.columns(&key) else {
+        // Relay this one to learn the column definitions; start its fill meanwhile.
+        if let Ok(live) = cache.live() {
+            let _ = match &binding.slots {
+                None => live.reader.lookup(&values),
+                Some(s) => live.reader.lookup_in(s, &values),
+            };
+            engine.wake_writer();
+        }
+        return Err(Relay { reason: RelayReason::Capture, capture: Some(key) });
+    };
+    if !columns.encodable.load(Ordering::Relaxed) {
+        return Err(RelayReason::Unencodable.into());
+    }
+    let rows = engine.lookup(cache, &values, binding.slots.as_deref()).await?;
+    Ok(Answer { columns, rows })
+}
+
+/// How the view's parameters are obtained for one execution.
+#[derive(Debug, Clone)]
+pub struct Binding {
+    sources: Vec<Source>,
+    /// Which parameters feed each key column when an IN list stands for `= ?`.
+    slots: Option<Vec<Vec<usize>>>,
+}
+
+#[derive(Debug, Clone)]
+enum Source {
+    Fixed(Value),
+    Bound(u32),
+    Unset,
+    /// A `= ?` of the view answered by an IN list's values (appended at the end).
+    Replaced,
+}
+
+impl Binding {
+    /// Maps a query's literals onto the view's parameters (`view` = the cache's compiled
+    /// query). Literals that are placeholders are bound at execute.
+    pub fn new(query: &Query<'_>, map: &ParamMap, view: &CompiledQuery) -> Result<Binding, RelayReason> {
+        // A TIMESTAMP parameter is read in the session's time zone, which freshet does not
+        // follow; the view holds UTC.
+        let timestamp = |ty: &SqlType| matches!(ty, SqlType::Timestamp { .. });
+        if view.key_columns.iter().any(|k| timestamp(&k.ty)) || view.read_filters.iter().any(|f| timestamp(&f.column_type.ty)) {
+            return Err(RelayReason::SessionState);
+        }
+        let mut b = Binding { sources: vec![Source::Unset; view.n_params], slots: None };
+        let mut uses = map.slots.iter();
+        let mut failed = None;
+        for_each_slot(query, |_, literals| {
+            if failed.is_some() {
+                return;
+            }
+            let outcome = match uses.next() {
+                Some(usage) => b.bind_slot(usage, literals, view),
+                None => Err(RelayReason::Parameter),
+            };
+            if let Err(r) = outcome {
+                failed = Some(r);
+            }
+        });
+        if let Some(r) = failed {
+            return Err(r);
+        }
+        if b.sources.iter().any(|s| matches!(s, Source::Unset)) {
+            return Err(RelayReason::Parameter);
+        }
+        b.drop_replaced();
+        Ok(b)
+    }
+
+    fn bind_slot(&mut self, usage: &SlotUse, literals: &[Literal<'_>], view: &CompiledQuery) -> Result<(), RelayReason> {
+        let sources = &mut self.sources;
+        match usage {
+            SlotUse::Param(p) => {
+                let [l] = literals else { return Err(RelayReason::Parameter) };
+                *sources.get_mut(usize::from(*p)).ok_or(RelayReason::Parameter)? = source(l)?;
+            }
+            SlotUse::Const(expected) => {
+                let [l] = literals else { return Err(RelayReason::Constant) };
+                let mut rendered = Vec::new();
+                l.render(&mut rendered);
+                if matches!(l, Literal::Placeholder(_)) || rendered != **expected {
+                    return Err(RelayReason::Constant);
+                }
+            }
+            SlotUse::List { first, arity } => {
+                if literals.len() != usize::from(*arity) {
+                    return Err(RelayReason::Constant);
+                }
+                for (k, l) in literals.iter().enumerate() {
+                    *sources.get_mut(usize::from(*first) + k).ok_or(RelayReason::Parameter)? = source(l)?;
+                }
+            }
+            SlotUse::InParam(p) => {
+                let p = usize::from(*p);
+                // The view's key column fed by `?` p alone is fed by the list instead.
+                let column = view.param_slots.iter().position(|s| *s == [p]).ok_or(RelayReason::Parameter)?;
+                let layout = self.slots.get_or_insert_with(|| view.param_slots.clone());
+                let mut fed = Vec::with_capacity(literals.len());
+                for l in literals {
+                    fed.push(sources.len());
+                    sources.push(source(l)?);
+                }
+                *sources.get_mut(p).ok_or(RelayReason::Parameter)? = Source::Replaced;
+                layout[column] = fed;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Reader::lookup_in` takes the parameters that feed no key column as the range
+    /// filters' ones, in order: the replaced `?`s must go, and the indexes after them shift
+    /// down.
+    fn drop_replaced(&mut self) {
+        let Some(layout) = self.slots.as_mut() else { return };
+        let mut index = Vec::with_capacity(self.sources.len());
+        let mut next = 0;
+        for s in &self.sources {
+            index.push(next);
+            if !matches!(s, Source::Replaced) {
+                next += 1;
+            }
+        }
+        for list in layout.iter_mut() {
+            for i in list.iter_mut() {
+                *i = index[*i];
+            }
+        }
+        self.sources.retain(|s| !matches!(s, Source::Replaced));
+    }
+
+    /// The parameter values, with `bound` for the placeholders.
+    fn values(&self, bound: &[Value]) -> Result<Vec<Value>, RelayReason> {
+        self.sources
+            .iter()
+            .map(|s| match s {
+                Source::Fixed(v) => Ok(v.clone()),
+                Source::Bound(i) => bound.get(*i as usize).cloned().ok_or(RelayReason::Parameter),
+                Source::Unset | Source::Replaced => Err(RelayReason::Parameter),
+            })
+            .collect()
+    }
+}
+
+fn source(l: &Literal<'_>) -> Result<Source, RelayReason> {
+    match l {
+        Literal::Placeholder(n) => Ok(Source::Bound(*n)),
+        other => literal_value(other).map(Source::Fixed).map_err(|_| RelayReason::Parameter),
+    }
+}

@@ -1,0 +1,191 @@
+//! Asking the server who a session is: the probe.
+//!
+//! One SELECT on the session's own upstream connection reads what the cached-read checks
+//! need from the server instead of from the client's words: the account (`CURRENT_USER()`,
+//! user and host as the server matched them, and the active role), the default database as
+//! the server resolved it, the sql_mode, sql_select_limit and character sets. It runs lazily,
+//! right before a session's first cached read or admin statement (sessions that never read a
+//! cached query never pay for it), and again after anything that may change its answer
+//! (COM_INIT_DB, USE, COM_CHANGE_USER, COM_RESET_CONNECTION, SET NAMES, ...).
+//!
+//! What a client could observe: the probe is a SELECT returning one row, so it sets
+//! `FOUND_ROWS()` to 1, `ROW_COUNT()` to -1 and clears the warnings, exactly as the client's
+//! own SELECT would have done right after it (it only ever runs just before a read the client
+//! sent, or an admin statement). It takes no locks and opens no transaction.
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+
+use crate::cache::route::Identity;
+use crate::metrics::UpstreamFailure;
+use crate::protocol::Capabilities;
+use crate::protocol::cursor::Cursor;
+use crate::protocol::response::{self, ERR};
+
+use super::{Session, SessionError};
+
+const PROBE: &[u8] = b"SELECT CURRENT_USER(), CURRENT_ROLE(), DATABASE(), @@SESSION.sql_mode, @@SESSION.sql_select_limit, \
+@@SESSION.character_set_client, @@SESSION.character_set_connection, @@SESSION.character_set_results, \
+@@SESSION.collation_connection, @@lower_case_table_names";
+const COLUMNS: usize = 10;
+/// The probe's reply is a dozen short values; anything larger is not the server's answer.
+const LIMIT: usize = 64 * 1024;
+
+/// sql_mode flags under which a cached answer is still the server's: they change what
+/// writes accept or which statements are errors, not how a cached query's text is read or
+/// what it returns. Any other flag (ANSI_QUOTES, NO_BACKSLASH_ESCAPES, PIPES_AS_CONCAT,
+/// PAD_CHAR_TO_FULL_LENGTH, ...) relays the session's cached reads.
+const HARMLESS_MODES: &[&str] = &[
+    "STRICT_TRANS_TABLES",
+    "STRICT_ALL_TABLES",
+    "ERROR_FOR_DIVISION_BY_ZERO",
+    "NO_AUTO_CREATE_USER",
+    "NO_ENGINE_SUBSTITUTION",
+    "NO_ZERO_DATE",
+    "NO_ZERO_IN_DATE",
+    "ONLY_FULL_GROUP_BY",
+    "NO_AUTO_VALUE_ON_ZERO",
+    "NO_DIR_IN_CREATE",
+    "SIMULTANEOUS_ASSIGNMENT",
+    "TRADITIONAL",
+    "ALLOW_INVALID_DATES",
+];
+
+impl Session {
+    /// Runs the probe and keeps its answer; `Ok(None)` (and the session's cached reads
+    /// relayed) if the server's answer is not the expected row.
+    pub(super) async fn probe(&mut self) -> Result<Option<&Identity>, SessionError> {
+        self.state.stale = false;
+        self.memo.clear();
+        self.identity = None;
+        self.upstream.queue_packet(0, &[&[crate::protocol::Command::Query as u8][..], PROBE].concat());
+        self.upstream_idle = false;
+        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+        let values = self.probe_reply().await?;
+        self.upstream_idle = true;
+        let Some(values) = values else {
+            tracing::debug!("the server's answer to the session probe was not a row; cached reads are relayed");
+            self.state.unfollowed = true;
+            return Ok(None);
+        };
+        let identity = identity(values);
+        tracing::Span::current().record("user", identity.account.as_ref());
+        self.identity = Some(identity);
+        Ok(self.identity.as_ref())
+    }
+
+    /// Reads the probe's reply to its end: the row's values, or None for an ERR.
+    async fn probe_reply(&mut self) -> Result<Option<Vec<Option<String>>>, SessionError> {
+        let first = self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+        if first.payload.first() == Some(&ERR) {
+            return Ok(None);
+        }
+        let count = Cursor::new(&first.payload).lenenc().map_err(|_| protocol("bad column count"))?;
+        if count != COLUMNS as u64 {
+            return Err(protocol("unexpected column count"));
+        }
+        for _ in 0..COLUMNS {
+            self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+        }
+        let eof = !self.caps.has(Capabilities::DEPRECATE_EOF);
+        if eof {
+            self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+        }
+        let mut row = None;
+        loop {
+            let p = self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+            if response::is_terminator(&p.payload, self.caps) {
+                self.status = response::terminator_status(&p.payload, self.caps).map_err(|_| protocol("short EOF packet"))?;
+                return Ok(row);
+            }
+            if p.payload.first() == Some(&ERR) {
+                return Ok(None);
+            }
+            row = Some(text_row(&p.payload)?);
+        }
+    }
+}
+
+fn text_row(payload: &[u8]) -> Result<Vec<Option<String>>, SessionError> {
+    let mut c = Cursor::new(payload);
+    let mut values = Vec::with_capacity(COLUMNS);
+    for _ in 0..COLUMNS {
+        if c.remaining().first() == Some(&0xfb) {
+            c.skip(1).map_err(|_| protocol("short row"))?;
+            values.push(None);
+        } else {
+            let v = c.lenenc_bytes().map_err(|_| protocol("short row"))?;
+            values.push(Some(String::from_utf8_lossy(v).into_owned()));
+        }
+    }
+    Ok(values)
+}
+
+/// The identity the probe's values describe.
+fn identity(values: Vec<Option<String>>) -> Identity {
+    let get = |i: usize| values.get(i).cloned().flatten();
+    let current_user = get(0).unwrap_or_default();
+    // CURRENT_USER() is `user@host`; a user name cannot contain `@` unquoted, the host can't
+    // either, so the last `@` splits them.
+    let (user, host) = current_user.rsplit_once('@').map(|(u, h)| (u.to_string(), h.to_string())).unwrap_or((current_user.clone(), String::new()));
+    let role = get(1).filter(|r| !r.is_empty() && r != "NONE");
+    let account: Arc<str> = match &role {
+        Some(r) => format!("{current_user}/{r}").into(),
+        None => current_user.clone().into(),
+    };
+    let sql_mode = get(3).unwrap_or_default();
+    let unfit_mode = sql_mode.split(',').filter(|m| !m.is_empty()).find(|m| !HARMLESS_MODES.contains(&m.to_ascii_uppercase().as_str()));
+    let limited = get(4).is_none_or(|l| l != u64::MAX.to_string());
+    let utf8 = |i: usize| get(i).is_some_and(|c| c.to_ascii_lowercase().starts_with("utf8"));
+    let unfit = if let Some(mode) = unfit_mode {
+        Some(format!("sql_mode {mode}"))
+    } else if limited {
+        Some("sql_select_limit".to_string())
+    } else if !(utf8(5) && utf8(6) && utf8(7)) {
+        Some("a character set other than UTF-8".to_string())
+    } else {
+        None
+    };
+    let mut h = DefaultHasher::new();
+    (get(5), get(6), get(7), get(8)).hash(&mut h);
+    Identity {
+        account,
+        user,
+        host,
+        database: get(2),
+        case_insensitive_names: get(9).is_some_and(|v| v != "0"),
+        unfit,
+        charset: h.finish(),
+    }
+}
+
+fn protocol(what: &str) -> SessionError {
+    SessionError::Upstream(format!("upstream protocol error in the session probe: {what}"), UpstreamFailure::Protocol)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn values(user: &str, role: Option<&str>, mode: &str, limit: &str, results: Option<&str>) -> Vec<Option<String>> {
+        let s = |v: &str| Some(v.to_string());
+        vec![s(user), role.map(str::to_string), s("Shop"), s(mode), s(limit), s("utf8mb4"), s("utf8mb4"), results.map(str::to_string), s("utf8mb4_general_ci"), s("0")]
+    }
+
+    #[test]
+    fn the_account_and_what_makes_a_session_unfit() {
+        let max = u64::MAX.to_string();
+        let id = identity(values("app@10.%", None, "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", &max, Some("utf8mb4")));
+        assert_eq!((&*id.account, id.user.as_str(), id.host.as_str(), id.database.as_deref()), ("app@10.%", "app", "10.%", Some("Shop")));
+        assert_eq!(id.unfit, None);
+        assert!(!id.case_insensitive_names);
+        let anonymous = identity(values("@localhost", None, "", &max, Some("utf8mb4")));
+        assert_eq!((anonymous.user.as_str(), anonymous.host.as_str()), ("", "localhost"));
+        assert_eq!(&*identity(values("app@%", Some("reader"), "", &max, Some("utf8"))).account, "app@%/reader");
+        assert!(identity(values("app@%", None, "ANSI_QUOTES", &max, Some("utf8mb4"))).unfit.is_some());
+        assert!(identity(values("app@%", None, "NO_BACKSLASH_ESCAPES", &max, Some("utf8mb4"))).unfit.is_some());
+        assert!(identity(values("app@%", None, "", "0", Some("utf8mb4"))).unfit.is_some());
+        assert!(identity(values("app@%", None, "", &max, Some("latin1"))).unfit.is_some());
+        assert!(identity(values("app@%", None, "", &max, None)).unfit.is_some());
+    }
+}

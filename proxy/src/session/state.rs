@@ -1,0 +1,242 @@
+//! What a session's statements may have done to its state, read from their words.
+//!
+//! The words are only a hint, never the truth: the default database, the account, the
+//! character sets and the sql_mode come from the server itself (the probe, [`super::probe`]).
+//! What the words decide is when to ask the server again (`stale`) and when to stop trusting
+//! the session altogether (`unfollowed`): a statement whose effect on the session freshet
+//! cannot follow makes every cached read of the session relayed until COM_RESET_CONNECTION
+//! or a new session. Those statements are: executable comments (`/*! */`, `/*M! */`), which
+//! the server runs and the tokenizer does not read; EXECUTE IMMEDIATE, PREPARE and EXECUTE
+//! of SQL text; CALL (a procedure may change anything); CREATE TEMPORARY TABLE (it shadows a
+//! cached table for this session only); any SET of a variable not known to be harmless
+//! (sql_mode, sql_select_limit, time_zone, roles, ...); several statements in one text that
+//! include any of these.
+//!
+//! `unlogged` records that the session may have turned its binlogging off (`sql_log_bin`,
+//! `binlog_format` other than ROW): its writes never reach the binlog, so freshet evicts
+//! after each of them (see `session::command`).
+
+use crate::matching::lexer::{Lexer, Token, TokenKind};
+
+/// What a session's own statements say about it.
+#[derive(Debug, Clone, Default)]
+pub struct SessionState {
+    /// The user name the client logged in with (for logs; the server's identity of the
+    /// session is the probe's).
+    pub user: String,
+    /// A statement freshet cannot follow ran: relay cached reads until the session is reset.
+    pub unfollowed: bool,
+    /// The server's view of the session (database, account, character sets) may have
+    /// changed: ask it again before the next cached read.
+    pub stale: bool,
+    /// Writes of this session may bypass the binlog.
+    pub unlogged: bool,
+}
+
+impl SessionState {
+    pub fn new(user: String) -> SessionState {
+        SessionState { user, ..SessionState::default() }
+    }
+
+    /// After COM_RESET_CONNECTION: session variables are back to their defaults, temporary
+    /// tables and prepared statements gone.
+    pub fn reset(&mut self) {
+        *self = SessionState { user: std::mem::take(&mut self.user), stale: true, ..SessionState::default() };
+    }
+
+    /// Notes what a statement that is not a cacheable SELECT may do to the session.
+    pub fn observe(&mut self, sql: &[u8]) {
+        // Most statements (INSERT, UPDATE, SELECT ...) change nothing followed here: decided
+        // by their first word unless the text may hold several statements or SQL the server
+        // runs from a comment.
+        let first = Lexer::new(sql).next().map(|t| t.text(sql).to_ascii_lowercase());
+        let interesting = matches!(first.as_deref(), Some(b"set" | b"use" | b"execute" | b"prepare" | b"call" | b"create" | b"deallocate"));
+        if !interesting && !sql.contains(&b';') && !has_executable_comment(sql) {
+            return;
+        }
+        let tokens: Vec<Token> = Lexer::new(sql).collect();
+        let words: Vec<String> = tokens
+            .iter()
+            .map(|t| match t.kind {
+                TokenKind::Word | TokenKind::QuotedIdent => String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase().trim_matches('`').to_string(),
+                _ => String::new(),
+            })
+            .collect();
+        if tokens.iter().any(|t| t.kind == TokenKind::ExecComment && !t.text(sql).starts_with(b"/*+")) {
+            self.unfollowed("an executable comment", sql);
+            return;
+        }
+        let statements = tokens.iter().filter(|t| t.is_symbol(sql, b";")).count();
+        let unfollowable = |w: &str| matches!(w, "set" | "use" | "execute" | "prepare" | "call" | "temporary");
+        if statements > 0 && words.iter().any(|w| unfollowable(w)) {
+            self.unfollowed("several statements", sql);
+            return;
+        }
+        match words.first().map(String::as_str) {
+            Some("use") => self.stale = true,
+            Some("set") => self.observe_set(sql, &tokens),
+            Some("execute" | "prepare" | "call") => self.unfollowed("SQL run from text or a procedure", sql),
+            Some("create") if words.iter().take(4).any(|w| w == "temporary") => self.unfollowed("a temporary table", sql),
+            _ => {}
+        }
+    }
+
+    fn unfollowed(&mut self, why: &str, sql: &[u8]) {
+        if !self.unfollowed {
+            tracing::debug!(reason = why, "a statement freshet cannot follow; the session's cached reads are relayed until it is reset");
+        }
+        self.unfollowed = true;
+        // The text may have turned binlogging off.
+        let lower = sql.to_ascii_lowercase();
+        if contains(&lower, b"sql_log_bin") || contains(&lower, b"binlog_format") {
+            self.unlogged = true;
+        }
+    }
+
+    fn observe_set(&mut self, sql: &[u8], tokens: &[Token]) {
+        let text = |i: usize| tokens.get(i).map(|t| String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase()).unwrap_or_default();
+        let first = text(1);
+        if matches!(first.as_str(), "names" | "character" | "charset") {
+            self.stale = true;
+            return;
+        }
+        // Assignments: targets are the words after SET and after each top-level comma.
+        let mut depth = 0i32;
+        let mut expect_target = true;
+        let mut i = 1;
+        while i < tokens.len() {
+            let t = tokens[i];
+            let s = text(i);
+            match t.kind {
+                TokenKind::Symbol if s == "(" => depth += 1,
+                TokenKind::Symbol if s == ")" => depth -= 1,
+                TokenKind::Symbol if s == "," && depth == 0 => expect_target = true,
+                TokenKind::UserVariable if expect_target => expect_target = false,
+                TokenKind::Word | TokenKind::SystemVariable if expect_target => {
+                    let name = s.trim_start_matches("@@").trim_start_matches("session.").trim_start_matches("local.").to_string();
+                    if matches!(name.as_str(), "session" | "local") {
+                        i += 1;
+                        continue;
+                    }
+                    expect_target = false;
+                    match name.as_str() {
+                        "character_set_client" | "character_set_results" | "character_set_connection" | "collation_connection" => self.stale = true,
+                        "sql_log_bin" => self.unlogged |= !value_is(&text(i + 2), &["1", "on", "true", "default"]),
+                        "binlog_format" => self.unlogged |= !value_is(&text(i + 2), &["row", "'row'", "\"row\"", "default"]),
+                        n if HARMLESS.contains(&n) => {}
+                        _ => self.unfollowed("a setting that may change results", sql),
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+}
+
+fn value_is(value: &str, any_of: &[&str]) -> bool {
+    any_of.contains(&value)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// `/*!` or `/*M!` anywhere (a cheap scan before tokenizing; the lexer decides).
+fn has_executable_comment(sql: &[u8]) -> bool {
+    sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
+}
+
+/// Session variables that cannot change what a cached SELECT returns or how it is encoded.
+const HARMLESS: &[&str] = &[
+    "autocommit",
+    "transaction",
+    "transaction_isolation",
+    "tx_isolation",
+    "transaction_read_only",
+    "tx_read_only",
+    "wait_timeout",
+    "interactive_timeout",
+    "net_read_timeout",
+    "net_write_timeout",
+    "innodb_lock_wait_timeout",
+    "lock_wait_timeout",
+    "max_statement_time",
+    "max_execution_time",
+    "session_track_schema",
+    "session_track_state_change",
+    "session_track_system_variables",
+    "session_track_transaction_info",
+    "profiling",
+    "sql_notes",
+    "sql_warnings",
+    "foreign_key_checks",
+    "unique_checks",
+    "sql_auto_is_null",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn after(statements: &[&str]) -> SessionState {
+        let mut s = SessionState::default();
+        for sql in statements {
+            s.observe(sql.as_bytes());
+        }
+        s
+    }
+
+    #[test]
+    fn harmless_settings_keep_the_session_cacheable() {
+        let s = after(&["SET autocommit = 1", "SET SESSION wait_timeout = 100, @@session.net_read_timeout = 30", "SET @x = NOW()", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", "SELECT 1 /*+ hint */", "INSERT INTO t VALUES (1)"]);
+        assert!(!s.unfollowed && !s.stale && !s.unlogged, "{s:?}");
+    }
+
+    #[test]
+    fn settings_that_change_results_are_unfollowed_until_reset() {
+        for sql in [
+            "SET sql_mode = 'ANSI'",
+            "SET @@time_zone = '+02:00'",
+            "SET SESSION div_precision_increment = 2",
+            "SET a = 1, sql_select_limit = 5",
+            "SELECT 1; SET time_zone = '+00:00'",
+            "SET GLOBAL sql_mode = ''",
+            "SET ROLE r",
+            "/*!40101 SET NAMES latin1 */",
+            "SELECT /*M!100000 1, */ 2",
+            "EXECUTE IMMEDIATE 'SET NAMES latin1'",
+            "PREPARE s FROM 'SET character_set_results = latin1'",
+            "EXECUTE s",
+            "CALL p()",
+            "CREATE TEMPORARY TABLE t (id INT)",
+            "create or replace temporary table t (id int)",
+        ] {
+            let mut s = after(&[sql]);
+            assert!(s.unfollowed, "{sql}");
+            s.reset();
+            assert!(!s.unfollowed && s.stale);
+        }
+    }
+
+    #[test]
+    fn character_sets_and_databases_make_the_servers_view_stale() {
+        for sql in ["SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "SET character_set_results = 'binary'", "USE `other`", "use x"] {
+            let s = after(&[sql]);
+            assert!(s.stale && !s.unfollowed, "{sql}");
+        }
+    }
+
+    #[test]
+    fn binlogging_turned_off_is_remembered() {
+        for sql in ["SET sql_log_bin = 0", "SET SESSION sql_log_bin = OFF", "SET @@session.binlog_format = 'STATEMENT'", "/*!50000 SET sql_log_bin = 0 */", "SET binlog_format = @f"] {
+            assert!(after(&[sql]).unlogged, "{sql}");
+        }
+        for sql in ["SET sql_log_bin = 1", "SET binlog_format = 'ROW'", "SET sql_mode = ''"] {
+            assert!(!after(&[sql]).unlogged, "{sql}");
+        }
+        let mut s = after(&["SET sql_log_bin = 0"]);
+        s.reset();
+        assert!(!s.unlogged);
+    }
+}

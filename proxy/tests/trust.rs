@@ -1,0 +1,471 @@
+//! Adversarial: a cached read reaches a session only if the server would give that session
+//! the same answer. Each case runs the same statements as the same MariaDB user directly and
+//! through freshet and compares the answers (rows, column definitions, errors): users with
+//! table, column, view and no grants; REVOKE while connected; USE of a forbidden database;
+//! CHANGE_USER; decoy and temporary tables; session changes the tokenizer cannot follow;
+//! writes that bypass the binlog; admin identities.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use freshet_proxy::cache::{ColumnsKey, Engine, RelayReason};
+use mysql_async::prelude::*;
+use mysql_async::{Conn, Value};
+
+/// A column as a driver sees it: schema, table, org table, name, type, flags, length.
+type ColumnView = (String, String, String, String, u8, u16, u32);
+/// What a statement returned: column definitions and rows, or the server's error.
+type Answer = Result<(Vec<ColumnView>, Vec<Vec<Value>>), (u16, String)>;
+
+fn columns_of(cols: &[mysql_async::Column]) -> Vec<ColumnView> {
+    cols.iter()
+        .map(|c| {
+            (
+                c.schema_str().into_owned(),
+                c.table_str().into_owned(),
+                c.org_table_str().into_owned(),
+                c.name_str().into_owned(),
+                c.column_type() as u8,
+                c.flags().bits(),
+                c.column_length(),
+            )
+        })
+        .collect()
+}
+
+fn server_error(e: mysql_async::Error) -> (u16, String) {
+    match e {
+        mysql_async::Error::Server(s) => (s.code, s.message),
+        other => panic!("not a server error: {other}"),
+    }
+}
+
+/// A text query's answer.
+async fn text(conn: &mut Conn, sql: &str) -> Answer {
+    let mut result = conn.query_iter(sql).await.map_err(server_error)?;
+    let columns = result.columns().map(|c| columns_of(&c)).unwrap_or_default();
+    let rows: Vec<mysql_async::Row> = result.collect().await.map_err(server_error)?;
+    Ok((columns, rows.into_iter().map(|r| r.unwrap()).collect()))
+}
+
+/// A prepared statement's answer (prepared and executed now).
+async fn prepared(conn: &mut Conn, sql: &str, id: i32) -> Answer {
+    let mut result = conn.exec_iter(sql, (id,)).await.map_err(server_error)?;
+    let columns = result.columns().map(|c| columns_of(&c)).unwrap_or_default();
+    let rows: Vec<mysql_async::Row> = result.collect().await.map_err(server_error)?;
+    Ok((columns, rows.into_iter().map(|r| r.unwrap()).collect()))
+}
+
+fn as_user(addr: &str, user: &str, db: Option<&str>) -> mysql_async::OptsBuilder {
+    opts(addr).user(Some(user)).pass(Some("pw")).db_name(db)
+}
+
+/// The same user, directly and through freshet.
+async fn pair(proxy: &Proxy, user: &str, db: Option<&str>) -> (Conn, Conn) {
+    let direct = Conn::new(as_user(&upstream_addr(), user, db)).await.unwrap_or_else(|e| panic!("{user} connects directly: {e}"));
+    let through = Conn::new(as_user(&proxy.mysql.to_string(), user, db)).await.unwrap_or_else(|e| panic!("{user} connects through freshet: {e}"));
+    (direct, through)
+}
+
+/// (Re)creates `name`@127.0.0.1 with password `pw` and these grants.
+async fn user(name: &str, grants: &[&str]) {
+    let mut admin = direct().await;
+    admin.query_drop(format!("DROP USER IF EXISTS '{name}'@'127.0.0.1'")).await.unwrap();
+    admin.query_drop(format!("CREATE USER '{name}'@'127.0.0.1' IDENTIFIED BY 'pw'")).await.unwrap();
+    for g in grants {
+        admin.query_drop(format!("GRANT {g} TO '{name}'@'127.0.0.1'")).await.unwrap();
+    }
+}
+
+/// `table`: id, owner, secret; ids 1..=20, `secret` with a non-ASCII letter.
+async fn secrets(table: &str) {
+    let mut conn = direct().await;
+    conn.query_drop(format!("DROP TABLE IF EXISTS {table}")).await.unwrap();
+    conn.query_drop(format!("CREATE TABLE {table} (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret VARCHAR(50) NOT NULL) DEFAULT CHARSET=utf8mb4")).await.unwrap();
+    let values: Vec<String> = (1..=20).map(|i| format!("({i}, 'owner{}', 'sécret {}')", i % 3, i * 300)).collect();
+    conn.query_drop(format!("INSERT INTO {table} VALUES {}", values.join(", "))).await.unwrap();
+}
+
+fn config(table: &str, admins: &str) -> String {
+    format!(
+        "[admin]\nusers = [{admins}]\n[fill]\ntimeout = \"3s\"\n[consistency]\nmax_lag = \"5s\"\n[[cache]]\nname = \"secrets\"\nquery = \"SELECT id, owner, secret FROM {table} WHERE id = ?\"\n"
+    )
+}
+
+fn engine(proxy: &Proxy) -> std::sync::Arc<Engine> {
+    proxy.engine.get().expect("the cache engine started").clone()
+}
+
+fn relayed(proxy: &Proxy, reason: RelayReason) -> u64 {
+    engine(proxy).counters.relayed[reason.index()].get()
+}
+
+fn hits(proxy: &Proxy) -> u64 {
+    engine(proxy).by_name("secrets").expect("cache exists").stats().hits
+}
+
+/// Reads `sql` through freshet as the test's all-privileges user until freshet answers it
+/// from the cache (the key is then warm and the column definitions captured).
+async fn warm(proxy: &Proxy, sql: &str) {
+    let mut conn = through(proxy).await;
+    for _ in 0..100 {
+        let before = hits(proxy);
+        let _ = text(&mut conn, sql).await.unwrap();
+        if hits(proxy) > before {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("{sql} was never answered from the cache");
+}
+
+/// Reads `sql` through freshet until the cache answers it (true), each answer the server's;
+/// false if it never does. Other tests' GRANTs, seen in the same binlog, make freshet learn
+/// an account's rights anew now and then, so the first reads may be relayed.
+async fn served_from_cache(proxy: &Proxy, direct: &mut Conn, through: &mut Conn, sql: &str) -> bool {
+    let want = text(direct, sql).await;
+    for _ in 0..100 {
+        let before = hits(proxy);
+        assert_eq!(text(through, sql).await, want, "{sql}");
+        if hits(proxy) > before {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// Runs `sql` as text three times on both connections: the answers must be the server's.
+async fn same_text(direct: &mut Conn, through: &mut Conn, sql: &str, what: &str) {
+    let want = text(direct, sql).await;
+    for round in 0..3 {
+        assert_eq!(text(through, sql).await, want, "{what}: {sql} (read {round})");
+    }
+}
+
+async fn same_prepared(direct: &mut Conn, through: &mut Conn, sql: &str, id: i32, what: &str) {
+    let want = prepared(direct, sql, id).await;
+    for round in 0..3 {
+        assert_eq!(prepared(through, sql, id).await, want, "{what}: {sql} with {id} (execute {round})");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_grant_gets_the_servers_answer() {
+    secrets("tr_grants").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE OR REPLACE SQL SECURITY DEFINER VIEW tr_grants_v AS SELECT id, owner, secret FROM tr_grants").await.unwrap();
+    admin.query_drop("CREATE TABLE IF NOT EXISTS tr_other (id INT PRIMARY KEY)").await.unwrap();
+    user("tr_full", &["SELECT ON freshet_test.tr_grants"]).await;
+    user("tr_cols", &["SELECT (id, owner) ON freshet_test.tr_grants"]).await;
+    user("tr_view", &["SELECT ON freshet_test.tr_grants_v"]).await;
+    user("tr_none", &["SELECT ON freshet_test.tr_other"]).await;
+    let proxy = start_proxy(&config("tr_grants", "\"freshet\"")).await;
+    // Warm keys 1..=5 with freshet's test user; keys 10.. stay cold.
+    for id in 1..=5 {
+        warm(&proxy, &format!("SELECT id, owner, secret FROM tr_grants WHERE id = {id}")).await;
+    }
+    let stmt = "SELECT id, owner, secret FROM tr_grants WHERE id = ?";
+    let denied_before = relayed(&proxy, RelayReason::Denied);
+    for who in ["tr_none", "tr_cols", "tr_view", "tr_full"] {
+        let (mut d, mut t) = pair(&proxy, who, Some(DB)).await;
+        for sql in [
+            "SELECT id, owner, secret FROM tr_grants WHERE id = 1",
+            "SELECT id, owner, secret FROM tr_grants WHERE id = 12",
+            "SELECT tr_grants.id, tr_grants.owner, tr_grants.secret FROM tr_grants WHERE tr_grants.id = 2",
+            "SELECT id, owner, secret FROM tr_grants WHERE id IN (3, 4, 13)",
+            "SELECT id, owner, secret FROM tr_grants_v WHERE id = 1",
+        ] {
+            same_text(&mut d, &mut t, sql, who).await;
+        }
+        for id in [1, 2, 15] {
+            same_prepared(&mut d, &mut t, stmt, id, who).await;
+        }
+        if who == "tr_none" {
+            // Counted, and SHOW PROXIED QUERIES says why the shape was relayed.
+            assert!(relayed(&proxy, RelayReason::Denied) > denied_before);
+            let shapes: Vec<(String, u64, String, String, String)> = through(&proxy).await.query("SHOW PROXIED QUERIES LIMIT 100").await.unwrap();
+            assert!(shapes.iter().any(|s| s.0.contains("tr_grants") && s.4.contains("last relayed for: denied")), "{shapes:?}");
+        }
+    }
+    // The user with the table grant is served from the cache once freshet has learned it may.
+    let (mut d, mut t) = pair(&proxy, "tr_full", Some(DB)).await;
+    let sql = "SELECT id, owner, secret FROM tr_grants WHERE id = 3";
+    assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "a user who may read the table is answered from the cache");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revoke_while_connected_is_obeyed() {
+    secrets("tr_revoke").await;
+    user("tr_rev", &["SELECT ON freshet_test.tr_revoke"]).await;
+    let proxy = start_proxy(&config("tr_revoke", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_revoke WHERE id = 1";
+    let stmt = "SELECT id, owner, secret FROM tr_revoke WHERE id = ?";
+    warm(&proxy, sql).await;
+    let (mut d, mut t) = pair(&proxy, "tr_rev", Some(DB)).await;
+    same_text(&mut d, &mut t, sql, "before the revoke").await;
+    // Prepared before the REVOKE: executing it afterwards is refused by the server.
+    let prepared_through = t.prep(stmt).await.unwrap();
+    let prepared_direct = d.prep(stmt).await.unwrap();
+    let _: Vec<mysql_async::Row> = t.exec(&prepared_through, (1,)).await.unwrap();
+    assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "served from the cache before the revoke");
+    direct().await.query_drop("REVOKE SELECT ON freshet_test.tr_revoke FROM 'tr_rev'@'127.0.0.1'").await.unwrap();
+    let want = text(&mut d, sql).await;
+    assert!(want.is_err(), "the server refuses after the revoke");
+    // freshet learns of the REVOKE from the binlog: within replication lag, and from then on
+    // it never answers again.
+    let mut denied = false;
+    for _ in 0..250 {
+        if text(&mut t, sql).await == want {
+            denied = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(denied, "freshet still answers after the REVOKE reached it");
+    assert!(engine(&proxy).access.resets.get() >= 1, "the REVOKE was seen in the binlog");
+    same_text(&mut d, &mut t, sql, "after the revoke").await;
+    same_text(&mut d, &mut t, "SELECT id, owner, secret FROM tr_revoke WHERE id IN (1, 2)", "after the revoke").await;
+    let want = d.exec::<mysql_async::Row, _, _>(&prepared_direct, (1,)).await.map_err(server_error).map(|_| ());
+    let got = t.exec::<mysql_async::Row, _, _>(&prepared_through, (1,)).await.map_err(server_error).map(|_| ());
+    assert_eq!(got, want, "a statement prepared before the revoke");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_database_is_the_servers_and_decoys_poison_nothing() {
+    secrets("tr_decoy").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE DATABASE IF NOT EXISTS tr_decoy_db").await.unwrap();
+    admin.query_drop("CREATE DATABASE IF NOT EXISTS TR_DECOY_UPPER").await.unwrap();
+    admin.query_drop("DROP TABLE IF EXISTS tr_decoy_db.tr_decoy").await.unwrap();
+    admin.query_drop("CREATE TABLE tr_decoy_db.tr_decoy (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret TINYINT(3) UNSIGNED ZEROFILL)").await.unwrap();
+    admin.query_drop("INSERT INTO tr_decoy_db.tr_decoy VALUES (1, 'decoy', 7), (2, 'decoy', 8)").await.unwrap();
+    user("tr_out", &["ALL ON tr_decoy_db.*"]).await;
+    let proxy = start_proxy(&config("tr_decoy", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_decoy WHERE id = 1";
+    warm(&proxy, sql).await;
+    // A user of another database: USE of the cache's database fails on the server, and a
+    // wrong-case USE names another (empty) database; the decoy table answers.
+    let (mut d, mut t) = pair(&proxy, "tr_out", Some("tr_decoy_db")).await;
+    for use_sql in [&format!("USE {DB}"), "USE FRESHET_TEST"] {
+        assert_eq!(d.query_drop(use_sql).await.map_err(server_error), t.query_drop(use_sql).await.map_err(server_error), "{use_sql}");
+        same_text(&mut d, &mut t, sql, use_sql).await;
+        same_text(&mut d, &mut t, "SELECT id, owner, secret FROM tr_decoy WHERE id = 2", use_sql).await;
+        same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_decoy WHERE id = ?", 1, use_sql).await;
+    }
+    // COM_INIT_DB that fails, and one that succeeds into the wrong-case database.
+    for db in [DB, "TR_DECOY_UPPER", "tr_decoy_db"] {
+        let want = d.query_drop(format!("USE `{db}`")).await.map_err(server_error);
+        assert_eq!(t.query_drop(format!("USE `{db}`")).await.map_err(server_error), want);
+        same_text(&mut d, &mut t, sql, db).await;
+    }
+    // Captured definitions that are not the cache's own are refused, whoever sends them.
+    let e = engine(&proxy);
+    let cache = e.by_name("secrets").unwrap().id;
+    let key = |fingerprint| ColumnsKey { cache, fingerprint, charset: 1, binary: false, extended: false };
+    let defs = |schema: &str, table: &str, secret: &str| -> Vec<bytes::Bytes> {
+        ["id", "owner", secret].iter().map(|c| column_def(schema, table, c)).collect()
+    };
+    let refused = e.counters.captures_refused.get();
+    e.store_columns(key(1), defs("tr_decoy_db", "tr_decoy", "secret"));
+    e.store_columns(key(2), defs(DB, "tr_other_table", "secret"));
+    e.store_columns(key(3), defs(DB, "tr_decoy", "no_such_column"));
+    e.store_columns(key(4), defs(DB, "tr_decoy", "secret")[..2].to_vec());
+    assert!((1..=4).all(|f| e.columns(&key(f)).is_none()), "bad captures are not kept");
+    assert_eq!(e.counters.captures_refused.get(), refused + 4);
+    e.store_columns(key(5), defs(DB, "tr_decoy", "secret"));
+    assert!(e.columns(&key(5)).is_some(), "the cache's own definitions are kept");
+    // Everyone else still gets the real table's definitions and rows.
+    let mut d = direct().await;
+    let mut t = through(&proxy).await;
+    same_text(&mut d, &mut t, sql, "after the decoy").await;
+    same_text(&mut d, &mut t, "SELECT id, owner, secret FROM tr_decoy WHERE id = 2", "after the decoy").await;
+    same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_decoy WHERE id = ?", 2, "after the decoy").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_table_shadows_only_its_own_session() {
+    secrets("tr_tmp").await;
+    let proxy = start_proxy(&config("tr_tmp", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_tmp WHERE id = 1";
+    let fresh_sql = "SELECT id, owner, secret FROM tr_tmp WHERE id = 6";
+    warm(&proxy, sql).await;
+    let mut d = direct().await;
+    let mut t = through(&proxy).await;
+    for c in [&mut d, &mut t] {
+        c.query_drop("CREATE TEMPORARY TABLE tr_tmp (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret TINYINT ZEROFILL)").await.unwrap();
+        c.query_drop("INSERT INTO tr_tmp VALUES (1, 'shadow', 44), (6, 'shadow', 45)").await.unwrap();
+    }
+    same_text(&mut d, &mut t, sql, "shadowed").await;
+    same_text(&mut d, &mut t, fresh_sql, "shadowed").await;
+    same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_tmp WHERE id = ?", 6, "shadowed").await;
+    // Other sessions: the real table, its definitions.
+    let mut d2 = direct().await;
+    let mut t2 = through(&proxy).await;
+    same_text(&mut d2, &mut t2, fresh_sql, "another session").await;
+    same_prepared(&mut d2, &mut t2, "SELECT id, owner, secret FROM tr_tmp WHERE id = ?", 6, "another session").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
+    secrets("tr_state").await;
+    let proxy = start_proxy(&config("tr_state", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_state WHERE id = 4";
+    warm(&proxy, sql).await;
+    for change in [
+        "/*!40101 SET NAMES latin1 */",
+        "EXECUTE IMMEDIATE 'SET NAMES latin1'",
+        "PREPARE s FROM 'SET character_set_results = latin1'; EXECUTE s",
+        "SET sql_select_limit = 0",
+        "/*!40101 SET sql_select_limit = 0 */",
+        "SET sql_mode = 'ANSI_QUOTES'",
+    ] {
+        let mut d = direct().await;
+        let mut t = through(&proxy).await;
+        same_text(&mut d, &mut t, sql, "before").await;
+        for part in change.split("; ") {
+            d.query_drop(part).await.unwrap();
+            t.query_drop(part).await.unwrap();
+        }
+        same_text(&mut d, &mut t, sql, change).await;
+        same_text(&mut d, &mut t, "SELECT id, owner, secret FROM tr_state WHERE owner = \"owner1\" AND id = 4", change).await;
+        same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_state WHERE id = ?", 4, change).await;
+    }
+    // A prepared SET (the binary protocol) of a setting that changes results.
+    let mut d = direct().await;
+    let mut t = through(&proxy).await;
+    for c in [&mut d, &mut t] {
+        c.exec_drop("SET character_set_results = ?", ("latin1",)).await.unwrap();
+    }
+    same_text(&mut d, &mut t, sql, "prepared SET").await;
+    // A server whose own default sql_mode has ANSI_QUOTES.
+    let mut admin = direct().await;
+    let global: String = admin.query_first("SELECT @@GLOBAL.sql_mode").await.unwrap().unwrap();
+    admin.query_drop("SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',ANSI_QUOTES')").await.unwrap();
+    let mut d = direct().await;
+    let mut t = through(&proxy).await;
+    let quoted = "SELECT id, owner, secret FROM tr_state WHERE owner = \"owner1\" AND id = 4";
+    let (want, got) = (text(&mut d, quoted).await, text(&mut t, quoted).await);
+    admin.query_drop(format!("SET GLOBAL sql_mode = '{global}'")).await.unwrap();
+    assert_eq!(got, want, "global ANSI_QUOTES");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
+    secrets("tr_unlogged").await;
+    let proxy = start_proxy(&config("tr_unlogged", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_unlogged WHERE id = 5";
+    for (n, setting) in ["SET SESSION sql_log_bin = 0", "SET SESSION binlog_format = 'STATEMENT'"].into_iter().enumerate() {
+        warm(&proxy, sql).await;
+        let mut t = through(&proxy).await;
+        t.query_drop(setting).await.unwrap();
+        t.query_drop(format!("UPDATE tr_unlogged SET secret = 'changed {n}' WHERE id = 5")).await.unwrap();
+        let mut d = direct().await;
+        let want = text(&mut d, sql).await;
+        // Read by the writing session and by another one, as text and prepared.
+        same_text(&mut d, &mut t, sql, setting).await;
+        let mut other = through(&proxy).await;
+        same_text(&mut d, &mut other, sql, setting).await;
+        same_prepared(&mut d, &mut other, "SELECT id, owner, secret FROM tr_unlogged WHERE id = ?", 5, setting).await;
+        let secret: Option<String> = d.query_first("SELECT secret FROM tr_unlogged WHERE id = 5").await.unwrap();
+        assert_eq!(secret, Some(format!("changed {n}")));
+        assert_eq!(engine(&proxy).counters.unlogged_writes.get(), n as u64 + 1, "one unlogged write counted");
+        assert!(want.is_ok());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admin_rights_come_from_the_servers_identity() {
+    secrets("tr_admin").await;
+    user("tr_ops", &["SELECT ON freshet_test.tr_admin"]).await;
+    user("tr_boss", &["SELECT ON freshet_test.tr_admin"]).await;
+    let proxy = start_proxy(&config("tr_admin", "\"tr_ops@10.1.2.3\", \"tr_boss\", \"tr_ghost\"")).await;
+    let allowed = |r: &Result<Vec<mysql_async::Row>, mysql_async::Error>| match r {
+        Ok(_) => true,
+        Err(mysql_async::Error::Server(e)) if e.code == 1227 => false,
+        Err(e) => panic!("SHOW CACHES: {e}"),
+    };
+    // tr_ops@127.0.0.1 is not the admin tr_ops@10.1.2.3.
+    let mut ops = Conn::new(as_user(&proxy.mysql.to_string(), "tr_ops", Some(DB))).await.unwrap();
+    assert!(!allowed(&ops.query("SHOW CACHES").await), "tr_ops@127.0.0.1 is not the listed account");
+    // A bare name: that account, whatever its host.
+    let mut boss = Conn::new(as_user(&proxy.mysql.to_string(), "tr_boss", Some(DB))).await.unwrap();
+    assert!(allowed(&boss.query("SHOW CACHES").await), "tr_boss is listed");
+    // CHANGE_USER to a non-admin drops the rights; back to an admin gets them.
+    let to = |u: &str| mysql_async::ChangeUserOpts::default().with_user(Some(u.into())).with_pass(Some("pw".into())).with_db_name(Some(DB.into()));
+    boss.change_user(to("tr_ops")).await.unwrap();
+    assert!(!allowed(&boss.query("SHOW CACHES").await), "after CHANGE_USER to tr_ops");
+    ops.change_user(to("tr_boss")).await.unwrap();
+    assert!(allowed(&ops.query("SHOW CACHES").await), "after CHANGE_USER to tr_boss");
+    // A login the server maps to the anonymous account is never an admin, whatever name it
+    // gave.
+    let mut admin = direct().await;
+    admin.query_drop("DROP USER IF EXISTS ''@'127.0.0.1'").await.unwrap();
+    admin.query_drop("CREATE USER ''@'127.0.0.1' IDENTIFIED BY 'pw'").await.unwrap();
+    let anonymous = async {
+        let mut ghost = Conn::new(as_user(&proxy.mysql.to_string(), "tr_ghost", None)).await.unwrap();
+        let who: Option<String> = ghost.query_first("SELECT CURRENT_USER()").await.unwrap();
+        (who, allowed(&ghost.query("SHOW CACHES").await), allowed(&ghost.query_drop("DROP CACHE secrets").await.map(|()| Vec::new())))
+    }
+    .await;
+    admin.query_drop("DROP USER ''@'127.0.0.1'").await.unwrap();
+    assert_eq!(anonymous.0.as_deref(), Some("@127.0.0.1"), "the login is the anonymous account");
+    assert!(!anonymous.1 && !anonymous.2, "the anonymous account is no admin");
+    assert!(engine(&proxy).by_name("secrets").is_some());
+}
+
+/// A column definition packet (protocol 4.1) of a VARCHAR column `name` of `schema.table`.
+fn column_def(schema: &str, table: &str, name: &str) -> bytes::Bytes {
+    let mut p = Vec::new();
+    for field in ["def", schema, table, table, name, name] {
+        p.push(field.len() as u8);
+        p.extend_from_slice(field.as_bytes());
+    }
+    p.push(0x0c);
+    p.extend_from_slice(&45u16.to_le_bytes());
+    p.extend_from_slice(&200u32.to_le_bytes());
+    p.push(253);
+    p.extend_from_slice(&0u16.to_le_bytes());
+    p.push(0);
+    p.extend_from_slice(&[0, 0]);
+    p.into()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn change_user_and_reset_connection_follow_the_server() {
+    secrets("tr_change").await;
+    user("tr_reader", &["SELECT ON freshet_test.tr_change"]).await;
+    user("tr_stranger", &["SELECT ON freshet_test.tr_other"]).await;
+    direct().await.query_drop("CREATE TABLE IF NOT EXISTS tr_other (id INT PRIMARY KEY)").await.unwrap();
+    let proxy = start_proxy(&config("tr_change", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_change WHERE id = 7";
+    let stmt = "SELECT id, owner, secret FROM tr_change WHERE id = ?";
+    warm(&proxy, sql).await;
+    let to = |u: &str| mysql_async::ChangeUserOpts::default().with_user(Some(u.into())).with_pass(Some("pw".into())).with_db_name(Some(DB.into()));
+    let (mut d, mut t) = pair(&proxy, "tr_reader", Some(DB)).await;
+    same_text(&mut d, &mut t, sql, "tr_reader").await;
+    // To an account that may not read the table, and back.
+    for c in [&mut d, &mut t] {
+        c.change_user(to("tr_stranger")).await.unwrap();
+    }
+    same_text(&mut d, &mut t, sql, "after CHANGE_USER to tr_stranger").await;
+    same_prepared(&mut d, &mut t, stmt, 7, "after CHANGE_USER to tr_stranger").await;
+    for c in [&mut d, &mut t] {
+        c.change_user(to("tr_reader")).await.unwrap();
+    }
+    same_text(&mut d, &mut t, sql, "after CHANGE_USER back").await;
+    // An unfollowable statement relays the session's cached reads; COM_RESET_CONNECTION
+    // brings them back (and the server's answer is the same throughout).
+    for c in [&mut d, &mut t] {
+        c.query_drop("/*!40101 SET sql_select_limit = 0 */").await.unwrap();
+    }
+    let before = hits(&proxy);
+    same_text(&mut d, &mut t, sql, "unfollowed").await;
+    assert_eq!(hits(&proxy), before, "an unfollowed session is not answered from the cache");
+    for c in [&mut d, &mut t] {
+        c.reset().await.unwrap();
+    }
+    assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "a reset session is answered from the cache again");
+}
