@@ -163,7 +163,11 @@ async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyh
         let t = Instant::now();
         let result = if is_write { session.write(key, pick / 100).await } else { session.read(key).await };
         let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
-        if is_write { out.writes_us.push(us) } else { out.reads_us.push(us) }
+        if is_write {
+            out.writes_us.push(us)
+        } else {
+            out.reads_us.push(us)
+        }
         match result {
             Ok(()) => out.ops += 1,
             Err(e) => {
@@ -315,7 +319,9 @@ async fn main() -> anyhow::Result<()> {
         return Ok(());
     }
     for w in &args.workloads {
-        w.setup(&args.targets[0].1, args.rows).await.with_context(|| format!("preparing the {} tables through the first target", w.name()))?;
+        w.setup(&args.targets[0].1, args.rows)
+            .await
+            .with_context(|| format!("preparing the {} tables through the first target", w.name()))?;
     }
     if args.setup_only {
         return Ok(());
@@ -323,7 +329,9 @@ async fn main() -> anyhow::Result<()> {
     let plans: Vec<Arc<Plan>> = args
         .workloads
         .iter()
-        .map(|&workload| Arc::new(Plan { workload, keys: Zipf::new(args.rows, args.skew), writes: args.writes, text: args.text, rows: args.rows }))
+        .map(|&workload| {
+            Arc::new(Plan { workload, keys: Zipf::new(args.rows, args.skew), writes: args.writes, text: args.text, rows: args.rows })
+        })
         .collect();
     let n = args.targets.len();
     // results[workload][target][round]
@@ -335,14 +343,27 @@ async fn main() -> anyhow::Result<()> {
                 if round == 0 && args.prefill {
                     let started = Instant::now();
                     let errors = prefill(url, args.connections, plan).await.with_context(|| format!("prefilling {name}"))?;
-                    eprintln!("prefill {} {name}: {} keys in {:.1} s, {errors} errors", plan.workload.name(), args.rows, started.elapsed().as_secs_f64());
+                    eprintln!(
+                        "prefill {} {name}: {} keys in {:.1} s, {errors} errors",
+                        plan.workload.name(),
+                        args.rows,
+                        started.elapsed().as_secs_f64()
+                    );
                 }
                 if round == 0 && args.warmup > 0.0 {
                     run_once(url, args.connections, args.warmup, plan, 0x5eed).await.with_context(|| format!("warming up {name}"))?;
                 }
                 let seed = 0x9e37_79b9_7f4a_7c15 ^ round as u64;
-                let o = run_once(url, args.connections, args.seconds, plan, seed).await.with_context(|| format!("{} on {name}", plan.workload.name()))?;
-                eprintln!("round {} {} {name}: {:.0} ops/s, {} errors", round + 1, plan.workload.name(), o.ops as f64 / o.elapsed.as_secs_f64().max(1e-9), o.errors);
+                let o = run_once(url, args.connections, args.seconds, plan, seed)
+                    .await
+                    .with_context(|| format!("{} on {name}", plan.workload.name()))?;
+                eprintln!(
+                    "round {} {} {name}: {:.0} ops/s, {} errors",
+                    round + 1,
+                    plan.workload.name(),
+                    o.ops as f64 / o.elapsed.as_secs_f64().max(1e-9),
+                    o.errors
+                );
                 results[w][t].push(o.into());
             }
         }

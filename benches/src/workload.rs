@@ -63,10 +63,9 @@ impl Workload {
     pub fn describe(self, rows: u64) -> String {
         match self {
             Workload::Point => format!("point select by primary key on load_items ({rows} rows); writes: UPDATE of the row's k"),
-            Workload::Story => format!(
-                "story_with_votes ({rows} stories, {} users); writes: INSERT IGNORE / DELETE of a vote",
-                users(rows)
-            ),
+            Workload::Story => {
+                format!("story_with_votes ({rows} stories, {} users); writes: INSERT IGNORE / DELETE of a vote", users(rows))
+            }
         }
     }
 
@@ -76,7 +75,8 @@ impl Workload {
             Workload::Point => Ok(POINT_READ.to_string()),
             Workload::Story => {
                 let queries = freshet_examples::app::read_queries()?;
-                let (_, sql) = queries.into_iter().find(|(k, _)| k.cache == STORY_CACHE).context("no story_with_votes in the news example")?;
+                let (_, sql) =
+                    queries.into_iter().find(|(k, _)| k.cache == STORY_CACHE).context("no story_with_votes in the news example")?;
                 Ok(sql)
             }
         }
@@ -106,7 +106,9 @@ impl Workload {
             Workload::Point => setup_items(&mut conn, rows).await?,
             Workload::Story => {
                 let sizes = story_sizes(rows);
-                let have = |t: &str| format!("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '{t}'");
+                let have = |t: &str| {
+                    format!("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '{t}'")
+                };
                 let exists: Option<u64> = conn.query_first(have("stories")).await?;
                 let mut fresh = exists == Some(1);
                 if fresh {
@@ -146,9 +148,8 @@ async fn setup_items(conn: &mut Conn, rows: u64) -> anyhow::Result<()> {
     if have != Some(rows) {
         conn.query_drop("TRUNCATE load_items").await?;
         for start in (1..=rows).step_by(1000) {
-            let values: Vec<String> = (start..(start + 1000).min(rows + 1))
-                .map(|i| format!("({i}, {}, '{:0>120}', '{:0>60}')", i % 1000, i, i * 7))
-                .collect();
+            let values: Vec<String> =
+                (start..(start + 1000).min(rows + 1)).map(|i| format!("({i}, {}, '{:0>120}', '{:0>60}')", i % 1000, i, i * 7)).collect();
             conn.query_drop(format!("INSERT INTO load_items VALUES {}", values.join(","))).await?;
         }
     }

@@ -10,11 +10,11 @@
 
 use std::collections::HashMap;
 
-use mysql_async::prelude::Queryable;
 use mysql_async::Conn;
+use mysql_async::prelude::Queryable;
 
 use crate::error::CdcError;
-use crate::flavor::{self, version_of, Flavor};
+use crate::flavor::{self, Flavor, version_of};
 
 /// Runs every check against the server behind `conn`; `Err(CdcError::Checks)` lists all
 /// failures.
@@ -29,9 +29,8 @@ pub async fn check_upstream(conn: &mut Conn, database: &str, tables: &[&str]) ->
         .await?;
     let vars: HashMap<String, String> = vars.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     let grants: Vec<String> = conn.query(flavor.show_grants_sql()).await?;
-    let engines: Vec<(String, Option<String>)> = conn
-        .exec("SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (database,))
-        .await?;
+    let engines: Vec<(String, Option<String>)> =
+        conn.exec("SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (database,)).await?;
     let engines: HashMap<String, String> = engines.into_iter().map(|(t, e)| (t.to_ascii_lowercase(), e.unwrap_or_default())).collect();
     let mut problems = evaluate(flavor.as_ref(), &version, &vars, &grants, database, tables);
     problems.extend(check_engines(database, tables, &engines));
@@ -72,10 +71,15 @@ pub fn evaluate(
         ));
     }
     if var("log_bin_compress").as_deref() == Some("ON") {
-        p.push("log_bin_compress is ON: freshet does not decode compressed row events; `SET GLOBAL log_bin_compress = OFF` and in my.cnf".into());
+        p.push(
+            "log_bin_compress is ON: freshet does not decode compressed row events; `SET GLOBAL log_bin_compress = OFF` and in my.cnf"
+                .into(),
+        );
     }
     if var("binlog_row_value_options").is_some_and(|v| v.contains("PARTIAL_JSON")) {
-        p.push("binlog_row_value_options is PARTIAL_JSON: freshet needs whole JSON values; `SET GLOBAL binlog_row_value_options = ''`".into());
+        p.push(
+            "binlog_row_value_options is PARTIAL_JSON: freshet needs whole JSON values; `SET GLOBAL binlog_row_value_options = ''`".into(),
+        );
     }
     let g = Grants::parse(grants);
     let (dump, client) = flavor.replication_privileges();
@@ -135,9 +139,9 @@ impl Grants {
     }
     fn select_on(&self, db: &str, table: &str) -> bool {
         let (db, table) = (db.to_ascii_uppercase(), table.to_ascii_uppercase());
-        self.entries.iter().any(|(p, on)| {
-            self.has(p, "SELECT") && (on == "*.*" || *on == format!("{db}.*") || *on == format!("{db}.{table}"))
-        })
+        self.entries
+            .iter()
+            .any(|(p, on)| self.has(p, "SELECT") && (on == "*.*" || *on == format!("{db}.*") || *on == format!("{db}.{table}")))
     }
 }
 
@@ -158,10 +162,8 @@ mod tests {
     fn a_well_configured_server_passes() {
         let g = vec!["GRANT ALL PRIVILEGES ON *.* TO `freshet`@`%`".to_string()];
         assert!(evaluate(&MariaDb, "10.11.6-MariaDB", &good(), &g, "app", &["t"]).is_empty());
-        let g = vec![
-            "GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `f`@`%`".to_string(),
-            "GRANT SELECT ON `app`.* TO `f`@`%`".to_string(),
-        ];
+        let g =
+            vec!["GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `f`@`%`".to_string(), "GRANT SELECT ON `app`.* TO `f`@`%`".to_string()];
         assert!(evaluate(&MariaDb, "10.6.1-MariaDB", &good(), &g, "app", &["t"]).is_empty());
     }
 
@@ -182,13 +184,27 @@ mod tests {
         let p = evaluate(&MariaDb, "10.4.1-MariaDB", &v, &g, "app", &["t", "u"]);
         let all = p.join("\n");
         assert_eq!(p.len(), 8, "{all}");
-        for needle in ["upgrade", "log_bin", "binlog_format = ROW", "binlog_row_image = FULL", "log_bin_compress", "REPLICATION SLAVE", "BINLOG MONITOR", "`app`.`u`"] {
+        for needle in [
+            "upgrade",
+            "log_bin",
+            "binlog_format = ROW",
+            "binlog_row_image = FULL",
+            "log_bin_compress",
+            "REPLICATION SLAVE",
+            "BINLOG MONITOR",
+            "`app`.`u`",
+        ] {
             assert!(all.contains(needle), "{needle} in {all}");
         }
         let p = evaluate(
             &MySql8 { minor_at_least_4: false },
             "8.0.36",
-            &vars(&[("log_bin", "ON"), ("binlog_format", "ROW"), ("binlog_row_image", "FULL"), ("binlog_row_value_options", "PARTIAL_JSON")]),
+            &vars(&[
+                ("log_bin", "ON"),
+                ("binlog_format", "ROW"),
+                ("binlog_row_image", "FULL"),
+                ("binlog_row_value_options", "PARTIAL_JSON"),
+            ]),
             &["GRANT REPLICATION SLAVE, REPLICATION CLIENT ON *.* TO `f`@`%`".to_string()],
             "app",
             &[],

@@ -181,7 +181,8 @@ pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
     }
     // A write to the privilege tables themselves: the `mysql` schema named anywhere, or as
     // the default database of a data-changing statement.
-    let writes = matches!(first.as_str(), "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "LOAD" | "TRUNCATE" | "ALTER" | "DROP" | "CREATE" | "RENAME");
+    let writes =
+        matches!(first.as_str(), "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "LOAD" | "TRUNCATE" | "ALTER" | "DROP" | "CREATE" | "RENAME");
     writes
         && (default_db.eq_ignore_ascii_case("mysql")
             || toks.windows(2).any(|w| matches!(w, [Tok::Word(d) | Tok::Quoted(d), Tok::Dot] if d.eq_ignore_ascii_case("mysql"))))

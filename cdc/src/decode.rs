@@ -24,12 +24,7 @@ use mysql_async::binlog::value::BinlogValue;
 use crate::schema::{Charset, ColumnDecode};
 
 /// Converts one binlog cell of a column of type `ty`. Errors name what was unexpected.
-pub fn decode(
-    ty: &SqlType,
-    collation: Option<Collation>,
-    facts: &ColumnDecode,
-    cell: BinlogValue<'_>,
-) -> Result<Value, String> {
+pub fn decode(ty: &SqlType, collation: Option<Collation>, facts: &ColumnDecode, cell: BinlogValue<'_>) -> Result<Value, String> {
     let v = match cell {
         BinlogValue::Value(v) => v,
         BinlogValue::Jsonb(_) => {
@@ -50,9 +45,7 @@ pub fn decode(
     match ty {
         SqlType::Int { .. } | SqlType::Float | SqlType::Double | SqlType::Decimal { .. } => numeric(ty, v),
         SqlType::Text | SqlType::Bytes | SqlType::Json => textual(ty, collation, facts, v),
-        SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. } | SqlType::Year => {
-            temporal(ty, v)
-        }
+        SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. } | SqlType::Time { .. } | SqlType::Year => temporal(ty, v),
         SqlType::Enum(_) | SqlType::Set(_) | SqlType::Bit { .. } => bitwise(ty, v),
     }
 }
@@ -186,8 +179,8 @@ pub fn text(b: &[u8], charset: Charset) -> String {
 /// control characters, as MySQL's own conversion does.
 fn cp1252(b: u8) -> char {
     const HIGH: [char; 32] = [
-        '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž', '\u{8f}', '\u{90}', '‘', '’',
-        '“', '”', '•', '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}', 'ž', 'Ÿ',
+        '€', '\u{81}', '‚', 'ƒ', '„', '…', '†', '‡', 'ˆ', '‰', 'Š', '‹', 'Œ', '\u{8d}', 'Ž', '\u{8f}', '\u{90}', '‘', '’', '“', '”', '•',
+        '–', '—', '˜', '™', 'š', '›', 'œ', '\u{9d}', 'ž', 'Ÿ',
     ];
     match b {
         0x80..=0x9f => HIGH[(b - 0x80) as usize],

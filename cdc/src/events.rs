@@ -126,7 +126,9 @@ mod tests {
         let mut g = 9u64.to_le_bytes().to_vec();
         g.extend(0u32.to_le_bytes());
         g.push(1);
-        assert!(matches!(classify(&read(&event_bytes(162, 300, &g)).unwrap()).unwrap(), EventKind::MariaGtid(e) if e.standalone && e.gtid.seq == 9));
+        assert!(
+            matches!(classify(&read(&event_bytes(162, 300, &g)).unwrap()).unwrap(), EventKind::MariaGtid(e) if e.standalone && e.gtid.seq == 9)
+        );
         let mut rows = vec![0x2a, 0, 0, 0, 0, 0, 0, 0];
         rows.extend([1, 1, 0xff]);
         assert_eq!(classify(&read(&event_bytes(23, 400, &rows)).unwrap()).unwrap(), EventKind::Rows { table_id: 42 });

@@ -91,10 +91,7 @@ impl UpstreamFills {
         let constraints = PoolConstraints::new(1, n).unwrap_or_default();
         let opts: Opts = OptsBuilder::from_opts(opts)
             .db_name(Some(database.to_string()))
-            .init(vec![
-                "SET time_zone = '+00:00'".to_string(),
-                "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
-            ])
+            .init(vec!["SET time_zone = '+00:00'".to_string(), "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string()])
             .pool_opts(PoolOpts::default().with_constraints(constraints))
             .into();
         UpstreamFills {
@@ -141,8 +138,7 @@ impl UpstreamFills {
     async fn fill_snapshot(&self, conn: &mut Conn, req: &FillRequest) -> Result<(Position, Vec<Vec<(Row, i64)>>), FillError> {
         conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(unavailable)?;
         let r = async {
-            let status: Vec<(String, String)> =
-                conn.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'").await.map_err(unavailable)?;
+            let status: Vec<(String, String)> = conn.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'").await.map_err(unavailable)?;
             let get = |name: &str| status.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
             let (Some(file), Some(offset)) = (get("binlog_snapshot_file"), get("binlog_snapshot_position")) else {
                 return Err(FillError::Unavailable("the server reports no binlog snapshot position (is log_bin on?)".into()));

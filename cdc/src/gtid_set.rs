@@ -82,8 +82,7 @@ impl fmt::Display for GtidSet {
             .sets
             .iter()
             .map(|(k, ivs)| {
-                let r: Vec<String> =
-                    ivs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
+                let r: Vec<String> = ivs.iter().map(|&(a, b)| if a == b { a.to_string() } else { format!("{a}-{b}") }).collect();
                 format!("{k}:{}", r.join(":"))
             })
             .collect();

@@ -59,7 +59,7 @@ pub use error::CdcError;
 pub use fill::{BlockingFills, FillConfig, UpstreamFills};
 pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
 pub use gtid_set::GtidSet;
+pub use lag::{Behind, Lag, LagHandle, spawn_position_poll};
 pub use position::{BinlogPos, MariaGtid};
-pub use lag::{spawn_position_poll, Behind, Lag, LagHandle};
 pub use schema::TableInfo;
 pub use stream::{BinlogStream, SchemaChange, StartAt, StreamConfig, StreamEvent};

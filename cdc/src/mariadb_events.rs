@@ -63,10 +63,7 @@ mod tests {
         let mut d = 42u64.to_le_bytes().to_vec();
         d.extend(7u32.to_le_bytes());
         d.push(1);
-        assert_eq!(
-            parse_gtid(&d, 3),
-            Some(GtidEvent { gtid: MariaGtid { domain: 7, server: 3, seq: 42 }, standalone: true })
-        );
+        assert_eq!(parse_gtid(&d, 3), Some(GtidEvent { gtid: MariaGtid { domain: 7, server: 3, seq: 42 }, standalone: true }));
         assert_eq!(parse_gtid(&d[..10], 3), None);
         let mut l = 1u32.to_le_bytes().to_vec();
         l.extend(0u32.to_le_bytes());

@@ -71,8 +71,8 @@ impl BinlogPos {
     /// The inverse of [`BinlogPos::position`], given a file name of the same series (its base
     /// and digit count are reused).
     pub fn from_position(p: Position, like: &str) -> Result<BinlogPos, CdcError> {
-        let (base, _) = split_file_name(like)
-            .ok_or_else(|| CdcError::BadPosition(format!("binlog file name `{like}` has no numeric suffix")))?;
+        let (base, _) =
+            split_file_name(like).ok_or_else(|| CdcError::BadPosition(format!("binlog file name `{like}` has no numeric suffix")))?;
         let width = like.len() - base.len() - 1;
         let seq = p.0 >> 32;
         Ok(BinlogPos { file: format!("{base}.{seq:0width$}"), offset: (p.0 & 0xFFFF_FFFF) as u32 })

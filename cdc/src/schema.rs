@@ -80,8 +80,7 @@ const PK_SQL: &str = "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY
 const JSON_CHECKS_SQL: &str = "SELECT TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS \
      WHERE CONSTRAINT_SCHEMA = ?";
 
-const TABLES_SQL: &str =
-    "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'";
+const TABLES_SQL: &str = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'";
 
 /// One row of information_schema.COLUMNS.
 #[derive(Clone, Debug, Default)]
@@ -106,24 +105,12 @@ pub async fn load_tables(
     database: &str,
     only: Option<&str>,
 ) -> Result<HashMap<String, TableInfo>, CdcError> {
-    type ColTuple = (
-        String,
-        String,
-        String,
-        String,
-        String,
-        Option<u64>,
-        Option<u64>,
-        Option<u64>,
-        Option<String>,
-        Option<String>,
-        Option<u64>,
-    );
+    type ColTuple =
+        (String, String, String, String, String, Option<u64>, Option<u64>, Option<u64>, Option<String>, Option<String>, Option<u64>);
     let rows: Vec<ColTuple> = conn.exec(COLUMNS_SQL, (database,)).await?;
     let pks: Vec<(String, String)> = conn.exec(PK_SQL, (database,)).await?;
     let tables: Vec<String> = conn.exec(TABLES_SQL, (database,)).await?;
-    let checks: Vec<(String, String)> =
-        if flavor.json_is_text() { conn.exec(JSON_CHECKS_SQL, (database,)).await? } else { Vec::new() };
+    let checks: Vec<(String, String)> = if flavor.json_is_text() { conn.exec(JSON_CHECKS_SQL, (database,)).await? } else { Vec::new() };
     let wanted = |t: &str| only.is_none_or(|o| o.eq_ignore_ascii_case(t)) && tables.iter().any(|x| x == t);
     let mut cols: HashMap<String, Vec<ColumnRow>> = HashMap::new();
     for r in rows {
@@ -168,13 +155,9 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
         c.nullable = r.nullable;
         columns.push(c);
         let binary_width = (r.data_type.eq_ignore_ascii_case("binary")).then(|| r.octet_length.unwrap_or(0) as usize);
-        decode.push(ColumnDecode {
-            charset: r.charset.as_deref().map(Charset::from_name).unwrap_or(Charset::Other),
-            binary_width,
-        });
+        decode.push(ColumnDecode { charset: r.charset.as_deref().map(Charset::from_name).unwrap_or(Charset::Other), binary_width });
     }
-    let primary_key =
-        pk.iter().filter_map(|p| columns.iter().position(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(p))).collect();
+    let primary_key = pk.iter().filter_map(|p| columns.iter().position(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(p))).collect();
     TableInfo { schema: TableSchema::new(table, columns, primary_key), decode }
 }
 
@@ -195,10 +178,9 @@ fn sql_type(r: &ColumnRow, json_text: bool) -> SqlType {
         "bigint" => SqlType::Int { bytes: 8, unsigned },
         "float" => SqlType::Float,
         "double" | "real" | "double precision" => SqlType::Double,
-        "decimal" | "numeric" => SqlType::Decimal {
-            precision: r.precision.unwrap_or(10).min(255) as u8,
-            scale: r.scale.unwrap_or(0).min(255) as u8,
-        },
+        "decimal" | "numeric" => {
+            SqlType::Decimal { precision: r.precision.unwrap_or(10).min(255) as u8, scale: r.scale.unwrap_or(0).min(255) as u8 }
+        }
         "date" => SqlType::Date,
         "time" => SqlType::Time { fsp },
         "datetime" => SqlType::DateTime { fsp },
@@ -210,11 +192,7 @@ fn sql_type(r: &ColumnRow, json_text: bool) -> SqlType {
         "json" => SqlType::Json,
         "longtext" if json_text => SqlType::Json,
         "char" | "varchar" | "tinytext" | "text" | "mediumtext" | "longtext" => {
-            if r.charset.as_deref().is_some_and(|c| c.eq_ignore_ascii_case("binary")) {
-                SqlType::Bytes
-            } else {
-                SqlType::Text
-            }
+            if r.charset.as_deref().is_some_and(|c| c.eq_ignore_ascii_case("binary")) { SqlType::Bytes } else { SqlType::Text }
         }
         // binary, varbinary, blobs, and types freshet carries as opaque bytes (geometry,
         // MariaDB's inet4/inet6/uuid): compared bytewise, never interpreted.
@@ -338,13 +316,8 @@ mod tests {
         text.collation = Some("utf8mb4_general_ci".into());
         let mut bin = row("b", "binary", "binary(4)");
         bin.octet_length = Some(4);
-        let rows = vec![
-            row("u", "int", "int(10) unsigned"),
-            row("j", "longtext", "longtext"),
-            text,
-            bin,
-            row("d", "decimal", "decimal(10,2)"),
-        ];
+        let rows =
+            vec![row("u", "int", "int(10) unsigned"), row("j", "longtext", "longtext"), text, bin, row("d", "decimal", "decimal(10,2)")];
         let info = table_info("x", &rows, &["u"], &["json_valid(`j`)"]);
         let ty: Vec<&SqlType> = info.schema.columns.iter().map(|c| &c.ty).collect();
         assert_eq!(ty[0], &SqlType::Int { bytes: 4, unsigned: true });

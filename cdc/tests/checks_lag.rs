@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use freshet_cdc::{check_upstream, StreamEvent};
+use freshet_cdc::{StreamEvent, check_upstream};
 use mysql_async::prelude::Queryable;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -50,7 +50,13 @@ async fn writer(db: String, w: usize) {
                 match r.next(6) {
                     4 => tx.exec_drop("INSERT INTO cdc_tags VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE t = t + 1", (id % 40, k, v)).await?,
                     5 => tx.exec_drop("DELETE FROM cdc_tags WHERE id = ?", (id % 40,)).await?,
-                    0 => tx.exec_drop("INSERT INTO cdc_items VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE v = v + 1", (id, k, v, ["a", "B", "b"][(v % 3) as usize])).await?,
+                    0 => {
+                        tx.exec_drop(
+                            "INSERT INTO cdc_items VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE v = v + 1",
+                            (id, k, v, ["a", "B", "b"][(v % 3) as usize]),
+                        )
+                        .await?
+                    }
                     1 => tx.exec_drop("UPDATE cdc_items SET v = v + ? WHERE id = ?", (v, id)).await?,
                     2 => tx.exec_drop("UPDATE cdc_items SET k = ? WHERE id = ?", (k, id)).await?,
                     3 => tx.exec_drop("DELETE FROM cdc_items WHERE id = ?", (id,)).await?,
@@ -93,7 +99,11 @@ struct Counts {
     lookups: usize,
 }
 
-fn spawn_fills(df: &mut Dataflow, fills: &UpstreamFills, inflight: &mut JoinSet<(FillRequest, Result<freshet_dataflow::FillResponse, freshet_dataflow::FillError>)>) {
+fn spawn_fills(
+    df: &mut Dataflow,
+    fills: &UpstreamFills,
+    inflight: &mut JoinSet<(FillRequest, Result<freshet_dataflow::FillResponse, freshet_dataflow::FillError>)>,
+) {
     for req in df.fill_requests() {
         let f = fills.clone();
         inflight.spawn(async move {

@@ -15,9 +15,9 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use common::*;
+use freshet_cdc::MariaDb;
 use freshet_cdc::result::{convert, result_columns};
 use freshet_cdc::schema::load_tables;
-use freshet_cdc::MariaDb;
 use freshet_dataflow::{Batch, Row, Value};
 use mysql_async::prelude::Queryable;
 
@@ -144,8 +144,7 @@ async fn concurrent_transactions_arrive_complete_ordered_grouped() {
         let vals: Row = row.unwrap().into_iter().zip(&cols).map(|(v, col)| convert(col, v).unwrap()).collect();
         server.insert(int(&vals[0]), format!("{vals:?}"));
     }
-    let ours: HashMap<i64, String> =
-        model.iter().filter(|((t, _), _)| t == "cdc_kv").map(|((_, k), r)| (*k, format!("{r:?}"))).collect();
+    let ours: HashMap<i64, String> = model.iter().filter(|((t, _), _)| t == "cdc_kv").map(|((_, k), r)| (*k, format!("{r:?}"))).collect();
     assert_eq!(ours, server);
     drop_db(&db).await;
 }

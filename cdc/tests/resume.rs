@@ -86,9 +86,7 @@ async fn restart_at_a_delivered_position_continues_right_after_it() {
     assert!(g.seq <= server.seq && g.seq > 0);
     assert_eq!(resume.position().unwrap(), first[4].position);
     drop(s);
-    let mut s2 = BinlogStream::connect(opts_for(None), StreamConfig::new(&db, server_id()), StartAt::At(resume))
-        .await
-        .unwrap();
+    let mut s2 = BinlogStream::connect(opts_for(None), StreamConfig::new(&db, server_id()), StartAt::At(resume)).await.unwrap();
     let (rest, _) = within(20, "the other five", batches(&mut s2, 5)).await;
     let ids: Vec<i64> = rest.iter().map(|b| int(&b.changes[0].row[0])).collect();
     assert_eq!(ids, vec![5, 6, 7, 8, 9]);

@@ -7,9 +7,9 @@ mod common;
 use std::collections::HashMap;
 
 use common::*;
+use freshet_cdc::MariaDb;
 use freshet_cdc::result::{convert, result_columns};
 use freshet_cdc::schema::load_tables;
-use freshet_cdc::MariaDb;
 use freshet_dataflow::{Row, Value};
 use mysql_async::prelude::Queryable;
 

@@ -14,9 +14,7 @@ async fn xa_commit_is_untrusted_and_one_phase_is_a_batch() {
     let (db, mut c) = fresh_db("xa").await;
     c.query_drop("CREATE TABLE cdc_x (id INT PRIMARY KEY)").await.unwrap();
     let mut s = stream(&db).await;
-    c.query_drop("XA START 'cdc1'; INSERT INTO cdc_x VALUES (1); XA END 'cdc1'; XA PREPARE 'cdc1'; XA COMMIT 'cdc1'")
-        .await
-        .unwrap();
+    c.query_drop("XA START 'cdc1'; INSERT INTO cdc_x VALUES (1); XA END 'cdc1'; XA PREPARE 'cdc1'; XA COMMIT 'cdc1'").await.unwrap();
     c.query_drop("XA START 'cdc2'; INSERT INTO cdc_x VALUES (2); XA END 'cdc2'; XA COMMIT 'cdc2' ONE PHASE").await.unwrap();
     c.query_drop("INSERT INTO cdc_x VALUES (3)").await.unwrap();
     let mut untrusted = 0;

@@ -287,7 +287,10 @@ impl Config {
     /// Reads and validates the file at `path`, with overrides from the process environment.
     pub fn load(path: &std::path::Path) -> Result<Config, ConfigError> {
         let source = std::fs::read_to_string(path).map_err(|e| {
-            ConfigError::single(Location::File { path: path.to_path_buf(), line: 0, column: 0 }, format!("cannot read the config file: {e}"))
+            ConfigError::single(
+                Location::File { path: path.to_path_buf(), line: 0, column: 0 },
+                format!("cannot read the config file: {e}"),
+            )
         })?;
         Config::parse(&source, path, &|name| std::env::var(name).ok(), &std::env::vars().map(|(k, _)| k).collect::<Vec<_>>())
     }

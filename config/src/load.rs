@@ -76,12 +76,7 @@ impl std::error::Error for ConfigError {}
 const ENV_SECTIONS: [&str; 12] =
     ["upstream", "listen", "limits", "log", "memory", "fill", "replica", "consistency", "admin", "caches", "binlog", "shutdown"];
 
-pub(crate) fn parse(
-    source: &str,
-    path: &Path,
-    env: &dyn Fn(&str) -> Option<String>,
-    env_names: &[String],
-) -> Result<Config, ConfigError> {
+pub(crate) fn parse(source: &str, path: &Path, env: &dyn Fn(&str) -> Option<String>, env_names: &[String]) -> Result<Config, ConfigError> {
     let doc = Document::parse(source.to_string()).map_err(|e| {
         let (line, column) = e.span().map(|s| line_col(source, s.start)).unwrap_or((0, 0));
         ConfigError::single(Location::File { path: path.to_path_buf(), line, column }, e.message().to_string())
@@ -188,11 +183,18 @@ impl Loader<'_> {
     /// A list of strings: an array in the file, comma-separated in the environment ("a,b"; an
     /// empty variable is the empty list). `check` vets each entry; a problem points at the
     /// entry. None if absent or invalid.
-    fn string_list(&mut self, t: Option<&Table>, section: &str, key: &str, check: impl Fn(&str) -> Result<(), String>) -> Option<Vec<String>> {
+    fn string_list(
+        &mut self,
+        t: Option<&Table>,
+        section: &str,
+        key: &str,
+        check: impl Fn(&str) -> Result<(), String>,
+    ) -> Option<Vec<String>> {
         let var = env_name(section, key);
         if let Some(text) = (self.env)(&var) {
             self.used_env.insert(var.clone());
-            let entries: Vec<String> = if text.trim().is_empty() { Vec::new() } else { text.split(',').map(|e| e.trim().to_string()).collect() };
+            let entries: Vec<String> =
+                if text.trim().is_empty() { Vec::new() } else { text.split(',').map(|e| e.trim().to_string()).collect() };
             let mut ok = true;
             for (i, entry) in entries.iter().enumerate() {
                 if let Err(message) = check(entry) {
@@ -206,7 +208,8 @@ impl Loader<'_> {
         let Some(array) = item.as_array() else {
             let location = self.span_location(item.span());
             let found = item.as_value().map_or(item.type_name(), value_type);
-            self.problems.push(Problem { location, message: format!("{key}: expected an array of strings like [\"root\"], found {found}") });
+            self.problems
+                .push(Problem { location, message: format!("{key}: expected an array of strings like [\"root\"], found {found}") });
             return None;
         };
         let mut entries = Vec::with_capacity(array.len());
@@ -246,7 +249,11 @@ impl Loader<'_> {
             if !known.contains(&key) {
                 let span = t.key(key).and_then(|k| k.span());
                 let location = self.span_location(span);
-                let what = if section.is_empty() { format!("unknown section or key {key:?}") } else { format!("unknown key {key:?} in [{section}]") };
+                let what = if section.is_empty() {
+                    format!("unknown section or key {key:?}")
+                } else {
+                    format!("unknown key {key:?} in [{section}]")
+                };
                 self.problems.push(Problem { location, message: format!("{what}; known: {}", known.join(", ")) });
             }
         }
@@ -377,7 +384,11 @@ mod tests {
     #[test]
     fn environment_overrides_the_file() {
         let src = "[upstream]\nurl = \"mysql://u@a:1/x\"\n[listen]\nmysql = \"127.0.0.1:1\"\n";
-        let c = load(src, &[("FRESHET_UPSTREAM_URL", "mysql://v@b:2/y"), ("FRESHET_LISTEN_MYSQL", "0.0.0.0:4000"), ("FRESHET_TEST_X", "ignored")]).unwrap();
+        let c = load(
+            src,
+            &[("FRESHET_UPSTREAM_URL", "mysql://v@b:2/y"), ("FRESHET_LISTEN_MYSQL", "0.0.0.0:4000"), ("FRESHET_TEST_X", "ignored")],
+        )
+        .unwrap();
         assert_eq!(c.upstream.url.address(), "b:2");
         assert_eq!(c.listen.mysql.to_string(), "0.0.0.0:4000");
     }
@@ -449,7 +460,9 @@ query = \"\"
     fn listen_tls_can_be_switched_off_but_not_half_configured() {
         let c = load("[upstream]\nurl = \"mysql://u@h\"\n[listen]\ntls = false\ntrust_plain_clients = true\n", &[]).unwrap();
         assert!(!c.listen.offer_tls && c.listen.trust_plain_clients);
-        let got = messages(load("[upstream]\nurl = \"mysql://u@h\"\n[listen]\ntls = false\ntls_cert = \"c\"\ntls_key = \"k\"\n", &[]).unwrap_err());
+        let got = messages(
+            load("[upstream]\nurl = \"mysql://u@h\"\n[listen]\ntls = false\ntls_cert = \"c\"\ntls_key = \"k\"\n", &[]).unwrap_err(),
+        );
         assert!(got[0].contains("tls = false, but tls_cert"), "{got:?}");
     }
 

@@ -41,15 +41,10 @@ impl std::str::FromStr for ByteSize {
             "gb" => 1_000_000_000,
             "tb" => 1_000_000_000_000,
             other => {
-                return Err(format!(
-                    "unknown size unit {other:?} in {s:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"
-                ));
+                return Err(format!("unknown size unit {other:?} in {s:?} (use B, KiB, MiB, GiB, TiB, KB, MB, GB or TB)"));
             }
         };
-        number
-            .checked_mul(multiplier)
-            .map(ByteSize)
-            .ok_or_else(|| format!("size {s:?} is too large"))
+        number.checked_mul(multiplier).map(ByteSize).ok_or_else(|| format!("size {s:?} is too large"))
     }
 }
 

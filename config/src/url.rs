@@ -19,11 +19,7 @@ pub struct UpstreamUrl {
 impl UpstreamUrl {
     /// `host:port`, as a socket address string for connecting.
     pub fn address(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        if self.host.contains(':') { format!("[{}]:{}", self.host, self.port) } else { format!("{}:{}", self.host, self.port) }
     }
 }
 
@@ -42,9 +38,8 @@ impl std::str::FromStr for UpstreamUrl {
             Some((a, d)) => (a, (!d.is_empty()).then(|| percent_decode(d, "database")).transpose()?),
             None => (rest, None),
         };
-        let (userinfo, hostport) = authority
-            .rsplit_once('@')
-            .ok_or_else(|| "needs a user: mysql://user:password@host:port/database".to_string())?;
+        let (userinfo, hostport) =
+            authority.rsplit_once('@').ok_or_else(|| "needs a user: mysql://user:password@host:port/database".to_string())?;
         let (user, password) = match userinfo.split_once(':') {
             Some((u, p)) => (percent_decode(u, "user")?, Some(percent_decode(p, "password")?)),
             None => (percent_decode(userinfo, "user")?, None),

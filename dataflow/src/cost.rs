@@ -113,11 +113,7 @@ impl CostBounds {
     /// - `"linear in table"`: grows with a whole table (no parameters, or a range parameter
     ///   over a parameterless view): not scale-independent.
     pub fn class(&self) -> &'static str {
-        let worst = self
-            .tables
-            .iter()
-            .flat_map(|t| [&t.fill_rows, &t.write])
-            .fold(self.hit.clone(), |w, b| w.max(b.clone()));
+        let worst = self.tables.iter().flat_map(|t| [&t.fill_rows, &t.write]).fold(self.hit.clone(), |w, b| w.max(b.clone()));
         match worst {
             Bound::Constant | Bound::AtMost(0 | 1) => "constant",
             Bound::AtMost(_) => "bounded",

@@ -12,7 +12,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::expr::{div_dec, is_true};
-use crate::ops::{sort_rows, Key};
+use crate::ops::{Key, sort_rows};
 use crate::plan::{AggKind, AggSpec, JoinKind, Node};
 use crate::store::MemStore;
 use crate::value::{Decimal, Row, Value};
@@ -26,20 +26,18 @@ pub fn eval(node: &Node, store: &MemStore, keys: Option<&HashSet<Key>>) -> Vec<R
             .filter(|r| {
                 // An empty key is a parameterless view (one partition) or a dimension table,
                 // which is joined, not restricted.
-                key.is_empty() || keys.is_none_or(|ks| {
-                    let k: Key = key.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
-                    ks.contains(&k)
-                })
+                key.is_empty()
+                    || keys.is_none_or(|ks| {
+                        let k: Key = key.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
+                        ks.contains(&k)
+                    })
             })
             .cloned()
             .collect(),
-        Node::Filter { input, pred } => {
-            eval(input, store, keys).into_iter().filter(|r| is_true(&pred.eval(r)) == Some(true)).collect()
+        Node::Filter { input, pred } => eval(input, store, keys).into_iter().filter(|r| is_true(&pred.eval(r)) == Some(true)).collect(),
+        Node::Project { input, exprs } => {
+            eval(input, store, keys).into_iter().map(|r| exprs.iter().map(|e| e.eval(&r)).collect()).collect()
         }
-        Node::Project { input, exprs } => eval(input, store, keys)
-            .into_iter()
-            .map(|r| exprs.iter().map(|e| e.eval(&r)).collect())
-            .collect(),
         Node::Join { left, right, on, kind } => {
             let (l, r) = (eval(left, store, keys), eval(right, store, keys));
             let rw = right.width();
@@ -91,10 +89,7 @@ pub fn eval(node: &Node, store: &MemStore, keys: Option<&HashSet<Key>>) -> Vec<R
                     }
                 }
             }
-            groups
-                .into_iter()
-                .map(|(g, rows)| g.iter().cloned().chain(aggs.iter().map(|a| aggregate(a, &rows))).collect())
-                .collect()
+            groups.into_iter().map(|(g, rows)| g.iter().cloned().chain(aggs.iter().map(|a| aggregate(a, &rows))).collect()).collect()
         }
         Node::Distinct { input } => {
             let mut seen = HashSet::new();
@@ -115,25 +110,18 @@ fn aggregate(spec: &AggSpec, rows: &[Row]) -> Value {
     match spec.kind {
         AggKind::CountStar => Value::Int(rows.len() as i64),
         AggKind::CountNotNull => Value::Int(args.iter().filter(|v| is_true(v) == Some(true)).count() as i64),
-        AggKind::CountDistinct => {
-            Value::Int(non_null.iter().cloned().cloned().collect::<HashSet<Value>>().len() as i64)
-        }
+        AggKind::CountDistinct => Value::Int(non_null.iter().cloned().cloned().collect::<HashSet<Value>>().len() as i64),
         AggKind::Min => non_null.iter().min().map(|v| (*v).clone()).unwrap_or(Value::Null),
         AggKind::Max => non_null.iter().max().map(|v| (*v).clone()).unwrap_or(Value::Null),
         AggKind::Sum | AggKind::Avg => {
             if non_null.is_empty() {
                 return Value::Null;
             }
-            let exact = non_null.iter().all(|v| {
-                matches!(v, Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Year(_) | Value::Bit(_))
-            });
+            let exact =
+                non_null.iter().all(|v| matches!(v, Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Year(_) | Value::Bit(_)));
             let n = non_null.len() as i128;
             if exact {
-                let scale = non_null
-                    .iter()
-                    .map(|v| if let Value::Decimal(d) = v { d.scale() } else { 0 })
-                    .max()
-                    .unwrap_or(0);
+                let scale = non_null.iter().map(|v| if let Value::Decimal(d) = v { d.scale() } else { 0 }).max().unwrap_or(0);
                 let mut sum: i128 = 0;
                 for v in &non_null {
                     let m = match v {

@@ -25,7 +25,7 @@ use std::collections::HashSet;
 
 use crate::delta::Position;
 use crate::eval::eval;
-use crate::ops::{sort_rows, Delta, Key};
+use crate::ops::{Delta, Key, sort_rows};
 use crate::plan::{Node, OrderSpec};
 use crate::store::MemStore;
 use crate::value::{ExactRow, Row, Value};

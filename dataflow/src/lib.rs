@@ -101,17 +101,14 @@ pub mod store;
 pub mod value;
 pub mod view;
 
-pub use compile::{compile, Catalog, CompiledQuery, KeyColumn, ReadFilter, Refusal};
+pub use compile::{Catalog, CompiledQuery, KeyColumn, ReadFilter, Refusal, compile};
 pub use cost::{Bound, CostBounds, StateInfo, TableCost};
 pub use delta::{Batch, Change, Position};
 pub use fill::{
-    BaseScan, DimScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, MemReplica, MemUpstream, StateQuery,
-    ViewId,
+    BaseScan, DimScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, MemReplica, MemUpstream, StateQuery, ViewId,
 };
 pub use ops::Key;
 pub use schema::{ColumnSchema, SchemaError, SqlType, TableSchema};
 pub use store::MemStore;
 pub use value::{Collation, Date, DateTime, Decimal, Row, Value};
-pub use view::{
-    explain_sql, ApplyError, ByteSize, Dataflow, Explanation, FillOutcome, Lookup, LookupError, Reader, Recompiled, ViewStats,
-};
+pub use view::{ApplyError, ByteSize, Dataflow, Explanation, FillOutcome, Lookup, LookupError, Reader, Recompiled, ViewStats, explain_sql};

@@ -71,19 +71,44 @@ pub enum Node {
         /// Base columns holding the partition key, in key order.
         key: Vec<usize>,
     },
-    Filter { input: Box<Node>, pred: Expr },
-    Project { input: Box<Node>, exprs: Vec<Expr> },
+    Filter {
+        input: Box<Node>,
+        pred: Expr,
+    },
+    Project {
+        input: Box<Node>,
+        exprs: Vec<Expr>,
+    },
     /// Output is left columns followed by right columns. `on` pairs (left col, right col).
-    Join { left: Box<Node>, right: Box<Node>, on: Vec<(usize, usize)>, kind: JoinKind },
+    Join {
+        left: Box<Node>,
+        right: Box<Node>,
+        on: Vec<(usize, usize)>,
+        kind: JoinKind,
+    },
     /// Output is the `group` group columns followed by one column per aggregate. `global`
     /// means no user GROUP BY: each partition has exactly one group, even when empty.
-    Aggregate { input: Box<Node>, group: usize, aggs: Vec<AggSpec>, global: bool },
-    Distinct { input: Box<Node> },
+    Aggregate {
+        input: Box<Node>,
+        group: usize,
+        aggs: Vec<AggSpec>,
+        global: bool,
+    },
+    Distinct {
+        input: Box<Node>,
+    },
     /// Rows `offset .. offset + limit` of the partition in `order` (ties broken by the whole
     /// row, so the result is deterministic).
-    TopK { input: Box<Node>, order: OrderSpec, limit: usize, offset: usize },
+    TopK {
+        input: Box<Node>,
+        order: OrderSpec,
+        limit: usize,
+        offset: usize,
+    },
     /// UNION ALL; all inputs have the same width and key positions.
-    Union { inputs: Vec<Node> },
+    Union {
+        inputs: Vec<Node>,
+    },
 }
 
 impl Node {
@@ -91,9 +116,7 @@ impl Node {
     pub fn width(&self) -> usize {
         match self {
             Node::Base { columns, .. } => columns.len(),
-            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => {
-                input.width()
-            }
+            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => input.width(),
             Node::Project { exprs, .. } => exprs.len(),
             Node::Join { left, right, .. } => left.width() + right.width(),
             Node::Aggregate { group, aggs, .. } => group + aggs.len(),
@@ -105,14 +128,10 @@ impl Node {
     pub fn key_positions(&self) -> Vec<usize> {
         match self {
             Node::Base { key, .. } => key.clone(),
-            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => {
-                input.key_positions()
+            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => input.key_positions(),
+            Node::Project { input, exprs } => {
+                input.key_positions().into_iter().map(|k| exprs.iter().position(|e| *e == Expr::Col(k)).unwrap_or(usize::MAX)).collect()
             }
-            Node::Project { input, exprs } => input
-                .key_positions()
-                .into_iter()
-                .map(|k| exprs.iter().position(|e| *e == Expr::Col(k)).unwrap_or(usize::MAX))
-                .collect(),
             Node::Join { left, .. } => left.key_positions(),
             Node::Aggregate { input, .. } => input.key_positions(),
             Node::Union { inputs } => inputs.first().map(Node::key_positions).unwrap_or_default(),
@@ -144,10 +163,7 @@ impl Node {
 
     /// True if this node keeps per-partition state.
     pub fn is_stateful(&self) -> bool {
-        matches!(
-            self,
-            Node::Join { .. } | Node::Aggregate { .. } | Node::Distinct { .. } | Node::TopK { .. }
-        )
+        matches!(self, Node::Join { .. } | Node::Aggregate { .. } | Node::Distinct { .. } | Node::TopK { .. })
     }
 
     /// True if the node's full output for a partition can be computed from the states at or

@@ -86,8 +86,7 @@ pub fn render_fill_capped(node: &Node, keys: &[Key], grouped: bool, cap: Option<
 fn render(node: &Node, ctx: &mut Ctx<'_>) -> String {
     match node {
         Node::Base { table, columns, key, .. } => {
-            let list: Vec<String> =
-                columns.iter().enumerate().map(|(i, c)| format!("{} AS c{i}", ident(c))).collect();
+            let list: Vec<String> = columns.iter().enumerate().map(|(i, c)| format!("{} AS c{i}", ident(c))).collect();
             let mut sql = format!("SELECT {} FROM {}", list.join(", "), ident(table));
             if !key.is_empty() {
                 let kc: Vec<String> = key.iter().map(|&k| ident(columns.get(k).map(String::as_str).unwrap_or("?"))).collect();

@@ -119,19 +119,13 @@ impl TableSchema {
         }
         for (i, c) in self.columns.iter().enumerate() {
             if self.columns[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
-                return Err(SchemaError::DuplicateColumn {
-                    table: self.name.clone(),
-                    column: c.name.clone(),
-                });
+                return Err(SchemaError::DuplicateColumn { table: self.name.clone(), column: c.name.clone() });
             }
             if let SqlType::Decimal { precision, .. } = c.ty
-                && precision > 28 {
-                    return Err(SchemaError::DecimalTooWide {
-                        table: self.name.clone(),
-                        column: c.name.clone(),
-                        precision,
-                    });
-                }
+                && precision > 28
+            {
+                return Err(SchemaError::DecimalTooWide { table: self.name.clone(), column: c.name.clone(), precision });
+            }
         }
         Ok(())
     }

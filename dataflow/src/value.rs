@@ -115,8 +115,7 @@ fn fold_char(c: char) -> char {
         'Ŕ' | 'ŕ' | 'Ŗ' | 'ŗ' | 'Ř' | 'ř' => 'R',
         'Ś' | 'ś' | 'Ŝ' | 'ŝ' | 'Ş' | 'ş' | 'Š' | 'š' => 'S',
         'Ţ' | 'ţ' | 'Ť' | 'ť' | 'Ŧ' | 'ŧ' => 'T',
-        'Ù'..='Ü' | 'ù'..='ü' | 'Ũ' | 'ũ' | 'Ū' | 'ū' | 'Ŭ' | 'ŭ' | 'Ů' | 'ů' | 'Ű' | 'ű' | 'Ų'
-        | 'ų' => 'U',
+        'Ù'..='Ü' | 'ù'..='ü' | 'Ũ' | 'ũ' | 'Ū' | 'ū' | 'Ŭ' | 'ŭ' | 'Ů' | 'ů' | 'Ű' | 'ű' | 'Ų' | 'ų' => 'U',
         'Ŵ' | 'ŵ' => 'W',
         'Ý' | 'ý' | 'ÿ' | 'Ŷ' | 'ŷ' | 'Ÿ' => 'Y',
         'Ź' | 'ź' | 'Ż' | 'ż' | 'Ž' | 'ž' => 'Z',
@@ -425,12 +424,8 @@ impl Value {
         }
         match (self, other) {
             (Value::Text(..), Value::Text(..)) => Some(self.cmp_total(other)),
-            (Value::Text(s, _), o) if o.num().is_some() => {
-                Some(Value::Double(parse_leading_f64(s)).cmp_total(o))
-            }
-            (o, Value::Text(s, _)) if o.num().is_some() => {
-                Some(o.cmp_total(&Value::Double(parse_leading_f64(s))))
-            }
+            (Value::Text(s, _), o) if o.num().is_some() => Some(Value::Double(parse_leading_f64(s)).cmp_total(o)),
+            (o, Value::Text(s, _)) if o.num().is_some() => Some(o.cmp_total(&Value::Double(parse_leading_f64(s)))),
             _ => Some(self.cmp_total(other)),
         }
     }
@@ -473,10 +468,7 @@ pub fn parse_leading_f64(s: &str) -> f64 {
         } else if (c == b'-' || c == b'+') && end == 0 {
         } else if (c == b'e' || c == b'E') && seen_digit {
             let rest = &t[end + 1..];
-            let exp_len = rest
-                .char_indices()
-                .take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && (*c == '-' || *c == '+')))
-                .count();
+            let exp_len = rest.char_indices().take_while(|(i, c)| c.is_ascii_digit() || (*i == 0 && (*c == '-' || *c == '+'))).count();
             if exp_len > 0 && rest[..exp_len].chars().any(|c| c.is_ascii_digit()) {
                 end += 1 + exp_len;
             }
@@ -636,8 +628,7 @@ impl Value {
 
 impl PartialEq for ExactRow {
     fn eq(&self, o: &ExactRow) -> bool {
-        self.0.len() == o.0.len()
-            && self.0.iter().zip(o.0.iter()).all(|(a, b)| a.exact_cmp(b) == Ordering::Equal)
+        self.0.len() == o.0.len() && self.0.iter().zip(o.0.iter()).all(|(a, b)| a.exact_cmp(b) == Ordering::Equal)
     }
 }
 impl Eq for ExactRow {}
@@ -713,12 +704,7 @@ mod tests {
 
     #[test]
     fn numbers_equal_across_types_and_hash_alike() {
-        let five = [
-            Value::Int(5),
-            Value::UInt(5),
-            Value::Decimal(Decimal::parse("5.00").unwrap()),
-            Value::Double(5.0),
-        ];
+        let five = [Value::Int(5), Value::UInt(5), Value::Decimal(Decimal::parse("5.00").unwrap()), Value::Double(5.0)];
         for a in &five {
             for b in &five {
                 assert_eq!(a, b);

@@ -23,7 +23,8 @@ struct Server {
 impl Server {
     /// The project's test server, or a panic that says how to provide it.
     fn connect() -> Server {
-        const HOW: &str = "start the project's MariaDB (scripts/mariadb.sh start) and run `eval \"$(scripts/mariadb.sh env)\"` before `cargo test`";
+        const HOW: &str =
+            "start the project's MariaDB (scripts/mariadb.sh start) and run `eval \"$(scripts/mariadb.sh env)\"` before `cargo test`";
         if std::env::var("FRESHET_TEST_MYSQL_URL").is_err() {
             panic!("FRESHET_TEST_MYSQL_URL is not set: this test needs a real MariaDB; {HOW}");
         }
@@ -47,10 +48,7 @@ impl Server {
         if !out.status.success() {
             return Err(format!("{sql}: {}", String::from_utf8_lossy(&out.stderr)));
         }
-        Ok(String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(|l| l.split('\t').map(str::to_string).collect())
-            .collect())
+        Ok(String::from_utf8_lossy(&out.stdout).lines().map(|l| l.split('\t').map(str::to_string).collect()).collect())
     }
     fn run(&self, sql: &str) -> Vec<Vec<String>> {
         self.run_raw(Some(DB), sql).unwrap_or_else(|e| panic!("{e}"))

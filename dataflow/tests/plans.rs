@@ -256,11 +256,7 @@ fn lookup_in_on_an_equality_view_equals_the_in_view() {
                     keys = keys.iter().flat_map(|k| vals.iter().map(move |v| [k.clone(), vec![v.clone()]].concat())).collect();
                 }
                 let keys: std::collections::HashSet<Key> = keys.into_iter().map(Vec::into_boxed_slice).collect();
-                let mut oracle: Vec<Row> = if keys.is_empty() {
-                    vec![]
-                } else {
-                    eval(&qi.root, &store, Some(&keys)).into_iter().collect()
-                };
+                let mut oracle: Vec<Row> = if keys.is_empty() { vec![] } else { eval(&qi.root, &store, Some(&keys)).into_iter().collect() };
                 let mut g: Vec<Row> = got.clone();
                 if !qi.read_filters.is_empty() {
                     // The oracle row is the root's: apply the range filter (`id > ?`) here.

@@ -149,7 +149,11 @@ fn join_left_join_and_sum() {
         assert_eq!(w.read(v, &[int(1)], replica), vec![row(vec![txt("Hi"), int(2), dec("50")])]);
         assert_eq!(w.read(v, &[int(3)], replica), vec![row(vec![txt("Empty"), int(1), dec("7")])]);
         // Inner join: stories without votes disappear.
-        let j = w.df.install_sql("SELECT v.user_id, s.title FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.story_id = ? ORDER BY v.user_id DESC").unwrap();
+        let j =
+            w.df.install_sql(
+                "SELECT v.user_id, s.title FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.story_id = ? ORDER BY v.user_id DESC",
+            )
+            .unwrap();
         assert_eq!(w.read(j, &[int(1)], replica), vec![row(vec![int(3), txt("Hi")]), row(vec![int(2), txt("Hi")])]);
         w.batch(|b| {
             b.delete("stories", row(vec![int(1), int(10), txt("Hi")]));
@@ -374,8 +378,8 @@ fn cost_bounds_are_structured() {
 
 #[test]
 fn readers_never_see_half_a_batch() {
-    use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
     let mut c = Catalog::new();
     let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
     c.add(TableSchema::new("t", vec![i("k"), i("x")], vec![])).unwrap();
@@ -425,7 +429,11 @@ fn collations_group_and_compare_like_the_server() {
     let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
     c.add(TableSchema::new(
         "t",
-        vec![i("id"), ColumnSchema::new("ci", SqlType::Text).with_collation(Some(Collation::Utf8mb4UnicodeCi)), ColumnSchema::new("bin", SqlType::Text).with_collation(Some(Collation::Utf8mb4Bin))],
+        vec![
+            i("id"),
+            ColumnSchema::new("ci", SqlType::Text).with_collation(Some(Collation::Utf8mb4UnicodeCi)),
+            ColumnSchema::new("bin", SqlType::Text).with_collation(Some(Collation::Utf8mb4Bin)),
+        ],
         vec![0],
     ))
     .unwrap();
@@ -509,7 +517,8 @@ fn ddl_drops_and_recompiles_affected_views() {
     assert_eq!(w.read(s, &[int(1)], false), vec![row(vec![txt("Hello")])]);
     // A view that still compiles gets a new id; the old one is gone.
     let c = w.df.install_sql("SELECT COUNT(*) FROM votes WHERE story_id = ?").unwrap();
-    let changed = w.df.alter_table("votes", Some(TableSchema::new("votes", vec![i("user_id"), i("story_id"), i("extra")], vec![0, 1]))).unwrap();
+    let changed =
+        w.df.alter_table("votes", Some(TableSchema::new("votes", vec![i("user_id"), i("story_id"), i("extra")], vec![0, 1]))).unwrap();
     let new = changed[0].1.clone().unwrap();
     assert_ne!(new, c);
     assert!(w.df.reader(c).is_none());

@@ -12,8 +12,7 @@ pub const FRESHET_TOML: &str = include_str!("../news/freshet.toml");
 
 /// The statements of [`SCHEMA_SQL`], without comments, in order.
 pub fn schema_statements() -> Vec<String> {
-    let without_comments: String =
-        SCHEMA_SQL.lines().filter(|l| !l.trim_start().starts_with("--")).map(|l| format!("{l}\n")).collect();
+    let without_comments: String = SCHEMA_SQL.lines().filter(|l| !l.trim_start().starts_with("--")).map(|l| format!("{l}\n")).collect();
     without_comments.split(";\n").map(str::trim).filter(|s| !s.is_empty()).map(str::to_string).collect()
 }
 

@@ -56,13 +56,20 @@ impl fmt::Display for Comparison {
                 write!(f, " | {:>8.0} {:>8} {:>8}", qps, k.percentile_us(0.5), k.percentile_us(0.99))?;
             }
             let (a, b) = (&last.kinds[i], kind);
-            writeln!(f, " | {:>7} {:>7}", ratio(a.percentile_us(0.5), b.percentile_us(0.5)), ratio(a.percentile_us(0.99), b.percentile_us(0.99)))?;
+            writeln!(
+                f,
+                " | {:>7} {:>7}",
+                ratio(a.percentile_us(0.5), b.percentile_us(0.5)),
+                ratio(a.percentile_us(0.99), b.percentile_us(0.99))
+            )?;
         }
         write!(f, "{:<18}", "total")?;
         for (_, r) in &self.targets {
             write!(f, " | {:>8.0} {:>8} {:>8}", r.ops() as f64 / r.elapsed.as_secs_f64().max(1e-9), "", "")?;
         }
-        let x = last.ops() as f64 / last.elapsed.as_secs_f64().max(1e-9) / (first.ops() as f64 / first.elapsed.as_secs_f64().max(1e-9)).max(1e-9);
+        let x = last.ops() as f64
+            / last.elapsed.as_secs_f64().max(1e-9)
+            / (first.ops() as f64 / first.elapsed.as_secs_f64().max(1e-9)).max(1e-9);
         write!(f, " | ops/s {x:.2}x")?;
         for (name, r) in &self.targets {
             if r.errors() > 0 {

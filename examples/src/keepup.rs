@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use mysql_async::prelude::*;
 use mysql_async::Row;
+use mysql_async::prelude::*;
 
 use crate::{app, probe};
 
@@ -113,7 +113,13 @@ pub async fn burst(direct: &str, freshet_admin: &str, connections: usize, second
 
 /// See the module header: (p50, p99, samples) of commit-to-visible latency while writers add
 /// `rate` writes per second.
-pub async fn visibility(direct: &str, via: &str, connections: usize, rate: f64, samples: usize) -> anyhow::Result<(Duration, Duration, usize)> {
+pub async fn visibility(
+    direct: &str,
+    via: &str,
+    connections: usize,
+    rate: f64,
+    samples: usize,
+) -> anyhow::Result<(Duration, Duration, usize)> {
     let count = Arc::new(AtomicU64::new(0));
     let until = Instant::now() + Duration::from_secs(3600);
     let per = rate / connections as f64;

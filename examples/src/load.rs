@@ -99,7 +99,9 @@ async fn insert(conn: &mut Conn, target: &str, rows: impl Iterator<Item = String
     while rows.peek().is_some() {
         batch.clear();
         batch.extend(rows.by_ref().take(BATCH));
-        conn.query_drop(format!("INSERT INTO {target} VALUES {}", batch.join(","))).await.with_context(|| format!("inserting into {target}"))?;
+        conn.query_drop(format!("INSERT INTO {target} VALUES {}", batch.join(",")))
+            .await
+            .with_context(|| format!("inserting into {target}"))?;
     }
     Ok(())
 }

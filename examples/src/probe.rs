@@ -35,8 +35,9 @@ pub async fn table(url: &str, sql: &str, hide: &[String]) -> anyhow::Result<Stri
             shown.iter().map(|&i| values[i].take().map_or_else(String::new, render)).collect()
         })
         .collect();
-    let widths: Vec<usize> =
-        (0..columns.len()).map(|i| cells.iter().map(|r| r[i].chars().count()).chain([columns[i].chars().count()]).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..columns.len())
+        .map(|i| cells.iter().map(|r| r[i].chars().count()).chain([columns[i].chars().count()]).max().unwrap_or(0))
+        .collect();
     let line = |values: &[String]| {
         let padded: Vec<String> = values.iter().zip(&widths).map(|(v, w)| format!("{v:<w$}")).collect();
         format!("| {} |", padded.join(" | "))

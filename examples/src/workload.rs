@@ -187,7 +187,13 @@ pub async fn run(url: &str, opts: Options) -> anyhow::Result<Report> {
     let tasks: Vec<_> = (0..opts.connections)
         .map(|i| tokio::spawn(worker(url.to_string(), shared.clone(), 0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1), until)))
         .collect();
-    let mut kinds: Vec<KindReport> = shared.reads.iter().map(|(k, _)| k.cache).chain(Write::ALL.map(Write::name)).map(|n| KindReport { name: n.into(), ..Default::default() }).collect();
+    let mut kinds: Vec<KindReport> = shared
+        .reads
+        .iter()
+        .map(|(k, _)| k.cache)
+        .chain(Write::ALL.map(Write::name))
+        .map(|n| KindReport { name: n.into(), ..Default::default() })
+        .collect();
     let mut elapsed = Duration::ZERO;
     for t in tasks {
         let (worker_kinds, took) = t.await.context("workload task panicked")??;

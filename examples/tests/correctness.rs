@@ -116,9 +116,18 @@ async fn storm(db: &str, replica: Option<&std::path::Path>) {
         world.reads.load(Ordering::Relaxed),
     );
     for (cache, s) in &storm {
-        eprintln!("  {cache:<17} hits {:>6} misses {:>5} fills {:>5} evictions {:>5} keys {:>4} bytes {:>7}", s.hits, s.misses, s.fills, s.evictions, s.keys, s.bytes);
+        eprintln!(
+            "  {cache:<17} hits {:>6} misses {:>5} fills {:>5} evictions {:>5} keys {:>4} bytes {:>7}",
+            s.hits, s.misses, s.fills, s.evictions, s.keys, s.bytes
+        );
     }
-    eprintln!("  relayed: {}; fills started {}, failed {}; stream restarts {}", relayed(&engine), engine.counters.fills_started.get(), engine.counters.fills_failed.get(), engine.counters.restarts.get());
+    eprintln!(
+        "  relayed: {}; fills started {}, failed {}; stream restarts {}",
+        relayed(&engine),
+        engine.counters.fills_started.get(),
+        engine.counters.fills_failed.get(),
+        engine.counters.restarts.get()
+    );
 
     catch_up(&engine, &mut admin, CATCH_UP).await;
     eprintln!("caught up {:.1?} after the writers stopped", until.elapsed());
@@ -151,9 +160,18 @@ async fn storm(db: &str, replica: Option<&std::path::Path>) {
     let budget_evictions = end.iter().find(|(c, _)| *c == "story_with_votes").map_or(0, |(_, s)| s.evictions);
     assert!(budget_evictions > 0 && evictions > 0, "{MEMORY} forced no eviction");
     assert!(fills > 0);
-    assert!(verdicts.never_cached.is_empty(), "never answered from the cache after {ATTEMPTS} attempts:\n{}", verdicts.never_cached.join("\n"));
+    assert!(
+        verdicts.never_cached.is_empty(),
+        "never answered from the cache after {ATTEMPTS} attempts:\n{}",
+        verdicts.never_cached.join("\n")
+    );
     assert!(verdicts.compared >= 2 * sample.len() as u64, "compared only {}", verdicts.compared);
-    assert!(verdicts.mismatches.is_empty(), "{} cached answers differ from MariaDB's:\n{}", verdicts.mismatches.len(), verdicts.mismatches.join("\n"));
+    assert!(
+        verdicts.mismatches.is_empty(),
+        "{} cached answers differ from MariaDB's:\n{}",
+        verdicts.mismatches.len(),
+        verdicts.mismatches.join("\n")
+    );
     if replica.is_some() {
         let f = engine.replica.get().expect("the replica started").figures();
         eprintln!("replica: {} fills answered from RocksDB, following {}", f.fills, f.following);

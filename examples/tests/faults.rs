@@ -286,7 +286,9 @@ async fn chaos(server_url: &str, url: &str, span: Duration) {
     tokio::time::sleep(step).await;
     app.query_drop("ALTER TABLE users DROP COLUMN chaos").await.unwrap();
     // One big transaction: votes of the first 40 users on every story they have not voted on.
-    app.query_drop("INSERT IGNORE INTO votes (user_id, story_id) SELECT u.id, s.id FROM users u JOIN stories s WHERE u.id <= 40").await.unwrap();
+    app.query_drop("INSERT IGNORE INTO votes (user_id, story_id) SELECT u.id, s.id FROM users u JOIN stories s WHERE u.id <= 40")
+        .await
+        .unwrap();
     tokio::time::sleep(step).await;
     let held = async {
         let mut c = reconnect(url, Instant::now(), None).await;
@@ -297,12 +299,20 @@ async fn chaos(server_url: &str, url: &str, span: Duration) {
     };
     let xa = async {
         let mut c = reconnect(url, Instant::now(), None).await;
-        for sql in ["XA START 'chaos'", "DELETE FROM votes WHERE story_id = 2 LIMIT 5", "XA END 'chaos'", "XA PREPARE 'chaos'", "XA COMMIT 'chaos'"] {
+        for sql in [
+            "XA START 'chaos'",
+            "DELETE FROM votes WHERE story_id = 2 LIMIT 5",
+            "XA END 'chaos'",
+            "XA PREPARE 'chaos'",
+            "XA COMMIT 'chaos'",
+        ] {
             c.query_drop(sql).await.unwrap();
         }
     };
     tokio::join!(held, xa);
-    eprintln!("chaos: {killed_dumps} binlog connections and {killed_idle} idle connections killed, binlogs flushed and purged to {current}, DDL, a big, a long and an XA transaction");
+    eprintln!(
+        "chaos: {killed_dumps} binlog connections and {killed_idle} idle connections killed, binlogs flushed and purged to {current}, DDL, a big, a long and an XA transaction"
+    );
 }
 
 fn problems_of(signal: &str, verdicts: &Verdicts, sample: usize) -> Vec<String> {

@@ -16,8 +16,8 @@ use freshet_dataflow::{
 };
 use freshet_examples::app::{self, Param};
 use freshet_examples::{load, workload};
-use mysql_async::prelude::*;
 use mysql_async::Conn;
+use mysql_async::prelude::*;
 
 const SMALL: load::Sizes = load::Sizes { users: 200, stories: 500, votes: 3_000, comments: 2_000 };
 
@@ -109,11 +109,7 @@ async fn catalog_from_information_schema(conn: &mut Conn, db: &str) -> Catalog {
     }
     let mut catalog = Catalog::new();
     for (name, columns) in tables {
-        let pk = keys
-            .iter()
-            .filter(|(t, _)| *t == name)
-            .map(|(_, col)| columns.iter().position(|c| c.name == *col).unwrap())
-            .collect();
+        let pk = keys.iter().filter(|(t, _)| *t == name).map(|(_, col)| columns.iter().position(|c| c.name == *col).unwrap()).collect();
         catalog.add(TableSchema::new(&name, columns, pk)).unwrap();
     }
     catalog
@@ -139,9 +135,18 @@ async fn load_fills_requested_counts_with_valid_references() {
     for (what, sql) in [
         ("stories without author", "SELECT COUNT(*) FROM stories LEFT JOIN users ON users.id = stories.author_id WHERE users.id IS NULL"),
         ("votes by unknown users", "SELECT COUNT(*) FROM votes LEFT JOIN users ON users.id = votes.user_id WHERE users.id IS NULL"),
-        ("votes on unknown stories", "SELECT COUNT(*) FROM votes LEFT JOIN stories ON stories.id = votes.story_id WHERE stories.id IS NULL"),
-        ("comments on unknown stories", "SELECT COUNT(*) FROM comments LEFT JOIN stories ON stories.id = comments.story_id WHERE stories.id IS NULL"),
-        ("comments by unknown users", "SELECT COUNT(*) FROM comments LEFT JOIN users ON users.id = comments.author_id WHERE users.id IS NULL"),
+        (
+            "votes on unknown stories",
+            "SELECT COUNT(*) FROM votes LEFT JOIN stories ON stories.id = votes.story_id WHERE stories.id IS NULL",
+        ),
+        (
+            "comments on unknown stories",
+            "SELECT COUNT(*) FROM comments LEFT JOIN stories ON stories.id = comments.story_id WHERE stories.id IS NULL",
+        ),
+        (
+            "comments by unknown users",
+            "SELECT COUNT(*) FROM comments LEFT JOIN users ON users.id = comments.author_id WHERE users.id IS NULL",
+        ),
     ] {
         let n: Option<u64> = c.query_first(sql).await.unwrap();
         assert_eq!(n, Some(0), "{what}");
@@ -233,7 +238,12 @@ fn diff(catalog: &Catalog, old: &HashMap<String, HashSet<TextRow>>, new: &HashMa
 
 /// Each view's answer for its sample keys equals MariaDB's answer to its query; misses are
 /// filled from `store`. Returns how many lookups per cache hit without a fill.
-async fn views_match_mariadb(c: &mut Conn, df: &mut Dataflow, store: &MemStore, views: &[(app::ReadKind, String, ViewId)]) -> HashMap<&'static str, usize> {
+async fn views_match_mariadb(
+    c: &mut Conn,
+    df: &mut Dataflow,
+    store: &MemStore,
+    views: &[(app::ReadKind, String, ViewId)],
+) -> HashMap<&'static str, usize> {
     let mut hits = HashMap::new();
     for (kind, sql, view) in views {
         let hits = hits.entry(kind.cache).or_insert(0);
@@ -272,10 +282,14 @@ async fn views_of_the_cached_queries_answer_like_mariadb_before_and_after_writes
     store.apply(&diff(&catalog, &HashMap::new(), &loaded, 1));
     let mut df = Dataflow::new(catalog.clone(), ByteSize(1 << 30));
     df.set_applied(Position(1));
-    let views: Vec<_> = app::read_queries().unwrap().into_iter().map(|(kind, sql)| {
-        let view = df.install_sql(&sql).unwrap();
-        (kind, sql, view)
-    }).collect();
+    let views: Vec<_> = app::read_queries()
+        .unwrap()
+        .into_iter()
+        .map(|(kind, sql)| {
+            let view = df.install_sql(&sql).unwrap();
+            (kind, sql, view)
+        })
+        .collect();
     let hits = views_match_mariadb(&mut c, &mut df, &store, &views).await;
     assert!(hits.values().all(|&h| h == 0), "a fresh view answered without a fill: {hits:?}");
 
@@ -307,8 +321,10 @@ async fn workload_runs_two_seconds_without_errors() {
         assert!(kind.ops > 0, "no {} completed\n{report}", kind.name);
     }
     let mut c = db.conn().await;
-    let orphans: Option<u64> =
-        c.query_first("SELECT COUNT(*) FROM comments LEFT JOIN stories ON stories.id = comments.story_id WHERE stories.id IS NULL").await.unwrap();
+    let orphans: Option<u64> = c
+        .query_first("SELECT COUNT(*) FROM comments LEFT JOIN stories ON stories.id = comments.story_id WHERE stories.id IS NULL")
+        .await
+        .unwrap();
     assert_eq!(orphans, Some(0));
     c.disconnect().await.unwrap();
 }

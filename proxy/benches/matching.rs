@@ -9,7 +9,10 @@ use freshet_proxy::matching::{CacheId, ParamMap, SqlMode, Verdict, VerdictTable,
 fn bench(c: &mut Criterion) {
     let queries = [
         ("point_select", "SELECT id, title, url, author_id FROM stories WHERE id = 4242"),
-        ("story_votes", "SELECT stories.id, stories.title, COUNT(votes.user_id) AS votes FROM stories LEFT JOIN votes ON votes.story_id = stories.id WHERE stories.id = 17 GROUP BY stories.id, stories.title"),
+        (
+            "story_votes",
+            "SELECT stories.id, stories.title, COUNT(votes.user_id) AS votes FROM stories LEFT JOIN votes ON votes.story_id = stories.id WHERE stories.id = 17 GROUP BY stories.id, stories.title",
+        ),
         ("in_list", "SELECT id, title FROM stories WHERE id IN (1, 2, 3, 4, 5, 6, 7, 8, 9, 10) AND author_id = 'u_42'"),
     ];
     let table = VerdictTable::new(10_000);

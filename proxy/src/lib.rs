@@ -54,8 +54,10 @@ pub struct Server {
 impl Server {
     pub async fn bind(config: Config) -> anyhow::Result<Server> {
         let upstream = UpstreamConnector::new(&config.upstream).context("upstream TLS")?;
-        let mysql = TcpListener::bind(config.listen.mysql).await.with_context(|| format!("binding [listen] mysql = {}", config.listen.mysql))?;
-        let admin = TcpListener::bind(config.listen.admin).await.with_context(|| format!("binding [listen] admin = {}", config.listen.admin))?;
+        let mysql =
+            TcpListener::bind(config.listen.mysql).await.with_context(|| format!("binding [listen] mysql = {}", config.listen.mysql))?;
+        let admin =
+            TcpListener::bind(config.listen.admin).await.with_context(|| format!("binding [listen] admin = {}", config.listen.admin))?;
         let client_tls = match &config.listen.tls {
             _ if !config.listen.offer_tls => None,
             Some(tls) => Some(tokio_rustls::TlsAcceptor::from(tls::server_config(&tls.cert, &tls.key)?)),
@@ -138,7 +140,9 @@ impl Server {
         let all = shared.config.limits.max_connections;
         match tokio::time::timeout_at(deadline, sessions.acquire_many(all)).await {
             Ok(_) => info!("every session has ended"),
-            Err(_) => warn!(open = shared.metrics.connections_open.get(), "[shutdown] grace is over with sessions still busy; exiting anyway"),
+            Err(_) => {
+                warn!(open = shared.metrics.connections_open.get(), "[shutdown] grace is over with sessions still busy; exiting anyway")
+            }
         }
         if let Some(engine) = shared.engine.get() {
             engine.stop();

@@ -264,7 +264,12 @@ impl ProxyMetrics {
         ] {
             sample(out, "freshet_proxy_bytes_total", &[("peer", peer), ("direction", direction)], c.get());
         }
-        family(out, "freshet_proxy_upstream_failures_total", "counter", "Client sessions ended by a failure of freshet's connection to the upstream, by kind.");
+        family(
+            out,
+            "freshet_proxy_upstream_failures_total",
+            "counter",
+            "Client sessions ended by a failure of freshet's connection to the upstream, by kind.",
+        );
         for kind in UpstreamFailure::ALL {
             sample(out, "freshet_proxy_upstream_failures_total", &[("kind", kind.label())], self.upstream_failures[kind as usize].get());
         }

@@ -48,9 +48,7 @@ pub fn client_config(mode: TlsMode, ca: Option<&Path>) -> Result<Option<Arc<Clie
     let provider = Arc::new(ring::default_provider());
     let verifier: Arc<dyn ServerCertVerifier> = match mode {
         TlsMode::Disabled => return Ok(None),
-        TlsMode::Preferred | TlsMode::Required => {
-            Arc::new(Unverified { algorithms: provider.signature_verification_algorithms })
-        }
+        TlsMode::Preferred | TlsMode::Required => Arc::new(Unverified { algorithms: provider.signature_verification_algorithms }),
         TlsMode::VerifyCa | TlsMode::VerifyIdentity => {
             let roots = load_roots(ca)?;
             let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider.clone())
@@ -247,11 +245,21 @@ impl ServerCertVerifier for Unverified {
         Ok(ServerCertVerified::assertion())
     }
 
-    fn verify_tls12_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, Error> {
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
         verify_tls12_signature(m, c, d, &self.algorithms)
     }
 
-    fn verify_tls13_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, Error> {
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
         verify_tls13_signature(m, c, d, &self.algorithms)
     }
 
@@ -281,11 +289,21 @@ impl ServerCertVerifier for IgnoreName {
         }
     }
 
-    fn verify_tls12_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, Error> {
+    fn verify_tls12_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
         self.0.verify_tls12_signature(m, c, d)
     }
 
-    fn verify_tls13_signature(&self, m: &[u8], c: &CertificateDer<'_>, d: &DigitallySignedStruct) -> Result<HandshakeSignatureValid, Error> {
+    fn verify_tls13_signature(
+        &self,
+        m: &[u8],
+        c: &CertificateDer<'_>,
+        d: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, Error> {
         self.0.verify_tls13_signature(m, c, d)
     }
 
@@ -293,4 +311,3 @@ impl ServerCertVerifier for IgnoreName {
         self.0.supported_verify_schemes()
     }
 }
-

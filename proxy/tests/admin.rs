@@ -99,7 +99,22 @@ fn example_config_is_valid_and_documents_every_key() {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/freshet.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     freshet_config::Config::parse(&text, &path, &|_| None, &[]).expect("examples/freshet.toml is valid");
-    for key in ["url", "password", "tls", "tls_ca", "connect_timeout", "grace", "drain", "mysql", "admin", "max_packet", "max_connections", "level", "name", "query"] {
+    for key in [
+        "url",
+        "password",
+        "tls",
+        "tls_ca",
+        "connect_timeout",
+        "grace",
+        "drain",
+        "mysql",
+        "admin",
+        "max_packet",
+        "max_connections",
+        "level",
+        "name",
+        "query",
+    ] {
         assert!(text.contains(&format!("{key} =")), "examples/freshet.toml does not document {key}");
     }
 }
@@ -156,10 +171,7 @@ async fn server(extra: &str) -> (freshet_proxy::Server, tokio::sync::oneshot::Se
 }
 
 async fn processlist_has(direct: &mut mysql_async::Conn, info: &str) -> bool {
-    let n: Option<u64> = direct
-        .exec_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", (info,))
-        .await
-        .unwrap();
+    let n: Option<u64> = direct.exec_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO = ?", (info,)).await.unwrap();
     n == Some(1)
 }
 
@@ -336,8 +348,10 @@ async fn an_upstream_connection_lost_mid_command_is_counted() {
 async fn shutdown_ends_the_engine_tasks() {
     let mut conn = direct().await;
     conn.query_drop("CREATE TABLE IF NOT EXISTS shutdown_items (id INT PRIMARY KEY, name VARCHAR(20)) ENGINE=InnoDB").await.unwrap();
-    let (server, stop, stopped) =
-        server("[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"items\"\nquery = \"SELECT id, name FROM shutdown_items WHERE id = ?\"\n").await;
+    let (server, stop, stopped) = server(
+        "[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"items\"\nquery = \"SELECT id, name FROM shutdown_items WHERE id = ?\"\n",
+    )
+    .await;
     let engine = server.engine().get().expect("the engine started with the server").clone();
     let run = tokio::spawn(server.run(async move {
         let _ = stopped.await;

@@ -51,10 +51,8 @@ async fn auth_switch_request_is_relayed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn ed25519_with_the_mariadb_client() {
     let mut admin = direct().await;
-    let installed: Option<String> = admin
-        .query_first("SELECT PLUGIN_STATUS FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'")
-        .await
-        .unwrap();
+    let installed: Option<String> =
+        admin.query_first("SELECT PLUGIN_STATUS FROM information_schema.PLUGINS WHERE PLUGIN_NAME = 'ed25519'").await.unwrap();
     if installed.is_none() {
         admin.query_drop("INSTALL SONAME 'auth_ed25519'").await.unwrap();
     }
@@ -197,7 +195,10 @@ async fn tls_follows_the_client_and_require_ssl_is_honoured() {
     assert_eq!(expected[1..], ["tls", "plaintext", "tls"]);
 
     let base = |upstream: &str, listen: &str| {
-        format!("[upstream]\nurl = \"{}\"\n{upstream}\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{listen}\n", upstream_url())
+        format!(
+            "[upstream]\nurl = \"{}\"\n{upstream}\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{listen}\n",
+            upstream_url()
+        )
     };
     // With `required` a plaintext client's session is TLS on the server's leg; the REQUIRE SSL
     // account is still refused over plaintext, unless plaintext is trusted.

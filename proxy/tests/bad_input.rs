@@ -204,7 +204,8 @@ async fn connections_over_the_limit_wait_for_a_free_slot() {
     assert!(!third.is_finished(), "a third session was served despite max_connections = 2");
     assert_eq!(proxy.metrics.connections_open.get(), 2);
     first.disconnect().await.unwrap();
-    let mut third = tokio::time::timeout(std::time::Duration::from_secs(5), third).await.expect("served once a slot frees").unwrap().unwrap();
+    let mut third =
+        tokio::time::timeout(std::time::Duration::from_secs(5), third).await.expect("served once a slot frees").unwrap().unwrap();
     let one: Option<i32> = third.query_first("SELECT 1").await.unwrap();
     assert_eq!(one, Some(1));
     second.query_drop("SELECT 1").await.unwrap();

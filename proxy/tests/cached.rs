@@ -20,7 +20,17 @@ async fn items_table(table: &str, rows: u32) {
     .await
     .unwrap();
     let values: Vec<String> = (1..=rows)
-        .map(|i| format!("({i}, 'item ä{i}', {}.{:02}, '2024-01-{:02} 10:00:0{}.123', {}, {})", i * 3, i % 100, i % 28 + 1, i % 10, if i % 7 == 0 { "NULL".to_string() } else { i.to_string() }, i % 5))
+        .map(|i| {
+            format!(
+                "({i}, 'item ä{i}', {}.{:02}, '2024-01-{:02} 10:00:0{}.123', {}, {})",
+                i * 3,
+                i % 100,
+                i % 28 + 1,
+                i % 10,
+                if i % 7 == 0 { "NULL".to_string() } else { i.to_string() },
+                i % 5
+            )
+        })
         .collect();
     conn.query_drop(format!("INSERT INTO {table} VALUES {}", values.join(", "))).await.unwrap();
 }
@@ -125,15 +135,33 @@ async fn in_lists_and_prepared_statements_hit_with_the_servers_values() {
         assert_eq!(got, want, "id {id}");
     }
     // The column metadata a driver sees is the server's.
-    let d = direct_conn.exec_iter(stmt, (4,)).await.unwrap().columns().unwrap().iter().map(|c| (c.name_str().to_string(), c.column_type(), c.flags(), c.character_set(), c.decimals(), c.column_length())).collect::<Vec<_>>();
-    let t = conn.exec_iter(stmt, (4,)).await.unwrap().columns().unwrap().iter().map(|c| (c.name_str().to_string(), c.column_type(), c.flags(), c.character_set(), c.decimals(), c.column_length())).collect::<Vec<_>>();
+    let d = direct_conn
+        .exec_iter(stmt, (4,))
+        .await
+        .unwrap()
+        .columns()
+        .unwrap()
+        .iter()
+        .map(|c| (c.name_str().to_string(), c.column_type(), c.flags(), c.character_set(), c.decimals(), c.column_length()))
+        .collect::<Vec<_>>();
+    let t = conn
+        .exec_iter(stmt, (4,))
+        .await
+        .unwrap()
+        .columns()
+        .unwrap()
+        .iter()
+        .map(|c| (c.name_str().to_string(), c.column_type(), c.flags(), c.character_set(), c.decimals(), c.column_length()))
+        .collect::<Vec<_>>();
     assert_eq!(d, t);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_reach_cached_answers_through_the_binlog() {
     items_table("ct_fresh", 10).await;
-    let proxy = start_proxy(&cache_config(&[("fresh", "SELECT grp, COUNT(*) AS n, SUM(price) AS total FROM ct_fresh WHERE grp = ? GROUP BY grp")])).await;
+    let proxy =
+        start_proxy(&cache_config(&[("fresh", "SELECT grp, COUNT(*) AS n, SUM(price) AS total FROM ct_fresh WHERE grp = ? GROUP BY grp")]))
+            .await;
     let mut writer = direct().await;
     let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
     let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
@@ -219,7 +247,11 @@ async fn admin_statements_show_create_explain_and_drop_caches() {
     assert!(!proxied.is_empty());
 
     // Not for users outside [admin] users.
-    let other = start_proxy(&format!("{}\n", cache_config(&[("x", "SELECT id, name FROM ct_admin WHERE id = ?")]).replace("[\"freshet\"]", "[\"root\"]"))).await;
+    let other = start_proxy(&format!(
+        "{}\n",
+        cache_config(&[("x", "SELECT id, name FROM ct_admin WHERE id = ?")]).replace("[\"freshet\"]", "[\"root\"]")
+    ))
+    .await;
     let mut conn = through(&other).await;
     let err = conn.query_drop("SHOW CACHES").await.unwrap_err();
     assert!(err.to_string().contains("1227") || err.to_string().contains("Access denied"), "{err}");
@@ -228,7 +260,8 @@ async fn admin_statements_show_create_explain_and_drop_caches() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn uncacheable_config_queries_fail_the_start_or_are_relayed() {
     items_table("ct_strict", 3).await;
-    let config = cache_config(&[("ok", "SELECT id FROM ct_strict WHERE id = ?"), ("clock", "SELECT id, NOW() FROM ct_strict WHERE id = ?")]);
+    let config =
+        cache_config(&[("ok", "SELECT id FROM ct_strict WHERE id = ?"), ("clock", "SELECT id, NOW() FROM ct_strict WHERE id = ?")]);
     let toml = format!(
         "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{config}",
         upstream_url()
@@ -247,7 +280,9 @@ async fn uncacheable_config_queries_fail_the_start_or_are_relayed() {
     // Listed, with why it is relayed; the other cache serves.
     let mut conn = through(&proxy).await;
     let rows: Vec<mysql_async::Row> = conn.query("SHOW CACHES").await.unwrap();
-    let class = |name: &str| rows.iter().find(|r| r.get::<String, _>("name").as_deref() == Some(name)).and_then(|r| r.get::<String, _>("cost_class"));
+    let class = |name: &str| {
+        rows.iter().find(|r| r.get::<String, _>("name").as_deref() == Some(name)).and_then(|r| r.get::<String, _>("cost_class"))
+    };
     assert!(class("clock").is_some_and(|c| c.starts_with("unavailable") && c.contains("session-dependent")), "{:?}", class("clock"));
     assert!(class("ok").is_some_and(|c| !c.starts_with("unavailable")));
     let mut raw = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
@@ -346,7 +381,20 @@ async fn ddl_keeps_views_true_to_the_schema_and_revives_dropped_tables() {
 /// information, which changes the layout of column definitions.
 async fn mariadb_cli(port: u16, sql: &str) -> String {
     let out = tokio::process::Command::new("mariadb")
-        .args(["--no-defaults", "--protocol=tcp", "--skip-ssl", "-h127.0.0.1", "-P", &port.to_string(), "-u", USER, &format!("-p{PASSWORD}"), DB, "-e", sql])
+        .args([
+            "--no-defaults",
+            "--protocol=tcp",
+            "--skip-ssl",
+            "-h127.0.0.1",
+            "-P",
+            &port.to_string(),
+            "-u",
+            USER,
+            &format!("-p{PASSWORD}"),
+            DB,
+            "-e",
+            sql,
+        ])
         .output()
         .await
         .expect("the mariadb client (installed by scripts/mariadb.sh)");

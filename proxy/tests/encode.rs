@@ -19,17 +19,44 @@ fn expected_rows() -> Vec<Vec<Value>> {
     let dec = |s: &str| Value::Decimal(Decimal::parse(s).unwrap());
     vec![
         vec![
-            Value::Int(1), Value::Int(-128), Value::UInt(u64::MAX), Value::UInt(42), dec("-12345678901234.123456"), dec("-99999"),
-            text("héllo 😀"), Value::Bytes(vec![0, 0xff, b'\''].into()), Value::Date(Date::new(2024, 2, 29)),
+            Value::Int(1),
+            Value::Int(-128),
+            Value::UInt(u64::MAX),
+            Value::UInt(42),
+            dec("-12345678901234.123456"),
+            dec("-99999"),
+            text("héllo 😀"),
+            Value::Bytes(vec![0, 0xff, b'\''].into()),
+            Value::Date(Date::new(2024, 2, 29)),
             Value::DateTime(DateTime::new(Date::new(9999, 12, 31), 23, 59, 59, 0)),
             Value::DateTime(DateTime::new(Date::new(1000, 1, 1), 0, 0, 0, 7_000)),
-            Value::Time(-(838 * 3600 + 59 * 60 + 59) * 1_000_000), Value::Time(12 * 3600 * 1_000_000 + 340_000),
-            Value::Year(2155), Value::Enum(2), Value::Set(0b101), Value::Bit(0x2aa), Value::Int(0),
+            Value::Time(-(838 * 3600 + 59 * 60 + 59) * 1_000_000),
+            Value::Time(12 * 3600 * 1_000_000 + 340_000),
+            Value::Year(2155),
+            Value::Enum(2),
+            Value::Set(0b101),
+            Value::Bit(0x2aa),
+            Value::Int(0),
         ],
         vec![
-            Value::Int(2), Value::Null, Value::UInt(0), Value::UInt(0), dec("0.5"), dec("0"), text(""), Value::Bytes(Box::new([])),
-            Value::Date(Date::new(0, 0, 0)), Value::Null, Value::Null, Value::Time(0), Value::Null, Value::Year(0),
-            Value::Enum(1), Value::Set(0), Value::Bit(0), Value::Null,
+            Value::Int(2),
+            Value::Null,
+            Value::UInt(0),
+            Value::UInt(0),
+            dec("0.5"),
+            dec("0"),
+            text(""),
+            Value::Bytes(Box::new([])),
+            Value::Date(Date::new(0, 0, 0)),
+            Value::Null,
+            Value::Null,
+            Value::Time(0),
+            Value::Null,
+            Value::Year(0),
+            Value::Enum(1),
+            Value::Set(0),
+            Value::Bit(0),
+            Value::Null,
         ],
     ]
 }
@@ -80,7 +107,13 @@ async fn text_rows_match_the_servers_bytes() {
         for (values, server) in expected_rows().iter().zip(server_rows) {
             let mut ours = Vec::new();
             text::row(&mut ours, values, &columns).unwrap();
-            assert_eq!(&ours, server, "caps {caps:#x}: ours {:?} vs server {:?}", String::from_utf8_lossy(&ours), String::from_utf8_lossy(server));
+            assert_eq!(
+                &ours,
+                server,
+                "caps {caps:#x}: ours {:?} vs server {:?}",
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(server)
+            );
         }
     }
 }
@@ -110,10 +143,9 @@ async fn binary_rows_match_the_servers_bytes() {
         vec![Value::Int(1), Value::Float(1.5), Value::Double(-2.25e-300)],
         vec![Value::Int(2), Value::Float(-0.1), Value::Double(1e308)],
     ];
-    for (sql, expected) in [
-        ("SELECT * FROM encode_types ORDER BY id", expected_rows()),
-        ("SELECT * FROM encode_floats ORDER BY id", float_rows),
-    ] {
+    for (sql, expected) in
+        [("SELECT * FROM encode_types ORDER BY id", expected_rows()), ("SELECT * FROM encode_floats ORDER BY id", float_rows)]
+    {
         for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
             let mut raw = RawClient::connect(&upstream_addr(), caps).await.unwrap();
             raw.send(&[&[0x16u8][..], sql.as_bytes()].concat()).await;

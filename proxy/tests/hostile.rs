@@ -245,7 +245,10 @@ async fn show_proxied_queries_shows_no_literal_of_any_statement() {
         let _ = conn.query_drop(sql).await;
     }
     let rows: Vec<mysql_async::Row> = conn.query("SHOW PROXIED QUERIES LIMIT 100").await.unwrap();
-    let shown: Vec<String> = rows.iter().map(|r| (0..r.len()).map(|i| r.get::<Option<String>, _>(i).flatten().unwrap_or_default()).collect::<Vec<_>>().join(" | ")).collect();
+    let shown: Vec<String> = rows
+        .iter()
+        .map(|r| (0..r.len()).map(|i| r.get::<Option<String>, _>(i).flatten().unwrap_or_default()).collect::<Vec<_>>().join(" | "))
+        .collect();
     let all = shown.join("\n");
     for secret in ["sekrit", "42424242", "5345", "736b"] {
         assert!(!all.contains(secret), "{secret} shown:\n{all}");
@@ -289,7 +292,12 @@ async fn spawn_freshet(extra: &str) -> Spawned {
     );
     let path = dir.join("freshet.toml");
     std::fs::write(&path, toml).unwrap();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_freshet")).arg("--config").arg(&path).kill_on_drop(true).spawn().expect("freshet starts");
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_freshet"))
+        .arg("--config")
+        .arg(&path)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("freshet starts");
     let mysql = format!("127.0.0.1:{mysql}");
     let mut up = false;
     for _ in 0..250 {
@@ -377,5 +385,8 @@ async fn a_64_mib_statement_costs_bounded_memory_and_gets_the_servers_answer() {
     eprintln!("peak RSS of freshet grew by {} KiB", grown >> 10);
     assert!(grown < BUDGET, "peak RSS grew by {} MiB", grown >> 20);
     let mut other = raw(&addr).await;
-    assert_eq!(other.query("SELECT id, name FROM hx WHERE id = 3").await, raw(&upstream_addr()).await.query("SELECT id, name FROM hx WHERE id = 3").await);
+    assert_eq!(
+        other.query("SELECT id, name FROM hx WHERE id = 3").await,
+        raw(&upstream_addr()).await.query("SELECT id, name FROM hx WHERE id = 3").await
+    );
 }

@@ -114,14 +114,14 @@ async fn other_commands_are_byte_identical() {
     direct().await.query_drop(SETUP).await.unwrap();
     for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
         let script: Vec<&[u8]> = vec![
-            &[0x0e],                           // COM_PING
-            b"\x02freshet_test",               // COM_INIT_DB
-            b"\x02no_such_db",                 // COM_INIT_DB failing
-            b"\x04relay_types\0",              // COM_FIELD_LIST
-            b"\x04no_such_table\0",            // COM_FIELD_LIST failing
-            &[0x1b, 1, 0],                     // COM_SET_OPTION: multi-statements off
-            &[0x1b, 0, 0],                     // and on again
-            &[0x1f],                           // COM_RESET_CONNECTION
+            &[0x0e],                // COM_PING
+            b"\x02freshet_test",    // COM_INIT_DB
+            b"\x02no_such_db",      // COM_INIT_DB failing
+            b"\x04relay_types\0",   // COM_FIELD_LIST
+            b"\x04no_such_table\0", // COM_FIELD_LIST failing
+            &[0x1b, 1, 0],          // COM_SET_OPTION: multi-statements off
+            &[0x1b, 0, 0],          // and on again
+            &[0x1f],                // COM_RESET_CONNECTION
         ];
         let (direct, relayed) = both(caps, &script).await;
         assert_eq!(direct, relayed, "caps {caps:#x}");

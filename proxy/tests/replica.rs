@@ -103,8 +103,11 @@ fn misses_fill_from_the_replica_and_a_restart_resumes_without_copying() {
     upstream(&format!(
         "CREATE TABLE {TABLE} (id INT PRIMARY KEY, name VARCHAR(50) NOT NULL, price DECIMAL(10,2), qty INT UNSIGNED NULL, grp INT NOT NULL, KEY (grp)) DEFAULT CHARSET=utf8mb4"
     ));
-    let values: Vec<String> =
-        (1..=300).map(|i| format!("({i}, 'item ä{i}', {}.{:02}, {}, {})", i * 3, i % 100, if i % 7 == 0 { "NULL".into() } else { i.to_string() }, i % 10)).collect();
+    let values: Vec<String> = (1..=300)
+        .map(|i| {
+            format!("({i}, 'item ä{i}', {}.{:02}, {}, {})", i * 3, i % 100, if i % 7 == 0 { "NULL".into() } else { i.to_string() }, i % 10)
+        })
+        .collect();
     upstream(&format!("INSERT INTO {TABLE} VALUES {}", values.join(", ")));
 
     let first = life(&path, vec![0, 1, 2, 3]);

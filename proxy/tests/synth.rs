@@ -107,21 +107,27 @@ async fn mysql_async_reads_synthesized_results() {
     let mut conn = mysql_async::Conn::new(opts).await.expect("the mini server lets the driver in");
 
     let rows: Vec<(String, i64, Option<u64>, f64)> = conn.query("SHOW CACHES").await.unwrap();
-    assert_eq!(rows, vec![
-        ("by_id".to_string(), -7, None, 0.25),
-        ("é 😀".to_string(), i64::MAX, Some(u64::MAX), 1e300),
-        (String::new(), 0, Some(0), -1.5),
-    ]);
+    assert_eq!(
+        rows,
+        vec![
+            ("by_id".to_string(), -7, None, 0.25),
+            ("é 😀".to_string(), i64::MAX, Some(u64::MAX), 1e300),
+            (String::new(), 0, Some(0), -1.5),
+        ]
+    );
 
     let mut reply = conn.query_iter("SHOW CACHES").await.unwrap();
     let columns = reply.columns().expect("a result set");
     let seen: Vec<_> = columns.iter().map(|c| (c.name_str().into_owned(), c.org_name_str().into_owned(), c.column_type())).collect();
-    assert_eq!(seen, [
-        ("name".to_string(), "name".to_string(), ColumnType::MYSQL_TYPE_VAR_STRING),
-        ("n".to_string(), "n".to_string(), ColumnType::MYSQL_TYPE_LONGLONG),
-        ("u".to_string(), "u".to_string(), ColumnType::MYSQL_TYPE_LONGLONG),
-        ("ratio".to_string(), "ratio".to_string(), ColumnType::MYSQL_TYPE_DOUBLE),
-    ]);
+    assert_eq!(
+        seen,
+        [
+            ("name".to_string(), "name".to_string(), ColumnType::MYSQL_TYPE_VAR_STRING),
+            ("n".to_string(), "n".to_string(), ColumnType::MYSQL_TYPE_LONGLONG),
+            ("u".to_string(), "u".to_string(), ColumnType::MYSQL_TYPE_LONGLONG),
+            ("ratio".to_string(), "ratio".to_string(), ColumnType::MYSQL_TYPE_DOUBLE),
+        ]
+    );
     assert_eq!(columns[0].character_set(), 45);
     assert!(columns[2].flags().contains(ColumnFlags::UNSIGNED_FLAG) && !columns[1].flags().contains(ColumnFlags::UNSIGNED_FLAG));
     assert!(columns.iter().all(|c| !c.flags().contains(ColumnFlags::NOT_NULL_FLAG)));

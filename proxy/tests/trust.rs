@@ -65,7 +65,8 @@ fn as_user(addr: &str, user: &str, db: Option<&str>) -> mysql_async::OptsBuilder
 /// The same user, directly and through freshet.
 async fn pair(proxy: &Proxy, user: &str, db: Option<&str>) -> (Conn, Conn) {
     let direct = Conn::new(as_user(&upstream_addr(), user, db)).await.unwrap_or_else(|e| panic!("{user} connects directly: {e}"));
-    let through = Conn::new(as_user(&proxy.mysql.to_string(), user, db)).await.unwrap_or_else(|e| panic!("{user} connects through freshet: {e}"));
+    let through =
+        Conn::new(as_user(&proxy.mysql.to_string(), user, db)).await.unwrap_or_else(|e| panic!("{user} connects through freshet: {e}"));
     (direct, through)
 }
 
@@ -83,7 +84,11 @@ async fn user(name: &str, grants: &[&str]) {
 async fn secrets(table: &str) {
     let mut conn = direct().await;
     conn.query_drop(format!("DROP TABLE IF EXISTS {table}")).await.unwrap();
-    conn.query_drop(format!("CREATE TABLE {table} (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret VARCHAR(50) NOT NULL) DEFAULT CHARSET=utf8mb4")).await.unwrap();
+    conn.query_drop(format!(
+        "CREATE TABLE {table} (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret VARCHAR(50) NOT NULL) DEFAULT CHARSET=utf8mb4"
+    ))
+    .await
+    .unwrap();
     let values: Vec<String> = (1..=20).map(|i| format!("({i}, 'owner{}', 'sécret {}')", i % 3, i * 300)).collect();
     conn.query_drop(format!("INSERT INTO {table} VALUES {}", values.join(", "))).await.unwrap();
 }
@@ -186,7 +191,8 @@ async fn every_kind_of_grant_gets_the_servers_answer() {
         if who == "tr_none" {
             // Counted, and SHOW PROXIED QUERIES says why the shape was relayed.
             assert!(relayed(&proxy, RelayReason::Denied) > denied_before);
-            let shapes: Vec<(String, u64, String, String, String)> = through(&proxy).await.query("SHOW PROXIED QUERIES LIMIT 100").await.unwrap();
+            let shapes: Vec<(String, u64, String, String, String)> =
+                through(&proxy).await.query("SHOW PROXIED QUERIES LIMIT 100").await.unwrap();
             assert!(shapes.iter().any(|s| s.0.contains("tr_grants") && s.4.contains("last relayed for: denied")), "{shapes:?}");
         }
     }
@@ -240,7 +246,12 @@ async fn the_database_is_the_servers_and_decoys_poison_nothing() {
     admin.query_drop("CREATE DATABASE IF NOT EXISTS tr_decoy_db").await.unwrap();
     admin.query_drop("CREATE DATABASE IF NOT EXISTS TR_DECOY_UPPER").await.unwrap();
     admin.query_drop("DROP TABLE IF EXISTS tr_decoy_db.tr_decoy").await.unwrap();
-    admin.query_drop("CREATE TABLE tr_decoy_db.tr_decoy (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret TINYINT(3) UNSIGNED ZEROFILL)").await.unwrap();
+    admin
+        .query_drop(
+            "CREATE TABLE tr_decoy_db.tr_decoy (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret TINYINT(3) UNSIGNED ZEROFILL)",
+        )
+        .await
+        .unwrap();
     admin.query_drop("INSERT INTO tr_decoy_db.tr_decoy VALUES (1, 'decoy', 7), (2, 'decoy', 8)").await.unwrap();
     user("tr_out", &["ALL ON tr_decoy_db.*"]).await;
     let proxy = start_proxy(&config("tr_decoy", "\"freshet\"")).await;
@@ -295,7 +306,9 @@ async fn a_temporary_table_shadows_only_its_own_session() {
     let mut d = direct().await;
     let mut t = through(&proxy).await;
     for c in [&mut d, &mut t] {
-        c.query_drop("CREATE TEMPORARY TABLE tr_tmp (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret TINYINT ZEROFILL)").await.unwrap();
+        c.query_drop("CREATE TEMPORARY TABLE tr_tmp (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret TINYINT ZEROFILL)")
+            .await
+            .unwrap();
         c.query_drop("INSERT INTO tr_tmp VALUES (1, 'shadow', 44), (6, 'shadow', 45)").await.unwrap();
     }
     same_text(&mut d, &mut t, sql, "shadowed").await;
@@ -394,7 +407,9 @@ async fn admin_rights_come_from_the_servers_identity() {
     let mut boss = Conn::new(as_user(&proxy.mysql.to_string(), "tr_boss", Some(DB))).await.unwrap();
     assert!(allowed(&boss.query("SHOW CACHES").await), "tr_boss is listed");
     // CHANGE_USER to a non-admin drops the rights; back to an admin gets them.
-    let to = |u: &str| mysql_async::ChangeUserOpts::default().with_user(Some(u.into())).with_pass(Some("pw".into())).with_db_name(Some(DB.into()));
+    let to = |u: &str| {
+        mysql_async::ChangeUserOpts::default().with_user(Some(u.into())).with_pass(Some("pw".into())).with_db_name(Some(DB.into()))
+    };
     boss.change_user(to("tr_ops")).await.unwrap();
     assert!(!allowed(&boss.query("SHOW CACHES").await), "after CHANGE_USER to tr_ops");
     ops.change_user(to("tr_boss")).await.unwrap();
@@ -443,7 +458,9 @@ async fn change_user_and_reset_connection_follow_the_server() {
     let sql = "SELECT id, owner, secret FROM tr_change WHERE id = 7";
     let stmt = "SELECT id, owner, secret FROM tr_change WHERE id = ?";
     warm(&proxy, sql).await;
-    let to = |u: &str| mysql_async::ChangeUserOpts::default().with_user(Some(u.into())).with_pass(Some("pw".into())).with_db_name(Some(DB.into()));
+    let to = |u: &str| {
+        mysql_async::ChangeUserOpts::default().with_user(Some(u.into())).with_pass(Some("pw".into())).with_db_name(Some(DB.into()))
+    };
     let (mut d, mut t) = pair(&proxy, "tr_reader", Some(DB)).await;
     same_text(&mut d, &mut t, sql, "tr_reader").await;
     // To an account that may not read the table, and back.

@@ -11,14 +11,16 @@ use std::time::{Duration, Instant};
 use freshet_cdc::schema::load_tables;
 use freshet_cdc::{FillConfig, MariaDb, UpstreamFills};
 use freshet_dataflow::*;
-use freshet_replica::{copy_tables, CopyStats, ReplicaStore, SnapshotConfig};
+use freshet_replica::{CopyStats, ReplicaStore, SnapshotConfig, copy_tables};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
 const DB: &str = "replica_figures";
 
 fn dir_bytes(p: &std::path::Path) -> u64 {
-    std::fs::read_dir(p).map(|d| d.filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum()).unwrap_or(0)
+    std::fs::read_dir(p)
+        .map(|d| d.filter_map(Result::ok).filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum())
+        .unwrap_or(0)
 }
 
 fn pct(v: &mut [Duration], p: f64) -> Duration {
@@ -38,7 +40,9 @@ async fn main() {
     c.query_drop(format!("USE {DB}")).await.unwrap();
     c.query_drop("CREATE TABLE items (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(40) NOT NULL, price DECIMAL(10,2), KEY (k)) DEFAULT CHARSET=utf8mb4").await.unwrap();
     let t = Instant::now();
-    c.query_drop(format!("INSERT INTO items SELECT seq, seq % 10000, CONCAT('item number ', seq), seq / 100 FROM seq_1_to_{rows}")).await.unwrap();
+    c.query_drop(format!("INSERT INTO items SELECT seq, seq % 10000, CONCAT('item number ', seq), seq / 100 FROM seq_1_to_{rows}"))
+        .await
+        .unwrap();
     eprintln!("loaded {rows} rows into MariaDB in {:.1?}", t.elapsed());
     let tables = load_tables(&mut c, &MariaDb, DB, None).await.unwrap();
 
@@ -98,8 +102,13 @@ async fn main() {
     println!("disk with the index on k: {disk} bytes = {:.1} bytes/row", disk as f64 / rows as f64);
     let (rp50, rp99) = (pct(&mut from_replica, 0.5), pct(&mut from_replica, 0.99));
     let (up50, up99) = (pct(&mut from_upstream, 0.5), pct(&mut from_upstream, 0.99));
-    println!("miss fill latency, {} one-key fills of ~{} rows: replica p50 {rp50:.2?} p99 {rp99:.2?}; upstream p50 {up50:.2?} p99 {up99:.2?}; replica/upstream p50 {:.2}, p99 {:.2}",
-        from_replica.len(), rows / 10_000, rp50.as_secs_f64() / up50.as_secs_f64(), rp99.as_secs_f64() / up99.as_secs_f64());
+    println!(
+        "miss fill latency, {} one-key fills of ~{} rows: replica p50 {rp50:.2?} p99 {rp99:.2?}; upstream p50 {up50:.2?} p99 {up99:.2?}; replica/upstream p50 {:.2}, p99 {:.2}",
+        from_replica.len(),
+        rows / 10_000,
+        rp50.as_secs_f64() / up50.as_secs_f64(),
+        rp99.as_secs_f64() / up99.as_secs_f64()
+    );
     drop(store);
     let _ = std::fs::remove_dir_all(&path);
     c.query_drop(format!("DROP DATABASE {DB}")).await.unwrap();

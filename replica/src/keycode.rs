@@ -26,11 +26,7 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
         Value::Double(f) => float(*f, out),
         Value::Decimal(d) => {
             let p = 10i128.pow(d.scale() as u32);
-            if d.mantissa() % p == 0 {
-                int(d.mantissa() / p, out)
-            } else {
-                float(v.to_f64().unwrap_or(0.0), out)
-            }
+            if d.mantissa() % p == 0 { int(d.mantissa() / p, out) } else { float(v.to_f64().unwrap_or(0.0), out) }
         }
         Value::Text(s, c) => {
             out.push(0x20);

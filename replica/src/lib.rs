@@ -15,5 +15,5 @@ pub mod snapshot;
 pub mod store;
 
 pub use error::ReplicaError;
-pub use snapshot::{copy_tables, CopyFigures, CopyStats, SnapshotConfig};
+pub use snapshot::{CopyFigures, CopyStats, SnapshotConfig, copy_tables};
 pub use store::{CopyState, ReplicaStore};

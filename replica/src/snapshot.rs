@@ -27,9 +27,9 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use freshet_cdc::BinlogPos;
 use freshet_cdc::result::{convert, param, result_columns};
 use freshet_cdc::schema::TableInfo;
-use freshet_cdc::BinlogPos;
 use freshet_dataflow::{Position, Row, Value};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params};
@@ -111,7 +111,12 @@ fn quote(name: &str) -> String {
 /// database `database` at `opts`. Returns true when every table is done, false when
 /// `max_batches` stopped it first.
 pub async fn copy_tables(
-    opts: Opts, database: &str, store: &ReplicaStore, tables: &HashMap<String, TableInfo>, cfg: &SnapshotConfig, stats: &CopyStats,
+    opts: Opts,
+    database: &str,
+    store: &ReplicaStore,
+    tables: &HashMap<String, TableInfo>,
+    cfg: &SnapshotConfig,
+    stats: &CopyStats,
 ) -> Result<bool, ReplicaError> {
     let opts: Opts = OptsBuilder::from_opts(opts)
         .db_name(Some(database.to_string()))
@@ -125,7 +130,10 @@ pub async fn copy_tables(
     stats.tables_done.store((tables.len() - todo.len()) as u64, Ordering::Relaxed);
     for t in &todo {
         let est: Option<u64> = conn
-            .exec_first("SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?", (database, &t.schema.name))
+            .exec_first(
+                "SELECT TABLE_ROWS FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_NAME = ?",
+                (database, &t.schema.name),
+            )
             .await
             .map_err(upstream)?;
         stats.rows_estimated.fetch_add(est.unwrap_or(0), Ordering::Relaxed);
@@ -152,7 +160,11 @@ async fn snapshot_position(conn: &mut Conn) -> Result<Position, ReplicaError> {
 }
 
 async fn copy_in_snapshot(
-    conn: &mut Conn, store: &ReplicaStore, tables: &HashMap<String, TableInfo>, todo: &[&TableInfo], cfg: &SnapshotConfig,
+    conn: &mut Conn,
+    store: &ReplicaStore,
+    tables: &HashMap<String, TableInfo>,
+    todo: &[&TableInfo],
+    cfg: &SnapshotConfig,
     stats: &CopyStats,
 ) -> Result<bool, ReplicaError> {
     let at = snapshot_position(conn).await?;
@@ -199,7 +211,11 @@ async fn copy_in_snapshot(
 
 /// The next `limit` rows of `t` after primary key `after`, in primary-key order.
 async fn read_batch(
-    conn: &mut Conn, tables: &HashMap<String, TableInfo>, t: &TableInfo, after: Option<&[Value]>, limit: usize,
+    conn: &mut Conn,
+    tables: &HashMap<String, TableInfo>,
+    t: &TableInfo,
+    after: Option<&[Value]>,
+    limit: usize,
 ) -> Result<Vec<Row>, ReplicaError> {
     let cols: Vec<String> = t.schema.columns.iter().map(|c| quote(&c.name)).collect();
     let pk: Vec<String> = t.schema.primary_key.iter().map(|&i| quote(&t.schema.columns[i].name)).collect();

@@ -37,9 +37,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Mutex, RwLock};
 
-use freshet_dataflow::{
-    FillData, FillError, FillRequest, FillResponse, FillSource, Key, Position, Row, TableSchema, Value,
-};
+use freshet_dataflow::{FillData, FillError, FillRequest, FillResponse, FillSource, Key, Position, Row, TableSchema, Value};
 use rocksdb::{ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode, MultiThreaded, Options, ReadOptions, WriteBatch};
 
 use crate::error::ReplicaError;
@@ -536,7 +534,13 @@ impl ReplicaStore {
     }
 
     /// Every row of `table` whose `cols` equal one of `keys`, read through `snap`.
-    fn scan(&self, snap: &rocksdb::SnapshotWithThreadMode<'_, Db>, table: &str, cols: &[usize], keys: &[Key]) -> Result<Vec<Row>, ReplicaError> {
+    fn scan(
+        &self,
+        snap: &rocksdb::SnapshotWithThreadMode<'_, Db>,
+        table: &str,
+        cols: &[usize],
+        keys: &[Key],
+    ) -> Result<Vec<Row>, ReplicaError> {
         let is_pk = {
             let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
             tables.get(table).is_some_and(|t| t.schema.primary_key.as_slice() == cols)

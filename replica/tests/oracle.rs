@@ -24,7 +24,8 @@ static NEXT: AtomicU64 = AtomicU64::new(0);
 
 impl Rocks {
     fn new() -> Rocks {
-        let dir = std::env::temp_dir().join(format!("freshet-replica-oracle-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
+        let dir =
+            std::env::temp_dir().join(format!("freshet-replica-oracle-{}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed)));
         let _ = std::fs::remove_dir_all(&dir);
         let store = ReplicaStore::open(&dir).unwrap();
         for t in catalog().tables() {

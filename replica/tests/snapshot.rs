@@ -6,11 +6,11 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use freshet_cdc::schema::{load_tables, TableInfo};
+use freshet_cdc::schema::{TableInfo, load_tables};
 use freshet_cdc::stream::current_position;
 use freshet_cdc::{BinlogPos, BinlogStream, MariaDb, StartAt, StreamConfig, StreamEvent};
 use freshet_dataflow::*;
-use freshet_replica::{copy_tables, CopyState, CopyStats, ReplicaStore, SnapshotConfig};
+use freshet_replica::{CopyState, CopyStats, ReplicaStore, SnapshotConfig, copy_tables};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 

@@ -105,7 +105,13 @@ impl BinlogStream {
     /// Tells the consumer that the server's privileges may have changed (a
     /// [`DdlKind::Privileges`] change with no table).
     pub(super) fn privileges_changed(&mut self, position: Position) {
-        self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: String::new(), kind: DdlKind::Privileges, schema: None, info: None }));
+        self.out.push_back(StreamEvent::Schema(SchemaChange {
+            position,
+            table: String::new(),
+            kind: DdlKind::Privileges,
+            schema: None,
+            info: None,
+        }));
     }
 
     /// XA transactions: their rows are logged at XA PREPARE and take effect at a later
@@ -170,11 +176,8 @@ impl BinlogStream {
             self.meta = Some(bounded(self.cfg.query_timeout, "connect", Conn::new(self.opts.clone())).await?);
         }
         let Some(meta) = self.meta.as_mut() else { unreachable!("meta was set just above") };
-        let loaded = tokio::time::timeout(
-            self.cfg.query_timeout,
-            load_tables(meta, self.flavor.as_ref(), &self.cfg.database, Some(table)),
-        )
-        .await;
+        let loaded =
+            tokio::time::timeout(self.cfg.query_timeout, load_tables(meta, self.flavor.as_ref(), &self.cfg.database, Some(table))).await;
         let fresh = match loaded {
             Ok(Ok(t)) => t,
             Ok(Err(e)) => {
@@ -242,11 +245,7 @@ impl BinlogStream {
     }
 }
 
-
-fn rows_of<'a>(
-    data: &'a RowsEventData<'a>,
-    tme: &'a TableMapEvent<'a>,
-) -> mysql_async::binlog::events::RowsEventRows<'a> {
+fn rows_of<'a>(data: &'a RowsEventData<'a>, tme: &'a TableMapEvent<'a>) -> mysql_async::binlog::events::RowsEventRows<'a> {
     data.rows(tme)
 }
 
@@ -270,17 +269,16 @@ fn to_row(info: &TableInfo, row: mysql_async::binlog::row::BinlogRow) -> Result<
     Ok(out.into_boxed_slice())
 }
 
-
 /// MySQL 8's row format, decoded from constructed bytes (no MySQL 8 server here): a table map
 /// and a v2 WRITE_ROWS event with binary JSON, TIMESTAMP2, DATETIME2(6) and an unsigned BIGINT
 /// without signedness metadata, through the same path the stream uses.
 #[cfg(test)]
 mod mysql8_bytes {
     use super::*;
-    use crate::schema::{table_info, ColumnRow};
+    use crate::schema::{ColumnRow, table_info};
     use freshet_dataflow::Value;
-    use mysql_async::binlog::events::{EventData, FormatDescriptionEvent};
     use mysql_async::binlog::BinlogVersion;
+    use mysql_async::binlog::events::{EventData, FormatDescriptionEvent};
 
     fn event(ty: u8, body: &[u8]) -> Event {
         let mut b = Vec::new();
@@ -295,7 +293,14 @@ mod mysql8_bytes {
     }
 
     fn col(name: &str, data_type: &str, column_type: &str) -> ColumnRow {
-        ColumnRow { table: "t".into(), name: name.into(), data_type: data_type.into(), column_type: column_type.into(), nullable: true, ..Default::default() }
+        ColumnRow {
+            table: "t".into(),
+            name: name.into(),
+            data_type: data_type.into(),
+            column_type: column_type.into(),
+            nullable: true,
+            ..Default::default()
+        }
     }
 
     #[test]

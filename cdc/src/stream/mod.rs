@@ -46,14 +46,14 @@ mod assembly;
 
 use self::assembly::Txn;
 use crate::backoff::Backoff;
-use crate::continuity::{history_differs, names_file, ServerIdentity};
+use crate::continuity::{ServerIdentity, history_differs, names_file};
 use crate::ddl::DdlKind;
 use crate::error::CdcError;
+use crate::events::{EventKind, classify};
 use crate::flavor::{self, Flavor};
-use crate::events::{classify, EventKind};
 use crate::lag::LagHandle;
-use crate::position::{split_file_name, BinlogPos, MariaGtid};
-use crate::schema::{load_tables, TableInfo};
+use crate::position::{BinlogPos, MariaGtid, split_file_name};
+use crate::schema::{TableInfo, load_tables};
 
 /// Where a new stream starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -134,7 +134,6 @@ pub enum StreamEvent {
     /// A schema change, in order with the batches.
     Schema(SchemaChange),
 }
-
 
 /// The binlog stream. See the module header for its guarantees.
 pub struct BinlogStream {
@@ -306,9 +305,7 @@ impl BinlogStream {
         self.verified = false;
         self.check_continuity(&mut conn).await?;
         let file = self.delivered.file.clone();
-        let req = BinlogStreamRequest::new(self.cfg.server_id)
-            .with_filename(file.as_bytes())
-            .with_pos(self.delivered.offset as u64);
+        let req = BinlogStreamRequest::new(self.cfg.server_id).with_filename(file.as_bytes()).with_pos(self.delivered.offset as u64);
         let stream = bounded(self.cfg.query_timeout, "binlog dump", conn.get_binlog_stream(req)).await?;
         self.inner = Some(stream);
         self.file = file;
@@ -455,7 +452,9 @@ impl BinlogStream {
                 }
             }
             EventKind::Heartbeat => self.heartbeat(log_pos)?,
-            EventKind::MariaGtid(g) => self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new(), gtid: Some(g.gtid), oversized: false }),
+            EventKind::MariaGtid(g) => {
+                self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new(), gtid: Some(g.gtid), oversized: false })
+            }
             EventKind::MysqlGtid => self.txn = Some(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false }),
             EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
             EventKind::Xid => self.commit(log_pos, hdr.timestamp())?,
@@ -470,7 +469,8 @@ impl BinlogStream {
                     None => return Err(CdcError::Protocol(format!("rows event for unknown table id {table_id}"))),
                     Some(false) => {
                         // A row of the privilege tables (a plain write to `mysql.*`).
-                        let privileges = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).is_some_and(|t| t.database_name() == "mysql");
+                        let privileges =
+                            self.inner.as_ref().and_then(|i| i.get_tme(table_id)).is_some_and(|t| t.database_name() == "mysql");
                         if privileges {
                             self.privileges_changed(BinlogPos::new(self.file.clone(), log_pos).position()?);
                         }
@@ -548,7 +548,6 @@ impl BinlogStream {
             reason: format!("the server went on in {name} while the stream was reading {} (no ROTATE announced it)", self.file),
         })
     }
-
 }
 
 /// The position an event ends at: its own, or, for events inside a MySQL transaction payload
@@ -605,5 +604,4 @@ mod tests {
         assert!(same_series("mariadb-bin.000004", "mariadb-bin.000005"));
         assert!(!same_series("a.000004", "b.000005"));
     }
-
 }

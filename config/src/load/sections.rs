@@ -14,8 +14,7 @@ use toml_edit::Table;
 use super::{Loader, Location, Problem, Raw, boolean, byte_size, byte_size_in, duration, integer, string};
 use crate::{
     Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, FillSourceKind, Limits, Listen, ListenTls, Log, MaxPacket, Memory,
-    Replica, Shutdown, TlsMode,
-    Upstream, UpstreamUrl,
+    Replica, Shutdown, TlsMode, Upstream, UpstreamUrl,
 };
 
 /// Every key of every section, as the loader accepts them; the example config's test checks
@@ -67,7 +66,8 @@ impl Loader<'_> {
         let tls_ca = self.value(t, "upstream", "tls_ca", |raw| Ok(PathBuf::from(string(raw)?)));
         if matches!(tls, TlsMode::VerifyCa | TlsMode::VerifyIdentity) && tls_ca.is_none() {
             let location = self.location(t, "upstream", "tls");
-            self.problems.push(Problem { location, message: "tls = verify_ca / verify_identity need tls_ca, the PEM file of CAs to trust".into() });
+            self.problems
+                .push(Problem { location, message: "tls = verify_ca / verify_identity need tls_ca, the PEM file of CAs to trust".into() });
         }
         let connect_timeout = self.value(t, "upstream", "connect_timeout", duration).unwrap_or(Duration::from_secs(5));
         Some(Upstream { url: url?, tls, tls_ca, connect_timeout })
@@ -129,7 +129,8 @@ impl Loader<'_> {
                 u32::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| format!("{n} is not a positive count"))
             })
             .unwrap_or(4096);
-        let max_query = self.value(t, "limits", "max_query", |raw| byte_size_in(raw, 1 << 10, 16 << 20, "1KiB..16MiB")).unwrap_or(ByteSize::kib(256));
+        let max_query =
+            self.value(t, "limits", "max_query", |raw| byte_size_in(raw, 1 << 10, 16 << 20, "1KiB..16MiB")).unwrap_or(ByteSize::kib(256));
         let max_in_list = self
             .value(t, "limits", "max_in_list", |raw| {
                 let n = integer(raw)?;
@@ -154,7 +155,8 @@ impl Loader<'_> {
                 if size.bytes() == 0 { Err("must be more than 0 bytes".to_string()) } else { Ok(size) }
             })
             .unwrap_or(ByteSize::mib(256));
-        let query_shapes = self.value(t, "memory", "query_shapes", |raw| byte_size_in(raw, 64 << 10, 1 << 30, "64KiB..1GiB")).unwrap_or(ByteSize::mib(16));
+        let query_shapes =
+            self.value(t, "memory", "query_shapes", |raw| byte_size_in(raw, 64 << 10, 1 << 30, "64KiB..1GiB")).unwrap_or(ByteSize::mib(16));
         Memory { limit, query_shapes }
     }
 
@@ -206,13 +208,11 @@ impl Loader<'_> {
     pub(super) fn admin(&mut self, root: &Table) -> Admin {
         let t = self.section(root, "admin");
         self.unknown_keys_in(t, "admin", keys("admin"));
-        let users = self.string_list(t, "admin", "users", |user| {
-            match user.split_once('@') {
-                _ if user.is_empty() => Err("a user name cannot be empty".to_string()),
-                Some(("", _)) => Err("an anonymous account (empty user name) is never an admin".to_string()),
-                Some((_, "")) => Err("write user@host, or the user name alone for any host".to_string()),
-                _ => Ok(()),
-            }
+        let users = self.string_list(t, "admin", "users", |user| match user.split_once('@') {
+            _ if user.is_empty() => Err("a user name cannot be empty".to_string()),
+            Some(("", _)) => Err("an anonymous account (empty user name) is never an admin".to_string()),
+            Some((_, "")) => Err("write user@host, or the user name alone for any host".to_string()),
+            _ => Ok(()),
         });
         Admin { users: users.unwrap_or_else(|| vec!["root".to_string()]) }
     }
@@ -309,8 +309,8 @@ fn cache_name(s: &str) -> Result<String, String> {
 mod tests {
     use std::time::Duration;
 
-    use super::KEYS;
     use super::super::tests::{load, messages};
+    use super::KEYS;
     use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, FillSourceKind, Memory, Replica, Shutdown};
 
     const URL: &str = "[upstream]\nurl = \"mysql://u@h\"\n";
@@ -566,18 +566,28 @@ query = \"SELECT 5\"
         }
         let e = load(example, &[]).unwrap();
         let d = load(URL, &[]).unwrap();
-        assert_eq!((e.upstream.tls, e.upstream.tls_ca, e.upstream.connect_timeout), (d.upstream.tls, d.upstream.tls_ca, d.upstream.connect_timeout));
+        assert_eq!(
+            (e.upstream.tls, e.upstream.tls_ca, e.upstream.connect_timeout),
+            (d.upstream.tls, d.upstream.tls_ca, d.upstream.connect_timeout)
+        );
         assert_eq!((e.listen.mysql, e.listen.admin, e.listen.tls), (d.listen.mysql, d.listen.admin, d.listen.tls));
         assert_eq!((e.listen.offer_tls, e.listen.trust_plain_clients), (d.listen.offer_tls, d.listen.trust_plain_clients));
-        assert_eq!((e.limits.max_packet, e.limits.max_connections, e.log.level), (d.limits.max_packet, d.limits.max_connections, d.log.level));
+        assert_eq!(
+            (e.limits.max_packet, e.limits.max_connections, e.log.level),
+            (d.limits.max_packet, d.limits.max_connections, d.log.level)
+        );
         assert_eq!((e.limits.max_query, e.limits.max_in_list), (d.limits.max_query, d.limits.max_in_list));
-        assert_eq!((e.memory, e.fill, e.consistency, e.admin, e.cache_policy, e.binlog), (d.memory, d.fill, d.consistency, d.admin, d.cache_policy, d.binlog));
+        assert_eq!(
+            (e.memory, e.fill, e.consistency, e.admin, e.cache_policy, e.binlog),
+            (d.memory, d.fill, d.consistency, d.admin, d.cache_policy, d.binlog)
+        );
         assert_eq!(e.replica, d.replica);
     }
 
     #[test]
     fn the_replica_source_needs_a_path_and_checks_its_keys() {
-        let c = load(&format!("{URL}[fill]\nsource = \"replica\"\n[replica]\npath = \"data/replica\"\ncopy_batch_rows = 100\n"), &[]).unwrap();
+        let c =
+            load(&format!("{URL}[fill]\nsource = \"replica\"\n[replica]\npath = \"data/replica\"\ncopy_batch_rows = 100\n"), &[]).unwrap();
         assert_eq!(c.fill.source, FillSourceKind::Replica);
         assert_eq!(c.replica, Replica { path: Some("data/replica".into()), copy_batch_rows: 100 });
         // A path alone does not switch the source.
@@ -594,7 +604,10 @@ query = \"SELECT 5\"
                 "f.toml:8:1: unknown key \"size\" in [replica]; known: path, copy_batch_rows",
             ],
         );
-        assert_problems(&problems("[fill]\nsource = \"replica\"\n", &[]), &["f.toml: [replica] path: required with [fill] source = \"replica\""]);
+        assert_problems(
+            &problems("[fill]\nsource = \"replica\"\n", &[]),
+            &["f.toml: [replica] path: required with [fill] source = \"replica\""],
+        );
 
         let env = [("FRESHET_FILL_SOURCE", "replica"), ("FRESHET_REPLICA_PATH", "r2"), ("FRESHET_REPLICA_COPY_BATCH_ROWS", "7")];
         let c = load(URL, &env).unwrap();
@@ -608,9 +621,15 @@ query = \"SELECT 5\"
     fn hostile_input_bounds() {
         let d = load(URL, &[]).unwrap();
         assert_eq!((d.limits.max_query, d.limits.max_in_list, d.memory.query_shapes), (ByteSize::kib(256), 1000, ByteSize::mib(16)));
-        let c = load(&format!("{URL}[limits]\nmax_query = \"1MiB\"\nmax_in_list = 5\n[memory]\nquery_shapes = \"1MiB\"\n"), &[("FRESHET_LIMITS_MAX_IN_LIST", "7")]).unwrap();
+        let c = load(
+            &format!("{URL}[limits]\nmax_query = \"1MiB\"\nmax_in_list = 5\n[memory]\nquery_shapes = \"1MiB\"\n"),
+            &[("FRESHET_LIMITS_MAX_IN_LIST", "7")],
+        )
+        .unwrap();
         assert_eq!((c.limits.max_query, c.limits.max_in_list, c.memory.query_shapes), (ByteSize::mib(1), 7, ByteSize::mib(1)));
-        let got = messages(load(&format!("{URL}[limits]\nmax_query = \"10B\"\nmax_in_list = 0\n[memory]\nquery_shapes = \"1KiB\"\n"), &[]).unwrap_err());
+        let got = messages(
+            load(&format!("{URL}[limits]\nmax_query = \"10B\"\nmax_in_list = 0\n[memory]\nquery_shapes = \"1KiB\"\n"), &[]).unwrap_err(),
+        );
         assert_eq!(got.len(), 3, "{got:#?}");
         assert!(got[0].contains("max_query") && got[1].contains("max_in_list") && got[2].contains("query_shapes"), "{got:#?}");
     }

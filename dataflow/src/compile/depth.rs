@@ -26,9 +26,29 @@ pub const MAX_NESTING: usize = 200;
 
 /// Keywords that combine or wrap expressions.
 const OPERATOR_WORDS: &[Keyword] = &[
-    Keyword::AND, Keyword::OR, Keyword::XOR, Keyword::NOT, Keyword::IS, Keyword::LIKE, Keyword::ILIKE, Keyword::RLIKE,
-    Keyword::REGEXP, Keyword::BETWEEN, Keyword::IN, Keyword::CASE, Keyword::WHEN, Keyword::DIV, Keyword::MOD, Keyword::COLLATE,
-    Keyword::INTERVAL, Keyword::EXISTS, Keyword::ANY, Keyword::ALL, Keyword::SOME, Keyword::BINARY, Keyword::ESCAPE,
+    Keyword::AND,
+    Keyword::OR,
+    Keyword::XOR,
+    Keyword::NOT,
+    Keyword::IS,
+    Keyword::LIKE,
+    Keyword::ILIKE,
+    Keyword::RLIKE,
+    Keyword::REGEXP,
+    Keyword::BETWEEN,
+    Keyword::IN,
+    Keyword::CASE,
+    Keyword::WHEN,
+    Keyword::DIV,
+    Keyword::MOD,
+    Keyword::COLLATE,
+    Keyword::INTERVAL,
+    Keyword::EXISTS,
+    Keyword::ANY,
+    Keyword::ALL,
+    Keyword::SOME,
+    Keyword::BINARY,
+    Keyword::ESCAPE,
     Keyword::SELECT,
 ];
 

@@ -13,8 +13,8 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{self as a, visit_expressions};
 
-use super::{object_name, refuse, Compiler, Refusal};
-use crate::expr::{parse_temporal, ArithOp, CmpOp, Expr, Func, LitValue};
+use super::{Compiler, Refusal, object_name, refuse};
+use crate::expr::{ArithOp, CmpOp, Expr, Func, LitValue, parse_temporal};
 use crate::plan::AggKind;
 use crate::schema::SqlType;
 use crate::value::{Collation, Decimal, Value};
@@ -79,26 +79,15 @@ impl Compiler<'_> {
     /// column names. MySQL names a bare column reference by the column as written, without
     /// its qualifier or quotes (`s.id`, `stories.id` and `` `id` `` are all `id`), so the result names, and with
     /// them the plan, do not depend on how a column was qualified.
-    pub(super) fn expand_select(
-        &self,
-        items: &[a::SelectItem],
-        scope: &Scope,
-    ) -> Result<(SelectItems, Vec<String>), Refusal> {
+    pub(super) fn expand_select(&self, items: &[a::SelectItem], scope: &Scope) -> Result<(SelectItems, Vec<String>), Refusal> {
         let mut names = Vec::new();
         let out = self.expand_items(items, scope, &mut names)?;
         Ok((out, names))
     }
 
-    fn expand_items(
-        &self,
-        items: &[a::SelectItem],
-        scope: &Scope,
-        names: &mut Vec<String>,
-    ) -> Result<SelectItems, Refusal> {
+    fn expand_items(&self, items: &[a::SelectItem], scope: &Scope, names: &mut Vec<String>) -> Result<SelectItems, Refusal> {
         let mut out = Vec::new();
-        let ident = |c: &ScopeCol| {
-            a::Expr::CompoundIdentifier(vec![a::Ident::new(c.qual.clone()), a::Ident::new(c.name.clone())])
-        };
+        let ident = |c: &ScopeCol| a::Expr::CompoundIdentifier(vec![a::Ident::new(c.qual.clone()), a::Ident::new(c.name.clone())]);
         for it in items {
             match it {
                 a::SelectItem::UnnamedExpr(e) => {
@@ -114,7 +103,12 @@ impl Compiler<'_> {
                     out.push((expr.clone(), alias.value.clone()))
                 }
                 a::SelectItem::Wildcard(opts) => {
-                    if opts.opt_exclude.is_some() || opts.opt_except.is_some() || opts.opt_replace.is_some() || opts.opt_rename.is_some() || opts.opt_ilike.is_some() {
+                    if opts.opt_exclude.is_some()
+                        || opts.opt_except.is_some()
+                        || opts.opt_replace.is_some()
+                        || opts.opt_rename.is_some()
+                        || opts.opt_ilike.is_some()
+                    {
                         return refuse("wildcard options are not MySQL");
                     }
                     for c in &scope.cols {
@@ -146,9 +140,10 @@ impl Compiler<'_> {
     /// aliased expression, as MySQL allows in GROUP BY, HAVING and ORDER BY.
     pub(super) fn resolve_alias(&self, e: &a::Expr, items: &[(a::Expr, String)]) -> a::Expr {
         if let a::Expr::Identifier(id) = e
-            && let Some((x, _)) = items.iter().find(|(x, n)| n.eq_ignore_ascii_case(&id.value) && x != e) {
-                return x.clone();
-            }
+            && let Some((x, _)) = items.iter().find(|(x, n)| n.eq_ignore_ascii_case(&id.value) && x != e)
+        {
+            return x.clone();
+        }
         e.clone()
     }
 
@@ -156,29 +151,31 @@ impl Compiler<'_> {
         if let a::Expr::Identifier(id) = e {
             let aliased = self.aliases.borrow().iter().find(|(n, x)| n.eq_ignore_ascii_case(&id.value) && x != e).map(|(_, x)| x.clone());
             if let Some(x) = aliased
-                && scope.find(None, &id.value).is_err() {
-                    return self.lower(&x, scope, mode);
-                }
+                && scope.find(None, &id.value).is_err()
+            {
+                return self.lower(&x, scope, mode);
+            }
         }
         if let Mode::Post(ctx) = mode {
             if let a::Expr::Function(f) = e
-                && let Some(kind) = agg_kind(f)? {
-                    let arg = match agg_arg(f)? {
-                        None => None,
-                        Some(x) => {
-                            let x = self.lower(&x, scope, &mut Mode::Pre)?;
-                            Some(if kind == AggKind::CountNotNull { Expr::IsNull(Box::new(x), true) } else { x })
-                        }
-                    };
-                    let i = match ctx.aggs.iter().position(|(k, x)| *k == kind && *x == arg) {
-                        Some(i) => i,
-                        None => {
-                            ctx.aggs.push((kind, arg));
-                            ctx.aggs.len() - 1
-                        }
-                    };
-                    return Ok(Expr::Col(ctx.key_w + ctx.groups.len() + i));
-                }
+                && let Some(kind) = agg_kind(f)?
+            {
+                let arg = match agg_arg(f)? {
+                    None => None,
+                    Some(x) => {
+                        let x = self.lower(&x, scope, &mut Mode::Pre)?;
+                        Some(if kind == AggKind::CountNotNull { Expr::IsNull(Box::new(x), true) } else { x })
+                    }
+                };
+                let i = match ctx.aggs.iter().position(|(k, x)| *k == kind && *x == arg) {
+                    Some(i) => i,
+                    None => {
+                        ctx.aggs.push((kind, arg));
+                        ctx.aggs.len() - 1
+                    }
+                };
+                return Ok(Expr::Col(ctx.key_w + ctx.groups.len() + i));
+            }
             if !contains_agg(e) {
                 if let Ok(x) = self.lower(e, scope, &mut Mode::Pre) {
                     if let Some(g) = ctx.groups.iter().position(|g| *g == x) {
@@ -296,9 +293,7 @@ impl Compiler<'_> {
             a::Expr::Floor { expr, field: a::CeilFloorKind::DateTimeField(a::DateTimeField::NoDateTime) } => {
                 Expr::Func(Func::Floor, vec![l(expr)?])
             }
-            a::Expr::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => {
-                Expr::Func(Func::Trim, vec![l(expr)?])
-            }
+            a::Expr::Trim { expr, trim_where: None, trim_what: None, trim_characters: None } => Expr::Func(Func::Trim, vec![l(expr)?]),
             a::Expr::Function(f) => {
                 if agg_kind(f)?.is_some() {
                     return refuse(format!("aggregate `{}` is not allowed here", f.name));
@@ -306,7 +301,23 @@ impl Compiler<'_> {
                 let name = object_name(&f.name)?;
                 let Some((func, min, max)) = Func::from_name(&name) else {
                     let upper = name.to_ascii_uppercase();
-                    if ["NOW", "CURRENT_TIMESTAMP", "SYSDATE", "CURDATE", "CURRENT_DATE", "CURTIME", "RAND", "UUID", "CONNECTION_ID", "LAST_INSERT_ID", "USER", "DATABASE", "UNIX_TIMESTAMP"].contains(&upper.as_str()) {
+                    if [
+                        "NOW",
+                        "CURRENT_TIMESTAMP",
+                        "SYSDATE",
+                        "CURDATE",
+                        "CURRENT_DATE",
+                        "CURTIME",
+                        "RAND",
+                        "UUID",
+                        "CONNECTION_ID",
+                        "LAST_INSERT_ID",
+                        "USER",
+                        "DATABASE",
+                        "UNIX_TIMESTAMP",
+                    ]
+                    .contains(&upper.as_str())
+                    {
                         return refuse(format!("`{upper}()` depends on when or by whom the query runs, so its result cannot be cached"));
                     }
                     return refuse(format!("function `{name}` is not supported"));
@@ -322,7 +333,7 @@ impl Compiler<'_> {
                 Expr::Func(func, lowered)
             }
             a::Expr::Subquery(_) | a::Expr::InSubquery { .. } | a::Expr::Exists { .. } => {
-                return refuse("subqueries are not supported; rewrite them as JOINs")
+                return refuse("subqueries are not supported; rewrite them as JOINs");
             }
             a::Expr::Collate { .. } => return refuse("explicit COLLATE is not supported; rely on the column's collation"),
             other => return refuse(format!("expression `{other}` is not supported")),
@@ -369,7 +380,7 @@ fn agg_kind(f: &a::Function) -> Result<Option<AggKind>, Refusal> {
         ("MAX", _) => AggKind::Max,
         ("SUM" | "AVG", true) => return refuse("SUM(DISTINCT)/AVG(DISTINCT) are not supported"),
         ("GROUP_CONCAT" | "STD" | "STDDEV" | "VARIANCE" | "BIT_AND" | "BIT_OR" | "JSON_ARRAYAGG" | "JSON_OBJECTAGG", _) => {
-            return refuse(format!("aggregate `{name}` is not supported (COUNT, SUM, AVG, MIN, MAX are)"))
+            return refuse(format!("aggregate `{name}` is not supported (COUNT, SUM, AVG, MIN, MAX are)"));
         }
         _ => return Ok(None),
     }))
@@ -387,9 +398,10 @@ fn agg_arg(f: &a::Function) -> Result<Option<a::Expr>, Refusal> {
 pub(super) fn contains_agg(e: &a::Expr) -> bool {
     let r = visit_expressions(e, |x| {
         if let a::Expr::Function(f) = x
-            && matches!(agg_kind(f), Ok(Some(_)) | Err(_)) {
-                return ControlFlow::Break(());
-            }
+            && matches!(agg_kind(f), Ok(Some(_)) | Err(_))
+        {
+            return ControlFlow::Break(());
+        }
         ControlFlow::Continue(())
     });
     r.is_break()
@@ -419,17 +431,17 @@ fn literal(v: &a::Value) -> Result<Value, Refusal> {
         a::Value::Boolean(b) => Value::Int(*b as i64),
         a::Value::Null => Value::Null,
         a::Value::HexStringLiteral(h) => {
-            let bytes: Option<Vec<u8>> = (0..h.len())
-                .step_by(2)
-                .map(|i| h.get(i..i + 2).and_then(|x| u8::from_str_radix(x, 16).ok()))
-                .collect();
+            let bytes: Option<Vec<u8>> =
+                (0..h.len()).step_by(2).map(|i| h.get(i..i + 2).and_then(|x| u8::from_str_radix(x, 16).ok())).collect();
             match bytes {
                 Some(b) if h.len() % 2 == 0 => Value::Bytes(b.into()),
                 _ => return refuse(format!("bad hex literal X'{h}'")),
             }
         }
         a::Value::Placeholder(_) => {
-            return refuse("`?` parameters are supported only as `column = ?`, `column IN (?, ...)` or `column <, <=, >, >= ?` in the top-level AND of the WHERE clause")
+            return refuse(
+                "`?` parameters are supported only as `column = ?`, `column IN (?, ...)` or `column <, <=, >, >= ?` in the top-level AND of the WHERE clause",
+            );
         }
         other => return refuse(format!("literal `{other}` is not supported")),
     })
@@ -446,12 +458,10 @@ fn coerce_pair(x: Expr, y: Expr, scope: &Scope) -> (Expr, Expr) {
                 Some(coll) => Expr::lit(Value::Text(s.clone(), coll)),
                 None => other,
             },
-            (Some(SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }), Value::Text(s, _)) => {
-                match parse_temporal(s) {
-                    Some(t) => Expr::lit(t),
-                    None => other,
-                }
-            }
+            (Some(SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }), Value::Text(s, _)) => match parse_temporal(s) {
+                Some(t) => Expr::lit(t),
+                None => other,
+            },
             (Some(SqlType::Enum(labels)), Value::Text(s, _)) => {
                 let idx = labels.iter().position(|l| l.eq_ignore_ascii_case(s)).map(|i| i + 1).unwrap_or(0);
                 Expr::lit(Value::Enum(idx as u16))

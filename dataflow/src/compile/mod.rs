@@ -222,10 +222,7 @@ impl CompiledQuery {
     pub(crate) fn renumbered_filters(&self) -> Vec<ReadFilter> {
         let mut ps: Vec<usize> = self.read_filters.iter().map(|f| f.param).collect();
         ps.sort_unstable();
-        self.read_filters
-            .iter()
-            .map(|f| ReadFilter { param: ps.binary_search(&f.param).unwrap_or(usize::MAX), ..f.clone() })
-            .collect()
+        self.read_filters.iter().map(|f| ReadFilter { param: ps.binary_search(&f.param).unwrap_or(usize::MAX), ..f.clone() }).collect()
     }
 }
 
@@ -246,9 +243,10 @@ fn compile_checked(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusa
     let mut n_params = 0usize;
     let _ = visit_expressions(&stmts, |e| {
         if let a::Expr::Value(v) = e
-            && let a::Value::Placeholder(_) = v.value {
-                n_params += 1;
-            }
+            && let a::Value::Placeholder(_) = v.value
+        {
+            n_params += 1;
+        }
         ControlFlow::<()>::Continue(())
     });
     Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0 }.query(sql, q)
@@ -280,9 +278,10 @@ struct Select {
 fn lit_usize(e: &a::Expr, what: &str) -> Result<usize, Refusal> {
     if let a::Expr::Value(v) = e
         && let a::Value::Number(n, _) = &v.value
-            && let Ok(x) = n.parse::<usize>() {
-                return Ok(x);
-            }
+        && let Ok(x) = n.parse::<usize>()
+    {
+        return Ok(x);
+    }
     refuse(format!("{what} must be a literal non-negative integer"))
 }
 
@@ -314,9 +313,7 @@ impl Compiler<'_> {
                 let o = offset.as_ref().map(|o| lit_usize(&o.value, "OFFSET")).transpose()?.unwrap_or(0);
                 (l, o)
             }
-            Some(a::LimitClause::OffsetCommaLimit { offset, limit }) => {
-                (Some(lit_usize(limit, "LIMIT")?), lit_usize(offset, "OFFSET")?)
-            }
+            Some(a::LimitClause::OffsetCommaLimit { offset, limit }) => (Some(lit_usize(limit, "LIMIT")?), lit_usize(offset, "OFFSET")?),
         };
         if offset > 0 && limit.is_none() {
             return refuse("OFFSET without LIMIT is not supported");
@@ -334,9 +331,7 @@ impl Compiler<'_> {
                 }
                 self.union(q.body.as_ref())?
             }
-            a::SetExpr::SetOperation { .. } => {
-                return refuse("only UNION ALL is supported (UNION DISTINCT, INTERSECT and EXCEPT are not)")
-            }
+            a::SetExpr::SetOperation { .. } => return refuse("only UNION ALL is supported (UNION DISTINCT, INTERSECT and EXCEPT are not)"),
             a::SetExpr::Query(_) => return refuse("a parenthesized query is not supported; remove the parentheses"),
             _ => return refuse("only SELECT queries can be cached"),
         };

@@ -16,8 +16,8 @@
 
 use sqlparser::ast as a;
 
-use super::lower::{contains_agg, AggCtx, Mode, Scope, ScopeCol};
-use super::{object_name, refuse, Compiler, KeyColumn, ReadFilter, Refusal, Select};
+use super::lower::{AggCtx, Mode, Scope, ScopeCol, contains_agg};
+use super::{Compiler, KeyColumn, ReadFilter, Refusal, Select, object_name, refuse};
 use crate::expr::{CmpOp, Expr};
 use crate::plan::{AggSpec, JoinKind, Node, OrderSpec};
 use crate::schema::{SqlType, TableSchema};
@@ -90,9 +90,7 @@ fn conjuncts(e: &a::Expr, out: &mut Vec<a::Expr>) {
             conjuncts(left, out);
             conjuncts(right, out);
         }
-        a::Expr::Nested(inner) if matches!(**inner, a::Expr::BinaryOp { op: a::BinaryOperator::And, .. }) => {
-            conjuncts(inner, out)
-        }
+        a::Expr::Nested(inner) if matches!(**inner, a::Expr::BinaryOp { op: a::BinaryOperator::And, .. }) => conjuncts(inner, out),
         other => out.push(other.clone()),
     }
 }
@@ -176,7 +174,9 @@ impl<'c> Compiler<'c> {
             || sel.having.is_some()
             || order_by.iter().any(|o| contains_agg(&o.expr));
         if !src.ranges.is_empty() && (has_agg || distinct || limit.is_some()) {
-            return refuse("a range parameter (`column > ?`) is supported only without GROUP BY, aggregates, DISTINCT or LIMIT; use `=`/`IN` parameters there");
+            return refuse(
+                "a range parameter (`column > ?`) is supported only without GROUP BY, aggregates, DISTINCT or LIMIT; use `=`/`IN` parameters there",
+            );
         }
         let key_in_tree = tree.key_positions();
         let mut agg = AggCtx { key_w: key_in_tree.len(), groups: vec![], aggs: vec![] };
@@ -317,15 +317,16 @@ impl<'c> Compiler<'c> {
             for c in cs {
                 let e = self.lower(&c, &visible, &mut Mode::Pre)?;
                 if let Expr::Cmp(CmpOp::Eq, x, y) = &e
-                    && let (Expr::Col(p), Expr::Col(q)) = (x.as_ref(), y.as_ref()) {
-                        let (p, q) = (*p, *q);
-                        let (l, r) = if src.occ_of(p) == j && src.occ_of(q) < j { (q, p) } else { (p, q) };
-                        if src.occ_of(r) == j && src.occ_of(l) < j {
-                            src.join_on[j].push((l, r - src.offsets[j]));
-                            src.classes.union(l, r);
-                            continue;
-                        }
+                    && let (Expr::Col(p), Expr::Col(q)) = (x.as_ref(), y.as_ref())
+                {
+                    let (p, q) = (*p, *q);
+                    let (l, r) = if src.occ_of(p) == j && src.occ_of(q) < j { (q, p) } else { (p, q) };
+                    if src.occ_of(r) == j && src.occ_of(l) < j {
+                        src.join_on[j].push((l, r - src.offsets[j]));
+                        src.classes.union(l, r);
+                        continue;
                     }
+                }
                 let off = src.offsets[j];
                 if cols_of(&e).iter().all(|&c| src.occ_of(c) == j) {
                     src.base_filters[j].push(e.remap(&|c| c - off));
@@ -489,10 +490,18 @@ impl<'c> Compiler<'c> {
 }
 
 fn check_clauses(sel: &a::Select) -> Result<(), Refusal> {
-    if sel.top.is_some() || sel.into.is_some() || !sel.lateral_views.is_empty() || sel.prewhere.is_some()
-        || !sel.connect_by.is_empty() || !sel.cluster_by.is_empty() || !sel.distribute_by.is_empty()
-        || !sel.sort_by.is_empty() || !sel.named_window.is_empty() || sel.qualify.is_some()
-        || sel.exclude.is_some() || sel.value_table_mode.is_some()
+    if sel.top.is_some()
+        || sel.into.is_some()
+        || !sel.lateral_views.is_empty()
+        || sel.prewhere.is_some()
+        || !sel.connect_by.is_empty()
+        || !sel.cluster_by.is_empty()
+        || !sel.distribute_by.is_empty()
+        || !sel.sort_by.is_empty()
+        || !sel.named_window.is_empty()
+        || sel.qualify.is_some()
+        || sel.exclude.is_some()
+        || sel.value_table_mode.is_some()
     {
         return refuse("the query uses a SELECT clause freshet does not support (INTO, WINDOW, ...)");
     }
@@ -588,7 +597,7 @@ fn placement(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Result<Placement,
             return refuse(format!(
                 "the first table in FROM, `{}`, is not joined on the parameter column `{}.{}`; list a table compared with the `?` parameters first and join the others onto it",
                 src.schemas[0].name, pc.qual, pc.name
-            ))
+            ));
         }
     };
     let mut order: Placement = vec![(first, vec![])];
@@ -605,8 +614,7 @@ fn placement(src: &mut Source<'_>, occ_keys: &[Vec<usize>]) -> Result<Placement,
                     .collect();
                 by.push(pairs);
             }
-            let on: Vec<(usize, usize)> =
-                if keyed(o) { by.concat() } else { by.into_iter().max_by_key(Vec::len).unwrap_or_default() };
+            let on: Vec<(usize, usize)> = if keyed(o) { by.concat() } else { by.into_iter().max_by_key(Vec::len).unwrap_or_default() };
             (!on.is_empty()).then_some((o, on))
         });
         match next {

@@ -59,8 +59,20 @@ pub fn arith(op: ArithOp, a: &Value, b: &Value) -> Value {
             ArithOp::Add => int_value(i + j),
             ArithOp::Sub => int_value(i - j),
             ArithOp::Mul => i.checked_mul(j).map(int_value).unwrap_or(Value::Null),
-            ArithOp::IntDiv => if j == 0 { Value::Null } else { int_value(i / j) },
-            ArithOp::Mod => if j == 0 { Value::Null } else { int_value(i % j) },
+            ArithOp::IntDiv => {
+                if j == 0 {
+                    Value::Null
+                } else {
+                    int_value(i / j)
+                }
+            }
+            ArithOp::Mod => {
+                if j == 0 {
+                    Value::Null
+                } else {
+                    int_value(i % j)
+                }
+            }
             ArithOp::Div => div_dec(i, 0, j, 0),
         };
     }
@@ -154,4 +166,3 @@ pub(super) fn round(v: &Value, d: i32) -> Value {
         },
     }
 }
-

@@ -1,15 +1,12 @@
 //! The scalar functions freshet evaluates, and LIKE under a collation. Each follows MySQL's
 //! result for the same arguments (NULL in, NULL out unless MySQL says otherwise).
 
-use super::*;
 use super::arith::{dec_value, int_value};
+use super::*;
 
 pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
     let v: Vec<Value> = args.iter().map(|a| a.eval(row)).collect();
-    let coll = v
-        .iter()
-        .find_map(|x| if let Value::Text(_, c) = x { Some(*c) } else { None })
-        .unwrap_or(Collation::Utf8mb4_0900AiCi);
+    let coll = v.iter().find_map(|x| if let Value::Text(_, c) = x { Some(*c) } else { None }).unwrap_or(Collation::Utf8mb4_0900AiCi);
     let arg = |i: usize| v.get(i).cloned().unwrap_or(Value::Null);
     match f {
         Func::Concat => {
@@ -24,9 +21,19 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
         }
         Func::Coalesce | Func::IfNull => v.into_iter().find(|x| !x.is_null()).unwrap_or(Value::Null),
         Func::NullIf => {
-            if arg(0).sql_cmp(&arg(1)) == Some(Ordering::Equal) { Value::Null } else { arg(0) }
+            if arg(0).sql_cmp(&arg(1)) == Some(Ordering::Equal) {
+                Value::Null
+            } else {
+                arg(0)
+            }
         }
-        Func::If => if is_true(&arg(0)) == Some(true) { arg(1) } else { arg(2) },
+        Func::If => {
+            if is_true(&arg(0)) == Some(true) {
+                arg(1)
+            } else {
+                arg(2)
+            }
+        }
         Func::Lower | Func::Upper | Func::Trim => match text_of(&arg(0)) {
             None => Value::Null,
             Some(t) => {
@@ -39,9 +46,7 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
             }
         },
         Func::Length => text_of(&arg(0)).map(|t| Value::Int(t.len() as i64)).unwrap_or(Value::Null),
-        Func::CharLength => text_of(&arg(0))
-            .map(|t| Value::Int(t.chars().count() as i64))
-            .unwrap_or(Value::Null),
+        Func::CharLength => text_of(&arg(0)).map(|t| Value::Int(t.chars().count() as i64)).unwrap_or(Value::Null),
         Func::Substring => {
             let (Some(t), Some(pos)) = (text_of(&arg(0)), arg(1).to_f64()) else {
                 return Value::Null;
@@ -49,7 +54,13 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
             let chars: Vec<char> = t.chars().collect();
             let n = chars.len() as i64;
             let pos = pos.round() as i64;
-            let start = if pos > 0 { pos - 1 } else if pos < 0 { n.saturating_add(pos) } else { return Value::text("", coll) };
+            let start = if pos > 0 {
+                pos - 1
+            } else if pos < 0 {
+                n.saturating_add(pos)
+            } else {
+                return Value::text("", coll);
+            };
             if start < 0 || start >= n {
                 return Value::text("", coll);
             }
@@ -87,7 +98,13 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
                 Value::Decimal(dec) => {
                     let p = 10i128.pow(dec.scale() as u32);
                     let (q, r) = (dec.mantissa() / p, dec.mantissa() % p);
-                    let q = if up && r > 0 { q + 1 } else if !up && r < 0 { q - 1 } else { q };
+                    let q = if up && r > 0 {
+                        q + 1
+                    } else if !up && r < 0 {
+                        q - 1
+                    } else {
+                        q
+                    };
                     int_value(q)
                 }
                 Value::Null => Value::Null,
@@ -156,9 +173,7 @@ pub(super) fn like(s: &str, pat: &str, escape: char, coll: Collation) -> bool {
         if pi < p.len() && !p[pi].1 && p[pi].0 == '%' {
             star = Some((pi, si));
             pi += 1;
-        } else if pi < p.len()
-            && ((!p[pi].1 && p[pi].0 == '_') || coll.char_eq(p[pi].0, s[si]))
-        {
+        } else if pi < p.len() && ((!p[pi].1 && p[pi].0 == '_') || coll.char_eq(p[pi].0, s[si])) {
             pi += 1;
             si += 1;
         } else if let Some((sp, ss)) = star {
@@ -174,4 +189,3 @@ pub(super) fn like(s: &str, pat: &str, escape: char, coll: Collation) -> bool {
     }
     pi == p.len()
 }
-

@@ -19,8 +19,8 @@ use crate::value::{Collation, Date, DateTime, Decimal, Value};
 mod arith;
 mod funcs;
 
-pub use arith::{arith, div_dec};
 use arith::round;
+pub use arith::{arith, div_dec};
 use funcs::{func, like};
 
 /// Comparison operators.
@@ -146,12 +146,30 @@ pub enum Expr {
     Not(Box<Expr>),
     /// `IS [NOT] NULL`; the bool is `negated`.
     IsNull(Box<Expr>, bool),
-    InList { expr: Box<Expr>, list: Vec<Expr>, negated: bool },
-    Between { expr: Box<Expr>, low: Box<Expr>, high: Box<Expr>, negated: bool },
-    Like { expr: Box<Expr>, pattern: Box<Expr>, escape: char, negated: bool },
+    InList {
+        expr: Box<Expr>,
+        list: Vec<Expr>,
+        negated: bool,
+    },
+    Between {
+        expr: Box<Expr>,
+        low: Box<Expr>,
+        high: Box<Expr>,
+        negated: bool,
+    },
+    Like {
+        expr: Box<Expr>,
+        pattern: Box<Expr>,
+        escape: char,
+        negated: bool,
+    },
     Arith(ArithOp, Box<Expr>, Box<Expr>),
     Neg(Box<Expr>),
-    Case { operand: Option<Box<Expr>>, whens: Vec<(Expr, Expr)>, otherwise: Option<Box<Expr>> },
+    Case {
+        operand: Option<Box<Expr>>,
+        whens: Vec<(Expr, Expr)>,
+        otherwise: Option<Box<Expr>>,
+    },
     Func(Func, Vec<Expr>),
 }
 
@@ -163,8 +181,7 @@ pub struct LitValue(pub Value);
 
 impl PartialEq for LitValue {
     fn eq(&self, o: &LitValue) -> bool {
-        format!("{:?}", self.0) == format!("{:?}", o.0)
-            && std::mem::discriminant(&self.0) == std::mem::discriminant(&o.0)
+        format!("{:?}", self.0) == format!("{:?}", o.0) && std::mem::discriminant(&self.0) == std::mem::discriminant(&o.0)
     }
 }
 impl Eq for LitValue {}
@@ -323,19 +340,12 @@ impl Expr {
             Expr::Or(a, b) => format!("({} OR {})", r(a), r(b)),
             Expr::Not(a) => format!("(NOT {})", r(a)),
             Expr::IsNull(a, n) => format!("({} IS {}NULL)", r(a), if *n { "NOT " } else { "" }),
-            Expr::InList { expr, list, negated } => format!(
-                "({} {}IN ({}))",
-                r(expr),
-                if *negated { "NOT " } else { "" },
-                list.iter().map(r).collect::<Vec<_>>().join(", ")
-            ),
-            Expr::Between { expr, low, high, negated } => format!(
-                "({} {}BETWEEN {} AND {})",
-                r(expr),
-                if *negated { "NOT " } else { "" },
-                r(low),
-                r(high)
-            ),
+            Expr::InList { expr, list, negated } => {
+                format!("({} {}IN ({}))", r(expr), if *negated { "NOT " } else { "" }, list.iter().map(r).collect::<Vec<_>>().join(", "))
+            }
+            Expr::Between { expr, low, high, negated } => {
+                format!("({} {}BETWEEN {} AND {})", r(expr), if *negated { "NOT " } else { "" }, r(low), r(high))
+            }
             Expr::Like { expr, pattern, escape, negated } => format!(
                 "({} {}LIKE {} ESCAPE {})",
                 r(expr),
@@ -368,11 +378,7 @@ impl Expr {
                 }
                 s + " END)"
             }
-            Expr::Func(f, args) => format!(
-                "{}({})",
-                f.sql_name(),
-                args.iter().map(r).collect::<Vec<_>>().join(", ")
-            ),
+            Expr::Func(f, args) => format!("{}({})", f.sql_name(), args.iter().map(r).collect::<Vec<_>>().join(", ")),
         }
     }
 
@@ -424,14 +430,10 @@ impl Expr {
             Expr::Not(x) => Expr::Not(b(x)),
             Expr::Neg(x) => Expr::Neg(b(x)),
             Expr::IsNull(x, n) => Expr::IsNull(b(x), *n),
-            Expr::InList { expr, list, negated } => Expr::InList {
-                expr: b(expr),
-                list: list.iter().map(|e| e.remap(map)).collect(),
-                negated: *negated,
-            },
-            Expr::Between { expr, low, high, negated } => {
-                Expr::Between { expr: b(expr), low: b(low), high: b(high), negated: *negated }
+            Expr::InList { expr, list, negated } => {
+                Expr::InList { expr: b(expr), list: list.iter().map(|e| e.remap(map)).collect(), negated: *negated }
             }
+            Expr::Between { expr, low, high, negated } => Expr::Between { expr: b(expr), low: b(low), high: b(high), negated: *negated },
             Expr::Like { expr, pattern, escape, negated } => {
                 Expr::Like { expr: b(expr), pattern: b(pattern), escape: *escape, negated: *negated }
             }

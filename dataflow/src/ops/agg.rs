@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::{Delta, Key, KeyState, NodeState, SLOT};
 use crate::expr::{div_dec, is_true};
 use crate::plan::{AggKind, AggSpec};
-use crate::value::{row_bytes, Decimal, ExactRow, Row, Value};
+use crate::value::{Decimal, ExactRow, Row, Value, row_bytes};
 
 /// Sum/average accumulator: exact part (integers and decimals) and float part kept apart so
 /// that deleting values is exact whenever the inputs are exact.
@@ -216,7 +216,6 @@ impl Group {
     }
 }
 
-
 impl KeyState {
     pub(super) fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>) -> Vec<Delta> {
         let NodeState::Agg(groups) = &mut self.states[idx] else { return vec![] };
@@ -252,9 +251,10 @@ impl KeyState {
                 None => None,
             };
             if let (Some(b), Some(a)) = (&before, &after)
-                && ExactRow(b.clone()) == ExactRow(a.clone()) {
-                    continue;
-                }
+                && ExactRow(b.clone()) == ExactRow(a.clone())
+            {
+                continue;
+            }
             if let Some(b) = before {
                 out.push((b, -1));
             }
@@ -308,7 +308,6 @@ impl KeyState {
         self.bytes += bytes;
         out
     }
-
 }
 
 pub(super) fn global_group_of(g: &Group, key: &Key, group: usize) -> bool {
@@ -319,4 +318,3 @@ pub(super) fn global_group_of(g: &Group, key: &Key, group: usize) -> bool {
 pub(super) fn group_output(g: &Group) -> Row {
     g.values.iter().cloned().chain(g.accs.iter().map(Acc::output)).collect()
 }
-

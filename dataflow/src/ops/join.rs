@@ -8,7 +8,7 @@ use std::collections::HashMap;
 
 use super::{Delta, Key, KeyState, NodeState, SLOT};
 use crate::plan::JoinKind;
-use crate::value::{row_bytes, ExactRow, Row, Value};
+use crate::value::{ExactRow, Row, Value, row_bytes};
 
 pub(super) fn join_key(row: &[Value], cols: &[usize]) -> Option<Key> {
     let k: Key = cols.iter().map(|&c| row.get(c).cloned().unwrap_or(Value::Null)).collect();

@@ -42,15 +42,15 @@ mod agg;
 mod join;
 mod topk;
 
-use agg::{group_output, Acc, Group};
-use join::{bucket_add, bucket_count, concat, join_key, nulls, Bucket};
-use topk::{window, TopState};
+use agg::{Acc, Group, group_output};
+use join::{Bucket, bucket_add, bucket_count, concat, join_key, nulls};
 pub use topk::sort_rows;
+use topk::{TopState, window};
 
 use crate::delta::Position;
 use crate::expr::is_true;
 use crate::plan::{AggSpec, JoinKind, Node};
-use crate::value::{row_bytes, ExactRow, Row, Value};
+use crate::value::{ExactRow, Row, Value, row_bytes};
 
 /// A weighted row change.
 pub type Delta = (Row, i64);
@@ -232,9 +232,7 @@ impl KeyState {
     /// The dimension rows (right side) this partition holds for `key` at join `node`.
     pub fn dim_rows(&self, node: usize, key: &Key) -> Vec<Delta> {
         match self.states.get(node) {
-            Some(NodeState::Join([_, rs])) => {
-                rs.get(key).map(|b| b.iter().map(|(r, c)| (r.0.clone(), *c)).collect()).unwrap_or_default()
-            }
+            Some(NodeState::Join([_, rs])) => rs.get(key).map(|b| b.iter().map(|(r, c)| (r.0.clone(), *c)).collect()).unwrap_or_default(),
             _ => Vec::new(),
         }
     }
@@ -302,10 +300,9 @@ impl KeyState {
                     d.retain(|(r, _)| is_true(&pred.eval(r)) == Some(true));
                     d
                 }
-                Node::Project { exprs, .. } => take(n.inputs[0], &mut outs)
-                    .into_iter()
-                    .map(|(r, w)| (exprs.iter().map(|e| e.eval(&r)).collect(), w))
-                    .collect(),
+                Node::Project { exprs, .. } => {
+                    take(n.inputs[0], &mut outs).into_iter().map(|(r, w)| (exprs.iter().map(|e| e.eval(&r)).collect(), w)).collect()
+                }
                 Node::Union { .. } => {
                     let mut all = Vec::new();
                     for &j in &n.inputs {
@@ -324,10 +321,9 @@ impl KeyState {
                 Node::Aggregate { group, aggs, global, .. } => {
                     let d = take(n.inputs[0], &mut outs);
                     let mut created = Vec::new();
-                    if *global
-                        && let Some(row) = self.global_group(i, *group, aggs) {
-                            created.push((row, 1));
-                        }
+                    if *global && let Some(row) = self.global_group(i, *group, aggs) {
+                        created.push((row, 1));
+                    }
                     created.extend(self.aggregate(i, *group, aggs, d));
                     created
                 }
@@ -360,11 +356,9 @@ impl KeyState {
                 d.retain(|(r, _)| is_true(&pred.eval(r)) == Some(true));
                 d
             }
-            (Node::Project { exprs, .. }, _) => self
-                .full_output(graph, n.inputs[0])?
-                .into_iter()
-                .map(|(r, w)| (exprs.iter().map(|e| e.eval(&r)).collect(), w))
-                .collect(),
+            (Node::Project { exprs, .. }, _) => {
+                self.full_output(graph, n.inputs[0])?.into_iter().map(|(r, w)| (exprs.iter().map(|e| e.eval(&r)).collect(), w)).collect()
+            }
             (Node::Union { .. }, _) => {
                 let mut all = Vec::new();
                 for &j in &n.inputs {
@@ -391,12 +385,8 @@ impl KeyState {
                 }
                 out
             }
-            (Node::Aggregate { .. }, NodeState::Agg(groups)) => {
-                groups.values().map(|g| (group_output(g), 1)).collect()
-            }
-            (Node::Distinct { .. }, NodeState::Distinct(c)) => {
-                c.values().filter(|g| g.rows > 0).map(|g| (g.values.clone(), 1)).collect()
-            }
+            (Node::Aggregate { .. }, NodeState::Agg(groups)) => groups.values().map(|g| (group_output(g), 1)).collect(),
+            (Node::Distinct { .. }, NodeState::Distinct(c)) => c.values().filter(|g| g.rows > 0).map(|g| (g.values.clone(), 1)).collect(),
             (Node::TopK { limit, offset, .. }, NodeState::TopK(st)) => {
                 window(&st.rows, *limit, *offset).into_iter().map(|r| (r, 1)).collect()
             }

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use super::agg::add_count;
 use super::{Delta, KeyState, NodeState, SLOT};
 use crate::plan::OrderSpec;
-use crate::value::{row_bytes, ExactRow, Row, Value};
+use crate::value::{ExactRow, Row, Value, row_bytes};
 
 /// A row with its sort key for top-k: ordered by the ORDER BY columns, then exactly.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -50,7 +50,6 @@ pub(super) struct TopState {
     pub(super) count: i64,
     pub(super) complete: bool,
 }
-
 
 impl KeyState {
     #[allow(clippy::too_many_arguments)]
@@ -100,11 +99,11 @@ impl KeyState {
     /// incomplete.
     pub fn mark_truncated(&mut self, idx: usize, cap: usize) {
         if let Some(NodeState::TopK(st)) = self.states.get_mut(idx)
-            && st.count >= cap as i64 {
-                st.complete = false;
-            }
+            && st.count >= cap as i64
+        {
+            st.complete = false;
+        }
     }
-
 }
 
 pub(super) fn window(rows: &BTreeMap<SortKey, i64>, limit: usize, offset: usize) -> Vec<Row> {
@@ -135,4 +134,3 @@ pub(super) fn diff(before: Vec<Row>, after: Vec<Row>) -> Vec<Delta> {
     }
     m.into_iter().filter(|(_, c)| *c != 0).map(|(r, c)| (r.0, c)).collect()
 }
-

@@ -152,9 +152,12 @@ pub(super) fn borrow_covers(domain: &mut super::Domain, batch: &crate::delta::Ba
             if !domain.parts.get(&part).is_some_and(|p| p.ks.filled_at < pos && !p.ks.covers(dim.node, &k)) {
                 continue;
             }
-            let lender = domain.dim_index.0.get(d).and_then(|m| m.get(&k)).and_then(|ps| {
-                ps.iter().filter_map(|q| domain.parts.get(q)).find(|q| q.ks.filled_at < pos)
-            });
+            let lender = domain
+                .dim_index
+                .0
+                .get(d)
+                .and_then(|m| m.get(&k))
+                .and_then(|ps| ps.iter().filter_map(|q| domain.parts.get(q)).find(|q| q.ks.filled_at < pos));
             let Some(rows) = lender.map(|q| q.ks.dim_rows(dim.node, &k)) else { continue };
             let Some(p) = domain.parts.get_mut(&part) else { continue };
             p.ks.cover(dim.node, k.clone());
@@ -276,8 +279,8 @@ pub(super) fn replay_deltas(
 mod tests {
     use crate::fill::FillSource;
     use crate::{
-        Batch, ByteSize, Catalog, ColumnSchema, Dataflow, Key, Lookup, MemReplica, MemStore, MemUpstream, Position, Row,
-        SqlType, TableSchema, Value, ViewId,
+        Batch, ByteSize, Catalog, ColumnSchema, Dataflow, Key, Lookup, MemReplica, MemStore, MemUpstream, Position, Row, SqlType,
+        TableSchema, Value, ViewId,
     };
 
     const COMMENTS: &str =
@@ -388,23 +391,31 @@ mod tests {
             assert_eq!(w.entries(), 3);
             let bytes_before = w.df.stats(w.v).unwrap().bytes;
             // A dimension update reaches both partitions holding user 1, and only those.
-            w.write(|b| { b.update("users", row(&[1, 101]), row(&[1, 201])); });
+            w.write(|b| {
+                b.update("users", row(&[1, 101]), row(&[1, 201]));
+            });
             assert_eq!(w.read(10, replica), vec![row(&[1, 201]), row(&[2, 102])]);
             assert_eq!(w.read(11, replica), vec![row(&[3, 201])]);
             // Changing a dimension row's join key moves it out of the partitions covering
             // the old key (the new key, 5, is covered by none).
-            w.write(|b| { b.update("users", row(&[2, 102]), row(&[5, 102])); });
+            w.write(|b| {
+                b.update("users", row(&[2, 102]), row(&[5, 102]));
+            });
             assert_eq!(w.read(10, replica), vec![row(&[1, 201])]);
             assert!(w.filled(10), "a dimension delta never evicts");
             // ... and back.
-            w.write(|b| { b.update("users", row(&[5, 102]), row(&[2, 302])); });
+            w.write(|b| {
+                b.update("users", row(&[5, 102]), row(&[2, 302]));
+            });
             assert_eq!(w.read(10, replica), vec![row(&[1, 201]), row(&[2, 302])]);
             assert_eq!(w.entries(), 3);
             assert_eq!(w.df.stats(w.v).unwrap().bytes, bytes_before, "same rows, same bytes");
             // Evicting a partition removes its index entries; the other keeps its own.
             assert!(w.df.evict(w.v, &vec![Value::Int(10)].into()));
             assert_eq!(w.entries(), 1);
-            w.write(|b| { b.update("users", row(&[1, 201]), row(&[1, 301])); });
+            w.write(|b| {
+                b.update("users", row(&[1, 201]), row(&[1, 301]));
+            });
             assert_eq!(w.read(11, replica), vec![row(&[3, 301])]);
             w.df.evict_all();
             assert_eq!(w.entries(), 0);
@@ -417,18 +428,24 @@ mod tests {
             let mut w = W::new();
             assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 102])]);
             // A new comment by a covered author is applied in place.
-            w.write(|b| { b.insert("comments", row(&[4, 10, 2])); });
+            w.write(|b| {
+                b.insert("comments", row(&[4, 10, 2]));
+            });
             assert!(w.filled(10));
             assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 102]), row(&[4, 102])]);
             // A comment by user 3, whom partition 10 does not hold: evicted, index cleaned.
-            w.write(|b| { b.insert("comments", row(&[5, 10, 3])); });
+            w.write(|b| {
+                b.insert("comments", row(&[5, 10, 3]));
+            });
             assert!(!w.filled(10));
             assert_eq!(w.entries(), 0);
             // Refilled on demand, now covering user 3.
             assert_eq!(w.read(10, replica), vec![row(&[1, 101]), row(&[2, 102]), row(&[4, 102]), row(&[5, 103])]);
             assert_eq!(w.entries(), 3);
             // A comment with a NULL author never joins and needs no dimension row.
-            w.write(|b| { b.insert("comments", vec![Value::Int(6), Value::Int(10), Value::Null].into()); });
+            w.write(|b| {
+                b.insert("comments", vec![Value::Int(6), Value::Int(10), Value::Null].into());
+            });
             assert!(w.filled(10));
         }
     }
@@ -524,7 +541,9 @@ mod tests {
         w.df.complete_fill(old);
         // Evicted by a comment needing user 3; a fill answered before that is too old.
         let before = MemReplica { store: &w.store }.fill(&reqs[0]).unwrap();
-        w.write(|b| { b.insert("comments", row(&[5, 10, 3])); });
+        w.write(|b| {
+            b.insert("comments", row(&[5, 10, 3]));
+        });
         assert!(!w.filled(10));
         assert!(matches!(r.lookup(&[Value::Int(10)]).unwrap(), Lookup::Miss(_)));
         let reqs = w.df.fill_requests();

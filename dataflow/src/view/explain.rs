@@ -15,11 +15,11 @@
 
 use super::seeding::build_request;
 use super::{Dataflow, Domain};
-use crate::compile::{compile, Catalog, CompiledQuery, Refusal};
+use crate::compile::{Catalog, CompiledQuery, Refusal, compile};
 use crate::cost::cost_bounds;
 use crate::delta::Position;
 use crate::fill::{FillTicket, ViewId};
-use crate::ops::{Key, DEFAULT_TOPK_SLACK};
+use crate::ops::{DEFAULT_TOPK_SLACK, Key};
 use crate::plan::{AggKind, JoinKind, Node};
 use crate::render::expr_sql;
 use crate::value::Value;
@@ -90,7 +90,13 @@ fn describe(q: &CompiledQuery, catalog: &Catalog) -> Explanation {
     let cost = cost_bounds(q, catalog);
     out.push(line("cost", format!("hit: {}", cost.hit)));
     for t in &cost.tables {
-        let kind = if t.dimension { "dimension table" } else if cost.single_partition { "whole table" } else { "partition-keyed table" };
+        let kind = if t.dimension {
+            "dimension table"
+        } else if cost.single_partition {
+            "whole table"
+        } else {
+            "partition-keyed table"
+        };
         out.push(line("cost", format!("{} ({kind}): fill reads {}, write {}", t.table, t.fill_rows, t.write)));
     }
     out.push(line("cost", format!("class: {}", cost.class())));
@@ -119,9 +125,7 @@ fn walk(n: &Node, depth: usize, out: &mut Vec<String>) {
             format!("{table} (occurrence {occ}){role}")
         }
         Node::Filter { input, pred } => format!("WHERE {}", expr_sql(pred, input.width())),
-        Node::Project { input, exprs } => {
-            exprs.iter().map(|e| expr_sql(e, input.width())).collect::<Vec<_>>().join(", ")
-        }
+        Node::Project { input, exprs } => exprs.iter().map(|e| expr_sql(e, input.width())).collect::<Vec<_>>().join(", "),
         Node::Join { left, on, kind, .. } => {
             let lw = left.width();
             let on: Vec<String> = on.iter().map(|(a, b)| format!("c{a} = c{}", lw + b)).collect();
@@ -172,9 +176,9 @@ fn walk(n: &Node, depth: usize, out: &mut Vec<String>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ByteSize;
     use crate::schema::{ColumnSchema, SqlType, TableSchema};
     use crate::value::Collation;
-    use crate::ByteSize;
 
     fn catalog() -> Catalog {
         let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
@@ -210,7 +214,10 @@ mod tests {
         assert!(state.last().unwrap().starts_with("reader: partial"));
         let cost = section(&e, "cost");
         assert_eq!(cost[0], "hit: constant");
-        assert!(cost.iter().any(|c| c.starts_with("users (dimension table): fill reads linear in partition, write per filled partition")), "{cost:?}");
+        assert!(
+            cost.iter().any(|c| c.starts_with("users (dimension table): fill reads linear in partition, write per filled partition")),
+            "{cost:?}"
+        );
         assert_eq!(*cost.last().unwrap(), "class: fan-out");
         let fill = section(&e, "fill sql");
         assert!(!fill.is_empty() && fill.iter().all(|f| f.starts_with("SELECT ")), "{fill:?}");

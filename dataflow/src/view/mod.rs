@@ -63,21 +63,21 @@ use std::sync::{Arc, Mutex};
 use moka::notification::RemovalCause;
 use moka::policy::EvictionPolicy;
 
-pub use explain::{explain_sql, Explanation};
+use dims::{Dim, DimIndex, DimLog, borrow_covers, find_dims};
+pub use explain::{Explanation, explain_sql};
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
-use dims::{borrow_covers, find_dims, Dim, DimIndex, DimLog};
+use reader::{Counters, EntryKey, Evicted, Shared, stats_of};
 use renumber::renumber;
 use seeding::{build_request, build_state};
-use reader::{stats_of, Counters, EntryKey, Evicted, Shared};
 
-use crate::compile::{compile, Catalog, CompiledQuery, Refusal};
-use crate::cost::{cost_bounds, CostBounds};
+use crate::compile::{Catalog, CompiledQuery, Refusal, compile};
+use crate::cost::{CostBounds, cost_bounds};
 use crate::delta::{Batch, Position};
 use crate::fill::{FillError, FillRequest, FillResponse, FillSource, FillTicket, ViewId};
-use crate::ops::{sort_rows, Delta, Graph, Key, KeyState};
+use crate::ops::{Delta, Graph, Key, KeyState, sort_rows};
 use crate::plan::Node;
 use crate::schema::TableSchema;
-use crate::value::{exact_row_cmp, row_bytes, Value};
+use crate::value::{Value, exact_row_cmp, row_bytes};
 
 /// Base deltas of one batch, indexed by base occurrence.
 type OccDeltas = Vec<Vec<Delta>>;
@@ -196,10 +196,16 @@ impl Domain {
     /// Adds a view's tree; returns its reader index. The caller has emptied the domain's
     /// partitions (their states do not cover the new operators).
     fn add_view(&mut self, v: ViewId, root: &Node) -> usize {
-        let mut next = self.n_occ.max(root.bases().iter().filter_map(|b| match b {
-            Node::Base { occ, .. } => Some(occ + 1),
-            _ => None,
-        }).max().unwrap_or(0));
+        let mut next = self.n_occ.max(
+            root.bases()
+                .iter()
+                .filter_map(|b| match b {
+                    Node::Base { occ, .. } => Some(occ + 1),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0),
+        );
         let tree = renumber(root, &self.graph, &mut next);
         let reader = self.graph.add_root(&tree);
         self.views.push(Some(v));
@@ -210,9 +216,10 @@ impl Domain {
         self.dim_log = DimLog::default();
         for n in &self.graph.nodes {
             if let Node::Base { occ, table, key, .. } = &n.tree
-                && !self.dims.iter().any(|d| d.occ == *occ) {
-                    self.occs.push((*occ, table.to_ascii_lowercase(), key.clone()));
-                }
+                && !self.dims.iter().any(|d| d.occ == *occ)
+            {
+                self.occs.push((*occ, table.to_ascii_lowercase(), key.clone()));
+            }
         }
         self.n_occ = self.occs.iter().map(|o| o.0 + 1).chain(self.dims.iter().map(|d| d.occ + 1)).max().unwrap_or(0);
         let mut slots = Vec::new();
@@ -294,9 +301,10 @@ impl Dataflow {
             .weigher(|_k: &EntryKey, v: &Arc<Entry>| v.weight)
             .eviction_listener(move |k: Arc<EntryKey>, v: Arc<Entry>, cause| {
                 if cause == RemovalCause::Size
-                    && let Ok(mut s) = sink.lock() {
-                        s.push(((*k).clone(), v.generation));
-                    }
+                    && let Ok(mut s) = sink.lock()
+                {
+                    s.push(((*k).clone(), v.generation));
+                }
             })
             .build();
         Dataflow {
@@ -364,10 +372,7 @@ impl Dataflow {
             return *v;
         }
         let id = ViewId(self.views.len() as u32);
-        let existing = self
-            .domains
-            .iter()
-            .position(|d| d.as_ref().is_some_and(|d| d.shares_state_with(&q.root)));
+        let existing = self.domains.iter().position(|d| d.as_ref().is_some_and(|d| d.shares_state_with(&q.root)));
         let di = match existing {
             Some(di) => {
                 self.evict_domain(di);
@@ -415,11 +420,7 @@ impl Dataflow {
     /// reads the table is dropped — never serve rows shaped by the old schema — and recompiled
     /// from its SQL against the new catalog. Returns, per dropped view, its replacement or why
     /// it can no longer be cached.
-    pub fn alter_table(
-        &mut self,
-        name: &str,
-        schema: Option<TableSchema>,
-    ) -> Result<Vec<Recompiled>, crate::schema::SchemaError> {
+    pub fn alter_table(&mut self, name: &str, schema: Option<TableSchema>) -> Result<Vec<Recompiled>, crate::schema::SchemaError> {
         match schema {
             Some(s) => self.catalog.add(s)?,
             None => self.catalog.remove(name),
@@ -568,9 +569,10 @@ impl Dataflow {
             }
         }
         if !deferred.is_empty()
-            && let Ok(mut m) = self.shared.misses.lock() {
-                m.entry(v.0).or_default().extend(deferred);
-            }
+            && let Ok(mut m) = self.shared.misses.lock()
+        {
+            m.entry(v.0).or_default().extend(deferred);
+        }
         let ticket = FillTicket { domain: di as u32, epoch: domain.epoch };
         fresh.chunks(max).map(|chunk| build_request(domain, v, ticket, chunk.to_vec(), applied)).collect()
     }
@@ -689,10 +691,7 @@ impl Dataflow {
 
     /// Filled partitions of view `v` (for tests and admin statements).
     pub fn filled_keys(&self, v: ViewId) -> Vec<Key> {
-        self.view(v)
-            .and_then(|x| self.domains.get(x.domain)?.as_ref())
-            .map(|d| d.parts.keys().cloned().collect())
-            .unwrap_or_default()
+        self.view(v).and_then(|x| self.domains.get(x.domain)?.as_ref()).map(|d| d.parts.keys().cloned().collect()).unwrap_or_default()
     }
 
     fn drain_evictions(&mut self) {

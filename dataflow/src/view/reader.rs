@@ -15,9 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtOrd};
 use std::sync::{Arc, Mutex};
 
 use crate::compile::{CompiledQuery, KeyColumn};
-use crate::expr::{is_true, parse_temporal, Expr};
+use crate::expr::{Expr, is_true, parse_temporal};
 use crate::fill::ViewId;
-use crate::ops::{sort_rows, Key};
+use crate::ops::{Key, sort_rows};
 use crate::plan::Node;
 use crate::schema::SqlType;
 use crate::value::{Row, Value};
@@ -209,7 +209,9 @@ impl Reader {
         if self.q.order.is_empty() && keys.len() > 1 {
             // Several partitions of an unordered view (`key IN (9, 3, 7)`): merged in key
             // order, as a server reading the key's index returns them.
-            keys.sort_by(|a, b| a.iter().zip(b.iter()).map(|(x, y)| x.cmp_total(y)).find(|c| c.is_ne()).unwrap_or(std::cmp::Ordering::Equal));
+            keys.sort_by(|a, b| {
+                a.iter().zip(b.iter()).map(|(x, y)| x.cmp_total(y)).find(|c| c.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
+            });
         }
         let mut found = Vec::with_capacity(keys.len());
         let mut missing = Vec::new();
@@ -232,9 +234,10 @@ impl Reader {
             return self.filtered(&found, filter_params);
         }
         if found.len() == 1
-            && let Some(e) = found.pop() {
-                return Ok(Lookup::Hit(e.rows.clone()));
-            }
+            && let Some(e) = found.pop()
+        {
+            return Ok(Lookup::Hit(e.rows.clone()));
+        }
         let mut rows: Vec<Row> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
         if !self.q.order.is_empty() {
             sort_rows(&mut rows, &self.q.order);
@@ -363,15 +366,19 @@ fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) 
     }
     let mut keys: Vec<Vec<Value>> = vec![vec![]];
     for vals in &columns {
-        keys = keys.into_iter().flat_map(|k| vals.iter().map(move |v| {
-            let mut k = k.clone();
-            k.push(v.clone());
-            k
-        })).collect();
+        keys = keys
+            .into_iter()
+            .flat_map(|k| {
+                vals.iter().map(move |v| {
+                    let mut k = k.clone();
+                    k.push(v.clone());
+                    k
+                })
+            })
+            .collect();
     }
     Ok(keys.into_iter().map(Vec::into_boxed_slice).collect())
 }
-
 
 #[cfg(test)]
 mod coerce_tests {

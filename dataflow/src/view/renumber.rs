@@ -53,12 +53,9 @@ pub(super) fn renumber(tree: &Node, graph: &Graph, next: &mut usize) -> Node {
     fn rewrite(n: &Node, map: &HashMap<usize, usize>) -> Node {
         let b = |x: &Node| Box::new(rewrite(x, map));
         match n {
-            Node::Base { occ, table, columns, key } => Node::Base {
-                occ: map.get(occ).copied().unwrap_or(*occ),
-                table: table.clone(),
-                columns: columns.clone(),
-                key: key.clone(),
-            },
+            Node::Base { occ, table, columns, key } => {
+                Node::Base { occ: map.get(occ).copied().unwrap_or(*occ), table: table.clone(), columns: columns.clone(), key: key.clone() }
+            }
             Node::Filter { input, pred } => Node::Filter { input: b(input), pred: pred.clone() },
             Node::Project { input, exprs } => Node::Project { input: b(input), exprs: exprs.clone() },
             Node::Join { left, right, on, kind } => Node::Join { left: b(left), right: b(right), on: on.clone(), kind: *kind },

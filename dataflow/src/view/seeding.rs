@@ -38,11 +38,8 @@ pub(super) fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys
             queries.push(StateQuery { node: s.node, side: s.side, sql, params, plan, grouped, cap });
         }
     }
-    let scans = domain
-        .occs
-        .iter()
-        .map(|(occ, table, key)| BaseScan { occ: *occ, table: table.clone(), key_columns: key.clone() })
-        .collect();
+    let scans =
+        domain.occs.iter().map(|(occ, table, key)| BaseScan { occ: *occ, table: table.clone(), key_columns: key.clone() }).collect();
     let answer_of = |occ: usize| {
         domain.occs.iter().position(|o| o.0 == occ).or_else(|| domain.dims.iter().position(|d| d.occ == occ).map(|i| domain.occs.len() + i))
     };
@@ -68,9 +65,10 @@ pub(super) fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys
 fn seed_plan(domain: &Domain, s: &Slot) -> Node {
     if s.side == 1
         && domain.graph.dim.get(s.node).copied().unwrap_or(false)
-        && let Some(plan) = domain.graph.nodes.get(s.node).and_then(|n| dim_seed_plan(&n.tree)) {
-            return plan;
-        }
+        && let Some(plan) = domain.graph.nodes.get(s.node).and_then(|n| dim_seed_plan(&n.tree))
+    {
+        return plan;
+    }
     domain.graph.nodes[s.input].tree.clone()
 }
 
@@ -121,9 +119,10 @@ pub(super) fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Op
                 };
                 ks.seed(&domain.graph, s.node, s.side, rows);
                 if s.remote.is_some()
-                    && let Some((_, cap)) = topk_cap(domain, s.node) {
-                        ks.mark_truncated(s.node, cap);
-                    }
+                    && let Some((_, cap)) = topk_cap(domain, s.node)
+                {
+                    ks.mark_truncated(s.node, cap);
+                }
             }
             for d in &domain.dims {
                 ks.cover_left_keys(d.node);

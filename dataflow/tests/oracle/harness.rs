@@ -122,7 +122,6 @@ pub fn cases(default: u32) -> u32 {
     std::env::var("FRESHET_ORACLE_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(default)
 }
 
-
 pub struct Sim {
     pub df: Dataflow,
     pub views: Vec<ViewId>,
@@ -158,12 +157,20 @@ impl Sim {
 
     /// As [`Sim::run`], with `under_test` answering the replica's fills instead of the
     /// in-memory replica.
-    pub fn run_with(
-        df: Dataflow, views: Vec<ViewId>, ops: Vec<Op>, replica: bool, under_test: Option<Box<dyn ReplicaUnderTest>>,
-    ) -> Sim {
+    pub fn run_with(df: Dataflow, views: Vec<ViewId>, ops: Vec<Op>, replica: bool, under_test: Option<Box<dyn ReplicaUnderTest>>) -> Sim {
         let mut sim = Sim {
-            df, views, upstream: MemStore::new(), lag: VecDeque::new(), replicated: MemStore::new(),
-            in_flight: Vec::new(), next_id: 1, pos: 0, checked: 0, nonempty: 0, stale: 0, replica: under_test,
+            df,
+            views,
+            upstream: MemStore::new(),
+            lag: VecDeque::new(),
+            replicated: MemStore::new(),
+            in_flight: Vec::new(),
+            next_id: 1,
+            pos: 0,
+            checked: 0,
+            nonempty: 0,
+            stale: 0,
+            replica: under_test,
         };
         for o in ops {
             sim.step(o);
@@ -371,11 +378,7 @@ pub const FAMILIES: &[&[&str]] = &[
         "SELECT a.id, c.y FROM a JOIN b ON b.k = a.k JOIN b c ON c.k = a.x WHERE a.k = ?",
         "SELECT a.id, b.id, c.id FROM a JOIN b ON b.k = a.k LEFT JOIN b c ON c.y = b.y WHERE a.k = ?",
     ],
-    &[
-        "SELECT g, COUNT(*) FROM a GROUP BY g",
-        "SELECT g, COUNT(*) FROM a GROUP BY g HAVING COUNT(*) > 3",
-        "SELECT DISTINCT g FROM a",
-    ],
+    &["SELECT g, COUNT(*) FROM a GROUP BY g", "SELECT g, COUNT(*) FROM a GROUP BY g HAVING COUNT(*) > 3", "SELECT DISTINCT g FROM a"],
 ];
 
 /// Top-k views under churn with no slack, so that prefixes run short and refill often.

@@ -88,7 +88,10 @@ async fn main() -> anyhow::Result<()> {
                     f.voter,
                     after.as_secs_f64() * 1e3
                 ),
-                None => println!("story {} had {} votes through freshet; user {} voted directly on MariaDB; freshet still answered {} after 5 s", f.story, f.before, f.voter, f.before),
+                None => println!(
+                    "story {} had {} votes through freshet; user {} voted directly on MariaDB; freshet still answered {} after 5 s",
+                    f.story, f.before, f.voter, f.before
+                ),
             }
         }
         "keepup" => {
@@ -108,11 +111,21 @@ async fn main() -> anyhow::Result<()> {
                 b.max_lag_seconds
             );
             let (p50, p99, n) = keepup::visibility(&direct, &url, opts.connections, rate, samples).await?;
-            println!("{rate:.0} writes/s: a vote committed on MariaDB is visible through freshet after p50 {:.1} ms, p99 {:.1} ms ({n} samples)", p50.as_secs_f64() * 1e3, p99.as_secs_f64() * 1e3);
+            println!(
+                "{rate:.0} writes/s: a vote committed on MariaDB is visible through freshet after p50 {:.1} ms, p99 {:.1} ms ({n} samples)",
+                p50.as_secs_f64() * 1e3,
+                p99.as_secs_f64() * 1e3
+            );
         }
         "workload" => {
             let report = workload::run(&url, opts.clone()).await?;
-            println!("{} connections, {}% writes, zipf skew {}, {:.1} s", opts.connections, opts.writes, opts.skew, report.elapsed.as_secs_f64());
+            println!(
+                "{} connections, {}% writes, zipf skew {}, {:.1} s",
+                opts.connections,
+                opts.writes,
+                opts.skew,
+                report.elapsed.as_secs_f64()
+            );
             println!("{report}");
         }
         _ => bail!("unknown command {command}\n{USAGE}"),

@@ -221,7 +221,10 @@ impl Write {
         match self {
             Write::NewVote => vec![("INSERT IGNORE INTO votes (user_id, story_id) VALUES (?, ?)", vec![u(user), u(story)])],
             Write::RetractVote => {
-                vec![("DELETE FROM votes WHERE story_id = ? AND user_id >= ? ORDER BY user_id LIMIT 1", vec![u(story), u(rng.uniform(SIZES.users))])]
+                vec![(
+                    "DELETE FROM votes WHERE story_id = ? AND user_id >= ? ORDER BY user_id LIMIT 1",
+                    vec![u(story), u(rng.uniform(SIZES.users))],
+                )]
             }
             Write::MoveVote => {
                 // A vote leaves one story's partition for another's; IGNORE skips a user who
@@ -238,7 +241,10 @@ impl Write {
             )],
             Write::DeleteComment => vec![("DELETE FROM comments WHERE story_id = ? ORDER BY id DESC LIMIT 1", vec![u(story)])],
             Write::EditComment => {
-                vec![("UPDATE comments SET body = ? WHERE story_id = ? ORDER BY id LIMIT 1", vec![s(format!("edited #{serial}")), u(story)])]
+                vec![(
+                    "UPDATE comments SET body = ? WHERE story_id = ? ORDER BY id LIMIT 1",
+                    vec![s(format!("edited #{serial}")), u(story)],
+                )]
             }
             Write::MoveComment => {
                 let to = keys.story(rng, world);
@@ -248,7 +254,10 @@ impl Write {
                 0 => ("UPDATE users SET name = ? WHERE id = ?", vec![s(format!("user{user} ✎{serial}")), u(user)]),
                 // Equal to the old name under utf8mb4_general_ci, yet a different value.
                 1 => ("UPDATE users SET name = IF(BINARY name = BINARY UPPER(name), LOWER(name), UPPER(name)) WHERE id = ?", vec![u(user)]),
-                2 => ("UPDATE users SET name = IF(name LIKE '% ', TRIM(TRAILING ' ' FROM name), CONCAT(name, ' ')) WHERE id = ?", vec![u(user)]),
+                2 => (
+                    "UPDATE users SET name = IF(name LIKE '% ', TRIM(TRAILING ' ' FROM name), CONCAT(name, ' ')) WHERE id = ?",
+                    vec![u(user)],
+                ),
                 _ => ("UPDATE users SET name = ? WHERE id = ?", vec![s(format!("user{user}")), u(user)]),
             }],
             Write::NewUser => {
@@ -258,8 +267,14 @@ impl Write {
             Write::ChangeAuthor => vec![("UPDATE stories SET author_id = ? WHERE id = ?", vec![u(user), u(story)])],
             Write::RetitleStory => vec![match rng.next_u64() % 3 {
                 0 => ("UPDATE stories SET title = ? WHERE id = ?", vec![s(format!("Story {story} — take {serial}")), u(story)]),
-                1 => ("UPDATE stories SET title = IF(BINARY title = BINARY UPPER(title), LOWER(title), UPPER(title)) WHERE id = ?", vec![u(story)]),
-                _ => ("UPDATE stories SET title = IF(title LIKE '% ', TRIM(TRAILING ' ' FROM title), CONCAT(title, ' ')) WHERE id = ?", vec![u(story)]),
+                1 => (
+                    "UPDATE stories SET title = IF(BINARY title = BINARY UPPER(title), LOWER(title), UPPER(title)) WHERE id = ?",
+                    vec![u(story)],
+                ),
+                _ => (
+                    "UPDATE stories SET title = IF(title LIKE '% ', TRIM(TRAILING ' ' FROM title), CONCAT(title, ' ')) WHERE id = ?",
+                    vec![u(story)],
+                ),
             }],
             Write::NewStory => {
                 let id = world.next_story.fetch_add(1, Ordering::Relaxed);
@@ -438,11 +453,16 @@ pub fn pick_read(queries: &[(ReadKind, String)], rng: &mut Rng) -> usize {
 
 /// The server's binlog position now, as the dataflow's position.
 pub async fn server_position(conn: &mut Conn) -> u64 {
-    let (file, position): (String, u64) = conn.query_first("SHOW MASTER STATUS").await.unwrap().map(|r: Row| {
-        let file: String = r.get(0).unwrap();
-        let position: u64 = r.get(1).unwrap();
-        (file, position)
-    }).expect("binary logging is on (scripts/mariadb.sh)");
+    let (file, position): (String, u64) = conn
+        .query_first("SHOW MASTER STATUS")
+        .await
+        .unwrap()
+        .map(|r: Row| {
+            let file: String = r.get(0).unwrap();
+            let position: u64 = r.get(1).unwrap();
+            (file, position)
+        })
+        .expect("binary logging is on (scripts/mariadb.sh)");
     freshet_cdc::BinlogPos::new(file, u32::try_from(position).unwrap()).position().unwrap().0
 }
 

@@ -27,17 +27,20 @@ fn statements() {
     assert_eq!(ok("SHOW PROXIED QUERIES"), AdminStatement::ShowProxiedQueries { limit: None });
     assert_eq!(ok("Show Proxied Queries Limit 5;"), AdminStatement::ShowProxiedQueries { limit: Some(5) });
     assert_eq!(ok("SHOW FRESHET STATUS"), AdminStatement::ShowFreshetStatus);
-    assert_eq!(ok("EXPLAIN CACHE SELECT * FROM t WHERE id = ? ;\n"), AdminStatement::ExplainCache { select: select("SELECT * FROM t WHERE id = ?") });
+    assert_eq!(
+        ok("EXPLAIN CACHE SELECT * FROM t WHERE id = ? ;\n"),
+        AdminStatement::ExplainCache { select: select("SELECT * FROM t WHERE id = ?") }
+    );
     assert_eq!(ok("explain cache (select 1)"), AdminStatement::ExplainCache { select: select("(select 1)") });
     assert_eq!(ok("CREATE CACHE FROM SELECT a FROM t"), AdminStatement::CreateCache { name: None, select: select("SELECT a FROM t") });
     assert_eq!(
         ok("create cache by_id from select a from t where id = ?;"),
         AdminStatement::CreateCache { name: Some("by_id".into()), select: select("select a from t where id = ?") }
     );
-    assert_eq!(ok("CREATE CACHE `Q_1` FROM WITH x AS (SELECT 1) SELECT * FROM x"), AdminStatement::CreateCache {
-        name: Some("Q_1".into()),
-        select: select("WITH x AS (SELECT 1) SELECT * FROM x")
-    });
+    assert_eq!(
+        ok("CREATE CACHE `Q_1` FROM WITH x AS (SELECT 1) SELECT * FROM x"),
+        AdminStatement::CreateCache { name: Some("Q_1".into()), select: select("WITH x AS (SELECT 1) SELECT * FROM x") }
+    );
     assert_eq!(ok("DROP CACHE by_id"), AdminStatement::DropCache { name: "by_id".into() });
     assert_eq!(ok("drop cache `by_id`;"), AdminStatement::DropCache { name: "by_id".into() });
 }

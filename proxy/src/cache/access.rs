@@ -52,7 +52,9 @@ pub enum Verdict {
     Allowed,
     Denied,
     /// Not known: relay this read and learn from the server's answer.
-    Unknown { generation: u64 },
+    Unknown {
+        generation: u64,
+    },
 }
 
 /// A read being relayed to learn an account's right to a cache.

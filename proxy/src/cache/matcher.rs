@@ -194,7 +194,11 @@ mod tests {
         let int = SqlType::Int { bytes: 4, unsigned: false };
         c.add(TableSchema::new(
             "items",
-            vec![ColumnSchema::new("id", int.clone()).not_null(), ColumnSchema::new("grp", int.clone()), ColumnSchema::new("name", SqlType::Text)],
+            vec![
+                ColumnSchema::new("id", int.clone()).not_null(),
+                ColumnSchema::new("grp", int.clone()),
+                ColumnSchema::new("name", SqlType::Text),
+            ],
             vec![0],
         ))
         .unwrap();
@@ -239,7 +243,10 @@ mod tests {
         // A per-key LIMIT is not the IN list's LIMIT; an ungrouped COUNT is one row, not one
         // per key.
         let limited = "SELECT id, name FROM items WHERE grp = ? ORDER BY id LIMIT 5";
-        assert!(matches!(verdict_for(limited, "SELECT id, name FROM items WHERE grp IN (1, 2) ORDER BY id LIMIT 5"), Verdict::Relay { .. }));
+        assert!(matches!(
+            verdict_for(limited, "SELECT id, name FROM items WHERE grp IN (1, 2) ORDER BY id LIMIT 5"),
+            Verdict::Relay { .. }
+        ));
         let counted = "SELECT COUNT(*) FROM items WHERE grp = ?";
         assert!(matches!(verdict_for(counted, "SELECT COUNT(*) FROM items WHERE grp IN (1, 2)"), Verdict::Relay { .. }));
     }

@@ -20,8 +20,16 @@ impl Engine {
         let caches = self.caches();
         let reads: &[PerRead] = &[
             ("freshet_proxy_cache_hits_total", "Reads answered from the cache's view at the first look.", |r| r.hit.get()),
-            ("freshet_proxy_cache_misses_total", "Reads that found a hole (then answered after the fill, or relayed when it was late).", |r| r.missed.get()),
-            ("freshet_proxy_cache_filled_reads_total", "Reads that found a hole and were answered from the view once the fill arrived.", |r| r.filled.get()),
+            (
+                "freshet_proxy_cache_misses_total",
+                "Reads that found a hole (then answered after the fill, or relayed when it was late).",
+                |r| r.missed.get(),
+            ),
+            (
+                "freshet_proxy_cache_filled_reads_total",
+                "Reads that found a hole and were answered from the view once the fill arrived.",
+                |r| r.filled.get(),
+            ),
         ];
         for (name, help, get) in reads {
             family(out, name, "counter", help);
@@ -31,7 +39,9 @@ impl Engine {
         }
         let per_cache: &[PerCache] = &[
             ("freshet_proxy_cache_fills_total", "counter", "Partitions filled from the upstream.", |s| s.fills),
-            ("freshet_proxy_cache_evictions_total", "counter", "Partitions evicted (memory budget, DDL, or replication gaps).", |s| s.evictions),
+            ("freshet_proxy_cache_evictions_total", "counter", "Partitions evicted (memory budget, DDL, or replication gaps).", |s| {
+                s.evictions
+            }),
             ("freshet_proxy_cache_keys", "gauge", "Partitions (parameter values) held.", |s| s.keys),
             ("freshet_proxy_cache_bytes", "gauge", "Bytes held by the cache's state.", |s| s.bytes),
         ];
@@ -58,24 +68,49 @@ impl Engine {
         }
         family(out, "freshet_proxy_fill_waits_total", "counter", "Reads that waited for a fill.");
         sample(out, "freshet_proxy_fill_waits_total", &[], self.counters.fill_waits.get());
-        family(out, "freshet_proxy_unlogged_writes_total", "counter", "Writes of sessions with binlogging off, each followed by evicting every cache.");
+        family(
+            out,
+            "freshet_proxy_unlogged_writes_total",
+            "counter",
+            "Writes of sessions with binlogging off, each followed by evicting every cache.",
+        );
         sample(out, "freshet_proxy_unlogged_writes_total", &[], self.counters.unlogged_writes.get());
-        family(out, "freshet_proxy_privilege_resets_total", "counter", "Times the binlog showed that privileges may have changed (what accounts may read was forgotten).");
+        family(
+            out,
+            "freshet_proxy_privilege_resets_total",
+            "counter",
+            "Times the binlog showed that privileges may have changed (what accounts may read was forgotten).",
+        );
         sample(out, "freshet_proxy_privilege_resets_total", &[], self.access.resets.get());
-        family(out, "freshet_proxy_column_captures_refused_total", "counter", "Captured column definitions not kept (not the cache's own tables and columns).");
+        family(
+            out,
+            "freshet_proxy_column_captures_refused_total",
+            "counter",
+            "Captured column definitions not kept (not the cache's own tables and columns).",
+        );
         sample(out, "freshet_proxy_column_captures_refused_total", &[], self.counters.captures_refused.get());
 
         let lag = self.lag_handle().get();
         let fresh = self.freshness();
         family(out, "freshet_cdc_stream_up", "gauge", "1 while the binlog stream is connected, verified and its position known.");
         sample(out, "freshet_cdc_stream_up", &[], u8::from(fresh.lag.is_some()));
-        family(out, "freshet_cdc_lag_seconds", "gauge", "Replication lag: age of the oldest change on the server not yet applied to the caches (+Inf when unknown).");
+        family(
+            out,
+            "freshet_cdc_lag_seconds",
+            "gauge",
+            "Replication lag: age of the oldest change on the server not yet applied to the caches (+Inf when unknown).",
+        );
         sample(out, "freshet_cdc_lag_seconds", &[], fresh.lag.map_or_else(|| "+Inf".to_string(), |l| l.as_secs_f64().to_string()));
         family(out, "freshet_cdc_lag_bytes", "gauge", "Binlog bytes between the last delivered commit and the server's end.");
         sample(out, "freshet_cdc_lag_bytes", &[], lag.bytes_behind);
         family(out, "freshet_cdc_transactions_total", "counter", "Transactions applied from the binlog.");
         sample(out, "freshet_cdc_transactions_total", &[], self.counters.batches.get());
-        family(out, "freshet_cdc_restarts_total", "counter", "Times the binlog stream was re-established at the server's position (every cache evicted).");
+        family(
+            out,
+            "freshet_cdc_restarts_total",
+            "counter",
+            "Times the binlog stream was re-established at the server's position (every cache evicted).",
+        );
         sample(out, "freshet_cdc_restarts_total", &[], self.counters.restarts.get());
         family(out, "freshet_cdc_applied_position", "gauge", "Applied binlog position: file sequence * 2^32 + offset.");
         sample(out, "freshet_cdc_applied_position", &[], self.applied.load(Ordering::Relaxed));

@@ -44,11 +44,11 @@ use freshet_cdc::{FillConfig, LagHandle, StreamConfig, UpstreamFills};
 use freshet_config::{CacheSpec, Config};
 use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
 
+pub use self::route::RelayReason;
 use crate::encode::ColumnDef;
 use crate::encode::text::Column;
-use crate::matching::{self, Entry, Query, SqlMode, Verdict, VerdictTable};
 pub use crate::matching::CacheId;
-pub use self::route::RelayReason;
+use crate::matching::{self, Entry, Query, SqlMode, Verdict, VerdictTable};
 use crate::metrics::{Counter, Histogram};
 
 use self::latency::LatencySketch;

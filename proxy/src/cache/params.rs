@@ -34,7 +34,8 @@ pub fn literal_value(lit: &Literal<'_>) -> Result<Value, ParamError> {
         Literal::Decimal(text) => Value::Decimal(Decimal::parse(text).ok_or(ParamError::Unsupported)?),
         Literal::Float(v) => Value::Double(*v),
         Literal::String { bytes, introducer, national } => {
-            let utf8_introducer = introducer.is_none_or(|i| i.eq_ignore_ascii_case("utf8mb4") || i.eq_ignore_ascii_case("utf8") || i.eq_ignore_ascii_case("utf8mb3"));
+            let utf8_introducer = introducer
+                .is_none_or(|i| i.eq_ignore_ascii_case("utf8mb4") || i.eq_ignore_ascii_case("utf8") || i.eq_ignore_ascii_case("utf8mb3"));
             if !utf8_introducer || *national {
                 return Err(ParamError::Unsupported);
             }

@@ -71,7 +71,12 @@ impl Replica {
     /// Registers the replicated tables (those of `tables` with a primary key) and starts the
     /// copy task; `resume` is how the stream started ([`connect_stream`]).
     pub(super) fn start(
-        store: Arc<ReplicaStore>, opts: Opts, database: &str, infos: HashMap<String, TableInfo>, tables: &[String], batch_rows: u32,
+        store: Arc<ReplicaStore>,
+        opts: Opts,
+        database: &str,
+        infos: HashMap<String, TableInfo>,
+        tables: &[String],
+        batch_rows: u32,
         resume: Resume,
     ) -> anyhow::Result<Arc<Replica>> {
         if let Resume::Fresh(p) | Resume::Gap(p) = resume {
@@ -123,13 +128,38 @@ impl Replica {
         let f = self.figures();
         let gauges: [(&str, &str, &str, String); 8] = [
             ("freshet_replica_copy_rows_total", "counter", "Rows copied into the replica by this process.", f.copy.rows_copied.to_string()),
-            ("freshet_replica_copy_bytes_total", "counter", "Bytes of rows copied into the replica by this process.", f.copy.bytes_copied.to_string()),
-            ("freshet_replica_copy_rows_estimated", "gauge", "The server's estimate of the rows to copy when the copy started.", f.copy.rows_estimated.to_string()),
-            ("freshet_replica_copy_rows_per_second", "gauge", "Copy rate over the time spent copying.", format!("{:.0}", f.copy.rows_per_sec)),
+            (
+                "freshet_replica_copy_bytes_total",
+                "counter",
+                "Bytes of rows copied into the replica by this process.",
+                f.copy.bytes_copied.to_string(),
+            ),
+            (
+                "freshet_replica_copy_rows_estimated",
+                "gauge",
+                "The server's estimate of the rows to copy when the copy started.",
+                f.copy.rows_estimated.to_string(),
+            ),
+            (
+                "freshet_replica_copy_rows_per_second",
+                "gauge",
+                "Copy rate over the time spent copying.",
+                format!("{:.0}", f.copy.rows_per_sec),
+            ),
             ("freshet_replica_tables", "gauge", "Tables the replica keeps.", f.copy.tables_total.to_string()),
             ("freshet_replica_tables_copied", "gauge", "Tables whose copy is complete.", f.copy.tables_done.to_string()),
-            ("freshet_replica_fills_total", "counter", "Fills answered from the replica (the others go to the upstream).", f.fills.to_string()),
-            ("freshet_replica_following", "gauge", "1 while the replica applies the binlog; 0 after an error (fills go upstream).", u8::from(f.following).to_string()),
+            (
+                "freshet_replica_fills_total",
+                "counter",
+                "Fills answered from the replica (the others go to the upstream).",
+                f.fills.to_string(),
+            ),
+            (
+                "freshet_replica_following",
+                "gauge",
+                "1 while the replica applies the binlog; 0 after an error (fills go upstream).",
+                u8::from(f.following).to_string(),
+            ),
         ];
         for (name, kind, help, value) in gauges {
             crate::metrics::family(out, name, kind, help);
@@ -267,7 +297,10 @@ pub(super) enum Resume {
 /// Connects the binlog stream: at the store's position when it has one (a restart resumes),
 /// else at the server's current position.
 pub(super) async fn connect_stream(
-    store: Option<&ReplicaStore>, opts: Opts, cfg: StreamConfig, conn: &mut mysql_async::Conn,
+    store: Option<&ReplicaStore>,
+    opts: Opts,
+    cfg: StreamConfig,
+    conn: &mut mysql_async::Conn,
 ) -> anyhow::Result<(BinlogStream, Option<Resume>)> {
     use mysql_async::prelude::Queryable;
     let Some(store) = store else {

@@ -179,7 +179,9 @@ pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
     match s.memo.check(&engine.access, &identity.account, id, s.now) {
         access::Verdict::Allowed => Gate::Open(cache),
         access::Verdict::Denied => Gate::Closed(RelayReason::Denied, None),
-        access::Verdict::Unknown { generation } => Gate::Closed(RelayReason::Learning, Some(Learning::new(identity.account.clone(), id, generation))),
+        access::Verdict::Unknown { generation } => {
+            Gate::Closed(RelayReason::Learning, Some(Learning::new(identity.account.clone(), id, generation)))
+        }
     }
 }
 

@@ -35,13 +35,25 @@ use super::{Cache, Engine, live_of};
 
 /// Requests from sessions (admin statements).
 pub(super) enum Control {
-    Create { spec: CacheSpec, reply: oneshot::Sender<Result<Arc<Cache>, String>> },
-    Drop { view: ViewId, reply: oneshot::Sender<()> },
-    Explain { sql: String, view: Option<ViewId>, reply: oneshot::Sender<Result<Vec<(String, String)>, String>> },
+    Create {
+        spec: CacheSpec,
+        reply: oneshot::Sender<Result<Arc<Cache>, String>>,
+    },
+    Drop {
+        view: ViewId,
+        reply: oneshot::Sender<()>,
+    },
+    Explain {
+        sql: String,
+        view: Option<ViewId>,
+        reply: oneshot::Sender<Result<Vec<(String, String)>, String>>,
+    },
     /// freshet is shutting down: the writer returns, dropping the binlog stream and fills.
     Stop,
     /// A write bypassed the binlog: evict everything (a new epoch).
-    EvictAll { reply: oneshot::Sender<()> },
+    EvictAll {
+        reply: oneshot::Sender<()>,
+    },
 }
 
 type Events = mpsc::Receiver<Result<StreamEvent, CdcError>>;
@@ -71,7 +83,11 @@ pub(super) struct Writer {
 
 impl Writer {
     pub(super) fn new(
-        engine: Arc<Engine>, dataflow: Dataflow, fills: UpstreamFills, replica: Option<Arc<super::replica::Replica>>, opts: Opts,
+        engine: Arc<Engine>,
+        dataflow: Dataflow,
+        fills: UpstreamFills,
+        replica: Option<Arc<super::replica::Replica>>,
+        opts: Opts,
         stream_config: StreamConfig,
     ) -> Writer {
         Writer { engine, dataflow, fills, replica, opts, stream_config, in_flight: JoinSet::new(), epoch: 0 }

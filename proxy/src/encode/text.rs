@@ -166,7 +166,10 @@ mod tests {
         let dt = DateTime::new(Date::new(2024, 2, 29), 23, 59, 58, 123_456);
         assert_eq!(text(Value::DateTime(dt), &col(types::DATETIME, 3, 23, 0)).unwrap(), "2024-02-29 23:59:58.123");
         assert_eq!(text(Value::DateTime(dt), &col(types::DATETIME, 0, 19, 0)).unwrap(), "2024-02-29 23:59:58");
-        assert_eq!(text(Value::Time(-(838 * 3600 + 59 * 60 + 59) * 1_000_000 - 990_000), &col(types::TIME, 2, 13, 0)).unwrap(), "-838:59:59.99");
+        assert_eq!(
+            text(Value::Time(-(838 * 3600 + 59 * 60 + 59) * 1_000_000 - 990_000), &col(types::TIME, 2, 13, 0)).unwrap(),
+            "-838:59:59.99"
+        );
         assert_eq!(text(Value::Time(5_000_000), &col(types::TIME, 0, 10, 0)).unwrap(), "00:00:05");
         assert_eq!(text(Value::Date(Date::new(0, 0, 0)), &col(types::DATE, 0, 10, 0)).unwrap(), "0000-00-00");
         assert_eq!(text(Value::Year(0), &col(types::YEAR, 0, 4, flags::ZEROFILL | flags::UNSIGNED)).unwrap(), "0000");

@@ -97,36 +97,176 @@ const LONG_LIST: &str = "(/* more than [limits] max_in_list values */)";
 /// Reserved words: their case is folded. Non-reserved words may be table names, whose case
 /// matters, so they keep it.
 static RESERVED: WordSet = WordSet::new(&[
-    "ALL", "AND", "AS", "ASC", "BETWEEN", "BINARY", "BY", "CASE", "CHAR", "COLLATE", "CROSS", "CURRENT_DATE", "CURRENT_TIME",
-    "CURRENT_TIMESTAMP", "CURRENT_USER", "DECIMAL", "DESC", "DISTINCT", "DISTINCTROW", "DIV", "DOUBLE", "ELSE", "EXCEPT", "EXISTS",
-    "FALSE", "FLOAT", "FOR", "FORCE", "FROM", "GROUP", "HAVING", "HIGH_PRIORITY", "IGNORE", "IN", "INDEX", "INNER", "INT",
-    "INTEGER", "INTERSECT", "INTERVAL", "INTO", "IS", "JOIN", "KEY", "LEFT", "LIKE", "LIMIT", "LOCALTIME", "LOCALTIMESTAMP",
-    "LOCK", "MOD", "NATURAL", "NOT", "NULL", "NUMERIC", "ON", "OR", "ORDER", "OUTER", "REGEXP", "RIGHT", "RLIKE", "SELECT",
-    "SQL_BIG_RESULT", "SQL_CALC_FOUND_ROWS", "SQL_SMALL_RESULT", "STRAIGHT_JOIN", "THEN", "TRUE", "UNION", "UNSIGNED", "UPDATE",
-    "USE", "USING", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP", "VARBINARY", "VARCHAR", "WHEN", "WHERE", "WITH", "XOR",
+    "ALL",
+    "AND",
+    "AS",
+    "ASC",
+    "BETWEEN",
+    "BINARY",
+    "BY",
+    "CASE",
+    "CHAR",
+    "COLLATE",
+    "CROSS",
+    "CURRENT_DATE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_USER",
+    "DECIMAL",
+    "DESC",
+    "DISTINCT",
+    "DISTINCTROW",
+    "DIV",
+    "DOUBLE",
+    "ELSE",
+    "EXCEPT",
+    "EXISTS",
+    "FALSE",
+    "FLOAT",
+    "FOR",
+    "FORCE",
+    "FROM",
+    "GROUP",
+    "HAVING",
+    "HIGH_PRIORITY",
+    "IGNORE",
+    "IN",
+    "INDEX",
+    "INNER",
+    "INT",
+    "INTEGER",
+    "INTERSECT",
+    "INTERVAL",
+    "INTO",
+    "IS",
+    "JOIN",
+    "KEY",
+    "LEFT",
+    "LIKE",
+    "LIMIT",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "LOCK",
+    "MOD",
+    "NATURAL",
+    "NOT",
+    "NULL",
+    "NUMERIC",
+    "ON",
+    "OR",
+    "ORDER",
+    "OUTER",
+    "REGEXP",
+    "RIGHT",
+    "RLIKE",
+    "SELECT",
+    "SQL_BIG_RESULT",
+    "SQL_CALC_FOUND_ROWS",
+    "SQL_SMALL_RESULT",
+    "STRAIGHT_JOIN",
+    "THEN",
+    "TRUE",
+    "UNION",
+    "UNSIGNED",
+    "UPDATE",
+    "USE",
+    "USING",
+    "UTC_DATE",
+    "UTC_TIME",
+    "UTC_TIMESTAMP",
+    "VARBINARY",
+    "VARCHAR",
+    "WHEN",
+    "WHERE",
+    "WITH",
+    "XOR",
 ]);
 
 /// Keywords after which `(` holds type arguments that stay in the text.
-static TYPES: WordSet = WordSet::new(&["BINARY", "CHAR", "DATETIME", "DEC", "DECIMAL", "DOUBLE", "FLOAT", "NCHAR", "NUMERIC", "TIME", "TIMESTAMP", "VARBINARY", "VARCHAR"]);
+static TYPES: WordSet = WordSet::new(&[
+    "BINARY",
+    "CHAR",
+    "DATETIME",
+    "DEC",
+    "DECIMAL",
+    "DOUBLE",
+    "FLOAT",
+    "NCHAR",
+    "NUMERIC",
+    "TIME",
+    "TIMESTAMP",
+    "VARBINARY",
+    "VARCHAR",
+]);
 
 /// Functions whose result depends on the session, the clock or chance: their reads go to the
 /// server. Matched as a word followed by `(`.
 static SESSION_FUNCTIONS: WordSet = WordSet::new(&[
-    "BENCHMARK", "CONNECTION_ID", "CURDATE", "CURRENT_DATE", "CURRENT_ROLE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "CURRENT_USER",
-    "CURTIME", "DATABASE", "FOUND_ROWS", "GET_LOCK", "IS_FREE_LOCK", "IS_USED_LOCK", "LASTVAL", "LAST_INSERT_ID", "LOAD_FILE",
-    "LOCALTIME", "LOCALTIMESTAMP", "MASTER_GTID_WAIT", "MASTER_POS_WAIT", "NEXTVAL", "NOW", "RAND", "RANDOM_BYTES", "RELEASE_ALL_LOCKS",
-    "RELEASE_LOCK", "ROW_COUNT", "SCHEMA", "SESSION_USER", "SETVAL", "SLEEP", "SYSDATE", "SYSTEM_USER", "UNIX_TIMESTAMP", "USER",
-    "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP", "UUID", "UUID_SHORT", "VERSION",
+    "BENCHMARK",
+    "CONNECTION_ID",
+    "CURDATE",
+    "CURRENT_DATE",
+    "CURRENT_ROLE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_USER",
+    "CURTIME",
+    "DATABASE",
+    "FOUND_ROWS",
+    "GET_LOCK",
+    "IS_FREE_LOCK",
+    "IS_USED_LOCK",
+    "LASTVAL",
+    "LAST_INSERT_ID",
+    "LOAD_FILE",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "MASTER_GTID_WAIT",
+    "MASTER_POS_WAIT",
+    "NEXTVAL",
+    "NOW",
+    "RAND",
+    "RANDOM_BYTES",
+    "RELEASE_ALL_LOCKS",
+    "RELEASE_LOCK",
+    "ROW_COUNT",
+    "SCHEMA",
+    "SESSION_USER",
+    "SETVAL",
+    "SLEEP",
+    "SYSDATE",
+    "SYSTEM_USER",
+    "UNIX_TIMESTAMP",
+    "USER",
+    "UTC_DATE",
+    "UTC_TIME",
+    "UTC_TIMESTAMP",
+    "UUID",
+    "UUID_SHORT",
+    "VERSION",
 ]);
 
 /// Of the above, those that need no parentheses (`SELECT CURRENT_TIMESTAMP`).
-static SESSION_WORDS: WordSet = WordSet::new(&["CURRENT_DATE", "CURRENT_ROLE", "CURRENT_TIME", "CURRENT_TIMESTAMP", "CURRENT_USER", "LOCALTIME", "LOCALTIMESTAMP", "UTC_DATE", "UTC_TIME", "UTC_TIMESTAMP"]);
+static SESSION_WORDS: WordSet = WordSet::new(&[
+    "CURRENT_DATE",
+    "CURRENT_ROLE",
+    "CURRENT_TIME",
+    "CURRENT_TIMESTAMP",
+    "CURRENT_USER",
+    "LOCALTIME",
+    "LOCALTIMESTAMP",
+    "UTC_DATE",
+    "UTC_TIME",
+    "UTC_TIMESTAMP",
+]);
 
 /// Words that end a select list at its own depth.
-const SELECT_LIST_ENDS: &[&str] = &["EXCEPT", "FOR", "FROM", "GROUP", "HAVING", "INTERSECT", "INTO", "LIMIT", "LOCK", "ORDER", "UNION", "WHERE", "WINDOW"];
+const SELECT_LIST_ENDS: &[&str] =
+    &["EXCEPT", "FOR", "FROM", "GROUP", "HAVING", "INTERSECT", "INTO", "LIMIT", "LOCK", "ORDER", "UNION", "WHERE", "WINDOW"];
 
 /// Reserved words that may appear in a select list of plain column names.
-static NAME_LIST_WORDS: WordSet = WordSet::new(&["ALL", "AS", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY", "SQL_BIG_RESULT", "SQL_SMALL_RESULT", "STRAIGHT_JOIN"]);
+static NAME_LIST_WORDS: WordSet =
+    WordSet::new(&["ALL", "AS", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY", "SQL_BIG_RESULT", "SQL_SMALL_RESULT", "STRAIGHT_JOIN"]);
 
 /// A set of words, kept on first use as sorted packed upper-case keys: a look-up is a binary
 /// search over integers. (Binary search over strings was half of classify's time.)
@@ -235,7 +375,18 @@ pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> 
     // About one token per four bytes in typical queries: usually no regrowth.
     let mut tokens: Vec<Token> = Vec::with_capacity(sql.len() / 4 + 8);
     tokens.extend(Lexer::new(sql));
-    let mut n = Normalizer { sql, tokens: &tokens, out: String::with_capacity(sql.len()), slots: Vec::new(), literals: Vec::new(), in_lists: Vec::new(), relay: None, raw: Vec::new(), placeholders: 0, max_in_list: bounds.max_in_list };
+    let mut n = Normalizer {
+        sql,
+        tokens: &tokens,
+        out: String::with_capacity(sql.len()),
+        slots: Vec::new(),
+        literals: Vec::new(),
+        in_lists: Vec::new(),
+        relay: None,
+        raw: Vec::new(),
+        placeholders: 0,
+        max_in_list: bounds.max_in_list,
+    };
     if mode.ansi_quotes || mode.no_backslash_escapes {
         n.relay("sql_mode ANSI_QUOTES or NO_BACKSLASH_ESCAPES (the tokenizer reads the default modes only)");
     }
@@ -244,7 +395,12 @@ pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> 
     for raw in &n.raw {
         hash = fnv(fnv(hash, &[0xff]), raw);
     }
-    Query { fingerprint: Fingerprint { hash, normalized: n.out, slots: n.slots }, literals: n.literals, in_lists: n.in_lists, relay: n.relay }
+    Query {
+        fingerprint: Fingerprint { hash, normalized: n.out, slots: n.slots },
+        literals: n.literals,
+        in_lists: n.in_lists,
+        relay: n.relay,
+    }
 }
 
 /// A text over [`Bounds::max_statement`]: only its first token is read (the lexer stops
@@ -334,10 +490,17 @@ impl<'q> Normalizer<'q, '_> {
     fn name_like(&self, i: usize) -> bool {
         match self.kind(i) {
             Some(TokenKind::QuotedIdent) => true,
-            Some(TokenKind::Word) => !self.is_symbol(i + 1, b"(") && upper(self.text(i)).is_none_or(|u| !u.is_in(&RESERVED) || u.is_in(&NAME_LIST_WORDS)),
+            Some(TokenKind::Word) => {
+                !self.is_symbol(i + 1, b"(") && upper(self.text(i)).is_none_or(|u| !u.is_in(&RESERVED) || u.is_in(&NAME_LIST_WORDS))
+            }
             // `*` only as a whole item (`*`, `t.*`), not as a product (`a*b`).
             Some(TokenKind::Symbol) if self.is_symbol(i, b"*") => {
-                i > 0 && (self.is_symbol(i - 1, b",") || self.is_symbol(i - 1, b".") || self.is_word(i - 1, "SELECT") || (self.kind(i - 1) == Some(TokenKind::Word) && upper(self.text(i - 1)).is_some_and(|u| u.is_in(&NAME_LIST_WORDS))))
+                i > 0
+                    && (self.is_symbol(i - 1, b",")
+                        || self.is_symbol(i - 1, b".")
+                        || self.is_word(i - 1, "SELECT")
+                        || (self.kind(i - 1) == Some(TokenKind::Word)
+                            && upper(self.text(i - 1)).is_some_and(|u| u.is_in(&NAME_LIST_WORDS))))
             }
             Some(TokenKind::Symbol) => self.is_symbol(i, b".") || self.is_symbol(i, b","),
             _ => false,
@@ -446,7 +609,10 @@ impl<'q> Normalizer<'q, '_> {
         let up = upper(text);
         let call = self.is_symbol(i + 1, b"(");
         // A charset introducer: `_utf8mb4'x'` (the string's slot follows the name).
-        if text.first() == Some(&b'_') && matches!(self.kind(i + 1), Some(TokenKind::SingleQuoted | TokenKind::DoubleQuoted)) && cx.select.is_none() {
+        if text.first() == Some(&b'_')
+            && matches!(self.kind(i + 1), Some(TokenKind::SingleQuoted | TokenKind::DoubleQuoted))
+            && cx.select.is_none()
+        {
             self.push_bytes(text, true);
             return self.literal_at(i + 1, cx);
         }
@@ -459,7 +625,9 @@ impl<'q> Normalizer<'q, '_> {
             match w {
                 "SQL_CALC_FOUND_ROWS" => self.relay("SQL_CALC_FOUND_ROWS"),
                 "INTO" => self.relay("SELECT ... INTO"),
-                "FOR" if self.is_word(i + 1, "UPDATE") || self.is_word(i + 1, "SHARE") => self.relay("a locking read (FOR UPDATE / FOR SHARE)"),
+                "FOR" if self.is_word(i + 1, "UPDATE") || self.is_word(i + 1, "SHARE") => {
+                    self.relay("a locking read (FOR UPDATE / FOR SHARE)")
+                }
                 "LOCK" if self.is_word(i + 1, "IN") => self.relay("a locking read (LOCK IN SHARE MODE)"),
                 "PROCEDURE" => self.relay("SELECT ... PROCEDURE"),
                 "NEXT" if self.is_word(i + 1, "VALUE") => self.relay("a sequence (NEXT VALUE FOR)"),
@@ -475,7 +643,10 @@ impl<'q> Normalizer<'q, '_> {
             } else if cx.by == Some(cx.depth) && reserved && !matches!(w, "ASC" | "DESC") {
                 cx.by = None;
             }
-            if w == "NULL" && !(i > 0 && (self.is_word(i - 1, "IS") || (self.is_word(i - 1, "NOT") && i > 1 && self.is_word(i - 2, "IS")))) && cx.select.is_none() {
+            if w == "NULL"
+                && !(i > 0 && (self.is_word(i - 1, "IS") || (self.is_word(i - 1, "NOT") && i > 1 && self.is_word(i - 2, "IS"))))
+                && cx.select.is_none()
+            {
                 self.slot(Literal::Null);
                 return i + 1;
             }
@@ -550,7 +721,24 @@ impl<'q> Normalizer<'q, '_> {
     fn ends_operand(&self, i: usize) -> bool {
         match self.kind(i) {
             Some(TokenKind::Symbol) => self.is_symbol(i, b")"),
-            Some(TokenKind::Word) => upper(self.text(i)).is_none_or(|u| !u.is_in(&RESERVED) || matches!(u.as_str(), "NULL" | "TRUE" | "FALSE" | "CURRENT_DATE" | "CURRENT_TIME" | "CURRENT_TIMESTAMP" | "CURRENT_USER" | "LOCALTIME" | "LOCALTIMESTAMP" | "UTC_DATE" | "UTC_TIME" | "UTC_TIMESTAMP")),
+            Some(TokenKind::Word) => upper(self.text(i)).is_none_or(|u| {
+                !u.is_in(&RESERVED)
+                    || matches!(
+                        u.as_str(),
+                        "NULL"
+                            | "TRUE"
+                            | "FALSE"
+                            | "CURRENT_DATE"
+                            | "CURRENT_TIME"
+                            | "CURRENT_TIMESTAMP"
+                            | "CURRENT_USER"
+                            | "LOCALTIME"
+                            | "LOCALTIMESTAMP"
+                            | "UTC_DATE"
+                            | "UTC_TIME"
+                            | "UTC_TIMESTAMP"
+                    )
+            }),
             // Literals, names, variables, placeholders; and anything odd: not folding is safe.
             _ => true,
         }
@@ -563,7 +751,9 @@ impl<'q> Normalizer<'q, '_> {
         }
         if cx.by == Some(cx.depth) && self.kind(i) == Some(TokenKind::Integer) && i > 0 {
             let after = self.is_word(i - 1, "BY") || self.is_symbol(i - 1, b",");
-            let before = self.tokens.get(i + 1).is_none_or(|t| t.is_symbol(self.sql, b",") || t.is_symbol(self.sql, b")") || t.is_symbol(self.sql, b";") || t.kind == TokenKind::Word);
+            let before = self.tokens.get(i + 1).is_none_or(|t| {
+                t.is_symbol(self.sql, b",") || t.is_symbol(self.sql, b")") || t.is_symbol(self.sql, b";") || t.kind == TokenKind::Word
+            });
             return after && before;
         }
         false
@@ -627,8 +817,17 @@ impl<'q> Normalizer<'q, '_> {
             TokenKind::SingleQuoted | TokenKind::DoubleQuoted | TokenKind::NationalString => {
                 let skip = if token.kind == TokenKind::NationalString { 2 } else { 1 };
                 let quote = text.get(skip - 1).copied().unwrap_or(b'\'');
-                let introducer = at.checked_sub(1).filter(|&p| self.kind(p) == Some(TokenKind::Word)).map(|p| self.text(p)).filter(|w| w.first() == Some(&b'_')).and_then(|w| std::str::from_utf8(&w[1..]).ok());
-                Literal::String { bytes: literal::unescape(body(skip), quote), introducer, national: token.kind == TokenKind::NationalString }
+                let introducer = at
+                    .checked_sub(1)
+                    .filter(|&p| self.kind(p) == Some(TokenKind::Word))
+                    .map(|p| self.text(p))
+                    .filter(|w| w.first() == Some(&b'_'))
+                    .and_then(|w| std::str::from_utf8(&w[1..]).ok());
+                Literal::String {
+                    bytes: literal::unescape(body(skip), quote),
+                    introducer,
+                    national: token.kind == TokenKind::NationalString,
+                }
             }
             TokenKind::Placeholder => {
                 self.placeholders += 1;
@@ -662,12 +861,19 @@ impl<'q> Normalizer<'q, '_> {
             }
             let lit = match token.kind {
                 TokenKind::Word if is(token.text(self.sql), "NULL") => Literal::Null,
-                TokenKind::Integer | TokenKind::Decimal | TokenKind::Float | TokenKind::HexNumber | TokenKind::BitNumber | TokenKind::HexString | TokenKind::BitString | TokenKind::SingleQuoted | TokenKind::DoubleQuoted | TokenKind::Placeholder => {
-                    match self.parse_literal(at, negative) {
-                        Some(lit) => lit,
-                        None => return self.undo_placeholders(before),
-                    }
-                }
+                TokenKind::Integer
+                | TokenKind::Decimal
+                | TokenKind::Float
+                | TokenKind::HexNumber
+                | TokenKind::BitNumber
+                | TokenKind::HexString
+                | TokenKind::BitString
+                | TokenKind::SingleQuoted
+                | TokenKind::DoubleQuoted
+                | TokenKind::Placeholder => match self.parse_literal(at, negative) {
+                    Some(lit) => lit,
+                    None => return self.undo_placeholders(before),
+                },
                 _ => return self.undo_placeholders(before),
             };
             items.push(lit);
@@ -694,4 +900,3 @@ impl<'q> Normalizer<'q, '_> {
         Some(j + 1)
     }
 }
-

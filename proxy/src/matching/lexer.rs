@@ -318,24 +318,27 @@ mod tests {
 
     #[test]
     fn words_symbols_and_placeholders() {
-        assert_eq!(kinds("SELECT a.b,c FROM t WHERE x<=>? AND y->>'$.z'"), vec![
-            k(Word, "SELECT"),
-            k(Word, "a"),
-            k(Symbol, "."),
-            k(Word, "b"),
-            k(Symbol, ","),
-            k(Word, "c"),
-            k(Word, "FROM"),
-            k(Word, "t"),
-            k(Word, "WHERE"),
-            k(Word, "x"),
-            k(Symbol, "<=>"),
-            k(Placeholder, "?"),
-            k(Word, "AND"),
-            k(Word, "y"),
-            k(Symbol, "->>"),
-            k(SingleQuoted, "'$.z'"),
-        ]);
+        assert_eq!(
+            kinds("SELECT a.b,c FROM t WHERE x<=>? AND y->>'$.z'"),
+            vec![
+                k(Word, "SELECT"),
+                k(Word, "a"),
+                k(Symbol, "."),
+                k(Word, "b"),
+                k(Symbol, ","),
+                k(Word, "c"),
+                k(Word, "FROM"),
+                k(Word, "t"),
+                k(Word, "WHERE"),
+                k(Word, "x"),
+                k(Symbol, "<=>"),
+                k(Placeholder, "?"),
+                k(Word, "AND"),
+                k(Word, "y"),
+                k(Symbol, "->>"),
+                k(SingleQuoted, "'$.z'"),
+            ]
+        );
     }
 
     #[test]
@@ -355,7 +358,10 @@ mod tests {
 
     #[test]
     fn strings_with_escapes() {
-        assert_eq!(kinds(r"'it\'s' 'it''s' 'a\\' x"), vec![k(SingleQuoted, r"'it\'s'"), k(SingleQuoted, "'it''s'"), k(SingleQuoted, r"'a\\'"), k(Word, "x")]);
+        assert_eq!(
+            kinds(r"'it\'s' 'it''s' 'a\\' x"),
+            vec![k(SingleQuoted, r"'it\'s'"), k(SingleQuoted, "'it''s'"), k(SingleQuoted, r"'a\\'"), k(Word, "x")]
+        );
         assert_eq!(kinds(r#""say \"hi\"" "a""b""#), vec![k(DoubleQuoted, r#""say \"hi\"""#), k(DoubleQuoted, r#""a""b""#)]);
         assert_eq!(kinds("N'x' _utf8mb4'y'"), vec![k(NationalString, "N'x'"), k(Word, "_utf8mb4"), k(SingleQuoted, "'y'")]);
     }
@@ -369,18 +375,21 @@ mod tests {
 
     #[test]
     fn numbers() {
-        assert_eq!(kinds("1 1.5 .5 1. 1e3 1.5E-2 0x1F X'1f' 0b101 b'101'"), vec![
-            k(Integer, "1"),
-            k(Decimal, "1.5"),
-            k(Decimal, ".5"),
-            k(Decimal, "1."),
-            k(Float, "1e3"),
-            k(Float, "1.5E-2"),
-            k(HexNumber, "0x1F"),
-            k(HexString, "X'1f'"),
-            k(BitNumber, "0b101"),
-            k(BitString, "b'101'"),
-        ]);
+        assert_eq!(
+            kinds("1 1.5 .5 1. 1e3 1.5E-2 0x1F X'1f' 0b101 b'101'"),
+            vec![
+                k(Integer, "1"),
+                k(Decimal, "1.5"),
+                k(Decimal, ".5"),
+                k(Decimal, "1."),
+                k(Float, "1e3"),
+                k(Float, "1.5E-2"),
+                k(HexNumber, "0x1F"),
+                k(HexString, "X'1f'"),
+                k(BitNumber, "0b101"),
+                k(BitString, "b'101'"),
+            ]
+        );
         // Identifiers may start with digits.
         assert_eq!(kinds("1abc 0xZZ 0x"), vec![k(Word, "1abc"), k(Word, "0xZZ"), k(Word, "0x")]);
         // `1e` is not an exponent: the number 1 then... MySQL reads `1e` as an identifier.
@@ -389,12 +398,10 @@ mod tests {
 
     #[test]
     fn variables() {
-        assert_eq!(kinds("@a @'b c' @@session.sql_mode @@x"), vec![
-            k(UserVariable, "@a"),
-            k(UserVariable, "@'b c'"),
-            k(SystemVariable, "@@session.sql_mode"),
-            k(SystemVariable, "@@x"),
-        ]);
+        assert_eq!(
+            kinds("@a @'b c' @@session.sql_mode @@x"),
+            vec![k(UserVariable, "@a"), k(UserVariable, "@'b c'"), k(SystemVariable, "@@session.sql_mode"), k(SystemVariable, "@@x"),]
+        );
     }
 
     #[test]

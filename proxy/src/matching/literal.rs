@@ -24,7 +24,11 @@ pub enum Literal<'q> {
     Float(f64),
     /// A quoted string, unescaped. `introducer` is the charset of `_utf8mb4'x'` (without the
     /// underscore); `national` marks `N'x'`. Both are also part of the fingerprint.
-    String { bytes: Cow<'q, [u8]>, introducer: Option<&'q str>, national: bool },
+    String {
+        bytes: Cow<'q, [u8]>,
+        introducer: Option<&'q str>,
+        national: bool,
+    },
     /// `0x1F`: the hex digits as written. A number in numeric context (`0x41 + 0` is 65).
     HexNumber(&'q str),
     /// `X'1F'`: the hex digits as written. MariaDB keeps it a string (`X'41' + 0` is 0), so it

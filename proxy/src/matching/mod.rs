@@ -52,8 +52,8 @@ pub mod redact;
 pub mod table;
 
 pub use fingerprint::{Bounds, Fingerprint, Query, Slot, SqlMode, classify, classify_bounded};
-pub use redact::shown;
 pub use literal::Literal;
+pub use redact::shown;
 pub use table::{CacheId, Entry, ParamMap, SlotUse, Verdict, VerdictTable};
 
 #[cfg(test)]

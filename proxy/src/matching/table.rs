@@ -217,7 +217,8 @@ impl VerdictTable {
 
     fn evict_oldest_except(&self, shard: &mut HashMap<u64, Arc<Entry>>, keep: impl Into<Option<u64>>) -> bool {
         let keep = keep.into();
-        let oldest = shard.iter().filter(|(k, _)| Some(**k) != keep).min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(&k, _)| k);
+        let oldest =
+            shard.iter().filter(|(k, _)| Some(**k) != keep).min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(&k, _)| k);
         match oldest.and_then(|k| shard.remove(&k)) {
             Some(e) => {
                 self.bytes.fetch_sub(e.bytes(), Ordering::Relaxed);
@@ -257,7 +258,8 @@ impl VerdictTable {
 
     /// The `n` most executed fingerprints, most first (for `SHOW PROXIED QUERIES`).
     pub fn top(&self, n: usize) -> Vec<Arc<Entry>> {
-        let mut all: Vec<Arc<Entry>> = self.shards.iter().flat_map(|s| s.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect::<Vec<_>>()).collect();
+        let mut all: Vec<Arc<Entry>> =
+            self.shards.iter().flat_map(|s| s.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect::<Vec<_>>()).collect();
         all.sort_by_key(|e| std::cmp::Reverse(e.count()));
         all.truncate(n);
         all

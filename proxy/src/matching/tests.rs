@@ -84,35 +84,46 @@ fn string_escapes_are_undone() {
 fn introducers_and_national_strings() {
     let query = q("SELECT a FROM t WHERE x = _utf8mb4'caf\u{e9}' AND y = N'n'");
     assert_eq!(query.fingerprint.normalized, "SELECT a FROM t WHERE x = _utf8mb4 ? AND y = N?");
-    assert_eq!(query.literals, vec![
-        Literal::String { bytes: Cow::Borrowed("caf\u{e9}".as_bytes()), introducer: Some("utf8mb4"), national: false },
-        Literal::String { bytes: Cow::Borrowed(b"n"), introducer: None, national: true },
-    ]);
+    assert_eq!(
+        query.literals,
+        vec![
+            Literal::String { bytes: Cow::Borrowed("caf\u{e9}".as_bytes()), introducer: Some("utf8mb4"), national: false },
+            Literal::String { bytes: Cow::Borrowed(b"n"), introducer: None, national: true },
+        ]
+    );
     differ("SELECT a FROM t WHERE x = _latin1'a'", "SELECT a FROM t WHERE x = 'a'");
 }
 
 #[test]
 fn numbers_and_their_types() {
-    let query = q("SELECT a FROM t WHERE a = 1 AND b = 1.50 AND c = 1e3 AND d = 18446744073709551615 AND e = 99999999999999999999 AND f = 0x1F AND g = X'ab' AND h = b'101' AND i = 0b11 AND j = NULL");
-    assert_eq!(query.literals, vec![
-        Literal::Int(1),
-        Literal::Decimal("1.50".into()),
-        Literal::Float(1000.0),
-        Literal::UInt(u64::MAX),
-        Literal::Decimal("99999999999999999999".into()),
-        Literal::HexNumber("1F"),
-        Literal::HexString("ab"),
-        Literal::BitString("101"),
-        Literal::BitNumber("11"),
-        Literal::Null,
-    ]);
+    let query = q(
+        "SELECT a FROM t WHERE a = 1 AND b = 1.50 AND c = 1e3 AND d = 18446744073709551615 AND e = 99999999999999999999 AND f = 0x1F AND g = X'ab' AND h = b'101' AND i = 0b11 AND j = NULL",
+    );
+    assert_eq!(
+        query.literals,
+        vec![
+            Literal::Int(1),
+            Literal::Decimal("1.50".into()),
+            Literal::Float(1000.0),
+            Literal::UInt(u64::MAX),
+            Literal::Decimal("99999999999999999999".into()),
+            Literal::HexNumber("1F"),
+            Literal::HexString("ab"),
+            Literal::BitString("101"),
+            Literal::BitNumber("11"),
+            Literal::Null,
+        ]
+    );
 }
 
 #[test]
 fn negative_numbers_fold_into_the_literal() {
     same("SELECT a FROM t WHERE id = -5", "SELECT a FROM t WHERE id = 5");
     same("SELECT a FROM t WHERE id = - 5", "SELECT a FROM t WHERE id = +5");
-    assert_eq!(q("SELECT a FROM t WHERE id = -5 AND x > -1.5 AND y < -2e1").literals, vec![Literal::Int(-5), Literal::Decimal("-1.5".into()), Literal::Float(-20.0)]);
+    assert_eq!(
+        q("SELECT a FROM t WHERE id = -5 AND x > -1.5 AND y < -2e1").literals,
+        vec![Literal::Int(-5), Literal::Decimal("-1.5".into()), Literal::Float(-20.0)]
+    );
     assert_eq!(q("SELECT a FROM t WHERE id = -9223372036854775808").literals, vec![Literal::Int(i64::MIN)]);
     // After an operand the sign is binary.
     assert_eq!(norm("SELECT a FROM t WHERE b -5 = c"), "SELECT a FROM t WHERE b - ? = c");
@@ -124,7 +135,10 @@ fn negative_numbers_fold_into_the_literal() {
 
 #[test]
 fn null_after_is_stays_a_keyword() {
-    assert_eq!(norm("SELECT a FROM t WHERE b IS NULL AND c IS NOT null AND d = null"), "SELECT a FROM t WHERE b IS NULL AND c IS NOT NULL AND d = ?");
+    assert_eq!(
+        norm("SELECT a FROM t WHERE b IS NULL AND c IS NOT null AND d = null"),
+        "SELECT a FROM t WHERE b IS NULL AND c IS NOT NULL AND d = ?"
+    );
 }
 
 #[test]
@@ -191,7 +205,12 @@ fn relays_are_detected_from_tokens() {
         let reason = q(sql).relay;
         assert!(reason.is_some_and(|r| r.contains(why)), "{sql}: {reason:?}");
     }
-    for sql in ["SELECT a FROM t WHERE id = 1;", "SELECT now_col FROM t", "SELECT a FROM t WHERE user_id = 1 ORDER BY a FOR_x", "SELECT user FROM t"] {
+    for sql in [
+        "SELECT a FROM t WHERE id = 1;",
+        "SELECT now_col FROM t",
+        "SELECT a FROM t WHERE user_id = 1 ORDER BY a FOR_x",
+        "SELECT user FROM t",
+    ] {
         assert_eq!(q(sql).relay, None, "{sql}");
     }
     let modes = SqlMode { ansi_quotes: true, no_backslash_escapes: false };
@@ -200,7 +219,8 @@ fn relays_are_detected_from_tokens() {
 
 #[test]
 fn render_puts_the_literals_back() {
-    let sql = r"SELECT a FROM t WHERE id IN (1, -2, 'x''y') AND b = _utf8mb4'c\\' AND c = N'n' AND d = -1.5 AND e IS NULL AND f = 0x0A LIMIT 5";
+    let sql =
+        r"SELECT a FROM t WHERE id IN (1, -2, 'x''y') AND b = _utf8mb4'c\\' AND c = N'n' AND d = -1.5 AND e IS NULL AND f = 0x0A LIMIT 5";
     let query = q(sql);
     let rendered = query.render();
     let again = classify(&rendered, SqlMode::default());
@@ -214,7 +234,11 @@ fn verdicts_are_shared_by_every_spelling_of_a_query() {
     let table = VerdictTable::new(64);
     let first = q("SELECT id, title FROM stories WHERE id = 42");
     table.insert(&first.fingerprint, Verdict::Cache { id: CacheId(7), params: ParamMap { slots: [SlotUse::Param(0)].into() } });
-    for sql in ["select id,title from `stories` where id=-1", "SELECT id, title FROM stories WHERE id = ?", "SELECT /* x */ id, title\nFROM stories WHERE id = '42'"] {
+    for sql in [
+        "select id,title from `stories` where id=-1",
+        "SELECT id, title FROM stories WHERE id = ?",
+        "SELECT /* x */ id, title\nFROM stories WHERE id = '42'",
+    ] {
         let query = q(sql);
         let entry = table.get(&query.fingerprint).unwrap_or_else(|| panic!("{sql}"));
         assert!(matches!(entry.verdict, Verdict::Cache { id: CacheId(7), .. }), "{sql}");
@@ -254,7 +278,13 @@ fn table_is_shared_across_threads() {
 /// A query with plain select list and a WHERE of literals, as tokens, so that whitespace and
 /// comments can be put between any two of them.
 fn query_tokens() -> impl Strategy<Value = Vec<String>> {
-    let ident = prop_oneof![Just("id".to_string()), Just("title".to_string()), Just("`user id`".to_string()), Just("t.a".to_string()), "[a-z][a-z0-9_]{0,6}".prop_map(|s| format!("c_{s}"))];
+    let ident = prop_oneof![
+        Just("id".to_string()),
+        Just("title".to_string()),
+        Just("`user id`".to_string()),
+        Just("t.a".to_string()),
+        "[a-z][a-z0-9_]{0,6}".prop_map(|s| format!("c_{s}"))
+    ];
     query_tokens_over(ident.boxed(), "[a-z][a-z0-9_]{0,6}".prop_map(|s| format!("c_{s}")).boxed())
 }
 
@@ -275,41 +305,45 @@ fn query_tokens_over(ident: BoxedStrategy<String>, table: BoxedStrategy<String>)
         "[01]{1,8}".prop_map(|s| format!("b'{s}'")),
         Just("NULL".to_string()),
     ];
-    let cond = prop_oneof![
-        (ident.clone(), prop_oneof![Just("="), Just("<"), Just(">="), Just("<>"), Just("<=>")], lit.clone()).prop_map(|(i, op, l)| vec![i, op.to_string(), l]),
-        (ident.clone(), prop::collection::vec(lit.clone(), 1..5)).prop_map(|(i, ls)| {
-            let mut v = vec![i, "IN".to_string(), "(".to_string()];
-            for (n, l) in ls.into_iter().enumerate() {
+    let cond =
+        prop_oneof![
+            (ident.clone(), prop_oneof![Just("="), Just("<"), Just(">="), Just("<>"), Just("<=>")], lit.clone())
+                .prop_map(|(i, op, l)| vec![i, op.to_string(), l]),
+            (ident.clone(), prop::collection::vec(lit.clone(), 1..5)).prop_map(|(i, ls)| {
+                let mut v = vec![i, "IN".to_string(), "(".to_string()];
+                for (n, l) in ls.into_iter().enumerate() {
+                    if n > 0 {
+                        v.push(",".to_string());
+                    }
+                    v.push(l);
+                }
+                v.push(")".to_string());
+                v
+            }),
+            ident.clone().prop_map(|i| vec![i, "IS".to_string(), "NOT".to_string(), "NULL".to_string()]),
+        ];
+    (prop::collection::vec(ident, 1..4), table, prop::collection::vec(cond, 1..4), prop::option::of(0u32..100)).prop_map(
+        |(cols, table, conds, limit)| {
+            let mut v = vec!["SELECT".to_string()];
+            for (n, c) in cols.into_iter().enumerate() {
                 if n > 0 {
                     v.push(",".to_string());
                 }
-                v.push(l);
+                v.push(c);
             }
-            v.push(")".to_string());
+            v.extend(["FROM".to_string(), table, "WHERE".to_string()]);
+            for (n, c) in conds.into_iter().enumerate() {
+                if n > 0 {
+                    v.push("AND".to_string());
+                }
+                v.extend(c);
+            }
+            if let Some(l) = limit {
+                v.extend(["LIMIT".to_string(), l.to_string()]);
+            }
             v
-        }),
-        ident.clone().prop_map(|i| vec![i, "IS".to_string(), "NOT".to_string(), "NULL".to_string()]),
-    ];
-    (prop::collection::vec(ident, 1..4), table, prop::collection::vec(cond, 1..4), prop::option::of(0u32..100)).prop_map(|(cols, table, conds, limit)| {
-        let mut v = vec!["SELECT".to_string()];
-        for (n, c) in cols.into_iter().enumerate() {
-            if n > 0 {
-                v.push(",".to_string());
-            }
-            v.push(c);
-        }
-        v.extend(["FROM".to_string(), table, "WHERE".to_string()]);
-        for (n, c) in conds.into_iter().enumerate() {
-            if n > 0 {
-                v.push("AND".to_string());
-            }
-            v.extend(c);
-        }
-        if let Some(l) = limit {
-            v.extend(["LIMIT".to_string(), l.to_string()]);
-        }
-        v
-    })
+        },
+    )
 }
 
 fn join(tokens: &[String], seps: &[String], case_flip: bool) -> String {
@@ -327,7 +361,14 @@ fn join(tokens: &[String], seps: &[String], case_flip: bool) -> String {
 }
 
 fn separator() -> impl Strategy<Value = String> {
-    prop_oneof![Just(" ".to_string()), Just("\n\t ".to_string()), Just(" /* c */ ".to_string()), Just(" -- c\n".to_string()), Just(" #x\n".to_string()), Just("/**/ ".to_string())]
+    prop_oneof![
+        Just(" ".to_string()),
+        Just("\n\t ".to_string()),
+        Just(" /* c */ ".to_string()),
+        Just(" -- c\n".to_string()),
+        Just(" #x\n".to_string()),
+        Just("/**/ ".to_string())
+    ]
 }
 
 proptest! {
@@ -374,10 +415,46 @@ proptest! {
 async fn rendered_literals_read_back_the_same_in_mariadb() {
     let url = test_url();
     let samples = [
-        "42", "-42", "- 7", "+3", "0", "9223372036854775807", "-9223372036854775808", "9223372036854775808", "18446744073709551615",
-        "18446744073709551616", "-18446744073709551616", "1.50", "-0.001", ".5", "1.", "1e3", "-1.5E-2", "2.5e+10", "0x1F", "0x0", "X'ab'",
-        "X''", "b'101'", "0b11", "b''", "'plain'", "'it\\'s'", "'it''s'", "\"dq\"", "\"d\"\"q\"", "'a\\nb\\tc\\\\'", "'\\0x\\Z'", "'50\\%'",
-        "'caf\u{e9}'", "_utf8mb4'x'", "_latin1'y'", "_binary'z'", "N'n'", "NULL", "''",
+        "42",
+        "-42",
+        "- 7",
+        "+3",
+        "0",
+        "9223372036854775807",
+        "-9223372036854775808",
+        "9223372036854775808",
+        "18446744073709551615",
+        "18446744073709551616",
+        "-18446744073709551616",
+        "1.50",
+        "-0.001",
+        ".5",
+        "1.",
+        "1e3",
+        "-1.5E-2",
+        "2.5e+10",
+        "0x1F",
+        "0x0",
+        "X'ab'",
+        "X''",
+        "b'101'",
+        "0b11",
+        "b''",
+        "'plain'",
+        "'it\\'s'",
+        "'it''s'",
+        "\"dq\"",
+        "\"d\"\"q\"",
+        "'a\\nb\\tc\\\\'",
+        "'\\0x\\Z'",
+        "'50\\%'",
+        "'caf\u{e9}'",
+        "_utf8mb4'x'",
+        "_latin1'y'",
+        "_binary'z'",
+        "N'n'",
+        "NULL",
+        "''",
     ];
     let pool = mysql_async::Pool::new(url.as_str());
     let mut conn = pool.get_conn().await.expect("connect to MariaDB");
@@ -495,9 +572,15 @@ fn literals_in(shown: &str) -> Vec<String> {
         use lexer::TokenKind::*;
         let text = String::from_utf8_lossy(t.text(bytes)).into_owned();
         match t.kind {
-            Integer | Decimal | Float | HexNumber | BitNumber | HexString | BitString | SingleQuoted | DoubleQuoted | NationalString | Unterminated => found.push(text),
+            Integer | Decimal | Float | HexNumber | BitNumber | HexString | BitString | SingleQuoted | DoubleQuoted | NationalString
+            | Unterminated => found.push(text),
             // The version after `/*!` is the server's business, not a value.
-            ExecComment => found.extend(literals_in(text.trim_start_matches("/*").trim_end_matches("*/").trim_start_matches(['!', 'M', '+']).trim_start_matches(|c: char| c.is_ascii_digit()))),
+            ExecComment => found.extend(literals_in(
+                text.trim_start_matches("/*")
+                    .trim_end_matches("*/")
+                    .trim_start_matches(['!', 'M', '+'])
+                    .trim_start_matches(|c: char| c.is_ascii_digit()),
+            )),
             UserVariable if text.starts_with("@'") || text.starts_with("@\"") => found.push(text),
             _ => {}
         }

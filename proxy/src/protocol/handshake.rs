@@ -131,8 +131,7 @@ pub struct ClientHandshake {
 impl ClientHandshake {
     /// True for a 32-byte packet asking to switch to TLS.
     pub fn is_ssl_request(payload: &[u8]) -> bool {
-        payload.len() == SSL_REQUEST_LEN
-            && Cursor::new(payload).u32().is_ok_and(|c| u64::from(c) & Capabilities::SSL != 0)
+        payload.len() == SSL_REQUEST_LEN && Cursor::new(payload).u32().is_ok_and(|c| u64::from(c) & Capabilities::SSL != 0)
     }
 
     pub fn parse(payload: &[u8]) -> Result<Self, HandshakeError> {
@@ -259,8 +258,11 @@ mod tests {
 
     #[test]
     fn client_response_parses_and_rewrites() {
-        let caps = (Capabilities::PROTOCOL_41 | Capabilities::SECURE_CONNECTION | Capabilities::CONNECT_WITH_DB
-            | Capabilities::PLUGIN_AUTH | Capabilities::COMPRESS) as u32;
+        let caps = (Capabilities::PROTOCOL_41
+            | Capabilities::SECURE_CONNECTION
+            | Capabilities::CONNECT_WITH_DB
+            | Capabilities::PLUGIN_AUTH
+            | Capabilities::COMPRESS) as u32;
         let raw = client_response(caps, 0x1f);
         let hs = ClientHandshake::parse(&raw).unwrap();
         assert_eq!(hs.user, "app");

@@ -48,7 +48,8 @@ impl Session {
         if self.state.stale || self.identity.is_none() {
             self.probe().await?;
         }
-        let account = self.identity.as_ref().map_or_else(|| "an account the server did not name".to_string(), |i| format!("{}@{}", i.user, i.host));
+        let account =
+            self.identity.as_ref().map_or_else(|| "an account the server did not name".to_string(), |i| format!("{}@{}", i.user, i.host));
         let allowed = self.identity.as_ref().is_some_and(|i| is_admin(&self.shared.config.admin.users, &i.user, &i.host));
         let reply = if !allowed {
             Reply::Error(ErrPacket::new(
@@ -66,7 +67,8 @@ impl Session {
         let mut seq = last_seq.wrapping_add(1);
         match reply {
             Reply::Rows(result) => {
-                let (deprecate_eof, extended) = (self.caps.has(Capabilities::DEPRECATE_EOF), self.caps.has(Capabilities::MARIADB_EXTENDED_TYPE_INFO));
+                let (deprecate_eof, extended) =
+                    (self.caps.has(Capabilities::DEPRECATE_EOF), self.caps.has(Capabilities::MARIADB_EXTENDED_TYPE_INFO));
                 for packet in result.packets_with(deprecate_eof, extended, status) {
                     seq = self.client.queue_packet(seq, &packet);
                 }
@@ -87,7 +89,9 @@ impl Session {
         let engine = self.shared.engine.get().cloned();
         match statement {
             AdminStatement::ShowCaches => Reply::Rows(show_caches(engine.as_deref())),
-            AdminStatement::ShowProxiedQueries { limit } => Reply::Rows(proxied_queries(engine.as_deref(), limit.unwrap_or(PROXIED_DEFAULT))),
+            AdminStatement::ShowProxiedQueries { limit } => {
+                Reply::Rows(proxied_queries(engine.as_deref(), limit.unwrap_or(PROXIED_DEFAULT)))
+            }
             AdminStatement::ShowFreshetStatus => Reply::Rows(self.status_rows(engine.as_deref())),
             AdminStatement::ExplainCache { select } => match self.engine_or_start().await {
                 Err(e) => failed(e),
@@ -163,7 +167,10 @@ impl Session {
                 }
             }
         }
-        SynthResult { columns: admin_sql::status_columns(), rows: rows.into_iter().map(|(k, v)| vec![Some(k.to_string()), Some(v)]).collect() }
+        SynthResult {
+            columns: admin_sql::status_columns(),
+            rows: rows.into_iter().map(|(k, v)| vec![Some(k.to_string()), Some(v)]).collect(),
+        }
     }
 }
 
@@ -212,7 +219,9 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
         let n = usize::try_from(limit).unwrap_or(usize::MAX);
         for entry in engine.verdicts.top(n).into_iter().filter(|e| e.count() > 0) {
             let (cacheable, reason) = match &entry.verdict {
-                Verdict::Relay { reason } => (if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" }, reason.to_string()),
+                Verdict::Relay { reason } => {
+                    (if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" }, reason.to_string())
+                }
                 Verdict::Cache { id, .. } => {
                     let name = engine.by_id(*id).map(|c| c.name.clone()).unwrap_or_default();
                     let last = entry.last_relay().and_then(|i| RelayReason::ALL.get(usize::from(i))).map_or("none yet", |r| r.label());

@@ -97,13 +97,24 @@ impl Session {
 
     /// The gate, with the probe run when the gate asks for it: the cache, or why the read is
     /// relayed (a read that teaches the account's right is marked in `self.learning`).
-    async fn pass_gate(&mut self, engine: &Engine, id: matching::CacheId, now: Instant) -> Result<Result<Arc<Cache>, RelayReason>, SessionError> {
+    async fn pass_gate(
+        &mut self,
+        engine: &Engine,
+        id: matching::CacheId,
+        now: Instant,
+    ) -> Result<Result<Arc<Cache>, RelayReason>, SessionError> {
         self.learning = None;
         for _ in 0..2 {
             if self.state.stale {
                 self.identity = None;
             }
-            let standing = Standing { status: self.status, unfollowed: self.state.unfollowed, identity: self.identity.as_ref(), memo: &mut self.memo, now };
+            let standing = Standing {
+                status: self.status,
+                unfollowed: self.state.unfollowed,
+                identity: self.identity.as_ref(),
+                memo: &mut self.memo,
+                now,
+            };
             match route::gate(engine, id, standing) {
                 Gate::Open(cache) => return Ok(Ok(cache)),
                 Gate::Closed(reason, learning) => {
@@ -124,7 +135,9 @@ impl Session {
     /// been relayed for that alone).
     fn relay_gated(&self, engine: &Engine, reason: RelayReason, id: matching::CacheId, fingerprint: u64, binary: bool) -> Relay {
         let capture = match (reason, engine.by_id(id)) {
-            (RelayReason::Learning, Some(cache)) => Some(self.columns_key(&cache, fingerprint, binary)).filter(|key| engine.columns(key).is_none()),
+            (RelayReason::Learning, Some(cache)) => {
+                Some(self.columns_key(&cache, fingerprint, binary)).filter(|key| engine.columns(key).is_none())
+            }
             _ => None,
         };
         let reason = if capture.is_some() { RelayReason::Capture } else { reason };
@@ -185,7 +198,8 @@ impl Session {
         for def in &columns.packets {
             seq = self.client.queue_packet(seq, def);
         }
-        let status = StatusFlags(self.status.0 & !(StatusFlags::MORE_RESULTS_EXISTS | StatusFlags::CURSOR_EXISTS | StatusFlags::LAST_ROW_SENT));
+        let status =
+            StatusFlags(self.status.0 & !(StatusFlags::MORE_RESULTS_EXISTS | StatusFlags::CURSOR_EXISTS | StatusFlags::LAST_ROW_SENT));
         let deprecate_eof = self.caps.has(Capabilities::DEPRECATE_EOF);
         if !deprecate_eof {
             seq = self.client.queue_packet(seq, &eof(status));
@@ -278,7 +292,11 @@ impl Session {
 
 /// The row packets' payloads for `rows`, back to back, and where each ends; or why a value
 /// cannot be encoded exactly (nothing is sent then: the read is relayed whole).
-fn encode_rows(columns: &crate::cache::Columns, rows: &[Row], binary_protocol: bool) -> Result<(Vec<u8>, Vec<usize>), crate::encode::Unencodable> {
+fn encode_rows(
+    columns: &crate::cache::Columns,
+    rows: &[Row],
+    binary_protocol: bool,
+) -> Result<(Vec<u8>, Vec<usize>), crate::encode::Unencodable> {
     let mut out = Vec::with_capacity(64 * rows.len());
     let mut ends = Vec::with_capacity(rows.len());
     for row in rows {

@@ -30,9 +30,9 @@ use crate::protocol::io::{Frame, MAX_FRAME, ReadError};
 use crate::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK, codes};
 use crate::protocol::{Capabilities, Command, StatusFlags};
 
+use super::cached::Routed;
 use super::connect::{AuthRelay, relay_auth};
 use super::require_tls::RequireTlsCheck;
-use super::cached::Routed;
 use super::{PreparedStatement, Session, SessionError};
 use crate::tls::MaybeTls;
 
@@ -116,7 +116,9 @@ impl Session {
             }
             let room = limit.saturating_sub(total);
             frame = self.client.read_frame_limited(room.min(MAX_FRAME)).await.map_err(|e| match e {
-                ReadError::TooLarge { size, seq, .. } => SessionError::from_client(ReadError::TooLarge { size: total as u64 + size, limit: limit as u64, seq }),
+                ReadError::TooLarge { size, seq, .. } => {
+                    SessionError::from_client(ReadError::TooLarge { size: total as u64 + size, limit: limit as u64, seq })
+                }
                 other => SessionError::from_client(other),
             })?;
             total += frame.payload().len();
@@ -222,7 +224,8 @@ impl Session {
                 let bridged = matches!(self.client.get_ref(), MaybeTls::Plain(_)) && matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
                 let check = (bridged && !self.shared.config.listen.trust_plain_clients)
                     .then(|| RequireTlsCheck::for_change_user(&payload, self.caps, self.client.get_ref().tcp()));
-                let relay = AuthRelay { shift: 0, state: &mut self.auth, bridge: bridged.then_some(&self.shared.sha2_key), require_tls: check };
+                let relay =
+                    AuthRelay { shift: 0, state: &mut self.auth, bridge: bridged.then_some(&self.shared.sha2_key), require_tls: check };
                 let result = relay_auth(&mut self.client, &mut self.upstream, relay).await;
                 self.statements.clear();
                 match result {
@@ -258,10 +261,12 @@ impl Session {
     fn may_write(&self, command: Command, payload: &[u8]) -> bool {
         let sql = match command {
             Command::Query => &payload[1..],
-            Command::StmtExecute | Command::StmtBulkExecute => match Cursor::new(&payload[1..]).u32().ok().and_then(|id| self.statements.get(&id)) {
-                Some(stmt) => &stmt.sql[..],
-                None => return true,
-            },
+            Command::StmtExecute | Command::StmtBulkExecute => {
+                match Cursor::new(&payload[1..]).u32().ok().and_then(|id| self.statements.get(&id)) {
+                    Some(stmt) => &stmt.sql[..],
+                    None => return true,
+                }
+            }
             _ => return false,
         };
         let first = crate::matching::lexer::Lexer::new(sql).next().map(|t| t.text(sql).to_ascii_lowercase());

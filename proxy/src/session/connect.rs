@@ -24,8 +24,8 @@ use tokio::net::TcpStream;
 
 use crate::metrics::UpstreamFailure;
 use crate::protocol::handshake::{ClientHandshake, ServerHandshake};
-use crate::protocol::response::{ERR, ErrPacket, OK, codes};
 use crate::protocol::io::Packet;
+use crate::protocol::response::{ERR, ErrPacket, OK, codes};
 use crate::protocol::{Capabilities, PacketIo, StatusFlags};
 use crate::tls::{MaybeTls, Rewind};
 use crate::upstream::{ConnectError, UpstreamStream};
@@ -277,7 +277,11 @@ enum FullAuth {
 /// Which side speaks next depends on the plugin (caching_sha2_password's fast path has the
 /// server send two packets in a row; a public-key request has the client speak twice), so
 /// both sides are read at once and whatever arrives is forwarded. Returns the OK's status.
-pub(super) async fn relay_auth<C, U>(client: &mut PacketIo<C>, upstream: &mut PacketIo<U>, relay: AuthRelay<'_>) -> Result<StatusFlags, SessionError>
+pub(super) async fn relay_auth<C, U>(
+    client: &mut PacketIo<C>,
+    upstream: &mut PacketIo<U>,
+    relay: AuthRelay<'_>,
+) -> Result<StatusFlags, SessionError>
 where
     C: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
     U: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
@@ -346,9 +350,7 @@ where
 
 /// RSA-2048, like MySQL's own key; generated on a blocking thread (it takes a while).
 async fn generate_key() -> Result<Arc<BridgeKey>, BridgeError> {
-    tokio::task::spawn_blocking(|| BridgeKey::generate(2048).map(Arc::new))
-        .await
-        .map_err(|e| BridgeError::KeyGen(e.to_string()))?
+    tokio::task::spawn_blocking(|| BridgeKey::generate(2048).map(Arc::new)).await.map_err(|e| BridgeError::KeyGen(e.to_string()))?
 }
 
 fn access_denied(e: &BridgeError, seq: u8) -> SessionError {

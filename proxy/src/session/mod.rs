@@ -183,7 +183,8 @@ impl SessionError {
 
 /// Serves one client connection to its end. Never panics on bad input; logs the end once.
 pub async fn serve(client: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
-    let span = info_span!("session", client = %peer, user = tracing::field::Empty, db = tracing::field::Empty, conn_id = tracing::field::Empty);
+    let span =
+        info_span!("session", client = %peer, user = tracing::field::Empty, db = tracing::field::Empty, conn_id = tracing::field::Empty);
     async move {
         let metrics = shared.metrics.clone();
         metrics.connections_total.inc();
@@ -234,7 +235,9 @@ impl Session {
             self.client.queue_packet(0, &reply.encode());
             let _ = self.client.flush().await;
         }
-        if self.upstream_idle && !matches!(result, Err(SessionError::Upstream(..) | SessionError::UpstreamClosedIdle | SessionError::UpstreamReset)) {
+        if self.upstream_idle
+            && !matches!(result, Err(SessionError::Upstream(..) | SessionError::UpstreamClosedIdle | SessionError::UpstreamReset))
+        {
             self.upstream.queue_packet(0, &[crate::protocol::Command::Quit as u8]);
             let _ = self.upstream.flush().await;
         }

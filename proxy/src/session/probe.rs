@@ -127,7 +127,8 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     let current_user = get(0).unwrap_or_default();
     // CURRENT_USER() is `user@host`; a user name cannot contain `@` unquoted, the host can't
     // either, so the last `@` splits them.
-    let (user, host) = current_user.rsplit_once('@').map(|(u, h)| (u.to_string(), h.to_string())).unwrap_or((current_user.clone(), String::new()));
+    let (user, host) =
+        current_user.rsplit_once('@').map(|(u, h)| (u.to_string(), h.to_string())).unwrap_or((current_user.clone(), String::new()));
     let role = get(1).filter(|r| !r.is_empty() && r != "NONE");
     let account: Arc<str> = match &role {
         Some(r) => format!("{current_user}/{r}").into(),
@@ -148,15 +149,7 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     };
     let mut h = DefaultHasher::new();
     (get(5), get(6), get(7), get(8)).hash(&mut h);
-    Identity {
-        account,
-        user,
-        host,
-        database: get(2),
-        case_insensitive_names: get(9).is_some_and(|v| v != "0"),
-        unfit,
-        charset: h.finish(),
-    }
+    Identity { account, user, host, database: get(2), case_insensitive_names: get(9).is_some_and(|v| v != "0"), unfit, charset: h.finish() }
 }
 
 fn protocol(what: &str) -> SessionError {
@@ -169,7 +162,18 @@ mod tests {
 
     fn values(user: &str, role: Option<&str>, mode: &str, limit: &str, results: Option<&str>) -> Vec<Option<String>> {
         let s = |v: &str| Some(v.to_string());
-        vec![s(user), role.map(str::to_string), s("Shop"), s(mode), s(limit), s("utf8mb4"), s("utf8mb4"), results.map(str::to_string), s("utf8mb4_general_ci"), s("0")]
+        vec![
+            s(user),
+            role.map(str::to_string),
+            s("Shop"),
+            s(mode),
+            s(limit),
+            s("utf8mb4"),
+            s("utf8mb4"),
+            results.map(str::to_string),
+            s("utf8mb4_general_ci"),
+            s("0"),
+        ]
     }
 
     #[test]

@@ -38,7 +38,11 @@ impl RequireTlsCheck {
     pub fn for_change_user(payload: &[u8], caps: Capabilities, client: &tokio::net::TcpStream) -> Self {
         let mut c = Cursor::new(payload.get(1..).unwrap_or_default());
         let user = c.nul_terminated().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
-        let password = if caps.has(Capabilities::SECURE_CONNECTION) { c.u8().is_ok_and(|n| n > 0) } else { c.nul_terminated().is_ok_and(|p| !p.is_empty()) };
+        let password = if caps.has(Capabilities::SECURE_CONNECTION) {
+            c.u8().is_ok_and(|n| n > 0)
+        } else {
+            c.nul_terminated().is_ok_and(|p| !p.is_empty())
+        };
         let host = client.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
         RequireTlsCheck { caps, user, host, password }
     }

@@ -37,9 +37,7 @@ pub enum BridgeError {
 impl BridgeKey {
     pub fn generate(bits: usize) -> Result<Self, BridgeError> {
         let private = RsaPrivateKey::new(&mut rsa::rand_core::OsRng, bits).map_err(|e| BridgeError::KeyGen(e.to_string()))?;
-        let public_pem = RsaPublicKey::from(&private)
-            .to_public_key_pem(LineEnding::LF)
-            .map_err(|e| BridgeError::KeyGen(e.to_string()))?;
+        let public_pem = RsaPublicKey::from(&private).to_public_key_pem(LineEnding::LF).map_err(|e| BridgeError::KeyGen(e.to_string()))?;
         Ok(BridgeKey { private, public_pem })
     }
 
@@ -55,10 +53,7 @@ impl BridgeKey {
 
     /// `password + NUL` from the client's encrypted answer.
     pub fn decrypt_password(&self, ciphertext: &[u8], scramble: &[u8]) -> Result<Vec<u8>, BridgeError> {
-        let mut plain = self
-            .private
-            .decrypt(Oaep::new::<sha1::Sha1>(), ciphertext)
-            .map_err(|e| BridgeError::Decrypt(e.to_string()))?;
+        let mut plain = self.private.decrypt(Oaep::new::<sha1::Sha1>(), ciphertext).map_err(|e| BridgeError::Decrypt(e.to_string()))?;
         xor_with_scramble(&mut plain, scramble);
         Ok(plain)
     }

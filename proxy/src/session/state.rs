@@ -58,7 +58,9 @@ impl SessionState {
         let words: Vec<String> = tokens
             .iter()
             .map(|t| match t.kind {
-                TokenKind::Word | TokenKind::QuotedIdent => String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase().trim_matches('`').to_string(),
+                TokenKind::Word | TokenKind::QuotedIdent => {
+                    String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase().trim_matches('`').to_string()
+                }
                 _ => String::new(),
             })
             .collect();
@@ -120,7 +122,9 @@ impl SessionState {
                     }
                     expect_target = false;
                     match name.as_str() {
-                        "character_set_client" | "character_set_results" | "character_set_connection" | "collation_connection" => self.stale = true,
+                        "character_set_client" | "character_set_results" | "character_set_connection" | "collation_connection" => {
+                            self.stale = true
+                        }
                         "sql_log_bin" => self.unlogged |= !value_is(&text(i + 2), &["1", "on", "true", "default"]),
                         "binlog_format" => self.unlogged |= !value_is(&text(i + 2), &["row", "'row'", "\"row\"", "default"]),
                         n if HARMLESS.contains(&n) => {}
@@ -189,7 +193,14 @@ mod tests {
 
     #[test]
     fn harmless_settings_keep_the_session_cacheable() {
-        let s = after(&["SET autocommit = 1", "SET SESSION wait_timeout = 100, @@session.net_read_timeout = 30", "SET @x = NOW()", "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED", "SELECT 1 /*+ hint */", "INSERT INTO t VALUES (1)"]);
+        let s = after(&[
+            "SET autocommit = 1",
+            "SET SESSION wait_timeout = 100, @@session.net_read_timeout = 30",
+            "SET @x = NOW()",
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+            "SELECT 1 /*+ hint */",
+            "INSERT INTO t VALUES (1)",
+        ]);
         assert!(!s.unfollowed && !s.stale && !s.unlogged, "{s:?}");
     }
 
@@ -229,7 +240,13 @@ mod tests {
 
     #[test]
     fn binlogging_turned_off_is_remembered() {
-        for sql in ["SET sql_log_bin = 0", "SET SESSION sql_log_bin = OFF", "SET @@session.binlog_format = 'STATEMENT'", "/*!50000 SET sql_log_bin = 0 */", "SET binlog_format = @f"] {
+        for sql in [
+            "SET sql_log_bin = 0",
+            "SET SESSION sql_log_bin = OFF",
+            "SET @@session.binlog_format = 'STATEMENT'",
+            "/*!50000 SET sql_log_bin = 0 */",
+            "SET binlog_format = @f",
+        ] {
             assert!(after(&[sql]).unlogged, "{sql}");
         }
         for sql in ["SET sql_log_bin = 1", "SET binlog_format = 'ROW'", "SET sql_mode = ''"] {

@@ -19,9 +19,8 @@ use tokio::net::TcpStream;
 
 /// The test server's URL, printed by scripts/mariadb.sh.
 pub fn upstream_url() -> String {
-    std::env::var("FRESHET_TEST_MYSQL_URL").unwrap_or_else(|_| {
-        panic!("FRESHET_TEST_MYSQL_URL is not set. Start the test MariaDB first: eval \"$(scripts/mariadb.sh)\"")
-    })
+    std::env::var("FRESHET_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| panic!("FRESHET_TEST_MYSQL_URL is not set. Start the test MariaDB first: eval \"$(scripts/mariadb.sh)\""))
 }
 
 pub fn upstream_addr() -> String {
@@ -68,7 +67,13 @@ pub async fn start_proxy_raw(toml: &str) -> Proxy {
     let config = Config::parse(toml, std::path::Path::new("test.toml"), &|_| None, &[]).expect("test config is valid");
     let server = Server::bind(config).await.expect("freshet binds");
     let (stop, stopped) = tokio::sync::oneshot::channel();
-    let proxy = Proxy { mysql: server.mysql_addr(), admin: server.admin_addr(), metrics: server.metrics(), engine: server.engine(), stop: Some(stop) };
+    let proxy = Proxy {
+        mysql: server.mysql_addr(),
+        admin: server.admin_addr(),
+        metrics: server.metrics(),
+        engine: server.engine(),
+        stop: Some(stop),
+    };
     tokio::spawn(server.run(async move {
         let _ = stopped.await;
     }));
@@ -99,10 +104,8 @@ pub async fn through(proxy: &Proxy) -> mysql_async::Conn {
 pub async fn connection_gone(id: u32) -> bool {
     let mut conn = direct().await;
     for _ in 0..200 {
-        let n: Option<u64> = conn
-            .exec_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", (id,))
-            .await
-            .expect("processlist query");
+        let n: Option<u64> =
+            conn.exec_first("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = ?", (id,)).await.expect("processlist query");
         if n == Some(0) {
             return true;
         }
