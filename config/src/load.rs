@@ -265,7 +265,7 @@ impl Loader<'_> {
         }
     }
 
-    /// Variables that look like overrides (FRESHET_<SECTION>_...) but name no key.
+    /// Variables that look like overrides (`FRESHET_<SECTION>_...`) but name no key.
     fn unknown_env(&mut self, names: &[String]) {
         for name in names {
             let Some(rest) = name.strip_prefix("FRESHET_") else { continue };

@@ -3,7 +3,7 @@
 //! under these column definitions, or relay for this [`RelayReason`].
 //!
 //! Owns: the interpretation of verdicts, parameter binding ([`Binding`]), the session checks
-//! ([`gate`]), the privilege check (via [`access`](super::access)) and the lookup
+//! ([`gate`]), the privilege check (via [`super::access`]) and the lookup
 //! ([`answer`]). Does not own: the wire (the session writes the packets of an [`Answer`] and
 //! relays), the probe that tells who the session is (the session runs it when [`gate`]
 //! returns [`Gate::Probe`]).

@@ -8,10 +8,10 @@
 //! - malformed input (an unterminated string, quoted identifier or comment) yields one
 //!   [`TokenKind::Unterminated`] token and then the end, never an error the caller must handle.
 //!
-//! Assumptions, carried by the verdict ([`super::Assumptions`]): backslash escapes are active
-//! (no `NO_BACKSLASH_ESCAPES`), and `"..."` is a string (no `ANSI_QUOTES`). With either mode
-//! the same bytes mean something else, so the caller must not use a verdict taken under other
-//! assumptions.
+//! Assumptions, named by the [`SqlMode`](super::fingerprint::SqlMode) a query is classified
+//! under: backslash escapes are active (no `NO_BACKSLASH_ESCAPES`), and `"..."` is a string (no
+//! `ANSI_QUOTES`). With either mode the same bytes mean something else, so a session whose
+//! sql_mode has them relays instead (the routing layer's gate asks the server for the mode).
 //!
 //! Comments: `-- ` (dash dash then whitespace/control or end), `#`, and `/* */` are skipped.
 //! `/*!...*/`, `/*M!...*/` (executable in MySQL/MariaDB) and `/*+...*/` (optimizer hints) are
