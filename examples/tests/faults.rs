@@ -4,7 +4,8 @@
 //! few seconds, then started again. After the writers stop and freshet has applied the binlog up
 //! to the server's position, every sampled cached answer must equal MariaDB's: zero mismatches.
 //! While the server is away, freshet must say so: not caught up, no lag it could vouch for, the
-//! hit path's gate closed (no read answered from the cache), `/ready` not 200.
+//! hit path's gate closed (no read answered from the cache), `/health` not 200 (`/ready` stays
+//! 200 by design: freshet relays, so the application's pod stays in service; ARCHITECTURE.md).
 //!
 //! A restart disturbs every client of the server, so this test runs its own MariaDB (the
 //! project's `scripts/mariadb.sh` with a datadir under the target directory and a free port),
@@ -150,9 +151,9 @@ async fn untruthful_during_outage(freshet: &Freshet, until: Instant) -> Vec<Stri
         if let Some(lag) = engine.lag() {
             lies.push(format!("a lag of {lag:?} reported with the server down"));
         }
-        let ready = http_status(freshet.admin, "/ready").await;
-        if ready == 200 {
-            lies.push("/ready answered 200 with the server down".to_string());
+        let health = http_status(freshet.admin, "/health").await;
+        if health == 200 {
+            lies.push("/health answered 200 with the server down".to_string());
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
