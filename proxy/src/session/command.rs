@@ -70,7 +70,10 @@ impl Session {
             let Some(command) = Command::from_byte(byte) else {
                 return Err(client_error(codes::UNKNOWN_COMMAND, &format!("Unknown command 0x{byte:02x}"), first.seq()));
             };
-            let flow = if first.is_continued() && matches!(command, Command::Query | Command::StmtExecute | Command::StmtSendLongData) {
+            // Not on a compressed session: there the compression layer numbers the frames, and
+            // the long command is joined as before (bounded by the packet limit all the same).
+            let stream = first.is_continued() && !self.client.is_compressed();
+            let flow = if stream && matches!(command, Command::Query | Command::StmtExecute | Command::StmtSendLongData) {
                 self.relay_streamed(command, first, limit).await?
             } else {
                 let packet = self.client.read_rest(first, limit).await.map_err(SessionError::from_client)?;
