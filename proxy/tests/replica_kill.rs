@@ -47,7 +47,8 @@ fn spawn(config: &std::path::Path, mysql: u16) -> tokio::process::Child {
         .env("NO_COLOR", "1")
         .arg("--config")
         .arg(config)
-        .stdout(Stdio::piped())
+        // freshet logs to stderr (stdout is kept for `freshet check`'s report).
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap()
@@ -73,7 +74,7 @@ fn copied_rows(line: &str) -> u64 {
 }
 
 /// Reads log lines until one contains `what`; returns it.
-async fn wait_for(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>, what: &str) -> String {
+async fn wait_for(lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStderr>>, what: &str) -> String {
     let found = tokio::time::timeout(Duration::from_secs(120), async {
         while let Some(line) = lines.next_line().await.unwrap() {
             let line = plain(&line);
@@ -109,7 +110,7 @@ async fn a_sigkilled_copy_resumes_from_its_last_batch() {
 
     // First life: killed once the copy has started, well before its 3000 batches are done.
     let mut first = spawn(&config, free_port());
-    let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
+    let mut lines = BufReader::new(first.stderr.take().unwrap()).lines();
     wait_for(&mut lines, "replica: copying tables").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     first.start_kill().unwrap();
@@ -121,7 +122,7 @@ async fn a_sigkilled_copy_resumes_from_its_last_batch() {
     // Second life: resumes the copy.
     let mysql = free_port();
     let mut second = spawn(&config, mysql);
-    let mut lines = BufReader::new(second.stdout.take().unwrap()).lines();
+    let mut lines = BufReader::new(second.stderr.take().unwrap()).lines();
     let registered = wait_for(&mut lines, "replica: table registered").await;
     assert!(registered.contains("kept=true"), "the copied rows were kept: {registered}");
     let done = wait_for(&mut lines, "replica: tables copied").await;
@@ -148,7 +149,7 @@ async fn a_sigkilled_copy_resumes_from_its_last_batch() {
     // Third life: nothing to copy; the stream resumes at the replica's position.
     let mysql = free_port();
     let mut third = spawn(&config, mysql);
-    let mut lines = BufReader::new(third.stdout.take().unwrap()).lines();
+    let mut lines = BufReader::new(third.stderr.take().unwrap()).lines();
     let done = wait_for(&mut lines, "replica: tables copied").await;
     assert_eq!(copied_rows(&done), 0, "a restart after a kill copies nothing again ({done})");
     same_answers(&mut c, mysql, &[0, 1, 7, 49]).await;
