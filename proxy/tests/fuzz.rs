@@ -78,24 +78,7 @@ fn sqlish() -> impl Strategy<Value = Vec<u8>> {
 }
 
 fn literal_kinds(text: &[u8]) -> usize {
-    Lexer::new(text)
-        .filter(|t| {
-            matches!(
-                t.kind,
-                TokenKind::Integer
-                    | TokenKind::Decimal
-                    | TokenKind::Float
-                    | TokenKind::HexNumber
-                    | TokenKind::BitNumber
-                    | TokenKind::HexString
-                    | TokenKind::BitString
-                    | TokenKind::SingleQuoted
-                    | TokenKind::DoubleQuoted
-                    | TokenKind::NationalString
-                    | TokenKind::Unterminated
-            )
-        })
-        .count()
+    Lexer::new(text).filter(|t| t.kind.is_value_literal() || matches!(t.kind, TokenKind::NationalString | TokenKind::Unterminated)).count()
 }
 
 proptest! {

@@ -861,16 +861,7 @@ impl<'q> Normalizer<'q, '_> {
             }
             let lit = match token.kind {
                 TokenKind::Word if is(token.text(self.sql), "NULL") => Literal::Null,
-                TokenKind::Integer
-                | TokenKind::Decimal
-                | TokenKind::Float
-                | TokenKind::HexNumber
-                | TokenKind::BitNumber
-                | TokenKind::HexString
-                | TokenKind::BitString
-                | TokenKind::SingleQuoted
-                | TokenKind::DoubleQuoted
-                | TokenKind::Placeholder => match self.parse_literal(at, negative) {
+                kind if kind.is_value_literal() || kind == TokenKind::Placeholder => match self.parse_literal(at, negative) {
                     Some(lit) => lit,
                     None => return self.undo_placeholders(before),
                 },

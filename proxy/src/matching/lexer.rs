@@ -59,6 +59,25 @@ pub enum TokenKind {
     Unterminated,
 }
 
+impl TokenKind {
+    /// A literal that carries a value (a number, a string of any quoting, hex or bit): what
+    /// fingerprints take out as parameters and what shown texts hide.
+    pub fn is_value_literal(self) -> bool {
+        matches!(
+            self,
+            TokenKind::Integer
+                | TokenKind::Decimal
+                | TokenKind::Float
+                | TokenKind::HexNumber
+                | TokenKind::BitNumber
+                | TokenKind::HexString
+                | TokenKind::BitString
+                | TokenKind::SingleQuoted
+                | TokenKind::DoubleQuoted
+        )
+    }
+}
+
 /// One token: its kind and the byte range `start..end` in the input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Token {

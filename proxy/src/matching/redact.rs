@@ -26,17 +26,7 @@ fn redact_into(text: &[u8], out: &mut String) {
     let mut from = 0;
     for token in Lexer::new(text) {
         let piece = match token.kind {
-            TokenKind::Integer
-            | TokenKind::Decimal
-            | TokenKind::Float
-            | TokenKind::HexNumber
-            | TokenKind::BitNumber
-            | TokenKind::HexString
-            | TokenKind::BitString
-            | TokenKind::SingleQuoted
-            | TokenKind::DoubleQuoted
-            | TokenKind::NationalString
-            | TokenKind::Unterminated => None,
+            kind if kind.is_value_literal() || matches!(kind, TokenKind::NationalString | TokenKind::Unterminated) => None,
             TokenKind::ExecComment => Some(token),
             // `'user'@'host'` lexes as a string then a user variable named by a string.
             TokenKind::UserVariable if matches!(token.text(text).get(1), Some(b'\'' | b'"')) => {
