@@ -279,6 +279,20 @@ mod tests {
         assert_eq!(text(&[0xD8], Charset::Utf16Be), "\u{FFFD}");
     }
 
+    /// A cell that does not fit its column is an error naming both, never a panic: a TIME of
+    /// more than u32::MAX hours (no server writes one; a corrupt event can carry it) used to
+    /// overflow in the error message itself.
+    #[test]
+    fn mismatched_cells_are_errors_not_panics() {
+        let huge_time = MyValue::Time(false, u32::MAX, 23, 59, 59, 999_999);
+        for ty in [SqlType::Int { bytes: 4, unsigned: false }, SqlType::Date, SqlType::Enum(vec![]), SqlType::Text] {
+            let e = decode(&ty, None, &facts(), BinlogValue::Value(huge_time.clone())).unwrap_err();
+            assert!(e.contains("TIME"), "{e}");
+        }
+        let e = decode(&SqlType::Double, None, &facts(), BinlogValue::Value(MyValue::Bytes(vec![1; 40]))).unwrap_err();
+        assert_eq!(e, "unexpected 40 bytes for a column of type DOUBLE");
+    }
+
     #[test]
     fn negative_time() {
         let v = dec(SqlType::Time { fsp: 6 }, MyValue::Time(true, 34, 22, 59, 59, 500_000));
