@@ -40,7 +40,7 @@ use bytes::Bytes;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
-use freshet_cdc::{FillConfig, LagHandle, StreamConfig, UpstreamFills};
+use freshet_cdc::{FillConfig, FollowedTables, LagHandle, StreamConfig, UpstreamFills};
 use freshet_config::{CacheSpec, Config};
 use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
 
@@ -248,7 +248,10 @@ impl Engine {
             .context("connecting to the upstream for the cache engine")?;
         freshet_cdc::check_upstream(&mut conn, &database, &[]).await.context("the upstream cannot feed freshet's caches")?;
         let server_id = replica_server_id(config);
-        let stream_config = StreamConfig::new(&database, server_id);
+        let mut stream_config = StreamConfig::new(&database, server_id);
+        // Only the tables caches read are decoded; the writer adds those of later caches.
+        let followed = FollowedTables::default();
+        stream_config.tables = Some(followed.clone());
         // `[fill] source = "replica"`: the stream resumes at the replica's position (replica.rs).
         let store = match (&config.fill.source, &config.replica.path) {
             (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path)?),
@@ -321,6 +324,11 @@ impl Engine {
         }
         tables.sort();
         tables.dedup();
+        // Before the stream has read anything: it takes these at its first group boundary,
+        // ahead of every batch (cdc's `follow`; the writer waits for that announcement).
+        for t in &tables {
+            followed.add(t);
+        }
         let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
         freshet_cdc::check_upstream(&mut conn, &database, &table_refs).await.context("the upstream cannot feed freshet's caches")?;
         let _ = conn.disconnect().await;
