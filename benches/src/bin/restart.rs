@@ -108,7 +108,8 @@ impl Life {
     }
 
     fn url(&self, base: &Opts) -> Opts {
-        OptsBuilder::from_opts(base.clone()).ip_or_hostname("127.0.0.1").tcp_port(self.mysql).db_name(Some(DB)).into()
+        // Not the server's socket, which mysql_async would prefer on 127.0.0.1 when it asks @@socket.
+        OptsBuilder::from_opts(base.clone()).ip_or_hostname("127.0.0.1").tcp_port(self.mysql).db_name(Some(DB)).prefer_socket(false).into()
     }
 
     async fn http(&self, path: &str) -> Option<(u16, String)> {
@@ -133,11 +134,7 @@ impl Life {
     /// The sum of the /metrics samples whose line starts with `prefix`.
     async fn metric(&self, prefix: &str) -> u64 {
         let Some((_, body)) = self.http("/metrics").await else { return 0 };
-        body.lines()
-            .filter(|l| l.starts_with(prefix))
-            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-            .map(|v| v as u64)
-            .sum()
+        body.lines().filter(|l| l.starts_with(prefix)).filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok()).map(|v| v as u64).sum()
     }
 
     /// Seconds from the spawn until the gauge `name` is `value` (polled every 50 ms).
@@ -324,7 +321,7 @@ fn dir_bytes(p: &std::path::Path) -> u64 {
 async fn main() -> anyhow::Result<()> {
     let a = args()?;
     let url = std::env::var("FRESHET_TEST_MYSQL_URL").context("FRESHET_TEST_MYSQL_URL (eval \"$(scripts/mariadb.sh)\")")?;
-    let base: Opts = OptsBuilder::from_opts(Opts::from_url(&url)?).db_name(None::<String>).into();
+    let base: Opts = OptsBuilder::from_opts(Opts::from_url(&url)?).db_name(None::<String>).prefer_socket(false).into();
     let mut c = Conn::new(base.clone()).await?;
     c.query_drop(format!("DROP DATABASE IF EXISTS {DB}")).await?;
     c.query_drop(format!("CREATE DATABASE {DB}")).await?;
