@@ -86,7 +86,7 @@ fn ms(d: Duration) -> String {
 }
 
 struct Life {
-    child: tokio::process::Child,
+    child: std::process::Child,
     mysql: u16,
     admin: u16,
     spawned: Instant,
@@ -95,14 +95,13 @@ struct Life {
 impl Life {
     async fn start(freshet: &str, config: &std::path::Path) -> anyhow::Result<Life> {
         let (mysql, admin) = (free_port(), free_port());
-        let child = tokio::process::Command::new(freshet)
+        let child = std::process::Command::new(freshet)
             .env_remove("FRESHET_CONFIG")
             .env("FRESHET_LISTEN_MYSQL", format!("127.0.0.1:{mysql}"))
             .env("FRESHET_LISTEN_ADMIN", format!("127.0.0.1:{admin}"))
             .arg("--config")
             .arg(config)
             .stderr(Stdio::null())
-            .kill_on_drop(true)
             .spawn()?;
         Ok(Life { child, mysql, admin, spawned: Instant::now() })
     }
@@ -146,10 +145,22 @@ impl Life {
     }
 
     async fn stop(mut self) -> anyhow::Result<()> {
-        let pid = self.child.id().context("freshet already exited")?;
-        std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status()?;
-        tokio::time::timeout(Duration::from_secs(60), self.child.wait()).await??;
-        Ok(())
+        std::process::Command::new("kill").arg("-TERM").arg(self.child.id().to_string()).status()?;
+        for _ in 0..600 {
+            if self.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        bail!("freshet did not exit within 60 s of SIGTERM")
+    }
+}
+
+impl Drop for Life {
+    fn drop(&mut self) {
+        // Stopped already, or the run failed: never leave a freshet behind.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
