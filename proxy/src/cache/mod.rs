@@ -28,6 +28,7 @@ mod metrics;
 pub mod params;
 pub mod replica;
 pub mod route;
+pub mod warm;
 mod writer;
 
 use std::collections::HashMap;
@@ -82,6 +83,8 @@ pub struct Cache {
     /// Reads, counted once each (the view's own counters count every lookup, and a read
     /// waiting for its fill looks up again after each completed fill).
     pub reads: ReadCounts,
+    /// The recently read keys, for the warm restart ([`warm`]).
+    pub hot: warm::HotKeys,
 }
 
 /// What became of the reads routed to one cache.
@@ -178,6 +181,8 @@ pub struct Settings {
     pub server_id: u32,
     /// What classifying one query may cost (`[limits] max_query`, `max_in_list`).
     pub bounds: matching::Bounds,
+    /// `[warm] keys_per_cache`.
+    pub warm_keys: usize,
 }
 
 /// Counters the engine keeps for /metrics and SHOW FRESHET STATUS.
@@ -232,6 +237,8 @@ pub struct Engine {
     pub replica: std::sync::OnceLock<Arc<replica::Replica>>,
     /// What accounts may read which caches, as the server answered.
     pub access: access::Access,
+    /// The warm restart, with `[warm] dir`.
+    pub warm: Option<Arc<warm::Warm>>,
 }
 
 impl Engine {
@@ -280,6 +287,7 @@ impl Engine {
                     max_statement: usize::try_from(config.limits.max_query.bytes()).unwrap_or(usize::MAX),
                     max_in_list: config.limits.max_in_list as usize,
                 },
+                warm_keys: config.warm.keys_per_cache as usize,
             },
             caches: RwLock::new(Vec::new()),
             next_id: AtomicU64::new(0),
@@ -298,6 +306,7 @@ impl Engine {
             counters: EngineCounters::default(),
             replica: std::sync::OnceLock::new(),
             access: access::Access::new(config.consistency.max_privilege_age),
+            warm: warm::Warm::new(&config.warm, &database),
         });
         let mut problems = Vec::new();
         let mut tables: Vec<String> = Vec::new();
@@ -362,6 +371,9 @@ impl Engine {
             }
         });
         engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
+        if let Some(w) = &engine.warm {
+            w.start(&engine);
+        }
         let weak = Arc::downgrade(&engine);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(FRESHNESS_CHECK);
@@ -394,6 +406,7 @@ impl Engine {
             hit_latency: LatencySketch::default(),
             hit_histogram: Histogram::default(),
             reads: ReadCounts::default(),
+            hot: warm::HotKeys::new(self.settings.warm_keys),
         }))
     }
 
@@ -411,6 +424,7 @@ impl Engine {
             hit_latency: LatencySketch::default(),
             hit_histogram: Histogram::default(),
             reads: ReadCounts::default(),
+            hot: warm::HotKeys::new(self.settings.warm_keys),
         })
     }
 
@@ -506,9 +520,10 @@ impl Engine {
         match look().map_err(refused)? {
             Lookup::Hit(rows) => {
                 cache.reads.hit.inc();
+                cache.hot.sample_hit(&live.reader, slots, params);
                 return Ok(rows);
             }
-            Lookup::Miss(_) => {}
+            Lookup::Miss(keys) => cache.hot.missed(&keys),
         }
         self.counters.fill_waits.inc();
         cache.reads.missed.inc();
@@ -531,6 +546,9 @@ impl Engine {
     /// Ends the engine's tasks (the writer, with it the binlog stream and the fills) at
     /// shutdown; cached reads are relayed from then on.
     pub fn stop(&self) {
+        if let Some(w) = &self.warm {
+            w.save(self);
+        }
         self.stream_up.store(false, Ordering::Relaxed);
         self.fresh.store(false, Ordering::Relaxed);
         let _ = self.control.send(writer::Control::Stop);
