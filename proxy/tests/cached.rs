@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use freshet_proxy::cache::{Engine, RelayReason};
+use freshet_testkit::http;
 use mysql_async::prelude::*;
 
 /// Creates `table` (dropped first) with `rows` rows: id, name, price, created, qty.
@@ -266,8 +267,7 @@ async fn uncacheable_config_queries_fail_the_start_or_are_relayed() {
         "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{config}",
         upstream_url()
     );
-    let parsed = freshet_config::Config::parse(&toml, std::path::Path::new("t.toml"), &|_| None, &[]).unwrap();
-    let err = match freshet_proxy::Server::bind(parsed).await {
+    let err = match freshet_proxy::Server::bind(freshet_testkit::freshet::config(&toml)).await {
         Ok(_) => panic!("an uncacheable [[cache]] must fail a strict start"),
         Err(e) => format!("{e:#}"),
     };
@@ -295,7 +295,7 @@ async fn metrics_and_readiness_cover_the_caches() {
     let proxy = start_proxy(&cache_config(&[("m", "SELECT id, name FROM ct_metrics WHERE id = ?")])).await;
     let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
     hit(&mut client, &proxy, "m", "SELECT id, name FROM ct_metrics WHERE id = 1").await;
-    let body = http_get(&proxy, "/metrics").await;
+    let (_, body) = http::get(proxy.admin, "/metrics").await;
     for needle in [
         "freshet_proxy_cache_hits_total{cache=\"m\"} ",
         "freshet_proxy_cache_keys{cache=\"m\"} 1",
@@ -306,16 +306,7 @@ async fn metrics_and_readiness_cover_the_caches() {
         assert!(body.contains(needle), "{needle} missing from\n{body}");
     }
     assert!(!body.contains("ct_metrics WHERE"), "no query text in labels");
-    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 200"));
-}
-
-async fn http_get(proxy: &Proxy, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(proxy.admin).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
+    assert_eq!(http::get(proxy.admin, "/ready").await.0, 200);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -434,12 +425,12 @@ async fn without_a_fresh_binlog_cached_reads_are_relayed_and_not_ready() {
     let (hits_before, lag_before) = (hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag));
     assert_eq!(client.query(sql).await, want);
     assert_eq!((hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag)), (hits_before, lag_before + 1));
-    assert!(http_get(&proxy, "/health").await.starts_with("HTTP/1.1 503"), "not healthy while the binlog is not followed");
-    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 200"), "but ready: freshet relays meanwhile");
-    assert!(http_get(&proxy, "/startup?caches").await.starts_with("HTTP/1.1 503"), "a start waiting for fresh caches waits");
+    assert_eq!(http::get(proxy.admin, "/health").await.0, 503, "not healthy while the binlog is not followed");
+    assert_eq!(http::get(proxy.admin, "/ready").await.0, 200, "but ready: freshet relays meanwhile");
+    assert_eq!(http::get(proxy.admin, "/startup?caches").await.0, 503, "a start waiting for fresh caches waits");
     e.stream_up.store(true, std::sync::atomic::Ordering::Relaxed);
     tokio::time::sleep(freshet_proxy::cache::FRESHNESS_CHECK * 3).await;
     assert_eq!(hit(&mut client, &proxy, "lag", sql).await, want);
-    assert!(http_get(&proxy, "/health").await.starts_with("HTTP/1.1 200"));
-    assert!(http_get(&proxy, "/startup?caches").await.starts_with("HTTP/1.1 200"));
+    assert_eq!(http::get(proxy.admin, "/health").await.0, 200);
+    assert_eq!(http::get(proxy.admin, "/startup?caches").await.0, 200);
 }
