@@ -45,10 +45,11 @@ use freshet_config::{CacheSpec, Config};
 use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
 
 pub use self::route::RelayReason;
+use self::route::{Entry, Verdict, VerdictTable};
 use crate::encode::ColumnDef;
 use crate::encode::text::Column;
 pub use crate::matching::CacheId;
-use crate::matching::{self, Entry, Query, SqlMode, Verdict, VerdictTable};
+use crate::matching::{self, Query, SqlMode};
 use crate::metrics::{Counter, Histogram};
 
 use self::latency::LatencySketch;

@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use proptest::prelude::*;
 
 use super::*;
+use crate::cache::route::{ParamMap, SlotUse, Verdict, VerdictTable};
 
 fn q(sql: &str) -> Query<'_> {
     classify(sql.as_bytes(), SqlMode::default())
