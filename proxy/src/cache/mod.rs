@@ -46,11 +46,11 @@ use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader,
 
 pub use self::route::RelayReason;
 use self::route::{Entry, Verdict, VerdictTable};
-use crate::encode::ColumnDef;
 use crate::encode::text::Column;
 pub use crate::matching::CacheId;
 use crate::matching::{self, Query, SqlMode};
 use crate::metrics::{Counter, Histogram};
+use crate::protocol::column::ColumnDef;
 
 use self::latency::LatencySketch;
 use self::matcher::Pattern;
@@ -704,7 +704,7 @@ fn column_origin(packet: &[u8]) -> Option<(String, String, String)> {
 
 /// ENUM/SET labels of a result column, from its origin table and column in the catalog.
 fn enum_labels(packet: &[u8], def: &ColumnDef, catalog: &Catalog) -> Vec<String> {
-    use crate::encode::flags;
+    use crate::protocol::column::flags;
     if !def.has(flags::ENUM) && !def.has(flags::SET) {
         return Vec::new();
     }

@@ -20,7 +20,7 @@ use crate::cache::{Cache, ColumnsKey, Engine};
 use crate::encode::{binary, text};
 use crate::matching;
 use crate::protocol::cursor::put_lenenc;
-use crate::protocol::response::EOF;
+use crate::protocol::response::{end_of_rows, eof_packet};
 use crate::protocol::{Capabilities, StatusFlags};
 
 use super::{Session, SessionError};
@@ -198,15 +198,14 @@ impl Session {
             StatusFlags(self.status.0 & !(StatusFlags::MORE_RESULTS_EXISTS | StatusFlags::CURSOR_EXISTS | StatusFlags::LAST_ROW_SENT));
         let deprecate_eof = self.caps.has(Capabilities::DEPRECATE_EOF);
         if !deprecate_eof {
-            seq = self.client.queue_packet(seq, &eof(status));
+            seq = self.client.queue_packet(seq, &eof_packet(status));
         }
         let mut from = 0;
         for &end in &ends {
             seq = self.client.queue_packet(seq, &encoded[from..end]);
             from = end;
         }
-        let end = if deprecate_eof { ok_eof(status) } else { eof(status) };
-        self.client.queue_packet(seq, &end);
+        self.client.queue_packet(seq, &end_of_rows(status, deprecate_eof));
         self.flush_client().await?;
         Ok(Written::Sent)
     }
@@ -305,20 +304,6 @@ fn encode_rows(
         ends.push(out.len());
     }
     Ok((out, ends))
-}
-
-fn eof(status: StatusFlags) -> Vec<u8> {
-    let mut out = vec![EOF, 0, 0];
-    out.extend_from_slice(&status.0.to_le_bytes());
-    out
-}
-
-/// The OK packet with an 0xFE header that ends a result set under DEPRECATE_EOF.
-fn ok_eof(status: StatusFlags) -> Vec<u8> {
-    let mut out = vec![EOF, 0, 0];
-    out.extend_from_slice(&status.0.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out
 }
 
 /// Entry kept while a relayed command runs.
