@@ -309,6 +309,52 @@ async fn metrics_and_readiness_cover_the_caches() {
     assert_eq!(http::get(proxy.admin, "/ready").await.0, 200);
 }
 
+/// The value of the sample line `name` (with its labels) in a /metrics body; 0 when absent.
+fn metric(body: &str, name: &str) -> u64 {
+    body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0)
+}
+
+/// A hit is timed once, in the cache's histogram; the relay histogram times what is not
+/// answered from a cache. Both count the command (commands_total counts every one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hit_is_timed_in_one_histogram() {
+    items_table("ct_one_hist", 5).await;
+    let proxy = start_proxy(&cache_config(&[("h", "SELECT id, name FROM ct_one_hist WHERE id = ?")])).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, name FROM ct_one_hist WHERE id = 1";
+    let want = hit(&mut client, &proxy, "h", sql).await;
+    let counts = |body: &str| {
+        (
+            metric(body, "freshet_proxy_commands_total{command=\"query\"}"),
+            metric(body, "freshet_proxy_relay_duration_seconds_count{command=\"query\"}"),
+            metric(body, "freshet_proxy_cache_hit_duration_seconds_count{cache=\"h\"}"),
+        )
+    };
+    // The session records a command just after writing its reply: wait for the count.
+    let settled = |commands: u64| {
+        let admin = proxy.admin;
+        async move {
+            for _ in 0..200 {
+                let now = counts(&http::get(admin, "/metrics").await.1);
+                if now.0 >= commands {
+                    return now;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("the command count never reached {commands}");
+        }
+    };
+    let before = settled(0).await;
+    let hits_before = hits(&proxy, "h");
+    assert_eq!(client.query(sql).await, want);
+    assert_eq!(hits(&proxy, "h"), hits_before + 1, "the read was a hit");
+    let after = settled(before.0 + 1).await;
+    assert_eq!(after, (before.0 + 1, before.1, before.2 + 1), "(commands, relay histogram, hit histogram) before: {before:?}");
+    client.query("SELECT 1").await;
+    let relayed = settled(after.0 + 1).await;
+    assert_eq!(relayed, (after.0 + 1, after.1 + 1, after.2), "a relayed query is timed in the relay histogram");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_cache_starts_the_engine_of_a_relay_only_freshet() {
     items_table("ct_lazy", 8).await;
