@@ -40,7 +40,7 @@ use bytes::Bytes;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
-use freshet_cdc::{FillConfig, LagHandle, StreamConfig, UpstreamFills};
+use freshet_cdc::{FillConfig, FollowedTables, LagHandle, StreamConfig, UpstreamFills};
 use freshet_config::{CacheSpec, Config};
 use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
 
@@ -253,6 +253,8 @@ struct Connected {
     opts: mysql_async::Opts,
     server_id: u32,
     stream_config: StreamConfig,
+    /// The tables the stream decodes (those the caches read, added once they are built).
+    followed: FollowedTables,
     store: Option<Arc<freshet_replica::ReplicaStore>>,
     stream: freshet_cdc::BinlogStream,
     resume: Option<replica::Resume>,
@@ -287,7 +289,10 @@ impl Engine {
             .context("connecting to the upstream for the cache engine")?;
         freshet_cdc::check_upstream(&mut conn, &database, &[]).await.context("the upstream cannot feed freshet's caches")?;
         let server_id = replica_server_id(config);
-        let stream_config = StreamConfig::new(&database, server_id);
+        let mut stream_config = StreamConfig::new(&database, server_id);
+        // Only the tables caches read are decoded; the writer adds those of later caches.
+        let followed = FollowedTables::default();
+        stream_config.tables = Some(followed.clone());
         // `[fill] source = "replica"`: the stream resumes at the replica's position (replica.rs).
         let store = match (&config.fill.source, &config.replica.path) {
             (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path)?),
@@ -296,7 +301,7 @@ impl Engine {
         let (stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)
             .await
             .context("starting the binlog stream")?;
-        Ok(Connected { database, conn, opts, server_id, stream_config, store, stream, resume })
+        Ok(Connected { database, conn, opts, server_id, stream_config, followed, store, stream, resume })
     }
 
     /// The catalog of the stream's tables, the dataflow, the engine, and every `[[cache]]`
@@ -378,7 +383,12 @@ impl Engine {
     async fn spawn_tasks(config: &Config, built: Built, connected: Connected) -> anyhow::Result<()> {
         let Built { engine, dataflow, control_rx, tables } = built;
         let engine = &engine;
-        let Connected { database, mut conn, opts, server_id, stream_config, store, mut stream, resume } = connected;
+        let Connected { database, mut conn, opts, server_id, stream_config, followed, store, mut stream, resume } = connected;
+        // Before the stream has read anything: it takes these at its first group boundary,
+        // ahead of every batch (cdc's `follow`; the writer waits for that announcement).
+        for t in &tables {
+            followed.add(t);
+        }
         let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
         freshet_cdc::check_upstream(&mut conn, &database, &table_refs).await.context("the upstream cannot feed freshet's caches")?;
         let _ = conn.disconnect().await;

@@ -33,6 +33,8 @@ use freshet_dataflow::{Batch, Dataflow, FillError, FillRequest, FillResponse, Vi
 
 use super::{Cache, Engine, live_of};
 
+mod follow;
+
 /// Requests from sessions (admin statements).
 pub(super) enum Control {
     Create {
@@ -79,6 +81,9 @@ pub(super) struct Writer {
     stream_config: StreamConfig,
     in_flight: JoinSet<FillDone>,
     epoch: u64,
+    /// Tables every batch from here on carries, and caches waiting for theirs (`follow`).
+    followed: Vec<String>,
+    waiting: Vec<follow::Waiting>,
 }
 
 impl Writer {
@@ -90,7 +95,8 @@ impl Writer {
         opts: Opts,
         stream_config: StreamConfig,
     ) -> Writer {
-        Writer { engine, dataflow, fills, replica, opts, stream_config, in_flight: JoinSet::new(), epoch: 0 }
+        let (followed, waiting) = (Vec::new(), Vec::new());
+        Writer { engine, dataflow, fills, replica, opts, stream_config, in_flight: JoinSet::new(), epoch: 0, followed, waiting }
     }
 
     pub(super) async fn run(mut self, mut events: Events, mut control: mpsc::UnboundedReceiver<Control>) {
@@ -124,6 +130,7 @@ impl Writer {
                 Some(Ok(StreamEvent::Batch(batch))) => self.apply(&batch),
                 Some(Ok(StreamEvent::Schema(change))) if change.kind == DdlKind::Privileges => self.engine.access.forget_all(),
                 Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
+                Some(Ok(StreamEvent::Following(tables))) => self.now_following(tables),
                 Some(Err(CdcError::Untrusted(why))) => {
                     info!(reason = %why, "a transaction could not be followed; evicting every cache");
                     if let Some(r) = &self.replica {
@@ -254,7 +261,7 @@ impl Writer {
     /// again: a migration that drops and re-creates a table gets its caches back.
     fn revive(&mut self) {
         for cache in self.engine.caches() {
-            if cache.live().is_ok() {
+            if cache.live().is_ok() || !self.reads_followed(&cache.sql) {
                 continue;
             }
             if let Ok(view) = self.dataflow.install_sql(&cache.sql)
@@ -303,6 +310,7 @@ impl Writer {
                         // The gap may have hidden a GRANT or REVOKE.
                         self.engine.access.forget_all();
                         self.publish_catalog(None);
+                        self.stream_replaced();
                         let mut stream = stream;
                         stream.use_lag(self.engine.lag_handle());
                         let (events, _) = stream.spawn(EVENT_QUEUE);
@@ -318,16 +326,18 @@ impl Writer {
         }
     }
 
+    fn create(&mut self, spec: CacheSpec, reply: oneshot::Sender<Result<Arc<Cache>, String>>) {
+        let result = self.engine.build(&mut self.dataflow, &spec, true);
+        if let Ok(cache) = &result {
+            info!(cache = %cache.name, "cache created");
+            self.engine.push(cache.clone());
+        }
+        let _ = reply.send(result);
+    }
+
     fn control(&mut self, request: Control) {
         match request {
-            Control::Create { spec, reply } => {
-                let result = self.engine.build(&mut self.dataflow, &spec, true);
-                if let Ok(cache) = &result {
-                    info!(cache = %cache.name, "cache created");
-                    self.engine.push(cache.clone());
-                }
-                let _ = reply.send(result);
-            }
+            Control::Create { spec, reply } => self.create_when_followed(spec, reply),
             Control::Drop { view, reply } => {
                 // Another cache may share the view (identical plans share one).
                 let shared = self.engine.caches().iter().any(|c| c.live().is_ok_and(|l| l.view == view));
