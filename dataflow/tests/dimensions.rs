@@ -15,16 +15,7 @@ const KARMA: &str = "SELECT users.id, COUNT(votes.user_id) FROM users JOIN stori
 const KARMA_FROM_VOTES: &str = "SELECT users.id, COUNT(votes.user_id) FROM votes JOIN stories ON stories.id = votes.story_id JOIN users ON users.id = stories.author_id WHERE users.id = ? GROUP BY users.id";
 const KARMA_LEFT: &str = "SELECT users.id, users.name, COUNT(votes.user_id) FROM users LEFT JOIN stories ON stories.author_id = users.id LEFT JOIN votes ON votes.story_id = stories.id WHERE users.id = ? GROUP BY users.id, users.name";
 
-fn catalog() -> Catalog {
-    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
-    let t = |n: &str| ColumnSchema::new(n, SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi));
-    let mut c = Catalog::new();
-    c.add(TableSchema::new("users", vec![i("id"), t("name")], vec![0])).unwrap();
-    c.add(TableSchema::new("stories", vec![i("id"), i("author_id"), t("title")], vec![0])).unwrap();
-    c.add(TableSchema::new("comments", vec![i("id"), i("story_id"), i("author_id"), t("body")], vec![0])).unwrap();
-    c.add(TableSchema::new("votes", vec![i("user_id"), i("story_id")], vec![0, 1])).unwrap();
-    c
-}
+use freshet_testkit::catalog::news as catalog;
 
 fn int(i: i64) -> Value {
     Value::Int(i)

@@ -25,9 +25,7 @@ impl Server {
     fn connect() -> Server {
         const HOW: &str =
             "start the project's MariaDB (scripts/mariadb.sh start) and run `eval \"$(scripts/mariadb.sh env)\"` before `cargo test`";
-        if std::env::var("FRESHET_TEST_MYSQL_URL").is_err() {
-            panic!("FRESHET_TEST_MYSQL_URL is not set: this test needs a real MariaDB; {HOW}");
-        }
+        freshet_testkit::mysql_url();
         let Ok(socket) = std::env::var("FRESHET_TEST_MYSQL_SOCKET") else {
             panic!("FRESHET_TEST_MYSQL_SOCKET is not set: this test talks to MariaDB through its socket; {HOW}");
         };
@@ -111,14 +109,7 @@ const QUERIES: &[&str] = &[
     "SELECT id, ROUND(x / 3, 2), ROUND(x / 3), ROUND(x * 7, -1), FLOOR(x / 4), CEIL(x / 4), CEILING(-x / 4), LEFT(s, 1), RIGHT(s, 1), REPLACE(s, 'a', 'zz'), IF(x > 2, 'big', 'small'), NULLIF(g, 1), LENGTH(s), UPPER(s), SUBSTRING(s, 2), x DIV 2, x % 3 FROM a WHERE k = ?",
 ];
 
-fn catalog() -> Catalog {
-    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 4, unsigned: false });
-    let s = || ColumnSchema::new("s", SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi));
-    let mut c = Catalog::new();
-    c.add(TableSchema::new("a", vec![i("id"), i("k"), i("g"), i("x"), s()], vec![0])).unwrap();
-    c.add(TableSchema::new("b", vec![i("id"), i("k"), i("y"), s()], vec![0])).unwrap();
-    c
-}
+use freshet_testkit::catalog::ab as catalog;
 
 #[test]
 fn rendered_fill_sql_and_results_match_mariadb() {

@@ -6,16 +6,7 @@
 use freshet_dataflow::eval::eval;
 use freshet_dataflow::*;
 
-fn catalog() -> Catalog {
-    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
-    let t = |n: &str| ColumnSchema::new(n, SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi));
-    let mut c = Catalog::new();
-    c.add(TableSchema::new("users", vec![i("id"), t("name")], vec![0])).unwrap();
-    c.add(TableSchema::new("stories", vec![i("id"), i("author_id"), t("title")], vec![0])).unwrap();
-    c.add(TableSchema::new("comments", vec![i("id"), i("story_id"), i("author_id"), t("body")], vec![0])).unwrap();
-    c.add(TableSchema::new("votes", vec![i("user_id"), i("story_id")], vec![0, 1])).unwrap();
-    c
-}
+use freshet_testkit::catalog::news as catalog;
 
 fn q(sql: &str) -> CompiledQuery {
     compile(sql, &catalog()).unwrap_or_else(|e| panic!("{sql}: {e}"))

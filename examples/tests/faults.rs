@@ -31,7 +31,6 @@ use common::*;
 use freshet_examples::app;
 use freshet_examples::load;
 use mysql_async::prelude::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const DB: &str = "news_faults";
 /// Large enough that most partitions stay in memory across the restart: a partition that
@@ -123,14 +122,9 @@ fn wait_gone(pid: &str) {
     }
 }
 
-/// The status code of `GET path` on freshet's admin listener.
+/// The status code of `GET path` on freshet's admin listener (0 when none arrives in 5 s).
 async fn http_status(addr: std::net::SocketAddr, path: &str) -> u16 {
-    let mut s = tokio::net::TcpStream::connect(addr).await.expect("admin listener");
-    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
-    let mut head = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(5), s.read_to_end(&mut head)).await;
-    let text = String::from_utf8_lossy(&head);
-    text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0)
+    freshet_testkit::http::status_within(addr, path, Duration::from_secs(5)).await
 }
 
 /// What freshet said about itself while the server was down, sampled until `until`; each

@@ -21,11 +21,7 @@ use mysql_async::prelude::*;
 
 const SMALL: load::Sizes = load::Sizes { users: 200, stories: 500, votes: 3_000, comments: 2_000 };
 
-fn server_url() -> String {
-    std::env::var("FRESHET_TEST_MYSQL_URL").unwrap_or_else(|_| {
-        panic!("FRESHET_TEST_MYSQL_URL is not set: run `eval \"$(scripts/mariadb.sh env)\"` in /work/main first (it starts or reuses the private MariaDB)")
-    })
-}
+use freshet_testkit::mysql_url as server_url;
 
 /// A private database for one test, dropped on drop.
 struct TestDb {
@@ -39,8 +35,7 @@ impl TestDb {
     async fn loaded(test: &str) -> TestDb {
         let server = server_url();
         let name = format!("news_test_{}_{test}", std::process::id());
-        let base = server.rsplit_once('/').map_or(server.as_str(), |(b, _)| b);
-        let url = format!("{base}/{name}");
+        let url = freshet_testkit::url_with_db(&server, &name);
         let db = TestDb { server, name, url };
         load::load(&db.url, SMALL).await.expect("news load");
         db

@@ -6,7 +6,8 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use freshet_dataflow::{Collation, Date, DateTime, Value};
 use freshet_proxy::encode::text::Column;
-use freshet_proxy::encode::{ColumnDef, binary, text, types};
+use freshet_proxy::encode::{binary, text};
+use freshet_proxy::protocol::column::{ColumnDef, types};
 
 fn col(type_code: u8, charset: u16) -> Column {
     Column { def: ColumnDef { name: "c".into(), charset, length: 20, type_code, flags: 0, decimals: 0 }, labels: vec![] }

@@ -4,7 +4,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use freshet_proxy::matching::{CacheId, ParamMap, SqlMode, Verdict, VerdictTable, classify};
+use freshet_proxy::cache::route::{ParamMap, Verdict, VerdictTable};
+use freshet_proxy::matching::{CacheId, SqlMode, classify};
 
 fn bench(c: &mut Criterion) {
     let queries = [

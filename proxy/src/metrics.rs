@@ -213,10 +213,14 @@ pub fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: impl
 }
 
 impl ProxyMetrics {
-    /// A command relayed and how long its reply took to relay completely.
-    pub fn command(&self, command: Command, elapsed: Duration) {
+    /// A command received and how long its reply took to write completely. One answered from
+    /// a cache (`cached`) is counted but not timed here: the cache's own histogram times it
+    /// (`freshet_proxy_cache_hit_duration_seconds`), so a hit is in one histogram, not two.
+    pub fn command(&self, command: Command, elapsed: Duration, cached: bool) {
         self.commands[command.index()].inc();
-        self.latency[command.index()].observe(elapsed);
+        if !cached {
+            self.latency[command.index()].observe(elapsed);
+        }
     }
 
     pub fn commands_relayed(&self, command: Command) -> u64 {
@@ -248,7 +252,7 @@ impl ProxyMetrics {
                 sample(out, "freshet_proxy_commands_total", &[("command", c.label())], n);
             }
         }
-        let help = "From a command's arrival to the end of its reply, whether relayed or answered by freshet (cached reads are also in freshet_proxy_cache_hit_duration_seconds).";
+        let help = "From a command's arrival to the end of its reply, relayed or answered by freshet's admin statements; reads answered from a cache are timed in freshet_proxy_cache_hit_duration_seconds instead.";
         family(out, "freshet_proxy_relay_duration_seconds", "histogram", help);
         for c in Command::ALL {
             if self.commands[c.index()].get() > 0 {
@@ -294,8 +298,8 @@ mod tests {
     fn renders_prometheus_text() {
         let m = ProxyMetrics::default();
         m.connections_total.inc();
-        m.command(Command::Query, Duration::from_micros(300));
-        m.command(Command::Query, Duration::from_millis(20));
+        m.command(Command::Query, Duration::from_micros(300), false);
+        m.command(Command::Query, Duration::from_millis(20), false);
         m.session_ended(SessionEnd::Quit);
         let mut out = String::new();
         m.render(&mut out);

@@ -6,21 +6,8 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
+use freshet_testkit::http::{get, request as http};
 use mysql_async::prelude::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-
-async fn http(addr: std::net::SocketAddr, request: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(request.as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    let status = out[9..12].parse().unwrap();
-    (status, out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string())
-}
-
-async fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    http(addr, &format!("GET {path} HTTP/1.1\r\nHost: freshet\r\n\r\n")).await
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn live_ready_and_metrics() {
@@ -164,8 +151,7 @@ async fn server(extra: &str) -> (freshet_proxy::Server, tokio::sync::oneshot::Se
         "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{extra}",
         upstream_url()
     );
-    let config = freshet_config::Config::parse(&toml, std::path::Path::new("test.toml"), &|_| None, &[]).unwrap();
-    let server = freshet_proxy::Server::bind(config).await.expect("freshet binds");
+    let server = freshet_testkit::freshet::bind(&toml).await;
     let (stop, stopped) = tokio::sync::oneshot::channel();
     (server, stop, stopped)
 }

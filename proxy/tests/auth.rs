@@ -235,7 +235,7 @@ async fn tls_follows_the_client_and_require_ssl_is_honoured() {
 async fn own_connections_honour_upstream_tls() {
     for (mode, want_tls) in [("preferred", true), ("required", true), ("disabled", false)] {
         let toml = format!("[upstream]\nurl = \"{}\"\ntls = \"{mode}\"\n", upstream_url());
-        let config = freshet_config::Config::parse(&toml, std::path::Path::new("t.toml"), &|_| None, &[]).unwrap();
+        let config = freshet_testkit::freshet::config(&toml);
         let (mut conn, _) = freshet_proxy::upstream::connect_own(&config.upstream).await.unwrap();
         let cipher: Option<(String, String)> = conn.query_first("SHOW SESSION STATUS LIKE 'Ssl_cipher'").await.unwrap();
         let cipher = cipher.map(|(_, v)| v).unwrap_or_default();

@@ -8,6 +8,7 @@ use common::*;
 use freshet_proxy::metrics::SessionEnd;
 use freshet_proxy::protocol::io::ReadError;
 use freshet_proxy::protocol::response::ErrPacket;
+use freshet_testkit::http;
 use mysql_async::prelude::*;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -156,18 +157,8 @@ async fn dead_upstream_is_a_clear_error() {
     }
     // The process is still serving: its admin endpoint answers, and says the upstream is
     // unreachable (/health; /ready stays 200, see the admin tests).
-    let (status, body) = http_get(proxy.admin, "/health").await;
+    let (status, body) = http::get(proxy.admin, "/health").await;
     assert_eq!(status, 503, "{body}");
-}
-
-pub async fn http_get(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
-    let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    let status = out[9..12].parse().unwrap();
-    let body = out.split("\r\n\r\n").nth(1).unwrap_or_default().to_string();
-    (status, body)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use common::*;
 use freshet_proxy::cache::{Engine, RelayReason};
+use freshet_testkit::http;
 use mysql_async::prelude::*;
 
 /// Creates `table` (dropped first) with `rows` rows: id, name, price, created, qty.
@@ -266,8 +267,7 @@ async fn uncacheable_config_queries_fail_the_start_or_are_relayed() {
         "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{config}",
         upstream_url()
     );
-    let parsed = freshet_config::Config::parse(&toml, std::path::Path::new("t.toml"), &|_| None, &[]).unwrap();
-    let err = match freshet_proxy::Server::bind(parsed).await {
+    let err = match freshet_proxy::Server::bind(freshet_testkit::freshet::config(&toml)).await {
         Ok(_) => panic!("an uncacheable [[cache]] must fail a strict start"),
         Err(e) => format!("{e:#}"),
     };
@@ -295,7 +295,7 @@ async fn metrics_and_readiness_cover_the_caches() {
     let proxy = start_proxy(&cache_config(&[("m", "SELECT id, name FROM ct_metrics WHERE id = ?")])).await;
     let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
     hit(&mut client, &proxy, "m", "SELECT id, name FROM ct_metrics WHERE id = 1").await;
-    let body = http_get(&proxy, "/metrics").await;
+    let (_, body) = http::get(proxy.admin, "/metrics").await;
     for needle in [
         "freshet_proxy_cache_hits_total{cache=\"m\"} ",
         "freshet_proxy_cache_keys{cache=\"m\"} 1",
@@ -306,16 +306,53 @@ async fn metrics_and_readiness_cover_the_caches() {
         assert!(body.contains(needle), "{needle} missing from\n{body}");
     }
     assert!(!body.contains("ct_metrics WHERE"), "no query text in labels");
-    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 200"));
+    assert_eq!(http::get(proxy.admin, "/ready").await.0, 200);
 }
 
-async fn http_get(proxy: &Proxy, path: &str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(proxy.admin).await.unwrap();
-    s.write_all(format!("GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).await.unwrap();
-    out
+/// The value of the sample line `name` (with its labels) in a /metrics body; 0 when absent.
+fn metric(body: &str, name: &str) -> u64 {
+    body.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0)
+}
+
+/// A hit is timed once, in the cache's histogram; the relay histogram times what is not
+/// answered from a cache. Both count the command (commands_total counts every one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hit_is_timed_in_one_histogram() {
+    items_table("ct_one_hist", 5).await;
+    let proxy = start_proxy(&cache_config(&[("h", "SELECT id, name FROM ct_one_hist WHERE id = ?")])).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, name FROM ct_one_hist WHERE id = 1";
+    let want = hit(&mut client, &proxy, "h", sql).await;
+    let counts = |body: &str| {
+        (
+            metric(body, "freshet_proxy_commands_total{command=\"query\"}"),
+            metric(body, "freshet_proxy_relay_duration_seconds_count{command=\"query\"}"),
+            metric(body, "freshet_proxy_cache_hit_duration_seconds_count{cache=\"h\"}"),
+        )
+    };
+    // The session records a command just after writing its reply: wait for the count.
+    let settled = |commands: u64| {
+        let admin = proxy.admin;
+        async move {
+            for _ in 0..200 {
+                let now = counts(&http::get(admin, "/metrics").await.1);
+                if now.0 >= commands {
+                    return now;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            panic!("the command count never reached {commands}");
+        }
+    };
+    let before = settled(0).await;
+    let hits_before = hits(&proxy, "h");
+    assert_eq!(client.query(sql).await, want);
+    assert_eq!(hits(&proxy, "h"), hits_before + 1, "the read was a hit");
+    let after = settled(before.0 + 1).await;
+    assert_eq!(after, (before.0 + 1, before.1, before.2 + 1), "(commands, relay histogram, hit histogram) before: {before:?}");
+    client.query("SELECT 1").await;
+    let relayed = settled(after.0 + 1).await;
+    assert_eq!(relayed, (after.0 + 1, after.1 + 1, after.2), "a relayed query is timed in the relay histogram");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -434,14 +471,14 @@ async fn without_a_fresh_binlog_cached_reads_are_relayed_and_not_ready() {
     let (hits_before, lag_before) = (hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag));
     assert_eq!(client.query(sql).await, want);
     assert_eq!((hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag)), (hits_before, lag_before + 1));
-    assert!(http_get(&proxy, "/health").await.starts_with("HTTP/1.1 503"), "not healthy while the binlog is not followed");
-    assert!(http_get(&proxy, "/ready").await.starts_with("HTTP/1.1 200"), "but ready: freshet relays meanwhile");
-    assert!(http_get(&proxy, "/startup?caches").await.starts_with("HTTP/1.1 503"), "a start waiting for fresh caches waits");
+    assert_eq!(http::get(proxy.admin, "/health").await.0, 503, "not healthy while the binlog is not followed");
+    assert_eq!(http::get(proxy.admin, "/ready").await.0, 200, "but ready: freshet relays meanwhile");
+    assert_eq!(http::get(proxy.admin, "/startup?caches").await.0, 503, "a start waiting for fresh caches waits");
     e.stream_up.store(true, std::sync::atomic::Ordering::Relaxed);
     tokio::time::sleep(freshet_proxy::cache::FRESHNESS_CHECK * 3).await;
     assert_eq!(hit(&mut client, &proxy, "lag", sql).await, want);
-    assert!(http_get(&proxy, "/health").await.starts_with("HTTP/1.1 200"));
-    assert!(http_get(&proxy, "/startup?caches").await.starts_with("HTTP/1.1 200"));
+    assert_eq!(http::get(proxy.admin, "/health").await.0, 200);
+    assert_eq!(http::get(proxy.admin, "/startup?caches").await.0, 200);
 }
 
 /// The stream decodes only the rows of tables caches read. A runtime CREATE CACHE on a table

@@ -4,9 +4,10 @@ mod common;
 
 use common::*;
 use freshet_dataflow::{Collation, Date, DateTime, Decimal, Value};
+use freshet_proxy::encode::Unencodable;
 use freshet_proxy::encode::text::{self, Column};
-use freshet_proxy::encode::{ColumnDef, Unencodable};
 use freshet_proxy::protocol::Capabilities;
+use freshet_proxy::protocol::column::ColumnDef;
 use mysql_async::prelude::*;
 
 const TABLE: &str = "CREATE TABLE IF NOT EXISTS encode_types (

@@ -15,9 +15,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
 fn opts(db: Option<&str>) -> Opts {
-    let url = std::env::var("FRESHET_TEST_MYSQL_URL")
-        .unwrap_or_else(|_| panic!("FRESHET_TEST_MYSQL_URL is not set: run `eval \"$(scripts/mariadb.sh)\"` first"));
-    OptsBuilder::from_opts(Opts::from_url(&url).unwrap()).db_name(db.map(str::to_string)).into()
+    OptsBuilder::from_opts(Opts::from_url(&freshet_testkit::mysql_url()).unwrap()).db_name(db.map(str::to_string)).into()
 }
 
 async fn fresh_db(name: &str) -> (String, Conn) {

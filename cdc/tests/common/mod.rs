@@ -12,11 +12,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 
 /// The server's URL; fails the test (never skips) when it is not set.
-pub fn url() -> String {
-    std::env::var("FRESHET_TEST_MYSQL_URL").unwrap_or_else(|_| {
-        panic!("FRESHET_TEST_MYSQL_URL is not set: run `eval \"$(scripts/mariadb.sh)\"` from the repository root first")
-    })
-}
+pub use freshet_testkit::mysql_url as url;
 
 pub fn opts_for(db: Option<&str>) -> Opts {
     let base = Opts::from_url(&url()).expect("FRESHET_TEST_MYSQL_URL is not a valid mysql:// URL");

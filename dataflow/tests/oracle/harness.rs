@@ -74,14 +74,7 @@ pub const DIMS: &[&str] = &[
     "SELECT b.id, COUNT(*), SUM(a.x) FROM b JOIN a ON a.g = b.k AND a.s = b.s WHERE a.k = ? GROUP BY b.id",
 ];
 
-pub fn catalog() -> Catalog {
-    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 4, unsigned: false });
-    let s = || ColumnSchema::new("s", SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi));
-    let mut c = Catalog::new();
-    c.add(TableSchema::new("a", vec![i("id"), i("k"), i("g"), i("x"), s()], vec![0])).unwrap();
-    c.add(TableSchema::new("b", vec![i("id"), i("k"), i("y"), s()], vec![0])).unwrap();
-    c
-}
+pub use freshet_testkit::catalog::ab as catalog;
 
 #[derive(Clone, Debug)]
 pub enum Op {

@@ -34,17 +34,11 @@ const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
 const ER_LOCK_DEADLOCK: u16 = 1213;
 const LOCK_WAIT: &str = "SET SESSION innodb_lock_wait_timeout = 5";
 
-pub fn server_url() -> String {
-    std::env::var("FRESHET_TEST_MYSQL_URL").unwrap_or_else(|_| {
-        panic!("FRESHET_TEST_MYSQL_URL is not set: run `eval \"$(scripts/mariadb.sh env)\"` in /work/main first (it starts or reuses the private MariaDB)")
-    })
-}
-
+/// The test server's URL; fails the test (never skips) when it is not set.
+#[allow(unused_imports)] // faults.rs starts its own servers
+pub use freshet_testkit::mysql_url as server_url;
 /// `server`'s URL with its database replaced by `db`.
-pub fn url_for(server: &str, db: &str) -> String {
-    let base = server.rsplit_once('/').map_or(server, |(b, _)| b);
-    format!("{base}/{db}")
-}
+pub use freshet_testkit::url_with_db as url_for;
 
 /// freshet's config: the example's `[[cache]]` entries verbatim, pointed at `upstream`, with a
 /// small memory budget and a lag bound that keeps reads cached during the write storm.
@@ -73,24 +67,20 @@ pub struct Freshet {
     /// The admin HTTP listener (`/ready`).
     pub admin: std::net::SocketAddr,
     pub engine: Arc<Engine>,
-    pub _stop: tokio::sync::oneshot::Sender<()>,
+    /// Serves until dropped.
+    pub _running: freshet_testkit::freshet::Running,
 }
 
 /// With `replica`, `[fill] source = "replica"` with its RocksDB directory there.
 pub async fn start_freshet(upstream: &str, db: &str, memory: &str, max_lag: &str, replica: Option<&std::path::Path>) -> Freshet {
     let toml = freshet_toml(upstream, memory, max_lag, replica);
-    let config = freshet_config::Config::parse(&toml, std::path::Path::new("correctness.toml"), &|_| None, &[])
-        .unwrap_or_else(|e| panic!("the test's config is invalid: {e}\n{toml}"));
+    let config = freshet_testkit::freshet::config(&toml);
     assert_eq!(config.caches.len(), app::READS.len());
     let server = freshet_proxy::Server::bind(config).await.expect("freshet starts");
     let engine = server.engine().get().cloned().expect("the cache engine starts at bind with [[cache]] entries");
-    let url = url_for(&format!("mysql://freshet:freshet@{}/x", server.mysql_addr()), db);
-    let admin = server.admin_addr();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(server.run(async move {
-        let _ = stopped.await;
-    }));
-    Freshet { url, admin, engine, _stop: stop }
+    let running = freshet_testkit::freshet::spawn(server);
+    let url = url_for(&format!("mysql://freshet:freshet@{}/x", running.mysql), db);
+    Freshet { url, admin: running.admin, engine, _running: running }
 }
 
 /// Ids the writers hand out and what they did, shared by all tasks.

@@ -22,7 +22,8 @@
 
 use freshet_dataflow::{Catalog, CompiledQuery, compile};
 
-use crate::matching::{Literal, ParamMap, Query, Slot, SlotUse, Verdict};
+use super::route::{ParamMap, SlotUse, Verdict};
+use crate::matching::{Literal, Query, Slot};
 
 use super::CacheId;
 

@@ -46,11 +46,12 @@ use freshet_config::{CacheSpec, Config};
 use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
 
 pub use self::route::RelayReason;
-use crate::encode::ColumnDef;
+use self::route::{Entry, Verdict, VerdictTable};
 use crate::encode::text::Column;
 pub use crate::matching::CacheId;
-use crate::matching::{self, Entry, Query, SqlMode, Verdict, VerdictTable};
+use crate::matching::{self, Query, SqlMode};
 use crate::metrics::{Counter, Histogram};
+use crate::protocol::column::ColumnDef;
 
 use self::latency::LatencySketch;
 use self::matcher::Pattern;
@@ -241,11 +242,51 @@ pub struct Engine {
     pub warm: Option<Arc<warm::Warm>>,
 }
 
+/// What [`Engine::build_caches`] made: the engine with its caches, the dataflow they live
+/// in (the writer's from then on), the writer's end of the control channel, and the tables
+/// the caches read (sorted, once each).
+struct Built {
+    engine: Arc<Engine>,
+    dataflow: Dataflow,
+    control_rx: mpsc::UnboundedReceiver<writer::Control>,
+    tables: Vec<String>,
+}
+
+/// What [`Engine::connect`] opened: the upstream connection (kept for the tables' checks),
+/// the binlog stream, and the replica's store when fills come from it.
+struct Connected {
+    database: String,
+    conn: mysql_async::Conn,
+    opts: mysql_async::Opts,
+    server_id: u32,
+    stream_config: StreamConfig,
+    /// The tables the stream decodes (those the caches read, added once they are built).
+    followed: FollowedTables,
+    store: Option<Arc<freshet_replica::ReplicaStore>>,
+    stream: freshet_cdc::BinlogStream,
+    resume: Option<replica::Resume>,
+}
+
 impl Engine {
     /// Connects to the upstream's binlog, builds every `[[cache]]` and starts the writer.
     /// With `[caches] strict`, any cache that cannot be built fails the start with every
     /// reason; otherwise such caches are kept as unavailable (relayed) with a warning.
+    ///
+    /// Three steps: [`connect`](Self::connect) (the upstream, its checks, the binlog
+    /// stream), [`build_caches`](Self::build_caches) (the catalog, the dataflow, the engine
+    /// and every cache), [`spawn_tasks`](Self::spawn_tasks) (the fill source, the writer and
+    /// its supervisor, the freshness check).
     pub async fn start(config: &Config) -> anyhow::Result<Arc<Engine>> {
+        let connected = Self::connect(config).await?;
+        let built = Self::build_caches(config, &connected)?;
+        let engine = built.engine.clone();
+        Self::spawn_tasks(config, built, connected).await?;
+        Ok(engine)
+    }
+
+    /// Connects to the upstream, checks it can feed caches, and starts the binlog stream
+    /// (at the replica's position with `[fill] source = "replica"`).
+    async fn connect(config: &Config) -> anyhow::Result<Connected> {
         let database = config.upstream.url.database.clone().ok_or_else(|| {
             anyhow!("[upstream] url must name the database the cached queries read (mysql://user:pass@host:port/DATABASE)")
         })?;
@@ -264,9 +305,18 @@ impl Engine {
             (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path)?),
             _ => None,
         };
-        let (mut stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)
+        let (stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)
             .await
             .context("starting the binlog stream")?;
+        Ok(Connected { database, conn, opts, server_id, stream_config, followed, store, stream, resume })
+    }
+
+    /// The catalog of the stream's tables, the dataflow, the engine, and every `[[cache]]`
+    /// built into them; also the control channel's receiving end (for the writer) and the
+    /// tables the caches read, sorted.
+    fn build_caches(config: &Config, connected: &Connected) -> anyhow::Result<Built> {
+        let Connected { database, server_id, stream, .. } = connected;
+        let server_id = *server_id;
         let mut catalog = Catalog::new();
         for table in stream.tables() {
             // A table whose schema the dataflow refuses (e.g. DECIMAL(65)) is simply not
@@ -333,6 +383,16 @@ impl Engine {
         }
         tables.sort();
         tables.dedup();
+        Ok(Built { engine, dataflow, control_rx, tables })
+    }
+
+    /// Checks the upstream feeds the tables the caches read, then starts the fill source
+    /// (and the replica's copy), the binlog stream's task, the writer and its supervisor, and
+    /// the freshness check.
+    async fn spawn_tasks(config: &Config, built: Built, connected: Connected) -> anyhow::Result<()> {
+        let Built { engine, dataflow, control_rx, tables } = built;
+        let engine = &engine;
+        let Connected { database, mut conn, opts, server_id, stream_config, followed, store, mut stream, resume } = connected;
         // Before the stream has read anything: it takes these at its first group boundary,
         // ahead of every batch (cdc's `follow`; the writer waits for that announcement).
         for t in &tables {
@@ -372,9 +432,9 @@ impl Engine {
         });
         engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
         if let Some(w) = &engine.warm {
-            w.start(&engine);
+            w.start(engine);
         }
-        let weak = Arc::downgrade(&engine);
+        let weak = Arc::downgrade(engine);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(FRESHNESS_CHECK);
             loop {
@@ -383,7 +443,7 @@ impl Engine {
                 engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
             }
         });
-        Ok(engine)
+        Ok(())
     }
 
     /// Compiles and installs one cache into the dataflow (start-up, or in the writer for
@@ -729,7 +789,7 @@ fn column_origin(packet: &[u8]) -> Option<(String, String, String)> {
 
 /// ENUM/SET labels of a result column, from its origin table and column in the catalog.
 fn enum_labels(packet: &[u8], def: &ColumnDef, catalog: &Catalog) -> Vec<String> {
-    use crate::encode::flags;
+    use crate::protocol::column::flags;
     if !def.has(flags::ENUM) && !def.has(flags::SET) {
         return Vec::new();
     }

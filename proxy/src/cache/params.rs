@@ -11,8 +11,8 @@
 
 use freshet_dataflow::{Collation, Date, DateTime, Decimal, Value};
 
-use crate::encode::types as ty;
 use crate::matching::Literal;
+use crate::protocol::column::types as ty;
 use crate::protocol::cursor::Cursor;
 
 /// Why a parameter cannot become a lookup key; the read is relayed.

@@ -2,7 +2,9 @@
 //! prepared statement's bound values) and what the session knows, decide — serve these rows
 //! under these column definitions, or relay for this [`RelayReason`].
 //!
-//! Owns: the interpretation of verdicts, parameter binding ([`Binding`]), the session checks
+//! Owns: what a verdict is ([`Verdict`], [`ParamMap`], [`SlotUse`]: produced once per shape
+//! by [`super::matcher`], kept by [`crate::matching::VerdictTable`], which bounds them
+//! without reading them), the interpretation of verdicts ([`interpret`]), parameter binding ([`Binding`]), the session checks
 //! ([`gate`]), the privilege check (via [`super::access`]) and the lookup
 //! ([`answer`]). Does not own: the wire (the session writes the packets of an [`Answer`] and
 //! relays), the probe that tells who the session is (the session runs it when [`gate`]
@@ -32,8 +34,61 @@ use super::access::{self, Learning, Memo};
 use super::matcher::for_each_slot;
 use super::params::literal_value;
 use super::{Cache, CacheId, Columns, ColumnsKey, Engine};
-use crate::matching::{Literal, ParamMap, Query, SlotUse, Verdict};
+use crate::matching::{self, Literal, Query, Weigh};
 use crate::protocol::StatusFlags;
+
+/// What one literal slot of a query's fingerprint is for, in a cached verdict (slots in the
+/// order of [`crate::matching::Fingerprint::slots`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SlotUse {
+    /// Feeds the view's `?` parameter number `p` (0-based, in the cached query's text order).
+    Param(u16),
+    /// An IN list whose values each feed the view's `?` number `p` (the view was compiled
+    /// with `= ?`, and its plan gives the same rows for a list: checked by the full parse).
+    InParam(u16),
+    /// An IN list of the cached query's own placeholders `first..first + arity`: the query's
+    /// list must have exactly that many values.
+    List { first: u16, arity: u16 },
+    /// A constant of the cached query: the query's literal must render exactly as this, else
+    /// it is relayed (a different value is a different query).
+    Const(Box<[u8]>),
+}
+
+/// How a query's extracted literals become the view's lookup parameters: one [`SlotUse`] per
+/// fingerprint slot. Filled by the full parse.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ParamMap {
+    pub slots: Arc<[SlotUse]>,
+}
+
+/// What to do with every query of one fingerprint, decided once by the full parse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Cache { id: CacheId, params: ParamMap },
+    Relay { reason: Arc<str> },
+}
+
+impl Verdict {
+    pub fn relay(reason: &str) -> Verdict {
+        Verdict::Relay { reason: Arc::from(reason) }
+    }
+}
+
+impl Weigh for Verdict {
+    fn heap_bytes(&self) -> usize {
+        match self {
+            Verdict::Relay { reason } => reason.len(),
+            Verdict::Cache { params, .. } => {
+                params.slots.iter().map(|s| std::mem::size_of::<SlotUse>() + if let SlotUse::Const(c) = s { c.len() } else { 0 }).sum()
+            }
+        }
+    }
+}
+
+/// A query shape's verdict and statistics.
+pub type Entry = matching::Entry<Verdict>;
+/// The engine's table of verdicts.
+pub type VerdictTable = matching::VerdictTable<Verdict>;
 
 /// Why a read that could have been cached went to the upstream. A bounded set: these are
 /// metric labels.
@@ -158,6 +213,42 @@ pub enum Gate {
     Probe,
     /// Relay; if `learn`, the reply's outcome teaches the account's right to the cache.
     Closed(RelayReason, Option<Learning>),
+}
+
+/// The gate's decision once the probe it asked for (if any) has run.
+pub enum Admission {
+    /// Bind, look up, answer from this cache.
+    Open(Arc<Cache>),
+    /// Relay, for this reason.
+    Closed(RelayReason),
+}
+
+/// The routing layer's decision for one read: serve rows, or relay.
+pub enum Decision {
+    /// Serve `answer` from `cache`; `key` says which column definitions (and protocol) it
+    /// is encoded for.
+    Serve {
+        cache: Arc<Cache>,
+        answer: Answer,
+        key: ColumnsKey,
+    },
+    Relay(Relay),
+}
+
+impl Decision {
+    /// The lookup's outcome for a read the gate let through.
+    pub fn of(cache: Arc<Cache>, key: ColumnsKey, looked_up: Result<Answer, Relay>) -> Decision {
+        match looked_up {
+            Ok(answer) => Decision::Serve { cache, answer, key },
+            Err(relay) => Decision::Relay(relay),
+        }
+    }
+}
+
+impl From<RelayReason> for Decision {
+    fn from(reason: RelayReason) -> Decision {
+        Decision::Relay(reason.into())
+    }
 }
 
 /// The session checks and the privilege check for a read matched to cache `id`.

@@ -4,7 +4,8 @@
 use freshet_dataflow::{Date, Value};
 
 use super::text::Column;
-use super::{Unencodable, is_utf8, types};
+use super::{Unencodable, is_utf8};
+use crate::protocol::column::types;
 use crate::protocol::cursor::put_lenenc;
 
 /// Appends one binary-protocol row (the packet payload) for `values` under `columns`.
@@ -133,7 +134,7 @@ fn time(out: &mut Vec<u8>, micros: i64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::ColumnDef;
+    use crate::protocol::column::ColumnDef;
 
     fn col(type_code: u8) -> Column {
         Column { def: ColumnDef { name: "c".into(), charset: 63, length: 20, type_code, flags: 0, decimals: 0 }, labels: vec![] }

@@ -5,7 +5,8 @@ use std::fmt::Write;
 
 use freshet_dataflow::{Date, DateTime, Decimal, Value};
 
-use super::{ColumnDef, Unencodable, flags, is_utf8, types};
+use super::{Unencodable, is_utf8};
+use crate::protocol::column::{ColumnDef, flags, types};
 use crate::protocol::cursor::put_lenenc;
 
 /// How one result column renders: its definition and, for ENUM and SET, its labels in

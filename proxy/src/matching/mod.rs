@@ -2,7 +2,8 @@
 //!
 //! Owns the tokenizer ([`lexer`]), the fingerprint and literal extraction ([`fingerprint`],
 //! [`literal`]), what is shown of a query ([`redact`]: every literal replaced) and the
-//! bounded table of verdicts ([`table`]). What classifying costs is bounded ([`Bounds`]): a
+//! bounded table of verdicts ([`table`]; what a verdict says is the routing layer's,
+//! `cache::route::Verdict`). What classifying costs is bounded ([`Bounds`]): a
 //! text over `[limits] max_query` is not tokenized, an IN list over `max_in_list` is not
 //! folded; both are relayed. It does not parse SQL, build
 //! views, encode rows or decide what is cacheable: the full parse, run once per new
@@ -54,7 +55,7 @@ pub mod table;
 pub use fingerprint::{Bounds, Fingerprint, Query, Slot, SqlMode, classify, classify_bounded};
 pub use literal::Literal;
 pub use redact::shown;
-pub use table::{CacheId, Entry, ParamMap, SlotUse, Verdict, VerdictTable};
+pub use table::{CacheId, Entry, VerdictTable, Weigh};
 
 #[cfg(test)]
 mod tests;

@@ -31,48 +31,19 @@ use super::fingerprint::Fingerprint;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct CacheId(pub u32);
 
-/// What one literal slot of a query's fingerprint is for, in a cached verdict (slots in the
-/// order of [`Fingerprint::slots`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SlotUse {
-    /// Feeds the view's `?` parameter number `p` (0-based, in the cached query's text order).
-    Param(u16),
-    /// An IN list whose values each feed the view's `?` number `p` (the view was compiled
-    /// with `= ?`, and its plan gives the same rows for a list: checked by the full parse).
-    InParam(u16),
-    /// An IN list of the cached query's own placeholders `first..first + arity`: the query's
-    /// list must have exactly that many values.
-    List { first: u16, arity: u16 },
-    /// A constant of the cached query: the query's literal must render exactly as this, else
-    /// it is relayed (a different value is a different query).
-    Const(Box<[u8]>),
-}
-
-/// How a query's extracted literals become the view's lookup parameters: one [`SlotUse`] per
-/// fingerprint slot. Filled by the full parse.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ParamMap {
-    pub slots: Arc<[SlotUse]>,
-}
-
-/// What to do with every query of one fingerprint.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Cache { id: CacheId, params: ParamMap },
-    Relay { reason: Arc<str> },
-}
-
-impl Verdict {
-    pub fn relay(reason: &str) -> Verdict {
-        Verdict::Relay { reason: Arc::from(reason) }
-    }
+/// What a verdict costs to keep, beyond its own size: the table's byte budget counts it.
+/// The verdict itself ([`crate::cache::route::Verdict`] for the proxy) is the routing
+/// layer's: this table stores and bounds verdicts without interpreting them.
+pub trait Weigh {
+    /// Heap bytes the value owns.
+    fn heap_bytes(&self) -> usize;
 }
 
 /// One fingerprint's verdict and statistics.
 #[derive(Debug)]
-pub struct Entry {
+pub struct Entry<V> {
     pub normalized: Box<str>,
-    pub verdict: Verdict,
+    pub verdict: V,
     count: AtomicU64,
     total_nanos: AtomicU64,
     last_used: AtomicU64,
@@ -81,7 +52,7 @@ pub struct Entry {
     last_relay: AtomicU8,
 }
 
-impl Entry {
+impl<V> Entry<V> {
     /// Notes why an execution of this shape was relayed (see `last_relay`).
     pub fn note_relay(&self, reason: u8) {
         self.last_relay.store(reason, Ordering::Relaxed);
@@ -100,16 +71,10 @@ impl Entry {
     }
 }
 
-impl Entry {
+impl<V: Weigh> Entry<V> {
     /// What the entry holds, in bytes: itself, its text, its verdict, and a map slot.
     fn bytes(&self) -> usize {
-        let verdict = match &self.verdict {
-            Verdict::Relay { reason } => reason.len(),
-            Verdict::Cache { params, .. } => {
-                params.slots.iter().map(|s| std::mem::size_of::<SlotUse>() + if let SlotUse::Const(c) = s { c.len() } else { 0 }).sum()
-            }
-        };
-        std::mem::size_of::<Entry>() + self.normalized.len() + verdict + MAP_SLOT
+        std::mem::size_of::<Entry<V>>() + self.normalized.len() + self.verdict.heap_bytes() + MAP_SLOT
     }
 }
 
@@ -119,11 +84,11 @@ const MAP_SLOT: usize = 8 + 8 + 8;
 /// The budget of [`VerdictTable::new`] (`[memory] query_shapes`' default).
 pub const DEFAULT_BUDGET: usize = 16 << 20;
 
-type Shard = RwLock<HashMap<u64, Arc<Entry>>>;
+type Shard<V> = RwLock<HashMap<u64, Arc<Entry<V>>>>;
 
 /// The bounded, sharded verdict table.
-pub struct VerdictTable {
-    shards: [Shard; SHARDS],
+pub struct VerdictTable<V> {
+    shards: [Shard<V>; SHARDS],
     per_shard: usize,
     clock: AtomicU64,
     /// Bytes of the entries kept ([`Entry::bytes`]), and the most allowed.
@@ -131,13 +96,13 @@ pub struct VerdictTable {
     budget: usize,
 }
 
-impl VerdictTable {
-    pub fn new(capacity: usize) -> VerdictTable {
+impl<V: Weigh> VerdictTable<V> {
+    pub fn new(capacity: usize) -> VerdictTable<V> {
         VerdictTable::with_budget(capacity, DEFAULT_BUDGET)
     }
 
     /// At most `capacity` entries and `budget` bytes.
-    pub fn with_budget(capacity: usize, budget: usize) -> VerdictTable {
+    pub fn with_budget(capacity: usize, budget: usize) -> VerdictTable<V> {
         VerdictTable {
             shards: std::array::from_fn(|_| RwLock::new(HashMap::new())),
             per_shard: capacity.div_ceil(SHARDS).max(1),
@@ -152,13 +117,13 @@ impl VerdictTable {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    fn shard(&self, hash: u64) -> &Shard {
+    fn shard(&self, hash: u64) -> &Shard<V> {
         // The top bits: the low ones feed the HashMap's own buckets.
         &self.shards[self.shard_index(hash)]
     }
 
     /// The entry for this fingerprint, marked as just used; None if it has no verdict yet.
-    pub fn get(&self, fingerprint: &Fingerprint) -> Option<Arc<Entry>> {
+    pub fn get(&self, fingerprint: &Fingerprint) -> Option<Arc<Entry<V>>> {
         // A poisoned lock means a panic while holding it; the map itself is still consistent
         // (every write is a single insert or remove), so use it.
         let shard = self.shard(fingerprint.hash).read().unwrap_or_else(|e| e.into_inner());
@@ -171,7 +136,7 @@ impl VerdictTable {
     /// Records the verdict for a fingerprint (replacing an older one, or a colliding one),
     /// evicting least recently used entries while its shard is full or the table is over its
     /// byte budget.
-    pub fn insert(&self, fingerprint: &Fingerprint, verdict: Verdict) -> Arc<Entry> {
+    pub fn insert(&self, fingerprint: &Fingerprint, verdict: V) -> Arc<Entry<V>> {
         let entry = Arc::new(Entry {
             normalized: fingerprint.normalized.as_str().into(),
             verdict,
@@ -211,11 +176,11 @@ impl VerdictTable {
     }
 
     /// Removes the shard's least recently used entry; false if it is empty.
-    fn evict_oldest(&self, shard: &mut HashMap<u64, Arc<Entry>>) -> bool {
+    fn evict_oldest(&self, shard: &mut HashMap<u64, Arc<Entry<V>>>) -> bool {
         self.evict_oldest_except(shard, None)
     }
 
-    fn evict_oldest_except(&self, shard: &mut HashMap<u64, Arc<Entry>>, keep: impl Into<Option<u64>>) -> bool {
+    fn evict_oldest_except(&self, shard: &mut HashMap<u64, Arc<Entry<V>>>, keep: impl Into<Option<u64>>) -> bool {
         let keep = keep.into();
         let oldest =
             shard.iter().filter(|(k, _)| Some(**k) != keep).min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(&k, _)| k);
@@ -229,14 +194,14 @@ impl VerdictTable {
     }
 
     /// Counts one execution of the entry's query and the time it took.
-    pub fn record(entry: &Entry, elapsed: Duration) {
+    pub fn record(entry: &Entry<V>, elapsed: Duration) {
         entry.count.fetch_add(1, Ordering::Relaxed);
         entry.total_nanos.fetch_add(u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     /// Keeps only the entries `keep` accepts (a cache was created or dropped: verdicts that
     /// may have changed are taken anew on next use; the others keep their statistics).
-    pub fn retain(&self, keep: impl Fn(&Entry) -> bool) {
+    pub fn retain(&self, keep: impl Fn(&Entry<V>) -> bool) {
         for shard in &self.shards {
             shard.write().unwrap_or_else(|e| e.into_inner()).retain(|_, e| {
                 let kept = keep(e);
@@ -257,8 +222,8 @@ impl VerdictTable {
     }
 
     /// The `n` most executed fingerprints, most first (for `SHOW PROXIED QUERIES`).
-    pub fn top(&self, n: usize) -> Vec<Arc<Entry>> {
-        let mut all: Vec<Arc<Entry>> =
+    pub fn top(&self, n: usize) -> Vec<Arc<Entry<V>>> {
+        let mut all: Vec<Arc<Entry<V>>> =
             self.shards.iter().flat_map(|s| s.read().unwrap_or_else(|e| e.into_inner()).values().cloned().collect::<Vec<_>>()).collect();
         all.sort_by_key(|e| std::cmp::Reverse(e.count()));
         all.truncate(n);
@@ -270,32 +235,45 @@ impl VerdictTable {
 mod tests {
     use super::*;
 
+    /// A verdict for the table's own tests: the table does not interpret it.
+    type V = Box<str>;
+
+    impl Weigh for Box<str> {
+        fn heap_bytes(&self) -> usize {
+            self.len()
+        }
+    }
+
+    fn v(s: &str) -> V {
+        s.into()
+    }
+
     fn fp(hash: u64, text: &str) -> Fingerprint {
         Fingerprint { hash, normalized: text.to_string(), slots: Vec::new() }
     }
 
     #[test]
     fn get_after_insert_and_collision_is_a_miss() {
-        let table = VerdictTable::new(100);
-        table.insert(&fp(1, "SELECT a FROM t"), Verdict::relay("x"));
-        assert_eq!(table.get(&fp(1, "SELECT a FROM t")).map(|e| e.verdict.clone()), Some(Verdict::relay("x")));
+        let table = VerdictTable::<V>::new(100);
+        table.insert(&fp(1, "SELECT a FROM t"), v("x"));
+        assert_eq!(table.get(&fp(1, "SELECT a FROM t")).map(|e| e.verdict.clone()), Some(v("x")));
         assert!(table.get(&fp(1, "SELECT b FROM t")).is_none());
         assert!(table.get(&fp(2, "SELECT a FROM t")).is_none());
     }
 
     #[test]
     fn bounded_with_lru_eviction() {
-        let table = VerdictTable::new(SHARDS * 2);
+        let table = VerdictTable::<V>::new(SHARDS * 2);
         // Same shard (top bits 0): capacity 2 there.
-        table.insert(&fp(1, "a"), Verdict::relay("a"));
-        table.insert(&fp(2, "b"), Verdict::relay("b"));
+        table.insert(&fp(1, "a"), v("a"));
+        table.insert(&fp(2, "b"), v("b"));
         assert!(table.get(&fp(1, "a")).is_some()); // a is now more recent than b
-        table.insert(&fp(3, "c"), Verdict::relay("c"));
+        table.insert(&fp(3, "c"), v("c"));
         assert!(table.get(&fp(2, "b")).is_none(), "b was least recently used");
         assert!(table.get(&fp(1, "a")).is_some());
         assert!(table.get(&fp(3, "c")).is_some());
         for h in 0..1000u64 {
-            table.insert(&fp(h.rotate_right(4) ^ h, &h.to_string()), Verdict::relay("n"));
+            table.insert(&fp(h.rotate_right(4) ^ h, &h.to_string()), v("n"));
         }
         assert!(table.len() <= SHARDS * 2);
     }
@@ -303,17 +281,17 @@ mod tests {
     #[test]
     fn bounded_in_bytes() {
         let budget = 1 << 20;
-        let table = VerdictTable::with_budget(10_000, budget);
+        let table = VerdictTable::<V>::with_budget(10_000, budget);
         // Forty shapes of 100 KB each, spread over the shards.
         for i in 0..40u64 {
-            table.insert(&fp(i << 58 | i, &format!("{i}{}", "x".repeat(100_000))), Verdict::relay("long"));
+            table.insert(&fp(i << 58 | i, &format!("{i}{}", "x".repeat(100_000))), v("long"));
             assert!(table.bytes() <= budget, "{} bytes after {i}", table.bytes());
         }
         assert!(table.len() >= 5, "it still keeps what fits: {}", table.len());
         // An entry bigger than the whole budget is not kept, and evicts nothing.
         let kept = table.len();
         let huge = fp(7, &"y".repeat(2 << 20));
-        table.insert(&huge, Verdict::relay("huge"));
+        table.insert(&huge, v("huge"));
         assert!(table.get(&huge).is_none());
         assert_eq!(table.len(), kept);
         table.retain(|_| false);
@@ -322,12 +300,12 @@ mod tests {
 
     #[test]
     fn records_counts_and_time_and_ranks() {
-        let table = VerdictTable::new(10);
-        let a = table.insert(&fp(1, "a"), Verdict::Cache { id: CacheId(3), params: ParamMap::default() });
-        let b = table.insert(&fp(2, "b"), Verdict::relay("no"));
-        VerdictTable::record(&a, Duration::from_micros(5));
-        VerdictTable::record(&b, Duration::from_micros(1));
-        VerdictTable::record(&b, Duration::from_micros(1));
+        let table = VerdictTable::<V>::new(10);
+        let a = table.insert(&fp(1, "a"), v("cached as 3"));
+        let b = table.insert(&fp(2, "b"), v("no"));
+        VerdictTable::<V>::record(&a, Duration::from_micros(5));
+        VerdictTable::<V>::record(&b, Duration::from_micros(1));
+        VerdictTable::<V>::record(&b, Duration::from_micros(1));
         assert_eq!((b.count(), b.total_time()), (2, Duration::from_micros(2)));
         let top = table.top(1);
         assert_eq!(&*top[0].normalized, "b");

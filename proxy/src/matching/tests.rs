@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use proptest::prelude::*;
 
 use super::*;
+use crate::cache::route::{ParamMap, SlotUse, Verdict, VerdictTable};
 
 fn q(sql: &str) -> Query<'_> {
     classify(sql.as_bytes(), SqlMode::default())
@@ -524,10 +525,7 @@ async fn read_one(conn: &mut mysql_async::Conn, sql: &str) -> ReadBack {
 }
 
 /// The test MariaDB's URL; a test that needs it fails (never skips) without it.
-fn test_url() -> String {
-    std::env::var("FRESHET_TEST_MYSQL_URL")
-        .unwrap_or_else(|_| panic!("FRESHET_TEST_MYSQL_URL is not set. Start the test MariaDB first: eval \"$(scripts/mariadb.sh)\""))
-}
+use freshet_testkit::mysql_url as test_url;
 
 #[test]
 fn statements_over_the_bound_are_relayed_without_being_normalized() {

@@ -120,6 +120,27 @@ pub fn ok_packet(status: StatusFlags) -> Vec<u8> {
     out
 }
 
+/// An EOF packet: header, warnings (none), status. Ends the column definitions of a result
+/// set without DEPRECATE_EOF, and its rows.
+pub fn eof_packet(status: StatusFlags) -> Vec<u8> {
+    let mut out = vec![EOF, 0, 0];
+    out.extend_from_slice(&status.0.to_le_bytes());
+    out
+}
+
+/// The packet that ends a result set's rows, carrying `status`: with DEPRECATE_EOF an OK
+/// packet with the 0xfe header, else an EOF packet. Every result set freshet writes itself
+/// (cached answers, admin replies) ends with this.
+pub fn end_of_rows(status: StatusFlags, deprecate_eof: bool) -> Vec<u8> {
+    if deprecate_eof {
+        let mut out = ok_packet(status);
+        out[0] = EOF;
+        out
+    } else {
+        eof_packet(status)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +170,17 @@ mod tests {
         let e = ErrPacket::new(1146, "42S02", "Table 'x.y' doesn't exist");
         assert_eq!(ErrPacket::parse(&e.encode()).unwrap(), e);
         assert!(ErrPacket::parse(&[ERR, 1]).is_err());
+    }
+
+    #[test]
+    fn end_of_rows_per_capabilities() {
+        let status = StatusFlags(StatusFlags::AUTOCOMMIT);
+        let classic = end_of_rows(status, false);
+        assert_eq!(classic, [EOF, 0, 0, 2, 0]);
+        assert!(is_terminator(&classic, CLASSIC) && terminator_status(&classic, CLASSIC).unwrap() == status);
+        let ok = end_of_rows(status, true);
+        assert_eq!(ok, [EOF, 0, 0, 2, 0, 0, 0]);
+        assert!(is_terminator(&ok, DEP) && terminator_status(&ok, DEP).unwrap() == status);
     }
 
     #[test]

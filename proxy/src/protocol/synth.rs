@@ -12,11 +12,11 @@
 //! see it. Like that server, freshet sets no NOT_NULL flag and does not send NUM_FLAG, which
 //! client libraries derive from the type themselves.
 
+use super::column::{ColumnDef, flags, types};
 use super::consts::StatusFlags;
 use super::cursor::put_lenenc;
 use super::io::PacketIo;
-use super::response::{EOF, ok_packet};
-use crate::encode::{flags, types};
+use super::response::{end_of_rows, eof_packet};
 
 /// Collation utf8mb4_general_ci: text columns.
 const UTF8MB4_GENERAL_CI: u16 = 45;
@@ -102,7 +102,7 @@ impl SynthResult {
             }
             out.push(payload);
         }
-        out.push(if deprecate_eof { ok_terminator(status) } else { eof_packet(status) });
+        out.push(end_of_rows(status, deprecate_eof));
         out
     }
 
@@ -123,23 +123,7 @@ impl SynthResult {
             SynthType::UInt => (BINARY_COLLATION, BIGINT_LENGTH, types::LONGLONG, flags::BINARY | flags::UNSIGNED, 0),
             SynthType::Double => (BINARY_COLLATION, DOUBLE_LENGTH, types::DOUBLE, flags::BINARY, DOUBLE_DECIMALS),
         };
-        let name = column.name.as_bytes();
-        let mut out = Vec::with_capacity(4 + 4 + 2 * (name.len() + 9) + 13);
-        for part in [&b"def"[..], b"", b"", b"", name, name] {
-            put_lenenc(&mut out, part.len() as u64);
-            out.extend_from_slice(part);
-        }
-        if extended_metadata {
-            out.push(0); // no extended type information
-        }
-        out.push(0x0c); // length of the fixed-length fields
-        out.extend_from_slice(&charset.to_le_bytes());
-        out.extend_from_slice(&length.to_le_bytes());
-        out.push(type_code);
-        out.extend_from_slice(&flags.to_le_bytes());
-        out.push(decimals);
-        out.extend_from_slice(&[0, 0]); // filler
-        out
+        ColumnDef { name: column.name.clone(), charset, length, type_code, flags, decimals }.encode(extended_metadata)
     }
 
     /// A text column's length as the server computes it for an expression: its longest value in
@@ -150,24 +134,9 @@ impl SynthResult {
     }
 }
 
-/// An EOF packet: header, warnings (none), status.
-fn eof_packet(status: StatusFlags) -> Vec<u8> {
-    let mut out = vec![EOF, 0, 0];
-    out.extend_from_slice(&status.0.to_le_bytes());
-    out
-}
-
-/// The OK packet that ends a result set under DEPRECATE_EOF: an OK packet with the 0xfe header.
-fn ok_terminator(status: StatusFlags) -> Vec<u8> {
-    let mut out = ok_packet(status);
-    out[0] = EOF;
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::encode::ColumnDef;
     use crate::protocol::Capabilities;
     use crate::protocol::response::{is_terminator, terminator_status};
 

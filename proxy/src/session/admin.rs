@@ -16,8 +16,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 
 use crate::admin_sql::{self, AdminStatement};
+use crate::cache::route::Verdict;
 use crate::cache::{Engine, RelayReason};
-use crate::matching::Verdict;
 use crate::protocol::response::{ErrPacket, ok_packet};
 use crate::protocol::synth::SynthResult;
 use crate::protocol::{Capabilities, StatusFlags};

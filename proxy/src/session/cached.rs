@@ -15,12 +15,12 @@ use bytes::Bytes;
 use freshet_dataflow::{Row, Value};
 
 use crate::cache::params::execute_params;
-use crate::cache::route::{self, Answer, Binding, Gate, Relay, RelayReason, Standing};
+use crate::cache::route::{self, Admission, Answer, Binding, Decision, Entry, Gate, Relay, RelayReason, Standing, VerdictTable};
 use crate::cache::{Cache, ColumnsKey, Engine};
 use crate::encode::{binary, text};
-use crate::matching::{self, Entry, VerdictTable};
+use crate::matching;
 use crate::protocol::cursor::put_lenenc;
-use crate::protocol::response::EOF;
+use crate::protocol::response::{end_of_rows, eof_packet};
 use crate::protocol::{Capabilities, StatusFlags};
 
 use super::{Session, SessionError};
@@ -83,12 +83,13 @@ impl Session {
             }
         };
         let routed = match self.pass_gate(&engine, id, started).await? {
-            Err(reason) => Err(self.relay_gated(&engine, reason, id, query.fingerprint.hash, false)),
-            Ok(cache) => match route::bind(&cache, &query, map) {
-                Err(reason) => Err(reason.into()),
+            Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, id, query.fingerprint.hash, false)),
+            Admission::Open(cache) => match route::bind(&cache, &query, map) {
+                Err(reason) => reason.into(),
                 Ok(binding) => {
                     let key = self.columns_key(&cache, query.fingerprint.hash, false);
-                    route::answer(&engine, &cache, &binding, &[], key).await.map(|a| (cache, a, key))
+                    let looked_up = route::answer(&engine, &cache, &binding, &[], key).await;
+                    Decision::of(cache, key, looked_up)
                 }
             },
         };
@@ -97,12 +98,7 @@ impl Session {
 
     /// The gate, with the probe run when the gate asks for it: the cache, or why the read is
     /// relayed (a read that teaches the account's right is marked in `self.learning`).
-    async fn pass_gate(
-        &mut self,
-        engine: &Engine,
-        id: matching::CacheId,
-        now: Instant,
-    ) -> Result<Result<Arc<Cache>, RelayReason>, SessionError> {
+    async fn pass_gate(&mut self, engine: &Engine, id: matching::CacheId, now: Instant) -> Result<Admission, SessionError> {
         self.learning = None;
         for _ in 0..2 {
             if self.state.stale {
@@ -116,17 +112,17 @@ impl Session {
                 now,
             };
             match route::gate(engine, id, standing) {
-                Gate::Open(cache) => return Ok(Ok(cache)),
+                Gate::Open(cache) => return Ok(Admission::Open(cache)),
                 Gate::Closed(reason, learning) => {
                     self.learning = learning;
-                    return Ok(Err(reason));
+                    return Ok(Admission::Closed(reason));
                 }
                 Gate::Probe => {
                     self.probe().await?;
                 }
             }
         }
-        Ok(Err(RelayReason::SessionState))
+        Ok(Admission::Closed(RelayReason::SessionState))
     }
 
     /// A read the gate closed. One relayed to learn the account's right also captures the
@@ -153,13 +149,13 @@ impl Session {
     async fn finish_route(
         &mut self,
         engine: &Engine,
-        routed: Result<(Arc<Cache>, Answer, ColumnsKey), Relay>,
+        routed: Decision,
         entry: Option<Arc<Entry>>,
         started: Instant,
         last_seq: u8,
     ) -> Result<Routed, SessionError> {
         let relay = match routed {
-            Ok((cache, answer, key)) => match self.write_answer(&cache, &answer, key.binary, last_seq).await? {
+            Decision::Serve { cache, answer, key } => match self.write_answer(&cache, &answer, key.binary, last_seq).await? {
                 Written::Sent => {
                     let elapsed = started.elapsed();
                     cache.hit_latency.record(elapsed);
@@ -169,7 +165,7 @@ impl Session {
                 }
                 Written::Unencodable => Relay::from(RelayReason::Unencodable),
             },
-            Err(relay) => relay,
+            Decision::Relay(relay) => relay,
         };
         engine.counters.relayed(relay.reason);
         if let Some(entry) = &entry {
@@ -202,15 +198,14 @@ impl Session {
             StatusFlags(self.status.0 & !(StatusFlags::MORE_RESULTS_EXISTS | StatusFlags::CURSOR_EXISTS | StatusFlags::LAST_ROW_SENT));
         let deprecate_eof = self.caps.has(Capabilities::DEPRECATE_EOF);
         if !deprecate_eof {
-            seq = self.client.queue_packet(seq, &eof(status));
+            seq = self.client.queue_packet(seq, &eof_packet(status));
         }
         let mut from = 0;
         for &end in &ends {
             seq = self.client.queue_packet(seq, &encoded[from..end]);
             from = end;
         }
-        let end = if deprecate_eof { ok_eof(status) } else { eof(status) };
-        self.client.queue_packet(seq, &end);
+        self.client.queue_packet(seq, &end_of_rows(status, deprecate_eof));
         self.flush_client().await?;
         Ok(Written::Sent)
     }
@@ -238,10 +233,11 @@ impl Session {
         let Some(engine) = self.shared.engine.get().cloned() else { return Ok(Routed::Relay { capture: None }) };
         let Some((route, bound)) = self.bound_execute(&engine, payload) else { return Ok(Routed::Relay { capture: None }) };
         let routed = match self.pass_gate(&engine, route.cache.id, started).await? {
-            Err(reason) => Err(self.relay_gated(&engine, reason, route.cache.id, route.fingerprint, true)),
-            Ok(cache) => {
+            Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, route.cache.id, route.fingerprint, true)),
+            Admission::Open(cache) => {
                 let key = self.columns_key(&cache, route.fingerprint, true);
-                route::answer(&engine, &cache, &route.binding, &bound, key).await.map(|a| (cache, a, key))
+                let looked_up = route::answer(&engine, &cache, &route.binding, &bound, key).await;
+                Decision::of(cache, key, looked_up)
             }
         };
         self.finish_route(&engine, routed, None, started, last_seq).await
@@ -308,20 +304,6 @@ fn encode_rows(
         ends.push(out.len());
     }
     Ok((out, ends))
-}
-
-fn eof(status: StatusFlags) -> Vec<u8> {
-    let mut out = vec![EOF, 0, 0];
-    out.extend_from_slice(&status.0.to_le_bytes());
-    out
-}
-
-/// The OK packet with an 0xFE header that ends a result set under DEPRECATE_EOF.
-fn ok_eof(status: StatusFlags) -> Vec<u8> {
-    let mut out = vec![EOF, 0, 0];
-    out.extend_from_slice(&status.0.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out
 }
 
 /// Entry kept while a relayed command runs.

@@ -49,6 +49,9 @@ const FLUSH_AT: usize = 256 * 1024;
 #[derive(PartialEq, Eq)]
 pub(super) enum Flow {
     Continue,
+    /// Go on; the command was answered from a cache (timed in that cache's histogram, not in
+    /// the relay one).
+    Answered,
     Quit,
 }
 
@@ -79,7 +82,7 @@ impl Session {
                 let packet = self.client.read_rest(first, limit).await.map_err(SessionError::from_client)?;
                 self.dispatch(command, packet.payload, packet.last_seq).await?
             };
-            self.shared.metrics.command(command, started.elapsed());
+            self.shared.metrics.command(command, started.elapsed(), flow == Flow::Answered);
             self.account_bytes();
             if flow == Flow::Quit {
                 return Ok(());
@@ -187,12 +190,12 @@ impl Session {
                     return Ok(flow);
                 }
                 match self.route_query(&payload, last_seq).await? {
-                    Routed::Answered => return Ok(Flow::Continue),
+                    Routed::Answered => return Ok(Flow::Answered),
                     Routed::Relay { capture } => self.capture = capture.map(|key| (key, Vec::new())),
                 }
             }
             StmtExecute if self.routed_statement(&payload) => match self.route_execute(&payload, last_seq).await? {
-                Routed::Answered => return Ok(Flow::Continue),
+                Routed::Answered => return Ok(Flow::Answered),
                 Routed::Relay { capture } => self.capture = capture.map(|key| (key, Vec::new())),
             },
             StmtSendLongData => {

@@ -3,12 +3,8 @@
 //! (chosen capabilities, malformed packets, byte-for-byte reply comparison).
 #![allow(dead_code)]
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
-use freshet_config::Config;
-use freshet_proxy::Server;
-use freshet_proxy::metrics::ProxyMetrics;
 use freshet_proxy::protocol::handshake::ServerHandshake;
 use freshet_proxy::protocol::io::ReadError;
 use freshet_proxy::protocol::response::{self, ERR, ErrPacket, LOCAL_INFILE, OK};
@@ -17,11 +13,9 @@ use mysql_async::prelude::Queryable;
 use sha1::{Digest, Sha1};
 use tokio::net::TcpStream;
 
+pub use freshet_testkit::freshet::Running as Proxy;
 /// The test server's URL, printed by scripts/mariadb.sh.
-pub fn upstream_url() -> String {
-    std::env::var("FRESHET_TEST_MYSQL_URL")
-        .unwrap_or_else(|_| panic!("FRESHET_TEST_MYSQL_URL is not set. Start the test MariaDB first: eval \"$(scripts/mariadb.sh)\""))
-}
+pub use freshet_testkit::mysql_url as upstream_url;
 
 pub fn upstream_addr() -> String {
     let url: freshet_config::UpstreamUrl = upstream_url().parse().expect("FRESHET_TEST_MYSQL_URL parses");
@@ -31,24 +25,6 @@ pub fn upstream_addr() -> String {
 pub const USER: &str = "freshet";
 pub const PASSWORD: &str = "freshet";
 pub const DB: &str = "freshet_test";
-
-/// freshet running in this process, on ephemeral ports.
-pub struct Proxy {
-    pub mysql: SocketAddr,
-    pub admin: SocketAddr,
-    pub metrics: std::sync::Arc<ProxyMetrics>,
-    /// The cache engine, once started.
-    pub engine: freshet_proxy::session::EngineCell,
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
 
 /// Starts freshet with the test upstream and `extra` TOML appended to a minimal config.
 pub async fn start_proxy(extra: &str) -> Proxy {
@@ -64,20 +40,7 @@ pub async fn start_proxy_with_url(url: &str, extra: &str) -> Proxy {
 
 /// Starts freshet with exactly this config text.
 pub async fn start_proxy_raw(toml: &str) -> Proxy {
-    let config = Config::parse(toml, std::path::Path::new("test.toml"), &|_| None, &[]).expect("test config is valid");
-    let server = Server::bind(config).await.expect("freshet binds");
-    let (stop, stopped) = tokio::sync::oneshot::channel();
-    let proxy = Proxy {
-        mysql: server.mysql_addr(),
-        admin: server.admin_addr(),
-        metrics: server.metrics(),
-        engine: server.engine(),
-        stop: Some(stop),
-    };
-    tokio::spawn(server.run(async move {
-        let _ = stopped.await;
-    }));
-    proxy
+    freshet_testkit::freshet::start(toml).await
 }
 
 pub fn opts(addr: &str) -> mysql_async::OptsBuilder {

@@ -1,0 +1,43 @@
+//! What freshet's tests share, so that each helper exists once: the URL of the test server
+//! (a test that needs it fails, never skips, when it is not set), database URLs derived from
+//! it, a plain HTTP GET for the admin listener, the catalogs several tests declare, and freshet
+//! run in the test's own process.
+//!
+//! A dev-dependency only (`publish = false`): nothing in a shipped crate depends on it. The
+//! heavier parts are behind features so that a crate's tests compile only what they use:
+//! `catalog` (freshet-dataflow) and `freshet` (freshet-proxy).
+
+#[cfg(feature = "catalog")]
+pub mod catalog;
+#[cfg(feature = "freshet")]
+pub mod freshet;
+pub mod http;
+
+/// How to provide the test server; the panics below say it.
+pub const HOW: &str =
+    "start the project's MariaDB and export its environment first: `eval \"$(scripts/mariadb.sh)\"` from the repository root";
+
+/// The test server's URL (`FRESHET_TEST_MYSQL_URL`, printed by scripts/mariadb.sh); panics
+/// with how to set it when it is not set, so that a test needing the server fails instead of
+/// passing without it.
+pub fn mysql_url() -> String {
+    std::env::var("FRESHET_TEST_MYSQL_URL")
+        .unwrap_or_else(|_| panic!("FRESHET_TEST_MYSQL_URL is not set: this test needs a real MariaDB; {HOW}"))
+}
+
+/// `server`'s URL with its database replaced by `db`.
+pub fn url_with_db(server: &str, db: &str) -> String {
+    let base = server.rsplit_once('/').map_or(server, |(b, _)| b);
+    format!("{base}/{db}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn url_with_db_replaces_only_the_database() {
+        assert_eq!(url_with_db("mysql://u:p@127.0.0.1:3306/a", "b"), "mysql://u:p@127.0.0.1:3306/b");
+        assert_eq!(url_with_db("mysql://u:p@h:1/", "x"), "mysql://u:p@h:1/x");
+    }
+}
