@@ -356,7 +356,7 @@ impl Engine {
             counters: EngineCounters::default(),
             replica: std::sync::OnceLock::new(),
             access: access::Access::new(config.consistency.max_privilege_age),
-            warm: warm::Warm::new(&config.warm, &database),
+            warm: warm::Warm::new(&config.warm, database),
         });
         let mut problems = Vec::new();
         let mut tables: Vec<String> = Vec::new();
