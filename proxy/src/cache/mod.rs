@@ -28,6 +28,7 @@ mod metrics;
 pub mod params;
 pub mod replica;
 pub mod route;
+pub mod ryw;
 mod writer;
 
 use std::collections::HashMap;
@@ -178,6 +179,11 @@ pub struct Settings {
     pub server_id: u32,
     /// What classifying one query may cost (`[limits] max_query`, `max_in_list`).
     pub bounds: matching::Bounds,
+    /// `[consistency] read_your_writes` and `ryw_timeout` (see [`ryw`]).
+    pub read_your_writes: bool,
+    pub ryw_timeout: Duration,
+    /// The flavor's SELECT of a session's own last GTID, if it has one.
+    pub session_gtid_sql: Option<&'static str>,
 }
 
 /// Counters the engine keeps for /metrics and SHOW FRESHET STATUS.
@@ -232,6 +238,8 @@ pub struct Engine {
     pub replica: std::sync::OnceLock<Arc<replica::Replica>>,
     /// What accounts may read which caches, as the server answered.
     pub access: access::Access,
+    /// What the writer has processed, for read-your-writes waits.
+    pub ryw: ryw::Progress,
 }
 
 impl Engine {
@@ -277,6 +285,9 @@ impl Engine {
                     max_statement: usize::try_from(config.limits.max_query.bytes()).unwrap_or(usize::MAX),
                     max_in_list: config.limits.max_in_list as usize,
                 },
+                read_your_writes: config.consistency.read_your_writes,
+                ryw_timeout: config.consistency.ryw_timeout,
+                session_gtid_sql: stream.flavor().session_gtid_sql(),
             },
             caches: RwLock::new(Vec::new()),
             next_id: AtomicU64::new(0),
@@ -295,6 +306,7 @@ impl Engine {
             counters: EngineCounters::default(),
             replica: std::sync::OnceLock::new(),
             access: access::Access::new(config.consistency.max_privilege_age),
+            ryw: ryw::Progress::new(dataflow.applied()),
         });
         let mut problems = Vec::new();
         let mut tables: Vec<String> = Vec::new();

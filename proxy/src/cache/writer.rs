@@ -119,11 +119,19 @@ impl Writer {
     async fn on_events(&mut self, first: Option<Result<StreamEvent, CdcError>>, events: &mut Events) {
         let mut next = first;
         let started = std::time::Instant::now();
+        // Read-your-writes: schema changes count as processed too (a DDL is a session's write).
+        let mut schema_at = None;
         for _ in 0..STEP_EVENTS {
             match next {
                 Some(Ok(StreamEvent::Batch(batch))) => self.apply(&batch),
-                Some(Ok(StreamEvent::Schema(change))) if change.kind == DdlKind::Privileges => self.engine.access.forget_all(),
-                Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
+                Some(Ok(StreamEvent::Schema(change))) if change.kind == DdlKind::Privileges => {
+                    schema_at = Some(change.position);
+                    self.engine.access.forget_all()
+                }
+                Some(Ok(StreamEvent::Schema(change))) => {
+                    schema_at = Some(change.position);
+                    self.schema_change(change)
+                }
                 Some(Err(CdcError::Untrusted(why))) => {
                     info!(reason = %why, "a transaction could not be followed; evicting every cache");
                     if let Some(r) = &self.replica {
@@ -151,6 +159,7 @@ impl Writer {
             }
         }
         self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
+        self.engine.ryw.publish(schema_at.map_or(self.dataflow.applied(), |at| at.max(self.dataflow.applied())));
     }
 
     /// One transaction applied, in stream order: to the replica of the base tables first (so
@@ -307,6 +316,9 @@ impl Writer {
                         stream.use_lag(self.engine.lag_handle());
                         let (events, _) = stream.spawn(EVENT_QUEUE);
                         self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
+                        // Everything was evicted after the start was set: a read refills from
+                        // the server as of now, past any write a session waits for.
+                        self.engine.ryw.publish(start);
                         self.engine.stream_up.store(true, Ordering::Relaxed);
                         info!("binlog stream resumed");
                         return events;

@@ -86,10 +86,13 @@ impl Session {
             Err(reason) => Err(self.relay_gated(&engine, reason, id, query.fingerprint.hash, false)),
             Ok(cache) => match route::bind(&cache, &query, map) {
                 Err(reason) => Err(reason.into()),
-                Ok(binding) => {
-                    let key = self.columns_key(&cache, query.fingerprint.hash, false);
-                    route::answer(&engine, &cache, &binding, &[], key).await.map(|a| (cache, a, key))
-                }
+                Ok(binding) => match self.own_writes(&engine).await? {
+                    Some(reason) => Err(reason.into()),
+                    None => {
+                        let key = self.columns_key(&cache, query.fingerprint.hash, false);
+                        route::answer(&engine, &cache, &binding, &[], key).await.map(|a| (cache, a, key))
+                    }
+                },
             },
         };
         self.finish_route(&engine, routed, Some(entry), started, last_seq).await
@@ -239,10 +242,13 @@ impl Session {
         let Some((route, bound)) = self.bound_execute(&engine, payload) else { return Ok(Routed::Relay { capture: None }) };
         let routed = match self.pass_gate(&engine, route.cache.id, started).await? {
             Err(reason) => Err(self.relay_gated(&engine, reason, route.cache.id, route.fingerprint, true)),
-            Ok(cache) => {
-                let key = self.columns_key(&cache, route.fingerprint, true);
-                route::answer(&engine, &cache, &route.binding, &bound, key).await.map(|a| (cache, a, key))
-            }
+            Ok(cache) => match self.own_writes(&engine).await? {
+                Some(reason) => Err(reason.into()),
+                None => {
+                    let key = self.columns_key(&cache, route.fingerprint, true);
+                    route::answer(&engine, &cache, &route.binding, &bound, key).await.map(|a| (cache, a, key))
+                }
+            },
         };
         self.finish_route(&engine, routed, None, started, last_seq).await
     }

@@ -103,6 +103,9 @@ impl Session {
             }
             _ => {}
         }
+        if matches!(command, Command::Query | Command::StmtExecute) {
+            self.own.wrote();
+        }
         // A write this long in a session with binlogging off evicts like any other (below).
         let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
         let mut total = first.payload().len();
@@ -206,7 +209,11 @@ impl Session {
             ResetConnection => self.state.reset(),
             _ => {}
         }
-        self.unlogged_write = self.state.unlogged && self.may_write(command, &payload);
+        let may_write = self.may_write(command, &payload);
+        self.unlogged_write = self.state.unlogged && may_write;
+        if may_write {
+            self.own.wrote();
+        }
         self.forward_command(&payload).await?;
         match command {
             Quit => return Ok(Flow::Quit),
