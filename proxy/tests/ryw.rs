@@ -9,6 +9,9 @@
 //! reads the new MAX. Half the cycles use the text protocol, half prepared statements. The
 //! session's groups are its own (the other writers use other groups), so the expected answer
 //! of every read is known exactly.
+//!
+//! A miss whose read is still wrong a moment later, and a cached answer that differs from the
+//! server's after writes stopped (`diverged`), is a view that lost a delta, not a late one.
 
 mod common;
 
