@@ -50,8 +50,43 @@ pub fn decode(ty: &SqlType, collation: Option<Collation>, facts: &ColumnDecode, 
     }
 }
 
+/// What was unexpected, without `Debug` on the cell: mysql_common's `Debug` for TIME computes
+/// `days * 24 + hours` in `u32`, which overflows (a panic in debug builds) on a cell no server
+/// writes but a corrupt or hostile event can carry; and a cell's content does not belong in a
+/// log line. Names the cell's kind and size only.
 fn bad(v: &MyValue, ty: &SqlType) -> String {
-    format!("unexpected {v:?} for {ty:?}")
+    let cell = match v {
+        MyValue::NULL => "NULL".to_string(),
+        MyValue::Bytes(b) => format!("{} bytes", b.len()),
+        MyValue::Int(_) => "a signed integer".to_string(),
+        MyValue::UInt(_) => "an unsigned integer".to_string(),
+        MyValue::Float(_) => "a FLOAT".to_string(),
+        MyValue::Double(_) => "a DOUBLE".to_string(),
+        MyValue::Date(..) => "a date/time".to_string(),
+        MyValue::Time(..) => "a TIME".to_string(),
+    };
+    format!("unexpected {cell} for a column of type {}", type_name(ty))
+}
+
+/// `ty`'s family, for error messages (its `Debug` would print ENUM and SET members).
+fn type_name(ty: &SqlType) -> &'static str {
+    match ty {
+        SqlType::Int { .. } => "INT",
+        SqlType::Float => "FLOAT",
+        SqlType::Double => "DOUBLE",
+        SqlType::Decimal { .. } => "DECIMAL",
+        SqlType::Text => "text",
+        SqlType::Bytes => "binary",
+        SqlType::Json => "JSON",
+        SqlType::Date => "DATE",
+        SqlType::DateTime { .. } => "DATETIME",
+        SqlType::Timestamp { .. } => "TIMESTAMP",
+        SqlType::Time { .. } => "TIME",
+        SqlType::Year => "YEAR",
+        SqlType::Enum(_) => "ENUM",
+        SqlType::Set(_) => "SET",
+        SqlType::Bit { .. } => "BIT",
+    }
 }
 
 /// Integers (signedness and width from the schema), floats, DECIMAL (text).
@@ -277,6 +312,20 @@ mod tests {
         assert_eq!(text(&le, Charset::Utf16Le), s);
         assert_eq!(text(&u32be, Charset::Utf32Be), s);
         assert_eq!(text(&[0xD8], Charset::Utf16Be), "\u{FFFD}");
+    }
+
+    /// A cell that does not fit its column is an error naming both, never a panic: a TIME of
+    /// more than u32::MAX hours (no server writes one; a corrupt event can carry it) used to
+    /// overflow in the error message itself.
+    #[test]
+    fn mismatched_cells_are_errors_not_panics() {
+        let huge_time = MyValue::Time(false, u32::MAX, 23, 59, 59, 999_999);
+        for ty in [SqlType::Int { bytes: 4, unsigned: false }, SqlType::Date, SqlType::Enum(vec![]), SqlType::Text] {
+            let e = decode(&ty, None, &facts(), BinlogValue::Value(huge_time.clone())).unwrap_err();
+            assert!(e.contains("TIME"), "{e}");
+        }
+        let e = decode(&SqlType::Double, None, &facts(), BinlogValue::Value(MyValue::Bytes(vec![1; 40]))).unwrap_err();
+        assert_eq!(e, "unexpected 40 bytes for a column of type DOUBLE");
     }
 
     #[test]

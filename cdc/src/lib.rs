@@ -17,6 +17,7 @@
 //!   ev = events.recv() => match ev {
 //!     Ok(StreamEvent::Batch(b))  => dataflow.apply(&b),
 //!     Ok(StreamEvent::Schema(c)) => { dataflow.alter_table(&c.table, c.schema); fills.set_table(&c.table, c.info) }
+//!     Ok(StreamEvent::Following(t)) => views on tables `t` may be installed now (`follow`)
 //!     Err(CdcError::Untrusted(_)) => dataflow.evict_all(),               // the stream goes on
 //!     Err(_) /* PositionGone, Gap, SchemaMismatch, gave up */ => { dataflow.evict_all();
 //!         connect again at StartAt::Current; dataflow.set_applied(new start) }
@@ -29,7 +30,7 @@
 //! snapshot position compares directly with batch positions.
 //!
 //! Modules: [`backoff`] (the reconnect loops' delays), [`position`] (file:offset, GTIDs), [`gtid_set`] (MySQL GTID sets), [`flavor`]
-//! (MariaDB vs MySQL 8 capabilities), [`continuity`] (is a reconnect the same history?), [`schema`] (information_schema -> TableSchema, table-map
+//! (MariaDB vs MySQL 8 capabilities), [`follow`] (the tables whose rows are decoded), [`continuity`] (is a reconnect the same history?), [`schema`] (information_schema -> TableSchema, table-map
 //! checks), [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event
 //! payloads), [`decode`] (binlog cells -> Value), [`ddl`] (DDL statements -> tables), [`stream`]
 //! (the binlog stream; `stream::assembly`: events -> transactions), [`lag`] (replication lag), [`result`] (result-set values -> Value),
@@ -44,6 +45,7 @@ pub mod error;
 pub mod events;
 pub mod fill;
 pub mod flavor;
+pub mod follow;
 pub mod gtid_set;
 pub mod lag;
 pub mod mariadb_events;
@@ -58,6 +60,7 @@ pub use ddl::DdlKind;
 pub use error::CdcError;
 pub use fill::{BlockingFills, FillConfig, UpstreamFills};
 pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
+pub use follow::FollowedTables;
 pub use gtid_set::GtidSet;
 pub use lag::{Behind, Lag, LagHandle, spawn_position_poll};
 pub use position::{BinlogPos, MariaGtid};

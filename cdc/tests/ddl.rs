@@ -26,6 +26,7 @@ async fn step(c: &mut mysql_async::Conn, s: &mut BinlogStream, sql: &str) -> Vec
                     out.push(Ev::B(b));
                     return out;
                 }
+                StreamEvent::Following(t) => panic!("no table set was given, yet following {t:?}"),
                 StreamEvent::Schema(ch) => {
                     let last = ch.kind != DdlKind::RenamedFrom;
                     out.push(Ev::S(ch));

@@ -177,6 +177,7 @@ async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
             ev = rx.recv() => match ev.expect("stream task alive").expect("stream event") {
                 StreamEvent::Batch(b) => df.apply(&b).unwrap(),
                 StreamEvent::Schema(ch) => panic!("unexpected DDL {ch:?}"),
+                StreamEvent::Following(t) => panic!("no table set was given, yet following {t:?}"),
             },
             Some(done) = inflight.join_next(), if !inflight.is_empty() => finish(&mut df, &mut counts, done.unwrap()),
             Some(w) = writers.join_next() => w.unwrap(),

@@ -1,11 +1,13 @@
 //! Stream limits and filters: a transaction larger than `max_batch_changes` is not held in
 //! memory but reported as untrusted (evict all) and the stream goes on; with a table filter,
-//! other tables' rows are not decoded but their transactions still arrive (empty).
+//! other tables' rows are not decoded but their transactions still arrive (empty); a table
+//! added to the set while the stream runs is announced (`StreamEvent::Following`) before the
+//! first batch that carries its rows.
 
 mod common;
 
 use common::*;
-use freshet_cdc::{BinlogStream, CdcError, StartAt, StreamConfig, StreamEvent};
+use freshet_cdc::{BinlogStream, CdcError, FollowedTables, StartAt, StreamConfig, StreamEvent};
 use mysql_async::prelude::Queryable;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -14,7 +16,7 @@ async fn oversized_transactions_are_untrusted_and_filters_skip_tables() {
     c.query_drop("CREATE TABLE cdc_a (id INT PRIMARY KEY); CREATE TABLE cdc_b (id INT PRIMARY KEY)").await.unwrap();
     let mut cfg = StreamConfig::new(&db, server_id());
     cfg.max_batch_changes = 10;
-    cfg.tables = Some(vec!["cdc_a".into()]);
+    cfg.tables = Some(FollowedTables::of(["cdc_a"]));
     let mut s = BinlogStream::connect(opts_for(None), cfg, StartAt::Current).await.unwrap();
     c.query_drop("INSERT INTO cdc_a SELECT seq FROM seq_1_to_20").await.unwrap();
     c.query_drop("INSERT INTO cdc_b VALUES (1)").await.unwrap();
@@ -33,11 +35,52 @@ async fn oversized_transactions_are_untrusted_and_filters_skip_tables() {
                 }
                 Ok(StreamEvent::Batch(b)) => seen.push(format!("{} rows of {}", b.changes.len(), b.changes[0].table)),
                 Ok(StreamEvent::Schema(ch)) => panic!("{ch:?}"),
+                Ok(StreamEvent::Following(t)) => panic!("the set did not change, yet following {t:?}"),
                 Err(e) => panic!("{e}"),
             }
         }
     })
     .await;
     assert_eq!(seen, vec!["untrusted", "empty", "1 rows of cdc_a"]);
+    drop_db(&db).await;
+}
+
+/// Reads until a batch with changes, or a `Following`; returns "following ..." or "N rows of
+/// T" (empty batches of other tests' transactions on the shared server are skipped).
+async fn next_news(s: &mut BinlogStream) -> String {
+    within(20, "a batch with rows or a Following", async {
+        loop {
+            match s.next().await.unwrap() {
+                StreamEvent::Batch(b) if b.changes.is_empty() => {}
+                StreamEvent::Batch(b) => {
+                    let ids: Vec<String> = b.changes.iter().map(|c| format!("{}:{:?}", c.table, c.row[0])).collect();
+                    return ids.join(" ");
+                }
+                StreamEvent::Following(t) => return format!("following {}", t.join(",")),
+                StreamEvent::Schema(ch) => panic!("{ch:?}"),
+            }
+        }
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_added_to_the_set_is_announced_before_its_first_rows() {
+    let (db, mut c) = fresh_db("follow").await;
+    c.query_drop("CREATE TABLE cdc_a (id INT PRIMARY KEY); CREATE TABLE cdc_b (id INT PRIMARY KEY)").await.unwrap();
+    let set = FollowedTables::of(["cdc_a"]);
+    let mut cfg = StreamConfig::new(&db, server_id());
+    cfg.tables = Some(set.clone());
+    let mut s = BinlogStream::connect(opts_for(None), cfg, StartAt::Current).await.unwrap();
+    c.query_drop("BEGIN; INSERT INTO cdc_b VALUES (1); INSERT INTO cdc_a VALUES (1); COMMIT").await.unwrap();
+    assert_eq!(next_news(&mut s).await, "cdc_a:1");
+    // Added while the stream runs (between its groups, as the writer does).
+    assert!(set.add("CDC_B"));
+    c.query_drop("BEGIN; INSERT INTO cdc_b VALUES (2); INSERT INTO cdc_a VALUES (2); COMMIT").await.unwrap();
+    assert_eq!(next_news(&mut s).await, "following CDC_B");
+    assert_eq!(next_news(&mut s).await, "cdc_b:2 cdc_a:2");
+    assert!(!set.add("cdc_b"), "already followed");
+    c.query_drop("INSERT INTO cdc_b VALUES (3)").await.unwrap();
+    assert_eq!(next_news(&mut s).await, "cdc_b:3");
     drop_db(&db).await;
 }

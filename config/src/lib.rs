@@ -43,6 +43,7 @@ pub struct Config {
     pub memory: Memory,
     pub fill: Fill,
     pub replica: Replica,
+    pub warm: Warm,
     pub consistency: Consistency,
     pub admin: Admin,
     /// `[caches]`: what to do with the `[[cache]]` entries below.
@@ -195,6 +196,24 @@ pub struct Replica {
     /// Rows the snapshot copies per batch (one RocksDB write, one unit of resumption).
     /// 1..=1000000. Default 5000.
     pub copy_batch_rows: u32,
+}
+
+/// `[warm]`: the warm restart: which keys of each cache were read lately, kept in a file and
+/// filled again in the background at the next start (either fill source).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warm {
+    /// The state directory where freshet keeps its file of hot keys (`warm-keys`; created if
+    /// missing). Default none: no warm restart, every cache starts empty.
+    pub dir: Option<PathBuf>,
+    /// How many of the most recently read keys of each cache are remembered. 1..=1000000.
+    /// Default 10000.
+    pub keys_per_cache: u32,
+    /// How often the file is written besides at shutdown (so that a killed freshet still
+    /// starts warm). At least 1s. Default 60s.
+    pub save_interval: Duration,
+    /// How many remembered keys are filled at once at start, so that the warm-up does not
+    /// stampede the fill source. 1..=1024. Default 8.
+    pub concurrency: u32,
 }
 
 /// `[consistency]`: how stale a cached read may be.

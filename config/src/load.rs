@@ -73,8 +73,8 @@ impl fmt::Display for ConfigError {
 impl std::error::Error for ConfigError {}
 
 /// The sections whose keys the environment may override.
-const ENV_SECTIONS: [&str; 12] =
-    ["upstream", "listen", "limits", "log", "memory", "fill", "replica", "consistency", "admin", "caches", "binlog", "shutdown"];
+const ENV_SECTIONS: [&str; 13] =
+    ["upstream", "listen", "limits", "log", "memory", "fill", "replica", "warm", "consistency", "admin", "caches", "binlog", "shutdown"];
 
 pub(crate) fn parse(source: &str, path: &Path, env: &dyn Fn(&str) -> Option<String>, env_names: &[String]) -> Result<Config, ConfigError> {
     let doc = Document::parse(source.to_string()).map_err(|e| {
@@ -91,6 +91,7 @@ pub(crate) fn parse(source: &str, path: &Path, env: &dyn Fn(&str) -> Option<Stri
     let memory = loader.memory(root);
     let fill = loader.fill(root);
     let replica = loader.replica(root, fill.source);
+    let warm = loader.warm(root);
     let consistency = loader.consistency(root);
     let admin = loader.admin(root);
     let cache_policy = loader.cache_policy(root);
@@ -103,9 +104,22 @@ pub(crate) fn parse(source: &str, path: &Path, env: &dyn Fn(&str) -> Option<Stri
     loader.unknown_env(env_names);
 
     match upstream {
-        Some(upstream) if loader.problems.is_empty() => {
-            Ok(Config { upstream, listen, limits, log, memory, fill, replica, consistency, admin, cache_policy, binlog, shutdown, caches })
-        }
+        Some(upstream) if loader.problems.is_empty() => Ok(Config {
+            upstream,
+            listen,
+            limits,
+            log,
+            memory,
+            fill,
+            replica,
+            warm,
+            consistency,
+            admin,
+            cache_policy,
+            binlog,
+            shutdown,
+            caches,
+        }),
         _ => Err(ConfigError { problems: loader.problems }),
     }
 }

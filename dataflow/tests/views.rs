@@ -597,3 +597,28 @@ fn a_change_only_the_collation_ignores_reaches_grouped_and_distinct_views() {
         }
     }
 }
+
+#[test]
+fn warming_a_remembered_key_fills_it_without_counting_a_read() {
+    let mut w = World::new();
+    seed(&mut w);
+    let sql = "SELECT id, title FROM stories WHERE author = ? AND id > ?";
+    let v = w.df.install_sql(sql).unwrap();
+    let r = w.df.reader(v).unwrap();
+    // The key a read names, without its range parameter; an IN list names one key per value.
+    let keys = r.partition_keys(None, &[int(10), int(0)]).unwrap();
+    assert_eq!(keys, vec![row(vec![int(10)])]);
+    let in_keys = r.partition_keys(Some(&[vec![0, 1]]), &[int(11), int(10), int(0)]).unwrap();
+    assert_eq!(in_keys.len(), 2);
+    // A text key of a number (from a file written by another run) is coerced like a parameter.
+    assert_eq!(r.warm(&[txt("10")]), Ok(false), "a hole, queued");
+    w.df.run_fills(&mut MemUpstream { store: &w.store }).unwrap();
+    assert_eq!(r.warm(&keys[0]), Ok(true), "filled");
+    assert_eq!(r.warm(&[Value::Null]), Ok(true), "NULL names no partition");
+    assert!(matches!(r.warm(&[int(1), int(2)]), Err(LookupError::ParamCount { .. })));
+    assert!(matches!(r.warm(&[txt("x")]), Err(LookupError::ParamType { .. })));
+    let s = w.df.stats(v).unwrap();
+    assert_eq!((s.hits, s.misses, s.fills), (0, 0, 1), "warming is not a read");
+    assert_eq!(w.read(v, &[int(10), int(0)], false), vec![row(vec![int(1), txt("Hello")])]);
+    assert_eq!(w.df.stats(v).unwrap().hits, 1);
+}

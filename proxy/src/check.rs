@@ -48,6 +48,8 @@ pub async fn check(config: &Config) -> Report {
         return Report { lines, ok: true };
     }
     let _ = conn.disconnect().await;
+    // A check fills nothing: no warm-up, and no file of hot keys written at its stop.
+    let config = &freshet_config::Config { warm: freshet_config::Warm { dir: None, ..config.warm.clone() }, ..config.clone() };
     match Engine::start(config).await {
         Ok(engine) => {
             let caches = engine.caches();

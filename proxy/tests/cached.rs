@@ -443,3 +443,58 @@ async fn without_a_fresh_binlog_cached_reads_are_relayed_and_not_ready() {
     assert!(http_get(&proxy, "/health").await.starts_with("HTTP/1.1 200"));
     assert!(http_get(&proxy, "/startup?caches").await.starts_with("HTTP/1.1 200"));
 }
+
+/// The stream decodes only the rows of tables caches read. A runtime CREATE CACHE on a table
+/// no cache read yet (its rows were being skipped) must still see every write after it,
+/// including writes that race with its creation and its first fills (the writer's `follow`
+/// module: the cache is installed only once the stream announces the table).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_cache_on_a_table_no_cache_read_sees_every_later_write() {
+    items_table("ct_follow_a", 4).await;
+    items_table("ct_follow_b", 20).await;
+    let proxy = start_proxy(&cache_config(&[("a", "SELECT id, name FROM ct_follow_a WHERE id = ?")])).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writes = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut c = direct().await;
+            let mut i = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                c.query_drop(format!("UPDATE ct_follow_b SET name = 'v{i}', grp = {} WHERE id = {}", i % 3, 1 + i % 20)).await.unwrap();
+                i += 1;
+            }
+            i
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut conn = through(&proxy).await;
+    conn.query_drop("CREATE CACHE b FROM SELECT id, name FROM ct_follow_b WHERE grp = ?").await.unwrap();
+    let mut raw = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    for _ in 0..5 {
+        for g in 0..3 {
+            raw.query(&format!("SELECT id, name FROM ct_follow_b WHERE grp = {g}")).await;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(writes.await.unwrap() > 0);
+    // Caught up: freshet's applied position is the server's end of binlog.
+    let mut server = direct().await;
+    let end: mysql_async::Row = server.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    let end = format!("{}:{}", end.get::<String, _>(0).unwrap(), end.get::<u64, _>(1).unwrap());
+    let mut caught_up = false;
+    for _ in 0..250 {
+        let status: Vec<(String, String)> = conn.query("SHOW FRESHET STATUS").await.unwrap();
+        if status.iter().any(|(k, v)| k == "binlog_position" && *v == end) {
+            caught_up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(caught_up, "freshet reaches {end}");
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for g in 0..3 {
+        let sql = format!("SELECT id, name FROM ct_follow_b WHERE grp = {g}");
+        assert_eq!(hit(&mut raw, &proxy, "b", &sql).await, check.query(&sql).await, "{sql}");
+    }
+}

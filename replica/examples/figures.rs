@@ -33,6 +33,8 @@ async fn main() {
     let rows: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(1_000_000);
     let url = std::env::var("FRESHET_TEST_MYSQL_URL").expect("FRESHET_TEST_MYSQL_URL");
     let base = Opts::from_url(&url).unwrap();
+    // TCP, as freshet reaches the server, not the socket mysql_async would prefer on 127.0.0.1.
+    let base: Opts = OptsBuilder::from_opts(base).prefer_socket(false).into();
     let opts: Opts = OptsBuilder::from_opts(base.clone()).db_name(None::<String>).into();
     let mut c = Conn::new(opts.clone()).await.unwrap();
     c.query_drop(format!("DROP DATABASE IF EXISTS {DB}")).await.unwrap();

@@ -40,6 +40,7 @@ async fn catch_up(store: &ReplicaStore, db: &str, conn: &mut Conn) {
         match tokio::time::timeout(Duration::from_secs(20), s.next()).await.expect("stream reaches the end").unwrap() {
             StreamEvent::Batch(b) => store.apply(&b).unwrap(),
             StreamEvent::Schema(c) => panic!("unexpected DDL {c:?}"),
+            StreamEvent::Following(t) => panic!("no table set was given, yet following {t:?}"),
         }
     }
 }

@@ -195,10 +195,11 @@ impl BinlogStream {
     }
 
     pub(super) async fn rows(&mut self, ev: &Event, tme: &TableMapEvent<'static>) -> Result<(), CdcError> {
-        let table = tme.table_name().into_owned();
-        if self.cfg.tables.as_ref().is_some_and(|only| !only.iter().any(|t| t.eq_ignore_ascii_case(&table))) {
+        if !self.decodes(&tme.table_name()) {
+            // No cache reads it: skipped before its cells are read (see `follow`).
             return Ok(());
         }
+        let table = tme.table_name().into_owned();
         let known = self.tables.contains_key(&table);
         if self.tables.get(&table).is_none_or(|t| check_table_map(tme, &t.schema).is_err()) {
             // A table created or altered by DDL the stream has not seen yet (or started

@@ -51,6 +51,7 @@ use crate::ddl::DdlKind;
 use crate::error::CdcError;
 use crate::events::{EventKind, classify};
 use crate::flavor::{self, Flavor};
+use crate::follow::FollowedTables;
 use crate::lag::LagHandle;
 use crate::position::{BinlogPos, MariaGtid, split_file_name};
 use crate::schema::{TableInfo, load_tables};
@@ -83,9 +84,11 @@ pub struct StreamConfig {
     pub max_retries: u32,
     /// Bound on connecting and on each information_schema query.
     pub query_timeout: Duration,
-    /// If set, only these tables' rows are decoded (the tables cached queries read); others
-    /// still delimit transactions.
-    pub tables: Option<Vec<String>>,
+    /// If set, only these tables' rows are decoded (the tables cached queries read); others'
+    /// row events are skipped before their cells are read, and still delimit transactions.
+    /// The set may grow while the stream runs: see [`FollowedTables`] and
+    /// [`StreamEvent::Following`].
+    pub tables: Option<FollowedTables>,
     /// Most row changes one transaction may carry. A larger transaction is not held in
     /// memory: its changes are dropped and its commit is reported as [`CdcError::Untrusted`]
     /// (evict all; the stream goes on).
@@ -133,6 +136,10 @@ pub enum StreamEvent {
     Batch(Batch),
     /// A schema change, in order with the batches.
     Schema(SchemaChange),
+    /// With [`StreamConfig::tables`]: the stream decodes these tables' rows from here on (they
+    /// were added to the set since the stream took it). Every later batch carries their rows;
+    /// earlier ones may lack them. See [`crate::follow`].
+    Following(Vec<String>),
 }
 
 /// The binlog stream. See the module header for its guarantees.
@@ -165,6 +172,9 @@ pub struct BinlogStream {
     /// End of the current MySQL TRANSACTION_PAYLOAD event: the events inside it carry no
     /// positions of their own, the commit takes this one.
     payload_end: Option<u32>,
+    /// With `cfg.tables`: the tables whose rows this stream decodes, and the set's generation
+    /// when it took them (taken at connect, and again only between groups: `sync_followed`).
+    followed: Option<(u64, Vec<String>)>,
 }
 
 async fn bounded<T>(d: Duration, what: &str, f: impl std::future::Future<Output = Result<T, mysql_async::Error>>) -> Result<T, CdcError> {
@@ -202,6 +212,7 @@ impl BinlogStream {
         let lag = LagHandle::default();
         lag.update(|l| l.delivered = Some(delivered.clone()));
         let backoff = Backoff::new(cfg.backoff_initial, cfg.backoff_max);
+        let followed = cfg.tables.as_ref().map(FollowedTables::snapshot);
         let mut s = BinlogStream {
             file: delivered.file.clone(),
             cfg,
@@ -221,6 +232,7 @@ impl BinlogStream {
             identity: None,
             verified: false,
             last_error: None,
+            followed,
         };
         s.open().await?;
         Ok(s)
@@ -438,6 +450,10 @@ impl BinlogStream {
             return Ok(());
         }
         let log_pos = effective_pos(hdr.log_pos(), self.payload_end);
+        if self.txn.is_none() {
+            // Between groups: the only place the set of decoded tables may change.
+            self.sync_followed();
+        }
         match kind {
             EventKind::FakeRotate { name } => self.check_fake_rotate(&name)?,
             // Nothing before the first ROTATE has said where this connection reads.
@@ -524,6 +540,29 @@ impl BinlogStream {
         self.lag.observe_server(&server);
         self.backoff.reset();
         Ok(())
+    }
+
+    /// Takes tables added to `cfg.tables` since the last look, announcing them with
+    /// [`StreamEvent::Following`] before any batch that carries their rows. Called between
+    /// groups only, so no transaction is delivered with some of a new table's rows skipped
+    /// and others not (see `follow`).
+    fn sync_followed(&mut self) {
+        let (Some(wanted), Some((generation, names))) = (&self.cfg.tables, &mut self.followed) else { return };
+        if wanted.generation() == *generation {
+            return;
+        }
+        let (now, all) = wanted.snapshot();
+        let new: Vec<String> = all.iter().filter(|t| !names.iter().any(|n| n.eq_ignore_ascii_case(t))).cloned().collect();
+        *generation = now;
+        *names = all;
+        if !new.is_empty() {
+            self.out.push_back(StreamEvent::Following(new));
+        }
+    }
+
+    /// True if rows of `table` are decoded (no set, or in the stream's copy of it).
+    pub(super) fn decodes(&self, table: &str) -> bool {
+        self.followed.as_ref().is_none_or(|(_, names)| names.iter().any(|n| n.eq_ignore_ascii_case(table)))
     }
 
     fn server_seen(&self, log_pos: u32) {

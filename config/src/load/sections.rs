@@ -14,7 +14,7 @@ use toml_edit::Table;
 use super::{Loader, Location, Problem, Raw, boolean, byte_size, byte_size_in, duration, integer, string};
 use crate::{
     Admin, Binlog, ByteSize, CachePolicy, CacheSpec, Consistency, Fill, FillSourceKind, Limits, Listen, ListenTls, Log, MaxPacket, Memory,
-    Replica, Shutdown, TlsMode, Upstream, UpstreamUrl,
+    Replica, Shutdown, TlsMode, Upstream, UpstreamUrl, Warm,
 };
 
 /// Every key of every section, as the loader accepts them; the example config's test checks
@@ -27,6 +27,7 @@ const KEYS: &[(&str, &[&str])] = &[
     ("memory", &["limit", "query_shapes"]),
     ("fill", &["timeout", "source"]),
     ("replica", &["path", "copy_batch_rows"]),
+    ("warm", &["dir", "keys_per_cache", "save_interval", "concurrency"]),
     ("consistency", &["max_lag", "max_privilege_age", "read_your_writes", "ryw_timeout"]),
     ("admin", &["users"]),
     ("caches", &["strict"]),
@@ -196,6 +197,28 @@ impl Loader<'_> {
         Replica { path, copy_batch_rows }
     }
 
+    pub(super) fn warm(&mut self, root: &Table) -> Warm {
+        let t = self.section(root, "warm");
+        self.unknown_keys_in(t, "warm", keys("warm"));
+        let dir = self.value(t, "warm", "dir", |raw| {
+            let s = string(raw)?;
+            if s.is_empty() { Err("the path is empty".to_string()) } else { Ok(PathBuf::from(s)) }
+        });
+        let bounded = |raw: &Raw, max: u32| {
+            let n = integer(raw)?;
+            u32::try_from(n).ok().filter(|n| (1..=max).contains(n)).ok_or_else(|| format!("{n} is outside 1..={max}"))
+        };
+        let keys_per_cache = self.value(t, "warm", "keys_per_cache", |raw| bounded(raw, 1_000_000)).unwrap_or(10_000);
+        let concurrency = self.value(t, "warm", "concurrency", |raw| bounded(raw, 1024)).unwrap_or(8);
+        let save_interval = self
+            .value(t, "warm", "save_interval", |raw| {
+                let d = duration(raw)?;
+                if d < Duration::from_secs(1) { Err("must be at least 1s".to_string()) } else { Ok(d) }
+            })
+            .unwrap_or(Duration::from_secs(60));
+        Warm { dir, keys_per_cache, save_interval, concurrency }
+    }
+
     pub(super) fn consistency(&mut self, root: &Table) -> Consistency {
         let t = self.section(root, "consistency");
         self.unknown_keys_in(t, "consistency", keys("consistency"));
@@ -313,7 +336,7 @@ mod tests {
 
     use super::super::tests::{load, messages};
     use super::KEYS;
-    use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, FillSourceKind, Memory, Replica, Shutdown};
+    use crate::{Admin, Binlog, ByteSize, CachePolicy, Consistency, Fill, FillSourceKind, Memory, Replica, Shutdown, Warm};
 
     const URL: &str = "[upstream]\nurl = \"mysql://u@h\"\n";
 
@@ -335,6 +358,7 @@ mod tests {
         assert_eq!(c.memory, Memory { limit: ByteSize::mib(256), query_shapes: ByteSize::mib(16) });
         assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1), source: FillSourceKind::Upstream });
         assert_eq!(c.replica, Replica { path: None, copy_batch_rows: 5_000 });
+        assert_eq!(c.warm, Warm { dir: None, keys_per_cache: 10_000, save_interval: Duration::from_secs(60), concurrency: 8 });
         assert_eq!(
             c.consistency,
             Consistency {
@@ -592,6 +616,26 @@ query = \"SELECT 5\"
             (d.memory, d.fill, d.consistency, d.admin, d.cache_policy, d.binlog)
         );
         assert_eq!(e.replica, d.replica);
+        assert_eq!(e.warm, d.warm);
+    }
+
+    #[test]
+    fn the_warm_restart_keys_are_checked() {
+        let c =
+            load(&format!("{URL}[warm]\ndir = \"state\"\nkeys_per_cache = 50\nsave_interval = \"5s\"\nconcurrency = 2\n"), &[]).unwrap();
+        assert_eq!(c.warm, Warm { dir: Some("state".into()), keys_per_cache: 50, save_interval: Duration::from_secs(5), concurrency: 2 });
+        let got = problems("[warm]\ndir = \"\"\nkeys_per_cache = 0\nsave_interval = \"10ms\"\nconcurrency = 5000\n", &[]);
+        assert_problems(
+            &got,
+            &[
+                "f.toml:4:7: dir: the path is empty",
+                "f.toml:5:18: keys_per_cache: 0 is outside 1..=1000000",
+                "f.toml:6:17: save_interval: must be at least 1s",
+                "f.toml:7:15: concurrency: 5000 is outside 1..=1024",
+            ],
+        );
+        let c = load(URL, &[("FRESHET_WARM_DIR", "/var/lib/freshet"), ("FRESHET_WARM_KEYS_PER_CACHE", "9")]).unwrap();
+        assert_eq!((c.warm.dir, c.warm.keys_per_cache), (Some("/var/lib/freshet".into()), 9));
     }
 
     #[test]

@@ -193,6 +193,42 @@ impl Reader {
         self.read(keys, &filter_params)
     }
 
+    /// The partition keys a lookup with these parameters reads (`param_slots` as for
+    /// [`lookup_in`](Reader::lookup_in), None for [`lookup`](Reader::lookup)): what a caller
+    /// remembers of a read to [`warm`](Reader::warm) it again later.
+    pub fn partition_keys(&self, param_slots: Option<&[Vec<usize>]>, params: &[Value]) -> Result<Vec<Key>, LookupError> {
+        lookup_keys(&self.q, param_slots.unwrap_or(&self.q.param_slots), params)
+    }
+
+    /// Asks for one partition by its key, as a read would but without counting as one: true
+    /// if it is present, false if it is a hole, now queued for filling like a read's miss.
+    /// The values are coerced to the key columns again (a key remembered from another run may
+    /// no longer fit the view: then it is refused like a read's parameter); a key with a NULL
+    /// names no partition and counts as present.
+    pub fn warm(&self, key: &[Value]) -> Result<bool, LookupError> {
+        if self.counters.dropped.load(AtOrd::Acquire) {
+            return Err(LookupError::NoView);
+        }
+        if key.len() != self.q.key_columns.len() {
+            return Err(LookupError::ParamCount { expected: self.q.key_columns.len(), got: key.len() });
+        }
+        let mut coerced = Vec::with_capacity(key.len());
+        for (i, (v, col)) in key.iter().zip(&self.q.key_columns).enumerate() {
+            match coerce_param(v, col, i)? {
+                Some(v) => coerced.push(v),
+                None => return Ok(true),
+            }
+        }
+        let ek = EntryKey { view: self.view.0, key: coerced.into_boxed_slice() };
+        if self.shared.cache.contains_key(&ek) {
+            return Ok(true);
+        }
+        if let Ok(mut m) = self.shared.misses.lock() {
+            m.entry(self.view.0).or_default().insert(ek.key);
+        }
+        Ok(false)
+    }
+
     /// Reads the partitions `keys` and merges their rows; `filter_params` has one value per
     /// read filter of the query.
     fn read(&self, keys: Vec<Key>, filter_params: &[&Value]) -> Result<Lookup, LookupError> {

@@ -6,8 +6,9 @@
 //! news compare --target NAME=URL --target NAME=URL [--rounds R] [--seconds S] [--connections C] [--writes PCT] [--skew Z]
 //! news sql --url URL -e STATEMENT [--hide COLUMN]...   a statement's result as a table (freshet's SHOW CACHES, ...)
 //! news freshness --url FRESHET --direct MARIADB [--story N]   a vote written on MariaDB, timed until freshet shows it
-//! news keepup --url FRESHET_ADMIN --direct MARIADB [--connections C] [--seconds S] [--rate R] [--samples N]
-//!      MariaDB's commit rate at full speed vs freshet's apply rate; commit-to-visible p50/p99 at R writes/s
+//! news keepup --url FRESHET_ADMIN --direct MARIADB [--connections C] [--seconds S] [--rate R] [--samples N] [--pid FRESHET_PID]
+//!      MariaDB's commit rate at full speed vs freshet's apply rate; commit-to-visible p50/p99 at R writes/s;
+//!      with --pid, also freshet's apply capacity: a backlog written while freshet is stopped, timed as it is applied
 //! ```
 
 use std::time::Duration;
@@ -15,7 +16,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use freshet_examples::{compare, keepup, load, probe, workload};
 
-const USAGE: &str = "usage: news load --url URL [--users N --stories N --votes N --comments N]\n       news workload --url URL [--seconds S --connections C --writes PCT --skew Z]\n       news compare --target NAME=URL --target NAME=URL [--rounds R --seconds S --connections C --writes PCT --skew Z]\n       news sql --url URL -e STATEMENT [--hide COLUMN]...\n       news freshness --url FRESHET_URL --direct MARIADB_URL [--story N]\n       news keepup --url FRESHET_ADMIN_URL --direct MARIADB_URL [--connections C --seconds S --rate R --samples N]";
+const USAGE: &str = "usage: news load --url URL [--users N --stories N --votes N --comments N]\n       news workload --url URL [--seconds S --connections C --writes PCT --skew Z]\n       news compare --target NAME=URL --target NAME=URL [--rounds R --seconds S --connections C --writes PCT --skew Z]\n       news sql --url URL -e STATEMENT [--hide COLUMN]...\n       news freshness --url FRESHET_URL --direct MARIADB_URL [--story N]\n       news keepup --url FRESHET_ADMIN_URL --direct MARIADB_URL [--connections C --seconds S --rate R --samples N --pid FRESHET_PID]";
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -24,7 +25,7 @@ async fn main() -> anyhow::Result<()> {
     let (mut url, mut sizes, mut opts) = (None, load::Sizes::default(), workload::Options::default());
     let (mut targets, mut rounds) = (Vec::new(), 2);
     let (mut statement, mut direct, mut story, mut hide) = (None, None, 1u64, Vec::new());
-    let (mut rate, mut samples) = (1000f64, 200usize);
+    let (mut rate, mut samples, mut pid) = (1000f64, 200usize, None);
     while let Some(flag) = args.next() {
         let mut value = || args.next().with_context(|| format!("{flag} needs a value\n{USAGE}"));
         match (command.as_str(), flag.as_str()) {
@@ -45,6 +46,7 @@ async fn main() -> anyhow::Result<()> {
             ("keepup", "--seconds") => opts.duration = Duration::from_secs_f64(value()?.parse()?),
             ("keepup", "--rate") => rate = value()?.parse()?,
             ("keepup", "--samples") => samples = value()?.parse()?,
+            ("keepup", "--pid") => pid = Some(value()?.parse::<u32>()?),
             ("freshness", "--story") => story = value()?.parse()?,
             ("compare", "--target") => {
                 let v = value()?;
@@ -96,6 +98,9 @@ async fn main() -> anyhow::Result<()> {
         }
         "keepup" => {
             let direct = direct.with_context(|| format!("keepup needs --direct URL\n{USAGE}"))?;
+            let warming = std::time::Instant::now();
+            keepup::warm(&url).await?;
+            println!("every key of every cache read twice through freshet in {:.1} s", warming.elapsed().as_secs_f64());
             let b = keepup::burst(&direct, &url, opts.connections, opts.duration.as_secs_f64()).await?;
             println!(
                 "full speed, {} connections: MariaDB committed {} transactions in {:.2} s ({:.0}/s); freshet applied {} in {:.2} s ({:.0}/s), \
@@ -110,6 +115,19 @@ async fn main() -> anyhow::Result<()> {
                 b.catch_up_after_last_commit.as_secs_f64() * 1e3,
                 b.max_lag_seconds
             );
+            if let Some(pid) = pid {
+                let b = keepup::backlog(&direct, &url, pid, opts.connections, opts.duration.as_secs_f64()).await?;
+                let (commit, apply) = (b.transactions as f64 / b.commit_seconds, b.transactions as f64 / b.apply_seconds);
+                println!(
+                    "backlog, {} connections: MariaDB committed {} transactions in {:.2} s ({commit:.0}/s) while freshet was stopped; \
+                     freshet applied them in {:.2} s ({apply:.0}/s): apply rate {:.2} x MariaDB's commit rate",
+                    opts.connections,
+                    b.transactions,
+                    b.commit_seconds,
+                    b.apply_seconds,
+                    apply / commit
+                );
+            }
             let (p50, p99, n) = keepup::visibility(&direct, &url, opts.connections, rate, samples).await?;
             println!(
                 "{rate:.0} writes/s: a vote committed on MariaDB is visible through freshet after p50 {:.1} ms, p99 {:.1} ms ({n} samples)",

@@ -140,5 +140,8 @@ impl Engine {
         if let Some(replica) = self.replica.get() {
             replica.render_metrics(out);
         }
+        if let Some(warm) = &self.warm {
+            warm.render_metrics(out);
+        }
     }
 }

@@ -29,6 +29,7 @@ pub mod params;
 pub mod replica;
 pub mod route;
 pub mod ryw;
+pub mod warm;
 mod writer;
 
 use std::collections::HashMap;
@@ -41,7 +42,7 @@ use bytes::Bytes;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tracing::{info, warn};
 
-use freshet_cdc::{FillConfig, LagHandle, StreamConfig, UpstreamFills};
+use freshet_cdc::{FillConfig, FollowedTables, LagHandle, StreamConfig, UpstreamFills};
 use freshet_config::{CacheSpec, Config};
 use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
 
@@ -83,6 +84,8 @@ pub struct Cache {
     /// Reads, counted once each (the view's own counters count every lookup, and a read
     /// waiting for its fill looks up again after each completed fill).
     pub reads: ReadCounts,
+    /// The recently read keys, for the warm restart ([`warm`]).
+    pub hot: warm::HotKeys,
 }
 
 /// What became of the reads routed to one cache.
@@ -184,6 +187,8 @@ pub struct Settings {
     pub ryw_timeout: Duration,
     /// The flavor's SELECT of a session's own last GTID, if it has one.
     pub session_gtid_sql: Option<&'static str>,
+    /// `[warm] keys_per_cache`.
+    pub warm_keys: usize,
 }
 
 /// Counters the engine keeps for /metrics and SHOW FRESHET STATUS.
@@ -240,6 +245,8 @@ pub struct Engine {
     pub access: access::Access,
     /// What the writer has processed, for read-your-writes waits.
     pub ryw: ryw::Progress,
+    /// The warm restart, with `[warm] dir`.
+    pub warm: Option<Arc<warm::Warm>>,
 }
 
 impl Engine {
@@ -256,7 +263,10 @@ impl Engine {
             .context("connecting to the upstream for the cache engine")?;
         freshet_cdc::check_upstream(&mut conn, &database, &[]).await.context("the upstream cannot feed freshet's caches")?;
         let server_id = replica_server_id(config);
-        let stream_config = StreamConfig::new(&database, server_id);
+        let mut stream_config = StreamConfig::new(&database, server_id);
+        // Only the tables caches read are decoded; the writer adds those of later caches.
+        let followed = FollowedTables::default();
+        stream_config.tables = Some(followed.clone());
         // `[fill] source = "replica"`: the stream resumes at the replica's position (replica.rs).
         let store = match (&config.fill.source, &config.replica.path) {
             (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path)?),
@@ -288,6 +298,7 @@ impl Engine {
                 read_your_writes: config.consistency.read_your_writes,
                 ryw_timeout: config.consistency.ryw_timeout,
                 session_gtid_sql: stream.flavor().session_gtid_sql(),
+                warm_keys: config.warm.keys_per_cache as usize,
             },
             caches: RwLock::new(Vec::new()),
             next_id: AtomicU64::new(0),
@@ -307,6 +318,7 @@ impl Engine {
             replica: std::sync::OnceLock::new(),
             access: access::Access::new(config.consistency.max_privilege_age),
             ryw: ryw::Progress::new(dataflow.applied()),
+            warm: warm::Warm::new(&config.warm, &database),
         });
         let mut problems = Vec::new();
         let mut tables: Vec<String> = Vec::new();
@@ -333,6 +345,11 @@ impl Engine {
         }
         tables.sort();
         tables.dedup();
+        // Before the stream has read anything: it takes these at its first group boundary,
+        // ahead of every batch (cdc's `follow`; the writer waits for that announcement).
+        for t in &tables {
+            followed.add(t);
+        }
         let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
         freshet_cdc::check_upstream(&mut conn, &database, &table_refs).await.context("the upstream cannot feed freshet's caches")?;
         let _ = conn.disconnect().await;
@@ -366,6 +383,9 @@ impl Engine {
             }
         });
         engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
+        if let Some(w) = &engine.warm {
+            w.start(&engine);
+        }
         let weak = Arc::downgrade(&engine);
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(FRESHNESS_CHECK);
@@ -398,6 +418,7 @@ impl Engine {
             hit_latency: LatencySketch::default(),
             hit_histogram: Histogram::default(),
             reads: ReadCounts::default(),
+            hot: warm::HotKeys::new(self.settings.warm_keys),
         }))
     }
 
@@ -415,6 +436,7 @@ impl Engine {
             hit_latency: LatencySketch::default(),
             hit_histogram: Histogram::default(),
             reads: ReadCounts::default(),
+            hot: warm::HotKeys::new(self.settings.warm_keys),
         })
     }
 
@@ -510,9 +532,10 @@ impl Engine {
         match look().map_err(refused)? {
             Lookup::Hit(rows) => {
                 cache.reads.hit.inc();
+                cache.hot.sample_hit(&live.reader, slots, params);
                 return Ok(rows);
             }
-            Lookup::Miss(_) => {}
+            Lookup::Miss(keys) => cache.hot.missed(&keys),
         }
         self.counters.fill_waits.inc();
         cache.reads.missed.inc();
@@ -535,6 +558,9 @@ impl Engine {
     /// Ends the engine's tasks (the writer, with it the binlog stream and the fills) at
     /// shutdown; cached reads are relayed from then on.
     pub fn stop(&self) {
+        if let Some(w) = &self.warm {
+            w.save(self);
+        }
         self.stream_up.store(false, Ordering::Relaxed);
         self.fresh.store(false, Ordering::Relaxed);
         let _ = self.control.send(writer::Control::Stop);

@@ -230,10 +230,13 @@ pub async fn answer(engine: &Engine, cache: &Cache, binding: &Binding, bound: &[
     let Some(columns) = engine.columns(&key) else {
         // Relay this one to learn the column definitions; start its fill meanwhile.
         if let Ok(live) = cache.live() {
-            let _ = match &binding.slots {
+            let looked = match &binding.slots {
                 None => live.reader.lookup(&values),
                 Some(s) => live.reader.lookup_in(s, &values),
             };
+            if let Ok(freshet_dataflow::Lookup::Miss(keys)) = looked {
+                cache.hot.missed(&keys);
+            }
             engine.wake_writer();
         }
         return Err(Relay { reason: RelayReason::Capture, capture: Some(key) });

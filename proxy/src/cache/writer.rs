@@ -42,6 +42,8 @@ use freshet_dataflow::{Batch, Dataflow, FillError, FillRequest, FillResponse, Vi
 
 use super::{Cache, Engine, live_of};
 
+mod follow;
+
 /// Requests from sessions (admin statements).
 pub(super) enum Control {
     Create {
@@ -114,6 +116,9 @@ pub(super) struct Writer {
     stream_config: StreamConfig,
     in_flight: JoinSet<FillDone>,
     epoch: u64,
+    /// Tables every batch from here on carries, and caches waiting for theirs (`follow`).
+    followed: Vec<String>,
+    waiting: Vec<follow::Waiting>,
 }
 
 impl Writer {
@@ -125,7 +130,8 @@ impl Writer {
         opts: Opts,
         stream_config: StreamConfig,
     ) -> Writer {
-        Writer { engine, dataflow, fills, replica, opts, stream_config, in_flight: JoinSet::new(), epoch: 0 }
+        let (followed, waiting) = (Vec::new(), Vec::new());
+        Writer { engine, dataflow, fills, replica, opts, stream_config, in_flight: JoinSet::new(), epoch: 0, followed, waiting }
     }
 
     pub(super) async fn run(mut self, mut events: Events, mut control: mpsc::UnboundedReceiver<Control>) {
@@ -167,6 +173,7 @@ impl Writer {
                     schema_at = Some(change.position);
                     self.schema_change(change)
                 }
+                Some(Ok(StreamEvent::Following(tables))) => self.now_following(tables),
                 Some(Err(CdcError::Untrusted(why))) => {
                     info!(reason = %why, "a transaction could not be followed; evicting every cache");
                     if let Some(r) = &self.replica {
@@ -296,7 +303,7 @@ impl Writer {
     /// again: a migration that drops and re-creates a table gets its caches back.
     fn revive(&mut self) {
         for cache in self.engine.caches() {
-            if cache.live().is_ok() {
+            if cache.live().is_ok() || !self.reads_followed(&cache.sql) {
                 continue;
             }
             if let Ok(view) = self.dataflow.install_sql(&cache.sql)
@@ -345,6 +352,7 @@ impl Writer {
                         // The gap may have hidden a GRANT or REVOKE.
                         self.engine.access.forget_all();
                         self.publish_catalog(None);
+                        self.stream_replaced();
                         let mut stream = stream;
                         stream.use_lag(self.engine.lag_handle());
                         let (events, _) = stream.spawn(EVENT_QUEUE);
@@ -363,16 +371,18 @@ impl Writer {
         }
     }
 
+    fn create(&mut self, spec: CacheSpec, reply: oneshot::Sender<Result<Arc<Cache>, String>>) {
+        let result = self.engine.build(&mut self.dataflow, &spec, true);
+        if let Ok(cache) = &result {
+            info!(cache = %cache.name, "cache created");
+            self.engine.push(cache.clone());
+        }
+        let _ = reply.send(result);
+    }
+
     fn control(&mut self, request: Control) {
         match request {
-            Control::Create { spec, reply } => {
-                let result = self.engine.build(&mut self.dataflow, &spec, true);
-                if let Ok(cache) = &result {
-                    info!(cache = %cache.name, "cache created");
-                    self.engine.push(cache.clone());
-                }
-                let _ = reply.send(result);
-            }
+            Control::Create { spec, reply } => self.create_when_followed(spec, reply),
             Control::Drop { view, reply } => {
                 // Another cache may share the view (identical plans share one).
                 let shared = self.engine.caches().iter().any(|c| c.live().is_ok_and(|l| l.view == view));

@@ -165,6 +165,9 @@ impl Session {
                 if let Some(replica) = e.replica.get() {
                     rows.extend(replica.status_rows());
                 }
+                if let Some(warm) = &e.warm {
+                    rows.extend(warm.status_rows());
+                }
             }
         }
         SynthResult {
