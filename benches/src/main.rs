@@ -7,7 +7,7 @@
 //! ```text
 //! freshet-load --target direct=mysql://u:p@127.0.0.1:33306/db --target freshet=mysql://u:p@127.0.0.1:3307/db \
 //!              [--workload point|story|point,story] [--seconds 10] [--warmup 1] [--connections 8] [--rounds 2]
-//!              [--rows 10000] [--writes 5] [--skew 1.0] [--text] [--prefill] [--ceiling NAME]
+//!              [--rows 10000] [--writes 5] [--skew 1.0] [--text] [--prefill] [--ceiling NAME] [--write-then-read]
 //! freshet-load --target direct=URL --setup-only [--workload ...] [--rows N]   create and fill the tables, then exit
 //! freshet-load --print-cache-config [--workload ...]                          the [[cache]] entries for freshet's config
 //! ```
@@ -23,6 +23,10 @@
 //! then starts full and the rounds measure hits and maintenance, not cold misses (with Zipf
 //! keys, the rarely read tail keeps missing for minutes otherwise); MariaDB's buffer pool is
 //! warmed the same way.
+//!
+//! With `--write-then-read`, each write is followed at once, on the same connection, by a read
+//! of the key it wrote (what read-your-writes is for), and the write columns time the whole
+//! cycle (write + read).
 //!
 //! Per target the report takes the median round by throughput (with two rounds, the better
 //! one); ratios are that target's throughput and read latencies over the first target's, and
@@ -55,6 +59,8 @@ struct Args {
     prefill: bool,
     /// The target whose throughput is the ceiling (`freshet-null`), if any.
     ceiling: Option<String>,
+    /// Each write is followed by a read of its key; the write latency is the cycle's.
+    write_then_read: bool,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -73,6 +79,7 @@ fn parse_args() -> anyhow::Result<Args> {
         print_cache_config: false,
         prefill: false,
         ceiling: None,
+        write_then_read: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -100,6 +107,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--prefill" => a.prefill = true,
             "--ceiling" => a.ceiling = Some(value()?),
             "--print-cache-config" => a.print_cache_config = true,
+            "--write-then-read" => a.write_then_read = true,
             other => bail!("unknown argument {other}; see the header of benches/src/main.rs"),
         }
     }
@@ -149,6 +157,7 @@ struct Plan {
     writes: u32,
     text: bool,
     rows: u64,
+    write_then_read: bool,
 }
 
 async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyhow::Result<Outcome> {
@@ -161,7 +170,14 @@ async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyh
         let pick = rng.next_u64();
         let is_write = pick % 100 < u64::from(plan.writes);
         let t = Instant::now();
-        let result = if is_write { session.write(key, pick / 100).await } else { session.read(key).await };
+        let result = match (is_write, plan.write_then_read) {
+            (true, true) => match session.write(key, pick / 100).await {
+                Ok(()) => session.read(key).await,
+                Err(e) => Err(e),
+            },
+            (true, false) => session.write(key, pick / 100).await,
+            (false, _) => session.read(key).await,
+        };
         let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
         if is_write {
             out.writes_us.push(us)
@@ -246,11 +262,12 @@ impl From<Outcome> for Summary {
 fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
     println!();
     println!(
-        "workload {}: {}; {} statements, {}% writes, zipf skew {}, {} connections, {} s x {} rounds{}",
+        "workload {}: {}; {} statements, {}% writes{}, zipf skew {}, {} connections, {} s x {} rounds{}",
         workload.name(),
         workload.describe(args.rows),
         if args.text { "text-protocol" } else { "prepared" },
         args.writes,
+        if args.write_then_read { " (each followed by a read of its key; write = the cycle)" } else { "" },
         args.skew,
         args.connections,
         args.seconds,
@@ -269,7 +286,7 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
     let ceiling = args.ceiling.as_ref().and_then(|c| args.targets.iter().position(|(name, _)| name == c)).map(|i| chosen[i].qps);
     let ratio = |a: f64, b: u32| if b == 0 { 0.0 } else { a / f64::from(b) };
     println!(
-        "{:<10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7}{}",
+        "{:<10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7}{}",
         "target",
         "ops/s",
         "x ops/s",
@@ -279,12 +296,14 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
         "write p99",
         "x r.p50",
         "x r.p99",
+        "x w.p50",
+        "x w.p99",
         "errors",
         if ceiling.is_some() { "   x ceil" } else { "" }
     );
     for ((name, _), s) in args.targets.iter().zip(&chosen) {
         println!(
-            "{:<10} {:>9.0} {:>7.2}x {:>9} {:>9} {:>9} {:>9} {:>7.2}x {:>7.2}x {:>7}{}",
+            "{:<10} {:>9.0} {:>7.2}x {:>9} {:>9} {:>9} {:>9} {:>7.2}x {:>7.2}x {:>7.2}x {:>7.2}x {:>7}{}",
             name,
             s.qps,
             s.qps / base.qps.max(1e-9),
@@ -294,6 +313,8 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
             s.write[1],
             ratio(f64::from(s.read[0]), base.read[0]),
             ratio(f64::from(s.read[1]), base.read[1]),
+            ratio(f64::from(s.write[0]), base.write[0]),
+            ratio(f64::from(s.write[1]), base.write[1]),
             s.errors,
             ceiling.map(|c| format!(" {:>7.2}x", s.qps / c.max(1e-9))).unwrap_or_default()
         );
@@ -330,7 +351,14 @@ async fn main() -> anyhow::Result<()> {
         .workloads
         .iter()
         .map(|&workload| {
-            Arc::new(Plan { workload, keys: Zipf::new(args.rows, args.skew), writes: args.writes, text: args.text, rows: args.rows })
+            Arc::new(Plan {
+                workload,
+                keys: Zipf::new(args.rows, args.skew),
+                writes: args.writes,
+                text: args.text,
+                rows: args.rows,
+                write_then_read: args.write_then_read,
+            })
         })
         .collect();
     let n = args.targets.len();

@@ -47,6 +47,11 @@ pub trait Flavor: Send + Sync + std::fmt::Debug {
     /// (comma-separated GTIDs, one per domain), or None where the server cannot say. Proves
     /// that a resume position means the same history on this server as on the one followed.
     fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String>;
+    /// A one-row, one-column SELECT that, run on a client's own session, names the GTID of
+    /// that session's last commit (`domain-server-seq`, empty if none), or None where the
+    /// server has no such read-only variable. Read-your-writes asks it right before a
+    /// cached read, where the client's own SELECT would have cleared the same session state.
+    fn session_gtid_sql(&self) -> Option<&'static str>;
 }
 
 /// MariaDB 10.6+.
@@ -73,6 +78,9 @@ impl Flavor for MariaDb {
     fn identity_sql(&self) -> &'static str {
         "SELECT @@server_id, CAST(UNIX_TIMESTAMP() - VARIABLE_VALUE AS SIGNED), NULL \
          FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"
+    }
+    fn session_gtid_sql(&self) -> Option<&'static str> {
+        Some("SELECT @@last_gtid")
     }
     fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String> {
         // A binlog file name is the server's own (`base.NNNNNN`); quoting keeps any name inert.
@@ -113,6 +121,12 @@ impl Flavor for MySql8 {
     fn identity_sql(&self) -> &'static str {
         "SELECT @@server_id, CAST(UNIX_TIMESTAMP() - VARIABLE_VALUE AS SIGNED), @@server_uuid \
          FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'"
+    }
+    fn session_gtid_sql(&self) -> Option<&'static str> {
+        // The session's own GTID is only told through session_track_gtids (OWN_GTID), which
+        // would add session-state data to the OK packets the client sees; @@gtid_executed is
+        // the server's set, not the session's. Writes fall back to the server's position.
+        None
     }
     fn gtid_state_at_sql(&self, _file: &str, _offset: u32) -> Option<String> {
         // MySQL has no function for it; the server UUID and start time are what is checked.

@@ -6,6 +6,14 @@
 //! [`spawn_position_poll`], the task that reads the server's position every [`POLL`].
 //! Does not own: the applied position (the caller's, passed to [`LagHandle::behind`]).
 //!
+//! Also kept here for read-your-writes (the proxy's `cache::ryw`): per MariaDB GTID domain,
+//! the sequence number of the last delivered group and the position where it ends
+//! ([`LagHandle::gtid_delivered_at`]), and whether the poll has read the server's position
+//! since a given instant ([`LagHandle::polled_since`]). Within a domain, sequence numbers
+//! grow in binlog order, so a group with a later sequence number ends at or after the
+//! group of an earlier one. One entry per domain (a handful), forgotten when the stream
+//! restarts at another position.
+//!
 //! # How lag is measured, and what it bounds
 //! The server's binlog position is observed by polling `SHOW MASTER STATUS` every [`POLL`] and
 //! from the stream itself (every event's end, heartbeats). Each observation that moves past the
@@ -31,7 +39,7 @@ use freshet_dataflow::Position;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts};
 
-use crate::position::BinlogPos;
+use crate::position::{BinlogPos, MariaGtid};
 
 /// How often the server's position is polled.
 pub const POLL: Duration = Duration::from_millis(100);
@@ -90,6 +98,9 @@ struct Inner {
     lag: Lag,
     /// (server position, first seen), strictly increasing in both.
     seen: VecDeque<(Position, Instant)>,
+    /// MariaDB: (domain, sequence number, end position) of the last delivered group per
+    /// GTID domain.
+    gtids: Vec<(u32, u64, Position)>,
 }
 
 /// A cheap handle to read a stream's lag from elsewhere (metrics, readiness, the gate).
@@ -141,6 +152,7 @@ impl LagHandle {
     pub fn restart_at(&self, at: &BinlogPos) {
         if let Ok(mut l) = self.0.lock() {
             l.seen.clear();
+            l.gtids.clear();
             l.lag.server = None;
             l.lag.polled = Some(Instant::now());
         }
@@ -160,6 +172,33 @@ impl LagHandle {
             server: l.seen.back().map(|&(p, _)| p),
             polled_ago: l.lag.polled.map(|t| now.saturating_duration_since(t)),
         }
+    }
+
+    /// Records that the group with `gtid` was delivered and ends at `end`.
+    pub(crate) fn delivered_gtid(&self, gtid: MariaGtid, end: Position) {
+        if let Ok(mut l) = self.0.lock() {
+            match l.gtids.iter_mut().find(|(d, _, _)| *d == gtid.domain) {
+                Some(entry) => *entry = (gtid.domain, gtid.seq, end),
+                None => l.gtids.push((gtid.domain, gtid.seq, end)),
+            }
+        }
+    }
+
+    /// A position at or after the end of the group `domain`-*-`seq`, once the stream has
+    /// delivered it (or a later group of that domain); None before.
+    pub fn gtid_delivered_at(&self, domain: u32, seq: u64) -> Option<Position> {
+        let l = self.0.lock().ok()?;
+        l.gtids.iter().find(|(d, s, _)| *d == domain && *s >= seq).map(|&(_, _, end)| end)
+    }
+
+    /// The server's position as observed, if the poll has read it at or after `since`: then
+    /// it is at or after the end of every transaction the server had committed by `since`.
+    pub fn polled_since(&self, since: Instant) -> Option<Position> {
+        let l = self.0.lock().ok()?;
+        if l.lag.polled.is_none_or(|p| p < since) {
+            return None;
+        }
+        l.seen.back().map(|&(p, _)| p)
     }
 
     fn polled(&self) {
@@ -242,6 +281,33 @@ mod tests {
         let l = h.0.lock().unwrap();
         assert!(l.seen.len() <= SEEN_MAX);
         assert_eq!(l.seen.front().unwrap().1, first, "the oldest instant survives merging");
+    }
+
+    #[test]
+    fn a_gtid_is_delivered_once_its_domain_reaches_its_sequence() {
+        let h = LagHandle::default();
+        assert_eq!(h.gtid_delivered_at(0, 5), None);
+        let end = |o| pos(o).position().unwrap();
+        h.delivered_gtid(MariaGtid { domain: 0, server: 1, seq: 5 }, end(500));
+        h.delivered_gtid(MariaGtid { domain: 2, server: 1, seq: 9 }, end(600));
+        assert_eq!(h.gtid_delivered_at(0, 5), Some(end(500)));
+        assert_eq!(h.gtid_delivered_at(0, 4), Some(end(500)), "a later group ends after an earlier one");
+        assert_eq!(h.gtid_delivered_at(0, 6), None);
+        assert_eq!(h.gtid_delivered_at(1, 1), None, "another domain");
+        assert_eq!(h.gtid_delivered_at(2, 9), Some(end(600)));
+        h.restart_at(&pos(700));
+        assert_eq!(h.gtid_delivered_at(0, 5), None, "a new stream forgets what the old one delivered");
+    }
+
+    #[test]
+    fn the_server_position_counts_only_if_polled_after_the_instant() {
+        let h = LagHandle::default();
+        let before = Instant::now();
+        h.observe_server(&pos(100));
+        assert_eq!(h.polled_since(before), None, "seen from the stream, not polled");
+        h.polled();
+        assert_eq!(h.polled_since(before), Some(pos(100).position().unwrap()));
+        assert_eq!(h.polled_since(Instant::now() + Duration::from_secs(1)), None);
     }
 
     #[test]

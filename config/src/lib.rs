@@ -229,6 +229,13 @@ pub struct Consistency {
     /// the safety net for changes the binlog does not show (e.g. an expired password, a
     /// server restarted with other grant tables). Default 60s.
     pub max_privilege_age: Duration,
+    /// Read-your-writes per session: after a session's write, its cached reads wait until
+    /// the views have applied the binlog past that write (at most `ryw_timeout`, else the
+    /// read is relayed). Sessions that did not write are not slowed. Default true.
+    pub read_your_writes: bool,
+    /// How long a cached read after the session's own write waits for the views to apply it
+    /// before it is relayed instead. Default 100ms.
+    pub ryw_timeout: Duration,
 }
 
 /// `[admin]`: freshet's admin SQL (SHOW CACHES, CREATE CACHE, ...) on the MySQL listener.

@@ -424,6 +424,9 @@ impl BinlogStream {
 
     /// Moves the resume point to `end`, where the group with `gtid` (if known) ends.
     fn deliver_to(&mut self, end: BinlogPos, gtid: Option<MariaGtid>) {
+        if let (Some(g), Ok(p)) = (gtid, end.position()) {
+            self.lag.delivered_gtid(g, p);
+        }
         self.delivered = end;
         self.last_gtid = gtid;
     }

@@ -28,7 +28,7 @@ const KEYS: &[(&str, &[&str])] = &[
     ("fill", &["timeout", "source"]),
     ("replica", &["path", "copy_batch_rows"]),
     ("warm", &["dir", "keys_per_cache", "save_interval", "concurrency"]),
-    ("consistency", &["max_lag", "max_privilege_age"]),
+    ("consistency", &["max_lag", "max_privilege_age", "read_your_writes", "ryw_timeout"]),
     ("admin", &["users"]),
     ("caches", &["strict"]),
     ("binlog", &["server_id"]),
@@ -225,6 +225,8 @@ impl Loader<'_> {
         Consistency {
             max_lag: self.value(t, "consistency", "max_lag", duration).unwrap_or(Duration::from_secs(5)),
             max_privilege_age: self.value(t, "consistency", "max_privilege_age", duration).unwrap_or(Duration::from_secs(60)),
+            read_your_writes: self.value(t, "consistency", "read_your_writes", boolean).unwrap_or(true),
+            ryw_timeout: self.value(t, "consistency", "ryw_timeout", duration).unwrap_or(Duration::from_millis(100)),
         }
     }
 
@@ -357,7 +359,15 @@ mod tests {
         assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1), source: FillSourceKind::Upstream });
         assert_eq!(c.replica, Replica { path: None, copy_batch_rows: 5_000 });
         assert_eq!(c.warm, Warm { dir: None, keys_per_cache: 10_000, save_interval: Duration::from_secs(60), concurrency: 8 });
-        assert_eq!(c.consistency, Consistency { max_lag: Duration::from_secs(5), max_privilege_age: Duration::from_secs(60) });
+        assert_eq!(
+            c.consistency,
+            Consistency {
+                max_lag: Duration::from_secs(5),
+                max_privilege_age: Duration::from_secs(60),
+                read_your_writes: true,
+                ryw_timeout: Duration::from_millis(100)
+            }
+        );
         assert_eq!(c.admin, Admin { users: vec!["root".to_string()] });
         assert_eq!(c.cache_policy, CachePolicy { strict: true });
         assert_eq!(c.binlog, Binlog { server_id: 0 });

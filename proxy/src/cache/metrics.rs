@@ -66,6 +66,20 @@ impl Engine {
         for (i, reason) in RelayReason::ALL.iter().enumerate() {
             sample(out, "freshet_proxy_relayed_reads_total", &[("reason", reason.label())], self.counters.relayed[i].get());
         }
+        family(
+            out,
+            "freshet_proxy_ryw_asked_total",
+            "counter",
+            "Cached reads after a write of their session that asked the server where the write is.",
+        );
+        sample(out, "freshet_proxy_ryw_asked_total", &[], self.ryw.asked.get());
+        family(
+            out,
+            "freshet_proxy_ryw_waits_total",
+            "counter",
+            "Cached reads that waited for the views to apply their session's own write.",
+        );
+        sample(out, "freshet_proxy_ryw_waits_total", &[], self.ryw.waits.get());
         family(out, "freshet_proxy_fill_waits_total", "counter", "Reads that waited for a fill.");
         sample(out, "freshet_proxy_fill_waits_total", &[], self.counters.fill_waits.get());
         family(

@@ -28,6 +28,7 @@ mod metrics;
 pub mod params;
 pub mod replica;
 pub mod route;
+pub mod ryw;
 pub mod warm;
 mod writer;
 
@@ -182,6 +183,11 @@ pub struct Settings {
     pub server_id: u32,
     /// What classifying one query may cost (`[limits] max_query`, `max_in_list`).
     pub bounds: matching::Bounds,
+    /// `[consistency] read_your_writes` and `ryw_timeout` (see [`ryw`]).
+    pub read_your_writes: bool,
+    pub ryw_timeout: Duration,
+    /// The flavor's SELECT of a session's own last GTID, if it has one.
+    pub session_gtid_sql: Option<&'static str>,
     /// `[warm] keys_per_cache`.
     pub warm_keys: usize,
 }
@@ -238,6 +244,8 @@ pub struct Engine {
     pub replica: std::sync::OnceLock<Arc<replica::Replica>>,
     /// What accounts may read which caches, as the server answered.
     pub access: access::Access,
+    /// What the writer has processed, for read-your-writes waits.
+    pub ryw: ryw::Progress,
     /// The warm restart, with `[warm] dir`.
     pub warm: Option<Arc<warm::Warm>>,
 }
@@ -337,6 +345,9 @@ impl Engine {
                     max_statement: usize::try_from(config.limits.max_query.bytes()).unwrap_or(usize::MAX),
                     max_in_list: config.limits.max_in_list as usize,
                 },
+                read_your_writes: config.consistency.read_your_writes,
+                ryw_timeout: config.consistency.ryw_timeout,
+                session_gtid_sql: stream.flavor().session_gtid_sql(),
                 warm_keys: config.warm.keys_per_cache as usize,
             },
             caches: RwLock::new(Vec::new()),
@@ -356,6 +367,7 @@ impl Engine {
             counters: EngineCounters::default(),
             replica: std::sync::OnceLock::new(),
             access: access::Access::new(config.consistency.max_privilege_age),
+            ryw: ryw::Progress::new(dataflow.applied()),
             warm: warm::Warm::new(&config.warm, database),
         });
         let mut problems = Vec::new();

@@ -123,10 +123,13 @@ pub enum RelayReason {
     Learning,
     /// The server refused this account this cache: it answers each read itself.
     Denied,
+    /// The session wrote, and the views had not applied its write within
+    /// `[consistency] ryw_timeout` (read-your-writes, `cache::ryw`).
+    OwnWrite,
 }
 
 impl RelayReason {
-    pub const ALL: [RelayReason; 13] = [
+    pub const ALL: [RelayReason; 14] = [
         Self::NotCacheable,
         Self::NoCache,
         Self::InTransaction,
@@ -140,6 +143,7 @@ impl RelayReason {
         Self::Unavailable,
         Self::Learning,
         Self::Denied,
+        Self::OwnWrite,
     ];
 
     pub fn label(self) -> &'static str {
@@ -157,6 +161,7 @@ impl RelayReason {
             Self::Unavailable => "unavailable",
             Self::Learning => "learning_privileges",
             Self::Denied => "denied",
+            Self::OwnWrite => "own_write",
         }
     }
 

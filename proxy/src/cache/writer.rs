@@ -8,6 +8,15 @@
 //! (which the freshness gate compares with the server's) is published once per step; a batch
 //! enters the dataflow in one place, `Writer::apply`.
 //!
+//! **Every event taken off the stream's queue is handled.** The stream delivers each
+//! transaction once; a filled partition that misses one keeps the old rows for good (no later
+//! batch or fill repairs a partition that is not evicted). So a step bounds itself *before*
+//! it receives: `Step::take` returns a queued event only when the step has room to handle it,
+//! and the caller handles whatever it returns. (The loop this replaced received the next event
+//! and then found its count exhausted, dropping one transaction whenever 64 queued events met
+//! within a millisecond: under concurrent writers, views diverged from the server with no
+//! error, RYW on or off; proxy/tests/ryw.rs caught it.)
+//!
 //! Why a fill is never stale (see cdc's fill module for the fence): its answer carries the
 //! binlog position of its snapshot, and the dataflow skips batches at or before it and applies
 //! later ones. Two events break the premise that every batch after the position will be
@@ -71,6 +80,32 @@ const STEP_TIME: Duration = Duration::from_millis(1);
 /// Events buffered between the binlog stream and the writer.
 const EVENT_QUEUE: usize = 4096;
 
+/// The bounds of one step of the writer over the stream's queue: the event the step started
+/// with, then queued ones while fewer than [`STEP_EVENTS`] were taken and [`STEP_TIME`] has
+/// not passed. An event is taken off the queue only when the step has room to handle it: an
+/// event received and not handled is a transaction lost for good (its partitions keep the old
+/// rows, and nothing later repairs them).
+struct Step {
+    taken: usize,
+    started: std::time::Instant,
+}
+
+impl Step {
+    fn new() -> Step {
+        Step { taken: 1, started: std::time::Instant::now() }
+    }
+
+    /// The next queued event, if this step has room for it; the caller must handle it.
+    fn take<T>(&mut self, events: &mut mpsc::Receiver<T>) -> Option<T> {
+        if self.taken >= STEP_EVENTS || self.started.elapsed() > STEP_TIME {
+            return None;
+        }
+        let event = events.try_recv().ok()?;
+        self.taken += 1;
+        Some(event)
+    }
+}
+
 pub(super) struct Writer {
     engine: Arc<Engine>,
     dataflow: Dataflow,
@@ -124,12 +159,20 @@ impl Writer {
     /// trip through the loop and one publication of the applied position.
     async fn on_events(&mut self, first: Option<Result<StreamEvent, CdcError>>, events: &mut Events) {
         let mut next = first;
-        let started = std::time::Instant::now();
-        for _ in 0..STEP_EVENTS {
+        let mut step = Step::new();
+        // Read-your-writes: schema changes count as processed too (a DDL is a session's write).
+        let mut schema_at = None;
+        loop {
             match next {
                 Some(Ok(StreamEvent::Batch(batch))) => self.apply(&batch),
-                Some(Ok(StreamEvent::Schema(change))) if change.kind == DdlKind::Privileges => self.engine.access.forget_all(),
-                Some(Ok(StreamEvent::Schema(change))) => self.schema_change(change),
+                Some(Ok(StreamEvent::Schema(change))) if change.kind == DdlKind::Privileges => {
+                    schema_at = Some(change.position);
+                    self.engine.access.forget_all()
+                }
+                Some(Ok(StreamEvent::Schema(change))) => {
+                    schema_at = Some(change.position);
+                    self.schema_change(change)
+                }
                 Some(Ok(StreamEvent::Following(tables))) => self.now_following(tables),
                 Some(Err(CdcError::Untrusted(why))) => {
                     info!(reason = %why, "a transaction could not be followed; evicting every cache");
@@ -149,15 +192,14 @@ impl Writer {
                     return;
                 }
             }
-            if started.elapsed() > STEP_TIME {
-                break;
-            }
-            match events.try_recv() {
-                Ok(event) => next = Some(event),
-                Err(_) => break,
+            // Only an event this step will handle is taken off the queue.
+            match step.take(events) {
+                Some(event) => next = Some(event),
+                None => break,
             }
         }
         self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
+        self.engine.ryw.publish(schema_at.map_or(self.dataflow.applied(), |at| at.max(self.dataflow.applied())));
     }
 
     /// One transaction applied, in stream order: to the replica of the base tables first (so
@@ -315,6 +357,9 @@ impl Writer {
                         stream.use_lag(self.engine.lag_handle());
                         let (events, _) = stream.spawn(EVENT_QUEUE);
                         self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
+                        // Everything was evicted after the start was set: a read refills from
+                        // the server as of now, past any write a session waits for.
+                        self.engine.ryw.publish(start);
                         self.engine.stream_up.store(true, Ordering::Relaxed);
                         info!("binlog stream resumed");
                         return events;
@@ -359,5 +404,36 @@ impl Writer {
             }
             Control::Stop => {}
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every queued event is handed out exactly once and in order, over as many steps as it
+    /// takes, and no step takes more than [`STEP_EVENTS`]. (The loop this replaced received
+    /// one event more than it handled whenever a step ended on its event count: a transaction
+    /// lost, the views diverging from the server for good.)
+    #[tokio::test]
+    async fn steps_hand_out_every_queued_event_once() {
+        let (tx, mut rx) = mpsc::channel(4096);
+        for i in 0..1000u32 {
+            tx.send(i).await.unwrap();
+        }
+        let mut handled = Vec::new();
+        let mut steps = 0;
+        while let Ok(first) = rx.try_recv() {
+            steps += 1;
+            let mut step = Step::new();
+            let mut in_step = vec![first];
+            while let Some(e) = step.take(&mut rx) {
+                in_step.push(e);
+            }
+            assert!(in_step.len() <= STEP_EVENTS, "a step took {} events", in_step.len());
+            handled.extend(in_step);
+        }
+        assert_eq!(handled, (0..1000).collect::<Vec<_>>());
+        assert!(steps >= 1000 / STEP_EVENTS, "{steps} steps");
     }
 }

@@ -86,11 +86,14 @@ impl Session {
             Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, id, query.fingerprint.hash, false)),
             Admission::Open(cache) => match route::bind(&cache, &query, map) {
                 Err(reason) => reason.into(),
-                Ok(binding) => {
-                    let key = self.columns_key(&cache, query.fingerprint.hash, false);
-                    let looked_up = route::answer(&engine, &cache, &binding, &[], key).await;
-                    Decision::of(cache, key, looked_up)
-                }
+                Ok(binding) => match self.own_writes(&engine).await? {
+                    Some(reason) => reason.into(),
+                    None => {
+                        let key = self.columns_key(&cache, query.fingerprint.hash, false);
+                        let looked_up = route::answer(&engine, &cache, &binding, &[], key).await;
+                        Decision::of(cache, key, looked_up)
+                    }
+                },
             },
         };
         self.finish_route(&engine, routed, Some(entry), started, last_seq).await
@@ -234,11 +237,14 @@ impl Session {
         let Some((route, bound)) = self.bound_execute(&engine, payload) else { return Ok(Routed::Relay { capture: None }) };
         let routed = match self.pass_gate(&engine, route.cache.id, started).await? {
             Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, route.cache.id, route.fingerprint, true)),
-            Admission::Open(cache) => {
-                let key = self.columns_key(&cache, route.fingerprint, true);
-                let looked_up = route::answer(&engine, &cache, &route.binding, &bound, key).await;
-                Decision::of(cache, key, looked_up)
-            }
+            Admission::Open(cache) => match self.own_writes(&engine).await? {
+                Some(reason) => reason.into(),
+                None => {
+                    let key = self.columns_key(&cache, route.fingerprint, true);
+                    let looked_up = route::answer(&engine, &cache, &route.binding, &bound, key).await;
+                    Decision::of(cache, key, looked_up)
+                }
+            },
         };
         self.finish_route(&engine, routed, None, started, last_seq).await
     }

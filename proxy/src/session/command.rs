@@ -106,6 +106,9 @@ impl Session {
             }
             _ => {}
         }
+        if matches!(command, Command::Query | Command::StmtExecute) {
+            self.own.wrote();
+        }
         // A write this long in a session with binlogging off evicts like any other (below).
         let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
         let mut total = first.payload().len();
@@ -209,7 +212,11 @@ impl Session {
             ResetConnection => self.state.reset(),
             _ => {}
         }
-        self.unlogged_write = self.state.unlogged && self.may_write(command, &payload);
+        let may_write = self.may_write(command, &payload);
+        self.unlogged_write = self.state.unlogged && may_write;
+        if may_write {
+            self.own.wrote();
+        }
         self.forward_command(&payload).await?;
         match command {
             Quit => return Ok(Flow::Quit),

@@ -83,6 +83,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             unlogged_write: false,
             relayed: None,
             capture: None,
+            own: super::ryw::OwnWrites::default(),
         }),
         Ok(Err(e)) => Err(e),
         // The client's sequence is unknown here; closing says enough to a stalled client.

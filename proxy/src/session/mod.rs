@@ -29,6 +29,7 @@ mod command;
 mod connect;
 mod probe;
 mod require_tls;
+mod ryw;
 mod sha2_bridge;
 mod state;
 
@@ -113,6 +114,8 @@ pub struct Session {
     relayed: cached::Relayed,
     /// Column definitions being captured from the reply in progress.
     capture: Option<(crate::cache::ColumnsKey, Vec<bytes::Bytes>)>,
+    /// Read-your-writes: whether the session wrote, and what its next cached read waits for.
+    own: ryw::OwnWrites,
 }
 
 /// Why a session stopped; logged once and counted, where it ends.

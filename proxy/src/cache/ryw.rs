@@ -1,0 +1,149 @@
+//! Read-your-writes per session: how far the views have applied the binlog, and the bounded
+//! wait of a session whose own write they may not have applied yet.
+//!
+//! Owns: [`Progress`] (the highest binlog position the writer has processed, published once
+//! per writer step on a watch channel), [`Target`] (what a session waits for) and
+//! [`Engine::await_own_write`]. Does not own: knowing that a session wrote and asking the
+//! server for its write's GTID (`session::ryw`), delivering GTIDs (cdc's stream records, per
+//! GTID domain, where the last delivered group ends: [`freshet_cdc::LagHandle`]).
+//!
+//! The invariant: a session whose write committed is answered from a view only once the
+//! writer has processed a position at or after the end of that write's binlog group. Why it
+//! holds:
+//! - MariaDB: the session's own `@@last_gtid` names its last commit `d-s-n`. The stream records
+//!   the end of each delivered group per domain *before* the writer can receive the batch, and
+//!   within a domain sequence numbers grow in binlog order, so once the stream has delivered
+//!   `d-*-m` with `m >= n`, the end it recorded is at or after the write's end;
+//! - a write whose GTID is unknown (MySQL 8, an empty `@@last_gtid`): the server's position
+//!   read by the poll after the session saw its write's reply is at or after the write's end;
+//! - the writer publishes a position only after every batch and schema change up to it is in
+//!   the views (and the replica), and a fill installed later reflects at least that position
+//!   (see the writer's header), so a read after the wait reflects the write.
+//!
+//! The wait never holds a lock a writer takes, and only sessions that wrote wait: the hit path
+//! of the others reads one `Option` of their own. A wait past `[consistency] ryw_timeout`
+//! gives up and the read is relayed ([`super::RelayReason::OwnWrite`]); the target is kept, so
+//! the session's next read looks again.
+
+use std::time::{Duration, Instant};
+
+use freshet_dataflow::Position;
+use tokio::sync::watch;
+
+use super::Engine;
+use crate::metrics::Counter;
+
+/// While waiting for the server's position to be polled, how often to look.
+const POLL_LOOK: Duration = Duration::from_millis(5);
+
+/// What the views have processed, for sessions waiting on their own writes.
+pub struct Progress {
+    /// Highest position processed (binlog file seq << 32 | offset).
+    processed: watch::Sender<u64>,
+    /// Cached reads after a write that asked where the write is.
+    pub asked: Counter,
+    /// Cached reads that waited for the views to apply the session's write.
+    pub waits: Counter,
+}
+
+impl Progress {
+    pub fn new(at: Position) -> Progress {
+        Progress { processed: watch::Sender::new(at.0), asked: Counter::default(), waits: Counter::default() }
+    }
+
+    /// The writer has processed everything up to `at` (it never moves back).
+    pub(super) fn publish(&self, at: Position) {
+        self.processed.send_if_modified(|p| {
+            let moved = at.0 > *p;
+            if moved {
+                *p = at.0;
+            }
+            moved
+        });
+    }
+
+    /// The highest position processed.
+    pub fn processed(&self) -> Position {
+        Position(*self.processed.borrow())
+    }
+}
+
+/// What a session that wrote waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// MariaDB: the GTID of the session's last commit.
+    Gtid { domain: u32, seq: u64 },
+    /// The write's position is unknown: whatever the server had written by this instant
+    /// (taken after the session saw its write's reply).
+    ServerAt(Instant),
+    /// A binlog position at or after the write's end.
+    Position(Position),
+}
+
+impl Target {
+    /// `domain-server-seq` as `@@last_gtid` shows it; None if empty or not a GTID.
+    pub fn from_gtid(text: &str) -> Option<Target> {
+        let g = freshet_cdc::MariaGtid::parse(text.trim())?;
+        Some(Target::Gtid { domain: g.domain, seq: g.seq })
+    }
+}
+
+impl Engine {
+    /// Waits until the views have processed `target`, at most `timeout`. True if they have;
+    /// `target` is narrowed to a position once one is known, so a later call resumes there.
+    pub async fn await_own_write(&self, target: &mut Target, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        let mut processed = self.ryw.processed.subscribe();
+        let lag = self.lag_handle();
+        loop {
+            // Read the published position before resolving the target: a publication after
+            // this read wakes `changed` below, and the stream records a group's end before
+            // the writer can publish past it.
+            let at = *processed.borrow_and_update();
+            let resolved = match *target {
+                Target::Position(p) => Some(p),
+                Target::Gtid { domain, seq } => lag.gtid_delivered_at(domain, seq),
+                Target::ServerAt(since) => lag.polled_since(since),
+            };
+            if let Some(p) = resolved {
+                *target = Target::Position(p);
+                if at >= p.0 {
+                    return true;
+                }
+            }
+            // The poll is not a publication: look again soon while waiting for it.
+            let wake = match target {
+                Target::ServerAt(_) => deadline.min(tokio::time::Instant::now() + POLL_LOOK),
+                _ => deadline,
+            };
+            match tokio::time::timeout_at(wake, processed.changed()).await {
+                Ok(Ok(())) => {}
+                // The writer is gone: nothing will be applied again.
+                Ok(Err(_)) => return false,
+                Err(_) if tokio::time::Instant::now() >= deadline => return false,
+                Err(_) => {}
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_servers_gtid_text_becomes_a_target() {
+        assert_eq!(Target::from_gtid("0-1-42"), Some(Target::Gtid { domain: 0, seq: 42 }));
+        assert_eq!(Target::from_gtid(" 3-100-7\n"), Some(Target::Gtid { domain: 3, seq: 7 }));
+        assert_eq!(Target::from_gtid(""), None);
+        assert_eq!(Target::from_gtid("3E11FA47-71CA-11E1-9E33-C80AA9429562:23"), None);
+    }
+
+    #[test]
+    fn progress_never_moves_back() {
+        let p = Progress::new(Position(10));
+        p.publish(Position(20));
+        p.publish(Position(15));
+        assert_eq!(p.processed(), Position(20));
+    }
+}

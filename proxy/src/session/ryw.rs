@@ -1,0 +1,164 @@
+//! Read-your-writes, the session's side: notice that the session may have written, and
+//! before its next cached read ask the server where that write is, then wait for the views
+//! (`cache::ryw`) or relay.
+//!
+//! What counts as a write: every relayed statement not known to only read (the same words as
+//! the eviction after an unlogged write: anything but SELECT, SHOW, SET, USE, DESCRIBE,
+//! EXPLAIN, HELP, and any text with a `;`), every prepared statement executed whose text is
+//! not known, COMMIT, and any command too long to route. A statement freshet cannot classify
+//! counts as one. Not seen: a stored function called from a relayed SELECT that writes.
+//!
+//! Where the write is: MariaDB names the GTID of the session's own last commit in
+//! `@@last_gtid`, read with a one-row SELECT on the session's own connection right before the
+//! cached read (never right after the write: the client may still ask for the write's
+//! warnings or ROW_COUNT()). Like the probe, that SELECT sets `FOUND_ROWS()` to 1,
+//! `ROW_COUNT()` to -1 and clears the warnings, as the client's own SELECT would have done in
+//! its place. A server without such a variable (MySQL 8), or an empty answer, makes the
+//! session wait for the server's position as polled after now instead (at most one poll, 100
+//! ms, later). Nothing is asked while the session has not written since it last asked.
+//!
+//! A GTID equal to the one the session last waited for successfully needs no wait (the
+//! statements since then did not commit anything: a ROLLBACK, an UPDATE that matched no row).
+
+use std::time::Instant;
+
+use crate::cache::Engine;
+use crate::cache::route::RelayReason;
+use crate::cache::ryw::Target;
+use crate::metrics::UpstreamFailure;
+use crate::protocol::Capabilities;
+use crate::protocol::cursor::Cursor;
+use crate::protocol::response::{self, ERR};
+
+use super::{Session, SessionError};
+
+/// The reply to the GTID SELECT is one short value; anything larger is not the server's.
+const LIMIT: usize = 4 * 1024;
+
+/// A session's read-your-writes state.
+#[derive(Debug, Default)]
+pub struct OwnWrites {
+    /// A statement that may have written was relayed since the server was last asked.
+    wrote: bool,
+    /// What the next cached read waits for, until the views have processed it.
+    target: Option<Target>,
+    /// The GTID text `target` came from, if it did.
+    target_gtid: Option<String>,
+    /// The GTID text of the session's last commit that the views are known to have applied.
+    applied_gtid: Option<String>,
+}
+
+impl OwnWrites {
+    /// The session relayed a statement that may have written.
+    pub fn wrote(&mut self) {
+        self.wrote = true;
+    }
+}
+
+impl Session {
+    /// Before a cached read: None to answer it, or relay it because the views may not have
+    /// applied the session's own write yet.
+    pub(super) async fn own_writes(&mut self, engine: &Engine) -> Result<Option<RelayReason>, SessionError> {
+        if !engine.settings.read_your_writes {
+            return Ok(None);
+        }
+        if std::mem::take(&mut self.own.wrote) {
+            let gtid = match engine.settings.session_gtid_sql {
+                Some(sql) => self.session_gtid(sql).await?,
+                None => None,
+            };
+            engine.ryw.asked.inc();
+            match gtid.as_deref().and_then(Target::from_gtid) {
+                // Nothing committed since the last wait that succeeded.
+                Some(_) if gtid == self.own.applied_gtid => {}
+                Some(target) => {
+                    self.own.target = Some(target);
+                    self.own.target_gtid = gtid;
+                }
+                // Unknown: past whatever the server had written by now (after the reply).
+                None => {
+                    self.own.target = Some(Target::ServerAt(Instant::now()));
+                    self.own.target_gtid = None;
+                }
+            }
+        }
+        let Some(mut target) = self.own.target else { return Ok(None) };
+        let reached = match target {
+            Target::Position(p) if engine.ryw.processed() >= p => true,
+            _ => {
+                engine.ryw.waits.inc();
+                engine.await_own_write(&mut target, engine.settings.ryw_timeout).await
+            }
+        };
+        if reached {
+            self.own.target = None;
+            self.own.applied_gtid = self.own.target_gtid.take();
+            Ok(None)
+        } else {
+            self.own.target = Some(target);
+            Ok(Some(RelayReason::OwnWrite))
+        }
+    }
+
+    /// Runs `sql` (one row, one column) on the session's connection: its value, or None if
+    /// the server answered otherwise (an error, NULL).
+    async fn session_gtid(&mut self, sql: &str) -> Result<Option<String>, SessionError> {
+        self.upstream.queue_packet(0, &[&[crate::protocol::Command::Query as u8][..], sql.as_bytes()].concat());
+        self.upstream_idle = false;
+        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+        let first = self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+        if first.payload.first() == Some(&ERR) {
+            self.upstream_idle = true;
+            return Ok(None);
+        }
+        if Cursor::new(&first.payload).lenenc().map_err(|_| protocol("bad column count"))? != 1 {
+            return Err(protocol("unexpected column count"));
+        }
+        self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+        if !self.caps.has(Capabilities::DEPRECATE_EOF) {
+            self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+        }
+        let mut value = None;
+        loop {
+            let p = self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+            if response::is_terminator(&p.payload, self.caps) {
+                self.status = response::terminator_status(&p.payload, self.caps).map_err(|_| protocol("short EOF packet"))?;
+                self.upstream_idle = true;
+                return Ok(value);
+            }
+            if p.payload.first() == Some(&ERR) {
+                self.upstream_idle = true;
+                return Ok(None);
+            }
+            value = one_value(&p.payload)?;
+        }
+    }
+}
+
+/// The single value of a text-protocol row (None for NULL).
+fn one_value(payload: &[u8]) -> Result<Option<String>, SessionError> {
+    if payload.first() == Some(&0xfb) {
+        return Ok(None);
+    }
+    let v = Cursor::new(payload).lenenc_bytes().map_err(|_| protocol("short row"))?;
+    Ok(Some(String::from_utf8_lossy(v).into_owned()))
+}
+
+fn protocol(what: &str) -> SessionError {
+    SessionError::Upstream(format!("upstream protocol error reading the session's GTID: {what}"), UpstreamFailure::Protocol)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_row_of_last_gtid_as_mariadb_sends_it() {
+        // The row packets MariaDB sends for `SELECT @@last_gtid` after a commit and before
+        // any (an empty string, not NULL), and a NULL.
+        assert_eq!(one_value(b"\x070-1-123").unwrap().as_deref(), Some("0-1-123"));
+        assert_eq!(one_value(b"\x00").unwrap().as_deref(), Some(""));
+        assert_eq!(one_value(b"\xfb").unwrap(), None);
+        assert!(one_value(b"\x09short").is_err());
+    }
+}
