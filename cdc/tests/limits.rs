@@ -84,3 +84,35 @@ async fn a_table_added_to_the_set_is_announced_before_its_first_rows() {
     assert_eq!(next_news(&mut s).await, "cdc_b:3");
     drop_db(&db).await;
 }
+
+/// A standalone statement that changes nothing the stream tracks (here DDL of another
+/// database) still moves the applied position: the stream delivers an empty batch where it
+/// ends, so that a writer idle after it is caught up instead of behind for good (a heartbeat
+/// cannot repair it: the stream already counts the statement as delivered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_of_another_database_still_moves_the_position() {
+    let (db, mut c) = fresh_db("elsewhere").await;
+    c.query_drop("CREATE TABLE cdc_a (id INT PRIMARY KEY)").await.unwrap();
+    let mut cfg = StreamConfig::new(&db, server_id());
+    cfg.tables = Some(FollowedTables::of(["cdc_a"]));
+    let mut s = BinlogStream::connect(opts_for(None), cfg, StartAt::Current).await.unwrap();
+    let other = format!("{db}_other");
+    c.query_drop(format!("CREATE DATABASE IF NOT EXISTS `{other}`")).await.unwrap();
+    let end: mysql_async::Row = c.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    let end = freshet_cdc::BinlogPos::new(end.get::<String, _>(0).unwrap(), end.get::<u32, _>(1).unwrap()).position().unwrap();
+    within(10, "an event at the end of the other database's DDL", async {
+        loop {
+            match s.next().await.unwrap() {
+                // Other tests' transactions on the shared server may follow; the statement's
+                // own end must be delivered, not skipped over.
+                StreamEvent::Batch(b) if b.position == end => break,
+                StreamEvent::Batch(b) if b.position > end => panic!("the stream went past {end:?} without delivering it: {b:?}"),
+                StreamEvent::Schema(ch) => panic!("another database's DDL is not a schema change here: {ch:?}"),
+                _ => {}
+            }
+        }
+    })
+    .await;
+    c.query_drop(format!("DROP DATABASE `{other}`")).await.unwrap();
+    drop_db(&db).await;
+}
