@@ -26,9 +26,19 @@ async fn killing_the_binlog_connection_loses_and_duplicates_nothing() {
     c.query_drop("CREATE TABLE cdc_seq (txn BIGINT, i INT, PRIMARY KEY (txn, i))").await.unwrap();
     let mut s = stream(&db).await;
     let wdb = db.clone();
+    // The writer stays at most AHEAD transactions ahead of the reader: events a killed
+    // connection had already sent are still read before its end is seen, so a writer far
+    // ahead (an idle machine) would let the next kill land on the same, already dead,
+    // connection.
+    const AHEAD: i64 = 100;
+    let delivered = std::sync::Arc::new(std::sync::atomic::AtomicI64::new(0));
+    let read = delivered.clone();
     let writer = tokio::spawn(async move {
         let mut w = mysql_async::Conn::new(opts_for(Some(&wdb))).await.unwrap();
         for t in 0..TXNS {
+            while t - read.load(std::sync::atomic::Ordering::Relaxed) > AHEAD {
+                tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+            }
             let mut tx = w.start_transaction(Default::default()).await.unwrap();
             for i in 0..ROWS_PER_TXN {
                 tx.exec_drop("INSERT INTO cdc_seq VALUES (?, ?)", (t, i)).await.unwrap();
@@ -51,6 +61,7 @@ async fn killing_the_binlog_connection_loses_and_duplicates_nothing() {
                 assert_eq!((int(&ch.row[0]), int(&ch.row[1])), (next_txn, i as i64), "next transaction, in order, once");
             }
             next_txn += 1;
+            delivered.store(next_txn, std::sync::atomic::Ordering::Relaxed);
             if next_txn % 400 == 0 {
                 let id = s.connection_id();
                 ids.push(id);
