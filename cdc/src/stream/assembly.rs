@@ -60,8 +60,17 @@ impl BinlogStream {
         // schema change goes out first and the batch follows at the commit.
         let in_txn = self.txn.as_ref().is_some_and(|t| t.explicit);
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
+        let queued = self.out.len();
         self.ddl(sql, default_db, position).await?;
         if !in_txn {
+            // A standalone statement is a group of its own. If it changed nothing this stream
+            // reports (another database's DDL, CREATE DATABASE, a statement it does not parse),
+            // an empty batch still moves the applied position past it; without one, the
+            // writer stays behind a position the stream counts as delivered, and a heartbeat
+            // (which compares with the delivered position) never repairs it.
+            if self.out.len() == queued {
+                self.out.push_back(StreamEvent::Batch(Batch { position, changes: Vec::new() }));
+            }
             let gtid = self.txn.take().and_then(|t| t.gtid);
             self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
             self.lag.update(|l| l.delivered = Some(BinlogPos::new(self.file.clone(), log_pos)));
