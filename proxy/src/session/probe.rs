@@ -58,11 +58,7 @@ impl Session {
         self.state.stale = false;
         self.memo.clear();
         self.identity = None;
-        self.upstream.queue_packet(0, &[&[crate::protocol::Command::Query as u8][..], PROBE].concat());
-        self.upstream_idle = false;
-        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
-        let values = self.probe_reply().await?;
-        self.upstream_idle = true;
+        let values = self.one_row(PROBE, COLUMNS, LIMIT, "the session probe").await?;
         let Some(values) = values else {
             tracing::debug!("the server's answer to the session probe was not a row; cached reads are relayed");
             self.state.unfollowed = true;
@@ -74,26 +70,50 @@ impl Session {
         Ok(self.identity.as_ref())
     }
 
-    /// Reads the probe's reply to its end: the row's values, or None for an ERR.
-    async fn probe_reply(&mut self) -> Result<Option<Vec<Option<String>>>, SessionError> {
-        let first = self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+    /// Sends `sql` (a SELECT of one row and `columns` columns) on the session's own upstream
+    /// connection and reads its reply to the end: the row's values (None per NULL), or None
+    /// if the server answered with an error or no row. `what` names the asker in protocol
+    /// errors. The probe and read-your-writes' GTID question both ask the server this way.
+    pub(super) async fn one_row(
+        &mut self,
+        sql: &[u8],
+        columns: usize,
+        limit: usize,
+        what: &'static str,
+    ) -> Result<Option<Vec<Option<String>>>, SessionError> {
+        self.upstream.queue_packet(0, &[&[crate::protocol::Command::Query as u8][..], sql].concat());
+        self.upstream_idle = false;
+        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+        let row = self.one_row_reply(columns, limit, what).await?;
+        self.upstream_idle = true;
+        Ok(row)
+    }
+
+    async fn one_row_reply(
+        &mut self,
+        columns: usize,
+        limit: usize,
+        what: &'static str,
+    ) -> Result<Option<Vec<Option<String>>>, SessionError> {
+        let protocol = |why: &str| protocol(what, why);
+        let first = self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
         if first.payload.first() == Some(&ERR) {
             return Ok(None);
         }
         let count = Cursor::new(&first.payload).lenenc().map_err(|_| protocol("bad column count"))?;
-        if count != COLUMNS as u64 {
+        if count != columns as u64 {
             return Err(protocol("unexpected column count"));
         }
-        for _ in 0..COLUMNS {
-            self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+        for _ in 0..columns {
+            self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
         }
         let eof = !self.caps.has(Capabilities::DEPRECATE_EOF);
         if eof {
-            self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+            self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
         }
         let mut row = None;
         loop {
-            let p = self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
+            let p = self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
             if response::is_terminator(&p.payload, self.caps) {
                 self.status = response::terminator_status(&p.payload, self.caps).map_err(|_| protocol("short EOF packet"))?;
                 return Ok(row);
@@ -101,20 +121,21 @@ impl Session {
             if p.payload.first() == Some(&ERR) {
                 return Ok(None);
             }
-            row = Some(text_row(&p.payload)?);
+            row = Some(text_row(&p.payload, columns).map_err(|_| protocol("short row"))?);
         }
     }
 }
 
-fn text_row(payload: &[u8]) -> Result<Vec<Option<String>>, SessionError> {
+/// The values of a text-protocol row of `columns` columns (None per NULL).
+fn text_row(payload: &[u8], columns: usize) -> Result<Vec<Option<String>>, crate::protocol::cursor::Truncated> {
     let mut c = Cursor::new(payload);
-    let mut values = Vec::with_capacity(COLUMNS);
-    for _ in 0..COLUMNS {
+    let mut values = Vec::with_capacity(columns);
+    for _ in 0..columns {
         if c.remaining().first() == Some(&0xfb) {
-            c.skip(1).map_err(|_| protocol("short row"))?;
+            c.skip(1)?;
             values.push(None);
         } else {
-            let v = c.lenenc_bytes().map_err(|_| protocol("short row"))?;
+            let v = c.lenenc_bytes()?;
             values.push(Some(String::from_utf8_lossy(v).into_owned()));
         }
     }
@@ -152,13 +173,24 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     Identity { account, user, host, database: get(2), case_insensitive_names: get(9).is_some_and(|v| v != "0"), unfit, charset: h.finish() }
 }
 
-fn protocol(what: &str) -> SessionError {
-    SessionError::Upstream(format!("upstream protocol error in the session probe: {what}"), UpstreamFailure::Protocol)
+fn protocol(asker: &str, what: &str) -> SessionError {
+    SessionError::Upstream(format!("upstream protocol error in {asker}: {what}"), UpstreamFailure::Protocol)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_row_of_last_gtid_as_mariadb_sends_it() {
+        // The row packets MariaDB sends for `SELECT @@last_gtid` after a commit and before
+        // any (an empty string, not NULL), a NULL, and a row cut short.
+        let one = |p: &[u8]| text_row(p, 1).map(|mut v| v.pop().flatten());
+        assert_eq!(one(b"\x070-1-123").unwrap().as_deref(), Some("0-1-123"));
+        assert_eq!(one(b"\x00").unwrap().as_deref(), Some(""));
+        assert_eq!(one(b"\xfb").unwrap(), None);
+        assert!(one(b"\x09short").is_err());
+    }
 
     fn values(user: &str, role: Option<&str>, mode: &str, limit: &str, results: Option<&str>) -> Vec<Option<String>> {
         let s = |v: &str| Some(v.to_string());

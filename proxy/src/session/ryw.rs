@@ -25,10 +25,6 @@ use std::time::Instant;
 use crate::cache::Engine;
 use crate::cache::route::RelayReason;
 use crate::cache::ryw::Target;
-use crate::metrics::UpstreamFailure;
-use crate::protocol::Capabilities;
-use crate::protocol::cursor::Cursor;
-use crate::protocol::response::{self, ERR};
 
 use super::{Session, SessionError};
 
@@ -103,62 +99,7 @@ impl Session {
     /// Runs `sql` (one row, one column) on the session's connection: its value, or None if
     /// the server answered otherwise (an error, NULL).
     async fn session_gtid(&mut self, sql: &str) -> Result<Option<String>, SessionError> {
-        self.upstream.queue_packet(0, &[&[crate::protocol::Command::Query as u8][..], sql.as_bytes()].concat());
-        self.upstream_idle = false;
-        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
-        let first = self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
-        if first.payload.first() == Some(&ERR) {
-            self.upstream_idle = true;
-            return Ok(None);
-        }
-        if Cursor::new(&first.payload).lenenc().map_err(|_| protocol("bad column count"))? != 1 {
-            return Err(protocol("unexpected column count"));
-        }
-        self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
-        if !self.caps.has(Capabilities::DEPRECATE_EOF) {
-            self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
-        }
-        let mut value = None;
-        loop {
-            let p = self.upstream.read_packet(LIMIT).await.map_err(SessionError::from_upstream)?;
-            if response::is_terminator(&p.payload, self.caps) {
-                self.status = response::terminator_status(&p.payload, self.caps).map_err(|_| protocol("short EOF packet"))?;
-                self.upstream_idle = true;
-                return Ok(value);
-            }
-            if p.payload.first() == Some(&ERR) {
-                self.upstream_idle = true;
-                return Ok(None);
-            }
-            value = one_value(&p.payload)?;
-        }
-    }
-}
-
-/// The single value of a text-protocol row (None for NULL).
-fn one_value(payload: &[u8]) -> Result<Option<String>, SessionError> {
-    if payload.first() == Some(&0xfb) {
-        return Ok(None);
-    }
-    let v = Cursor::new(payload).lenenc_bytes().map_err(|_| protocol("short row"))?;
-    Ok(Some(String::from_utf8_lossy(v).into_owned()))
-}
-
-fn protocol(what: &str) -> SessionError {
-    SessionError::Upstream(format!("upstream protocol error reading the session's GTID: {what}"), UpstreamFailure::Protocol)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_row_of_last_gtid_as_mariadb_sends_it() {
-        // The row packets MariaDB sends for `SELECT @@last_gtid` after a commit and before
-        // any (an empty string, not NULL), and a NULL.
-        assert_eq!(one_value(b"\x070-1-123").unwrap().as_deref(), Some("0-1-123"));
-        assert_eq!(one_value(b"\x00").unwrap().as_deref(), Some(""));
-        assert_eq!(one_value(b"\xfb").unwrap(), None);
-        assert!(one_value(b"\x09short").is_err());
+        let row = self.one_row(sql.as_bytes(), 1, LIMIT, "reading the session's GTID").await?;
+        Ok(row.and_then(|mut values| values.pop().flatten()))
     }
 }
