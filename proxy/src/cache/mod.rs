@@ -348,7 +348,8 @@ impl Engine {
                 read_your_writes: config.consistency.read_your_writes,
                 ryw_timeout: config.consistency.ryw_timeout,
                 session_gtid_sql: stream.flavor().session_gtid_sql(),
-                warm_keys: config.warm.keys_per_cache as usize,
+                // Without `[warm] dir` nothing would read the record: keep none.
+                warm_keys: if config.warm.dir.is_some() { config.warm.keys_per_cache as usize } else { 0 },
             },
             caches: RwLock::new(Vec::new()),
             next_id: AtomicU64::new(0),

@@ -63,13 +63,18 @@ struct Recent {
 }
 
 impl HotKeys {
+    /// A record of at most `limit` keys; 0 records nothing (no `[warm] dir`), so that reads
+    /// of a freshet without a warm restart pay nothing for it.
     pub fn new(limit: usize) -> HotKeys {
-        HotKeys { limit: limit.max(1), inner: Mutex::new(Recent::default()) }
+        HotKeys { limit, inner: Mutex::new(Recent::default()) }
     }
 
     /// After a hit: one time in [`SAMPLE`] (per thread), records the keys the read named,
     /// unless another core is recording.
     pub fn sample_hit(&self, reader: &Reader, slots: Option<&[Vec<usize>]>, params: &[Value]) {
+        if self.limit == 0 {
+            return;
+        }
         let sampled = TICK.with(|t| {
             let n = t.get().wrapping_add(1);
             t.set(n);
@@ -86,6 +91,9 @@ impl HotKeys {
 
     /// After a miss: records the keys that were holes.
     pub fn missed(&self, keys: &[Key]) {
+        if self.limit == 0 {
+            return;
+        }
         let mut r = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         self.touch(&mut r, keys.iter().cloned());
     }
@@ -107,6 +115,9 @@ impl HotKeys {
     /// Records keys from the file as older than anything read in this run (oldest last in
     /// `keys`, as saved).
     fn seed(&self, keys: &[Key]) {
+        if self.limit == 0 {
+            return;
+        }
         let mut r = self.inner.lock().unwrap_or_else(|e| e.into_inner());
         let n = keys.len() as u64;
         // This run's reads move above the seeded keys, which take ticks 1..=n (most recent
@@ -429,6 +440,15 @@ mod tests {
         // Reading an old key again makes it the most recent.
         hot.missed(&[key(991)]);
         assert_eq!(hot.recent()[0], key(991));
+    }
+
+    #[test]
+    fn a_record_without_a_limit_keeps_nothing() {
+        let hot = HotKeys::new(0);
+        hot.missed(&[key(1), key(2)]);
+        hot.seed(&[key(3)]);
+        assert!(hot.is_empty());
+        assert!(hot.recent().is_empty());
     }
 
     #[test]
