@@ -386,7 +386,7 @@ async fn ddl_keeps_views_true_to_the_schema_and_revives_dropped_tables() {
     let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
     let sql = "SELECT id, name FROM ct_ddl WHERE id = 2";
     hit(&mut client, &proxy, "ddl", sql).await;
-    let applied = |e: &Engine| e.applied.load(std::sync::atomic::Ordering::Relaxed);
+    let applied = |e: &Engine| e.gate.applied().0;
 
     // A statement that changes nothing keeps what is cached.
     let before = applied(&e);
@@ -470,7 +470,7 @@ async fn without_a_fresh_binlog_cached_reads_are_relayed_and_not_ready() {
     let want = hit(&mut client, &proxy, "lag", sql).await;
     // As when the stream is being re-established (or lags over max_lag): freshet cannot vouch
     // for freshness, so the server answers.
-    e.stream_up.store(false, std::sync::atomic::Ordering::Relaxed);
+    e.gate.stream_down();
     tokio::time::sleep(freshet_proxy::cache::FRESHNESS_CHECK * 3).await;
     let (hits_before, lag_before) = (hits(&proxy, "lag"), relayed(&proxy, RelayReason::Lag));
     assert_eq!(client.query(sql).await, want);
@@ -478,7 +478,7 @@ async fn without_a_fresh_binlog_cached_reads_are_relayed_and_not_ready() {
     assert_eq!(http::get(proxy.admin, "/health").await.0, 503, "not healthy while the binlog is not followed");
     assert_eq!(http::get(proxy.admin, "/ready").await.0, 200, "but ready: freshet relays meanwhile");
     assert_eq!(http::get(proxy.admin, "/startup?caches").await.0, 503, "a start waiting for fresh caches waits");
-    e.stream_up.store(true, std::sync::atomic::Ordering::Relaxed);
+    e.gate.stream_resumed();
     tokio::time::sleep(freshet_proxy::cache::FRESHNESS_CHECK * 3).await;
     assert_eq!(hit(&mut client, &proxy, "lag", sql).await, want);
     assert_eq!(http::get(proxy.admin, "/health").await.0, 200);

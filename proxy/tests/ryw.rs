@@ -236,7 +236,7 @@ async fn diverged(engine: &Engine, conn: &mut mysql_async::Conn, table: &str) ->
         d.query_first("SHOW MASTER STATUS").await.unwrap().map(|r: mysql_async::Row| (r.get(0).unwrap(), r.get(1).unwrap())).unwrap();
     let server = freshet_cdc::BinlogPos::new(file, offset as u32).position().unwrap().0;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while engine.applied.load(std::sync::atomic::Ordering::Relaxed) < server {
+    while engine.gate.applied().0 < server {
         assert!(std::time::Instant::now() < deadline, "the views did not catch up with the server's binlog");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }

@@ -595,7 +595,7 @@ pub async fn compare_sample(freshet: &Freshet, direct_url: &str, sample: &[Read]
 pub async fn catch_up(engine: &Engine, direct: &mut Conn, within: Duration) {
     let target = server_position(direct).await;
     let deadline = Instant::now() + within;
-    while engine.applied.load(Ordering::SeqCst) < target {
+    while engine.gate.applied().0 < target {
         assert!(Instant::now() < deadline, "the binlog was not applied up to the server's position within {within:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -2,8 +2,6 @@
 //! reads by reason, replication and memory. Names follow the crate that owns the quantity:
 //! `freshet_proxy_` for routing, `freshet_cdc_` for the binlog, `freshet_dataflow_` for views.
 
-use std::sync::atomic::Ordering;
-
 use crate::metrics::{family, sample};
 
 use super::{Engine, ReadCounts, RelayReason};
@@ -72,14 +70,14 @@ impl Engine {
             "counter",
             "Cached reads after a write of their session that asked the server where the write is.",
         );
-        sample(out, "freshet_proxy_ryw_asked_total", &[], self.ryw.asked.get());
+        sample(out, "freshet_proxy_ryw_asked_total", &[], self.ryw().asked.get());
         family(
             out,
             "freshet_proxy_ryw_waits_total",
             "counter",
             "Cached reads that waited for the views to apply their session's own write.",
         );
-        sample(out, "freshet_proxy_ryw_waits_total", &[], self.ryw.waits.get());
+        sample(out, "freshet_proxy_ryw_waits_total", &[], self.ryw().waits.get());
         family(out, "freshet_proxy_fill_waits_total", "counter", "Reads that waited for a fill.");
         sample(out, "freshet_proxy_fill_waits_total", &[], self.counters.fill_waits.get());
         family(
@@ -127,7 +125,7 @@ impl Engine {
         );
         sample(out, "freshet_cdc_restarts_total", &[], self.counters.restarts.get());
         family(out, "freshet_cdc_applied_position", "gauge", "Applied binlog position: file sequence * 2^32 + offset.");
-        sample(out, "freshet_cdc_applied_position", &[], self.applied.load(Ordering::Relaxed));
+        sample(out, "freshet_cdc_applied_position", &[], self.gate.applied().0);
 
         family(out, "freshet_dataflow_memory_bytes", "gauge", "Bytes held by all cached views.");
         sample(out, "freshet_dataflow_memory_bytes", &[], self.memory_used());

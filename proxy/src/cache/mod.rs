@@ -1,20 +1,30 @@
 //! The cache engine: the configured queries as dataflow views, kept fresh by the binlog, and
 //! what sessions ask of them.
 //!
-//! Owns: the set of caches (config and `CREATE CACHE`), their verdicts for query shapes (via
-//! [`matcher`]), the column definitions captured from the upstream per query shape, the wait
-//! for a fill, the lag gate, and the writer task ([`writer`]) that is the dataflow's single
-//! writer (binlog batches, DDL, fills, installs), and with `[fill] source = "replica"` the
-//! local replica ([`replica`]: applied by the writer before the views, answering the fills of
-//! copied tables). Does not own: the wire protocol of a hit
-//! (`session::cached`), admin SQL rendering (`session::admin`).
+//! [`Engine`] is three parts and a writer task:
+//! - the [`registry`] (read-mostly): the caches (config and `CREATE CACHE`), their verdicts for
+//!   query shapes (via [`matcher`]), the catalog, the column definitions captured from the
+//!   upstream per query shape;
+//! - the writer's [`handle`]: the control channel, the wake-up for misses, the count of
+//!   completed fills a waiting read watches, the read-your-writes progress ([`ryw`]);
+//! - the [`freshness`] gate: the applied position, whether the stream is up, the lag;
+//! - the writer task ([`writer`]), the dataflow's single writer (batches and DDL from the
+//!   [`source`], fills, installs), which holds the other ends of these parts and changes them
+//!   only through their methods. With `[fill] source = "replica"` it also applies the local
+//!   replica ([`replica`]) before the views.
+//!
+//! [`Engine::start`] is three steps: connect (the upstream, its checks, the binlog stream),
+//! build (the catalog, the dataflow, the engine and every cache), spawn (the writer, its
+//! supervisor, the position poll, the freshness check, the warm restart). Does not own: the
+//! wire protocol of a hit (`session::cached`), routing a read ([`route`]), admin SQL
+//! rendering (`session::admin`).
 //!
 //! Invariants:
-//! - a read is answered from a view only while [`Engine::freshness`] says caught up: the
-//!   stream connected and verified, the server's position read lately, and the oldest change
-//!   the server has and the views do not at most `[consistency] max_lag` old — so an answer
-//!   reflects the server as of at most `max_lag` + [`FRESHNESS_SLACK`] ago (otherwise
-//!   relayed, [`RelayReason::Lag`]);
+//! - a read is answered from a view only while the gate says caught up: the stream connected
+//!   and verified, the server's position read lately, and the oldest change the server has
+//!   and the views do not at most `[consistency] max_lag` old — so an answer reflects the
+//!   server as of at most `max_lag` + [`FRESHNESS_SLACK`] ago (otherwise relayed,
+//!   [`RelayReason::Lag`]);
 //! - a miss waits at most `[fill] timeout` for its fill, then is relayed while the fill goes on;
 //! - nothing here blocks a session on the writer: lookups read published state, the writer is
 //!   reached through a channel and replies to control requests only;
@@ -22,156 +32,42 @@
 //!   character set, captured from a relayed answer, never built by freshet.
 
 pub mod access;
+pub mod freshness;
+pub mod handle;
 pub mod latency;
 pub mod matcher;
 mod metrics;
 pub mod params;
+pub mod registry;
 pub mod replica;
 pub mod route;
 pub mod ryw;
+pub mod source;
 pub mod warm;
 mod writer;
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, anyhow, bail};
 use bytes::Bytes;
-use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tokio::task::AbortHandle;
 use tracing::{info, warn};
 
 use freshet_cdc::{FillConfig, FollowedTables, LagHandle, StreamConfig, UpstreamFills};
 use freshet_config::{CacheSpec, Config};
-use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Reader, Row, Value, ViewId, ViewStats};
+use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Row, Value};
 
+pub use self::freshness::{FRESHNESS_CHECK, FRESHNESS_SLACK, Freshness, FreshnessGate};
+use self::handle::{WriterEnds, WriterHandle};
+pub use self::registry::{Cache, Columns, ColumnsKey, Live, ReadCounts, Registry};
 pub use self::route::RelayReason;
-use self::route::{Entry, Verdict, VerdictTable};
-use crate::encode::text::Column;
+use self::route::{Entry, Verdict};
+use self::source::BinlogSource;
 pub use crate::matching::CacheId;
 use crate::matching::{self, Query, SqlMode};
-use crate::metrics::{Counter, Histogram};
-use crate::protocol::column::ColumnDef;
-
-use self::latency::LatencySketch;
-use self::matcher::Pattern;
-
-/// How often the lag gate is re-evaluated for the hit path.
-pub const FRESHNESS_CHECK: Duration = Duration::from_millis(50);
-
-/// How many query shapes the verdict table remembers.
-const VERDICTS: usize = 10_000;
-
-/// The view behind a cache while it can be served.
-pub struct Live {
-    pub view: ViewId,
-    pub reader: Reader,
-    pub cost_class: &'static str,
-}
-
-/// One cached query.
-pub struct Cache {
-    pub id: CacheId,
-    pub name: String,
-    pub sql: String,
-    /// Created with CREATE CACHE (gone at restart).
-    pub runtime: bool,
-    pattern: Pattern,
-    live: RwLock<Result<Arc<Live>, String>>,
-    pub hit_latency: LatencySketch,
-    /// The same, for Prometheus.
-    pub hit_histogram: Histogram,
-    /// Reads, counted once each (the view's own counters count every lookup, and a read
-    /// waiting for its fill looks up again after each completed fill).
-    pub reads: ReadCounts,
-    /// The recently read keys, for the warm restart ([`warm`]).
-    pub hot: warm::HotKeys,
-}
-
-/// What became of the reads routed to one cache.
-#[derive(Default)]
-pub struct ReadCounts {
-    /// Answered from memory at the first look.
-    pub hit: Counter,
-    /// Found a hole: answered after waiting for the fill, or relayed when it was late.
-    pub missed: Counter,
-    /// Of the missed, answered from memory after the fill arrived.
-    pub filled: Counter,
-}
-
-impl ReadCounts {
-    /// Reads answered at the first look, over all reads that looked (None before any).
-    pub fn hit_ratio(&self) -> Option<f64> {
-        let (hit, missed) = (self.hit.get(), self.missed.get());
-        (hit + missed > 0).then(|| hit as f64 / (hit + missed) as f64)
-    }
-}
-
-impl Cache {
-    /// The view, or why there is none.
-    pub fn live(&self) -> Result<Arc<Live>, String> {
-        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    pub fn stats(&self) -> ViewStats {
-        self.live().map(|l| l.reader.stats()).unwrap_or_default()
-    }
-}
-
-/// Column definitions captured from the upstream for one query shape.
-pub struct Columns {
-    /// The definition packets' payloads, verbatim.
-    pub packets: Vec<Bytes>,
-    /// How each column renders.
-    pub render: Vec<Column>,
-    /// Cleared when a value of this shape could not be encoded: its reads are relayed without
-    /// looking up the view again.
-    pub encodable: AtomicBool,
-}
-
-/// What captured column definitions are keyed by: the query shape, the session's character
-/// set state, and the protocol.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct ColumnsKey {
-    /// The cache the shape matched (its definitions are forgotten when its tables change).
-    pub cache: CacheId,
-    pub fingerprint: u64,
-    pub charset: u64,
-    pub binary: bool,
-    /// The session negotiated MariaDB's extended type information (another definition
-    /// layout).
-    pub extended: bool,
-}
-
-/// How fresh the caches are ([`Engine::freshness`]).
-///
-/// The bound it gives: while `caught_up`, every cached answer reflects the server as it was at
-/// most `max_lag` + [`FRESHNESS_SLACK`] ago (the lag is measured from when the server's
-/// position was first seen, at most one poll after it was written; the hit path's gate is
-/// re-evaluated every [`FRESHNESS_CHECK`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Freshness {
-    /// What the views have applied (binlog file seq << 32 | offset).
-    pub applied: freshet_dataflow::Position,
-    /// The server's binlog position as last observed.
-    pub server: Option<freshet_cdc::BinlogPos>,
-    /// Age of the oldest change the server has and the views do not (events queued inside
-    /// freshet included); None when unknown: the stream is down or re-establishing, or the
-    /// server's position could not be read for [`freshet_cdc::lag::POLL_STALE`].
-    pub lag: Option<Duration>,
-    /// `lag` is known and at most `[consistency] max_lag`: cached reads are served.
-    pub caught_up: bool,
-    /// The binlog stream is connected, verified to continue what was applied, and its writer
-    /// alive.
-    pub stream_up: bool,
-    /// The server's position was read within [`freshet_cdc::lag::POLL_STALE`].
-    pub server_polled: bool,
-}
-
-/// What [`Freshness`] adds to `max_lag` for the age of a cached answer: one poll of the
-/// server's position plus one re-evaluation of the gate.
-pub const FRESHNESS_SLACK: Duration = Duration::from_millis(150);
+use crate::metrics::Counter;
 
 /// Settings from the config that sessions consult.
 #[derive(Clone, Debug)]
@@ -190,6 +86,26 @@ pub struct Settings {
     pub session_gtid_sql: Option<&'static str>,
     /// `[warm] keys_per_cache`.
     pub warm_keys: usize,
+}
+
+impl Settings {
+    fn new(config: &Config, database: &str, server_id: u32, session_gtid_sql: Option<&'static str>, warm_keys: usize) -> Settings {
+        Settings {
+            database: database.to_string(),
+            fill_timeout: config.fill.timeout,
+            max_lag: config.consistency.max_lag,
+            memory_limit: config.memory.limit.bytes(),
+            server_id,
+            bounds: matching::Bounds {
+                max_statement: usize::try_from(config.limits.max_query.bytes()).unwrap_or(usize::MAX),
+                max_in_list: config.limits.max_in_list as usize,
+            },
+            read_your_writes: config.consistency.read_your_writes,
+            ryw_timeout: config.consistency.ryw_timeout,
+            session_gtid_sql,
+            warm_keys,
+        }
+    }
 }
 
 /// Counters the engine keeps for /metrics and SHOW FRESHET STATUS.
@@ -214,40 +130,28 @@ impl EngineCounters {
     }
 }
 
-/// The cache engine; one per process, shared by all sessions.
+/// The cache engine; one per process, shared by all sessions. Three parts: the
+/// [`Registry`] (what is cached), the [`WriterHandle`] (how sessions reach the writer), the
+/// [`FreshnessGate`] (whether cached reads may be served); the writer task holds the other
+/// ends and owns the dataflow.
 pub struct Engine {
     pub settings: Settings,
-    caches: RwLock<Vec<Arc<Cache>>>,
-    next_id: AtomicU64,
-    pub verdicts: VerdictTable,
-    catalog: RwLock<Arc<Catalog>>,
-    columns: RwLock<HashMap<ColumnsKey, Arc<Columns>>>,
-    control: mpsc::UnboundedSender<writer::Control>,
-    /// Readers recorded misses: the writer should start fills.
-    wake: Notify,
-    /// Bumped by the writer after every completed fill; waiting reads look again.
-    filled: watch::Sender<u64>,
-    /// The binlog's lag, one handle for the engine's life (each new stream reports into it).
-    lag: LagHandle,
-    /// The dataflow's applied position (binlog file seq << 32 | offset).
-    pub applied: AtomicU64,
-    /// False while the binlog stream is being re-established.
-    pub stream_up: AtomicBool,
-    /// [`Engine::caught_up`] as of the last check (every [`FRESHNESS_CHECK`]): the hit path
-    /// reads this instead of the lag's mutex.
-    fresh: AtomicBool,
-    /// Set if the writer task died: nothing will be fresh again.
-    writer_dead: AtomicBool,
+    /// The caches, their verdicts, the catalog and the captured column definitions.
+    pub registry: Arc<Registry>,
+    writer: WriterHandle,
+    /// Whether cached reads may be served.
+    pub gate: Arc<FreshnessGate>,
     pub started: Instant,
-    pub counters: EngineCounters,
+    pub counters: Arc<EngineCounters>,
     /// `[fill] source = "replica"`: the local replica, once started.
-    pub replica: std::sync::OnceLock<Arc<replica::Replica>>,
+    pub replica: OnceLock<Arc<replica::Replica>>,
     /// What accounts may read which caches, as the server answered.
-    pub access: access::Access,
-    /// What the writer has processed, for read-your-writes waits.
-    pub ryw: ryw::Progress,
+    pub access: Arc<access::Access>,
     /// The warm restart, with `[warm] dir`.
     pub warm: Option<Arc<warm::Warm>>,
+    /// The engine's background tasks besides the writer (the server's position poll, the
+    /// freshness check, the warm restart's), ended by [`Engine::stop`].
+    tasks: Mutex<Vec<AbortHandle>>,
 }
 
 /// What [`Engine::build_caches`] made: the engine with its caches, the dataflow they live
@@ -256,7 +160,7 @@ pub struct Engine {
 struct Built {
     engine: Arc<Engine>,
     dataflow: Dataflow,
-    control_rx: mpsc::UnboundedReceiver<writer::Control>,
+    ends: WriterEnds,
     tables: Vec<String>,
 }
 
@@ -320,11 +224,10 @@ impl Engine {
     }
 
     /// The catalog of the stream's tables, the dataflow, the engine, and every `[[cache]]`
-    /// built into them; also the control channel's receiving end (for the writer) and the
-    /// tables the caches read, sorted.
+    /// built into them; also the writer's ends (for the writer) and the tables the caches
+    /// read, sorted.
     fn build_caches(config: &Config, connected: &Connected) -> anyhow::Result<Built> {
         let Connected { database, server_id, stream, .. } = connected;
-        let server_id = *server_id;
         let mut catalog = Catalog::new();
         for table in stream.tables() {
             // A table whose schema the dataflow refuses (e.g. DECIMAL(65)) is simply not
@@ -333,61 +236,39 @@ impl Engine {
         }
         let mut dataflow = Dataflow::new(catalog.clone(), ByteSize(config.memory.limit.bytes()));
         dataflow.set_applied(stream.delivered().position()?);
-        let (control, control_rx) = mpsc::unbounded_channel();
+        let (writer, ends) = handle::channel(dataflow.applied());
+        // Without `[warm] dir` nothing would read the record of hot keys: keep none.
+        let warm_keys = if config.warm.dir.is_some() { config.warm.keys_per_cache as usize } else { 0 };
+        let verdict_bytes = usize::try_from(config.memory.query_shapes.bytes()).unwrap_or(usize::MAX);
         let engine = Arc::new(Engine {
-            settings: Settings {
-                database: database.clone(),
-                fill_timeout: config.fill.timeout,
-                max_lag: config.consistency.max_lag,
-                memory_limit: config.memory.limit.bytes(),
-                server_id,
-                bounds: matching::Bounds {
-                    max_statement: usize::try_from(config.limits.max_query.bytes()).unwrap_or(usize::MAX),
-                    max_in_list: config.limits.max_in_list as usize,
-                },
-                read_your_writes: config.consistency.read_your_writes,
-                ryw_timeout: config.consistency.ryw_timeout,
-                session_gtid_sql: stream.flavor().session_gtid_sql(),
-                // Without `[warm] dir` nothing would read the record: keep none.
-                warm_keys: if config.warm.dir.is_some() { config.warm.keys_per_cache as usize } else { 0 },
-            },
-            caches: RwLock::new(Vec::new()),
-            next_id: AtomicU64::new(0),
-            verdicts: VerdictTable::with_budget(VERDICTS, usize::try_from(config.memory.query_shapes.bytes()).unwrap_or(usize::MAX)),
-            catalog: RwLock::new(Arc::new(catalog)),
-            columns: RwLock::new(HashMap::new()),
-            control,
-            wake: Notify::new(),
-            filled: watch::Sender::new(0),
-            lag: LagHandle::default(),
-            applied: AtomicU64::new(dataflow.applied().0),
-            stream_up: AtomicBool::new(true),
-            fresh: AtomicBool::new(false),
-            writer_dead: AtomicBool::new(false),
+            settings: Settings::new(config, database, *server_id, stream.flavor().session_gtid_sql(), warm_keys),
+            registry: Arc::new(Registry::new(database.clone(), warm_keys, verdict_bytes, catalog)),
+            writer,
+            gate: Arc::new(FreshnessGate::new(config.consistency.max_lag, dataflow.applied())),
             started: Instant::now(),
-            counters: EngineCounters::default(),
-            replica: std::sync::OnceLock::new(),
-            access: access::Access::new(config.consistency.max_privilege_age),
-            ryw: ryw::Progress::new(dataflow.applied()),
+            counters: Arc::default(),
+            replica: OnceLock::new(),
+            access: Arc::new(access::Access::new(config.consistency.max_privilege_age)),
             warm: warm::Warm::new(&config.warm, database),
+            tasks: Mutex::new(Vec::new()),
         });
+        let registry = &engine.registry;
         let mut problems = Vec::new();
         let mut tables: Vec<String> = Vec::new();
         for spec in &config.caches {
-            match engine.build(&mut dataflow, spec, false) {
+            match registry.build(&mut dataflow, spec, false) {
                 Ok(cache) => {
                     if let Ok(live) = cache.live()
                         && let Some(q) = dataflow.query(live.view)
                     {
                         tables.extend(q.tables.iter().cloned());
                     }
-                    engine.push(cache);
+                    registry.add(cache);
                 }
                 Err(reason) if config.cache_policy.strict => problems.push(format!("[[cache]] {}: {reason}", spec.name)),
                 Err(reason) => {
                     warn!(cache = %spec.name, %reason, "cache cannot be built; its queries are relayed ([caches] strict = false)");
-                    let cache = engine.unavailable(spec, reason);
-                    engine.push(cache);
+                    registry.add(registry.unavailable(spec, reason));
                 }
             }
         }
@@ -396,16 +277,16 @@ impl Engine {
         }
         tables.sort();
         tables.dedup();
-        Ok(Built { engine, dataflow, control_rx, tables })
+        Ok(Built { engine, dataflow, ends, tables })
     }
 
     /// Checks the upstream feeds the tables the caches read, then starts the fill source
     /// (and the replica's copy), the binlog stream's task, the writer and its supervisor, and
     /// the freshness check.
     async fn spawn_tasks(config: &Config, built: Built, connected: Connected) -> anyhow::Result<()> {
-        let Built { engine, dataflow, control_rx, tables } = built;
+        let Built { engine, dataflow, ends, tables } = built;
         let engine = &engine;
-        let Connected { database, mut conn, opts, server_id, stream_config, followed, store, mut stream, resume } = connected;
+        let Connected { database, mut conn, opts, server_id, stream_config, followed, store, stream, resume } = connected;
         // Before the stream has read anything: it takes these at its first group boundary,
         // ahead of every batch (cdc's `follow`; the writer waits for that announcement).
         for t in &tables {
@@ -424,104 +305,67 @@ impl Engine {
             }
             _ => None,
         };
-        stream.use_lag(engine.lag_handle());
-        freshet_cdc::spawn_position_poll(opts.clone(), stream.flavor().current_position_sql(), engine.lag_handle());
-        let (events, _) = stream.spawn(4096);
+        let poll = freshet_cdc::spawn_position_poll(opts.clone(), stream.flavor().current_position_sql(), engine.gate.lag_handle());
+        engine.task(poll.abort_handle());
+        let source = BinlogSource::new(opts, stream_config, engine.gate.lag_handle());
+        let events = source.run(stream);
         info!(caches = config.caches.len(), server_id, database = %database, "cache engine started");
-        let task = writer::Writer::new(engine.clone(), dataflow, fills, replica, opts, stream_config);
-        let writer = tokio::spawn(task.run(events, control_rx));
-        let supervised = engine.clone();
+        let outputs = writer::Outputs {
+            registry: engine.registry.clone(),
+            gate: engine.gate.clone(),
+            signals: ends.signals,
+            counters: engine.counters.clone(),
+            access: engine.access.clone(),
+        };
+        let task = writer::Writer::new(dataflow, source, fills, replica, outputs);
+        let writer = tokio::spawn(task.run(events, ends.control));
+        let gate = engine.gate.clone();
         tokio::spawn(async move {
-            // The writer only returns when the engine is dropped. If it panicked (a bug), the
-            // views are frozen: stop serving them rather than serve stale answers.
+            // The writer returns at shutdown (or when the engine is dropped). If it panicked
+            // (a bug), the views are frozen: stop serving them rather than serve stale answers.
             if let Err(e) = writer.await
                 && e.is_panic()
             {
                 tracing::error!("the cache writer stopped with a panic; every cached read is relayed from now on");
-                supervised.stream_up.store(false, Ordering::Relaxed);
-                supervised.fresh.store(false, Ordering::Relaxed);
-                supervised.writer_dead.store(true, Ordering::Relaxed);
+                gate.close();
             }
         });
-        engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
+        engine.gate.recheck();
         if let Some(w) = &engine.warm {
-            w.start(engine);
+            engine.task(w.start(engine));
         }
-        let weak = Arc::downgrade(engine);
-        tokio::spawn(async move {
+        let gate = engine.gate.clone();
+        let check = tokio::spawn(async move {
             let mut tick = tokio::time::interval(FRESHNESS_CHECK);
             loop {
                 tick.tick().await;
-                let Some(engine) = weak.upgrade() else { return };
-                engine.fresh.store(engine.caught_up(), Ordering::Relaxed);
+                gate.recheck();
             }
         });
+        engine.task(check.abort_handle());
         Ok(())
     }
 
-    /// Compiles and installs one cache into the dataflow (start-up, or in the writer for
-    /// CREATE CACHE).
-    fn build(&self, dataflow: &mut Dataflow, spec: &CacheSpec, runtime: bool) -> Result<Arc<Cache>, String> {
-        if self.by_name(&spec.name).is_some() {
-            return Err(format!("a cache named {} exists already", spec.name));
-        }
-        let query = matching::classify(spec.query.as_bytes(), SqlMode::default());
-        let pattern = Pattern::new(&query, dataflow.catalog())?;
-        let view = dataflow.install_sql(&spec.query).map_err(|r| r.reason)?;
-        let live = live_of(dataflow, view).ok_or("the view vanished while being installed")?;
-        Ok(Arc::new(Cache {
-            id: CacheId(self.next_id.fetch_add(1, Ordering::Relaxed) as u32),
-            name: spec.name.clone(),
-            sql: spec.query.clone(),
-            runtime,
-            pattern,
-            live: RwLock::new(Ok(live)),
-            hit_latency: LatencySketch::default(),
-            hit_histogram: Histogram::default(),
-            reads: ReadCounts::default(),
-            hot: warm::HotKeys::new(self.settings.warm_keys),
-        }))
-    }
-
-    fn unavailable(&self, spec: &CacheSpec, reason: String) -> Arc<Cache> {
-        let query = matching::classify(spec.query.as_bytes(), SqlMode::default());
-        let catalog = self.catalog();
-        let pattern = Pattern::new(&query, &catalog).unwrap_or_else(|_| Pattern::never(&spec.query));
-        Arc::new(Cache {
-            id: CacheId(self.next_id.fetch_add(1, Ordering::Relaxed) as u32),
-            name: spec.name.clone(),
-            sql: spec.query.clone(),
-            runtime: false,
-            pattern,
-            live: RwLock::new(Err(reason)),
-            hit_latency: LatencySketch::default(),
-            hit_histogram: Histogram::default(),
-            reads: ReadCounts::default(),
-            hot: warm::HotKeys::new(self.settings.warm_keys),
-        })
-    }
-
-    fn push(&self, cache: Arc<Cache>) {
-        self.caches.write().unwrap_or_else(|e| e.into_inner()).push(cache);
-        // A shape relayed for want of a cache may match now.
-        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { .. }));
+    /// Keeps a background task's handle, for [`Engine::stop`].
+    fn task(&self, task: AbortHandle) {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner()).push(task);
     }
 
     /// Every cache, in creation order.
     pub fn caches(&self) -> Vec<Arc<Cache>> {
-        self.caches.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.registry.caches()
     }
 
     pub fn by_name(&self, name: &str) -> Option<Arc<Cache>> {
-        self.caches.read().unwrap_or_else(|e| e.into_inner()).iter().find(|c| c.name.eq_ignore_ascii_case(name)).cloned()
+        self.registry.by_name(name)
     }
 
     pub fn by_id(&self, id: CacheId) -> Option<Arc<Cache>> {
-        self.caches.read().unwrap_or_else(|e| e.into_inner()).iter().find(|c| c.id == id).cloned()
+        self.registry.by_id(id)
     }
 
     pub fn catalog(&self) -> Arc<Catalog> {
-        self.catalog.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.registry.catalog()
     }
 
     /// Classifies a query's text within the configured bounds.
@@ -531,32 +375,12 @@ impl Engine {
 
     /// The verdict entry for a classified query: remembered, or taken now (the full parse).
     pub fn verdict(&self, query: &Query<'_>) -> Arc<Entry> {
-        if let Some(entry) = self.verdicts.get(&query.fingerprint) {
-            return entry;
-        }
-        let caches = self.caches();
-        let patterns: Vec<(CacheId, &Pattern)> = caches.iter().filter(|c| c.live().is_ok()).map(|c| (c.id, &c.pattern)).collect();
-        let verdict = matcher::verdict(query, &patterns, &self.catalog());
-        self.verdicts.insert(&query.fingerprint, verdict)
+        self.registry.verdict(query)
     }
 
-    /// How fresh the caches are, computed now from what the writer has applied against the
-    /// server's position (see [`Freshness`]).
+    /// How fresh the caches are, computed now (see [`Freshness`]).
     pub fn freshness(&self) -> Freshness {
-        let lag = self.lag.get();
-        let applied = freshet_dataflow::Position(self.applied.load(Ordering::Relaxed));
-        let behind = self.lag.behind(applied);
-        let stream_up = self.stream_up.load(Ordering::Relaxed) && !self.writer_dead.load(Ordering::Relaxed) && lag.connected;
-        let polled = behind.polled_ago.is_some_and(|a| a <= freshet_cdc::lag::POLL_STALE);
-        let known = (stream_up && polled).then_some(behind.lag);
-        Freshness {
-            applied,
-            server: lag.server,
-            lag: known,
-            caught_up: known.is_some_and(|l| l <= self.settings.max_lag),
-            stream_up,
-            server_polled: polled,
-        }
+        self.gate.freshness()
     }
 
     /// Replication lag as the gate sees it; None when the stream is down or re-establishing,
@@ -574,11 +398,16 @@ impl Engine {
     /// The hit path's view of [`caught_up`](Engine::caught_up), at most
     /// [`FRESHNESS_CHECK`] old.
     pub fn fresh(&self) -> bool {
-        self.fresh.load(Ordering::Relaxed)
+        self.gate.fresh()
     }
 
     pub fn lag_handle(&self) -> LagHandle {
-        self.lag.clone()
+        self.gate.lag_handle()
+    }
+
+    /// What the writer has processed, for read-your-writes.
+    pub fn ryw(&self) -> &ryw::Progress {
+        self.writer.ryw()
     }
 
     /// Looks `params` up in `cache`, waiting up to the fill timeout for missing partitions.
@@ -600,10 +429,10 @@ impl Engine {
         }
         self.counters.fill_waits.inc();
         cache.reads.missed.inc();
-        let mut filled = self.filled.subscribe();
+        let mut filled = self.writer.fills();
         let deadline = tokio::time::Instant::now() + self.settings.fill_timeout;
         loop {
-            self.wake.notify_one();
+            self.writer.wake();
             // Subscribed before this look: a fill completing after it wakes the wait below.
             if let Lookup::Hit(rows) = look().map_err(refused)? {
                 cache.reads.filled.inc();
@@ -616,133 +445,62 @@ impl Engine {
         }
     }
 
-    /// Ends the engine's tasks (the writer, with it the binlog stream and the fills) at
-    /// shutdown; cached reads are relayed from then on.
+    /// Ends the engine's tasks at shutdown: the writer (with it the binlog stream and the
+    /// fills), the server's position poll, the freshness check and the warm restart's (after
+    /// one last save); cached reads are relayed from then on.
     pub fn stop(&self) {
         if let Some(w) = &self.warm {
             w.save(self);
         }
-        self.stream_up.store(false, Ordering::Relaxed);
-        self.fresh.store(false, Ordering::Relaxed);
-        let _ = self.control.send(writer::Control::Stop);
+        self.gate.close();
+        let _ = self.writer.send(writer::Control::Stop);
+        for task in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+            task.abort();
+        }
     }
 
     /// Wakes the writer to start fills for recorded misses.
     pub fn wake_writer(&self) {
-        self.wake.notify_one();
+        self.writer.wake();
+    }
+
+    /// Changes with every completed fill and eviction (subscribe before looking).
+    pub fn fills(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.writer.fills()
     }
 
     pub fn columns(&self, key: &ColumnsKey) -> Option<Arc<Columns>> {
-        self.columns.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+        self.registry.columns(key)
     }
 
     /// Keeps the column definitions the upstream sent for a shape, if they are the cache's
-    /// own (see [`Engine::check_capture`]; refused ones are counted and dropped, so one bad
-    /// capture poisons nothing). Labels of ENUM and SET columns come from the catalog (the
-    /// view holds their indexes).
+    /// own (see [`Registry::store_columns`]; refused ones are counted and dropped).
     pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>) {
-        if let Err(why) = self.check_capture(&key, &packets) {
+        if let Err(why) = self.registry.store_columns(key, packets) {
             self.counters.captures_refused.inc();
             tracing::debug!(reason = %why, "captured column definitions are not the cache's own; not kept");
-            return;
         }
-        let catalog = self.catalog();
-        let mut render = Vec::with_capacity(packets.len());
-        for p in &packets {
-            let Ok(def) = ColumnDef::parse_with(p, key.extended) else { return };
-            let labels = enum_labels(p, &def, &catalog);
-            render.push(Column { def, labels });
-        }
-        let columns = Arc::new(Columns { packets, render, encodable: AtomicBool::new(true) });
-        let mut map = self.columns.write().unwrap_or_else(|e| e.into_inner());
-        // Bounded like the verdicts: shapes x charsets x protocols stay few in practice;
-        // past the bound, start over rather than grow.
-        if map.len() >= VERDICTS {
-            map.clear();
-        }
-        map.insert(key, columns);
-    }
-
-    /// Column definitions describe the cache's own result only if there is one per result
-    /// column and each column with an origin comes from the caches' database, from one of
-    /// the cache's tables, and names a column the catalog has. A session whose names resolve
-    /// elsewhere (another default database, a temporary table) is not let through to a
-    /// capture by the routing checks; this is the second line.
-    fn check_capture(&self, key: &ColumnsKey, packets: &[Bytes]) -> Result<(), String> {
-        let cache = self.by_id(key.cache).ok_or("the cache is gone")?;
-        let live = cache.live()?;
-        let query = live.reader.query();
-        if packets.len() != query.visible {
-            return Err(format!("{} columns where the cache has {}", packets.len(), query.visible));
-        }
-        let catalog = self.catalog();
-        let database = &self.settings.database;
-        for p in packets {
-            let (schema, org_table, org_name) = column_origin(p).ok_or("a column definition too short to read")?;
-            if org_table.is_empty() && org_name.is_empty() {
-                // An expression (COUNT(*), ...): no origin to check; its type is the plan's.
-                continue;
-            }
-            if schema != *database && schema != database.to_lowercase() {
-                return Err(format!("column {org_name} comes from database {schema}"));
-            }
-            if !query.tables.iter().any(|t| t.eq_ignore_ascii_case(&org_table)) {
-                return Err(format!("column {org_name} comes from table {org_table}, which the cache does not read"));
-            }
-            if catalog.get(&org_table).and_then(|t| t.column_index(&org_name)).is_none() {
-                return Err(format!("column {org_table}.{org_name} is not in the table freshet knows"));
-            }
-        }
-        Ok(())
     }
 
     /// Evicts every cache (a write that bypassed the binlog may have changed anything) and
     /// returns once the writer has done it.
     pub async fn evict_all(&self) {
-        let (reply, rx) = oneshot::channel();
-        if self.control.send(writer::Control::EvictAll { reply }).is_ok() {
-            let _ = rx.await;
-        }
-    }
-
-    /// After DDL on `table` (None: on anything, e.g. after a reconnect): verdicts and column
-    /// definitions that may depend on it are forgotten and taken anew on next use. Relay
-    /// verdicts always go (a new table or column can make a query cacheable); cache verdicts
-    /// and definitions only for the caches that read the table.
-    fn forget_for_table(&self, table: Option<&str>) {
-        let affected: Vec<CacheId> = self
-            .caches()
-            .iter()
-            .filter(|c| match (table, c.live()) {
-                (None, _) | (_, Err(_)) => true,
-                (Some(t), Ok(live)) => live.reader.query().tables.iter().any(|x| x.eq_ignore_ascii_case(t)),
-            })
-            .map(|c| c.id)
-            .collect();
-        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { id, .. } if !affected.contains(&id)));
-        self.columns.write().unwrap_or_else(|e| e.into_inner()).retain(|k, _| !affected.contains(&k.cache));
+        let _ = self.writer.ask(|reply| writer::Control::EvictAll { reply }).await;
     }
 
     /// CREATE CACHE: compiles and installs `sql` under `name` (generated if None).
     pub async fn create(&self, name: Option<String>, sql: String) -> Result<Arc<Cache>, String> {
         let name = name.unwrap_or_else(|| format!("q_{:016x}", matching::classify(sql.as_bytes(), SqlMode::default()).fingerprint.hash));
-        let (reply, rx) = oneshot::channel();
         let spec = CacheSpec { name, query: sql };
-        self.control.send(writer::Control::Create { spec, reply }).map_err(|_| "the cache engine has stopped".to_string())?;
-        rx.await.map_err(|_| "the cache engine has stopped".to_string())?
+        self.writer.ask(|reply| writer::Control::Create { spec, reply }).await.map_err(|_| STOPPED.to_string())?
     }
 
     /// DROP CACHE: removes a cache and its view.
     pub async fn drop_cache(&self, name: &str) -> Result<(), String> {
         let cache = self.by_name(name).ok_or_else(|| format!("no cache named {name}"))?;
-        self.caches.write().unwrap_or_else(|e| e.into_inner()).retain(|c| c.id != cache.id);
-        let id = cache.id;
-        self.verdicts.retain(|e| !matches!(e.verdict, Verdict::Cache { id: i, .. } if i == id));
+        self.registry.remove(cache.id);
         if let Ok(live) = cache.live() {
-            let (reply, rx) = oneshot::channel();
-            if self.control.send(writer::Control::Drop { view: live.view, reply }).is_ok() {
-                let _ = rx.await;
-            }
+            let _ = self.writer.ask(|reply| writer::Control::Drop { view: live.view, reply }).await;
         }
         Ok(())
     }
@@ -754,17 +512,17 @@ impl Engine {
             Verdict::Cache { id, .. } => self.by_id(*id).and_then(|c| c.live().ok()).map(|l| l.view),
             Verdict::Relay { .. } => None,
         };
-        let (reply, rx) = oneshot::channel();
-        self.control.send(writer::Control::Explain { sql, view, reply }).map_err(|_| "the cache engine has stopped".to_string())?;
-        rx.await.map_err(|_| "the cache engine has stopped".to_string())?
+        self.writer.ask(|reply| writer::Control::Explain { sql, view, reply }).await.map_err(|_| STOPPED.to_string())?
     }
 
     /// Bytes held by all views.
     pub fn memory_used(&self) -> u64 {
-        let mut seen = std::collections::HashSet::new();
-        self.caches().iter().filter_map(|c| c.live().ok()).filter(|l| seen.insert(l.view)).map(|l| l.reader.stats().bytes).sum()
+        self.registry.memory_used()
     }
 }
+
+/// What an admin statement answers once the writer is gone.
+const STOPPED: &str = "the cache engine has stopped";
 
 /// The configured replica id, or, for 0, the derived one plus the number of engines started
 /// before in this process (tests run several in one process; each needs its own id).
@@ -785,37 +543,3 @@ fn refused(e: LookupError) -> RelayReason {
         _ => RelayReason::Parameter,
     }
 }
-
-fn live_of(dataflow: &Dataflow, view: ViewId) -> Option<Arc<Live>> {
-    let reader = dataflow.reader(view)?;
-    let cost_class = dataflow.cost(view).map_or("unknown", |c| c.class());
-    Some(Arc::new(Live { view, reader, cost_class }))
-}
-
-/// (schema, org_table, org_name) of a column definition packet.
-fn column_origin(packet: &[u8]) -> Option<(String, String, String)> {
-    let mut c = crate::protocol::cursor::Cursor::new(packet);
-    let mut field = || c.lenenc_bytes().ok().map(|b| String::from_utf8_lossy(b).into_owned());
-    let (_catalog, schema, _table, org_table, _name, org_name) = (field()?, field()?, field()?, field()?, field()?, field()?);
-    Some((schema, org_table, org_name))
-}
-
-/// ENUM/SET labels of a result column, from its origin table and column in the catalog.
-fn enum_labels(packet: &[u8], def: &ColumnDef, catalog: &Catalog) -> Vec<String> {
-    use crate::protocol::column::flags;
-    if !def.has(flags::ENUM) && !def.has(flags::SET) {
-        return Vec::new();
-    }
-    let mut c = crate::protocol::cursor::Cursor::new(packet);
-    let mut field = || c.lenenc_bytes().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
-    let (_catalog, _schema, _table, org_table, _name, org_name) = (field(), field(), field(), field(), field(), field());
-    let Some(table) = catalog.get(&org_table) else { return Vec::new() };
-    let Some(i) = table.column_index(&org_name) else { return Vec::new() };
-    match &table.columns[i].ty {
-        freshet_dataflow::SqlType::Enum(labels) | freshet_dataflow::SqlType::Set(labels) => labels.clone(),
-        _ => Vec::new(),
-    }
-}
-
-// The slack covers one poll of the server's position and one re-evaluation of the gate.
-const _: () = assert!(FRESHNESS_SLACK.as_millis() >= freshet_cdc::lag::POLL.as_millis() + FRESHNESS_CHECK.as_millis());

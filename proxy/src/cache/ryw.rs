@@ -93,7 +93,7 @@ impl Engine {
     /// `target` is narrowed to a position once one is known, so a later call resumes there.
     pub async fn await_own_write(&self, target: &mut Target, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
-        let mut processed = self.ryw.processed.subscribe();
+        let mut processed = self.writer.ryw().processed.subscribe();
         let lag = self.lag_handle();
         loop {
             // Read the published position before resolving the target: a publication after

@@ -219,10 +219,10 @@ impl Warm {
     }
 
     /// Reads the file, then warms the caches and saves every `save_interval`, in the
-    /// background, for as long as the engine lives.
-    pub fn start(self: &Arc<Self>, engine: &Arc<Engine>) {
+    /// background, until the engine is dropped or the returned task aborted (at its stop).
+    pub fn start(self: &Arc<Self>, engine: &Arc<Engine>) -> tokio::task::AbortHandle {
         let (warm, weak) = (self.clone(), Arc::downgrade(engine));
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             let path = warm.path.clone();
             let saved = tokio::task::spawn_blocking(move || file::read(&path)).await;
             let saved = match saved {
@@ -249,9 +249,10 @@ impl Warm {
                 _ => Vec::new(),
             };
             warm.progress.loaded.store(true, Ordering::Release);
-            tokio::spawn(warm.clone().save_every(weak.clone()));
-            warm.warm_up(weak, plan).await;
+            // In this task, so that aborting it ends both.
+            tokio::join!(warm.clone().save_every(weak.clone()), warm.warm_up(weak, plan));
         });
+        task.abort_handle()
     }
 
     fn cold(&self, why: String) {
@@ -291,7 +292,7 @@ impl Warm {
                     p.not_filled.add(round.len() as u64);
                     continue;
                 };
-                let mut filled = engine.filled.subscribe();
+                let mut filled = engine.fills();
                 let mut pending: Vec<&Key> = Vec::new();
                 for k in round {
                     match live.reader.warm(k) {

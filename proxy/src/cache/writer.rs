@@ -28,19 +28,23 @@
 //! be installed.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use mysql_async::Opts;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tracing::{debug, info, warn};
 
-use freshet_cdc::{BinlogStream, CdcError, DdlKind, SchemaChange, StartAt, StreamConfig, StreamEvent, UpstreamFills};
+use freshet_cdc::{CdcError, DdlKind, SchemaChange, StreamEvent, UpstreamFills};
 use freshet_config::CacheSpec;
 use freshet_dataflow::{Batch, Dataflow, FillError, FillRequest, FillResponse, ViewId};
 
-use super::{Cache, Engine, live_of};
+use super::EngineCounters;
+use super::access::Access;
+use super::freshness::FreshnessGate;
+use super::handle::Signals;
+use super::registry::{Cache, Live, Registry};
+use super::replica::Replica;
+use super::source::{ChangeSource, Events};
 
 mod follow;
 
@@ -67,7 +71,6 @@ pub(super) enum Control {
     },
 }
 
-type Events = mpsc::Receiver<Result<StreamEvent, CdcError>>;
 type FillDone = (u64, FillRequest, Result<FillResponse, FillError>);
 
 /// How often the writer looks for misses even without a wake-up (a wake-up can coincide with
@@ -77,8 +80,8 @@ const FILL_TICK: Duration = Duration::from_millis(20);
 /// them before giving fills (which readers wait for) and admin requests their turn.
 const STEP_EVENTS: usize = 64;
 const STEP_TIME: Duration = Duration::from_millis(1);
-/// Events buffered between the binlog stream and the writer.
-const EVENT_QUEUE: usize = 4096;
+/// The reconnect loop's backoff: the first attempt at once, then from this, doubling.
+const RESTART_BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(10));
 
 /// The bounds of one step of the writer over the stream's queue: the event the step started
 /// with, then queued ones while fewer than [`STEP_EVENTS`] were taken and [`STEP_TIME`] has
@@ -106,14 +109,28 @@ impl Step {
     }
 }
 
-pub(super) struct Writer {
-    engine: Arc<Engine>,
+/// What the writer publishes to: shared with the engine and its sessions, written (of the
+/// engine's state) only by the writer, through each part's own methods.
+pub(super) struct Outputs {
+    /// Views installed, recompiled and revived; the catalog after DDL.
+    pub(super) registry: Arc<Registry>,
+    /// The applied position and the stream's ups and downs.
+    pub(super) gate: Arc<FreshnessGate>,
+    /// Completed fills, the read-your-writes progress; misses recorded by readers.
+    pub(super) signals: Arc<Signals>,
+    pub(super) counters: Arc<EngineCounters>,
+    /// Forgotten when the stream shows privileges may have changed.
+    pub(super) access: Arc<Access>,
+}
+
+pub(super) struct Writer<S> {
     dataflow: Dataflow,
+    /// Where batches and schema changes come from (restarted here after a failure).
+    source: S,
     fills: UpstreamFills,
     /// `[fill] source = "replica"`: applied before the views, answers the fills it can.
-    replica: Option<Arc<super::replica::Replica>>,
-    opts: Opts,
-    stream_config: StreamConfig,
+    replica: Option<Arc<Replica>>,
+    out: Outputs,
     in_flight: JoinSet<FillDone>,
     epoch: u64,
     /// Tables every batch from here on carries, and caches waiting for theirs (`follow`).
@@ -121,17 +138,10 @@ pub(super) struct Writer {
     waiting: Vec<follow::Waiting>,
 }
 
-impl Writer {
-    pub(super) fn new(
-        engine: Arc<Engine>,
-        dataflow: Dataflow,
-        fills: UpstreamFills,
-        replica: Option<Arc<super::replica::Replica>>,
-        opts: Opts,
-        stream_config: StreamConfig,
-    ) -> Writer {
+impl<S: ChangeSource> Writer<S> {
+    pub(super) fn new(dataflow: Dataflow, source: S, fills: UpstreamFills, replica: Option<Arc<Replica>>, out: Outputs) -> Writer<S> {
         let (followed, waiting) = (Vec::new(), Vec::new());
-        Writer { engine, dataflow, fills, replica, opts, stream_config, in_flight: JoinSet::new(), epoch: 0, followed, waiting }
+        Writer { dataflow, source, fills, replica, out, in_flight: JoinSet::new(), epoch: 0, followed, waiting }
     }
 
     pub(super) async fn run(mut self, mut events: Events, mut control: mpsc::UnboundedReceiver<Control>) {
@@ -144,7 +154,7 @@ impl Writer {
                     Ok(done) => self.finish(done),
                     Err(e) => warn!(error = %e, "a fill task failed"),
                 },
-                _ = self.engine.wake.notified() => self.start_fills(),
+                _ = self.out.signals.misses_recorded() => self.start_fills(),
                 _ = tick.tick() => self.start_fills(),
                 request = control.recv() => match request {
                     Some(Control::Stop) | None => return,
@@ -167,7 +177,7 @@ impl Writer {
                 Some(Ok(StreamEvent::Batch(batch))) => self.apply(&batch),
                 Some(Ok(StreamEvent::Schema(change))) if change.kind == DdlKind::Privileges => {
                     schema_at = Some(change.position);
-                    self.engine.access.forget_all()
+                    self.out.access.forget_all()
                 }
                 Some(Ok(StreamEvent::Schema(change))) => {
                     schema_at = Some(change.position);
@@ -198,8 +208,8 @@ impl Writer {
                 None => break,
             }
         }
-        self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
-        self.engine.ryw.publish(schema_at.map_or(self.dataflow.applied(), |at| at.max(self.dataflow.applied())));
+        self.out.gate.applied_to(self.dataflow.applied());
+        self.out.signals.ryw.publish(schema_at.map_or(self.dataflow.applied(), |at| at.max(self.dataflow.applied())));
     }
 
     /// One transaction applied, in stream order: to the replica of the base tables first (so
@@ -213,18 +223,18 @@ impl Writer {
             warn!(error = %e, "binlog batch out of order; evicting every cache");
             self.new_epoch();
         }
-        self.engine.counters.batches.inc();
+        self.out.counters.batches.inc();
     }
 
     fn new_epoch(&mut self) {
         self.epoch += 1;
         self.dataflow.evict_all();
-        self.engine.filled.send_modify(|g| *g += 1);
+        self.out.signals.fills_changed();
     }
 
     fn start_fills(&mut self) {
         for req in self.dataflow.fill_requests() {
-            self.engine.counters.fills_started.inc();
+            self.out.counters.fills_started.inc();
             let fills = self.fills.clone();
             let epoch = self.epoch;
             let replica = self.replica.clone().filter(|r| r.serves(&req));
@@ -255,13 +265,13 @@ impl Writer {
                 self.dataflow.abandon_fill(&req);
             }
             Err(e) => {
-                self.engine.counters.fills_failed.inc();
+                self.out.counters.fills_failed.inc();
                 warn!(error = %e, keys = req.keys.len(), "fill failed; its reads are relayed and the next read asks again");
                 self.dataflow.abandon_fill(&req);
             }
         }
         // Waiting reads look again: hit, or a stale fill's hole to request anew.
-        self.engine.filled.send_modify(|g| *g += 1);
+        self.out.signals.fills_changed();
     }
 
     fn schema_change(&mut self, change: SchemaChange) {
@@ -282,15 +292,17 @@ impl Writer {
         match self.dataflow.alter_table(&change.table, change.schema) {
             Ok(recompiled) => {
                 for (old, new) in recompiled {
-                    let Some(cache) = self.engine.caches().into_iter().find(|c| c.live().is_ok_and(|l| l.view == old)) else { continue };
+                    let Some(cache) = self.out.registry.caches().into_iter().find(|c| c.live().is_ok_and(|l| l.view == old)) else {
+                        continue;
+                    };
                     let live = match new {
-                        Ok(view) => live_of(&self.dataflow, view).ok_or_else(|| "the recompiled view vanished".to_string()),
+                        Ok(view) => Live::of(&self.dataflow, view).ok_or_else(|| "the recompiled view vanished".to_string()),
                         Err(refusal) => {
                             warn!(cache = %cache.name, reason = %refusal.reason, "cache is no longer cacheable after DDL; relaying its queries");
                             Err(format!("after DDL on {}: {}", change.table, refusal.reason))
                         }
                     };
-                    *cache.live.write().unwrap_or_else(|e| e.into_inner()) = live;
+                    cache.set_live(live);
                 }
             }
             Err(e) => warn!(table = %change.table, error = %e, "new schema refused; views reading it were dropped"),
@@ -302,15 +314,15 @@ impl Writer {
     /// Caches left without a view by earlier DDL (a dropped table, a column gone) are tried
     /// again: a migration that drops and re-creates a table gets its caches back.
     fn revive(&mut self) {
-        for cache in self.engine.caches() {
+        for cache in self.out.registry.caches() {
             if cache.live().is_ok() || !self.reads_followed(&cache.sql) {
                 continue;
             }
             if let Ok(view) = self.dataflow.install_sql(&cache.sql)
-                && let Some(live) = live_of(&self.dataflow, view)
+                && let Some(live) = Live::of(&self.dataflow, view)
             {
                 info!(cache = %cache.name, "cache is served again after DDL");
-                *cache.live.write().unwrap_or_else(|e| e.into_inner()) = Ok(live);
+                cache.set_live(Ok(live));
             }
         }
     }
@@ -318,64 +330,61 @@ impl Writer {
     /// The catalog sessions match against follows the dataflow's; verdicts and column
     /// definitions that may depend on `table`'s old schema are forgotten.
     fn publish_catalog(&self, table: Option<&str>) {
-        *self.engine.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(self.dataflow.catalog().clone());
-        self.engine.forget_for_table(table);
+        self.out.registry.publish_catalog(self.dataflow.catalog().clone(), table);
     }
 
-    /// Re-establishes the binlog stream at the server's current position, retrying with
+    /// Re-establishes the change source at the server's current position, retrying with
     /// backoff until it succeeds. Cached reads are relayed meanwhile.
     async fn reconnect(&mut self) -> Events {
-        self.engine.stream_up.store(false, Ordering::Relaxed);
-        self.engine.counters.restarts.inc();
-        let mut backoff = freshet_cdc::Backoff::new(Duration::from_millis(200), Duration::from_secs(10));
+        self.out.gate.stream_down();
+        self.out.counters.restarts.inc();
+        let mut backoff = freshet_cdc::Backoff::new(RESTART_BACKOFF.0, RESTART_BACKOFF.1);
         loop {
             backoff.wait().await;
-            match BinlogStream::connect(self.opts.clone(), self.stream_config.clone(), StartAt::Current).await {
-                Ok(stream) => match stream.delivered().position() {
-                    Ok(start) => {
-                        // Tables may have changed while the stream was away.
-                        for table in stream.tables() {
-                            if self.dataflow.catalog().get(&table.name) != Some(table) {
-                                let _ = self.dataflow.alter_table(&table.name.clone(), Some(table.clone()));
-                            }
-                        }
-                        for (name, info) in stream.table_infos() {
-                            self.fills.set_table(&name, Some(info));
-                        }
-                        // First the new start, then the eviction: holes are made at `start`,
-                        // so no fill older than the gap can be installed.
-                        self.dataflow.set_applied(start);
-                        if let Some(r) = &self.replica {
-                            r.gap();
-                        }
-                        self.new_epoch();
-                        // The gap may have hidden a GRANT or REVOKE.
-                        self.engine.access.forget_all();
-                        self.publish_catalog(None);
-                        self.stream_replaced();
-                        let mut stream = stream;
-                        stream.use_lag(self.engine.lag_handle());
-                        let (events, _) = stream.spawn(EVENT_QUEUE);
-                        self.engine.applied.store(self.dataflow.applied().0, Ordering::Relaxed);
-                        // Everything was evicted after the start was set: a read refills from
-                        // the server as of now, past any write a session waits for.
-                        self.engine.ryw.publish(start);
-                        self.engine.stream_up.store(true, Ordering::Relaxed);
-                        info!("binlog stream resumed");
-                        return events;
-                    }
-                    Err(e) => warn!(error = %e, "binlog stream resumed at an unusable position"),
-                },
+            match self.source.restart().await {
+                Ok(restarted) => return self.resumed(restarted),
                 Err(e) => warn!(error = %e, retry_in = ?backoff.delay(), "binlog stream cannot be resumed yet"),
             }
         }
     }
 
+    /// A new run of the source starts at `start`, after a gap: the views take the tables as
+    /// they are now, everything is evicted, and the run's events are the writer's from here.
+    fn resumed(&mut self, super::source::Restarted { start, tables, infos, events }: super::source::Restarted) -> Events {
+        // Tables may have changed while the stream was away.
+        for table in tables {
+            if self.dataflow.catalog().get(&table.name) != Some(&table) {
+                let _ = self.dataflow.alter_table(&table.name.clone(), Some(table));
+            }
+        }
+        for (name, info) in infos {
+            self.fills.set_table(&name, Some(info));
+        }
+        // First the new start, then the eviction: holes are made at `start`,
+        // so no fill older than the gap can be installed.
+        self.dataflow.set_applied(start);
+        if let Some(r) = &self.replica {
+            r.gap();
+        }
+        self.new_epoch();
+        // The gap may have hidden a GRANT or REVOKE.
+        self.out.access.forget_all();
+        self.publish_catalog(None);
+        self.stream_replaced();
+        self.out.gate.applied_to(self.dataflow.applied());
+        // Everything was evicted after the start was set: a read refills from
+        // the server as of now, past any write a session waits for.
+        self.out.signals.ryw.publish(start);
+        self.out.gate.stream_resumed();
+        info!("binlog stream resumed");
+        events
+    }
+
     fn create(&mut self, spec: CacheSpec, reply: oneshot::Sender<Result<Arc<Cache>, String>>) {
-        let result = self.engine.build(&mut self.dataflow, &spec, true);
+        let result = self.out.registry.build(&mut self.dataflow, &spec, true);
         if let Ok(cache) = &result {
             info!(cache = %cache.name, "cache created");
-            self.engine.push(cache.clone());
+            self.out.registry.add(cache.clone());
         }
         let _ = reply.send(result);
     }
@@ -385,7 +394,7 @@ impl Writer {
             Control::Create { spec, reply } => self.create_when_followed(spec, reply),
             Control::Drop { view, reply } => {
                 // Another cache may share the view (identical plans share one).
-                let shared = self.engine.caches().iter().any(|c| c.live().is_ok_and(|l| l.view == view));
+                let shared = self.out.registry.caches().iter().any(|c| c.live().is_ok_and(|l| l.view == view));
                 if !shared {
                     self.dataflow.drop_view(view);
                 }

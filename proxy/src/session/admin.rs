@@ -157,7 +157,7 @@ impl Session {
                     ("relayed_reads", e.counters.relayed.iter().map(|c| c.get()).sum::<u64>().to_string()),
                     ("fills_started", e.counters.fills_started.get().to_string()),
                     ("fills_failed", e.counters.fills_failed.get().to_string()),
-                    ("query_shapes_known", e.verdicts.len().to_string()),
+                    ("query_shapes_known", e.registry.verdicts.len().to_string()),
                     ("privilege_resets", e.access.resets.get().to_string()),
                     ("unlogged_writes", e.counters.unlogged_writes.get().to_string()),
                     ("column_captures_refused", e.counters.captures_refused.get().to_string()),
@@ -220,7 +220,7 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
     let mut rows = Vec::new();
     if let Some(engine) = engine {
         let n = usize::try_from(limit).unwrap_or(usize::MAX);
-        for entry in engine.verdicts.top(n).into_iter().filter(|e| e.count() > 0) {
+        for entry in engine.registry.verdicts.top(n).into_iter().filter(|e| e.count() > 0) {
             let (cacheable, reason) = match &entry.verdict {
                 Verdict::Relay { reason } => {
                     (if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" }, reason.to_string())

@@ -63,7 +63,7 @@ impl Session {
                 Some(sql) => self.session_gtid(sql).await?,
                 None => None,
             };
-            engine.ryw.asked.inc();
+            engine.ryw().asked.inc();
             match gtid.as_deref().and_then(Target::from_gtid) {
                 // Nothing committed since the last wait that succeeded.
                 Some(_) if gtid == self.own.applied_gtid => {}
@@ -80,9 +80,9 @@ impl Session {
         }
         let Some(mut target) = self.own.target else { return Ok(None) };
         let reached = match target {
-            Target::Position(p) if engine.ryw.processed() >= p => true,
+            Target::Position(p) if engine.ryw().processed() >= p => true,
             _ => {
-                engine.ryw.waits.inc();
+                engine.ryw().waits.inc();
                 engine.await_own_write(&mut target, engine.settings.ryw_timeout).await
             }
         };

@@ -3,7 +3,7 @@
 //!
 //! Owns: the writer's `followed` list (tables every batch it applies from now on carries), the
 //! caches waiting for theirs (`CREATE CACHE` on a table no cache read yet, and caches revived
-//! after DDL), and adding their tables to the stream's shared set (`StreamConfig::tables`,
+//! after DDL), and adding their tables to the stream's shared set (the source's [`ChangeSource::followed`],
 //! cdc's `follow`). Does not own: skipping rows (the stream), installing a cache
 //! (`Engine::build`).
 //!
@@ -40,14 +40,15 @@ use tracing::info;
 use freshet_config::CacheSpec;
 
 use super::Writer;
+use crate::cache::source::ChangeSource;
 
 /// A `CREATE CACHE` waiting for its tables to be followed.
 pub(super) struct Waiting {
     pub(super) spec: CacheSpec,
-    pub(super) reply: oneshot::Sender<Result<std::sync::Arc<super::super::Cache>, String>>,
+    pub(super) reply: oneshot::Sender<Result<std::sync::Arc<crate::cache::Cache>, String>>,
 }
 
-impl Writer {
+impl<S: ChangeSource> Writer<S> {
     /// True if every table `sql` reads is followed (its view may be installed now); else adds
     /// the missing ones to the stream's set (they will be announced). A query that does not
     /// compile is "ready": installing it fails with its own reason.
@@ -57,12 +58,12 @@ impl Writer {
         for table in &q.tables {
             if !self.followed.iter().any(|t| t.eq_ignore_ascii_case(table)) {
                 ready = false;
-                if let Some(set) = &self.stream_config.tables {
+                if let Some(set) = self.source.followed() {
                     set.add(table);
                 }
             }
         }
-        ready || self.stream_config.tables.is_none()
+        ready || self.source.followed().is_none()
     }
 
     /// Proof that every later batch carries `tables` (case 1 or 2 of the module header):
@@ -85,7 +86,7 @@ impl Writer {
 
     /// After a new stream: it decodes every table of the set (case 2).
     pub(super) fn stream_replaced(&mut self) {
-        let all = self.stream_config.tables.as_ref().map(|s| s.snapshot().1).unwrap_or_default();
+        let all = self.source.followed().map(|s| s.snapshot().1).unwrap_or_default();
         self.now_following(all);
     }
 
@@ -93,7 +94,7 @@ impl Writer {
     pub(super) fn create_when_followed(
         &mut self,
         spec: CacheSpec,
-        reply: oneshot::Sender<Result<std::sync::Arc<super::super::Cache>, String>>,
+        reply: oneshot::Sender<Result<std::sync::Arc<crate::cache::Cache>, String>>,
     ) {
         if self.reads_followed(&spec.query) {
             self.create(spec, reply);

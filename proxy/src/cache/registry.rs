@@ -1,0 +1,349 @@
+//! The registry: what is cached, read by every session, changed rarely.
+//!
+//! Owns: the caches (config and `CREATE CACHE`) and their views ([`Cache::live`]), the
+//! verdicts for query shapes (via [`super::matcher`]), the catalog sessions match against,
+//! and the column definitions captured from the upstream per query shape ([`Columns`]).
+//! Does not own: changing the dataflow (the writer installs and recompiles views, then
+//! publishes them here: [`Registry::add`], [`Cache::set_live`], [`Registry::publish_catalog`]),
+//! counting (the engine counts what its callers did).
+//!
+//! Invariant: column definitions are the upstream's own packets for that query shape and
+//! session character set, captured from a relayed answer, never built by freshet, and kept
+//! only if they describe the cache's own tables and columns ([`Registry::store_columns`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use bytes::Bytes;
+
+use freshet_config::CacheSpec;
+use freshet_dataflow::{Catalog, Dataflow, Reader, ViewId, ViewStats};
+
+use super::latency::LatencySketch;
+use super::matcher::{self, Pattern};
+use super::route::{Entry, Verdict, VerdictTable};
+use super::warm;
+use crate::encode::text::Column;
+use crate::matching::{self, CacheId, Query, SqlMode};
+use crate::metrics::{Counter, Histogram};
+use crate::protocol::column::ColumnDef;
+
+/// How many query shapes the verdict table remembers (and column definitions are kept for).
+pub(super) const VERDICTS: usize = 10_000;
+
+/// The view behind a cache while it can be served.
+pub struct Live {
+    pub view: ViewId,
+    pub reader: Reader,
+    pub cost_class: &'static str,
+}
+
+impl Live {
+    /// The view `view` of `dataflow`, as sessions read it.
+    pub(super) fn of(dataflow: &Dataflow, view: ViewId) -> Option<Arc<Live>> {
+        let reader = dataflow.reader(view)?;
+        let cost_class = dataflow.cost(view).map_or("unknown", |c| c.class());
+        Some(Arc::new(Live { view, reader, cost_class }))
+    }
+}
+
+/// One cached query.
+pub struct Cache {
+    pub id: CacheId,
+    pub name: String,
+    pub sql: String,
+    /// Created with CREATE CACHE (gone at restart).
+    pub runtime: bool,
+    pattern: Pattern,
+    live: RwLock<Result<Arc<Live>, String>>,
+    pub hit_latency: LatencySketch,
+    /// The same, for Prometheus.
+    pub hit_histogram: Histogram,
+    /// Reads, counted once each (the view's own counters count every lookup, and a read
+    /// waiting for its fill looks up again after each completed fill).
+    pub reads: ReadCounts,
+    /// The recently read keys, for the warm restart ([`warm`]).
+    pub hot: warm::HotKeys,
+}
+
+/// What became of the reads routed to one cache.
+#[derive(Default)]
+pub struct ReadCounts {
+    /// Answered from memory at the first look.
+    pub hit: Counter,
+    /// Found a hole: answered after waiting for the fill, or relayed when it was late.
+    pub missed: Counter,
+    /// Of the missed, answered from memory after the fill arrived.
+    pub filled: Counter,
+}
+
+impl ReadCounts {
+    /// Reads answered at the first look, over all reads that looked (None before any).
+    pub fn hit_ratio(&self) -> Option<f64> {
+        let (hit, missed) = (self.hit.get(), self.missed.get());
+        (hit + missed > 0).then(|| hit as f64 / (hit + missed) as f64)
+    }
+}
+
+impl Cache {
+    /// The view, or why there is none.
+    pub fn live(&self) -> Result<Arc<Live>, String> {
+        self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn stats(&self) -> ViewStats {
+        self.live().map(|l| l.reader.stats()).unwrap_or_default()
+    }
+
+    /// The writer: the cache's view after DDL (recompiled, refused, or revived).
+    pub(super) fn set_live(&self, live: Result<Arc<Live>, String>) {
+        *self.live.write().unwrap_or_else(|e| e.into_inner()) = live;
+    }
+}
+
+/// Column definitions captured from the upstream for one query shape.
+pub struct Columns {
+    /// The definition packets' payloads, verbatim.
+    pub packets: Vec<Bytes>,
+    /// How each column renders.
+    pub render: Vec<Column>,
+    /// Cleared when a value of this shape could not be encoded: its reads are relayed without
+    /// looking up the view again.
+    pub encodable: AtomicBool,
+}
+
+/// What captured column definitions are keyed by: the query shape, the session's character
+/// set state, and the protocol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ColumnsKey {
+    /// The cache the shape matched (its definitions are forgotten when its tables change).
+    pub cache: CacheId,
+    pub fingerprint: u64,
+    pub charset: u64,
+    pub binary: bool,
+    /// The session negotiated MariaDB's extended type information (another definition
+    /// layout).
+    pub extended: bool,
+}
+
+/// The caches, their verdicts, the catalog and the captured column definitions.
+pub struct Registry {
+    /// The database every cached query reads.
+    database: String,
+    /// `[warm] keys_per_cache` (0 without `[warm] dir`: nothing would read the record).
+    warm_keys: usize,
+    caches: RwLock<Vec<Arc<Cache>>>,
+    next_id: AtomicU64,
+    pub verdicts: VerdictTable,
+    catalog: RwLock<Arc<Catalog>>,
+    columns: RwLock<HashMap<ColumnsKey, Arc<Columns>>>,
+}
+
+impl Registry {
+    pub(super) fn new(database: String, warm_keys: usize, verdict_bytes: usize, catalog: Catalog) -> Registry {
+        Registry {
+            database,
+            warm_keys,
+            caches: RwLock::new(Vec::new()),
+            next_id: AtomicU64::new(0),
+            verdicts: VerdictTable::with_budget(VERDICTS, verdict_bytes),
+            catalog: RwLock::new(Arc::new(catalog)),
+            columns: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// Every cache, in creation order.
+    pub fn caches(&self) -> Vec<Arc<Cache>> {
+        self.caches.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn by_name(&self, name: &str) -> Option<Arc<Cache>> {
+        self.caches.read().unwrap_or_else(|e| e.into_inner()).iter().find(|c| c.name.eq_ignore_ascii_case(name)).cloned()
+    }
+
+    pub fn by_id(&self, id: CacheId) -> Option<Arc<Cache>> {
+        self.caches.read().unwrap_or_else(|e| e.into_inner()).iter().find(|c| c.id == id).cloned()
+    }
+
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The verdict entry for a classified query: remembered, or taken now (the full parse).
+    pub fn verdict(&self, query: &Query<'_>) -> Arc<Entry> {
+        if let Some(entry) = self.verdicts.get(&query.fingerprint) {
+            return entry;
+        }
+        let caches = self.caches();
+        let patterns: Vec<(CacheId, &Pattern)> = caches.iter().filter(|c| c.live().is_ok()).map(|c| (c.id, &c.pattern)).collect();
+        let verdict = matcher::verdict(query, &patterns, &self.catalog());
+        self.verdicts.insert(&query.fingerprint, verdict)
+    }
+
+    /// Compiles and installs one cache into the dataflow (start-up, or in the writer for
+    /// CREATE CACHE); not yet [added](Registry::add).
+    pub(super) fn build(&self, dataflow: &mut Dataflow, spec: &CacheSpec, runtime: bool) -> Result<Arc<Cache>, String> {
+        if self.by_name(&spec.name).is_some() {
+            return Err(format!("a cache named {} exists already", spec.name));
+        }
+        let query = matching::classify(spec.query.as_bytes(), SqlMode::default());
+        let pattern = Pattern::new(&query, dataflow.catalog())?;
+        let view = dataflow.install_sql(&spec.query).map_err(|r| r.reason)?;
+        let live = Live::of(dataflow, view).ok_or("the view vanished while being installed")?;
+        Ok(self.cache(spec, runtime, pattern, Ok(live)))
+    }
+
+    /// A configured cache that cannot be built: kept, unavailable, its queries relayed.
+    pub(super) fn unavailable(&self, spec: &CacheSpec, reason: String) -> Arc<Cache> {
+        let query = matching::classify(spec.query.as_bytes(), SqlMode::default());
+        let pattern = Pattern::new(&query, &self.catalog()).unwrap_or_else(|_| Pattern::never(&spec.query));
+        self.cache(spec, false, pattern, Err(reason))
+    }
+
+    fn cache(&self, spec: &CacheSpec, runtime: bool, pattern: Pattern, live: Result<Arc<Live>, String>) -> Arc<Cache> {
+        Arc::new(Cache {
+            id: CacheId(self.next_id.fetch_add(1, Ordering::Relaxed) as u32),
+            name: spec.name.clone(),
+            sql: spec.query.clone(),
+            runtime,
+            pattern,
+            live: RwLock::new(live),
+            hit_latency: LatencySketch::default(),
+            hit_histogram: Histogram::default(),
+            reads: ReadCounts::default(),
+            hot: warm::HotKeys::new(self.warm_keys),
+        })
+    }
+
+    /// Makes a built cache visible to sessions.
+    pub(super) fn add(&self, cache: Arc<Cache>) {
+        self.caches.write().unwrap_or_else(|e| e.into_inner()).push(cache);
+        // A shape relayed for want of a cache may match now.
+        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { .. }));
+    }
+
+    /// Forgets a cache and the verdicts that sent reads to it (DROP CACHE).
+    pub(super) fn remove(&self, id: CacheId) {
+        self.caches.write().unwrap_or_else(|e| e.into_inner()).retain(|c| c.id != id);
+        self.verdicts.retain(|e| !matches!(e.verdict, Verdict::Cache { id: i, .. } if i == id));
+    }
+
+    /// The writer: the catalog sessions match against follows the dataflow's; verdicts and
+    /// column definitions that may depend on `table`'s old schema (None: on anything) are
+    /// forgotten.
+    pub(super) fn publish_catalog(&self, catalog: Catalog, table: Option<&str>) {
+        *self.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
+        self.forget_for_table(table);
+    }
+
+    /// After DDL on `table` (None: on anything, e.g. after a reconnect): verdicts and column
+    /// definitions that may depend on it are forgotten and taken anew on next use. Relay
+    /// verdicts always go (a new table or column can make a query cacheable); cache verdicts
+    /// and definitions only for the caches that read the table.
+    fn forget_for_table(&self, table: Option<&str>) {
+        let affected: Vec<CacheId> = self
+            .caches()
+            .iter()
+            .filter(|c| match (table, c.live()) {
+                (None, _) | (_, Err(_)) => true,
+                (Some(t), Ok(live)) => live.reader.query().tables.iter().any(|x| x.eq_ignore_ascii_case(t)),
+            })
+            .map(|c| c.id)
+            .collect();
+        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { id, .. } if !affected.contains(&id)));
+        self.columns.write().unwrap_or_else(|e| e.into_inner()).retain(|k, _| !affected.contains(&k.cache));
+    }
+
+    pub fn columns(&self, key: &ColumnsKey) -> Option<Arc<Columns>> {
+        self.columns.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+
+    /// Keeps the column definitions the upstream sent for a shape if they are the cache's
+    /// own (see [`Registry::check_capture`]); else says why not, and keeps nothing (so one bad
+    /// capture poisons nothing). Labels of ENUM and SET columns come from the catalog (the
+    /// view holds their indexes).
+    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>) -> Result<(), String> {
+        self.check_capture(&key, &packets)?;
+        let catalog = self.catalog();
+        let mut render = Vec::with_capacity(packets.len());
+        for p in &packets {
+            let Ok(def) = ColumnDef::parse_with(p, key.extended) else { return Ok(()) };
+            let labels = enum_labels(p, &def, &catalog);
+            render.push(Column { def, labels });
+        }
+        let columns = Arc::new(Columns { packets, render, encodable: AtomicBool::new(true) });
+        let mut map = self.columns.write().unwrap_or_else(|e| e.into_inner());
+        // Bounded like the verdicts: shapes x charsets x protocols stay few in practice;
+        // past the bound, start over rather than grow.
+        if map.len() >= VERDICTS {
+            map.clear();
+        }
+        map.insert(key, columns);
+        Ok(())
+    }
+
+    /// Column definitions describe the cache's own result only if there is one per result
+    /// column and each column with an origin comes from the caches' database, from one of
+    /// the cache's tables, and names a column the catalog has. A session whose names resolve
+    /// elsewhere (another default database, a temporary table) is not let through to a
+    /// capture by the routing checks; this is the second line.
+    fn check_capture(&self, key: &ColumnsKey, packets: &[Bytes]) -> Result<(), String> {
+        let cache = self.by_id(key.cache).ok_or("the cache is gone")?;
+        let live = cache.live()?;
+        let query = live.reader.query();
+        if packets.len() != query.visible {
+            return Err(format!("{} columns where the cache has {}", packets.len(), query.visible));
+        }
+        let catalog = self.catalog();
+        let database = &self.database;
+        for p in packets {
+            let (schema, org_table, org_name) = column_origin(p).ok_or("a column definition too short to read")?;
+            if org_table.is_empty() && org_name.is_empty() {
+                // An expression (COUNT(*), ...): no origin to check; its type is the plan's.
+                continue;
+            }
+            if schema != *database && schema != database.to_lowercase() {
+                return Err(format!("column {org_name} comes from database {schema}"));
+            }
+            if !query.tables.iter().any(|t| t.eq_ignore_ascii_case(&org_table)) {
+                return Err(format!("column {org_name} comes from table {org_table}, which the cache does not read"));
+            }
+            if catalog.get(&org_table).and_then(|t| t.column_index(&org_name)).is_none() {
+                return Err(format!("column {org_table}.{org_name} is not in the table freshet knows"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Bytes held by all views.
+    pub fn memory_used(&self) -> u64 {
+        let mut seen = std::collections::HashSet::new();
+        self.caches().iter().filter_map(|c| c.live().ok()).filter(|l| seen.insert(l.view)).map(|l| l.reader.stats().bytes).sum()
+    }
+}
+
+/// (schema, org_table, org_name) of a column definition packet.
+fn column_origin(packet: &[u8]) -> Option<(String, String, String)> {
+    let mut c = crate::protocol::cursor::Cursor::new(packet);
+    let mut field = || c.lenenc_bytes().ok().map(|b| String::from_utf8_lossy(b).into_owned());
+    let (_catalog, schema, _table, org_table, _name, org_name) = (field()?, field()?, field()?, field()?, field()?, field()?);
+    Some((schema, org_table, org_name))
+}
+
+/// ENUM/SET labels of a result column, from its origin table and column in the catalog.
+fn enum_labels(packet: &[u8], def: &ColumnDef, catalog: &Catalog) -> Vec<String> {
+    use crate::protocol::column::flags;
+    if !def.has(flags::ENUM) && !def.has(flags::SET) {
+        return Vec::new();
+    }
+    let mut c = crate::protocol::cursor::Cursor::new(packet);
+    let mut field = || c.lenenc_bytes().map(|b| String::from_utf8_lossy(b).into_owned()).unwrap_or_default();
+    let (_catalog, _schema, _table, org_table, _name, org_name) = (field(), field(), field(), field(), field(), field());
+    let Some(table) = catalog.get(&org_table) else { return Vec::new() };
+    let Some(i) = table.column_index(&org_name) else { return Vec::new() };
+    match &table.columns[i].ty {
+        freshet_dataflow::SqlType::Enum(labels) | freshet_dataflow::SqlType::Set(labels) => labels.clone(),
+        _ => Vec::new(),
+    }
+}
