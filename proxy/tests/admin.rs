@@ -351,6 +351,25 @@ async fn shutdown_ends_the_engine_tasks() {
     assert!(!engine.caught_up(), "a stopped engine vouches for nothing");
 }
 
+/// The engine's tasks end with the shutdown even while something still holds the engine (a
+/// session past the grace period, a test): the server's position is no longer polled. (The
+/// poll used to run until the last handle to the engine was dropped.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stopped_engine_stops_polling_the_server() {
+    let mut conn = direct().await;
+    conn.query_drop("CREATE TABLE IF NOT EXISTS shutdown_polled (id INT PRIMARY KEY, name VARCHAR(20)) ENGINE=InnoDB").await.unwrap();
+    let (server, stop, stopped) =
+        server("[[cache]]\nname = \"polled\"\nquery = \"SELECT id, name FROM shutdown_polled WHERE id = ?\"\n").await;
+    let engine = server.engine().get().expect("the engine started with the server").clone();
+    let run = tokio::spawn(server.run(async move {
+        let _ = stopped.await;
+    }));
+    assert!(eventually(|| engine.freshness().server_polled).await, "the server's position is polled while freshet runs");
+    stop.send(()).unwrap();
+    run.await.unwrap().unwrap();
+    assert!(eventually(|| !engine.freshness().server_polled).await, "still polling the server after the shutdown");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn not_ready_while_every_connection_is_in_use() {
     let proxy = start_proxy("[limits]\nmax_connections = 1\n").await;
