@@ -1,5 +1,6 @@
-//! Exponential backoff, the one used by every reconnect loop (the binlog stream's resume, the
-//! cache writer's restart at the server's position).
+//! Exponential backoff, the one used by every reconnect loop: the binlog stream's resume, the
+//! cache writer's restart at the server's position, the server's position poll, the replica's
+//! copy.
 //!
 //! Owns: the delay before attempt `n` of a run of failures: nothing before the first, then
 //! `initial`, doubling, at most `max`. Does not own: when to give up (the caller counts).

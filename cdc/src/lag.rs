@@ -39,6 +39,7 @@ use freshet_dataflow::Position;
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts};
 
+use crate::backoff::Backoff;
 use crate::position::{BinlogPos, MariaGtid};
 
 /// How often the server's position is polled.
@@ -217,13 +218,20 @@ pub fn spawn_position_poll(opts: Opts, position_sql: &'static str, lag: LagHandl
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut conn: Option<Conn> = None;
+        // A server that is down is not asked to accept a connection every poll: reconnects
+        // back off up to the staleness bound (so a server back is polled again within it).
+        let mut backoff = Backoff::new(POLL, POLL_STALE);
         loop {
             tick.tick().await;
             if Arc::strong_count(&lag.0) == 1 {
                 return;
             }
             if conn.is_none() {
+                backoff.wait().await;
                 conn = tokio::time::timeout(POLL_STALE, Conn::new(opts.clone())).await.ok().and_then(Result::ok);
+                if conn.is_some() {
+                    backoff.reset();
+                }
             }
             let Some(c) = conn.as_mut() else { continue };
             match tokio::time::timeout(POLL_STALE, c.query_first::<mysql_async::Row, _>(position_sql)).await {

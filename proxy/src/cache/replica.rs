@@ -260,25 +260,22 @@ impl Replica {
 
 /// Copies what is not copied, then waits for [`Replica::gap`] or a schema change to ask again.
 async fn copy_loop(replica: std::sync::Weak<Replica>) {
-    let mut delay = Duration::from_millis(500);
+    // Nothing before the first attempt of a run of failures, then 500 ms, doubling, at most 30 s.
+    let mut backoff = freshet_cdc::Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
     loop {
+        backoff.wait().await;
         let Some(r) = replica.upgrade() else { return };
         let infos: HashMap<String, TableInfo> = r.infos.lock().unwrap_or_else(|e| e.into_inner()).clone();
         match copy_tables(r.opts.clone(), &r.database, &r.store, &infos, &r.cfg, &r.stats).await {
             Ok(_) => {
                 let f = r.stats.snapshot();
                 info!(rows = f.rows_copied, tables = f.tables_done, rows_per_sec = f.rows_per_sec as u64, "replica: tables copied");
-                delay = Duration::from_millis(500);
+                backoff.reset();
                 let recopy = r.recopy.clone();
                 drop(r);
                 recopy.notified().await;
             }
-            Err(e) => {
-                warn!(error = %e, retry_in = ?delay, "replica: copy failed; it resumes from its last batch");
-                drop(r);
-                tokio::time::sleep(delay).await;
-                delay = (delay * 2).min(Duration::from_secs(30));
-            }
+            Err(e) => warn!(error = %e, retry_in = ?backoff.delay(), "replica: copy failed; it resumes from its last batch"),
         }
     }
 }
