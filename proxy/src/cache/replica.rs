@@ -124,7 +124,6 @@ impl Replica {
 
     /// Appends the replica's metrics (`freshet_replica_`) to `out`.
     pub fn render_metrics(&self, out: &mut String) {
-        use std::fmt::Write;
         let f = self.figures();
         let gauges: [(&str, &str, &str, String); 8] = [
             ("freshet_replica_copy_rows_total", "counter", "Rows copied into the replica by this process.", f.copy.rows_copied.to_string()),
@@ -163,7 +162,7 @@ impl Replica {
         ];
         for (name, kind, help, value) in gauges {
             crate::metrics::family(out, name, kind, help);
-            let _ = writeln!(out, "{name} {value}");
+            crate::metrics::sample(out, name, &[], value);
         }
     }
 
