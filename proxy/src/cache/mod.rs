@@ -446,14 +446,17 @@ impl Engine {
     }
 
     /// Ends the engine's tasks at shutdown: the writer (with it the binlog stream and the
-    /// fills), the server's position poll, the freshness check and the warm restart's (after
-    /// one last save); cached reads are relayed from then on.
+    /// fills), the server's position poll, the freshness check, the replica's copy and the
+    /// warm restart's (after one last save); cached reads are relayed from then on.
     pub fn stop(&self) {
         if let Some(w) = &self.warm {
             w.save(self);
         }
         self.gate.close();
         let _ = self.writer.send(writer::Control::Stop);
+        if let Some(r) = self.replica.get() {
+            r.stop();
+        }
         for task in self.tasks.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
             task.abort();
         }

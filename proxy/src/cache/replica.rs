@@ -49,6 +49,8 @@ pub struct Replica {
     recopy: Arc<Notify>,
     /// Fills answered from the store.
     fills: AtomicU64,
+    /// The copy task, ended by [`Replica::stop`].
+    copy_task: std::sync::OnceLock<tokio::task::AbortHandle>,
 }
 
 /// What the replica has done, for status and tests.
@@ -105,12 +107,22 @@ impl Replica {
             broken: AtomicBool::new(false),
             recopy: Arc::new(Notify::new()),
             fills: AtomicU64::new(0),
+            copy_task: std::sync::OnceLock::new(),
         });
         if matches!(resume, Resume::Gap(_)) {
             replica.gap();
         }
-        tokio::spawn(copy_loop(Arc::downgrade(&replica)));
+        let copy = tokio::spawn(copy_loop(Arc::downgrade(&replica)));
+        let _ = replica.copy_task.set(copy.abort_handle());
         Ok(replica)
+    }
+
+    /// Ends the copy task (the engine's stop): nothing is copied from the upstream after
+    /// shutdown; a copy cut short resumes from its last batch at the next start.
+    pub(super) fn stop(&self) {
+        if let Some(copy) = self.copy_task.get() {
+            copy.abort();
+        }
     }
 
     /// Progress and use so far.

@@ -1,8 +1,11 @@
 //! The writer task: the dataflow's single writer.
 //!
-//! One task owns the [`Dataflow`] and does everything that changes it, in one order: binlog
-//! batches and schema changes (in stream order), fills (started when readers record misses,
-//! installed when the upstream answers), and cache installs and drops from admin statements.
+//! One task owns the [`Dataflow`] and does everything that changes it, in one order: batches
+//! and schema changes from its [`ChangeSource`] (in stream order), fills (started when readers
+//! record misses, installed when the upstream answers), and cache installs and drops from
+//! admin statements. What it shows sessions it publishes through the engine's parts it was
+//! given ([`Outputs`]: the registry, the freshness gate, the signals), each through its own
+//! methods; it holds no reference to the engine itself.
 //! Sessions never wait for it except for the reply to an admin statement. Stream events
 //! already queued are taken together, up to `STEP_EVENTS` and `STEP_TIME` per step, and the applied position
 //! (which the freshness gate compares with the server's) is published once per step; a batch
