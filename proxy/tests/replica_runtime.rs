@@ -43,9 +43,11 @@ fn store_dir(name: &str) -> std::path::PathBuf {
 /// `table` (dropped first): id, grp, name, then `extra` columns, with `rows` rows.
 async fn table(c: &mut mysql_async::Conn, table: &str, extra: &str, extra_values: &str, rows: u32) {
     c.query_drop(format!("DROP TABLE IF EXISTS {table}")).await.unwrap();
-    c.query_drop(format!("CREATE TABLE {table} (id INT PRIMARY KEY, grp INT NOT NULL, name VARCHAR(40) NOT NULL{extra}) DEFAULT CHARSET=utf8mb4"))
-        .await
-        .unwrap();
+    c.query_drop(format!(
+        "CREATE TABLE {table} (id INT PRIMARY KEY, grp INT NOT NULL, name VARCHAR(40) NOT NULL{extra}) DEFAULT CHARSET=utf8mb4"
+    ))
+    .await
+    .unwrap();
     let values: Vec<String> = (1..=rows).map(|i| format!("({i}, {}, 'row ä{i}'{extra_values})", i % 10)).collect();
     c.query_drop(format!("INSERT INTO {table} VALUES {}", values.join(", "))).await.unwrap();
 }
@@ -192,6 +194,8 @@ async fn drop_and_add_column_rewrite_the_replicas_rows_in_place() {
     caught_up(&mut admin).await;
     replica_serves(&proxy, &mut through, "SELECT id, name FROM rr_ddl", 1000).await;
     assert_eq!(figures(&proxy).copy.rows_copied, copied_before, "DROP COLUMN copied the table again: {:?}", figures(&proxy));
+    let rewritten = figures(&proxy).copy.rows_rewritten;
+    assert!(rewritten > 0, "{:?}", figures(&proxy));
 
     // ADD COLUMN (before existing ones, so every position moves), then a cache that reads it.
     c.query_drop("ALTER TABLE rr_ddl ADD COLUMN note VARCHAR(20) NOT NULL DEFAULT 'fresh' AFTER id").await.unwrap();
@@ -200,6 +204,7 @@ async fn drop_and_add_column_rewrite_the_replicas_rows_in_place() {
     admin.query_drop("CREATE CACHE notes FROM SELECT id, note, name, price FROM rr_ddl WHERE grp = ?").await.unwrap();
     replica_serves(&proxy, &mut through, "SELECT id, note, name, price FROM rr_ddl", 2000).await;
     assert_eq!(figures(&proxy).copy.rows_copied, copied_before, "ADD COLUMN copied the table again: {:?}", figures(&proxy));
+    assert!(figures(&proxy).copy.rows_rewritten > rewritten, "{:?}", figures(&proxy));
     stop.store(true, Ordering::Relaxed);
     assert!(writes.await.unwrap() > 0);
     caught_up(&mut admin).await;
@@ -207,7 +212,9 @@ async fn drop_and_add_column_rewrite_the_replicas_rows_in_place() {
         same(&proxy, &mut through, &mut direct_raw, "names", &format!("SELECT id, name FROM rr_ddl WHERE grp = {g}")).await;
         same(&proxy, &mut through, &mut direct_raw, "notes", &format!("SELECT id, note, name, price FROM rr_ddl WHERE grp = {g}")).await;
     }
-    assert!(figures(&proxy).following);
+    let f = figures(&proxy);
+    eprintln!("after DDL: {f:?}");
+    assert!(f.following);
     drop(proxy);
     let _ = std::fs::remove_dir_all(&path);
 }

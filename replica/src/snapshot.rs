@@ -61,6 +61,7 @@ impl Default for SnapshotConfig {
 #[derive(Debug, Default)]
 pub struct CopyStats {
     rows_copied: AtomicU64,
+    rows_rewritten: AtomicU64,
     bytes_copied: AtomicU64,
     rows_estimated: AtomicU64,
     tables_done: AtomicU64,
@@ -73,6 +74,8 @@ pub struct CopyStats {
 pub struct CopyFigures {
     /// Rows copied by this process (not counting rows a previous run copied).
     pub rows_copied: u64,
+    /// Rows rewritten in place after DDL changed their table's columns (not copied again).
+    pub rows_rewritten: u64,
     /// Bytes of those rows as stored.
     pub bytes_copied: u64,
     /// The server's estimate of the rows still to copy when the copy started.
@@ -90,6 +93,7 @@ impl CopyStats {
         let secs = self.micros.load(Ordering::Relaxed) as f64 / 1e6;
         CopyFigures {
             rows_copied: rows,
+            rows_rewritten: self.rows_rewritten.load(Ordering::Relaxed),
             bytes_copied: self.bytes_copied.load(Ordering::Relaxed),
             rows_estimated: self.rows_estimated.load(Ordering::Relaxed),
             tables_done: self.tables_done.load(Ordering::Relaxed),
@@ -175,6 +179,10 @@ async fn copy_in_snapshot(
     let mut batches = 0u64;
     let mut last_log = Instant::now();
     for t in todo {
+        if let Some(keep) = store.reshape_plan(&t.schema.name) {
+            reshape_table(conn, store, tables, t, at, &keep, cfg, stats).await?;
+            continue;
+        }
         let name = &t.schema.name;
         let mut after = match store.copy_state(name) {
             Some(CopyState::Copying { after: Some(a), .. }) => Some(decode_row(&a)?),
@@ -185,7 +193,8 @@ async fn copy_in_snapshot(
                 return Ok(false);
             }
             let started = Instant::now();
-            let rows = read_batch(conn, tables, t, after.as_deref(), cfg.batch_rows).await?;
+            let all: Vec<usize> = (0..t.schema.columns.len()).collect();
+            let rows = read_batch(conn, tables, t, &all, after.as_deref(), cfg.batch_rows).await?;
             let done = rows.len() < cfg.batch_rows;
             store.write_copy_batch(name, at, &rows, done)?;
             batches += 1;
@@ -209,15 +218,60 @@ async fn copy_in_snapshot(
     Ok(true)
 }
 
-/// The next `limit` rows of `t` after primary key `after`, in primary-key order.
+/// Rewrites a table's stored rows to its new schema after DDL (`crate::store::reshape`): from
+/// the stored rows alone when the plan reads no column, else with the columns it reads taken
+/// from this snapshot (at `at`), in primary-key batches.
+#[allow(clippy::too_many_arguments)]
+async fn reshape_table(
+    conn: &mut Conn,
+    store: &ReplicaStore,
+    tables: &HashMap<String, TableInfo>,
+    t: &TableInfo,
+    at: Position,
+    keep: &[Option<usize>],
+    cfg: &SnapshotConfig,
+    stats: &CopyStats,
+) -> Result<(), ReplicaError> {
+    let name = &t.schema.name;
+    let started = Instant::now();
+    let read: Vec<usize> = keep.iter().enumerate().filter(|(_, k)| k.is_none()).map(|(i, _)| i).collect();
+    tracing::info!(table = %name, columns_read = read.len(), "replica: rewriting the table's rows in place after DDL");
+    let mut cols = t.schema.primary_key.clone();
+    cols.extend(&read);
+    // A rewrite that failed part way in this run goes on after its last batch.
+    let mut after: Option<Vec<Value>> = match store.copy_state(name) {
+        Some(CopyState::Reshaping { after: Some(a), .. }) if !read.is_empty() => Some(decode_row(&a)?.into_vec()),
+        _ => None,
+    };
+    loop {
+        let (state, n) = if read.is_empty() {
+            store.reshape_local(name, cfg.batch_rows.max(1))?
+        } else {
+            let rows = read_batch(conn, tables, t, &cols, after.as_deref(), cfg.batch_rows).await?;
+            after = rows.last().map(|r| r[..t.schema.primary_key.len()].to_vec());
+            store.reshape_batch(name, at, &rows, rows.len() < cfg.batch_rows)?
+        };
+        stats.rows_rewritten.fetch_add(n as u64, Ordering::Relaxed);
+        if !matches!(state, CopyState::Reshaping { .. }) {
+            break;
+        }
+    }
+    stats.tables_done.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(table = %name, elapsed = ?started.elapsed(), "replica: table rewritten in place");
+    Ok(())
+}
+
+/// The columns `cols` of the next `limit` rows of `t` after primary key `after`, in
+/// primary-key order.
 async fn read_batch(
     conn: &mut Conn,
     tables: &HashMap<String, TableInfo>,
     t: &TableInfo,
+    cols: &[usize],
     after: Option<&[Value]>,
     limit: usize,
 ) -> Result<Vec<Row>, ReplicaError> {
-    let cols: Vec<String> = t.schema.columns.iter().map(|c| quote(&c.name)).collect();
+    let cols: Vec<String> = cols.iter().map(|&i| quote(&t.schema.columns[i].name)).collect();
     let pk: Vec<String> = t.schema.primary_key.iter().map(|&i| quote(&t.schema.columns[i].name)).collect();
     let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&t.schema.name));
     let mut params = Vec::new();

@@ -32,6 +32,8 @@
 //!   image is never older than the copy's. A table is answered from only once its copy is
 //!   complete and the applied position has reached the newest snapshot the copy read
 //!   (`ready_at`); until then fills of it fail as unavailable and the engine uses the upstream.
+//! - **DDL in place.** A changed schema that keeps the primary key is applied by rewriting the
+//!   stored rows ([`reshape`]) under the same marks and readiness rule as a copy.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -43,6 +45,9 @@ use rocksdb::{ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode, MultiThrea
 use crate::error::ReplicaError;
 use crate::keycode::{encode_key, encode_value};
 use crate::rowcode::{decode_row, encode_row};
+
+mod reshape;
+pub use reshape::Altered;
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
@@ -59,12 +64,20 @@ pub enum CopyState {
     Copying { since: Position, after: Option<Vec<u8>> },
     /// Every row is copied; the table is current once the applied position reaches `ready_at`.
     Done { ready_at: Position },
+    /// DDL changed the table's columns and its rows are being rewritten to the new schema in
+    /// place (`ReplicaStore::alter`): column `i` of a new row is column `keep[i]` of the stored
+    /// row, or, where `keep[i]` is `None`, read from the upstream. Rows already in the new shape
+    /// are marked like the keys the stream writes during a copy. `after` is where the rewrite
+    /// goes on (the last primary key as a copy stores it when columns are read from the
+    /// upstream, the last stored key when none are). Not kept across a restart: it is stored
+    /// as [`CopyState::NotStarted`], so a restart in the middle copies the table again.
+    Reshaping { since: Position, after: Option<Vec<u8>>, keep: Vec<Option<usize>> },
 }
 
 impl CopyState {
     fn encode(&self) -> Vec<u8> {
         match self {
-            CopyState::NotStarted => vec![0],
+            CopyState::NotStarted | CopyState::Reshaping { .. } => vec![0],
             CopyState::Copying { since, after } => {
                 let mut v = vec![1];
                 v.extend_from_slice(&since.0.to_be_bytes());
@@ -202,6 +215,26 @@ impl ReplicaStore {
         Ok(())
     }
 
+    /// Drops every stored table that is not registered: the stream was applied without it
+    /// (it was not in this run's list, or a previous run's), so its rows are stale and a later
+    /// registration must copy it again. Returns the tables dropped.
+    pub fn forget_unregistered(&self) -> Result<Vec<String>, ReplicaError> {
+        let mut stored = Vec::new();
+        for item in self.db.prefix_iterator(b"schema/") {
+            let (k, _) = item?;
+            let Some(name) = k.strip_prefix(b"schema/".as_slice()) else { break };
+            stored.push(String::from_utf8(name.to_vec()).map_err(|_| ReplicaError::Corrupt("table name"))?);
+        }
+        let registered: Vec<String> = self.tables.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+        let gone: Vec<String> = stored.into_iter().filter(|n| !registered.contains(n)).collect();
+        let _w = self.lock();
+        for name in &gone {
+            self.drop_table_data(name)?;
+            self.db.delete(format!("schema/{name}"))?;
+        }
+        Ok(gone)
+    }
+
     /// Forgets a table's rows, indexes and copy progress (its schema changed).
     fn drop_table_data(&self, name: &str) -> Result<(), ReplicaError> {
         let prefix = format!("i/{name}/");
@@ -276,7 +309,7 @@ impl ReplicaStore {
             if let Some(row) = &new {
                 self.put_entries(&mut wb, &name, t, &pk, row)?;
             }
-            if matches!(t.copy, CopyState::Copying { .. } | CopyState::NotStarted) {
+            if !matches!(t.copy, CopyState::Done { .. }) {
                 let mut k = touched_prefix(&name);
                 k.extend_from_slice(&pk);
                 wb.put(k, []);
