@@ -1,8 +1,7 @@
 //! The snapshot: copies the replicated tables from the upstream into the store, resumably.
 //!
 //! Owns: reading each table in primary-key batches inside one consistent-snapshot transaction
-//! (MariaDB: `START TRANSACTION WITH CONSISTENT SNAPSHOT` and its `binlog_snapshot_file/
-//! position`, the same fence the upstream fill source uses), handing each batch to
+//! (placed in the binlog by `crate::fence`), handing each batch to
 //! [`ReplicaStore::write_copy_batch`] (rows and progress in one write), and the progress
 //! figures ([`CopyStats`]) and log lines. Does not own: applying the stream (the engine's
 //! writer calls [`ReplicaStore::apply`] meanwhile), deciding which tables (the caller passes the
@@ -20,14 +19,14 @@
 //! stream has passed the newest P.
 //!
 //! A new store (position 0) takes the first snapshot's position as its own: that is where the
-//! stream must start for the copied rows to be kept current. MySQL 8 has no snapshot position
-//! and is refused ([`ReplicaError::Upstream`]); the GTID variant is not built.
+//! stream must start for the copied rows to be kept current. How the snapshot is placed in the
+//! binlog depends on the server (`crate::fence`: MariaDB's snapshot position, MySQL 8's GTID
+//! bracket around the snapshot's opening).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use freshet_cdc::BinlogPos;
 use freshet_cdc::result::{convert, param, result_columns};
 use freshet_cdc::schema::TableInfo;
 use freshet_dataflow::{Position, Row, Value};
@@ -145,22 +144,15 @@ pub async fn copy_tables(
     if todo.is_empty() {
         return Ok(true);
     }
-    conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(upstream)?;
-    let result = copy_in_snapshot(&mut conn, store, tables, &todo, cfg, stats).await;
+    let version: Option<String> = conn.query_first("SELECT VERSION()").await.map_err(upstream)?;
+    let flavor = freshet_cdc::flavor::detect(version.as_deref().unwrap_or(""));
+    let result = match crate::fence::open_snapshot(&mut conn, flavor.as_ref()).await {
+        Ok(at) => copy_in_snapshot(&mut conn, store, tables, &todo, at, cfg, stats).await,
+        Err(e) => Err(e),
+    };
     // Read-only: ending it either way is the same; a failure here only loses the connection.
     let _ = conn.query_drop("COMMIT").await;
     result
-}
-
-/// The snapshot's binlog position (MariaDB).
-async fn snapshot_position(conn: &mut Conn) -> Result<Position, ReplicaError> {
-    let status: Vec<(String, String)> = conn.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'").await.map_err(upstream)?;
-    let get = |name: &str| status.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
-    let (Some(file), Some(offset)) = (get("binlog_snapshot_file"), get("binlog_snapshot_position")) else {
-        return Err(ReplicaError::Upstream("the server reports no binlog snapshot position (MariaDB with log_bin is needed)".into()));
-    };
-    let offset: u32 = offset.parse().map_err(|_| ReplicaError::Upstream(format!("bad binlog_snapshot_position {offset}")))?;
-    BinlogPos::new(file, offset).position().map_err(upstream)
 }
 
 async fn copy_in_snapshot(
@@ -168,10 +160,10 @@ async fn copy_in_snapshot(
     store: &ReplicaStore,
     tables: &HashMap<String, TableInfo>,
     todo: &[&TableInfo],
+    at: Position,
     cfg: &SnapshotConfig,
     stats: &CopyStats,
 ) -> Result<bool, ReplicaError> {
-    let at = snapshot_position(conn).await?;
     if store.position()? == Position(0) {
         store.set_position(at)?;
     }
