@@ -1,7 +1,10 @@
 //! The snapshot: copies the replicated tables from the upstream into the store, resumably.
 //!
-//! Owns: reading each table in primary-key batches inside one consistent-snapshot transaction
-//! (placed in the binlog by `crate::fence`), handing each batch to
+//! Owns: reading each table in primary-key batches inside consistent-snapshot transactions
+//! (placed in the binlog by `crate::fence`; one is kept at most
+//! [`SnapshotConfig::max_snapshot_age`], so DDL on a table being copied waits for at most that,
+//! not for the whole copy: a snapshot transaction holds the metadata lock of every table it
+//! read), handing each batch to
 //! [`ReplicaStore::write_copy_batch`] (rows and progress in one write), and the progress
 //! figures ([`CopyStats`]) and log lines. Does not own: applying the stream (the engine's
 //! writer calls [`ReplicaStore::apply`] meanwhile), deciding which tables (the caller passes the
@@ -16,7 +19,12 @@
 //! and since binlog images are applied idempotently by primary key, replaying events already
 //! contained in a copied row converges to the same row; a key the stream wrote while the table
 //! was being copied is left to the stream (store header). The table is answered from once the
-//! stream has passed the newest P.
+//! stream has passed the newest P. A copy that replaces its snapshot between batches (every
+//! `max_snapshot_age`) is the same case without the restart. DDL may now commit between two
+//! batches: a batch is written only if the table is still registered with the schema it was
+//! read with (`ReplicaError::SchemaChanged` otherwise, and the copy is retried with the new
+//! one), and the DDL itself, applied by the writer in stream order, drops or rewrites what was
+//! copied (`crate::store` `reshape`).
 //!
 //! A new store (position 0) takes the first snapshot's position as its own: that is where the
 //! stream must start for the copied rows to be kept current. How the snapshot is placed in the
@@ -47,11 +55,16 @@ pub struct SnapshotConfig {
     pub max_batches: Option<u64>,
     /// How often progress is logged.
     pub log_every: Duration,
+    /// The longest one consistent snapshot is kept open: between batches an older one is
+    /// ended and a new one opened. A snapshot transaction holds the metadata lock of every
+    /// table it read, which DDL needs (and every later statement on the table queues behind
+    /// a waiting DDL), so this bounds how long a migration waits for the copy.
+    pub max_snapshot_age: Duration,
 }
 
 impl Default for SnapshotConfig {
     fn default() -> SnapshotConfig {
-        SnapshotConfig { batch_rows: 5_000, max_batches: None, log_every: Duration::from_secs(5) }
+        SnapshotConfig { batch_rows: 5_000, max_batches: None, log_every: Duration::from_secs(5), max_snapshot_age: Duration::from_secs(1) }
     }
 }
 
@@ -146,24 +159,50 @@ pub async fn copy_tables(
     }
     let version: Option<String> = conn.query_first("SELECT VERSION()").await.map_err(upstream)?;
     let flavor = freshet_cdc::flavor::detect(version.as_deref().unwrap_or(""));
-    let result = match crate::fence::open_snapshot(&mut conn, flavor.as_ref()).await {
-        Ok(at) => copy_in_snapshot(&mut conn, store, tables, &todo, at, cfg, stats).await,
-        Err(e) => Err(e),
-    };
+    let mut snap = Snapshot { flavor: flavor.as_ref(), open: None, max_age: cfg.max_snapshot_age };
+    let result = copy_in_snapshots(&mut conn, &mut snap, store, tables, &todo, cfg, stats).await;
     // Read-only: ending it either way is the same; a failure here only loses the connection.
     let _ = conn.query_drop("COMMIT").await;
     result
 }
 
-async fn copy_in_snapshot(
+/// The consistent snapshot batches are read in, replaced by a new one once older than
+/// `max_age` (see [`SnapshotConfig::max_snapshot_age`]). Reading a table's batches under
+/// successive snapshots is the resume case of the module header: each batch is exact at the
+/// snapshot it was read in, and the table is ready once the stream passes the newest.
+struct Snapshot<'a> {
+    flavor: &'a dyn freshet_cdc::Flavor,
+    open: Option<(Position, Instant)>,
+    max_age: Duration,
+}
+
+impl Snapshot<'_> {
+    /// The position of the snapshot the next batch is read in (opening a new one if needed).
+    async fn at(&mut self, conn: &mut Conn) -> Result<Position, ReplicaError> {
+        if let Some((at, opened)) = self.open
+            && opened.elapsed() < self.max_age
+        {
+            return Ok(at);
+        }
+        if self.open.take().is_some() {
+            conn.query_drop("COMMIT").await.map_err(upstream)?;
+        }
+        let at = crate::fence::open_snapshot(conn, self.flavor).await?;
+        self.open = Some((at, Instant::now()));
+        Ok(at)
+    }
+}
+
+async fn copy_in_snapshots(
     conn: &mut Conn,
+    snap: &mut Snapshot<'_>,
     store: &ReplicaStore,
     tables: &HashMap<String, TableInfo>,
     todo: &[&TableInfo],
-    at: Position,
     cfg: &SnapshotConfig,
     stats: &CopyStats,
 ) -> Result<bool, ReplicaError> {
+    let at = snap.at(conn).await?;
     if store.position()? == Position(0) {
         store.set_position(at)?;
     }
@@ -172,7 +211,7 @@ async fn copy_in_snapshot(
     let mut last_log = Instant::now();
     for t in todo {
         if let Some(keep) = store.reshape_plan(&t.schema.name) {
-            reshape_table(conn, store, tables, t, at, &keep, cfg, stats).await?;
+            reshape_table(conn, snap, store, tables, t, &keep, cfg, stats).await?;
             continue;
         }
         let name = &t.schema.name;
@@ -186,9 +225,10 @@ async fn copy_in_snapshot(
             }
             let started = Instant::now();
             let all: Vec<usize> = (0..t.schema.columns.len()).collect();
+            let at = snap.at(conn).await?;
             let rows = read_batch(conn, tables, t, &all, after.as_deref(), cfg.batch_rows).await?;
             let done = rows.len() < cfg.batch_rows;
-            store.write_copy_batch(name, at, &rows, done)?;
+            store.write_copy_batch(&t.schema, at, &rows, done)?;
             batches += 1;
             let bytes: usize = rows.iter().map(|r| crate::rowcode::encode_row(r).len()).sum();
             stats.rows_copied.fetch_add(rows.len() as u64, Ordering::Relaxed);
@@ -212,14 +252,14 @@ async fn copy_in_snapshot(
 
 /// Rewrites a table's stored rows to its new schema after DDL (`crate::store::reshape`): from
 /// the stored rows alone when the plan reads no column, else with the columns it reads taken
-/// from this snapshot (at `at`), in primary-key batches.
+/// from the upstream in primary-key batches.
 #[allow(clippy::too_many_arguments)]
 async fn reshape_table(
     conn: &mut Conn,
+    snap: &mut Snapshot<'_>,
     store: &ReplicaStore,
     tables: &HashMap<String, TableInfo>,
     t: &TableInfo,
-    at: Position,
     keep: &[Option<usize>],
     cfg: &SnapshotConfig,
     stats: &CopyStats,
@@ -239,9 +279,10 @@ async fn reshape_table(
         let (state, n) = if read.is_empty() {
             store.reshape_local(name, cfg.batch_rows.max(1))?
         } else {
+            let at = snap.at(conn).await?;
             let rows = read_batch(conn, tables, t, &cols, after.as_deref(), cfg.batch_rows).await?;
             after = rows.last().map(|r| r[..t.schema.primary_key.len()].to_vec());
-            store.reshape_batch(name, at, &rows, rows.len() < cfg.batch_rows)?
+            store.reshape_batch(&t.schema, at, &rows, rows.len() < cfg.batch_rows)?
         };
         stats.rows_rewritten.fetch_add(n as u64, Ordering::Relaxed);
         if !matches!(state, CopyState::Reshaping { .. }) {

@@ -350,6 +350,16 @@ impl ReplicaStore {
     }
 }
 
+/// The registered table `name`, if `schema` is still its schema (checked under the write lock,
+/// so rows read with an older schema are never written after DDL registered a new one).
+fn registered_as<'a>(tables: &'a mut HashMap<String, Table>, name: &str, schema: &TableSchema) -> Result<&'a mut Table, ReplicaError> {
+    let t = tables.get_mut(name).ok_or_else(|| ReplicaError::UnknownTable(name.to_string()))?;
+    if t.schema != *schema {
+        return Err(ReplicaError::SchemaChanged(name.to_string()));
+    }
+    Ok(t)
+}
+
 /// Index entry key: the index value then the primary key (unique per row).
 fn index_key(row: &[Value], cols: &[usize], pk: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(pk.len() + 16 * cols.len());
@@ -372,14 +382,16 @@ fn read_position(b: Option<Vec<u8>>) -> Result<Position, ReplicaError> {
 
 /// Copying and index building.
 impl ReplicaStore {
-    /// Writes one batch of copied rows (read at snapshot position `at`, in primary-key order)
-    /// and the table's new progress in one write. Rows whose key the stream has touched since the copy began are
+    /// Writes one batch of copied rows of the table `schema` describes (read with that schema
+    /// at snapshot position `at`, in primary-key order) and the table's new progress in one
+    /// write; refused ([`ReplicaError::SchemaChanged`]) if the table is registered with another
+    /// schema by now (DDL was applied since the caller looked). Rows whose key the stream has touched since the copy began are
     /// skipped: the store already has a newer image of them.
-    pub fn write_copy_batch(&self, table: &str, at: Position, rows: &[Row], done: bool) -> Result<CopyState, ReplicaError> {
-        let name = table.to_ascii_lowercase();
+    pub fn write_copy_batch(&self, schema: &TableSchema, at: Position, rows: &[Row], done: bool) -> Result<CopyState, ReplicaError> {
+        let name = schema.name.to_ascii_lowercase();
         let _w = self.lock();
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        let t = tables.get_mut(&name).ok_or_else(|| ReplicaError::UnknownTable(name.clone()))?;
+        let t = registered_as(&mut tables, &name, schema)?;
         let since = match &t.copy {
             CopyState::Copying { since, .. } => (*since).max(at),
             _ => at,

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use freshet_dataflow::*;
 use freshet_replica::store::Altered;
-use freshet_replica::{CopyState, ReplicaStore};
+use freshet_replica::{CopyState, ReplicaError, ReplicaStore};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("freshet-replica-reshape-{name}-{}", std::process::id()));
@@ -57,7 +57,7 @@ fn drop_column_rewrites_the_stored_rows_and_keeps_the_streams_images() {
     let old = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![0]);
     let new = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch("t", Position(5), &[ints(&[1, 10, 100]), ints(&[2, 10, 200]), ints(&[3, 11, 300])], true).unwrap();
+    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10, 100]), ints(&[2, 10, 200]), ints(&[3, 11, 300])], true).unwrap();
     s.apply(&Batch::new(Position(5))).unwrap();
     assert_eq!(rows_with_k(&s, &old, Position(5), 10).unwrap(), vec![ints(&[1, 10, 100]), ints(&[2, 10, 200])]);
 
@@ -91,7 +91,7 @@ fn add_column_takes_the_servers_values_and_waits_for_the_stream() {
     let old = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     let new = TableSchema::new("t", vec![int("id"), ColumnSchema::new("note", SqlType::Text), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch("t", Position(5), &[ints(&[1, 10]), ints(&[2, 10]), ints(&[3, 10])], true).unwrap();
+    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10]), ints(&[2, 10]), ints(&[3, 10])], true).unwrap();
     s.apply(&Batch::new(Position(5))).unwrap();
     // Builds the index on k (column 1, which becomes `note`): it must not be read again.
     assert_eq!(rows_with_k(&s, &old, Position(5), 10).unwrap().len(), 3);
@@ -105,7 +105,7 @@ fn add_column_takes_the_servers_values_and_waits_for_the_stream() {
         .iter()
         .map(|(id, n)| vec![Value::Int(*id), Value::text(n, Collation::Utf8mb4_0900AiCi)].into())
         .collect();
-    let (state, n) = s.reshape_batch("t", Position(8), &fetched, true).unwrap();
+    let (state, n) = s.reshape_batch(&new, Position(8), &fetched, true).unwrap();
     assert_eq!((state, n), (CopyState::Done { ready_at: Position(8) }, 2));
     assert!(!s.is_ready("t").unwrap(), "the stream has not reached the snapshot the columns were read at");
     let mut b = Batch::new(Position(7));
@@ -124,12 +124,14 @@ fn a_new_primary_key_or_a_table_still_copying_is_copied_again() {
     let s = ReplicaStore::open(&d).unwrap();
     let old = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch("t", Position(5), &[ints(&[1, 10])], true).unwrap();
+    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10])], true).unwrap();
     let rekeyed = TableSchema::new("t", vec![int("id"), int("k")], vec![1]);
     assert_eq!(s.alter(&rekeyed, &[Some(0), Some(1)]).unwrap(), Altered::Recopy);
     assert_eq!(s.copy_state("t"), Some(CopyState::NotStarted));
+    // A batch read with the old schema, written after the DDL registered the new one: refused.
+    assert!(matches!(s.write_copy_batch(&old, Position(6), &[ints(&[1, 10])], false), Err(ReplicaError::SchemaChanged(_))));
     // Half copied: its rows are of the old shape and the copy's; copy it again.
-    s.write_copy_batch("t", Position(6), &[ints(&[1, 10])], false).unwrap();
+    s.write_copy_batch(&rekeyed, Position(6), &[ints(&[1, 10])], false).unwrap();
     let wider = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![1]);
     assert_eq!(s.alter(&wider, &[Some(0), Some(1), None]).unwrap(), Altered::Recopy);
     assert_eq!(s.alter(&wider, &[Some(0), Some(1), None]).unwrap(), Altered::Unchanged);
@@ -143,7 +145,7 @@ fn tables_no_longer_registered_are_dropped_at_start() {
         let s = ReplicaStore::open(&d).unwrap();
         for t in ["a", "b"] {
             s.register(&TableSchema::new(t, vec![int("id"), int("k")], vec![0])).unwrap();
-            s.write_copy_batch(t, Position(5), &[ints(&[1, 10])], true).unwrap();
+            s.write_copy_batch(&TableSchema::new(t, vec![int("id"), int("k")], vec![0]), Position(5), &[ints(&[1, 10])], true).unwrap();
         }
     }
     let s = ReplicaStore::open(&d).unwrap();

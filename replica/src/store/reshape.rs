@@ -149,15 +149,22 @@ impl ReplicaStore {
         Ok((state, rewritten))
     }
 
-    /// Rewrites the rows of `table` given by `fetched`, read from the upstream at snapshot
+    /// Rewrites the rows of the table `schema` describes (refused if it is no longer its
+    /// schema, as for a copy batch) given by `fetched`, read from the upstream at snapshot
     /// position `at` in primary-key order: each is the primary key's values then the values of
     /// the new columns the plan reads (`keep[i] == None`), in column order. Returns the new
     /// state (`Done` when `done`) and the rows rewritten.
-    pub fn reshape_batch(&self, table: &str, at: Position, fetched: &[Row], done: bool) -> Result<(CopyState, usize), ReplicaError> {
-        let name = table.to_ascii_lowercase();
+    pub fn reshape_batch(
+        &self,
+        schema: &TableSchema,
+        at: Position,
+        fetched: &[Row],
+        done: bool,
+    ) -> Result<(CopyState, usize), ReplicaError> {
+        let name = schema.name.to_ascii_lowercase();
         let _w = self.lock();
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        let t = tables.get_mut(&name).ok_or_else(|| ReplicaError::UnknownTable(name.clone()))?;
+        let t = super::registered_as(&mut tables, &name, schema)?;
         let CopyState::Reshaping { since, after, keep } = t.copy.clone() else {
             return Ok((t.copy.clone(), 0));
         };
