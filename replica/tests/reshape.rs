@@ -156,3 +156,38 @@ fn tables_no_longer_registered_are_dropped_at_start() {
     assert_eq!(s.copy_state("b"), Some(CopyState::NotStarted));
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A restart in the middle of a rewrite (the plan is not stored) copies the table again, and
+/// the copy leaves no row of the old shape: rows the rewrite or the stream already wrote are
+/// marked and kept, every other row is overwritten by the copy.
+#[test]
+fn a_restart_during_a_rewrite_copies_the_table_again() {
+    let d = dir("restart");
+    let old = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![0]);
+    let new = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
+    {
+        let s = ReplicaStore::open(&d).unwrap();
+        s.register(&old).unwrap();
+        let rows: Vec<Row> = (1..=10).map(|i| ints(&[i, 10, 100 + i])).collect();
+        s.write_copy_batch(&old, Position(5), &rows, true).unwrap();
+        s.apply(&Batch::new(Position(5))).unwrap();
+        assert_eq!(s.alter(&new, &[Some(0), Some(1)]).unwrap(), Altered::InPlace);
+        let (state, n) = s.reshape_local("t", 3).unwrap();
+        assert!(matches!(state, CopyState::Reshaping { .. }) && n == 3);
+        let mut b = Batch::new(Position(6));
+        b.update("t", ints(&[7, 10]), ints(&[7, 11]));
+        s.apply(&b).unwrap();
+    }
+    let s = ReplicaStore::open(&d).unwrap();
+    assert!(s.register(&new).unwrap(), "same schema: the rows are kept for the copy to finish");
+    assert_eq!(s.copy_state("t"), Some(CopyState::NotStarted));
+    assert!(!s.is_ready("t").unwrap());
+    // The copy at 6 (the server's rows); row 7 was written by the stream and is left alone.
+    let rows: Vec<Row> = (1..=10).map(|i| ints(&[i, if i == 7 { 11 } else { 10 }])).collect();
+    s.write_copy_batch(&new, Position(6), &rows, true).unwrap();
+    assert!(s.is_ready("t").unwrap());
+    let want: Vec<Row> = (1..=10).filter(|&i| i != 7).map(|i| ints(&[i, 10])).collect();
+    assert_eq!(rows_with_k(&s, &new, Position(6), 10).unwrap(), want);
+    assert_eq!(rows_with_k(&s, &new, Position(6), 11).unwrap(), vec![ints(&[7, 11])]);
+    let _ = std::fs::remove_dir_all(&d);
+}
