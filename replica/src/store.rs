@@ -69,15 +69,28 @@ pub enum CopyState {
     /// row, or, where `keep[i]` is `None`, read from the upstream. Rows already in the new shape
     /// are marked like the keys the stream writes during a copy. `after` is where the rewrite
     /// goes on (the last primary key as a copy stores it when columns are read from the
-    /// upstream, the last stored key when none are). Not kept across a restart: it is stored
-    /// as [`CopyState::NotStarted`], so a restart in the middle copies the table again.
+    /// upstream, the last stored key when none are). Stored with every batch, so a restart in
+    /// the middle goes on with the rewrite.
     Reshaping { since: Position, after: Option<Vec<u8>>, keep: Vec<Option<usize>> },
 }
 
 impl CopyState {
     fn encode(&self) -> Vec<u8> {
         match self {
-            CopyState::NotStarted | CopyState::Reshaping { .. } => vec![0],
+            CopyState::NotStarted => vec![0],
+            CopyState::Reshaping { since, after, keep } => {
+                let mut v = vec![3];
+                v.extend_from_slice(&since.0.to_be_bytes());
+                v.extend_from_slice(&(keep.len() as u32).to_be_bytes());
+                for k in keep {
+                    // Column positions fit in u32 (a table has at most a few thousand columns).
+                    v.extend_from_slice(&k.map_or(u32::MAX, |c| c as u32).to_be_bytes());
+                }
+                if let Some(a) = after {
+                    v.extend_from_slice(a);
+                }
+                v
+            }
             CopyState::Copying { since, after } => {
                 let mut v = vec![1];
                 v.extend_from_slice(&since.0.to_be_bytes());
@@ -105,6 +118,22 @@ impl CopyState {
                 Ok(CopyState::Copying { since: pos(b)?, after })
             }
             Some(2) => Ok(CopyState::Done { ready_at: pos(b)? }),
+            Some(3) => {
+                let corrupt = || ReplicaError::Corrupt("rewrite state");
+                let u32_at = |i: usize| -> Result<u32, ReplicaError> {
+                    let a: [u8; 4] = b.get(i..i + 4).and_then(|s| s.try_into().ok()).ok_or_else(corrupt)?;
+                    Ok(u32::from_be_bytes(a))
+                };
+                let n = u32_at(9)? as usize;
+                // Bounded by what is stored: every column takes 4 bytes.
+                if n > (b.len().saturating_sub(13)) / 4 {
+                    return Err(corrupt());
+                }
+                let keep = (0..n).map(|i| u32_at(13 + 4 * i).map(|c| (c != u32::MAX).then_some(c as usize))).collect::<Result<_, _>>()?;
+                let rest = 13 + 4 * n;
+                let after = if b.len() > rest { Some(b[rest..].to_vec()) } else { None };
+                Ok(CopyState::Reshaping { since: pos(b)?, after, keep })
+            }
             _ => Err(ReplicaError::Corrupt("copy state")),
         }
     }
@@ -645,5 +674,34 @@ impl ReplicaStore {
 impl FillSource for &ReplicaStore {
     fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
         self.answer(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_states_round_trip_and_bad_bytes_are_errors() {
+        let states = [
+            CopyState::NotStarted,
+            CopyState::Copying { since: Position(7), after: Some(vec![1, 2, 3]) },
+            CopyState::Done { ready_at: Position(9) },
+            CopyState::Reshaping { since: Position(11), after: None, keep: vec![Some(0), None, Some(3)] },
+            CopyState::Reshaping { since: Position(12), after: Some(vec![0xFF, 0]), keep: vec![] },
+        ];
+        for st in states {
+            let b = st.encode();
+            assert_eq!(CopyState::decode(&b).unwrap(), st);
+            // Every truncation is an error or another valid state, never a panic.
+            for n in 0..b.len() {
+                let _ = CopyState::decode(&b[..n]);
+            }
+        }
+        let mut huge = vec![3];
+        huge.extend_from_slice(&[0; 8]);
+        huge.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(CopyState::decode(&huge).is_err(), "a column count the bytes cannot hold");
+        assert!(CopyState::decode(&[9]).is_err());
     }
 }

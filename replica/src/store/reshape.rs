@@ -29,7 +29,10 @@
 //!
 //! A table being copied or rewritten when another DDL arrives is copied again (its rows are of
 //! mixed shapes); so is one whose primary key changes (the stored keys would not be the new
-//! ones). A restart during a rewrite copies the table again (the rewrite's plan is not stored).
+//! ones). The rewrite's plan and progress are stored with every batch (like a copy's), so a
+//! restart goes on with it: the rows, marks and position on disk are one consistent state, and
+//! the argument above does not depend on which process wrote them. If the table's schema
+//! changed again meanwhile, registering it drops the rows and it is copied again.
 
 use freshet_dataflow::{Position, Row, TableSchema, Value};
 use rocksdb::{IteratorMode, WriteBatch};
@@ -142,7 +145,9 @@ impl ReplicaStore {
         let state = if seen < chunk {
             finish(&mut wb, &name, since)
         } else {
-            CopyState::Reshaping { since, after: last.or(after), keep: keep.into_iter().map(Some).collect() }
+            let state = CopyState::Reshaping { since, after: last.or(after), keep: keep.into_iter().map(Some).collect() };
+            wb.put(format!("copy/{name}"), state.encode());
+            state
         };
         self.db.write(wb)?;
         t.copy = state.clone();
@@ -194,7 +199,9 @@ impl ReplicaStore {
             finish(&mut wb, &name, since)
         } else {
             let last = fetched.last().map(|f| encode_row(&f[..key_len.min(f.len())]));
-            CopyState::Reshaping { since, after: last.or(after), keep }
+            let state = CopyState::Reshaping { since, after: last.or(after), keep };
+            wb.put(format!("copy/{name}"), state.encode());
+            state
         };
         self.db.write(wb)?;
         t.copy = state.clone();
