@@ -152,7 +152,8 @@ async fn ddl_during_a_long_copy_does_not_wait_for_the_copy() {
     let copy = {
         let (store, stats, tables, db) = (store.clone(), stats.clone(), tables.clone(), db.clone());
         tokio::spawn(async move {
-            let cfg = SnapshotConfig { batch_rows: 5, ..SnapshotConfig::default() };
+            // A short age, so that the copy (4,000 batches) outlasts many snapshots.
+            let cfg = SnapshotConfig { batch_rows: 5, max_snapshot_age: Duration::from_millis(100), ..SnapshotConfig::default() };
             copy_tables(opts(None), &db, &store, &tables, &cfg, &stats).await.unwrap()
         })
     };
