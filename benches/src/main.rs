@@ -16,8 +16,8 @@
 //! The workloads are described in `workload.rs`: `point` (default) selects `load_items` rows by
 //! primary key, `story-point` a story by primary key, `story` reads the news example's
 //! `story_with_votes`. `--writes` percent of operations are writes to the rows being read; keys
-//! are drawn from a Zipf distribution over `1..=rows` with exponent `--skew` (0 = uniform, key 1 the hottest). Tables are created and
-//! filled through the first target when missing. Prepared statements by default, text protocol
+//! are drawn from a Zipf distribution over `1..=rows` with exponent `--skew` (0 = uniform, key 1
+//! the hottest). Tables are created and filled through the first target when missing. Prepared statements by default, text protocol
 //! with `--text`. Before its first measured run, each (workload, target) pair runs `--warmup`
 //! seconds unmeasured (connections, buffer pool, and a cache's first fills). With `--prefill`,
 //! each target first reads every key once (all connections, keys dealt round-robin): a cache
