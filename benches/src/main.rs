@@ -6,17 +6,18 @@
 //!
 //! ```text
 //! freshet-load --target direct=mysql://u:p@127.0.0.1:33306/db --target freshet=mysql://u:p@127.0.0.1:3307/db \
-//!              [--workload point|story|point,story] [--seconds 10] [--warmup 1] [--connections 8] [--rounds 2]
+//!              [--workload point|story-point|story|point,story] [--seconds 10] [--warmup 1] [--connections 8] [--rounds 2]
 //!              [--rows 10000] [--writes 5] [--skew 1.0] [--text] [--prefill] [--ceiling NAME] [--write-then-read]
+//!              [--cpu NAME=PID[,PID...]]
 //! freshet-load --target direct=URL --setup-only [--workload ...] [--rows N]   create and fill the tables, then exit
 //! freshet-load --print-cache-config [--workload ...]                          the [[cache]] entries for freshet's config
 //! ```
 //!
 //! The workloads are described in `workload.rs`: `point` (default) selects `load_items` rows by
-//! primary key, `story` reads the news example's `story_with_votes`. `--writes` percent of
-//! operations are writes to the rows being read; keys are drawn from a Zipf distribution over
-//! `1..=rows` with exponent `--skew` (0 = uniform, key 1 the hottest). Tables are created and
-//! filled through the first target when missing. Prepared statements by default, text protocol
+//! primary key, `story-point` a story by primary key, `story` reads the news example's
+//! `story_with_votes`. `--writes` percent of operations are writes to the rows being read; keys
+//! are drawn from a Zipf distribution over `1..=rows` with exponent `--skew` (0 = uniform, key 1
+//! the hottest). Tables are created and filled through the first target when missing. Prepared statements by default, text protocol
 //! with `--text`. Before its first measured run, each (workload, target) pair runs `--warmup`
 //! seconds unmeasured (connections, buffer pool, and a cache's first fills). With `--prefill`,
 //! each target first reads every key once (all connections, keys dealt round-robin): a cache
@@ -32,6 +33,12 @@
 //! one); ratios are that target's throughput and read latencies over the first target's, and
 //! with `--ceiling NAME` also its throughput over that target's (`freshet-null`, the server that
 //! does no work: the most any MySQL-protocol cache can reach here).
+//!
+//! With `--cpu NAME=PID[,PID...]`, each measured run of target NAME also reads the CPU time
+//! (user + system, all threads, from /proc) that those processes spent during it, and the report
+//! adds their CPU microseconds per operation (`cpu us/op`): e.g. `--cpu direct=<mariadbd>
+//! --cpu relay=<freshet>` gives what a relayed query costs freshet next to what it costs MariaDB.
+//! Noise on a shared machine moves this far less than throughput.
 
 mod workload;
 
@@ -61,6 +68,8 @@ struct Args {
     ceiling: Option<String>,
     /// Each write is followed by a read of its key; the write latency is the cycle's.
     write_then_read: bool,
+    /// Per target name, the processes whose CPU time is read around each of its runs.
+    cpu: Vec<(String, Vec<u32>)>,
 }
 
 fn parse_args() -> anyhow::Result<Args> {
@@ -80,6 +89,7 @@ fn parse_args() -> anyhow::Result<Args> {
         prefill: false,
         ceiling: None,
         write_then_read: false,
+        cpu: vec![],
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -108,6 +118,12 @@ fn parse_args() -> anyhow::Result<Args> {
             "--ceiling" => a.ceiling = Some(value()?),
             "--print-cache-config" => a.print_cache_config = true,
             "--write-then-read" => a.write_then_read = true,
+            "--cpu" => {
+                let v = value()?;
+                let (name, pids) = v.split_once('=').context("--cpu NAME=PID[,PID...]")?;
+                let pids = pids.split(',').map(str::parse).collect::<Result<Vec<u32>, _>>().context("--cpu NAME=PID[,PID...]")?;
+                a.cpu.push((name.to_string(), pids));
+            }
             other => bail!("unknown argument {other}; see the header of benches/src/main.rs"),
         }
     }
@@ -121,6 +137,9 @@ fn parse_args() -> anyhow::Result<Args> {
         && !a.targets.iter().any(|(name, _)| name == c)
     {
         bail!("--ceiling {c} names no --target");
+    }
+    if let Some((c, _)) = a.cpu.iter().find(|(c, _)| !a.targets.iter().any(|(name, _)| name == c)) {
+        bail!("--cpu {c} names no --target");
     }
     if a.rounds == 0 || a.connections == 0 || a.rows == 0 || a.writes > 100 {
         bail!("--rounds, --connections and --rows must be positive, --writes at most 100");
@@ -158,6 +177,25 @@ struct Plan {
     text: bool,
     rows: u64,
     write_then_read: bool,
+}
+
+/// CPU time (user + system, all threads) of the processes `pids`, in seconds; None if one of
+/// them cannot be read.
+fn cpu_seconds(pids: &[u32]) -> Option<f64> {
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let hz = *TICKS.get_or_init(|| {
+        let out = std::process::Command::new("getconf").arg("CLK_TCK").output().ok();
+        out.and_then(|o| String::from_utf8(o.stdout).ok()).and_then(|s| s.trim().parse().ok()).unwrap_or(100.0)
+    });
+    let mut ticks = 0u64;
+    for pid in pids {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // Fields after the command name (which may hold spaces), from field 3 on.
+        let rest = &stat[stat.rfind(')')? + 2..];
+        let fields: Vec<&str> = rest.split(' ').collect();
+        ticks += fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    }
+    Some(ticks as f64 / hz)
 }
 
 async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyhow::Result<Outcome> {
@@ -241,6 +279,8 @@ struct Summary {
     write: [u32; 2],
     errors: u64,
     first_error: Option<String>,
+    /// CPU microseconds per operation of the `--cpu` processes, if any.
+    cpu_us: Option<f64>,
 }
 
 fn pct(lat: &[u32], p: f64) -> u32 {
@@ -255,6 +295,7 @@ impl From<Outcome> for Summary {
             write: [pct(&o.writes_us, 0.5), pct(&o.writes_us, 0.99)],
             errors: o.errors,
             first_error: o.first_error,
+            cpu_us: None,
         }
     }
 }
@@ -286,7 +327,7 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
     let ceiling = args.ceiling.as_ref().and_then(|c| args.targets.iter().position(|(name, _)| name == c)).map(|i| chosen[i].qps);
     let ratio = |a: f64, b: u32| if b == 0 { 0.0 } else { a / f64::from(b) };
     println!(
-        "{:<10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7}{}",
+        "{:<10} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8} {:>7}{}{}",
         "target",
         "ops/s",
         "x ops/s",
@@ -299,11 +340,12 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
         "x w.p50",
         "x w.p99",
         "errors",
-        if ceiling.is_some() { "   x ceil" } else { "" }
+        if ceiling.is_some() { "   x ceil" } else { "" },
+        if args.cpu.is_empty() { "" } else { "  cpu us/op" }
     );
     for ((name, _), s) in args.targets.iter().zip(&chosen) {
         println!(
-            "{:<10} {:>9.0} {:>7.2}x {:>9} {:>9} {:>9} {:>9} {:>7.2}x {:>7.2}x {:>7.2}x {:>7.2}x {:>7}{}",
+            "{:<10} {:>9.0} {:>7.2}x {:>9} {:>9} {:>9} {:>9} {:>7.2}x {:>7.2}x {:>7.2}x {:>7.2}x {:>7}{}{}",
             name,
             s.qps,
             s.qps / base.qps.max(1e-9),
@@ -316,13 +358,18 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
             ratio(f64::from(s.write[0]), base.write[0]),
             ratio(f64::from(s.write[1]), base.write[1]),
             s.errors,
-            ceiling.map(|c| format!(" {:>7.2}x", s.qps / c.max(1e-9))).unwrap_or_default()
+            ceiling.map(|c| format!(" {:>7.2}x", s.qps / c.max(1e-9))).unwrap_or_default(),
+            s.cpu_us.map(|us| format!(" {us:>10.1}")).unwrap_or_default()
         );
     }
     println!(
         "(latencies in us; x = this target over the first{})",
         if ceiling.is_some() { "; x ceil = this target's throughput over the ceiling's" } else { "" }
     );
+    if !args.cpu.is_empty() {
+        let names: Vec<String> = args.cpu.iter().map(|(n, pids)| format!("{n}: pid {pids:?}")).collect();
+        println!("(cpu us/op = CPU time of the processes given with --cpu over the run's operations; {})", names.join(", "));
+    }
     for ((name, _), s) in args.targets.iter().zip(&chosen) {
         if let Some(e) = &s.first_error {
             println!("{name}: first error: {e}");
@@ -382,17 +429,26 @@ async fn main() -> anyhow::Result<()> {
                     run_once(url, args.connections, args.warmup, plan, 0x5eed).await.with_context(|| format!("warming up {name}"))?;
                 }
                 let seed = 0x9e37_79b9_7f4a_7c15 ^ round as u64;
+                let pids = args.cpu.iter().find(|(n, _)| n == name).map(|(_, pids)| pids.as_slice());
+                let cpu_before = pids.and_then(cpu_seconds);
                 let o = run_once(url, args.connections, args.seconds, plan, seed)
                     .await
                     .with_context(|| format!("{} on {name}", plan.workload.name()))?;
+                let cpu_us = match (pids.and_then(cpu_seconds), cpu_before) {
+                    (Some(after), Some(before)) if o.ops > 0 => Some((after - before) * 1e6 / o.ops as f64),
+                    _ => None,
+                };
                 eprintln!(
-                    "round {} {} {name}: {:.0} ops/s, {} errors",
+                    "round {} {} {name}: {:.0} ops/s, {} errors{}",
                     round + 1,
                     plan.workload.name(),
                     o.ops as f64 / o.elapsed.as_secs_f64().max(1e-9),
-                    o.errors
+                    o.errors,
+                    cpu_us.map(|us| format!(", {us:.1} cpu us/op")).unwrap_or_default()
                 );
-                results[w][t].push(o.into());
+                let mut summary = Summary::from(o);
+                summary.cpu_us = cpu_us;
+                results[w][t].push(summary);
             }
         }
     }

@@ -4,6 +4,8 @@
 //! - `point`: `SELECT id, k, c, pad FROM load_items WHERE id = ?` (the sysbench-style point
 //!   select by primary key); writes are `UPDATE load_items SET k = k + 1 WHERE id = ?` on keys
 //!   drawn the same way, so they land on the rows being read.
+//! - `story-point`: `SELECT id, title, author_id FROM stories WHERE id = ?` on the news
+//!   example's tables (the point read of issue 15's relay figures); writes as `story`'s.
 //! - `story`: the news example's `story_with_votes` (a story with its vote count, a LEFT JOIN
 //!   and a GROUP BY), its SQL taken from `examples/news/freshet.toml` so that it is exactly
 //!   the text freshet is asked to cache; writes are, equally often, a vote on a story drawn the
@@ -31,6 +33,7 @@ const DEADLOCK_RETRIES: u32 = 3;
 const ER_LOCK_DEADLOCK: u16 = 1213;
 
 const POINT_READ: &str = "SELECT id, k, c, pad FROM load_items WHERE id = ?";
+const STORY_POINT_READ: &str = "SELECT id, title, author_id FROM stories WHERE id = ?";
 const POINT_WRITE: &str = "UPDATE load_items SET k = k + 1 WHERE id = ?";
 const VOTE: &str = "INSERT IGNORE INTO votes (user_id, story_id) VALUES (?, ?)";
 const RETRACT: &str = "DELETE FROM votes WHERE user_id = ? AND story_id = ?";
@@ -40,6 +43,7 @@ const STORY_CACHE: &str = "story_with_votes";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Workload {
     Point,
+    StoryPoint,
     Story,
 }
 
@@ -47,14 +51,16 @@ impl Workload {
     pub fn parse(name: &str) -> anyhow::Result<Workload> {
         match name {
             "point" => Ok(Workload::Point),
+            "story-point" => Ok(Workload::StoryPoint),
             "story" => Ok(Workload::Story),
-            other => bail!("unknown workload {other:?}: point or story"),
+            other => bail!("unknown workload {other:?}: point, story-point or story"),
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
             Workload::Point => "point",
+            Workload::StoryPoint => "story-point",
             Workload::Story => "story",
         }
     }
@@ -63,6 +69,9 @@ impl Workload {
     pub fn describe(self, rows: u64) -> String {
         match self {
             Workload::Point => format!("point select by primary key on load_items ({rows} rows); writes: UPDATE of the row's k"),
+            Workload::StoryPoint => {
+                format!("story by primary key ({rows} stories, {} users); writes: INSERT IGNORE / DELETE of a vote", users(rows))
+            }
             Workload::Story => {
                 format!("story_with_votes ({rows} stories, {} users); writes: INSERT IGNORE / DELETE of a vote", users(rows))
             }
@@ -73,6 +82,7 @@ impl Workload {
     pub fn read_sql(self) -> anyhow::Result<String> {
         match self {
             Workload::Point => Ok(POINT_READ.to_string()),
+            Workload::StoryPoint => Ok(STORY_POINT_READ.to_string()),
             Workload::Story => {
                 let queries = freshet_examples::app::read_queries()?;
                 let (_, sql) =
@@ -86,6 +96,7 @@ impl Workload {
     pub fn cache_config(self) -> anyhow::Result<String> {
         let name = match self {
             Workload::Point => "load_items_by_id",
+            Workload::StoryPoint => "story_by_id",
             Workload::Story => STORY_CACHE,
         };
         let sql = self.read_sql()?;
@@ -104,7 +115,7 @@ impl Workload {
         conn.query_drop(format!("USE `{}`", db.replace('`', "``"))).await?;
         match self {
             Workload::Point => setup_items(&mut conn, rows).await?,
-            Workload::Story => {
+            Workload::Story | Workload::StoryPoint => {
                 let sizes = story_sizes(rows);
                 let have = |t: &str| {
                     format!("SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = '{t}'")
@@ -181,7 +192,7 @@ impl Session {
         let read = conn.prep(&read_sql).await?;
         let writes = match workload {
             Workload::Point => vec![conn.prep(POINT_WRITE).await?],
-            Workload::Story => vec![conn.prep(VOTE).await?, conn.prep(RETRACT).await?],
+            Workload::Story | Workload::StoryPoint => vec![conn.prep(VOTE).await?, conn.prep(RETRACT).await?],
         };
         Ok(Session { workload, text, users: users(rows), conn, read_sql, read, writes })
     }
@@ -197,6 +208,7 @@ impl Session {
         for row in rows {
             let shaped = match self.workload {
                 Workload::Point => mysql_async::from_row_opt::<(u64, i32, String, String)>(row).map(drop),
+                Workload::StoryPoint => mysql_async::from_row_opt::<(u64, String, u64)>(row).map(drop),
                 Workload::Story => mysql_async::from_row_opt::<(u64, String, String, i64)>(row).map(drop),
             };
             shaped.map_err(|e| format!("read of key {key}: unexpected row {:?}", e.0))?;
@@ -210,7 +222,7 @@ impl Session {
         loop {
             let result = match self.workload {
                 Workload::Point => self.conn.exec_drop(&self.writes[0], (key,)).await,
-                Workload::Story => {
+                Workload::Story | Workload::StoryPoint => {
                     let user = (pick >> 1) % self.users + 1;
                     self.conn.exec_drop(&self.writes[(pick & 1) as usize], (user, key)).await
                 }

@@ -38,7 +38,7 @@ use crate::tls::MaybeTls;
 
 /// Whether a statement's first word says it cannot change what the session follows.
 fn stateless_statement(sql: &[u8]) -> bool {
-    let first = crate::matching::lexer::Lexer::new(sql).next().map(|t| t.text(sql));
+    let first = super::state::first_word(sql);
     first.is_some_and(|w| [&b"select"[..], b"insert", b"replace", b"update", b"delete"].iter().any(|k| w.eq_ignore_ascii_case(k)))
 }
 
@@ -282,8 +282,11 @@ impl Session {
             }
             _ => return false,
         };
-        let first = crate::matching::lexer::Lexer::new(sql).next().map(|t| t.text(sql).to_ascii_lowercase());
-        let reads = matches!(first.as_deref(), Some(b"select" | b"show" | b"set" | b"use" | b"desc" | b"describe" | b"explain" | b"help"));
+        // Compared in place, without a lowercased copy: this runs for every relayed command.
+        let first = super::state::first_word(sql);
+        let reads = [&b"select"[..], b"show", b"set", b"use", b"desc", b"describe", b"explain", b"help"]
+            .iter()
+            .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
         !reads || sql.contains(&b';')
     }
 

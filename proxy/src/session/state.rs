@@ -49,8 +49,11 @@ impl SessionState {
         // Most statements (INSERT, UPDATE, SELECT ...) change nothing followed here: decided
         // by their first word unless the text may hold several statements or SQL the server
         // runs from a comment.
-        let first = Lexer::new(sql).next().map(|t| t.text(sql).to_ascii_lowercase());
-        let interesting = matches!(first.as_deref(), Some(b"set" | b"use" | b"execute" | b"prepare" | b"call" | b"create" | b"deallocate"));
+        // Compared in place: this runs for every relayed statement.
+        let first = first_word(sql);
+        let interesting = [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate"]
+            .iter()
+            .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
         if !interesting && !sql.contains(&b';') && !has_executable_comment(sql) {
             return;
         }
@@ -144,6 +147,11 @@ fn value_is(value: &str, any_of: &[&str]) -> bool {
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// The first token of `sql` (comments skipped), as written.
+pub fn first_word(sql: &[u8]) -> Option<&[u8]> {
+    Lexer::new(sql).next().map(|t| t.text(sql))
 }
 
 /// `/*!` or `/*M!` anywhere (a cheap scan before tokenizing; the lexer decides).
