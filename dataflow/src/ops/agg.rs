@@ -222,16 +222,19 @@ impl KeyState {
         let mut old: HashMap<Key, Option<Row>> = HashMap::new();
         let mut bytes = 0isize;
         for (row, w) in d {
-            let gk: Key = row.iter().take(group).cloned().collect();
-            if !old.contains_key(&gk) {
-                old.insert(gk.clone(), groups.get(&gk).map(group_output));
+            // Looked up by the row's own prefix: a key is allocated only for a new group.
+            let gk = &row[..group.min(row.len())];
+            if !old.contains_key(gk) {
+                old.insert(gk.into(), groups.get(gk).map(group_output));
             }
-            let g = groups.entry(gk.clone()).or_insert_with(|| {
-                bytes += (row_bytes(&gk) * 2 + SLOT) as isize;
-                Group { values: gk.clone(), spellings: Vec::new(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() }
-            });
+            if !groups.contains_key(gk) {
+                bytes += (row_bytes(gk) * 2 + SLOT) as isize;
+                let accs = aggs.iter().map(|a| Acc::new(a.kind)).collect();
+                groups.insert(gk.into(), Group { values: gk.into(), spellings: Vec::new(), rows: 0, accs });
+            }
+            let Some(g) = groups.get_mut(gk) else { continue };
             g.rows += w;
-            bytes += g.count_spelling(&row[..group.min(row.len())], w);
+            bytes += g.count_spelling(gk, w);
             for (acc, spec) in g.accs.iter_mut().zip(aggs) {
                 bytes += acc.apply(spec, &row, w);
             }

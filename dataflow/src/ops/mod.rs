@@ -87,6 +87,9 @@ pub struct Graph {
     pub topk_slack: usize,
     /// Per node: true for a dimension join (see [`Node::is_dimension_join`]).
     pub dim: Vec<bool>,
+    /// Per node: how many times its output is read (input edges of later nodes, and reader
+    /// roots), so that `process` moves an output to its last reader instead of copying it.
+    uses: Vec<u32>,
     index: HashMap<Node, usize>,
 }
 
@@ -104,6 +107,7 @@ impl Graph {
     /// Adds a tree, reusing every node already present; returns the new reader's index.
     pub fn add_root(&mut self, root: &Node) -> usize {
         let r = self.add(root);
+        self.uses[r] += 1;
         self.roots.push(r);
         self.roots.len() - 1
     }
@@ -111,7 +115,11 @@ impl Graph {
         if let Some(&i) = self.index.get(n) {
             return i;
         }
-        let inputs = n.inputs().into_iter().map(|i| self.add(i)).collect();
+        let inputs: Vec<usize> = n.inputs().into_iter().map(|i| self.add(i)).collect();
+        for &i in &inputs {
+            self.uses[i] += 1;
+        }
+        self.uses.push(0);
         self.dim.push(n.is_dimension_join());
         self.nodes.push(GNode { tree: n.clone(), inputs });
         self.index.insert(n.clone(), self.nodes.len() - 1);
@@ -290,9 +298,14 @@ impl KeyState {
     /// result to the reader rows.
     pub fn process(&mut self, graph: &Graph, base: &mut [Vec<Delta>]) {
         let mut outs: Vec<Vec<Delta>> = Vec::with_capacity(graph.nodes.len());
+        // Reads left per node output: the last read moves it, earlier ones (a subtree shared
+        // by several nodes or readers) copy it.
+        let mut left = graph.uses.clone();
+        let mut take = |j: usize, outs: &mut Vec<Vec<Delta>>| {
+            left[j] = left[j].saturating_sub(1);
+            if left[j] == 0 { std::mem::take(&mut outs[j]) } else { outs[j].clone() }
+        };
         for (i, n) in graph.nodes.iter().enumerate() {
-            // Inputs are cloned, not moved: with shared subtrees a node can feed several.
-            let take = |j: usize, outs: &mut Vec<Vec<Delta>>| outs[j].clone();
             let out = match &n.tree {
                 Node::Base { occ, .. } => base.get_mut(*occ).map(std::mem::take).unwrap_or_default(),
                 Node::Filter { pred, .. } => {
@@ -339,7 +352,7 @@ impl KeyState {
             outs.push(out);
         }
         for (i, &root) in graph.roots.iter().enumerate() {
-            let d = outs.get(root).cloned().unwrap_or_default();
+            let d = if root < outs.len() { take(root, &mut outs) } else { Vec::new() };
             self.apply_reader(i, d);
         }
     }

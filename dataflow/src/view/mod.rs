@@ -66,9 +66,9 @@ use moka::policy::EvictionPolicy;
 
 use dims::{Dim, DimIndex, DimLog, borrow_covers, find_dims};
 pub use explain::{Explanation, explain_sql};
+use publish::{drop_part, publish};
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
 use reader::{Counters, EntryKey, Evicted, Shared, stats_of};
-use publish::{drop_part, publish};
 use renumber::renumber;
 use seeding::{build_request, build_state};
 

@@ -10,13 +10,23 @@
 //! reader entries republished after every transaction (`Dataflow::apply`) and once per step
 //! (`apply_held` then `publish_held`, what the writer does).
 //!
-//! Run: `cargo bench -p freshet-bench --bench apply`.
+//! Run: `cargo bench -p freshet-dataflow --bench apply`. The queries are read from
+//! `examples/news/freshet.toml` and the generator is the example's own (`examples/src/rng.rs`),
+//! so the shapes follow the example without the crate depending on it.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use freshet_dataflow::*;
-use freshet_examples::rng::{Rng, Zipf};
+
+#[path = "../../examples/src/rng.rs"]
+#[allow(dead_code, unused_imports)]
+mod rng;
+use rng::{Rng, Zipf};
+
+const FRESHET_TOML: &str = include_str!("../../examples/news/freshet.toml");
+/// `news load`'s Zipf exponent of story popularity (`examples/src/load.rs`).
+const POPULARITY_SKEW: f64 = 0.8;
 
 const USERS: u64 = 1_000;
 const STORIES: u64 = 5_000;
@@ -53,31 +63,42 @@ fn catalog() -> Catalog {
 /// The news data, generated like `news load` (same sizes and skew, not the same rows).
 fn store() -> MemStore {
     let mut rng = Rng::new(7);
-    let popular = Zipf::new(STORIES, freshet_examples::load::POPULARITY_SKEW);
+    let popular = Zipf::new(STORIES, POPULARITY_SKEW);
     let when = Value::DateTime(DateTime::new(Date::new(2026, 1, 1), 0, 0, 0, 0));
     let mut b = Batch::new(Position(1));
     for u in 1..=USERS {
         b.insert("users", vec![int(u), text(format!("user{u}"))].into());
     }
     for s in 1..=STORIES {
-        let author = 1 + rng.uniform(USERS);
+        let author = rng.uniform(USERS);
         let row = vec![int(s), int(author), text(format!("Story {s}")), text(format!("https://example.com/{s}")), when.clone()];
         b.insert("stories", row.into());
     }
     let mut pairs = std::collections::BTreeSet::new();
     while pairs.len() < VOTES {
-        pairs.insert((1 + rng.uniform(USERS), popular.sample(&mut rng)));
+        pairs.insert((rng.uniform(USERS), popular.sample(&mut rng)));
     }
     for (u, s) in pairs {
         b.insert("votes", vec![int(u), int(s)].into());
     }
     for c in 1..=COMMENTS {
-        let (story, author) = (popular.sample(&mut rng), 1 + rng.uniform(USERS));
+        let (story, author) = (popular.sample(&mut rng), rng.uniform(USERS));
         b.insert("comments", vec![int(c), int(story), int(author), text(format!("Comment {c} on story {story}")), when.clone()].into());
     }
     let mut store = MemStore::new();
     store.apply(&b);
     store
+}
+
+/// The `query` of every `[[cache]]` in the example's config, in order.
+fn queries() -> Vec<String> {
+    let qs: Vec<String> = FRESHET_TOML
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("query = \""))
+        .map(|q| q.trim_end_matches('"').replace("\\\"", "\""))
+        .collect();
+    assert!(qs.len() >= 4, "examples/news/freshet.toml: expected the news caches, found {qs:?}");
+    qs
 }
 
 /// The dataflow with the news caches installed and every partition filled.
@@ -86,13 +107,13 @@ fn warmed(store: &MemStore) -> Dataflow {
     df.set_applied(store.position());
     df.set_max_fill_keys(1024);
     df.set_max_pending(1 << 20);
-    let queries = freshet_examples::app::read_queries().unwrap_or_else(|e| panic!("{e}"));
-    for (kind, sql) in queries {
+    for sql in queries() {
         let v = df.install_sql(&sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-        let keys: Vec<Key> = match kind.param {
-            freshet_examples::app::Param::Story => (1..=STORIES).map(|s| vec![int(s)].into()).collect(),
-            freshet_examples::app::Param::User => (1..=USERS).map(|u| vec![int(u)].into()).collect(),
-            freshet_examples::app::Param::None => vec![Vec::new().into()],
+        let param = df.query(v).and_then(|q| q.key_columns.first()).map(|k| k.name.clone());
+        let keys: Vec<Key> = match param.as_deref() {
+            Some("users.id") => (1..=USERS).map(|u| vec![int(u)].into()).collect(),
+            Some(_) => (1..=STORIES).map(|s| vec![int(s)].into()).collect(),
+            None => vec![Vec::new().into()],
         };
         for req in df.request_fill(v, keys) {
             let resp = MemReplica { store }.fill(&req).unwrap_or_else(|e| panic!("{e}"));
@@ -108,7 +129,7 @@ fn step(rng: &mut Rng, pos: &mut u64) -> Vec<Batch> {
     let mut out = Vec::with_capacity(STEP);
     while out.len() < STEP {
         // Users beyond the loaded ones never collide with a stored vote.
-        let row: Row = vec![int(USERS + 1 + rng.uniform(USERS)), int(1 + rng.uniform(STORIES))].into();
+        let row: Row = vec![int(USERS + rng.uniform(USERS)), int(rng.uniform(STORIES))].into();
         *pos += 1;
         let mut add = Batch::new(Position(*pos));
         add.insert("votes", row.clone());
