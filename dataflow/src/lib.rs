@@ -93,6 +93,7 @@ pub mod delta;
 pub mod eval;
 pub mod expr;
 pub mod fill;
+pub mod hash;
 pub mod ops;
 pub mod plan;
 pub mod render;

@@ -4,9 +4,8 @@
 //! Owns: [`Bucket`], the join methods of [`KeyState`]. Does not own: which keys a partition
 //! covers or why (the fill and the view decide; see the parent's header for the invariants).
 
-use std::collections::HashMap;
-
 use super::{Delta, Key, KeyState, NodeState, SLOT};
+use crate::hash::Map;
 use crate::plan::JoinKind;
 use crate::value::{ExactRow, Row, Value, row_bytes};
 
@@ -41,7 +40,7 @@ pub(super) fn join_key_ref<'a>(row: &'a [Value], cols: &[usize]) -> Option<JoinK
 
 /// Adds `w` copies of `row` to the bucket of `key` in `side` (created and dropped as needed);
 /// returns the byte change.
-fn side_add(side: &mut HashMap<Key, Bucket>, key: &[Value], row: &Row, w: i64) -> isize {
+fn side_add(side: &mut Map<Key, Bucket>, key: &[Value], row: &Row, w: i64) -> isize {
     if !side.contains_key(key) {
         side.insert(key.into(), Bucket::default());
     }
@@ -64,7 +63,7 @@ pub(super) fn nulls(n: usize) -> Vec<Value> {
 /// The rows of one join input that share a join key, with multiplicities and their total.
 #[derive(Debug, Default)]
 pub(super) struct Bucket {
-    pub(super) rows: HashMap<ExactRow, i64>,
+    pub(super) rows: Map<ExactRow, i64>,
     pub(super) total: i64,
 }
 

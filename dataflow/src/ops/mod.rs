@@ -36,7 +36,7 @@
 //!   partition, which refills on demand. Every covered key is charged twice in `bytes`: once
 //!   here and once for the view's dimension index entry that mirrors it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 mod agg;
 mod join;
@@ -49,6 +49,7 @@ use topk::{TopState, window};
 
 use crate::delta::Position;
 use crate::expr::is_true;
+use crate::hash::{Map, Set};
 use crate::plan::{AggSpec, JoinKind, Node};
 use crate::value::{ExactRow, Row, Value, row_bytes};
 
@@ -139,9 +140,9 @@ impl Graph {
 #[derive(Debug)]
 enum NodeState {
     None,
-    Join([HashMap<Key, Bucket>; 2]),
-    Agg(HashMap<Key, Group>),
-    Distinct(HashMap<Row, Group>),
+    Join([Map<Key, Bucket>; 2]),
+    Agg(Map<Key, Group>),
+    Distinct(Map<Row, Group>),
     TopK(TopState),
 }
 
@@ -152,7 +153,7 @@ pub struct KeyState {
     pub key: Key,
     states: Vec<NodeState>,
     /// Rows of each reader (exact multisets), by reader index.
-    readers: Vec<HashMap<ExactRow, i64>>,
+    readers: Vec<Map<ExactRow, i64>>,
     /// Bytes held by this partition (states + reader), maintained incrementally.
     bytes: isize,
     /// Position the fill reflected: batches at or before it are skipped for this partition.
@@ -161,7 +162,7 @@ pub struct KeyState {
     /// key it does not cover; the partition must be evicted and refilled.
     pub needs_refill: bool,
     /// Per dimension join node: the join keys whose dimension rows this partition holds.
-    cover: HashMap<usize, HashSet<Key>>,
+    cover: HashMap<usize, Set<Key>>,
 }
 
 impl KeyState {
@@ -174,14 +175,14 @@ impl KeyState {
             .nodes
             .iter()
             .map(|n| match &n.tree {
-                Node::Join { .. } => NodeState::Join([HashMap::new(), HashMap::new()]),
-                Node::Aggregate { .. } => NodeState::Agg(HashMap::new()),
-                Node::Distinct { .. } => NodeState::Distinct(HashMap::new()),
+                Node::Join { .. } => NodeState::Join([Map::default(), Map::default()]),
+                Node::Aggregate { .. } => NodeState::Agg(Map::default()),
+                Node::Distinct { .. } => NodeState::Distinct(Map::default()),
                 Node::TopK { .. } => NodeState::TopK(TopState { complete: true, ..TopState::default() }),
                 _ => NodeState::None,
             })
             .collect();
-        let readers = vec![HashMap::new(); graph.roots.len()];
+        let readers = (0..graph.roots.len()).map(|_| Map::default()).collect();
         let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: HashMap::new() };
         if !silent_globals {
             return ks;

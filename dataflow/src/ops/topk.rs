@@ -2,10 +2,11 @@
 //! it shows, and the [`KeyState`] step that keeps it (see the parent module for when a prefix
 //! too short to fill the window makes the partition need a refill).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::agg::add_count;
 use super::{Delta, KeyState, NodeState, SLOT};
+use crate::hash::Map;
 use crate::plan::OrderSpec;
 use crate::value::{ExactRow, Row, Value, row_bytes};
 
@@ -147,7 +148,7 @@ pub(super) fn window(rows: &BTreeMap<SortKey, i64>, limit: usize, offset: usize)
 }
 
 pub(super) fn diff(before: Vec<Row>, after: Vec<Row>) -> Vec<Delta> {
-    let mut m: HashMap<ExactRow, i64> = HashMap::new();
+    let mut m: Map<ExactRow, i64> = Map::default();
     for r in before {
         *m.entry(ExactRow(r)).or_insert(0) -= 1;
     }

@@ -25,7 +25,9 @@
 //!   dimension base that a new, different join would otherwise share), so routing a delta to
 //!   a partition once per occurrence never counts it twice.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use crate::hash::{Map, Set};
 
 use crate::delta::Position;
 use crate::expr::Expr;
@@ -85,11 +87,11 @@ pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
 
 /// Per dimension (parallel to the domain's `dims`): join key -> filled partitions covering it.
 #[derive(Debug, Default)]
-pub(super) struct DimIndex(Vec<HashMap<Key, HashSet<Key>>>);
+pub(super) struct DimIndex(Vec<Map<Key, Set<Key>>>);
 
 impl DimIndex {
     pub(super) fn new(n: usize) -> DimIndex {
-        DimIndex((0..n).map(|_| HashMap::new()).collect())
+        DimIndex((0..n).map(|_| Map::default()).collect())
     }
 
     fn slot(dims: &[Dim], node: usize) -> Option<usize> {
@@ -127,7 +129,7 @@ impl DimIndex {
     /// Number of (key, partition) entries, for tests.
     #[cfg(test)]
     pub(super) fn entries(&self) -> usize {
-        self.0.iter().flat_map(|m| m.values()).map(HashSet::len).sum()
+        self.0.iter().flat_map(|m| m.values()).map(Set::len).sum()
     }
 }
 

@@ -57,7 +57,7 @@ mod reader;
 mod renumber;
 mod seeding;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::Ordering as AtOrd;
 use std::sync::{Arc, Mutex};
 
@@ -76,6 +76,7 @@ use crate::compile::{Catalog, CompiledQuery, Refusal, compile};
 use crate::cost::{CostBounds, cost_bounds};
 use crate::delta::{Batch, Position};
 use crate::fill::{FillError, FillRequest, FillResponse, FillSource, FillTicket, ViewId};
+use crate::hash::{Map, Set};
 use crate::ops::{Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::schema::TableSchema;
@@ -124,11 +125,11 @@ struct Domain {
     dim_log: DimLog,
     n_occ: usize,
     slots: Vec<Slot>,
-    parts: HashMap<Key, Part>,
-    pending: HashMap<Key, Pending>,
+    parts: Map<Key, Part>,
+    pending: Map<Key, Pending>,
     /// Filled partitions changed by batches applied with [`Dataflow::apply_held`] whose reader
     /// entries still show the state before them (republished by [`Dataflow::publish_held`]).
-    held: HashSet<Key>,
+    held: Set<Key>,
     /// The view fed by each reader index (`None` once dropped).
     views: Vec<Option<ViewId>>,
     /// Changes whenever the graph (and so the layout of fill requests) changes; responses
@@ -191,9 +192,9 @@ impl Domain {
             dim_log: DimLog::default(),
             n_occ: 0,
             slots: Vec::new(),
-            parts: HashMap::new(),
-            pending: HashMap::new(),
-            held: HashSet::new(),
+            parts: Map::default(),
+            pending: Map::default(),
+            held: Set::default(),
             views: Vec::new(),
             epoch: 0,
         }
@@ -255,9 +256,9 @@ impl Domain {
     /// dimension rows go to the filled partitions covering their key (the index), and, when
     /// some partition is pending (its cover is not known until its fill arrives), to the
     /// second result, for the shared log.
-    fn route(&self, batch: &Batch) -> (HashMap<Key, OccDeltas>, Option<OccDeltas>) {
+    fn route(&self, batch: &Batch) -> (Map<Key, OccDeltas>, Option<OccDeltas>) {
         let domain = self;
-        let mut per_key: HashMap<Key, OccDeltas> = HashMap::new();
+        let mut per_key: Map<Key, OccDeltas> = Map::default();
         let mut for_pending: Option<OccDeltas> = None;
         for c in &batch.changes {
             let t = c.table.to_ascii_lowercase();
