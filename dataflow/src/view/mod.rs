@@ -32,8 +32,10 @@
 //!   buffered replay meets one is rejected as stale: the partition stays a hole.
 //! - **Readers never wait for the writer.** Reader entries live in a `moka` concurrent map
 //!   (lock-free reads). The writer builds a partition's complete new result and swaps one
-//!   `Arc` per partition after each batch, so a read sees either all of a batch's effect on a
-//!   partition or none of it. Misses are recorded in a small mutex-protected set that the
+//!   `Arc` per partition after each batch (or, with `apply_held`, after the last of several
+//!   held batches, at `publish_held`), so a read sees either all of a batch's effect on a
+//!   partition or none of it. Every other operation publishes held batches first, so no entry
+//!   built later (a fill) is shown beside an older entry of a held batch's partition. Misses are recorded in a small mutex-protected set that the
 //!   writer only swaps out.
 //! - **Reuse.** Views whose trees share a stateful subtree form a *domain*: one graph in
 //!   which identical subtrees are stored once (their operators and state are shared), and one
