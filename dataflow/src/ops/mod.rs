@@ -266,14 +266,19 @@ impl KeyState {
         for (row, w) in deltas {
             let b = (row_bytes(&row) + SLOT) as isize;
             let key = ExactRow(row);
-            let e = map.entry(key.clone()).or_insert(0);
-            let was = *e;
-            *e += w;
-            if *e == 0 {
-                map.remove(&key);
-                self.bytes -= b;
-            } else if was == 0 {
-                self.bytes += b;
+            match map.get_mut(&key) {
+                Some(e) => {
+                    *e += w;
+                    if *e == 0 {
+                        map.remove(&key);
+                        self.bytes -= b;
+                    }
+                }
+                None if w == 0 => {}
+                None => {
+                    map.insert(key, w);
+                    self.bytes += b;
+                }
             }
         }
     }

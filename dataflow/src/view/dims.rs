@@ -143,10 +143,11 @@ impl DimIndex {
 /// partition-keyed) are handled; other misses still evict.
 pub(super) fn borrow_covers(domain: &mut super::Domain, batch: &crate::delta::Batch, pos: Position) {
     for c in batch.changes.iter().filter(|c| c.insert) {
-        let t = c.table.to_ascii_lowercase();
         for (d, dim) in domain.dims.iter().enumerate() {
             let Some((from, from_cols)) = &dim.from else { continue };
-            let Some((_, _, kcols)) = domain.occs.iter().find(|(o, table, _)| o == from && *table == t) else { continue };
+            let Some((_, _, kcols)) = domain.occs.iter().find(|(o, table, _)| o == from && table.eq_ignore_ascii_case(&c.table)) else {
+                continue;
+            };
             let Some(part) = key_of(&c.row, kcols) else { continue };
             let Some(k) = key_of(&c.row, from_cols) else { continue };
             // The borrower must be at the applied position too (a fill ahead of the binlog

@@ -263,9 +263,10 @@ impl Domain {
         let mut per_key: Map<Key, OccDeltas> = Map::default();
         let mut for_pending: Option<OccDeltas> = None;
         for c in &batch.changes {
-            let t = c.table.to_ascii_lowercase();
+            // Names are kept lower-case; compared without allocating a lower-case copy.
+            let is = |t: &str| t.eq_ignore_ascii_case(&c.table);
             for (occ, table, key) in &domain.occs {
-                if *table != t {
+                if !is(table) {
                     continue;
                 }
                 let k: Key = key.iter().map(|&i| c.row.get(i).cloned().unwrap_or(Value::Null)).collect();
@@ -276,7 +277,7 @@ impl Domain {
                 slot[*occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
             }
             for (d, dim) in domain.dims.iter().enumerate() {
-                if dim.table != t {
+                if !is(&dim.table) {
                     continue;
                 }
                 let w = if c.insert { 1 } else { -1 };
