@@ -9,7 +9,7 @@ use super::{Delta, Key, KeyState, NodeState, SLOT};
 use crate::expr::{div_dec, is_true};
 use crate::hash::Map;
 use crate::plan::{AggKind, AggSpec};
-use crate::value::{Decimal, ExactRow, Row, Value, row_bytes};
+use crate::value::{Decimal, Row, Value, row_bytes};
 
 /// Sum/average accumulator: exact part (integers and decimals) and float part kept apart so
 /// that deleting values is exact whenever the inputs are exact.
@@ -228,12 +228,14 @@ impl KeyState {
             if !old.contains_key(gk) {
                 old.insert(gk.into(), groups.get(gk).map(group_output));
             }
-            if !groups.contains_key(gk) {
-                bytes += (row_bytes(gk) * 2 + SLOT) as isize;
-                let accs = aggs.iter().map(|a| Acc::new(a.kind)).collect();
-                groups.insert(gk.into(), Group { values: gk.into(), spellings: Vec::new(), rows: 0, accs });
-            }
-            let Some(g) = groups.get_mut(gk) else { continue };
+            let g = match groups.get_mut(gk) {
+                Some(g) => g,
+                None => {
+                    bytes += (row_bytes(gk) * 2 + SLOT) as isize;
+                    let accs = aggs.iter().map(|a| Acc::new(a.kind)).collect();
+                    groups.entry(gk.into()).or_insert(Group { values: gk.into(), spellings: Vec::new(), rows: 0, accs })
+                }
+            };
             g.rows += w;
             bytes += g.count_spelling(gk, w);
             for (acc, spec) in g.accs.iter_mut().zip(aggs) {
@@ -255,7 +257,7 @@ impl KeyState {
                 None => None,
             };
             if let (Some(b), Some(a)) = (&before, &after)
-                && ExactRow(b.clone()) == ExactRow(a.clone())
+                && exact_eq(b, a)
             {
                 continue;
             }
