@@ -11,6 +11,7 @@ use std::time::Duration;
 use common::*;
 use freshet_proxy::cache::RelayReason;
 use freshet_proxy::protocol::response::{ERR, ErrPacket};
+use freshet_testkit::process::Freshet;
 use mysql_async::prelude::*;
 
 const CACHED: &str = "SELECT id, name FROM hx WHERE id = ?";
@@ -256,17 +257,11 @@ async fn show_proxied_queries_shows_no_literal_of_any_statement() {
     assert!(all.contains("GRANT"), "statements are listed, without their literals:\n{all}");
 }
 
-/// A freshet binary with `config`, its MySQL port, and its pid.
+/// A freshet binary with `config`, and the directory of its config and log.
 struct Spawned {
-    child: tokio::process::Child,
+    process: Freshet,
     mysql: String,
     _dir: TempDir,
-}
-
-impl Drop for Spawned {
-    fn drop(&mut self) {
-        let _ = self.child.start_kill();
-    }
 }
 
 struct TempDir(std::path::PathBuf);
@@ -277,38 +272,17 @@ impl Drop for TempDir {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 async fn spawn_freshet(extra: &str) -> Spawned {
-    let dir = std::env::temp_dir().join(format!("freshet-hostile-{}-{}", std::process::id(), free_port()));
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("freshet-hostile-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let (mysql, admin) = (free_port(), free_port());
-    let toml = format!(
-        "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[listen]\nmysql = \"127.0.0.1:{mysql}\"\nadmin = \"127.0.0.1:{admin}\"\n[log]\nlevel = \"warn\"\n{}",
-        upstream_url(),
-        config(extra)
-    );
+    let toml = format!("[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n{}", upstream_url(), config(extra));
     let path = dir.join("freshet.toml");
     std::fs::write(&path, toml).unwrap();
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_freshet"))
-        .arg("--config")
-        .arg(&path)
-        .kill_on_drop(true)
-        .spawn()
-        .expect("freshet starts");
-    let mysql = format!("127.0.0.1:{mysql}");
-    let mut up = false;
-    for _ in 0..250 {
-        if tokio::net::TcpStream::connect(&mysql).await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(40)).await;
-    }
-    assert!(up, "freshet listens on {mysql}");
-    Spawned { child, mysql, _dir: TempDir(dir) }
+    let process = Freshet::start(std::path::Path::new(env!("CARGO_BIN_EXE_freshet")), &path, &dir.join("freshet.log")).await;
+    let mysql = process.mysql.to_string();
+    Spawned { process, mysql, _dir: TempDir(dir) }
 }
 
 /// Peak resident memory of a process, in bytes (VmHWM).
@@ -324,7 +298,7 @@ const BUDGET: u64 = 64 << 20;
 async fn huge_statements_cost_bounded_memory_and_get_the_servers_answer() {
     hx_table().await;
     let freshet = spawn_freshet("").await;
-    let pid = freshet.child.id().expect("running");
+    let pid = freshet.process.pid();
     let addr = freshet.mysql.clone();
     // Warm up: a cached read, so the engine's steady state is in the baseline.
     let mut warm = raw(&addr).await;
@@ -364,7 +338,7 @@ async fn huge_statements_cost_bounded_memory_and_get_the_servers_answer() {
 async fn a_64_mib_statement_costs_bounded_memory_and_gets_the_servers_answer() {
     hx_table().await;
     let freshet = spawn_freshet("").await;
-    let pid = freshet.child.id().expect("running");
+    let pid = freshet.process.pid();
     let addr = freshet.mysql.clone();
     raw(&addr).await.query("SELECT 1").await;
     let baseline = peak_rss(pid);

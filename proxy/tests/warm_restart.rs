@@ -7,51 +7,26 @@
 
 mod common;
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
+use freshet_testkit::process::Freshet;
 use mysql_async::prelude::*;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const GROUPS: i64 = 40;
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
+/// One life of the freshet binary.
 struct Life {
-    child: tokio::process::Child,
-    mysql: u16,
-    admin: u16,
+    freshet: Freshet,
 }
 
 impl Life {
-    async fn start(config: &std::path::Path) -> Life {
-        let (mysql, admin) = (free_port(), free_port());
-        let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_freshet"))
-            .env_remove("FRESHET_CONFIG")
-            .env("FRESHET_LISTEN_MYSQL", format!("127.0.0.1:{mysql}"))
-            .env("FRESHET_LISTEN_ADMIN", format!("127.0.0.1:{admin}"))
-            .arg("--config")
-            .arg(config)
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let life = Life { child, mysql, admin };
-        for _ in 0..600 {
-            if let Ok(c) = mysql_async::Conn::new(opts(&format!("127.0.0.1:{mysql}"))).await {
-                drop(c.disconnect().await);
-                return life;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("freshet did not listen within 60 s");
+    async fn start(config: &std::path::Path, log: &std::path::Path) -> Life {
+        Life { freshet: Freshet::start(std::path::Path::new(env!("CARGO_BIN_EXE_freshet")), config, log).await }
     }
 
     async fn conn(&self) -> mysql_async::Conn {
-        mysql_async::Conn::new(opts(&format!("127.0.0.1:{}", self.mysql))).await.unwrap()
+        mysql_async::Conn::new(opts(&self.freshet.mysql.to_string())).await.unwrap()
     }
 
     /// SHOW FRESHET STATUS as (name, value) pairs.
@@ -72,26 +47,19 @@ impl Life {
             }
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        panic!("{name} stayed {:?}", self.status_of(name).await);
+        panic!("{name} stayed {:?}; the log ends with:\n{}", self.status_of(name).await, self.freshet.log());
     }
 
     /// One sample of /metrics.
     async fn metric(&self, line_start: &str) -> u64 {
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", self.admin)).await.unwrap();
-        s.write_all(b"GET /metrics HTTP/1.0\r\nHost: x\r\n\r\n").await.unwrap();
-        let mut body = String::new();
-        s.read_to_string(&mut body).await.unwrap();
+        let (_, body) = freshet_testkit::http::get(self.freshet.admin, "/metrics").await;
         let line = body.lines().find(|l| l.starts_with(line_start)).unwrap_or_else(|| panic!("no {line_start} in /metrics"));
         line.rsplit(' ').next().unwrap().parse().unwrap()
     }
 
-    /// SIGTERM, and the exit.
-    async fn stop(mut self) {
-        let pid = self.child.id().unwrap();
-        let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status().unwrap();
-        assert!(status.success());
-        let exit = tokio::time::timeout(Duration::from_secs(30), self.child.wait()).await.expect("freshet exits after SIGTERM").unwrap();
-        assert!(exit.success(), "{exit:?}");
+    /// SIGTERM, and a successful exit.
+    async fn stop(self) {
+        self.freshet.stop().await;
     }
 }
 
@@ -138,7 +106,7 @@ async fn restart_warm(source: &str) {
     .unwrap();
 
     // First life: a cold start reads every group (each misses once), then stops.
-    let first = Life::start(&config).await;
+    let first = Life::start(&config, &dir.join("first.log")).await;
     let cold = first.wait_status("warm_restart", |v| v.starts_with("cold start")).await;
     assert!(cold.contains("no file"), "a first start has no file: {cold}");
     first.wait_status("caught_up", |v| v == "yes").await;
@@ -148,7 +116,7 @@ async fn restart_warm(source: &str) {
     assert!(state.join("warm-keys").exists(), "the file is written at shutdown");
 
     // Second life: the remembered groups are filled before anyone reads them.
-    let second = Life::start(&config).await;
+    let second = Life::start(&config, &dir.join("second.log")).await;
     let done = second.wait_status("warm_restart", |v| v.starts_with("done")).await;
     assert!(done.starts_with(&format!("done: {GROUPS} of {GROUPS} keys filled")), "{done}");
     assert_eq!(second.metric("freshet_proxy_warm_keys_filled").await, GROUPS as u64);
@@ -168,7 +136,7 @@ async fn restart_warm(source: &str) {
 
     // Third life: a damaged file is a warning and a cold start, not a crash.
     std::fs::write(state.join("warm-keys"), b"FRESHET-WARM\x01\0\0\0 this is not what was written").unwrap();
-    let third = Life::start(&config).await;
+    let third = Life::start(&config, &dir.join("third.log")).await;
     let cold = third.wait_status("warm_restart", |v| v.starts_with("cold start")).await;
     assert!(cold.contains("checksum") || cold.contains("truncated"), "{cold}");
     third.wait_status("caught_up", |v| v == "yes").await;

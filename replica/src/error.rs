@@ -31,6 +31,10 @@ pub enum ReplicaError {
     /// The store has not applied the position the fill needs; retrying later is safe.
     #[error("replica is behind: at {have:?}, need {need:?}")]
     Behind { have: Position, need: Position },
+    /// DDL changed the table while a batch was read with its old schema: the batch is not
+    /// written; the copy is retried with the new schema.
+    #[error("table `{0}` changed while it was copied; the copy is retried")]
+    SchemaChanged(String),
     /// Reading the upstream for the snapshot failed; the copy resumes from its last batch.
     #[error("snapshot: {0}")]
     Upstream(String),

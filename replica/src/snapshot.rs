@@ -1,8 +1,10 @@
 //! The snapshot: copies the replicated tables from the upstream into the store, resumably.
 //!
-//! Owns: reading each table in primary-key batches inside one consistent-snapshot transaction
-//! (MariaDB: `START TRANSACTION WITH CONSISTENT SNAPSHOT` and its `binlog_snapshot_file/
-//! position`, the same fence the upstream fill source uses), handing each batch to
+//! Owns: reading each table in primary-key batches inside consistent-snapshot transactions
+//! (placed in the binlog by `crate::fence`; one is kept at most
+//! [`SnapshotConfig::max_snapshot_age`], so DDL on a table being copied waits for at most that,
+//! not for the whole copy: a snapshot transaction holds the metadata lock of every table it
+//! read), handing each batch to
 //! [`ReplicaStore::write_copy_batch`] (rows and progress in one write), and the progress
 //! figures ([`CopyStats`]) and log lines. Does not own: applying the stream (the engine's
 //! writer calls [`ReplicaStore::apply`] meanwhile), deciding which tables (the caller passes the
@@ -17,17 +19,22 @@
 //! and since binlog images are applied idempotently by primary key, replaying events already
 //! contained in a copied row converges to the same row; a key the stream wrote while the table
 //! was being copied is left to the stream (store header). The table is answered from once the
-//! stream has passed the newest P.
+//! stream has passed the newest P. A copy that replaces its snapshot between batches (every
+//! `max_snapshot_age`) is the same case without the restart. DDL may now commit between two
+//! batches: a batch is written only if the table is still registered with the schema it was
+//! read with (`ReplicaError::SchemaChanged` otherwise, and the copy is retried with the new
+//! one), and the DDL itself, applied by the writer in stream order, drops or rewrites what was
+//! copied (`crate::store` `reshape`).
 //!
 //! A new store (position 0) takes the first snapshot's position as its own: that is where the
-//! stream must start for the copied rows to be kept current. MySQL 8 has no snapshot position
-//! and is refused ([`ReplicaError::Upstream`]); the GTID variant is not built.
+//! stream must start for the copied rows to be kept current. How the snapshot is placed in the
+//! binlog depends on the server (`crate::fence`: MariaDB's snapshot position, MySQL 8's GTID
+//! bracket around the snapshot's opening).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use freshet_cdc::BinlogPos;
 use freshet_cdc::result::{convert, param, result_columns};
 use freshet_cdc::schema::TableInfo;
 use freshet_dataflow::{Position, Row, Value};
@@ -48,11 +55,16 @@ pub struct SnapshotConfig {
     pub max_batches: Option<u64>,
     /// How often progress is logged.
     pub log_every: Duration,
+    /// The longest one consistent snapshot is kept open: between batches an older one is
+    /// ended and a new one opened. A snapshot transaction holds the metadata lock of every
+    /// table it read, which DDL needs (and every later statement on the table queues behind
+    /// a waiting DDL), so this bounds how long a migration waits for the copy.
+    pub max_snapshot_age: Duration,
 }
 
 impl Default for SnapshotConfig {
     fn default() -> SnapshotConfig {
-        SnapshotConfig { batch_rows: 5_000, max_batches: None, log_every: Duration::from_secs(5) }
+        SnapshotConfig { batch_rows: 5_000, max_batches: None, log_every: Duration::from_secs(5), max_snapshot_age: Duration::from_secs(1) }
     }
 }
 
@@ -61,6 +73,7 @@ impl Default for SnapshotConfig {
 #[derive(Debug, Default)]
 pub struct CopyStats {
     rows_copied: AtomicU64,
+    rows_rewritten: AtomicU64,
     bytes_copied: AtomicU64,
     rows_estimated: AtomicU64,
     tables_done: AtomicU64,
@@ -73,6 +86,8 @@ pub struct CopyStats {
 pub struct CopyFigures {
     /// Rows copied by this process (not counting rows a previous run copied).
     pub rows_copied: u64,
+    /// Rows rewritten in place after DDL changed their table's columns (not copied again).
+    pub rows_rewritten: u64,
     /// Bytes of those rows as stored.
     pub bytes_copied: u64,
     /// The server's estimate of the rows still to copy when the copy started.
@@ -90,6 +105,7 @@ impl CopyStats {
         let secs = self.micros.load(Ordering::Relaxed) as f64 / 1e6;
         CopyFigures {
             rows_copied: rows,
+            rows_rewritten: self.rows_rewritten.load(Ordering::Relaxed),
             bytes_copied: self.bytes_copied.load(Ordering::Relaxed),
             rows_estimated: self.rows_estimated.load(Ordering::Relaxed),
             tables_done: self.tables_done.load(Ordering::Relaxed),
@@ -141,33 +157,52 @@ pub async fn copy_tables(
     if todo.is_empty() {
         return Ok(true);
     }
-    conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(upstream)?;
-    let result = copy_in_snapshot(&mut conn, store, tables, &todo, cfg, stats).await;
+    let version: Option<String> = conn.query_first("SELECT VERSION()").await.map_err(upstream)?;
+    let flavor = freshet_cdc::flavor::detect(version.as_deref().unwrap_or(""));
+    let mut snap = Snapshot { flavor: flavor.as_ref(), open: None, max_age: cfg.max_snapshot_age };
+    let result = copy_in_snapshots(&mut conn, &mut snap, store, tables, &todo, cfg, stats).await;
     // Read-only: ending it either way is the same; a failure here only loses the connection.
     let _ = conn.query_drop("COMMIT").await;
     result
 }
 
-/// The snapshot's binlog position (MariaDB).
-async fn snapshot_position(conn: &mut Conn) -> Result<Position, ReplicaError> {
-    let status: Vec<(String, String)> = conn.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'").await.map_err(upstream)?;
-    let get = |name: &str| status.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
-    let (Some(file), Some(offset)) = (get("binlog_snapshot_file"), get("binlog_snapshot_position")) else {
-        return Err(ReplicaError::Upstream("the server reports no binlog snapshot position (MariaDB with log_bin is needed)".into()));
-    };
-    let offset: u32 = offset.parse().map_err(|_| ReplicaError::Upstream(format!("bad binlog_snapshot_position {offset}")))?;
-    BinlogPos::new(file, offset).position().map_err(upstream)
+/// The consistent snapshot batches are read in, replaced by a new one once older than
+/// `max_age` (see [`SnapshotConfig::max_snapshot_age`]). Reading a table's batches under
+/// successive snapshots is the resume case of the module header: each batch is exact at the
+/// snapshot it was read in, and the table is ready once the stream passes the newest.
+struct Snapshot<'a> {
+    flavor: &'a dyn freshet_cdc::Flavor,
+    open: Option<(Position, Instant)>,
+    max_age: Duration,
 }
 
-async fn copy_in_snapshot(
+impl Snapshot<'_> {
+    /// The position of the snapshot the next batch is read in (opening a new one if needed).
+    async fn at(&mut self, conn: &mut Conn) -> Result<Position, ReplicaError> {
+        if let Some((at, opened)) = self.open
+            && opened.elapsed() < self.max_age
+        {
+            return Ok(at);
+        }
+        if self.open.take().is_some() {
+            conn.query_drop("COMMIT").await.map_err(upstream)?;
+        }
+        let at = crate::fence::open_snapshot(conn, self.flavor).await?;
+        self.open = Some((at, Instant::now()));
+        Ok(at)
+    }
+}
+
+async fn copy_in_snapshots(
     conn: &mut Conn,
+    snap: &mut Snapshot<'_>,
     store: &ReplicaStore,
     tables: &HashMap<String, TableInfo>,
     todo: &[&TableInfo],
     cfg: &SnapshotConfig,
     stats: &CopyStats,
 ) -> Result<bool, ReplicaError> {
-    let at = snapshot_position(conn).await?;
+    let at = snap.at(conn).await?;
     if store.position()? == Position(0) {
         store.set_position(at)?;
     }
@@ -175,6 +210,10 @@ async fn copy_in_snapshot(
     let mut batches = 0u64;
     let mut last_log = Instant::now();
     for t in todo {
+        if let Some(keep) = store.reshape_plan(&t.schema.name) {
+            reshape_table(conn, snap, store, tables, t, &keep, cfg, stats).await?;
+            continue;
+        }
         let name = &t.schema.name;
         let mut after = match store.copy_state(name) {
             Some(CopyState::Copying { after: Some(a), .. }) => Some(decode_row(&a)?),
@@ -185,9 +224,11 @@ async fn copy_in_snapshot(
                 return Ok(false);
             }
             let started = Instant::now();
-            let rows = read_batch(conn, tables, t, after.as_deref(), cfg.batch_rows).await?;
+            let all: Vec<usize> = (0..t.schema.columns.len()).collect();
+            let at = snap.at(conn).await?;
+            let rows = read_batch(conn, tables, t, &all, after.as_deref(), cfg.batch_rows).await?;
             let done = rows.len() < cfg.batch_rows;
-            store.write_copy_batch(name, at, &rows, done)?;
+            store.write_copy_batch(&t.schema, at, &rows, done)?;
             batches += 1;
             let bytes: usize = rows.iter().map(|r| crate::rowcode::encode_row(r).len()).sum();
             stats.rows_copied.fetch_add(rows.len() as u64, Ordering::Relaxed);
@@ -209,15 +250,61 @@ async fn copy_in_snapshot(
     Ok(true)
 }
 
-/// The next `limit` rows of `t` after primary key `after`, in primary-key order.
+/// Rewrites a table's stored rows to its new schema after DDL (`crate::store::reshape`): from
+/// the stored rows alone when the plan reads no column, else with the columns it reads taken
+/// from the upstream in primary-key batches.
+#[allow(clippy::too_many_arguments)]
+async fn reshape_table(
+    conn: &mut Conn,
+    snap: &mut Snapshot<'_>,
+    store: &ReplicaStore,
+    tables: &HashMap<String, TableInfo>,
+    t: &TableInfo,
+    keep: &[Option<usize>],
+    cfg: &SnapshotConfig,
+    stats: &CopyStats,
+) -> Result<(), ReplicaError> {
+    let name = &t.schema.name;
+    let started = Instant::now();
+    let read: Vec<usize> = keep.iter().enumerate().filter(|(_, k)| k.is_none()).map(|(i, _)| i).collect();
+    tracing::info!(table = %name, columns_read = read.len(), "replica: rewriting the table's rows in place after DDL");
+    let mut cols = t.schema.primary_key.clone();
+    cols.extend(&read);
+    // A rewrite that failed part way in this run goes on after its last batch.
+    let mut after: Option<Vec<Value>> = match store.copy_state(name) {
+        Some(CopyState::Reshaping { after: Some(a), .. }) if !read.is_empty() => Some(decode_row(&a)?.into_vec()),
+        _ => None,
+    };
+    loop {
+        let (state, n) = if read.is_empty() {
+            store.reshape_local(name, cfg.batch_rows.max(1))?
+        } else {
+            let at = snap.at(conn).await?;
+            let rows = read_batch(conn, tables, t, &cols, after.as_deref(), cfg.batch_rows).await?;
+            after = rows.last().map(|r| r[..t.schema.primary_key.len()].to_vec());
+            store.reshape_batch(&t.schema, at, &rows, rows.len() < cfg.batch_rows)?
+        };
+        stats.rows_rewritten.fetch_add(n as u64, Ordering::Relaxed);
+        if !matches!(state, CopyState::Reshaping { .. }) {
+            break;
+        }
+    }
+    stats.tables_done.fetch_add(1, Ordering::Relaxed);
+    tracing::info!(table = %name, elapsed = ?started.elapsed(), "replica: table rewritten in place");
+    Ok(())
+}
+
+/// The columns `cols` of the next `limit` rows of `t` after primary key `after`, in
+/// primary-key order.
 async fn read_batch(
     conn: &mut Conn,
     tables: &HashMap<String, TableInfo>,
     t: &TableInfo,
+    cols: &[usize],
     after: Option<&[Value]>,
     limit: usize,
 ) -> Result<Vec<Row>, ReplicaError> {
-    let cols: Vec<String> = t.schema.columns.iter().map(|c| quote(&c.name)).collect();
+    let cols: Vec<String> = cols.iter().map(|&i| quote(&t.schema.columns[i].name)).collect();
     let pk: Vec<String> = t.schema.primary_key.iter().map(|&i| quote(&t.schema.columns[i].name)).collect();
     let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&t.schema.name));
     let mut params = Vec::new();

@@ -32,6 +32,8 @@
 //!   image is never older than the copy's. A table is answered from only once its copy is
 //!   complete and the applied position has reached the newest snapshot the copy read
 //!   (`ready_at`); until then fills of it fail as unavailable and the engine uses the upstream.
+//! - **DDL in place.** A changed schema that keeps the primary key is applied by rewriting the
+//!   stored rows ([`reshape`]) under the same marks and readiness rule as a copy.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -43,6 +45,9 @@ use rocksdb::{ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode, MultiThrea
 use crate::error::ReplicaError;
 use crate::keycode::{encode_key, encode_value};
 use crate::rowcode::{decode_row, encode_row};
+
+mod reshape;
+pub use reshape::Altered;
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
@@ -59,12 +64,33 @@ pub enum CopyState {
     Copying { since: Position, after: Option<Vec<u8>> },
     /// Every row is copied; the table is current once the applied position reaches `ready_at`.
     Done { ready_at: Position },
+    /// DDL changed the table's columns and its rows are being rewritten to the new schema in
+    /// place (`ReplicaStore::alter`): column `i` of a new row is column `keep[i]` of the stored
+    /// row, or, where `keep[i]` is `None`, read from the upstream. Rows already in the new shape
+    /// are marked like the keys the stream writes during a copy. `after` is where the rewrite
+    /// goes on (the last primary key as a copy stores it when columns are read from the
+    /// upstream, the last stored key when none are). Stored with every batch, so a restart in
+    /// the middle goes on with the rewrite.
+    Reshaping { since: Position, after: Option<Vec<u8>>, keep: Vec<Option<usize>> },
 }
 
 impl CopyState {
     fn encode(&self) -> Vec<u8> {
         match self {
             CopyState::NotStarted => vec![0],
+            CopyState::Reshaping { since, after, keep } => {
+                let mut v = vec![3];
+                v.extend_from_slice(&since.0.to_be_bytes());
+                v.extend_from_slice(&(keep.len() as u32).to_be_bytes());
+                for k in keep {
+                    // Column positions fit in u32 (a table has at most a few thousand columns).
+                    v.extend_from_slice(&k.map_or(u32::MAX, |c| c as u32).to_be_bytes());
+                }
+                if let Some(a) = after {
+                    v.extend_from_slice(a);
+                }
+                v
+            }
             CopyState::Copying { since, after } => {
                 let mut v = vec![1];
                 v.extend_from_slice(&since.0.to_be_bytes());
@@ -92,6 +118,22 @@ impl CopyState {
                 Ok(CopyState::Copying { since: pos(b)?, after })
             }
             Some(2) => Ok(CopyState::Done { ready_at: pos(b)? }),
+            Some(3) => {
+                let corrupt = || ReplicaError::Corrupt("rewrite state");
+                let u32_at = |i: usize| -> Result<u32, ReplicaError> {
+                    let a: [u8; 4] = b.get(i..i + 4).and_then(|s| s.try_into().ok()).ok_or_else(corrupt)?;
+                    Ok(u32::from_be_bytes(a))
+                };
+                let n = u32_at(9)? as usize;
+                // Bounded by what is stored: every column takes 4 bytes.
+                if n > (b.len().saturating_sub(13)) / 4 {
+                    return Err(corrupt());
+                }
+                let keep = (0..n).map(|i| u32_at(13 + 4 * i).map(|c| (c != u32::MAX).then_some(c as usize))).collect::<Result<_, _>>()?;
+                let rest = 13 + 4 * n;
+                let after = if b.len() > rest { Some(b[rest..].to_vec()) } else { None };
+                Ok(CopyState::Reshaping { since: pos(b)?, after, keep })
+            }
             _ => Err(ReplicaError::Corrupt("copy state")),
         }
     }
@@ -202,6 +244,26 @@ impl ReplicaStore {
         Ok(())
     }
 
+    /// Drops every stored table that is not registered: the stream was applied without it
+    /// (it was not in this run's list, or a previous run's), so its rows are stale and a later
+    /// registration must copy it again. Returns the tables dropped.
+    pub fn forget_unregistered(&self) -> Result<Vec<String>, ReplicaError> {
+        let mut stored = Vec::new();
+        for item in self.db.prefix_iterator(b"schema/") {
+            let (k, _) = item?;
+            let Some(name) = k.strip_prefix(b"schema/".as_slice()) else { break };
+            stored.push(String::from_utf8(name.to_vec()).map_err(|_| ReplicaError::Corrupt("table name"))?);
+        }
+        let registered: Vec<String> = self.tables.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+        let gone: Vec<String> = stored.into_iter().filter(|n| !registered.contains(n)).collect();
+        let _w = self.lock();
+        for name in &gone {
+            self.drop_table_data(name)?;
+            self.db.delete(format!("schema/{name}"))?;
+        }
+        Ok(gone)
+    }
+
     /// Forgets a table's rows, indexes and copy progress (its schema changed).
     fn drop_table_data(&self, name: &str) -> Result<(), ReplicaError> {
         let prefix = format!("i/{name}/");
@@ -276,7 +338,7 @@ impl ReplicaStore {
             if let Some(row) = &new {
                 self.put_entries(&mut wb, &name, t, &pk, row)?;
             }
-            if matches!(t.copy, CopyState::Copying { .. } | CopyState::NotStarted) {
+            if !matches!(t.copy, CopyState::Done { .. }) {
                 let mut k = touched_prefix(&name);
                 k.extend_from_slice(&pk);
                 wb.put(k, []);
@@ -317,6 +379,16 @@ impl ReplicaStore {
     }
 }
 
+/// The registered table `name`, if `schema` is still its schema (checked under the write lock,
+/// so rows read with an older schema are never written after DDL registered a new one).
+fn registered_as<'a>(tables: &'a mut HashMap<String, Table>, name: &str, schema: &TableSchema) -> Result<&'a mut Table, ReplicaError> {
+    let t = tables.get_mut(name).ok_or_else(|| ReplicaError::UnknownTable(name.to_string()))?;
+    if t.schema != *schema {
+        return Err(ReplicaError::SchemaChanged(name.to_string()));
+    }
+    Ok(t)
+}
+
 /// Index entry key: the index value then the primary key (unique per row).
 fn index_key(row: &[Value], cols: &[usize], pk: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(pk.len() + 16 * cols.len());
@@ -339,14 +411,16 @@ fn read_position(b: Option<Vec<u8>>) -> Result<Position, ReplicaError> {
 
 /// Copying and index building.
 impl ReplicaStore {
-    /// Writes one batch of copied rows (read at snapshot position `at`, in primary-key order)
-    /// and the table's new progress in one write. Rows whose key the stream has touched since the copy began are
+    /// Writes one batch of copied rows of the table `schema` describes (read with that schema
+    /// at snapshot position `at`, in primary-key order) and the table's new progress in one
+    /// write; refused ([`ReplicaError::SchemaChanged`]) if the table is registered with another
+    /// schema by now (DDL was applied since the caller looked). Rows whose key the stream has touched since the copy began are
     /// skipped: the store already has a newer image of them.
-    pub fn write_copy_batch(&self, table: &str, at: Position, rows: &[Row], done: bool) -> Result<CopyState, ReplicaError> {
-        let name = table.to_ascii_lowercase();
+    pub fn write_copy_batch(&self, schema: &TableSchema, at: Position, rows: &[Row], done: bool) -> Result<CopyState, ReplicaError> {
+        let name = schema.name.to_ascii_lowercase();
         let _w = self.lock();
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        let t = tables.get_mut(&name).ok_or_else(|| ReplicaError::UnknownTable(name.clone()))?;
+        let t = registered_as(&mut tables, &name, schema)?;
         let since = match &t.copy {
             CopyState::Copying { since, .. } => (*since).max(at),
             _ => at,
@@ -600,5 +674,34 @@ impl ReplicaStore {
 impl FillSource for &ReplicaStore {
     fn fill(&mut self, req: &FillRequest) -> Result<FillResponse, FillError> {
         self.answer(req)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copy_states_round_trip_and_bad_bytes_are_errors() {
+        let states = [
+            CopyState::NotStarted,
+            CopyState::Copying { since: Position(7), after: Some(vec![1, 2, 3]) },
+            CopyState::Done { ready_at: Position(9) },
+            CopyState::Reshaping { since: Position(11), after: None, keep: vec![Some(0), None, Some(3)] },
+            CopyState::Reshaping { since: Position(12), after: Some(vec![0xFF, 0]), keep: vec![] },
+        ];
+        for st in states {
+            let b = st.encode();
+            assert_eq!(CopyState::decode(&b).unwrap(), st);
+            // Every truncation is an error or another valid state, never a panic.
+            for n in 0..b.len() {
+                let _ = CopyState::decode(&b[..n]);
+            }
+        }
+        let mut huge = vec![3];
+        huge.extend_from_slice(&[0; 8]);
+        huge.extend_from_slice(&u32::MAX.to_be_bytes());
+        assert!(CopyState::decode(&huge).is_err(), "a column count the bytes cannot hold");
+        assert!(CopyState::decode(&[9]).is_err());
     }
 }

@@ -133,3 +133,40 @@ async fn a_stopped_copy_resumes_where_it_stopped_and_ends_equal_to_the_server() 
     let _ = std::fs::remove_dir_all(&dir);
     c.query_drop(format!("DROP DATABASE `{db}`")).await.unwrap();
 }
+
+/// DDL on a table being copied does not wait for the whole copy: the copy holds a snapshot
+/// (and with it the table's metadata lock, which an ALTER needs, and behind which every later
+/// statement on the table would queue) for at most `max_snapshot_age` at a time. The copy
+/// still ends with every row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_during_a_long_copy_does_not_wait_for_the_copy() {
+    let (db, mut c) = fresh_db("mdl").await;
+    c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, s VARCHAR(20) NOT NULL)").await.unwrap();
+    c.query_drop("INSERT INTO t SELECT seq, seq % 7, CONCAT('r', seq) FROM seq_1_to_20000").await.unwrap();
+    let tables = load_tables(&mut c, &MariaDb, &db, None).await.unwrap();
+    let path = std::env::temp_dir().join(format!("freshet-replica-mdl-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    let store = std::sync::Arc::new(ReplicaStore::open(&path).unwrap());
+    store.register(&tables["t"].schema).unwrap();
+    let stats = std::sync::Arc::new(CopyStats::default());
+    let copy = {
+        let (store, stats, tables, db) = (store.clone(), stats.clone(), tables.clone(), db.clone());
+        tokio::spawn(async move {
+            // A short age, so that the copy (4,000 batches) outlasts many snapshots.
+            let cfg = SnapshotConfig { batch_rows: 5, max_snapshot_age: Duration::from_millis(100), ..SnapshotConfig::default() };
+            copy_tables(opts(None), &db, &store, &tables, &cfg, &stats).await.unwrap()
+        })
+    };
+    while stats.snapshot().rows_copied == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    c.query_drop("ALTER TABLE t COMMENT = 'changed while copying'").await.unwrap();
+    let copied = stats.snapshot().rows_copied;
+    assert!(copied < 20_000, "the ALTER waited for the whole copy ({copied} rows copied when it returned)");
+    assert!(copy.await.unwrap());
+    assert_eq!(stats.snapshot().rows_copied, 20_000);
+    assert!(matches!(store.copy_state("t"), Some(CopyState::Done { .. })));
+    drop(store);
+    let _ = std::fs::remove_dir_all(&path);
+    c.query_drop(format!("DROP DATABASE `{db}`")).await.unwrap();
+}

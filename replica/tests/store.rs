@@ -65,7 +65,7 @@ fn rows_and_position_survive_a_reopen() {
     {
         let s = ReplicaStore::open(&d).unwrap();
         assert!(!s.register(&schema("t", false)).unwrap(), "a new table must be copied");
-        s.write_copy_batch("t", Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
+        s.write_copy_batch(&schema("t", false), Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
         let mut b = Batch::new(Position(7));
         b.insert("t", row(3, 10));
         b.update("t", row(1, 10), row(1, 11));
@@ -101,10 +101,10 @@ fn the_copy_keeps_what_the_stream_wrote_and_fills_wait_for_it() {
     df.set_applied(Position(11));
     assert!(matches!(rows_with_k(&s, &mut df, v, 10), Err(FillError::Unavailable(_))), "not copied yet");
     // The batch read at 10 has the older images of rows 1 and 2: they must not win.
-    let st = s.write_copy_batch("t", Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
+    let st = s.write_copy_batch(&schema("t", false), Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
     assert!(matches!(st, CopyState::Copying { since: Position(10), .. }));
     // A resumed copy reads the rest at 13, ahead of the stream.
-    s.write_copy_batch("t", Position(13), &[row(3, 10)], true).unwrap();
+    s.write_copy_batch(&schema("t", false), Position(13), &[row(3, 10)], true).unwrap();
     assert_eq!(s.copy_state("t"), Some(CopyState::Done { ready_at: Position(13) }));
     assert!(!s.is_ready("t").unwrap(), "the stream has not reached the copy's newest snapshot");
     assert!(matches!(rows_with_k(&s, &mut df, v, 10), Err(FillError::Unavailable(_))));
@@ -135,7 +135,7 @@ fn an_index_built_in_chunks_finds_every_row() {
     let s = ReplicaStore::open(&d).unwrap();
     s.register(&schema("t", false)).unwrap();
     let rows: Vec<Row> = (1..=25_000).map(|i| row(i, i % 7)).collect();
-    s.write_copy_batch("t", Position(1), &rows, true).unwrap();
+    s.write_copy_batch(&schema("t", false), Position(1), &rows, true).unwrap();
     s.apply(&Batch::new(Position(1))).unwrap();
     let (mut df, v) = dataflow();
     df.set_applied(Position(1));

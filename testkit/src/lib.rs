@@ -1,7 +1,7 @@
 //! What freshet's tests share, so that each helper exists once: the URL of the test server
 //! (a test that needs it fails, never skips, when it is not set), database URLs derived from
-//! it, a plain HTTP GET for the admin listener, the catalogs several tests declare, and freshet
-//! run in the test's own process.
+//! it, a plain HTTP GET for the admin listener, the catalogs several tests declare, freshet
+//! run in the test's own process, and the freshet binary run as a child ([`process`]).
 //!
 //! A dev-dependency only (`publish = false`): nothing in a shipped crate depends on it. The
 //! heavier parts are behind features so that a crate's tests compile only what they use:
@@ -12,6 +12,7 @@ pub mod catalog;
 #[cfg(feature = "freshet")]
 pub mod freshet;
 pub mod http;
+pub mod process;
 
 /// How to provide the test server; the panics below say it.
 pub const HOW: &str =

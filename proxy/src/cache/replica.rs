@@ -12,10 +12,19 @@
 //!   "not ready" itself too, so a race costs a retry, never a wrong row).
 //! - A gap in the stream (resumed at the server's current position, or an untrusted
 //!   transaction) leaves the store without some changes: every table is reset and copied again.
-//! - DDL that changes a replicated table's schema drops that table's rows (register sees the new
-//!   schema) and copies it again; its fills go to the upstream meanwhile, so rows of the old
-//!   shape are never served. TRUNCATE (no row events) drops the rows the same way; a dropped
-//!   table is forgotten, and copied again if it is created again.
+//! - DDL that changes a replicated table's columns rewrites its stored rows in place when the
+//!   primary key is kept (`freshet_replica::store` `reshape`: unchanged columns kept, the others
+//!   read from the upstream), else drops them and copies the table again; its fills go to the
+//!   upstream until that is done, so rows of the old shape are never served. A column counts as
+//!   unchanged only with the same name, type, nullability, collation and decode facts. TRUNCATE
+//!   (no row events) drops the rows; a dropped table is forgotten, and copied again if it is
+//!   created again.
+//! - A table a runtime `CREATE CACHE` reads is registered when the writer handles the stream's
+//!   announcement that it carries the table (`Replica::follow`), so the store applies every
+//!   later transaction to it, and copied in the background like the others; the copy's
+//!   snapshot is opened after that point, so the usual copy rules make it exact. At start, tables
+//!   stored by an earlier run and not replicated by this one are dropped (the stream skipped
+//!   them).
 //! - An error applying a batch stops the replica for this run (fills go upstream) rather than
 //!   let it drift from the views.
 
@@ -27,7 +36,8 @@ use std::time::Duration;
 
 use freshet_cdc::{BinlogPos, BinlogStream, DdlKind, StartAt, StreamConfig, TableInfo};
 use freshet_dataflow::{Batch, FillError, FillRequest, FillResponse, Position};
-use freshet_replica::{CopyFigures, CopyStats, ReplicaStore, SnapshotConfig, copy_tables};
+use freshet_replica::store::Altered;
+use freshet_replica::{CopyFigures, CopyState, CopyStats, ReplicaStore, SnapshotConfig, copy_tables};
 use mysql_async::Opts;
 use tokio::sync::Notify;
 use tracing::{info, warn};
@@ -37,8 +47,12 @@ pub struct Replica {
     store: Arc<ReplicaStore>,
     opts: Opts,
     database: String,
-    /// The tables cached queries read (those replicated when they exist and have a key).
-    wanted: Vec<String>,
+    /// The tables cached queries read (those replicated when they exist and have a key); grows
+    /// when `CREATE CACHE` reads a new one ([`Replica::follow`]).
+    wanted: std::sync::Mutex<Vec<String>>,
+    /// Every table of the database as last known (the stream's at start, then each DDL's), so
+    /// that a table a new cache reads can be registered.
+    known: std::sync::Mutex<HashMap<String, TableInfo>>,
     /// What the copy needs of each replicated table, by the server's name for it.
     infos: std::sync::Mutex<HashMap<String, TableInfo>>,
     cfg: SnapshotConfig,
@@ -82,6 +96,7 @@ impl Replica {
         if let Resume::Fresh(p) | Resume::Gap(p) = resume {
             store.set_position(p)?;
         }
+        let known = infos.clone();
         let mut replicated = HashMap::new();
         for t in tables {
             let Some((_, info)) = infos.iter().find(|(n, _)| n.eq_ignore_ascii_case(t)) else { continue };
@@ -93,12 +108,18 @@ impl Replica {
                 Err(e) => warn!(table = %t, error = %e, "replica: table not replicated; its fills go to the upstream"),
             }
         }
+        // Tables of earlier runs that this one does not replicate: the stream is not applied
+        // to them from here on, so their rows would be stale if a cache read them again.
+        for gone in store.forget_unregistered()? {
+            info!(table = %gone, "replica: table no longer replicated; its rows are dropped");
+        }
         let cfg = SnapshotConfig { batch_rows: batch_rows as usize, ..SnapshotConfig::default() };
         let replica = Arc::new(Replica {
             store,
             opts,
             database: database.to_string(),
-            wanted: tables.to_vec(),
+            wanted: std::sync::Mutex::new(tables.to_vec()),
+            known: std::sync::Mutex::new(known),
             infos: std::sync::Mutex::new(replicated),
             cfg,
             stats: Arc::new(CopyStats::default()),
@@ -126,13 +147,19 @@ impl Replica {
     pub fn render_metrics(&self, out: &mut String) {
         use std::fmt::Write;
         let f = self.figures();
-        let gauges: [(&str, &str, &str, String); 8] = [
+        let gauges: [(&str, &str, &str, String); 9] = [
             ("freshet_replica_copy_rows_total", "counter", "Rows copied into the replica by this process.", f.copy.rows_copied.to_string()),
             (
                 "freshet_replica_copy_bytes_total",
                 "counter",
                 "Bytes of rows copied into the replica by this process.",
                 f.copy.bytes_copied.to_string(),
+            ),
+            (
+                "freshet_replica_rewrite_rows_total",
+                "counter",
+                "Rows rewritten in place after DDL changed their table's columns (instead of copied again).",
+                f.copy.rows_rewritten.to_string(),
             ),
             (
                 "freshet_replica_copy_rows_estimated",
@@ -174,6 +201,7 @@ impl Replica {
             ("fill_source", "replica".to_string()),
             ("replica_tables_copied", format!("{} of {}", f.copy.tables_done, f.copy.tables_total)),
             ("replica_rows_copied", format!("{} of about {}", f.copy.rows_copied, f.copy.rows_estimated)),
+            ("replica_rows_rewritten", f.copy.rows_rewritten.to_string()),
             ("replica_copy_rows_per_second", format!("{:.0}", f.copy.rows_per_sec)),
             ("replica_fills", f.fills.to_string()),
             ("replica_following", if f.following { "yes" } else { "no" }.to_string()),
@@ -221,11 +249,55 @@ impl Replica {
         self.recopy.notify_one();
     }
 
-    /// DDL on a table cached queries read: a changed schema (register drops the old rows),
-    /// a TRUNCATE (no row events: the rows are dropped here) or a table created again is copied
-    /// again; a dropped table is forgotten until it is created again.
+    /// Tables the stream now carries in every later batch (`StreamEvent::Following`, in stream
+    /// order): those not replicated yet (a `CREATE CACHE` on a table no cache read) are
+    /// registered here, so every later transaction is applied to them, and copied in the
+    /// background; their fills go to the upstream until the copy is done and caught up.
+    pub(super) fn follow(&self, tables: &[String]) {
+        let mut infos = self.infos.lock().unwrap_or_else(|e| e.into_inner());
+        let mut wanted = self.wanted.lock().unwrap_or_else(|e| e.into_inner());
+        let mut added = false;
+        for t in tables {
+            if infos.keys().any(|k| k.eq_ignore_ascii_case(t)) {
+                continue;
+            }
+            if !wanted.iter().any(|w| w.eq_ignore_ascii_case(t)) {
+                wanted.push(t.clone());
+            }
+            let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            // Not there yet: a CREATE TABLE registers it (`schema_changed`).
+            let Some(info) = known.iter().find(|(n, _)| n.eq_ignore_ascii_case(t)).map(|(_, i)| i.clone()) else { continue };
+            drop(known);
+            // Rows kept from an earlier registration were not kept current since: copy again.
+            let registered = self.store.register(&info.schema).and_then(|kept| if kept { self.store.reset(&info.schema) } else { Ok(()) });
+            match registered {
+                Ok(()) => {
+                    info!(table = %t, "replica: table registered for a new cache; copying it");
+                    infos.insert(info.schema.name.clone(), info);
+                    added = true;
+                }
+                Err(e) => warn!(table = %t, error = %e, "replica: table not replicated; its fills go to the upstream"),
+            }
+        }
+        if added {
+            self.recopy.notify_one();
+        }
+    }
+
+    /// DDL on a table cached queries read: a changed schema is applied to the stored rows in
+    /// place when the store can (`ReplicaStore::alter`: columns dropped, added or changed, the
+    /// primary key kept) or the table is copied again; a TRUNCATE (no row events: the rows are
+    /// dropped here) or a table created again is copied again; a dropped table is forgotten
+    /// until it is created again. Either way it is not answered from until that is done.
     pub(super) fn schema_changed(&self, table: &str, kind: DdlKind, info: Option<&TableInfo>) {
-        if !self.wanted.iter().any(|w| w.eq_ignore_ascii_case(table)) {
+        {
+            let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+            known.retain(|k, _| !k.eq_ignore_ascii_case(table));
+            if let Some(i) = info {
+                known.insert(i.schema.name.clone(), i.clone());
+            }
+        }
+        if !self.wanted.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|w| w.eq_ignore_ascii_case(table)) {
             return;
         }
         let mut infos = self.infos.lock().unwrap_or_else(|e| e.into_inner());
@@ -239,23 +311,41 @@ impl Replica {
             }
             return;
         };
-        let registered = match self.store.register(&info.schema) {
-            Ok(true) if kind == DdlKind::Truncate => self.store.reset(&info.schema).map(|_| false),
-            other => other,
-        };
-        match registered {
-            Ok(true) => {}
-            Ok(false) => {
-                info!(table, ?kind, "replica: copying the table again");
-                self.recopy.notify_one();
+        let altered = match (&old, kind) {
+            (_, DdlKind::Truncate) => {
+                self.store.register(&info.schema).and_then(|_| self.store.reset(&info.schema)).map(|_| Altered::Recopy)
             }
+            (Some(old), _) => self.store.alter(&info.schema, &unchanged_columns(old, info)),
+            (None, _) => self.store.register(&info.schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy }),
+        };
+        match altered {
+            Ok(Altered::InPlace) => info!(table, ?kind, "replica: rewriting the table's rows to its new schema"),
+            Ok(Altered::Recopy) => info!(table, ?kind, "replica: copying the table again"),
+            Ok(Altered::Unchanged) => {}
             Err(e) => {
                 warn!(table, error = %e, "replica: table no longer replicated; its fills go to the upstream");
                 return;
             }
         }
         infos.insert(info.schema.name.clone(), info.clone());
+        if !matches!(self.store.copy_state(table), Some(CopyState::Done { .. })) {
+            self.recopy.notify_one();
+        }
     }
+}
+
+/// For each column of `new`, its position in `old` if it is the same column: same name, type,
+/// nullability, collation and decoding (so its stored values are the server's values for it).
+fn unchanged_columns(old: &TableInfo, new: &TableInfo) -> Vec<Option<usize>> {
+    new.schema
+        .columns
+        .iter()
+        .zip(&new.decode)
+        .map(|(c, d)| {
+            let o = old.schema.column_index(&c.name)?;
+            (old.schema.columns[o] == *c && old.decode.get(o) == Some(d)).then_some(o)
+        })
+        .collect()
 }
 
 /// Copies what is not copied, then waits for [`Replica::gap`] or a schema change to ask again.

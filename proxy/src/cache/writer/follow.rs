@@ -68,6 +68,10 @@ impl Writer {
     /// Proof that every later batch carries `tables` (case 1 or 2 of the module header):
     /// caches waiting for them are installed, caches waiting since DDL are tried again.
     pub(super) fn now_following(&mut self, tables: Vec<String>) {
+        // The replica starts applying them here, in stream order, and copies them.
+        if let Some(r) = &self.replica {
+            r.follow(&tables);
+        }
         for t in tables {
             if !self.followed.iter().any(|f| f.eq_ignore_ascii_case(&t)) {
                 self.followed.push(t);
