@@ -45,7 +45,9 @@
 //!   (identical plans share one view; views with an identical stateful subtree share its
 //!   operators and state, see `domain_of`). `alter_table` applies DDL (affected views are
 //!   dropped and recompiled; old readers answer `NoView`), `drop_view` removes one.
-//! - `apply(&Batch)` — in position order; changes become visible per batch.
+//! - `apply(&Batch)` — in position order; changes become visible per batch. `apply_held`
+//!   applies without republishing and `publish_held` then republishes every partition the held
+//!   batches touched once (the writer's step): readers see whole batches, several at a time.
 //! - `reader(ViewId)` → [`Reader`] (Clone + Send + Sync): `lookup(&params)` →
 //!   [`Lookup::Hit`]`(rows)` in the query's column order, or [`Lookup::Miss`]`(keys)`. Never
 //!   waits for the writer. `lookup_in(&param_slots, &params)` reads several values per key
@@ -93,6 +95,7 @@ pub mod delta;
 pub mod eval;
 pub mod expr;
 pub mod fill;
+pub mod hash;
 pub mod ops;
 pub mod plan;
 pub mod render;

@@ -622,3 +622,45 @@ fn warming_a_remembered_key_fills_it_without_counting_a_read() {
     assert_eq!(w.read(v, &[int(10), int(0)], false), vec![row(vec![int(1), txt("Hello")])]);
     assert_eq!(w.df.stats(v).unwrap().hits, 1);
 }
+
+/// `apply_held` changes no reader entry until `publish_held`, which shows every held batch at
+/// once; an operation that installs a fill publishes what is held first, so a fill's entry is
+/// never published beside older entries of the held batches' partitions.
+#[test]
+fn held_batches_are_published_together() {
+    let mut w = World::new();
+    seed(&mut w);
+    let q = "SELECT s.id, COUNT(v.user_id) FROM stories s LEFT JOIN votes v ON v.story_id = s.id WHERE s.id = ? GROUP BY s.id";
+    let v = w.df.install_sql(q).unwrap();
+    let top = w.df.install_sql("SELECT story_id, COUNT(*) AS n FROM votes GROUP BY story_id ORDER BY n DESC, story_id LIMIT 1").unwrap();
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(1), int(3)])]);
+    assert_eq!(w.read(top, &[], false), vec![row(vec![int(1), int(3)])]);
+    let held = |w: &mut World, f: &dyn Fn(&mut Batch)| {
+        w.pos += 1;
+        let mut b = Batch::new(Position(w.pos));
+        f(&mut b);
+        w.store.apply(&b);
+        w.df.apply_held(&b).unwrap();
+    };
+    for u in 4..7 {
+        held(&mut w, &|b| {
+            b.insert("votes", row(vec![int(u), int(2), int(0)]));
+        });
+    }
+    held(&mut w, &|b| {
+        b.delete("votes", row(vec![int(1), int(1), int(10)]));
+    });
+    assert_eq!(w.df.applied(), Position(w.pos));
+    // Nothing held is visible yet.
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(1), int(3)])]);
+    assert_eq!(w.read(top, &[], false), vec![row(vec![int(1), int(3)])]);
+    w.df.publish_held();
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(1), int(2)])]);
+    assert_eq!(w.read(top, &[], false), vec![row(vec![int(2), int(4)])]);
+    // A fill installed while batches are held publishes them first.
+    held(&mut w, &|b| {
+        b.insert("votes", row(vec![int(9), int(1), int(0)]));
+    });
+    assert_eq!(w.read(v, &[int(2)], false), vec![row(vec![int(2), int(4)])]);
+    assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(1), int(3)])]);
+}

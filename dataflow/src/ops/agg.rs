@@ -3,12 +3,13 @@
 //! [`KeyState`] steps that turn deltas into group changes. The invariants are the operators'
 //! (see the parent module): `+w` then `-w` restores a group exactly, bytes included.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::{Delta, Key, KeyState, NodeState, SLOT};
 use crate::expr::{div_dec, is_true};
+use crate::hash::Map;
 use crate::plan::{AggKind, AggSpec};
-use crate::value::{Decimal, ExactRow, Row, Value, row_bytes};
+use crate::value::{Decimal, Row, Value, row_bytes};
 
 /// Sum/average accumulator: exact part (integers and decimals) and float part kept apart so
 /// that deleting values is exact whenever the inputs are exact.
@@ -88,7 +89,7 @@ pub(super) enum Acc {
     Avg(SumAcc),
     Min(BTreeMap<Value, i64>),
     Max(BTreeMap<Value, i64>),
-    Distinct(HashMap<Value, i64>),
+    Distinct(Map<Value, i64>),
 }
 
 pub(super) fn add_count<K: Ord + Clone>(m: &mut BTreeMap<K, i64>, k: &K, w: i64) -> isize {
@@ -110,7 +111,7 @@ impl Acc {
             AggKind::Avg => Acc::Avg(SumAcc::default()),
             AggKind::Min => Acc::Min(BTreeMap::new()),
             AggKind::Max => Acc::Max(BTreeMap::new()),
-            AggKind::CountDistinct => Acc::Distinct(HashMap::new()),
+            AggKind::CountDistinct => Acc::Distinct(Map::default()),
         }
     }
     /// Applies `(row, w)`; returns the change in stored bytes.
@@ -219,19 +220,24 @@ impl Group {
 impl KeyState {
     pub(super) fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>) -> Vec<Delta> {
         let NodeState::Agg(groups) = &mut self.states[idx] else { return vec![] };
-        let mut old: HashMap<Key, Option<Row>> = HashMap::new();
+        let mut old: Map<Key, Option<Row>> = Map::default();
         let mut bytes = 0isize;
         for (row, w) in d {
-            let gk: Key = row.iter().take(group).cloned().collect();
-            if !old.contains_key(&gk) {
-                old.insert(gk.clone(), groups.get(&gk).map(group_output));
+            // Looked up by the row's own prefix: a key is allocated only for a new group.
+            let gk = &row[..group.min(row.len())];
+            if !old.contains_key(gk) {
+                old.insert(gk.into(), groups.get(gk).map(group_output));
             }
-            let g = groups.entry(gk.clone()).or_insert_with(|| {
-                bytes += (row_bytes(&gk) * 2 + SLOT) as isize;
-                Group { values: gk.clone(), spellings: Vec::new(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() }
-            });
+            let g = match groups.get_mut(gk) {
+                Some(g) => g,
+                None => {
+                    bytes += (row_bytes(gk) * 2 + SLOT) as isize;
+                    let accs = aggs.iter().map(|a| Acc::new(a.kind)).collect();
+                    groups.entry(gk.into()).or_insert(Group { values: gk.into(), spellings: Vec::new(), rows: 0, accs })
+                }
+            };
             g.rows += w;
-            bytes += g.count_spelling(&row[..group.min(row.len())], w);
+            bytes += g.count_spelling(gk, w);
             for (acc, spec) in g.accs.iter_mut().zip(aggs) {
                 bytes += acc.apply(spec, &row, w);
             }
@@ -251,7 +257,7 @@ impl KeyState {
                 None => None,
             };
             if let (Some(b), Some(a)) = (&before, &after)
-                && ExactRow(b.clone()) == ExactRow(a.clone())
+                && exact_eq(b, a)
             {
                 continue;
             }
@@ -270,7 +276,7 @@ impl KeyState {
     /// them has (see [`Group`]: the same bookkeeping, without accumulators).
     pub(super) fn distinct(&mut self, idx: usize, d: Vec<Delta>) -> Vec<Delta> {
         let NodeState::Distinct(counts) = &mut self.states[idx] else { return vec![] };
-        let mut before: HashMap<Row, Option<Row>> = HashMap::new();
+        let mut before: Map<Row, Option<Row>> = Map::default();
         let mut bytes = 0isize;
         for (row, w) in d {
             if !before.contains_key(&row) {

@@ -4,15 +4,52 @@
 //! Owns: [`Bucket`], the join methods of [`KeyState`]. Does not own: which keys a partition
 //! covers or why (the fill and the view decide; see the parent's header for the invariants).
 
-use std::collections::HashMap;
-
 use super::{Delta, Key, KeyState, NodeState, SLOT};
+use crate::hash::Map;
 use crate::plan::JoinKind;
 use crate::value::{ExactRow, Row, Value, row_bytes};
 
 pub(super) fn join_key(row: &[Value], cols: &[usize]) -> Option<Key> {
     let k: Key = cols.iter().map(|&c| row.get(c).cloned().unwrap_or(Value::Null)).collect();
     if k.iter().any(Value::is_null) { None } else { Some(k) }
+}
+
+/// A row's join key, borrowed from the row for the usual single column (looking a bucket up
+/// allocates nothing), owned for several.
+pub(super) enum JoinKey<'a> {
+    One(&'a Value),
+    Many(Key),
+}
+
+impl JoinKey<'_> {
+    pub(super) fn as_slice(&self) -> &[Value] {
+        match self {
+            JoinKey::One(v) => std::slice::from_ref(*v),
+            JoinKey::Many(k) => k,
+        }
+    }
+}
+
+/// As [`join_key`], without allocating for one column: `None` if any key column is NULL.
+pub(super) fn join_key_ref<'a>(row: &'a [Value], cols: &[usize]) -> Option<JoinKey<'a>> {
+    match cols {
+        [c] => row.get(*c).filter(|v| !v.is_null()).map(JoinKey::One),
+        _ => join_key(row, cols).map(JoinKey::Many),
+    }
+}
+
+/// Adds `w` copies of `row` to the bucket of `key` in `side` (created and dropped as needed);
+/// returns the byte change.
+fn side_add(side: &mut Map<Key, Bucket>, key: &[Value], row: &Row, w: i64) -> isize {
+    if !side.contains_key(key) {
+        side.insert(key.into(), Bucket::default());
+    }
+    let Some(bucket) = side.get_mut(key) else { return 0 };
+    let bytes = bucket_add(bucket, row, w);
+    if bucket.is_empty() {
+        side.remove(key);
+    }
+    bytes
 }
 
 pub(super) fn concat(a: &[Value], b: &[Value]) -> Row {
@@ -26,7 +63,7 @@ pub(super) fn nulls(n: usize) -> Vec<Value> {
 /// The rows of one join input that share a join key, with multiplicities and their total.
 #[derive(Debug, Default)]
 pub(super) struct Bucket {
-    pub(super) rows: HashMap<ExactRow, i64>,
+    pub(super) rows: Map<ExactRow, i64>,
     pub(super) total: i64,
 }
 
@@ -42,17 +79,23 @@ impl Bucket {
 /// Adds `w` copies of `row` to a bucket; returns the byte change.
 pub(super) fn bucket_add(bucket: &mut Bucket, row: &Row, w: i64) -> isize {
     bucket.total += w;
-    let e = bucket.rows.entry(ExactRow(row.clone())).or_insert(0);
-    let was = *e;
-    *e += w;
     let b = (row_bytes(row) + SLOT) as isize;
-    if *e == 0 {
-        bucket.rows.remove(&ExactRow(row.clone()));
-        -b
-    } else if was == 0 {
-        b
-    } else {
-        0
+    let key = ExactRow(row.clone());
+    match bucket.rows.get_mut(&key) {
+        Some(e) => {
+            *e += w;
+            if *e == 0 {
+                bucket.rows.remove(&key);
+                -b
+            } else {
+                0
+            }
+        }
+        None if w == 0 => 0,
+        None => {
+            bucket.rows.insert(key, w);
+            b
+        }
     }
 }
 
@@ -92,9 +135,11 @@ impl KeyState {
         let mut out = Vec::new();
         let mut bytes = 0isize;
         let count = bucket_count;
+        let null_left = nulls(lcols.len());
+        let null_right = nulls(rcols.len());
         for (l, w) in dl {
-            let jk = join_key(&l, &lcols);
-            let matches = jk.as_ref().and_then(|k| rs.get(k));
+            let jk = join_key_ref(&l, &lcols);
+            let matches = jk.as_ref().and_then(|k| rs.get(k.as_slice()));
             if let Some(m) = matches {
                 for (r, c) in m.iter() {
                     out.push((concat(&l, &r.0), w * c));
@@ -105,19 +150,15 @@ impl KeyState {
             }
             // Rows with a NULL join key never match but are kept under the all-NULL key so
             // that the full output can be rebuilt from state.
-            let k = jk.unwrap_or_else(|| nulls(lcols.len()).into());
-            let bucket = ls.entry(k.clone()).or_default();
-            bytes += bucket_add(bucket, &l, w);
-            if bucket.is_empty() {
-                ls.remove(&k);
-            }
+            let k = jk.as_ref().map_or(&null_left[..], JoinKey::as_slice);
+            bytes += side_add(ls, k, &l, w);
         }
         for (r, w) in dr {
-            let jk = join_key(&r, &rcols);
+            let jk = join_key_ref(&r, &rcols);
             if let Some(k) = &jk {
-                let before = count(rs.get(k));
+                let before = count(rs.get(k.as_slice()));
                 let after = before + w;
-                if let Some(lrows) = ls.get(k) {
+                if let Some(lrows) = ls.get(k.as_slice()) {
                     for (l, c) in lrows.iter() {
                         out.push((concat(&l.0, &r), w * c));
                         if kind == JoinKind::Left {
@@ -130,12 +171,8 @@ impl KeyState {
                     }
                 }
             }
-            let k = jk.unwrap_or_else(|| nulls(rcols.len()).into());
-            let bucket = rs.entry(k.clone()).or_default();
-            bytes += bucket_add(bucket, &r, w);
-            if bucket.is_empty() {
-                rs.remove(&k);
-            }
+            let k = jk.as_ref().map_or(&null_right[..], JoinKey::as_slice);
+            bytes += side_add(rs, k, &r, w);
         }
         self.bytes += bytes;
         out

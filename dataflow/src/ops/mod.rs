@@ -36,7 +36,7 @@
 //!   partition, which refills on demand. Every covered key is charged twice in `bytes`: once
 //!   here and once for the view's dimension index entry that mirrors it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 mod agg;
 mod join;
@@ -49,6 +49,7 @@ use topk::{TopState, window};
 
 use crate::delta::Position;
 use crate::expr::is_true;
+use crate::hash::{Map, Set};
 use crate::plan::{AggSpec, JoinKind, Node};
 use crate::value::{ExactRow, Row, Value, row_bytes};
 
@@ -87,6 +88,9 @@ pub struct Graph {
     pub topk_slack: usize,
     /// Per node: true for a dimension join (see [`Node::is_dimension_join`]).
     pub dim: Vec<bool>,
+    /// Per node: how many times its output is read (input edges of later nodes, and reader
+    /// roots), so that `process` moves an output to its last reader instead of copying it.
+    uses: Vec<u32>,
     index: HashMap<Node, usize>,
 }
 
@@ -104,6 +108,7 @@ impl Graph {
     /// Adds a tree, reusing every node already present; returns the new reader's index.
     pub fn add_root(&mut self, root: &Node) -> usize {
         let r = self.add(root);
+        self.uses[r] += 1;
         self.roots.push(r);
         self.roots.len() - 1
     }
@@ -111,7 +116,11 @@ impl Graph {
         if let Some(&i) = self.index.get(n) {
             return i;
         }
-        let inputs = n.inputs().into_iter().map(|i| self.add(i)).collect();
+        let inputs: Vec<usize> = n.inputs().into_iter().map(|i| self.add(i)).collect();
+        for &i in &inputs {
+            self.uses[i] += 1;
+        }
+        self.uses.push(0);
         self.dim.push(n.is_dimension_join());
         self.nodes.push(GNode { tree: n.clone(), inputs });
         self.index.insert(n.clone(), self.nodes.len() - 1);
@@ -131,9 +140,9 @@ impl Graph {
 #[derive(Debug)]
 enum NodeState {
     None,
-    Join([HashMap<Key, Bucket>; 2]),
-    Agg(HashMap<Key, Group>),
-    Distinct(HashMap<Row, Group>),
+    Join([Map<Key, Bucket>; 2]),
+    Agg(Map<Key, Group>),
+    Distinct(Map<Row, Group>),
     TopK(TopState),
 }
 
@@ -144,7 +153,7 @@ pub struct KeyState {
     pub key: Key,
     states: Vec<NodeState>,
     /// Rows of each reader (exact multisets), by reader index.
-    readers: Vec<HashMap<ExactRow, i64>>,
+    readers: Vec<Map<ExactRow, i64>>,
     /// Bytes held by this partition (states + reader), maintained incrementally.
     bytes: isize,
     /// Position the fill reflected: batches at or before it are skipped for this partition.
@@ -153,7 +162,7 @@ pub struct KeyState {
     /// key it does not cover; the partition must be evicted and refilled.
     pub needs_refill: bool,
     /// Per dimension join node: the join keys whose dimension rows this partition holds.
-    cover: HashMap<usize, HashSet<Key>>,
+    cover: HashMap<usize, Set<Key>>,
 }
 
 impl KeyState {
@@ -166,14 +175,14 @@ impl KeyState {
             .nodes
             .iter()
             .map(|n| match &n.tree {
-                Node::Join { .. } => NodeState::Join([HashMap::new(), HashMap::new()]),
-                Node::Aggregate { .. } => NodeState::Agg(HashMap::new()),
-                Node::Distinct { .. } => NodeState::Distinct(HashMap::new()),
+                Node::Join { .. } => NodeState::Join([Map::default(), Map::default()]),
+                Node::Aggregate { .. } => NodeState::Agg(Map::default()),
+                Node::Distinct { .. } => NodeState::Distinct(Map::default()),
                 Node::TopK { .. } => NodeState::TopK(TopState { complete: true, ..TopState::default() }),
                 _ => NodeState::None,
             })
             .collect();
-        let readers = vec![HashMap::new(); graph.roots.len()];
+        let readers = (0..graph.roots.len()).map(|_| Map::default()).collect();
         let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: HashMap::new() };
         if !silent_globals {
             return ks;
@@ -257,14 +266,19 @@ impl KeyState {
         for (row, w) in deltas {
             let b = (row_bytes(&row) + SLOT) as isize;
             let key = ExactRow(row);
-            let e = map.entry(key.clone()).or_insert(0);
-            let was = *e;
-            *e += w;
-            if *e == 0 {
-                map.remove(&key);
-                self.bytes -= b;
-            } else if was == 0 {
-                self.bytes += b;
+            match map.get_mut(&key) {
+                Some(e) => {
+                    *e += w;
+                    if *e == 0 {
+                        map.remove(&key);
+                        self.bytes -= b;
+                    }
+                }
+                None if w == 0 => {}
+                None => {
+                    map.insert(key, w);
+                    self.bytes += b;
+                }
             }
         }
     }
@@ -290,9 +304,14 @@ impl KeyState {
     /// result to the reader rows.
     pub fn process(&mut self, graph: &Graph, base: &mut [Vec<Delta>]) {
         let mut outs: Vec<Vec<Delta>> = Vec::with_capacity(graph.nodes.len());
+        // Reads left per node output: the last read moves it, earlier ones (a subtree shared
+        // by several nodes or readers) copy it.
+        let mut left = graph.uses.clone();
+        let mut take = |j: usize, outs: &mut Vec<Vec<Delta>>| {
+            left[j] = left[j].saturating_sub(1);
+            if left[j] == 0 { std::mem::take(&mut outs[j]) } else { outs[j].clone() }
+        };
         for (i, n) in graph.nodes.iter().enumerate() {
-            // Inputs are cloned, not moved: with shared subtrees a node can feed several.
-            let take = |j: usize, outs: &mut Vec<Vec<Delta>>| outs[j].clone();
             let out = match &n.tree {
                 Node::Base { occ, .. } => base.get_mut(*occ).map(std::mem::take).unwrap_or_default(),
                 Node::Filter { pred, .. } => {
@@ -339,7 +358,7 @@ impl KeyState {
             outs.push(out);
         }
         for (i, &root) in graph.roots.iter().enumerate() {
-            let d = outs.get(root).cloned().unwrap_or_default();
+            let d = if root < outs.len() { take(root, &mut outs) } else { Vec::new() };
             self.apply_reader(i, d);
         }
     }

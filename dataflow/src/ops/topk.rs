@@ -2,10 +2,11 @@
 //! it shows, and the [`KeyState`] step that keeps it (see the parent module for when a prefix
 //! too short to fill the window makes the partition need a refill).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use super::agg::add_count;
 use super::{Delta, KeyState, NodeState, SLOT};
+use crate::hash::Map;
 use crate::plan::OrderSpec;
 use crate::value::{ExactRow, Row, Value, row_bytes};
 
@@ -59,11 +60,17 @@ impl KeyState {
             return vec![];
         }
         let cap = (offset + limit).saturating_add(slack) as i64;
-        let before = window(&st.rows, limit, offset);
+        // The window before the first change that can move it; until then, changes past the
+        // window's last row (most of them: a vote for a story far from the top) leave it as it
+        // is, and the step costs no window copies.
+        let mut before: Option<Vec<Row>> = None;
         let mut bytes = 0isize;
         for (row, w) in d {
             let b = (row_bytes(&row) * 2 + SLOT) as isize;
             let k = sort_key(&row, order);
+            if before.is_none() && !past_window(&st.rows, &k, limit + offset) {
+                before = Some(window(&st.rows, limit, offset));
+            }
             if w > 0 {
                 let beyond = !st.complete && st.rows.keys().next_back().is_none_or(|last| k >= *last);
                 if beyond {
@@ -90,9 +97,11 @@ impl KeyState {
         if !st.complete && st.count < (offset + limit) as i64 {
             self.needs_refill = true;
         }
-        let after = window(&st.rows, limit, offset);
         self.bytes += bytes;
-        diff(before, after)
+        match before {
+            Some(before) => diff(before, window(&st.rows, limit, offset)),
+            None => Vec::new(),
+        }
     }
 
     /// Marks a top-k state seeded with a server-truncated prefix of `cap` rows as possibly
@@ -104,6 +113,20 @@ impl KeyState {
             st.complete = false;
         }
     }
+}
+
+/// True if a row sorting at `k` lies after the first `shown` rows held (`OFFSET + LIMIT`), so
+/// that adding or removing it cannot change the window. Rows trimmed beyond the cap lie
+/// after it too (the cap is at least `shown`).
+fn past_window(rows: &BTreeMap<SortKey, i64>, k: &SortKey, shown: usize) -> bool {
+    let mut seen = 0usize;
+    for (held, &c) in rows {
+        seen += c.max(0) as usize;
+        if seen >= shown {
+            return *k > *held;
+        }
+    }
+    false
 }
 
 pub(super) fn window(rows: &BTreeMap<SortKey, i64>, limit: usize, offset: usize) -> Vec<Row> {
@@ -125,7 +148,7 @@ pub(super) fn window(rows: &BTreeMap<SortKey, i64>, limit: usize, offset: usize)
 }
 
 pub(super) fn diff(before: Vec<Row>, after: Vec<Row>) -> Vec<Delta> {
-    let mut m: HashMap<ExactRow, i64> = HashMap::new();
+    let mut m: Map<ExactRow, i64> = Map::default();
     for r in before {
         *m.entry(ExactRow(r)).or_insert(0) -= 1;
     }

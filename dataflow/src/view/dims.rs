@@ -25,7 +25,9 @@
 //!   dimension base that a new, different join would otherwise share), so routing a delta to
 //!   a partition once per occurrence never counts it twice.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use crate::hash::{Map, Set};
 
 use crate::delta::Position;
 use crate::expr::Expr;
@@ -85,11 +87,11 @@ pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
 
 /// Per dimension (parallel to the domain's `dims`): join key -> filled partitions covering it.
 #[derive(Debug, Default)]
-pub(super) struct DimIndex(Vec<HashMap<Key, HashSet<Key>>>);
+pub(super) struct DimIndex(Vec<Map<Key, Set<Key>>>);
 
 impl DimIndex {
     pub(super) fn new(n: usize) -> DimIndex {
-        DimIndex((0..n).map(|_| HashMap::new()).collect())
+        DimIndex((0..n).map(|_| Map::default()).collect())
     }
 
     fn slot(dims: &[Dim], node: usize) -> Option<usize> {
@@ -127,7 +129,7 @@ impl DimIndex {
     /// Number of (key, partition) entries, for tests.
     #[cfg(test)]
     pub(super) fn entries(&self) -> usize {
-        self.0.iter().flat_map(|m| m.values()).map(HashSet::len).sum()
+        self.0.iter().flat_map(|m| m.values()).map(Set::len).sum()
     }
 }
 
@@ -141,10 +143,11 @@ impl DimIndex {
 /// partition-keyed) are handled; other misses still evict.
 pub(super) fn borrow_covers(domain: &mut super::Domain, batch: &crate::delta::Batch, pos: Position) {
     for c in batch.changes.iter().filter(|c| c.insert) {
-        let t = c.table.to_ascii_lowercase();
         for (d, dim) in domain.dims.iter().enumerate() {
             let Some((from, from_cols)) = &dim.from else { continue };
-            let Some((_, _, kcols)) = domain.occs.iter().find(|(o, table, _)| o == from && *table == t) else { continue };
+            let Some((_, _, kcols)) = domain.occs.iter().find(|(o, table, _)| o == from && table.eq_ignore_ascii_case(&c.table)) else {
+                continue;
+            };
             let Some(part) = key_of(&c.row, kcols) else { continue };
             let Some(k) = key_of(&c.row, from_cols) else { continue };
             // The borrower must be at the applied position too (a fill ahead of the binlog

@@ -32,8 +32,10 @@
 //!   buffered replay meets one is rejected as stale: the partition stays a hole.
 //! - **Readers never wait for the writer.** Reader entries live in a `moka` concurrent map
 //!   (lock-free reads). The writer builds a partition's complete new result and swaps one
-//!   `Arc` per partition after each batch, so a read sees either all of a batch's effect on a
-//!   partition or none of it. Misses are recorded in a small mutex-protected set that the
+//!   `Arc` per partition after each batch (or, with `apply_held`, after the last of several
+//!   held batches, at `publish_held`), so a read sees either all of a batch's effect on a
+//!   partition or none of it. Every other operation publishes held batches first, so no entry
+//!   built later (a fill) is shown beside an older entry of a held batch's partition. Misses are recorded in a small mutex-protected set that the
 //!   writer only swaps out.
 //! - **Reuse.** Views whose trees share a stateful subtree form a *domain*: one graph in
 //!   which identical subtrees are stored once (their operators and state are shared), and one
@@ -52,6 +54,7 @@
 
 mod dims;
 mod explain;
+mod publish;
 mod reader;
 mod renumber;
 mod seeding;
@@ -65,6 +68,7 @@ use moka::policy::EvictionPolicy;
 
 use dims::{Dim, DimIndex, DimLog, borrow_covers, find_dims};
 pub use explain::{Explanation, explain_sql};
+use publish::{drop_part, publish};
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
 use reader::{Counters, EntryKey, Evicted, Shared, stats_of};
 use renumber::renumber;
@@ -74,10 +78,11 @@ use crate::compile::{Catalog, CompiledQuery, Refusal, compile};
 use crate::cost::{CostBounds, cost_bounds};
 use crate::delta::{Batch, Position};
 use crate::fill::{FillError, FillRequest, FillResponse, FillSource, FillTicket, ViewId};
-use crate::ops::{Delta, Graph, Key, KeyState, sort_rows};
+use crate::hash::{Map, Set};
+use crate::ops::{Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::schema::TableSchema;
-use crate::value::{Value, exact_row_cmp, row_bytes};
+use crate::value::Value;
 
 /// Base deltas of one batch, indexed by base occurrence.
 type OccDeltas = Vec<Vec<Delta>>;
@@ -122,8 +127,11 @@ struct Domain {
     dim_log: DimLog,
     n_occ: usize,
     slots: Vec<Slot>,
-    parts: HashMap<Key, Part>,
-    pending: HashMap<Key, Pending>,
+    parts: Map<Key, Part>,
+    pending: Map<Key, Pending>,
+    /// Filled partitions changed by batches applied with [`Dataflow::apply_held`] whose reader
+    /// entries still show the state before them (republished by [`Dataflow::publish_held`]).
+    held: Set<Key>,
     /// The view fed by each reader index (`None` once dropped).
     views: Vec<Option<ViewId>>,
     /// Changes whenever the graph (and so the layout of fill requests) changes; responses
@@ -186,8 +194,9 @@ impl Domain {
             dim_log: DimLog::default(),
             n_occ: 0,
             slots: Vec::new(),
-            parts: HashMap::new(),
-            pending: HashMap::new(),
+            parts: Map::default(),
+            pending: Map::default(),
+            held: Set::default(),
             views: Vec::new(),
             epoch: 0,
         }
@@ -249,14 +258,15 @@ impl Domain {
     /// dimension rows go to the filled partitions covering their key (the index), and, when
     /// some partition is pending (its cover is not known until its fill arrives), to the
     /// second result, for the shared log.
-    fn route(&self, batch: &Batch) -> (HashMap<Key, OccDeltas>, Option<OccDeltas>) {
+    fn route(&self, batch: &Batch) -> (Map<Key, OccDeltas>, Option<OccDeltas>) {
         let domain = self;
-        let mut per_key: HashMap<Key, OccDeltas> = HashMap::new();
+        let mut per_key: Map<Key, OccDeltas> = Map::default();
         let mut for_pending: Option<OccDeltas> = None;
         for c in &batch.changes {
-            let t = c.table.to_ascii_lowercase();
+            // Names are kept lower-case; compared without allocating a lower-case copy.
+            let is = |t: &str| t.eq_ignore_ascii_case(&c.table);
             for (occ, table, key) in &domain.occs {
-                if *table != t {
+                if !is(table) {
                     continue;
                 }
                 let k: Key = key.iter().map(|&i| c.row.get(i).cloned().unwrap_or(Value::Null)).collect();
@@ -267,7 +277,7 @@ impl Domain {
                 slot[*occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
             }
             for (d, dim) in domain.dims.iter().enumerate() {
-                if dim.table != t {
+                if !is(&dim.table) {
                     continue;
                 }
                 let w = if c.insert { 1 } else { -1 };
@@ -351,6 +361,7 @@ impl Dataflow {
 
     /// Sets the applied position without a batch (at start-up, to where replication resumes).
     pub fn set_applied(&mut self, p: Position) {
+        self.publish_held();
         self.applied = self.applied.max(p);
     }
 
@@ -366,6 +377,7 @@ impl Dataflow {
     /// operators and state (exact-subtree reuse); the domain's partitions are emptied then,
     /// and refill on demand.
     pub fn install(&mut self, q: CompiledQuery) -> ViewId {
+        self.publish_held();
         let mut ident = q.clone();
         ident.sql = String::new();
         if let Some(v) = self.reuse.get(&ident) {
@@ -395,6 +407,7 @@ impl Dataflow {
     /// Drops view `v`: its reader entries are freed and its readers answer
     /// [`LookupError::NoView`]. Operators it shared stay with the other views of its domain.
     pub fn drop_view(&mut self, v: ViewId) -> bool {
+        self.publish_held();
         let Some(view) = self.views.get_mut(v.0 as usize).and_then(Option::take) else { return false };
         view.counters.dropped.store(true, AtOrd::Release);
         self.reuse.retain(|_, id| *id != v);
@@ -476,6 +489,21 @@ impl Dataflow {
     /// Applies one upstream transaction. Deltas to holes are dropped, to pending partitions
     /// buffered, to filled partitions applied; each touched partition is republished once.
     pub fn apply(&mut self, batch: &Batch) -> Result<(), ApplyError> {
+        let applied = self.apply_held(batch);
+        self.publish_held();
+        applied
+    }
+
+    /// Applies one upstream transaction like [`Dataflow::apply`] but holds back the
+    /// republication of the partitions it changed until [`Dataflow::publish_held`], so that a
+    /// partition touched by many transactions in a row (a global top-k, a popular story) is
+    /// rebuilt and swapped once for all of them. Readers keep seeing the state before the held
+    /// batches, never part of one: a partition's entry is only ever rebuilt from its state
+    /// between whole batches. Every other operation that changes the dataflow (fills,
+    /// evictions, installs, DDL) publishes what is held first, so the order of operations
+    /// readers observe is unchanged. [`Dataflow::applied`] counts held batches; a caller that
+    /// announces a position as visible publishes first.
+    pub fn apply_held(&mut self, batch: &Batch) -> Result<(), ApplyError> {
         if batch.position <= self.applied {
             return Err(ApplyError::OutOfOrder { got: batch.position, applied: self.applied });
         }
@@ -517,21 +545,38 @@ impl Dataflow {
                 if domain.parts.get(&k).is_some_and(|p| p.ks.needs_refill) {
                     drop_part(&self.shared, &self.views, domain, &k);
                 } else {
-                    publish(&self.shared, &self.views, domain, &k);
+                    domain.held.insert(k);
                 }
             }
         }
         self.applied = pos;
-        self.shared.cache.run_pending_tasks();
-        self.drain_evictions();
         Ok(())
+    }
+
+    /// Republishes every partition changed by batches applied with
+    /// [`Dataflow::apply_held`]: from here on readers see all of them.
+    pub fn publish_held(&mut self) {
+        let mut published = false;
+        for domain in self.domains.iter_mut().flatten() {
+            if domain.held.is_empty() {
+                continue;
+            }
+            for k in std::mem::take(&mut domain.held) {
+                publish(&self.shared, &self.views, domain, &k);
+            }
+            published = true;
+        }
+        if published {
+            self.shared.cache.run_pending_tasks();
+        }
+        self.drain_evictions();
     }
 
     /// Turns the misses readers recorded into fill requests: partitions already filled are
     /// republished, partitions already pending are skipped (deduplication), the rest become
     /// pending and are batched, at most `max_fill_keys` per request.
     pub fn fill_requests(&mut self) -> Vec<FillRequest> {
-        self.drain_evictions();
+        self.publish_held();
         let misses = match self.shared.misses.lock() {
             Ok(mut m) => std::mem::take(&mut *m),
             Err(_) => HashMap::new(),
@@ -550,6 +595,7 @@ impl Dataflow {
     /// Requests a fill of `keys` of view `v` (and of the views sharing its domain) directly,
     /// e.g. to warm a view.
     pub fn request_fill(&mut self, v: ViewId, keys: Vec<Key>) -> Vec<FillRequest> {
+        self.publish_held();
         let applied = self.applied;
         let max = self.max_fill_keys;
         let Some(di) = self.view(v).map(|x| x.domain) else { return vec![] };
@@ -595,7 +641,7 @@ impl Dataflow {
 
     /// Installs a fill's answer (see the module header for the position rules).
     pub fn complete_fill(&mut self, resp: FillResponse) -> FillOutcome {
-        self.drain_evictions();
+        self.publish_held();
         let mut outcome = FillOutcome::default();
         let ticket = resp.ticket;
         let Some(domain) = self.domains.get_mut(ticket.domain as usize).and_then(Option::as_mut).filter(|d| d.epoch == ticket.epoch) else {
@@ -665,6 +711,7 @@ impl Dataflow {
     /// Evicts one partition (and everything derived from it, in every view of the domain).
     /// Returns true if it was filled or pending.
     pub fn evict(&mut self, v: ViewId, key: &Key) -> bool {
+        self.publish_held();
         let Some(di) = self.view(v).map(|x| x.domain) else { return false };
         let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return false };
         let was_pending = domain.pending.remove(key).is_some();
@@ -684,6 +731,7 @@ impl Dataflow {
     /// Evicts every partition of every view (e.g. when the replication stream cannot be
     /// trusted): always correct, since partitions refill on demand.
     pub fn evict_all(&mut self) {
+        self.publish_held();
         for di in 0..self.domains.len() {
             self.evict_domain(di);
         }
@@ -711,58 +759,4 @@ impl Dataflow {
 
 fn view_counters<'a>(views: &'a [Option<View>], v: &ViewId) -> Option<&'a Counters> {
     views.get(v.0 as usize).and_then(Option::as_ref).map(|x| x.counters.as_ref())
-}
-
-fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
-    let Some(part) = domain.parts.remove(key) else { return false };
-    domain.dim_index.remove(&domain.dims, &part.ks);
-    for (r, v) in domain.views.iter().enumerate() {
-        let Some(v) = v else { continue };
-        shared.cache.invalidate(&EntryKey { view: v.0, key: key.clone() });
-        if let Some(c) = view_counters(views, v) {
-            c.keys.fetch_sub(1, AtOrd::Relaxed);
-            c.bytes.fetch_sub(part.weights.get(r).copied().unwrap_or(0), AtOrd::Relaxed);
-            c.evictions.fetch_add(1, AtOrd::Relaxed);
-        }
-    }
-    true
-}
-
-/// Rebuilds and swaps in the reader entries of one filled partition, one per live view. The
-/// partition's state bytes are split evenly over the entries so that the budget counts them
-/// once.
-fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) {
-    let Some(part) = domain.parts.get_mut(key) else { return };
-    let live = domain.views.iter().flatten().count().max(1);
-    let state_share = part.ks.bytes() / live;
-    for (r, v) in domain.views.iter().enumerate() {
-        let Some(v) = v else { continue };
-        let Some(view) = views.get(v.0 as usize).and_then(Option::as_ref) else { continue };
-        let q = &view.q;
-        let rows = if q.order.is_empty() {
-            // No ORDER BY: SQL leaves the order to the server, which returns rows in the order
-            // of the index it reads, usually the primary key's. Publishing rows sorted by their
-            // columns gives that order for the common `SELECT id, ...` and a stable one
-            // otherwise, instead of the order of hash maps.
-            let mut rows = part.ks.reader_rows_cut(r, q.published);
-            rows.sort_by(|a, b| exact_row_cmp(a, b));
-            rows
-        } else {
-            // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
-            let mut rows = part.ks.reader_rows_cut(r, usize::MAX);
-            sort_rows(&mut rows, &q.order);
-            let width = q.published;
-            rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
-        };
-        let published: usize = rows.iter().map(|r| row_bytes(r)).sum();
-        let weight = (state_share + published + std::mem::size_of::<Entry>() + 64) as u64;
-        let old = part.weights.get(r).copied().unwrap_or(0);
-        view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
-        view.counters.bytes.fetch_sub(old, AtOrd::Relaxed);
-        if let Some(w) = part.weights.get_mut(r) {
-            *w = weight;
-        }
-        let entry = Entry { rows: rows.into(), weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
-        shared.cache.insert(EntryKey { view: v.0, key: key.clone() }, Arc::new(entry));
-    }
 }

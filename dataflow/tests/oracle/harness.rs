@@ -1,6 +1,7 @@
 //! The oracle simulation shared by the property tests: random base rows, a random query from
 //! the supported set, and a random interleaving of inserts, updates, deletes, replication lag,
-//! lookups, evictions, budget pressure and fills that arrive late. Used by `oracle.rs` (the
+//! lookups, evictions, budget pressure, fills that arrive late, and reader publication held
+//! back over several batches. Used by `oracle.rs` (the
 //! in-memory sources) and by the replica crate's tests (the RocksDB store as the replica
 //! source), which include this file by path.
 #![allow(dead_code)]
@@ -131,7 +132,12 @@ pub struct Sim {
     pub stale: usize,
     /// The replica fill source under test, if not the in-memory one.
     replica: Option<Box<dyn ReplicaUnderTest>>,
+    /// Batches applied since the last `publish_held`.
+    held: usize,
 }
+
+/// Batches replicated with their publication held back before the simulation publishes.
+pub const HELD_BATCHES: usize = 3;
 
 pub fn int(i: i64) -> Value {
     Value::Int(i)
@@ -164,6 +170,7 @@ impl Sim {
             nonempty: 0,
             stale: 0,
             replica: under_test,
+            held: 0,
         };
         for o in ops {
             sim.step(o);
@@ -192,7 +199,14 @@ impl Sim {
             if let Some(r) = self.replica.as_mut() {
                 r.apply(&b);
             }
-            self.df.apply(&b).unwrap();
+            // As the engine's writer does within a step: publication held back over a few
+            // batches (operations that fill or evict publish what is held first).
+            self.df.apply_held(&b).unwrap();
+            self.held += 1;
+            if self.held >= HELD_BATCHES {
+                self.df.publish_held();
+                self.held = 0;
+            }
         }
     }
     fn params(&self, view: ViewId, k: i64) -> Vec<Value> {
@@ -278,11 +292,13 @@ impl Sim {
         }
     }
 
-    /// Catches replication up, then compares every filled entry with the oracle.
+    /// Catches replication up and publishes, then compares every filled entry with the oracle.
     fn check(&mut self) {
         while !self.lag.is_empty() {
             self.replicate();
         }
+        self.df.publish_held();
+        self.held = 0;
         for view in self.views.clone() {
             self.check_view(view);
         }

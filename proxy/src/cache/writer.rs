@@ -7,9 +7,11 @@
 //! given ([`Outputs`]: the registry, the freshness gate, the signals), each through its own
 //! methods; it holds no reference to the engine itself.
 //! Sessions never wait for it except for the reply to an admin statement. Stream events
-//! already queued are taken together, up to `STEP_EVENTS` and `STEP_TIME` per step, and the applied position
-//! (which the freshness gate compares with the server's) is published once per step; a batch
-//! enters the dataflow in one place, `Writer::apply`.
+//! already queued are taken together, up to `STEP_EVENTS` and `STEP_TIME` per step; the
+//! partitions the step's transactions changed are republished to readers once, at its end,
+//! and then the applied position (which the freshness gate and read-your-writes compare with
+//! the server's) is published, so it never runs ahead of what readers see; a batch enters the
+//! dataflow in one place, `Writer::apply`.
 //!
 //! **Every event taken off the stream's queue is handled.** The stream delivers each
 //! transaction once; a filled partition that misses one keeps the old rows for good (no later
@@ -196,11 +198,13 @@ impl<S: ChangeSource> Writer<S> {
                 }
                 Some(Err(e)) => {
                     warn!(error = %e, "binlog stream failed; evicting every cache and resuming at the server's position");
+                    self.dataflow.publish_held();
                     *events = self.reconnect().await;
                     return;
                 }
                 None => {
                     warn!("binlog stream ended; resuming at the server's position");
+                    self.dataflow.publish_held();
                     *events = self.reconnect().await;
                     return;
                 }
@@ -211,18 +215,22 @@ impl<S: ChangeSource> Writer<S> {
                 None => break,
             }
         }
+        // Readers see the step's transactions from here, and only then is their position
+        // announced (the freshness gate, read-your-writes).
+        self.dataflow.publish_held();
         self.out.gate.applied_to(self.dataflow.applied());
         self.out.signals.ryw.publish(schema_at.map_or(self.dataflow.applied(), |at| at.max(self.dataflow.applied())));
     }
 
     /// One transaction applied, in stream order: to the replica of the base tables first (so
     /// that a fill it answers reflects this batch), then to the views. The one place a batch
-    /// enters the dataflow.
+    /// enters the dataflow. The views' reader entries are republished once per step, at its
+    /// end (`Dataflow::apply_held`): a partition every transaction touches is rebuilt once.
     fn apply(&mut self, batch: &Batch) {
         if let Some(r) = &self.replica {
             r.apply(batch);
         }
-        if let Err(e) = self.dataflow.apply(batch) {
+        if let Err(e) = self.dataflow.apply_held(batch) {
             warn!(error = %e, "binlog batch out of order; evicting every cache");
             self.new_epoch();
         }

@@ -1,0 +1,66 @@
+//! Publication to readers: rebuilding a filled partition's reader entries after the writer
+//! changed it (swapping one `Arc` per view, so a read sees a batch's effect whole or not at
+//! all), and dropping a partition together with its entries and dimension-index entries (the
+//! only place parts are removed; see the parent module's invariants).
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering as AtOrd;
+
+use super::reader::{Entry, EntryKey, Shared};
+use super::{Domain, View, view_counters};
+use crate::ops::{Key, sort_rows};
+use crate::value::{exact_row_cmp, row_bytes};
+
+pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
+    let Some(part) = domain.parts.remove(key) else { return false };
+    domain.dim_index.remove(&domain.dims, &part.ks);
+    for (r, v) in domain.views.iter().enumerate() {
+        let Some(v) = v else { continue };
+        shared.cache.invalidate(&EntryKey { view: v.0, key: key.clone() });
+        if let Some(c) = view_counters(views, v) {
+            c.keys.fetch_sub(1, AtOrd::Relaxed);
+            c.bytes.fetch_sub(part.weights.get(r).copied().unwrap_or(0), AtOrd::Relaxed);
+            c.evictions.fetch_add(1, AtOrd::Relaxed);
+        }
+    }
+    true
+}
+
+/// Rebuilds and swaps in the reader entries of one filled partition, one per live view. The
+/// partition's state bytes are split evenly over the entries so that the budget counts them
+/// once.
+pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) {
+    let Some(part) = domain.parts.get_mut(key) else { return };
+    let live = domain.views.iter().flatten().count().max(1);
+    let state_share = part.ks.bytes() / live;
+    for (r, v) in domain.views.iter().enumerate() {
+        let Some(v) = v else { continue };
+        let Some(view) = views.get(v.0 as usize).and_then(Option::as_ref) else { continue };
+        let q = &view.q;
+        let rows = if q.order.is_empty() {
+            // No ORDER BY: SQL leaves the order to the server, which returns rows in the order
+            // of the index it reads, usually the primary key's. Publishing rows sorted by their
+            // columns gives that order for the common `SELECT id, ...` and a stable one
+            // otherwise, instead of the order of hash maps.
+            let mut rows = part.ks.reader_rows_cut(r, q.published);
+            rows.sort_by(|a, b| exact_row_cmp(a, b));
+            rows
+        } else {
+            // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
+            let mut rows = part.ks.reader_rows_cut(r, usize::MAX);
+            sort_rows(&mut rows, &q.order);
+            let width = q.published;
+            rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
+        };
+        let published: usize = rows.iter().map(|r| row_bytes(r)).sum();
+        let weight = (state_share + published + std::mem::size_of::<Entry>() + 64) as u64;
+        let old = part.weights.get(r).copied().unwrap_or(0);
+        view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
+        view.counters.bytes.fetch_sub(old, AtOrd::Relaxed);
+        if let Some(w) = part.weights.get_mut(r) {
+            *w = weight;
+        }
+        let entry = Entry { rows: rows.into(), weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
+        shared.cache.insert(EntryKey { view: v.0, key: key.clone() }, Arc::new(entry));
+    }
+}
