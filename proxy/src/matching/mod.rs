@@ -1,7 +1,7 @@
 //! Query matching for the hit path: classify a query's text without a SQL parser.
 //!
 //! Owns the tokenizer ([`lexer`]), the fingerprint and literal extraction ([`fingerprint`],
-//! [`literal`]), what is shown of a query ([`redact`]: every literal replaced) and the
+//! [`literal`], with the keyword sets it reads in `words`), what is shown of a query ([`redact`]: every literal replaced) and the
 //! bounded table of verdicts ([`table`]; what a verdict says is the routing layer's,
 //! `cache::route::Verdict`). What classifying costs is bounded ([`Bounds`]): a
 //! text over `[limits] max_query` is not tokenized, an IN list over `max_in_list` is not
@@ -51,6 +51,7 @@ pub mod lexer;
 pub mod literal;
 pub mod redact;
 pub mod table;
+mod words;
 
 pub use fingerprint::{Bounds, Fingerprint, Query, Slot, SqlMode, classify, classify_bounded};
 pub use literal::Literal;
