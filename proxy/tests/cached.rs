@@ -521,24 +521,7 @@ async fn create_cache_on_a_table_no_cache_read_sees_every_later_write() {
     assert!(writes.await.unwrap() > 0);
     // Caught up: freshet's applied position is at or past the server's end of binlog as read
     // now (other tests of this file write concurrently, so it may move past it).
-    let mut server = direct().await;
-    let end: mysql_async::Row = server.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
-    let end = (end.get::<String, _>(0).unwrap(), end.get::<u64, _>(1).unwrap());
-    let reached = |v: &str| {
-        let Some((file, offset)) = v.rsplit_once(':') else { return false };
-        // Binlog file names of one server share a prefix and a fixed-width number.
-        (file, offset.parse::<u64>().unwrap_or(0)) >= (end.0.as_str(), end.1)
-    };
-    let mut caught_up = false;
-    for _ in 0..250 {
-        let status: Vec<(String, String)> = conn.query("SHOW FRESHET STATUS").await.unwrap();
-        if status.iter().any(|(k, v)| k == "binlog_position" && reached(v)) {
-            caught_up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(caught_up, "freshet reaches {}:{}", end.0, end.1);
+    caught_up(&mut conn).await;
     let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
     for g in 0..3 {
         let sql = format!("SELECT id, name FROM ct_follow_b WHERE grp = {g}");

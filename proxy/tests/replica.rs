@@ -54,7 +54,7 @@ async fn run(path: std::path::PathBuf, groups: Vec<i64>) -> ReplicaFigures {
     let mut direct = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
     // The stream first reaches what the server wrote while freshet was down (a TRUNCATE
     // there starts a new copy of the table), then the copy finishes.
-    caught_up(&proxy).await;
+    caught_up(&mut mysql_async::Conn::new(opts(&proxy.mysql.to_string())).await.unwrap()).await;
     let mut copied = false;
     for _ in 0..300 {
         if let Some(f) = proxy.engine.get().and_then(|e| e.replica.get().map(|r| r.figures()))
@@ -80,27 +80,6 @@ async fn run(path: std::path::PathBuf, groups: Vec<i64>) -> ReplicaFigures {
     let f = figures(&proxy);
     assert!(f.following);
     f
-}
-
-/// Waits until freshet's applied position is at or past the server's end of binlog as read
-/// now.
-async fn caught_up(proxy: &Proxy) {
-    let end: mysql_async::Row = direct().await.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
-    let end = (end.get::<String, _>(0).unwrap(), end.get::<u64, _>(1).unwrap());
-    let mut conn = mysql_async::Conn::new(opts(&proxy.mysql.to_string())).await.unwrap();
-    for _ in 0..500 {
-        let status: Vec<(String, String)> = conn.query("SHOW FRESHET STATUS").await.unwrap();
-        let reached =
-            status.iter().filter(|(k, _)| k == "binlog_position").filter_map(|(_, v)| v.rsplit_once(':')).any(|(file, offset)| {
-                // Binlog file names of one server share a prefix and a fixed-width number.
-                (file, offset.parse::<u64>().unwrap_or(0)) >= (end.0.as_str(), end.1)
-            });
-        if reached {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("freshet did not reach {}:{}", end.0, end.1);
 }
 
 fn life(path: &std::path::Path, groups: Vec<i64>) -> ReplicaFigures {

@@ -96,25 +96,6 @@ async fn same(proxy: &Proxy, through: &mut RawClient, direct: &mut RawClient, ca
     panic!("{sql} was never answered from {cache}");
 }
 
-/// Waits until freshet has applied the server's binlog as it ends now.
-async fn caught_up(conn: &mut mysql_async::Conn) {
-    let mut server = direct().await;
-    let end: mysql_async::Row = server.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
-    let end = (end.get::<String, _>(0).unwrap(), end.get::<u64, _>(1).unwrap());
-    let reached = |v: &str| {
-        let Some((file, offset)) = v.rsplit_once(':') else { return false };
-        (file, offset.parse::<u64>().unwrap_or(0)) >= (end.0.as_str(), end.1)
-    };
-    for _ in 0..500 {
-        let status: Vec<(String, String)> = conn.query("SHOW FRESHET STATUS").await.unwrap();
-        if status.iter().any(|(k, v)| k == "binlog_position" && reached(v)) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("freshet did not reach {}:{}", end.0, end.1);
-}
-
 /// Writes to `table` until `stop`: rows change name and group, some are deleted and inserted.
 fn writer(table: &'static str, stop: Arc<AtomicBool>) -> tokio::task::JoinHandle<u32> {
     tokio::spawn(async move {

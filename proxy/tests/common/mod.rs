@@ -249,3 +249,24 @@ pub async fn eventually(mut condition: impl FnMut() -> bool) -> bool {
     }
     false
 }
+
+/// Waits until freshet (`conn` is a session through it) has applied the server's binlog as it
+/// ends now: SHOW FRESHET STATUS's `binlog_position` at or past SHOW MASTER STATUS's (other
+/// tests may write meanwhile, so past is fine).
+pub async fn caught_up(conn: &mut mysql_async::Conn) {
+    let end: mysql_async::Row = direct().await.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    let end = (end.get::<String, _>(0).unwrap(), end.get::<u64, _>(1).unwrap());
+    let reached = |v: &str| {
+        let Some((file, offset)) = v.rsplit_once(':') else { return false };
+        // Binlog file names of one server share a prefix and a fixed-width number.
+        (file, offset.parse::<u64>().unwrap_or(0)) >= (end.0.as_str(), end.1)
+    };
+    for _ in 0..500 {
+        let status: Vec<(String, String)> = conn.query("SHOW FRESHET STATUS").await.unwrap();
+        if status.iter().any(|(k, v)| k == "binlog_position" && reached(v)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("freshet did not reach {}:{}", end.0, end.1);
+}
