@@ -348,7 +348,6 @@ impl<S: ChangeSource> Writer<S> {
     /// backoff until it succeeds. Cached reads are relayed meanwhile.
     async fn reconnect(&mut self) -> Events {
         self.out.gate.stream_down();
-        self.out.counters.restarts.inc();
         let mut backoff = freshet_cdc::Backoff::new(RESTART_BACKOFF.0, RESTART_BACKOFF.1);
         loop {
             backoff.wait().await;
@@ -362,6 +361,9 @@ impl<S: ChangeSource> Writer<S> {
     /// A new run of the source starts at `start`, after a gap: the views take the tables as
     /// they are now, everything is evicted, and the run's events are the writer's from here.
     fn resumed(&mut self, super::source::Restarted { start, tables, infos, events }: super::source::Restarted) -> Events {
+        // Counted when re-established, as the metric says (not when lost: a stream that never
+        // comes back is not a restart).
+        self.out.counters.restarts.inc();
         // Tables may have changed while the stream was away.
         for table in tables {
             if self.dataflow.catalog().get(&table.name) != Some(&table) {
