@@ -140,6 +140,9 @@ struct Outputs {
     order: OrderSpec,
 }
 
+/// The most rows a LIMIT (with its OFFSET) may ask a top-k state to keep per partition.
+const MAX_WINDOW: usize = 1 << 30;
+
 impl<'c> Compiler<'c> {
     pub(super) fn select(
         &mut self,
@@ -236,6 +239,12 @@ impl<'c> Compiler<'c> {
             mergeable = false;
             if multi_key {
                 return refuse("LIMIT with `IN (?, ...)` is not supported; use `= ?`");
+            }
+            // A top-k state holds `offset + limit` rows per partition, plus slack: a window past
+            // MAX_WINDOW (e.g. `LIMIT 18446744073709551615`, MySQL's "all rows") is not one to
+            // keep, and its size would overflow.
+            if l.checked_add(offset).is_none_or(|w| w > MAX_WINDOW) {
+                return refuse(format!("LIMIT plus OFFSET over {MAX_WINDOW} rows is not cached"));
             }
             tree = Node::TopK { input: Box::new(tree), order: order.clone(), limit: l, offset };
         }
