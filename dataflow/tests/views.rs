@@ -525,6 +525,24 @@ fn ddl_drops_and_recompiles_affected_views() {
     assert!(w.df.alter_table("votes", None).unwrap()[0].1.is_err());
 }
 
+/// A new schema the catalog refuses (here DECIMAL(30,2), past what values hold exactly) must
+/// not leave the views of the old schema serving: the binlog's rows now have the new shape.
+#[test]
+fn ddl_to_a_refused_schema_drops_the_views_reading_the_table() {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
+    let old_reader = w.df.reader(v).unwrap();
+    assert_eq!(w.read(v, &[int(2)], false).len(), 1);
+    // ALTER TABLE votes ADD COLUMN amount DECIMAL(30,2) AFTER user_id
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+    let refused = ColumnSchema::new("amount", SqlType::Decimal { precision: 30, scale: 2 });
+    let _ = w.df.alter_table("votes", Some(TableSchema::new("votes", vec![i("user_id"), refused, i("story_id"), i("score")], vec![0, 2])));
+    assert_eq!(old_reader.lookup(&[int(2)]).unwrap_err(), LookupError::NoView, "the old view is gone");
+    assert!(w.df.reader(v).is_none());
+    assert!(w.df.catalog().get("votes").is_none(), "and the old schema with it: nothing compiles against it");
+}
+
 #[test]
 fn budget_keeps_what_is_read_often() {
     let mut w = World::new();
