@@ -432,12 +432,21 @@ impl Dataflow {
     /// Applies DDL: replaces (or, with `None`, removes) table `name`'s schema. Every view that
     /// reads the table is dropped — never serve rows shaped by the old schema — and recompiled
     /// from its SQL against the new catalog. Returns, per dropped view, its replacement or why
-    /// it can no longer be cached.
-    pub fn alter_table(&mut self, name: &str, schema: Option<TableSchema>) -> Result<Vec<Recompiled>, crate::schema::SchemaError> {
-        match schema {
-            Some(s) => self.catalog.add(s)?,
-            None => self.catalog.remove(name),
-        }
+    /// it can no longer be cached. A new schema the catalog refuses removes the table: its
+    /// views are dropped all the same (the binlog's rows have the new shape), and each one's
+    /// refusal says why.
+    pub fn alter_table(&mut self, name: &str, schema: Option<TableSchema>) -> Vec<Recompiled> {
+        let refused = match schema.map(|s| self.catalog.add(s)) {
+            Some(Ok(())) => None,
+            Some(Err(e)) => {
+                self.catalog.remove(name);
+                Some(e)
+            }
+            None => {
+                self.catalog.remove(name);
+                None
+            }
+        };
         let lower = name.to_ascii_lowercase();
         let affected: Vec<(ViewId, String)> = self
             .views
@@ -450,7 +459,13 @@ impl Dataflow {
         for (v, _) in &affected {
             self.drop_view(*v);
         }
-        Ok(affected.into_iter().map(|(v, sql)| (v, self.install_sql(&sql))).collect())
+        affected
+            .into_iter()
+            .map(|(v, sql)| match &refused {
+                Some(e) => (v, Err(Refusal { reason: format!("the new schema of `{name}` is refused: {e}") })),
+                None => (v, self.install_sql(&sql)),
+            })
+            .collect()
     }
 
     /// A reader for view `v`.

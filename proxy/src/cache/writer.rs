@@ -300,23 +300,18 @@ impl<S: ChangeSource> Writer<S> {
             return;
         }
         info!(table = %change.table, kind = ?change.kind, "schema change");
-        match self.dataflow.alter_table(&change.table, change.schema) {
-            Ok(recompiled) => {
-                for (old, new) in recompiled {
-                    let Some(cache) = self.out.registry.caches().into_iter().find(|c| c.live().is_ok_and(|l| l.view == old)) else {
-                        continue;
-                    };
-                    let live = match new {
-                        Ok(view) => Live::of(&self.dataflow, view).ok_or_else(|| "the recompiled view vanished".to_string()),
-                        Err(refusal) => {
-                            warn!(cache = %cache.name, reason = %refusal.reason, "cache is no longer cacheable after DDL; relaying its queries");
-                            Err(format!("after DDL on {}: {}", change.table, refusal.reason))
-                        }
-                    };
-                    cache.set_live(live);
+        for (old, new) in self.dataflow.alter_table(&change.table, change.schema) {
+            let Some(cache) = self.out.registry.caches().into_iter().find(|c| c.live().is_ok_and(|l| l.view == old)) else {
+                continue;
+            };
+            let live = match new {
+                Ok(view) => Live::of(&self.dataflow, view).ok_or_else(|| "the recompiled view vanished".to_string()),
+                Err(refusal) => {
+                    warn!(cache = %cache.name, reason = %refusal.reason, "cache is no longer cacheable after DDL; relaying its queries");
+                    Err(format!("after DDL on {}: {}", change.table, refusal.reason))
                 }
-            }
-            Err(e) => warn!(table = %change.table, error = %e, "new schema refused; views reading it were dropped"),
+            };
+            cache.set_live(live);
         }
         self.revive();
         self.publish_catalog(Some(&change.table));
