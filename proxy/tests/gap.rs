@@ -20,6 +20,8 @@ async fn a_schema_changed_during_a_gap_is_cached_again_with_its_new_shape() {
     admin.query_drop("DROP TABLE IF EXISTS gap_items").await.unwrap();
     admin.query_drop("CREATE TABLE gap_items (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL)").await.unwrap();
     admin.query_drop("INSERT INTO gap_items VALUES (1, 'one'), (2, 'two')").await.unwrap();
+    admin.query_drop("DROP TABLE IF EXISTS gap_gone").await.unwrap();
+    admin.query_drop("CREATE TABLE gap_gone (id INT PRIMARY KEY)").await.unwrap();
     // freshet's own login, so that it alone can be locked out while the gap is made.
     admin.query_drop(format!("DROP USER IF EXISTS '{USER_NAME}'@'%'")).await.unwrap();
     admin.query_drop(format!("CREATE USER '{USER_NAME}'@'%' IDENTIFIED BY 'gap'")).await.unwrap();
@@ -28,7 +30,8 @@ async fn a_schema_changed_during_a_gap_is_cached_again_with_its_new_shape() {
     let url = format!("mysql://{USER_NAME}:gap@{}/{DB}", upstream_addr());
     let proxy = start_proxy_with_url(
         &url,
-        "[admin]\nusers = [\"freshet\"]\n[fill]\ntimeout = \"3s\"\n[[cache]]\nname = \"gap\"\nquery = \"SELECT id, name FROM gap_items WHERE id = ?\"\n",
+        "[admin]\nusers = [\"freshet\"]\n[fill]\ntimeout = \"3s\"\n[[cache]]\nname = \"gap\"\nquery = \"SELECT id, name FROM gap_items WHERE id = ?\"\n\
+         [[cache]]\nname = \"gone\"\nquery = \"SELECT id FROM gap_gone WHERE id = ?\"\n",
     )
     .await;
     let engine = proxy.engine.get().expect("the cache engine started").clone();
@@ -54,6 +57,7 @@ async fn a_schema_changed_during_a_gap_is_cached_again_with_its_new_shape() {
     }
     admin.query_drop("ALTER TABLE gap_items ADD COLUMN extra INT NOT NULL DEFAULT 7").await.unwrap();
     admin.query_drop("UPDATE gap_items SET name = 'changed' WHERE id = 2").await.unwrap();
+    admin.query_drop("DROP TABLE gap_gone").await.unwrap();
     admin.query_drop("FLUSH BINARY LOGS").await.unwrap();
     let (current, _): (String, u64) = {
         let row: mysql_async::Row = admin.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
@@ -83,6 +87,10 @@ async fn a_schema_changed_during_a_gap_is_cached_again_with_its_new_shape() {
     assert_eq!(got, vec![(2, "changed".to_string())]);
     let all: Vec<(i32, String, i32)> = client.query(sql).await.unwrap();
     assert_eq!(all, vec![(2, "changed".to_string(), 7)]);
+    // A table dropped during the gap: its cache says so (and relays) instead of keeping a view
+    // of a table that is gone.
+    let gone = engine.by_name("gone").expect("cache exists").live();
+    assert!(gone.as_ref().is_err_and(|e| e.contains("gap_gone")), "{:?}", gone.map(|l| l.view));
 }
 
 /// Reads `read` through freshet until a read is answered from the cache (`hits` grows); false

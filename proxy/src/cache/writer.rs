@@ -41,7 +41,7 @@ use tracing::{debug, info, warn};
 
 use freshet_cdc::{CdcError, DdlKind, SchemaChange, StreamEvent, UpstreamFills};
 use freshet_config::CacheSpec;
-use freshet_dataflow::{Batch, Dataflow, FillError, FillRequest, FillResponse, ViewId};
+use freshet_dataflow::{Batch, Dataflow, FillError, FillRequest, FillResponse, TableSchema, ViewId};
 
 use super::EngineCounters;
 use super::access::Access;
@@ -300,7 +300,15 @@ impl<S: ChangeSource> Writer<S> {
             return;
         }
         info!(table = %change.table, kind = ?change.kind, "schema change");
-        for (old, new) in self.dataflow.alter_table(&change.table, change.schema) {
+        self.replace_schema(&change.table, change.schema);
+        self.revive();
+        self.publish_catalog(Some(&change.table));
+    }
+
+    /// `table`'s schema becomes `schema` (None: the table is gone). Every view reading it is
+    /// dropped, and each cache that served one gets its recompiled view, or relays saying why.
+    fn replace_schema(&mut self, table: &str, schema: Option<TableSchema>) {
+        for (old, new) in self.dataflow.alter_table(table, schema) {
             let Some(cache) = self.out.registry.caches().into_iter().find(|c| c.live().is_ok_and(|l| l.view == old)) else {
                 continue;
             };
@@ -308,13 +316,11 @@ impl<S: ChangeSource> Writer<S> {
                 Ok(view) => Live::of(&self.dataflow, view).ok_or_else(|| "the recompiled view vanished".to_string()),
                 Err(refusal) => {
                     warn!(cache = %cache.name, reason = %refusal.reason, "cache is no longer cacheable after DDL; relaying its queries");
-                    Err(format!("after DDL on {}: {}", change.table, refusal.reason))
+                    Err(format!("after DDL on {table}: {}", refusal.reason))
                 }
             };
             cache.set_live(live);
         }
-        self.revive();
-        self.publish_catalog(Some(&change.table));
     }
 
     /// Caches left without a view by earlier DDL (a dropped table, a column gone) are tried
@@ -359,12 +365,22 @@ impl<S: ChangeSource> Writer<S> {
         // Counted when re-established, as the metric says (not when lost: a stream that never
         // comes back is not a restart).
         self.out.counters.restarts.inc();
-        // Tables may have changed while the stream was away.
+        // Tables may have changed, or gone, while the stream was away.
+        let gone: Vec<String> = (self.dataflow.catalog().tables())
+            .filter(|known| !tables.iter().any(|t| t.name == known.name))
+            .map(|t| t.name.clone())
+            .collect();
+        for name in gone {
+            info!(table = %name, "table dropped while the stream was away");
+            self.replace_schema(&name, None);
+        }
         for table in tables {
             if self.dataflow.catalog().get(&table.name) != Some(&table) {
-                let _ = self.dataflow.alter_table(&table.name.clone(), Some(table));
+                info!(table = %table.name, "schema changed while the stream was away");
+                self.replace_schema(&table.name.clone(), Some(table));
             }
         }
+        self.revive();
         for (name, info) in infos {
             self.fills.set_table(&name, Some(info));
         }
