@@ -290,6 +290,29 @@ fn budget_evicts_least_recently_read() {
     assert_eq!(w.read(v, &[int(0)], true).len(), 2);
 }
 
+/// What `[memory] limit` counts for a partition is what the process holds for it: not only
+/// its row's values but the tables, keys and reader-cache entry around them. The memory bench
+/// (benches/benches/memory.rs) measures a one-row point partition at ~1.5 KB of resident
+/// memory on glibc; counting only the row's values (as before) said ~0.4 KB, so a limit let
+/// the process grow to about four times it.
+#[test]
+fn a_partition_counts_what_holds_its_rows() {
+    let mut w = World::new();
+    w.batch(|b| {
+        for s in 0..100 {
+            b.insert("votes", row(vec![int(1), int(s), int(s)]));
+        }
+    });
+    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
+    for s in 0..100 {
+        assert_eq!(w.read(v, &[int(s)], false).len(), 1);
+    }
+    let st = w.df.stats(v).unwrap();
+    assert_eq!(st.keys, 100);
+    let per_key = st.bytes / st.keys;
+    assert!((900..=2_000).contains(&per_key), "{per_key} bytes counted per one-row partition: {st:?}");
+}
+
 #[test]
 fn in_lists_and_reuse_and_null_params() {
     let mut w = World::new();
