@@ -96,6 +96,7 @@ pub mod eval;
 pub mod expr;
 pub mod fill;
 pub mod hash;
+pub mod mem;
 pub mod ops;
 pub mod plan;
 pub mod render;

@@ -16,6 +16,7 @@
 //! - Two values of different collations are compared under the left one's collation; the
 //!   compiler refuses queries that would need an explicit collation conversion.
 
+use crate::mem::heap_block;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -321,9 +322,16 @@ pub enum Value {
 /// A compact row: a boxed slice, no spare capacity.
 pub type Row = Box<[Value]>;
 
-/// Heap + inline bytes of a row, as memory accounting counts it.
+/// Heap + inline bytes of a row, as memory accounting counts it: the box's pointer and length
+/// where the row is held, and [`row_heap`].
 pub fn row_bytes(row: &[Value]) -> usize {
-    std::mem::size_of::<Row>() + row.iter().map(Value::bytes).sum::<usize>()
+    std::mem::size_of::<Row>() + row_heap(row)
+}
+
+/// A row's heap blocks: the block holding its values and each value's own block (see
+/// [`heap_block`]). What a row costs where its box is inline in a table counted by capacity.
+pub fn row_heap(row: &[Value]) -> usize {
+    heap_block(std::mem::size_of_val(row)) + row.iter().map(Value::heap_bytes).sum::<usize>()
 }
 
 enum NumRef {
@@ -341,14 +349,18 @@ impl Value {
     pub fn is_null(&self) -> bool {
         matches!(self, Value::Null)
     }
-    /// Bytes this value occupies: inline size plus heap payload.
+    /// Bytes this value occupies: inline size plus its heap block, if any.
     pub fn bytes(&self) -> usize {
-        std::mem::size_of::<Value>()
-            + match self {
-                Value::Text(s, _) | Value::Json(s) => s.len(),
-                Value::Bytes(b) => b.len(),
-                _ => 0,
-            }
+        std::mem::size_of::<Value>() + self.heap_bytes()
+    }
+
+    /// The block a text or byte string's payload takes ([`heap_block`]); 0 for other values.
+    pub fn heap_bytes(&self) -> usize {
+        heap_block(match self {
+            Value::Text(s, _) | Value::Json(s) => s.len(),
+            Value::Bytes(b) => b.len(),
+            _ => 0,
+        })
     }
 
     fn num(&self) -> Option<NumRef> {

@@ -6,8 +6,9 @@
 
 use super::{Delta, Key, KeyState, NodeState, SLOT};
 use crate::hash::Map;
+use crate::mem::table_bytes;
 use crate::plan::JoinKind;
-use crate::value::{ExactRow, Row, Value, row_bytes};
+use crate::value::{ExactRow, Row, Value, row_bytes, row_heap};
 
 pub(super) fn join_key(row: &[Value], cols: &[usize]) -> Option<Key> {
     let k: Key = cols.iter().map(|&c| row.get(c).cloned().unwrap_or(Value::Null)).collect();
@@ -40,16 +41,32 @@ pub(super) fn join_key_ref<'a>(row: &'a [Value], cols: &[usize]) -> Option<JoinK
 
 /// Adds `w` copies of `row` to the bucket of `key` in `side` (created and dropped as needed);
 /// returns the byte change.
-fn side_add(side: &mut Map<Key, Bucket>, key: &[Value], row: &Row, w: i64) -> isize {
-    if !side.contains_key(key) {
+pub(super) fn side_add(side: &mut Map<Key, Bucket>, key: &[Value], row: &Row, w: i64) -> isize {
+    let created = !side.contains_key(key);
+    if created {
         side.insert(key.into(), Bucket::default());
     }
     let Some(bucket) = side.get_mut(key) else { return 0 };
     let bytes = bucket_add(bucket, row, w);
-    if bucket.is_empty() {
-        side.remove(key);
+    match (created, bucket.is_empty()) {
+        (true, true) => {
+            side.remove(key);
+            bytes
+        }
+        (false, true) => {
+            side.remove(key);
+            bytes - bucket_cost(key)
+        }
+        (true, false) => bytes + bucket_cost(key),
+        (false, false) => bytes,
     }
-    bytes
+}
+
+/// What a bucket costs besides its rows: its key's heap (the key itself is inline in the side's
+/// table, which `KeyState::fixed_bytes` counts by capacity) and the first table of its map of
+/// rows (later growth is in the rows' `SLOT`).
+fn bucket_cost(key: &[Value]) -> isize {
+    (row_heap(key) + table_bytes(3, std::mem::size_of::<(ExactRow, i64)>())) as isize
 }
 
 pub(super) fn concat(a: &[Value], b: &[Value]) -> Row {
@@ -77,7 +94,7 @@ impl Bucket {
 }
 
 /// Adds `w` copies of `row` to a bucket; returns the byte change.
-pub(super) fn bucket_add(bucket: &mut Bucket, row: &Row, w: i64) -> isize {
+fn bucket_add(bucket: &mut Bucket, row: &Row, w: i64) -> isize {
     bucket.total += w;
     let b = (row_bytes(row) + SLOT) as isize;
     let key = ExactRow(row.clone());

@@ -43,15 +43,16 @@ mod join;
 mod topk;
 
 use agg::{Acc, Group, group_output};
-use join::{Bucket, bucket_add, bucket_count, concat, join_key, nulls};
+use join::{Bucket, bucket_count, concat, join_key, nulls, side_add};
 pub use topk::sort_rows;
 use topk::{TopState, window};
 
 use crate::delta::Position;
 use crate::expr::is_true;
 use crate::hash::{Map, Set};
+use crate::mem::{heap_block, table_bytes};
 use crate::plan::{AggSpec, JoinKind, Node};
-use crate::value::{ExactRow, Row, Value, row_bytes};
+use crate::value::{ExactRow, Row, Value, row_bytes, row_heap};
 
 /// A weighted row change.
 pub type Delta = (Row, i64);
@@ -59,8 +60,9 @@ pub type Delta = (Row, i64);
 /// A partition key: the parameter values, in key-column order.
 pub type Key = Box<[Value]>;
 
-/// Per-entry overhead charged for hash-map slots and bookkeeping, so that many tiny entries
-/// are not counted as free.
+/// Per-entry overhead charged for the slots and bookkeeping of the states' maps whose tables
+/// are not counted by capacity (join buckets' rows, top-k's B-tree, groups' accumulators), so
+/// that many tiny entries are not counted as free.
 const SLOT: usize = 32;
 
 /// Default rows a top-k state keeps beyond its window.
@@ -256,6 +258,30 @@ impl KeyState {
         self.bytes.max(0) as usize
     }
 
+    /// What this partition holds besides the rows and entries [`KeyState::bytes`] counts: its
+    /// key, the blocks of its vectors, and the tables of its readers' maps, its maps of groups
+    /// and join buckets and its cover sets, from their capacities. O(nodes): the tables inside
+    /// join buckets are charged when a bucket is made (`join::bucket_cost`).
+    pub fn fixed_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let mut b = row_heap(&self.key)
+            + heap_block(self.states.capacity() * size_of::<NodeState>())
+            + heap_block(self.readers.capacity() * size_of::<Map<ExactRow, i64>>());
+        for r in &self.readers {
+            b += table_bytes(r.capacity(), size_of::<(ExactRow, i64)>());
+        }
+        for s in &self.states {
+            b += match s {
+                NodeState::None | NodeState::TopK(_) => 0,
+                NodeState::Join(sides) => sides.iter().map(|m| table_bytes(m.capacity(), size_of::<(Key, Bucket)>())).sum(),
+                NodeState::Agg(m) => table_bytes(m.capacity(), size_of::<(Key, Group)>()),
+                NodeState::Distinct(m) => table_bytes(m.capacity(), size_of::<(Row, Group)>()),
+            };
+        }
+        b + table_bytes(self.cover.capacity(), size_of::<(usize, Set<Key>)>())
+            + self.cover.values().map(|s| table_bytes(s.capacity(), size_of::<Key>())).sum::<usize>()
+    }
+
     /// Reader 0's rows, unordered, with multiplicity expanded.
     pub fn reader_rows(&self) -> Vec<Row> {
         self.reader_rows_cut(0, usize::MAX)
@@ -264,7 +290,8 @@ impl KeyState {
     fn apply_reader(&mut self, reader: usize, deltas: Vec<Delta>) {
         let Some(map) = self.readers.get_mut(reader) else { return };
         for (row, w) in deltas {
-            let b = (row_bytes(&row) + SLOT) as isize;
+            // The map's table, where the row's box is inline, is counted by `fixed_bytes`.
+            let b = row_heap(&row) as isize;
             let key = ExactRow(row);
             match map.get_mut(&key) {
                 Some(e) => {
@@ -429,11 +456,7 @@ impl KeyState {
                 let mut bytes = 0isize;
                 for (r, w) in rows {
                     let k = join_key(&r, &cols).unwrap_or_else(|| nulls(cols.len()).into());
-                    let bucket = st.entry(k.clone()).or_default();
-                    bytes += bucket_add(bucket, &r, w);
-                    if bucket.is_empty() {
-                        st.remove(&k);
-                    }
+                    bytes += side_add(st, &k, &r, w);
                 }
                 self.bytes += bytes;
             }

@@ -8,8 +8,9 @@ use std::sync::atomic::Ordering as AtOrd;
 
 use super::reader::{Entry, EntryKey, Shared};
 use super::{Domain, View, view_counters};
+use crate::mem::heap_block;
 use crate::ops::{Key, sort_rows};
-use crate::value::{exact_row_cmp, row_bytes};
+use crate::value::{Row, exact_row_cmp, row_heap};
 
 pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
     let Some(part) = domain.parts.remove(key) else { return false };
@@ -26,13 +27,26 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
     true
 }
 
+/// What the reader cache keeps per entry besides the entry itself, its rows and its key's heap:
+/// moka's bucket and key `Arc`, its entry record and access-order node, measured with
+/// benches/benches/memory.rs (the point read's growth per partition less everything counted
+/// here; docs/decisions.md, "memory per cached row").
+const CACHE_ENTRY: usize = 300;
+
+/// A partition's share of the domain's map of partitions: its entry and control byte at the
+/// table's mean load (a hashbrown table is between 7/16 and 7/8 full), a constant so that a
+/// partition's weight does not depend on how many others were there when it was published.
+const PARTS_SLOT: usize = (std::mem::size_of::<(Key, super::Part)>() + 1) * 3 / 2;
+
 /// Rebuilds and swaps in the reader entries of one filled partition, one per live view. The
-/// partition's state bytes are split evenly over the entries so that the budget counts them
-/// once.
+/// partition's bytes (its state, and what it costs whatever its rows: its slot in the domain's
+/// map, its key, its tables) are split evenly over the entries so that the budget counts them
+/// once; each entry adds its own rows and what the reader cache keeps for it.
 pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) {
     let Some(part) = domain.parts.get_mut(key) else { return };
     let live = domain.views.iter().flatten().count().max(1);
-    let state_share = part.ks.bytes() / live;
+    let held = part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + row_heap(key) + heap_block(part.weights.capacity() * 8);
+    let state_share = held / live;
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
         let Some(view) = views.get(v.0 as usize).and_then(Option::as_ref) else { continue };
@@ -52,8 +66,11 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
             let width = q.published;
             rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
         };
-        let published: usize = rows.iter().map(|r| row_bytes(r)).sum();
-        let weight = (state_share + published + std::mem::size_of::<Entry>() + 64) as u64;
+        // The entry's `Arc<[Row]>` (two counts and the boxes) and each row's heap; the
+        // `Arc<Entry>`; the key's copy in the entry's key.
+        let published = heap_block(16 + rows.len() * std::mem::size_of::<Row>()) + rows.iter().map(|r| row_heap(r)).sum::<usize>();
+        let entry = heap_block(16 + std::mem::size_of::<Entry>()) + row_heap(key) + CACHE_ENTRY;
+        let weight = (state_share + published + entry) as u64;
         let old = part.weights.get(r).copied().unwrap_or(0);
         view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
         view.counters.bytes.fetch_sub(old, AtOrd::Relaxed);
