@@ -11,6 +11,8 @@
 # with a throw-away CA (so that freshet's upstream TLS can be tested), local_infile on, and
 # utf8mb4 as the default character set, as on current MySQL 8 and MariaDB 11 servers (the
 # server's own default, latin1, is not what applications run on).
+# It takes up to 2,100 connections: the load harness's 1,000-connection runs go through freshet,
+# which holds one upstream connection per client.
 #
 # Settings (environment): FRESHET_MARIADB_DIR, FRESHET_MARIADB_PORT.
 # Printed for tests:      FRESHET_TEST_MYSQL_URL   a user with all privileges, database freshet_test
@@ -86,7 +88,7 @@ start_server() {
         --server-id=1 --log-bin="$dir/binlog/mariadb-bin" --binlog-format=ROW \
         --binlog-row-image=FULL --max-allowed-packet=256M --local-infile=1 \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
-        --performance-schema=OFF --max-connections=500 \
+        --performance-schema=OFF --max-connections=2100 \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
         "${tls[@]}" </dev/null >/dev/null 2>&1 &
     for _ in $(seq 1 120); do
