@@ -208,8 +208,15 @@ impl Session {
             }
             // The server's answer decides the database (and the account): ask it again
             // before the next cached read, whatever it answers here.
-            InitDb | ChangeUser => self.state.stale = true,
-            ResetConnection => self.state.reset(),
+            InitDb => self.state.stale = true,
+            ChangeUser => {
+                self.state.stale = true;
+                self.own.server_forgot();
+            }
+            ResetConnection => {
+                self.state.reset();
+                self.own.server_forgot();
+            }
             _ => {}
         }
         let may_write = self.may_write(command, &payload);

@@ -19,6 +19,10 @@
 //!
 //! A GTID equal to the one the session last waited for successfully needs no wait (the
 //! statements since then did not commit anything: a ROLLBACK, an UPDATE that matched no row).
+//! Nor does an empty `@@last_gtid`: MariaDB keeps it empty while the session has logged
+//! nothing (its writes matched no row, or only read) — unless the server forgot the session's
+//! last GTID since the write (COM_RESET_CONNECTION, COM_CHANGE_USER): then the empty answer
+//! proves nothing and the session waits as for a write whose position is unknown.
 
 use std::time::Instant;
 
@@ -42,12 +46,19 @@ pub struct OwnWrites {
     target_gtid: Option<String>,
     /// The GTID text of the session's last commit that the views are known to have applied.
     applied_gtid: Option<String>,
+    /// The server may have forgotten the session's last GTID since it was last asked.
+    forgotten: bool,
 }
 
 impl OwnWrites {
     /// The session relayed a statement that may have written.
     pub fn wrote(&mut self) {
         self.wrote = true;
+    }
+
+    /// The session was reset or changed user: the server's `@@last_gtid` starts empty again.
+    pub fn server_forgot(&mut self) {
+        self.forgotten = true;
     }
 }
 
@@ -64,6 +75,7 @@ impl Session {
                 None => None,
             };
             engine.ryw().asked.inc();
+            let forgotten = std::mem::take(&mut self.own.forgotten);
             match gtid.as_deref().and_then(Target::from_gtid) {
                 // Nothing committed since the last wait that succeeded.
                 Some(_) if gtid == self.own.applied_gtid => {}
@@ -71,6 +83,8 @@ impl Session {
                     self.own.target = Some(target);
                     self.own.target_gtid = gtid;
                 }
+                // The session has logged nothing: nothing to wait for.
+                None if gtid.as_deref().is_some_and(|g| g.trim().is_empty()) && !forgotten => {}
                 // Unknown: past whatever the server had written by now (after the reply).
                 None => {
                     self.own.target = Some(Target::ServerAt(Instant::now()));
