@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpSocket};
 use tokio::sync::Semaphore;
 use tracing::{info, warn};
 
@@ -54,8 +54,7 @@ pub struct Server {
 impl Server {
     pub async fn bind(config: Config) -> anyhow::Result<Server> {
         let upstream = UpstreamConnector::new(&config.upstream).context("upstream TLS")?;
-        let mysql =
-            TcpListener::bind(config.listen.mysql).await.with_context(|| format!("binding [listen] mysql = {}", config.listen.mysql))?;
+        let mysql = listen(config.listen.mysql).with_context(|| format!("binding [listen] mysql = {}", config.listen.mysql))?;
         let admin =
             TcpListener::bind(config.listen.admin).await.with_context(|| format!("binding [listen] admin = {}", config.listen.admin))?;
         let client_tls = match &config.listen.tls {
@@ -150,6 +149,21 @@ impl Server {
         admin_task.abort();
         Ok(())
     }
+}
+
+/// Connections the kernel completes and queues while the accept loop catches up. A pool of a
+/// thousand connections opened at once (an application starting) overflowed the 128 that
+/// std's listeners ask for: the kernel dropped handshakes it had half completed, and those
+/// clients waited for a greeting that never came (`scripts/figures` at 1,000 connections hung
+/// so). The kernel caps it at `net.core.somaxconn` (4,096 on current kernels).
+const BACKLOG: u32 = 4096;
+
+/// The MySQL listener on `addr`, with [`BACKLOG`] (and SO_REUSEADDR, as std's listeners).
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(BACKLOG)
 }
 
 /// Accepts clients, each served by its own task holding one of `sessions`' permits, until

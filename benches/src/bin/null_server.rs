@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const CLIENT_PROTOCOL_41: u32 = 0x200;
 const CLIENT_SECURE_CONNECTION: u32 = 0x8000;
@@ -67,7 +67,13 @@ async fn main() -> anyhow::Result<()> {
             other => anyhow::bail!("unknown argument {other}; usage: freshet-null [--listen ADDR]"),
         }
     }
-    let listener = TcpListener::bind(&listen).await.with_context(|| format!("binding {listen}"))?;
+    // The backlog freshet's listener has (proxy/src/lib.rs), so that a burst of a thousand
+    // connections is not dropped here either.
+    let addr: std::net::SocketAddr = listen.parse().with_context(|| format!("--listen {listen} is not an address"))?;
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr).with_context(|| format!("binding {listen}"))?;
+    let listener = socket.listen(4096)?;
     eprintln!("freshet-null listening on {listen}");
     let replies = Arc::new(Replies::new());
     let mut next_id = 1u32;
