@@ -37,6 +37,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use freshet_dataflow::{FillData, FillError, FillRequest, FillResponse, FillSource, Key, Position, Row, TableSchema, Value};
@@ -157,6 +158,9 @@ pub struct ReplicaStore {
     /// Serializes writers (the stream's batches, copy batches, index builds): each reads the
     /// keys it replaces before writing them.
     write: Mutex<()>,
+    /// Test hook ([`ReplicaStore::crash_after_steps`]): durable steps left before every later
+    /// one fails; `u64::MAX` when off.
+    steps_left: AtomicU64,
 }
 
 fn primary_cf(table: &str) -> String {
@@ -187,7 +191,7 @@ impl ReplicaStore {
         };
         let descs = cfs.into_iter().map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
         let db = Db::open_cf_descriptors(&opts, path, descs)?;
-        Ok(ReplicaStore { db, tables: RwLock::new(HashMap::new()), write: Mutex::new(()) })
+        Ok(ReplicaStore { db, tables: RwLock::new(HashMap::new()), write: Mutex::new(()), steps_left: AtomicU64::new(u64::MAX) })
     }
 
     /// Declares a table to replicate. Returns true if its rows on disk are usable (same
@@ -204,7 +208,9 @@ impl ReplicaStore {
         let same = stored.as_deref() == Some(fp.as_bytes());
         if !same {
             self.drop_table_data(&name)?;
-            self.db.put(format!("schema/{name}"), fp.as_bytes())?;
+            let mut wb = WriteBatch::default();
+            wb.put(format!("schema/{name}"), fp.as_bytes());
+            self.write(wb)?;
         }
         let copy = match self.db.get(format!("copy/{name}"))? {
             Some(b) => CopyState::decode(&b)?,
@@ -219,7 +225,7 @@ impl ReplicaStore {
             indexes.push(cols.split(',').map(|c| c.parse().map_err(|_| ReplicaError::Corrupt("index name"))).collect::<Result<_, _>>()?);
         }
         if self.db.cf_handle(&primary_cf(&name)).is_none() {
-            self.db.create_cf(primary_cf(&name), &Options::default())?;
+            self.create_cf(&primary_cf(&name))?;
         }
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         tables.insert(name, Table { schema: schema.clone(), indexes, building: Vec::new(), copy });
@@ -239,7 +245,7 @@ impl ReplicaStore {
                 t.building.clear();
                 t.copy = CopyState::NotStarted;
             }
-            self.db.create_cf(primary_cf(&name), &Options::default())?;
+            self.create_cf(&primary_cf(&name))?;
         }
         Ok(())
     }
@@ -259,7 +265,9 @@ impl ReplicaStore {
         let _w = self.lock();
         for name in &gone {
             self.drop_table_data(name)?;
-            self.db.delete(format!("schema/{name}"))?;
+            let mut wb = WriteBatch::default();
+            wb.delete(format!("schema/{name}"));
+            self.write(wb)?;
         }
         Ok(gone)
     }
@@ -270,7 +278,7 @@ impl ReplicaStore {
         let cfs = Db::list_cf(&Options::default(), self.db.path()).unwrap_or_default();
         for cf in cfs.iter().filter(|c| c.starts_with(&prefix) || **c == primary_cf(name)) {
             if self.db.cf_handle(cf).is_some() {
-                self.db.drop_cf(cf)?;
+                self.drop_cf(cf)?;
             }
         }
         let mut wb = WriteBatch::default();
@@ -280,7 +288,47 @@ impl ReplicaStore {
             end.push(0xFF);
             wb.delete_range(p, end);
         }
+        self.write(wb)?;
+        Ok(())
+    }
+
+    /// Test hook: after `n` more durable steps (a RocksDB write, a column family created or
+    /// dropped), every later step fails with [`ReplicaError::SimulatedCrash`] and changes
+    /// nothing, as if the process had been killed at that instant. Reopening the store shows
+    /// what a restart would find, so a test can try every crash point of an operation.
+    #[doc(hidden)]
+    pub fn crash_after_steps(&self, n: u64) {
+        self.steps_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Accounts for one durable step (see [`ReplicaStore::crash_after_steps`]).
+    fn step(&self) -> Result<(), ReplicaError> {
+        match self.steps_left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+            u64::MAX => Some(n),
+            0 => None,
+            n => Some(n - 1),
+        }) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(ReplicaError::SimulatedCrash),
+        }
+    }
+
+    /// One atomic, durable write.
+    fn write(&self, wb: WriteBatch) -> Result<(), ReplicaError> {
+        self.step()?;
         self.db.write(wb)?;
+        Ok(())
+    }
+
+    fn create_cf(&self, name: &str) -> Result<(), ReplicaError> {
+        self.step()?;
+        self.db.create_cf(name, &Options::default())?;
+        Ok(())
+    }
+
+    fn drop_cf(&self, name: &str) -> Result<(), ReplicaError> {
+        self.step()?;
+        self.db.drop_cf(name)?;
         Ok(())
     }
 
@@ -311,7 +359,9 @@ impl ReplicaStore {
     /// stream starts).
     pub fn set_position(&self, pos: Position) -> Result<(), ReplicaError> {
         let _w = self.lock();
-        self.db.put(b"pos", pos.0.to_be_bytes())?;
+        let mut wb = WriteBatch::default();
+        wb.put(b"pos", pos.0.to_be_bytes());
+        self.write(wb)?;
         Ok(())
     }
 
@@ -346,7 +396,7 @@ impl ReplicaStore {
             overlay.insert((name, pk), new);
         }
         wb.put(b"pos", batch.position.0.to_be_bytes());
-        self.db.write(wb)?;
+        self.write(wb)?;
         Ok(())
     }
 
@@ -455,7 +505,7 @@ impl ReplicaStore {
             CopyState::Copying { since, after }
         };
         wb.put(format!("copy/{name}"), state.encode());
-        self.db.write(wb)?;
+        self.write(wb)?;
         t.copy = state.clone();
         Ok(state)
     }
@@ -490,9 +540,9 @@ impl ReplicaStore {
                 return Ok(());
             }
             if self.db.cf_handle(&cf_name).is_some() {
-                self.db.drop_cf(&cf_name)?;
+                self.drop_cf(&cf_name)?;
             }
-            self.db.create_cf(&cf_name, &Options::default())?;
+            self.create_cf(&cf_name)?;
             let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
             let t = tables.get_mut(table).ok_or_else(|| ReplicaError::UnknownTable(table.to_string()))?;
             t.indexes.push(cols.to_vec());
@@ -526,7 +576,7 @@ impl ReplicaStore {
                 let names: Vec<String> = cols.iter().map(usize::to_string).collect();
                 wb.put(format!("idx/{table}/{}", names.join(",")), []);
             }
-            self.db.write(wb)?;
+            self.write(wb)?;
             if done {
                 let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
                 if let Some(t) = tables.get_mut(table) {

@@ -79,7 +79,7 @@ impl ReplicaStore {
         let indexes: Vec<String> = old.indexes.iter().map(|cols| super::index_cf(&name, cols)).collect();
         for cf in &indexes {
             if self.db.cf_handle(cf).is_some() {
-                self.db.drop_cf(cf)?;
+                self.drop_cf(cf)?;
             }
         }
         let pos = self.position()?;
@@ -91,7 +91,7 @@ impl ReplicaStore {
         let state = CopyState::Reshaping { since: pos, after: None, keep: keep.to_vec() };
         wb.put(format!("copy/{name}"), state.encode());
         wb.put(format!("schema/{name}"), fingerprint(schema).as_bytes());
-        self.db.write(wb)?;
+        self.write(wb)?;
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         tables.insert(name, Table { schema: schema.clone(), indexes: Vec::new(), building: Vec::new(), copy: state });
         Ok(Altered::InPlace)
@@ -149,7 +149,7 @@ impl ReplicaStore {
             wb.put(format!("copy/{name}"), state.encode());
             state
         };
-        self.db.write(wb)?;
+        self.write(wb)?;
         t.copy = state.clone();
         Ok((state, rewritten))
     }
@@ -203,7 +203,7 @@ impl ReplicaStore {
             wb.put(format!("copy/{name}"), state.encode());
             state
         };
-        self.db.write(wb)?;
+        self.write(wb)?;
         t.copy = state.clone();
         Ok((state, rewritten))
     }
