@@ -32,6 +32,10 @@
 //!   image is never older than the copy's. A table is answered from only once its copy is
 //!   complete and the applied position has reached the newest snapshot the copy read
 //!   (`ready_at`); until then fills of it fail as unavailable and the engine uses the upstream.
+//! - **Forgetting a table is one write.** A reset (a stream gap, TRUNCATE) or a changed schema
+//!   deletes the table's rows, progress, index markers and marks in one `WriteBatch` before its
+//!   column families are dropped (only for their space), so a kill at any instant leaves the
+//!   old state or a table to copy again from nothing.
 //! - **DDL in place.** A changed schema that keeps the primary key is applied by rewriting the
 //!   stored rows ([`reshape`]) under the same marks and readiness rule as a copy.
 
@@ -207,10 +211,11 @@ impl ReplicaStore {
         let stored = self.db.get(format!("schema/{name}"))?;
         let same = stored.as_deref() == Some(fp.as_bytes());
         if !same {
-            self.drop_table_data(&name)?;
             let mut wb = WriteBatch::default();
+            self.forget_table(&mut wb, &name);
             wb.put(format!("schema/{name}"), fp.as_bytes());
             self.write(wb)?;
+            self.drop_table_cfs(&name)?;
         }
         let copy = match self.db.get(format!("copy/{name}"))? {
             Some(b) => CopyState::decode(&b)?,
@@ -272,8 +277,35 @@ impl ReplicaStore {
         Ok(gone)
     }
 
-    /// Forgets a table's rows, indexes and copy progress (its schema changed).
+    /// Forgets a table's rows, indexes and copy progress: it must be copied again.
     fn drop_table_data(&self, name: &str) -> Result<(), ReplicaError> {
+        let mut wb = WriteBatch::default();
+        self.forget_table(&mut wb, name);
+        self.write(wb)?;
+        self.drop_table_cfs(name)
+    }
+
+    /// Adds to `wb` what makes `name` a table to copy again, with no row, index or mark of
+    /// its own left: written in one batch before any column family is dropped, so a kill at any
+    /// instant leaves either the old state or a table that is copied again from nothing (never
+    /// one still marked copied whose rows are gone, nor one to copy that keeps rows the upstream
+    /// deleted meanwhile).
+    fn forget_table(&self, wb: &mut WriteBatch, name: &str) {
+        if let Some(cf) = self.db.cf_handle(&primary_cf(name)) {
+            // Every primary-key encoding starts with a kind tag below 0xFF (`crate::keycode`),
+            // so this range holds every row.
+            wb.delete_range_cf(&cf, &[][..], &[0xFF][..]);
+        }
+        wb.delete(format!("copy/{name}"));
+        for p in [format!("idx/{name}/").into_bytes(), touched_prefix(name)] {
+            let mut end = p.clone();
+            end.push(0xFF);
+            wb.delete_range(p, end);
+        }
+    }
+
+    /// Drops a forgotten table's column families (their space; nothing reads them any more).
+    fn drop_table_cfs(&self, name: &str) -> Result<(), ReplicaError> {
         let prefix = format!("i/{name}/");
         let cfs = Db::list_cf(&Options::default(), self.db.path()).unwrap_or_default();
         for cf in cfs.iter().filter(|c| c.starts_with(&prefix) || **c == primary_cf(name)) {
@@ -281,14 +313,6 @@ impl ReplicaStore {
                 self.drop_cf(cf)?;
             }
         }
-        let mut wb = WriteBatch::default();
-        wb.delete(format!("copy/{name}"));
-        for p in [format!("idx/{name}/").into_bytes(), touched_prefix(name)] {
-            let mut end = p.clone();
-            end.push(0xFF);
-            wb.delete_range(p, end);
-        }
-        self.write(wb)?;
         Ok(())
     }
 
