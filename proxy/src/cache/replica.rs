@@ -425,3 +425,56 @@ pub(super) async fn connect_stream(
     let start = s.delivered().position()?;
     Ok((s, Some(Resume::Fresh(start))))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use freshet_cdc::schema::{Charset, ColumnDecode};
+    use freshet_dataflow::{ColumnSchema, Row, SqlType, TableSchema, Value};
+
+    fn info() -> TableInfo {
+        let int = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 4, unsigned: false });
+        let schema = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
+        TableInfo { schema, decode: vec![ColumnDecode { charset: Charset::Utf8, binary_width: None }; 2] }
+    }
+
+    /// A start whose stored position was purged (`Resume::Gap`), killed at any instant (the
+    /// store's crash hook refuses every durable step after the first `n`): the store never holds
+    /// the new position with a table still marked copied at the old one. Its rows lack the
+    /// changes in the gap, and the next start would resume at the new position and keep them.
+    #[tokio::test]
+    async fn a_start_after_a_gap_killed_at_any_instant_never_keeps_rows_from_before_the_gap() {
+        let dir = std::env::temp_dir().join(format!("freshet-proxy-replica-gap-start-{}", std::process::id()));
+        let opts = Opts::from_url("mysql://nobody@127.0.0.1:1/none").unwrap();
+        let row: Row = vec![Value::Int(1), Value::Int(10)].into();
+        let mut completed = false;
+        for n in 0..16 {
+            let _ = std::fs::remove_dir_all(&dir);
+            {
+                let store = open(&dir).unwrap();
+                store.register(&info().schema).unwrap();
+                store.write_copy_batch(&info().schema, Position(5), std::slice::from_ref(&row), true).unwrap();
+                store.apply(&Batch::new(Position(5))).unwrap();
+                store.crash_after_steps(n);
+                let infos = HashMap::from([("t".to_string(), info())]);
+                if let Ok(r) = Replica::start(store.clone(), opts.clone(), "none", infos, &["t".to_string()], 10, Resume::Gap(Position(9)))
+                {
+                    r.stop();
+                    completed = !r.broken.load(Ordering::Relaxed);
+                }
+            }
+            let store = ReplicaStore::open(&dir).unwrap();
+            store.register(&info().schema).unwrap();
+            let (pos, state) = (store.position().unwrap(), store.copy_state("t"));
+            assert!(pos == Position(5) || pos == Position(9), "{pos:?}");
+            if pos == Position(9) {
+                assert_eq!(state, Some(CopyState::NotStarted), "killed after {n} steps");
+            }
+            if completed {
+                break;
+            }
+        }
+        assert!(completed, "the start never completed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
