@@ -240,17 +240,38 @@ impl ReplicaStore {
     /// Forgets a registered table's rows, indexes and progress: it must be copied again (the
     /// stream skipped some of its changes).
     pub fn reset(&self, schema: &TableSchema) -> Result<(), ReplicaError> {
-        let name = schema.name.to_ascii_lowercase();
+        self.reset_tables(&[schema], None)
+    }
+
+    /// Forgets the rows, indexes and progress of every table of `schemas` (they must be copied
+    /// again) and, with `position`, moves the applied position there: all in one write, so a
+    /// kill at any instant leaves either the old state or every table to copy again at the new
+    /// position (never the new position with rows that lack the changes before it). A start
+    /// whose stored position was purged resets this way.
+    pub fn reset_tables(&self, schemas: &[&TableSchema], position: Option<Position>) -> Result<(), ReplicaError> {
+        let names: Vec<String> = schemas.iter().map(|s| s.name.to_ascii_lowercase()).collect();
+        let _w = self.lock();
+        let mut wb = WriteBatch::default();
+        for name in &names {
+            self.forget_table(&mut wb, name);
+        }
+        if let Some(pos) = position {
+            wb.put(b"pos", pos.0.to_be_bytes());
+        }
+        self.write(wb)?;
         {
-            let _w = self.lock();
-            self.drop_table_data(&name)?;
             let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-            if let Some(t) = tables.get_mut(&name) {
-                t.indexes.clear();
-                t.building.clear();
-                t.copy = CopyState::NotStarted;
+            for name in &names {
+                if let Some(t) = tables.get_mut(name) {
+                    t.indexes.clear();
+                    t.building.clear();
+                    t.copy = CopyState::NotStarted;
+                }
             }
-            self.create_cf(&primary_cf(&name))?;
+        }
+        for name in &names {
+            self.drop_table_cfs(name)?;
+            self.create_cf(&primary_cf(name))?;
         }
         Ok(())
     }

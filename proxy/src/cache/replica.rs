@@ -95,9 +95,6 @@ impl Replica {
         batch_rows: u32,
         resume: Resume,
     ) -> anyhow::Result<Arc<Replica>> {
-        if let Resume::Fresh(p) | Resume::Gap(p) = resume {
-            store.set_position(p)?;
-        }
         let known = infos.clone();
         let mut replicated = HashMap::new();
         for t in tables {
@@ -115,6 +112,18 @@ impl Replica {
         for gone in store.forget_unregistered()? {
             info!(table = %gone, "replica: table no longer replicated; its rows are dropped");
         }
+        match resume {
+            Resume::Fresh(p) => store.set_position(p)?,
+            // The new position and the reset of every table in one write: stored alone first,
+            // a kill before the reset would let the next start resume there and keep rows
+            // that lack the changes in the gap.
+            Resume::Gap(p) => {
+                let schemas: Vec<&freshet_dataflow::TableSchema> = replicated.values().map(|i| &i.schema).collect();
+                store.reset_tables(&schemas, Some(p))?;
+                info!("replica: the stream has a gap; copying every table again");
+            }
+            Resume::Resumed => {}
+        }
         let cfg = SnapshotConfig { batch_rows: batch_rows as usize, ..SnapshotConfig::default() };
         let replica = Arc::new(Replica {
             store,
@@ -130,9 +139,6 @@ impl Replica {
             fills: AtomicU64::new(0),
             copy_task: std::sync::OnceLock::new(),
         });
-        if matches!(resume, Resume::Gap(_)) {
-            replica.gap();
-        }
         let copy = tokio::spawn(copy_loop(Arc::downgrade(&replica)));
         let _ = replica.copy_task.set(copy.abort_handle());
         Ok(replica)
@@ -250,11 +256,10 @@ impl Replica {
     /// The stream skipped changes: every table is copied again.
     pub(super) fn gap(&self) {
         let infos = self.infos.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for info in infos.values() {
-            if let Err(e) = self.store.reset(&info.schema) {
-                warn!(table = %info.schema.name, error = %e, "replica: reset failed");
-                self.broken.store(true, Ordering::Relaxed);
-            }
+        let schemas: Vec<&freshet_dataflow::TableSchema> = infos.values().map(|i| &i.schema).collect();
+        if let Err(e) = self.store.reset_tables(&schemas, None) {
+            warn!(error = %e, "replica: reset failed");
+            self.broken.store(true, Ordering::Relaxed);
         }
         info!("replica: the stream has a gap; copying every table again");
         self.recopy.notify_one();
