@@ -201,3 +201,21 @@ fn a_reset_killed_at_any_instant_leaves_a_table_that_is_copied_again() {
         }
     }
 }
+
+/// A reset (a stream gap) while a table is being copied: the copy's next batch was read in its
+/// snapshot from before the reset, so it lacks the changes the gap skipped, and the keys it
+/// copied before the reset are gone. It must be refused (the copy starts the table over in a
+/// new snapshot), not stored as progress that the copy would go on from.
+#[test]
+fn a_copy_batch_read_before_a_reset_is_refused() {
+    let d = dir("reset-mid-copy");
+    let s = ReplicaStore::open(&d).unwrap();
+    s.register(&schema("t", false)).unwrap();
+    s.set_position(Position(8)).unwrap();
+    s.write_copy_batch(&schema("t", false), Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
+    s.reset(&schema("t", false)).unwrap();
+    let late = s.write_copy_batch(&schema("t", false), Position(10), &[row(3, 10)], true);
+    assert!(late.is_err(), "a batch read before the reset was written: {late:?}");
+    assert_eq!(s.copy_state("t"), Some(CopyState::NotStarted));
+    let _ = std::fs::remove_dir_all(&d);
+}
