@@ -144,6 +144,13 @@ impl CopyState {
     }
 }
 
+/// Which incarnation of a table's stored rows a copy works on: a new one each time the table
+/// is registered anew, reset or altered. A copy batch carries the generation it was read for
+/// ([`ReplicaStore::copy_progress`]) and is refused under another (see
+/// [`ReplicaStore::write_copy_batch`]). Kept in memory only: a copy never outlives the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Generation(u64);
+
 /// What the store knows of one replicated table.
 #[derive(Clone, Debug)]
 struct Table {
@@ -153,6 +160,7 @@ struct Table {
     /// Those of `indexes` still being built: maintained by writers, not yet read by fills.
     building: Vec<Vec<usize>>,
     copy: CopyState,
+    generation: Generation,
 }
 
 /// The replica's RocksDB store.
@@ -165,6 +173,8 @@ pub struct ReplicaStore {
     /// Test hook ([`ReplicaStore::crash_after_steps`]): durable steps left before every later
     /// one fails; `u64::MAX` when off.
     steps_left: AtomicU64,
+    /// The next [`Generation`] handed out.
+    generations: AtomicU64,
 }
 
 fn primary_cf(table: &str) -> String {
@@ -195,7 +205,13 @@ impl ReplicaStore {
         };
         let descs = cfs.into_iter().map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
         let db = Db::open_cf_descriptors(&opts, path, descs)?;
-        Ok(ReplicaStore { db, tables: RwLock::new(HashMap::new()), write: Mutex::new(()), steps_left: AtomicU64::new(u64::MAX) })
+        Ok(ReplicaStore {
+            db,
+            tables: RwLock::new(HashMap::new()),
+            write: Mutex::new(()),
+            steps_left: AtomicU64::new(u64::MAX),
+            generations: AtomicU64::new(0),
+        })
     }
 
     /// Declares a table to replicate. Returns true if its rows on disk are usable (same
@@ -233,7 +249,13 @@ impl ReplicaStore {
             self.create_cf(&primary_cf(&name))?;
         }
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        tables.insert(name, Table { schema: schema.clone(), indexes, building: Vec::new(), copy });
+        // Rows kept under the same registration keep their generation (a copy going on with
+        // them is still right); anything else is a new incarnation.
+        let generation = match tables.get(&name) {
+            Some(t) if same => t.generation,
+            _ => self.new_generation(),
+        };
+        tables.insert(name, Table { schema: schema.clone(), indexes, building: Vec::new(), copy, generation });
         Ok(same)
     }
 
@@ -266,6 +288,7 @@ impl ReplicaStore {
                     t.indexes.clear();
                     t.building.clear();
                     t.copy = CopyState::NotStarted;
+                    t.generation = self.new_generation();
                 }
             }
         }
@@ -388,6 +411,18 @@ impl ReplicaStore {
         read_position(self.db.get(b"pos")?)
     }
 
+    fn new_generation(&self) -> Generation {
+        Generation(self.generations.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The copy state of a registered table and the generation of its rows, read together: a
+    /// copy goes on from that state and passes the generation with each batch
+    /// ([`ReplicaStore::write_copy_batch`]), reading them in a snapshot opened after this call.
+    pub fn copy_progress(&self, table: &str) -> Option<(CopyState, Generation)> {
+        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        tables.get(&table.to_ascii_lowercase()).map(|t| (t.copy.clone(), t.generation))
+    }
+
     /// The copy state of a registered table.
     pub fn copy_state(&self, table: &str) -> Option<CopyState> {
         let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
@@ -508,14 +543,30 @@ fn read_position(b: Option<Vec<u8>>) -> Result<Position, ReplicaError> {
 impl ReplicaStore {
     /// Writes one batch of copied rows of the table `schema` describes (read with that schema
     /// at snapshot position `at`, in primary-key order) and the table's new progress in one
-    /// write; refused ([`ReplicaError::SchemaChanged`]) if the table is registered with another
-    /// schema by now (DDL was applied since the caller looked). Rows whose key the stream has touched since the copy began are
-    /// skipped: the store already has a newer image of them.
-    pub fn write_copy_batch(&self, schema: &TableSchema, at: Position, rows: &[Row], done: bool) -> Result<CopyState, ReplicaError> {
+    /// write. `generation` is the one [`ReplicaStore::copy_progress`] gave with the state the
+    /// copy goes on from, and the batch must have been read in a snapshot opened after that
+    /// call. Refused with [`ReplicaError::SchemaChanged`] if the table is registered with
+    /// another schema by now (DDL was applied since the caller looked), and with
+    /// [`ReplicaError::Reset`] if its rows are of another generation (a gap reset the table:
+    /// the batch may predate changes the stream skipped, and the progress it continues was
+    /// dropped; the copy starts the table again in a new snapshot). Rows whose key the stream
+    /// has touched since the copy began are skipped: the store already has a newer image of
+    /// them.
+    pub fn write_copy_batch(
+        &self,
+        schema: &TableSchema,
+        generation: Generation,
+        at: Position,
+        rows: &[Row],
+        done: bool,
+    ) -> Result<CopyState, ReplicaError> {
         let name = schema.name.to_ascii_lowercase();
         let _w = self.lock();
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let t = registered_as(&mut tables, &name, schema)?;
+        if t.generation != generation {
+            return Err(ReplicaError::Reset(name));
+        }
         let since = match &t.copy {
             CopyState::Copying { since, .. } => (*since).max(at),
             _ => at,

@@ -57,7 +57,14 @@ fn drop_column_rewrites_the_stored_rows_and_keeps_the_streams_images() {
     let old = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![0]);
     let new = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10, 100]), ints(&[2, 10, 200]), ints(&[3, 11, 300])], true).unwrap();
+    s.write_copy_batch(
+        &old,
+        s.copy_progress("t").unwrap().1,
+        Position(5),
+        &[ints(&[1, 10, 100]), ints(&[2, 10, 200]), ints(&[3, 11, 300])],
+        true,
+    )
+    .unwrap();
     s.apply(&Batch::new(Position(5))).unwrap();
     assert_eq!(rows_with_k(&s, &old, Position(5), 10).unwrap(), vec![ints(&[1, 10, 100]), ints(&[2, 10, 200])]);
 
@@ -91,7 +98,8 @@ fn add_column_takes_the_servers_values_and_waits_for_the_stream() {
     let old = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     let new = TableSchema::new("t", vec![int("id"), ColumnSchema::new("note", SqlType::Text), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10]), ints(&[2, 10]), ints(&[3, 10])], true).unwrap();
+    s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(5), &[ints(&[1, 10]), ints(&[2, 10]), ints(&[3, 10])], true)
+        .unwrap();
     s.apply(&Batch::new(Position(5))).unwrap();
     // Builds the index on k (column 1, which becomes `note`): it must not be read again.
     assert_eq!(rows_with_k(&s, &old, Position(5), 10).unwrap().len(), 3);
@@ -124,14 +132,17 @@ fn a_new_primary_key_or_a_table_still_copying_is_copied_again() {
     let s = ReplicaStore::open(&d).unwrap();
     let old = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10])], true).unwrap();
+    s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(5), &[ints(&[1, 10])], true).unwrap();
     let rekeyed = TableSchema::new("t", vec![int("id"), int("k")], vec![1]);
     assert_eq!(s.alter(&rekeyed, &[Some(0), Some(1)]).unwrap(), Altered::Recopy);
     assert_eq!(s.copy_state("t"), Some(CopyState::NotStarted));
     // A batch read with the old schema, written after the DDL registered the new one: refused.
-    assert!(matches!(s.write_copy_batch(&old, Position(6), &[ints(&[1, 10])], false), Err(ReplicaError::SchemaChanged(_))));
+    assert!(matches!(
+        s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(6), &[ints(&[1, 10])], false),
+        Err(ReplicaError::SchemaChanged(_))
+    ));
     // Half copied: its rows are of the old shape and the copy's; copy it again.
-    s.write_copy_batch(&rekeyed, Position(6), &[ints(&[1, 10])], false).unwrap();
+    s.write_copy_batch(&rekeyed, s.copy_progress("t").unwrap().1, Position(6), &[ints(&[1, 10])], false).unwrap();
     let wider = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![1]);
     assert_eq!(s.alter(&wider, &[Some(0), Some(1), None]).unwrap(), Altered::Recopy);
     assert_eq!(s.alter(&wider, &[Some(0), Some(1), None]).unwrap(), Altered::Unchanged);
@@ -145,7 +156,14 @@ fn tables_no_longer_registered_are_dropped_at_start() {
         let s = ReplicaStore::open(&d).unwrap();
         for t in ["a", "b"] {
             s.register(&TableSchema::new(t, vec![int("id"), int("k")], vec![0])).unwrap();
-            s.write_copy_batch(&TableSchema::new(t, vec![int("id"), int("k")], vec![0]), Position(5), &[ints(&[1, 10])], true).unwrap();
+            s.write_copy_batch(
+                &TableSchema::new(t, vec![int("id"), int("k")], vec![0]),
+                s.copy_progress(t).unwrap().1,
+                Position(5),
+                &[ints(&[1, 10])],
+                true,
+            )
+            .unwrap();
         }
     }
     let s = ReplicaStore::open(&d).unwrap();
@@ -169,7 +187,7 @@ fn a_restart_during_a_rewrite_goes_on_with_it() {
         let s = ReplicaStore::open(&d).unwrap();
         s.register(&old).unwrap();
         let rows: Vec<Row> = (1..=10).map(|i| ints(&[i, 10, 100 + i])).collect();
-        s.write_copy_batch(&old, Position(5), &rows, true).unwrap();
+        s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(5), &rows, true).unwrap();
         s.apply(&Batch::new(Position(5))).unwrap();
         assert_eq!(s.alter(&new, &[Some(0), Some(1)]).unwrap(), Altered::InPlace);
         let (state, n) = s.reshape_local("t", 3).unwrap();

@@ -66,7 +66,7 @@ fn rows_and_position_survive_a_reopen() {
     {
         let s = ReplicaStore::open(&d).unwrap();
         assert!(!s.register(&schema("t", false)).unwrap(), "a new table must be copied");
-        s.write_copy_batch(&schema("t", false), Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
+        s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
         let mut b = Batch::new(Position(7));
         b.insert("t", row(3, 10));
         b.update("t", row(1, 10), row(1, 11));
@@ -102,10 +102,11 @@ fn the_copy_keeps_what_the_stream_wrote_and_fills_wait_for_it() {
     df.set_applied(Position(11));
     assert!(matches!(rows_with_k(&s, &mut df, v, 10), Err(FillError::Unavailable(_))), "not copied yet");
     // The batch read at 10 has the older images of rows 1 and 2: they must not win.
-    let st = s.write_copy_batch(&schema("t", false), Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
+    let st =
+        s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
     assert!(matches!(st, CopyState::Copying { since: Position(10), .. }));
     // A resumed copy reads the rest at 13, ahead of the stream.
-    s.write_copy_batch(&schema("t", false), Position(13), &[row(3, 10)], true).unwrap();
+    s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(13), &[row(3, 10)], true).unwrap();
     assert_eq!(s.copy_state("t"), Some(CopyState::Done { ready_at: Position(13) }));
     assert!(!s.is_ready("t").unwrap(), "the stream has not reached the copy's newest snapshot");
     assert!(matches!(rows_with_k(&s, &mut df, v, 10), Err(FillError::Unavailable(_))));
@@ -136,7 +137,7 @@ fn an_index_built_in_chunks_finds_every_row() {
     let s = ReplicaStore::open(&d).unwrap();
     s.register(&schema("t", false)).unwrap();
     let rows: Vec<Row> = (1..=25_000).map(|i| row(i, i % 7)).collect();
-    s.write_copy_batch(&schema("t", false), Position(1), &rows, true).unwrap();
+    s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(1), &rows, true).unwrap();
     s.apply(&Batch::new(Position(1))).unwrap();
     let (mut df, v) = dataflow();
     df.set_applied(Position(1));
@@ -168,7 +169,7 @@ fn a_reset_killed_at_any_instant_leaves_a_table_that_is_copied_again() {
         let d = dir(&format!("reset-kill-{n}"));
         let s = ReplicaStore::open(&d).unwrap();
         s.register(&schema("t", false)).unwrap();
-        s.write_copy_batch(&schema("t", false), Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
+        s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
         s.apply(&Batch::new(Position(5))).unwrap();
         s.crash_after_steps(n);
         let finished = match s.reset(&schema("t", false)) {
@@ -190,7 +191,7 @@ fn a_reset_killed_at_any_instant_leaves_a_table_that_is_copied_again() {
             // Copied again (row 2 was deleted upstream meanwhile): nothing of the old rows may remain.
             state => {
                 assert_eq!(state, Some(CopyState::NotStarted), "crash after {n} steps");
-                s.write_copy_batch(&schema("t", false), Position(5), &[row(1, 10)], true).unwrap();
+                s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(5), &[row(1, 10)], true).unwrap();
                 assert_eq!(rows_with_k(&s, &mut df, v, 10).unwrap(), vec![row(1, 10)], "crash after {n} steps");
             }
         }
@@ -212,10 +213,11 @@ fn a_copy_batch_read_before_a_reset_is_refused() {
     let s = ReplicaStore::open(&d).unwrap();
     s.register(&schema("t", false)).unwrap();
     s.set_position(Position(8)).unwrap();
-    s.write_copy_batch(&schema("t", false), Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
+    let (_, generation) = s.copy_progress("t").unwrap();
+    s.write_copy_batch(&schema("t", false), generation, Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
     s.reset(&schema("t", false)).unwrap();
-    let late = s.write_copy_batch(&schema("t", false), Position(10), &[row(3, 10)], true);
-    assert!(late.is_err(), "a batch read before the reset was written: {late:?}");
+    let late = s.write_copy_batch(&schema("t", false), generation, Position(10), &[row(3, 10)], true);
+    assert!(matches!(late, Err(ReplicaError::Reset(_))), "a batch read before the reset was written: {late:?}");
     assert_eq!(s.copy_state("t"), Some(CopyState::NotStarted));
     let _ = std::fs::remove_dir_all(&d);
 }

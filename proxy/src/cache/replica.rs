@@ -458,7 +458,9 @@ mod tests {
             {
                 let store = open(&dir).unwrap();
                 store.register(&info().schema).unwrap();
-                store.write_copy_batch(&info().schema, Position(5), std::slice::from_ref(&row), true).unwrap();
+                store
+                    .write_copy_batch(&info().schema, store.copy_progress("t").unwrap().1, Position(5), std::slice::from_ref(&row), true)
+                    .unwrap();
                 store.apply(&Batch::new(Position(5))).unwrap();
                 store.crash_after_steps(n);
                 let infos = HashMap::from([("t".to_string(), info())]);

@@ -93,7 +93,8 @@ impl ReplicaStore {
         wb.put(format!("schema/{name}"), fingerprint(schema).as_bytes());
         self.write(wb)?;
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        tables.insert(name, Table { schema: schema.clone(), indexes: Vec::new(), building: Vec::new(), copy: state });
+        let generation = self.new_generation();
+        tables.insert(name, Table { schema: schema.clone(), indexes: Vec::new(), building: Vec::new(), copy: state, generation });
         Ok(Altered::InPlace)
     }
 
