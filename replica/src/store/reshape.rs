@@ -27,6 +27,11 @@
 //!   delete it). So once the rewrite is done and the applied position passes the newest P, every
 //!   row is the server's row in the new shape, and only then is the table answered from again.
 //!
+//! The rewrite starts from `since` = the later of the applied position and the position the
+//! table was ready at: a copy that read ahead of the stream (ready at P2 > Q) holds rows with
+//! changes up to P2, and a rewrite from stored rows alone reads nothing newer, so the table may
+//! be answered from only once the stream passes P2 as well.
+//!
 //! A table being copied or rewritten when another DDL arrives is copied again (its rows are of
 //! mixed shapes); so is one whose primary key changes (the stored keys would not be the new
 //! ones). The rewrite's plan and progress are stored with every batch (like a copy's), so a
@@ -82,7 +87,14 @@ impl ReplicaStore {
                 self.drop_cf(cf)?;
             }
         }
-        let pos = self.position()?;
+        // Not before the copy's own readiness: a copy that read ahead of the stream left rows
+        // holding writes after the applied position (the DDL's), which the stream has yet to
+        // reach, and a column reorder rewrites them without reading anything newer.
+        let copied_at = match old.copy {
+            CopyState::Done { ready_at } => ready_at,
+            _ => Position(0),
+        };
+        let pos = self.position()?.max(copied_at);
         let mut wb = WriteBatch::default();
         let idx = format!("idx/{name}/").into_bytes();
         let mut end = idx.clone();
