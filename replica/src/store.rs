@@ -850,4 +850,31 @@ mod tests {
         assert!(CopyState::decode(&huge).is_err(), "a column count the bytes cannot hold");
         assert!(CopyState::decode(&[9]).is_err());
     }
+
+    /// A fill checks that its table is ready, then builds the index it needs; DDL that moves the
+    /// table to a rewrite can land in between. The build must then be refused: an index built
+    /// from rows of the old shape at new column positions, marked built on disk, would be read
+    /// after the rewrite (and after a restart) with entries under the wrong values.
+    #[test]
+    fn an_index_is_not_built_on_a_table_being_rewritten() {
+        use freshet_dataflow::{Batch, ColumnSchema, SqlType};
+        let d = std::env::temp_dir().join(format!("freshet-replica-store-index-reshape-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let int = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 4, unsigned: false });
+        let old = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![0]);
+        let new = TableSchema::new("t", vec![int("id"), int("z"), int("k")], vec![0]);
+        {
+            let s = ReplicaStore::open(&d).unwrap();
+            s.register(&old).unwrap();
+            let row: Row = vec![Value::Int(1), Value::Int(10), Value::Int(100)].into();
+            s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(5), &[row], true).unwrap();
+            s.apply(&Batch::new(Position(5))).unwrap();
+            assert!(s.is_ready("t").unwrap());
+            // The fill saw the table ready; the DDL is applied before it builds the index on k.
+            assert_eq!(s.alter(&new, &[Some(0), Some(2), Some(1)]).unwrap(), Altered::InPlace);
+            assert!(matches!(s.ensure_index("t", &[2]), Err(ReplicaError::NotReady(_))));
+            assert!(s.db.get(b"idx/t/2").unwrap().is_none(), "an index of the old shape is marked built");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
