@@ -630,10 +630,16 @@ impl ReplicaStore {
     /// only once it is complete.
     fn build_index(&self, table: &str, cols: &[usize]) -> Result<(), ReplicaError> {
         let cf_name = index_cf(table, cols);
-        {
+        let generation = {
             let _w = self.lock();
             if self.index_state(table, cols)?.is_some() {
                 return Ok(());
+            }
+            // Checked under the write lock DDL takes (`alter`, `reset`): the fill saw the table
+            // ready, but DDL may have moved it to a rewrite since, and its rows are then of mixed
+            // shapes.
+            if !self.is_ready(table)? {
+                return Err(ReplicaError::NotReady(table.to_string()));
             }
             if self.db.cf_handle(&cf_name).is_some() {
                 self.drop_cf(&cf_name)?;
@@ -643,11 +649,17 @@ impl ReplicaStore {
             let t = tables.get_mut(table).ok_or_else(|| ReplicaError::UnknownTable(table.to_string()))?;
             t.indexes.push(cols.to_vec());
             t.building.push(cols.to_vec());
-        }
+            t.generation
+        };
         let started = std::time::Instant::now();
         let mut after: Option<Vec<u8>> = None;
         loop {
             let _w = self.lock();
+            // DDL or a reset between two chunks dropped the index with the table's rows: the
+            // build stops, and never marks it built.
+            if self.copy_progress(table).map(|(_, g)| g) != Some(generation) {
+                return Err(ReplicaError::NotReady(format!("{table} (changed while its index was built)")));
+            }
             let (cf, pcf) = (self.cf(&cf_name)?, self.cf(&primary_cf(table))?);
             let mode = match &after {
                 Some(k) => IteratorMode::From(k, rocksdb::Direction::Forward),

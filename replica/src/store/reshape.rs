@@ -27,6 +27,11 @@
 //!   delete it). So once the rewrite is done and the applied position passes the newest P, every
 //!   row is the server's row in the new shape, and only then is the table answered from again.
 //!
+//! Index builds (`ReplicaStore::build_index`) start only on a ready table and stop when the
+//! table's generation changes, both checked under the write lock that `alter` holds while it
+//! reads the table's indexes and starts the rewrite: no index of the old shape is built, or
+//! marked built on disk, once the rewrite has begun.
+//!
 //! The rewrite starts from `since` = the later of the applied position and the position the
 //! table was ready at: a copy that read ahead of the stream (ready at P2 > Q) holds rows with
 //! changes up to P2, and a rewrite from stored rows alone reads nothing newer, so the table may
@@ -65,8 +70,12 @@ impl ReplicaStore {
     /// An unregistered table is registered (see [`ReplicaStore::register`]).
     pub fn alter(&self, schema: &TableSchema, keep: &[Option<usize>]) -> Result<Altered, ReplicaError> {
         let name = schema.name.to_ascii_lowercase();
+        // The table (its indexes included) is read under the write lock that index builds take,
+        // so no index is built or completed between this read and the rewrite's start.
+        let w = self.lock();
         let old = self.tables.read().unwrap_or_else(|e| e.into_inner()).get(&name).cloned();
         let Some(old) = old else {
+            drop(w);
             return self.register(schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy });
         };
         if fingerprint(&old.schema) == fingerprint(schema) {
@@ -78,9 +87,9 @@ impl ReplicaStore {
             && !schema.primary_key.is_empty()
             && key_kept.as_deref() == Some(old.schema.primary_key.as_slice());
         if !in_place {
+            drop(w);
             return self.register(schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy });
         }
-        let _w = self.lock();
         let indexes: Vec<String> = old.indexes.iter().map(|cols| super::index_cf(&name, cols)).collect();
         for cf in &indexes {
             if self.db.cf_handle(cf).is_some() {
