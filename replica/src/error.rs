@@ -35,6 +35,14 @@ pub enum ReplicaError {
     /// written; the copy is retried with the new schema.
     #[error("table `{0}` changed while it was copied; the copy is retried")]
     SchemaChanged(String),
+    /// The table was reset (a stream gap) after the copy read the progress it goes on from:
+    /// the batch is not written; the copy starts the table again in a new snapshot.
+    #[error("table `{0}` was reset while it was copied; its copy starts again")]
+    Reset(String),
+    /// A durable step refused by the test hook `ReplicaStore::crash_after_steps` (a simulated
+    /// kill); never returned otherwise.
+    #[error("replica store: simulated crash (test hook)")]
+    SimulatedCrash,
     /// Reading the upstream for the snapshot failed; the copy resumes from its last batch.
     #[error("snapshot: {0}")]
     Upstream(String),

@@ -17,4 +17,4 @@ pub mod store;
 
 pub use error::ReplicaError;
 pub use snapshot::{CopyFigures, CopyStats, SnapshotConfig, copy_tables};
-pub use store::{CopyState, ReplicaStore};
+pub use store::{CopyState, Generation, ReplicaStore};

@@ -24,7 +24,11 @@
 //! batches: a batch is written only if the table is still registered with the schema it was
 //! read with (`ReplicaError::SchemaChanged` otherwise, and the copy is retried with the new
 //! one), and the DDL itself, applied by the writer in stream order, drops or rewrites what was
-//! copied (`crate::store` `reshape`).
+//! copied (`crate::store` `reshape`). A gap may reset a table between two batches too (its rows
+//! and progress dropped): a batch is written only for the generation of the table's rows that
+//! the copy read its progress with, in a snapshot opened after that read
+//! ([`ReplicaStore::copy_progress`]), else the table is started again from its new progress in
+//! a new snapshot, which is after the reset and so after the changes the gap skipped.
 //!
 //! A new store (position 0) takes the first snapshot's position as its own: that is where the
 //! stream must start for the copied rows to be kept current. How the snapshot is placed in the
@@ -159,7 +163,7 @@ pub async fn copy_tables(
     }
     let version: Option<String> = conn.query_first("SELECT VERSION()").await.map_err(upstream)?;
     let flavor = freshet_cdc::flavor::detect(version.as_deref().unwrap_or(""));
-    let mut snap = Snapshot { flavor: flavor.as_ref(), open: None, max_age: cfg.max_snapshot_age };
+    let mut snap = Snapshot { flavor: flavor.as_ref(), open: None, max_age: cfg.max_snapshot_age, expired: false };
     let result = copy_in_snapshots(&mut conn, &mut snap, store, tables, &todo, cfg, stats).await;
     // Read-only: ending it either way is the same; a failure here only loses the connection.
     let _ = conn.query_drop("COMMIT").await;
@@ -174,12 +178,15 @@ struct Snapshot<'a> {
     flavor: &'a dyn freshet_cdc::Flavor,
     open: Option<(Position, Instant)>,
     max_age: Duration,
+    /// Set by [`Snapshot::expire`].
+    expired: bool,
 }
 
 impl Snapshot<'_> {
     /// The position of the snapshot the next batch is read in (opening a new one if needed).
     async fn at(&mut self, conn: &mut Conn) -> Result<Position, ReplicaError> {
         if let Some((at, opened)) = self.open
+            && !self.expired
             && opened.elapsed() < self.max_age
         {
             return Ok(at);
@@ -189,7 +196,13 @@ impl Snapshot<'_> {
         }
         let at = crate::fence::open_snapshot(conn, self.flavor).await?;
         self.open = Some((at, Instant::now()));
+        self.expired = false;
         Ok(at)
+    }
+
+    /// The next batch is read in a new snapshot, opened after this call.
+    fn expire(&mut self) {
+        self.expired = true;
     }
 }
 
@@ -215,36 +228,49 @@ async fn copy_in_snapshots(
             continue;
         }
         let name = &t.schema.name;
-        let mut after = match store.copy_state(name) {
-            Some(CopyState::Copying { after: Some(a), .. }) => Some(decode_row(&a)?),
-            _ => None,
-        };
-        loop {
-            if cfg.max_batches.is_some_and(|m| batches >= m) {
-                return Ok(false);
+        // Restarted from the store's progress whenever a gap resets the table meanwhile.
+        'table: loop {
+            let (state, generation) = store.copy_progress(name).ok_or_else(|| ReplicaError::UnknownTable(name.clone()))?;
+            let mut after = match state {
+                CopyState::Copying { after: Some(a), .. } => Some(decode_row(&a)?),
+                _ => None,
+            };
+            // The batches are read in a snapshot opened after that progress was read: one opened
+            // before may predate a reset, and lack the changes the gap skipped.
+            snap.expire();
+            loop {
+                if cfg.max_batches.is_some_and(|m| batches >= m) {
+                    return Ok(false);
+                }
+                let started = Instant::now();
+                let all: Vec<usize> = (0..t.schema.columns.len()).collect();
+                let at = snap.at(conn).await?;
+                let rows = read_batch(conn, tables, t, &all, after.as_deref(), cfg.batch_rows).await?;
+                let done = rows.len() < cfg.batch_rows;
+                match store.write_copy_batch(&t.schema, generation, at, &rows, done) {
+                    Err(ReplicaError::Reset(_)) => {
+                        tracing::info!(table = %name, "replica: table reset during its copy; copying it again");
+                        continue 'table;
+                    }
+                    r => r?,
+                };
+                batches += 1;
+                let bytes: usize = rows.iter().map(|r| crate::rowcode::encode_row(r).len()).sum();
+                stats.rows_copied.fetch_add(rows.len() as u64, Ordering::Relaxed);
+                stats.bytes_copied.fetch_add(bytes as u64, Ordering::Relaxed);
+                stats.micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+                if last_log.elapsed() >= cfg.log_every {
+                    let f = stats.snapshot();
+                    tracing::info!(table = %name, copied = f.rows_copied, estimated = f.rows_estimated, rows_per_sec = f.rows_per_sec as u64, "replica: copy progress");
+                    last_log = Instant::now();
+                }
+                if done {
+                    stats.tables_done.fetch_add(1, Ordering::Relaxed);
+                    tracing::info!(table = %name, "replica: table copied");
+                    break 'table;
+                }
+                after = rows.last().map(|r| t.schema.primary_key.iter().map(|&i| r[i].clone()).collect());
             }
-            let started = Instant::now();
-            let all: Vec<usize> = (0..t.schema.columns.len()).collect();
-            let at = snap.at(conn).await?;
-            let rows = read_batch(conn, tables, t, &all, after.as_deref(), cfg.batch_rows).await?;
-            let done = rows.len() < cfg.batch_rows;
-            store.write_copy_batch(&t.schema, at, &rows, done)?;
-            batches += 1;
-            let bytes: usize = rows.iter().map(|r| crate::rowcode::encode_row(r).len()).sum();
-            stats.rows_copied.fetch_add(rows.len() as u64, Ordering::Relaxed);
-            stats.bytes_copied.fetch_add(bytes as u64, Ordering::Relaxed);
-            stats.micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
-            if last_log.elapsed() >= cfg.log_every {
-                let f = stats.snapshot();
-                tracing::info!(table = %name, copied = f.rows_copied, estimated = f.rows_estimated, rows_per_sec = f.rows_per_sec as u64, "replica: copy progress");
-                last_log = Instant::now();
-            }
-            if done {
-                stats.tables_done.fetch_add(1, Ordering::Relaxed);
-                tracing::info!(table = %name, "replica: table copied");
-                break;
-            }
-            after = rows.last().map(|r| t.schema.primary_key.iter().map(|&i| r[i].clone()).collect());
         }
     }
     Ok(true)

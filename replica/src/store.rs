@@ -32,11 +32,16 @@
 //!   image is never older than the copy's. A table is answered from only once its copy is
 //!   complete and the applied position has reached the newest snapshot the copy read
 //!   (`ready_at`); until then fills of it fail as unavailable and the engine uses the upstream.
+//! - **Forgetting a table is one write.** A reset (a stream gap, TRUNCATE) or a changed schema
+//!   deletes the table's rows, progress, index markers and marks in one `WriteBatch` before its
+//!   column families are dropped (only for their space), so a kill at any instant leaves the
+//!   old state or a table to copy again from nothing.
 //! - **DDL in place.** A changed schema that keeps the primary key is applied by rewriting the
 //!   stored rows ([`reshape`]) under the same marks and readiness rule as a copy.
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, RwLock};
 
 use freshet_dataflow::{FillData, FillError, FillRequest, FillResponse, FillSource, Key, Position, Row, TableSchema, Value};
@@ -139,6 +144,13 @@ impl CopyState {
     }
 }
 
+/// Which incarnation of a table's stored rows a copy works on: a new one each time the table
+/// is registered anew, reset or altered. A copy batch carries the generation it was read for
+/// ([`ReplicaStore::copy_progress`]) and is refused under another (see
+/// [`ReplicaStore::write_copy_batch`]). Kept in memory only: a copy never outlives the process.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Generation(u64);
+
 /// What the store knows of one replicated table.
 #[derive(Clone, Debug)]
 struct Table {
@@ -148,6 +160,7 @@ struct Table {
     /// Those of `indexes` still being built: maintained by writers, not yet read by fills.
     building: Vec<Vec<usize>>,
     copy: CopyState,
+    generation: Generation,
 }
 
 /// The replica's RocksDB store.
@@ -157,6 +170,11 @@ pub struct ReplicaStore {
     /// Serializes writers (the stream's batches, copy batches, index builds): each reads the
     /// keys it replaces before writing them.
     write: Mutex<()>,
+    /// Test hook ([`ReplicaStore::crash_after_steps`]): durable steps left before every later
+    /// one fails; `u64::MAX` when off.
+    steps_left: AtomicU64,
+    /// The next [`Generation`] handed out.
+    generations: AtomicU64,
 }
 
 fn primary_cf(table: &str) -> String {
@@ -187,7 +205,13 @@ impl ReplicaStore {
         };
         let descs = cfs.into_iter().map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
         let db = Db::open_cf_descriptors(&opts, path, descs)?;
-        Ok(ReplicaStore { db, tables: RwLock::new(HashMap::new()), write: Mutex::new(()) })
+        Ok(ReplicaStore {
+            db,
+            tables: RwLock::new(HashMap::new()),
+            write: Mutex::new(()),
+            steps_left: AtomicU64::new(u64::MAX),
+            generations: AtomicU64::new(0),
+        })
     }
 
     /// Declares a table to replicate. Returns true if its rows on disk are usable (same
@@ -203,8 +227,11 @@ impl ReplicaStore {
         let stored = self.db.get(format!("schema/{name}"))?;
         let same = stored.as_deref() == Some(fp.as_bytes());
         if !same {
-            self.drop_table_data(&name)?;
-            self.db.put(format!("schema/{name}"), fp.as_bytes())?;
+            let mut wb = WriteBatch::default();
+            self.forget_table(&mut wb, &name);
+            wb.put(format!("schema/{name}"), fp.as_bytes());
+            self.write(wb)?;
+            self.drop_table_cfs(&name)?;
         }
         let copy = match self.db.get(format!("copy/{name}"))? {
             Some(b) => CopyState::decode(&b)?,
@@ -219,27 +246,55 @@ impl ReplicaStore {
             indexes.push(cols.split(',').map(|c| c.parse().map_err(|_| ReplicaError::Corrupt("index name"))).collect::<Result<_, _>>()?);
         }
         if self.db.cf_handle(&primary_cf(&name)).is_none() {
-            self.db.create_cf(primary_cf(&name), &Options::default())?;
+            self.create_cf(&primary_cf(&name))?;
         }
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        tables.insert(name, Table { schema: schema.clone(), indexes, building: Vec::new(), copy });
+        // Rows kept under the same registration keep their generation (a copy going on with
+        // them is still right); anything else is a new incarnation.
+        let generation = match tables.get(&name) {
+            Some(t) if same => t.generation,
+            _ => self.new_generation(),
+        };
+        tables.insert(name, Table { schema: schema.clone(), indexes, building: Vec::new(), copy, generation });
         Ok(same)
     }
 
     /// Forgets a registered table's rows, indexes and progress: it must be copied again (the
     /// stream skipped some of its changes).
     pub fn reset(&self, schema: &TableSchema) -> Result<(), ReplicaError> {
-        let name = schema.name.to_ascii_lowercase();
+        self.reset_tables(&[schema], None)
+    }
+
+    /// Forgets the rows, indexes and progress of every table of `schemas` (they must be copied
+    /// again) and, with `position`, moves the applied position there: all in one write, so a
+    /// kill at any instant leaves either the old state or every table to copy again at the new
+    /// position (never the new position with rows that lack the changes before it). A start
+    /// whose stored position was purged resets this way.
+    pub fn reset_tables(&self, schemas: &[&TableSchema], position: Option<Position>) -> Result<(), ReplicaError> {
+        let names: Vec<String> = schemas.iter().map(|s| s.name.to_ascii_lowercase()).collect();
+        let _w = self.lock();
+        let mut wb = WriteBatch::default();
+        for name in &names {
+            self.forget_table(&mut wb, name);
+        }
+        if let Some(pos) = position {
+            wb.put(b"pos", pos.0.to_be_bytes());
+        }
+        self.write(wb)?;
         {
-            let _w = self.lock();
-            self.drop_table_data(&name)?;
             let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-            if let Some(t) = tables.get_mut(&name) {
-                t.indexes.clear();
-                t.building.clear();
-                t.copy = CopyState::NotStarted;
+            for name in &names {
+                if let Some(t) = tables.get_mut(name) {
+                    t.indexes.clear();
+                    t.building.clear();
+                    t.copy = CopyState::NotStarted;
+                    t.generation = self.new_generation();
+                }
             }
-            self.db.create_cf(primary_cf(&name), &Options::default())?;
+        }
+        for name in &names {
+            self.drop_table_cfs(name)?;
+            self.create_cf(&primary_cf(name))?;
         }
         Ok(())
     }
@@ -259,28 +314,89 @@ impl ReplicaStore {
         let _w = self.lock();
         for name in &gone {
             self.drop_table_data(name)?;
-            self.db.delete(format!("schema/{name}"))?;
+            let mut wb = WriteBatch::default();
+            wb.delete(format!("schema/{name}"));
+            self.write(wb)?;
         }
         Ok(gone)
     }
 
-    /// Forgets a table's rows, indexes and copy progress (its schema changed).
+    /// Forgets a table's rows, indexes and copy progress: it must be copied again.
     fn drop_table_data(&self, name: &str) -> Result<(), ReplicaError> {
-        let prefix = format!("i/{name}/");
-        let cfs = Db::list_cf(&Options::default(), self.db.path()).unwrap_or_default();
-        for cf in cfs.iter().filter(|c| c.starts_with(&prefix) || **c == primary_cf(name)) {
-            if self.db.cf_handle(cf).is_some() {
-                self.db.drop_cf(cf)?;
-            }
-        }
         let mut wb = WriteBatch::default();
+        self.forget_table(&mut wb, name);
+        self.write(wb)?;
+        self.drop_table_cfs(name)
+    }
+
+    /// Adds to `wb` what makes `name` a table to copy again, with no row, index or mark of
+    /// its own left: written in one batch before any column family is dropped, so a kill at any
+    /// instant leaves either the old state or a table that is copied again from nothing (never
+    /// one still marked copied whose rows are gone, nor one to copy that keeps rows the upstream
+    /// deleted meanwhile).
+    fn forget_table(&self, wb: &mut WriteBatch, name: &str) {
+        if let Some(cf) = self.db.cf_handle(&primary_cf(name)) {
+            // Every primary-key encoding starts with a kind tag below 0xFF (`crate::keycode`),
+            // so this range holds every row.
+            wb.delete_range_cf(&cf, &[][..], &[0xFF][..]);
+        }
         wb.delete(format!("copy/{name}"));
         for p in [format!("idx/{name}/").into_bytes(), touched_prefix(name)] {
             let mut end = p.clone();
             end.push(0xFF);
             wb.delete_range(p, end);
         }
+    }
+
+    /// Drops a forgotten table's column families (their space; nothing reads them any more).
+    fn drop_table_cfs(&self, name: &str) -> Result<(), ReplicaError> {
+        let prefix = format!("i/{name}/");
+        let cfs = Db::list_cf(&Options::default(), self.db.path()).unwrap_or_default();
+        for cf in cfs.iter().filter(|c| c.starts_with(&prefix) || **c == primary_cf(name)) {
+            if self.db.cf_handle(cf).is_some() {
+                self.drop_cf(cf)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Test hook: after `n` more durable steps (a RocksDB write, a column family created or
+    /// dropped), every later step fails with [`ReplicaError::SimulatedCrash`] and changes
+    /// nothing, as if the process had been killed at that instant. Reopening the store shows
+    /// what a restart would find, so a test can try every crash point of an operation.
+    #[doc(hidden)]
+    pub fn crash_after_steps(&self, n: u64) {
+        self.steps_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Accounts for one durable step (see [`ReplicaStore::crash_after_steps`]).
+    fn step(&self) -> Result<(), ReplicaError> {
+        match self.steps_left.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| match n {
+            u64::MAX => Some(n),
+            0 => None,
+            n => Some(n - 1),
+        }) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(ReplicaError::SimulatedCrash),
+        }
+    }
+
+    /// One atomic, durable write.
+    fn write(&self, wb: WriteBatch) -> Result<(), ReplicaError> {
+        self.step()?;
         self.db.write(wb)?;
+        Ok(())
+    }
+
+    fn create_cf(&self, name: &str) -> Result<(), ReplicaError> {
+        self.step()?;
+        self.db.create_cf(name, &Options::default())?;
+        Ok(())
+    }
+
+    fn drop_cf(&self, name: &str) -> Result<(), ReplicaError> {
+        self.step()?;
+        self.db.drop_cf(name)?;
         Ok(())
     }
 
@@ -293,6 +409,18 @@ impl ReplicaStore {
     /// The position of the last applied transaction (0 if none).
     pub fn position(&self) -> Result<Position, ReplicaError> {
         read_position(self.db.get(b"pos")?)
+    }
+
+    fn new_generation(&self) -> Generation {
+        Generation(self.generations.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// The copy state of a registered table and the generation of its rows, read together: a
+    /// copy goes on from that state and passes the generation with each batch
+    /// ([`ReplicaStore::write_copy_batch`]), reading them in a snapshot opened after this call.
+    pub fn copy_progress(&self, table: &str) -> Option<(CopyState, Generation)> {
+        let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
+        tables.get(&table.to_ascii_lowercase()).map(|t| (t.copy.clone(), t.generation))
     }
 
     /// The copy state of a registered table.
@@ -311,7 +439,9 @@ impl ReplicaStore {
     /// stream starts).
     pub fn set_position(&self, pos: Position) -> Result<(), ReplicaError> {
         let _w = self.lock();
-        self.db.put(b"pos", pos.0.to_be_bytes())?;
+        let mut wb = WriteBatch::default();
+        wb.put(b"pos", pos.0.to_be_bytes());
+        self.write(wb)?;
         Ok(())
     }
 
@@ -346,7 +476,7 @@ impl ReplicaStore {
             overlay.insert((name, pk), new);
         }
         wb.put(b"pos", batch.position.0.to_be_bytes());
-        self.db.write(wb)?;
+        self.write(wb)?;
         Ok(())
     }
 
@@ -413,14 +543,30 @@ fn read_position(b: Option<Vec<u8>>) -> Result<Position, ReplicaError> {
 impl ReplicaStore {
     /// Writes one batch of copied rows of the table `schema` describes (read with that schema
     /// at snapshot position `at`, in primary-key order) and the table's new progress in one
-    /// write; refused ([`ReplicaError::SchemaChanged`]) if the table is registered with another
-    /// schema by now (DDL was applied since the caller looked). Rows whose key the stream has touched since the copy began are
-    /// skipped: the store already has a newer image of them.
-    pub fn write_copy_batch(&self, schema: &TableSchema, at: Position, rows: &[Row], done: bool) -> Result<CopyState, ReplicaError> {
+    /// write. `generation` is the one [`ReplicaStore::copy_progress`] gave with the state the
+    /// copy goes on from, and the batch must have been read in a snapshot opened after that
+    /// call. Refused with [`ReplicaError::SchemaChanged`] if the table is registered with
+    /// another schema by now (DDL was applied since the caller looked), and with
+    /// [`ReplicaError::Reset`] if its rows are of another generation (a gap reset the table:
+    /// the batch may predate changes the stream skipped, and the progress it continues was
+    /// dropped; the copy starts the table again in a new snapshot). Rows whose key the stream
+    /// has touched since the copy began are skipped: the store already has a newer image of
+    /// them.
+    pub fn write_copy_batch(
+        &self,
+        schema: &TableSchema,
+        generation: Generation,
+        at: Position,
+        rows: &[Row],
+        done: bool,
+    ) -> Result<CopyState, ReplicaError> {
         let name = schema.name.to_ascii_lowercase();
         let _w = self.lock();
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let t = registered_as(&mut tables, &name, schema)?;
+        if t.generation != generation {
+            return Err(ReplicaError::Reset(name));
+        }
         let since = match &t.copy {
             CopyState::Copying { since, .. } => (*since).max(at),
             _ => at,
@@ -455,7 +601,7 @@ impl ReplicaStore {
             CopyState::Copying { since, after }
         };
         wb.put(format!("copy/{name}"), state.encode());
-        self.db.write(wb)?;
+        self.write(wb)?;
         t.copy = state.clone();
         Ok(state)
     }
@@ -484,24 +630,36 @@ impl ReplicaStore {
     /// only once it is complete.
     fn build_index(&self, table: &str, cols: &[usize]) -> Result<(), ReplicaError> {
         let cf_name = index_cf(table, cols);
-        {
+        let generation = {
             let _w = self.lock();
             if self.index_state(table, cols)?.is_some() {
                 return Ok(());
             }
-            if self.db.cf_handle(&cf_name).is_some() {
-                self.db.drop_cf(&cf_name)?;
+            // Checked under the write lock DDL takes (`alter`, `reset`): the fill saw the table
+            // ready, but DDL may have moved it to a rewrite since, and its rows are then of mixed
+            // shapes.
+            if !self.is_ready(table)? {
+                return Err(ReplicaError::NotReady(table.to_string()));
             }
-            self.db.create_cf(&cf_name, &Options::default())?;
+            if self.db.cf_handle(&cf_name).is_some() {
+                self.drop_cf(&cf_name)?;
+            }
+            self.create_cf(&cf_name)?;
             let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
             let t = tables.get_mut(table).ok_or_else(|| ReplicaError::UnknownTable(table.to_string()))?;
             t.indexes.push(cols.to_vec());
             t.building.push(cols.to_vec());
-        }
+            t.generation
+        };
         let started = std::time::Instant::now();
         let mut after: Option<Vec<u8>> = None;
         loop {
             let _w = self.lock();
+            // DDL or a reset between two chunks dropped the index with the table's rows: the
+            // build stops, and never marks it built.
+            if self.copy_progress(table).map(|(_, g)| g) != Some(generation) {
+                return Err(ReplicaError::NotReady(format!("{table} (changed while its index was built)")));
+            }
             let (cf, pcf) = (self.cf(&cf_name)?, self.cf(&primary_cf(table))?);
             let mode = match &after {
                 Some(k) => IteratorMode::From(k, rocksdb::Direction::Forward),
@@ -526,7 +684,7 @@ impl ReplicaStore {
                 let names: Vec<String> = cols.iter().map(usize::to_string).collect();
                 wb.put(format!("idx/{table}/{}", names.join(",")), []);
             }
-            self.db.write(wb)?;
+            self.write(wb)?;
             if done {
                 let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
                 if let Some(t) = tables.get_mut(table) {
@@ -703,5 +861,32 @@ mod tests {
         huge.extend_from_slice(&u32::MAX.to_be_bytes());
         assert!(CopyState::decode(&huge).is_err(), "a column count the bytes cannot hold");
         assert!(CopyState::decode(&[9]).is_err());
+    }
+
+    /// A fill checks that its table is ready, then builds the index it needs; DDL that moves the
+    /// table to a rewrite can land in between. The build must then be refused: an index built
+    /// from rows of the old shape at new column positions, marked built on disk, would be read
+    /// after the rewrite (and after a restart) with entries under the wrong values.
+    #[test]
+    fn an_index_is_not_built_on_a_table_being_rewritten() {
+        use freshet_dataflow::{Batch, ColumnSchema, SqlType};
+        let d = std::env::temp_dir().join(format!("freshet-replica-store-index-reshape-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let int = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 4, unsigned: false });
+        let old = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![0]);
+        let new = TableSchema::new("t", vec![int("id"), int("z"), int("k")], vec![0]);
+        {
+            let s = ReplicaStore::open(&d).unwrap();
+            s.register(&old).unwrap();
+            let row: Row = vec![Value::Int(1), Value::Int(10), Value::Int(100)].into();
+            s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(5), &[row], true).unwrap();
+            s.apply(&Batch::new(Position(5))).unwrap();
+            assert!(s.is_ready("t").unwrap());
+            // The fill saw the table ready; the DDL is applied before it builds the index on k.
+            assert_eq!(s.alter(&new, &[Some(0), Some(2), Some(1)]).unwrap(), Altered::InPlace);
+            assert!(matches!(s.ensure_index("t", &[2]), Err(ReplicaError::NotReady(_))));
+            assert!(s.db.get(b"idx/t/2").unwrap().is_none(), "an index of the old shape is marked built");
+        }
+        let _ = std::fs::remove_dir_all(&d);
     }
 }

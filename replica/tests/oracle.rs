@@ -31,7 +31,10 @@ impl Rocks {
         for t in catalog().tables() {
             store.register(t).unwrap();
             // An empty table copied at position 0: the stream brings every row.
-            assert_eq!(store.write_copy_batch(t, Position(0), &[], true).unwrap(), CopyState::Done { ready_at: Position(0) });
+            assert_eq!(
+                store.write_copy_batch(t, store.copy_progress(&t.name).unwrap().1, Position(0), &[], true).unwrap(),
+                CopyState::Done { ready_at: Position(0) }
+            );
         }
         Rocks { store, dir }
     }

@@ -1,6 +1,7 @@
 //! DDL applied to the stored rows in place (`ReplicaStore::alter` and the rewrite): dropped and
 //! added columns, rows the stream wrote meanwhile kept, old secondary indexes not used, the
-//! table not answered from until the rewrite is done and caught up; a changed primary key or a
+//! table not answered from until the rewrite is done and caught up (with a copy that read
+//! ahead of the stream, until the stream reaches the copy); a changed primary key or a
 //! table still being copied is copied again instead.
 
 use std::path::PathBuf;
@@ -57,7 +58,14 @@ fn drop_column_rewrites_the_stored_rows_and_keeps_the_streams_images() {
     let old = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![0]);
     let new = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10, 100]), ints(&[2, 10, 200]), ints(&[3, 11, 300])], true).unwrap();
+    s.write_copy_batch(
+        &old,
+        s.copy_progress("t").unwrap().1,
+        Position(5),
+        &[ints(&[1, 10, 100]), ints(&[2, 10, 200]), ints(&[3, 11, 300])],
+        true,
+    )
+    .unwrap();
     s.apply(&Batch::new(Position(5))).unwrap();
     assert_eq!(rows_with_k(&s, &old, Position(5), 10).unwrap(), vec![ints(&[1, 10, 100]), ints(&[2, 10, 200])]);
 
@@ -91,7 +99,8 @@ fn add_column_takes_the_servers_values_and_waits_for_the_stream() {
     let old = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     let new = TableSchema::new("t", vec![int("id"), ColumnSchema::new("note", SqlType::Text), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10]), ints(&[2, 10]), ints(&[3, 10])], true).unwrap();
+    s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(5), &[ints(&[1, 10]), ints(&[2, 10]), ints(&[3, 10])], true)
+        .unwrap();
     s.apply(&Batch::new(Position(5))).unwrap();
     // Builds the index on k (column 1, which becomes `note`): it must not be read again.
     assert_eq!(rows_with_k(&s, &old, Position(5), 10).unwrap().len(), 3);
@@ -124,14 +133,17 @@ fn a_new_primary_key_or_a_table_still_copying_is_copied_again() {
     let s = ReplicaStore::open(&d).unwrap();
     let old = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
     s.register(&old).unwrap();
-    s.write_copy_batch(&old, Position(5), &[ints(&[1, 10])], true).unwrap();
+    s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(5), &[ints(&[1, 10])], true).unwrap();
     let rekeyed = TableSchema::new("t", vec![int("id"), int("k")], vec![1]);
     assert_eq!(s.alter(&rekeyed, &[Some(0), Some(1)]).unwrap(), Altered::Recopy);
     assert_eq!(s.copy_state("t"), Some(CopyState::NotStarted));
     // A batch read with the old schema, written after the DDL registered the new one: refused.
-    assert!(matches!(s.write_copy_batch(&old, Position(6), &[ints(&[1, 10])], false), Err(ReplicaError::SchemaChanged(_))));
+    assert!(matches!(
+        s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(6), &[ints(&[1, 10])], false),
+        Err(ReplicaError::SchemaChanged(_))
+    ));
     // Half copied: its rows are of the old shape and the copy's; copy it again.
-    s.write_copy_batch(&rekeyed, Position(6), &[ints(&[1, 10])], false).unwrap();
+    s.write_copy_batch(&rekeyed, s.copy_progress("t").unwrap().1, Position(6), &[ints(&[1, 10])], false).unwrap();
     let wider = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![1]);
     assert_eq!(s.alter(&wider, &[Some(0), Some(1), None]).unwrap(), Altered::Recopy);
     assert_eq!(s.alter(&wider, &[Some(0), Some(1), None]).unwrap(), Altered::Unchanged);
@@ -145,7 +157,14 @@ fn tables_no_longer_registered_are_dropped_at_start() {
         let s = ReplicaStore::open(&d).unwrap();
         for t in ["a", "b"] {
             s.register(&TableSchema::new(t, vec![int("id"), int("k")], vec![0])).unwrap();
-            s.write_copy_batch(&TableSchema::new(t, vec![int("id"), int("k")], vec![0]), Position(5), &[ints(&[1, 10])], true).unwrap();
+            s.write_copy_batch(
+                &TableSchema::new(t, vec![int("id"), int("k")], vec![0]),
+                s.copy_progress(t).unwrap().1,
+                Position(5),
+                &[ints(&[1, 10])],
+                true,
+            )
+            .unwrap();
         }
     }
     let s = ReplicaStore::open(&d).unwrap();
@@ -169,7 +188,7 @@ fn a_restart_during_a_rewrite_goes_on_with_it() {
         let s = ReplicaStore::open(&d).unwrap();
         s.register(&old).unwrap();
         let rows: Vec<Row> = (1..=10).map(|i| ints(&[i, 10, 100 + i])).collect();
-        s.write_copy_batch(&old, Position(5), &rows, true).unwrap();
+        s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(5), &rows, true).unwrap();
         s.apply(&Batch::new(Position(5))).unwrap();
         assert_eq!(s.alter(&new, &[Some(0), Some(1)]).unwrap(), Altered::InPlace);
         let (state, n) = s.reshape_local("t", 3).unwrap();
@@ -199,5 +218,30 @@ fn a_restart_during_a_rewrite_goes_on_with_it() {
     drop(s);
     let s = ReplicaStore::open(&d).unwrap();
     assert!(!s.register(&old).unwrap());
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A column reorder on a table whose copy finished ahead of the stream (ready at 20, the stream
+/// at 12 when it applies the DDL): the stored rows already hold a write the stream applies only
+/// at 15, so the rewrite must not make the table ready before the stream reaches 20 either.
+#[test]
+fn a_rewrite_keeps_a_copy_read_ahead_of_the_stream_unready_until_the_stream_reaches_it() {
+    let d = dir("ahead");
+    let s = ReplicaStore::open(&d).unwrap();
+    let old = TableSchema::new("t", vec![int("id"), int("k"), int("z")], vec![0]);
+    let new = TableSchema::new("t", vec![int("id"), int("z"), int("k")], vec![0]);
+    s.register(&old).unwrap();
+    s.set_position(Position(10)).unwrap();
+    // Read at 20: row 1's z is the 101 written at 15, after the DDL at 12.
+    s.write_copy_batch(&old, s.copy_progress("t").unwrap().1, Position(20), &[ints(&[1, 10, 101])], true).unwrap();
+    s.apply(&Batch::new(Position(12))).unwrap();
+    assert_eq!(s.alter(&new, &[Some(0), Some(2), Some(1)]).unwrap(), Altered::InPlace);
+    while matches!(s.reshape_local("t", 10).unwrap().0, CopyState::Reshaping { .. }) {}
+    assert!(!s.is_ready("t").unwrap(), "ready at 12 with rows holding the write at 15: {:?}", s.copy_state("t"));
+    assert!(matches!(rows_with_k(&s, &new, Position(12), 10), Err(FillError::Unavailable(_))));
+    for p in 13..=20 {
+        s.apply(&Batch::new(Position(p))).unwrap();
+    }
+    assert_eq!(rows_with_k(&s, &new, Position(20), 10).unwrap(), vec![ints(&[1, 101, 10])]);
     let _ = std::fs::remove_dir_all(&d);
 }

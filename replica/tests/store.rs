@@ -1,6 +1,7 @@
 //! The RocksDB store on its own: positions and rows survive a reopen, a changed schema drops
 //! only that table, the copy never overwrites a newer image the stream wrote, and a table is
-//! not answered from before its copy is complete and caught up.
+//! not answered from before its copy is complete and caught up, and a reset killed at any
+//! instant leaves a table that is copied again.
 
 use std::path::PathBuf;
 
@@ -65,7 +66,7 @@ fn rows_and_position_survive_a_reopen() {
     {
         let s = ReplicaStore::open(&d).unwrap();
         assert!(!s.register(&schema("t", false)).unwrap(), "a new table must be copied");
-        s.write_copy_batch(&schema("t", false), Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
+        s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
         let mut b = Batch::new(Position(7));
         b.insert("t", row(3, 10));
         b.update("t", row(1, 10), row(1, 11));
@@ -101,10 +102,11 @@ fn the_copy_keeps_what_the_stream_wrote_and_fills_wait_for_it() {
     df.set_applied(Position(11));
     assert!(matches!(rows_with_k(&s, &mut df, v, 10), Err(FillError::Unavailable(_))), "not copied yet");
     // The batch read at 10 has the older images of rows 1 and 2: they must not win.
-    let st = s.write_copy_batch(&schema("t", false), Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
+    let st =
+        s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
     assert!(matches!(st, CopyState::Copying { since: Position(10), .. }));
     // A resumed copy reads the rest at 13, ahead of the stream.
-    s.write_copy_batch(&schema("t", false), Position(13), &[row(3, 10)], true).unwrap();
+    s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(13), &[row(3, 10)], true).unwrap();
     assert_eq!(s.copy_state("t"), Some(CopyState::Done { ready_at: Position(13) }));
     assert!(!s.is_ready("t").unwrap(), "the stream has not reached the copy's newest snapshot");
     assert!(matches!(rows_with_k(&s, &mut df, v, 10), Err(FillError::Unavailable(_))));
@@ -135,7 +137,7 @@ fn an_index_built_in_chunks_finds_every_row() {
     let s = ReplicaStore::open(&d).unwrap();
     s.register(&schema("t", false)).unwrap();
     let rows: Vec<Row> = (1..=25_000).map(|i| row(i, i % 7)).collect();
-    s.write_copy_batch(&schema("t", false), Position(1), &rows, true).unwrap();
+    s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(1), &rows, true).unwrap();
     s.apply(&Batch::new(Position(1))).unwrap();
     let (mut df, v) = dataflow();
     df.set_applied(Position(1));
@@ -153,5 +155,69 @@ fn an_index_built_in_chunks_finds_every_row() {
     let key: Key = vec![Value::Int(3)].into();
     df.evict(v, &key);
     assert_eq!(rows_with_k(&s, &mut df, v, 3).unwrap().len(), want.len() + 1);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A reset (a stream gap, TRUNCATE) killed at any instant leaves a table that is copied again,
+/// never one marked copied whose rows are gone: every crash point of the reset is tried (the
+/// store's crash hook refuses every durable step after the first `n`), the store reopened, and
+/// the table copied again if it must be, with a row deleted upstream meanwhile; the fill must
+/// then return exactly the server's rows.
+#[test]
+fn a_reset_killed_at_any_instant_leaves_a_table_that_is_copied_again() {
+    for n in 0.. {
+        let d = dir(&format!("reset-kill-{n}"));
+        let s = ReplicaStore::open(&d).unwrap();
+        s.register(&schema("t", false)).unwrap();
+        s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(5), &[row(1, 10), row(2, 10)], true).unwrap();
+        s.apply(&Batch::new(Position(5))).unwrap();
+        s.crash_after_steps(n);
+        let finished = match s.reset(&schema("t", false)) {
+            Ok(()) => true,
+            Err(ReplicaError::SimulatedCrash) => false,
+            Err(e) => panic!("{e}"),
+        };
+        drop(s);
+        let s = ReplicaStore::open(&d).unwrap();
+        s.register(&schema("t", false)).unwrap();
+        let (mut df, v) = dataflow();
+        df.set_applied(Position(5));
+        match s.copy_state("t") {
+            // Not reset at all: the rows are the ones copied.
+            Some(CopyState::Done { .. }) => {
+                assert!(!finished, "a finished reset left the table copied");
+                assert_eq!(rows_with_k(&s, &mut df, v, 10).unwrap(), vec![row(1, 10), row(2, 10)], "crash after {n} steps");
+            }
+            // Copied again (row 2 was deleted upstream meanwhile): nothing of the old rows may remain.
+            state => {
+                assert_eq!(state, Some(CopyState::NotStarted), "crash after {n} steps");
+                s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(5), &[row(1, 10)], true).unwrap();
+                assert_eq!(rows_with_k(&s, &mut df, v, 10).unwrap(), vec![row(1, 10)], "crash after {n} steps");
+            }
+        }
+        drop(s);
+        let _ = std::fs::remove_dir_all(&d);
+        if finished {
+            break;
+        }
+    }
+}
+
+/// A reset (a stream gap) while a table is being copied: the copy's next batch was read in its
+/// snapshot from before the reset, so it lacks the changes the gap skipped, and the keys it
+/// copied before the reset are gone. It must be refused (the copy starts the table over in a
+/// new snapshot), not stored as progress that the copy would go on from.
+#[test]
+fn a_copy_batch_read_before_a_reset_is_refused() {
+    let d = dir("reset-mid-copy");
+    let s = ReplicaStore::open(&d).unwrap();
+    s.register(&schema("t", false)).unwrap();
+    s.set_position(Position(8)).unwrap();
+    let (_, generation) = s.copy_progress("t").unwrap();
+    s.write_copy_batch(&schema("t", false), generation, Position(10), &[row(1, 10), row(2, 10)], false).unwrap();
+    s.reset(&schema("t", false)).unwrap();
+    let late = s.write_copy_batch(&schema("t", false), generation, Position(10), &[row(3, 10)], true);
+    assert!(matches!(late, Err(ReplicaError::Reset(_))), "a batch read before the reset was written: {late:?}");
+    assert_eq!(s.copy_state("t"), Some(CopyState::NotStarted));
     let _ = std::fs::remove_dir_all(&d);
 }

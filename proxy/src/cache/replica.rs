@@ -95,9 +95,6 @@ impl Replica {
         batch_rows: u32,
         resume: Resume,
     ) -> anyhow::Result<Arc<Replica>> {
-        if let Resume::Fresh(p) | Resume::Gap(p) = resume {
-            store.set_position(p)?;
-        }
         let known = infos.clone();
         let mut replicated = HashMap::new();
         for t in tables {
@@ -115,6 +112,18 @@ impl Replica {
         for gone in store.forget_unregistered()? {
             info!(table = %gone, "replica: table no longer replicated; its rows are dropped");
         }
+        match resume {
+            Resume::Fresh(p) => store.set_position(p)?,
+            // The new position and the reset of every table in one write: stored alone first,
+            // a kill before the reset would let the next start resume there and keep rows
+            // that lack the changes in the gap.
+            Resume::Gap(p) => {
+                let schemas: Vec<&freshet_dataflow::TableSchema> = replicated.values().map(|i| &i.schema).collect();
+                store.reset_tables(&schemas, Some(p))?;
+                info!("replica: the stream has a gap; copying every table again");
+            }
+            Resume::Resumed => {}
+        }
         let cfg = SnapshotConfig { batch_rows: batch_rows as usize, ..SnapshotConfig::default() };
         let replica = Arc::new(Replica {
             store,
@@ -130,9 +139,6 @@ impl Replica {
             fills: AtomicU64::new(0),
             copy_task: std::sync::OnceLock::new(),
         });
-        if matches!(resume, Resume::Gap(_)) {
-            replica.gap();
-        }
         let copy = tokio::spawn(copy_loop(Arc::downgrade(&replica)));
         let _ = replica.copy_task.set(copy.abort_handle());
         Ok(replica)
@@ -250,11 +256,10 @@ impl Replica {
     /// The stream skipped changes: every table is copied again.
     pub(super) fn gap(&self) {
         let infos = self.infos.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for info in infos.values() {
-            if let Err(e) = self.store.reset(&info.schema) {
-                warn!(table = %info.schema.name, error = %e, "replica: reset failed");
-                self.broken.store(true, Ordering::Relaxed);
-            }
+        let schemas: Vec<&freshet_dataflow::TableSchema> = infos.values().map(|i| &i.schema).collect();
+        if let Err(e) = self.store.reset_tables(&schemas, None) {
+            warn!(error = %e, "replica: reset failed");
+            self.broken.store(true, Ordering::Relaxed);
         }
         info!("replica: the stream has a gap; copying every table again");
         self.recopy.notify_one();
@@ -424,4 +429,59 @@ pub(super) async fn connect_stream(
     let s = BinlogStream::connect(opts, cfg, StartAt::Current).await?;
     let start = s.delivered().position()?;
     Ok((s, Some(Resume::Fresh(start))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use freshet_cdc::schema::{Charset, ColumnDecode};
+    use freshet_dataflow::{ColumnSchema, Row, SqlType, TableSchema, Value};
+
+    fn info() -> TableInfo {
+        let int = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 4, unsigned: false });
+        let schema = TableSchema::new("t", vec![int("id"), int("k")], vec![0]);
+        TableInfo { schema, decode: vec![ColumnDecode { charset: Charset::Utf8, binary_width: None }; 2] }
+    }
+
+    /// A start whose stored position was purged (`Resume::Gap`), killed at any instant (the
+    /// store's crash hook refuses every durable step after the first `n`): the store never holds
+    /// the new position with a table still marked copied at the old one. Its rows lack the
+    /// changes in the gap, and the next start would resume at the new position and keep them.
+    #[tokio::test]
+    async fn a_start_after_a_gap_killed_at_any_instant_never_keeps_rows_from_before_the_gap() {
+        let dir = std::env::temp_dir().join(format!("freshet-proxy-replica-gap-start-{}", std::process::id()));
+        let opts = Opts::from_url("mysql://nobody@127.0.0.1:1/none").unwrap();
+        let row: Row = vec![Value::Int(1), Value::Int(10)].into();
+        let mut completed = false;
+        for n in 0..16 {
+            let _ = std::fs::remove_dir_all(&dir);
+            {
+                let store = open(&dir).unwrap();
+                store.register(&info().schema).unwrap();
+                store
+                    .write_copy_batch(&info().schema, store.copy_progress("t").unwrap().1, Position(5), std::slice::from_ref(&row), true)
+                    .unwrap();
+                store.apply(&Batch::new(Position(5))).unwrap();
+                store.crash_after_steps(n);
+                let infos = HashMap::from([("t".to_string(), info())]);
+                if let Ok(r) = Replica::start(store.clone(), opts.clone(), "none", infos, &["t".to_string()], 10, Resume::Gap(Position(9)))
+                {
+                    r.stop();
+                    completed = !r.broken.load(Ordering::Relaxed);
+                }
+            }
+            let store = ReplicaStore::open(&dir).unwrap();
+            store.register(&info().schema).unwrap();
+            let (pos, state) = (store.position().unwrap(), store.copy_state("t"));
+            assert!(pos == Position(5) || pos == Position(9), "{pos:?}");
+            if pos == Position(9) {
+                assert_eq!(state, Some(CopyState::NotStarted), "killed after {n} steps");
+            }
+            if completed {
+                break;
+            }
+        }
+        assert!(completed, "the start never completed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }

@@ -27,6 +27,16 @@
 //!   delete it). So once the rewrite is done and the applied position passes the newest P, every
 //!   row is the server's row in the new shape, and only then is the table answered from again.
 //!
+//! Index builds (`ReplicaStore::build_index`) start only on a ready table and stop when the
+//! table's generation changes, both checked under the write lock that `alter` holds while it
+//! reads the table's indexes and starts the rewrite: no index of the old shape is built, or
+//! marked built on disk, once the rewrite has begun.
+//!
+//! The rewrite starts from `since` = the later of the applied position and the position the
+//! table was ready at: a copy that read ahead of the stream (ready at P2 > Q) holds rows with
+//! changes up to P2, and a rewrite from stored rows alone reads nothing newer, so the table may
+//! be answered from only once the stream passes P2 as well.
+//!
 //! A table being copied or rewritten when another DDL arrives is copied again (its rows are of
 //! mixed shapes); so is one whose primary key changes (the stored keys would not be the new
 //! ones). The rewrite's plan and progress are stored with every batch (like a copy's), so a
@@ -60,8 +70,12 @@ impl ReplicaStore {
     /// An unregistered table is registered (see [`ReplicaStore::register`]).
     pub fn alter(&self, schema: &TableSchema, keep: &[Option<usize>]) -> Result<Altered, ReplicaError> {
         let name = schema.name.to_ascii_lowercase();
+        // The table (its indexes included) is read under the write lock that index builds take,
+        // so no index is built or completed between this read and the rewrite's start.
+        let w = self.lock();
         let old = self.tables.read().unwrap_or_else(|e| e.into_inner()).get(&name).cloned();
         let Some(old) = old else {
+            drop(w);
             return self.register(schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy });
         };
         if fingerprint(&old.schema) == fingerprint(schema) {
@@ -73,16 +87,23 @@ impl ReplicaStore {
             && !schema.primary_key.is_empty()
             && key_kept.as_deref() == Some(old.schema.primary_key.as_slice());
         if !in_place {
+            drop(w);
             return self.register(schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy });
         }
-        let _w = self.lock();
         let indexes: Vec<String> = old.indexes.iter().map(|cols| super::index_cf(&name, cols)).collect();
         for cf in &indexes {
             if self.db.cf_handle(cf).is_some() {
-                self.db.drop_cf(cf)?;
+                self.drop_cf(cf)?;
             }
         }
-        let pos = self.position()?;
+        // Not before the copy's own readiness: a copy that read ahead of the stream left rows
+        // holding writes after the applied position (the DDL's), which the stream has yet to
+        // reach, and a column reorder rewrites them without reading anything newer.
+        let copied_at = match old.copy {
+            CopyState::Done { ready_at } => ready_at,
+            _ => Position(0),
+        };
+        let pos = self.position()?.max(copied_at);
         let mut wb = WriteBatch::default();
         let idx = format!("idx/{name}/").into_bytes();
         let mut end = idx.clone();
@@ -91,9 +112,10 @@ impl ReplicaStore {
         let state = CopyState::Reshaping { since: pos, after: None, keep: keep.to_vec() };
         wb.put(format!("copy/{name}"), state.encode());
         wb.put(format!("schema/{name}"), fingerprint(schema).as_bytes());
-        self.db.write(wb)?;
+        self.write(wb)?;
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
-        tables.insert(name, Table { schema: schema.clone(), indexes: Vec::new(), building: Vec::new(), copy: state });
+        let generation = self.new_generation();
+        tables.insert(name, Table { schema: schema.clone(), indexes: Vec::new(), building: Vec::new(), copy: state, generation });
         Ok(Altered::InPlace)
     }
 
@@ -149,7 +171,7 @@ impl ReplicaStore {
             wb.put(format!("copy/{name}"), state.encode());
             state
         };
-        self.db.write(wb)?;
+        self.write(wb)?;
         t.copy = state.clone();
         Ok((state, rewritten))
     }
@@ -203,7 +225,7 @@ impl ReplicaStore {
             wb.put(format!("copy/{name}"), state.encode());
             state
         };
-        self.db.write(wb)?;
+        self.write(wb)?;
         t.copy = state.clone();
         Ok((state, rewritten))
     }
