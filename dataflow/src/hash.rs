@@ -12,8 +12,10 @@
 //! (a folded 64x64->128-bit multiply with seed-dependent operands) does not keep low-bit
 //! patterns of the input, so colliding keys cannot be chosen without the seed; the seed here
 //! comes from std's `RandomState` (the OS's random source) rather than foldhash's own default
-//! (addresses and the clock), and it never leaves the process (no hash value or iteration
-//! order is exposed: readers publish rows sorted, and fill SQL lists keys in sorted order).
+//! (addresses and the clock), and it never leaves the process (no hash value is exposed, and
+//! readers publish rows sorted and fill SQL lists keys in sorted order; what iteration order
+//! can still reach a client is which spelling a case-insensitive group shows and the order in
+//! which a floating-point SUM adds, as with any hash map, and neither reveals the seed).
 //! What foldhash does not promise is resistance to an attacker who recovers the seed by
 //! timing a long-running process; reaching that needs timing of writer steps from outside,
 //! across a network, and would cost slower applying (the lag that `max_lag` already bounds),

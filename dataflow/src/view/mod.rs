@@ -512,9 +512,10 @@ impl Dataflow {
     /// Applies one upstream transaction like [`Dataflow::apply`] but holds back the
     /// republication of the partitions it changed until [`Dataflow::publish_held`], so that a
     /// partition touched by many transactions in a row (a global top-k, a popular story) is
-    /// rebuilt and swapped once for all of them. Readers keep seeing the state before the held
-    /// batches, never part of one: a partition's entry is only ever rebuilt from its state
-    /// between whole batches. Every other operation that changes the dataflow (fills,
+    /// rebuilt and swapped once for all of them. A reader sees a held partition as it was before
+    /// the held batches or, if applying one evicted it (a budget eviction, a refill that a
+    /// bounded state needs), as a miss; never part of a batch: a partition's entry is only
+    /// ever rebuilt from its state between whole batches. Every other operation that changes the dataflow (fills,
     /// evictions, installs, DDL) publishes what is held first, so the order of operations
     /// readers observe is unchanged. [`Dataflow::applied`] counts held batches; a caller that
     /// announces a position as visible publishes first.
