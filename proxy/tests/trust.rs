@@ -17,6 +17,12 @@ use mysql_async::{Conn, Value};
 /// A column as a driver sees it: schema, table, org table, name, type, flags, length.
 type ColumnView = (String, String, String, String, u8, u16, u32);
 /// What a statement returned: column definitions and rows, or the server's error.
+/// One test sets the server's global sql_mode for a moment; a session opened meanwhile by
+/// another test of this file (they run concurrently) would start in that mode and be relayed
+/// for good (`warm` then failed, 1 run in 3 to 12). Every test holds this shared; the one that
+/// changes a global holds it alone.
+static SERVER_GLOBALS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
 type Answer = Result<(Vec<ColumnView>, Vec<Vec<Value>>), (u16, String)>;
 
 fn columns_of(cols: &[mysql_async::Column]) -> Vec<ColumnView> {
@@ -162,6 +168,7 @@ async fn same_prepared(direct: &mut Conn, through: &mut Conn, sql: &str, id: i32
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_kind_of_grant_gets_the_servers_answer() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_grants").await;
     let mut admin = direct().await;
     admin.query_drop("CREATE OR REPLACE SQL SECURITY DEFINER VIEW tr_grants_v AS SELECT id, owner, secret FROM tr_grants").await.unwrap();
@@ -207,6 +214,7 @@ async fn every_kind_of_grant_gets_the_servers_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoke_while_connected_is_obeyed() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_revoke").await;
     user("tr_rev", &["SELECT ON freshet_test.tr_revoke"]).await;
     let proxy = start_proxy(&config("tr_revoke", "\"freshet\"")).await;
@@ -244,6 +252,7 @@ async fn a_revoke_while_connected_is_obeyed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_database_is_the_servers_and_decoys_poison_nothing() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_decoy").await;
     let mut admin = direct().await;
     admin.query_drop("CREATE DATABASE IF NOT EXISTS tr_decoy_db").await.unwrap();
@@ -301,6 +310,7 @@ async fn the_database_is_the_servers_and_decoys_poison_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_temporary_table_shadows_only_its_own_session() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_tmp").await;
     let proxy = start_proxy(&config("tr_tmp", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_tmp WHERE id = 1";
@@ -326,6 +336,7 @@ async fn a_temporary_table_shadows_only_its_own_session() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_state").await;
     let proxy = start_proxy(&config("tr_state", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_state WHERE id = 4";
@@ -356,13 +367,21 @@ async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
         c.exec_drop("SET character_set_results = ?", ("latin1",)).await.unwrap();
     }
     same_text(&mut d, &mut t, sql, "prepared SET").await;
-    // A server whose own default sql_mode has ANSI_QUOTES.
+}
+
+/// A server whose own default sql_mode has ANSI_QUOTES: a new session starts with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_default_the_tokenizer_cannot_follow_is_relayed() {
+    let _alone = SERVER_GLOBALS.write().await;
+    secrets("tr_global").await;
+    let proxy = start_proxy(&config("tr_global", "\"freshet\"")).await;
+    warm(&proxy, "SELECT id, owner, secret FROM tr_global WHERE id = 4").await;
     let mut admin = direct().await;
     let global: String = admin.query_first("SELECT @@GLOBAL.sql_mode").await.unwrap().unwrap();
     admin.query_drop("SET GLOBAL sql_mode = CONCAT(@@GLOBAL.sql_mode, ',ANSI_QUOTES')").await.unwrap();
     let mut d = direct().await;
     let mut t = through(&proxy).await;
-    let quoted = "SELECT id, owner, secret FROM tr_state WHERE owner = \"owner1\" AND id = 4";
+    let quoted = "SELECT id, owner, secret FROM tr_global WHERE owner = \"owner1\" AND id = 4";
     let (want, got) = (text(&mut d, quoted).await, text(&mut t, quoted).await);
     admin.query_drop(format!("SET GLOBAL sql_mode = '{global}'")).await.unwrap();
     assert_eq!(got, want, "global ANSI_QUOTES");
@@ -370,6 +389,7 @@ async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_unlogged").await;
     let proxy = start_proxy(&config("tr_unlogged", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_unlogged WHERE id = 5";
@@ -394,6 +414,7 @@ async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_rights_come_from_the_servers_identity() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_admin").await;
     user("tr_ops", &["SELECT ON freshet_test.tr_admin"]).await;
     user("tr_boss", &["SELECT ON freshet_test.tr_admin"]).await;
@@ -453,6 +474,7 @@ fn column_def(schema: &str, table: &str, name: &str) -> bytes::Bytes {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn change_user_and_reset_connection_follow_the_server() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_change").await;
     // The table before the grant on it (the grant fails on a missing table when this test
     // runs before the one that also creates it).
