@@ -707,3 +707,64 @@ fn held_batches_are_published_together() {
     assert_eq!(w.read(v, &[int(2)], false), vec![row(vec![int(2), int(4)])]);
     assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(1), int(3)])]);
 }
+
+/// A transaction applied with `apply_held` is published before anything else changes what
+/// readers see (a fill, an eviction, an install, DDL that drops a view), so readers see
+/// operations in the order they happened: each of those, done to another partition, view or
+/// table, must publish the held change to story 1's count first. (A review found that removing
+/// any one of those calls failed no test.)
+#[test]
+fn every_change_publishes_held_transactions_first() {
+    // (what, before the held transaction, after it); `v` counts votes, `s` reads stories.
+    type Operation = (&'static str, fn(&mut World, ViewId) -> Vec<FillRequest>, fn(&mut World, ViewId, ViewId, Vec<FillRequest>));
+    let none = |_: &mut World, _: ViewId| Vec::new();
+    let operations: [Operation; 6] = [
+        ("a fill of another key", none, |w, v, _, _| assert!(w.read(v, &[int(3)], false).is_empty())),
+        (
+            "a fill requested before and completed after",
+            |w, v| w.df.request_fill(v, vec![vec![int(3)].into()]),
+            |w, _, _, requests| {
+                for req in requests {
+                    let resp = MemUpstream { store: &w.store }.fill(&req).unwrap();
+                    w.df.complete_fill(resp);
+                }
+            },
+        ),
+        ("an eviction of another key", none, |w, v, _, _| {
+            w.df.evict(v, &vec![int(2)].into());
+        }),
+        ("an install of another view", none, |w, _, _, _| {
+            w.df.install_sql("SELECT user_id FROM votes WHERE story_id = ?").unwrap();
+        }),
+        ("a drop of another view", none, |w, _, s, _| {
+            w.df.drop_view(s);
+        }),
+        ("DDL on a table another view reads", none, |w, _, _, _| {
+            let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+            let t = ColumnSchema::new("title", SqlType::Text);
+            w.df.alter_table("stories", Some(TableSchema::new("stories", vec![i("id"), i("author"), t, i("extra")], vec![0])));
+        }),
+    ];
+    for (what, before, after) in operations {
+        let mut w = World::new();
+        seed(&mut w);
+        let v = w.df.install_sql("SELECT story_id, COUNT(*) FROM votes WHERE story_id = ? GROUP BY story_id").unwrap();
+        let s = w.df.install_sql("SELECT title FROM stories WHERE id = ?").unwrap();
+        assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(1), int(3)])]);
+        w.read(v, &[int(2)], false);
+        let requests = before(&mut w, v);
+        // One more vote for story 1, held back.
+        w.pos += 1;
+        let mut b = Batch::new(Position(w.pos));
+        b.insert("votes", row(vec![int(4), int(1), int(40)]));
+        w.store.apply(&b);
+        w.df.apply_held(&b).unwrap();
+        let count = |w: &World| match w.df.reader(v).unwrap().lookup(&[int(1)]).unwrap() {
+            Lookup::Hit(rows) => rows.to_vec(),
+            Lookup::Miss(_) => panic!("story 1 was evicted"),
+        };
+        assert_eq!(count(&w), vec![row(vec![int(1), int(3)])], "held: not published yet");
+        after(&mut w, v, s, requests);
+        assert_eq!(count(&w), vec![row(vec![int(1), int(4)])], "{what} must publish the held transaction first");
+    }
+}
