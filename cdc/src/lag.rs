@@ -318,6 +318,21 @@ mod tests {
         assert_eq!(h.polled_since(Instant::now() + Duration::from_secs(1)), None);
     }
 
+    /// While the poll is late (the server's position could not be read), a change the server
+    /// wrote since the last poll may not have been seen at all: the lag counts the poll's age
+    /// (less one interval), so that `max_lag` still bounds the age of what is served.
+    #[test]
+    fn a_late_poll_counts_as_lag() {
+        let h = LagHandle::default();
+        h.observe_server(&pos(100));
+        h.polled();
+        let applied = pos(100).position().unwrap();
+        assert!(h.behind(applied).lag < POLL, "a fresh poll adds nothing");
+        h.0.lock().unwrap().lag.polled = Some(Instant::now() - Duration::from_millis(800));
+        let b = h.behind(applied);
+        assert!(b.lag >= Duration::from_millis(700), "the last poll was 800 ms ago: {b:?}");
+    }
+
     #[test]
     fn restart_forgets_the_old_series() {
         let h = LagHandle::default();
