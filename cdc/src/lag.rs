@@ -23,7 +23,10 @@
 //! still queued inside freshet and a large transaction from the moment the server committed it
 //! (it enters the binlog, and the position moves, at its commit). Since a position is seen at
 //! most [`POLL`] after the server wrote it, an answer computed at `A` is at most
-//! `lag + POLL` older than the server's state. Positions are not timestamps of the binlog
+//! `lag + POLL` older than the server's state. That holds while the poll succeeds; when it is
+//! late (the server does not answer it), a change written since the last poll may not have
+//! been seen at all, so the lag is at least the poll's age less one [`POLL`]: the same bound
+//! holds until the poll is [`POLL_STALE`] and readers call the lag unknown. Positions are not timestamps of the binlog
 //! (one-second resolution, written when a transaction *started* committing on the server that
 //! originated it), so clock skew and replication delay upstream do not enter.
 //!
@@ -86,7 +89,8 @@ pub struct Lag {
 /// The lag of an applied position, see [`LagHandle::behind`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Behind {
-    /// Age of the oldest change the server has and the applied position does not.
+    /// Age of the oldest change the server has and the applied position does not, or, if the
+    /// poll is late, at least the poll's age less one [`POLL`] (see the module header).
     pub lag: Duration,
     /// The server's position as last observed.
     pub server: Option<Position>,
@@ -168,10 +172,13 @@ impl LagHandle {
             l.seen.pop_front();
         }
         let oldest_unapplied = l.seen.iter().find(|(p, _)| *p > applied).map(|&(_, t)| t);
+        let polled_ago = l.lag.polled.map(|t| now.saturating_duration_since(t));
+        // What the server may have written since the last poll without anyone seeing it.
+        let unseen = polled_ago.map_or(Duration::ZERO, |a| a.saturating_sub(POLL));
         Behind {
-            lag: oldest_unapplied.map_or(Duration::ZERO, |t| now.saturating_duration_since(t)),
+            lag: oldest_unapplied.map_or(Duration::ZERO, |t| now.saturating_duration_since(t)).max(unseen),
             server: l.seen.back().map(|&(p, _)| p),
-            polled_ago: l.lag.polled.map(|t| now.saturating_duration_since(t)),
+            polled_ago,
         }
     }
 
