@@ -528,3 +528,32 @@ async fn create_cache_on_a_table_no_cache_read_sees_every_later_write() {
         assert_eq!(hit(&mut raw, &proxy, "b", &sql).await, check.query(&sql).await, "{sql}");
     }
 }
+
+/// DDL that gives a cached table a schema the dataflow refuses (a DECIMAL wider than its
+/// values hold exactly), with the new column before the cached ones: the binlog's rows now have
+/// the new shape, so the old view must not serve them; the cache relays and its answers stay
+/// the server's. (The old view kept serving: its columns read the row's old positions.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_to_a_refused_schema_relays_with_the_servers_answers() {
+    items_table("ct_refused", 6).await;
+    let proxy = start_proxy(&cache_config(&[("refused", "SELECT id, name, qty FROM ct_refused WHERE id = ?")])).await;
+    let e = engine(&proxy);
+    let mut admin = direct().await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, name, qty FROM ct_refused WHERE id = 2";
+    hit(&mut client, &proxy, "refused", sql).await;
+    admin.query_drop("ALTER TABLE ct_refused ADD COLUMN amount DECIMAL(40,2) NOT NULL DEFAULT 1.5 AFTER id").await.unwrap();
+    admin.query_drop("UPDATE ct_refused SET name = 'after the DDL', qty = 99 WHERE id = 2").await.unwrap();
+    assert!(eventually(|| e.by_name("refused").unwrap().live().is_err()).await, "the cache stops serving");
+    let reason = e.by_name("refused").unwrap().live().err().unwrap();
+    assert!(reason.contains("refused") && reason.contains("amount"), "{reason}");
+    let mut conn = through(&proxy).await;
+    caught_up(&mut conn).await;
+    let all_relayed = || RelayReason::ALL.iter().map(|r| relayed(&proxy, *r)).sum::<u64>();
+    let before = all_relayed();
+    for _ in 0..3 {
+        assert_eq!(client.query(sql).await, check.query(sql).await);
+    }
+    assert_eq!(all_relayed(), before + 3, "relayed, not served");
+}
