@@ -26,9 +26,10 @@
 //! `lag + POLL` older than the server's state. That holds while the poll succeeds; when it is
 //! late (the server does not answer it), a change written since the last poll may not have
 //! been seen at all, so the lag is at least the poll's age less one [`POLL`]: the same bound
-//! holds until the poll is [`POLL_STALE`] and readers call the lag unknown. Positions are not timestamps of the binlog
-//! (one-second resolution, written when a transaction *started* committing on the server that
-//! originated it), so clock skew and replication delay upstream do not enter.
+//! holds until the poll is [`POLL_STALE`] and readers call the lag unknown. Positions are not
+//! timestamps of the binlog (one-second resolution, written when a transaction *started*
+//! committing on the server that originated it), so clock skew and replication delay upstream
+//! do not enter.
 //!
 //! Memory is bounded: at most [`SEEN_MAX`] observations are kept; observations closer than
 //! [`SEEN_GRAIN`] in time share one entry (the earlier instant, the later position), and when

@@ -515,9 +515,9 @@ impl Dataflow {
     /// rebuilt and swapped once for all of them. A reader sees a held partition as it was before
     /// the held batches or, if applying one evicted it (a budget eviction, a refill that a
     /// bounded state needs), as a miss; never part of a batch: a partition's entry is only
-    /// ever rebuilt from its state between whole batches. Every other operation that changes the dataflow (fills,
-    /// evictions, installs, DDL) publishes what is held first, so the order of operations
-    /// readers observe is unchanged. [`Dataflow::applied`] counts held batches; a caller that
+    /// ever rebuilt from its state between whole batches. Every other operation that changes
+    /// what readers see (fills, evictions, installs, drops, DDL that drops a view) publishes
+    /// what is held first, so the order of operations readers observe is unchanged. [`Dataflow::applied`] counts held batches; a caller that
     /// announces a position as visible publishes first.
     pub fn apply_held(&mut self, batch: &Batch) -> Result<(), ApplyError> {
         if batch.position <= self.applied {
