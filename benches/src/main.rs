@@ -7,7 +7,8 @@
 //! ```text
 //! freshet-load --target direct=mysql://u:p@127.0.0.1:33306/db --target freshet=mysql://u:p@127.0.0.1:3307/db \
 //!              [--workload point|story-point|story|point,story] [--seconds 10] [--warmup 1] [--connections 8] [--rounds 2]
-//!              [--rows 10000] [--writes 5] [--skew 1.0] [--text] [--prefill] [--ceiling NAME] [--write-then-read]
+//!              [--rows 10000] [--writes 5] [--skew 1.0] [--text] [--prefill] [--ceiling NAME [--ceiling-writes NAME]]
+//!              [--write-then-read]
 //!              [--cpu NAME=PID[,PID...]]
 //! freshet-load --target direct=URL --setup-only [--workload ...] [--rows N]   create and fill the tables, then exit
 //! freshet-load --print-cache-config [--workload ...]                          the [[cache]] entries for freshet's config
@@ -32,7 +33,12 @@
 //! Per target the report takes the median round by throughput (with two rounds, the better
 //! one); ratios are that target's throughput and read latencies over the first target's, and
 //! with `--ceiling NAME` also its throughput over that target's (`freshet-null`, the server that
-//! does no work: the most any MySQL-protocol cache can reach here).
+//! does no work: the most any MySQL-protocol cache can reach here). With `--ceiling-writes W`
+//! the ceiling's writes go to target W (direct MariaDB) over a second connection per worker, its
+//! reads still to the null server: a write costs a cache at least what it costs the server, so
+//! a ceiling that acknowledged writes for free would charge every cached target for writes it
+//! cannot avoid (at 5% writes, MariaDB's write costs more than the reads it serves). Without
+//! writes the two ceilings are the same.
 //!
 //! With `--cpu NAME=PID[,PID...]`, each measured run of target NAME also reads the CPU time
 //! (user + system, all threads, from /proc) that those processes spent during it, and the report
@@ -66,6 +72,8 @@ struct Args {
     prefill: bool,
     /// The target whose throughput is the ceiling (`freshet-null`), if any.
     ceiling: Option<String>,
+    /// The target the ceiling's writes go to (`--ceiling-writes`), if any.
+    ceiling_writes: Option<String>,
     /// Each write is followed by a read of its key; the write latency is the cycle's.
     write_then_read: bool,
     /// Per target name, the processes whose CPU time is read around each of its runs.
@@ -88,6 +96,7 @@ fn parse_args() -> anyhow::Result<Args> {
         print_cache_config: false,
         prefill: false,
         ceiling: None,
+        ceiling_writes: None,
         write_then_read: false,
         cpu: vec![],
     };
@@ -116,6 +125,7 @@ fn parse_args() -> anyhow::Result<Args> {
             "--setup-only" => a.setup_only = true,
             "--prefill" => a.prefill = true,
             "--ceiling" => a.ceiling = Some(value()?),
+            "--ceiling-writes" => a.ceiling_writes = Some(value()?),
             "--print-cache-config" => a.print_cache_config = true,
             "--write-then-read" => a.write_then_read = true,
             "--cpu" => {
@@ -138,6 +148,14 @@ fn parse_args() -> anyhow::Result<Args> {
     {
         bail!("--ceiling {c} names no --target");
     }
+    if let Some(w) = &a.ceiling_writes {
+        if a.ceiling.is_none() {
+            bail!("--ceiling-writes needs --ceiling");
+        }
+        if !a.targets.iter().any(|(name, _)| name == w) {
+            bail!("--ceiling-writes {w} names no --target");
+        }
+    }
     if let Some((c, _)) = a.cpu.iter().find(|(c, _)| !a.targets.iter().any(|(name, _)| name == c)) {
         bail!("--cpu {c} names no --target");
     }
@@ -145,6 +163,14 @@ fn parse_args() -> anyhow::Result<Args> {
         bail!("--rounds, --connections and --rows must be positive, --writes at most 100");
     }
     Ok(a)
+}
+
+impl Args {
+    /// Where target `name`'s writes go when not to itself: the ceiling's, to `--ceiling-writes`.
+    fn write_url(&self, name: &str) -> Option<&str> {
+        let to = self.ceiling_writes.as_ref().filter(|_| self.ceiling.as_deref() == Some(name))?;
+        self.targets.iter().find(|(n, _)| n == to).map(|(_, url)| url.as_str())
+    }
 }
 
 /// What a run (or one connection of it) did.
@@ -198,8 +224,14 @@ fn cpu_seconds(pids: &[u32]) -> Option<f64> {
     Some(ticks as f64 / hz)
 }
 
-async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyhow::Result<Outcome> {
+/// One connection's loop. With `write_url`, writes go over a second connection to that target
+/// (the ceiling's: it answers reads for free, but no cache makes a write cheaper than the server).
+async fn worker(url: String, write_url: Option<String>, plan: Arc<Plan>, seed: u64, until: Instant) -> anyhow::Result<Outcome> {
     let mut session = Session::open(&url, plan.workload, plan.text, plan.rows).await?;
+    let mut writer = match &write_url {
+        Some(w) if plan.writes > 0 => Some(Session::open(w, plan.workload, plan.text, plan.rows).await?),
+        _ => None,
+    };
     let mut rng = Rng::new(seed);
     let mut out = Outcome { reads_us: Vec::with_capacity(1 << 16), ..Outcome::default() };
     let started = Instant::now();
@@ -209,11 +241,11 @@ async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyh
         let is_write = pick % 100 < u64::from(plan.writes);
         let t = Instant::now();
         let result = match (is_write, plan.write_then_read) {
-            (true, true) => match session.write(key, pick / 100).await {
+            (true, true) => match writer.as_mut().unwrap_or(&mut session).write(key, pick / 100).await {
                 Ok(()) => session.read(key).await,
                 Err(e) => Err(e),
             },
-            (true, false) => session.write(key, pick / 100).await,
+            (true, false) => writer.as_mut().unwrap_or(&mut session).write(key, pick / 100).await,
             (false, _) => session.read(key).await,
         };
         let us = u32::try_from(t.elapsed().as_micros()).unwrap_or(u32::MAX);
@@ -232,6 +264,9 @@ async fn worker(url: String, plan: Arc<Plan>, seed: u64, until: Instant) -> anyh
     }
     out.elapsed = started.elapsed();
     session.close().await?;
+    if let Some(w) = writer {
+        w.close().await?;
+    }
     Ok(out)
 }
 
@@ -258,10 +293,20 @@ async fn prefill(url: &str, connections: usize, plan: &Arc<Plan>) -> anyhow::Res
     Ok(errors)
 }
 
-async fn run_once(url: &str, connections: usize, seconds: f64, plan: &Arc<Plan>, seed: u64) -> anyhow::Result<Outcome> {
+async fn run_once(
+    url: &str,
+    write_url: Option<&str>,
+    connections: usize,
+    seconds: f64,
+    plan: &Arc<Plan>,
+    seed: u64,
+) -> anyhow::Result<Outcome> {
     let until = Instant::now() + Duration::from_secs_f64(seconds);
     let tasks: Vec<_> = (0..connections)
-        .map(|i| tokio::spawn(worker(url.to_string(), plan.clone(), seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15), until)))
+        .map(|i| {
+            let seed = seed ^ (i as u64 + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            tokio::spawn(worker(url.to_string(), write_url.map(str::to_string), plan.clone(), seed, until))
+        })
         .collect();
     let mut all = Outcome::default();
     for t in tasks {
@@ -364,7 +409,12 @@ fn report(args: &Args, workload: Workload, mut results: Vec<Vec<Summary>>) {
     }
     println!(
         "(latencies in us; x = this target over the first{})",
-        if ceiling.is_some() { "; x ceil = this target's throughput over the ceiling's" } else { "" }
+        match (ceiling.is_some(), &args.ceiling_writes) {
+            (true, Some(w)) if args.writes > 0 =>
+                format!("; x ceil = this target's throughput over the ceiling's, whose writes went to {w}"),
+            (true, _) => "; x ceil = this target's throughput over the ceiling's".to_string(),
+            _ => String::new(),
+        }
     );
     if !args.cpu.is_empty() {
         let names: Vec<String> = args.cpu.iter().map(|(n, pids)| format!("{n}: pid {pids:?}")).collect();
@@ -415,6 +465,7 @@ async fn main() -> anyhow::Result<()> {
         for (w, plan) in plans.iter().enumerate() {
             for t in (0..n).map(|i| (i + round) % n) {
                 let (name, url) = &args.targets[t];
+                let write_url = args.write_url(name);
                 if round == 0 && args.prefill {
                     let started = Instant::now();
                     let errors = prefill(url, args.connections, plan).await.with_context(|| format!("prefilling {name}"))?;
@@ -426,12 +477,14 @@ async fn main() -> anyhow::Result<()> {
                     );
                 }
                 if round == 0 && args.warmup > 0.0 {
-                    run_once(url, args.connections, args.warmup, plan, 0x5eed).await.with_context(|| format!("warming up {name}"))?;
+                    run_once(url, write_url, args.connections, args.warmup, plan, 0x5eed)
+                        .await
+                        .with_context(|| format!("warming up {name}"))?;
                 }
                 let seed = 0x9e37_79b9_7f4a_7c15 ^ round as u64;
                 let pids = args.cpu.iter().find(|(n, _)| n == name).map(|(_, pids)| pids.as_slice());
                 let cpu_before = pids.and_then(cpu_seconds);
-                let o = run_once(url, args.connections, args.seconds, plan, seed)
+                let o = run_once(url, write_url, args.connections, args.seconds, plan, seed)
                     .await
                     .with_context(|| format!("{} on {name}", plan.workload.name()))?;
                 let cpu_us = match (pids.and_then(cpu_seconds), cpu_before) {
