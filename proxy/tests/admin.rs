@@ -19,7 +19,10 @@ async fn live_ready_and_metrics() {
     assert_eq!(get(proxy.admin, "/startup?caches=1").await, (200, "started\n".into()));
     assert_eq!(get(proxy.admin, "/health").await, (200, "healthy\n".into()));
     let mut conn = through(&proxy).await;
-    // The driver runs its own setup queries on connect; count from here.
+    // The driver runs its own setup queries on connect; count from here. A session counts a
+    // command after its reply is sent, so the client may see a reply before its count: once
+    // a ping is answered, every command before it has been counted.
+    conn.ping().await.unwrap();
     let before = proxy.metrics.commands_relayed(freshet_proxy::protocol::Command::Query);
     conn.query_drop("SELECT 1").await.unwrap();
     let _ = conn.query_drop("SELECT * FROM no_such_table").await;
