@@ -46,8 +46,10 @@
 //!   operators and state, see `domain_of`). `alter_table` applies DDL (affected views are
 //!   dropped and recompiled; old readers answer `NoView`), `drop_view` removes one.
 //! - `apply(&Batch)` — in position order; changes become visible per batch. `apply_held`
-//!   applies without republishing and `publish_held` then republishes every partition the held
-//!   batches touched once (the writer's step): readers see whole batches, several at a time.
+//!   routes a batch without running the partitions' operators or republishing, and
+//!   `publish_held` then processes every partition the held batches touched once, for all of
+//!   them in order, and republishes it (the writer's step): readers see whole batches, several
+//!   at a time.
 //! - `reader(ViewId)` → [`Reader`] (Clone + Send + Sync): `lookup(&params)` →
 //!   [`Lookup::Hit`]`(rows)` in the query's column order, or [`Lookup::Miss`]`(keys)`. Never
 //!   waits for the writer. `lookup_in(&param_slots, &params)` reads several values per key

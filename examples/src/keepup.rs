@@ -16,7 +16,10 @@
 //!   continued (SIGCONT) and timed until it has applied every one of those transactions (its
 //!   apply rate, with nothing else competing). The ratio of the two is how much faster freshet
 //!   applies than MariaDB commits on this machine; keep the burst well under the server's
-//!   `net_write_timeout` (60 s), after which it drops the stalled dump connection.
+//!   `net_write_timeout` (60 s), after which it drops the stalled dump connection. Also the
+//!   CPU time freshet's process used while catching up (Linux: `/proc/PID/stat`), per
+//!   transaction: on a machine shared with other work the wall-clock rate swings with what
+//!   else runs, the CPU per transaction much less.
 //! - [`visibility`]: writers paced to a total rate, and a probe that adds a vote directly and
 //!   reads the story's count through freshet until it changes, many times: the
 //!   commit-to-visible latency's p50 and p99.
@@ -178,6 +181,20 @@ pub struct Backlog {
     pub commit_seconds: f64,
     /// From SIGCONT until freshet's applied position reached the server's end.
     pub apply_seconds: f64,
+    /// CPU time (user + system) freshet's process used meanwhile, if it could be read.
+    pub apply_cpu_seconds: Option<f64>,
+}
+
+/// CPU time (user + system) process `pid` has used so far, from `/proc/PID/stat` (Linux; in
+/// clock ticks, which are 100 per second there).
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at field 3, `state`;
+    // utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks as f64 / 100.0)
 }
 
 /// Sends `signal` (`STOP` or `CONT`) to process `pid`.
@@ -205,6 +222,7 @@ pub async fn backlog(direct: &str, freshet_admin: &str, pid: u32, connections: u
     let commit_seconds = started.elapsed().as_secs_f64();
     let transactions = count.load(Ordering::Relaxed);
     // Continued whatever happened: a stopped freshet left behind would look like a hang.
+    let cpu_before = cpu_seconds(pid);
     signal(pid, "CONT")?;
     if let Some(e) = failed {
         return Err(e);
@@ -214,7 +232,9 @@ pub async fn backlog(direct: &str, freshet_admin: &str, pid: u32, connections: u
     loop {
         let at = freshet_at(&mut admin).await?;
         if at >= end {
-            return Ok(Backlog { transactions, commit_seconds, apply_seconds: resumed.elapsed().as_secs_f64() });
+            let apply_seconds = resumed.elapsed().as_secs_f64();
+            let apply_cpu_seconds = cpu_before.zip(cpu_seconds(pid)).map(|(a, b)| b - a);
+            return Ok(Backlog { transactions, commit_seconds, apply_seconds, apply_cpu_seconds });
         }
         anyhow::ensure!(
             resumed.elapsed() < Duration::from_secs(600),

@@ -141,30 +141,46 @@ impl DimIndex {
 /// covers the key, joins the index, and receives this batch's dimension deltas for it. Only
 /// rows whose join key comes straight from the new row (the dimension's `from` is
 /// partition-keyed) are handled; other misses still evict.
-pub(super) fn borrow_covers(domain: &mut super::Domain, batch: &crate::delta::Batch, pos: Position) {
+///
+/// Both partitions are read at the applied position: each is flushed first (its held deltas
+/// processed, see the parent's "Held batches"), and one that this drops is neither borrower nor
+/// lender, as if it had been dropped after the batch that made it need a refill.
+pub(super) fn borrow_covers(
+    shared: &super::Shared,
+    views: &[Option<super::View>],
+    domain: &mut super::Domain,
+    batch: &crate::delta::Batch,
+    pos: Position,
+) {
     for c in batch.changes.iter().filter(|c| c.insert) {
-        for (d, dim) in domain.dims.iter().enumerate() {
-            let Some((from, from_cols)) = &dim.from else { continue };
+        for d in 0..domain.dims.len() {
+            let dim = &domain.dims[d];
+            let (node, Some((from, from_cols))) = (dim.node, &dim.from) else { continue };
             let Some((_, _, kcols)) = domain.occs.iter().find(|(o, table, _)| o == from && table.eq_ignore_ascii_case(&c.table)) else {
                 continue;
             };
             let Some(part) = key_of(&c.row, kcols) else { continue };
             let Some(k) = key_of(&c.row, from_cols) else { continue };
+            super::flush(shared, views, domain, &part);
             // The borrower must be at the applied position too (a fill ahead of the binlog
             // would skip this key's deltas up to its position and keep older rows).
-            if !domain.parts.get(&part).is_some_and(|p| p.ks.filled_at < pos && !p.ks.covers(dim.node, &k)) {
+            if !domain.parts.get(&part).is_some_and(|p| p.ks.filled_at < pos && !p.ks.covers(node, &k)) {
                 continue;
             }
-            let lender = domain
-                .dim_index
-                .0
-                .get(d)
-                .and_then(|m| m.get(&k))
-                .and_then(|ps| ps.iter().filter_map(|q| domain.parts.get(q)).find(|q| q.ks.filled_at < pos));
-            let Some(rows) = lender.map(|q| q.ks.dim_rows(dim.node, &k)) else { continue };
+            let candidates: Vec<Key> =
+                domain.dim_index.0.get(d).and_then(|m| m.get(&k)).map(|ps| ps.iter().cloned().collect()).unwrap_or_default();
+            let mut rows = None;
+            for q in candidates {
+                super::flush(shared, views, domain, &q);
+                if let Some(lender) = domain.parts.get(&q).filter(|q| q.ks.filled_at < pos) {
+                    rows = Some(lender.ks.dim_rows(node, &k));
+                    break;
+                }
+            }
+            let Some(rows) = rows else { continue };
             let Some(p) = domain.parts.get_mut(&part) else { continue };
-            p.ks.cover(dim.node, k.clone());
-            p.ks.seed(&domain.graph, dim.node, 1, rows);
+            p.ks.cover(node, k.clone());
+            p.ks.seed(&domain.graph, node, 1, rows);
             if let Some(m) = domain.dim_index.0.get_mut(d) {
                 m.entry(k).or_default().insert(part);
             }

@@ -37,6 +37,20 @@
 //!   partition or none of it. Every other operation publishes held batches first, so no entry
 //!   built later (a fill) is shown beside an older entry of a held batch's partition. Misses are recorded in a small mutex-protected set that the
 //!   writer only swaps out.
+//! - **Held batches.** [`Dataflow::apply_held`] routes a batch at once (holes, pending
+//!   buffers and the dimension log see it in order, as with `apply`) but only queues its deltas
+//!   for a filled partition (`Domain::unprocessed`); the partition's operators run once for all
+//!   of its held batches, concatenated in batch order, when it is *flushed*: at
+//!   `publish_held`, and before anything reads or changes its state (borrowing reads lender and
+//!   borrower at the applied position). That is the same state as batch after batch: every
+//!   operator is exact for a multi-change batch (a batch is a multiset of weighted rows; joins
+//!   take `ΔL ⋈ R_old` then `L_new ⋈ ΔR`; aggregates and top-k compare before and after the
+//!   whole batch); only two choices may differ, both within what the server may answer: the
+//!   spelling a case-insensitive group shows, and a top-k prefix that a deletion would have
+//!   left short in between is not refilled if later rows fill it again. A partition that needs
+//!   a refill after its flush is dropped then; dropped earlier (after the batch that caused
+//!   it), it would have dropped the later batches' deltas as a hole, and be a hole now all the
+//!   same. Readers see none of it before `publish_held`, so nothing else is observable.
 //! - **Reuse.** Views whose trees share a stateful subtree form a *domain*: one graph in
 //!   which identical subtrees are stored once (their operators and state are shared), and one
 //!   set of partitions. A partition is filled, evicted and budgeted for the whole domain, so
@@ -132,6 +146,10 @@ struct Domain {
     /// Filled partitions changed by batches applied with [`Dataflow::apply_held`] whose reader
     /// entries still show the state before them (republished by [`Dataflow::publish_held`]).
     held: Set<Key>,
+    /// Deltas of held batches routed to filled partitions and not yet pushed through the
+    /// operators, in batch order: a partition that several held transactions touch runs its
+    /// operators once for all of them (`flush`). See "Held batches" in the module header.
+    unprocessed: Map<Key, OccDeltas>,
     /// The view fed by each reader index (`None` once dropped).
     views: Vec<Option<ViewId>>,
     /// Changes whenever the graph (and so the layout of fill requests) changes; responses
@@ -197,6 +215,7 @@ impl Domain {
             parts: Map::default(),
             pending: Map::default(),
             held: Set::default(),
+            unprocessed: Map::default(),
             views: Vec::new(),
             epoch: 0,
         }
@@ -512,7 +531,8 @@ impl Dataflow {
     /// Applies one upstream transaction like [`Dataflow::apply`] but holds back the
     /// republication of the partitions it changed until [`Dataflow::publish_held`], so that a
     /// partition touched by many transactions in a row (a global top-k, a popular story) is
-    /// rebuilt and swapped once for all of them. A reader sees a held partition as it was before
+    /// rebuilt and swapped once for all of them; its operators too run once for all of them,
+    /// when it is flushed (see "Held batches" in the module header). A reader sees a held partition as it was before
     /// the held batches or, if applying one evicted it (a budget eviction, a refill that a
     /// bounded state needs), as a miss; never part of a batch: a partition's entry is only
     /// ever rebuilt from its state between whole batches. Every other operation that changes
@@ -529,7 +549,7 @@ impl Dataflow {
             let Some(domain) = self.domains[di].as_mut() else { continue };
             // Log entries at or before the oldest pending `since` can never be replayed.
             domain.dim_log.trim(domain.pending.values().map(|p| p.since).min());
-            borrow_covers(domain, batch, pos);
+            borrow_covers(&self.shared, &self.views, domain, batch, pos);
             let (per_key, for_pending) = domain.route(batch);
             if let Some(d) = for_pending {
                 if domain.dim_log.len() >= MAX_BUFFERED {
@@ -540,12 +560,10 @@ impl Dataflow {
                     domain.dim_log.push(pos, d);
                 }
             }
-            let mut touched = Vec::new();
-            for (k, mut deltas) in per_key {
-                if let Some(p) = domain.parts.get_mut(&k) {
+            for (k, deltas) in per_key {
+                if let Some(p) = domain.parts.get(&k) {
                     if pos > p.ks.filled_at {
-                        p.ks.process(&domain.graph, &mut deltas);
-                        touched.push(k);
+                        hold(&mut domain.unprocessed, k, deltas);
                     }
                 } else if let Some(p) = domain.pending.get_mut(&k) {
                     if p.buffer.len() >= MAX_BUFFERED {
@@ -555,13 +573,6 @@ impl Dataflow {
                     } else {
                         p.buffer.push((pos, deltas));
                     }
-                }
-            }
-            for k in touched {
-                if domain.parts.get(&k).is_some_and(|p| p.ks.needs_refill) {
-                    drop_part(&self.shared, &self.views, domain, &k);
-                } else {
-                    domain.held.insert(k);
                 }
             }
         }
@@ -574,6 +585,7 @@ impl Dataflow {
     pub fn publish_held(&mut self) {
         let mut published = false;
         for domain in self.domains.iter_mut().flatten() {
+            flush_all(&self.shared, &self.views, domain);
             if domain.held.is_empty() {
                 continue;
             }
@@ -770,6 +782,44 @@ impl Dataflow {
                 drop_part(&self.shared, &self.views, domain, &ek.key);
             }
         }
+    }
+}
+
+/// Adds one held batch's deltas for a filled partition to those not yet processed.
+fn hold(unprocessed: &mut Map<Key, OccDeltas>, k: Key, deltas: OccDeltas) {
+    match unprocessed.get_mut(&k) {
+        Some(earlier) => {
+            for (e, d) in earlier.iter_mut().zip(deltas) {
+                e.extend(d);
+            }
+        }
+        None => {
+            unprocessed.insert(k, deltas);
+        }
+    }
+}
+
+/// Pushes the held deltas of partition `k` through its operators (all of its held batches in
+/// one pass, in batch order), then marks it for republication, or drops it if a bounded state
+/// or a dimension join now needs a refill (as if it had been dropped after the batch that
+/// caused it: see "Held batches" in the module header). Call before reading or changing the
+/// partition's state in any other way.
+fn flush(shared: &Shared, views: &[Option<View>], domain: &mut Domain, k: &Key) {
+    let Some(mut deltas) = domain.unprocessed.remove(k) else { return };
+    let Some(p) = domain.parts.get_mut(k) else { return };
+    p.ks.process(&domain.graph, &mut deltas);
+    if p.ks.needs_refill {
+        drop_part(shared, views, domain, k);
+    } else {
+        domain.held.insert(k.clone());
+    }
+}
+
+/// [`flush`] for every partition with held deltas.
+fn flush_all(shared: &Shared, views: &[Option<View>], domain: &mut Domain) {
+    let keys: Vec<Key> = domain.unprocessed.keys().cloned().collect();
+    for k in keys {
+        flush(shared, views, domain, &k);
     }
 }
 

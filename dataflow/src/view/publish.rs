@@ -13,6 +13,8 @@ use crate::ops::{Key, sort_rows};
 use crate::value::{Row, exact_row_cmp, row_heap};
 
 pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
+    // Deltas held for it are dropped with it: it is a hole from here on.
+    domain.unprocessed.remove(key);
     let Some(part) = domain.parts.remove(key) else { return false };
     domain.dim_index.remove(&domain.dims, &part.ks);
     for (r, v) in domain.views.iter().enumerate() {

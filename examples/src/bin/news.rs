@@ -127,6 +127,13 @@ async fn main() -> anyhow::Result<()> {
                     b.apply_seconds,
                     apply / commit
                 );
+                if let Some(cpu) = b.apply_cpu_seconds {
+                    println!(
+                        "backlog: freshet used {cpu:.2} s of CPU catching up ({:.0} us per transaction, {:.2} cores)",
+                        cpu * 1e6 / b.transactions as f64,
+                        cpu / b.apply_seconds
+                    );
+                }
             }
             let (p50, p99, n) = keepup::visibility(&direct, &url, opts.connections, rate, samples).await?;
             println!(

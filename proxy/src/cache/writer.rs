@@ -82,9 +82,14 @@ type FillDone = (u64, FillRequest, Result<FillResponse, FillError>);
 /// a fill already being started and be consumed early).
 const FILL_TICK: Duration = Duration::from_millis(20);
 /// Most stream events the writer takes in one step of its loop, and the longest it spends on
-/// them before giving fills (which readers wait for) and admin requests their turn.
-const STEP_EVENTS: usize = 64;
-const STEP_TIME: Duration = Duration::from_millis(1);
+/// them before giving fills (which readers wait for) and admin requests their turn. Only a
+/// queue that is behind fills a step: one transaction at a time arrives alone. A step's
+/// partitions run their operators and are republished once for all of its transactions, so
+/// catching up gets cheaper per transaction as steps grow; the bound in time is what a write
+/// waits, at most, to become visible behind a backlog, and what a fill waits to be installed
+/// (docs/decisions.md, "keep-up figures").
+const STEP_EVENTS: usize = 256;
+const STEP_TIME: Duration = Duration::from_millis(4);
 /// The reconnect loop's backoff: the first attempt at once, then from this, doubling.
 const RESTART_BACKOFF: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(10));
 
