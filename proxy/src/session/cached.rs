@@ -29,7 +29,8 @@ use super::{Session, SessionError};
 #[derive(Clone)]
 pub struct PreparedRoute {
     pub cache: Arc<Cache>,
-    pub binding: Binding,
+    /// Shared with each execution (an `Arc` clone, not the binding's vectors, per execute).
+    pub binding: Arc<Binding>,
     pub fingerprint: u64,
     /// (type, flags) of the parameters as last sent by the client.
     pub types: Vec<(u8, u8)>,
@@ -41,6 +42,15 @@ impl std::fmt::Debug for PreparedRoute {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PreparedRoute").field("cache", &self.cache.name).field("binding", &self.binding).finish_non_exhaustive()
     }
+}
+
+/// One COM_STMT_EXECUTE of a routed statement: what routing needs of its route, and the
+/// bound parameters.
+struct Execution {
+    cache: Arc<Cache>,
+    binding: Arc<Binding>,
+    fingerprint: u64,
+    bound: Vec<Value>,
 }
 
 /// Whether an answer was written.
@@ -227,21 +237,23 @@ impl Session {
         };
         let cache = engine.by_id(id)?;
         let binding = route::bind(&cache, &query, params).ok()?;
-        Some(PreparedRoute { cache, binding, fingerprint: query.fingerprint.hash, types: Vec::new(), long_data: false })
+        Some(PreparedRoute { cache, binding: Arc::new(binding), fingerprint: query.fingerprint.hash, types: Vec::new(), long_data: false })
     }
 
     /// Routes a COM_STMT_EXECUTE of a statement with a route.
     pub(super) async fn route_execute(&mut self, payload: &Bytes, last_seq: u8) -> Result<Routed, SessionError> {
         let started = Instant::now();
         let Some(engine) = self.shared.engine.get().cloned() else { return Ok(Routed::Relay { capture: None }) };
-        let Some((route, bound)) = self.bound_execute(&engine, payload) else { return Ok(Routed::Relay { capture: None }) };
-        let routed = match self.pass_gate(&engine, route.cache.id, started).await? {
-            Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, route.cache.id, route.fingerprint, true)),
+        let Some(Execution { cache, binding, fingerprint, bound }) = self.bound_execute(&engine, payload) else {
+            return Ok(Routed::Relay { capture: None });
+        };
+        let routed = match self.pass_gate(&engine, cache.id, started).await? {
+            Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, cache.id, fingerprint, true)),
             Admission::Open(cache) => match self.own_writes(&engine).await? {
                 Some(reason) => reason.into(),
                 None => {
-                    let key = self.columns_key(&cache, route.fingerprint, true);
-                    let looked_up = route::answer(&engine, &cache, &route.binding, &bound, key).await;
+                    let key = self.columns_key(&cache, fingerprint, true);
+                    let looked_up = route::answer(&engine, &cache, &binding, &bound, key).await;
                     Decision::of(cache, key, looked_up)
                 }
             },
@@ -250,7 +262,7 @@ impl Session {
     }
 
     /// The route and bound values of an execute that may be answered; None to relay it.
-    fn bound_execute(&mut self, engine: &Engine, payload: &[u8]) -> Option<(PreparedRoute, Vec<Value>)> {
+    fn bound_execute(&mut self, engine: &Engine, payload: &[u8]) -> Option<Execution> {
         // [0x17][id u32][flags u8][iterations u32] then parameters.
         let id = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))?;
         let flags = payload.get(5).copied().unwrap_or(0);
@@ -263,7 +275,9 @@ impl Session {
             return None;
         }
         match execute_params(payload.get(10..).unwrap_or(&[]), params_count, &mut route.types) {
-            Ok(bound) => Some((route.clone(), bound)),
+            Ok(bound) => {
+                Some(Execution { cache: route.cache.clone(), binding: route.binding.clone(), fingerprint: route.fingerprint, bound })
+            }
             Err(_) => {
                 // Unknown types: relay, and forget them so the server sees what it expects.
                 engine.counters.relayed(RelayReason::Parameter);
