@@ -208,20 +208,7 @@ struct Plan {
 /// CPU time (user + system, all threads) of the processes `pids`, in seconds; None if one of
 /// them cannot be read.
 fn cpu_seconds(pids: &[u32]) -> Option<f64> {
-    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-    let hz = *TICKS.get_or_init(|| {
-        let out = std::process::Command::new("getconf").arg("CLK_TCK").output().ok();
-        out.and_then(|o| String::from_utf8(o.stdout).ok()).and_then(|s| s.trim().parse().ok()).unwrap_or(100.0)
-    });
-    let mut ticks = 0u64;
-    for pid in pids {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // Fields after the command name (which may hold spaces), from field 3 on.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let fields: Vec<&str> = rest.split(' ').collect();
-        ticks += fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    }
-    Some(ticks as f64 / hz)
+    pids.iter().map(|&pid| freshet_examples::keepup::cpu_seconds(pid)).sum()
 }
 
 /// One connection's loop. With `write_url`, writes go over a second connection to that target

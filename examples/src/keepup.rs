@@ -185,9 +185,10 @@ pub struct Backlog {
     pub apply_cpu_seconds: Option<f64>,
 }
 
-/// CPU time (user + system) process `pid` has used so far, from `/proc/PID/stat` (Linux; in
-/// clock ticks, which are 100 per second there).
-fn cpu_seconds(pid: u32) -> Option<f64> {
+/// CPU time (user + system, all threads) process `pid` has used so far, in seconds, from
+/// `/proc/PID/stat` (Linux, where it is counted in USER_HZ ticks: 100 per second). Also what
+/// freshet-load's `--cpu` reads.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the command name (which may hold spaces) start at field 3, `state`;
     // utime and stime are fields 14 and 15.
