@@ -177,7 +177,9 @@ async fn round(server: &Arc<PrivateServer>, freshet: &Freshet, url: &str, fault:
     };
     let engine = freshet.engine.clone();
     let queries = Arc::new(app::read_queries().unwrap());
-    let world = Arc::new(World::new(u64::MAX, true));
+    let mut direct = reconnect(url, Instant::now(), None).await;
+    let world = Arc::new(World::continuing(&mut direct, u64::MAX, true).await);
+    drop(direct);
     let started = Instant::now();
     let until = started + BEFORE + DOWN + AFTER;
     let writers: Vec<_> = (0..WRITERS).map(|i| tokio::spawn(writer(url.to_string(), world.clone(), seed + i as u64, until))).collect();

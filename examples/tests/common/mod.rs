@@ -106,13 +106,27 @@ pub struct World {
 }
 
 impl World {
+    /// A world on the freshly loaded tables (ids above [`SIZES`] are new).
     pub fn new(max_transactions: u64, faults: bool) -> World {
+        World::with_ids(max_transactions, faults, SIZES.stories + 1, SIZES.users + 1)
+    }
+
+    /// A world on tables an earlier one wrote to: new ids start above the largest the database
+    /// holds, so that no insert of this world collides with a row of the last.
+    pub async fn continuing(conn: &mut Conn, max_transactions: u64, faults: bool) -> World {
+        let story: Option<u64> = conn.query_first("SELECT MAX(id) FROM stories").await.unwrap().flatten();
+        let user: Option<u64> = conn.query_first("SELECT MAX(id) FROM users").await.unwrap().flatten();
+        let (story, user) = (story.unwrap_or(0).max(SIZES.stories), user.unwrap_or(0).max(SIZES.users));
+        World::with_ids(max_transactions, faults, story + 1, user + 1)
+    }
+
+    fn with_ids(max_transactions: u64, faults: bool, next_story: u64, next_user: u64) -> World {
         World {
             max_transactions,
             faults,
             fault_errors: AtomicU64::new(0),
-            next_story: AtomicU64::new(SIZES.stories + 1),
-            next_user: AtomicU64::new(SIZES.users + 1),
+            next_story: AtomicU64::new(next_story),
+            next_user: AtomicU64::new(next_user),
             deleted_stories: Mutex::new(Vec::new()),
             transactions: AtomicU64::new(0),
             statements: AtomicU64::new(0),
@@ -312,7 +326,7 @@ pub async fn writer(url: String, world: Arc<World>, seed: u64, until: Instant) {
                     tries += 1;
                     world.retries.fetch_add(1, Ordering::Relaxed);
                 }
-                Err(e) if world.faults && Instant::now() < until => {
+                Err(e) if world.faults && Instant::now() < until && server_went_away(&e) => {
                     // The server went away (or came back and dropped us): the transaction may
                     // or may not have committed; either is fine, the final comparison reads
                     // what MariaDB has. Reconnect and go on with the next one.
@@ -330,6 +344,21 @@ pub async fn writer(url: String, world: Arc<World>, seed: u64, until: Instant) {
         tokio::time::sleep(WRITER_PAUSE).await;
     }
     let _ = conn.disconnect().await;
+}
+
+/// Whether `e` says the server or the connection went away (what a fault round expects), as
+/// opposed to an error of the statement itself, such as a duplicate key, which is the test's
+/// own bug and fails it.
+fn server_went_away(e: &mysql_async::Error) -> bool {
+    const ER_SERVER_SHUTDOWN: u16 = 1053;
+    const ER_QUERY_INTERRUPTED: u16 = 1317;
+    const ER_CONNECTION_KILLED: u16 = 1927;
+    match e {
+        mysql_async::Error::Server(e) => {
+            matches!(e.code, ER_SERVER_SHUTDOWN | ER_QUERY_INTERRUPTED | ER_CONNECTION_KILLED | ER_LOCK_DEADLOCK | ER_LOCK_WAIT_TIMEOUT)
+        }
+        _ => true,
+    }
 }
 
 /// A new connection to `url`, retried until it works; gives up a minute after `until`.
