@@ -249,6 +249,16 @@ impl Reader {
                 a.iter().zip(b.iter()).map(|(x, y)| x.cmp_total(y)).find(|c| c.is_ne()).unwrap_or(std::cmp::Ordering::Equal)
             });
         }
+        if keys.len() == 1
+            && let Some(key) = keys.pop()
+        {
+            // The common read, one partition: no vectors for what was found or missing.
+            let ek = EntryKey { view: self.view.0, key };
+            return match self.shared.cache.get(&ek) {
+                Some(e) => self.answer(std::slice::from_ref(&e), filter_params),
+                None => Ok(self.missed(vec![ek.key])),
+            };
+        }
         let mut found = Vec::with_capacity(keys.len());
         let mut missing = Vec::new();
         for k in keys {
@@ -259,19 +269,27 @@ impl Reader {
             }
         }
         if !missing.is_empty() {
-            self.counters.misses.fetch_add(1, AtOrd::Relaxed);
-            if let Ok(mut m) = self.shared.misses.lock() {
-                m.entry(self.view.0).or_default().extend(missing.iter().cloned());
-            }
-            return Ok(Lookup::Miss(missing));
+            return Ok(self.missed(missing));
         }
+        self.answer(&found, filter_params)
+    }
+
+    /// A read some of whose partitions are holes: they are recorded for filling.
+    fn missed(&self, missing: Vec<Key>) -> Lookup {
+        self.counters.misses.fetch_add(1, AtOrd::Relaxed);
+        if let Ok(mut m) = self.shared.misses.lock() {
+            m.entry(self.view.0).or_default().extend(missing.iter().cloned());
+        }
+        Lookup::Miss(missing)
+    }
+
+    /// A read all of whose partitions were found: their rows, merged.
+    fn answer(&self, found: &[Arc<Entry>], filter_params: &[&Value]) -> Result<Lookup, LookupError> {
         self.counters.hits.fetch_add(1, AtOrd::Relaxed);
         if !self.q.read_filters.is_empty() {
-            return self.filtered(&found, filter_params);
+            return self.filtered(found, filter_params);
         }
-        if found.len() == 1
-            && let Some(e) = found.pop()
-        {
+        if let [e] = found {
             return Ok(Lookup::Hit(e.rows.clone()));
         }
         let mut rows: Vec<Row> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
@@ -380,6 +398,21 @@ fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) 
     let expected = param_slots.iter().map(Vec::len).sum::<usize>() + q.read_filters.len();
     if params.len() != expected {
         return Err(LookupError::ParamCount { expected, got: params.len() });
+    }
+    if param_slots.iter().all(|slots| slots.len() == 1) {
+        // `k = ?` for each key column (every read but an IN list): one key, or none if a
+        // parameter is NULL; built without the sets and products below.
+        let mut key = Vec::with_capacity(param_slots.len());
+        let mut null = false;
+        for (slots, col) in param_slots.iter().zip(&q.key_columns) {
+            let i = slots[0];
+            let p = params.get(i).ok_or(LookupError::ParamCount { expected, got: params.len() })?;
+            match coerce_param(p, col, i)? {
+                Some(v) => key.push(v),
+                None => null = true,
+            }
+        }
+        return Ok(if null { Vec::new() } else { vec![key.into_boxed_slice()] });
     }
     let mut columns: Vec<Vec<Value>> = Vec::with_capacity(param_slots.len());
     let mut product = 1usize;
