@@ -33,6 +33,9 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
                 }
                 put_string(out, s.as_bytes());
             }
+            // The common numbers, without the formatter (a zero-filled column takes it).
+            Value::Int(i) if !column.def.has(flags::ZEROFILL) => put_integer(out, i.unsigned_abs(), *i < 0),
+            Value::UInt(u) if !column.def.has(flags::ZEROFILL) => put_integer(out, *u, false),
             Value::Bit(v) => {
                 let bytes = (column.def.length as usize).div_ceil(8).clamp(1, 8);
                 put_string(out, &v.to_be_bytes()[8 - bytes..]);
@@ -45,6 +48,27 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// An integer's decimal digits as a length-encoded string (at most 20 digits and a sign, so the
+/// length is one byte).
+fn put_integer(out: &mut Vec<u8>, magnitude: u64, negative: bool) {
+    let mut digits = [0u8; 21];
+    let mut at = digits.len();
+    let mut n = magnitude;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        digits[at] = b'-';
+    }
+    put_string(out, &digits[at..]);
 }
 
 fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -201,5 +225,24 @@ mod tests {
         row(&mut out, &[Value::Int(-7), Value::Null, Value::Bit(0x2aa)], &cols).unwrap();
         assert_eq!(out, [2, b'-', b'7', 0xfb, 2, 0x02, 0xaa]);
         assert_eq!(row(&mut Vec::new(), &[Value::Int(1)], &cols), Err(Unencodable::Mismatch));
+    }
+
+    #[test]
+    fn integers_are_written_as_the_formatter_writes_them() {
+        let c = [col(types::LONGLONG, 0, 20, 0)];
+        let expect = |digits: String| [vec![digits.len() as u8], digits.into_bytes()].concat();
+        for i in [0, 7, -7, 10, -10, 99, 1_000_000, i64::MAX, i64::MIN, i64::MIN + 1] {
+            let mut out = Vec::new();
+            row(&mut out, &[Value::Int(i)], &c).unwrap();
+            assert_eq!(out, expect(i.to_string()), "{i}");
+        }
+        for u in [0, 9, 10, u64::from(u32::MAX), u64::MAX] {
+            let mut out = Vec::new();
+            row(&mut out, &[Value::UInt(u)], &c).unwrap();
+            assert_eq!(out, expect(u.to_string()), "{u}");
+        }
+        let mut out = Vec::new();
+        row(&mut out, &[Value::UInt(42)], &[col(types::LONG, 0, 10, flags::ZEROFILL)]).unwrap();
+        assert_eq!(out, expect("0000000042".into()));
     }
 }
