@@ -64,19 +64,17 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
         return Ok(Vec::new());
     }
     let mut c = Cursor::new(body);
-    let bitmap = c.bytes(count.div_ceil(8)).map_err(|_| ParamError::Malformed)?.to_vec();
+    let bitmap = c.bytes(count.div_ceil(8)).map_err(|_| ParamError::Malformed)?;
     let bound = c.u8().map_err(|_| ParamError::Malformed)?;
     if bound > 1 {
         return Err(ParamError::Malformed);
     }
     if bound == 1 {
-        let mut fresh = Vec::with_capacity(count);
-        for _ in 0..count {
-            let t = c.u8().map_err(|_| ParamError::Malformed)?;
-            let f = c.u8().map_err(|_| ParamError::Malformed)?;
-            fresh.push((t, f));
-        }
-        *types = fresh;
+        // Replaced only when all of them are there (in place: most clients send them with
+        // every execute).
+        let sent = c.bytes(2 * count).map_err(|_| ParamError::Malformed)?;
+        types.clear();
+        types.extend(sent.chunks_exact(2).map(|tf| (tf[0], tf[1])));
     }
     if types.len() != count {
         return Err(ParamError::Malformed);
