@@ -192,18 +192,22 @@ impl Session {
     /// server would.
     async fn write_answer(&mut self, cache: &Cache, answer: &Answer, binary: bool, last_seq: u8) -> Result<Written, SessionError> {
         let columns = &answer.columns;
-        let (encoded, ends) = match encode_rows(columns, &answer.rows, binary) {
-            Ok(rows) => rows,
-            Err(why) => {
-                tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
-                columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
-                return Ok(Written::Unencodable);
+        if let Err(why) = self.encoded.encode(columns, &answer.rows, binary) {
+            tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
+            columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
+            return Ok(Written::Unencodable);
+        }
+        let mut seq = last_seq.wrapping_add(1);
+        let count = columns.packets.len() as u64;
+        seq = match u8::try_from(count) {
+            // Up to 250 columns the count is its own one-byte length-encoded integer.
+            Ok(n) if n < 0xfb => self.client.queue_packet(seq, &[n]),
+            _ => {
+                let mut packet = Vec::with_capacity(9);
+                put_lenenc(&mut packet, count);
+                self.client.queue_packet(seq, &packet)
             }
         };
-        let mut seq = last_seq.wrapping_add(1);
-        let mut count = Vec::with_capacity(9);
-        put_lenenc(&mut count, columns.packets.len() as u64);
-        seq = self.client.queue_packet(seq, &count);
         for def in &columns.packets {
             seq = self.client.queue_packet(seq, def);
         }
@@ -213,11 +217,10 @@ impl Session {
         if !deprecate_eof {
             seq = self.client.queue_packet(seq, &eof_packet(status));
         }
-        let mut from = 0;
-        for &end in &ends {
-            seq = self.client.queue_packet(seq, &encoded[from..end]);
-            from = end;
+        for row in self.encoded.rows() {
+            seq = self.client.queue_packet(seq, row);
         }
+        self.encoded.clear();
         self.client.queue_packet(seq, &end_of_rows(status, deprecate_eof));
         self.flush_client().await?;
         Ok(Written::Sent)
@@ -306,24 +309,56 @@ impl Session {
     }
 }
 
-/// The row packets' payloads for `rows`, back to back, and where each ends; or why a value
-/// cannot be encoded exactly (nothing is sent then: the read is relayed whole).
-fn encode_rows(
-    columns: &crate::cache::Columns,
-    rows: &[Row],
-    binary_protocol: bool,
-) -> Result<(Vec<u8>, Vec<usize>), crate::encode::Unencodable> {
-    let mut out = Vec::with_capacity(64 * rows.len());
-    let mut ends = Vec::with_capacity(rows.len());
-    for row in rows {
-        if binary_protocol {
-            binary::row(&mut out, row, &columns.render)?;
-        } else {
-            text::row(&mut out, row, &columns.render)?;
+/// The row packets' payloads of one answer, back to back, and where each ends. A session keeps
+/// one between answers, so that a hit allocates no buffers for its rows.
+#[derive(Default)]
+pub struct Encoded {
+    payloads: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Encoded {
+    /// Buffers above this are not kept after an answer (a session that once read a large
+    /// result does not hold its size for good).
+    const KEEP: usize = 64 * 1024;
+
+    /// Encodes `rows`, or says why a value cannot be encoded exactly (nothing is sent then:
+    /// the read is relayed whole).
+    fn encode(&mut self, columns: &crate::cache::Columns, rows: &[Row], binary_protocol: bool) -> Result<(), crate::encode::Unencodable> {
+        self.clear();
+        self.payloads.reserve(64 * rows.len());
+        for row in rows {
+            let encoded = if binary_protocol {
+                binary::row(&mut self.payloads, row, &columns.render)
+            } else {
+                text::row(&mut self.payloads, row, &columns.render)
+            };
+            if let Err(why) = encoded {
+                self.clear();
+                return Err(why);
+            }
+            self.ends.push(self.payloads.len());
         }
-        ends.push(out.len());
+        Ok(())
     }
-    Ok((out, ends))
+
+    /// Each row's payload, in order.
+    fn rows(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(from, &end)| &self.payloads[from..end])
+    }
+
+    /// Empties it, giving back buffers grown past [`Encoded::KEEP`].
+    fn clear(&mut self) {
+        if self.payloads.capacity() > Self::KEEP {
+            self.payloads = Vec::new();
+        }
+        if self.ends.capacity() > Self::KEEP / 8 {
+            self.ends = Vec::new();
+        }
+        self.payloads.clear();
+        self.ends.clear();
+    }
 }
 
 /// Entry kept while a relayed command runs.

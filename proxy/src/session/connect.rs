@@ -84,6 +84,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             relayed: None,
             capture: None,
             own: super::ryw::OwnWrites::default(),
+            encoded: Default::default(),
         }),
         Ok(Err(e)) => Err(e),
         // The client's sequence is unknown here; closing says enough to a stalled client.

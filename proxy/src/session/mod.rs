@@ -116,6 +116,8 @@ pub struct Session {
     capture: Option<(crate::cache::ColumnsKey, Vec<bytes::Bytes>)>,
     /// Read-your-writes: whether the session wrote, and what its next cached read waits for.
     own: ryw::OwnWrites,
+    /// The rows of the cached answer being written, kept between answers for their buffers.
+    encoded: cached::Encoded,
 }
 
 /// Why a session stopped; logged once and counted, where it ends.
