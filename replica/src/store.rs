@@ -42,7 +42,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use freshet_dataflow::{FillData, FillError, FillRequest, FillResponse, FillSource, Key, Position, Row, TableSchema, Value};
 use rocksdb::{ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode, MultiThreaded, Options, ReadOptions, WriteBatch};
@@ -173,9 +173,14 @@ pub struct ReplicaStore {
     /// Test hook ([`ReplicaStore::crash_after_steps`]): durable steps left before every later
     /// one fails; `u64::MAX` when off.
     steps_left: AtomicU64,
+    /// Test hook ([`ReplicaStore::between_index_chunks`]).
+    chunk_hook: Mutex<Option<ChunkHook>>,
     /// The next [`Generation`] handed out.
     generations: AtomicU64,
 }
+
+/// See [`ReplicaStore::between_index_chunks`].
+type ChunkHook = Arc<dyn Fn() + Send + Sync>;
 
 fn primary_cf(table: &str) -> String {
     format!("t/{table}")
@@ -210,6 +215,7 @@ impl ReplicaStore {
             tables: RwLock::new(HashMap::new()),
             write: Mutex::new(()),
             steps_left: AtomicU64::new(u64::MAX),
+            chunk_hook: Mutex::new(None),
             generations: AtomicU64::new(0),
         })
     }
@@ -367,6 +373,13 @@ impl ReplicaStore {
     #[doc(hidden)]
     pub fn crash_after_steps(&self, n: u64) {
         self.steps_left.store(n, Ordering::SeqCst);
+    }
+
+    /// Test hook: `hook` runs before every chunk of an index build but the first, with no
+    /// lock held, so that a test can land DDL or a reset exactly between two chunks.
+    #[doc(hidden)]
+    pub fn between_index_chunks(&self, hook: impl Fn() + Send + Sync + 'static) {
+        *self.chunk_hook.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(hook));
     }
 
     /// Accounts for one durable step (see [`ReplicaStore::crash_after_steps`]).
@@ -654,6 +667,12 @@ impl ReplicaStore {
         let started = std::time::Instant::now();
         let mut after: Option<Vec<u8>> = None;
         loop {
+            if after.is_some() {
+                let hook = self.chunk_hook.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                if let Some(hook) = hook {
+                    hook();
+                }
+            }
             let _w = self.lock();
             // DDL or a reset between two chunks dropped the index with the table's rows: the
             // build stops, and never marks it built.

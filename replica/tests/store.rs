@@ -1,7 +1,8 @@
 //! The RocksDB store on its own: positions and rows survive a reopen, a changed schema drops
 //! only that table, the copy never overwrites a newer image the stream wrote, and a table is
-//! not answered from before its copy is complete and caught up, and a reset killed at any
-//! instant leaves a table that is copied again.
+//! not answered from before its copy is complete and caught up, a reset killed at any
+//! instant leaves a table that is copied again, and DDL or a reset between two chunks of an
+//! index build stops the build.
 
 use std::path::PathBuf;
 
@@ -220,4 +221,76 @@ fn a_copy_batch_read_before_a_reset_is_refused() {
     assert!(matches!(late, Err(ReplicaError::Reset(_))), "a batch read before the reset was written: {late:?}");
     assert_eq!(s.copy_state("t"), Some(CopyState::NotStarted));
     let _ = std::fs::remove_dir_all(&d);
+}
+
+/// DDL or a reset that lands between two chunks of an index build: the build stops and never
+/// marks the index built (its entries were written for rows the table no longer has), and the
+/// next fill after the table is copied again builds it anew and finds exactly the new rows.
+/// The store's hook parks the build between its first and second chunk while the test changes
+/// the table.
+#[test]
+fn ddl_or_a_reset_between_two_chunks_of_an_index_build_stops_it() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, mpsc};
+
+    for ddl in [false, true] {
+        let d = dir(&format!("chunk-ddl-{ddl}"));
+        let s = Arc::new(ReplicaStore::open(&d).unwrap());
+        s.register(&schema("t", false)).unwrap();
+        let rows: Vec<Row> = (1..=25_000).map(|i| row(i, i % 7)).collect();
+        s.write_copy_batch(&schema("t", false), s.copy_progress("t").unwrap().1, Position(1), &rows, true).unwrap();
+        s.apply(&Batch::new(Position(1))).unwrap();
+
+        let (parked, on_park) = mpsc::channel();
+        let (go, on_go) = mpsc::channel::<()>();
+        let on_go = std::sync::Mutex::new(on_go);
+        let once = AtomicBool::new(false);
+        s.between_index_chunks(move || {
+            if !once.swap(true, Ordering::SeqCst) {
+                parked.send(()).unwrap();
+                on_go.lock().unwrap().recv().unwrap();
+            }
+        });
+        let (mut df, v) = dataflow();
+        df.set_applied(Position(1));
+        let builder = {
+            let s = s.clone();
+            std::thread::spawn(move || rows_with_k(&s, &mut df, v, 3).map_err(|e| e.to_string()).map(|_| df))
+        };
+        on_park.recv().expect("the build reaches its second chunk");
+        if ddl {
+            // A column added: the stored rows are dropped, the table must be copied again.
+            assert!(!s.register(&schema("t", true)).unwrap());
+        } else {
+            s.reset(&schema("t", false)).unwrap();
+        }
+        go.send(()).unwrap();
+        let stopped = builder.join().unwrap();
+        let why = stopped.err().expect("a build the table changed under is not finished");
+        assert!(why.contains("changed while its index was built"), "{why}");
+
+        // Copied again with other rows: the index is built anew from them alone.
+        let shape = schema("t", ddl);
+        let fresh: Vec<Row> = (1..=30)
+            .map(|i| {
+                let mut r = vec![Value::Int(100_000 + i), Value::Int(3)];
+                if ddl {
+                    r.push(Value::Int(0));
+                }
+                r.into()
+            })
+            .collect();
+        s.write_copy_batch(&shape, s.copy_progress("t").unwrap().1, Position(2), &fresh, true).unwrap();
+        s.apply(&Batch::new(Position(2))).unwrap();
+        let mut c = Catalog::new();
+        c.add(shape).unwrap();
+        let mut df = Dataflow::new(c, ByteSize(1 << 30));
+        let v = df.install_sql("SELECT id, k FROM t WHERE k = ?").unwrap();
+        df.set_applied(Position(2));
+        let got = rows_with_k(&s, &mut df, v, 3).unwrap();
+        let want: Vec<Row> = (1..=30).map(|i| row(100_000 + i, 3)).collect();
+        assert_eq!(got, want, "after {}", if ddl { "DDL" } else { "a reset" });
+        drop(s);
+        let _ = std::fs::remove_dir_all(&d);
+    }
 }
