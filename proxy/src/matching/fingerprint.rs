@@ -279,7 +279,12 @@ impl<'q> Normalizer<'q, '_> {
     }
 
     fn push_bytes(&mut self, piece: &[u8], space_before: bool) {
-        self.push(&String::from_utf8_lossy(piece), space_before);
+        // The same text as the lossy conversion's, without its chunk-by-chunk walk for the
+        // usual valid piece.
+        match std::str::from_utf8(piece) {
+            Ok(text) => self.push(text, space_before),
+            Err(_) => self.push(&String::from_utf8_lossy(piece), space_before),
+        }
     }
 
     fn run(&mut self) {
