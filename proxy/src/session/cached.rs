@@ -13,13 +13,15 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use freshet_dataflow::{Row, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::cache::params::execute_params;
 use crate::cache::route::{self, Admission, Answer, Binding, Decision, Entry, Gate, Relay, RelayReason, Standing, VerdictTable};
-use crate::cache::{Cache, ColumnsKey, Engine};
-use crate::encode::{binary, text};
+use crate::cache::{Cache, Columns, ColumnsKey, Engine};
+use crate::encode::{Unencodable, binary, text};
 use crate::matching;
 use crate::protocol::cursor::put_lenenc;
+use crate::protocol::io::PacketIo;
 use crate::protocol::response::{end_of_rows, eof_packet};
 use crate::protocol::{Capabilities, StatusFlags};
 
@@ -191,34 +193,15 @@ impl Session {
     /// Writes the answer's packets, or nothing if a value cannot be encoded exactly as the
     /// server would.
     async fn write_answer(&mut self, cache: &Cache, answer: &Answer, binary: bool, last_seq: u8) -> Result<Written, SessionError> {
-        let columns = &answer.columns;
-        let (encoded, ends) = match encode_rows(columns, &answer.rows, binary) {
-            Ok(rows) => rows,
-            Err(why) => {
-                tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
-                columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
-                return Ok(Written::Unencodable);
-            }
-        };
-        let mut seq = last_seq.wrapping_add(1);
-        let mut count = Vec::with_capacity(9);
-        put_lenenc(&mut count, columns.packets.len() as u64);
-        seq = self.client.queue_packet(seq, &count);
-        for def in &columns.packets {
-            seq = self.client.queue_packet(seq, def);
-        }
         let status =
             StatusFlags(self.status.0 & !(StatusFlags::MORE_RESULTS_EXISTS | StatusFlags::CURSOR_EXISTS | StatusFlags::LAST_ROW_SENT));
         let deprecate_eof = self.caps.has(Capabilities::DEPRECATE_EOF);
-        if !deprecate_eof {
-            seq = self.client.queue_packet(seq, &eof_packet(status));
+        let reply = Reply { binary, status, deprecate_eof, last_seq };
+        if let Err(why) = queue_answer(&mut self.client, &answer.columns, &answer.rows, reply) {
+            tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
+            answer.columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
+            return Ok(Written::Unencodable);
         }
-        let mut from = 0;
-        for &end in &ends {
-            seq = self.client.queue_packet(seq, &encoded[from..end]);
-            from = end;
-        }
-        self.client.queue_packet(seq, &end_of_rows(status, deprecate_eof));
         self.flush_client().await?;
         Ok(Written::Sent)
     }
@@ -306,13 +289,51 @@ impl Session {
     }
 }
 
+/// How a cached answer's result set is sent: the protocol, the status its terminator
+/// carries, whether EOF packets are deprecated, and the sequence id of the command's last
+/// packet (the reply goes on from the next).
+#[derive(Clone, Copy, Debug)]
+pub struct Reply {
+    pub binary: bool,
+    pub status: StatusFlags,
+    pub deprecate_eof: bool,
+    pub last_seq: u8,
+}
+
+/// Queues the result set of a cached answer on `client` (column count, the captured column
+/// definitions, EOF unless deprecated, one packet per row, the terminator), for the caller
+/// to flush; or, if a value cannot be encoded exactly as the server would, queues nothing
+/// and says why (the read is relayed whole). A step of the hit path of its own (benches:
+/// `proxy/benches/hit.rs`).
+pub fn queue_answer<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut PacketIo<S>,
+    columns: &Columns,
+    rows: &[Row],
+    reply: Reply,
+) -> Result<(), Unencodable> {
+    let (encoded, ends) = encode_rows(columns, rows, reply.binary)?;
+    let mut seq = reply.last_seq.wrapping_add(1);
+    let mut count = Vec::with_capacity(9);
+    put_lenenc(&mut count, columns.packets.len() as u64);
+    seq = client.queue_packet(seq, &count);
+    for def in &columns.packets {
+        seq = client.queue_packet(seq, def);
+    }
+    if !reply.deprecate_eof {
+        seq = client.queue_packet(seq, &eof_packet(reply.status));
+    }
+    let mut from = 0;
+    for &end in &ends {
+        seq = client.queue_packet(seq, &encoded[from..end]);
+        from = end;
+    }
+    client.queue_packet(seq, &end_of_rows(reply.status, reply.deprecate_eof));
+    Ok(())
+}
+
 /// The row packets' payloads for `rows`, back to back, and where each ends; or why a value
 /// cannot be encoded exactly (nothing is sent then: the read is relayed whole).
-fn encode_rows(
-    columns: &crate::cache::Columns,
-    rows: &[Row],
-    binary_protocol: bool,
-) -> Result<(Vec<u8>, Vec<usize>), crate::encode::Unencodable> {
+fn encode_rows(columns: &Columns, rows: &[Row], binary_protocol: bool) -> Result<(Vec<u8>, Vec<usize>), Unencodable> {
     let mut out = Vec::with_capacity(64 * rows.len());
     let mut ends = Vec::with_capacity(rows.len());
     for row in rows {
