@@ -6,7 +6,9 @@
 //!   with every execute as mysql_async does) and bound (`values`), once per execute hit;
 //! - `reply`: the answer's result set queued for the client (rows encoded, every packet
 //!   framed) and flushed into a sink that takes everything at once: the write without its
-//!   syscall, which only the whole process's figure has.
+//!   syscall, which only the whole process's figure has;
+//! - `bookkeeping`: what a hit records besides its answer (two clock reads, the cache's latency
+//!   sketch and Prometheus histogram, the hit counters).
 //!
 //! The other steps: `matching` (classify, verdict), `encode` (one row), and the view's lookup
 //! in `freshet-bench`'s `dataflow` (`hit_lookup`). docs/decisions.md has each step's budget in
@@ -16,16 +18,19 @@ use std::hint::black_box;
 use std::pin::pin;
 use std::sync::atomic::AtomicBool;
 use std::task::{Context, Poll, Waker};
+use std::time::Instant;
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use freshet_dataflow::{Catalog, Collation, Row, TableSchema, Value, compile};
 use freshet_proxy::cache::Columns;
+use freshet_proxy::cache::latency::LatencySketch;
 use freshet_proxy::cache::matcher::{Pattern, verdict};
 use freshet_proxy::cache::params::execute_params;
 use freshet_proxy::cache::route::{Binding, ParamMap, Verdict};
 use freshet_proxy::encode::text::Column;
 use freshet_proxy::matching::{CacheId, SqlMode, classify};
+use freshet_proxy::metrics::{Counter, Histogram};
 use freshet_proxy::protocol::column::{ColumnDef, types};
 use freshet_proxy::protocol::{PacketIo, StatusFlags};
 use freshet_proxy::session::{Reply, queue_answer};
@@ -131,5 +136,19 @@ fn reply(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, bind, reply);
+/// What `Session::finish_route` and `Engine::lookup` record for a hit (the sampling of hot
+/// keys for the warm restart, one hit in many, is left out).
+fn bookkeeping(c: &mut Criterion) {
+    let (sketch, histogram, hits, cache_hits) = (LatencySketch::default(), Histogram::default(), Counter::default(), Counter::default());
+    step(c, "bookkeeping", || {
+        let started = Instant::now();
+        cache_hits.inc();
+        let elapsed = black_box(started).elapsed();
+        sketch.record(elapsed);
+        histogram.observe(elapsed);
+        hits.inc();
+    });
+}
+
+criterion_group!(benches, bind, reply, bookkeeping);
 criterion_main!(benches);
