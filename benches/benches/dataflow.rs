@@ -3,12 +3,14 @@
 //!
 //! Run: `cargo bench -p freshet-bench --bench dataflow`. The in-memory sources scan their
 //! tables linearly, so the fill benchmarks time only `complete_fill` (installing a response),
-//! not producing it.
+//! not producing it. `hit_lookup` is a step of the hit path: `scripts/budgets` counts its
+//! instructions (in that iteration mode the other benchmarks return at once).
 
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use freshet_dataflow::*;
+use freshet_testkit::bench::{iterations, step};
 
 const STORIES: i64 = 10_000;
 const VOTES_PER_STORY: i64 = 20;
@@ -68,25 +70,24 @@ const COUNT: &str = "SELECT story_id, COUNT(*) FROM votes WHERE story_id = ? GRO
 
 fn hit_lookup(c: &mut Criterion) {
     let (_, store) = data();
-    let mut g = c.benchmark_group("hit_lookup");
     for (name, sql) in [("by_primary_key", BY_ID), ("join_count", JOIN_COUNT)] {
         let (df, v) = filled(sql, 0..1000, &store, false);
         let r = df.reader(v).unwrap_or_else(|| unreachable!());
         let mut k = 0i64;
-        g.bench_function(name, |b| {
-            b.iter(|| {
-                k = (k + 7) % 1000;
-                match r.lookup(&[int(k)]) {
-                    Ok(Lookup::Hit(rows)) => black_box(rows),
-                    other => panic!("{other:?}"),
-                }
-            })
+        step(c, &format!("hit_lookup/{name}"), || {
+            k = (k + 7) % 1000;
+            match r.lookup(&[int(k)]) {
+                Ok(Lookup::Hit(rows)) => rows,
+                other => panic!("{other:?}"),
+            }
         });
     }
-    g.finish();
 }
 
 fn delta_throughput(c: &mut Criterion) {
+    if iterations().is_some() {
+        return; // not a step of a hit (iteration mode: testkit's bench module)
+    }
     let (_, store) = data();
     let mut g = c.benchmark_group("delta_throughput");
     const PER_BATCH: i64 = 100;
@@ -120,6 +121,9 @@ fn delta_throughput(c: &mut Criterion) {
 }
 
 fn fill_cost(c: &mut Criterion) {
+    if iterations().is_some() {
+        return; // not a step of a hit (iteration mode: testkit's bench module)
+    }
     let (_, store) = data();
     let mut g = c.benchmark_group("fill_one_partition");
     for (name, sql, replica) in [
@@ -151,6 +155,9 @@ fn fill_cost(c: &mut Criterion) {
 
 /// Not a timing: reports bytes per cached row as the budget accounts them.
 fn bytes_per_row(_c: &mut Criterion) {
+    if iterations().is_some() {
+        return; // not a step of a hit (iteration mode: testkit's bench module)
+    }
     let (_, store) = data();
     for (name, sql, rows_per_key) in [("by_primary_key", BY_ID, 1), ("join_count", JOIN_COUNT, 1)] {
         let (df, v) = filled(sql, 0..1000, &store, false);

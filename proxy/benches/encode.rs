@@ -8,6 +8,7 @@ use freshet_dataflow::{Collation, Date, DateTime, Value};
 use freshet_proxy::encode::text::Column;
 use freshet_proxy::encode::{binary, text};
 use freshet_proxy::protocol::column::{ColumnDef, types};
+use freshet_testkit::bench::step;
 
 fn col(type_code: u8, charset: u16) -> Column {
     Column { def: ColumnDef { name: "c".into(), charset, length: 20, type_code, flags: 0, decimals: 0 }, labels: vec![] }
@@ -30,17 +31,13 @@ fn bench(c: &mut Criterion) {
     );
     let mut out = Vec::with_capacity(512);
     for (name, (values, columns)) in [("story_votes", &story), ("point_select", &wide)] {
-        c.bench_function(&format!("encode/text/{name}"), |b| {
-            b.iter(|| {
-                out.clear();
-                text::row(&mut out, black_box(values), columns).unwrap();
-            })
+        step(c, &format!("encode/text/{name}"), || {
+            out.clear();
+            text::row(&mut out, black_box(values), columns).unwrap();
         });
-        c.bench_function(&format!("encode/binary/{name}"), |b| {
-            b.iter(|| {
-                out.clear();
-                binary::row(&mut out, black_box(values), columns).unwrap();
-            })
+        step(c, &format!("encode/binary/{name}"), || {
+            out.clear();
+            binary::row(&mut out, black_box(values), columns).unwrap();
         });
     }
 }

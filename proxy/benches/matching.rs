@@ -6,6 +6,7 @@ use std::hint::black_box;
 use criterion::{Criterion, criterion_group, criterion_main};
 use freshet_proxy::cache::route::{ParamMap, Verdict, VerdictTable};
 use freshet_proxy::matching::{CacheId, SqlMode, classify};
+use freshet_testkit::bench::step;
 
 fn bench(c: &mut Criterion) {
     let queries = [
@@ -20,12 +21,10 @@ fn bench(c: &mut Criterion) {
     for (name, sql) in queries {
         let query = classify(sql.as_bytes(), SqlMode::default());
         table.insert(&query.fingerprint, Verdict::Cache { id: CacheId(1), params: ParamMap::default() });
-        c.bench_function(&format!("matching/classify/{name}"), |b| b.iter(|| classify(black_box(sql.as_bytes()), SqlMode::default())));
-        c.bench_function(&format!("matching/classify_and_lookup/{name}"), |b| {
-            b.iter(|| {
-                let query = classify(black_box(sql.as_bytes()), SqlMode::default());
-                table.get(&query.fingerprint).is_some()
-            })
+        step(c, &format!("matching/classify/{name}"), || classify(black_box(sql.as_bytes()), SqlMode::default()));
+        step(c, &format!("matching/classify_and_lookup/{name}"), || {
+            let query = classify(black_box(sql.as_bytes()), SqlMode::default());
+            table.get(&query.fingerprint).is_some()
         });
     }
 }

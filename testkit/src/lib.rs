@@ -5,8 +5,11 @@
 //!
 //! A dev-dependency only (`publish = false`): nothing in a shipped crate depends on it. The
 //! heavier parts are behind features so that a crate's tests compile only what they use:
-//! `catalog` (freshet-dataflow) and `freshet` (freshet-proxy).
+//! `catalog` (freshet-dataflow), `freshet` (freshet-proxy) and `bench` (criterion: steps of
+//! benches that can also be counted in instructions).
 
+#[cfg(feature = "bench")]
+pub mod bench;
 #[cfg(feature = "catalog")]
 pub mod catalog;
 #[cfg(feature = "freshet")]

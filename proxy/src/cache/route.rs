@@ -452,8 +452,9 @@ impl Binding {
         self.sources.retain(|s| !matches!(s, Source::Replaced));
     }
 
-    /// The parameter values, with `bound` for the placeholders.
-    fn values(&self, bound: &[Value]) -> Result<Vec<Value>, RelayReason> {
+    /// The parameter values, with `bound` for the placeholders (the execute's; none for a
+    /// text query, whose literals were bound by [`Binding::new`]).
+    pub fn values(&self, bound: &[Value]) -> Result<Vec<Value>, RelayReason> {
         self.sources
             .iter()
             .map(|s| match s {

@@ -13,13 +13,15 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use freshet_dataflow::{Row, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::cache::params::execute_params;
 use crate::cache::route::{self, Admission, Answer, Binding, Decision, Entry, Gate, Relay, RelayReason, Standing, VerdictTable};
-use crate::cache::{Cache, ColumnsKey, Engine};
-use crate::encode::{binary, text};
+use crate::cache::{Cache, Columns, ColumnsKey, Engine};
+use crate::encode::{Unencodable, binary, text};
 use crate::matching;
 use crate::protocol::cursor::put_lenenc;
+use crate::protocol::io::PacketIo;
 use crate::protocol::response::{end_of_rows, eof_packet};
 use crate::protocol::{Capabilities, StatusFlags};
 
@@ -191,37 +193,15 @@ impl Session {
     /// Writes the answer's packets, or nothing if a value cannot be encoded exactly as the
     /// server would.
     async fn write_answer(&mut self, cache: &Cache, answer: &Answer, binary: bool, last_seq: u8) -> Result<Written, SessionError> {
-        let columns = &answer.columns;
-        if let Err(why) = self.encoded.encode(columns, &answer.rows, binary) {
-            tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
-            columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
-            return Ok(Written::Unencodable);
-        }
-        let mut seq = last_seq.wrapping_add(1);
-        let count = columns.packets.len() as u64;
-        seq = match u8::try_from(count) {
-            // Up to 250 columns the count is its own one-byte length-encoded integer.
-            Ok(n) if n < 0xfb => self.client.queue_packet(seq, &[n]),
-            _ => {
-                let mut packet = Vec::with_capacity(9);
-                put_lenenc(&mut packet, count);
-                self.client.queue_packet(seq, &packet)
-            }
-        };
-        for def in &columns.packets {
-            seq = self.client.queue_packet(seq, def);
-        }
         let status =
             StatusFlags(self.status.0 & !(StatusFlags::MORE_RESULTS_EXISTS | StatusFlags::CURSOR_EXISTS | StatusFlags::LAST_ROW_SENT));
         let deprecate_eof = self.caps.has(Capabilities::DEPRECATE_EOF);
-        if !deprecate_eof {
-            seq = self.client.queue_packet(seq, &eof_packet(status));
+        let reply = Reply { binary, status, deprecate_eof, last_seq };
+        if let Err(why) = queue_answer(&mut self.client, &mut self.encoded, &answer.columns, &answer.rows, reply) {
+            tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
+            answer.columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
+            return Ok(Written::Unencodable);
         }
-        for row in self.encoded.rows() {
-            seq = self.client.queue_packet(seq, row);
-        }
-        self.encoded.clear();
-        self.client.queue_packet(seq, &end_of_rows(status, deprecate_eof));
         self.flush_client().await?;
         Ok(Written::Sent)
     }
@@ -309,6 +289,56 @@ impl Session {
     }
 }
 
+/// How a cached answer's result set is sent: the protocol, the status its terminator
+/// carries, whether EOF packets are deprecated, and the sequence id of the command's last
+/// packet (the reply goes on from the next).
+#[derive(Clone, Copy, Debug)]
+pub struct Reply {
+    pub binary: bool,
+    pub status: StatusFlags,
+    pub deprecate_eof: bool,
+    pub last_seq: u8,
+}
+
+/// Queues the result set of a cached answer on `client` (column count, the captured column
+/// definitions, EOF unless deprecated, one packet per row, the terminator), for the caller
+/// to flush; or, if a value cannot be encoded exactly as the server would, queues nothing
+/// and says why (the read is relayed whole). The rows are encoded into `encoded`, which the
+/// caller keeps between answers. A step of the hit path of its own (benches:
+/// `proxy/benches/hit.rs`).
+pub fn queue_answer<S: AsyncRead + AsyncWrite + Unpin>(
+    client: &mut PacketIo<S>,
+    encoded: &mut Encoded,
+    columns: &Columns,
+    rows: &[Row],
+    reply: Reply,
+) -> Result<(), Unencodable> {
+    encoded.encode(columns, rows, reply.binary)?;
+    let mut seq = reply.last_seq.wrapping_add(1);
+    let count = columns.packets.len() as u64;
+    seq = match u8::try_from(count) {
+        // Up to 250 columns the count is its own one-byte length-encoded integer.
+        Ok(n) if n < 0xfb => client.queue_packet(seq, &[n]),
+        _ => {
+            let mut packet = Vec::with_capacity(9);
+            put_lenenc(&mut packet, count);
+            client.queue_packet(seq, &packet)
+        }
+    };
+    for def in &columns.packets {
+        seq = client.queue_packet(seq, def);
+    }
+    if !reply.deprecate_eof {
+        seq = client.queue_packet(seq, &eof_packet(reply.status));
+    }
+    for row in encoded.rows() {
+        seq = client.queue_packet(seq, row);
+    }
+    encoded.clear();
+    client.queue_packet(seq, &end_of_rows(reply.status, reply.deprecate_eof));
+    Ok(())
+}
+
 /// The row packets' payloads of one answer, back to back, and where each ends. A session keeps
 /// one between answers, so that a hit allocates no buffers for its rows.
 #[derive(Default)]
@@ -324,7 +354,7 @@ impl Encoded {
 
     /// Encodes `rows`, or says why a value cannot be encoded exactly (nothing is sent then:
     /// the read is relayed whole).
-    fn encode(&mut self, columns: &crate::cache::Columns, rows: &[Row], binary_protocol: bool) -> Result<(), crate::encode::Unencodable> {
+    fn encode(&mut self, columns: &Columns, rows: &[Row], binary_protocol: bool) -> Result<(), Unencodable> {
         self.clear();
         self.payloads.reserve(64 * rows.len());
         for row in rows {

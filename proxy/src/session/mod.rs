@@ -33,6 +33,9 @@ mod ryw;
 mod sha2_bridge;
 mod state;
 
+/// A hit's result set, queued for the client (a step of the hit path with a bench of its own).
+pub use cached::{Encoded, Reply, queue_answer};
+
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
