@@ -147,6 +147,7 @@ pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> 
         in_lists: Vec::new(),
         relay: None,
         raw: Vec::new(),
+        utf8: std::str::from_utf8(sql).ok(),
         placeholders: 0,
         max_in_list: bounds.max_in_list,
     };
@@ -210,6 +211,10 @@ struct Normalizer<'q, 't> {
     relay: Option<&'static str>,
     /// Raw text of select lists that are more than column names.
     raw: Vec<&'q [u8]>,
+    /// The whole text, when it is valid UTF-8: tokens are then pushed as slices of it, with no
+    /// validation per piece (a token never splits a character: non-ASCII bytes only occur
+    /// inside words, quoted runs and comments).
+    utf8: Option<&'q str>,
     placeholders: u32,
     max_in_list: usize,
 }
@@ -276,6 +281,20 @@ impl<'q> Normalizer<'q, '_> {
             self.out.push(' ');
         }
         self.out.push_str(piece);
+    }
+
+    /// Token `i`'s text as a slice of the whole text, if that is valid UTF-8.
+    fn token_str(&self, i: usize) -> Option<&'q str> {
+        let t = self.tokens.get(i)?;
+        self.utf8?.get(t.start..t.end)
+    }
+
+    /// Token `i`'s text, as written.
+    fn push_token(&mut self, i: usize, space_before: bool) {
+        match self.token_str(i) {
+            Some(text) => self.push(text, space_before),
+            None => self.push_bytes(self.text(i), space_before),
+        }
     }
 
     fn push_bytes(&mut self, piece: &[u8], space_before: bool) {
@@ -355,17 +374,22 @@ impl<'q> Normalizer<'q, '_> {
 
     /// An identifier as written, with backticks only where needed to read it back as one.
     fn identifier(&mut self, name: &[u8]) {
-        self.plain_or_quoted(name, true);
+        self.plain_or_quoted(name, true, None);
     }
 
     /// `may_be_reserved`: false when the caller already knows the name is not a reserved word.
-    fn plain_or_quoted(&mut self, name: &[u8], may_be_reserved: bool) {
+    /// `word`: the name is the text of this word token (whose bytes the lexer took only while
+    /// they could continue an identifier).
+    fn plain_or_quoted(&mut self, name: &[u8], may_be_reserved: bool, word: Option<usize>) {
         let plain = !name.is_empty()
-            && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80)
+            && (word.is_some() || name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80))
             && !name.first().is_some_and(u8::is_ascii_digit)
             && (!may_be_reserved || upper(name).is_none_or(|u| !u.is_in(&RESERVED)));
         if plain {
-            self.push_bytes(name, true);
+            match word {
+                Some(i) => self.push_token(i, true),
+                None => self.push_bytes(name, true),
+            }
         } else {
             let quoted = String::from_utf8_lossy(name).replace('`', "``");
             self.push(&format!("`{quoted}`"), true);
@@ -429,10 +453,10 @@ impl<'q> Normalizer<'q, '_> {
                 return i + 1;
             }
             // Not reserved: no need to look again in identifier().
-            self.plain_or_quoted(text, false);
+            self.plain_or_quoted(text, false, Some(i));
             return i + 1;
         }
-        self.identifier(text);
+        self.plain_or_quoted(text, true, Some(i));
         i + 1
     }
 
@@ -467,7 +491,7 @@ impl<'q> Normalizer<'q, '_> {
             b"-" | b"+" if self.unary_number(i, cx) => {}
             _ => {
                 let after_dot = self.out.ends_with('.') || self.out.ends_with('(');
-                self.push_bytes(text, !after_dot);
+                self.push_token(i, !after_dot);
             }
         }
     }
@@ -535,7 +559,7 @@ impl<'q> Normalizer<'q, '_> {
             if token.kind == TokenKind::Placeholder {
                 self.placeholders += 1;
             }
-            self.push_bytes(token.text(self.sql), true);
+            self.push_token(i, true);
             return i + 1;
         }
         let negative = i > 0 && self.is_symbol(i - 1, b"-") && !self.ends_operand_before_sign(i - 1);
@@ -552,7 +576,7 @@ impl<'q> Normalizer<'q, '_> {
             }
             None => {
                 self.relay("a literal out of range");
-                self.push_bytes(token.text(self.sql), true);
+                self.push_token(i, true);
             }
         }
         i + 1
@@ -572,7 +596,8 @@ impl<'q> Normalizer<'q, '_> {
     fn parse_literal(&mut self, at: usize, negative: bool) -> Option<Literal<'q>> {
         let token = *self.tokens.get(at)?;
         let text = token.text(self.sql);
-        let ascii = || std::str::from_utf8(text).ok();
+        let whole = self.token_str(at);
+        let ascii = || whole.or_else(|| std::str::from_utf8(text).ok());
         let body = |skip: usize| text.get(skip..text.len().saturating_sub(1)).unwrap_or(&[]);
         Some(match token.kind {
             TokenKind::Integer => literal::integer(ascii()?, negative),
