@@ -197,7 +197,7 @@ impl Reader {
     /// [`lookup_in`](Reader::lookup_in), None for [`lookup`](Reader::lookup)): what a caller
     /// remembers of a read to [`warm`](Reader::warm) it again later.
     pub fn partition_keys(&self, param_slots: Option<&[Vec<usize>]>, params: &[Value]) -> Result<Vec<Key>, LookupError> {
-        lookup_keys(&self.q, param_slots.unwrap_or(&self.q.param_slots), params)
+        lookup_keys(&self.q, param_slots.unwrap_or(&self.q.param_slots), params).map(Keys::into_vec)
     }
 
     /// Asks for one partition by its key, as a read would but without counting as one: true
@@ -231,7 +231,11 @@ impl Reader {
 
     /// Reads the partitions `keys` and merges their rows; `filter_params` has one value per
     /// read filter of the query.
-    fn read(&self, keys: Vec<Key>, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
+    fn read(&self, keys: Keys, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
+        let mut keys = match keys {
+            Keys::One(key) => return self.read_one(key, filter_params),
+            Keys::Many(keys) => keys,
+        };
         if keys.is_empty() {
             // A NULL parameter: `col = NULL` matches nothing. Without GROUP BY an aggregate
             // still answers one row over no rows (`COUNT(*)` is 0), which no partition holds.
@@ -241,7 +245,6 @@ impl Reader {
             self.counters.hits.fetch_add(1, AtOrd::Relaxed);
             return Ok(Lookup::Hit(Arc::from(Vec::new())));
         }
-        let mut keys = keys;
         if self.q.order.is_empty() && keys.len() > 1 {
             // Several partitions of an unordered view (`key IN (9, 3, 7)`): merged in key
             // order, as a server reading the key's index returns them.
@@ -252,12 +255,7 @@ impl Reader {
         if keys.len() == 1
             && let Some(key) = keys.pop()
         {
-            // The common read, one partition: no vectors for what was found or missing.
-            let ek = EntryKey { view: self.view.0, key };
-            return match self.shared.cache.get(&ek) {
-                Some(e) => self.answer(std::slice::from_ref(&e), filter_params),
-                None => Ok(self.missed(vec![ek.key])),
-            };
+            return self.read_one(key, filter_params);
         }
         let mut found = Vec::with_capacity(keys.len());
         let mut missing = Vec::new();
@@ -272,6 +270,15 @@ impl Reader {
             return Ok(self.missed(missing));
         }
         self.answer(&found, filter_params)
+    }
+
+    /// The common read, one partition: no vectors for what was found or missing.
+    fn read_one(&self, key: Key, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
+        let ek = EntryKey { view: self.view.0, key };
+        match self.shared.cache.get(&ek) {
+            Some(e) => self.answer(std::slice::from_ref(&e), filter_params),
+            None => Ok(self.missed(vec![ek.key])),
+        }
     }
 
     /// A read some of whose partitions are holes: they are recorded for filling.
@@ -394,7 +401,30 @@ pub const MAX_LOOKUP_KEYS: usize = 1_000_000;
 /// The partition keys a lookup touches (cartesian product of IN lists), or none if a
 /// parameter is NULL. Linear in the parameters: duplicates are dropped through a hash set (a
 /// list of 100,000 values took 50 s with a scan per value).
-fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) -> Result<Vec<Key>, LookupError> {
+/// The partitions one lookup reads: one (every read but an IN list), or any number (none when
+/// a parameter is NULL).
+enum Keys {
+    One(Key),
+    Many(Vec<Key>),
+}
+
+impl Keys {
+    fn len(&self) -> usize {
+        match self {
+            Keys::One(_) => 1,
+            Keys::Many(keys) => keys.len(),
+        }
+    }
+
+    fn into_vec(self) -> Vec<Key> {
+        match self {
+            Keys::One(key) => vec![key],
+            Keys::Many(keys) => keys,
+        }
+    }
+}
+
+fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) -> Result<Keys, LookupError> {
     let expected = param_slots.iter().map(Vec::len).sum::<usize>() + q.read_filters.len();
     if params.len() != expected {
         return Err(LookupError::ParamCount { expected, got: params.len() });
@@ -412,7 +442,7 @@ fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) 
                 None => null = true,
             }
         }
-        return Ok(if null { Vec::new() } else { vec![key.into_boxed_slice()] });
+        return Ok(if null { Keys::Many(Vec::new()) } else { Keys::One(key.into_boxed_slice()) });
     }
     let mut columns: Vec<Vec<Value>> = Vec::with_capacity(param_slots.len());
     let mut product = 1usize;
@@ -446,7 +476,7 @@ fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) 
             })
             .collect();
     }
-    Ok(keys.into_iter().map(Vec::into_boxed_slice).collect())
+    Ok(Keys::Many(keys.into_iter().map(Vec::into_boxed_slice).collect()))
 }
 
 #[cfg(test)]

@@ -24,6 +24,7 @@
 //! Only then are the parameters bound and the view read; the first read of a shape in a
 //! session character set is relayed to capture the server's column definitions.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -454,7 +455,14 @@ impl Binding {
 
     /// The parameter values, with `bound` for the placeholders (the execute's; none for a
     /// text query, whose literals were bound by [`Binding::new`]).
-    pub fn values(&self, bound: &[Value]) -> Result<Vec<Value>, RelayReason> {
+    /// An execute whose parameters are the view's, in order (`WHERE id = ?`), gets them as
+    /// they came, without a copy.
+    pub fn values<'b>(&self, bound: &'b [Value]) -> Result<Cow<'b, [Value]>, RelayReason> {
+        let in_order = self.sources.len() == bound.len()
+            && self.sources.iter().enumerate().all(|(k, s)| matches!(s, Source::Bound(i) if *i as usize == k));
+        if in_order {
+            return Ok(Cow::Borrowed(bound));
+        }
         self.sources
             .iter()
             .map(|s| match s {
@@ -462,7 +470,8 @@ impl Binding {
                 Source::Bound(i) => bound.get(*i as usize).cloned().ok_or(RelayReason::Parameter),
                 Source::Unset | Source::Replaced => Err(RelayReason::Parameter),
             })
-            .collect()
+            .collect::<Result<Vec<Value>, RelayReason>>()
+            .map(Cow::Owned)
     }
 }
 
