@@ -398,9 +398,6 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
 /// built, and the read goes to the server.
 pub const MAX_LOOKUP_KEYS: usize = 1_000_000;
 
-/// The partition keys a lookup touches (cartesian product of IN lists), or none if a
-/// parameter is NULL. Linear in the parameters: duplicates are dropped through a hash set (a
-/// list of 100,000 values took 50 s with a scan per value).
 /// The partitions one lookup reads: one (every read but an IN list), or any number (none when
 /// a parameter is NULL).
 enum Keys {
@@ -424,6 +421,9 @@ impl Keys {
     }
 }
 
+/// The partition keys a lookup touches (cartesian product of IN lists), or none if a
+/// parameter is NULL. Linear in the parameters: duplicates are dropped through a hash set (a
+/// list of 100,000 values took 50 s with a scan per value).
 fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) -> Result<Keys, LookupError> {
     let expected = param_slots.iter().map(Vec::len).sum::<usize>() + q.read_filters.len();
     if params.len() != expected {

@@ -455,6 +455,7 @@ impl Binding {
 
     /// The parameter values, with `bound` for the placeholders (the execute's; none for a
     /// text query, whose literals were bound by [`Binding::new`]).
+    ///
     /// An execute whose parameters are the view's, in order (`WHERE id = ?`), gets them as
     /// they came, without a copy.
     pub fn values<'b>(&self, bound: &'b [Value]) -> Result<Cow<'b, [Value]>, RelayReason> {
