@@ -103,6 +103,7 @@ pub mod ops;
 pub mod plan;
 pub mod render;
 pub mod schema;
+pub mod small;
 pub mod store;
 pub mod value;
 pub mod view;

@@ -233,7 +233,7 @@ impl KeyState {
                 None => {
                     bytes += (row_bytes(gk) * 2 + SLOT) as isize;
                     let accs = aggs.iter().map(|a| Acc::new(a.kind)).collect();
-                    groups.entry(gk.into()).or_insert(Group { values: gk.into(), spellings: Vec::new(), rows: 0, accs })
+                    groups.or_insert_with(gk.into(), || Group { values: gk.into(), spellings: Vec::new(), rows: 0, accs })
                 }
             };
             g.rows += w;
@@ -283,7 +283,7 @@ impl KeyState {
                 let shown = counts.get(&row).filter(|g| g.rows > 0).map(|g| g.values.clone());
                 before.insert(row.clone(), shown);
             }
-            let entry = counts.entry(row.clone()).or_insert_with(|| {
+            let entry = counts.or_insert_with(row.clone(), || {
                 bytes += (row_bytes(&row) + SLOT) as isize;
                 Group { values: row.clone(), spellings: Vec::new(), rows: 0, accs: Vec::new() }
             });

@@ -5,9 +5,9 @@
 //! covers or why (the fill and the view decide; see the parent's header for the invariants).
 
 use super::{Delta, Key, KeyState, NodeState, SLOT};
-use crate::hash::Map;
-use crate::mem::table_bytes;
+use crate::mem::heap_block;
 use crate::plan::JoinKind;
+use crate::small::Small;
 use crate::value::{ExactRow, Row, Value, row_bytes, row_heap};
 
 pub(super) fn join_key(row: &[Value], cols: &[usize]) -> Option<Key> {
@@ -41,7 +41,7 @@ pub(super) fn join_key_ref<'a>(row: &'a [Value], cols: &[usize]) -> Option<JoinK
 
 /// Adds `w` copies of `row` to the bucket of `key` in `side` (created and dropped as needed);
 /// returns the byte change.
-pub(super) fn side_add(side: &mut Map<Key, Bucket>, key: &[Value], row: &Row, w: i64) -> isize {
+pub(super) fn side_add(side: &mut Small<Key, Bucket>, key: &[Value], row: &Row, w: i64) -> isize {
     let created = !side.contains_key(key);
     if created {
         side.insert(key.into(), Bucket::default());
@@ -63,10 +63,10 @@ pub(super) fn side_add(side: &mut Map<Key, Bucket>, key: &[Value], row: &Row, w:
 }
 
 /// What a bucket costs besides its rows: its key's heap (the key itself is inline in the side's
-/// table, which `KeyState::fixed_bytes` counts by capacity) and the first table of its map of
-/// rows (later growth is in the rows' `SLOT`).
+/// table, which `KeyState::fixed_bytes` counts by capacity) and the first block of its map of
+/// rows, one entry (later growth is in the rows' `SLOT`).
 fn bucket_cost(key: &[Value]) -> isize {
-    (row_heap(key) + table_bytes(3, std::mem::size_of::<(ExactRow, i64)>())) as isize
+    (row_heap(key) + heap_block(std::mem::size_of::<(ExactRow, i64)>())) as isize
 }
 
 pub(super) fn concat(a: &[Value], b: &[Value]) -> Row {
@@ -80,7 +80,7 @@ pub(super) fn nulls(n: usize) -> Vec<Value> {
 /// The rows of one join input that share a join key, with multiplicities and their total.
 #[derive(Debug, Default)]
 pub(super) struct Bucket {
-    pub(super) rows: Map<ExactRow, i64>,
+    pub(super) rows: Small<ExactRow, i64>,
     pub(super) total: i64,
 }
 

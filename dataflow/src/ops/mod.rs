@@ -49,9 +49,10 @@ use topk::{TopState, window};
 
 use crate::delta::Position;
 use crate::expr::is_true;
-use crate::hash::{Map, Set};
+use crate::hash::Set;
 use crate::mem::{heap_block, table_bytes};
 use crate::plan::{AggSpec, JoinKind, Node};
+use crate::small::Small;
 use crate::value::{ExactRow, Row, Value, row_bytes, row_heap};
 
 /// A weighted row change.
@@ -142,9 +143,9 @@ impl Graph {
 #[derive(Debug)]
 enum NodeState {
     None,
-    Join([Map<Key, Bucket>; 2]),
-    Agg(Map<Key, Group>),
-    Distinct(Map<Row, Group>),
+    Join([Small<Key, Bucket>; 2]),
+    Agg(Small<Key, Group>),
+    Distinct(Small<Row, Group>),
     TopK(TopState),
 }
 
@@ -153,9 +154,9 @@ enum NodeState {
 pub struct KeyState {
     /// The partition key.
     pub key: Key,
-    states: Vec<NodeState>,
+    states: Box<[NodeState]>,
     /// Rows of each reader (exact multisets), by reader index.
-    readers: Vec<Map<ExactRow, i64>>,
+    readers: Box<[Small<ExactRow, i64>]>,
     /// Bytes held by this partition (states + reader), maintained incrementally.
     bytes: isize,
     /// Position the fill reflected: batches at or before it are skipped for this partition.
@@ -164,7 +165,7 @@ pub struct KeyState {
     /// key it does not cover; the partition must be evicted and refilled.
     pub needs_refill: bool,
     /// Per dimension join node: the join keys whose dimension rows this partition holds.
-    cover: HashMap<usize, Set<Key>>,
+    cover: Small<usize, Set<Key>>,
 }
 
 impl KeyState {
@@ -177,15 +178,15 @@ impl KeyState {
             .nodes
             .iter()
             .map(|n| match &n.tree {
-                Node::Join { .. } => NodeState::Join([Map::default(), Map::default()]),
-                Node::Aggregate { .. } => NodeState::Agg(Map::default()),
-                Node::Distinct { .. } => NodeState::Distinct(Map::default()),
+                Node::Join { .. } => NodeState::Join([Small::default(), Small::default()]),
+                Node::Aggregate { .. } => NodeState::Agg(Small::default()),
+                Node::Distinct { .. } => NodeState::Distinct(Small::default()),
                 Node::TopK { .. } => NodeState::TopK(TopState { complete: true, ..TopState::default() }),
                 _ => NodeState::None,
             })
             .collect();
-        let readers = (0..graph.roots.len()).map(|_| Map::default()).collect();
-        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: HashMap::new() };
+        let readers = (0..graph.roots.len()).map(|_| Small::default()).collect();
+        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: Small::default() };
         if !silent_globals {
             return ks;
         }
@@ -218,7 +219,7 @@ impl KeyState {
             return;
         }
         let b = 2 * (row_bytes(&key) + SLOT);
-        if self.cover.entry(node).or_default().insert(key) {
+        if self.cover.or_insert_with(node, Set::default).insert(key) {
             self.bytes += b as isize;
         }
     }
@@ -265,21 +266,20 @@ impl KeyState {
     pub fn fixed_bytes(&self) -> usize {
         use std::mem::size_of;
         let mut b = row_heap(&self.key)
-            + heap_block(self.states.capacity() * size_of::<NodeState>())
-            + heap_block(self.readers.capacity() * size_of::<Map<ExactRow, i64>>());
+            + heap_block(self.states.len() * size_of::<NodeState>())
+            + heap_block(self.readers.len() * size_of::<Small<ExactRow, i64>>());
         for r in &self.readers {
-            b += table_bytes(r.capacity(), size_of::<(ExactRow, i64)>());
+            b += r.heap_bytes();
         }
         for s in &self.states {
             b += match s {
                 NodeState::None | NodeState::TopK(_) => 0,
-                NodeState::Join(sides) => sides.iter().map(|m| table_bytes(m.capacity(), size_of::<(Key, Bucket)>())).sum(),
-                NodeState::Agg(m) => table_bytes(m.capacity(), size_of::<(Key, Group)>()),
-                NodeState::Distinct(m) => table_bytes(m.capacity(), size_of::<(Row, Group)>()),
+                NodeState::Join(sides) => sides.iter().map(Small::heap_bytes).sum(),
+                NodeState::Agg(m) => m.heap_bytes(),
+                NodeState::Distinct(m) => m.heap_bytes(),
             };
         }
-        b + table_bytes(self.cover.capacity(), size_of::<(usize, Set<Key>)>())
-            + self.cover.values().map(|s| table_bytes(s.capacity(), size_of::<Key>())).sum::<usize>()
+        b + self.cover.heap_bytes() + self.cover.values().map(|s| table_bytes(s.capacity(), size_of::<Key>())).sum::<usize>()
     }
 
     /// Reader 0's rows, unordered, with multiplicity expanded.

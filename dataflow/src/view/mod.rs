@@ -105,7 +105,7 @@ struct Part {
     ks: KeyState,
     generation: u64,
     /// Weight of each view's reader entry, by reader index (what that view's stats count).
-    weights: Vec<u64>,
+    weights: Box<[u64]>,
 }
 
 /// Most batches buffered for one partition while its fill is in flight.
@@ -704,7 +704,7 @@ impl Dataflow {
             domain.dim_index.add(&domain.dims, &ks);
             let generation = self.next_generation;
             self.next_generation += 1;
-            let weights = vec![0; domain.views.len()];
+            let weights = vec![0; domain.views.len()].into_boxed_slice();
             domain.parts.insert(k.clone(), Part { ks, generation, weights });
             for v in domain.views.iter().flatten() {
                 if let Some(view) = self.views.get(v.0 as usize).and_then(Option::as_ref) {

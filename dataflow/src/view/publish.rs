@@ -47,11 +47,8 @@ const PARTS_SLOT: usize = (std::mem::size_of::<(Key, super::Part)>() + 1) * 3 / 
 pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) {
     let Some(part) = domain.parts.get_mut(key) else { return };
     let live = domain.views.iter().flatten().count().max(1);
-    let held = part.ks.bytes()
-        + part.ks.fixed_bytes()
-        + PARTS_SLOT
-        + row_heap(key)
-        + heap_block(part.weights.capacity() * std::mem::size_of::<u64>());
+    let held =
+        part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + row_heap(key) + heap_block(part.weights.len() * std::mem::size_of::<u64>());
     let state_share = held / live;
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
