@@ -219,7 +219,7 @@ impl Group {
 
 impl KeyState {
     pub(super) fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>) -> Vec<Delta> {
-        let NodeState::Agg(groups) = &mut self.states[idx] else { return vec![] };
+        let Some(NodeState::Agg(groups)) = self.states.get_mut(idx) else { return vec![] };
         let mut old: Map<Key, Option<Row>> = Map::default();
         let mut bytes = 0isize;
         for (row, w) in d {
@@ -275,7 +275,7 @@ impl KeyState {
     /// DISTINCT: a row is output while any row SQL-equal to it exists, in a spelling one of
     /// them has (see [`Group`]: the same bookkeeping, without accumulators).
     pub(super) fn distinct(&mut self, idx: usize, d: Vec<Delta>) -> Vec<Delta> {
-        let NodeState::Distinct(counts) = &mut self.states[idx] else { return vec![] };
+        let Some(NodeState::Distinct(counts)) = self.states.get_mut(idx) else { return vec![] };
         let mut before: Map<Row, Option<Row>> = Map::default();
         let mut bytes = 0isize;
         for (row, w) in d {

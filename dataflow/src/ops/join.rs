@@ -148,7 +148,7 @@ impl KeyState {
     ) -> Vec<Delta> {
         let lcols: Vec<usize> = on.iter().map(|p| p.0).collect();
         let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
-        let NodeState::Join([ls, rs]) = &mut self.states[idx] else { return vec![] };
+        let Some(NodeState::Join([ls, rs])) = self.states.get_mut(idx) else { return vec![] };
         let mut out = Vec::new();
         let mut bytes = 0isize;
         let count = bucket_count;

@@ -17,10 +17,11 @@
 //! - Joins apply `ΔL ⋈ R_old` then `L_new ⋈ ΔR`, which is exact even when both inputs change in
 //!   one batch (self-joins). Left joins emit and retract the NULL-extended row when a left row's
 //!   match count moves between zero and non-zero.
-//! - Indexing: `states` has one entry per graph node and `readers` one per root, both sized
-//!   from the graph the `KeyState` was created for (a graph never changes under existing
-//!   `KeyState`s: the view layer empties a domain before adding to its graph); a node's
-//!   `inputs` precede it, so `outs[j]` exists when node `i > j` reads it.
+//! - Indexing: `states` has one entry per stateful graph node (join, aggregate, DISTINCT,
+//!   top-k; found by node index) and `readers` one per root, both sized from the graph the
+//!   `KeyState` was created for (a graph never changes under existing `KeyState`s: the view
+//!   layer empties a domain before adding to its graph); a node's `inputs` precede it, so
+//!   `outs[j]` exists when node `i > j` reads it.
 //! - MIN/MAX keep the multiset of argument values, so deleting the current extreme yields the
 //!   next one without a refill. Top-k keeps a bounded prefix (`offset + limit + slack` rows) of
 //!   its input in sort order: deletions pull held rows into the window, and when a prefix that
@@ -142,11 +143,25 @@ impl Graph {
 /// Per-operator state of one partition.
 #[derive(Debug)]
 enum NodeState {
-    None,
     Join([Small<Key, Bucket>; 2]),
     Agg(Small<Key, Group>),
     Distinct(Small<Row, Group>),
     TopK(TopState),
+}
+
+/// The states of a partition's stateful nodes, by node index: filters, projections, unions
+/// and base tables keep nothing per partition, so they take no room (a point read has no
+/// stateful node at all). There are a few per graph, found by a short scan.
+#[derive(Debug)]
+struct States(Box<[(usize, NodeState)]>);
+
+impl States {
+    fn get(&self, node: usize) -> Option<&NodeState> {
+        self.0.iter().find(|(n, _)| *n == node).map(|(_, s)| s)
+    }
+    fn get_mut(&mut self, node: usize) -> Option<&mut NodeState> {
+        self.0.iter_mut().find(|(n, _)| *n == node).map(|(_, s)| s)
+    }
 }
 
 /// Everything freshet holds for one partition of one view.
@@ -154,7 +169,7 @@ enum NodeState {
 pub struct KeyState {
     /// The partition key.
     pub key: Key,
-    states: Box<[NodeState]>,
+    states: States,
     /// Rows of each reader (exact multisets), by reader index.
     readers: Box<[Small<ExactRow, i64>]>,
     /// Bytes held by this partition (states + reader), maintained incrementally.
@@ -177,14 +192,16 @@ impl KeyState {
         let states = graph
             .nodes
             .iter()
-            .map(|n| match &n.tree {
-                Node::Join { .. } => NodeState::Join([Small::default(), Small::default()]),
-                Node::Aggregate { .. } => NodeState::Agg(Small::default()),
-                Node::Distinct { .. } => NodeState::Distinct(Small::default()),
-                Node::TopK { .. } => NodeState::TopK(TopState { complete: true, ..TopState::default() }),
-                _ => NodeState::None,
+            .enumerate()
+            .filter_map(|(i, n)| match &n.tree {
+                Node::Join { .. } => Some((i, NodeState::Join([Small::default(), Small::default()]))),
+                Node::Aggregate { .. } => Some((i, NodeState::Agg(Small::default()))),
+                Node::Distinct { .. } => Some((i, NodeState::Distinct(Small::default()))),
+                Node::TopK { .. } => Some((i, NodeState::TopK(TopState { complete: true, ..TopState::default() }))),
+                _ => None,
             })
             .collect();
+        let states = States(states);
         let readers = (0..graph.roots.len()).map(|_| Small::default()).collect();
         let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: Small::default() };
         if !silent_globals {
@@ -201,7 +218,7 @@ impl KeyState {
     /// Creates the single group of a global aggregate; returns its output row.
     fn global_group(&mut self, idx: usize, group: usize, aggs: &[AggSpec]) -> Option<Row> {
         let key = self.key.clone();
-        let NodeState::Agg(groups) = &mut self.states[idx] else { return None };
+        let Some(NodeState::Agg(groups)) = self.states.get_mut(idx) else { return None };
         if groups.contains_key(&key) || key.len() != group {
             return None;
         }
@@ -266,14 +283,14 @@ impl KeyState {
     pub fn fixed_bytes(&self) -> usize {
         use std::mem::size_of;
         let mut b = row_heap(&self.key)
-            + heap_block(self.states.len() * size_of::<NodeState>())
+            + heap_block(self.states.0.len() * size_of::<(usize, NodeState)>())
             + heap_block(self.readers.len() * size_of::<Small<ExactRow, i64>>());
         for r in &self.readers {
             b += r.heap_bytes();
         }
-        for s in &self.states {
+        for (_, s) in &self.states.0 {
             b += match s {
-                NodeState::None | NodeState::TopK(_) => 0,
+                NodeState::TopK(_) => 0,
                 NodeState::Join(sides) => sides.iter().map(Small::heap_bytes).sum(),
                 NodeState::Agg(m) => m.heap_bytes(),
                 NodeState::Distinct(m) => m.heap_bytes(),
@@ -395,7 +412,7 @@ impl KeyState {
     pub fn full_output(&self, graph: &Graph, idx: usize) -> Option<Vec<Delta>> {
         let n = graph.nodes.get(idx)?;
         let input = |j: usize| graph.nodes[n.inputs[j]].tree.clone();
-        Some(match (&n.tree, &self.states[idx]) {
+        Some(match (&n.tree, self.states.get(idx)) {
             (Node::Base { .. }, _) => return None,
             (Node::Filter { pred, .. }, _) => {
                 let mut d = self.full_output(graph, n.inputs[0])?;
@@ -412,7 +429,7 @@ impl KeyState {
                 }
                 all
             }
-            (Node::Join { kind, .. }, NodeState::Join([ls, rs])) => {
+            (Node::Join { kind, .. }, Some(NodeState::Join([ls, rs]))) => {
                 let rw = input(1).width();
                 let mut out = Vec::new();
                 for (k, lrows) in ls {
@@ -431,9 +448,11 @@ impl KeyState {
                 }
                 out
             }
-            (Node::Aggregate { .. }, NodeState::Agg(groups)) => groups.values().map(|g| (group_output(g), 1)).collect(),
-            (Node::Distinct { .. }, NodeState::Distinct(c)) => c.values().filter(|g| g.rows > 0).map(|g| (g.values.clone(), 1)).collect(),
-            (Node::TopK { limit, offset, .. }, NodeState::TopK(st)) => {
+            (Node::Aggregate { .. }, Some(NodeState::Agg(groups))) => groups.values().map(|g| (group_output(g), 1)).collect(),
+            (Node::Distinct { .. }, Some(NodeState::Distinct(c))) => {
+                c.values().filter(|g| g.rows > 0).map(|g| (g.values.clone(), 1)).collect()
+            }
+            (Node::TopK { limit, offset, .. }, Some(NodeState::TopK(st))) => {
                 window(&st.rows, *limit, *offset).into_iter().map(|r| (r, 1)).collect()
             }
             _ => return None,
@@ -451,7 +470,7 @@ impl KeyState {
         match &n.tree {
             Node::Join { on, .. } => {
                 let cols: Vec<usize> = on.iter().map(|p| if side == 0 { p.0 } else { p.1 }).collect();
-                let NodeState::Join(sides) = &mut self.states[idx] else { return };
+                let Some(NodeState::Join(sides)) = self.states.get_mut(idx) else { return };
                 let Some(st) = sides.get_mut(side) else { return };
                 let mut bytes = 0isize;
                 for (r, w) in rows {

@@ -55,7 +55,7 @@ pub(super) struct TopState {
 impl KeyState {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn topk(&mut self, idx: usize, order: &OrderSpec, limit: usize, offset: usize, slack: usize, d: Vec<Delta>) -> Vec<Delta> {
-        let NodeState::TopK(st) = &mut self.states[idx] else { return vec![] };
+        let Some(NodeState::TopK(st)) = self.states.get_mut(idx) else { return vec![] };
         if d.is_empty() {
             return vec![];
         }
