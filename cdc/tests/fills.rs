@@ -79,12 +79,12 @@ async fn writer(db: String, w: usize) {
 
 /// Rows as sorted text. `fold`: compare case-insensitively, for GROUP BY a `_ci` column, whose
 /// representative is whichever row the server (or the view) saw first (unspecified in MySQL).
-fn rows_text(rows: &[Box<[Value]>], fold: bool) -> Vec<Vec<String>> {
+fn rows_text<R: AsRef<[Value]>>(rows: &[R], fold: bool) -> Vec<Vec<String>> {
     let t = |v: &Value| {
         let s = text_of(v).unwrap_or_else(|| "NULL".into());
         if fold { s.to_lowercase() } else { s }
     };
-    let mut out: Vec<Vec<String>> = rows.iter().map(|r| r.iter().map(t).collect()).collect();
+    let mut out: Vec<Vec<String>> = rows.iter().map(|r| r.as_ref().iter().map(t).collect()).collect();
     out.sort();
     out
 }

@@ -322,6 +322,17 @@ pub enum Value {
 /// A compact row: a boxed slice, no spare capacity.
 pub type Row = Box<[Value]>;
 
+/// A row held once and shared: a reader's state keeps its rows as these, and the entries it
+/// publishes (and the answers merged from several entries) point at the same rows instead of
+/// copying them.
+pub type SharedRow = std::sync::Arc<[Value]>;
+
+/// A [`SharedRow`]'s heap blocks: the `Arc`'s block (two counts and the values) and each
+/// value's own block.
+pub fn shared_row_heap(row: &[Value]) -> usize {
+    heap_block(16 + std::mem::size_of_val(row)) + row.iter().map(Value::heap_bytes).sum::<usize>()
+}
+
 /// Heap + inline bytes of a row, as memory accounting counts it: the box's pointer and length
 /// where the row is held, and [`row_heap`].
 pub fn row_bytes(row: &[Value]) -> usize {
@@ -578,7 +589,7 @@ impl Hash for Value {
 /// Multisets of rows that are returned to clients use this, so that a cached result carries
 /// the upstream's exact values; grouping and joining use `Value`'s SQL equality instead.
 #[derive(Clone, Debug)]
-pub struct ExactRow(pub Row);
+pub struct ExactRow<R = Row>(pub R);
 
 impl Value {
     fn exact_tag(&self) -> u8 {
@@ -649,16 +660,18 @@ impl Value {
     }
 }
 
-impl PartialEq for ExactRow {
-    fn eq(&self, o: &ExactRow) -> bool {
-        self.0.len() == o.0.len() && self.0.iter().zip(o.0.iter()).all(|(a, b)| a.exact_cmp(b) == Ordering::Equal)
+impl<R: AsRef<[Value]>> PartialEq for ExactRow<R> {
+    fn eq(&self, o: &ExactRow<R>) -> bool {
+        let (a, b) = (self.0.as_ref(), o.0.as_ref());
+        a.len() == b.len() && a.iter().zip(b).all(|(a, b)| a.exact_cmp(b) == Ordering::Equal)
     }
 }
-impl Eq for ExactRow {}
-impl Hash for ExactRow {
+impl<R: AsRef<[Value]>> Eq for ExactRow<R> {}
+impl<R: AsRef<[Value]>> Hash for ExactRow<R> {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        self.0.len().hash(h);
-        for v in self.0.iter() {
+        let row = self.0.as_ref();
+        row.len().hash(h);
+        for v in row {
             v.exact_hash(h);
         }
     }
@@ -674,14 +687,14 @@ pub fn exact_row_cmp(a: &[Value], b: &[Value]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-impl PartialOrd for ExactRow {
-    fn partial_cmp(&self, o: &ExactRow) -> Option<Ordering> {
+impl<R: AsRef<[Value]>> PartialOrd for ExactRow<R> {
+    fn partial_cmp(&self, o: &ExactRow<R>) -> Option<Ordering> {
         Some(self.cmp(o))
     }
 }
-impl Ord for ExactRow {
-    fn cmp(&self, o: &ExactRow) -> Ordering {
-        exact_row_cmp(&self.0, &o.0)
+impl<R: AsRef<[Value]>> Ord for ExactRow<R> {
+    fn cmp(&self, o: &ExactRow<R>) -> Ordering {
+        exact_row_cmp(self.0.as_ref(), o.0.as_ref())
     }
 }
 

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use freshet_dataflow::{Catalog, Collation, Row, TableSchema, Value, compile};
+use freshet_dataflow::{Catalog, Collation, SharedRow, TableSchema, Value, compile};
 use freshet_proxy::cache::Columns;
 use freshet_proxy::cache::latency::LatencySketch;
 use freshet_proxy::cache::matcher::{Pattern, verdict};
@@ -106,7 +106,7 @@ fn reply(c: &mut Criterion) {
             column("c", types::STRING, 45, 480),
             column("pad", types::STRING, 45, 240),
         ]),
-        vec![Row::from(vec![Value::Int(4242), Value::Int(4242 * 7), text(&"c".repeat(119)), text(&"p".repeat(59))])],
+        vec![SharedRow::from(vec![Value::Int(4242), Value::Int(4242 * 7), text(&"c".repeat(119)), text(&"p".repeat(59))])],
     );
     let story = (
         columns(vec![
@@ -115,7 +115,7 @@ fn reply(c: &mut Criterion) {
             column("url", types::VAR_STRING, 45, 1020),
             column("votes", types::LONGLONG, 63, 21),
         ]),
-        vec![Row::from(vec![
+        vec![SharedRow::from(vec![
             Value::Int(17),
             text("Show HN: a caching sidecar for MySQL"),
             text("https://example.com/story/17"),

@@ -54,7 +54,7 @@ use crate::hash::Set;
 use crate::mem::{heap_block, table_bytes};
 use crate::plan::{AggSpec, JoinKind, Node};
 use crate::small::Small;
-use crate::value::{ExactRow, Row, Value, row_bytes, row_heap};
+use crate::value::{ExactRow, Row, SharedRow, Value, row_bytes, row_heap, shared_row_heap};
 
 /// A weighted row change.
 pub type Delta = (Row, i64);
@@ -87,6 +87,9 @@ pub struct Graph {
     pub nodes: Vec<GNode>,
     /// Reader roots, by reader index.
     pub roots: Vec<usize>,
+    /// Columns each reader keeps of its root's rows, by reader index (see
+    /// [`Graph::keep_columns`]).
+    keep: Vec<usize>,
     /// Rows a top-k state keeps beyond `offset + limit`, so that a few deletions do not force
     /// a refill.
     pub topk_slack: usize,
@@ -114,7 +117,19 @@ impl Graph {
         let r = self.add(root);
         self.uses[r] += 1;
         self.roots.push(r);
+        self.keep.push(usize::MAX);
         self.roots.len() - 1
+    }
+    /// Makes reader `reader` keep only the first `width` columns of its root's rows: the
+    /// columns it publishes, when no hidden column is needed to order them (the partition
+    /// key, appended at the end of a root's output and constant within a partition, is the
+    /// usual hidden column). Its rows are then the very rows its entries publish, shared, not a
+    /// wider copy of them. Rows that differ only past `width` become one row counted twice,
+    /// which expands to the same published rows.
+    pub fn keep_columns(&mut self, reader: usize, width: usize) {
+        if let Some(k) = self.keep.get_mut(reader) {
+            *k = width;
+        }
     }
     fn add(&mut self, n: &Node) -> usize {
         if let Some(&i) = self.index.get(n) {
@@ -171,7 +186,7 @@ pub struct KeyState {
     pub key: Key,
     states: States,
     /// Rows of each reader (exact multisets), by reader index.
-    readers: Box<[Small<ExactRow, i64>]>,
+    readers: Box<[Small<ExactRow<SharedRow>, i64>]>,
     /// Bytes held by this partition (states + reader), maintained incrementally.
     bytes: isize,
     /// Position the fill reflected: batches at or before it are skipped for this partition.
@@ -284,7 +299,7 @@ impl KeyState {
         use std::mem::size_of;
         let mut b = row_heap(&self.key)
             + heap_block(self.states.0.len() * size_of::<(usize, NodeState)>())
-            + heap_block(self.readers.len() * size_of::<Small<ExactRow, i64>>());
+            + heap_block(self.readers.len() * size_of::<Small<ExactRow<SharedRow>, i64>>());
         for r in &self.readers {
             b += r.heap_bytes();
         }
@@ -301,15 +316,17 @@ impl KeyState {
 
     /// Reader 0's rows, unordered, with multiplicity expanded.
     pub fn reader_rows(&self) -> Vec<Row> {
-        self.reader_rows_cut(0, usize::MAX)
+        self.reader_rows_cut(0, usize::MAX).iter().map(|r| r.as_ref().into()).collect()
     }
 
-    fn apply_reader(&mut self, reader: usize, deltas: Vec<Delta>) {
+    fn apply_reader(&mut self, reader: usize, keep: usize, deltas: Vec<Delta>) {
         let Some(map) = self.readers.get_mut(reader) else { return };
         for (row, w) in deltas {
-            // The map's table, where the row's box is inline, is counted by `fixed_bytes`.
-            let b = row_heap(&row) as isize;
-            let key = ExactRow(row);
+            // The map's storage, where the row's pointer is inline, is counted by
+            // `fixed_bytes`; the row itself is counted here once, however many published
+            // entries share it.
+            let key = ExactRow(if row.len() > keep { SharedRow::from(&row[..keep]) } else { SharedRow::from(row) });
+            let b = shared_row_heap(&key.0) as isize;
             match map.get_mut(&key) {
                 Some(e) => {
                     *e += w;
@@ -327,13 +344,20 @@ impl KeyState {
         }
     }
 
+    /// The width of reader `reader`'s rows (every row of a reader has its root's width), 0 while
+    /// it holds none.
+    pub fn reader_width(&self, reader: usize) -> usize {
+        self.readers.get(reader).and_then(|m| m.keys().next()).map_or(0, |r| r.0.len())
+    }
+
     /// Rows of reader `reader` cut to their first `width` columns, with multiplicity
-    /// expanded: what a reader entry publishes.
-    pub fn reader_rows_cut(&self, reader: usize, width: usize) -> Vec<Row> {
+    /// expanded: what a reader entry publishes. A row no wider than `width` is the state's own
+    /// row, shared; a wider one is copied, cut.
+    pub fn reader_rows_cut(&self, reader: usize, width: usize) -> Vec<SharedRow> {
         let Some(map) = self.readers.get(reader) else { return vec![] };
         let mut out = Vec::with_capacity(map.len());
         for (r, &c) in map {
-            let cut: Row = if r.0.len() <= width { r.0.clone() } else { r.0[..width].into() };
+            let cut: SharedRow = if r.0.len() <= width { r.0.clone() } else { r.0[..width].into() };
             for _ in 1..c.max(0) {
                 out.push(cut.clone());
             }
@@ -403,7 +427,7 @@ impl KeyState {
         }
         for (i, &root) in graph.roots.iter().enumerate() {
             let d = if root < outs.len() { take(root, &mut outs) } else { Vec::new() };
-            self.apply_reader(i, d);
+            self.apply_reader(i, graph.keep[i], d);
         }
     }
 
@@ -463,7 +487,8 @@ impl KeyState {
     /// `idx == graph.nodes.len() + i`) without emitting anything downstream.
     pub fn seed(&mut self, graph: &Graph, idx: usize, side: usize, rows: Vec<Delta>) {
         if idx >= graph.nodes.len() {
-            self.apply_reader(idx - graph.nodes.len(), rows);
+            let reader = idx - graph.nodes.len();
+            self.apply_reader(reader, graph.keep.get(reader).copied().unwrap_or(usize::MAX), rows);
             return;
         }
         let n = &graph.nodes[idx];

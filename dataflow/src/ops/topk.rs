@@ -23,7 +23,7 @@ pub(super) enum SortPart {
     Desc(std::cmp::Reverse<Value>),
 }
 
-pub(super) fn sort_key(row: &Row, order: &OrderSpec) -> SortKey {
+pub(super) fn sort_key(row: &[Value], order: &OrderSpec) -> SortKey {
     let parts = order
         .iter()
         .map(|&(c, desc)| {
@@ -31,12 +31,12 @@ pub(super) fn sort_key(row: &Row, order: &OrderSpec) -> SortKey {
             if desc { SortPart::Desc(std::cmp::Reverse(v)) } else { SortPart::Asc(v) }
         })
         .collect();
-    SortKey { parts, row: ExactRow(row.clone()) }
+    SortKey { parts, row: ExactRow(row.into()) }
 }
 
 /// Sorts rows the way ORDER BY does here (ties broken exactly, deterministically).
-pub fn sort_rows(rows: &mut [Row], order: &OrderSpec) {
-    rows.sort_by_cached_key(|r| sort_key(r, order));
+pub fn sort_rows<R: AsRef<[Value]>>(rows: &mut [R], order: &OrderSpec) {
+    rows.sort_by_cached_key(|r| sort_key(r.as_ref(), order));
 }
 
 /// Top-k state: a prefix, in sort order, of the partition's input rows, at most `cap` rows

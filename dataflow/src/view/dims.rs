@@ -349,7 +349,7 @@ mod tests {
         fn read(&mut self, story: i64, replica: bool) -> Vec<Row> {
             let r = self.df.reader(self.v).unwrap();
             if let Lookup::Hit(rows) = r.lookup(&[Value::Int(story)]).unwrap() {
-                let mut rows = rows.to_vec();
+                let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(&r[..])).collect();
                 rows.sort();
                 return rows;
             }
@@ -360,7 +360,7 @@ mod tests {
             }
             match r.lookup(&[Value::Int(story)]).unwrap() {
                 Lookup::Hit(rows) => {
-                    let mut rows = rows.to_vec();
+                    let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(&r[..])).collect();
                     rows.sort();
                     rows
                 }
@@ -542,7 +542,7 @@ mod tests {
         df.apply(&batches[3]).unwrap();
         match r.lookup(&[Value::Int(10)]).unwrap() {
             Lookup::Hit(rows) => {
-                let mut rows = rows.to_vec();
+                let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(&r[..])).collect();
                 rows.sort();
                 assert_eq!(rows, vec![row(&[101, 101]), row(&[103, 502])]);
             }

@@ -418,6 +418,9 @@ impl Dataflow {
         // between removes domains: this `else` cannot run.
         let Some(domain) = self.domains[di].as_mut() else { unreachable!("domain {di} was just found or created") };
         let reader = domain.add_view(id, &q.root);
+        if q.order.iter().all(|&(c, _)| c < q.published) {
+            domain.graph.keep_columns(reader, q.published);
+        }
         self.views.push(Some(View { q: Arc::new(q), domain: di, reader, counters: Arc::new(Counters::default()) }));
         self.reuse.insert(ident, id);
         id

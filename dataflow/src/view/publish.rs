@@ -10,7 +10,7 @@ use super::reader::{Entry, EntryKey, Shared};
 use super::{Domain, View, view_counters};
 use crate::mem::heap_block;
 use crate::ops::{Key, sort_rows};
-use crate::value::{Row, exact_row_cmp, row_heap};
+use crate::value::{SharedRow, exact_row_cmp, row_heap, shared_row_heap};
 
 pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
     // Deltas held for it are dropped with it: it is a hole from here on.
@@ -54,24 +54,25 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         let Some(v) = v else { continue };
         let Some(view) = views.get(v.0 as usize).and_then(Option::as_ref) else { continue };
         let q = &view.q;
-        let rows = if q.order.is_empty() {
+        let width = q.published;
+        let rows: Vec<SharedRow> = if q.order.is_empty() {
             // No ORDER BY: SQL leaves the order to the server, which returns rows in the order
             // of the index it reads, usually the primary key's. Publishing rows sorted by their
             // columns gives that order for the common `SELECT id, ...` and a stable one
             // otherwise, instead of the order of hash maps.
-            let mut rows = part.ks.reader_rows_cut(r, q.published);
+            let mut rows = part.ks.reader_rows_cut(r, width);
             rows.sort_by(|a, b| exact_row_cmp(a, b));
             rows
         } else {
             // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
             let mut rows = part.ks.reader_rows_cut(r, usize::MAX);
             sort_rows(&mut rows, &q.order);
-            let width = q.published;
             rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
         };
-        // The entry's `Arc<[Row]>` (two counts and the boxes) and each row's heap; the
-        // `Arc<Entry>`; the key's copy in the entry's key.
-        let published = heap_block(16 + rows.len() * std::mem::size_of::<Row>()) + rows.iter().map(|r| row_heap(r)).sum::<usize>();
+        // The entry's `Arc<[SharedRow]>` (two counts and the pointers), and the rows that are
+        // copies: a row as wide as the state's is the state's own, counted with the state.
+        let copies = if part.ks.reader_width(r) > width { rows.iter().map(|r| shared_row_heap(r)).sum::<usize>() } else { 0 };
+        let published = heap_block(16 + rows.len() * std::mem::size_of::<SharedRow>()) + copies;
         let entry = heap_block(16 + std::mem::size_of::<Entry>()) + row_heap(key) + CACHE_ENTRY;
         let weight = (state_share + published + entry) as u64;
         let old = part.weights.get(r).copied().unwrap_or(0);

@@ -20,7 +20,7 @@ use crate::fill::ViewId;
 use crate::ops::{Key, sort_rows};
 use crate::plan::Node;
 use crate::schema::SqlType;
-use crate::value::{Row, Value};
+use crate::value::{SharedRow, Value};
 
 /// A size in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -64,7 +64,7 @@ pub(super) struct EntryKey {
 /// A published reader entry: the partition's result rows, ordered, visible columns only.
 #[derive(Debug)]
 pub struct Entry {
-    pub(super) rows: Arc<[Row]>,
+    pub(super) rows: Arc<[SharedRow]>,
     pub(super) weight: u32,
     pub(super) generation: u64,
 }
@@ -81,7 +81,7 @@ pub(super) struct Shared {
 pub enum Lookup {
     /// Every partition was present: the result rows, in the query's column order (and
     /// row order, if it has ORDER BY).
-    Hit(Arc<[Row]>),
+    Hit(Arc<[SharedRow]>),
     /// Some partitions are holes; they have been queued for filling. Answer this read some
     /// other way (wait for the fill, or relay to the upstream).
     Miss(Vec<Key>),
@@ -299,7 +299,7 @@ impl Reader {
         if let [e] = found {
             return Ok(Lookup::Hit(e.rows.clone()));
         }
-        let mut rows: Vec<Row> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
+        let mut rows: Vec<SharedRow> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
         if !self.q.order.is_empty() {
             sort_rows(&mut rows, &self.q.order);
         }
@@ -314,11 +314,11 @@ impl Reader {
             preds.push(Expr::Cmp(f.op, Box::new(Expr::Col(f.column)), Box::new(Expr::lit(v))));
         }
         let visible = self.q.visible;
-        let mut rows: Vec<Row> = found
+        let mut rows: Vec<SharedRow> = found
             .iter()
             .flat_map(|e| e.rows.iter())
             .filter(|r| preds.iter().all(|p| is_true(&p.eval(r)) == Some(true)))
-            .map(|r| r.iter().take(visible).cloned().collect())
+            .map(|r| if r.len() <= visible { r.clone() } else { r[..visible].into() })
             .collect();
         if found.len() > 1 && !self.q.order.is_empty() {
             sort_rows(&mut rows, &self.q.order);

@@ -314,7 +314,7 @@ impl Sim {
             };
             let params = self.params(view, k);
             let got = match reader.lookup(&params).unwrap() {
-                Lookup::Hit(rows) => rows.to_vec(),
+                Lookup::Hit(rows) => rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>(),
                 // Evicted by the budget between listing and reading: nothing to check.
                 Lookup::Miss(_) => continue,
             };

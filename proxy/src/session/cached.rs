@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use freshet_dataflow::{Row, Value};
+use freshet_dataflow::{SharedRow, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::cache::params::execute_params;
@@ -310,7 +310,7 @@ pub fn queue_answer<S: AsyncRead + AsyncWrite + Unpin>(
     client: &mut PacketIo<S>,
     encoded: &mut Encoded,
     columns: &Columns,
-    rows: &[Row],
+    rows: &[SharedRow],
     reply: Reply,
 ) -> Result<(), Unencodable> {
     encoded.encode(columns, rows, reply.binary)?;
@@ -356,7 +356,7 @@ impl Encoded {
 
     /// Encodes `rows`, or says why a value cannot be encoded exactly (nothing is sent then:
     /// the read is relayed whole).
-    fn encode(&mut self, columns: &Columns, rows: &[Row], binary_protocol: bool) -> Result<(), Unencodable> {
+    fn encode(&mut self, columns: &Columns, rows: &[SharedRow], binary_protocol: bool) -> Result<(), Unencodable> {
         self.clear();
         self.payloads.reserve(64 * rows.len());
         for row in rows {
@@ -414,7 +414,7 @@ mod tests {
     fn an_answer_is_encoded_row_by_row_and_large_buffers_are_not_kept() {
         let cols = columns();
         let mut encoded = Encoded::default();
-        let rows: Vec<Row> = (0..3).map(|i| Row::from(vec![Value::Int(i * 10)])).collect();
+        let rows: Vec<SharedRow> = (0..3).map(|i| SharedRow::from(vec![Value::Int(i * 10)])).collect();
         encoded.encode(&cols, &rows, false).unwrap();
         let got: Vec<&[u8]> = encoded.rows().collect();
         assert_eq!(got, [&[1, b'0'][..], &[2, b'1', b'0'][..], &[2, b'2', b'0'][..]]);
@@ -422,14 +422,14 @@ mod tests {
         let small = encoded.payloads.capacity();
         assert!(small > 0, "a small answer's buffer is kept for the next");
 
-        let big: Vec<Row> = (0..20_000).map(|i| Row::from(vec![Value::Int(i)])).collect();
+        let big: Vec<SharedRow> = (0..20_000).map(|i| SharedRow::from(vec![Value::Int(i)])).collect();
         encoded.encode(&cols, &big, false).unwrap();
         assert_eq!(encoded.rows().count(), 20_000);
         encoded.clear();
         assert!(encoded.payloads.capacity() <= Encoded::KEEP_BYTES && encoded.ends.capacity() <= Encoded::KEEP_ROWS);
 
         // A value that cannot be encoded leaves nothing behind.
-        let bad = [Row::from(vec![Value::Int(1), Value::Int(2)])];
+        let bad = [SharedRow::from(vec![Value::Int(1), Value::Int(2)])];
         assert!(encoded.encode(&cols, &bad, false).is_err());
         assert_eq!(encoded.rows().count(), 0);
     }
