@@ -61,6 +61,17 @@ impl<K: Hash + Eq, V> Small<K, V> {
         }
     }
 
+    /// The entry under `key`, with the key as the map holds it.
+    pub fn get_key_value<Q: ?Sized + Hash + Eq>(&self, key: &Q) -> Option<(&K, &V)>
+    where
+        K: Borrow<Q>,
+    {
+        match self {
+            Small::Few(v) => v.iter().find(|(k, _)| k.borrow() == key).map(|(k, v)| (k, v)),
+            Small::Many(m) => m.get_key_value(key),
+        }
+    }
+
     pub fn get_mut<Q: ?Sized + Hash + Eq>(&mut self, key: &Q) -> Option<&mut V>
     where
         K: Borrow<Q>,

@@ -171,10 +171,16 @@ impl Acc {
 /// spelling that its rows still have: `spellings` counts rows per exact spelling of the group
 /// columns, and when the output spelling's last row goes (a title changed only in case), the
 /// output moves to a remaining one and the change is emitted like any other.
-#[derive(Clone, Debug)]
+///
+/// The shown spelling is an index into `spellings`, not a copy of it (a story's group columns
+/// are its id, title and URL: a copy was ~180 bytes per group). A group with no spelling yet (a
+/// global aggregate's group before its first row) shows its key, and the last spelling is kept,
+/// at zero rows, while nothing replaces it, so the output does not change spelling when a
+/// group's rows all go.
+#[derive(Clone, Debug, Default)]
 pub(super) struct Group {
-    pub(super) values: Row,
     pub(super) spellings: Vec<(Row, i64)>,
+    shown: usize,
     pub(super) rows: i64,
     pub(super) accs: Vec<Acc>,
 }
@@ -184,6 +190,21 @@ pub(super) fn exact_eq(a: &[Value], b: &[Value]) -> bool {
 }
 
 impl Group {
+    /// A group without rows, with these accumulators.
+    pub(super) fn new(accs: Vec<Acc>) -> Group {
+        Group { accs, ..Group::default() }
+    }
+
+    /// The spelling of the group columns the output shows; `key` is the group's key in its map.
+    pub(super) fn values<'a>(&'a self, key: &'a [Value]) -> &'a [Value] {
+        self.spellings.get(self.shown).map_or(key, |(s, _)| s)
+    }
+
+    /// The bytes its spellings hold (given back with the group).
+    pub(super) fn spelling_bytes(&self) -> isize {
+        self.spellings.iter().map(|(s, _)| row_bytes(s) as isize).sum()
+    }
+
     /// Counts `w` rows spelled `spelling`; returns the change in bytes held.
     pub(super) fn count_spelling(&mut self, spelling: &[Value], w: i64) -> isize {
         match self.spellings.iter_mut().find(|(s, _)| exact_eq(s, spelling)) {
@@ -201,6 +222,28 @@ impl Group {
     /// Drops spellings without rows and keeps the output on one that has rows; returns the
     /// change in bytes held.
     pub(super) fn settle_spellings(&mut self) -> isize {
+        if !self.spellings.iter().any(|(_, n)| *n > 0) {
+            // Nothing has rows: keep only the shown spelling, at zero rows (as a dropped
+            // spelling would start again), which the output goes on showing.
+            let mut bytes = 0isize;
+            let mut i = 0;
+            let shown = self.shown;
+            self.spellings.retain_mut(|(s, n)| {
+                let keep = i == shown;
+                i += 1;
+                if keep {
+                    *n = 0;
+                } else {
+                    bytes -= row_bytes(s) as isize;
+                }
+                keep
+            });
+            self.shown = 0;
+            return bytes;
+        }
+        let shown_has_rows = self.spellings.get(self.shown).is_some_and(|(_, n)| *n > 0);
+        // The shown spelling's index among the kept ones: the kept spellings before it.
+        let shown = self.spellings.iter().take(self.shown).filter(|(_, n)| *n > 0).count();
         let mut bytes = 0isize;
         self.spellings.retain(|(s, n)| {
             if *n <= 0 {
@@ -208,11 +251,7 @@ impl Group {
             }
             *n > 0
         });
-        if !self.spellings.iter().any(|(s, _)| exact_eq(s, &self.values))
-            && let Some((s, _)) = self.spellings.first()
-        {
-            self.values = s.clone();
-        }
+        self.shown = if shown_has_rows { shown } else { 0 };
         bytes
     }
 }
@@ -226,14 +265,14 @@ impl KeyState {
             // Looked up by the row's own prefix: a key is allocated only for a new group.
             let gk = &row[..group.min(row.len())];
             if !old.contains_key(gk) {
-                old.insert(gk.into(), groups.get(gk).map(group_output));
+                old.insert(gk.into(), groups.get(gk).map(|g| group_output(gk, g)));
             }
             let g = match groups.get_mut(gk) {
                 Some(g) => g,
                 None => {
-                    bytes += (row_bytes(gk) * 2 + SLOT) as isize;
+                    bytes += (row_bytes(gk) + SLOT) as isize;
                     let accs = aggs.iter().map(|a| Acc::new(a.kind)).collect();
-                    groups.or_insert_with(gk.into(), || Group { values: gk.into(), spellings: Vec::new(), rows: 0, accs })
+                    groups.or_insert_with(gk.into(), || Group::new(accs))
                 }
             };
             g.rows += w;
@@ -247,13 +286,13 @@ impl KeyState {
             if let Some(g) = groups.get_mut(&gk) {
                 bytes += g.settle_spellings();
             }
-            let after = match groups.get(&gk) {
-                Some(g) if g.rows == 0 && !global_group_of(g, &self.key, group) => {
-                    bytes -= (row_bytes(&gk) * 2 + SLOT) as isize;
+            let after = match groups.get_key_value(&gk) {
+                Some((k, g)) if g.rows == 0 && !global_group_of(k, &self.key, group) => {
+                    bytes -= (row_bytes(k) + SLOT) as isize + g.spelling_bytes();
                     groups.remove(&gk);
                     None
                 }
-                Some(g) => Some(group_output(g)),
+                Some((k, g)) => Some(group_output(k, g)),
                 None => None,
             };
             if let (Some(b), Some(a)) = (&before, &after)
@@ -280,28 +319,25 @@ impl KeyState {
         let mut bytes = 0isize;
         for (row, w) in d {
             if !before.contains_key(&row) {
-                let shown = counts.get(&row).filter(|g| g.rows > 0).map(|g| g.values.clone());
+                let shown = counts.get_key_value(&row).filter(|(_, g)| g.rows > 0).map(|(k, g)| g.values(k).into());
                 before.insert(row.clone(), shown);
             }
             let entry = counts.or_insert_with(row.clone(), || {
                 bytes += (row_bytes(&row) + SLOT) as isize;
-                Group { values: row.clone(), spellings: Vec::new(), rows: 0, accs: Vec::new() }
+                Group::new(Vec::new())
             });
             entry.rows += w;
             bytes += entry.count_spelling(&row, w);
         }
         let mut out = Vec::new();
         for (key, shown) in before {
-            let after = match counts.get_mut(&key) {
-                Some(g) => {
-                    bytes += g.settle_spellings();
-                    (g.rows > 0).then(|| g.values.clone())
-                }
-                None => None,
-            };
-            if counts.get(&key).is_some_and(|g| g.rows == 0) {
+            if let Some(g) = counts.get_mut(&key) {
+                bytes += g.settle_spellings();
+            }
+            let after: Option<Row> = counts.get_key_value(&key).filter(|(_, g)| g.rows > 0).map(|(k, g)| g.values(k).into());
+            if let Some((k, g)) = counts.get_key_value(&key).filter(|(_, g)| g.rows == 0) {
+                bytes -= (row_bytes(k) + SLOT) as isize + g.spelling_bytes();
                 counts.remove(&key);
-                bytes -= (row_bytes(&key) + SLOT) as isize;
             }
             match (shown, after) {
                 (Some(b), Some(a)) if exact_eq(&b, &a) => {}
@@ -316,11 +352,13 @@ impl KeyState {
     }
 }
 
-pub(super) fn global_group_of(g: &Group, key: &Key, group: usize) -> bool {
+/// True for the group (whose key in its map is `gk`) of a global aggregate of partition `key`.
+pub(super) fn global_group_of(gk: &[Value], key: &Key, group: usize) -> bool {
     // A global aggregate groups by the key columns only; its group never disappears.
-    group == key.len() && g.values.as_ref() == key.as_ref()
+    group == key.len() && gk == key.as_ref()
 }
 
-pub(super) fn group_output(g: &Group) -> Row {
-    g.values.iter().cloned().chain(g.accs.iter().map(Acc::output)).collect()
+/// A group's output row; `gk` is its key in its map.
+pub(super) fn group_output(gk: &[Value], g: &Group) -> Row {
+    g.values(gk).iter().cloned().chain(g.accs.iter().map(Acc::output)).collect()
 }

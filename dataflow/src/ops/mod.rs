@@ -237,9 +237,9 @@ impl KeyState {
         if groups.contains_key(&key) || key.len() != group {
             return None;
         }
-        let g = Group { values: key.clone(), spellings: Vec::new(), rows: 0, accs: aggs.iter().map(|a| Acc::new(a.kind)).collect() };
-        let out = group_output(&g);
-        self.bytes += (row_bytes(&key) * 2 + SLOT) as isize;
+        let g = Group::new(aggs.iter().map(|a| Acc::new(a.kind)).collect());
+        let out = group_output(&key, &g);
+        self.bytes += (row_bytes(&key) + SLOT) as isize;
         groups.insert(key, g);
         Some(out)
     }
@@ -472,9 +472,9 @@ impl KeyState {
                 }
                 out
             }
-            (Node::Aggregate { .. }, Some(NodeState::Agg(groups))) => groups.values().map(|g| (group_output(g), 1)).collect(),
+            (Node::Aggregate { .. }, Some(NodeState::Agg(groups))) => groups.iter().map(|(k, g)| (group_output(k, g), 1)).collect(),
             (Node::Distinct { .. }, Some(NodeState::Distinct(c))) => {
-                c.values().filter(|g| g.rows > 0).map(|g| (g.values.clone(), 1)).collect()
+                c.iter().filter(|(_, g)| g.rows > 0).map(|(k, g)| (g.values(k).into(), 1)).collect()
             }
             (Node::TopK { limit, offset, .. }, Some(NodeState::TopK(st))) => {
                 window(&st.rows, *limit, *offset).into_iter().map(|r| (r, 1)).collect()
