@@ -126,7 +126,7 @@ impl KeyState {
     pub(super) fn check_cover(&mut self, idx: usize, on: &[(usize, usize)], dl: &[Delta], dr: &mut Vec<Delta>) {
         let lcols: Vec<usize> = on.iter().map(|p| p.0).collect();
         let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
-        let cover = self.cover.get(&idx);
+        let cover = self.cover.as_ref().and_then(|c| c.get(&idx));
         let covered = |k: &Option<Key>| k.as_ref().is_some_and(|k| cover.is_some_and(|c| c.contains(k)));
         dr.retain(|(r, _)| covered(&join_key(r, &rcols)));
         if dl.iter().any(|(l, _)| {

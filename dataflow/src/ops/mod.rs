@@ -179,6 +179,10 @@ impl States {
     }
 }
 
+/// Per dimension join node, the join keys whose dimension rows a partition holds (boxed: only
+/// partitions of views with a dimension join have any).
+type Covered = Small<usize, Set<Key>>;
+
 /// Everything freshet holds for one partition of one view.
 #[derive(Debug)]
 pub struct KeyState {
@@ -195,7 +199,7 @@ pub struct KeyState {
     /// key it does not cover; the partition must be evicted and refilled.
     pub needs_refill: bool,
     /// Per dimension join node: the join keys whose dimension rows this partition holds.
-    cover: Small<usize, Set<Key>>,
+    cover: Option<Box<Covered>>,
 }
 
 impl KeyState {
@@ -218,7 +222,7 @@ impl KeyState {
             .collect();
         let states = States(states);
         let readers = (0..graph.roots.len()).map(|_| Small::default()).collect();
-        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: Small::default() };
+        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: None };
         if !silent_globals {
             return ks;
         }
@@ -251,7 +255,7 @@ impl KeyState {
             return;
         }
         let b = 2 * (row_bytes(&key) + SLOT);
-        if self.cover.or_insert_with(node, Set::default).insert(key) {
+        if self.cover.get_or_insert_default().or_insert_with(node, Set::default).insert(key) {
             self.bytes += b as isize;
         }
     }
@@ -270,7 +274,7 @@ impl KeyState {
 
     /// True if this partition covers `key` at dimension join `node`.
     pub fn covers(&self, node: usize, key: &Key) -> bool {
-        self.cover.get(&node).is_some_and(|c| c.contains(key))
+        self.cover.as_ref().and_then(|c| c.get(&node)).is_some_and(|c| c.contains(key))
     }
 
     /// The dimension rows (right side) this partition holds for `key` at join `node`.
@@ -283,7 +287,7 @@ impl KeyState {
 
     /// The covered keys, as (dimension join node, key).
     pub fn covered(&self) -> impl Iterator<Item = (usize, &Key)> {
-        self.cover.iter().flat_map(|(n, ks)| ks.iter().map(move |k| (*n, k)))
+        self.cover.iter().flat_map(|c| c.iter()).flat_map(|(n, ks)| ks.iter().map(move |k| (*n, k)))
     }
 
     /// Bytes this partition holds.
@@ -311,7 +315,12 @@ impl KeyState {
                 NodeState::Distinct(m) => m.heap_bytes(),
             };
         }
-        b + self.cover.heap_bytes() + self.cover.values().map(|s| table_bytes(s.capacity(), size_of::<Key>())).sum::<usize>()
+        if let Some(c) = &self.cover {
+            b += heap_block(size_of::<Covered>())
+                + c.heap_bytes()
+                + c.values().map(|s| table_bytes(s.capacity(), size_of::<Key>())).sum::<usize>();
+        }
+        b
     }
 
     /// Reader 0's rows, unordered, with multiplicity expanded.
