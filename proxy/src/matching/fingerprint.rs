@@ -284,7 +284,7 @@ impl<'q> Normalizer<'q, '_> {
 
     fn push(&mut self, piece: &str, space_before: bool) {
         // No space after `(` or `.`: `f(x)`, `t.a`.
-        if space_before && !self.out.is_empty() && !self.out.ends_with('(') && !self.out.ends_with('.') {
+        if space_before && !matches!(self.out.as_bytes().last(), None | Some(b'(' | b'.')) {
             self.out.push(' ');
         }
         self.out.push_str(piece);

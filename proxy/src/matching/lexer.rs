@@ -277,7 +277,10 @@ impl<'q> Lexer<'q> {
 
     fn symbol(&mut self) -> TokenKind {
         let rest = &self.input[self.pos..];
-        let len = if SYMBOLS_3.iter().any(|s| rest.starts_with(s)) {
+        // Only these bytes start a two- or three-byte operator.
+        let len = if !matches!(rest.first(), Some(b'<' | b'>' | b'!' | b':' | b'|' | b'&' | b'-')) {
+            1
+        } else if SYMBOLS_3.iter().any(|s| rest.starts_with(s)) {
             3
         } else if SYMBOLS_2.iter().any(|s| rest.starts_with(s)) {
             2

@@ -340,7 +340,7 @@ impl Table {
         // Each slot at most once; an empty slot (there is always one) ends the probe.
         for _ in 0..self.slots.len() {
             match self.slots.get(at) {
-                Some((k, kw)) if k == key => return *kw,
+                Some((k, kw)) if k[0] == key[0] && k[1] == key[1] && k[2] == key[2] => return *kw,
                 Some((k, _)) if *k != [0; 3] => at = (at + 1) & mask,
                 _ => return Kw::NONE,
             }
@@ -358,16 +358,17 @@ fn slot(key: &[u64; 3]) -> usize {
 /// upper-cased eight bytes at a time. None for words longer than any keyword and for the empty
 /// word (neither is a keyword).
 fn key(word: &[u8]) -> Option<[u64; 3]> {
-    if word.is_empty() {
+    if word.is_empty() || word.len() > MAX_KEYWORD {
         return None;
     }
-    let mut buf = [0u8; MAX_KEYWORD];
-    buf.get_mut(..word.len())?.copy_from_slice(word);
     let mut key = [0u64; 3];
-    for (k, chunk) in key.iter_mut().zip(buf.chunks_exact(8)) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(chunk);
-        *k = upper8(u64::from_be_bytes(b));
+    // Byte by byte into the integers (no copy through a buffer: most words are a few bytes).
+    for (k, chunk) in key.iter_mut().zip(word.chunks(8)) {
+        let mut v = 0u64;
+        for (j, &b) in chunk.iter().enumerate() {
+            v |= u64::from(b) << (56 - 8 * j);
+        }
+        *k = upper8(v);
     }
     Some(key)
 }
