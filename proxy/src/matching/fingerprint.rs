@@ -627,8 +627,11 @@ impl<'q> Normalizer<'q, '_> {
         })
     }
 
-    fn undo_placeholders(&mut self, before: u32) -> Option<usize> {
-        self.placeholders = before;
+    /// Takes back what a list that is not all literals read: its placeholders' numbers and
+    /// its literals.
+    fn undo(&mut self, (placeholders, literals): (u32, usize)) -> Option<usize> {
+        self.placeholders = placeholders;
+        self.literals.truncate(literals);
         None
     }
 
@@ -638,46 +641,47 @@ impl<'q> Normalizer<'q, '_> {
         if !self.is_symbol(i, b"(") {
             return None;
         }
-        let before = self.placeholders;
+        let before = (self.placeholders, self.literals.len());
         let mut j = i + 1;
-        let mut items = Vec::new();
         loop {
             let negative = self.is_symbol(j, b"-");
             let at = if negative || self.is_symbol(j, b"+") { j + 1 } else { j };
-            let Some(&token) = self.tokens.get(at) else { return self.undo_placeholders(before) };
+            let Some(&token) = self.tokens.get(at) else { return self.undo(before) };
             let numeric = matches!(token.kind, TokenKind::Integer | TokenKind::Decimal | TokenKind::Float);
             if at != j && !numeric {
-                return self.undo_placeholders(before);
+                return self.undo(before);
             }
             let lit = match token.kind {
                 TokenKind::Word if self.is_word(at, Named::Null) => Literal::Null,
                 kind if kind.is_value_literal() || kind == TokenKind::Placeholder => match self.parse_literal(at, negative) {
                     Some(lit) => lit,
-                    None => return self.undo_placeholders(before),
+                    None => return self.undo(before),
                 },
-                _ => return self.undo_placeholders(before),
+                _ => return self.undo(before),
             };
-            items.push(lit);
+            // Pushed as they are read; taken back if the list turns out not to be literals.
+            self.literals.push(lit);
             j = at + 1;
             if self.is_symbol(j, b",") {
                 j += 1;
             } else if self.is_symbol(j, b")") {
                 break;
             } else {
-                return self.undo_placeholders(before);
+                return self.undo(before);
             }
         }
+        let items = self.literals.len() - before.1;
         self.push("IN", true);
-        if items.len() > self.max_in_list {
+        if items > self.max_in_list {
             // Not a slot: a shape of its own whose verdict is this relay.
+            self.literals.truncate(before.1);
             self.relay(LONG_IN_LIST);
             self.push(LONG_LIST, true);
             return Some(j + 1);
         }
         self.push(IN_LIST, true);
         self.slots.push(Slot::InList(self.out.len() - IN_LIST.len()));
-        self.in_lists.push(u32::try_from(items.len()).unwrap_or(u32::MAX));
-        self.literals.extend(items);
+        self.in_lists.push(u32::try_from(items).unwrap_or(u32::MAX));
         Some(j + 1)
     }
 }
