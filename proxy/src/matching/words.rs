@@ -1,6 +1,7 @@
 //! The words the fingerprint treats specially: reserved words (their case is folded), the
-//! words that end a select list, the function names whose case is folded, and a set type
-//! whose look-ups do not allocate. Split from [`super::fingerprint`], which reads them.
+//! words that end a select list, the function names whose case is folded, and [`Kw`], what a
+//! word is among them, found once per word token by one look-up in a table of them all (no
+//! allocation). Split from [`super::fingerprint`], which reads them.
 
 use std::sync::OnceLock;
 
