@@ -206,7 +206,7 @@ impl Temporal {
         std::str::from_utf8(self.as_bytes()).unwrap_or("")
     }
 
-    /// Within the buffer, by the bound in [`Temporal::of`]; a byte past it would be dropped.
+    /// Within the buffer, by the bound in [`Temporal::new`]; a byte past it would be dropped.
     fn push(&mut self, b: u8) {
         if let Some(slot) = self.buf.get_mut(self.len) {
             *slot = b;
@@ -355,7 +355,9 @@ mod tests {
     #[test]
     fn temporal_values_are_written_as_the_formatter_writes_them() {
         let mut values = Vec::new();
-        for (y, m, d) in [(0, 0, 0), (0, 1, 1), (1, 2, 3), (999, 12, 31), (2026, 11, 22), (9999, 12, 31), (10_000, 1, 1), (u16::MAX, 12, 31)] {
+        for (y, m, d) in
+            [(0, 0, 0), (0, 1, 1), (1, 2, 3), (999, 12, 31), (2026, 11, 22), (9999, 12, 31), (10_000, 1, 1), (u16::MAX, 12, 31)]
+        {
             values.push(Value::Date(Date::new(y, m, d)));
             for (h, mi, s) in [(0, 0, 0), (9, 5, 7), (10, 0, 0), (23, 59, 59)] {
                 for micros in [0, 1, 9, 10, 99_999, 100_000, 123_456, 999_999, 0xF_FFFF] {

@@ -266,9 +266,7 @@ impl<'q> Normalizer<'q, '_> {
     fn name_like(&self, i: usize) -> bool {
         match self.kind(i) {
             Some(TokenKind::QuotedIdent) => true,
-            Some(TokenKind::Word) => {
-                !self.is_symbol(i + 1, b"(") && (!self.kw(i).is_in(&RESERVED) || self.kw(i).is_in(&NAME_LIST_WORDS))
-            }
+            Some(TokenKind::Word) => !self.is_symbol(i + 1, b"(") && (!self.kw(i).is_in(&RESERVED) || self.kw(i).is_in(&NAME_LIST_WORDS)),
             // `*` only as a whole item (`*`, `t.*`), not as a product (`a*b`).
             Some(TokenKind::Symbol) if self.is_symbol(i, b"*") => {
                 i > 0
