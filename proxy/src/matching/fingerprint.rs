@@ -138,9 +138,11 @@ pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> 
     // About one token per four bytes in typical queries: usually no regrowth.
     let mut tokens: Vec<Token> = Vec::with_capacity(sql.len() / 4 + 8);
     tokens.extend(Lexer::new(sql));
+    let words: Vec<Kw> = tokens.iter().map(|t| if t.kind == TokenKind::Word { Kw::of(t.text(sql)) } else { Kw::NONE }).collect();
     let mut n = Normalizer {
         sql,
         tokens: &tokens,
+        words: &words,
         out: String::with_capacity(sql.len()),
         slots: Vec::new(),
         literals: Vec::new(),
@@ -204,6 +206,8 @@ fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
 struct Normalizer<'q, 't> {
     sql: &'q [u8],
     tokens: &'t [Token],
+    /// What each token is as a keyword ([`Kw::NONE`] for every token that is not a word).
+    words: &'t [Kw],
     out: String,
     slots: Vec<Slot>,
     literals: Vec<Literal<'q>>,
@@ -249,8 +253,12 @@ impl<'q> Normalizer<'q, '_> {
         self.tokens.get(i).is_some_and(|t| t.is_symbol(self.sql, symbol))
     }
 
-    fn is_word(&self, i: usize, keyword: &str) -> bool {
-        self.kind(i) == Some(TokenKind::Word) && is(self.text(i), keyword)
+    fn kw(&self, i: usize) -> Kw {
+        self.words.get(i).copied().unwrap_or(Kw::NONE)
+    }
+
+    fn is_word(&self, i: usize, keyword: Named) -> bool {
+        self.kw(i).is(keyword)
     }
 
     /// Whether the token at `i` keeps a select list "plain column names", whose column
@@ -258,17 +266,14 @@ impl<'q> Normalizer<'q, '_> {
     fn name_like(&self, i: usize) -> bool {
         match self.kind(i) {
             Some(TokenKind::QuotedIdent) => true,
-            Some(TokenKind::Word) => {
-                !self.is_symbol(i + 1, b"(") && upper(self.text(i)).is_none_or(|u| !u.is_in(&RESERVED) || u.is_in(&NAME_LIST_WORDS))
-            }
+            Some(TokenKind::Word) => !self.is_symbol(i + 1, b"(") && (!self.kw(i).is_in(&RESERVED) || self.kw(i).is_in(&NAME_LIST_WORDS)),
             // `*` only as a whole item (`*`, `t.*`), not as a product (`a*b`).
             Some(TokenKind::Symbol) if self.is_symbol(i, b"*") => {
                 i > 0
                     && (self.is_symbol(i - 1, b",")
                         || self.is_symbol(i - 1, b".")
-                        || self.is_word(i - 1, "SELECT")
-                        || (self.kind(i - 1) == Some(TokenKind::Word)
-                            && upper(self.text(i - 1)).is_some_and(|u| u.is_in(&NAME_LIST_WORDS))))
+                        || self.is_word(i - 1, Named::Select)
+                        || self.kw(i - 1).is_in(&NAME_LIST_WORDS))
             }
             Some(TokenKind::Symbol) => self.is_symbol(i, b".") || self.is_symbol(i, b","),
             _ => false,
@@ -277,7 +282,7 @@ impl<'q> Normalizer<'q, '_> {
 
     fn push(&mut self, piece: &str, space_before: bool) {
         // No space after `(` or `.`: `f(x)`, `t.a`.
-        if space_before && !self.out.is_empty() && !self.out.ends_with('(') && !self.out.ends_with('.') {
+        if space_before && !matches!(self.out.as_bytes().last(), None | Some(b'(' | b'.')) {
             self.out.push(' ');
         }
         self.out.push_str(piece);
@@ -311,7 +316,7 @@ impl<'q> Normalizer<'q, '_> {
         while end > 0 && self.is_symbol(end - 1, b";") {
             end -= 1;
         }
-        if !self.is_word(0, "SELECT") {
+        if !self.is_word(0, Named::Select) {
             self.relay("not a SELECT");
         }
         let mut cx = Context::default();
@@ -337,7 +342,7 @@ impl<'q> Normalizer<'q, '_> {
         let text = token.text(self.sql);
         if let Some((depth, start, simple)) = cx.select {
             let close = token.is_symbol(self.sql, b")");
-            let ends = depth == cx.depth && (close || (token.kind == TokenKind::Word && SELECT_LIST_ENDS.iter().any(|k| is(text, k))));
+            let ends = depth == cx.depth && (close || self.kw(i).is_in(&SELECT_LIST_ENDS));
             if ends {
                 self.close_select(cx, token.start);
             } else if simple && !self.name_like(i) {
@@ -384,7 +389,7 @@ impl<'q> Normalizer<'q, '_> {
         let plain = !name.is_empty()
             && (word.is_some() || name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80))
             && !name.first().is_some_and(u8::is_ascii_digit)
-            && (!may_be_reserved || upper(name).is_none_or(|u| !u.is_in(&RESERVED)));
+            && (!may_be_reserved || !Kw::of(name).is_in(&RESERVED));
         if plain {
             match word {
                 Some(i) => self.push_token(i, true),
@@ -398,7 +403,7 @@ impl<'q> Normalizer<'q, '_> {
 
     fn word(&mut self, i: usize, cx: &mut Context) -> usize {
         let text = self.text(i);
-        let up = upper(text);
+        let kw = self.kw(i);
         let call = self.is_symbol(i + 1, b"(");
         // A charset introducer: `_utf8mb4'x'` (the string's slot follows the name).
         if text.first() == Some(&b'_')
@@ -408,48 +413,55 @@ impl<'q> Normalizer<'q, '_> {
             self.push_bytes(text, true);
             return self.literal_at(i + 1, cx);
         }
-        if let Some(u) = &up {
-            let w = u.as_str();
-            let reserved = u.is_in(&RESERVED);
-            if (call && u.is_in(&SESSION_FUNCTIONS)) || u.is_in(&SESSION_WORDS) {
+        // No keyword is longer; a longer word is a name, even before `(`.
+        if text.len() <= MAX_KEYWORD {
+            let reserved = kw.is_in(&RESERVED);
+            if (call && kw.is_in(&SESSION_FUNCTIONS)) || kw.is_in(&SESSION_WORDS) {
                 self.relay("a session-dependent function (NOW(), RAND(), UUID(), LAST_INSERT_ID(), ...)");
             }
-            match w {
-                "SQL_CALC_FOUND_ROWS" => self.relay("SQL_CALC_FOUND_ROWS"),
-                "INTO" => self.relay("SELECT ... INTO"),
-                "FOR" if self.is_word(i + 1, "UPDATE") || self.is_word(i + 1, "SHARE") => {
+            match kw.named {
+                Named::SqlCalcFoundRows => self.relay("SQL_CALC_FOUND_ROWS"),
+                Named::Into => self.relay("SELECT ... INTO"),
+                Named::For if self.is_word(i + 1, Named::Update) || self.is_word(i + 1, Named::Share) => {
                     self.relay("a locking read (FOR UPDATE / FOR SHARE)")
                 }
-                "LOCK" if self.is_word(i + 1, "IN") => self.relay("a locking read (LOCK IN SHARE MODE)"),
-                "PROCEDURE" => self.relay("SELECT ... PROCEDURE"),
-                "NEXT" if self.is_word(i + 1, "VALUE") => self.relay("a sequence (NEXT VALUE FOR)"),
-                "PREVIOUS" if self.is_word(i + 1, "VALUE") => self.relay("a sequence (PREVIOUS VALUE FOR)"),
+                Named::Lock if self.is_word(i + 1, Named::In) => self.relay("a locking read (LOCK IN SHARE MODE)"),
+                Named::Procedure => self.relay("SELECT ... PROCEDURE"),
+                Named::Next if self.is_word(i + 1, Named::Value) => self.relay("a sequence (NEXT VALUE FOR)"),
+                Named::Previous if self.is_word(i + 1, Named::Value) => self.relay("a sequence (PREVIOUS VALUE FOR)"),
                 _ => {}
             }
             // A SELECT nested in a select list stays part of that list (all verbatim).
-            if w == "SELECT" && cx.select.is_none() {
+            if kw.is(Named::Select) && cx.select.is_none() {
                 cx.select = Some((cx.depth, self.tokens.get(i).map_or(0, |t| t.end), true));
             }
-            if w == "BY" && i > 0 && (self.is_word(i - 1, "ORDER") || self.is_word(i - 1, "GROUP")) {
+            if kw.is(Named::By) && i > 0 && (self.is_word(i - 1, Named::Order) || self.is_word(i - 1, Named::Group)) {
                 cx.by = Some(cx.depth);
-            } else if cx.by == Some(cx.depth) && reserved && !matches!(w, "ASC" | "DESC") {
+            } else if cx.by == Some(cx.depth) && reserved && !kw.is(Named::Asc) && !kw.is(Named::Desc) {
                 cx.by = None;
             }
-            if w == "NULL"
-                && !(i > 0 && (self.is_word(i - 1, "IS") || (self.is_word(i - 1, "NOT") && i > 1 && self.is_word(i - 2, "IS"))))
+            if kw.is(Named::Null)
+                && !(i > 0
+                    && (self.is_word(i - 1, Named::Is) || (self.is_word(i - 1, Named::Not) && i > 1 && self.is_word(i - 2, Named::Is))))
                 && cx.select.is_none()
             {
                 self.slot(Literal::Null);
                 return i + 1;
             }
-            if w == "IN"
+            if kw.is(Named::In)
                 && cx.select.is_none()
                 && let Some(next) = self.in_list(i + 1)
             {
                 return next;
             }
-            if reserved || call {
-                self.push(w, true);
+            if reserved {
+                self.push(kw.name(), true);
+                return i + 1;
+            }
+            if call {
+                // A function name, case folded.
+                let up = upper(text);
+                self.push(up.as_ref().map_or("", |u| u.as_str()), true);
                 return i + 1;
             }
             // Not reserved: no need to look again in identifier().
@@ -465,9 +477,9 @@ impl<'q> Normalizer<'q, '_> {
         match text {
             b"(" => {
                 let prev_word = i > 0 && matches!(self.kind(i - 1), Some(TokenKind::Word | TokenKind::QuotedIdent));
-                let keyword = prev_word && upper(self.text(i - 1)).is_some_and(|u| u.is_in(&RESERVED) && !u.is_in(&TYPES));
+                let keyword = prev_word && self.kw(i - 1).is_in(&RESERVED) && !self.kw(i - 1).is_in(&TYPES);
                 cx.depth += 1;
-                if i > 0 && upper(self.text(i - 1)).is_some_and(|u| u.is_in(&TYPES)) && cx.type_args.is_none() {
+                if i > 0 && self.kw(i - 1).is_in(&TYPES) && cx.type_args.is_none() {
                     cx.type_args = Some(cx.depth);
                 }
                 self.push("(", !prev_word || keyword);
@@ -513,24 +525,7 @@ impl<'q> Normalizer<'q, '_> {
     fn ends_operand(&self, i: usize) -> bool {
         match self.kind(i) {
             Some(TokenKind::Symbol) => self.is_symbol(i, b")"),
-            Some(TokenKind::Word) => upper(self.text(i)).is_none_or(|u| {
-                !u.is_in(&RESERVED)
-                    || matches!(
-                        u.as_str(),
-                        "NULL"
-                            | "TRUE"
-                            | "FALSE"
-                            | "CURRENT_DATE"
-                            | "CURRENT_TIME"
-                            | "CURRENT_TIMESTAMP"
-                            | "CURRENT_USER"
-                            | "LOCALTIME"
-                            | "LOCALTIMESTAMP"
-                            | "UTC_DATE"
-                            | "UTC_TIME"
-                            | "UTC_TIMESTAMP"
-                    )
-            }),
+            Some(TokenKind::Word) => !self.kw(i).is_in(&RESERVED) || self.kw(i).is_in(&OPERAND_WORDS),
             // Literals, names, variables, placeholders; and anything odd: not folding is safe.
             _ => true,
         }
@@ -542,7 +537,7 @@ impl<'q> Normalizer<'q, '_> {
             return true;
         }
         if cx.by == Some(cx.depth) && self.kind(i) == Some(TokenKind::Integer) && i > 0 {
-            let after = self.is_word(i - 1, "BY") || self.is_symbol(i - 1, b",");
+            let after = self.is_word(i - 1, Named::By) || self.is_symbol(i - 1, b",");
             let before = self.tokens.get(i + 1).is_none_or(|t| {
                 t.is_symbol(self.sql, b",") || t.is_symbol(self.sql, b")") || t.is_symbol(self.sql, b";") || t.kind == TokenKind::Word
             });
@@ -630,8 +625,11 @@ impl<'q> Normalizer<'q, '_> {
         })
     }
 
-    fn undo_placeholders(&mut self, before: u32) -> Option<usize> {
-        self.placeholders = before;
+    /// Takes back what a list that is not all literals read: its placeholders' numbers and
+    /// its literals.
+    fn undo(&mut self, (placeholders, literals): (u32, usize)) -> Option<usize> {
+        self.placeholders = placeholders;
+        self.literals.truncate(literals);
         None
     }
 
@@ -641,46 +639,47 @@ impl<'q> Normalizer<'q, '_> {
         if !self.is_symbol(i, b"(") {
             return None;
         }
-        let before = self.placeholders;
+        let before = (self.placeholders, self.literals.len());
         let mut j = i + 1;
-        let mut items = Vec::new();
         loop {
             let negative = self.is_symbol(j, b"-");
             let at = if negative || self.is_symbol(j, b"+") { j + 1 } else { j };
-            let Some(&token) = self.tokens.get(at) else { return self.undo_placeholders(before) };
+            let Some(&token) = self.tokens.get(at) else { return self.undo(before) };
             let numeric = matches!(token.kind, TokenKind::Integer | TokenKind::Decimal | TokenKind::Float);
             if at != j && !numeric {
-                return self.undo_placeholders(before);
+                return self.undo(before);
             }
             let lit = match token.kind {
-                TokenKind::Word if is(token.text(self.sql), "NULL") => Literal::Null,
+                TokenKind::Word if self.is_word(at, Named::Null) => Literal::Null,
                 kind if kind.is_value_literal() || kind == TokenKind::Placeholder => match self.parse_literal(at, negative) {
                     Some(lit) => lit,
-                    None => return self.undo_placeholders(before),
+                    None => return self.undo(before),
                 },
-                _ => return self.undo_placeholders(before),
+                _ => return self.undo(before),
             };
-            items.push(lit);
+            // Pushed as they are read; taken back if the list turns out not to be literals.
+            self.literals.push(lit);
             j = at + 1;
             if self.is_symbol(j, b",") {
                 j += 1;
             } else if self.is_symbol(j, b")") {
                 break;
             } else {
-                return self.undo_placeholders(before);
+                return self.undo(before);
             }
         }
+        let items = self.literals.len() - before.1;
         self.push("IN", true);
-        if items.len() > self.max_in_list {
+        if items > self.max_in_list {
             // Not a slot: a shape of its own whose verdict is this relay.
+            self.literals.truncate(before.1);
             self.relay(LONG_IN_LIST);
             self.push(LONG_LIST, true);
             return Some(j + 1);
         }
         self.push(IN_LIST, true);
         self.slots.push(Slot::InList(self.out.len() - IN_LIST.len()));
-        self.in_lists.push(u32::try_from(items.len()).unwrap_or(u32::MAX));
-        self.literals.extend(items);
+        self.in_lists.push(u32::try_from(items).unwrap_or(u32::MAX));
         Some(j + 1)
     }
 }

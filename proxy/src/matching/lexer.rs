@@ -106,8 +106,20 @@ pub struct Lexer<'q> {
 /// Bytes that may continue an unquoted identifier (any byte >= 0x80 too: MySQL allows
 /// non-ASCII letters, and a multi-byte UTF-8 sequence never contains ASCII bytes).
 fn is_ident_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80
+    IDENT[usize::from(b)]
 }
+
+/// [`is_ident_byte`] per byte value: one load per byte of a word instead of four comparisons.
+const IDENT: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        table[i] = b.is_ascii_alphanumeric() || b == b'_' || b == b'$' || b >= 0x80;
+        i += 1;
+    }
+    table
+};
 
 /// Three-byte, then two-byte operators, longest first.
 const SYMBOLS_3: [&[u8]; 2] = [b"<=>", b"->>"];
@@ -265,7 +277,10 @@ impl<'q> Lexer<'q> {
 
     fn symbol(&mut self) -> TokenKind {
         let rest = &self.input[self.pos..];
-        let len = if SYMBOLS_3.iter().any(|s| rest.starts_with(s)) {
+        // Only these bytes start a two- or three-byte operator.
+        let len = if !matches!(rest.first(), Some(b'<' | b'>' | b'!' | b':' | b'|' | b'&' | b'-')) {
+            1
+        } else if SYMBOLS_3.iter().any(|s| rest.starts_with(s)) {
             3
         } else if SYMBOLS_2.iter().any(|s| rest.starts_with(s)) {
             2

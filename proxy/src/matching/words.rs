@@ -1,217 +1,409 @@
 //! The words the fingerprint treats specially: reserved words (their case is folded), the
-//! words that end a select list, the function names whose case is folded, and a set type
-//! whose look-ups do not allocate. Split from [`super::fingerprint`], which reads them.
+//! words that end a select list, the function names whose case is folded, and [`Kw`], what a
+//! word is among them, found once per word token by one look-up in a table of them all (no
+//! allocation). Split from [`super::fingerprint`], which reads them.
 
 use std::sync::OnceLock;
 
 /// Reserved words: their case is folded. Non-reserved words may be table names, whose case
 /// matters, so they keep it.
-pub(super) static RESERVED: WordSet = WordSet::new(&[
-    "ALL",
-    "AND",
-    "AS",
-    "ASC",
-    "BETWEEN",
-    "BINARY",
-    "BY",
-    "CASE",
-    "CHAR",
-    "COLLATE",
-    "CROSS",
-    "CURRENT_DATE",
-    "CURRENT_TIME",
-    "CURRENT_TIMESTAMP",
-    "CURRENT_USER",
-    "DECIMAL",
-    "DESC",
-    "DISTINCT",
-    "DISTINCTROW",
-    "DIV",
-    "DOUBLE",
-    "ELSE",
-    "EXCEPT",
-    "EXISTS",
-    "FALSE",
-    "FLOAT",
-    "FOR",
-    "FORCE",
-    "FROM",
-    "GROUP",
-    "HAVING",
-    "HIGH_PRIORITY",
-    "IGNORE",
-    "IN",
-    "INDEX",
-    "INNER",
-    "INT",
-    "INTEGER",
-    "INTERSECT",
-    "INTERVAL",
-    "INTO",
-    "IS",
-    "JOIN",
-    "KEY",
-    "LEFT",
-    "LIKE",
-    "LIMIT",
-    "LOCALTIME",
-    "LOCALTIMESTAMP",
-    "LOCK",
-    "MOD",
-    "NATURAL",
-    "NOT",
-    "NULL",
-    "NUMERIC",
-    "ON",
-    "OR",
-    "ORDER",
-    "OUTER",
-    "REGEXP",
-    "RIGHT",
-    "RLIKE",
-    "SELECT",
-    "SQL_BIG_RESULT",
-    "SQL_CALC_FOUND_ROWS",
-    "SQL_SMALL_RESULT",
-    "STRAIGHT_JOIN",
-    "THEN",
-    "TRUE",
-    "UNION",
-    "UNSIGNED",
-    "UPDATE",
-    "USE",
-    "USING",
-    "UTC_DATE",
-    "UTC_TIME",
-    "UTC_TIMESTAMP",
-    "VARBINARY",
-    "VARCHAR",
-    "WHEN",
-    "WHERE",
-    "WITH",
-    "XOR",
-]);
+pub(super) static RESERVED: WordSet = WordSet::new(
+    1 << 0,
+    &[
+        "ALL",
+        "AND",
+        "AS",
+        "ASC",
+        "BETWEEN",
+        "BINARY",
+        "BY",
+        "CASE",
+        "CHAR",
+        "COLLATE",
+        "CROSS",
+        "CURRENT_DATE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "CURRENT_USER",
+        "DECIMAL",
+        "DESC",
+        "DISTINCT",
+        "DISTINCTROW",
+        "DIV",
+        "DOUBLE",
+        "ELSE",
+        "EXCEPT",
+        "EXISTS",
+        "FALSE",
+        "FLOAT",
+        "FOR",
+        "FORCE",
+        "FROM",
+        "GROUP",
+        "HAVING",
+        "HIGH_PRIORITY",
+        "IGNORE",
+        "IN",
+        "INDEX",
+        "INNER",
+        "INT",
+        "INTEGER",
+        "INTERSECT",
+        "INTERVAL",
+        "INTO",
+        "IS",
+        "JOIN",
+        "KEY",
+        "LEFT",
+        "LIKE",
+        "LIMIT",
+        "LOCALTIME",
+        "LOCALTIMESTAMP",
+        "LOCK",
+        "MOD",
+        "NATURAL",
+        "NOT",
+        "NULL",
+        "NUMERIC",
+        "ON",
+        "OR",
+        "ORDER",
+        "OUTER",
+        "REGEXP",
+        "RIGHT",
+        "RLIKE",
+        "SELECT",
+        "SQL_BIG_RESULT",
+        "SQL_CALC_FOUND_ROWS",
+        "SQL_SMALL_RESULT",
+        "STRAIGHT_JOIN",
+        "THEN",
+        "TRUE",
+        "UNION",
+        "UNSIGNED",
+        "UPDATE",
+        "USE",
+        "USING",
+        "UTC_DATE",
+        "UTC_TIME",
+        "UTC_TIMESTAMP",
+        "VARBINARY",
+        "VARCHAR",
+        "WHEN",
+        "WHERE",
+        "WITH",
+        "XOR",
+    ],
+);
 
 /// Keywords after which `(` holds type arguments that stay in the text.
-pub(super) static TYPES: WordSet = WordSet::new(&[
-    "BINARY",
-    "CHAR",
-    "DATETIME",
-    "DEC",
-    "DECIMAL",
-    "DOUBLE",
-    "FLOAT",
-    "NCHAR",
-    "NUMERIC",
-    "TIME",
-    "TIMESTAMP",
-    "VARBINARY",
-    "VARCHAR",
-]);
+pub(super) static TYPES: WordSet = WordSet::new(
+    1 << 1,
+    &["BINARY", "CHAR", "DATETIME", "DEC", "DECIMAL", "DOUBLE", "FLOAT", "NCHAR", "NUMERIC", "TIME", "TIMESTAMP", "VARBINARY", "VARCHAR"],
+);
 
 /// Functions whose result depends on the session, the clock or chance: their reads go to the
 /// server. Matched as a word followed by `(`.
-pub(super) static SESSION_FUNCTIONS: WordSet = WordSet::new(&[
-    "BENCHMARK",
-    "CONNECTION_ID",
-    "CURDATE",
-    "CURRENT_DATE",
-    "CURRENT_ROLE",
-    "CURRENT_TIME",
-    "CURRENT_TIMESTAMP",
-    "CURRENT_USER",
-    "CURTIME",
-    "DATABASE",
-    "FOUND_ROWS",
-    "GET_LOCK",
-    "IS_FREE_LOCK",
-    "IS_USED_LOCK",
-    "LASTVAL",
-    "LAST_INSERT_ID",
-    "LOAD_FILE",
-    "LOCALTIME",
-    "LOCALTIMESTAMP",
-    "MASTER_GTID_WAIT",
-    "MASTER_POS_WAIT",
-    "NEXTVAL",
-    "NOW",
-    "RAND",
-    "RANDOM_BYTES",
-    "RELEASE_ALL_LOCKS",
-    "RELEASE_LOCK",
-    "ROW_COUNT",
-    "SCHEMA",
-    "SESSION_USER",
-    "SETVAL",
-    "SLEEP",
-    "SYSDATE",
-    "SYSTEM_USER",
-    "UNIX_TIMESTAMP",
-    "USER",
-    "UTC_DATE",
-    "UTC_TIME",
-    "UTC_TIMESTAMP",
-    "UUID",
-    "UUID_SHORT",
-    "VERSION",
-]);
+pub(super) static SESSION_FUNCTIONS: WordSet = WordSet::new(
+    1 << 2,
+    &[
+        "BENCHMARK",
+        "CONNECTION_ID",
+        "CURDATE",
+        "CURRENT_DATE",
+        "CURRENT_ROLE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "CURRENT_USER",
+        "CURTIME",
+        "DATABASE",
+        "FOUND_ROWS",
+        "GET_LOCK",
+        "IS_FREE_LOCK",
+        "IS_USED_LOCK",
+        "LASTVAL",
+        "LAST_INSERT_ID",
+        "LOAD_FILE",
+        "LOCALTIME",
+        "LOCALTIMESTAMP",
+        "MASTER_GTID_WAIT",
+        "MASTER_POS_WAIT",
+        "NEXTVAL",
+        "NOW",
+        "RAND",
+        "RANDOM_BYTES",
+        "RELEASE_ALL_LOCKS",
+        "RELEASE_LOCK",
+        "ROW_COUNT",
+        "SCHEMA",
+        "SESSION_USER",
+        "SETVAL",
+        "SLEEP",
+        "SYSDATE",
+        "SYSTEM_USER",
+        "UNIX_TIMESTAMP",
+        "USER",
+        "UTC_DATE",
+        "UTC_TIME",
+        "UTC_TIMESTAMP",
+        "UUID",
+        "UUID_SHORT",
+        "VERSION",
+    ],
+);
 
 /// Of the above, those that need no parentheses (`SELECT CURRENT_TIMESTAMP`).
-pub(super) static SESSION_WORDS: WordSet = WordSet::new(&[
-    "CURRENT_DATE",
-    "CURRENT_ROLE",
-    "CURRENT_TIME",
-    "CURRENT_TIMESTAMP",
-    "CURRENT_USER",
-    "LOCALTIME",
-    "LOCALTIMESTAMP",
-    "UTC_DATE",
-    "UTC_TIME",
-    "UTC_TIMESTAMP",
-]);
+pub(super) static SESSION_WORDS: WordSet = WordSet::new(
+    1 << 3,
+    &[
+        "CURRENT_DATE",
+        "CURRENT_ROLE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "CURRENT_USER",
+        "LOCALTIME",
+        "LOCALTIMESTAMP",
+        "UTC_DATE",
+        "UTC_TIME",
+        "UTC_TIMESTAMP",
+    ],
+);
 
 /// Words that end a select list at its own depth.
-pub(super) const SELECT_LIST_ENDS: &[&str] =
-    &["EXCEPT", "FOR", "FROM", "GROUP", "HAVING", "INTERSECT", "INTO", "LIMIT", "LOCK", "ORDER", "UNION", "WHERE", "WINDOW"];
+pub(super) static SELECT_LIST_ENDS: WordSet = WordSet::new(
+    1 << 4,
+    &["EXCEPT", "FOR", "FROM", "GROUP", "HAVING", "INTERSECT", "INTO", "LIMIT", "LOCK", "ORDER", "UNION", "WHERE", "WINDOW"],
+);
+
+/// Reserved words after which a `-` is binary: they end an operand (`NULL - 1`).
+pub(super) static OPERAND_WORDS: WordSet = WordSet::new(
+    1 << 5,
+    &[
+        "NULL",
+        "TRUE",
+        "FALSE",
+        "CURRENT_DATE",
+        "CURRENT_TIME",
+        "CURRENT_TIMESTAMP",
+        "CURRENT_USER",
+        "LOCALTIME",
+        "LOCALTIMESTAMP",
+        "UTC_DATE",
+        "UTC_TIME",
+        "UTC_TIMESTAMP",
+    ],
+);
 
 /// Reserved words that may appear in a select list of plain column names.
 pub(super) static NAME_LIST_WORDS: WordSet =
-    WordSet::new(&["ALL", "AS", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY", "SQL_BIG_RESULT", "SQL_SMALL_RESULT", "STRAIGHT_JOIN"]);
+    WordSet::new(1 << 6, &["ALL", "AS", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY", "SQL_BIG_RESULT", "SQL_SMALL_RESULT", "STRAIGHT_JOIN"]);
 
-/// A set of words, kept on first use as sorted packed upper-case keys: a look-up is a binary
-/// search over integers. (Binary search over strings was half of classify's time.)
+/// The longest word of any set, in bytes: a longer word is no keyword.
+pub(super) const MAX_KEYWORD: usize = 24;
+
+/// Every set above, for building the table of [`Kw`]s.
+static SETS: [&WordSet; 7] = [&RESERVED, &TYPES, &SESSION_FUNCTIONS, &SESSION_WORDS, &SELECT_LIST_ENDS, &OPERAND_WORDS, &NAME_LIST_WORDS];
+
+/// A set of words: its bit in [`Kw`] and its words (upper case).
 pub(super) struct WordSet {
+    bit: u8,
     words: &'static [&'static str],
-    keys: OnceLock<Vec<[u64; 3]>>,
 }
 
 impl WordSet {
-    pub(super) const fn new(words: &'static [&'static str]) -> WordSet {
-        WordSet { words, keys: OnceLock::new() }
-    }
-
-    pub(super) fn contains(&self, key: &[u64; 3]) -> bool {
-        let keys = self.keys.get_or_init(|| {
-            let mut keys: Vec<[u64; 3]> = self.words.iter().filter_map(|w| Upper::of(w.as_bytes())).map(|u| u.key).collect();
-            keys.sort_unstable();
-            keys
-        });
-        keys.binary_search(key).is_ok()
+    const fn new(bit: u8, words: &'static [&'static str]) -> WordSet {
+        WordSet { bit, words }
     }
 }
 
-/// A word's upper-case form in a stack buffer, for look-ups without allocating.
+/// The words the normalizer asks about by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Named {
+    Other,
+    Asc,
+    By,
+    Desc,
+    For,
+    Group,
+    In,
+    Into,
+    Is,
+    Lock,
+    Next,
+    Not,
+    Null,
+    Order,
+    Previous,
+    Procedure,
+    Select,
+    Share,
+    SqlCalcFoundRows,
+    Update,
+    Value,
+}
+
+const NAMED: [(&str, Named); 20] = [
+    ("ASC", Named::Asc),
+    ("BY", Named::By),
+    ("DESC", Named::Desc),
+    ("FOR", Named::For),
+    ("GROUP", Named::Group),
+    ("IN", Named::In),
+    ("INTO", Named::Into),
+    ("IS", Named::Is),
+    ("LOCK", Named::Lock),
+    ("NEXT", Named::Next),
+    ("NOT", Named::Not),
+    ("NULL", Named::Null),
+    ("ORDER", Named::Order),
+    ("PREVIOUS", Named::Previous),
+    ("PROCEDURE", Named::Procedure),
+    ("SELECT", Named::Select),
+    ("SHARE", Named::Share),
+    ("SQL_CALC_FOUND_ROWS", Named::SqlCalcFoundRows),
+    ("UPDATE", Named::Update),
+    ("VALUE", Named::Value),
+];
+
+/// What a word is to the normalizer: the sets it is in, its name if the normalizer asks for it
+/// by name, and its upper-case text. Found once per word token by one hash look-up
+/// ([`Kw::of`]); asking each set in turn was a binary search per question, several per token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Kw {
+    sets: u8,
+    pub(super) named: Named,
+    /// The word's index in the table's names, when it is in a set or named.
+    entry: u16,
+}
+
+impl Kw {
+    /// In no set and not named: every word that is not a keyword, and every token that is not
+    /// a word (each has a byte no keyword has: a digit, quote, backtick, `?`, `@`, `.`, `/` or
+    /// an operator).
+    pub(super) const NONE: Kw = Kw { sets: 0, named: Named::Other, entry: u16::MAX };
+
+    /// `word` compared without ASCII case, as [`Upper::of`]'s key compared it with the sets'.
+    pub(super) fn of(word: &[u8]) -> Kw {
+        match key(word) {
+            Some(key) => table().get(&key),
+            None => Kw::NONE,
+        }
+    }
+
+    pub(super) fn is_in(self, set: &WordSet) -> bool {
+        self.sets & set.bit != 0
+    }
+
+    pub(super) fn is(self, named: Named) -> bool {
+        self.named == named
+    }
+
+    /// The upper-case text of a word in a set or named (`""` otherwise).
+    pub(super) fn name(self) -> &'static str {
+        table().names.get(usize::from(self.entry)).copied().unwrap_or("")
+    }
+}
+
+/// The words of every set and the named ones, by key, in an open-addressed table at most half
+/// full, so a probe always ends at the key or at an empty slot (no word's key is all zeros).
+struct Table {
+    slots: Vec<([u64; 3], Kw)>,
+    names: Vec<&'static str>,
+}
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut names: Vec<&'static str> = SETS.iter().flat_map(|s| s.words.iter().copied()).chain(NAMED.iter().map(|n| n.0)).collect();
+        names.sort_unstable();
+        names.dedup();
+        let mut slots = vec![([0u64; 3], Kw::NONE); (names.len() * 2).next_power_of_two()];
+        let mask = slots.len() - 1;
+        for (entry, &name) in names.iter().enumerate() {
+            let Some(key) = key(name.as_bytes()) else { continue };
+            let sets = SETS.iter().filter(|s| s.words.contains(&name)).fold(0, |bits, s| bits | s.bit);
+            let named = NAMED.iter().find(|n| n.0 == name).map_or(Named::Other, |n| n.1);
+            let kw = Kw { sets, named, entry: u16::try_from(entry).unwrap_or(u16::MAX) };
+            let mut at = slot(&key) & mask;
+            while slots.get(at).is_some_and(|s| s.0 != [0; 3]) {
+                at = (at + 1) & mask;
+            }
+            if let Some(s) = slots.get_mut(at) {
+                *s = (key, kw);
+            }
+        }
+        Table { slots, names }
+    })
+}
+
+impl Table {
+    fn get(&self, key: &[u64; 3]) -> Kw {
+        let mask = self.slots.len() - 1;
+        let mut at = slot(key) & mask;
+        // Each slot at most once; an empty slot (there is always one) ends the probe.
+        for _ in 0..self.slots.len() {
+            match self.slots.get(at) {
+                Some((k, kw)) if k[0] == key[0] && k[1] == key[1] && k[2] == key[2] => return *kw,
+                Some((k, _)) if *k != [0; 3] => at = (at + 1) & mask,
+                _ => return Kw::NONE,
+            }
+        }
+        Kw::NONE
+    }
+}
+
+fn slot(key: &[u64; 3]) -> usize {
+    let h = (key[0] ^ key[1].rotate_left(21) ^ key[2].rotate_left(42)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    (h >> 40) as usize
+}
+
+/// A word's upper-case bytes zero-padded to [`MAX_KEYWORD`], as big-endian integers ([`Upper`]'s key),
+/// upper-cased eight bytes at a time. None for words longer than any keyword and for the empty
+/// word (neither is a keyword).
+fn key(word: &[u8]) -> Option<[u64; 3]> {
+    if word.is_empty() || word.len() > MAX_KEYWORD {
+        return None;
+    }
+    let mut key = [0u64; 3];
+    // Byte by byte into the integers (no copy through a buffer: most words are a few bytes).
+    for (k, chunk) in key.iter_mut().zip(word.chunks(8)) {
+        let mut v = 0u64;
+        for (j, &b) in chunk.iter().enumerate() {
+            v |= u64::from(b) << (56 - 8 * j);
+        }
+        *k = upper8(v);
+    }
+    Some(key)
+}
+
+/// `make_ascii_uppercase` of eight bytes at once: `a`..=`z` lose 0x20, every other byte
+/// (those >= 0x80 too) stays.
+fn upper8(x: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let low = x & LOW7;
+    // Per byte, with no carry between bytes (each sum stays under 0x100): the high bit is set
+    // when the low seven bits are >= `a` (0x61 + 0x1f = 0x80), and when they are > `z`
+    // (0x7b + 0x05 = 0x80); a byte >= 0x80 is left alone.
+    let at_least_a = low.wrapping_add(0x1f1f_1f1f_1f1f_1f1f);
+    let above_z = low.wrapping_add(0x0505_0505_0505_0505);
+    let lower = at_least_a & !above_z & !x & HIGH;
+    x ^ (lower >> 2)
+}
+
+/// A word's upper-case form in a stack buffer, without allocating.
 pub(super) struct Upper {
-    buf: [u8; 24],
+    buf: [u8; MAX_KEYWORD],
     len: usize,
-    /// `buf` as big-endian integers: orders like the bytes, compares without memcmp.
+    /// `buf` as big-endian integers (what [`key`] computes).
+    #[cfg_attr(not(test), allow(dead_code))]
     key: [u64; 3],
 }
 
 impl Upper {
     /// None for words longer than any keyword (they are never keywords).
     pub(super) fn of(word: &[u8]) -> Option<Upper> {
-        let mut buf = [0u8; 24];
+        let mut buf = [0u8; MAX_KEYWORD];
         buf.get_mut(..word.len())?.copy_from_slice(word);
         buf.make_ascii_uppercase();
         let mut key = [0u64; 3];
@@ -226,16 +418,73 @@ impl Upper {
     pub(super) fn as_str(&self) -> &str {
         std::str::from_utf8(&self.buf[..self.len]).unwrap_or("")
     }
-
-    pub(super) fn is_in(&self, set: &WordSet) -> bool {
-        set.contains(&self.key)
-    }
 }
 
 pub(super) fn upper(word: &[u8]) -> Option<Upper> {
     Upper::of(word)
 }
 
-pub(super) fn is(word: &[u8], keyword: &str) -> bool {
-    word.eq_ignore_ascii_case(keyword.as_bytes())
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The look-up each set made before [`Kw`]: a binary search of the set's upper-case keys.
+    fn in_set(word: &[u8], set: &WordSet) -> bool {
+        let mut keys: Vec<[u64; 3]> = set.words.iter().filter_map(|w| Upper::of(w.as_bytes())).map(|u| u.key).collect();
+        keys.sort_unstable();
+        Upper::of(word).is_some_and(|u| keys.binary_search(&u.key).is_ok())
+    }
+
+    #[test]
+    fn upper8_is_make_ascii_uppercase() {
+        for b in 0..=255u8 {
+            for at in 0..8 {
+                let mut bytes = [b'a', b'Z', b'_', 0x80, b'z', b'{', b'`', b'@'];
+                bytes[at] = b;
+                let mut expect = bytes;
+                expect.make_ascii_uppercase();
+                assert_eq!(upper8(u64::from_be_bytes(bytes)), u64::from_be_bytes(expect), "{b:#x} at {at}");
+            }
+        }
+    }
+
+    #[test]
+    fn kw_answers_as_the_sets_did() {
+        let mut words: Vec<Vec<u8>> = Vec::new();
+        for set in SETS {
+            for w in set.words {
+                let b = w.as_bytes();
+                words.push(b.to_vec());
+                words.push(w.to_ascii_lowercase().into_bytes());
+                let mut mixed = b.to_vec();
+                mixed[0] = mixed[0].to_ascii_lowercase();
+                words.push(mixed.clone());
+                mixed.push(b'S');
+                words.push(mixed);
+                words.push(b[..b.len() - 1].to_vec());
+                words.push(b[1..].to_vec());
+                words.push([b, "\u{e9}".as_bytes()].concat());
+            }
+        }
+        for (name, _) in NAMED {
+            words.push(name.to_ascii_lowercase().into_bytes());
+        }
+        for w in ["", "a", "id", "stories", "select_", "_select", "sélect", "SELECTSELECTSELECTSELECT", "SELECTSELECTSELECTSELECTX"] {
+            words.push(w.as_bytes().to_vec());
+        }
+        words.extend([b"SEL\xc3ECT".to_vec(), b"sql_calc_found_rowz".to_vec(), b"`select`".to_vec(), b"'from'".to_vec()]);
+        for w in &words {
+            let kw = Kw::of(w);
+            let shown = String::from_utf8_lossy(w);
+            for set in SETS {
+                assert_eq!(kw.is_in(set), in_set(w, set), "{shown:?} in the set of {}", set.words[0]);
+            }
+            let named = NAMED.iter().find(|n| w.eq_ignore_ascii_case(n.0.as_bytes())).map_or(Named::Other, |n| n.1);
+            assert_eq!(kw.named, named, "{shown:?}");
+            let keyword = kw.sets != 0 || kw.named != Named::Other;
+            let upper = Upper::of(w);
+            assert_eq!(kw.name(), if keyword { upper.as_ref().map_or("", Upper::as_str) } else { "" }, "{shown:?}");
+            assert_eq!(key(w), if w.is_empty() { None } else { upper.map(|u| u.key) }, "{shown:?}");
+        }
+    }
 }
