@@ -62,21 +62,26 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
 /// length is one byte).
 fn put_integer(out: &mut Vec<u8>, magnitude: u64, negative: bool) {
     let mut digits = [0u8; 21];
-    let mut at = digits.len();
-    let mut n = magnitude;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
+    let mut at = digits_at_end(&mut digits, magnitude);
     if negative {
         at -= 1;
         digits[at] = b'-';
     }
     put_string(out, &digits[at..]);
+}
+
+/// Writes `n`'s decimal digits at the end of `buf` (at least 20 bytes: a `u64` has at most 20
+/// digits) and returns where they start.
+fn digits_at_end(buf: &mut [u8], mut n: u64) -> usize {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            return at;
+        }
+    }
 }
 
 fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -278,17 +283,9 @@ impl Temporal {
 
     /// The first `take` of `n`'s digits zero-padded to at least `width`, as `{n:0width$}`
     /// writes them (`width` at most 20).
-    fn padded(&mut self, mut n: u64, width: usize, take: usize) {
+    fn padded(&mut self, n: u64, width: usize, take: usize) {
         let mut digits = [b'0'; 20];
-        let mut at = digits.len();
-        loop {
-            at -= 1;
-            digits[at] = b'0' + (n % 10) as u8;
-            n /= 10;
-            if n == 0 {
-                break;
-            }
-        }
+        let at = digits_at_end(&mut digits, n);
         let from = at.min(digits.len().saturating_sub(width));
         for &d in digits.iter().skip(from).take(take) {
             self.push(d);
