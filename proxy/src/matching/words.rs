@@ -282,7 +282,7 @@ impl Kw {
     /// an operator).
     pub(super) const NONE: Kw = Kw { sets: 0, named: Named::Other, entry: u16::MAX };
 
-    /// `word` compared without ASCII case, as [`Upper::of`]'s key compared it with the sets'.
+    /// `word` compared without ASCII case, as the sets compared its upper-case form.
     pub(super) fn of(word: &[u8]) -> Kw {
         match key(word) {
             Some(key) => table().get(&key),
@@ -357,7 +357,7 @@ fn slot(key: &[u64; 3]) -> usize {
     (h >> 40) as usize
 }
 
-/// A word's upper-case bytes zero-padded to [`MAX_KEYWORD`], as big-endian integers ([`Upper`]'s key),
+/// A word's upper-case bytes zero-padded to [`MAX_KEYWORD`], as big-endian integers,
 /// upper-cased eight bytes at a time. None for words longer than any keyword and for the empty
 /// word (neither is a keyword).
 fn key(word: &[u8]) -> Option<[u64; 3]> {
@@ -395,9 +395,6 @@ fn upper8(x: u64) -> u64 {
 pub(super) struct Upper {
     buf: [u8; MAX_KEYWORD],
     len: usize,
-    /// `buf` as big-endian integers (what [`key`] computes).
-    #[cfg_attr(not(test), allow(dead_code))]
-    key: [u64; 3],
 }
 
 impl Upper {
@@ -406,13 +403,7 @@ impl Upper {
         let mut buf = [0u8; MAX_KEYWORD];
         buf.get_mut(..word.len())?.copy_from_slice(word);
         buf.make_ascii_uppercase();
-        let mut key = [0u64; 3];
-        for (k, chunk) in key.iter_mut().zip(buf.chunks_exact(8)) {
-            let mut b = [0u8; 8];
-            b.copy_from_slice(chunk);
-            *k = u64::from_be_bytes(b);
-        }
-        Some(Upper { buf, len: word.len(), key })
+        Some(Upper { buf, len: word.len() })
     }
 
     pub(super) fn as_str(&self) -> &str {
@@ -428,11 +419,22 @@ pub(super) fn upper(word: &[u8]) -> Option<Upper> {
 mod tests {
     use super::*;
 
+    /// The key the sets compared before [`Kw`]: the upper-case buffer as big-endian integers.
+    fn old_key(u: &Upper) -> [u64; 3] {
+        let mut key = [0u64; 3];
+        for (k, chunk) in key.iter_mut().zip(u.buf.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            *k = u64::from_be_bytes(b);
+        }
+        key
+    }
+
     /// The look-up each set made before [`Kw`]: a binary search of the set's upper-case keys.
     fn in_set(word: &[u8], set: &WordSet) -> bool {
-        let mut keys: Vec<[u64; 3]> = set.words.iter().filter_map(|w| Upper::of(w.as_bytes())).map(|u| u.key).collect();
+        let mut keys: Vec<[u64; 3]> = set.words.iter().filter_map(|w| Upper::of(w.as_bytes())).map(|u| old_key(&u)).collect();
         keys.sort_unstable();
-        Upper::of(word).is_some_and(|u| keys.binary_search(&u.key).is_ok())
+        Upper::of(word).is_some_and(|u| keys.binary_search(&old_key(&u)).is_ok())
     }
 
     #[test]
@@ -484,7 +486,7 @@ mod tests {
             let keyword = kw.sets != 0 || kw.named != Named::Other;
             let upper = Upper::of(w);
             assert_eq!(kw.name(), if keyword { upper.as_ref().map_or("", Upper::as_str) } else { "" }, "{shown:?}");
-            assert_eq!(key(w), if w.is_empty() { None } else { upper.map(|u| u.key) }, "{shown:?}");
+            assert_eq!(key(w), if w.is_empty() { None } else { upper.map(|u| old_key(&u)) }, "{shown:?}");
         }
     }
 }
