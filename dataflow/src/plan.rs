@@ -138,6 +138,32 @@ impl Node {
         }
     }
 
+    /// The base column that output column `col` is a copy of: `(occurrence, base column)`,
+    /// followed through filters, plain-column projections, joins, group columns, DISTINCT and
+    /// top-k. `None` for computed columns (expressions, aggregates) and for UNION ALL.
+    pub fn origin(&self, col: usize) -> Option<(usize, usize)> {
+        match self {
+            Node::Base { occ, columns, .. } => (col < columns.len()).then_some((*occ, col)),
+            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => input.origin(col),
+            Node::Project { input, exprs } => match exprs.get(col) {
+                Some(Expr::Col(c)) => input.origin(*c),
+                _ => None,
+            },
+            Node::Join { left, right, .. } => {
+                let lw = left.width();
+                if col < lw { left.origin(col) } else { right.origin(col - lw) }
+            }
+            Node::Aggregate { input, group, .. } => {
+                if col < *group {
+                    input.origin(col)
+                } else {
+                    None
+                }
+            }
+            Node::Union { .. } => None,
+        }
+    }
+
     /// Direct inputs, left to right.
     pub fn inputs(&self) -> Vec<&Node> {
         match self {

@@ -50,19 +50,10 @@ pub(super) struct Dim {
     pub(super) from: Option<(usize, Vec<usize>)>,
 }
 
-/// Occurrence and width of each base in `n`, in output order (`n` is a left-deep join tree).
-fn base_layout(n: &Node) -> Vec<(usize, usize)> {
-    n.bases()
-        .into_iter()
-        .filter_map(|b| match b {
-            Node::Base { occ, columns, .. } => Some((*occ, columns.len())),
-            _ => None,
-        })
-        .collect()
-}
-
 /// The dimension joins of `graph`, in node order (so a dimension's `from` occurrence, which
-/// lies in the join's left input, is never a later dimension).
+/// lies in the join's left input, is never a later dimension). Join columns are traced to the
+/// base columns they copy ([`Node::origin`]): the join's inputs may be projections of their
+/// bases, and the writer and the replica fill see base rows.
 pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
     let mut out = Vec::new();
     for (i, n) in graph.nodes.iter().enumerate() {
@@ -71,16 +62,16 @@ pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
             continue;
         }
         let Some(Node::Base { occ, table, .. }) = right.bases().first().copied() else { continue };
-        let mut from = None;
-        let mut off = 0;
-        for (o, w) in base_layout(left) {
-            if on.iter().all(|(l, _)| (off..off + w).contains(l)) {
-                from = Some((o, on.iter().map(|(l, _)| l - off).collect()));
-                break;
-            }
-            off += w;
-        }
-        out.push(Dim { node: i, occ: *occ, table: table.to_ascii_lowercase(), cols: on.iter().map(|p| p.1).collect(), from });
+        // Compile only joins a dimension on plain columns of it.
+        let Some(cols) = on.iter().map(|&(_, r)| right.origin(r).filter(|o| o.0 == *occ).map(|o| o.1)).collect::<Option<Vec<_>>>() else {
+            continue;
+        };
+        let lefts: Option<Vec<(usize, usize)>> = on.iter().map(|&(l, _)| left.origin(l)).collect();
+        let from = lefts.and_then(|ls| {
+            let o = ls.first()?.0;
+            ls.iter().all(|l| l.0 == o).then(|| (o, ls.iter().map(|l| l.1).collect()))
+        });
+        out.push(Dim { node: i, occ: *occ, table: table.to_ascii_lowercase(), cols, from });
     }
     out
 }
