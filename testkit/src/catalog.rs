@@ -24,11 +24,11 @@ pub fn news() -> Catalog {
 }
 
 /// Two tables `a(id, k, g, x, s)` and `b(id, k, y, s)` of INT columns and one text column,
-/// the oracle tests' schema.
+/// the oracle tests' schema. The ids are `NOT NULL` (primary keys), the rest nullable.
 pub fn ab() -> Catalog {
     let i = |n: &str| int(n, 4);
     let mut c = Catalog::new();
-    c.add(TableSchema::new("a", vec![i("id"), i("k"), i("g"), i("x"), text_ci("s")], vec![0])).expect("a");
-    c.add(TableSchema::new("b", vec![i("id"), i("k"), i("y"), text_ci("s")], vec![0])).expect("b");
+    c.add(TableSchema::new("a", vec![i("id").not_null(), i("k"), i("g"), i("x"), text_ci("s")], vec![0])).expect("a");
+    c.add(TableSchema::new("b", vec![i("id").not_null(), i("k"), i("y"), text_ci("s")], vec![0])).expect("b");
     c
 }

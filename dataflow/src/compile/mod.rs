@@ -24,6 +24,7 @@
 
 mod depth;
 mod lower;
+mod prune;
 mod select;
 
 use std::collections::HashMap;
@@ -229,10 +230,18 @@ impl CompiledQuery {
 /// Compiles one SELECT against `catalog`.
 pub fn compile(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusal> {
     depth::check(sql)?;
-    depth::with_stack(|| compile_checked(sql, catalog))
+    depth::with_stack(|| compile_checked(sql, catalog, true))
 }
 
-fn compile_checked(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusal> {
+/// [`compile`] without its last pass, projection pushdown (`prune`): the same answers from a
+/// plan whose joins keep whole rows. The reference that tests evaluate from scratch, so that
+/// they check the pass rather than share it.
+pub fn compile_unpruned(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusal> {
+    depth::check(sql)?;
+    depth::with_stack(|| compile_checked(sql, catalog, false))
+}
+
+fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<CompiledQuery, Refusal> {
     let stmts = match Parser::parse_sql(&MySqlDialect {}, sql) {
         Ok(s) => s,
         Err(e) => return refuse(format!("cannot parse the query: {e}")),
@@ -249,7 +258,7 @@ fn compile_checked(sql: &str, catalog: &Catalog) -> Result<CompiledQuery, Refusa
         }
         ControlFlow::<()>::Continue(())
     });
-    Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0 }.query(sql, q)
+    Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0, prune }.query(sql, q)
 }
 
 struct Compiler<'a> {
@@ -259,6 +268,8 @@ struct Compiler<'a> {
     occ: usize,
     n_params: usize,
     next_param: usize,
+    /// Run projection pushdown on the finished tree.
+    prune: bool,
 }
 
 struct Select {
@@ -341,9 +352,10 @@ impl Compiler<'_> {
                 "`?` parameters are supported only as `column = ?`, `column IN (?, ...)` or `column <, <=, >, >= ?` in the top-level AND of the WHERE clause",
             );
         }
+        let root = if self.prune { prune::prune(s.root, self.catalog) } else { s.root };
         Ok(CompiledQuery {
             sql: sql.to_string(),
-            root: s.root,
+            root,
             columns: s.columns,
             visible: s.visible,
             order: s.order,

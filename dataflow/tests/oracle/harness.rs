@@ -330,7 +330,11 @@ impl Sim {
                     e.eval(r) == int(1)
                 })
             };
-            let mut all = eval(&q.root, &self.replicated, restrict);
+            // The reference is the plan without projection pushdown, so the oracle checks
+            // that pass too (the view runs the pruned plan).
+            let reference = compile_unpruned(&q.sql, self.df.catalog()).unwrap();
+            assert_eq!(reference.root.width(), q.root.width(), "pruning changed the root of {}", q.sql);
+            let mut all = eval(&reference.root, &self.replicated, restrict);
             all.retain(|r| passes(r));
             let mut got_sorted = got.clone();
             if q.order.is_empty() {
@@ -377,14 +381,16 @@ pub const FAMILIES: &[&[&str]] = &[
     ],
     &[
         "SELECT a.id, c.id FROM a JOIN b ON b.k = a.k JOIN b c ON c.k = a.k WHERE a.k = ?",
-        "SELECT a.id, c.id FROM a JOIN b ON b.k = a.k JOIN a c ON c.k = a.k AND c.g = a.g WHERE a.k = ?",
+        // Reads the same columns of the a-b join as the first (projection pushdown narrows a
+        // join's inputs to what its query reads, and only equal subtrees are shared).
+        "SELECT a.id, c.id FROM a JOIN b ON b.k = a.k JOIN a c ON c.k = a.k AND c.id = a.id WHERE a.k = ?",
         "SELECT a.id, b.id FROM a JOIN b ON b.k = a.k WHERE a.k = ? AND b.y > 1",
     ],
     &[
         // Share the keyed join a-b; the dimension `c` (same occurrence number, same table)
-        // sits under a different join in each view.
+        // sits under a different join in each view (each keeps other columns of `c`).
         "SELECT a.id, c.id FROM a JOIN b ON b.k = a.k JOIN b c ON c.k = a.g WHERE a.k = ?",
-        "SELECT a.id, c.y FROM a JOIN b ON b.k = a.k JOIN b c ON c.k = a.x WHERE a.k = ?",
+        "SELECT a.id, c.y FROM a JOIN b ON b.k = a.k JOIN b c ON c.k = a.g WHERE a.k = ?",
         "SELECT a.id, b.id, c.id FROM a JOIN b ON b.k = a.k LEFT JOIN b c ON c.y = b.y WHERE a.k = ?",
     ],
     &["SELECT g, COUNT(*) FROM a GROUP BY g", "SELECT g, COUNT(*) FROM a GROUP BY g HAVING COUNT(*) > 3", "SELECT DISTINCT g FROM a"],
