@@ -74,7 +74,7 @@ impl Pruner<'_> {
                 }
                 let (input, inner) = self.node(*input, need_in)?;
                 let exprs = kept.iter().map(|&i| remap(&exprs[i], &inner)).collect::<Option<_>>()?;
-                let map = (0..need.len()).map(|i| kept.iter().position(|&k| k == i)).collect();
+                let map = ranks(&need);
                 (Node::Project { input: Box::new(input), exprs }, map)
             }
             Node::Join { left, right, on, kind } => {
@@ -130,8 +130,8 @@ impl Pruner<'_> {
         if wanted.len() == node.width() {
             return Some((node, map));
         }
-        let narrowed = |i: usize| if need[i] { map[i].and_then(|c| wanted.iter().position(|&w| w == c)) } else { None };
-        let map = (0..need.len()).map(narrowed).collect();
+        // Columns are never reordered, so a needed column's place is its rank among them.
+        let map = ranks(&need);
         let node = match node {
             Node::Project { input, exprs } => {
                 Node::Project { input, exprs: wanted.iter().map(|&c| exprs.get(c).cloned()).collect::<Option<_>>()? }
@@ -218,6 +218,19 @@ fn identity(w: usize) -> ColMap {
 /// Where a column read above sits now (`None` only if the tree broke an invariant).
 fn at(map: &ColMap, c: usize) -> Option<usize> {
     map.get(c).copied().flatten()
+}
+
+/// Each needed column's rank among the needed ones: where it sits once the others are gone.
+fn ranks(need: &[bool]) -> ColMap {
+    let mut next = 0;
+    need.iter()
+        .map(|&n| {
+            n.then(|| {
+                next += 1;
+                next - 1
+            })
+        })
+        .collect()
 }
 
 fn mark(need: &mut [bool], c: usize) {
