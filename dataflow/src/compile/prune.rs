@@ -67,7 +67,7 @@ impl Pruner<'_> {
             }
             Node::Project { input, exprs } => {
                 let exprs: Vec<Expr> = exprs.into_iter().map(|e| self.simplify(e, &input)).collect();
-                let kept: Vec<usize> = (0..exprs.len()).filter(|&i| need[i]).collect();
+                let kept: Vec<usize> = (0..exprs.len()).filter(|&i| need.get(i) == Some(&true)).collect();
                 let mut need_in = vec![false; input.width()];
                 for &i in &kept {
                     exprs[i].columns(&mut |c| mark(&mut need_in, c));

@@ -4,11 +4,13 @@
 //! (see the parent module): `+w` then `-w` restores a group exactly, bytes included.
 
 use std::collections::BTreeMap;
+use std::hash::Hash;
 
 use super::{Delta, Key, KeyState, NodeState, SLOT};
 use crate::expr::{div_dec, is_true};
 use crate::hash::Map;
 use crate::plan::{AggKind, AggSpec};
+use crate::small::Small;
 use crate::value::{Decimal, Row, Value, row_bytes};
 
 /// Sum/average accumulator: exact part (integers and decimals) and float part kept apart so
@@ -176,7 +178,9 @@ impl Acc {
 /// are its id, title and URL: a copy was ~180 bytes per group). A group with no spelling yet (a
 /// global aggregate's group before its first row) shows its key, and the last spelling is kept,
 /// at zero rows, while nothing replaces it, so the output does not change spelling when a
-/// group's rows all go.
+/// group's rows all go. A spelling exactly the group's key (the first row's, so nearly every
+/// group's only one) is held as the empty row, which stands for the key: the key's values are
+/// not held twice.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Group {
     pub(super) spellings: Vec<(Row, i64)>,
@@ -197,7 +201,7 @@ impl Group {
 
     /// The spelling of the group columns the output shows; `key` is the group's key in its map.
     pub(super) fn values<'a>(&'a self, key: &'a [Value]) -> &'a [Value] {
-        self.spellings.get(self.shown).map_or(key, |(s, _)| s)
+        self.spellings.get(self.shown).map_or(key, |(s, _)| if s.is_empty() { key } else { s })
     }
 
     /// The bytes its spellings hold (given back with the group).
@@ -205,16 +209,19 @@ impl Group {
         self.spellings.iter().map(|(s, _)| row_bytes(s) as isize).sum()
     }
 
-    /// Counts `w` rows spelled `spelling`; returns the change in bytes held.
-    pub(super) fn count_spelling(&mut self, spelling: &[Value], w: i64) -> isize {
-        match self.spellings.iter_mut().find(|(s, _)| exact_eq(s, spelling)) {
+    /// Counts `w` rows spelled `spelling`, which `is_key` says is exactly the group's key in
+    /// its map (see [`spelled_as_key`]); returns the change in bytes held.
+    pub(super) fn count_spelling(&mut self, spelling: &[Value], is_key: bool, w: i64) -> isize {
+        // The key's own spelling is held as the empty row.
+        let stored: &[Value] = if is_key { &[] } else { spelling };
+        match self.spellings.iter_mut().find(|(s, _)| exact_eq(s, stored)) {
             Some((_, n)) => {
                 *n += w;
                 0
             }
             None => {
-                self.spellings.push((spelling.into(), w));
-                row_bytes(spelling) as isize
+                self.spellings.push((stored.into(), w));
+                row_bytes(stored) as isize
             }
         }
     }
@@ -265,8 +272,9 @@ impl KeyState {
             // Looked up by the row's own prefix: a key is allocated only for a new group.
             let gk = &row[..group.min(row.len())];
             if !old.contains_key(gk) {
-                old.insert(gk.into(), groups.get(gk).map(|g| group_output(gk, g)));
+                old.insert(gk.into(), groups.get_key_value(gk).map(|(k, g)| group_output(k, g)));
             }
+            let is_key = spelled_as_key(groups, gk);
             let g = match groups.get_mut(gk) {
                 Some(g) => g,
                 None => {
@@ -276,7 +284,7 @@ impl KeyState {
                 }
             };
             g.rows += w;
-            bytes += g.count_spelling(gk, w);
+            bytes += g.count_spelling(gk, is_key, w);
             for (acc, spec) in g.accs.iter_mut().zip(aggs) {
                 bytes += acc.apply(spec, &row, w);
             }
@@ -322,12 +330,13 @@ impl KeyState {
                 let shown = counts.get_key_value(&row).filter(|(_, g)| g.rows > 0).map(|(k, g)| g.values(k).into());
                 before.insert(row.clone(), shown);
             }
+            let is_key = spelled_as_key(counts, &row);
             let entry = counts.or_insert_with(row.clone(), || {
                 bytes += (row_bytes(&row) + SLOT) as isize;
                 Group::new(Vec::new())
             });
             entry.rows += w;
-            bytes += entry.count_spelling(&row, w);
+            bytes += entry.count_spelling(&row, is_key, w);
         }
         let mut out = Vec::new();
         for (key, shown) in before {
@@ -350,6 +359,12 @@ impl KeyState {
         self.bytes += bytes;
         out
     }
+}
+
+/// True if `spelling` is exactly the key its group has (or will have, being new) in `groups`:
+/// groups are found by SQL equality, and a group's key is its first row's spelling.
+pub(super) fn spelled_as_key<K: std::borrow::Borrow<[Value]> + Hash + Eq>(groups: &Small<K, Group>, spelling: &[Value]) -> bool {
+    groups.get_key_value(spelling).is_none_or(|(k, _)| exact_eq(k.borrow(), spelling))
 }
 
 /// True for the group (whose key in its map is `gk`) of a global aggregate of partition `key`.
