@@ -37,12 +37,25 @@ pub(super) fn prune(root: Node, catalog: &Catalog) -> Node {
     let need = vec![true; root.width()];
     let pruned = Pruner { catalog }.node(root.clone(), need);
     match pruned {
-        Some((pruned, map)) if map.iter().enumerate().all(|(i, m)| *m == Some(i)) => pruned,
+        Some((pruned, map)) if map.iter().enumerate().all(|(i, m)| *m == Some(i)) && dimensions_traceable(&pruned) => pruned,
         _ => {
             debug_assert!(false, "pruning failed on {root:?}");
             root
         }
     }
+}
+
+/// True if every dimension join's columns on its dimension side are copies of the dimension
+/// table's columns ([`Node::origin`]): the writer routes dimension rows by those base columns
+/// (`view/dims.rs`). Projections of plain columns keep it so; this says it of the result.
+fn dimensions_traceable(root: &Node) -> bool {
+    root.post_order().into_iter().all(|n| match n {
+        Node::Join { right, on, .. } if n.is_dimension_join() => {
+            let occ = right.bases().first().and_then(|b| if let Node::Base { occ, .. } = b { Some(*occ) } else { None });
+            on.iter().all(|&(_, r)| right.origin(r).is_some_and(|o| Some(o.0) == occ))
+        }
+        _ => true,
+    })
 }
 
 struct Pruner<'a> {

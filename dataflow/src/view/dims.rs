@@ -62,8 +62,10 @@ pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
             continue;
         }
         let Some(Node::Base { occ, table, .. }) = right.bases().first().copied() else { continue };
-        // Compile only joins a dimension on plain columns of it.
+        // Compile joins a dimension on plain columns of it, and its pruning keeps them plain
+        // (`compile/prune.rs` checks): this `else` cannot run.
         let Some(cols) = on.iter().map(|&(_, r)| right.origin(r).filter(|o| o.0 == *occ).map(|o| o.1)).collect::<Option<Vec<_>>>() else {
+            debug_assert!(false, "a dimension join on columns that are not the dimension's: {:?}", n.tree);
             continue;
         };
         let lefts: Option<Vec<(usize, usize)>> = on.iter().map(|&(l, _)| left.origin(l)).collect();
