@@ -27,7 +27,8 @@
 
 use std::collections::HashSet;
 
-use crate::hash::{Map, Set};
+use crate::hash::Map;
+use crate::small::Small;
 
 use crate::delta::Position;
 use crate::expr::Expr;
@@ -80,7 +81,12 @@ pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
 
 /// Per dimension (parallel to the domain's `dims`): join key -> filled partitions covering it.
 #[derive(Debug, Default)]
-pub(super) struct DimIndex(Vec<Map<Key, Set<Key>>>);
+pub(super) struct DimIndex(Vec<Map<Key, Parts>>);
+
+/// The filled partitions covering one dimension key. A [`Small`]: nearly every key of a
+/// dimension that fans out (a story's votes under a user's karma) is covered by one partition,
+/// and a hash set of one entry allocates a table of four.
+type Parts = Small<Key, ()>;
 
 impl DimIndex {
     pub(super) fn new(n: usize) -> DimIndex {
@@ -95,7 +101,7 @@ impl DimIndex {
     pub(super) fn add(&mut self, dims: &[Dim], ks: &KeyState) {
         for (node, k) in ks.covered() {
             if let Some(m) = Self::slot(dims, node).and_then(|d| self.0.get_mut(d)) {
-                m.entry(k.clone()).or_default().insert(ks.key.clone());
+                m.entry(k.clone()).or_default().insert(ks.key.clone(), ());
             }
         }
     }
@@ -116,13 +122,13 @@ impl DimIndex {
     /// Filled partitions holding rows of dimension `d` with the join key of `row`.
     pub(super) fn route<'a>(&'a self, dims: &[Dim], d: usize, row: &[crate::value::Value]) -> impl Iterator<Item = &'a Key> {
         let k = dims.get(d).and_then(|dim| key_of(row, &dim.cols));
-        k.and_then(|k| self.0.get(d)?.get(&k)).into_iter().flatten()
+        k.and_then(|k| self.0.get(d)?.get(&k)).into_iter().flat_map(Parts::keys)
     }
 
     /// Number of (key, partition) entries, for tests.
     #[cfg(test)]
     pub(super) fn entries(&self) -> usize {
-        self.0.iter().flat_map(|m| m.values()).map(Set::len).sum()
+        self.0.iter().flat_map(|m| m.values()).map(Parts::len).sum()
     }
 }
 
@@ -161,7 +167,7 @@ pub(super) fn borrow_covers(
                 continue;
             }
             let candidates: Vec<Key> =
-                domain.dim_index.0.get(d).and_then(|m| m.get(&k)).map(|ps| ps.iter().cloned().collect()).unwrap_or_default();
+                domain.dim_index.0.get(d).and_then(|m| m.get(&k)).map(|ps| ps.keys().cloned().collect()).unwrap_or_default();
             let mut rows = None;
             for q in candidates {
                 super::flush(shared, views, domain, &q);
@@ -175,7 +181,7 @@ pub(super) fn borrow_covers(
             p.ks.cover(node, k.clone());
             p.ks.seed(&domain.graph, node, 1, rows);
             if let Some(m) = domain.dim_index.0.get_mut(d) {
-                m.entry(k).or_default().insert(part);
+                m.entry(k).or_default().insert(part, ());
             }
         }
     }
