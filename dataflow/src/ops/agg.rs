@@ -264,7 +264,7 @@ impl Group {
 }
 
 impl KeyState {
-    pub(super) fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>) -> Vec<Delta> {
+    pub(super) fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>, key: &Key) -> Vec<Delta> {
         let Some(NodeState::Agg(groups)) = self.states.get_mut(idx) else { return vec![] };
         let mut old: Map<Key, Option<Row>> = Map::default();
         let mut bytes = 0isize;
@@ -295,7 +295,7 @@ impl KeyState {
                 bytes += g.settle_spellings();
             }
             let after = match groups.get_key_value(&gk) {
-                Some((k, g)) if g.rows == 0 && !global_group_of(k, &self.key, group) => {
+                Some((k, g)) if g.rows == 0 && !global_group_of(k, key, group) => {
                     bytes -= (row_bytes(k) + SLOT) as isize + g.spelling_bytes();
                     groups.remove(&gk);
                     None

@@ -54,7 +54,7 @@ use crate::hash::Set;
 use crate::mem::{heap_block, table_bytes};
 use crate::plan::{AggSpec, JoinKind, Node};
 use crate::small::Small;
-use crate::value::{ExactRow, Row, SharedRow, Value, row_bytes, row_heap, shared_row_heap};
+use crate::value::{ExactRow, Row, SharedRow, Value, row_bytes, shared_row_heap};
 
 /// A weighted row change.
 pub type Delta = (Row, i64);
@@ -186,8 +186,8 @@ type Covered = Small<usize, Set<Key>>;
 /// Everything freshet holds for one partition of one view.
 #[derive(Debug)]
 pub struct KeyState {
-    /// The partition key.
-    pub key: Key,
+    // The partition key is not here: the domain's map of partitions holds it, and the calls
+    // that need it (processing, for a global aggregate's group) are given it.
     states: States,
     /// Rows of each reader (exact multisets), by reader index.
     readers: Box<[Small<ExactRow<SharedRow>, i64>]>,
@@ -207,7 +207,7 @@ impl KeyState {
     /// one (empty) group now without emitting it (the seeding path, where every state is
     /// installed separately); otherwise the group is created, and emitted downstream, by the
     /// first [`KeyState::process`] (the replay path).
-    pub fn empty(graph: &Graph, key: Key, filled_at: Position, silent_globals: bool) -> KeyState {
+    pub fn empty(graph: &Graph, key: &Key, filled_at: Position, silent_globals: bool) -> KeyState {
         let states = graph
             .nodes
             .iter()
@@ -222,29 +222,29 @@ impl KeyState {
             .collect();
         let states = States(states);
         let readers = (0..graph.roots.len()).map(|_| Small::default()).collect();
-        let mut ks = KeyState { key, states, readers, bytes: 0, filled_at, needs_refill: false, cover: None };
+        let mut ks = KeyState { states, readers, bytes: 0, filled_at, needs_refill: false, cover: None };
         if !silent_globals {
             return ks;
         }
         for (i, n) in graph.nodes.iter().enumerate() {
             if let Node::Aggregate { global: true, group, aggs, .. } = &n.tree {
-                ks.global_group(i, *group, aggs);
+                ks.global_group(i, *group, aggs, key);
             }
         }
         ks
     }
 
-    /// Creates the single group of a global aggregate; returns its output row.
-    fn global_group(&mut self, idx: usize, group: usize, aggs: &[AggSpec]) -> Option<Row> {
-        let key = self.key.clone();
+    /// Creates the single group of a global aggregate of partition `key`; returns its output
+    /// row.
+    fn global_group(&mut self, idx: usize, group: usize, aggs: &[AggSpec], key: &Key) -> Option<Row> {
         let Some(NodeState::Agg(groups)) = self.states.get_mut(idx) else { return None };
-        if groups.contains_key(&key) || key.len() != group {
+        if groups.contains_key(key) || key.len() != group {
             return None;
         }
         let g = Group::new(aggs.iter().map(|a| Acc::new(a.kind)).collect());
-        let out = group_output(&key, &g);
-        self.bytes += (row_bytes(&key) + SLOT) as isize;
-        groups.insert(key, g);
+        let out = group_output(key, &g);
+        self.bytes += (row_bytes(key) + SLOT) as isize;
+        groups.insert(key.clone(), g);
         Some(out)
     }
 
@@ -301,8 +301,7 @@ impl KeyState {
     /// join buckets are charged when a bucket is made (`join::bucket_cost`).
     pub fn fixed_bytes(&self) -> usize {
         use std::mem::size_of;
-        let mut b = row_heap(&self.key)
-            + heap_block(self.states.0.len() * size_of::<(usize, NodeState)>())
+        let mut b = heap_block(self.states.0.len() * size_of::<(usize, NodeState)>())
             + heap_block(self.readers.len() * size_of::<Small<ExactRow<SharedRow>, i64>>());
         for r in &self.readers {
             b += r.heap_bytes();
@@ -377,9 +376,9 @@ impl KeyState {
         out
     }
 
-    /// Pushes base deltas (indexed by base occurrence) through the graph and applies the
-    /// result to the reader rows.
-    pub fn process(&mut self, graph: &Graph, base: &mut [Vec<Delta>]) {
+    /// Pushes base deltas (indexed by base occurrence) of partition `key` through the graph and
+    /// applies the result to the reader rows.
+    pub fn process(&mut self, graph: &Graph, key: &Key, base: &mut [Vec<Delta>]) {
         let mut outs: Vec<Vec<Delta>> = Vec::with_capacity(graph.nodes.len());
         // Reads left per node output: the last read moves it, earlier ones (a subtree shared
         // by several nodes or readers) copy it.
@@ -417,10 +416,10 @@ impl KeyState {
                 Node::Aggregate { group, aggs, global, .. } => {
                     let d = take(n.inputs[0], &mut outs);
                     let mut created = Vec::new();
-                    if *global && let Some(row) = self.global_group(i, *group, aggs) {
+                    if *global && let Some(row) = self.global_group(i, *group, aggs, key) {
                         created.push((row, 1));
                     }
-                    created.extend(self.aggregate(i, *group, aggs, d));
+                    created.extend(self.aggregate(i, *group, aggs, d, key));
                     created
                 }
                 Node::Distinct { .. } => {
@@ -493,8 +492,8 @@ impl KeyState {
     }
 
     /// Installs fill data into the state of node `idx` (input `side` for joins; reader `i` when
-    /// `idx == graph.nodes.len() + i`) without emitting anything downstream.
-    pub fn seed(&mut self, graph: &Graph, idx: usize, side: usize, rows: Vec<Delta>) {
+    /// `idx == graph.nodes.len() + i`) of partition `key` without emitting anything downstream.
+    pub fn seed(&mut self, graph: &Graph, key: &Key, idx: usize, side: usize, rows: Vec<Delta>) {
         if idx >= graph.nodes.len() {
             let reader = idx - graph.nodes.len();
             self.apply_reader(reader, graph.keep.get(reader).copied().unwrap_or(usize::MAX), rows);
@@ -514,7 +513,7 @@ impl KeyState {
                 self.bytes += bytes;
             }
             Node::Aggregate { group, aggs, .. } => {
-                self.aggregate(idx, *group, aggs, rows);
+                self.aggregate(idx, *group, aggs, rows, key);
             }
             Node::Distinct { .. } => {
                 self.distinct(idx, rows);

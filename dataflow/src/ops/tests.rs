@@ -24,14 +24,14 @@ fn sorted(ks: &KeyState) -> Vec<Row> {
 fn left_join_null_row_comes_and_goes() {
     let root = Node::Join { left: Box::new(base(0, 2)), right: Box::new(base(1, 2)), on: vec![(0, 0)], kind: JoinKind::Left };
     let g = Graph::new(&root);
-    let mut ks = KeyState::empty(&g, key(), Position(0), false);
-    ks.process(&g, &mut [vec![(r(&[1, 10]), 1)], vec![]]);
+    let mut ks = KeyState::empty(&g, &key(), Position(0), false);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 10]), 1)], vec![]]);
     assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(10), Value::Null, Value::Null].into()]);
-    ks.process(&g, &mut [vec![], vec![(r(&[1, 20]), 1), (r(&[1, 21]), 1)]]);
+    ks.process(&g, &key(), &mut [vec![], vec![(r(&[1, 20]), 1), (r(&[1, 21]), 1)]]);
     assert_eq!(sorted(&ks), vec![r(&[1, 10, 1, 20]), r(&[1, 10, 1, 21])]);
-    ks.process(&g, &mut [vec![], vec![(r(&[1, 20]), -1), (r(&[1, 21]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![], vec![(r(&[1, 20]), -1), (r(&[1, 21]), -1)]]);
     assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(10), Value::Null, Value::Null].into()]);
-    ks.process(&g, &mut [vec![(r(&[1, 10]), -1)], vec![]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 10]), -1)], vec![]]);
     assert!(ks.reader_rows().is_empty());
     assert_eq!(ks.bytes(), 0, "state bytes return to zero");
 }
@@ -43,21 +43,21 @@ fn dimension_join_holds_only_covered_keys_and_flags_uncovered_left_rows() {
     let root = Node::Join { left: Box::new(base(0, 2)), right: Box::new(dim), on: vec![(1, 0)], kind: JoinKind::Left };
     let g = Graph::new(&root);
     assert!(g.dim[g.root()]);
-    let mut ks = KeyState::empty(&g, key(), Position(0), false);
+    let mut ks = KeyState::empty(&g, &key(), Position(0), false);
     ks.cover(g.root(), vec![Value::Int(7)].into());
     let covered_bytes = ks.bytes();
     assert!(covered_bytes > 0, "covers are charged");
     // Rows for uncovered keys are ignored; the covered one joins.
-    ks.process(&g, &mut [vec![(r(&[1, 7]), 1)], vec![(r(&[7, 70]), 1), (r(&[8, 80]), 1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 7]), 1)], vec![(r(&[7, 70]), 1), (r(&[8, 80]), 1)]]);
     assert_eq!(ks.reader_rows(), vec![r(&[1, 7, 7, 70])]);
     assert!(!ks.needs_refill);
     // A dimension row changing its join key leaves (7 -> 8): the left row is NULL-extended.
-    ks.process(&g, &mut [vec![], vec![(r(&[7, 70]), -1), (r(&[8, 70]), 1)]]);
+    ks.process(&g, &key(), &mut [vec![], vec![(r(&[7, 70]), -1), (r(&[8, 70]), 1)]]);
     assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(7), Value::Null, Value::Null].into()]);
     // A NULL join key needs no dimension row; an uncovered one cannot be joined here.
-    ks.process(&g, &mut [vec![(vec![Value::Int(1), Value::Null].into(), 1)], vec![]]);
+    ks.process(&g, &key(), &mut [vec![(vec![Value::Int(1), Value::Null].into(), 1)], vec![]]);
     assert!(!ks.needs_refill);
-    ks.process(&g, &mut [vec![(r(&[1, 9]), 1)], vec![]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 9]), 1)], vec![]]);
     assert!(ks.needs_refill, "an uncovered key asks for eviction");
     assert_eq!(ks.covered().count(), 1);
 }
@@ -66,13 +66,13 @@ fn dimension_join_holds_only_covered_keys_and_flags_uncovered_left_rows() {
 fn self_join_with_both_sides_changing_in_one_batch() {
     let root = Node::Join { left: Box::new(base(0, 2)), right: Box::new(base(1, 2)), on: vec![(0, 0)], kind: JoinKind::Inner };
     let g = Graph::new(&root);
-    let mut ks = KeyState::empty(&g, key(), Position(0), false);
+    let mut ks = KeyState::empty(&g, &key(), Position(0), false);
     // The same base row reaches both occurrences of the table.
-    ks.process(&g, &mut [vec![(r(&[1, 5]), 1)], vec![(r(&[1, 5]), 1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 5]), 1)], vec![(r(&[1, 5]), 1)]]);
     assert_eq!(ks.reader_rows(), vec![r(&[1, 5, 1, 5])]);
-    ks.process(&g, &mut [vec![(r(&[1, 6]), 1)], vec![(r(&[1, 6]), 1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 6]), 1)], vec![(r(&[1, 6]), 1)]]);
     assert_eq!(ks.reader_rows().len(), 4);
-    ks.process(&g, &mut [vec![(r(&[1, 5]), -1)], vec![(r(&[1, 5]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 5]), -1)], vec![(r(&[1, 5]), -1)]]);
     assert_eq!(ks.reader_rows(), vec![r(&[1, 6, 1, 6])]);
 }
 
@@ -91,15 +91,15 @@ fn min_max_after_deleting_extremes_and_sum_count() {
         global: true,
     };
     let g = Graph::new(&root);
-    let mut ks = KeyState::empty(&g, key(), Position(0), false);
+    let mut ks = KeyState::empty(&g, &key(), Position(0), false);
     let d = |v: i64| Value::Decimal(Decimal::new(v as i128, 0).unwrap_or_else(|| unreachable!()));
-    ks.process(&g, &mut [vec![]]);
+    ks.process(&g, &key(), &mut [vec![]]);
     assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Null, Value::Null, Value::Null, Value::Int(0)].into()]);
-    ks.process(&g, &mut [vec![(r(&[1, 3]), 1), (r(&[1, 9]), 1), (r(&[1, 5]), 2)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 3]), 1), (r(&[1, 9]), 1), (r(&[1, 5]), 2)]]);
     assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(3), Value::Int(9), d(22), Value::Int(4)].into()]);
-    ks.process(&g, &mut [vec![(r(&[1, 9]), -1), (r(&[1, 3]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 9]), -1), (r(&[1, 3]), -1)]]);
     assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Int(5), Value::Int(5), d(10), Value::Int(2)].into()]);
-    ks.process(&g, &mut [vec![(r(&[1, 5]), -2)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 5]), -2)]]);
     assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Null, Value::Null, Value::Null, Value::Int(0)].into()]);
 }
 
@@ -107,14 +107,14 @@ fn min_max_after_deleting_extremes_and_sum_count() {
 fn top_k_pulls_rows_back_in_when_it_shrinks() {
     let root = Node::TopK { input: Box::new(base(0, 2)), order: vec![(1, true)], limit: 2, offset: 0 };
     let g = Graph::new(&root);
-    let mut ks = KeyState::empty(&g, key(), Position(0), false);
-    ks.process(&g, &mut [(1..=5).map(|i| (r(&[1, i]), 1)).collect()]);
+    let mut ks = KeyState::empty(&g, &key(), Position(0), false);
+    ks.process(&g, &key(), &mut [(1..=5).map(|i| (r(&[1, i]), 1)).collect()]);
     assert_eq!(sorted(&ks), vec![r(&[1, 4]), r(&[1, 5])]);
-    ks.process(&g, &mut [vec![(r(&[1, 5]), -1), (r(&[1, 4]), -1), (r(&[1, 3]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 5]), -1), (r(&[1, 4]), -1), (r(&[1, 3]), -1)]]);
     assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 2])]);
-    ks.process(&g, &mut [vec![(r(&[1, 2]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 2]), -1)]]);
     assert_eq!(sorted(&ks), vec![r(&[1, 1])]);
-    ks.process(&g, &mut [vec![(r(&[1, 7]), 1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 7]), 1)]]);
     assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 7])]);
 }
 
@@ -123,18 +123,18 @@ fn bounded_top_k_asks_for_a_refill_when_its_prefix_runs_short() {
     let root = Node::TopK { input: Box::new(base(0, 2)), order: vec![(1, false)], limit: 2, offset: 0 };
     let mut g = Graph::new(&root);
     g.topk_slack = 1; // keeps 3 rows
-    let mut ks = KeyState::empty(&g, key(), Position(0), false);
-    ks.process(&g, &mut [(1..=5).map(|i| (r(&[1, i]), 1)).collect()]);
+    let mut ks = KeyState::empty(&g, &key(), Position(0), false);
+    ks.process(&g, &key(), &mut [(1..=5).map(|i| (r(&[1, i]), 1)).collect()]);
     assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 2])]);
     assert!(!ks.needs_refill);
     // A row past the held prefix is dropped; one inside pushes the last out.
-    ks.process(&g, &mut [vec![(r(&[1, 9]), 1), (r(&[1, 0]), 1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 9]), 1), (r(&[1, 0]), 1)]]);
     assert_eq!(sorted(&ks), vec![r(&[1, 0]), r(&[1, 1])]);
-    ks.process(&g, &mut [vec![(r(&[1, 0]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 0]), -1)]]);
     assert_eq!(sorted(&ks), vec![r(&[1, 1]), r(&[1, 2])]);
     assert!(!ks.needs_refill);
     // Held: 1, 2. Deleting 1 leaves one row while 3.. exist upstream: refill.
-    ks.process(&g, &mut [vec![(r(&[1, 1]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 1]), -1)]]);
     assert!(ks.needs_refill);
 }
 
@@ -142,12 +142,12 @@ fn bounded_top_k_asks_for_a_refill_when_its_prefix_runs_short() {
 fn distinct_counts_duplicates() {
     let root = Node::Distinct { input: Box::new(base(0, 2)) };
     let g = Graph::new(&root);
-    let mut ks = KeyState::empty(&g, key(), Position(0), false);
-    ks.process(&g, &mut [vec![(r(&[1, 2]), 1), (r(&[1, 2]), 1)]]);
+    let mut ks = KeyState::empty(&g, &key(), Position(0), false);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 2]), 1), (r(&[1, 2]), 1)]]);
     assert_eq!(ks.reader_rows(), vec![r(&[1, 2])]);
-    ks.process(&g, &mut [vec![(r(&[1, 2]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 2]), -1)]]);
     assert_eq!(ks.reader_rows(), vec![r(&[1, 2])]);
-    ks.process(&g, &mut [vec![(r(&[1, 2]), -1)]]);
+    ks.process(&g, &key(), &mut [vec![(r(&[1, 2]), -1)]]);
     assert!(ks.reader_rows().is_empty());
     assert_eq!(ks.bytes(), 0);
 }

@@ -97,21 +97,21 @@ impl DimIndex {
         dims.iter().position(|d| d.node == node)
     }
 
-    /// Adds a newly filled partition's covers.
-    pub(super) fn add(&mut self, dims: &[Dim], ks: &KeyState) {
+    /// Adds the covers of newly filled partition `key`.
+    pub(super) fn add(&mut self, dims: &[Dim], key: &Key, ks: &KeyState) {
         for (node, k) in ks.covered() {
             if let Some(m) = Self::slot(dims, node).and_then(|d| self.0.get_mut(d)) {
-                m.entry(k.clone()).or_default().insert(ks.key.clone(), ());
+                m.entry(k.clone()).or_default().insert(key.clone(), ());
             }
         }
     }
 
-    /// Removes a dropped partition's covers.
-    pub(super) fn remove(&mut self, dims: &[Dim], ks: &KeyState) {
+    /// Removes the covers of dropped partition `key`.
+    pub(super) fn remove(&mut self, dims: &[Dim], key: &Key, ks: &KeyState) {
         for (node, k) in ks.covered() {
             let Some(m) = Self::slot(dims, node).and_then(|d| self.0.get_mut(d)) else { continue };
             if let Some(parts) = m.get_mut(k) {
-                parts.remove(&ks.key);
+                parts.remove(key);
                 if parts.is_empty() {
                     m.remove(k);
                 }
@@ -179,7 +179,7 @@ pub(super) fn borrow_covers(
             let Some(rows) = rows else { continue };
             let Some(p) = domain.parts.get_mut(&part) else { continue };
             p.ks.cover(node, k.clone());
-            p.ks.seed(&domain.graph, node, 1, rows);
+            p.ks.seed(&domain.graph, &part, node, 1, rows);
             if let Some(m) = domain.dim_index.0.get_mut(d) {
                 m.entry(k).or_default().insert(part, ());
             }

@@ -696,7 +696,7 @@ impl Dataflow {
                 continue;
             };
             for (_, mut deltas) in domain.dim_log.merged_after(p, pending.buffer) {
-                ks.process(&domain.graph, &mut deltas);
+                ks.process(&domain.graph, k, &mut deltas);
             }
             if ks.needs_refill {
                 // Buffered deletions emptied a top-k prefix: ask again later.
@@ -704,7 +704,7 @@ impl Dataflow {
                 continue;
             }
             ks.filled_at = p;
-            domain.dim_index.add(&domain.dims, &ks);
+            domain.dim_index.add(&domain.dims, k, &ks);
             let generation = self.next_generation;
             self.next_generation += 1;
             let weights = vec![0; domain.views.len()].into_boxed_slice();
@@ -810,7 +810,7 @@ fn hold(unprocessed: &mut Map<Key, OccDeltas>, k: Key, deltas: OccDeltas) {
 fn flush(shared: &Shared, views: &[Option<View>], domain: &mut Domain, k: &Key) {
     let Some(mut deltas) = domain.unprocessed.remove(k) else { return };
     let Some(p) = domain.parts.get_mut(k) else { return };
-    p.ks.process(&domain.graph, &mut deltas);
+    p.ks.process(&domain.graph, k, &mut deltas);
     if p.ks.needs_refill {
         drop_part(shared, views, domain, k);
     } else {

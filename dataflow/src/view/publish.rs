@@ -16,7 +16,7 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
     // Deltas held for it are dropped with it: it is a hole from here on.
     domain.unprocessed.remove(key);
     let Some(part) = domain.parts.remove(key) else { return false };
-    domain.dim_index.remove(&domain.dims, &part.ks);
+    domain.dim_index.remove(&domain.dims, key, &part.ks);
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
         shared.cache.invalidate(&EntryKey { view: v.0, key: key.clone() });

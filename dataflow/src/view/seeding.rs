@@ -76,13 +76,13 @@ fn seed_plan(domain: &Domain, s: &Slot) -> Node {
 pub(super) fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Option<KeyState> {
     match &resp.data {
         FillData::BaseRows(scans) => {
-            let mut ks = KeyState::empty(&domain.graph, key.clone(), resp.position, false);
+            let mut ks = KeyState::empty(&domain.graph, key, resp.position, false);
             let mut deltas = replay_deltas(&domain.occs, &domain.dims, domain.n_occ, key, scans, &mut ks)?;
-            ks.process(&domain.graph, &mut deltas);
+            ks.process(&domain.graph, key, &mut deltas);
             Some(ks)
         }
         FillData::States(answers) => {
-            let mut ks = KeyState::empty(&domain.graph, key.clone(), resp.position, true);
+            let mut ks = KeyState::empty(&domain.graph, key, resp.position, true);
             for s in &domain.slots {
                 let rows: Vec<Delta> = match s.remote {
                     Some(qi) => {
@@ -117,7 +117,7 @@ pub(super) fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Op
                     }
                     None => ks.full_output(&domain.graph, s.input)?,
                 };
-                ks.seed(&domain.graph, s.node, s.side, rows);
+                ks.seed(&domain.graph, key, s.node, s.side, rows);
                 if s.remote.is_some()
                     && let Some((_, cap)) = topk_cap(domain, s.node)
                 {
