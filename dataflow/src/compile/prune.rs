@@ -154,21 +154,17 @@ impl Pruner<'_> {
         Some((node, map))
     }
 
-    /// `e`, read over `input`'s output, with each `col IS [NOT] NULL` of a column that cannot
-    /// be NULL there replaced (see the module's invariants).
+    /// `e`, read over `input`'s output; if it is `col IS [NOT] NULL` of a column that cannot
+    /// be NULL there, the test that reads fewer columns (see the module's invariants). Only a
+    /// projection's top-level expressions are looked at: `COUNT(col)` lowers to
+    /// `col IS NOT NULL`, the case that matters.
     fn simplify(&self, e: Expr, input: &Node) -> Expr {
-        match e {
-            Expr::IsNull(x, negated) => match *x {
-                Expr::Col(c) => match self.null_test(input, c) {
-                    NullTest::Never => Expr::lit(crate::value::Value::Int(i64::from(negated))),
-                    NullTest::Column(j) => Expr::IsNull(Box::new(Expr::Col(j)), negated),
-                    NullTest::Unknown => Expr::IsNull(Box::new(Expr::Col(c)), negated),
-                },
-                x => Expr::IsNull(Box::new(self.simplify(x, input)), negated),
-            },
-            // Only the top of a projection's expressions is rewritten: `COUNT(col)` lowers to
-            // `col IS NOT NULL`, which is the case that matters.
-            other => other,
+        let Expr::IsNull(x, negated) = &e else { return e };
+        let (&Expr::Col(c), negated) = (x.as_ref(), *negated) else { return e };
+        match self.null_test(input, c) {
+            NullTest::Never => Expr::lit(crate::value::Value::Int(i64::from(negated))),
+            NullTest::Column(j) => Expr::IsNull(Box::new(Expr::Col(j)), negated),
+            NullTest::Unknown => e,
         }
     }
 
