@@ -34,8 +34,8 @@
 //!   covered is ignored (the view may route dimension deltas liberally, e.g. to every pending
 //!   partition). A left delta whose (non-NULL) key is not covered cannot be joined exactly (the
 //!   dimension rows are not held): it sets [`KeyState::needs_refill`] and the view evicts the
-//!   partition, which refills on demand. Every covered key is charged twice in `bytes`: once
-//!   here and once for the view's dimension index entry that mirrors it.
+//!   partition, which refills on demand. A covered key is charged in `bytes` for its copy here
+//!   and for the view's dimension index entry that mirrors it.
 
 use std::collections::HashMap;
 
@@ -54,7 +54,7 @@ use crate::hash::Set;
 use crate::mem::{heap_block, table_bytes};
 use crate::plan::{AggSpec, JoinKind, Node};
 use crate::small::Small;
-use crate::value::{ExactRow, Row, SharedRow, Value, row_bytes, shared_row_heap};
+use crate::value::{ExactRow, Row, SharedRow, Value, row_bytes, row_heap, shared_row_heap};
 
 /// A weighted row change.
 pub type Delta = (Row, i64);
@@ -254,7 +254,11 @@ impl KeyState {
         if key.iter().any(Value::is_null) {
             return;
         }
-        let b = 2 * (row_bytes(&key) + SLOT);
+        // The key's blocks in the cover set (whose table `fixed_bytes` counts by capacity), and
+        // the view's dimension index entry that mirrors it: a slot in the key's set of
+        // partitions (a `Small`, a fuller table than most) and the partition key's clone there,
+        // sized like this key, which it is for the usual one-column keys.
+        let b = 2 * row_heap(&key) + 2 * std::mem::size_of::<Key>();
         if self.cover.get_or_insert_default().or_insert_with(node, Set::default).insert(key) {
             self.bytes += b as isize;
         }
