@@ -327,6 +327,50 @@ pub type Row = Box<[Value]>;
 /// copying them.
 pub type SharedRow = std::sync::Arc<[Value]>;
 
+/// The rows of a published answer, as a slice (`Deref`). Most partitions answer with no row or
+/// one, and those need no block of their own: only two rows or more are a shared slice.
+#[derive(Clone, Debug, Default)]
+pub enum Rows {
+    /// No row.
+    #[default]
+    Empty,
+    /// One row.
+    One(SharedRow),
+    /// Two rows or more.
+    Many(std::sync::Arc<[SharedRow]>),
+}
+
+impl Rows {
+    /// The heap the answer holds besides its rows: the slice's block, if it has one.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            Rows::Many(rows) => heap_block(16 + std::mem::size_of_val::<[SharedRow]>(rows)),
+            Rows::Empty | Rows::One(_) => 0,
+        }
+    }
+}
+
+impl std::ops::Deref for Rows {
+    type Target = [SharedRow];
+    fn deref(&self) -> &[SharedRow] {
+        match self {
+            Rows::Empty => &[],
+            Rows::One(row) => std::slice::from_ref(row),
+            Rows::Many(rows) => rows,
+        }
+    }
+}
+
+impl From<Vec<SharedRow>> for Rows {
+    fn from(mut rows: Vec<SharedRow>) -> Rows {
+        match rows.len() {
+            0 => Rows::Empty,
+            1 => rows.pop().map_or(Rows::Empty, Rows::One),
+            _ => Rows::Many(rows.into()),
+        }
+    }
+}
+
 /// A [`SharedRow`]'s heap blocks: the `Arc`'s block (two counts and the values) and each
 /// value's own block.
 pub fn shared_row_heap(row: &[Value]) -> usize {
@@ -736,6 +780,20 @@ mod tests {
     #[test]
     fn value_is_24_bytes() {
         assert_eq!(std::mem::size_of::<Value>(), 24);
+    }
+
+    #[test]
+    fn rows_keep_order_and_only_several_rows_have_a_block() {
+        let row = |i: i64| -> SharedRow { vec![Value::Int(i)].into() };
+        let empty = Rows::from(Vec::new());
+        assert!(matches!(empty, Rows::Empty) && empty.is_empty() && empty.heap_bytes() == 0);
+        let one = Rows::from(vec![row(7)]);
+        assert!(matches!(one, Rows::One(_)) && one.heap_bytes() == 0);
+        assert_eq!(one[0][0], Value::Int(7));
+        let many = Rows::from(vec![row(3), row(1), row(2)]);
+        assert_eq!(many.iter().map(|r| r[0].clone()).collect::<Vec<_>>(), [Value::Int(3), Value::Int(1), Value::Int(2)]);
+        // Two counts and three fat pointers, plus malloc's header, rounded to 16.
+        assert_eq!(many.heap_bytes(), 80);
     }
 
     #[test]

@@ -1,16 +1,14 @@
 //! Publication to readers: rebuilding a filled partition's reader entries after the writer
-//! changed it (swapping one `Arc` per view, so a read sees a batch's effect whole or not at
+//! changed it (swapping one entry per view, so a read sees a batch's effect whole or not at
 //! all), and dropping a partition together with its entries and dimension-index entries (the
 //! only place parts are removed; see the parent module's invariants).
 
-use std::sync::Arc;
 use std::sync::atomic::Ordering as AtOrd;
 
 use super::reader::{Entry, EntryKey, Shared};
 use super::{Domain, View, view_counters};
-use crate::mem::heap_block;
 use crate::ops::{Key, sort_rows};
-use crate::value::{SharedRow, exact_row_cmp, row_heap, shared_row_heap};
+use crate::value::{Rows, SharedRow, exact_row_cmp, row_heap, shared_row_heap};
 
 pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
     // Deltas held for it are dropped with it: it is a hole from here on.
@@ -29,11 +27,11 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
     true
 }
 
-/// What the reader cache keeps per entry besides the entry itself, its rows and its key's heap:
-/// moka's bucket and key `Arc`, its entry record and access-order node, measured with
+/// What the reader cache keeps per entry besides the entry's rows and its key's heap: moka's
+/// bucket and key `Arc`, its entry record (which holds the [`Entry`]) and access-order node, measured with
 /// benches/benches/memory.rs (the point read's growth per partition less everything counted
 /// here; docs/decisions.md, "memory per cached row").
-const CACHE_ENTRY: usize = 300;
+const CACHE_ENTRY: usize = 336;
 
 /// A partition's share of the domain's map of partitions: its entry and control byte at the
 /// table's mean load (a hashbrown table is between 7/16 and 7/8 full), a constant so that a
@@ -47,8 +45,7 @@ const PARTS_SLOT: usize = (std::mem::size_of::<(Key, super::Part)>() + 1) * 3 / 
 pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) {
     let Some(part) = domain.parts.get_mut(key) else { return };
     let live = domain.views.iter().flatten().count().max(1);
-    let held =
-        part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + row_heap(key) + heap_block(part.weights.len() * std::mem::size_of::<u64>());
+    let held = part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + row_heap(key) + part.weights.heap_bytes();
     let state_share = held / live;
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
@@ -69,11 +66,12 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
             sort_rows(&mut rows, &q.order);
             rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
         };
-        // The entry's `Arc<[SharedRow]>` (two counts and the pointers), and the rows that are
+        // The entry's slice of rows (two rows or more have one), and the rows that are
         // copies: a row as wide as the state's is the state's own, counted with the state.
         let copies = if part.ks.reader_width(r) > width { rows.iter().map(|r| shared_row_heap(r)).sum::<usize>() } else { 0 };
-        let published = heap_block(16 + rows.len() * std::mem::size_of::<SharedRow>()) + copies;
-        let entry = heap_block(16 + std::mem::size_of::<Entry>()) + row_heap(key) + CACHE_ENTRY;
+        let rows = Rows::from(rows);
+        let published = rows.heap_bytes() + copies;
+        let entry = row_heap(key) + CACHE_ENTRY;
         let weight = (state_share + published + entry) as u64;
         let old = part.weights.get(r).copied().unwrap_or(0);
         view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
@@ -81,7 +79,7 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         if let Some(w) = part.weights.get_mut(r) {
             *w = weight;
         }
-        let entry = Entry { rows: rows.into(), weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
-        shared.cache.insert(EntryKey { view: v.0, key: key.clone() }, Arc::new(entry));
+        let entry = Entry { rows, weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
+        shared.cache.insert(EntryKey { view: v.0, key: key.clone() }, entry);
     }
 }

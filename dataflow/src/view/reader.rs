@@ -5,10 +5,10 @@
 //! read-time range filters, merging several partitions' rows) and [`ViewStats`]. Does not own:
 //! building or publishing entries (the writer, in the parent module).
 //!
-//! Invariants: a lookup never blocks on the writer: it reads `Arc`s out of the moka map and
-//! touches only atomics, plus the short miss-queue mutex on a miss; a key is built from
-//! parameters coerced to the key column's type and collation, so it hashes exactly like the
-//! base values that were partitioned under it.
+//! Invariants: a lookup never blocks on the writer: it clones entries (a count of their rows)
+//! out of the moka map and touches only atomics, plus the short miss-queue mutex on a miss; a
+//! key is built from parameters coerced to the key column's type and collation, so it hashes
+//! exactly like the base values that were partitioned under it.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtOrd};
@@ -20,7 +20,7 @@ use crate::fill::ViewId;
 use crate::ops::{Key, sort_rows};
 use crate::plan::Node;
 use crate::schema::SqlType;
-use crate::value::{SharedRow, Value};
+use crate::value::{Rows, SharedRow, Value};
 
 /// A size in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -61,10 +61,12 @@ pub(super) struct EntryKey {
     pub(super) key: Key,
 }
 
-/// A published reader entry: the partition's result rows, ordered, visible columns only.
-#[derive(Debug)]
+/// A published reader entry: the partition's result rows, ordered, visible columns only. The
+/// cache holds it by value (moka keeps every value in an `Arc` of its own; a second `Arc`
+/// around the entry cost a block per entry), and a read clones it: one count of the rows.
+#[derive(Clone, Debug)]
 pub struct Entry {
-    pub(super) rows: Arc<[SharedRow]>,
+    pub(super) rows: Rows,
     pub(super) weight: u32,
     pub(super) generation: u64,
 }
@@ -72,7 +74,7 @@ pub struct Entry {
 pub(super) type Evicted = Arc<Mutex<Vec<(EntryKey, u64)>>>;
 
 pub(super) struct Shared {
-    pub(super) cache: moka::sync::Cache<EntryKey, Arc<Entry>>,
+    pub(super) cache: moka::sync::Cache<EntryKey, Entry>,
     pub(super) misses: Mutex<HashMap<u32, HashSet<Key>>>,
 }
 
@@ -81,7 +83,7 @@ pub(super) struct Shared {
 pub enum Lookup {
     /// Every partition was present: the result rows, in the query's column order (and
     /// row order, if it has ORDER BY).
-    Hit(Arc<[SharedRow]>),
+    Hit(Rows),
     /// Some partitions are holes; they have been queued for filling. Answer this read some
     /// other way (wait for the fill, or relay to the upstream).
     Miss(Vec<Key>),
@@ -242,8 +244,7 @@ impl Reader {
             if self.q.root.post_order().iter().any(|n| matches!(n, Node::Aggregate { global: true, .. })) {
                 return Err(LookupError::NullKey);
             }
-            self.counters.hits.fetch_add(1, AtOrd::Relaxed);
-            return Ok(Lookup::Hit(Arc::from(Vec::new())));
+            return Ok(self.hit(Rows::Empty));
         }
         if self.q.order.is_empty() && keys.len() > 1 {
             // Several partitions of an unordered view (`key IN (9, 3, 7)`): merged in key
@@ -276,9 +277,16 @@ impl Reader {
     fn read_one(&self, key: Key, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
         let ek = EntryKey { view: self.view.0, key };
         match self.shared.cache.get(&ek) {
+            // The cache handed out a clone of the entry: its rows are the answer as they are.
+            Some(e) if self.q.read_filters.is_empty() => Ok(self.hit(e.rows)),
             Some(e) => self.answer(std::slice::from_ref(&e), filter_params),
             None => Ok(self.missed(vec![ek.key])),
         }
+    }
+
+    fn hit(&self, rows: Rows) -> Lookup {
+        self.counters.hits.fetch_add(1, AtOrd::Relaxed);
+        Lookup::Hit(rows)
     }
 
     /// A read some of whose partitions are holes: they are recorded for filling.
@@ -291,23 +299,22 @@ impl Reader {
     }
 
     /// A read all of whose partitions were found: their rows, merged.
-    fn answer(&self, found: &[Arc<Entry>], filter_params: &[&Value]) -> Result<Lookup, LookupError> {
-        self.counters.hits.fetch_add(1, AtOrd::Relaxed);
+    fn answer(&self, found: &[Entry], filter_params: &[&Value]) -> Result<Lookup, LookupError> {
         if !self.q.read_filters.is_empty() {
-            return self.filtered(found, filter_params);
+            return Ok(self.hit(self.filtered(found, filter_params)?));
         }
         if let [e] = found {
-            return Ok(Lookup::Hit(e.rows.clone()));
+            return Ok(self.hit(e.rows.clone()));
         }
         let mut rows: Vec<SharedRow> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
         if !self.q.order.is_empty() {
             sort_rows(&mut rows, &self.q.order);
         }
-        Ok(Lookup::Hit(rows.into()))
+        Ok(self.hit(rows.into()))
     }
 
     /// Applies the range parameters to the partitions' rows, then keeps the visible columns.
-    fn filtered(&self, found: &[Arc<Entry>], filter_params: &[&Value]) -> Result<Lookup, LookupError> {
+    fn filtered(&self, found: &[Entry], filter_params: &[&Value]) -> Result<Rows, LookupError> {
         let mut preds = Vec::new();
         for (f, p) in self.q.read_filters.iter().zip(filter_params) {
             let v = coerce_param(p, &f.column_type, f.param)?.unwrap_or(Value::Null);
@@ -323,7 +330,7 @@ impl Reader {
         if found.len() > 1 && !self.q.order.is_empty() {
             sort_rows(&mut rows, &self.q.order);
         }
-        Ok(Lookup::Hit(rows.into()))
+        Ok(rows.into())
     }
 
     /// Hit/miss counters and the writer's published numbers for this view.

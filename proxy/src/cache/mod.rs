@@ -57,7 +57,7 @@ use tracing::{info, warn};
 
 use freshet_cdc::{FillConfig, FollowedTables, LagHandle, StreamConfig, UpstreamFills};
 use freshet_config::{CacheSpec, Config};
-use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, SharedRow, Value};
+use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Rows, Value};
 
 pub use self::freshness::{FRESHNESS_CHECK, FRESHNESS_SLACK, Freshness, FreshnessGate};
 use self::handle::{WriterEnds, WriterHandle};
@@ -412,7 +412,7 @@ impl Engine {
 
     /// Looks `params` up in `cache`, waiting up to the fill timeout for missing partitions.
     /// `slots`: which params feed each key column, for IN lists (None: the view's own).
-    pub async fn lookup(&self, cache: &Cache, params: &[Value], slots: Option<&[Vec<usize>]>) -> Result<Arc<[SharedRow]>, RelayReason> {
+    pub async fn lookup(&self, cache: &Cache, params: &[Value], slots: Option<&[Vec<usize>]>) -> Result<Rows, RelayReason> {
         let live = cache.live().map_err(|_| RelayReason::Unavailable)?;
         let look = || match slots {
             None => live.reader.lookup(params),

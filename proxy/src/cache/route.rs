@@ -29,7 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
-use freshet_dataflow::{CompiledQuery, SharedRow, SqlType, Value};
+use freshet_dataflow::{CompiledQuery, Rows, SqlType, Value};
 
 use super::access::{self, Learning, Memo};
 use super::matcher::for_each_slot;
@@ -300,7 +300,7 @@ pub fn bind(cache: &Cache, query: &Query<'_>, map: &ParamMap) -> Result<Binding,
 /// Rows to send and the column definitions to send them under.
 pub struct Answer {
     pub columns: Arc<Columns>,
-    pub rows: Arc<[SharedRow]>,
+    pub rows: Rows,
 }
 
 /// Relaying instead of answering, and whether to capture the reply's column definitions.
