@@ -479,7 +479,7 @@ impl Dataflow {
         let di = view.domain;
         let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return true };
         for k in domain.parts.keys() {
-            self.shared.cache.invalidate(&EntryKey { view: v.0, key: k.clone() });
+            self.shared.cache.invalidate(&EntryKey::of(v.0, k));
         }
         if let Some(slot) = domain.views.get_mut(view.reader) {
             *slot = None;
@@ -818,10 +818,11 @@ impl Dataflow {
             Err(_) => Vec::new(),
         };
         for (ek, generation) in notes {
-            let Some(di) = self.views.get(ek.view as usize).and_then(Option::as_ref).map(|x| x.domain) else { continue };
+            let Some(di) = self.views.get(ek.view() as usize).and_then(Option::as_ref).map(|x| x.domain) else { continue };
             let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { continue };
-            if domain.parts.get(&ek.key).is_some_and(|p| p.generation == generation) {
-                drop_part(&self.shared, &self.views, domain, &ek.key);
+            let key = ek.into_key();
+            if domain.parts.get(&key).is_some_and(|p| p.generation == generation) {
+                drop_part(&self.shared, &self.views, domain, &key);
             }
         }
     }

@@ -17,7 +17,7 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
     domain.dim_index.remove(&domain.dims, key, &part.ks);
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
-        shared.cache.invalidate(&EntryKey { view: v.0, key: key.clone() });
+        shared.cache.invalidate(&EntryKey::of(v.0, key));
         if let Some(c) = view_counters(views, v) {
             c.keys.fetch_sub(1, AtOrd::Relaxed);
             c.bytes.fetch_sub(part.weights.get(r).copied().unwrap_or(0), AtOrd::Relaxed);
@@ -28,10 +28,10 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
 }
 
 /// What the reader cache keeps per entry besides the entry's rows and its key's heap: moka's
-/// bucket and key `Arc`, its entry record (which holds the [`Entry`]) and access-order node, measured with
-/// benches/benches/memory.rs (the point read's growth per partition less everything counted
-/// here; docs/decisions.md, "memory per cached row").
-const CACHE_ENTRY: usize = 336;
+/// bucket, the `Arc` around the [`EntryKey`], its entry record (which holds the [`Entry`]) and
+/// access-order node, measured with benches/benches/memory.rs (the point read's growth per
+/// partition less everything counted here; docs/decisions.md, "memory per cached row").
+const CACHE_ENTRY: usize = 352;
 
 /// A partition's share of the domain's map of partitions: its entry and control byte at the
 /// table's mean load (a hashbrown table is between 7/16 and 7/8 full), a constant so that a
@@ -71,7 +71,8 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         let copies = if part.ks.reader_width(r) > width { rows.iter().map(|r| shared_row_heap(r)).sum::<usize>() } else { 0 };
         let rows = Rows::from(rows);
         let published = rows.heap_bytes() + copies;
-        let entry = row_heap(key) + CACHE_ENTRY;
+        let ek = EntryKey::of(v.0, key);
+        let entry = ek.heap_bytes() + CACHE_ENTRY;
         let weight = (state_share + published + entry) as u64;
         let old = part.weights.get(r).copied().unwrap_or(0);
         view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
@@ -80,6 +81,6 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
             *w = weight;
         }
         let entry = Entry { rows, weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
-        shared.cache.insert(EntryKey { view: v.0, key: key.clone() }, entry);
+        shared.cache.insert(ek, entry);
     }
 }

@@ -20,7 +20,7 @@ use crate::fill::ViewId;
 use crate::ops::{Key, sort_rows};
 use crate::plan::Node;
 use crate::schema::SqlType;
-use crate::value::{Rows, SharedRow, Value};
+use crate::value::{Rows, SharedRow, Value, row_heap};
 
 /// A size in bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -55,10 +55,51 @@ pub(super) struct Counters {
     pub(super) evictions: AtomicU64,
 }
 
+/// A reader entry's key in the cache: its view and its partition's key. A key of one column
+/// (nearly every view's) is held inline, without a block of its own, so a read of one
+/// partition builds it without allocating. The form follows the key's width whatever builds
+/// it ([`EntryKey::new`], [`EntryKey::of`]), so a partition always has one key in the cache.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub(super) struct EntryKey {
-    pub(super) view: u32,
-    pub(super) key: Key,
+pub(super) enum EntryKey {
+    One(u32, Value),
+    Wide(u32, Key),
+}
+
+impl EntryKey {
+    pub(super) fn new(view: u32, key: Key) -> EntryKey {
+        match <[Value; 1]>::try_from(Vec::from(key)) {
+            Ok([value]) => EntryKey::One(view, value),
+            Err(key) => EntryKey::Wide(view, key.into_boxed_slice()),
+        }
+    }
+
+    pub(super) fn of(view: u32, key: &[Value]) -> EntryKey {
+        match key {
+            [value] => EntryKey::One(view, value.clone()),
+            _ => EntryKey::Wide(view, key.into()),
+        }
+    }
+
+    pub(super) fn view(&self) -> u32 {
+        match self {
+            EntryKey::One(view, _) | EntryKey::Wide(view, _) => *view,
+        }
+    }
+
+    pub(super) fn into_key(self) -> Key {
+        match self {
+            EntryKey::One(_, value) => Box::new([value]),
+            EntryKey::Wide(_, key) => key,
+        }
+    }
+
+    /// The heap it holds besides itself.
+    pub(super) fn heap_bytes(&self) -> usize {
+        match self {
+            EntryKey::One(_, value) => value.heap_bytes(),
+            EntryKey::Wide(_, key) => row_heap(key),
+        }
+    }
 }
 
 /// A published reader entry: the partition's result rows, ordered, visible columns only. The
@@ -221,12 +262,12 @@ impl Reader {
                 None => return Ok(true),
             }
         }
-        let ek = EntryKey { view: self.view.0, key: coerced.into_boxed_slice() };
+        let ek = EntryKey::new(self.view.0, coerced.into_boxed_slice());
         if self.shared.cache.contains_key(&ek) {
             return Ok(true);
         }
         if let Ok(mut m) = self.shared.misses.lock() {
-            m.entry(self.view.0).or_default().insert(ek.key);
+            m.entry(self.view.0).or_default().insert(ek.into_key());
         }
         Ok(false)
     }
@@ -235,7 +276,8 @@ impl Reader {
     /// read filter of the query.
     fn read(&self, keys: Keys, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
         let mut keys = match keys {
-            Keys::One(key) => return self.read_one(key, filter_params),
+            Keys::One(key) => return self.read_one(EntryKey::new(self.view.0, key), filter_params),
+            Keys::Value(value) => return self.read_one(EntryKey::One(self.view.0, value), filter_params),
             Keys::Many(keys) => keys,
         };
         if keys.is_empty() {
@@ -256,15 +298,15 @@ impl Reader {
         if keys.len() == 1
             && let Some(key) = keys.pop()
         {
-            return self.read_one(key, filter_params);
+            return self.read_one(EntryKey::new(self.view.0, key), filter_params);
         }
         let mut found = Vec::with_capacity(keys.len());
         let mut missing = Vec::new();
         for k in keys {
-            let ek = EntryKey { view: self.view.0, key: k };
+            let ek = EntryKey::new(self.view.0, k);
             match self.shared.cache.get(&ek) {
                 Some(e) => found.push(e),
-                None => missing.push(ek.key),
+                None => missing.push(ek.into_key()),
             }
         }
         if !missing.is_empty() {
@@ -274,13 +316,12 @@ impl Reader {
     }
 
     /// The common read, one partition: no vectors for what was found or missing.
-    fn read_one(&self, key: Key, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
-        let ek = EntryKey { view: self.view.0, key };
+    fn read_one(&self, ek: EntryKey, filter_params: &[&Value]) -> Result<Lookup, LookupError> {
         match self.shared.cache.get(&ek) {
             // The cache handed out a clone of the entry: its rows are the answer as they are.
             Some(e) if self.q.read_filters.is_empty() => Ok(self.hit(e.rows)),
             Some(e) => self.answer(std::slice::from_ref(&e), filter_params),
-            None => Ok(self.missed(vec![ek.key])),
+            None => Ok(self.missed(vec![ek.into_key()])),
         }
     }
 
@@ -408,6 +449,9 @@ pub const MAX_LOOKUP_KEYS: usize = 1_000_000;
 /// The partitions one lookup reads: one (every read but an IN list), or any number (none when
 /// a parameter is NULL).
 enum Keys {
+    /// The key of a view keyed by one column, as its value: no block for the key.
+    Value(Value),
+    /// The key of a view keyed by several columns.
     One(Key),
     Many(Vec<Key>),
 }
@@ -415,13 +459,14 @@ enum Keys {
 impl Keys {
     fn len(&self) -> usize {
         match self {
-            Keys::One(_) => 1,
+            Keys::Value(_) | Keys::One(_) => 1,
             Keys::Many(keys) => keys.len(),
         }
     }
 
     fn into_vec(self) -> Vec<Key> {
         match self {
+            Keys::Value(value) => vec![Box::new([value])],
             Keys::One(key) => vec![key],
             Keys::Many(keys) => keys,
         }
@@ -439,6 +484,12 @@ fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) 
     if param_slots.iter().all(|slots| slots.len() == 1) {
         // `k = ?` for each key column (every read but an IN list): one key, or none if a
         // parameter is NULL; built without the sets and products below.
+        if let ([slots], [col]) = (param_slots, &q.key_columns[..]) {
+            // One key column (most views): the value is the key, without a vector.
+            let i = slots[0];
+            let p = params.get(i).ok_or(LookupError::ParamCount { expected, got: params.len() })?;
+            return Ok(coerce_param(p, col, i)?.map_or(Keys::Many(Vec::new()), Keys::Value));
+        }
         let mut key = Vec::with_capacity(param_slots.len());
         let mut null = false;
         for (slots, col) in param_slots.iter().zip(&q.key_columns) {
@@ -504,5 +555,28 @@ mod coerce_tests {
         assert!(coerce_param(&noon, &col(SqlType::Date), 0).is_err());
         let as_datetime = coerce_param(&Value::Date(day), &col(SqlType::DateTime { fsp: 0 }), 0);
         assert!(matches!(as_datetime, Ok(Some(Value::DateTime(d))) if d == DateTime::new(day, 0, 0, 0, 0)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    #[test]
+    fn an_entry_key_has_one_form_whatever_builds_it() {
+        let seeded = std::collections::hash_map::RandomState::new();
+        for key in [vec![Value::Int(7)], vec![Value::Int(7), Value::Text("a".into(), crate::value::Collation::Binary)]] {
+            let key: Key = key.into_boxed_slice();
+            let (built, copied) = (EntryKey::new(3, key.clone()), EntryKey::of(3, &key));
+            assert_eq!(built, copied);
+            assert_eq!(seeded.hash_one(&built), seeded.hash_one(&copied));
+            assert_eq!(matches!(built, EntryKey::One(..)), key.len() == 1, "one column is inline");
+            assert_eq!(built.view(), 3);
+            assert_eq!(built.into_key(), key);
+        }
+        // A one-column read builds the inline form directly (`Keys::Value`).
+        assert_eq!(EntryKey::One(3, Value::Int(7)), EntryKey::of(3, &[Value::Int(7)]));
+        assert_eq!(EntryKey::of(3, &[Value::Int(7)]).heap_bytes(), 0);
     }
 }
