@@ -808,3 +808,18 @@ fn every_change_publishes_held_transactions_first() {
         assert_eq!(count(&w), vec![row(vec![int(1), int(4)])], "{what} must publish the held transaction first");
     }
 }
+
+#[test]
+fn a_lookup_refused_for_its_range_parameter_is_not_a_hit() {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql("SELECT id, title FROM stories WHERE author = ? AND id > ?").unwrap();
+    let r = w.df.reader(v).unwrap();
+    assert_eq!(w.read(v, &[int(10), int(0)], false), vec![row(vec![int(1), txt("Hello")])]);
+    let before = w.df.stats(v).unwrap().hits;
+    // The partition is filled; the range parameter cannot be compared with `id` as a key.
+    assert!(matches!(r.lookup(&[int(10), txt("x")]), Err(LookupError::ParamType { .. })));
+    assert_eq!(w.df.stats(v).unwrap().hits, before, "a refused lookup is relayed, not answered");
+    assert!(matches!(r.lookup(&[int(10), int(0)]), Ok(Lookup::Hit(_))));
+    assert_eq!(w.df.stats(v).unwrap().hits, before + 1);
+}
