@@ -13,7 +13,9 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
 version=v1.10.0
 work=${FRESHET_GO_SUITE_DIR:-$repo/target/go-driver-suite}
-port=${FRESHET_GO_SUITE_PORT:-33407}
+# Below Linux's ephemeral range (32768-60999 by default): a fixed port inside it can be taken,
+# now and then, by the source port of some outgoing connection, and freshet then fails to bind.
+port=${FRESHET_GO_SUITE_PORT:-23407}
 admin_port=$((port + 1))
 mkdir -p "$work"
 
@@ -43,10 +45,12 @@ TOML
 "$bin/freshet" --config "$work/freshet.toml" >"$work/proxy.log" 2>&1 &
 freshet_pid=$!
 trap 'kill $freshet_pid 2>/dev/null || true' EXIT
+live=
 for _ in $(seq 1 100); do
-    curl -sf "http://127.0.0.1:$admin_port/live" >/dev/null 2>&1 && break
+    curl -sf -m 1 "http://127.0.0.1:$admin_port/live" >/dev/null 2>&1 && { live=1; break; }
     sleep 0.1
 done
+[ -n "$live" ] || { echo "go-driver-suite: freshet did not start; its log:" >&2; cat "$work/proxy.log" >&2; exit 1; }
 
 upstream_addr=${FRESHET_TEST_MYSQL_URL#*@}
 upstream_addr=${upstream_addr%%/*}
