@@ -1,11 +1,13 @@
 //! Cost of classifying a query on the hit path (tokenize, fingerprint, extract literals) and
-//! of looking its fingerprint up in the verdict table, for the example app's read shapes.
+//! of looking its fingerprint up in the verdict table, for the example app's read shapes; and
+//! of classifying a text of a shape the session has learnt (`matching::shape`), with another
+//! value than the learnt text's.
 
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use freshet_proxy::cache::route::{ParamMap, Verdict, VerdictTable};
-use freshet_proxy::matching::{CacheId, SqlMode, classify};
+use freshet_proxy::matching::{Bounds, CacheId, Shapes, SqlMode, classify};
 use freshet_testkit::bench::step;
 
 fn bench(c: &mut Criterion) {
@@ -26,6 +28,14 @@ fn bench(c: &mut Criterion) {
             let query = classify(black_box(sql.as_bytes()), SqlMode::default());
             table.get(&query.fingerprint).is_some()
         });
+        // IN lists are not learnt.
+        if name != "in_list" {
+            let mut shapes = Shapes::default();
+            let learnt = sql.replace("4242", "1").replace("= 17", "= 1");
+            shapes.learn(learnt.as_bytes(), &classify(learnt.as_bytes(), SqlMode::default()), Bounds::default());
+            assert!(shapes.classify(sql.as_bytes(), Bounds::default()).is_some(), "{name}: the learnt shape spells it");
+            step(c, &format!("matching/known_shape/{name}"), || shapes.classify(black_box(sql.as_bytes()), Bounds::default()));
+        }
     }
 }
 

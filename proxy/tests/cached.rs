@@ -97,6 +97,37 @@ async fn text_queries_of_every_spelling_hit_and_match_the_server_byte_for_byte()
     assert_eq!(hit(&mut through, &proxy, "items", sql).await, direct.query(sql).await);
 }
 
+/// A session learns the text of a cached shape it sent (`matching::shape`) and classifies the
+/// same text with other values without tokenizing it: those are answered as the server answers
+/// them, and a text that differs anywhere but in a value goes the whole way (relayed here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_learnt_text_shape_answers_other_values_and_nothing_else() {
+    items_table("ls_items", 30).await;
+    let proxy = start_proxy(&cache_config(&[("items", "SELECT id, name, price, created, qty FROM ls_items WHERE id = ?")])).await;
+    let mut direct = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let mut through = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let read = "SELECT id, name, price, created, qty FROM ls_items WHERE id = ";
+    hit(&mut through, &proxy, "items", &format!("{read}5")).await;
+    // The executable comment comes last: a session that sent one relays its cached reads from
+    // then on (its state may have changed in ways freshet does not follow).
+    for (value, answered) in [
+        ("6", true),
+        ("000012", true),
+        ("7 OR id = 8", false),
+        ("7 UNION SELECT 1, 2, 3, 4, 5", false),
+        ("(SELECT 9)", false),
+        ("'13'", true),
+        ("14", true),
+        ("7 /*! OR id = 9 */", false),
+    ] {
+        let sql = format!("{read}{value}");
+        let before = hits(&proxy, "items");
+        let reply = through.query(&sql).await;
+        assert_eq!(hits(&proxy, "items") > before, answered, "{sql}");
+        assert_eq!(reply, direct.query(&sql).await, "{sql}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn in_lists_and_prepared_statements_hit_with_the_servers_values() {
     items_table("ct_prep", 40).await;

@@ -41,11 +41,42 @@ pub struct Fingerprint {
     pub slots: Vec<Slot>,
 }
 
+/// A query's fingerprint, as a [`Fingerprint`] (`Deref`): its own when the text was
+/// classified, or the one a session's learnt text shape shares (`super::shape`), which costs a
+/// count instead of copying the normalized text.
+#[derive(Debug, Clone)]
+pub enum QueryFingerprint {
+    Own(Fingerprint),
+    Learnt(std::sync::Arc<Fingerprint>),
+}
+
+impl std::ops::Deref for QueryFingerprint {
+    type Target = Fingerprint;
+    fn deref(&self) -> &Fingerprint {
+        match self {
+            QueryFingerprint::Own(f) => f,
+            QueryFingerprint::Learnt(f) => f,
+        }
+    }
+}
+
+impl PartialEq for QueryFingerprint {
+    fn eq(&self, other: &QueryFingerprint) -> bool {
+        **self == **other
+    }
+}
+
+impl From<Fingerprint> for QueryFingerprint {
+    fn from(f: Fingerprint) -> QueryFingerprint {
+        QueryFingerprint::Own(f)
+    }
+}
+
 /// A classified query: its fingerprint, its literals in order, and, if tokens alone show it
 /// must go to the server, why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query<'q> {
-    pub fingerprint: Fingerprint,
+    pub fingerprint: QueryFingerprint,
     pub literals: Vec<Literal<'q>>,
     /// The arity of each folded IN list, in order.
     pub in_lists: Vec<u32>,
@@ -132,6 +163,28 @@ pub fn classify(sql: &[u8], mode: SqlMode) -> Query<'_> {
 /// [`classify`] within `bounds`. What it allocates is linear in `sql.len()`, itself at most
 /// `bounds.max_statement` once tokens are read.
 pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> {
+    normalize(sql, mode, bounds, None)
+}
+
+/// The token each literal of a [`Query`] was read from, as [`classify_with_tokens`] tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiteralToken {
+    pub token: Token,
+    /// The literal is that token's value alone: no sign before it folded in, no charset
+    /// introducer, not `NULL` or an IN list's.
+    pub alone: bool,
+}
+
+/// [`classify_bounded`] (default sql_mode), and the token of each literal, in order (an IN
+/// list's literals and `NULL` included, as not [`LiteralToken::alone`]). For learning a text
+/// shape (`super::shape`): it costs a vector more than classifying.
+pub fn classify_with_tokens(sql: &[u8], bounds: Bounds) -> (Query<'_>, Vec<LiteralToken>) {
+    let mut tokens = Vec::new();
+    let query = normalize(sql, SqlMode::default(), bounds, Some(&mut tokens));
+    (query, tokens)
+}
+
+fn normalize<'q>(sql: &'q [u8], mode: SqlMode, bounds: Bounds, literal_tokens: Option<&mut Vec<LiteralToken>>) -> Query<'q> {
     if sql.len() > bounds.max_statement {
         return long_statement(sql);
     }
@@ -152,6 +205,7 @@ pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> 
         utf8: std::str::from_utf8(sql).ok(),
         placeholders: 0,
         max_in_list: bounds.max_in_list,
+        literal_tokens,
     };
     if mode.ansi_quotes || mode.no_backslash_escapes {
         n.relay("sql_mode ANSI_QUOTES or NO_BACKSLASH_ESCAPES (the tokenizer reads the default modes only)");
@@ -162,7 +216,7 @@ pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> 
         hash = fnv(fnv(hash, &[0xff]), raw);
     }
     Query {
-        fingerprint: Fingerprint { hash, normalized: n.out, slots: n.slots },
+        fingerprint: Fingerprint { hash, normalized: n.out, slots: n.slots }.into(),
         literals: n.literals,
         in_lists: n.in_lists,
         relay: n.relay,
@@ -178,7 +232,7 @@ fn long_statement(sql: &[u8]) -> Query<'_> {
     let normalized = format!("{word} ... /* a statement over [limits] max_query, not normalized */");
     let relay = if word == "SELECT" { LONG_STATEMENT } else { "not a SELECT" };
     let fingerprint = Fingerprint { hash: fnv(FNV_OFFSET, normalized.as_bytes()), normalized, slots: Vec::new() };
-    Query { fingerprint, literals: Vec::new(), in_lists: Vec::new(), relay: Some(relay) }
+    Query { fingerprint: fingerprint.into(), literals: Vec::new(), in_lists: Vec::new(), relay: Some(relay) }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -221,6 +275,8 @@ struct Normalizer<'q, 't> {
     utf8: Option<&'q str>,
     placeholders: u32,
     max_in_list: usize,
+    /// Where each literal's token goes, when the caller asked ([`classify_with_tokens`]).
+    literal_tokens: Option<&'t mut Vec<LiteralToken>>,
 }
 
 /// Where the walk is, for the literals that must stay in the text.
@@ -445,6 +501,7 @@ impl<'q> Normalizer<'q, '_> {
                     && (self.is_word(i - 1, Named::Is) || (self.is_word(i - 1, Named::Not) && i > 1 && self.is_word(i - 2, Named::Is))))
                 && cx.select.is_none()
             {
+                self.record(i, false);
                 self.slot(Literal::Null);
                 return i + 1;
             }
@@ -560,6 +617,11 @@ impl<'q> Normalizer<'q, '_> {
         let negative = i > 0 && self.is_symbol(i - 1, b"-") && !self.ends_operand_before_sign(i - 1);
         match self.parse_literal(i, negative) {
             Some(lit) => {
+                if self.literal_tokens.is_some() {
+                    let signed = i > 0 && (self.is_symbol(i - 1, b"-") || self.is_symbol(i - 1, b"+"));
+                    let introduced = i > 0 && self.kind(i - 1) == Some(TokenKind::Word) && self.text(i - 1).first() == Some(&b'_');
+                    self.record(i, !signed && !introduced);
+                }
                 if token.kind == TokenKind::NationalString {
                     self.push("N", true);
                     self.out.push('?');
@@ -579,6 +641,13 @@ impl<'q> Normalizer<'q, '_> {
 
     fn ends_operand_before_sign(&self, sign: usize) -> bool {
         sign > 0 && self.ends_operand(sign - 1)
+    }
+
+    /// Notes token `i` as the next literal's, if the caller asked for literals' tokens.
+    fn record(&mut self, i: usize, alone: bool) {
+        if let (Some(tokens), Some(&token)) = (self.literal_tokens.as_mut(), self.tokens.get(i)) {
+            tokens.push(LiteralToken { token, alone });
+        }
     }
 
     fn slot(&mut self, lit: Literal<'q>) {
@@ -629,8 +698,15 @@ impl<'q> Normalizer<'q, '_> {
     /// its literals.
     fn undo(&mut self, (placeholders, literals): (u32, usize)) -> Option<usize> {
         self.placeholders = placeholders;
-        self.literals.truncate(literals);
+        self.truncate_literals(literals);
         None
+    }
+
+    fn truncate_literals(&mut self, len: usize) {
+        self.literals.truncate(len);
+        if let Some(tokens) = self.literal_tokens.as_mut() {
+            tokens.truncate(len);
+        }
     }
 
     /// `(lit, lit, ...)` at `i`: folds it to one slot and returns the index after `)`, or None
@@ -658,6 +734,7 @@ impl<'q> Normalizer<'q, '_> {
                 _ => return self.undo(before),
             };
             // Pushed as they are read; taken back if the list turns out not to be literals.
+            self.record(at, false);
             self.literals.push(lit);
             j = at + 1;
             if self.is_symbol(j, b",") {
@@ -672,7 +749,7 @@ impl<'q> Normalizer<'q, '_> {
         self.push("IN", true);
         if items > self.max_in_list {
             // Not a slot: a shape of its own whose verdict is this relay.
-            self.literals.truncate(before.1);
+            self.truncate_literals(before.1);
             self.relay(LONG_IN_LIST);
             self.push(LONG_LIST, true);
             return Some(j + 1);

@@ -1,7 +1,9 @@
 //! Query matching for the hit path: classify a query's text without a SQL parser.
 //!
 //! Owns the tokenizer ([`lexer`]), the fingerprint and literal extraction ([`fingerprint`],
-//! [`literal`], with the keyword sets it reads in `words`), what is shown of a query ([`redact`]: every literal replaced) and the
+//! [`literal`], with the keyword sets it reads in `words`), what is shown of a query ([`redact`]: every literal replaced), a
+//! session's learnt text shapes ([`shape`]: a text that repeats a cached shape with other
+//! values is classified without tokenizing it again, to the same [`Query`]) and the
 //! bounded table of verdicts ([`table`]; what a verdict says is the routing layer's,
 //! `cache::route::Verdict`). What classifying costs is bounded ([`Bounds`]): a
 //! text over `[limits] max_query` is not tokenized, an IN list over `max_in_list` is not
@@ -12,11 +14,12 @@
 //! How routing uses it, per COM_QUERY (or per COM_STMT_PREPARE's text, whose `?` become
 //! [`Literal::Placeholder`]s bound at execute):
 //! ```text
-//! let query = matching::classify(sql, session_sql_mode);
+//! let query = session_shapes.classify(sql).unwrap_or_else(|| matching::classify(sql, session_sql_mode));
 //! if let Some(reason) = query.relay { relay; count under query.fingerprint with reason }
 //! match table.get(&query.fingerprint) {
 //!     Some(entry) => match &entry.verdict {
-//!         Verdict::Cache { id, params } => look up view `id` with query.literals mapped by params,
+//!         Verdict::Cache { id, params } => look up view `id` with query.literals mapped by params
+//!             (a COM_QUERY's text is learnt: session_shapes.learn(sql, &query)),
 //!         Verdict::Relay { .. } => relay,
 //!     },
 //!     None => full parse once, table.insert(&query.fingerprint, verdict), then as above,
@@ -50,12 +53,14 @@ pub mod fingerprint;
 pub mod lexer;
 pub mod literal;
 pub mod redact;
+pub mod shape;
 pub mod table;
 mod words;
 
-pub use fingerprint::{Bounds, Fingerprint, Query, Slot, SqlMode, classify, classify_bounded};
+pub use fingerprint::{Bounds, Fingerprint, Query, QueryFingerprint, Slot, SqlMode, classify, classify_bounded};
 pub use literal::Literal;
 pub use redact::shown;
+pub use shape::Shapes;
 pub use table::{CacheId, Entry, VerdictTable, Weigh};
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ fn q(sql: &str) -> Query<'_> {
 }
 
 fn norm(sql: &str) -> String {
-    q(sql).fingerprint.normalized
+    q(sql).fingerprint.normalized.clone()
 }
 
 fn same(a: &str, b: &str) {

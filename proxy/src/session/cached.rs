@@ -79,11 +79,20 @@ impl Session {
             return Ok(Routed::Relay { capture: None });
         };
         let started = Instant::now();
-        let query = engine.classify(sql);
+        let bounds = engine.settings.bounds;
+        let (query, known) = match self.shapes.classify(sql, bounds) {
+            Some(query) => (query, true),
+            None => (engine.classify(sql), false),
+        };
         let is_select = query.relay != Some("not a SELECT");
         let entry = engine.verdict(&query);
         let (id, map) = match route::interpret(&entry.verdict) {
-            Ok(matched) => matched,
+            Ok(matched) => {
+                if !known {
+                    self.shapes.learn(sql, &query, bounds);
+                }
+                matched
+            }
             Err(why) => {
                 // Not a cached shape: whatever it is may change the session.
                 self.state.observe(sql);

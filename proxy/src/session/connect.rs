@@ -79,6 +79,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             state: established.state,
             identity: None,
             memo: Default::default(),
+            shapes: Default::default(),
             learning: None,
             unlogged_write: false,
             relayed: None,

@@ -123,6 +123,9 @@ pub struct Session {
     own: ryw::OwnWrites,
     /// The rows of the cached answer being written, kept between answers for their buffers.
     encoded: cached::Encoded,
+    /// Text shapes of cached queries this session sent, to classify their next texts without
+    /// tokenizing them (`matching::shape`).
+    shapes: crate::matching::Shapes,
 }
 
 /// Why a session stopped; logged once and counted, where it ends.
