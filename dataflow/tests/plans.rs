@@ -7,6 +7,7 @@ use freshet_dataflow::eval::eval;
 use freshet_dataflow::*;
 
 use freshet_testkit::catalog::news as catalog;
+use freshet_testkit::rng::Rng;
 
 fn q(sql: &str) -> CompiledQuery {
     compile(sql, &catalog()).unwrap_or_else(|e| panic!("{sql}: {e}"))
@@ -122,20 +123,6 @@ fn in_lists_match_equalities_only_when_mergeable() {
     }
 }
 
-/// xorshift64*: deterministic test data without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> i64 {
-        (self.next() % n) as i64
-    }
-}
-
 fn int(i: i64) -> Value {
     Value::Int(i)
 }
@@ -187,7 +174,7 @@ fn lookup_in_on_an_equality_view_equals_the_in_view() {
             "SELECT id FROM comments WHERE story_id IN (?, ?, ?) AND author_id IN (?, ?, ?)",
         ),
     ];
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     for replica in [false, true] {
         let mut df_eq = Dataflow::new(catalog(), ByteSize(1 << 30));
         let mut df_in = Dataflow::new(catalog(), ByteSize(1 << 30));
@@ -211,10 +198,12 @@ fn lookup_in_on_an_equality_view_equals_the_in_view() {
                     continue;
                 }
                 let (t, r): (&str, Row) = match rng.below(4) {
-                    0 => ("users", vec![int(rng.below(6)), text(["ann", "bob", "cy"][rng.below(3) as usize])].into()),
-                    1 => ("stories", vec![int(rng.below(6)), int(rng.below(6)), text("t")].into()),
-                    2 => ("comments", vec![int(rng.below(40)), int(rng.below(6)), int(rng.below(6)), text("c")].into()),
-                    _ => ("votes", vec![int(rng.below(6)), int(rng.below(6))].into()),
+                    0 => ("users", vec![int(rng.below(6) as i64), text(["ann", "bob", "cy"][rng.below(3) as usize])].into()),
+                    1 => ("stories", vec![int(rng.below(6) as i64), int(rng.below(6) as i64), text("t")].into()),
+                    2 => {
+                        ("comments", vec![int(rng.below(40) as i64), int(rng.below(6) as i64), int(rng.below(6) as i64), text("c")].into())
+                    }
+                    _ => ("votes", vec![int(rng.below(6) as i64), int(rng.below(6) as i64)].into()),
                 };
                 b.insert(t, r.clone());
                 live.push((t, r));
@@ -224,7 +213,7 @@ fn lookup_in_on_an_equality_view_equals_the_in_view() {
             df_in.apply(&b).unwrap();
             for (ve, vi, qi) in &views {
                 // Three key values per IN list (repeats and NULLs included), plus a range.
-                let mut params: Vec<Value> = (0..qi.n_params).map(|_| int(rng.below(7))).collect();
+                let mut params: Vec<Value> = (0..qi.n_params).map(|_| int(rng.below(7) as i64)).collect();
                 if rng.below(5) == 0 {
                     params[qi.param_slots[0][1]] = Value::Null;
                 }

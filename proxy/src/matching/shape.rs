@@ -180,6 +180,7 @@ impl Shapes {
 mod tests {
     use super::*;
     use crate::matching::{SqlMode, classify_bounded};
+    use freshet_testkit::rng::Rng;
 
     const BOUNDS: Bounds = Bounds { max_statement: 256 << 10, max_in_list: 1000 };
 
@@ -283,24 +284,10 @@ mod tests {
         out
     }
 
-    /// A small deterministic generator (xorshift64*), so the test needs no crate.
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-        }
-        fn below(&mut self, n: usize) -> usize {
-            (self.next() % n as u64) as usize
-        }
-    }
-
     #[test]
     fn a_shape_answers_as_classifying_does() {
         let alphabet = b"0123456789aexbN'\"\\-+./*#(),;=<> \n?@_`\xff";
-        let mut rng = Rng(0x5eed);
+        let mut rng = Rng::new(0x5eed);
         let (mut taken, mut tried) = (0, 0);
         for &(text, literals) in LEARNT {
             let shape = TextShape::learn(text.as_bytes(), BOUNDS).unwrap_or_else(|| panic!("learns {text:?}"));
@@ -309,8 +296,8 @@ mod tests {
                 // Each listed value, and random byte soups.
                 let mut values: Vec<Vec<u8>> = VALUES.iter().map(|v| v.as_bytes().to_vec()).collect();
                 for _ in 0..3000 {
-                    let len = rng.below(7);
-                    values.push((0..len).map(|_| alphabet[rng.below(alphabet.len())]).collect());
+                    let len = rng.below(7) as usize;
+                    values.push((0..len).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]).collect());
                 }
                 for value in values {
                     let value = String::from_utf8_lossy(&value).into_owned();
@@ -322,8 +309,8 @@ mod tests {
             // The fixed pieces changed: one byte inserted, replaced or removed anywhere.
             for _ in 0..3000 {
                 let mut sql = text.as_bytes().to_vec();
-                let at = rng.below(sql.len() + 1);
-                let byte = alphabet[rng.below(alphabet.len())];
+                let at = rng.below(sql.len() as u64 + 1) as usize;
+                let byte = alphabet[rng.below(alphabet.len() as u64) as usize];
                 match rng.below(3) {
                     0 => sql.insert(at, byte),
                     1 if at < sql.len() => sql[at] = byte,
