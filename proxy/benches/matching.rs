@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use freshet_proxy::cache::route::{ParamMap, Verdict, VerdictTable};
-use freshet_proxy::matching::{Bounds, CacheId, Shapes, SqlMode, classify};
+use freshet_proxy::matching::{Bounds, CacheId, Shapes, SqlMode, classify, classify_with_tokens};
 use freshet_testkit::bench::step;
 
 fn bench(c: &mut Criterion) {
@@ -24,6 +24,9 @@ fn bench(c: &mut Criterion) {
         let query = classify(sql.as_bytes(), SqlMode::default());
         table.insert(&query.fingerprint, Verdict::Cache { id: CacheId(1), params: ParamMap::default() });
         step(c, &format!("matching/classify/{name}"), || classify(black_box(sql.as_bytes()), SqlMode::default()));
+        // What a session's read of a text of a shape it has not learnt costs (the tokens are
+        // what learning the shape needs).
+        step(c, &format!("matching/classify_with_tokens/{name}"), || classify_with_tokens(black_box(sql.as_bytes()), Bounds::default()));
         step(c, &format!("matching/classify_and_lookup/{name}"), || {
             let query = classify(black_box(sql.as_bytes()), SqlMode::default());
             table.get(&query.fingerprint).is_some()
@@ -32,7 +35,8 @@ fn bench(c: &mut Criterion) {
         if name != "in_list" {
             let mut shapes = Shapes::default();
             let learnt = sql.replace("4242", "1").replace("= 17", "= 1");
-            shapes.learn(learnt.as_bytes(), &classify(learnt.as_bytes(), SqlMode::default()), Bounds::default());
+            let (mut query, tokens) = classify_with_tokens(learnt.as_bytes(), Bounds::default());
+            shapes.learn(learnt.as_bytes(), &mut query, &tokens);
             assert!(shapes.classify(sql.as_bytes(), Bounds::default()).is_some(), "{name}: the learnt shape spells it");
             step(c, &format!("matching/known_shape/{name}"), || shapes.classify(black_box(sql.as_bytes()), Bounds::default()));
         }

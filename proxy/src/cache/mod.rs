@@ -373,6 +373,12 @@ impl Engine {
         matching::classify_bounded(sql, SqlMode::default(), self.settings.bounds)
     }
 
+    /// [`Engine::classify`], with the token of each literal (for a session to learn the text's
+    /// shape, `matching::shape`).
+    pub fn classify_with_tokens<'q>(&self, sql: &'q [u8]) -> (Query<'q>, Vec<matching::lexer::Token>) {
+        matching::classify_with_tokens(sql, self.settings.bounds)
+    }
+
     /// The verdict entry for a classified query: remembered, or taken now (the full parse).
     pub fn verdict(&self, query: &Query<'_>) -> Arc<Entry> {
         self.registry.verdict(query)

@@ -34,7 +34,7 @@ pub enum Slot {
 
 /// A query's shape: a hash for lookups and the normalized text it was computed from (kept for
 /// collision checks, debugging and EXPLAIN).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Fingerprint {
     pub hash: u64,
     pub normalized: String,
@@ -63,6 +63,13 @@ impl std::ops::Deref for QueryFingerprint {
 impl PartialEq for QueryFingerprint {
     fn eq(&self, other: &QueryFingerprint) -> bool {
         **self == **other
+    }
+}
+
+impl Default for QueryFingerprint {
+    /// An empty fingerprint of its own (allocates nothing).
+    fn default() -> QueryFingerprint {
+        QueryFingerprint::Own(Fingerprint::default())
     }
 }
 
@@ -166,25 +173,17 @@ pub fn classify_bounded(sql: &[u8], mode: SqlMode, bounds: Bounds) -> Query<'_> 
     normalize(sql, mode, bounds, None)
 }
 
-/// The token each literal of a [`Query`] was read from, as [`classify_with_tokens`] tells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LiteralToken {
-    pub token: Token,
-    /// The literal is that token's value alone: no sign before it folded in, no charset
-    /// introducer, not `NULL` or an IN list's.
-    pub alone: bool,
-}
-
-/// [`classify_bounded`] (default sql_mode), and the token of each literal, in order (an IN
-/// list's literals and `NULL` included, as not [`LiteralToken::alone`]). For learning a text
-/// shape (`super::shape`): it costs a vector more than classifying.
-pub fn classify_with_tokens(sql: &[u8], bounds: Bounds) -> (Query<'_>, Vec<LiteralToken>) {
+/// [`classify_bounded`] (default sql_mode), and the token of each literal, in order, up to the
+/// first that does not stand alone: a sign before it folded in, a charset introducer, `NULL`,
+/// an IN list's. Fewer tokens than literals say that the text's shape cannot be learnt. What
+/// learning a text shape needs (`super::shape`), for a vector more than classifying.
+pub fn classify_with_tokens(sql: &[u8], bounds: Bounds) -> (Query<'_>, Vec<Token>) {
     let mut tokens = Vec::new();
     let query = normalize(sql, SqlMode::default(), bounds, Some(&mut tokens));
     (query, tokens)
 }
 
-fn normalize<'q>(sql: &'q [u8], mode: SqlMode, bounds: Bounds, literal_tokens: Option<&mut Vec<LiteralToken>>) -> Query<'q> {
+fn normalize<'q>(sql: &'q [u8], mode: SqlMode, bounds: Bounds, literal_tokens: Option<&mut Vec<Token>>) -> Query<'q> {
     if sql.len() > bounds.max_statement {
         return long_statement(sql);
     }
@@ -276,7 +275,7 @@ struct Normalizer<'q, 't> {
     placeholders: u32,
     max_in_list: usize,
     /// Where each literal's token goes, when the caller asked ([`classify_with_tokens`]).
-    literal_tokens: Option<&'t mut Vec<LiteralToken>>,
+    literal_tokens: Option<&'t mut Vec<Token>>,
 }
 
 /// Where the walk is, for the literals that must stay in the text.
@@ -643,10 +642,17 @@ impl<'q> Normalizer<'q, '_> {
         sign > 0 && self.ends_operand(sign - 1)
     }
 
-    /// Notes token `i` as the next literal's, if the caller asked for literals' tokens.
+    /// Notes token `i` as the next literal's, if the caller asked for literals' tokens. The
+    /// first literal that does not stand `alone` ends the noting: such a text's shape cannot be
+    /// learnt, which a list shorter than the literals says (and an IN list of a thousand values
+    /// costs no vector of a thousand tokens).
     fn record(&mut self, i: usize, alone: bool) {
         if let (Some(tokens), Some(&token)) = (self.literal_tokens.as_mut(), self.tokens.get(i)) {
-            tokens.push(LiteralToken { token, alone });
+            if alone {
+                tokens.push(token);
+            } else {
+                self.literal_tokens = None;
+            }
         }
     }
 

@@ -14,12 +14,12 @@
 //! How routing uses it, per COM_QUERY (or per COM_STMT_PREPARE's text, whose `?` become
 //! [`Literal::Placeholder`]s bound at execute):
 //! ```text
-//! let query = session_shapes.classify(sql).unwrap_or_else(|| matching::classify(sql, session_sql_mode));
+//! let query = session_shapes.classify(sql).unwrap_or_else(|| matching::classify_with_tokens(sql));
 //! if let Some(reason) = query.relay { relay; count under query.fingerprint with reason }
 //! match table.get(&query.fingerprint) {
 //!     Some(entry) => match &entry.verdict {
 //!         Verdict::Cache { id, params } => look up view `id` with query.literals mapped by params
-//!             (a COM_QUERY's text is learnt: session_shapes.learn(sql, &query)),
+//!             (a COM_QUERY's text is learnt: session_shapes.learn(sql, &mut query, &tokens)),
 //!         Verdict::Relay { .. } => relay,
 //!     },
 //!     None => full parse once, table.insert(&query.fingerprint, verdict), then as above,
@@ -57,7 +57,7 @@ pub mod shape;
 pub mod table;
 mod words;
 
-pub use fingerprint::{Bounds, Fingerprint, Query, QueryFingerprint, Slot, SqlMode, classify, classify_bounded};
+pub use fingerprint::{Bounds, Fingerprint, Query, QueryFingerprint, Slot, SqlMode, classify, classify_bounded, classify_with_tokens};
 pub use literal::Literal;
 pub use redact::shown;
 pub use shape::Shapes;

@@ -20,18 +20,22 @@
 //!   single-quoted string;
 //! - the normalizer decides from tokens' kinds and the texts of words and symbols, never from a
 //!   literal's value; a sign or a charset introducer before a literal is the one place where
-//!   a neighbour changes a literal, so learning takes only literals without either
-//!   ([`LiteralToken::alone`]); `NULL`, IN lists and relayed texts are not learnt;
+//!   a neighbour changes a literal, so learning takes only literals without either (those
+//!   [`classify_with_tokens`](super::classify_with_tokens) notes); `NULL`, IN lists and
+//!   relayed texts are not learnt;
 //! - the fingerprint is computed from the normalized text and the raw select lists, which
 //!   never contain a literal that became a slot, so it is the learnt text's.
 //!
 //! A session keeps a few shapes of its own ([`Shapes`]), learnt from texts whose verdict was a
-//! cache; nothing is shared between sessions, so a client can only fill its own.
+//! cache; nothing is shared between sessions, so a client can only fill its own. A text of no
+//! learnt shape is classified once, noting its literals' tokens
+//! ([`classify_with_tokens`](super::classify_with_tokens)): all that learning needs, so a shape
+//! that cannot be learnt costs no second reading.
 
 use std::sync::Arc;
 
-use super::fingerprint::{Bounds, Fingerprint, LiteralToken, Query, QueryFingerprint, classify_with_tokens};
-use super::lexer::{Lexer, TokenKind};
+use super::fingerprint::{Bounds, Fingerprint, Query, QueryFingerprint};
+use super::lexer::{Lexer, Token, TokenKind};
 use super::literal::{self, Literal};
 
 /// Texts longer than this are not learnt: a session's shapes stay small.
@@ -61,31 +65,35 @@ fn separates_after(b: u8) -> bool {
 }
 
 impl TextShape {
-    /// The shape of `sql` if it can be learnt: it classifies without a relay reason, and each
-    /// of its literals is a decimal integer or a single-quoted string standing alone between
-    /// separators. None otherwise.
-    pub fn learn(sql: &[u8], bounds: Bounds) -> Option<TextShape> {
-        if sql.len() > MAX_TEXT {
-            return None;
-        }
-        let (query, tokens) = classify_with_tokens(sql, bounds);
-        if query.relay.is_some() || !query.in_lists.is_empty() || tokens.len() != query.literals.len() || tokens.len() > MAX_LITERALS {
+    /// The shape of `sql`, classified as `query` with its literals' `tokens`
+    /// ([`classify_with_tokens`](super::classify_with_tokens)), if it can be learnt: it
+    /// classified without a relay reason, and each of its literals is a decimal integer or a
+    /// single-quoted string standing alone between separators. The query's fingerprint moves into the shape, and the query keeps a
+    /// shared count of it. None, and the query untouched, otherwise.
+    pub fn learn(sql: &[u8], query: &mut Query<'_>, tokens: &[Token]) -> Option<TextShape> {
+        if sql.len() > MAX_TEXT
+            || query.relay.is_some()
+            || !query.in_lists.is_empty()
+            || tokens.len() != query.literals.len()
+            || tokens.len() > MAX_LITERALS
+        {
             return None;
         }
         let mut literals = Vec::with_capacity(tokens.len());
-        for LiteralToken { token, alone } in tokens {
+        for &token in tokens {
             let kind_ok = matches!(token.kind, TokenKind::Integer | TokenKind::SingleQuoted);
             let before = token.start.checked_sub(1).and_then(|p| sql.get(p)).is_some_and(|&b| separates_before(b));
             let after = sql.get(token.end).is_none_or(|&b| separates_after(b));
-            if !(alone && kind_ok && before && after) {
+            if !(kind_ok && before && after) {
                 return None;
             }
             literals.push((token.start, token.end, token.kind));
         }
-        let fingerprint = match query.fingerprint {
+        let fingerprint = match std::mem::take(&mut query.fingerprint) {
             QueryFingerprint::Own(f) => Arc::new(f),
             QueryFingerprint::Learnt(f) => f,
         };
+        query.fingerprint = QueryFingerprint::Learnt(Arc::clone(&fingerprint));
         Some(TextShape { text: sql.into(), literals: literals.into(), fingerprint })
     }
 
@@ -131,13 +139,10 @@ fn after_prefix(sql: &[u8], at: usize, fixed: &[u8]) -> Option<usize> {
     (sql.get(at..end)? == fixed).then_some(end)
 }
 
-/// A session's shapes: the last few learnt, and the last few shapes found unfit (not learnt
-/// again on every read).
+/// A session's shapes: the last few learnt, the latest first.
 #[derive(Debug, Default)]
 pub struct Shapes {
     recent: Vec<TextShape>,
-    unfit: [Option<u64>; KEPT],
-    next_unfit: usize,
 }
 
 impl Shapes {
@@ -146,22 +151,13 @@ impl Shapes {
         self.recent.iter().find_map(|shape| shape.classify(sql, bounds))
     }
 
-    /// Learns the shape of `sql`, classified as `query` (whose verdict is a cache), unless it
-    /// was found unfit lately.
-    pub fn learn(&mut self, sql: &[u8], query: &Query<'_>, bounds: Bounds) {
-        let hash = query.fingerprint.hash;
-        if query.relay.is_some() || !query.in_lists.is_empty() || sql.len() > MAX_TEXT || self.unfit.contains(&Some(hash)) {
-            return;
-        }
-        match TextShape::learn(sql, bounds) {
-            Some(shape) => {
-                self.recent.insert(0, shape);
-                self.recent.truncate(KEPT);
-            }
-            None => {
-                self.unfit[self.next_unfit] = Some(hash);
-                self.next_unfit = (self.next_unfit + 1) % KEPT;
-            }
+    /// Learns the shape of `sql`, classified as `query` (whose verdict is a cache) with its
+    /// literals' `tokens`, if it can be learnt ([`TextShape::learn`]); the oldest shape goes
+    /// past [`KEPT`].
+    pub fn learn(&mut self, sql: &[u8], query: &mut Query<'_>, tokens: &[Token]) {
+        if let Some(shape) = TextShape::learn(sql, query, tokens) {
+            self.recent.insert(0, shape);
+            self.recent.truncate(KEPT);
         }
     }
 
@@ -179,7 +175,7 @@ impl Shapes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::matching::{SqlMode, classify_bounded};
+    use crate::matching::{SqlMode, classify_bounded, classify_with_tokens};
     use freshet_testkit::rng::Rng;
 
     const BOUNDS: Bounds = Bounds { max_statement: 256 << 10, max_in_list: 1000 };
@@ -260,6 +256,16 @@ mod tests {
         "'\\''",
     ];
 
+    /// Classifies `text` and learns its shape, checking that the query keeps its classification.
+    fn learn(text: &str) -> Option<TextShape> {
+        let (mut query, tokens) = classify_with_tokens(text.as_bytes(), BOUNDS);
+        let classified = query.clone();
+        let shape = TextShape::learn(text.as_bytes(), &mut query, &tokens);
+        assert_eq!(query, classified, "learning {text:?} leaves its classification as it was");
+        assert_eq!(matches!(query.fingerprint, QueryFingerprint::Learnt(_)), shape.is_some(), "{text:?}");
+        shape
+    }
+
     fn check(shape: &TextShape, sql: &[u8]) -> bool {
         match shape.classify(sql, BOUNDS) {
             Some(query) => {
@@ -290,7 +296,7 @@ mod tests {
         let mut rng = Rng::new(0x5eed);
         let (mut taken, mut tried) = (0, 0);
         for &(text, literals) in LEARNT {
-            let shape = TextShape::learn(text.as_bytes(), BOUNDS).unwrap_or_else(|| panic!("learns {text:?}"));
+            let shape = learn(text).unwrap_or_else(|| panic!("learns {text:?}"));
             assert!(check(&shape, text.as_bytes()), "{text:?} is its own shape");
             for which in 0..literals.len() {
                 // Each listed value, and random byte soups.
@@ -325,7 +331,7 @@ mod tests {
         }
         // Plain values of the learnt kinds are taken (the fast path is used, not only safe).
         for &(text, literals) in LEARNT {
-            let shape = TextShape::learn(text.as_bytes(), BOUNDS).expect("learnt");
+            let shape = learn(text).expect("learnt");
             for (which, lit) in literals.iter().enumerate() {
                 let value = if lit.starts_with('\'') { "'another value'" } else { "987654" };
                 assert!(check(&shape, with_value(text, literals, which, value).as_bytes()), "{text:?} with {value}");
@@ -353,29 +359,26 @@ mod tests {
             "SELECT a FROM t WHERE a = 1; SELECT 2",
             "UPDATE t SET a = 1",
         ] {
-            assert!(TextShape::learn(text.as_bytes(), BOUNDS).is_none(), "{text:?} is not learnt");
+            assert!(learn(text).is_none(), "{text:?} is not learnt");
         }
         let long = format!("SELECT a FROM t WHERE a = 1 /* {} */", "x".repeat(MAX_TEXT));
-        assert!(TextShape::learn(long.as_bytes(), BOUNDS).is_none(), "a long text is not learnt");
+        assert!(learn(&long).is_none(), "a long text is not learnt");
         // A shape answers nothing over the bounds: such a text is relayed unread.
-        let shape = TextShape::learn(b"SELECT a FROM t WHERE a = 1", BOUNDS).expect("learnt");
+        let shape = learn("SELECT a FROM t WHERE a = 1").expect("learnt");
         let tight = Bounds { max_statement: 20, ..BOUNDS };
         assert!(shape.classify(b"SELECT a FROM t WHERE a = 2", tight).is_none());
     }
 
     #[test]
-    fn a_session_keeps_a_few_shapes_and_remembers_the_unfit() {
+    fn a_session_keeps_its_latest_shapes() {
         let mut shapes = Shapes::default();
-        for i in 0..6 {
-            let sql = format!("SELECT a{i} FROM t WHERE a = 1");
-            shapes.learn(sql.as_bytes(), &classify_bounded(sql.as_bytes(), SqlMode::default(), BOUNDS), BOUNDS);
+        for sql in (0..6).map(|i| format!("SELECT a{i} FROM t WHERE a = 1")).chain(["SELECT a FROM t WHERE a = -1".to_string()]) {
+            let (mut query, tokens) = classify_with_tokens(sql.as_bytes(), BOUNDS);
+            shapes.learn(sql.as_bytes(), &mut query, &tokens);
         }
-        assert_eq!(shapes.len(), KEPT);
+        assert_eq!(shapes.len(), KEPT, "four kept; the last text, with a sign, was not learnt");
         assert!(shapes.classify(b"SELECT a5 FROM t WHERE a = 2", BOUNDS).is_some(), "the latest is kept");
-        assert!(shapes.classify(b"SELECT a0 FROM t WHERE a = 2", BOUNDS).is_none(), "the oldest went");
-        let unfit = b"SELECT a FROM t WHERE a = -1";
-        shapes.learn(unfit, &classify_bounded(unfit, SqlMode::default(), BOUNDS), BOUNDS);
-        assert_eq!(shapes.unfit[0], Some(classify_bounded(unfit, SqlMode::default(), BOUNDS).fingerprint.hash));
-        assert_eq!(shapes.len(), KEPT);
+        assert!(shapes.classify(b"SELECT a2 FROM t WHERE a = 2", BOUNDS).is_some());
+        assert!(shapes.classify(b"SELECT a1 FROM t WHERE a = 2", BOUNDS).is_none(), "the oldest went");
     }
 }

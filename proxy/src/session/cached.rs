@@ -79,17 +79,21 @@ impl Session {
             return Ok(Routed::Relay { capture: None });
         };
         let started = Instant::now();
-        let bounds = engine.settings.bounds;
-        let (query, known) = match self.shapes.classify(sql, bounds) {
-            Some(query) => (query, true),
-            None => (engine.classify(sql), false),
+        // A text of a shape this session learnt is not tokenized again; any other is, noting
+        // its literals' tokens so that its shape can be learnt if it is a cache's.
+        let (mut query, tokens) = match self.shapes.classify(sql, engine.settings.bounds) {
+            Some(query) => (query, None),
+            None => {
+                let (query, tokens) = engine.classify_with_tokens(sql);
+                (query, Some(tokens))
+            }
         };
         let is_select = query.relay != Some("not a SELECT");
         let entry = engine.verdict(&query);
         let (id, map) = match route::interpret(&entry.verdict) {
             Ok(matched) => {
-                if !known {
-                    self.shapes.learn(sql, &query, bounds);
+                if let Some(tokens) = tokens {
+                    self.shapes.learn(sql, &mut query, &tokens);
                 }
                 matched
             }
