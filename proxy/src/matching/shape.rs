@@ -68,8 +68,9 @@ impl TextShape {
     /// The shape of `sql`, classified as `query` with its literals' `tokens`
     /// ([`classify_with_tokens`](super::classify_with_tokens)), if it can be learnt: it
     /// classified without a relay reason, and each of its literals is a decimal integer or a
-    /// single-quoted string standing alone between separators. The query's fingerprint moves into the shape, and the query keeps a
-    /// shared count of it. None, and the query untouched, otherwise.
+    /// single-quoted string standing alone between separators. The query's fingerprint moves
+    /// into the shape, and the query keeps a shared count of it. None, and the query untouched,
+    /// otherwise.
     pub fn learn(sql: &[u8], query: &mut Query<'_>, tokens: &[Token]) -> Option<TextShape> {
         if sql.len() > MAX_TEXT
             || query.relay.is_some()
