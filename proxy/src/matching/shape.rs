@@ -7,8 +7,8 @@
 //! a text that has the same bytes between the literals, and at each literal one token of the
 //! same kind, is the same query with other values. Checking that reads each byte once
 //! (comparisons of the fixed pieces and one token per literal); the answer is exactly the
-//! [`Query`] that classifying the text would give, which `tests::a_shape_answers_as_classifying_does`
-//! checks on generated texts.
+//! [`Query`] that classifying the text would give, which the test
+//! `a_shape_answers_as_classifying_does` checks on generated texts.
 //!
 //! Why the same bytes around a literal token of the same kind give the same classification:
 //! - the lexer reads forward and keeps no state between tokens, so every token of a fixed
