@@ -643,12 +643,13 @@ impl<'q> Normalizer<'q, '_> {
     }
 
     /// Notes token `i` as the next literal's, if the caller asked for literals' tokens. The
-    /// first literal that does not stand `alone` ends the noting: such a text's shape cannot be
-    /// learnt, which a list shorter than the literals says (and an IN list of a thousand values
-    /// costs no vector of a thousand tokens).
+    /// first literal that does not stand `alone`, or any literal once the text has a relay
+    /// reason, ends the noting: such a text's shape cannot be learnt, which a list shorter than
+    /// the literals says (so a relayed write or an IN list of a thousand values costs no vector
+    /// of tokens).
     fn record(&mut self, i: usize, alone: bool) {
         if let (Some(tokens), Some(&token)) = (self.literal_tokens.as_mut(), self.tokens.get(i)) {
-            if alone {
+            if alone && self.relay.is_none() {
                 tokens.push(token);
             } else {
                 self.literal_tokens = None;

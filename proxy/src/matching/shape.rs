@@ -362,6 +362,16 @@ mod tests {
         ] {
             assert!(learn(text).is_none(), "{text:?} is not learnt");
         }
+        // What cannot be learnt notes no tokens past the point it shows (no vector for a
+        // relayed statement's literals or a long IN list's).
+        for (text, noted) in [
+            ("UPDATE t SET a = 1 WHERE b = 2", 0),
+            ("SELECT a FROM t WHERE a = NOW() AND b = 1", 0),
+            ("SELECT a FROM t WHERE b = 1 AND a IN (1, 2, 3, 4, 5)", 1),
+            ("SELECT a FROM t WHERE b = 1 AND c = 2", 2),
+        ] {
+            assert_eq!(classify_with_tokens(text.as_bytes(), BOUNDS).1.len(), noted, "{text:?}");
+        }
         let long = format!("SELECT a FROM t WHERE a = 1 /* {} */", "x".repeat(MAX_TEXT));
         assert!(learn(&long).is_none(), "a long text is not learnt");
         // A shape answers nothing over the bounds: such a text is relayed unread.
