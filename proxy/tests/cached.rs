@@ -98,8 +98,10 @@ async fn text_queries_of_every_spelling_hit_and_match_the_server_byte_for_byte()
 }
 
 /// A session learns the text of a cached shape it sent (`matching::shape`) and classifies the
-/// same text with other values without tokenizing it: those are answered as the server answers
-/// them, and a text that differs anywhere but in a value goes the whole way (relayed here).
+/// same text with other values without tokenizing it; here, through a session against the
+/// server: those texts are answered as the server answers them, and a text that differs
+/// anywhere but in a value goes the whole way (relayed here). That the learnt path is the one
+/// taken, and gives what classifying gives, is `matching::shape`'s unit tests' to check.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_learnt_text_shape_answers_other_values_and_nothing_else() {
     items_table("ls_items", 30).await;
