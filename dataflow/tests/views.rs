@@ -311,9 +311,10 @@ fn a_partition_counts_what_holds_its_rows() {
     assert_eq!(st.keys, 100);
     let per_key = st.bytes / st.keys;
     // What a one-row partition holds whatever its row (the reader cache's entry, its slot in the
-    // domain's map, the published entry and the key's copies) is ~600 bytes; its row and maps
-    // add ~300 (889 in session 23, 1,100+ before readers shared their rows with entries).
-    assert!((600..=2_000).contains(&per_key), "{per_key} bytes counted per one-row partition: {st:?}");
+    // domain's map, the published entry and the key's copies) is ~350 bytes (~600 with moka's
+    // entries, before session 27); its row and maps add ~100 (889 in session 23, 1,100+ before
+    // readers shared their rows with entries).
+    assert!((350..=2_000).contains(&per_key), "{per_key} bytes counted per one-row partition: {st:?}");
 }
 
 /// A reader keeps only the columns it publishes when the rest are not needed to order them

@@ -30,8 +30,9 @@
 //!   position rules above apply to it unchanged. A partition that meets a key it does not
 //!   cover is evicted after the batch (like a top-k prefix running short), and a fill whose
 //!   buffered replay meets one is rejected as stale: the partition stays a hole.
-//! - **Readers never wait for the writer.** Reader entries live in a `moka` concurrent map
-//!   (lock-free reads). The writer builds a partition's complete new result and swaps one
+//! - **Readers never wait for the writer's work.** Reader entries live in a sharded map
+//!   (`cache`): a read takes one shard's read lock for a probe, and the writer takes a
+//!   shard's write lock only to put or remove one entry. The writer builds a partition's complete new result and swaps one
 //!   `Arc` per partition after each batch (or, with `apply_held`, after the last of several
 //!   held batches, at `publish_held`), so a read sees either all of a batch's effect on a
 //!   partition or none of it. Every other operation publishes held batches first, so no entry
@@ -57,15 +58,16 @@
 //!   shared state is never evicted under one view while another still reads from it
 //!   (descendant eviction across views). Joining a domain empties its partitions, which then
 //!   refill on demand: states built before the new operators existed do not cover them.
-//! - **Budget.** One moka cache holds every view's entries, weighted by the partition's total
-//!   bytes (operator state + reader rows), with LRU eviction at the global byte budget. moka
-//!   reports size evictions through a listener; the writer drains those notices before every
-//!   operation and drops the matching `KeyState` (matched by generation, so a notice about an
+//! - **Budget.** One reader cache holds every view's entries, weighted by the partition's
+//!   total bytes (operator state + reader rows), with CLOCK eviction (evicted: an entry not
+//!   read since the hand last passed it) at the global byte budget. The cache notes what it
+//!   evicted; the writer sweeps and drains those notices after every operation that
+//!   publishes, and drops the matching `KeyState` (matched by generation, so a notice about an
 //!   old incarnation never evicts a newer fill). Until drained, a `KeyState` may outlive its
 //!   reader entry by one operation; it can never serve a stale read, because reads go only to
-//!   the cache. Where moka does not fit: it refreshes recency on the writer's re-inserts too,
-//!   so "least recently read" is really "least recently read or updated".
+//!   the cache. The budget can be exceeded by one operation's inserts until that sweep.
 
+mod cache;
 mod dims;
 mod explain;
 mod publish;
@@ -77,14 +79,12 @@ use std::collections::HashMap;
 use std::sync::atomic::Ordering as AtOrd;
 use std::sync::{Arc, Mutex};
 
-use moka::notification::RemovalCause;
-use moka::policy::EvictionPolicy;
-
+use cache::ReaderCache;
 use dims::{Dim, DimIndex, DimLog, borrow_covers, find_dims};
 pub use explain::{Explanation, explain_sql};
 use publish::{drop_part, publish};
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
-use reader::{Counters, EntryKey, Evicted, Shared, stats_of};
+use reader::{Counters, EntryKey, Shared, stats_of};
 use renumber::renumber;
 use seeding::{build_request, build_state};
 
@@ -235,7 +235,6 @@ pub struct Dataflow {
     reuse: HashMap<CompiledQuery, ViewId>,
     applied: Position,
     shared: Arc<Shared>,
-    evicted: Evicted,
     next_generation: u64,
     max_fill_keys: usize,
     max_pending: usize,
@@ -362,20 +361,7 @@ impl Domain {
 impl Dataflow {
     /// A dataflow over `catalog` with a global memory budget.
     pub fn new(catalog: Catalog, budget: ByteSize) -> Dataflow {
-        let evicted: Evicted = Arc::new(Mutex::new(Vec::new()));
-        let sink = evicted.clone();
-        let cache = moka::sync::Cache::builder()
-            .max_capacity(budget.0)
-            .eviction_policy(EvictionPolicy::lru())
-            .weigher(|_k: &EntryKey, v: &Entry| v.weight)
-            .eviction_listener(move |k: Arc<EntryKey>, v: Entry, cause| {
-                if cause == RemovalCause::Size
-                    && let Ok(mut s) = sink.lock()
-                {
-                    s.push(((*k).clone(), v.generation));
-                }
-            })
-            .build();
+        let cache = ReaderCache::new(budget.0);
         Dataflow {
             catalog,
             views: Vec::new(),
@@ -383,7 +369,6 @@ impl Dataflow {
             reuse: HashMap::new(),
             applied: Position(0),
             shared: Arc::new(Shared { cache, misses: Mutex::new(HashMap::new()) }),
-            evicted,
             next_generation: 1,
             max_fill_keys: 64,
             max_pending: 4096,
@@ -479,7 +464,7 @@ impl Dataflow {
         let di = view.domain;
         let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return true };
         for k in domain.parts.keys() {
-            self.shared.cache.invalidate(&EntryKey::of(v.0, k));
+            self.shared.cache.remove(&EntryKey::of(v.0, k));
         }
         if let Some(slot) = domain.views.get_mut(view.reader) {
             *slot = None;
@@ -626,7 +611,6 @@ impl Dataflow {
     /// Republishes every partition changed by batches applied with
     /// [`Dataflow::apply_held`]: from here on readers see all of them.
     pub fn publish_held(&mut self) {
-        let mut published = false;
         for domain in self.domains.iter_mut().flatten() {
             flush_all(&self.shared, &self.views, domain);
             if domain.held.is_empty() {
@@ -635,10 +619,6 @@ impl Dataflow {
             for k in std::mem::take(&mut domain.held) {
                 publish(&self.shared, &self.views, domain, &k);
             }
-            published = true;
-        }
-        if published {
-            self.shared.cache.run_pending_tasks();
         }
         self.drain_evictions();
     }
@@ -757,7 +737,6 @@ impl Dataflow {
             publish(&self.shared, &self.views, domain, k);
             outcome.filled += 1;
         }
-        self.shared.cache.run_pending_tasks();
         self.drain_evictions();
         outcome
     }
@@ -813,11 +792,7 @@ impl Dataflow {
     }
 
     fn drain_evictions(&mut self) {
-        let notes = match self.evicted.lock() {
-            Ok(mut e) => std::mem::take(&mut *e),
-            Err(_) => Vec::new(),
-        };
-        for (ek, generation) in notes {
+        for (ek, generation) in self.shared.cache.evict_to_budget() {
             let Some(di) = self.views.get(ek.view() as usize).and_then(Option::as_ref).map(|x| x.domain) else { continue };
             let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { continue };
             let key = ek.into_key();

@@ -5,6 +5,7 @@
 
 use std::sync::atomic::Ordering as AtOrd;
 
+use super::cache::ENTRY_BYTES;
 use super::reader::{Entry, EntryKey, Shared};
 use super::{Domain, View, view_counters};
 use crate::ops::{Key, sort_rows};
@@ -17,7 +18,7 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
     domain.dim_index.remove(&domain.dims, key, &part.ks);
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
-        shared.cache.invalidate(&EntryKey::of(v.0, key));
+        shared.cache.remove(&EntryKey::of(v.0, key));
         if let Some(c) = view_counters(views, v) {
             c.keys.fetch_sub(1, AtOrd::Relaxed);
             c.bytes.fetch_sub(part.weights.get(r).copied().unwrap_or(0), AtOrd::Relaxed);
@@ -26,12 +27,6 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
     }
     true
 }
-
-/// What the reader cache keeps per entry besides the entry's rows and its key's heap: moka's
-/// bucket, the `Arc` around the [`EntryKey`], its entry record (which holds the [`Entry`]) and
-/// access-order node, measured with benches/benches/memory.rs (the point read's growth per
-/// partition less everything counted here; docs/decisions.md, "memory per cached row").
-const CACHE_ENTRY: usize = 352;
 
 /// A partition's share of the domain's map of partitions: its entry and control byte at the
 /// table's mean load (a hashbrown table is between 7/16 and 7/8 full), a constant so that a
@@ -72,7 +67,7 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         let rows = Rows::from(rows);
         let published = rows.heap_bytes() + copies;
         let ek = EntryKey::of(v.0, key);
-        let entry = ek.heap_bytes() + CACHE_ENTRY;
+        let entry = ek.heap_bytes() + ENTRY_BYTES;
         let weight = (state_share + published + entry) as u64;
         let old = part.weights.get(r).copied().unwrap_or(0);
         view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);

@@ -5,8 +5,9 @@
 //! read-time range filters, merging several partitions' rows) and [`ViewStats`]. Does not own:
 //! building or publishing entries (the writer, in the parent module).
 //!
-//! Invariants: a lookup never blocks on the writer: it clones entries (a count of their rows)
-//! out of the moka map and touches only atomics, plus the short miss-queue mutex on a miss; a
+//! Invariants: a lookup never waits for the writer's work: it clones entries (a count of their
+//! rows) out of the reader cache under one shard's read lock (which the writer holds only to
+//! put or remove one entry), plus the short miss-queue mutex on a miss; a
 //! key is built from parameters coerced to the key column's type and collation, so it hashes
 //! exactly like the base values that were partitioned under it.
 
@@ -14,6 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtOrd};
 use std::sync::{Arc, Mutex};
 
+use super::cache::ReaderCache;
 use crate::compile::{CompiledQuery, KeyColumn};
 use crate::expr::{Expr, is_true, parse_temporal};
 use crate::fill::ViewId;
@@ -103,8 +105,7 @@ impl EntryKey {
 }
 
 /// A published reader entry: the partition's result rows, ordered, visible columns only. The
-/// cache holds it by value (moka keeps every value in an `Arc` of its own; a second `Arc`
-/// around the entry cost a block per entry), and a read clones it: one count of the rows.
+/// cache holds it by value, and a read clones it: one count of the rows.
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub(super) rows: Rows,
@@ -112,10 +113,8 @@ pub struct Entry {
     pub(super) generation: u64,
 }
 
-pub(super) type Evicted = Arc<Mutex<Vec<(EntryKey, u64)>>>;
-
 pub(super) struct Shared {
-    pub(super) cache: moka::sync::Cache<EntryKey, Entry>,
+    pub(super) cache: ReaderCache,
     pub(super) misses: Mutex<HashMap<u32, HashSet<Key>>>,
 }
 

@@ -1,0 +1,281 @@
+//! The reader cache: every view's published entries in one sharded map, bounded by the global
+//! byte budget with CLOCK (second-chance) eviction.
+//!
+//! Owns: [`ReaderCache`], where readers find entries and the writer puts them, its weight
+//! total and the notices of what the budget evicted. Does not own: what an entry holds or
+//! weighs (the parent module's `publish`), nor dropping a partition's state (the writer drains
+//! the notices).
+//!
+//! Invariants:
+//! - **Readers never wait for the writer's work.** A lookup takes one shard's read lock for a
+//!   hash probe and clones the entry (a count of its rows). The writer takes a shard's write
+//!   lock only to insert or remove one entry (a table resize at worst); it builds entries,
+//!   processes batches and scans for eviction outside any write lock.
+//! - **The total weight is the weight of the entries in the map**, counted by the writer
+//!   (the only one that inserts or removes).
+//! - **Eviction is CLOCK over the shards.** A read sets its entry's `referenced` bit (a load
+//!   first, so a hot entry is not written again). Over budget, the writer's hand sweeps the
+//!   next shard whole: a referenced entry loses its bit, an unreferenced one is evicted, and
+//!   the hand moves on until the total is within the budget. So an entry is evicted only if no
+//!   read touched it since the hand last passed it, and a sweep may free up to one shard's worth
+//!   of unread entries more than it needs (1/64 of the cache), which the next fills take back.
+//!   A new entry starts referenced (a fill answers a read that asked for it); a republished one
+//!   keeps its bit, so the writer's updates do not count as reads.
+//! - **An entry heavier than the whole budget is not kept**: it is evicted as it is inserted,
+//!   so it cannot empty the cache on its way out.
+//!
+//! Why not `moka` (used until session 27): its per-entry bookkeeping (the entry record, the key's
+//! `Arc`, the access-order node, the bucket) was 352 bytes, more than the rest of a one-row
+//! partition; this map keeps a key and a 40-byte slot per entry (docs/decisions.md, "memory per
+//! cached row").
+
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
+
+use super::reader::{Entry, EntryKey};
+use crate::hash::{Map, State};
+use crate::value::Rows;
+
+/// Shards of the map: a reader and the writer meet on one shard's lock only if they touch the
+/// same 1/64 of the entries.
+const SHARDS: usize = 64;
+
+/// What an entry costs the cache besides its rows and its key's heap: its key and slot in a
+/// shard's table and the control byte, at the table's mean load (a hashbrown table is between
+/// 7/16 and 7/8 full), a constant so that an entry's weight does not depend on its neighbours.
+pub(super) const ENTRY_BYTES: usize = (std::mem::size_of::<(EntryKey, Slot)>() + 1) * 3 / 2;
+
+/// One entry as the map holds it.
+pub(super) struct Slot {
+    rows: Rows,
+    generation: u64,
+    weight: u32,
+    /// Set by reads, cleared by the eviction hand.
+    referenced: AtomicBool,
+}
+
+/// A shard on a cache line of its own, so that readers of two shards do not share one.
+#[repr(align(64))]
+struct Shard(RwLock<Map<EntryKey, Slot>>);
+
+pub(super) struct ReaderCache {
+    shards: Box<[Shard]>,
+    /// Picks the shard; each shard's map hashes with its own seed.
+    hasher: State,
+    budget: u64,
+    total: AtomicU64,
+    /// The shard the eviction hand sweeps next.
+    hand: AtomicUsize,
+    /// Entries evicted for the budget, with their generations, until the writer drains them.
+    evicted: Mutex<Vec<(EntryKey, u64)>>,
+}
+
+impl ReaderCache {
+    pub(super) fn new(budget: u64) -> ReaderCache {
+        ReaderCache {
+            shards: (0..SHARDS).map(|_| Shard(RwLock::new(Map::default()))).collect(),
+            hasher: State::default(),
+            budget,
+            total: AtomicU64::new(0),
+            hand: AtomicUsize::new(0),
+            evicted: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn shard(&self, key: &EntryKey) -> &RwLock<Map<EntryKey, Slot>> {
+        // The top bits: the shard's own map buckets by the low bits of another seed's hash.
+        let i = (self.hasher.hash_one(key) >> 58) as usize % SHARDS;
+        &self.shards[i].0
+    }
+
+    /// The entry under `key`, marked as read.
+    pub(super) fn get(&self, key: &EntryKey) -> Option<Entry> {
+        let map = self.shard(key).read().unwrap_or_else(PoisonError::into_inner);
+        let slot = map.get(key)?;
+        if !slot.referenced.load(Ordering::Relaxed) {
+            slot.referenced.store(true, Ordering::Relaxed);
+        }
+        Some(Entry { rows: slot.rows.clone(), weight: slot.weight, generation: slot.generation })
+    }
+
+    /// True if `key` has an entry (not marked as read).
+    pub(super) fn contains_key(&self, key: &EntryKey) -> bool {
+        self.shard(key).read().unwrap_or_else(PoisonError::into_inner).contains_key(key)
+    }
+
+    /// Puts `entry` under `key`, replacing what was there. Writer only.
+    pub(super) fn insert(&self, key: EntryKey, entry: Entry) {
+        let weight = u64::from(entry.weight);
+        if weight > self.budget {
+            self.remove(&key);
+            self.note_evicted(vec![(key, entry.generation)]);
+            return;
+        }
+        let mut map = self.shard(&key).write().unwrap_or_else(PoisonError::into_inner);
+        let referenced = map.get(&key).is_none_or(|old| old.referenced.load(Ordering::Relaxed));
+        let slot = Slot { rows: entry.rows, generation: entry.generation, weight: entry.weight, referenced: AtomicBool::new(referenced) };
+        let old = map.insert(key, slot).map_or(0, |old| u64::from(old.weight));
+        drop(map);
+        self.total.fetch_add(weight, Ordering::Relaxed);
+        self.total.fetch_sub(old, Ordering::Relaxed);
+    }
+
+    /// Removes `key`'s entry, if any. Writer only.
+    pub(super) fn remove(&self, key: &EntryKey) {
+        let old = self.shard(key).write().unwrap_or_else(PoisonError::into_inner).remove(key);
+        if let Some(old) = old {
+            self.total.fetch_sub(u64::from(old.weight), Ordering::Relaxed);
+        }
+    }
+
+    /// Sweeps shards until the entries weigh at most the budget, then hands over every entry
+    /// evicted for the budget since the last call, with its generation. Writer only.
+    pub(super) fn evict_to_budget(&self) -> Vec<(EntryKey, u64)> {
+        // Two full turns clear every bit, so a third finds the unread entries if there are any.
+        let mut turns = 0;
+        while self.total.load(Ordering::Relaxed) > self.budget && turns < 3 * SHARDS {
+            let i = self.hand.load(Ordering::Relaxed);
+            self.hand.store((i + 1) % SHARDS, Ordering::Relaxed);
+            turns += 1;
+            self.sweep(&self.shards[i].0);
+        }
+        std::mem::take(&mut *self.evicted.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// One pass of the hand over a shard: bits cleared under the read lock (readers go on
+    /// reading), the unread entries removed under the write lock.
+    fn sweep(&self, shard: &RwLock<Map<EntryKey, Slot>>) {
+        let unread: Vec<EntryKey> = {
+            let map = shard.read().unwrap_or_else(PoisonError::into_inner);
+            map.iter().filter(|(_, slot)| !slot.referenced.swap(false, Ordering::Relaxed)).map(|(k, _)| k.clone()).collect()
+        };
+        if unread.is_empty() {
+            return;
+        }
+        let mut map = shard.write().unwrap_or_else(PoisonError::into_inner);
+        let mut notes = Vec::with_capacity(unread.len());
+        for key in unread {
+            // A read between the two locks saves the entry.
+            if map.get(&key).is_some_and(|slot| !slot.referenced.load(Ordering::Relaxed))
+                && let Some(slot) = map.remove(&key)
+            {
+                self.total.fetch_sub(u64::from(slot.weight), Ordering::Relaxed);
+                notes.push((key, slot.generation));
+            }
+        }
+        drop(map);
+        self.note_evicted(notes);
+    }
+
+    fn note_evicted(&self, notes: Vec<(EntryKey, u64)>) {
+        self.evicted.lock().unwrap_or_else(PoisonError::into_inner).extend(notes);
+    }
+
+    /// The entries' total weight.
+    #[cfg(test)]
+    pub(super) fn weight(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Value;
+
+    fn key(n: i64) -> EntryKey {
+        EntryKey::One(0, Value::Int(n))
+    }
+
+    fn entry(weight: u32, generation: u64) -> Entry {
+        Entry { rows: Rows::Empty, weight, generation }
+    }
+
+    /// Evicted keys, sorted.
+    fn evicted(c: &ReaderCache) -> Vec<i64> {
+        let mut keys: Vec<i64> = c
+            .evict_to_budget()
+            .into_iter()
+            .map(|(k, _)| match k {
+                EntryKey::One(_, Value::Int(n)) => n,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        keys.sort();
+        keys
+    }
+
+    #[test]
+    fn the_total_is_what_the_map_holds() {
+        let c = ReaderCache::new(1_000);
+        c.insert(key(1), entry(100, 1));
+        c.insert(key(2), entry(200, 2));
+        c.insert(key(1), entry(50, 1));
+        assert_eq!(c.weight(), 250);
+        c.remove(&key(2));
+        c.remove(&key(3));
+        assert_eq!(c.weight(), 50);
+        assert!(evicted(&c).is_empty());
+        assert!(c.contains_key(&key(1)) && !c.contains_key(&key(2)));
+    }
+
+    /// One turn of the hand over every shard (what an eviction does when every entry is read).
+    fn turn(c: &ReaderCache) {
+        for shard in c.shards.iter() {
+            c.sweep(&shard.0);
+        }
+    }
+
+    #[test]
+    fn the_budget_evicts_what_was_not_read_since_the_hand_passed() {
+        let c = ReaderCache::new(1_000);
+        for n in 0..10 {
+            c.insert(key(n), entry(100, n as u64));
+        }
+        assert!(evicted(&c).is_empty(), "at the budget, nothing goes");
+        // New entries start read: a turn clears their bits and evicts none.
+        turn(&c);
+        assert!(evicted(&c).is_empty() && c.weight() == 1_000);
+        for n in [2, 5, 7] {
+            assert!(c.get(&key(n)).is_some());
+        }
+        c.insert(key(10), entry(100, 10));
+        let gone = evicted(&c);
+        assert!(!gone.is_empty() && c.weight() <= 1_000, "{gone:?}");
+        assert!(gone.iter().all(|n| ![2, 5, 7, 10].contains(n)), "{gone:?}: a read or new entry went before an unread one");
+        // Unread since the hand passed: the next turn takes them.
+        turn(&c);
+        turn(&c);
+        assert_eq!(c.weight(), 0);
+    }
+
+    #[test]
+    fn an_entry_heavier_than_the_budget_is_not_kept() {
+        let c = ReaderCache::new(1_000);
+        c.insert(key(1), entry(100, 1));
+        c.insert(key(2), entry(1_001, 7));
+        assert!(!c.contains_key(&key(2)));
+        assert_eq!(c.weight(), 100);
+        let gone = c.evict_to_budget();
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].1, 7);
+        assert!(c.contains_key(&key(1)));
+    }
+
+    #[test]
+    fn a_republished_entry_keeps_its_read_bit() {
+        let c = ReaderCache::new(250);
+        c.insert(key(1), entry(100, 1));
+        c.insert(key(2), entry(100, 2));
+        turn(&c);
+        assert_eq!(c.weight(), 200, "new entries count as read once");
+        assert!(c.get(&key(2)).is_some());
+        // The writer republishes key 1 (unread) and key 2 (read); going over budget takes 1.
+        c.insert(key(1), entry(100, 1));
+        c.insert(key(2), entry(100, 2));
+        c.insert(key(3), entry(100, 3));
+        assert_eq!(evicted(&c), vec![1]);
+        assert_eq!(c.weight(), 200);
+    }
+}
