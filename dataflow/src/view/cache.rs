@@ -278,4 +278,51 @@ mod tests {
         assert_eq!(evicted(&c), vec![1]);
         assert_eq!(c.weight(), 200);
     }
+
+    /// Readers on other threads while the writer inserts, republishes and evicts: every entry a
+    /// read finds is the one last put under its key (its rows name the key and the generation
+    /// is the key's), and the total stays the weight of what the map holds.
+    #[test]
+    fn reads_beside_the_writer_see_whole_entries() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+
+        let c = Arc::new(ReaderCache::new(3_000));
+        let done = Arc::new(AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|t| {
+                let (c, done) = (c.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut found = 0u64;
+                    let mut n = t;
+                    while !done.load(Ordering::Relaxed) {
+                        n = (n + 7) % 100;
+                        if let Some(e) = c.get(&key(n)) {
+                            assert_eq!(e.generation, n as u64);
+                            assert_eq!(&*e.rows[0], &[Value::Int(n)][..]);
+                            found += 1;
+                        }
+                    }
+                    found
+                })
+            })
+            .collect();
+        for round in 0..2_000 {
+            let n = round % 100;
+            let rows = Rows::One(vec![Value::Int(n)].into());
+            c.insert(key(n), Entry { rows, weight: 100 + (round % 3) as u32, generation: n as u64 });
+            if round % 10 == 0 {
+                c.remove(&key((n + 50) % 100));
+            }
+            for (k, generation) in c.evict_to_budget() {
+                assert!(matches!(k, EntryKey::One(_, Value::Int(n)) if n as u64 == generation));
+            }
+            assert!(c.weight() <= 3_000);
+        }
+        done.store(true, Ordering::Relaxed);
+        let found: u64 = readers.into_iter().map(|r| r.join().expect("a reader panicked")).sum();
+        let held: u64 = c.shards.iter().map(|s| s.0.read().unwrap().values().map(|v| u64::from(v.weight)).sum::<u64>()).sum();
+        assert_eq!(held, c.weight());
+        assert!(found > 0);
+    }
 }
