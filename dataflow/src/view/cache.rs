@@ -9,8 +9,11 @@
 //! Invariants:
 //! - **Readers never wait for the writer's work.** A lookup takes one shard's read lock for a
 //!   hash probe and clones the entry (a count of its rows). The writer takes a shard's write
-//!   lock only to insert or remove one entry (a table resize at worst); it builds entries,
-//!   processes batches and scans for eviction outside any write lock.
+//!   lock only for one probe-sized step: putting or removing one entry, or swapping in a
+//!   grown table that it built from a copy under the read lock (a rehash under the write lock
+//!   would stall the shard's readers for as long as copying it takes). Old entries are dropped
+//!   after the lock is released. It builds entries, processes batches and scans for eviction
+//!   outside any write lock.
 //! - **The total weight is the weight of the entries in the map**, counted by the writer
 //!   (the only one that inserts or removes).
 //! - **Eviction is CLOCK over the shards.** A read sets its entry's `referenced` bit (a load
@@ -31,7 +34,7 @@
 
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError, RwLock};
+use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::reader::{Entry, EntryKey};
 use crate::hash::{Map, State};
@@ -91,7 +94,7 @@ impl ReaderCache {
 
     /// The entry under `key`, marked as read.
     pub(super) fn get(&self, key: &EntryKey) -> Option<Entry> {
-        let map = self.shard(key).read().unwrap_or_else(PoisonError::into_inner);
+        let map = read(self.shard(key));
         let slot = map.get(key)?;
         if !slot.referenced.load(Ordering::Relaxed) {
             slot.referenced.store(true, Ordering::Relaxed);
@@ -101,7 +104,7 @@ impl ReaderCache {
 
     /// True if `key` has an entry (not marked as read).
     pub(super) fn contains_key(&self, key: &EntryKey) -> bool {
-        self.shard(key).read().unwrap_or_else(PoisonError::into_inner).contains_key(key)
+        read(self.shard(key)).contains_key(key)
     }
 
     /// Puts `entry` under `key`, replacing what was there. Writer only.
@@ -112,18 +115,33 @@ impl ReaderCache {
             self.note_evicted(vec![(key, entry.generation)]);
             return;
         }
-        let mut map = self.shard(&key).write().unwrap_or_else(PoisonError::into_inner);
-        let referenced = map.get(&key).is_none_or(|old| old.referenced.load(Ordering::Relaxed));
+        let shard = self.shard(&key);
+        let referenced = {
+            let map = read(shard);
+            match map.get(&key) {
+                Some(old) => old.referenced.load(Ordering::Relaxed),
+                None => {
+                    let full = map.len() == map.capacity();
+                    drop(map);
+                    if full {
+                        grow(shard);
+                    }
+                    true
+                }
+            }
+        };
         let slot = Slot { rows: entry.rows, generation: entry.generation, weight: entry.weight, referenced: AtomicBool::new(referenced) };
-        let old = map.insert(key, slot).map_or(0, |old| u64::from(old.weight));
-        drop(map);
+        // The guard goes at the end of the statement; the old slot is dropped after it.
+        let old = write(shard).insert(key, slot);
         self.total.fetch_add(weight, Ordering::Relaxed);
-        self.total.fetch_sub(old, Ordering::Relaxed);
+        if let Some(old) = old {
+            self.total.fetch_sub(u64::from(old.weight), Ordering::Relaxed);
+        }
     }
 
     /// Removes `key`'s entry, if any. Writer only.
     pub(super) fn remove(&self, key: &EntryKey) {
-        let old = self.shard(key).write().unwrap_or_else(PoisonError::into_inner).remove(key);
+        let old = write(self.shard(key)).remove(key);
         if let Some(old) = old {
             self.total.fetch_sub(u64::from(old.weight), Ordering::Relaxed);
         }
@@ -144,27 +162,22 @@ impl ReaderCache {
     }
 
     /// One pass of the hand over a shard: bits cleared under the read lock (readers go on
-    /// reading), the unread entries removed under the write lock.
+    /// reading), then each unread entry removed under a write lock of its own.
     fn sweep(&self, shard: &RwLock<Map<EntryKey, Slot>>) {
-        let unread: Vec<EntryKey> = {
-            let map = shard.read().unwrap_or_else(PoisonError::into_inner);
-            map.iter().filter(|(_, slot)| !slot.referenced.swap(false, Ordering::Relaxed)).map(|(k, _)| k.clone()).collect()
-        };
-        if unread.is_empty() {
-            return;
-        }
-        let mut map = shard.write().unwrap_or_else(PoisonError::into_inner);
+        let unread: Vec<EntryKey> =
+            read(shard).iter().filter(|(_, slot)| !slot.referenced.swap(false, Ordering::Relaxed)).map(|(k, _)| k.clone()).collect();
         let mut notes = Vec::with_capacity(unread.len());
         for key in unread {
-            // A read between the two locks saves the entry.
-            if map.get(&key).is_some_and(|slot| !slot.referenced.load(Ordering::Relaxed))
-                && let Some(slot) = map.remove(&key)
-            {
+            let removed = {
+                let mut map = write(shard);
+                // A read between the two locks saves the entry.
+                if map.get(&key).is_some_and(|slot| !slot.referenced.load(Ordering::Relaxed)) { map.remove(&key) } else { None }
+            };
+            if let Some(slot) = removed {
                 self.total.fetch_sub(u64::from(slot.weight), Ordering::Relaxed);
                 notes.push((key, slot.generation));
             }
         }
-        drop(map);
         self.note_evicted(notes);
     }
 
@@ -177,6 +190,33 @@ impl ReaderCache {
     pub(super) fn weight(&self) -> u64 {
         self.total.load(Ordering::Relaxed)
     }
+}
+
+fn read(shard: &RwLock<Map<EntryKey, Slot>>) -> RwLockReadGuard<'_, Map<EntryKey, Slot>> {
+    shard.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn write(shard: &RwLock<Map<EntryKey, Slot>>) -> RwLockWriteGuard<'_, Map<EntryKey, Slot>> {
+    shard.write().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Replaces a full shard's table with one twice as large, built from a copy under the read
+/// lock: the write lock is held only to swap the tables, never for a rehash (which, for a
+/// shard of a large cache, would stall its readers for as long as copying it takes). Only the
+/// writer changes a shard, so the copy is its current state; a read bit set while copying is
+/// lost, which costs that entry one turn of the hand.
+fn grow(shard: &RwLock<Map<EntryKey, Slot>>) {
+    let grown = {
+        let map = read(shard);
+        let mut grown = Map::with_capacity_and_hasher((map.capacity() * 2).max(4), State::default());
+        for (k, slot) in map.iter() {
+            let referenced = AtomicBool::new(slot.referenced.load(Ordering::Relaxed));
+            grown.insert(k.clone(), Slot { rows: slot.rows.clone(), generation: slot.generation, weight: slot.weight, referenced });
+        }
+        grown
+    };
+    let old = std::mem::replace(&mut *write(shard), grown);
+    drop(old);
 }
 
 #[cfg(test)]

@@ -32,7 +32,8 @@
 //!   buffered replay meets one is rejected as stale: the partition stays a hole.
 //! - **Readers never wait for the writer's work.** Reader entries live in a sharded map
 //!   (`cache`): a read takes one shard's read lock for a probe, and the writer takes a
-//!   shard's write lock only to put or remove one entry. The writer builds a partition's complete new result and swaps one
+//!   shard's write lock only for a probe-sized step (one entry put or removed, a grown table
+//!   swapped in). The writer builds a partition's complete new result and swaps one
 //!   `Arc` per partition after each batch (or, with `apply_held`, after the last of several
 //!   held batches, at `publish_held`), so a read sees either all of a batch's effect on a
 //!   partition or none of it. Every other operation publishes held batches first, so no entry

@@ -6,8 +6,8 @@
 //! building or publishing entries (the writer, in the parent module).
 //!
 //! Invariants: a lookup never waits for the writer's work: it clones entries (a count of their
-//! rows) out of the reader cache under one shard's read lock (which the writer holds only to
-//! put or remove one entry), plus the short miss-queue mutex on a miss; a
+//! rows) out of the reader cache under one shard's read lock (which the writer holds only for a
+//! probe-sized step), plus the short miss-queue mutex on a miss; a
 //! key is built from parameters coerced to the key column's type and collation, so it hashes
 //! exactly like the base values that were partitioned under it.
 
