@@ -40,9 +40,10 @@ use super::reader::{Entry, EntryKey};
 use crate::hash::{Map, State};
 use crate::value::Rows;
 
-/// Shards of the map: a reader and the writer meet on one shard's lock only if they touch the
-/// same 1/64 of the entries.
+/// Shards of the map (a power of two): a reader and the writer meet on one shard's lock only if
+/// they touch the same 1/64 of the entries.
 const SHARDS: usize = 64;
+const _: () = assert!(SHARDS.is_power_of_two());
 
 /// What an entry costs the cache besides its rows and its key's heap: its key and slot in a
 /// shard's table and the control byte, at the table's mean load (a hashbrown table is between
@@ -87,8 +88,9 @@ impl ReaderCache {
     }
 
     fn shard(&self, key: &EntryKey) -> &RwLock<Map<EntryKey, Slot>> {
-        // The top bits: the shard's own map buckets by the low bits of another seed's hash.
-        let i = (self.hasher.hash_one(key) >> 58) as usize % SHARDS;
+        // The top bits (the shard's own map buckets by the low bits of another seed's hash).
+        const SHIFT: u32 = u64::BITS - SHARDS.trailing_zeros();
+        let i = (self.hasher.hash_one(key) >> SHIFT) as usize;
         &self.shards[i].0
     }
 
