@@ -3,7 +3,7 @@
 //!
 //! Owns: [`Dataflow`] (single writer: installs views, groups views that share operators into
 //! domains, applies batches, turns misses into fill requests, installs fills, evicts),
-//! [`Reader`] (cloneable, lock-free lookups), [`ViewStats`].
+//! [`Reader`] (cloneable lookups that never wait for the writer's work), [`ViewStats`].
 //! Does not own: operator semantics (ops), SQL (compile, render), fill transport (fill sources).
 //!
 //! Invariants of partial state (ARCHITECTURE.md "Invariants of partial state"), and why they

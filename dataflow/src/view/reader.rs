@@ -1,8 +1,9 @@
 //! The read side: [`Reader`] handles, lookups, parameter coercion, published entries and the
 //! per-view counters.
 //!
-//! Owns: what a lookup does (parameters to partition keys, one lock-free map read per key,
-//! read-time range filters, merging several partitions' rows) and [`ViewStats`]. Does not own:
+//! Owns: what a lookup does (parameters to partition keys, one map read per key under a
+//! shard's read lock, read-time range filters, merging several partitions' rows) and
+//! [`ViewStats`]. Does not own:
 //! building or publishing entries (the writer, in the parent module).
 //!
 //! Invariants: a lookup never waits for the writer's work: it clones entries (a count of their
@@ -175,8 +176,8 @@ impl Reader {
         &self.q
     }
 
-    /// Looks up the result for `params` (one value per `?`, in text order). Never blocks on
-    /// the writer.
+    /// Looks up the result for `params` (one value per `?`, in text order). Never waits for the
+    /// writer's work (at most for one probe-sized step in a shard: see the reader cache).
     pub fn lookup(&self, params: &[Value]) -> Result<Lookup, LookupError> {
         if self.counters.dropped.load(AtOrd::Acquire) {
             return Err(LookupError::NoView);
