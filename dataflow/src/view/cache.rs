@@ -22,8 +22,14 @@
 //!   the hand moves on until the total is within the budget. So an entry is evicted only if no
 //!   read touched it since the hand last passed it, and a sweep may free up to one shard's worth
 //!   of unread entries more than it needs (1/64 of the cache), which the next fills take back.
-//!   A new entry starts referenced (a fill answers a read that asked for it); a republished one
-//!   keeps its bit, so the writer's updates do not count as reads.
+//!   If two turns find nothing unread (readers touch every entry between passes), a third
+//!   evicts regardless of the bits until the budget holds, so reads cannot keep the cache over
+//!   its budget.
+//!   A new entry starts referenced (a fill answers a read that asked for it), and the sweep
+//!   right after its fill spares it whatever its bit: when every entry was read, a turn clears
+//!   them all and the next evicts in shard order, which would otherwise take a fill before the
+//!   read it answers. A republished entry keeps its bit, so the writer's updates do not count as
+//!   reads.
 //! - **An entry heavier than the whole budget is not kept**: it is evicted as it is inserted,
 //!   so it cannot empty the cache on its way out.
 //!
@@ -150,30 +156,42 @@ impl ReaderCache {
     }
 
     /// Sweeps shards until the entries weigh at most the budget, then hands over every entry
-    /// evicted for the budget since the last call, with its generation. Writer only.
-    pub(super) fn evict_to_budget(&self) -> Vec<(EntryKey, u64)> {
-        // Two full turns clear every bit, so a third finds the unread entries if there are any.
+    /// evicted for the budget since the last call, with its generation. Entries of generation
+    /// `fresh_from` or later (filled since the last sweep) are spared: their reads have not come
+    /// yet. Writer only.
+    pub(super) fn evict_to_budget(&self, fresh_from: u64) -> Vec<(EntryKey, u64)> {
+        // Two turns clear every bit not set again meanwhile, and evict what was unread. If
+        // readers set them again as fast (every entry hot), a third turn evicts whatever is not
+        // fresh until the budget holds: reads cannot keep the cache over its budget.
         let mut turns = 0;
         while self.total.load(Ordering::Relaxed) > self.budget && turns < 3 * SHARDS {
             let i = self.hand.load(Ordering::Relaxed);
             self.hand.store((i + 1) % SHARDS, Ordering::Relaxed);
+            self.sweep(&self.shards[i].0, fresh_from, turns >= 2 * SHARDS);
             turns += 1;
-            self.sweep(&self.shards[i].0);
         }
         std::mem::take(&mut *self.evicted.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// One pass of the hand over a shard: bits cleared under the read lock (readers go on
-    /// reading), then each unread entry removed under a write lock of its own.
-    fn sweep(&self, shard: &RwLock<Map<EntryKey, Slot>>) {
-        let unread: Vec<EntryKey> =
-            read(shard).iter().filter(|(_, slot)| !slot.referenced.swap(false, Ordering::Relaxed)).map(|(k, _)| k.clone()).collect();
+    /// reading), then each unread entry removed under a write lock of its own. Fresh entries
+    /// (`fresh_from`) keep their bits. `force`: every entry that is not fresh counts as
+    /// unread, and removing stops once the budget holds.
+    fn sweep(&self, shard: &RwLock<Map<EntryKey, Slot>>, fresh_from: u64, force: bool) {
+        let unread: Vec<EntryKey> = read(shard)
+            .iter()
+            .filter(|(_, slot)| slot.generation < fresh_from && (!slot.referenced.swap(false, Ordering::Relaxed) || force))
+            .map(|(k, _)| k.clone())
+            .collect();
         let mut notes = Vec::with_capacity(unread.len());
         for key in unread {
+            if force && self.total.load(Ordering::Relaxed) <= self.budget {
+                break;
+            }
             let removed = {
                 let mut map = write(shard);
-                // A read between the two locks saves the entry.
-                if map.get(&key).is_some_and(|slot| !slot.referenced.load(Ordering::Relaxed)) { map.remove(&key) } else { None }
+                // A read between the two locks saves the entry (unless forced).
+                if map.get(&key).is_some_and(|slot| force || !slot.referenced.load(Ordering::Relaxed)) { map.remove(&key) } else { None }
             };
             if let Some(slot) = removed {
                 self.total.fetch_sub(u64::from(slot.weight), Ordering::Relaxed);
@@ -237,7 +255,7 @@ mod tests {
     /// Evicted keys, sorted.
     fn evicted(c: &ReaderCache) -> Vec<i64> {
         let mut keys: Vec<i64> = c
-            .evict_to_budget()
+            .evict_to_budget(u64::MAX)
             .into_iter()
             .map(|(k, _)| match k {
                 EntryKey::One(_, Value::Int(n)) => n,
@@ -265,7 +283,7 @@ mod tests {
     /// One turn of the hand over every shard (what an eviction does when every entry is read).
     fn turn(c: &ReaderCache) {
         for shard in c.shards.iter() {
-            c.sweep(&shard.0);
+            c.sweep(&shard.0, u64::MAX, false);
         }
     }
 
@@ -292,6 +310,24 @@ mod tests {
         assert_eq!(c.weight(), 0);
     }
 
+    /// Every entry read (here: all new), a turn clears them all and the next evicts in shard
+    /// order; the fill that went over the budget is spared all the same, until its read.
+    #[test]
+    fn the_sweep_after_a_fill_spares_it() {
+        let c = ReaderCache::new(100);
+        for n in 0..20 {
+            c.insert(key(n), entry(100, n as u64));
+        }
+        c.insert(key(20), entry(100, 20));
+        let gone: Vec<u64> = c.evict_to_budget(20).into_iter().map(|(_, g)| g).collect();
+        assert_eq!(gone.len(), 20, "{gone:?}");
+        assert!(c.contains_key(&key(20)) && c.weight() == 100);
+        // From the next sweep on it is an entry like any other.
+        c.insert(key(21), entry(100, 21));
+        let gone: Vec<u64> = c.evict_to_budget(21).into_iter().map(|(_, g)| g).collect();
+        assert_eq!(gone, vec![20]);
+    }
+
     #[test]
     fn an_entry_heavier_than_the_budget_is_not_kept() {
         let c = ReaderCache::new(1_000);
@@ -299,7 +335,7 @@ mod tests {
         c.insert(key(2), entry(1_001, 7));
         assert!(!c.contains_key(&key(2)));
         assert_eq!(c.weight(), 100);
-        let gone = c.evict_to_budget();
+        let gone = c.evict_to_budget(u64::MAX);
         assert_eq!(gone.len(), 1);
         assert_eq!(gone[0].1, 7);
         assert!(c.contains_key(&key(1)));
@@ -356,7 +392,7 @@ mod tests {
             if round % 10 == 0 {
                 c.remove(&key((n + 50) % 100));
             }
-            for (k, generation) in c.evict_to_budget() {
+            for (k, generation) in c.evict_to_budget(u64::MAX) {
                 assert!(matches!(k, EntryKey::One(_, Value::Int(n)) if n as u64 == generation));
             }
             assert!(c.weight() <= 3_000);

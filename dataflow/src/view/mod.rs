@@ -237,6 +237,9 @@ pub struct Dataflow {
     applied: Position,
     shared: Arc<Shared>,
     next_generation: u64,
+    /// `next_generation` at the last eviction sweep: partitions filled since are fresh, and the
+    /// next sweep spares them (their reads have not come yet).
+    swept_at: u64,
     max_fill_keys: usize,
     max_pending: usize,
     topk_slack: usize,
@@ -371,6 +374,7 @@ impl Dataflow {
             applied: Position(0),
             shared: Arc::new(Shared { cache, misses: Mutex::new(HashMap::new()) }),
             next_generation: 1,
+            swept_at: 1,
             max_fill_keys: 64,
             max_pending: 4096,
             topk_slack: crate::ops::DEFAULT_TOPK_SLACK,
@@ -793,7 +797,8 @@ impl Dataflow {
     }
 
     fn drain_evictions(&mut self) {
-        for (ek, generation) in self.shared.cache.evict_to_budget() {
+        let fresh_from = std::mem::replace(&mut self.swept_at, self.next_generation);
+        for (ek, generation) in self.shared.cache.evict_to_budget(fresh_from) {
             let Some(di) = self.views.get(ek.view() as usize).and_then(Option::as_ref).map(|x| x.domain) else { continue };
             let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { continue };
             let key = ek.into_key();
