@@ -1,5 +1,5 @@
 //! [`Small`]: the map of a partition's operator state, a vector while it holds a few entries and
-//! a hash table past that.
+//! a hash table past that; and [`OneOrMany`], a slice of one held inline.
 //!
 //! Why: most maps of a partition hold one entry or a handful. A point read's reader holds its one
 //! row, a story's join sides hold the one story and its one bucket of votes, an aggregate keyed
@@ -20,6 +20,51 @@ use std::hash::Hash;
 
 use crate::hash::Map;
 use crate::mem::{heap_block, table_bytes};
+
+/// A slice whose single element, the common case, is held inline: a boxed slice of one is a
+/// block of its own (32 bytes or more) where one is needed per partition (a reader's rows, a
+/// view's weight: nearly every domain has one view). Derefs to the slice.
+#[derive(Debug)]
+pub enum OneOrMany<T> {
+    One(T),
+    Many(Box<[T]>),
+}
+
+impl<T: Default> OneOrMany<T> {
+    /// `n` default elements.
+    pub fn new(n: usize) -> OneOrMany<T> {
+        if n == 1 { OneOrMany::One(T::default()) } else { OneOrMany::Many((0..n).map(|_| T::default()).collect()) }
+    }
+}
+
+impl<T> OneOrMany<T> {
+    /// The boxed slice's block, if there is one (not what the elements hold).
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            OneOrMany::One(_) => 0,
+            OneOrMany::Many(all) => heap_block(std::mem::size_of_val::<[T]>(all)),
+        }
+    }
+}
+
+impl<T> std::ops::Deref for OneOrMany<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            OneOrMany::One(one) => std::slice::from_ref(one),
+            OneOrMany::Many(all) => all,
+        }
+    }
+}
+
+impl<T> std::ops::DerefMut for OneOrMany<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            OneOrMany::One(one) => std::slice::from_mut(one),
+            OneOrMany::Many(all) => all,
+        }
+    }
+}
 
 /// Most entries kept in the vector: past this a lookup hashes instead of comparing each key.
 pub const FEW: usize = 8;

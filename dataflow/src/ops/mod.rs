@@ -53,7 +53,7 @@ use crate::expr::is_true;
 use crate::hash::Set;
 use crate::mem::{heap_block, table_bytes};
 use crate::plan::{AggSpec, JoinKind, Node};
-use crate::small::Small;
+use crate::small::{OneOrMany, Small};
 use crate::value::{ExactRow, Row, SharedRow, Value, row_bytes, row_heap, shared_row_heap};
 
 /// A weighted row change.
@@ -186,48 +186,6 @@ type Covered = Small<usize, Set<Key>>;
 /// One reader's rows in a partition: exact rows with their counts.
 type ReaderRows = Small<ExactRow<SharedRow>, i64>;
 
-/// A partition's readers' rows, one map per reader of its domain, as a slice. Nearly every
-/// domain has one reader, whose map is held inline: a boxed slice of one was a 32-byte block
-/// per partition.
-#[derive(Debug)]
-enum Readers {
-    One(ReaderRows),
-    Many(Box<[ReaderRows]>),
-}
-
-impl Readers {
-    fn new(readers: usize) -> Readers {
-        if readers == 1 { Readers::One(Small::default()) } else { Readers::Many((0..readers).map(|_| Small::default()).collect()) }
-    }
-
-    /// The block of the boxed slice, if there is one.
-    fn heap_bytes(&self) -> usize {
-        match self {
-            Readers::One(_) => 0,
-            Readers::Many(maps) => heap_block(std::mem::size_of_val::<[ReaderRows]>(maps)),
-        }
-    }
-}
-
-impl std::ops::Deref for Readers {
-    type Target = [ReaderRows];
-    fn deref(&self) -> &[ReaderRows] {
-        match self {
-            Readers::One(map) => std::slice::from_ref(map),
-            Readers::Many(maps) => maps,
-        }
-    }
-}
-
-impl std::ops::DerefMut for Readers {
-    fn deref_mut(&mut self) -> &mut [ReaderRows] {
-        match self {
-            Readers::One(map) => std::slice::from_mut(map),
-            Readers::Many(maps) => maps,
-        }
-    }
-}
-
 /// Everything freshet holds for one partition of one view.
 #[derive(Debug)]
 pub struct KeyState {
@@ -235,7 +193,8 @@ pub struct KeyState {
     // that need it (processing, for a global aggregate's group) are given it.
     states: States,
     /// Rows of each reader (exact multisets), by reader index.
-    readers: Readers,
+    /// One map per reader of the domain (nearly always one, held inline).
+    readers: OneOrMany<ReaderRows>,
     /// Bytes held by this partition (states + reader), maintained incrementally.
     bytes: isize,
     /// Position the fill reflected: batches at or before it are skipped for this partition.
@@ -266,7 +225,7 @@ impl KeyState {
             })
             .collect();
         let states = States(states);
-        let readers = Readers::new(graph.roots.len());
+        let readers = OneOrMany::new(graph.roots.len());
         let mut ks = KeyState { states, readers, bytes: 0, filled_at, needs_refill: false, cover: None };
         if !silent_globals {
             return ks;

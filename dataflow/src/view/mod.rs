@@ -97,6 +97,7 @@ use crate::hash::{Map, Set};
 use crate::ops::{Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::schema::TableSchema;
+use crate::small::OneOrMany;
 use crate::value::Value;
 
 /// Base deltas of one batch, indexed by base occurrence.
@@ -105,48 +106,9 @@ type OccDeltas = Vec<Vec<Delta>>;
 struct Part {
     ks: KeyState,
     generation: u64,
-    /// Weight of each view's reader entry, by reader index (what that view's stats count).
-    weights: Weights,
-}
-
-/// A partition's weights, one per view of its domain, as a slice. Nearly every domain has one
-/// view, whose weight is held inline: a boxed slice of one is a 32-byte block per partition.
-enum Weights {
-    One(u64),
-    Many(Box<[u64]>),
-}
-
-impl Weights {
-    fn new(views: usize) -> Weights {
-        if views == 1 { Weights::One(0) } else { Weights::Many(vec![0; views].into_boxed_slice()) }
-    }
-
-    /// The heap it holds.
-    fn heap_bytes(&self) -> usize {
-        match self {
-            Weights::One(_) => 0,
-            Weights::Many(w) => crate::mem::heap_block(std::mem::size_of_val::<[u64]>(w)),
-        }
-    }
-}
-
-impl std::ops::Deref for Weights {
-    type Target = [u64];
-    fn deref(&self) -> &[u64] {
-        match self {
-            Weights::One(w) => std::slice::from_ref(w),
-            Weights::Many(w) => w,
-        }
-    }
-}
-
-impl std::ops::DerefMut for Weights {
-    fn deref_mut(&mut self) -> &mut [u64] {
-        match self {
-            Weights::One(w) => std::slice::from_mut(w),
-            Weights::Many(w) => w,
-        }
-    }
+    /// Weight of each view's reader entry, by reader index (what that view's stats count);
+    /// nearly every domain has one view, whose weight is held inline.
+    weights: OneOrMany<u64>,
 }
 
 /// Most batches buffered for one partition while its fill is in flight.
@@ -732,7 +694,7 @@ impl Dataflow {
             domain.dim_index.add(&domain.dims, k, &ks);
             let generation = self.next_generation;
             self.next_generation += 1;
-            domain.parts.insert(k.clone(), Part { ks, generation, weights: Weights::new(domain.views.len()) });
+            domain.parts.insert(k.clone(), Part { ks, generation, weights: OneOrMany::new(domain.views.len()) });
             for v in domain.views.iter().flatten() {
                 if let Some(view) = self.views.get(v.0 as usize).and_then(Option::as_ref) {
                     view.counters.keys.fetch_add(1, AtOrd::Relaxed);
