@@ -60,8 +60,8 @@
 //!   (descendant eviction across views). Joining a domain empties its partitions, which then
 //!   refill on demand: states built before the new operators existed do not cover them.
 //! - **Budget.** One reader cache holds every view's entries, weighted by the partition's
-//!   total bytes (operator state + reader rows), with CLOCK eviction (evicted: an entry not
-//!   read since the hand last passed it) at the global byte budget. The cache notes what it
+//!   total bytes (operator state + reader rows), with CLOCK eviction at the global byte
+//!   budget (`cache` says which entries go first and which are spared). The cache notes what it
 //!   evicted; the writer sweeps and drains those notices after every operation that
 //!   publishes, and drops the matching `KeyState` (matched by generation, so a notice about an
 //!   old incarnation never evicts a newer fill). Until drained, a `KeyState` may outlive its
