@@ -358,8 +358,10 @@ mod tests {
     }
 
     /// Readers on other threads while the writer inserts, republishes and evicts: every entry a
-    /// read finds is the one last put under its key (its rows name the key and the generation
-    /// is the key's), and the total stays the weight of what the map holds.
+    /// read finds is whole (its rows and its generation come from one insert, each insert's
+    /// different) and under the key it was put under, and the total stays the weight of what
+    /// the map holds. The writer goes on until the readers have found entries a thousand times,
+    /// so a slow start of their threads cannot leave the test checking nothing.
     #[test]
     fn reads_beside_the_writer_see_whole_entries() {
         use std::sync::Arc;
@@ -367,40 +369,43 @@ mod tests {
 
         let c = Arc::new(ReaderCache::new(3_000));
         let done = Arc::new(AtomicBool::new(false));
+        let found = Arc::new(AtomicU64::new(0));
         let readers: Vec<_> = (0..2)
             .map(|t| {
-                let (c, done) = (c.clone(), done.clone());
+                let (c, done, found) = (c.clone(), done.clone(), found.clone());
                 std::thread::spawn(move || {
-                    let mut found = 0u64;
                     let mut n = t;
                     while !done.load(Ordering::Relaxed) {
                         n = (n + 7) % 100;
                         if let Some(e) = c.get(&key(n)) {
-                            assert_eq!(e.generation, n as u64);
-                            assert_eq!(&*e.rows[0], &[Value::Int(n)][..]);
-                            found += 1;
+                            let generation = i64::try_from(e.generation).expect("a small generation");
+                            assert_eq!(&*e.rows[0], &[Value::Int(n), Value::Int(generation)][..]);
+                            found.fetch_add(1, Ordering::Relaxed);
                         }
                     }
-                    found
                 })
             })
             .collect();
-        for round in 0..2_000 {
+        let mut round: i64 = 0;
+        while round < 2_000 || (found.load(Ordering::Relaxed) < 1_000 && round < 10_000_000) {
             let n = round % 100;
-            let rows = Rows::One(vec![Value::Int(n)].into());
-            c.insert(key(n), Entry { rows, weight: 100 + (round % 3) as u32, generation: n as u64 });
+            let rows = Rows::One(vec![Value::Int(n), Value::Int(round)].into());
+            c.insert(key(n), Entry { rows, weight: 100 + (round % 3) as u32, generation: round as u64 });
             if round % 10 == 0 {
                 c.remove(&key((n + 50) % 100));
             }
             for (k, generation) in c.evict_to_budget(u64::MAX) {
-                assert!(matches!(k, EntryKey::One(_, Value::Int(n)) if n as u64 == generation));
+                assert!(matches!(k, EntryKey::One(_, Value::Int(n)) if n as u64 == generation % 100));
             }
             assert!(c.weight() <= 3_000);
+            round += 1;
         }
         done.store(true, Ordering::Relaxed);
-        let found: u64 = readers.into_iter().map(|r| r.join().expect("a reader panicked")).sum();
+        for r in readers {
+            r.join().expect("a reader panicked");
+        }
         let held: u64 = c.shards.iter().map(|s| s.0.read().unwrap().values().map(|v| u64::from(v.weight)).sum::<u64>()).sum();
         assert_eq!(held, c.weight());
-        assert!(found > 0);
+        assert!(found.load(Ordering::Relaxed) >= 1_000, "the readers found {} entries", found.load(Ordering::Relaxed));
     }
 }
