@@ -72,6 +72,20 @@ async fn hit(client: &mut RawClient, proxy: &Proxy, cache: &str, sql: &str) -> V
     panic!("{sql} was never answered from {cache}");
 }
 
+/// Hits `sql` until its answer is `want` (a view rebuilt after DDL catches up meanwhile),
+/// at most 100 times; the last hit's answer.
+async fn hit_as_server(client: &mut RawClient, proxy: &Proxy, cache: &str, sql: &str, want: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut got = Vec::new();
+    for _ in 0..100 {
+        got = hit(client, proxy, cache, sql).await;
+        if got == want {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    got
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_queries_of_every_spelling_hit_and_match_the_server_byte_for_byte() {
     items_table("ct_items", 60).await;
@@ -432,15 +446,20 @@ async fn ddl_keeps_views_true_to_the_schema_and_revives_dropped_tables() {
     admin.query_drop("ALTER TABLE ct_ddl ADD COLUMN extra INT NULL").await.unwrap();
     admin.query_drop("UPDATE ct_ddl SET name = 'renamed' WHERE id = 2").await.unwrap();
     let want = check.query(sql).await;
-    let mut got = Vec::new();
-    for _ in 0..100 {
-        got = hit(&mut client, &proxy, "ddl", sql).await;
-        if got == want {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert_eq!(got, want);
+    assert_eq!(hit_as_server(&mut client, &proxy, "ddl", sql, &want).await, want);
+
+    // A selected column's definition changes (its length): the session that was answered
+    // before is answered with the new definitions, not the ones it was answered with last.
+    admin.query_drop("ALTER TABLE ct_ddl MODIFY name VARCHAR(80) NOT NULL").await.unwrap();
+    let want_wider = check.query(sql).await;
+    assert_ne!(want_wider, want, "the server's column definition changed");
+    assert_eq!(hit_as_server(&mut client, &proxy, "ddl", sql, &want_wider).await, want_wider);
+    // An index on a selected column changes nothing the views hold, but the column's
+    // definition gains a key flag.
+    admin.query_drop("ALTER TABLE ct_ddl ADD INDEX by_name (name)").await.unwrap();
+    let want_indexed = check.query(sql).await;
+    assert_ne!(want_indexed, want_wider, "the server's column definition changed");
+    assert_eq!(hit_as_server(&mut client, &proxy, "ddl", sql, &want_indexed).await, want_indexed);
 
     // Dropped: relayed (the server's own error); re-created: served again.
     admin.query_drop("DROP TABLE ct_ddl").await.unwrap();
