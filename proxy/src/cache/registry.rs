@@ -242,17 +242,32 @@ impl Registry {
     /// verdicts always go (a new table or column can make a query cacheable); cache verdicts
     /// and definitions only for the caches that read the table.
     fn forget_for_table(&self, table: Option<&str>) {
-        let affected: Vec<CacheId> = self
-            .caches()
+        let affected = self.reading(table);
+        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { id, .. } if !affected.contains(&id)));
+        self.forget_columns_of(&affected);
+    }
+
+    /// After DDL on `table` that leaves its schema as the views know it (an index, a wider
+    /// VARCHAR): the column definitions of the caches that read it are forgotten, since they
+    /// carry what the catalog does not (display lengths, key flags); verdicts and views stay.
+    pub(super) fn forget_columns(&self, table: &str) {
+        self.forget_columns_of(&self.reading(Some(table)));
+    }
+
+    /// The caches that read `table` (None: every cache), and those without a view.
+    fn reading(&self, table: Option<&str>) -> Vec<CacheId> {
+        self.caches()
             .iter()
             .filter(|c| match (table, c.live()) {
                 (None, _) | (_, Err(_)) => true,
                 (Some(t), Ok(live)) => live.reader.query().tables.iter().any(|x| x.eq_ignore_ascii_case(t)),
             })
             .map(|c| c.id)
-            .collect();
-        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { id, .. } if !affected.contains(&id)));
-        self.columns.write().unwrap_or_else(|e| e.into_inner()).retain(|k, _| !affected.contains(&k.cache));
+            .collect()
+    }
+
+    fn forget_columns_of(&self, caches: &[CacheId]) {
+        self.columns.write().unwrap_or_else(|e| e.into_inner()).retain(|k, _| !caches.contains(&k.cache));
     }
 
     pub fn columns(&self, key: &ColumnsKey) -> Option<Arc<Columns>> {

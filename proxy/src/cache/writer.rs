@@ -300,8 +300,11 @@ impl<S: ChangeSource> Writer<S> {
             && self.dataflow.catalog().get(&change.table) == change.schema.as_ref();
         if unchanged {
             // `ALTER TABLE ... ADD INDEX`, a table comment, a no-op CREATE: the rows and their
-            // shape are what the views hold; evicting them would only cost refills.
+            // shape are what the views hold; evicting them would only cost refills. The column
+            // definitions sent with answers are taken anew: a wider VARCHAR or a new index
+            // changes their lengths and flags.
             debug!(table = %change.table, kind = ?change.kind, "DDL without a schema change");
+            self.out.registry.forget_columns(&change.table);
             return;
         }
         info!(table = %change.table, kind = ?change.kind, "schema change");
