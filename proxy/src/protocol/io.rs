@@ -240,8 +240,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         let mut rest = payload;
         loop {
             let n = rest.len().min(MAX_FRAME);
-            self.wbuf.extend_from_slice(&(n as u32).to_le_bytes()[..3]);
-            self.wbuf.extend_from_slice(&[seq]);
+            // The frame's header (three bytes of length, the sequence id) in one copy.
+            let header = (n as u32 | u32::from(seq) << 24).to_le_bytes();
+            self.wbuf.reserve(4 + n);
+            self.wbuf.extend_from_slice(&header);
             self.wbuf.extend_from_slice(&rest[..n]);
             seq = seq.wrapping_add(1);
             rest = &rest[n..];

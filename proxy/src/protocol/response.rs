@@ -2,7 +2,7 @@
 //! tell whether more results follow; building the ERR packets freshet sends itself.
 
 use super::consts::{Capabilities, StatusFlags};
-use super::cursor::{Cursor, Truncated, put_lenenc};
+use super::cursor::{Cursor, Truncated};
 use super::io::MAX_FRAME;
 
 pub const OK: u8 = 0x00;
@@ -111,33 +111,46 @@ pub mod codes {
 }
 
 /// An OK packet, for tests and for commands freshet will answer itself.
-pub fn ok_packet(status: StatusFlags) -> Vec<u8> {
-    let mut out = vec![OK];
-    put_lenenc(&mut out, 0);
-    put_lenenc(&mut out, 0);
-    out.extend_from_slice(&status.0.to_le_bytes());
-    out.extend_from_slice(&0u16.to_le_bytes());
-    out
+pub fn ok_packet(status: StatusFlags) -> [u8; 7] {
+    let [lo, hi] = status.0.to_le_bytes();
+    // Header, affected rows 0 and last insert id 0 (one-byte length-encoded integers),
+    // status, warnings 0.
+    [OK, 0, 0, lo, hi, 0, 0]
 }
 
 /// An EOF packet: header, warnings (none), status. Ends the column definitions of a result
 /// set without DEPRECATE_EOF, and its rows.
-pub fn eof_packet(status: StatusFlags) -> Vec<u8> {
-    let mut out = vec![EOF, 0, 0];
-    out.extend_from_slice(&status.0.to_le_bytes());
-    out
+pub fn eof_packet(status: StatusFlags) -> [u8; 5] {
+    let [lo, hi] = status.0.to_le_bytes();
+    [EOF, 0, 0, lo, hi]
 }
 
 /// The packet that ends a result set's rows, carrying `status`: with DEPRECATE_EOF an OK
 /// packet with the 0xfe header, else an EOF packet. Every result set freshet writes itself
-/// (cached answers, admin replies) ends with this.
-pub fn end_of_rows(status: StatusFlags, deprecate_eof: bool) -> Vec<u8> {
+/// (cached answers, admin replies) ends with this. Built on the stack: a hit allocates
+/// nothing for it.
+pub fn end_of_rows(status: StatusFlags, deprecate_eof: bool) -> EndOfRows {
     if deprecate_eof {
-        let mut out = ok_packet(status);
-        out[0] = EOF;
-        out
+        let mut bytes = ok_packet(status);
+        bytes[0] = EOF;
+        EndOfRows { bytes, len: 7 }
     } else {
-        eof_packet(status)
+        let mut bytes = [0; 7];
+        bytes[..5].copy_from_slice(&eof_packet(status));
+        EndOfRows { bytes, len: 5 }
+    }
+}
+
+/// [`end_of_rows`]'s packet: its payload as a slice (`Deref`).
+pub struct EndOfRows {
+    bytes: [u8; 7],
+    len: usize,
+}
+
+impl std::ops::Deref for EndOfRows {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
 }
 
@@ -176,10 +189,10 @@ mod tests {
     fn end_of_rows_per_capabilities() {
         let status = StatusFlags(StatusFlags::AUTOCOMMIT);
         let classic = end_of_rows(status, false);
-        assert_eq!(classic, [EOF, 0, 0, 2, 0]);
+        assert_eq!(*classic, [EOF, 0, 0, 2, 0]);
         assert!(is_terminator(&classic, CLASSIC) && terminator_status(&classic, CLASSIC).unwrap() == status);
         let ok = end_of_rows(status, true);
-        assert_eq!(ok, [EOF, 0, 0, 2, 0, 0, 0]);
+        assert_eq!(*ok, [EOF, 0, 0, 2, 0, 0, 0]);
         assert!(is_terminator(&ok, DEP) && terminator_status(&ok, DEP).unwrap() == status);
     }
 

@@ -86,7 +86,7 @@ impl SynthResult {
             out.push(self.column_definition(i, column, extended_metadata));
         }
         if !deprecate_eof {
-            out.push(eof_packet(status));
+            out.push(eof_packet(status).to_vec());
         }
         for row in &self.rows {
             debug_assert_eq!(row.len(), self.columns.len(), "a synthesized row has one value per column");
@@ -102,7 +102,7 @@ impl SynthResult {
             }
             out.push(payload);
         }
-        out.push(end_of_rows(status, deprecate_eof));
+        out.push(end_of_rows(status, deprecate_eof).to_vec());
         out
     }
 
