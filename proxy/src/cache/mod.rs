@@ -61,7 +61,7 @@ use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Rows, V
 
 pub use self::freshness::{FRESHNESS_CHECK, FRESHNESS_SLACK, Freshness, FreshnessGate};
 use self::handle::{WriterEnds, WriterHandle};
-pub use self::registry::{Cache, Columns, ColumnsKey, Live, ReadCounts, Registry};
+pub use self::registry::{Cache, Columns, ColumnsKey, ColumnsMemo, Live, ReadCounts, Registry};
 pub use self::route::RelayReason;
 use self::route::{Entry, Verdict};
 use self::source::BinlogSource;
@@ -480,6 +480,11 @@ impl Engine {
 
     pub fn columns(&self, key: &ColumnsKey) -> Option<Arc<Columns>> {
         self.registry.columns(key)
+    }
+
+    /// [`Engine::columns`] through a session's memo ([`Registry::columns_memo`]).
+    pub fn columns_memo(&self, memo: &mut ColumnsMemo, key: &ColumnsKey) -> Option<Arc<Columns>> {
+        self.registry.columns_memo(memo, key)
     }
 
     /// Keeps the column definitions the upstream sent for a shape, if they are the cache's

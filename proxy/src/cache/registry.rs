@@ -138,7 +138,17 @@ pub struct Registry {
     pub verdicts: VerdictTable,
     catalog: RwLock<Arc<Catalog>>,
     columns: RwLock<HashMap<ColumnsKey, Arc<Columns>>>,
+    /// Counts the changes of `columns`, each made under its write lock: a session's
+    /// [`ColumnsMemo`] taken at the current count holds what the map holds for its key.
+    columns_epoch: AtomicU64,
 }
+
+/// The column definitions a session answered with last, with the registry's change count
+/// when it looked them up: the next hit of the same shape takes them from here, without
+/// hashing the key or taking the map's lock, while no definition has been stored or forgotten
+/// since ([`Registry::columns_memo`]).
+#[derive(Default)]
+pub struct ColumnsMemo(Option<(ColumnsKey, u64, Arc<Columns>)>);
 
 impl Registry {
     pub(super) fn new(database: String, warm_keys: usize, verdict_bytes: usize, catalog: Catalog) -> Registry {
@@ -150,6 +160,7 @@ impl Registry {
             verdicts: VerdictTable::with_budget(VERDICTS, verdict_bytes),
             catalog: RwLock::new(Arc::new(catalog)),
             columns: RwLock::new(HashMap::new()),
+            columns_epoch: AtomicU64::new(0),
         }
     }
 
@@ -267,11 +278,32 @@ impl Registry {
     }
 
     fn forget_columns_of(&self, caches: &[CacheId]) {
-        self.columns.write().unwrap_or_else(|e| e.into_inner()).retain(|k, _| !caches.contains(&k.cache));
+        let mut columns = self.columns.write().unwrap_or_else(|e| e.into_inner());
+        columns.retain(|k, _| !caches.contains(&k.cache));
+        self.columns_epoch.fetch_add(1, Ordering::Release);
     }
 
     pub fn columns(&self, key: &ColumnsKey) -> Option<Arc<Columns>> {
         self.columns.read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+
+    /// [`Registry::columns`] through a session's memo: what the map holds for `key` now.
+    /// The memo answers while its key is `key` and the map has not changed since it was
+    /// taken; a change in progress (under the write lock, not yet counted) orders this read
+    /// before it, as the read lock would.
+    pub fn columns_memo(&self, memo: &mut ColumnsMemo, key: &ColumnsKey) -> Option<Arc<Columns>> {
+        if let Some((k, epoch, columns)) = &memo.0
+            && k == key
+            && *epoch == self.columns_epoch.load(Ordering::Acquire)
+        {
+            return Some(columns.clone());
+        }
+        let map = self.columns.read().unwrap_or_else(|e| e.into_inner());
+        // Under the read lock no change is in progress: the count matches the map.
+        let epoch = self.columns_epoch.load(Ordering::Acquire);
+        let found = map.get(key).cloned();
+        memo.0 = found.clone().map(|columns| (*key, epoch, columns));
+        found
     }
 
     /// Keeps the column definitions the upstream sent for a shape if they are the cache's
@@ -295,6 +327,7 @@ impl Registry {
             map.clear();
         }
         map.insert(key, columns);
+        self.columns_epoch.fetch_add(1, Ordering::Release);
         Ok(())
     }
 

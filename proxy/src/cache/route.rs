@@ -34,7 +34,7 @@ use freshet_dataflow::{CompiledQuery, Rows, SqlType, Value};
 use super::access::{self, Learning, Memo};
 use super::matcher::for_each_slot;
 use super::params::literal_value;
-use super::{Cache, CacheId, Columns, ColumnsKey, Engine};
+use super::{Cache, CacheId, Columns, ColumnsKey, ColumnsMemo, Engine};
 use crate::matching::{self, Literal, Query, Weigh};
 use crate::protocol::StatusFlags;
 
@@ -316,10 +316,17 @@ impl From<RelayReason> for Relay {
 }
 
 /// Binds and looks up a read the gate let through. `bound`: the execute's parameters (empty
-/// for text). Waits at most the fill timeout.
-pub async fn answer(engine: &Engine, cache: &Cache, binding: &Binding, bound: &[Value], key: ColumnsKey) -> Result<Answer, Relay> {
+/// for text); `memo`: the session's last column definitions. Waits at most the fill timeout.
+pub async fn answer(
+    engine: &Engine,
+    cache: &Cache,
+    binding: &Binding,
+    bound: &[Value],
+    key: ColumnsKey,
+    memo: &mut ColumnsMemo,
+) -> Result<Answer, Relay> {
     let values = binding.values(bound)?;
-    let Some(columns) = engine.columns(&key) else {
+    let Some(columns) = engine.columns_memo(memo, &key) else {
         // Relay this one to learn the column definitions; start its fill meanwhile.
         if let Ok(live) = cache.live() {
             let looked = match &binding.slots {

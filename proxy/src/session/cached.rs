@@ -115,7 +115,7 @@ impl Session {
                     Some(reason) => reason.into(),
                     None => {
                         let key = self.columns_key(&cache, query.fingerprint.hash, false);
-                        let looked_up = route::answer(&engine, &cache, &binding, &[], key).await;
+                        let looked_up = route::answer(&engine, &cache, &binding, &[], key, &mut self.columns_memo).await;
                         Decision::of(cache, key, looked_up)
                     }
                 },
@@ -249,7 +249,7 @@ impl Session {
                 Some(reason) => reason.into(),
                 None => {
                     let key = self.columns_key(&cache, fingerprint, true);
-                    let looked_up = route::answer(&engine, &cache, &binding, &bound, key).await;
+                    let looked_up = route::answer(&engine, &cache, &binding, &bound, key, &mut self.columns_memo).await;
                     Decision::of(cache, key, looked_up)
                 }
             },

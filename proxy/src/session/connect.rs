@@ -86,6 +86,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             capture: None,
             own: super::ryw::OwnWrites::default(),
             encoded: Default::default(),
+            columns_memo: Default::default(),
         }),
         Ok(Err(e)) => Err(e),
         // The client's sequence is unknown here; closing says enough to a stalled client.
@@ -415,7 +416,7 @@ mod tests {
     }
 
     fn ok() -> Vec<u8> {
-        crate::protocol::response::ok_packet(StatusFlags(StatusFlags::AUTOCOMMIT))
+        crate::protocol::response::ok_packet(StatusFlags(StatusFlags::AUTOCOMMIT)).to_vec()
     }
 
     #[tokio::test]

@@ -123,6 +123,8 @@ pub struct Session {
     own: ryw::OwnWrites,
     /// The rows of the cached answer being written, kept between answers for their buffers.
     encoded: cached::Encoded,
+    /// The column definitions of the last cached answer, for the next hit of its shape.
+    columns_memo: crate::cache::ColumnsMemo,
     /// Text shapes of cached queries this session sent, to classify their next texts without
     /// tokenizing them (`matching::shape`).
     shapes: crate::matching::Shapes,
