@@ -143,12 +143,22 @@ pub struct Registry {
     columns_epoch: AtomicU64,
 }
 
-/// The column definitions a session answered with last, with the registry's change count
-/// when it looked them up: the next hit of the same shape takes them from here, without
-/// hashing the key or taking the map's lock, while no definition has been stored or forgotten
-/// since ([`Registry::columns_memo`]).
+/// The column definitions of a session's last few cached shapes, with the registry's change
+/// count when they were looked up: the next hit of one of these shapes takes its definitions
+/// from here, without hashing the key or taking the map's lock, while no definition has been
+/// stored or forgotten since ([`Registry::columns_memo`]). A few, because a request of an
+/// application often runs several cached queries in turn.
 #[derive(Default)]
-pub struct ColumnsMemo(Option<(ColumnsKey, u64, Arc<Columns>)>);
+pub struct ColumnsMemo {
+    epoch: u64,
+    entries: [Option<(ColumnsKey, Arc<Columns>)>; ColumnsMemo::ENTRIES],
+    /// The entry the next new shape takes (round robin).
+    next: usize,
+}
+
+impl ColumnsMemo {
+    const ENTRIES: usize = 4;
+}
 
 impl Registry {
     pub(super) fn new(database: String, warm_keys: usize, verdict_bytes: usize, catalog: Catalog) -> Registry {
@@ -288,21 +298,27 @@ impl Registry {
     }
 
     /// [`Registry::columns`] through a session's memo: what the map holds for `key` now.
-    /// The memo answers while its key is `key` and the map has not changed since it was
-    /// taken; a change in progress (under the write lock, not yet counted) orders this read
-    /// before it, as the read lock would.
+    /// The memo answers while the map has not changed since its entries were taken; a change
+    /// in progress (under the write lock, not yet counted) orders this read before it, as the
+    /// read lock would.
     pub fn columns_memo(&self, memo: &mut ColumnsMemo, key: &ColumnsKey) -> Option<Arc<Columns>> {
-        if let Some((k, epoch, columns)) = &memo.0
-            && k == key
-            && *epoch == self.columns_epoch.load(Ordering::Acquire)
+        let epoch = self.columns_epoch.load(Ordering::Acquire);
+        if memo.epoch == epoch
+            && let Some((_, columns)) = memo.entries.iter().flatten().find(|(k, _)| k == key)
         {
             return Some(columns.clone());
         }
         let map = self.columns.read().unwrap_or_else(|e| e.into_inner());
         // Under the read lock no change is in progress: the count matches the map.
         let epoch = self.columns_epoch.load(Ordering::Acquire);
+        if memo.epoch != epoch {
+            *memo = ColumnsMemo { epoch, ..ColumnsMemo::default() };
+        }
         let found = map.get(key).cloned();
-        memo.0 = found.clone().map(|columns| (*key, epoch, columns));
+        if let Some(columns) = &found {
+            memo.entries[memo.next] = Some((*key, columns.clone()));
+            memo.next = (memo.next + 1) % ColumnsMemo::ENTRIES;
+        }
         found
     }
 
@@ -393,5 +409,57 @@ fn enum_labels(packet: &[u8], def: &ColumnDef, catalog: &Catalog) -> Vec<String>
     match &table.columns[i].ty {
         freshet_dataflow::SqlType::Enum(labels) | freshet_dataflow::SqlType::Set(labels) => labels.clone(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn columns() -> Arc<Columns> {
+        Arc::new(Columns { packets: Vec::new(), render: Vec::new(), encodable: AtomicBool::new(true) })
+    }
+
+    fn key(cache: u32, fingerprint: u64) -> ColumnsKey {
+        ColumnsKey { cache: CacheId(cache), fingerprint, charset: 45, binary: true, extended: false }
+    }
+
+    /// Puts `columns` in the map as a stored capture does (counted), without the checks.
+    fn put(registry: &Registry, key: ColumnsKey, columns: &Arc<Columns>) {
+        registry.columns.write().unwrap().insert(key, columns.clone());
+        registry.columns_epoch.fetch_add(1, Ordering::Release);
+    }
+
+    #[test]
+    fn the_memo_answers_what_the_map_holds() {
+        let registry = Registry::new("db".into(), 0, 1 << 20, Catalog::new());
+        let mut memo = ColumnsMemo::default();
+        assert!(registry.columns_memo(&mut memo, &key(1, 1)).is_none(), "nothing stored");
+        let shapes: Vec<(ColumnsKey, Arc<Columns>)> = (0..6).map(|f| (key(1 + f as u32 % 2, f), columns())).collect();
+        for (k, c) in &shapes {
+            put(&registry, *k, c);
+        }
+        // More shapes than the memo holds, in turn, twice: each read is the map's own entry.
+        for _ in 0..2 {
+            for (k, c) in &shapes {
+                assert!(Arc::ptr_eq(&registry.columns_memo(&mut memo, k).unwrap(), c));
+            }
+        }
+        // Every shape of cache 2 is forgotten (DDL on its table); cache 1's stay. The last
+        // shapes read, in the memo, first.
+        registry.forget_columns_of(&[CacheId(2)]);
+        for (k, c) in shapes.iter().rev() {
+            let got = registry.columns_memo(&mut memo, k);
+            if k.cache == CacheId(2) {
+                assert!(got.is_none(), "a forgotten shape is not answered from the memo");
+            } else {
+                assert!(Arc::ptr_eq(&got.unwrap(), c));
+            }
+        }
+        // A shape captured again gets its new definitions, also in a memo that held the old.
+        let (k, _) = &shapes[1];
+        let again = columns();
+        put(&registry, *k, &again);
+        assert!(Arc::ptr_eq(&registry.columns_memo(&mut memo, k).unwrap(), &again));
     }
 }
