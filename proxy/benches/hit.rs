@@ -16,7 +16,6 @@
 
 use std::hint::black_box;
 use std::pin::pin;
-use std::sync::atomic::AtomicBool;
 use std::task::{Context, Poll, Waker};
 use std::time::Instant;
 
@@ -94,7 +93,7 @@ fn column(name: &str, type_code: u8, charset: u16, length: u32) -> Column {
 /// Column definitions as the session keeps them: the captured packets and how each renders.
 fn columns(render: Vec<Column>) -> Columns {
     let packets = render.iter().map(|c| Bytes::from(c.def.encode(false))).collect();
-    Columns { packets, render, encodable: AtomicBool::new(true) }
+    Columns::new(packets, render)
 }
 
 fn reply(c: &mut Criterion) {

@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use freshet_config::CacheSpec;
 use freshet_dataflow::{Catalog, Dataflow, Reader, ViewId, ViewStats};
@@ -28,6 +28,8 @@ use crate::encode::text::Column;
 use crate::matching::{self, CacheId, Query, SqlMode};
 use crate::metrics::{Counter, Histogram};
 use crate::protocol::column::ColumnDef;
+use crate::protocol::cursor::put_lenenc;
+use crate::protocol::io::frame_packet;
 
 /// How many query shapes the verdict table remembers (and column definitions are kept for).
 pub(super) const VERDICTS: usize = 10_000;
@@ -108,9 +110,35 @@ pub struct Columns {
     pub packets: Vec<Bytes>,
     /// How each column renders.
     pub render: Vec<Column>,
+    /// The head of every answer, framed once: the column count and the definitions, with
+    /// sequence ids from 1 (the reply to a command of one frame, as nearly every command is).
+    pub head: Bytes,
+    /// The sequence id of the packet after the head.
+    pub after_head: u8,
     /// Cleared when a value of this shape could not be encoded: its reads are relayed without
     /// looking up the view again.
     pub encodable: AtomicBool,
+}
+
+impl Columns {
+    /// The definitions as captured, and how each renders.
+    pub fn new(packets: Vec<Bytes>, render: Vec<Column>) -> Columns {
+        let mut head = BytesMut::new();
+        let after_head = frame_head(&mut head, 1, &packets);
+        Columns { packets, render, head: head.freeze(), after_head, encodable: AtomicBool::new(true) }
+    }
+}
+
+/// Appends the head of an answer to `out`, framed from sequence id `seq`: the column count
+/// (a length-encoded integer) and the definitions. Returns the next sequence id.
+pub fn frame_head(out: &mut BytesMut, seq: u8, definitions: &[Bytes]) -> u8 {
+    let mut count = Vec::with_capacity(9);
+    put_lenenc(&mut count, definitions.len() as u64);
+    let mut seq = frame_packet(out, seq, &count);
+    for def in definitions {
+        seq = frame_packet(out, seq, def);
+    }
+    seq
 }
 
 /// What captured column definitions are keyed by: the query shape, the session's character
@@ -335,7 +363,7 @@ impl Registry {
             let labels = enum_labels(p, &def, &catalog);
             render.push(Column { def, labels });
         }
-        let columns = Arc::new(Columns { packets, render, encodable: AtomicBool::new(true) });
+        let columns = Arc::new(Columns::new(packets, render));
         let mut map = self.columns.write().unwrap_or_else(|e| e.into_inner());
         // Bounded like the verdicts: shapes x charsets x protocols stay few in practice;
         // past the bound, start over rather than grow.
@@ -417,7 +445,7 @@ mod tests {
     use super::*;
 
     fn columns() -> Arc<Columns> {
-        Arc::new(Columns { packets: Vec::new(), render: Vec::new(), encodable: AtomicBool::new(true) })
+        Arc::new(Columns::new(Vec::new(), Vec::new()))
     }
 
     fn key(cache: u32, fingerprint: u64) -> ColumnsKey {

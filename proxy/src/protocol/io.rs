@@ -22,6 +22,25 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The largest frame payload; a frame of this size is continued by the next one.
 pub const MAX_FRAME: usize = 0xff_ffff;
+
+/// Appends a logical packet to `out`, split into frames of at most [`MAX_FRAME`] bytes, the
+/// first with sequence id `seq`; returns the next sequence id.
+pub fn frame_packet(out: &mut BytesMut, mut seq: u8, payload: &[u8]) -> u8 {
+    let mut rest = payload;
+    loop {
+        let n = rest.len().min(MAX_FRAME);
+        // The frame's header (three bytes of length, the sequence id) in one copy.
+        let header = (n as u32 | u32::from(seq) << 24).to_le_bytes();
+        out.reserve(4 + n);
+        out.extend_from_slice(&header);
+        out.extend_from_slice(&rest[..n]);
+        seq = seq.wrapping_add(1);
+        rest = &rest[n..];
+        if n < MAX_FRAME {
+            return seq;
+        }
+    }
+}
 const HEADER: usize = 4;
 
 /// One frame as it came off the wire, header included.
@@ -236,21 +255,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
     }
 
     /// Queues a logical packet, split into frames as needed; returns the next sequence id.
-    pub fn queue_packet(&mut self, mut seq: u8, payload: &[u8]) -> u8 {
-        let mut rest = payload;
-        loop {
-            let n = rest.len().min(MAX_FRAME);
-            // The frame's header (three bytes of length, the sequence id) in one copy.
-            let header = (n as u32 | u32::from(seq) << 24).to_le_bytes();
-            self.wbuf.reserve(4 + n);
-            self.wbuf.extend_from_slice(&header);
-            self.wbuf.extend_from_slice(&rest[..n]);
-            seq = seq.wrapping_add(1);
-            rest = &rest[n..];
-            if n < MAX_FRAME {
-                return seq;
-            }
-        }
+    pub fn queue_packet(&mut self, seq: u8, payload: &[u8]) -> u8 {
+        frame_packet(&mut self.wbuf, seq, payload)
+    }
+
+    /// Queues packets framed beforehand ([`frame_packet`]), as they are.
+    pub fn queue_framed(&mut self, frames: &[u8]) {
+        self.wbuf.extend_from_slice(frames);
     }
 
     pub fn pending_write(&self) -> usize {

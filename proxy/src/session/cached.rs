@@ -11,16 +11,16 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use freshet_dataflow::{SharedRow, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 
 use crate::cache::params::execute_params;
+use crate::cache::registry::frame_head;
 use crate::cache::route::{self, Admission, Answer, Binding, Decision, Entry, Gate, Relay, RelayReason, Standing, VerdictTable};
 use crate::cache::{Cache, Columns, ColumnsKey, Engine};
 use crate::encode::{Unencodable, binary, text};
 use crate::matching;
-use crate::protocol::cursor::put_lenenc;
 use crate::protocol::io::PacketIo;
 use crate::protocol::response::{end_of_rows, eof_packet};
 use crate::protocol::{Capabilities, StatusFlags};
@@ -328,18 +328,14 @@ pub fn queue_answer<S: AsyncRead + AsyncWrite + Unpin>(
 ) -> Result<(), Unencodable> {
     encoded.encode(columns, rows, reply.binary)?;
     let mut seq = reply.last_seq.wrapping_add(1);
-    let count = columns.packets.len() as u64;
-    seq = match u8::try_from(count) {
-        // Up to 250 columns the count is its own one-byte length-encoded integer.
-        Ok(n) if n < 0xfb => client.queue_packet(seq, &[n]),
-        _ => {
-            let mut packet = Vec::with_capacity(9);
-            put_lenenc(&mut packet, count);
-            client.queue_packet(seq, &packet)
-        }
-    };
-    for def in &columns.packets {
-        seq = client.queue_packet(seq, def);
+    if seq == 1 {
+        client.queue_framed(&columns.head);
+        seq = columns.after_head;
+    } else {
+        // After a command of several frames: the head framed anew from `seq`.
+        let mut head = BytesMut::new();
+        seq = frame_head(&mut head, seq, &columns.packets);
+        client.queue_framed(&head);
     }
     if !reply.deprecate_eof {
         seq = client.queue_packet(seq, &eof_packet(reply.status));
@@ -412,15 +408,13 @@ pub type Relayed = Option<(Arc<Entry>, Instant)>;
 
 #[cfg(test)]
 mod tests {
-    use std::sync::atomic::AtomicBool;
-
     use super::*;
     use crate::encode::text::Column;
     use crate::protocol::column::{ColumnDef, types};
 
     fn columns() -> Columns {
         let def = ColumnDef { name: "id".into(), charset: 63, length: 20, type_code: types::LONGLONG, flags: 0, decimals: 0 };
-        Columns { packets: Vec::new(), render: vec![Column { def, labels: vec![] }], encodable: AtomicBool::new(true) }
+        Columns::new(Vec::new(), vec![Column { def, labels: vec![] }])
     }
 
     #[test]
@@ -445,5 +439,47 @@ mod tests {
         let bad = [SharedRow::from(vec![Value::Int(1), Value::Int(2)])];
         assert!(encoded.encode(&cols, &bad, false).is_err());
         assert_eq!(encoded.rows().count(), 0);
+    }
+
+    /// The packets `queue_answer` sends for `rows` after a command whose last frame had
+    /// sequence id `last_seq`, read back as (sequence id, payload).
+    async fn sent(columns: &Columns, rows: &[SharedRow], last_seq: u8) -> Vec<(u8, Bytes)> {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (mut a, mut b) = (PacketIo::new(a), PacketIo::new(b));
+        let reply = Reply { binary: false, status: StatusFlags(StatusFlags::AUTOCOMMIT), deprecate_eof: true, last_seq };
+        queue_answer(&mut a, &mut Encoded::default(), columns, rows, reply).unwrap();
+        a.flush().await.unwrap();
+        drop(a);
+        let mut packets = Vec::new();
+        while let Ok(p) = b.read_packet(1 << 20).await {
+            packets.push((p.seq, p.payload));
+        }
+        packets
+    }
+
+    #[tokio::test]
+    async fn an_answer_goes_on_from_the_commands_sequence_id() {
+        let render: Vec<Column> = ["id", "a", "b"]
+            .iter()
+            .map(|name| Column {
+                def: ColumnDef { name: (*name).into(), charset: 63, length: 20, type_code: types::LONGLONG, flags: 0, decimals: 0 },
+                labels: vec![],
+            })
+            .collect();
+        let defs: Vec<Bytes> = render.iter().map(|c| Bytes::from(c.def.encode(false))).collect();
+        let cols = Columns::new(defs.clone(), render);
+        let rows: Vec<SharedRow> = (1..=2).map(|i| SharedRow::from(vec![Value::Int(i), Value::Int(10), Value::Null])).collect();
+        // After a command of one frame, the head framed once; after one of several (a long
+        // statement), framed anew: the same packets, numbered on from the command's.
+        let first = sent(&cols, &rows, 0).await;
+        let later = sent(&cols, &rows, 254).await;
+        assert_eq!(first.len(), 1 + 3 + 2 + 1, "count, definitions, rows, end");
+        assert_eq!(first[0].1[..], [3]);
+        assert_eq!(first[1..4].iter().map(|(_, p)| p.clone()).collect::<Vec<_>>(), defs);
+        assert_eq!(later.len(), first.len());
+        for (i, ((s1, p1), (s2, p2))) in first.iter().zip(&later).enumerate() {
+            assert_eq!((*s1, *s2), (1 + i as u8, 255u8.wrapping_add(i as u8)), "packet {i}");
+            assert_eq!(p1, p2, "packet {i}");
+        }
     }
 }
