@@ -172,6 +172,10 @@ async fn shutdown_closes_idle_sessions_at_once_and_lets_a_busy_one_finish() {
         let _ = stopped.await;
     }));
     let mut idle = mysql_async::Conn::new(opts(&mysql)).await.unwrap();
+    // Commands first: the session's wait for the stop lasts across them.
+    for _ in 0..3 {
+        idle.query_drop("SELECT 1").await.unwrap();
+    }
     // The busy session waits on a lock this test holds, so it is mid-command for as long as
     // the test wants, whatever the machine's speed.
     let mut holder = direct().await;

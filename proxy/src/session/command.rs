@@ -20,6 +20,7 @@
 //! frame as it arrives (never routed: it is over any `[limits] max_query`), so that a command
 //! of any length up to `[limits] max_packet` costs one frame of memory.
 
+use std::pin::Pin;
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -59,8 +60,12 @@ impl Session {
     /// Serves commands until the client quits (Ok) or the session breaks (Err).
     pub(super) async fn run(&mut self) -> Result<(), SessionError> {
         let stop = self.shared.stop.subscribe();
+        // One wait for the whole session, not one per command: it stays registered with the
+        // subscription's `Notify` between commands.
+        let stopping = stop.cancelled();
+        tokio::pin!(stopping);
         loop {
-            self.wait_for_command(&stop).await?;
+            self.wait_for_command(stopping.as_mut()).await?;
             let limit = self.shared.packet_limit.largest();
             let first = self.client.read_frame_limited(limit.min(MAX_FRAME)).await.map_err(SessionError::from_client)?;
             let started = Instant::now();
@@ -149,8 +154,9 @@ impl Session {
     /// unsolicited ERR packet. A direct client would see that at once, and drivers check for
     /// it before reusing a pooled connection, so freshet forwards what the upstream sends and
     /// closes the client's connection as soon as the upstream's closes. When freshet shuts
-    /// down, a session waiting here ends (a command already sent is served first).
-    async fn wait_for_command(&mut self, stop: &crate::shutdown::Subscription) -> Result<(), SessionError> {
+    /// down (`stopping` completes), a session waiting here ends (a command already sent is
+    /// served first).
+    async fn wait_for_command(&mut self, mut stopping: Pin<&mut impl Future<Output = ()>>) -> Result<(), SessionError> {
         loop {
             tokio::select! {
                 biased;
@@ -168,7 +174,7 @@ impl Session {
                     self.client.queue_frame(&frame);
                     self.flush_client().await?;
                 }
-                () = stop.cancelled() => return Err(SessionError::ShuttingDown),
+                () = stopping.as_mut() => return Err(SessionError::ShuttingDown),
             }
         }
     }
