@@ -72,13 +72,12 @@ pub enum Routed {
 
 impl Session {
     /// Routes a COM_QUERY. `payload` includes the command byte.
-    pub(super) async fn route_query(&mut self, payload: &Bytes, last_seq: u8) -> Result<Routed, SessionError> {
+    pub(super) async fn route_query(&mut self, payload: &Bytes, last_seq: u8, started: Instant) -> Result<Routed, SessionError> {
         let sql = &payload[1..];
         let Some(engine) = self.shared.engine.get().cloned() else {
             self.state.observe(sql);
             return Ok(Routed::Relay { capture: None });
         };
-        let started = Instant::now();
         // A text of a shape this session learnt is not tokenized again; any other is, noting
         // its literals' tokens so that its shape can be learnt if it is a cache's.
         let (mut query, tokens) = match self.shapes.classify(sql, engine.settings.bounds) {
@@ -237,8 +236,7 @@ impl Session {
     }
 
     /// Routes a COM_STMT_EXECUTE of a statement with a route.
-    pub(super) async fn route_execute(&mut self, payload: &Bytes, last_seq: u8) -> Result<Routed, SessionError> {
-        let started = Instant::now();
+    pub(super) async fn route_execute(&mut self, payload: &Bytes, last_seq: u8, started: Instant) -> Result<Routed, SessionError> {
         let Some(engine) = self.shared.engine.get().cloned() else { return Ok(Routed::Relay { capture: None }) };
         let Some(Execution { cache, binding, fingerprint, bound }) = self.bound_execute(&engine, payload) else {
             return Ok(Routed::Relay { capture: None });

@@ -85,7 +85,7 @@ impl Session {
                 self.relay_streamed(command, first, limit).await?
             } else {
                 let packet = self.client.read_rest(first, limit).await.map_err(SessionError::from_client)?;
-                self.dispatch(command, packet.payload, packet.last_seq).await?
+                self.dispatch(command, packet.payload, packet.last_seq, started).await?
             };
             self.shared.metrics.command(command, started.elapsed(), flow == Flow::Answered);
             self.account_bytes();
@@ -179,9 +179,9 @@ impl Session {
         }
     }
 
-    /// Routes one command: admin statements and cached reads are answered here, everything
-    /// else is relayed.
-    async fn dispatch(&mut self, command: Command, payload: Bytes, last_seq: u8) -> Result<Flow, SessionError> {
+    /// Routes one command, read at `started`: admin statements and cached reads are answered
+    /// here, everything else is relayed.
+    async fn dispatch(&mut self, command: Command, payload: Bytes, last_seq: u8, started: Instant) -> Result<Flow, SessionError> {
         use Command::*;
         match command {
             BinlogDump | BinlogDumpGtid | RegisterSlave | TableDump => {
@@ -198,12 +198,12 @@ impl Session {
                 if let Some(flow) = self.admin_statement(&payload, last_seq).await? {
                     return Ok(flow);
                 }
-                match self.route_query(&payload, last_seq).await? {
+                match self.route_query(&payload, last_seq, started).await? {
                     Routed::Answered => return Ok(Flow::Answered),
                     Routed::Relay { capture } => self.capture = capture.map(|key| (key, Vec::new())),
                 }
             }
-            StmtExecute if self.routed_statement(&payload) => match self.route_execute(&payload, last_seq).await? {
+            StmtExecute if self.routed_statement(&payload) => match self.route_execute(&payload, last_seq, started).await? {
                 Routed::Answered => return Ok(Flow::Answered),
                 Routed::Relay { capture } => self.capture = capture.map(|key| (key, Vec::new())),
             },
