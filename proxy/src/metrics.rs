@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::protocol::Command;
 
@@ -216,11 +216,19 @@ impl ProxyMetrics {
     /// A command received and how long its reply took to write completely. One answered from
     /// a cache (`cached`) is counted but not timed here: the cache's own histogram times it
     /// (`freshet_proxy_cache_hit_duration_seconds`), so a hit is in one histogram, not two.
-    pub fn command(&self, command: Command, elapsed: Duration, cached: bool) {
-        self.commands[command.index()].inc();
-        if !cached {
-            self.latency[command.index()].observe(elapsed);
+    /// A command read at `started` is done; one answered from a cache is timed in its cache's
+    /// histogram instead (and the clock is not read for it here).
+    pub fn command(&self, command: Command, started: Instant, cached: bool) {
+        if cached {
+            self.commands[command.index()].inc();
+        } else {
+            self.relayed_command(command, started.elapsed());
         }
+    }
+
+    fn relayed_command(&self, command: Command, elapsed: Duration) {
+        self.commands[command.index()].inc();
+        self.latency[command.index()].observe(elapsed);
     }
 
     pub fn commands_relayed(&self, command: Command) -> u64 {
@@ -298,8 +306,8 @@ mod tests {
     fn renders_prometheus_text() {
         let m = ProxyMetrics::default();
         m.connections_total.inc();
-        m.command(Command::Query, Duration::from_micros(300), false);
-        m.command(Command::Query, Duration::from_millis(20), false);
+        m.relayed_command(Command::Query, Duration::from_micros(300));
+        m.relayed_command(Command::Query, Duration::from_millis(20));
         m.session_ended(SessionEnd::Quit);
         let mut out = String::new();
         m.render(&mut out);

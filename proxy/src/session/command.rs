@@ -87,7 +87,7 @@ impl Session {
                 let packet = self.client.read_rest(first, limit).await.map_err(SessionError::from_client)?;
                 self.dispatch(command, packet.payload, packet.last_seq, started).await?
             };
-            self.shared.metrics.command(command, started.elapsed(), flow == Flow::Answered);
+            self.shared.metrics.command(command, started, flow == Flow::Answered);
             self.account_bytes();
             if flow == Flow::Quit {
                 return Ok(());
