@@ -103,6 +103,26 @@ async fn text_queries_of_every_spelling_hit_and_match_the_server_byte_for_byte()
         let cached = hit(&mut through, &proxy, "items", sql).await;
         assert_eq!(cached, direct.query(sql).await, "{sql}");
     }
+    // Spellings whose column definitions differ from the ones above (the names as written,
+    // aliases, the table's alias in each definition), or that the cache does not answer: each
+    // read is the server's answer, whether it is relayed or, once its own definitions are
+    // captured, a hit.
+    for sql in [
+        "SELECT ID, Name, PRICE, created, qty FROM ct_items WHERE id = 10",
+        "SELECT id AS a, name AS b, price, created, qty FROM ct_items WHERE id = 11",
+        "SELECT x.id, x.name, x.price, x.created, x.qty FROM ct_items x WHERE x.id = 12",
+        "SELECT X.id, X.name, X.price, X.created, X.qty FROM ct_items AS X WHERE X.id = 13",
+        "SELECT id, name, price, created, qty FROM freshet_test.ct_items WHERE id = 15",
+        "SELECT `ID`, name, price, created, qty FROM ct_items WHERE ID = 16",
+        "SELECT id, name, price, created, qty FROM ct_items WHERE id = 16",
+        "SELECT id, name, price, created, qty FROM ct_items WHERE id = 17 LIMIT 1",
+    ] {
+        let want = direct.query(sql).await;
+        for read in 0..5 {
+            assert_eq!(through.query(sql).await, want, "{sql} (read {read})");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
     // Without DEPRECATE_EOF too (classic EOF packets).
     let classic = DEFAULT_CAPS & !freshet_proxy::protocol::Capabilities::DEPRECATE_EOF;
     let mut direct = RawClient::connect(&upstream_addr(), classic).await.unwrap();
