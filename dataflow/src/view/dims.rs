@@ -163,7 +163,7 @@ pub(super) fn borrow_covers(
             super::flush(shared, views, domain, &part);
             // The borrower must be at the applied position too (a fill ahead of the binlog
             // would skip this key's deltas up to its position and keep older rows).
-            if !domain.parts.get(&part).is_some_and(|p| p.ks.filled_at < pos && !p.ks.covers(node, &k)) {
+            if !domain.parts.get(&*part).is_some_and(|p| p.ks.filled_at < pos && !p.ks.covers(node, &k)) {
                 continue;
             }
             let candidates: Vec<Key> =
@@ -171,13 +171,13 @@ pub(super) fn borrow_covers(
             let mut rows = None;
             for q in candidates {
                 super::flush(shared, views, domain, &q);
-                if let Some(lender) = domain.parts.get(&q).filter(|q| q.ks.filled_at < pos) {
+                if let Some(lender) = domain.parts.get(&*q).filter(|q| q.ks.filled_at < pos) {
                     rows = Some(lender.ks.dim_rows(node, &k));
                     break;
                 }
             }
             let Some(rows) = rows else { continue };
-            let Some(p) = domain.parts.get_mut(&part) else { continue };
+            let Some(p) = domain.parts.get_mut(&*part) else { continue };
             p.ks.cover(node, k.clone());
             p.ks.seed(&domain.graph, &part, node, 1, rows);
             if let Some(m) = domain.dim_index.0.get_mut(d) {

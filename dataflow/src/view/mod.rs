@@ -103,6 +103,67 @@ use crate::value::Value;
 /// Base deltas of one batch, indexed by base occurrence.
 type OccDeltas = Vec<Vec<Delta>>;
 
+/// A partition's key as the domain's map holds it: a key of one value inline (nearly every
+/// cached query is keyed by one column; a box of one value would be a block of its own), a
+/// wider one boxed. It hashes and compares as the slice of its values, so the map is looked up
+/// by `&[Value]`.
+#[derive(Clone, Debug)]
+enum PartKey {
+    One(Value),
+    Wide(Key),
+}
+
+const _: () = assert!(std::mem::size_of::<PartKey>() == std::mem::size_of::<Value>(), "a one-value key is held inline");
+
+impl PartKey {
+    /// The heap blocks a partition's key takes in the map (see [`crate::mem::heap_block`]).
+    fn heap_bytes(key: &[Value]) -> usize {
+        match key {
+            [value] => value.heap_bytes(),
+            _ => crate::value::row_heap(key),
+        }
+    }
+}
+
+impl From<&[Value]> for PartKey {
+    fn from(key: &[Value]) -> PartKey {
+        match key {
+            [value] => PartKey::One(value.clone()),
+            _ => PartKey::Wide(key.into()),
+        }
+    }
+}
+
+impl std::ops::Deref for PartKey {
+    type Target = [Value];
+    fn deref(&self) -> &[Value] {
+        match self {
+            PartKey::One(value) => std::slice::from_ref(value),
+            PartKey::Wide(key) => key,
+        }
+    }
+}
+
+impl std::borrow::Borrow<[Value]> for PartKey {
+    fn borrow(&self) -> &[Value] {
+        self
+    }
+}
+
+impl std::hash::Hash for PartKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        <[Value] as std::hash::Hash>::hash(self, state);
+    }
+}
+
+impl PartialEq for PartKey {
+    fn eq(&self, other: &PartKey) -> bool {
+        **self == **other
+    }
+}
+
+impl Eq for PartKey {}
+
 struct Part {
     ks: KeyState,
     generation: u64,
@@ -144,7 +205,7 @@ struct Domain {
     dim_log: DimLog,
     n_occ: usize,
     slots: Vec<Slot>,
-    parts: Map<Key, Part>,
+    parts: Map<PartKey, Part>,
     pending: Map<Key, Pending>,
     /// Filled partitions changed by batches applied with [`Dataflow::apply_held`] whose reader
     /// entries still show the state before them (republished by [`Dataflow::publish_held`]).
@@ -294,7 +355,7 @@ impl Domain {
                     continue;
                 }
                 let k: Key = key.iter().map(|&i| c.row.get(i).cloned().unwrap_or(Value::Null)).collect();
-                if !domain.parts.contains_key(&k) && !domain.pending.contains_key(&k) {
+                if !domain.parts.contains_key(&*k) && !domain.pending.contains_key(&k) {
                     continue;
                 }
                 let slot = per_key.entry(k).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
@@ -556,7 +617,7 @@ impl Dataflow {
                 }
             }
             for (k, deltas) in per_key {
-                if let Some(p) = domain.parts.get(&k) {
+                if let Some(p) = domain.parts.get(&*k) {
                     if pos > p.ks.filled_at {
                         hold(&mut domain.unprocessed, k, deltas);
                     }
@@ -621,7 +682,7 @@ impl Dataflow {
         let mut fresh = Vec::new();
         let mut deferred = Vec::new();
         for k in keys {
-            if domain.parts.contains_key(&k) {
+            if domain.parts.contains_key(&*k) {
                 publish(&self.shared, &self.views, domain, &k);
             } else if domain.pending.contains_key(&k) {
                 continue;
@@ -694,7 +755,7 @@ impl Dataflow {
             domain.dim_index.add(&domain.dims, k, &ks);
             let generation = self.next_generation;
             self.next_generation += 1;
-            domain.parts.insert(k.clone(), Part { ks, generation, weights: OneOrMany::new(domain.views.len()) });
+            domain.parts.insert(PartKey::from(&**k), Part { ks, generation, weights: OneOrMany::new(domain.views.len()) });
             for v in domain.views.iter().flatten() {
                 if let Some(view) = self.views.get(v.0 as usize).and_then(Option::as_ref) {
                     view.counters.keys.fetch_add(1, AtOrd::Relaxed);
@@ -738,7 +799,7 @@ impl Dataflow {
     fn evict_domain(&mut self, di: usize) {
         let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return };
         domain.pending.clear();
-        let keys: Vec<Key> = domain.parts.keys().cloned().collect();
+        let keys: Vec<Key> = domain.parts.keys().map(|k| Key::from(&**k)).collect();
         for k in keys {
             drop_part(&self.shared, &self.views, domain, &k);
         }
@@ -755,7 +816,10 @@ impl Dataflow {
 
     /// Filled partitions of view `v` (for tests and admin statements).
     pub fn filled_keys(&self, v: ViewId) -> Vec<Key> {
-        self.view(v).and_then(|x| self.domains.get(x.domain)?.as_ref()).map(|d| d.parts.keys().cloned().collect()).unwrap_or_default()
+        self.view(v)
+            .and_then(|x| self.domains.get(x.domain)?.as_ref())
+            .map(|d| d.parts.keys().map(|k| Key::from(&**k)).collect())
+            .unwrap_or_default()
     }
 
     fn drain_evictions(&mut self) {
@@ -764,7 +828,7 @@ impl Dataflow {
             let Some(di) = self.views.get(ek.view() as usize).and_then(Option::as_ref).map(|x| x.domain) else { continue };
             let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { continue };
             let key = ek.into_key();
-            if domain.parts.get(&key).is_some_and(|p| p.generation == generation) {
+            if domain.parts.get(&*key).is_some_and(|p| p.generation == generation) {
                 drop_part(&self.shared, &self.views, domain, &key);
             }
         }
@@ -792,7 +856,7 @@ fn hold(unprocessed: &mut Map<Key, OccDeltas>, k: Key, deltas: OccDeltas) {
 /// partition's state in any other way.
 fn flush(shared: &Shared, views: &[Option<View>], domain: &mut Domain, k: &Key) {
     let Some(mut deltas) = domain.unprocessed.remove(k) else { return };
-    let Some(p) = domain.parts.get_mut(k) else { return };
+    let Some(p) = domain.parts.get_mut(&**k) else { return };
     p.ks.process(&domain.graph, k, &mut deltas);
     if p.ks.needs_refill {
         drop_part(shared, views, domain, k);
@@ -811,4 +875,27 @@ fn flush_all(shared: &Shared, views: &[Option<View>], domain: &mut Domain) {
 
 fn view_counters<'a>(views: &'a [Option<View>], v: &ViewId) -> Option<&'a Counters> {
     views.get(v.0 as usize).and_then(Option::as_ref).map(|x| x.counters.as_ref())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Collation;
+
+    #[test]
+    fn a_partition_key_is_found_by_any_equal_values() {
+        let one: Key = Box::new([Value::Int(5)]);
+        let wide: Key = vec![Value::Int(1), Value::text("a", Collation::Utf8mb4GeneralCi)].into();
+        assert!(matches!(PartKey::from(&*one), PartKey::One(_)), "a one-value key is inline");
+        let mut map: Map<PartKey, u32> = Map::default();
+        map.insert(PartKey::from(&*one), 1);
+        map.insert(PartKey::from(&*wide), 2);
+        // Equal values of another type or spelling find the partition, as they did in a map
+        // keyed by the boxed slice: the key hashes and compares as its values.
+        assert_eq!(map.get(&[Value::UInt(5)][..]), Some(&1));
+        assert_eq!(map.get(&[Value::Int(1), Value::text("A", Collation::Utf8mb4GeneralCi)][..]), Some(&2));
+        assert_eq!(map.get(&[Value::Int(5), Value::Null][..]), None);
+        assert_eq!(map.get(&[Value::Int(1)][..]), None);
+        assert_eq!(map.get(&[][..]), None);
+    }
 }

@@ -9,12 +9,12 @@ use super::cache::ENTRY_BYTES;
 use super::reader::{Entry, EntryKey, Shared};
 use super::{Domain, View, view_counters};
 use crate::ops::{Key, sort_rows};
-use crate::value::{Rows, SharedRow, exact_row_cmp, row_heap, shared_row_heap};
+use crate::value::{Rows, SharedRow, exact_row_cmp, shared_row_heap};
 
 pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
     // Deltas held for it are dropped with it: it is a hole from here on.
     domain.unprocessed.remove(key);
-    let Some(part) = domain.parts.remove(key) else { return false };
+    let Some(part) = domain.parts.remove(&**key) else { return false };
     domain.dim_index.remove(&domain.dims, key, &part.ks);
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
@@ -31,16 +31,16 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
 /// A partition's share of the domain's map of partitions: its entry and control byte at the
 /// table's mean load (a hashbrown table is between 7/16 and 7/8 full), a constant so that a
 /// partition's weight does not depend on how many others were there when it was published.
-const PARTS_SLOT: usize = (std::mem::size_of::<(Key, super::Part)>() + 1) * 3 / 2;
+const PARTS_SLOT: usize = (std::mem::size_of::<(super::PartKey, super::Part)>() + 1) * 3 / 2;
 
 /// Rebuilds and swaps in the reader entries of one filled partition, one per live view. The
 /// partition's bytes (its state, and what it costs whatever its rows: its slot in the domain's
 /// map, its key, its tables) are split evenly over the entries so that the budget counts them
 /// once; each entry adds its own rows and what the reader cache keeps for it.
 pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) {
-    let Some(part) = domain.parts.get_mut(key) else { return };
+    let Some(part) = domain.parts.get_mut(&**key) else { return };
     let live = domain.views.iter().flatten().count().max(1);
-    let held = part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + row_heap(key) + part.weights.heap_bytes();
+    let held = part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + super::PartKey::heap_bytes(key) + part.weights.heap_bytes();
     let state_share = held / live;
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
