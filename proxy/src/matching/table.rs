@@ -20,10 +20,11 @@
 //! check on lookup and atomics on every hit, all of which fit in ~100 lines without adding a
 //! dependency to the proxy.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
+
+use freshet_dataflow::hash::Map;
 
 use super::fingerprint::Fingerprint;
 
@@ -84,7 +85,11 @@ const MAP_SLOT: usize = 8 + 8 + 8;
 /// The budget of [`VerdictTable::new`] (`[memory] query_shapes`' default).
 pub const DEFAULT_BUDGET: usize = 16 << 20;
 
-type Shard<V> = RwLock<HashMap<u64, Arc<Entry<V>>>>;
+/// A shard's map, keyed by the fingerprint's hash. The fingerprint is an unkeyed FNV hash of the
+/// text, which a client can steer, so the map hashes it again with the process's seeded
+/// hasher (`freshet_dataflow::hash`, as the views' maps) rather than using it as it is; std's
+/// SipHash did the same at several times the cost on every classified text.
+type Shard<V> = RwLock<Map<u64, Arc<Entry<V>>>>;
 
 /// The bounded, sharded verdict table.
 pub struct VerdictTable<V> {
@@ -104,7 +109,7 @@ impl<V: Weigh> VerdictTable<V> {
     /// At most `capacity` entries and `budget` bytes.
     pub fn with_budget(capacity: usize, budget: usize) -> VerdictTable<V> {
         VerdictTable {
-            shards: std::array::from_fn(|_| RwLock::new(HashMap::new())),
+            shards: std::array::from_fn(|_| RwLock::new(Map::default())),
             per_shard: capacity.div_ceil(SHARDS).max(1),
             clock: AtomicU64::new(0),
             bytes: AtomicUsize::new(0),
@@ -118,7 +123,7 @@ impl<V: Weigh> VerdictTable<V> {
     }
 
     fn shard(&self, hash: u64) -> &Shard<V> {
-        // The top bits: the low ones feed the HashMap's own buckets.
+        // The top bits: the low ones feed the map's own buckets.
         &self.shards[self.shard_index(hash)]
     }
 
@@ -176,11 +181,11 @@ impl<V: Weigh> VerdictTable<V> {
     }
 
     /// Removes the shard's least recently used entry; false if it is empty.
-    fn evict_oldest(&self, shard: &mut HashMap<u64, Arc<Entry<V>>>) -> bool {
+    fn evict_oldest(&self, shard: &mut Map<u64, Arc<Entry<V>>>) -> bool {
         self.evict_oldest_except(shard, None)
     }
 
-    fn evict_oldest_except(&self, shard: &mut HashMap<u64, Arc<Entry<V>>>, keep: impl Into<Option<u64>>) -> bool {
+    fn evict_oldest_except(&self, shard: &mut Map<u64, Arc<Entry<V>>>, keep: impl Into<Option<u64>>) -> bool {
         let keep = keep.into();
         let oldest =
             shard.iter().filter(|(k, _)| Some(**k) != keep).min_by_key(|(_, e)| e.last_used.load(Ordering::Relaxed)).map(|(&k, _)| k);
