@@ -482,6 +482,11 @@ impl Engine {
         self.registry.columns(key)
     }
 
+    /// [`Registry::columns_forgotten`]: what a capture notes before its query goes upstream.
+    pub fn columns_forgotten(&self) -> u64 {
+        self.registry.columns_forgotten()
+    }
+
     /// [`Engine::columns`] through a session's memo ([`Registry::columns_memo`]).
     pub fn columns_memo(&self, memo: &mut ColumnsMemo, key: &ColumnsKey) -> Option<Arc<Columns>> {
         self.registry.columns_memo(memo, key)
@@ -489,8 +494,8 @@ impl Engine {
 
     /// Keeps the column definitions the upstream sent for a shape, if they are the cache's
     /// own (see [`Registry::store_columns`]; refused ones are counted and dropped).
-    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>) {
-        if let Err(why) = self.registry.store_columns(key, packets) {
+    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>, noted: u64) {
+        if let Err(why) = self.registry.store_columns(key, packets, noted) {
             self.counters.captures_refused.inc();
             tracing::debug!(reason = %why, "captured column definitions are not the cache's own; not kept");
         }

@@ -169,6 +169,10 @@ pub struct Registry {
     /// Counts the changes of `columns`, each made under its write lock: a session's
     /// [`ColumnsMemo`] taken at the current count holds what the map holds for its key.
     columns_epoch: AtomicU64,
+    /// Counts the forgets of column definitions (DDL, a gap), each made under the map's write
+    /// lock: a capture noted at a count before its query went upstream is kept only if no
+    /// forget came since, else it may describe the table as it was before the DDL.
+    columns_forgotten: AtomicU64,
 }
 
 /// The column definitions of a session's last few cached shapes, with the registry's change
@@ -199,6 +203,7 @@ impl Registry {
             catalog: RwLock::new(Arc::new(catalog)),
             columns: RwLock::new(HashMap::new()),
             columns_epoch: AtomicU64::new(0),
+            columns_forgotten: AtomicU64::new(0),
         }
     }
 
@@ -319,6 +324,13 @@ impl Registry {
         let mut columns = self.columns.write().unwrap_or_else(|e| e.into_inner());
         columns.retain(|k, _| !caches.contains(&k.cache));
         self.columns_epoch.fetch_add(1, Ordering::Release);
+        self.columns_forgotten.fetch_add(1, Ordering::Release);
+    }
+
+    /// The count of forgets, to note when a capture's query goes upstream
+    /// ([`Registry::store_columns`]).
+    pub fn columns_forgotten(&self) -> u64 {
+        self.columns_forgotten.load(Ordering::Acquire)
     }
 
     pub fn columns(&self, key: &ColumnsKey) -> Option<Arc<Columns>> {
@@ -353,8 +365,10 @@ impl Registry {
     /// Keeps the column definitions the upstream sent for a shape if they are the cache's
     /// own (see [`Registry::check_capture`]); else says why not, and keeps nothing (so one bad
     /// capture poisons nothing). Labels of ENUM and SET columns come from the catalog (the
-    /// view holds their indexes).
-    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>) -> Result<(), String> {
+    /// view holds their indexes). `noted`: [`Registry::columns_forgotten`] before the query
+    /// went upstream; if definitions were forgotten since, these are not kept (they may be the
+    /// table's before a DDL that the forget was for), and the next read captures again.
+    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>, noted: u64) -> Result<(), String> {
         self.check_capture(&key, &packets)?;
         let catalog = self.catalog();
         let mut render = Vec::with_capacity(packets.len());
@@ -363,16 +377,25 @@ impl Registry {
             let labels = enum_labels(p, &def, &catalog);
             render.push(Column { def, labels });
         }
-        let columns = Arc::new(Columns::new(packets, render));
+        self.keep_columns(key, Columns::new(packets, render), noted);
+        Ok(())
+    }
+
+    /// Puts checked definitions in the map unless a forget came after `noted`; whether it did.
+    fn keep_columns(&self, key: ColumnsKey, columns: Columns, noted: u64) -> bool {
         let mut map = self.columns.write().unwrap_or_else(|e| e.into_inner());
+        // Forgets are counted under this lock: none can come between the check and the insert.
+        if self.columns_forgotten.load(Ordering::Relaxed) != noted {
+            return false;
+        }
         // Bounded like the verdicts: shapes x charsets x protocols stay few in practice;
         // past the bound, start over rather than grow.
         if map.len() >= VERDICTS {
             map.clear();
         }
-        map.insert(key, columns);
+        map.insert(key, Arc::new(columns));
         self.columns_epoch.fetch_add(1, Ordering::Release);
-        Ok(())
+        true
     }
 
     /// Column definitions describe the cache's own result only if there is one per result
@@ -489,5 +512,20 @@ mod tests {
         let again = columns();
         put(&registry, *k, &again);
         assert!(Arc::ptr_eq(&registry.columns_memo(&mut memo, k).unwrap(), &again));
+    }
+
+    /// A capture whose query went upstream before a forget (DDL on its table) may describe the
+    /// table as it was: it is not kept. One noted after the forget is.
+    #[test]
+    fn a_capture_from_before_a_forget_is_not_kept() {
+        let registry = Registry::new("db".into(), 0, 1 << 20, Catalog::new());
+        let mut memo = ColumnsMemo::default();
+        let before = registry.columns_forgotten();
+        registry.forget_columns_of(&[CacheId(1)]);
+        assert!(!registry.keep_columns(key(1, 1), Columns::new(Vec::new(), Vec::new()), before));
+        assert!(registry.columns_memo(&mut memo, &key(1, 1)).is_none(), "nothing kept");
+        let after = registry.columns_forgotten();
+        assert!(registry.keep_columns(key(1, 1), Columns::new(Vec::new(), Vec::new()), after));
+        assert!(registry.columns_memo(&mut memo, &key(1, 1)).is_some());
     }
 }

@@ -200,12 +200,12 @@ impl Session {
                 }
                 match self.route_query(&payload, last_seq, started).await? {
                     Routed::Answered => return Ok(Flow::Answered),
-                    Routed::Relay { capture } => self.capture = capture.map(|key| (key, Vec::new())),
+                    Routed::Relay { capture } => self.start_capture(capture),
                 }
             }
             StmtExecute if self.routed_statement(&payload) => match self.route_execute(&payload, last_seq, started).await? {
                 Routed::Answered => return Ok(Flow::Answered),
-                Routed::Relay { capture } => self.capture = capture.map(|key| (key, Vec::new())),
+                Routed::Relay { capture } => self.start_capture(capture),
             },
             StmtSendLongData => {
                 if let Some(route) = self.statement_of(&payload).and_then(|s| s.route.as_mut()) {
@@ -323,13 +323,22 @@ impl Session {
         self.statement_of(payload).is_some_and(|s| s.route.is_some())
     }
 
+    /// Sets up the capture of the column definitions of the query about to be relayed, noting
+    /// the registry's count of forgets before it goes upstream.
+    fn start_capture(&mut self, key: Option<crate::cache::ColumnsKey>) {
+        self.capture = key.and_then(|key| {
+            let noted = self.shared.engine.get()?.columns_forgotten();
+            Some(super::Capture { key, defs: Vec::new(), noted })
+        });
+    }
+
     /// Keeps column definitions captured from a relayed single result set.
     fn store_capture(&mut self) {
-        if let Some((key, defs)) = self.capture.take()
+        if let Some(super::Capture { key, defs, noted }) = self.capture.take()
             && !defs.is_empty()
             && let Some(engine) = self.shared.engine.get()
         {
-            engine.store_columns(key, defs);
+            engine.store_columns(key, defs, noted);
         }
     }
 
@@ -379,8 +388,8 @@ impl Session {
                 defs.push(Bytes::copy_from_slice(def.payload()));
             }
         }
-        if let (Some(defs), Some((_, captured))) = (defs, self.capture.as_mut()) {
-            *captured = defs;
+        if let (Some(defs), Some(capture)) = (defs, self.capture.as_mut()) {
+            capture.defs = defs;
         }
         if !self.caps.has(Capabilities::DEPRECATE_EOF) {
             let eof = self.relay_packet().await?;

@@ -118,7 +118,7 @@ pub struct Session {
     /// The verdict entry of the relayed query in progress, to count it when it ends.
     relayed: cached::Relayed,
     /// Column definitions being captured from the reply in progress.
-    capture: Option<(crate::cache::ColumnsKey, Vec<bytes::Bytes>)>,
+    capture: Option<Capture>,
     /// Read-your-writes: whether the session wrote, and what its next cached read waits for.
     own: ryw::OwnWrites,
     /// The rows of the cached answer being written, kept between answers for their buffers.
@@ -278,4 +278,12 @@ impl Session {
         m.bytes_from_upstream.add(up_in);
         m.bytes_to_upstream.add(up_out);
     }
+}
+
+/// Column definitions being captured from a relayed reply, for the shape `key`; `noted`: the
+/// registry's count of forgets before the query went upstream (see `Registry::store_columns`).
+struct Capture {
+    key: crate::cache::ColumnsKey,
+    defs: Vec<bytes::Bytes>,
+    noted: u64,
 }
