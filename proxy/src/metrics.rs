@@ -213,11 +213,10 @@ pub fn sample(out: &mut String, name: &str, labels: &[(&str, &str)], value: impl
 }
 
 impl ProxyMetrics {
-    /// A command received and how long its reply took to write completely. One answered from
-    /// a cache (`cached`) is counted but not timed here: the cache's own histogram times it
-    /// (`freshet_proxy_cache_hit_duration_seconds`), so a hit is in one histogram, not two.
-    /// A command read at `started` is done; one answered from a cache is timed in its cache's
-    /// histogram instead (and the clock is not read for it here).
+    /// A command read at `started` has its reply written completely. One answered from a cache
+    /// (`cached`) is counted but not timed here (the clock is not read for it): the cache's own
+    /// histogram times it (`freshet_proxy_cache_hit_duration_seconds`), so a hit is in one
+    /// histogram, not two.
     pub fn command(&self, command: Command, started: Instant, cached: bool) {
         if cached {
             self.commands[command.index()].inc();

@@ -22,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The largest frame payload; a frame of this size is continued by the next one.
 pub const MAX_FRAME: usize = 0xff_ffff;
+const HEADER: usize = 4;
 
 /// Appends a logical packet to `out`, split into frames of at most [`MAX_FRAME`] bytes, the
 /// first with sequence id `seq`; returns the next sequence id.
@@ -41,7 +42,6 @@ pub fn frame_packet(out: &mut BytesMut, mut seq: u8, payload: &[u8]) -> u8 {
         }
     }
 }
-const HEADER: usize = 4;
 
 /// One frame as it came off the wire, header included.
 #[derive(Clone, Debug)]
