@@ -629,3 +629,53 @@ async fn ddl_to_a_refused_schema_relays_with_the_servers_answers() {
     }
     assert_eq!(all_relayed(), before + 3, "relayed, not served");
 }
+
+/// Strings compare, hash and sort in the views exactly as the server's collation says, for
+/// every character, not only Latin letters: `ß` is `s` under utf8mb4_general_ci and `ss`
+/// under utf8mb4_unicode_ci, fullwidth `Ｓ` is `s` under unicode_ci, and unicode_ci sorts
+/// punctuation before letters. Rows that arrive through the binlog must reach the partitions
+/// the server would put them in, and an ordered window must be in the server's order.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS ct_coll").await.unwrap();
+    admin
+        .query_drop(
+            "CREATE TABLE ct_coll (id INT PRIMARY KEY, g VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, \
+             u VARCHAR(20) COLLATE utf8mb4_unicode_ci NOT NULL, grp INT NOT NULL) DEFAULT CHARSET=utf8mb4",
+        )
+        .await
+        .unwrap();
+    admin
+        .query_drop("INSERT INTO ct_coll VALUES (1, 's', 'ss', 1), (2, 'x', 'oe', 1), (3, 'a', '_b', 1), (4, 'b', 'a', 1), (5, 'c', '-c', 1)")
+        .await
+        .unwrap();
+    let proxy = start_proxy(&cache_config(&[
+        ("coll_g", "SELECT COUNT(*) AS n FROM ct_coll WHERE g = ?"),
+        ("coll_u", "SELECT COUNT(*) AS n FROM ct_coll WHERE u = ?"),
+        ("coll_o", "SELECT u, id FROM ct_coll WHERE grp = ? ORDER BY u, id LIMIT 4"),
+    ]))
+    .await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let reads = [
+        ("coll_g", "SELECT COUNT(*) AS n FROM ct_coll WHERE g = 's'"),
+        ("coll_u", "SELECT COUNT(*) AS n FROM ct_coll WHERE u = 'ss'"),
+        ("coll_u", "SELECT COUNT(*) AS n FROM ct_coll WHERE u = 'oe'"),
+        ("coll_o", "SELECT u, id FROM ct_coll WHERE grp = 1 ORDER BY u, id LIMIT 4"),
+    ];
+    for (cache, sql) in reads {
+        let want = check.query(sql).await;
+        assert_eq!(hit(&mut client, &proxy, cache, sql).await, want, "{sql} before the writes");
+    }
+    // Each new row equals an existing key under its column's collation, or sorts into the
+    // window, only by the server's rules.
+    admin
+        .query_drop("INSERT INTO ct_coll VALUES (6, 'ß', 'ß', 2), (7, 'ſ', 'Ｓs', 2), (8, 'y', 'œ', 1), (9, 'z', '=a', 1)")
+        .await
+        .unwrap();
+    for (cache, sql) in reads {
+        let want = check.query(sql).await;
+        assert_eq!(hit_as_server(&mut client, &proxy, cache, sql, &want).await, want, "{sql} after the writes");
+    }
+}
