@@ -24,7 +24,7 @@ fn catalog() -> Catalog {
     let mut c = Catalog::new();
     c.add(TableSchema::new(
         "stories",
-        vec![i("id"), i("author"), ColumnSchema::new("title", SqlType::Text).with_collation(Some(Collation::Utf8mb4_0900AiCi))],
+        vec![i("id"), i("author"), ColumnSchema::new("title", SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi))],
         vec![0],
     ))
     .unwrap_or_else(|e| panic!("{e}"));
@@ -33,7 +33,7 @@ fn catalog() -> Catalog {
 }
 
 fn story(id: i64) -> Row {
-    vec![int(id), int(id % 97), Value::text(&format!("story number {id}"), Collation::Utf8mb4_0900AiCi)].into()
+    vec![int(id), int(id % 97), Value::text(&format!("story number {id}"), Collation::Utf8mb4GeneralCi)].into()
 }
 
 /// A store with STORIES stories and VOTES_PER_STORY votes each, as one batch.

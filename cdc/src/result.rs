@@ -86,7 +86,6 @@ pub fn collation_of_id(id: u16) -> Option<Collation> {
         46 | 83 => Collation::Utf8mb4Bin,
         45 | 33 => Collation::Utf8mb4GeneralCi,
         224 | 192 => Collation::Utf8mb4UnicodeCi,
-        255 => Collation::Utf8mb4_0900AiCi,
         _ => return None,
     })
 }

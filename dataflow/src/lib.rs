@@ -91,6 +91,7 @@
 //! See `plan` (partitioning by parameters), `ops` (incremental operators) and `view` (partial
 //! state, positions, eviction, budget) for the invariants each keeps and why they hold.
 
+pub mod collation;
 pub mod compile;
 pub mod cost;
 pub mod delta;

@@ -59,9 +59,9 @@ pub struct ColumnSchema {
 }
 
 impl ColumnSchema {
-    /// A column with the given name and type, nullable, with `utf8mb4_0900_ai_ci` for text.
+    /// A column with the given name and type, nullable, with `utf8mb4_general_ci` for text.
     pub fn new(name: &str, ty: SqlType) -> ColumnSchema {
-        let collation = matches!(ty, SqlType::Text).then_some(Collation::Utf8mb4_0900AiCi);
+        let collation = matches!(ty, SqlType::Text).then_some(Collation::Utf8mb4GeneralCi);
         ColumnSchema { name: name.to_string(), ty, nullable: true, collation }
     }
     /// Builder: set nullability.

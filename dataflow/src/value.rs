@@ -16,124 +16,11 @@
 //! - Two values of different collations are compared under the left one's collation; the
 //!   compiler refuses queries that would need an explicit collation conversion.
 
+pub use crate::collation::Collation;
 use crate::mem::heap_block;
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
-
-/// String collations freshet implements. A column with any other collation makes the queries
-/// that compare, group or sort on it refuse to compile (see `crate::compile`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Collation {
-    /// `binary` and `*_bin` collations without pad semantics: byte order.
-    Binary,
-    /// `utf8mb4_bin`: code point order, trailing spaces ignored (PAD SPACE).
-    Utf8mb4Bin,
-    /// `utf8mb4_general_ci`: per-character simple case fold, accents folded for Latin letters,
-    /// PAD SPACE.
-    Utf8mb4GeneralCi,
-    /// `utf8mb4_unicode_ci` (UCA 4.0.0): case and accent insensitive, PAD SPACE.
-    Utf8mb4UnicodeCi,
-    /// `utf8mb4_0900_ai_ci` (MySQL 8 default): case and accent insensitive, NO PAD.
-    Utf8mb4_0900AiCi,
-}
-
-impl Collation {
-    /// Maps a server collation name to a supported collation, `None` if freshet does not
-    /// implement it. `utf8mb3`/`utf8` names map to their utf8mb4 twin (same ordering on the BMP).
-    pub fn from_name(name: &str) -> Option<Collation> {
-        let n = name.to_ascii_lowercase();
-        let n = n.strip_prefix("utf8mb3_").map(|r| format!("utf8mb4_{r}")).unwrap_or(n);
-        let n = n.strip_prefix("utf8_").map(|r| format!("utf8mb4_{r}")).unwrap_or(n);
-        match n.as_str() {
-            "binary" | "ascii_bin" | "latin1_bin" => Some(Collation::Binary),
-            "utf8mb4_bin" => Some(Collation::Utf8mb4Bin),
-            "utf8mb4_general_ci" => Some(Collation::Utf8mb4GeneralCi),
-            "utf8mb4_unicode_ci" | "utf8mb4_unicode_520_ci" => Some(Collation::Utf8mb4UnicodeCi),
-            "utf8mb4_0900_ai_ci" | "utf8mb4_uca1400_ai_ci" => Some(Collation::Utf8mb4_0900AiCi),
-            _ => None,
-        }
-    }
-
-    /// The server's name for this collation.
-    pub fn name(self) -> &'static str {
-        match self {
-            Collation::Binary => "binary",
-            Collation::Utf8mb4Bin => "utf8mb4_bin",
-            Collation::Utf8mb4GeneralCi => "utf8mb4_general_ci",
-            Collation::Utf8mb4UnicodeCi => "utf8mb4_unicode_ci",
-            Collation::Utf8mb4_0900AiCi => "utf8mb4_0900_ai_ci",
-        }
-    }
-
-    /// True if letters that differ only in case compare equal.
-    pub fn case_insensitive(self) -> bool {
-        !matches!(self, Collation::Binary | Collation::Utf8mb4Bin)
-    }
-
-    /// True if two characters are equal under this collation (used by LIKE).
-    pub(crate) fn char_eq(self, a: char, b: char) -> bool {
-        match self {
-            Collation::Binary | Collation::Utf8mb4Bin => a == b,
-            _ => fold_char(a) == fold_char(b),
-        }
-    }
-
-    fn pad_space(self) -> bool {
-        !matches!(self, Collation::Binary | Collation::Utf8mb4_0900AiCi)
-    }
-
-    /// The sequence of weights a string sorts by under this collation. Equal weight sequences
-    /// mean equal strings; this is what both `cmp` and `hash` use, which keeps them consistent
-    /// (the replica's index keys use it too).
-    pub fn weights(self, s: &str) -> impl Iterator<Item = u32> + '_ {
-        let trimmed = if self.pad_space() { s.trim_end_matches(' ') } else { s };
-        trimmed.chars().map(move |c| match self {
-            Collation::Binary | Collation::Utf8mb4Bin => c as u32,
-            _ => fold_char(c) as u32,
-        })
-    }
-}
-
-/// Case and accent fold for the case-insensitive collations: the weight of a character is the
-/// upper-case form of its unaccented base letter. Covers ASCII, Latin-1 and Latin Extended-A
-/// exactly the way the servers' default collations treat them for equality; outside those
-/// ranges it falls back to Unicode simple upper-casing (a documented approximation).
-fn fold_char(c: char) -> char {
-    // The common case, and the same answer as below (no ASCII letter has an accent to strip,
-    // and ASCII upper-cases within ASCII): without the Unicode tables.
-    if c.is_ascii() {
-        return c.to_ascii_uppercase();
-    }
-    let base = match c {
-        'À'..='Å' | 'à'..='å' | 'Ā' | 'ā' | 'Ă' | 'ă' | 'Ą' | 'ą' => 'A',
-        'Ç' | 'ç' | 'Ć' | 'ć' | 'Ĉ' | 'ĉ' | 'Ċ' | 'ċ' | 'Č' | 'č' => 'C',
-        'Ď' | 'ď' | 'Đ' | 'đ' => 'D',
-        'È'..='Ë' | 'è'..='ë' | 'Ē' | 'ē' | 'Ĕ' | 'ĕ' | 'Ė' | 'ė' | 'Ę' | 'ę' | 'Ě' | 'ě' => 'E',
-        'Ĝ' | 'ĝ' | 'Ğ' | 'ğ' | 'Ġ' | 'ġ' | 'Ģ' | 'ģ' => 'G',
-        'Ĥ' | 'ĥ' | 'Ħ' | 'ħ' => 'H',
-        'Ì'..='Ï' | 'ì'..='ï' | 'Ĩ' | 'ĩ' | 'Ī' | 'ī' | 'Ĭ' | 'ĭ' | 'Į' | 'į' | 'İ' | 'ı' => 'I',
-        'Ĵ' | 'ĵ' => 'J',
-        'Ķ' | 'ķ' => 'K',
-        'Ĺ' | 'ĺ' | 'Ļ' | 'ļ' | 'Ľ' | 'ľ' | 'Ŀ' | 'ŀ' | 'Ł' | 'ł' => 'L',
-        'Ñ' | 'ñ' | 'Ń' | 'ń' | 'Ņ' | 'ņ' | 'Ň' | 'ň' => 'N',
-        'Ò'..='Ö' | 'Ø' | 'ò'..='ö' | 'ø' | 'Ō' | 'ō' | 'Ŏ' | 'ŏ' | 'Ő' | 'ő' => 'O',
-        'Ŕ' | 'ŕ' | 'Ŗ' | 'ŗ' | 'Ř' | 'ř' => 'R',
-        'Ś' | 'ś' | 'Ŝ' | 'ŝ' | 'Ş' | 'ş' | 'Š' | 'š' => 'S',
-        'Ţ' | 'ţ' | 'Ť' | 'ť' | 'Ŧ' | 'ŧ' => 'T',
-        'Ù'..='Ü' | 'ù'..='ü' | 'Ũ' | 'ũ' | 'Ū' | 'ū' | 'Ŭ' | 'ŭ' | 'Ů' | 'ů' | 'Ű' | 'ű' | 'Ų' | 'ų' => 'U',
-        'Ŵ' | 'ŵ' => 'W',
-        'Ý' | 'ý' | 'ÿ' | 'Ŷ' | 'ŷ' | 'Ÿ' => 'Y',
-        'Ź' | 'ź' | 'Ż' | 'ż' | 'Ž' | 'ž' => 'Z',
-        _ => c,
-    };
-    let mut up = base.to_uppercase();
-    match (up.next(), up.next()) {
-        (Some(u), None) => u,
-        // Multi-char upper-case (e.g. 'ß' -> "SS"): keep the original, as general_ci does.
-        _ => base,
-    }
-}
 
 /// Exact decimal: a 96-bit two's complement mantissa and a scale (digits after the point).
 /// 28 significant digits; DECIMAL(p, s) columns with p > 28 are refused by the schema check.
@@ -461,7 +348,7 @@ impl Value {
             // Identical text has identical weights under every collation: skip the folding
             // (group and join keys compare equal far more often than not).
             (Text(a, _), Text(b, _)) if a == b => Ordering::Equal,
-            (Text(a, ca), Text(b, _)) => ca.weights(a).cmp(ca.weights(b)),
+            (Text(a, ca), Text(b, _)) => ca.compare(a, b),
             (Bytes(a), Bytes(b)) => a.cmp(b),
             (Json(a), Json(b)) => a.cmp(b),
             (Date(a), Date(b)) => a.cmp(b),
@@ -829,14 +716,14 @@ mod tests {
         assert_eq!(Value::text("café", ci), Value::text("CAFE", ci));
         assert_eq!(h(&Value::text("café", ci)), h(&Value::text("CAFE", ci)));
         assert_eq!(Value::text("a ", ci), Value::text("a", ci));
-        let ai = Collation::Utf8mb4_0900AiCi;
-        assert_ne!(Value::text("a ", ai), Value::text("a", ai));
-        assert_eq!(Value::text("Ä", ai), Value::text("a", ai));
+        assert_eq!(h(&Value::text("a ", ci)), h(&Value::text("a", ci)));
+        let u = Collation::Utf8mb4UnicodeCi;
+        assert_eq!(Value::text("Straße", u), Value::text("STRASSE", u));
+        assert_eq!(h(&Value::text("Straße", u)), h(&Value::text("STRASSE", u)));
+        assert!(Value::text("_", u) < Value::text("a", u), "the UCA puts punctuation first");
         let bin = Collation::Utf8mb4Bin;
         assert_ne!(Value::text("a", bin), Value::text("A", bin));
         assert_eq!(Value::text("a ", bin), Value::text("a", bin));
-        assert_eq!(Collation::from_name("utf8mb3_general_ci"), Some(ci));
-        assert_eq!(Collation::from_name("latin1_swedish_ci"), None);
     }
 
     #[test]
@@ -857,18 +744,5 @@ mod tests {
         assert_eq!(Value::Null.sql_cmp(&Value::Int(1)), None);
         assert_eq!(parse_leading_f64("1e3x"), 1000.0);
         assert_eq!(parse_leading_f64("abc"), 0.0);
-    }
-
-    /// The ASCII shortcut of `fold_char` gives what the Unicode path gives.
-    #[test]
-    fn ascii_fold_matches_unicode_upper_case() {
-        for b in 0u8..128 {
-            let c = b as char;
-            let mut up = c.to_uppercase();
-            assert_eq!(fold_char(c), up.next().unwrap(), "{c:?}");
-            assert_eq!(up.next(), None);
-        }
-        let (a, b) = (Value::Text("Straße".into(), Collation::Utf8mb4GeneralCi), Value::Text("Straße".into(), Collation::Utf8mb4GeneralCi));
-        assert_eq!(a.cmp_total(&b), Ordering::Equal);
     }
 }

@@ -77,7 +77,6 @@ fn collation_code(c: Collation) -> u8 {
         Collation::Utf8mb4Bin => 1,
         Collation::Utf8mb4GeneralCi => 2,
         Collation::Utf8mb4UnicodeCi => 3,
-        Collation::Utf8mb4_0900AiCi => 4,
     }
 }
 
@@ -87,7 +86,6 @@ fn collation_of(code: u8) -> Option<Collation> {
         1 => Collation::Utf8mb4Bin,
         2 => Collation::Utf8mb4GeneralCi,
         3 => Collation::Utf8mb4UnicodeCi,
-        4 => Collation::Utf8mb4_0900AiCi,
         _ => return None,
     })
 }

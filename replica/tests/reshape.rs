@@ -25,7 +25,7 @@ fn ints(v: &[i64]) -> Row {
 }
 
 fn with_note(id: i64, note: &str, k: i64) -> Row {
-    vec![Value::Int(id), Value::text(note, Collation::Utf8mb4_0900AiCi), Value::Int(k)].into()
+    vec![Value::Int(id), Value::text(note, Collation::Utf8mb4GeneralCi), Value::Int(k)].into()
 }
 
 /// The rows with `k = key` through a fill of a view `SELECT * ... WHERE k = ?` on `schema`.
@@ -112,7 +112,7 @@ fn add_column_takes_the_servers_values_and_waits_for_the_stream() {
     // Read at 8: row 9 is not stored yet (inserted after 6: the stream will write it).
     let fetched: Vec<Row> = [(1, "a"), (2, "b"), (3, "c"), (9, "z")]
         .iter()
-        .map(|(id, n)| vec![Value::Int(*id), Value::text(n, Collation::Utf8mb4_0900AiCi)].into())
+        .map(|(id, n)| vec![Value::Int(*id), Value::text(n, Collation::Utf8mb4GeneralCi)].into())
         .collect();
     let (state, n) = s.reshape_batch(&new, Position(8), &fetched, true).unwrap();
     assert_eq!((state, n), (CopyState::Done { ready_at: Position(8) }, 2));

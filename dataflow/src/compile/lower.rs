@@ -47,7 +47,7 @@ impl Scope {
             [i] => {
                 if let Some(Some(None)) = self.cols.get(*i).map(|c| &c.coll) {
                     return refuse(format!(
-                        "column `{name}` uses a collation freshet does not implement (supported: binary, utf8mb4_bin, utf8mb4_general_ci, utf8mb4_unicode_ci, utf8mb4_0900_ai_ci); leave it out of the cached query or change its collation"
+                        "column `{name}` uses a collation freshet does not implement (supported: binary, utf8mb4_bin, utf8mb4_general_ci, utf8mb4_unicode_ci); leave it out of the cached query or change its collation"
                     ));
                 }
                 Ok(*i)
@@ -408,7 +408,10 @@ pub(super) fn contains_agg(e: &a::Expr) -> bool {
 }
 
 fn literal(v: &a::Value) -> Result<Value, Refusal> {
-    let text = |s: &str| Value::text(s, Collation::Utf8mb4_0900AiCi);
+    // A literal compared with a column takes the column's collation (`coerce_pair`); on its
+    // own it has the connection's, utf8mb4_general_ci unless the session chose another UTF-8
+    // collation.
+    let text = |s: &str| Value::text(s, Collation::Utf8mb4GeneralCi);
     Ok(match v {
         a::Value::Number(n, _) => {
             if let Ok(i) = n.parse::<i64>() {

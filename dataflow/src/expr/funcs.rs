@@ -6,7 +6,7 @@ use super::*;
 
 pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
     let v: Vec<Value> = args.iter().map(|a| a.eval(row)).collect();
-    let coll = v.iter().find_map(|x| if let Value::Text(_, c) = x { Some(*c) } else { None }).unwrap_or(Collation::Utf8mb4_0900AiCi);
+    let coll = v.iter().find_map(|x| if let Value::Text(_, c) = x { Some(*c) } else { None }).unwrap_or(Collation::Utf8mb4GeneralCi);
     let arg = |i: usize| v.get(i).cloned().unwrap_or(Value::Null);
     match f {
         Func::Concat => {
@@ -153,9 +153,13 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
 }
 
 pub(super) fn like(s: &str, pat: &str, escape: char, coll: Collation) -> bool {
-    let s: Vec<char> = s.chars().collect();
+    // Under `binary` a string is bytes and `_` matches one byte: each byte as a char of its
+    // own value.
+    let units =
+        |t: &str| -> Vec<char> { if coll == Collation::Binary { t.bytes().map(char::from).collect() } else { t.chars().collect() } };
+    let s = units(s);
     let mut p: Vec<(char, bool)> = Vec::new(); // (char, is_literal)
-    let mut it = pat.chars();
+    let mut it = units(pat).into_iter();
     while let Some(c) = it.next() {
         if c == escape {
             match it.next() {
