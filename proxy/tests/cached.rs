@@ -647,13 +647,16 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         .await
         .unwrap();
     admin
-        .query_drop("INSERT INTO ct_coll VALUES (1, 's', 'ss', 1), (2, 'x', 'oe', 1), (3, 'a', '_b', 1), (4, 'b', 'a', 1), (5, 'c', '-c', 1)")
+        .query_drop(
+            "INSERT INTO ct_coll VALUES (1, 's', 'ss', 1), (2, 'x', 'oe', 1), (3, 'a', '_b', 1), (4, 'b', 'a', 1), (5, 'c', '-c', 1)",
+        )
         .await
         .unwrap();
     let proxy = start_proxy(&cache_config(&[
         ("coll_g", "SELECT COUNT(*) AS n FROM ct_coll WHERE g = ?"),
         ("coll_u", "SELECT COUNT(*) AS n FROM ct_coll WHERE u = ?"),
         ("coll_o", "SELECT u, id FROM ct_coll WHERE grp = ? ORDER BY u, id LIMIT 4"),
+        ("coll_c", "SELECT CONCAT(u, '!') AS x, id FROM ct_coll WHERE grp = ? ORDER BY x, id"),
     ]))
     .await;
     let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
@@ -663,6 +666,7 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         ("coll_u", "SELECT COUNT(*) AS n FROM ct_coll WHERE u = 'ss'"),
         ("coll_u", "SELECT COUNT(*) AS n FROM ct_coll WHERE u = 'oe'"),
         ("coll_o", "SELECT u, id FROM ct_coll WHERE grp = 1 ORDER BY u, id LIMIT 4"),
+        ("coll_c", "SELECT CONCAT(u, '!') AS x, id FROM ct_coll WHERE grp = 1 ORDER BY x, id"),
     ];
     for (cache, sql) in reads {
         let want = check.query(sql).await;
@@ -670,10 +674,10 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
     }
     // Each new row equals an existing key under its column's collation, or sorts into the
     // window, only by the server's rules.
-    admin
-        .query_drop("INSERT INTO ct_coll VALUES (6, 'ß', 'ß', 2), (7, 'ſ', 'Ｓs', 2), (8, 'y', 'œ', 1), (9, 'z', '=a', 1)")
-        .await
-        .unwrap();
+    admin.query_drop("INSERT INTO ct_coll VALUES (6, 'ß', 'ß', 2), (7, 'ſ', 'Ｓs', 2), (8, 'y', 'œ', 1), (9, 'z', '=a', 1)").await.unwrap();
+    // Rows that were filled change and go: the binlog's rows must cancel the filled ones.
+    admin.query_drop("UPDATE ct_coll SET u = 'OE' WHERE id = 2").await.unwrap();
+    admin.query_drop("DELETE FROM ct_coll WHERE id = 5").await.unwrap();
     for (cache, sql) in reads {
         let want = check.query(sql).await;
         assert_eq!(hit_as_server(&mut client, &proxy, cache, sql, &want).await, want, "{sql} after the writes");
