@@ -8,11 +8,11 @@
 //!
 //! Requires the fill connection's `time_zone = '+00:00'`: the binlog carries TIMESTAMP in UTC.
 //!
-//! Known gap: the protocol reports the *connection's* collation for every text column (MariaDB
-//! 10.11 sends 45 = utf8mb4_general_ci even for a `utf8mb4_bin` column or a CONCAT of one), so a
-//! computed text column cannot be given its SQL collation here; it gets the reported one. Base
-//! columns are exact (schema). The dataflow, which knows each expression, is the place to
-//! re-tag computed text values if a view groups or joins on one.
+//! The protocol reports the *connection's* collation for every text column (MariaDB 10.11 sends
+//! 45 = utf8mb4_general_ci even for a `utf8mb4_bin` column or a CONCAT of one), and no
+//! `org_table` for a column of a derived table, so only a bare table scan's columns get their
+//! SQL collation here; the rest get the reported one. The dataflow, which knows each column,
+//! re-tags what it seeds (`Node::column_collation`).
 
 use std::collections::HashMap;
 

@@ -24,6 +24,7 @@
 //!   `key width` group columns are the partition key.
 
 use crate::expr::Expr;
+use crate::value::Collation;
 
 /// Inner or left outer join.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -203,6 +204,39 @@ impl Node {
     }
 
     /// Base occurrences in this subtree, in order.
+    /// The collation the dataflow gives the text values of output column `col`: a base
+    /// column's own (`base(table, column)`), carried through copies; for a computed column,
+    /// that of the first text column it reads (a function of text takes its first text
+    /// argument's collation, `expr::funcs`); a MIN or MAX keeps its argument's. `None` when
+    /// no column decides it (numbers, literals alone).
+    pub fn column_collation(&self, col: usize, base: &dyn Fn(&str, &str) -> Option<Collation>) -> Option<Collation> {
+        match self {
+            Node::Base { table, columns, .. } => base(table, columns.get(col)?),
+            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => input.column_collation(col, base),
+            Node::Project { input, exprs } => {
+                let mut found = None;
+                exprs.get(col)?.columns(&mut |c| {
+                    if found.is_none() {
+                        found = input.column_collation(c, base);
+                    }
+                });
+                found
+            }
+            Node::Join { left, right, .. } => {
+                let lw = left.width();
+                if col < lw { left.column_collation(col, base) } else { right.column_collation(col - lw, base) }
+            }
+            Node::Aggregate { input, group, aggs, .. } => match col.checked_sub(*group) {
+                None => input.column_collation(col, base),
+                Some(a) => match aggs.get(a)? {
+                    AggSpec { kind: AggKind::Min | AggKind::Max, arg } => input.column_collation(*arg, base),
+                    _ => None,
+                },
+            },
+            Node::Union { inputs } => inputs.first()?.column_collation(col, base),
+        }
+    }
+
     pub fn bases(&self) -> Vec<&Node> {
         let mut out = Vec::new();
         fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {

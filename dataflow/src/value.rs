@@ -519,6 +519,8 @@ impl Hash for Value {
 /// (`'a'` and `'A'` differ even under a case-insensitive collation, `1.0` and `1.00` differ).
 /// Multisets of rows that are returned to clients use this, so that a cached result carries
 /// the upstream's exact values; grouping and joining use `Value`'s SQL equality instead.
+/// A text's collation is not part of its identity: what a client receives is the bytes, and
+/// a row must cancel its own deletion whichever path tagged it.
 #[derive(Clone, Debug)]
 pub struct ExactRow<R = Row>(pub R);
 
@@ -558,7 +560,7 @@ impl Value {
             (Float(a), Float(b)) => a.total_cmp(b),
             (Double(a), Double(b)) => a.total_cmp(b),
             (Decimal(a), Decimal(b)) => (a.mantissa(), a.scale).cmp(&(b.mantissa(), b.scale)),
-            (Text(a, ca), Text(b, cb)) => (a, ca).cmp(&(b, cb)),
+            (Text(a, _), Text(b, _)) => a.cmp(b),
             (Bytes(a), Bytes(b)) => a.cmp(b),
             (Json(a), Json(b)) => a.cmp(b),
             (Date(a), Date(b)) => a.cmp(b),
@@ -579,7 +581,7 @@ impl Value {
             Value::Float(f) => f.to_bits().hash(h),
             Value::Double(f) => f.to_bits().hash(h),
             Value::Decimal(d) => (d.mantissa(), d.scale).hash(h),
-            Value::Text(s, c) => (s, c).hash(h),
+            Value::Text(s, _) => s.hash(h),
             Value::Bytes(b) => b.hash(h),
             Value::Json(s) => s.hash(h),
             Value::Date(d) => d.hash(h),
@@ -724,6 +726,13 @@ mod tests {
         let bin = Collation::Utf8mb4Bin;
         assert_ne!(Value::text("a", bin), Value::text("A", bin));
         assert_eq!(Value::text("a ", bin), Value::text("a", bin));
+        // Exact identity is the bytes: the collation is not part of it, case and padding are.
+        let (x, y) = (ExactRow(vec![Value::text("a", ci)]), ExactRow(vec![Value::text("a", bin)]));
+        assert_eq!(x, y);
+        let hasher = std::hash::RandomState::new();
+        assert_eq!(std::hash::BuildHasher::hash_one(&hasher, &x), std::hash::BuildHasher::hash_one(&hasher, &y));
+        assert_ne!(ExactRow(vec![Value::text("a", ci)]), ExactRow(vec![Value::text("A", ci)]));
+        assert_ne!(ExactRow(vec![Value::text("a", ci)]), ExactRow(vec![Value::text("a ", ci)]));
     }
 
     #[test]

@@ -54,7 +54,7 @@ pub fn explain_sql(sql: &str, catalog: &Catalog) -> Result<Explanation, Refusal>
     let q = compile(sql, catalog)?;
     let mut out = describe(&q, catalog);
     let mut domain = Domain::new(DEFAULT_TOPK_SLACK);
-    domain.add_view(ViewId(0), &q.root);
+    domain.add_view(ViewId(0), &q.root, catalog);
     out.extend(fill_lines(&domain, ViewId(0), q.key_columns.len()));
     Ok(out)
 }

@@ -98,7 +98,7 @@ use crate::ops::{Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::schema::TableSchema;
 use crate::small::OneOrMany;
-use crate::value::Value;
+use crate::value::{Collation, Value};
 
 /// Base deltas of one batch, indexed by base occurrence.
 type OccDeltas = Vec<Vec<Delta>>;
@@ -188,6 +188,12 @@ struct Slot {
     input: usize,
     /// Index into the request's queries, if the state is seeded from the source.
     remote: Option<usize>,
+    /// For a state seeded from the source: per column of its rows, the collation the dataflow
+    /// gives its text values (`Node::column_collation`). The server's result metadata gives
+    /// the connection's collation for every column of a derived table, and every fill but a
+    /// bare table scan reads one, so seeding gives the values the collation rows from the
+    /// binlog get: one column, one collation, in every state.
+    collations: Vec<Option<Collation>>,
 }
 
 /// A set of views whose operator trees share state: one graph (identical subtrees stored
@@ -289,7 +295,7 @@ impl Domain {
 
     /// Adds a view's tree; returns its reader index. The caller has emptied the domain's
     /// partitions (their states do not cover the new operators).
-    fn add_view(&mut self, v: ViewId, root: &Node) -> usize {
+    fn add_view(&mut self, v: ViewId, root: &Node, catalog: &Catalog) -> usize {
         let mut next = self.n_occ.max(
             root.bases()
                 .iter()
@@ -320,18 +326,28 @@ impl Domain {
         for (i, n) in self.graph.nodes.iter().enumerate() {
             if n.tree.is_stateful() {
                 for (side, &input) in n.inputs.iter().enumerate() {
-                    slots.push(Slot { node: i, side, input, remote: None });
+                    slots.push(Slot { node: i, side, input, remote: None, collations: Vec::new() });
                 }
             }
         }
         for (r, &root) in self.graph.roots.iter().enumerate() {
-            slots.push(Slot { node: self.graph.nodes.len() + r, side: 0, input: root, remote: None });
+            slots.push(Slot { node: self.graph.nodes.len() + r, side: 0, input: root, remote: None, collations: Vec::new() });
         }
         let mut remote = 0;
         for s in &mut slots {
             if !self.graph.nodes[s.input].tree.derivable() {
                 s.remote = Some(remote);
                 remote += 1;
+            }
+        }
+        for s in &mut slots {
+            if s.remote.is_some() {
+                let plan = seeding::seed_plan(self, s);
+                let base = |table: &str, column: &str| {
+                    let t = catalog.get(table)?;
+                    t.columns.get(t.column_index(column)?)?.collation
+                };
+                s.collations = (0..plan.width()).map(|c| plan.column_collation(c, &base)).collect();
             }
         }
         self.slots = slots;
@@ -470,7 +486,7 @@ impl Dataflow {
         // `di` indexes a domain that was found live above or pushed just now, and nothing in
         // between removes domains: this `else` cannot run.
         let Some(domain) = self.domains[di].as_mut() else { unreachable!("domain {di} was just found or created") };
-        let reader = domain.add_view(id, &q.root);
+        let reader = domain.add_view(id, &q.root, &self.catalog);
         if q.order.iter().all(|&(c, _)| c < q.published) {
             domain.graph.keep_columns(reader, q.published);
         }
@@ -880,7 +896,6 @@ fn view_counters<'a>(views: &'a [Option<View>], v: &ViewId) -> Option<&'a Counte
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::Collation;
 
     #[test]
     fn a_partition_key_is_found_by_any_equal_values() {

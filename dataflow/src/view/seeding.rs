@@ -17,7 +17,7 @@ use crate::fill::{BaseScan, DimScan, FillData, FillRequest, FillResponse, FillTi
 use crate::ops::{Delta, Key, KeyState};
 use crate::plan::Node;
 use crate::render::render_fill_capped;
-use crate::value::Value;
+use crate::value::{Collation, Value};
 
 /// For a top-k state: its order and how many rows of its input a fill needs.
 pub(super) fn topk_cap(domain: &Domain, node: usize) -> Option<(crate::plan::OrderSpec, usize)> {
@@ -62,7 +62,7 @@ pub(super) fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys
 /// The subtree a remotely seeded state is seeded from: the state's input, or for the right
 /// (dimension) side of a dimension join, that side restricted to the left side's join keys
 /// and tagged with the partition key (see `dims::dim_seed_plan`).
-fn seed_plan(domain: &Domain, s: &Slot) -> Node {
+pub(super) fn seed_plan(domain: &Domain, s: &Slot) -> Node {
     if s.side == 1
         && domain.graph.dim.get(s.node).copied().unwrap_or(false)
         && let Some(plan) = domain.graph.nodes.get(s.node).and_then(|n| dim_seed_plan(&n.tree))
@@ -96,21 +96,20 @@ pub(super) fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Op
                             .get(qi)?
                             .iter()
                             .filter(|(r, _)| {
-                                let k: Key = kpos.iter().map(|&c| r.get(c).cloned().unwrap_or(Value::Null)).collect();
+                                let k: Key = kpos.iter().map(|&c| tagged(r.get(c).unwrap_or(&Value::Null), s.collations.get(c))).collect();
                                 k == *key
                             })
                             .map(|(r, w)| {
+                                let row = |n: usize| r.iter().take(n).enumerate().map(|(c, v)| tagged(v, s.collations.get(c))).collect();
                                 if grouped && r.len() == width + 1 {
                                     let n = match r.get(width) {
                                         Some(Value::Int(n)) => *n,
                                         Some(Value::UInt(n)) => *n as i64,
                                         _ => *w,
                                     };
-                                    (r.iter().take(width).cloned().collect(), n * w)
-                                } else if r.len() > keep {
-                                    (r.iter().take(keep).cloned().collect(), *w)
+                                    (row(width), n * w)
                                 } else {
-                                    (r.clone(), *w)
+                                    (row(keep), *w)
                                 }
                             })
                             .collect()
@@ -129,5 +128,14 @@ pub(super) fn build_state(domain: &Domain, key: &Key, resp: &FillResponse) -> Op
             }
             Some(ks)
         }
+    }
+}
+
+/// A seed's value with the collation of the base column it copies (see `Slot::collations`);
+/// other values as they came.
+fn tagged(v: &Value, collation: Option<&Option<Collation>>) -> Value {
+    match (v, collation) {
+        (Value::Text(s, c), Some(Some(want))) if c != want => Value::Text(s.clone(), *want),
+        _ => v.clone(),
     }
 }
