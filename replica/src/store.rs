@@ -882,6 +882,30 @@ mod tests {
         assert!(CopyState::decode(&[9]).is_err());
     }
 
+    /// Keys encode strings by their collation's weights, and session 29 changed the weights
+    /// (the server's tables, not folded code points). A store written before that holds its
+    /// rows and index entries under the old encoding: opened by this build, the same schema
+    /// must not be taken as the same table, or lookups by the new encoding miss rows that are
+    /// there and binlog deletes miss the rows they delete. It is copied again.
+    #[test]
+    fn a_store_keyed_by_older_string_weights_is_copied_again() {
+        use freshet_dataflow::{Collation, ColumnSchema, SqlType};
+        let d = std::env::temp_dir().join(format!("freshet-replica-store-weights-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let text = ColumnSchema::new("name", SqlType::Text).with_collation(Some(Collation::Utf8mb4UnicodeCi));
+        let t = TableSchema::new("t", vec![text, ColumnSchema::new("id", SqlType::Int { bytes: 4, unsigned: false })], vec![0]);
+        {
+            let s = ReplicaStore::open(&d).unwrap();
+            // What the build before session 29 wrote for this schema.
+            s.db.put(b"schema/t", format!("{:?}|{:?}", t.columns, t.primary_key)).unwrap();
+            s.db.put(b"copy/t", CopyState::Done { ready_at: Position(5) }.encode()).unwrap();
+            assert!(!s.register(&t).unwrap(), "a store keyed by the old weights is taken as current");
+            assert_eq!(s.copy_progress("t").unwrap().0, CopyState::NotStarted);
+            assert!(s.register(&t).unwrap(), "registered again by the same build: the same table");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     /// A fill checks that its table is ready, then builds the index it needs; DDL that moves the
     /// table to a rewrite can land in between. The build must then be refused: an index built
     /// from rows of the old shape at new column positions, marked built on disk, would be read
