@@ -30,8 +30,9 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
         }
         Value::Text(s, c) => {
             out.push(0x20);
-            // Weights are code points (< 0x110000): 3 bytes each, shifted by one so that the
-            // terminator (three zero bytes) sorts before every weight.
+            // Weights are code points or a collation table's 16-bit weights (< 0x110000): 3
+            // bytes each, shifted by one so that the terminator (three zero bytes) sorts before
+            // every weight. Changing them changes every stored key: `store::KEY_ENCODING`.
             for w in c.weights(s) {
                 let w = w + 1;
                 out.extend_from_slice(&[(w >> 16) as u8, (w >> 8) as u8, w as u8]);

@@ -15,7 +15,7 @@
 //!   filled from `t/<table>`, holding writers only per chunk) the first time a fill needs it;
 //!   fills use it once it is complete.
 //! - The default column family holds the metadata: `pos` (the applied position), `schema/<t>`
-//!   (the schema the rows have), `copy/<t>` (copy progress), `idx/<t>/<cols>` (index built),
+//!   (the schema and key encoding the rows have: either changed, the table is copied again), `copy/<t>` (copy progress), `idx/<t>/<cols>` (index built),
 //!   `x/<t>/<pk>` (rows the stream touched while the table was being copied).
 //!
 //! # Invariants
@@ -193,9 +193,15 @@ fn touched_prefix(table: &str) -> Vec<u8> {
     format!("x/{table}/").into_bytes()
 }
 
-/// A schema's identity for "did this table change": columns, types, collations and key.
+/// The version of the key encoding (`keycode`): a store whose rows were keyed otherwise is
+/// copied again. 2: strings by the server's collation weights (session 29); before, folded
+/// code points, unversioned.
+const KEY_ENCODING: u32 = 2;
+
+/// A schema's identity for "did this table change": the key encoding, columns, types,
+/// collations and key.
 fn fingerprint(s: &TableSchema) -> String {
-    format!("{:?}|{:?}", s.columns, s.primary_key)
+    format!("keys {KEY_ENCODING}|{:?}|{:?}", s.columns, s.primary_key)
 }
 
 impl ReplicaStore {
