@@ -11,7 +11,7 @@
 
 use std::process::Command;
 
-use freshet_dataflow::expr::{Expr, literal_sql, text_of};
+use freshet_dataflow::expr::{Expr, Func, literal_sql, text_of};
 use freshet_dataflow::*;
 
 const DB: &str = "freshet_dataflow_test";
@@ -302,6 +302,79 @@ fn random_strings_compare_as_the_server_compares() {
             }
             let like = Expr::Like { expr: Box::new(Expr::lit(x)), pattern: Box::new(Expr::lit(y)), escape: '\\', negated: false };
             assert_eq!(like.eval(&[]), Value::Int(row[1].parse().unwrap()), "{}: {a:?} LIKE {b:?}", coll.name());
+        }
+    }
+}
+
+/// UPPER and LOWER change every BMP character as the server's case table does (one
+/// character for one: `ß` keeps its case, `İ` lowers to `i`), under each UTF-8 collation.
+#[test]
+fn every_character_changes_case_as_the_server_says() {
+    let server = Server::connect();
+    for coll in [Collation::Utf8mb4Bin, Collation::Utf8mb4GeneralCi, Collation::Utf8mb4UnicodeCi] {
+        let sql = format!(
+            "SET NAMES utf8mb4; SET max_recursive_iterations = 100000; \
+             WITH RECURSIVE n(c) AS (SELECT 0 UNION ALL SELECT c + 1 FROM n WHERE c < 65535), \
+             s AS (SELECT c, CONVERT(CHAR(c USING utf32) USING utf8mb4) COLLATE {} AS x FROM n WHERE c < 55296 OR c > 57343) \
+             SELECT c, HEX(CONVERT(UPPER(x) USING utf32)), HEX(CONVERT(LOWER(x) USING utf32)) FROM s",
+            coll.name()
+        );
+        let rows = server.run_raw(None, &sql).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(rows.len(), 0x10000 - 0x800);
+        for row in &rows {
+            let c = char::from_u32(row[0].parse().unwrap()).unwrap();
+            for (f, want) in [(Func::Upper, &row[1]), (Func::Lower, &row[2])] {
+                let got = Expr::Func(f, vec![Expr::lit(Value::text(&c.to_string(), coll))]).eval(&[]);
+                assert_eq!(utf32_hex(&text_of(&got).unwrap()), *want, "{f:?} of U+{:04X} under {}", c as u32, coll.name());
+            }
+        }
+    }
+}
+
+/// The string functions freshet evaluates give the server's answers on random awkward
+/// strings (the pool of `random_strings_compare_as_the_server_compares`), under each UTF-8
+/// collation: UPPER, LOWER, TRIM, SUBSTRING, LEFT, RIGHT, REPLACE, CONCAT, CHAR_LENGTH, LENGTH.
+#[test]
+fn string_functions_answer_as_the_server_answers() {
+    let server = Server::connect();
+    let pool: Vec<char> = "aAbBsSßſＳeéÉEæÆoœŒ _-.1²ﬁfiİıΣσςи\u{306}й\u{0}\t\u{A0}\u{301}L·😀\u{FFFD}中カ".chars().collect();
+    let mut rng = freshet_testkit::rng::Rng::new(20261128);
+    let mut word = || -> String { (0..rng.below(7)).map(|_| pool[rng.below(pool.len() as u64) as usize]).collect() };
+    let calls: [(&str, Func, Vec<Value>); 10] = [
+        ("UPPER(x)", Func::Upper, vec![]),
+        ("LOWER(x)", Func::Lower, vec![]),
+        ("TRIM(x)", Func::Trim, vec![]),
+        ("SUBSTRING(x, 2, 3)", Func::Substring, vec![Value::Int(2), Value::Int(3)]),
+        ("SUBSTRING(x, -2)", Func::Substring, vec![Value::Int(-2)]),
+        ("LEFT(x, 2)", Func::Left, vec![Value::Int(2)]),
+        ("RIGHT(x, 2)", Func::Right, vec![Value::Int(2)]),
+        ("REPLACE(x, 's', 'Ｘ')", Func::Replace, vec![Value::text("s", Collation::Utf8mb4GeneralCi), Value::text("Ｘ", Collation::Utf8mb4GeneralCi)]),
+        ("CHAR_LENGTH(x)", Func::CharLength, vec![]),
+        ("LENGTH(x)", Func::Length, vec![]),
+    ];
+    for coll in [Collation::Utf8mb4Bin, Collation::Utf8mb4GeneralCi, Collation::Utf8mb4UnicodeCi] {
+        let words: Vec<(String, String)> = (0..150).map(|_| (word(), word())).collect();
+        for chunk in words.chunks(50) {
+            let selects: Vec<String> = chunk
+                .iter()
+                .map(|(x, y)| {
+                    let lit = |s: &str| format!("CONVERT(_utf32 X'{}' USING utf8mb4) COLLATE {}", utf32_hex(s), coll.name());
+                    let mut cols: Vec<String> = calls.iter().map(|(sql, ..)| format!("HEX(CONVERT({} USING utf32))", sql.replace('x', &lit(x)))).collect();
+                    cols.push(format!("HEX(CONVERT(CONCAT({}, {}) USING utf32))", lit(x), lit(y)));
+                    format!("SELECT {}", cols.join(", "))
+                })
+                .collect();
+            let rows = server.run_raw(None, &format!("SET NAMES utf8mb4; {}", selects.join(" UNION ALL "))).unwrap_or_else(|e| panic!("{e}"));
+            for ((x, y), row) in chunk.iter().zip(&rows) {
+                let (vx, vy) = (Value::text(x, coll), Value::text(y, coll));
+                for ((sql, f, rest), want) in calls.iter().zip(row) {
+                    let args = std::iter::once(Expr::lit(vx.clone())).chain(rest.iter().cloned().map(Expr::lit)).collect();
+                    let got = text_of(&Expr::Func(*f, args).eval(&[])).unwrap();
+                    assert_eq!(utf32_hex(&got), *want, "{sql} with x = {x:?} under {}", coll.name());
+                }
+                let got = text_of(&Expr::Func(Func::Concat, vec![Expr::lit(vx), Expr::lit(vy)]).eval(&[])).unwrap();
+                assert_eq!(utf32_hex(&got), row[calls.len()], "CONCAT({x:?}, {y:?}) under {}", coll.name());
+            }
         }
     }
 }
