@@ -97,6 +97,35 @@ impl Collation {
         }
     }
 
+    /// UPPER under this collation: the server's case table, one character for one (`ß` and
+    /// `ﬁ` stay as they are); a `binary` string is bytes and keeps its case.
+    pub fn upper(self, s: &str) -> String {
+        self.change_case(s, |c| c.to_ascii_uppercase(), |m| m.0)
+    }
+
+    /// LOWER under this collation (see [`Collation::upper`]): `İ` is `i`, `Σ` is always `σ`.
+    pub fn lower(self, s: &str) -> String {
+        self.change_case(s, |c| c.to_ascii_lowercase(), |m| m.1)
+    }
+
+    fn change_case(self, s: &str, ascii: fn(char) -> char, pick: fn(&(char, char)) -> char) -> String {
+        if self == Collation::Binary {
+            return s.to_string();
+        }
+        let table = case_table();
+        s.chars()
+            .map(|c| {
+                if c.is_ascii() {
+                    return ascii(c);
+                }
+                match table.binary_search_by_key(&c, |e| e.0) {
+                    Ok(i) => pick(&table[i].1),
+                    Err(_) => c,
+                }
+            })
+            .collect()
+    }
+
     fn pad_space(self) -> bool {
         self != Collation::Binary
     }
@@ -193,6 +222,27 @@ impl Iterator for Weights<'_> {
             }
         }
     }
+}
+
+/// Every BMP character that UPPER or LOWER changes, in code point order, with its upper and
+/// lower case (`collation/case.txt`, from the server; characters above the BMP keep their
+/// case there).
+fn case_table() -> &'static [(char, (char, char))] {
+    static TABLE: OnceLock<Vec<(char, (char, char))>> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let char_of = |line: &str, h: &str| {
+            u32::from_str_radix(h, 16).ok().and_then(char::from_u32).unwrap_or_else(|| panic!("case table line {line:?}"))
+        };
+        include_str!("collation/case.txt")
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|line| {
+                let mut it = line.split([':', ' ']).filter(|p| !p.is_empty()).map(|h| char_of(line, h));
+                let mut next = || it.next().unwrap_or_else(|| panic!("case table line {line:?}"));
+                (next(), (next(), next()))
+            })
+            .collect()
+    })
 }
 
 /// The weight of every character above the BMP under both tables (the servers' utf8mb4
@@ -339,6 +389,16 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn case_changes_one_character_for_one() {
+        let g = Collation::Utf8mb4GeneralCi;
+        assert_eq!(g.upper("straße ﬁ"), "STRAßE ﬁ");
+        assert_eq!(g.lower("İSTANBUL ΟΔΟΣ"), "istanbul οδοσ");
+        assert_eq!(Collation::Binary.upper("abc"), "abc");
+        let table = case_table();
+        assert!(table.windows(2).all(|w| w[0].0 < w[1].0), "the case table is in code point order");
     }
 
     #[test]

@@ -348,7 +348,11 @@ fn string_functions_answer_as_the_server_answers() {
         ("SUBSTRING(x, -2)", Func::Substring, vec![Value::Int(-2)]),
         ("LEFT(x, 2)", Func::Left, vec![Value::Int(2)]),
         ("RIGHT(x, 2)", Func::Right, vec![Value::Int(2)]),
-        ("REPLACE(x, 's', 'Ｘ')", Func::Replace, vec![Value::text("s", Collation::Utf8mb4GeneralCi), Value::text("Ｘ", Collation::Utf8mb4GeneralCi)]),
+        (
+            "REPLACE(x, 's', 'Ｘ')",
+            Func::Replace,
+            vec![Value::text("s", Collation::Utf8mb4GeneralCi), Value::text("Ｘ", Collation::Utf8mb4GeneralCi)],
+        ),
         ("CHAR_LENGTH(x)", Func::CharLength, vec![]),
         ("LENGTH(x)", Func::Length, vec![]),
     ];
@@ -359,12 +363,14 @@ fn string_functions_answer_as_the_server_answers() {
                 .iter()
                 .map(|(x, y)| {
                     let lit = |s: &str| format!("CONVERT(_utf32 X'{}' USING utf8mb4) COLLATE {}", utf32_hex(s), coll.name());
-                    let mut cols: Vec<String> = calls.iter().map(|(sql, ..)| format!("HEX(CONVERT({} USING utf32))", sql.replace('x', &lit(x)))).collect();
+                    let mut cols: Vec<String> =
+                        calls.iter().map(|(sql, ..)| format!("HEX(CONVERT({} USING utf32))", sql.replace('x', &lit(x)))).collect();
                     cols.push(format!("HEX(CONVERT(CONCAT({}, {}) USING utf32))", lit(x), lit(y)));
                     format!("SELECT {}", cols.join(", "))
                 })
                 .collect();
-            let rows = server.run_raw(None, &format!("SET NAMES utf8mb4; {}", selects.join(" UNION ALL "))).unwrap_or_else(|e| panic!("{e}"));
+            let rows =
+                server.run_raw(None, &format!("SET NAMES utf8mb4; {}", selects.join(" UNION ALL "))).unwrap_or_else(|e| panic!("{e}"));
             for ((x, y), row) in chunk.iter().zip(&rows) {
                 let (vx, vy) = (Value::text(x, coll), Value::text(y, coll));
                 for ((sql, f, rest), want) in calls.iter().zip(row) {

@@ -38,8 +38,8 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
             None => Value::Null,
             Some(t) => {
                 let out = match f {
-                    Func::Lower => t.to_lowercase(),
-                    Func::Upper => t.to_uppercase(),
+                    Func::Lower => coll.lower(&t),
+                    Func::Upper => coll.upper(&t),
                     _ => t.trim_matches(' ').to_string(),
                 };
                 Value::text(&out, coll)
