@@ -42,19 +42,32 @@ impl Ctx<'_> {
 /// COUNT(*)]` grouped by all node columns, i.e. the node's output as a multiset with counts.
 /// Returns the SQL text (with `?` placeholders) and the parameter values in order.
 pub fn render_fill(node: &Node, keys: &[Key], grouped: bool) -> (String, Vec<Value>) {
-    render_fill_capped(node, keys, grouped, None)
+    render_fill_capped(node, keys, grouped, None, &[])
 }
 
 /// Like [`render_fill`]; with `cap = Some((order, n))` only the first `n` rows of each
 /// partition in `order` are returned (ties broken by every column), via `ROW_NUMBER()`
 /// (MySQL 8, MariaDB 10.2+) or, for a single partition, `LIMIT`.
-pub fn render_fill_capped(node: &Node, keys: &[Key], grouped: bool, cap: Option<(&OrderSpec, usize)>) -> (String, Vec<Value>) {
+///
+/// `text[i]` says column `i` holds text. The dataflow keeps rows by their exact bytes (`'a'`,
+/// `'A'` and `'a '` are three rows under a case-insensitive PAD SPACE collation) and breaks
+/// ties by them, so a grouped fill groups a text column by its bytes as well, and a capped
+/// fill breaks ties by them: the server's `GROUP BY` and `ORDER BY` compare under the
+/// collation, and would merge the three into one counted row or cut among them at random.
+pub fn render_fill_capped(
+    node: &Node,
+    keys: &[Key],
+    grouped: bool,
+    cap: Option<(&OrderSpec, usize)>,
+    text: &[bool],
+) -> (String, Vec<Value>) {
+    let exact = |i: usize| if text.get(i) == Some(&true) { format!("CAST(c{i} AS BINARY)") } else { format!("c{i}") };
     let mut ctx = Ctx { keys, params: Vec::new(), alias: 0 };
     let inner = render(node, &mut ctx);
     if let Some((order, n)) = cap {
         let w = node.width();
         let mut ob: Vec<String> = order.iter().map(|(c, d)| format!("c{c}{}", if *d { " DESC" } else { "" })).collect();
-        ob.extend((0..w).map(|i| format!("c{i}")));
+        ob.extend((0..w).map(exact));
         let kp = node.key_positions();
         let (t, t2) = (ctx.alias(), ctx.alias());
         let sql = if kp.is_empty() {
@@ -75,7 +88,9 @@ pub fn render_fill_capped(node: &Node, keys: &[Key], grouped: bool, cap: Option<
         let t = ctx.alias();
         let c = cols(w).join(", ");
         let sep = if w == 0 { "" } else { ", " };
-        let group = if w == 0 { String::new() } else { format!(" GROUP BY {c}") };
+        let by: Vec<String> =
+            (0..w).flat_map(|i| if text.get(i) == Some(&true) { vec![format!("c{i}"), exact(i)] } else { vec![format!("c{i}")] }).collect();
+        let group = if w == 0 { String::new() } else { format!(" GROUP BY {}", by.join(", ")) };
         format!("SELECT {c}{sep}COUNT(*) AS c{w} FROM ({inner}) AS {t}{group}")
     } else {
         inner
@@ -170,4 +185,26 @@ fn render(node: &Node, ctx: &mut Ctx<'_>) -> String {
 /// Renders a scalar expression over columns named `c0..` (used by tests and EXPLAIN).
 pub fn expr_sql(e: &Expr, width: usize) -> String {
     e.to_sql(&cols(width))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Node {
+        Node::Base { occ: 0, table: "t".into(), columns: vec!["id".into(), "name".into()], key: vec![0] }
+    }
+
+    /// Text columns are grouped and tie-broken by their bytes too, other columns as they are.
+    #[test]
+    fn text_columns_group_and_break_ties_by_their_bytes() {
+        let keys = [vec![Value::Int(1)].into()];
+        let (sql, _) = render_fill_capped(&base(), &keys, true, None, &[false, true]);
+        assert!(sql.ends_with(" GROUP BY c0, c1, CAST(c1 AS BINARY)"), "{sql}");
+        let order = vec![(1, false)];
+        let (sql, _) = render_fill_capped(&base(), &keys, false, Some((&order, 3)), &[false, true]);
+        assert!(sql.contains("ORDER BY c1, c0, CAST(c1 AS BINARY)) AS freshet_rn"), "{sql}");
+        let (sql, _) = render_fill_capped(&base(), &keys, true, None, &[]);
+        assert!(sql.ends_with(" GROUP BY c0, c1"), "{sql}");
+    }
 }
