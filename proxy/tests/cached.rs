@@ -643,23 +643,28 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
     admin
         .query_drop(
             "CREATE TABLE ct_coll (id INT PRIMARY KEY, g VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, \
-             u VARCHAR(20) COLLATE utf8mb4_unicode_ci NOT NULL, grp INT NOT NULL) DEFAULT CHARSET=utf8mb4",
+             u VARCHAR(20) COLLATE utf8mb4_unicode_ci NOT NULL, grp INT NOT NULL, \
+             e ENUM('é', 'b') COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'b') DEFAULT CHARSET=utf8mb4",
         )
         .await
         .unwrap();
     admin
         .query_drop(
-            "INSERT INTO ct_coll VALUES (1, 's', 'ss', 1), (2, 'x', 'oe', 1), (3, 'a', '_b', 1), (4, 'b', 'a', 1), (5, 'c', '-c', 1), \
+            "INSERT INTO ct_coll (id, g, u, grp) VALUES (1, 's', 'ss', 1), (2, 'x', 'oe', 1), (3, 'a', '_b', 1), (4, 'b', 'a', 1), (5, 'c', '-c', 1), \
              (10, 'a', 'p', 3), (11, 'A', 'q', 3), (12, 'a ', 'r', 3)",
         )
         .await
         .unwrap();
+    admin.query_drop("UPDATE ct_coll SET e = 'é' WHERE id IN (10, 11)").await.unwrap();
     let proxy = start_proxy(&cache_config(&[
         ("coll_g", "SELECT COUNT(*) AS n FROM ct_coll WHERE g = ?"),
         ("coll_u", "SELECT COUNT(*) AS n FROM ct_coll WHERE u = ?"),
         ("coll_o", "SELECT u, id FROM ct_coll WHERE grp = ? ORDER BY u, id LIMIT 4"),
         ("coll_c", "SELECT CONCAT(u, '!') AS x, id FROM ct_coll WHERE grp = ? ORDER BY x, id"),
         ("coll_m", "SELECT grp, MIN(g) AS m, COUNT(*) AS n FROM ct_coll WHERE grp = ? GROUP BY grp"),
+        // An ENUM's labels compare under its collation too, with a literal or a parameter.
+        ("coll_e", "SELECT COUNT(*) AS n FROM ct_coll WHERE grp = ? AND e = 'É'"),
+        ("coll_k", "SELECT COUNT(*) AS n FROM ct_coll WHERE e = ?"),
     ]))
     .await;
     let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
@@ -671,6 +676,8 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         ("coll_o", "SELECT u, id FROM ct_coll WHERE grp = 1 ORDER BY u, id LIMIT 4"),
         ("coll_c", "SELECT CONCAT(u, '!') AS x, id FROM ct_coll WHERE grp = 1 ORDER BY x, id"),
         ("coll_m", "SELECT grp, MIN(g) AS m, COUNT(*) AS n FROM ct_coll WHERE grp = 3 GROUP BY grp"),
+        ("coll_e", "SELECT COUNT(*) AS n FROM ct_coll WHERE grp = 3 AND e = 'É'"),
+        ("coll_k", "SELECT COUNT(*) AS n FROM ct_coll WHERE e = 'b '"),
     ];
     for (cache, sql) in reads {
         let want = check.query(sql).await;
@@ -683,7 +690,7 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
     }
     // Each new row equals an existing key under its column's collation, or sorts into the
     // window, only by the server's rules.
-    admin.query_drop("INSERT INTO ct_coll VALUES (6, 'ß', 'ß', 2), (7, 'ſ', 'Ｓs', 2), (8, 'y', 'œ', 1), (9, 'z', '=a', 1)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_coll (id, g, u, grp) VALUES (6, 'ß', 'ß', 2), (7, 'ſ', 'Ｓs', 2), (8, 'y', 'œ', 1), (9, 'z', '=a', 1)").await.unwrap();
     // Rows that were filled change and go: the binlog's rows must cancel the filled ones.
     admin.query_drop("UPDATE ct_coll SET u = 'OE' WHERE id = 2").await.unwrap();
     admin.query_drop("DELETE FROM ct_coll WHERE id = 5").await.unwrap();
