@@ -644,7 +644,7 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         .query_drop(
             "CREATE TABLE ct_coll (id INT PRIMARY KEY, g VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, \
              u VARCHAR(20) COLLATE utf8mb4_unicode_ci NOT NULL, grp INT NOT NULL, \
-             e ENUM('é', 'b') COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'b') DEFAULT CHARSET=utf8mb4",
+             e ENUM('é', 'b') COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'b', j JSON NULL) DEFAULT CHARSET=utf8mb4",
         )
         .await
         .unwrap();
@@ -656,6 +656,7 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         .await
         .unwrap();
     admin.query_drop("UPDATE ct_coll SET e = 'é' WHERE id IN (10, 11)").await.unwrap();
+    admin.query_drop("UPDATE ct_coll SET j = JSON_OBJECT('id', id) WHERE grp = 1").await.unwrap();
     let proxy = start_proxy(&cache_config(&[
         ("coll_g", "SELECT COUNT(*) AS n FROM ct_coll WHERE g = ?"),
         ("coll_u", "SELECT COUNT(*) AS n FROM ct_coll WHERE u = ?"),
@@ -665,6 +666,8 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         // An ENUM's labels compare under its collation too, with a literal or a parameter.
         ("coll_e", "SELECT COUNT(*) AS n FROM ct_coll WHERE grp = ? AND e = 'É'"),
         ("coll_k", "SELECT COUNT(*) AS n FROM ct_coll WHERE e = ?"),
+        // MariaDB's JSON is text to the protocol and JSON to the binlog's schema.
+        ("coll_j", "SELECT id, j FROM ct_coll WHERE grp = ? ORDER BY id"),
     ]))
     .await;
     let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
@@ -678,6 +681,7 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         ("coll_m", "SELECT grp, MIN(g) AS m, COUNT(*) AS n FROM ct_coll WHERE grp = 3 GROUP BY grp"),
         ("coll_e", "SELECT COUNT(*) AS n FROM ct_coll WHERE grp = 3 AND e = 'É'"),
         ("coll_k", "SELECT COUNT(*) AS n FROM ct_coll WHERE e = 'b '"),
+        ("coll_j", "SELECT id, j FROM ct_coll WHERE grp = 1 ORDER BY id"),
     ];
     for (cache, sql) in reads {
         let want = check.query(sql).await;
@@ -690,9 +694,12 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
     }
     // Each new row equals an existing key under its column's collation, or sorts into the
     // window, only by the server's rules.
-    admin.query_drop("INSERT INTO ct_coll (id, g, u, grp) VALUES (6, 'ß', 'ß', 2), (7, 'ſ', 'Ｓs', 2), (8, 'y', 'œ', 1), (9, 'z', '=a', 1)").await.unwrap();
+    admin
+        .query_drop("INSERT INTO ct_coll (id, g, u, grp) VALUES (6, 'ß', 'ß', 2), (7, 'ſ', 'Ｓs', 2), (8, 'y', 'œ', 1), (9, 'z', '=a', 1)")
+        .await
+        .unwrap();
     // Rows that were filled change and go: the binlog's rows must cancel the filled ones.
-    admin.query_drop("UPDATE ct_coll SET u = 'OE' WHERE id = 2").await.unwrap();
+    admin.query_drop("UPDATE ct_coll SET u = 'OE', j = JSON_OBJECT('new', 2) WHERE id = 2").await.unwrap();
     admin.query_drop("DELETE FROM ct_coll WHERE id = 5").await.unwrap();
     // Rows equal under the collation, filled as the input of an aggregate: the one left is
     // the minimum, whatever the fill's grouping did with the three.
