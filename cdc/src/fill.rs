@@ -200,7 +200,7 @@ impl UpstreamFills {
                     Some(c) => c,
                     None => {
                         let tables = self.tables.read().map_err(|e| FillError::Unavailable(e.to_string()))?;
-                        cols.insert(result_columns(row.columns_ref(), &tables))
+                        cols.insert(result_columns(row.columns_ref(), &tables, |i| q.plan.origin_column(i)))
                     }
                 };
                 let mut vals: Vec<Value> = Vec::with_capacity(cols.len());

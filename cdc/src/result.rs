@@ -32,20 +32,32 @@ pub struct ResultColumn {
 }
 
 /// Types for a result set's columns: the schema's when the column is a base column of a known
-/// table, else derived from the protocol metadata.
-pub fn result_columns(columns: &[Column], tables: &HashMap<String, TableInfo>) -> Vec<ResultColumn> {
+/// table, named by the protocol (`org_table`, `org_name`) or else by `origin` (column index ->
+/// the base table and column it copies: a fill's plan knows, `Node::origin_column`, where the
+/// server names no table for a column of a derived table); else derived from the protocol
+/// metadata. Without the schema's type an ENUM, SET or MariaDB JSON column would read as text
+/// and not equal the binlog's value of the same row.
+pub fn result_columns<'a>(
+    columns: &[Column],
+    tables: &HashMap<String, TableInfo>,
+    origin: impl Fn(usize) -> Option<(&'a str, &'a str)>,
+) -> Vec<ResultColumn> {
+    let base = |table: &str, column: &str| {
+        let t = tables.get(table)?;
+        let i = t.schema.column_index(column)?;
+        Some(ResultColumn {
+            ty: t.schema.columns[i].ty.clone(),
+            collation: t.schema.columns[i].collation,
+            binary_width: t.decode[i].binary_width,
+        })
+    };
     columns
         .iter()
-        .map(|c| {
-            let base = tables.get(c.org_table_str().as_ref()).and_then(|t| {
-                let i = t.schema.column_index(&c.org_name_str())?;
-                Some(ResultColumn {
-                    ty: t.schema.columns[i].ty.clone(),
-                    collation: t.schema.columns[i].collation,
-                    binary_width: t.decode[i].binary_width,
-                })
-            });
-            base.unwrap_or_else(|| derived(c))
+        .enumerate()
+        .map(|(i, c)| {
+            base(&c.org_table_str(), &c.org_name_str())
+                .or_else(|| origin(i).and_then(|(table, column)| base(table, column)))
+                .unwrap_or_else(|| derived(c))
         })
         .collect()
 }
@@ -174,7 +186,8 @@ pub fn convert(col: &ResultColumn, v: MyValue) -> Result<Value, String> {
                 if s.is_empty() {
                     Value::Enum(0)
                 } else {
-                    let i = labels.iter().position(|l| l.eq_ignore_ascii_case(&s)).ok_or_else(|| bad(&v))?;
+                    // The server sends the label as defined.
+                    let i = labels.iter().position(|l| *l == s).ok_or_else(|| bad(&v))?;
                     Value::Enum(i as u16 + 1)
                 }
             }
@@ -185,7 +198,7 @@ pub fn convert(col: &ResultColumn, v: MyValue) -> Result<Value, String> {
                 let s = utf8(b)?;
                 let mut mask = 0u64;
                 for part in s.split(',').filter(|p| !p.is_empty()) {
-                    let i = labels.iter().position(|l| l.eq_ignore_ascii_case(part)).ok_or_else(|| bad(&v))?;
+                    let i = labels.iter().position(|l| l == part).ok_or_else(|| bad(&v))?;
                     mask |= 1 << i;
                 }
                 Value::Set(mask)

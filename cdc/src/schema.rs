@@ -147,8 +147,9 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
     for r in rows {
         let is_json_text = json_checks.iter().any(|c| is_json_valid_check(c, &r.name));
         let ty = sql_type(r, is_json_text);
+        // An ENUM's labels compare under its collation, as text does.
         let collation = match ty {
-            SqlType::Text => r.collation.as_deref().and_then(Collation::from_name),
+            SqlType::Text | SqlType::Enum(_) => r.collation.as_deref().and_then(Collation::from_name),
             _ => None,
         };
         let mut c = ColumnSchema::new(&r.name, ty.clone()).with_collation(collation);

@@ -204,6 +204,15 @@ impl Node {
     }
 
     /// Base occurrences in this subtree, in order.
+    /// The base table and column that output column `col` is a copy of (see [`Node::origin`]).
+    pub fn origin_column(&self, col: usize) -> Option<(&str, &str)> {
+        let (occ, c) = self.origin(col)?;
+        self.bases().into_iter().find_map(|b| match b {
+            Node::Base { occ: o, table, columns, .. } if *o == occ => Some((table.as_str(), columns.get(c)?.as_str())),
+            _ => None,
+        })
+    }
+
     /// The collation the dataflow gives the text values of output column `col`: a base
     /// column's own (`base(table, column)`), carried through copies; for a computed column,
     /// that of the first text column it reads (a function of text takes its first text

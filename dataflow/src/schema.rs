@@ -54,8 +54,20 @@ pub struct ColumnSchema {
     pub ty: SqlType,
     /// Whether NULL is allowed.
     pub nullable: bool,
-    /// For text columns: the collation if freshet implements it; `None` otherwise.
+    /// For text and ENUM columns: the collation if freshet implements it; `None` otherwise
+    /// (for an ENUM, its labels then match a string only byte for byte).
     pub collation: Option<Collation>,
+}
+
+/// The ENUM value a string names: the 1-based index of the label equal to it under the
+/// column's collation (`'É'` names `'é'` under utf8mb4_general_ci, `'b '` names `'b'` under
+/// PAD SPACE), byte for byte without one; 0, the server's error value, if none is.
+pub fn enum_index(labels: &[String], s: &str, collation: Option<Collation>) -> u16 {
+    let equal = |l: &String| match collation {
+        Some(c) => c.compare(l, s).is_eq(),
+        None => l == s,
+    };
+    labels.iter().position(equal).map(|i| i as u16 + 1).unwrap_or(0)
 }
 
 impl ColumnSchema {

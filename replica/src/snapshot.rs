@@ -345,7 +345,7 @@ async fn read_batch(
     let mut out = Vec::with_capacity(rows.len());
     let mut types = None;
     for row in rows {
-        let types = types.get_or_insert_with(|| result_columns(row.columns_ref(), tables));
+        let types = types.get_or_insert_with(|| result_columns(row.columns_ref(), tables, |_| None));
         let mut vals = Vec::with_capacity(types.len());
         for (v, c) in row.unwrap().into_iter().zip(types.iter()) {
             vals.push(convert(c, v).map_err(ReplicaError::Upstream)?);

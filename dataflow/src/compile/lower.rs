@@ -16,7 +16,7 @@ use sqlparser::ast::{self as a, visit_expressions};
 use super::{Compiler, Refusal, object_name, refuse};
 use crate::expr::{ArithOp, CmpOp, Expr, Func, LitValue, parse_temporal};
 use crate::plan::AggKind;
-use crate::schema::SqlType;
+use crate::schema::{SqlType, enum_index};
 use crate::value::{Collation, Decimal, Value};
 
 #[derive(Clone, Debug)]
@@ -465,10 +465,7 @@ fn coerce_pair(x: Expr, y: Expr, scope: &Scope) -> (Expr, Expr) {
                 Some(t) => Expr::lit(t),
                 None => other,
             },
-            (Some(SqlType::Enum(labels)), Value::Text(s, _)) => {
-                let idx = labels.iter().position(|l| l.eq_ignore_ascii_case(s)).map(|i| i + 1).unwrap_or(0);
-                Expr::lit(Value::Enum(idx as u16))
-            }
+            (Some(SqlType::Enum(labels)), Value::Text(s, _)) => Expr::lit(Value::Enum(enum_index(labels, s, sc.coll.flatten()))),
             _ => other,
         }
     }

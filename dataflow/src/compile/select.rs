@@ -289,7 +289,7 @@ impl<'c> Compiler<'c> {
             quals.push(qual.clone());
             offsets.push(scope.cols.len());
             for c in &schema.columns {
-                let coll = matches!(c.ty, SqlType::Text).then_some(c.collation);
+                let coll = matches!(c.ty, SqlType::Text | SqlType::Enum(_)).then_some(c.collation);
                 scope.cols.push(ScopeCol { qual: qual.clone(), name: c.name.to_ascii_lowercase(), ty: Some(c.ty.clone()), coll });
             }
             schemas.push(schema);

@@ -431,10 +431,7 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
                 (_, t) => t,
             }
         }
-        (SqlType::Enum(labels), Value::Text(s, _)) => {
-            let i = labels.iter().position(|l| l.eq_ignore_ascii_case(s)).map(|i| i + 1).unwrap_or(0);
-            Value::Enum(i as u16)
-        }
+        (SqlType::Enum(labels), Value::Text(s, _)) => Value::Enum(crate::schema::enum_index(labels, s, col.collation)),
         (SqlType::Bytes, Value::Text(s, _)) => Value::Bytes(s.as_bytes().into()),
         (_, Value::Text(..)) => return Err(bad()),
         (_, other) => other.clone(),
