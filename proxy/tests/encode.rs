@@ -1,4 +1,5 @@
 //! View rows encoded by freshet are byte-for-byte the rows MariaDB sends for the same values.
+//! (New columns take a new table name: `CREATE TABLE IF NOT EXISTS` keeps an older table.)
 
 mod common;
 
@@ -10,10 +11,10 @@ use freshet_proxy::protocol::Capabilities;
 use freshet_proxy::protocol::column::ColumnDef;
 use mysql_async::prelude::*;
 
-const TABLE: &str = "CREATE TABLE IF NOT EXISTS encode_types (
+const TABLE: &str = "CREATE TABLE IF NOT EXISTS encode_values (
     id INT PRIMARY KEY, i8 TINYINT, u64 BIGINT UNSIGNED, z INT(6) ZEROFILL, d DECIMAL(20,6), d0 DECIMAL(5,0),
     s VARCHAR(40) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci, b VARBINARY(10), da DATE, dt DATETIME, dt3 DATETIME(3),
-    t TIME, t2 TIME(2), y YEAR, e ENUM('small','large'), st SET('x','y','z'), bi BIT(10), n INT)";
+    t TIME, t2 TIME(2), y YEAR, e ENUM('small','large'), st SET('x','y','z'), bi BIT(10), n INT, j JSON)";
 
 fn expected_rows() -> Vec<Vec<Value>> {
     let text = |s: &str| Value::Text(s.into(), Collation::Utf8mb4GeneralCi);
@@ -38,6 +39,8 @@ fn expected_rows() -> Vec<Vec<Value>> {
             Value::Set(0b101),
             Value::Bit(0x2aa),
             Value::Int(0),
+            // MariaDB's JSON is LONGTEXT: the stored text, as the binlog carries it.
+            Value::Json("{\"a\":  [1, \"é\"]}".into()),
         ],
         vec![
             Value::Int(2),
@@ -58,19 +61,20 @@ fn expected_rows() -> Vec<Vec<Value>> {
             Value::Set(0),
             Value::Bit(0),
             Value::Null,
+            Value::Null,
         ],
     ]
 }
 
-/// Creates and fills `encode_types` with the rows of [`expected_rows`] (idempotent).
+/// Creates and fills `encode_values` with the rows of [`expected_rows`] (idempotent).
 async fn setup() {
     let mut conn = direct().await;
     conn.query_drop(TABLE).await.unwrap();
     conn.query_drop(
-        "REPLACE INTO encode_types VALUES
+        "REPLACE INTO encode_values VALUES
          (1, -128, 18446744073709551615, 42, -12345678901234.123456, -99999, 'héllo 😀', x'00ff27', '2024-02-29',
-          '9999-12-31 23:59:59', '1000-01-01 00:00:00.007', '-838:59:59', '12:00:00.34', 2155, 'large', 'x,z', b'1010101010', 0),
-         (2, NULL, 0, 0, 0.5, 0, '', '', '0000-00-00', NULL, NULL, '00:00:00', NULL, 0, 'small', '', b'0', NULL)",
+          '9999-12-31 23:59:59', '1000-01-01 00:00:00.007', '-838:59:59', '12:00:00.34', 2155, 'large', 'x,z', b'1010101010', 0, '{\"a\":  [1, \"é\"]}'),
+         (2, NULL, 0, 0, 0.5, 0, '', '', '0000-00-00', NULL, NULL, '00:00:00', NULL, 0, 'small', '', b'0', NULL, NULL)",
     )
     .await
     .unwrap();
@@ -102,7 +106,7 @@ async fn text_rows_match_the_servers_bytes() {
     setup().await;
     for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
         let mut raw = RawClient::connect(&upstream_addr(), caps).await.unwrap();
-        let packets = raw.query("SELECT * FROM encode_types ORDER BY id").await;
+        let packets = raw.query("SELECT * FROM encode_values ORDER BY id").await;
         let (columns, rows) = result_set(&packets, packets[0][0] as usize, caps);
         let server_rows = &rows[..2];
         for (values, server) in expected_rows().iter().zip(server_rows) {
@@ -145,7 +149,7 @@ async fn binary_rows_match_the_servers_bytes() {
         vec![Value::Int(2), Value::Float(-0.1), Value::Double(1e308)],
     ];
     for (sql, expected) in
-        [("SELECT * FROM encode_types ORDER BY id", expected_rows()), ("SELECT * FROM encode_floats ORDER BY id", float_rows)]
+        [("SELECT * FROM encode_values ORDER BY id", expected_rows()), ("SELECT * FROM encode_floats ORDER BY id", float_rows)]
     {
         for caps in [DEFAULT_CAPS, DEFAULT_CAPS | Capabilities::DEPRECATE_EOF] {
             let mut raw = RawClient::connect(&upstream_addr(), caps).await.unwrap();
