@@ -4,7 +4,7 @@
 use freshet_dataflow::{Date, Value};
 
 use super::text::Column;
-use super::{Unencodable, is_utf8};
+use super::{Unencodable, json_text, utf8_text};
 use crate::protocol::column::types;
 use crate::protocol::cursor::put_lenenc;
 
@@ -46,12 +46,8 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
         }
         (Value::Timestamp(_), _) => return Err(Unencodable::Timestamp),
         (Value::Time(micros), _) => time(out, *micros),
-        (Value::Text(s, _), _) => {
-            if !is_utf8(column.def.charset) {
-                return Err(Unencodable::Charset(column.def.charset));
-            }
-            string(out, s.as_bytes());
-        }
+        (Value::Text(s, _), _) => string(out, utf8_text(s, &column.def)?),
+        (Value::Json(s), _) => string(out, json_text(s, &column.def)?),
         (Value::Bytes(b), _) => string(out, b),
         // Everything else is sent as its text rendering, length-encoded.
         (Value::Decimal(_) | Value::Enum(_) | Value::Set(_) | Value::Bit(_), _) => {
@@ -59,7 +55,6 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
             super::text::row(scratch, std::slice::from_ref(value), std::slice::from_ref(column))?;
             out.extend_from_slice(scratch);
         }
-        (Value::Json(_), _) => return Err(Unencodable::Json),
         (Value::Year(_) | Value::Null, _) => return Err(Unencodable::Mismatch),
     }
     Ok(())

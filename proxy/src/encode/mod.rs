@@ -9,14 +9,17 @@
 //! [`Unencodable`] reason and the read must be relayed instead: a wrong byte is worse than a
 //! miss. Not reproduced (yet): FLOAT/DOUBLE in the text protocol (the server's digit
 //! formatting; the binary protocol sends their IEEE bytes and is exact), TIMESTAMP (rendered in
-//! the session's time zone), JSON (views hold a canonical text, the server returns the stored
-//! text), and result character sets other than UTF-8 and binary.
+//! the session's time zone), MySQL 8's JSON (views hold a canonical text, the server returns
+//! its own rendering; MariaDB's JSON is a text column whose stored text the binlog carries, and
+//! is encoded), and result character sets other than UTF-8 and binary.
 //!
 //! [`text`] and [`binary`] are tested byte for byte against MariaDB's own rows for every other
 //! type (tests/encode.rs), with and without DEPRECATE_EOF.
 
 pub mod binary;
 pub mod text;
+
+use crate::protocol::column::{ColumnDef, types};
 
 /// Why a value cannot be rendered exactly as the server would; the read is relayed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +36,24 @@ pub enum Unencodable {
     Zerofill,
     #[error("the value does not fit the column definition")]
     Mismatch,
+}
+
+/// A text value's bytes, if the column's character set is the UTF-8 a view's text holds.
+fn utf8_text<'a>(s: &'a str, def: &ColumnDef) -> Result<&'a [u8], Unencodable> {
+    if !is_utf8(def.charset) {
+        return Err(Unencodable::Charset(def.charset));
+    }
+    Ok(s.as_bytes())
+}
+
+/// A JSON value's bytes: MariaDB's JSON is LONGTEXT, so the server declares a text column and
+/// returns the stored text, which is what the binlog carried. MySQL 8 declares JSON and
+/// returns its own rendering, which is not reproduced.
+fn json_text<'a>(s: &'a str, def: &ColumnDef) -> Result<&'a [u8], Unencodable> {
+    if def.type_code == types::JSON {
+        return Err(Unencodable::Json);
+    }
+    utf8_text(s, def)
 }
 
 /// Whether a collation id belongs to utf8mb3 or utf8mb4 (MySQL 8 and MariaDB 10.x ids), whose

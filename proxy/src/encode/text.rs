@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use freshet_dataflow::{Date, DateTime, Decimal, Value};
 
-use super::{Unencodable, is_utf8};
+use super::{Unencodable, json_text, utf8_text};
 use crate::protocol::column::{ColumnDef, flags, types};
 use crate::protocol::cursor::put_lenenc;
 
@@ -27,12 +27,8 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
         match value {
             Value::Null => out.push(0xfb),
             Value::Bytes(b) => put_string(out, b),
-            Value::Text(s, _) => {
-                if !is_utf8(column.def.charset) {
-                    return Err(Unencodable::Charset(column.def.charset));
-                }
-                put_string(out, s.as_bytes());
-            }
+            Value::Text(s, _) => put_string(out, utf8_text(s, &column.def)?),
+            Value::Json(s) => put_string(out, json_text(s, &column.def)?),
             // The common numbers, without the formatter (a zero-filled column takes it).
             Value::Int(i) if !column.def.has(flags::ZEROFILL) => put_integer(out, i.unsigned_abs(), *i < 0),
             Value::UInt(u) if !column.def.has(flags::ZEROFILL) => put_integer(out, *u, false),
@@ -132,8 +128,7 @@ fn render(out: &mut String, value: &Value, column: &Column) -> Result<(), Unenco
             let chosen = column.labels.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, l)| l.as_str());
             write!(out, "{}", chosen.collect::<Vec<_>>().join(","))
         }
-        Value::Json(_) => return Err(Unencodable::Json),
-        Value::Null | Value::Text(..) | Value::Bytes(_) | Value::Bit(_) => return Err(Unencodable::Mismatch),
+        Value::Null | Value::Text(..) | Value::Json(_) | Value::Bytes(_) | Value::Bit(_) => return Err(Unencodable::Mismatch),
     };
     if def.type_code == types::YEAR && !matches!(value, Value::Year(_)) {
         return Err(Unencodable::Mismatch);
@@ -304,6 +299,17 @@ mod tests {
     fn text(value: Value, column: &Column) -> Result<String, Unencodable> {
         let mut s = String::new();
         render(&mut s, &value, column).map(|()| s)
+    }
+
+    /// MariaDB declares a JSON column as text and sends the stored text; MySQL 8 declares
+    /// JSON and sends its own rendering, which is refused.
+    #[test]
+    fn json_is_sent_as_text_only_where_the_server_declares_text() {
+        let json = Value::Json("{\"a\":  1}".into());
+        let mut out = Vec::new();
+        row(&mut out, std::slice::from_ref(&json), &[col(types::BLOB, 0, u32::MAX, 0)]).unwrap();
+        assert_eq!(&out[1..], b"{\"a\":  1}");
+        assert_eq!(row(&mut Vec::new(), &[json], &[col(types::JSON, 0, u32::MAX, 0)]), Err(Unencodable::Json));
     }
 
     #[test]
