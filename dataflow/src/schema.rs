@@ -59,16 +59,25 @@ pub struct ColumnSchema {
     pub collation: Option<Collation>,
 }
 
-/// The ENUM value a string names: the 1-based index of the label equal to it under the
-/// column's collation (`'É'` names `'é'` under utf8mb4_general_ci, `'b '` names `'b'` under
-/// PAD SPACE), byte for byte without one; 0, the server's error value, if none is.
+/// The ENUM value a string is equal to, as the server compares them (as strings): the 1-based
+/// index of the label equal to it under the column's collation (`'É'` names `'é'` under
+/// utf8mb4_general_ci, `'b '` names `'b'` under PAD SPACE; byte for byte without one); 0, the
+/// error value, whose string is empty, for an empty string; and [`NO_LABEL`], which no value
+/// has, for a string equal to no label.
 pub fn enum_index(labels: &[String], s: &str, collation: Option<Collation>) -> u16 {
-    let equal = |l: &String| match collation {
+    let equal = |l: &str| match collation {
         Some(c) => c.compare(l, s).is_eq(),
         None => l == s,
     };
-    labels.iter().position(equal).map(|i| i as u16 + 1).unwrap_or(0)
+    if equal("") {
+        return 0;
+    }
+    labels.iter().position(|l| equal(l)).map(|i| i as u16 + 1).unwrap_or(NO_LABEL)
 }
+
+/// The ENUM index of a string equal to no label (see [`enum_index`]): no value has it unless
+/// the ENUM has all 65,535 labels a server allows, a case left as it is.
+pub const NO_LABEL: u16 = u16::MAX;
 
 impl ColumnSchema {
     /// A column with the given name and type, nullable, with `utf8mb4_general_ci` for text.
@@ -140,5 +149,21 @@ impl TableSchema {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_string_names_the_enum_value_it_equals() {
+        let labels = vec!["é".to_string(), "b".to_string()];
+        let ci = Some(Collation::Utf8mb4GeneralCi);
+        assert_eq!(enum_index(&labels, "É", ci), 1);
+        assert_eq!(enum_index(&labels, "b ", ci), 2, "PAD SPACE");
+        assert_eq!(enum_index(&labels, "", ci), 0, "the error value's string is empty");
+        assert_eq!(enum_index(&labels, "zzz", ci), NO_LABEL);
+        assert_eq!(enum_index(&labels, "É", None), NO_LABEL, "byte for byte without a collation");
     }
 }

@@ -305,7 +305,13 @@ fn enum_and_set_columns_compile_only_where_an_index_means_what_the_server_means(
     catalog
         .add(TableSchema::new(
             "t",
-            vec![int("id"), int("k"), labelled("e", SqlType::Enum(labels())), labelled("s", SqlType::Set(labels())), ColumnSchema::new("name", SqlType::Text)],
+            vec![
+                int("id"),
+                int("k"),
+                labelled("e", SqlType::Enum(labels())),
+                labelled("s", SqlType::Set(labels())),
+                ColumnSchema::new("name", SqlType::Text),
+            ],
             vec![0],
         ))
         .unwrap();

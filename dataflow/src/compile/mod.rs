@@ -23,6 +23,7 @@
 //!   columns, in its order; readers keep the first `published`.
 
 mod depth;
+mod labels;
 mod lower;
 mod prune;
 mod select;
@@ -258,7 +259,9 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
         }
         ControlFlow::<()>::Continue(())
     });
-    Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0, prune }.query(sql, q)
+    let compiled = Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0, prune }.query(sql, q)?;
+    labels::check(&compiled, catalog)?;
+    Ok(compiled)
 }
 
 struct Compiler<'a> {

@@ -382,38 +382,27 @@ impl Expr {
         }
     }
 
-    /// Calls `f` on every column index this expression reads.
+    /// The expressions this one is made of, in the order they are written.
+    pub fn children(&self) -> Vec<&Expr> {
+        match self {
+            Expr::Col(_) | Expr::Lit(_) => Vec::new(),
+            Expr::Cmp(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Arith(_, a, b) => vec![a, b],
+            Expr::Not(a) | Expr::IsNull(a, _) | Expr::Neg(a) => vec![a],
+            Expr::InList { expr, list, .. } => std::iter::once(&**expr).chain(list).collect(),
+            Expr::Between { expr, low, high, .. } => vec![expr, low, high],
+            Expr::Like { expr, pattern, .. } => vec![expr, pattern],
+            Expr::Case { operand, whens, otherwise } => {
+                operand.as_deref().into_iter().chain(whens.iter().flat_map(|(a, b)| [a, b])).chain(otherwise.as_deref()).collect()
+            }
+            Expr::Func(_, args) => args.iter().collect(),
+        }
+    }
+
+    /// Calls `f` on every column index this expression reads, in the order they are written.
     pub fn columns(&self, f: &mut dyn FnMut(usize)) {
         match self {
             Expr::Col(i) => f(*i),
-            Expr::Lit(_) => {}
-            Expr::Cmp(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Arith(_, a, b) => {
-                a.columns(f);
-                b.columns(f)
-            }
-            Expr::Not(a) | Expr::IsNull(a, _) | Expr::Neg(a) => a.columns(f),
-            Expr::InList { expr, list, .. } => {
-                expr.columns(f);
-                list.iter().for_each(|e| e.columns(f))
-            }
-            Expr::Between { expr, low, high, .. } => {
-                expr.columns(f);
-                low.columns(f);
-                high.columns(f)
-            }
-            Expr::Like { expr, pattern, .. } => {
-                expr.columns(f);
-                pattern.columns(f)
-            }
-            Expr::Case { operand, whens, otherwise } => {
-                operand.iter().for_each(|e| e.columns(f));
-                whens.iter().for_each(|(a, b)| {
-                    a.columns(f);
-                    b.columns(f)
-                });
-                otherwise.iter().for_each(|e| e.columns(f));
-            }
-            Expr::Func(_, args) => args.iter().for_each(|e| e.columns(f)),
+            other => other.children().into_iter().for_each(|c| c.columns(f)),
         }
     }
 
