@@ -26,6 +26,8 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
             _ => None,
         }
     };
+    // An aggregate of the values themselves, not a count of them.
+    let by_value = |k: AggKind| !matches!(k, AggKind::CountStar | AggKind::CountNotNull | AggKind::CountDistinct);
     for node in q.root.post_order() {
         match node {
             Node::Filter { input, pred } => uses(pred, &|c| labelled(input, c))?,
@@ -34,16 +36,11 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
                     uses(e, &|c| labelled(input, c))?;
                 }
             }
-            Node::Join { left, right, on, .. } => {
-                if on.iter().any(|&(l, r)| labelled(left, l).is_some() || labelled(right, r).is_some()) {
-                    return refused();
-                }
+            Node::Join { left, right, on, .. } if on.iter().any(|&(l, r)| labelled(left, l).is_some() || labelled(right, r).is_some()) => {
+                return refused();
             }
-            Node::Aggregate { input, aggs, .. } => {
-                let by_value = |k: AggKind| !matches!(k, AggKind::CountStar | AggKind::CountNotNull | AggKind::CountDistinct);
-                if aggs.iter().any(|a| by_value(a.kind) && labelled(input, a.arg).is_some()) {
-                    return refused();
-                }
+            Node::Aggregate { input, aggs, .. } if aggs.iter().any(|a| by_value(a.kind) && labelled(input, a.arg).is_some()) => {
+                return refused();
             }
             _ => {}
         }

@@ -2,7 +2,7 @@
 //!
 //! A cached answer must be indistinguishable from the server's: the column definitions are the
 //! ones the server returned for the query (captured once as
-//! [`ColumnDef`](crate::protocol::column::ColumnDef); definitions, type codes and flags are
+//! [`ColumnDef`]; definitions, type codes and flags are
 //! the protocol's, which this module reads and which never reads this one), and every value
 //! is rendered the way the server renders it for that column. Where that rendering cannot be
 //! reproduced exactly from the value and the column definition, encoding fails with an
