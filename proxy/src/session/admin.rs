@@ -144,7 +144,17 @@ impl Session {
                     ("uptime_seconds", e.started.elapsed().as_secs().to_string()),
                     ("database", e.settings.database.clone()),
                     ("replica_server_id", e.settings.server_id.to_string()),
-                    ("binlog_position", lag.delivered.map(|p| p.to_string()).unwrap_or_default()),
+                    ("binlog_position", lag.delivered.as_ref().map(|p| p.to_string()).unwrap_or_default()),
+                    // What the views have applied and readers see; `binlog_position` is what
+                    // the stream has delivered to them, which may be ahead.
+                    (
+                        "binlog_applied_position",
+                        lag.delivered
+                            .as_ref()
+                            .and_then(|d| freshet_cdc::BinlogPos::from_position(e.gate.applied(), &d.file).ok())
+                            .map(|p| p.to_string())
+                            .unwrap_or_default(),
+                    ),
                     ("binlog_server_position", lag.server.map(|p| p.to_string()).unwrap_or_default()),
                     ("binlog_stream", if fresh.stream_up { "up" } else { "down" }.to_string()),
                     ("lag_seconds", fresh.lag.map_or_else(|| "unknown".to_string(), |l| format!("{:.3}", l.as_secs_f64()))),
