@@ -203,7 +203,6 @@ impl Node {
         }
     }
 
-    /// Base occurrences in this subtree, in order.
     /// The base table and column that output column `col` is a copy of (see [`Node::origin`]).
     pub fn origin_column(&self, col: usize) -> Option<(&str, &str)> {
         let (occ, c) = self.origin(col)?;
@@ -246,6 +245,7 @@ impl Node {
         }
     }
 
+    /// Base occurrences in this subtree, in order.
     pub fn bases(&self) -> Vec<&Node> {
         let mut out = Vec::new();
         fn walk<'a>(n: &'a Node, out: &mut Vec<&'a Node>) {

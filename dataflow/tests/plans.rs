@@ -328,6 +328,12 @@ fn enum_and_set_columns_compile_only_where_an_index_means_what_the_server_means(
     ] {
         compile(ok, &catalog).unwrap_or_else(|e| panic!("{ok}: {e}"));
     }
+    // A top-k's fill breaks ties by a text column's bytes, and by an ENUM's index as it is
+    // (its bytes would be its label's, in another order than the view's).
+    let explained = explain_sql("SELECT id, e, name FROM t WHERE k = ? ORDER BY id LIMIT 2", &catalog).unwrap();
+    let fill = &explained.iter().find(|l| l.1.contains("freshet_rn")).expect("a capped fill").1;
+    // Its rows are (id, e, name, k): the ENUM c1 as it is, the text c2 by its bytes.
+    assert!(fill.contains("ORDER BY c0, c0, c1, CAST(c2 AS BINARY), c3)"), "{fill}");
     for refused in [
         "SELECT id FROM t WHERE k = ? AND e LIKE 'sm%'",
         "SELECT id FROM t WHERE k = ? AND e < 'small'",

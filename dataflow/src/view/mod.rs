@@ -96,7 +96,7 @@ use crate::fill::{FillError, FillRequest, FillResponse, FillSource, FillTicket, 
 use crate::hash::{Map, Set};
 use crate::ops::{Delta, Graph, Key, KeyState};
 use crate::plan::Node;
-use crate::schema::TableSchema;
+use crate::schema::{SqlType, TableSchema};
 use crate::small::OneOrMany;
 use crate::value::{Collation, Value};
 
@@ -343,9 +343,12 @@ impl Domain {
         for s in &mut slots {
             if s.remote.is_some() {
                 let plan = seeding::seed_plan(self, s);
+                // Text columns only: an ENUM has a collation for its labels, but its values are
+                // indexes, compared and tie-broken as numbers.
                 let base = |table: &str, column: &str| {
                     let t = catalog.get(table)?;
-                    t.columns.get(t.column_index(column)?)?.collation
+                    let c = t.columns.get(t.column_index(column)?)?;
+                    if matches!(c.ty, SqlType::Text) { c.collation } else { None }
                 };
                 s.collations = (0..plan.width()).map(|c| plan.column_collation(c, &base)).collect();
             }
