@@ -709,3 +709,31 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         assert_eq!(hit_as_server(&mut client, &proxy, cache, sql, &want).await, want, "{sql} after the writes");
     }
 }
+
+/// A SUM of DOUBLEs depends on the order it adds them in: the server adds in its scan order
+/// at every read, a view kept its running total through the binlog's changes. After one row
+/// of (1e16, 1, -1e16) goes, the server answers 0 and a running total -1 (1e16 + 1 rounded to
+/// 1e16 when the rows were added). The binary protocol sends a DOUBLE's bytes, so the answer
+/// must be the server's: such a read is relayed or recomputed, never the running total.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sums_of_doubles_are_the_servers() {
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS ct_dsum").await.unwrap();
+    admin.query_drop("CREATE TABLE ct_dsum (id INT PRIMARY KEY, k INT NOT NULL, f DOUBLE NOT NULL)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_dsum VALUES (1, 1, 1e16), (2, 1, 1), (3, 1, -1e16)").await.unwrap();
+    let mut extra = cache_config(&[("dsum", "SELECT k, SUM(f) AS s FROM ct_dsum WHERE k = ? GROUP BY k")]);
+    extra.push_str("[caches]\nstrict = false\n");
+    let proxy = start_proxy(&extra).await;
+    let mut conn = through(&proxy).await;
+    let stmt = "SELECT k, SUM(f) AS s FROM ct_dsum WHERE k = ? GROUP BY k";
+    for _ in 0..10 {
+        let _: Vec<(i32, f64)> = conn.exec(stmt, (1,)).await.unwrap();
+    }
+    admin.query_drop("DELETE FROM ct_dsum WHERE id = 2").await.unwrap();
+    let want: Vec<(i32, f64)> = admin.exec(stmt, (1,)).await.unwrap();
+    for _ in 0..50 {
+        let got: Vec<(i32, f64)> = conn.exec(stmt, (1,)).await.unwrap();
+        assert_eq!(got, want, "the view's running total, not the server's sum");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
