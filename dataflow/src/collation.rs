@@ -126,6 +126,13 @@ impl Collation {
             .collect()
     }
 
+    /// Builds this collation's weight table now, if it has one and it is not built yet (a few
+    /// milliseconds): the writer calls it when a view that compares text is installed, so that
+    /// no read pays for it.
+    pub fn warm(self) {
+        let _ = self.table();
+    }
+
     fn pad_space(self) -> bool {
         self != Collation::Binary
     }

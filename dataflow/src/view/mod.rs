@@ -351,6 +351,7 @@ impl Domain {
                     if matches!(c.ty, SqlType::Text) { c.collation } else { None }
                 };
                 s.collations = (0..plan.width()).map(|c| plan.column_collation(c, &base)).collect();
+                s.collations.iter().flatten().for_each(|c| c.warm());
             }
         }
         self.slots = slots;
@@ -469,6 +470,8 @@ impl Dataflow {
     /// and refill on demand.
     pub fn install(&mut self, q: CompiledQuery) -> ViewId {
         self.publish_held();
+        // Readers hash text keys by their weights: built here, not at a read.
+        q.key_columns.iter().filter_map(|k| k.collation).for_each(Collation::warm);
         let mut ident = q.clone();
         ident.sql = String::new();
         if let Some(v) = self.reuse.get(&ident) {
