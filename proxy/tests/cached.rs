@@ -737,3 +737,30 @@ async fn sums_of_doubles_are_the_servers() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// DECIMAL arithmetic whose result needs more digits than a view's DECIMAL holds (28): the
+/// server answers the exact product, so the view must not answer NULL. A row updated through
+/// the binlog is evaluated by the view itself.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decimal_arithmetic_past_28_digits_is_the_servers() {
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS ct_wide").await.unwrap();
+    admin.query_drop("CREATE TABLE ct_wide (id INT PRIMARY KEY, d DECIMAL(20,6) NOT NULL)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_wide VALUES (1, 2.5), (2, 3)").await.unwrap();
+    let mut extra = cache_config(&[("wide", "SELECT id, d * d AS p FROM ct_wide WHERE id = ?")]);
+    extra.push_str("[caches]\nstrict = false\n");
+    let proxy = start_proxy(&extra).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, d * d AS p FROM ct_wide WHERE id = 1";
+    for _ in 0..5 {
+        client.query(sql).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    admin.query_drop("UPDATE ct_wide SET d = 12345678901234.5 WHERE id = 1").await.unwrap();
+    let want = check.query(sql).await;
+    for _ in 0..50 {
+        assert_eq!(client.query(sql).await, want, "the product's 39 digits");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
