@@ -381,3 +381,40 @@ fn sums_of_floating_point_values_are_refused() {
         assert!(compile(refused, &catalog).is_err(), "{refused} compiled");
     }
 }
+
+/// DECIMAL arithmetic whose result may need more digits than a view's DECIMAL holds (28) is
+/// refused (`proxy/tests/cached.rs`, `decimal_arithmetic_past_28_digits_is_the_servers`);
+/// the usual money arithmetic compiles.
+#[test]
+fn decimal_arithmetic_past_28_digits_is_refused() {
+    let mut catalog = Catalog::new();
+    let col = |n: &str, ty: SqlType| ColumnSchema::new(n, ty);
+    catalog
+        .add(TableSchema::new(
+            "w",
+            vec![
+                col("id", SqlType::Int { bytes: 4, unsigned: false }),
+                col("qty", SqlType::Int { bytes: 4, unsigned: false }),
+                col("big", SqlType::Int { bytes: 8, unsigned: false }),
+                col("price", SqlType::Decimal { precision: 10, scale: 2 }),
+                col("d", SqlType::Decimal { precision: 20, scale: 6 }),
+            ],
+            vec![0],
+        ))
+        .unwrap();
+    for ok in [
+        "SELECT id, price * qty, price + d, d * 2, price / 3, ROUND(price * 1.5, 2) FROM w WHERE id = ?",
+        "SELECT id, big * big FROM w WHERE id = ?",
+        "SELECT id FROM w WHERE id = ? AND price * qty > 100",
+    ] {
+        compile(ok, &catalog).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+    for refused in [
+        "SELECT id, d * d FROM w WHERE id = ?",
+        "SELECT id, big * price FROM w WHERE id = ?",
+        "SELECT id FROM w WHERE id = ? AND d * d > 1",
+        "SELECT id, IF(qty > 1, d * price, 0) FROM w WHERE id = ?",
+    ] {
+        assert!(compile(refused, &catalog).is_err(), "{refused} compiled");
+    }
+}

@@ -23,9 +23,9 @@
 //!   columns, in its order; readers keep the first `published`.
 
 mod depth;
-mod floats;
 mod labels;
 mod lower;
+mod numbers;
 mod prune;
 mod select;
 
@@ -262,7 +262,7 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
     });
     let compiled = Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0, prune }.query(sql, q)?;
     labels::check(&compiled, catalog)?;
-    floats::check(&compiled, catalog)?;
+    numbers::check(&compiled, catalog)?;
     Ok(compiled)
 }
 
