@@ -38,7 +38,7 @@ use sqlparser::parser::Parser;
 
 use crate::expr::CmpOp;
 use crate::plan::{Node, OrderSpec};
-use crate::schema::{SchemaError, SqlType, TableSchema};
+use crate::schema::{ColumnSchema, SchemaError, SqlType, TableSchema};
 use crate::value::Collation;
 
 /// Why a query is not cached. `reason` is written for the person who configured the query.
@@ -77,6 +77,11 @@ impl Catalog {
     /// A table by case-insensitive name.
     pub fn get(&self, name: &str) -> Option<&TableSchema> {
         self.tables.get(&name.to_ascii_lowercase())
+    }
+    /// A column of a table, both by case-insensitive name.
+    pub fn column(&self, table: &str, column: &str) -> Option<&ColumnSchema> {
+        let t = self.get(table)?;
+        t.columns.get(t.column_index(column)?)
     }
     /// All tables.
     pub fn tables(&self) -> impl Iterator<Item = &TableSchema> {

@@ -194,6 +194,10 @@ struct Slot {
     /// bare table scan reads one, so seeding gives the values the collation rows from the
     /// binlog get: one column, one collation, in every state.
     collations: Vec<Option<Collation>>,
+    /// Per column of those rows: true if it is a copy of a text column, whose ties a capped
+    /// fill breaks by bytes as the view does (`render_fill_capped`). A computed column is not
+    /// counted even when it reads text: it may be a number (`CHAR_LENGTH(name)`).
+    text: Vec<bool>,
 }
 
 /// A set of views whose operator trees share state: one graph (identical subtrees stored
@@ -326,12 +330,19 @@ impl Domain {
         for (i, n) in self.graph.nodes.iter().enumerate() {
             if n.tree.is_stateful() {
                 for (side, &input) in n.inputs.iter().enumerate() {
-                    slots.push(Slot { node: i, side, input, remote: None, collations: Vec::new() });
+                    slots.push(Slot { node: i, side, input, remote: None, collations: Vec::new(), text: Vec::new() });
                 }
             }
         }
         for (r, &root) in self.graph.roots.iter().enumerate() {
-            slots.push(Slot { node: self.graph.nodes.len() + r, side: 0, input: root, remote: None, collations: Vec::new() });
+            slots.push(Slot {
+                node: self.graph.nodes.len() + r,
+                side: 0,
+                input: root,
+                remote: None,
+                collations: Vec::new(),
+                text: Vec::new(),
+            });
         }
         let mut remote = 0;
         for s in &mut slots {
@@ -345,12 +356,9 @@ impl Domain {
                 let plan = seeding::seed_plan(self, s);
                 // Text columns only: an ENUM has a collation for its labels, but its values are
                 // indexes, compared and tie-broken as numbers.
-                let base = |table: &str, column: &str| {
-                    let t = catalog.get(table)?;
-                    let c = t.columns.get(t.column_index(column)?)?;
-                    if matches!(c.ty, SqlType::Text) { c.collation } else { None }
-                };
-                s.collations = (0..plan.width()).map(|c| plan.column_collation(c, &base)).collect();
+                let base = |table: &str, column: &str| catalog.column(table, column).filter(|c| matches!(c.ty, SqlType::Text));
+                s.collations = (0..plan.width()).map(|c| plan.column_collation(c, &|t, n| base(t, n)?.collation)).collect();
+                s.text = (0..plan.width()).map(|c| plan.origin_column(c).and_then(|(t, n)| base(t, n)).is_some()).collect();
                 s.collations.iter().flatten().for_each(|c| c.warm());
             }
         }

@@ -34,8 +34,7 @@ pub(super) fn build_request(domain: &Domain, v: ViewId, ticket: FillTicket, keys
             let plan = seed_plan(domain, s);
             let grouped = matches!(domain.graph.nodes.get(s.node).map(|n| &n.tree), Some(Node::Aggregate { .. }));
             let cap = topk_cap(domain, s.node);
-            let text: Vec<bool> = s.collations.iter().map(Option::is_some).collect();
-            let (sql, params) = render_fill_capped(&plan, &keys, grouped, cap.as_ref().map(|(o, n)| (o, *n)), &text);
+            let (sql, params) = render_fill_capped(&plan, &keys, grouped, cap.as_ref().map(|(o, n)| (o, *n)), &s.text);
             queries.push(StateQuery { node: s.node, side: s.side, sql, params, plan, grouped, cap });
         }
     }
