@@ -237,18 +237,24 @@ impl Iterator for Weights<'_> {
 fn case_table() -> &'static [(char, (char, char))] {
     static TABLE: OnceLock<Vec<(char, (char, char))>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let char_of = |line: &str, h: &str| {
-            u32::from_str_radix(h, 16).ok().and_then(char::from_u32).unwrap_or_else(|| panic!("case table line {line:?}"))
-        };
-        include_str!("collation/case.txt")
-            .lines()
-            .filter(|l| !l.starts_with('#') && !l.is_empty())
-            .map(|line| {
-                let mut it = line.split([':', ' ']).filter(|p| !p.is_empty()).map(|h| char_of(line, h));
-                let mut next = || it.next().unwrap_or_else(|| panic!("case table line {line:?}"));
-                (next(), (next(), next()))
+        table_lines(include_str!("collation/case.txt"))
+            .map(|(c, cases)| {
+                let char_of = |u: Option<&u32>| u.copied().and_then(char::from_u32).unwrap_or_else(|| panic!("case table line {c:04X}"));
+                (char_of(Some(&c)), (char_of(cases.first()), char_of(cases.get(1))))
             })
             .collect()
+    })
+}
+
+/// The lines of a table `scripts/collation-tables` writes: a code point, a colon and values,
+/// all in hex (`00DF: 0FEA 0FEA`); `#` starts a comment. The text is part of the build, so a
+/// malformed line is a bug in the tree: it panics, and every test that compares strings says
+/// so.
+fn table_lines(text: &str) -> impl Iterator<Item = (u32, Vec<u32>)> + '_ {
+    text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).map(|line| {
+        let hex = |h: &str| u32::from_str_radix(h, 16).unwrap_or_else(|e| panic!("collation table line {line:?}: {e}"));
+        let (c, values) = line.split_once(':').unwrap_or_else(|| panic!("collation table line {line:?}"));
+        (hex(c), values.split_whitespace().map(hex).collect())
     })
 }
 
@@ -274,32 +280,22 @@ impl Table {
         }
     }
 
-    /// Builds the table from the characters `text` lists (`XXXX: WWWW WWWW`, see
-    /// scripts/collation-tables) and `rule` for the rest. The text is part of the build, so a
-    /// malformed line is a bug in the tree: it panics, and every test that compares strings
-    /// says so.
+    /// Builds the table from the characters `text` lists (see [`table_lines`]) and `rule`
+    /// for the rest.
     fn parse(text: &str, rule: fn(u32, &mut Vec<u16>)) -> Table {
-        let mut listed: Vec<Option<Vec<u16>>> = vec![None; 0x10000];
-        for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
-            let (c, ws) = line.split_once(':').unwrap_or_else(|| panic!("collation table line {line:?}"));
-            let hex = |h: &str| u32::from_str_radix(h, 16).unwrap_or_else(|e| panic!("collation table line {line:?}: {e}"));
-            let weights = ws.split_whitespace().map(|w| hex(w) as u16).collect();
-            listed[hex(c) as usize] = Some(weights);
+        let mut listed: Vec<Option<Vec<u32>>> = vec![None; 0x10000];
+        for (c, weights) in table_lines(text) {
+            listed[c as usize] = Some(weights);
         }
         let mut slots = Vec::with_capacity(0x10000);
         let mut pool = Vec::with_capacity(0x20000);
-        let mut ruled = Vec::new();
         for (c, listed) in listed.into_iter().enumerate() {
-            let weights = match listed {
-                Some(w) => w,
-                None => {
-                    ruled.clear();
-                    rule(c as u32, &mut ruled);
-                    ruled.clone()
-                }
-            };
-            slots.push(((pool.len() as u32) << 8) | weights.len() as u32);
-            pool.extend(weights);
+            let start = pool.len();
+            match listed {
+                Some(w) => pool.extend(w.into_iter().map(|w| w as u16)),
+                None => rule(c as u32, &mut pool),
+            }
+            slots.push(((start as u32) << 8) | (pool.len() - start) as u32);
         }
         Table { slots: slots.into(), pool: pool.into() }
     }

@@ -19,8 +19,7 @@ use crate::value::Value;
 pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal> {
     let labelled = |node: &Node, col: usize| -> Option<Kind> {
         let (table, column) = node.origin_column(col)?;
-        let t = catalog.get(table)?;
-        match t.columns.get(t.column_index(column)?)?.ty {
+        match catalog.column(table, column)?.ty {
             SqlType::Enum(_) => Some(Kind::Enum),
             SqlType::Set(_) => Some(Kind::Set),
             _ => None,

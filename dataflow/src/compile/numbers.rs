@@ -24,7 +24,7 @@ use crate::value::Value;
 /// Refuses `q` if it sums or averages floating-point values, or computes a DECIMAL that may
 /// need more than [`MAX_DIGITS`].
 pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal> {
-    let column_type = |table: &str, column: &str| catalog.get(table).and_then(|t| Some(t.columns.get(t.column_index(column)?)?.ty.clone()));
+    let column_type = |table: &str, column: &str| Some(catalog.column(table, column)?.ty.clone());
     let float_column = |table: &str, column: &str| matches!(column_type(table, column), Some(SqlType::Float | SqlType::Double));
     for node in q.root.post_order() {
         match node {
