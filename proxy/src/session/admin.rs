@@ -149,8 +149,10 @@ impl Session {
                     // the stream has delivered to them, which may be ahead.
                     (
                         "binlog_applied_position",
+                        // Empty until the writer has applied a step (its position 0 names no file).
                         lag.delivered
                             .as_ref()
+                            .filter(|_| e.gate.applied().0 > 0)
                             .and_then(|d| freshet_cdc::BinlogPos::from_position(e.gate.applied(), &d.file).ok())
                             .map(|p| p.to_string())
                             .unwrap_or_default(),
