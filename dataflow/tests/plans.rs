@@ -292,6 +292,22 @@ fn a_null_key_on_an_ungrouped_aggregate_is_relayed_not_answered_empty() {
     assert!(rows.is_empty());
 }
 
+/// Asserts that each of `ok` compiles against `catalog` and each of `refused` does not.
+fn compiles_only(catalog: &Catalog, ok: &[&str], refused: &[&str]) {
+    for sql in ok {
+        compile(sql, catalog).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    for sql in refused {
+        assert!(compile(sql, catalog).is_err(), "{sql} compiled");
+    }
+}
+
+/// The SQL of the capped (top-k) fill `EXPLAIN CACHE` shows for `sql`.
+fn capped_fill(sql: &str, catalog: &Catalog) -> String {
+    let explained = explain_sql(sql, catalog).unwrap();
+    explained.into_iter().find(|l| l.1.contains("freshet_rn")).expect("a capped fill").1
+}
+
 /// The dataflow holds an ENUM as its index and a SET as its bit mask; the server agrees with
 /// that for some uses only, and compares or renders them as strings elsewhere (`LIKE`, `<`,
 /// `BETWEEN`, `MIN`, `CONCAT`, a join with another column, a SET against a string). Those
@@ -316,7 +332,7 @@ fn enum_and_set_columns_compile_only_where_an_index_means_what_the_server_means(
         ))
         .unwrap();
     catalog.add(TableSchema::new("u", vec![int("id"), labelled("e", SqlType::Enum(labels()))], vec![0])).unwrap();
-    for ok in [
+    let ok = [
         "SELECT id, e, s FROM t WHERE k = ?",
         "SELECT id FROM t WHERE k = ? AND e = 'small'",
         "SELECT id FROM t WHERE k = ? AND e IN ('small', 'LARGE')",
@@ -325,20 +341,16 @@ fn enum_and_set_columns_compile_only_where_an_index_means_what_the_server_means(
         "SELECT e, COUNT(*) FROM t WHERE k = ? GROUP BY e",
         "SELECT id FROM t WHERE k = ? ORDER BY e, id LIMIT 3",
         "SELECT id FROM t WHERE k = ? AND s IS NULL",
-    ] {
-        compile(ok, &catalog).unwrap_or_else(|e| panic!("{ok}: {e}"));
-    }
+    ];
     // A top-k's fill breaks ties by a text column's bytes, and by an ENUM's index as it is
     // (its bytes would be its label's, in another order than the view's).
-    let explained = explain_sql("SELECT id, e, name FROM t WHERE k = ? ORDER BY id LIMIT 2", &catalog).unwrap();
-    let fill = &explained.iter().find(|l| l.1.contains("freshet_rn")).expect("a capped fill").1;
+    let fill = capped_fill("SELECT id, e, name FROM t WHERE k = ? ORDER BY id LIMIT 2", &catalog);
     // Its rows are (id, e, name, k): the ENUM c1 as it is, the text c2 by its bytes.
     assert!(fill.contains("ORDER BY c0, c0, c1, CAST(c2 AS BINARY), c3)"), "{fill}");
     // A number computed from text is a number: its bytes would order 10 before 9.
-    let explained = explain_sql("SELECT id, CHAR_LENGTH(name) AS n FROM t WHERE k = ? ORDER BY id LIMIT 2", &catalog).unwrap();
-    let fill = &explained.iter().find(|l| l.1.contains("freshet_rn")).expect("a capped fill").1;
+    let fill = capped_fill("SELECT id, CHAR_LENGTH(name) AS n FROM t WHERE k = ? ORDER BY id LIMIT 2", &catalog);
     assert!(!fill.contains("CAST("), "{fill}");
-    for refused in [
+    let refused = [
         "SELECT id FROM t WHERE k = ? AND e LIKE 'sm%'",
         "SELECT id FROM t WHERE k = ? AND e < 'small'",
         "SELECT id FROM t WHERE k = ? AND e BETWEEN 'a' AND 'm'",
@@ -352,9 +364,8 @@ fn enum_and_set_columns_compile_only_where_an_index_means_what_the_server_means(
         "SELECT k, MAX(s) FROM t WHERE k = ? GROUP BY k",
         "SELECT t.id FROM t JOIN u ON u.e = t.e WHERE t.k = ?",
         "SELECT id FROM t WHERE e > ?",
-    ] {
-        assert!(compile(refused, &catalog).is_err(), "{refused} compiled");
-    }
+    ];
+    compiles_only(&catalog, &ok, &refused);
 }
 
 /// SUM and AVG of floating-point values are refused: their result depends on the order of
@@ -371,19 +382,17 @@ fn sums_of_floating_point_values_are_refused() {
             vec![0],
         ))
         .unwrap();
-    for ok in
-        ["SELECT k, MIN(d), MAX(r), COUNT(d) FROM f WHERE k = ? GROUP BY k", "SELECT k, SUM(id), AVG(id * 2) FROM f WHERE k = ? GROUP BY k"]
-    {
-        compile(ok, &catalog).unwrap_or_else(|e| panic!("{ok}: {e}"));
-    }
-    for refused in [
+    let ok = [
+        "SELECT k, MIN(d), MAX(r), COUNT(d) FROM f WHERE k = ? GROUP BY k",
+        "SELECT k, SUM(id), AVG(id * 2) FROM f WHERE k = ? GROUP BY k",
+    ];
+    let refused = [
         "SELECT k, SUM(d) FROM f WHERE k = ? GROUP BY k",
         "SELECT k, AVG(r) FROM f WHERE k = ? GROUP BY k",
         "SELECT k, SUM(d + id) FROM f WHERE k = ? GROUP BY k",
         "SELECT k, SUM(id * 1e0) FROM f WHERE k = ? GROUP BY k",
-    ] {
-        assert!(compile(refused, &catalog).is_err(), "{refused} compiled");
-    }
+    ];
+    compiles_only(&catalog, &ok, &refused);
 }
 
 /// DECIMAL arithmetic whose result may need more digits than a view's DECIMAL holds (28) is
@@ -406,19 +415,16 @@ fn decimal_arithmetic_past_28_digits_is_refused() {
             vec![0],
         ))
         .unwrap();
-    for ok in [
+    let ok = [
         "SELECT id, price * qty, price + d, d * 2, price / 3, ROUND(price * 1.5, 2) FROM w WHERE id = ?",
         "SELECT id, big * big FROM w WHERE id = ?",
         "SELECT id FROM w WHERE id = ? AND price * qty > 100",
-    ] {
-        compile(ok, &catalog).unwrap_or_else(|e| panic!("{ok}: {e}"));
-    }
-    for refused in [
+    ];
+    let refused = [
         "SELECT id, d * d FROM w WHERE id = ?",
         "SELECT id, big * price FROM w WHERE id = ?",
         "SELECT id FROM w WHERE id = ? AND d * d > 1",
         "SELECT id, IF(qty > 1, d * price, 0) FROM w WHERE id = ?",
-    ] {
-        assert!(compile(refused, &catalog).is_err(), "{refused} compiled");
-    }
+    ];
+    compiles_only(&catalog, &ok, &refused);
 }

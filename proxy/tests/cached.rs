@@ -44,6 +44,22 @@ fn cache_config(caches: &[(&str, &str)]) -> String {
     extra
 }
 
+/// `cache_config` where a cache freshet refuses is listed and relayed rather than failing the
+/// start.
+fn lenient_config(caches: &[(&str, &str)]) -> String {
+    cache_config(caches) + "[caches]\nstrict = false\n"
+}
+
+/// A connection to the server, with `table` created afresh (`columns`) and filled (`rows`, a
+/// VALUES list).
+async fn fresh_table(table: &str, columns: &str, rows: &str) -> mysql_async::Conn {
+    let mut admin = direct().await;
+    admin.query_drop(format!("DROP TABLE IF EXISTS {table}")).await.unwrap();
+    admin.query_drop(format!("CREATE TABLE {table} ({columns}) DEFAULT CHARSET=utf8mb4")).await.unwrap();
+    admin.query_drop(format!("INSERT INTO {table} VALUES {rows}")).await.unwrap();
+    admin
+}
+
 fn engine(proxy: &Proxy) -> std::sync::Arc<Engine> {
     proxy.engine.get().expect("the cache engine started").clone()
 }
@@ -638,24 +654,14 @@ async fn ddl_to_a_refused_schema_relays_with_the_servers_answers() {
 /// equal under the collation must stay the distinct rows they are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
-    let mut admin = direct().await;
-    admin.query_drop("DROP TABLE IF EXISTS ct_coll").await.unwrap();
-    admin
-        .query_drop(
-            "CREATE TABLE ct_coll (id INT PRIMARY KEY, g VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, \
-             u VARCHAR(20) COLLATE utf8mb4_unicode_ci NOT NULL, grp INT NOT NULL, \
-             e ENUM('é', 'b') COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'b', j JSON NULL) DEFAULT CHARSET=utf8mb4",
-        )
-        .await
-        .unwrap();
-    admin
-        .query_drop(
-            "INSERT INTO ct_coll (id, g, u, grp) VALUES (1, 's', 'ss', 1), (2, 'x', 'oe', 1), (3, 'a', '_b', 1), (4, 'b', 'a', 1), (5, 'c', '-c', 1), \
-             (10, 'a', 'p', 3), (11, 'A', 'q', 3), (12, 'a ', 'r', 3)",
-        )
-        .await
-        .unwrap();
-    admin.query_drop("UPDATE ct_coll SET e = 'é' WHERE id IN (10, 11)").await.unwrap();
+    let mut admin = fresh_table(
+        "ct_coll",
+        "id INT PRIMARY KEY, g VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, u VARCHAR(20) COLLATE utf8mb4_unicode_ci NOT NULL, \
+         grp INT NOT NULL, e ENUM('é', 'b') COLLATE utf8mb4_general_ci NOT NULL DEFAULT 'b', j JSON NULL",
+        "(1, 's', 'ss', 1, 'b', NULL), (2, 'x', 'oe', 1, 'b', NULL), (3, 'a', '_b', 1, 'b', NULL), (4, 'b', 'a', 1, 'b', NULL), \
+         (5, 'c', '-c', 1, 'b', NULL), (10, 'a', 'p', 3, 'é', NULL), (11, 'A', 'q', 3, 'é', NULL), (12, 'a ', 'r', 3, 'b', NULL)",
+    )
+    .await;
     admin.query_drop("UPDATE ct_coll SET j = JSON_OBJECT('id', id) WHERE grp = 1").await.unwrap();
     let proxy = start_proxy(&cache_config(&[
         ("coll_g", "SELECT COUNT(*) AS n FROM ct_coll WHERE g = ?"),
@@ -717,13 +723,9 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
 /// must be the server's: such a read is relayed or recomputed, never the running total.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sums_of_doubles_are_the_servers() {
-    let mut admin = direct().await;
-    admin.query_drop("DROP TABLE IF EXISTS ct_dsum").await.unwrap();
-    admin.query_drop("CREATE TABLE ct_dsum (id INT PRIMARY KEY, k INT NOT NULL, f DOUBLE NOT NULL)").await.unwrap();
-    admin.query_drop("INSERT INTO ct_dsum VALUES (1, 1, 1e16), (2, 1, 1), (3, 1, -1e16)").await.unwrap();
-    let mut extra = cache_config(&[("dsum", "SELECT k, SUM(f) AS s FROM ct_dsum WHERE k = ? GROUP BY k")]);
-    extra.push_str("[caches]\nstrict = false\n");
-    let proxy = start_proxy(&extra).await;
+    let mut admin =
+        fresh_table("ct_dsum", "id INT PRIMARY KEY, k INT NOT NULL, f DOUBLE NOT NULL", "(1, 1, 1e16), (2, 1, 1), (3, 1, -1e16)").await;
+    let proxy = start_proxy(&lenient_config(&[("dsum", "SELECT k, SUM(f) AS s FROM ct_dsum WHERE k = ? GROUP BY k")])).await;
     let mut conn = through(&proxy).await;
     let stmt = "SELECT k, SUM(f) AS s FROM ct_dsum WHERE k = ? GROUP BY k";
     for _ in 0..10 {
@@ -743,13 +745,8 @@ async fn sums_of_doubles_are_the_servers() {
 /// the binlog is evaluated by the view itself.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn decimal_arithmetic_past_28_digits_is_the_servers() {
-    let mut admin = direct().await;
-    admin.query_drop("DROP TABLE IF EXISTS ct_wide").await.unwrap();
-    admin.query_drop("CREATE TABLE ct_wide (id INT PRIMARY KEY, d DECIMAL(20,6) NOT NULL)").await.unwrap();
-    admin.query_drop("INSERT INTO ct_wide VALUES (1, 2.5), (2, 3)").await.unwrap();
-    let mut extra = cache_config(&[("wide", "SELECT id, d * d AS p FROM ct_wide WHERE id = ?")]);
-    extra.push_str("[caches]\nstrict = false\n");
-    let proxy = start_proxy(&extra).await;
+    let mut admin = fresh_table("ct_wide", "id INT PRIMARY KEY, d DECIMAL(20,6) NOT NULL", "(1, 2.5), (2, 3)").await;
+    let proxy = start_proxy(&lenient_config(&[("wide", "SELECT id, d * d AS p FROM ct_wide WHERE id = ?")])).await;
     let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
     let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
     let sql = "SELECT id, d * d AS p FROM ct_wide WHERE id = 1";
