@@ -761,3 +761,43 @@ async fn decimal_arithmetic_past_28_digits_is_the_servers() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Integer arithmetic out of its result type's range is an error on the server (1690, "BIGINT
+/// UNSIGNED value is out of range"): a difference with an UNSIGNED operand is UNSIGNED, so
+/// `stock - 1` at stock 0 fails, as does a signed BIGINT sum past 2^63 - 1. A view evaluating
+/// the rows the binlog changed must not answer -1 or 2^63 where the server answers the error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn integer_arithmetic_out_of_range_is_the_servers_error() {
+    let mut admin =
+        fresh_table("ct_range", "id INT PRIMARY KEY, stock INT UNSIGNED NOT NULL, big BIGINT NOT NULL", "(1, 1, 9223372036854775806)")
+            .await;
+    let reads = [
+        (
+            "left",
+            "SELECT id, stock - 1 AS remaining FROM ct_range WHERE id = ?",
+            "SELECT id, stock - 1 AS remaining FROM ct_range WHERE id = 1",
+        ),
+        (
+            "next",
+            "SELECT id, big + 1 AS following FROM ct_range WHERE id = ?",
+            "SELECT id, big + 1 AS following FROM ct_range WHERE id = 1",
+        ),
+    ];
+    let proxy = start_proxy(&lenient_config(&reads.map(|(name, cache, _)| (name, cache)))).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    admin.query_drop("UPDATE ct_range SET stock = 0, big = 9223372036854775807 WHERE id = 1").await.unwrap();
+    for (_, _, sql) in reads {
+        let want = check.query(sql).await;
+        for _ in 0..50 {
+            assert_eq!(client.query(sql).await, want, "{sql}: the server's out-of-range error");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
