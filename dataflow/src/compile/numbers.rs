@@ -12,19 +12,26 @@
 //!   values all its 40. An expression (in the select list or a filter) whose DECIMAL result
 //!   may need more digits than that, by the server's rules for the digits of a result (a
 //!   product has the digits of both, a quotient four more decimals), is refused. Integer-only
-//!   arithmetic is not counted: its overflow is an error on the server (docs/decisions.md,
-//!   "Divergences from MySQL kept on purpose").
+//!   arithmetic is counted by the next rule instead.
+//! - Integer arithmetic out of its result type's range. The server types `+`, `-`, `*` and
+//!   `DIV` of integers as BIGINT, UNSIGNED if either operand is (an UNSIGNED or YEAR or BIT
+//!   column, or a value computed from one), and raises an error (1690, "BIGINT UNSIGNED value
+//!   is out of range") for a result outside that type: `stock - 1` at stock 0, or `big + 1` at
+//!   2^63 - 1. A view has no error to answer with, so an expression whose result may leave its
+//!   type's range, by the ranges of the columns and literals it reads, is refused: `stock - 1`
+//!   on an UNSIGNED column is, `stock + 1` on an INT column is not.
 
 use super::{Catalog, CompiledQuery, Refusal, refuse};
-use crate::expr::{ArithOp, Expr, Func};
+use crate::expr::{ArithOp, CmpOp, Expr, Func};
 use crate::plan::{AggKind, Node};
 use crate::schema::SqlType;
 use crate::value::Value;
 
-/// Refuses `q` if it sums or averages floating-point values, or computes a DECIMAL that may
-/// need more than [`MAX_DIGITS`].
+/// Refuses `q` if it sums or averages floating-point values, computes a DECIMAL that may
+/// need more than [`MAX_DIGITS`], or integer arithmetic that may leave its type's range.
 pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal> {
     let column_type = |table: &str, column: &str| Some(catalog.column(table, column)?.ty.clone());
+    output_ranges(&q.root, &column_type)?;
     let float_column = |table: &str, column: &str| matches!(column_type(table, column), Some(SqlType::Float | SqlType::Double));
     for node in q.root.post_order() {
         match node {
@@ -173,4 +180,253 @@ fn floating(node: &Node, col: usize, float_column: &dyn Fn(&str, &str) -> bool) 
 
 fn has_float_literal(e: &Expr) -> bool {
     matches!(e, Expr::Lit(l) if matches!(l.0, Value::Float(_) | Value::Double(_))) || e.children().into_iter().any(has_float_literal)
+}
+
+/// The values an integer may take, and whether the server types it UNSIGNED.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Range {
+    lo: i128,
+    hi: i128,
+    unsigned: bool,
+}
+
+impl Range {
+    fn new(lo: i128, hi: i128, unsigned: bool) -> Range {
+        Range { lo, hi, unsigned }
+    }
+
+    /// The smallest range holding both; UNSIGNED only if both are (`IF(c, u, -1) - 5` is
+    /// signed on the server, `COALESCE(u) - 5` unsigned).
+    fn union(self, o: Range) -> Range {
+        Range::new(self.lo.min(o.lo), self.hi.max(o.hi), self.unsigned && o.unsigned)
+    }
+
+    /// The range an integer column of type `ty` holds; `None` for other types.
+    fn of_type(ty: &SqlType) -> Option<Range> {
+        Some(match *ty {
+            SqlType::Int { bytes, unsigned: true } => Range::new(0, (1i128 << (8 * u32::from(bytes))) - 1, true),
+            SqlType::Int { bytes, unsigned: false } => {
+                let half = 1i128 << (8 * u32::from(bytes) - 1);
+                Range::new(-half, half - 1, false)
+            }
+            // The server computes with YEAR and BIT as UNSIGNED (`year - 3000` is its error).
+            SqlType::Year => Range::new(0, 2155, true),
+            SqlType::Bit { bits } => Range::new(0, (1i128 << u32::from(bits)) - 1, true),
+            _ => return None,
+        })
+    }
+
+    /// Refuses a result the server would answer with an out-of-range error: outside BIGINT
+    /// UNSIGNED for an UNSIGNED result, outside BIGINT otherwise.
+    fn checked(self) -> Result<Range, Refusal> {
+        let (min, max) = if self.unsigned { (0, i128::from(u64::MAX)) } else { (i128::from(i64::MIN), i128::from(i64::MAX)) };
+        if self.lo < min || self.hi > max {
+            return refuse(format!(
+                "integer arithmetic here may leave the range of BIGINT{} (from {} to {}), which the server answers with an error a view cannot give",
+                if self.unsigned { " UNSIGNED" } else { "" },
+                self.lo,
+                self.hi
+            ));
+        }
+        Ok(self)
+    }
+}
+
+/// A bound on what COUNT answers: a partition would have to hold, or join to, 2^48 rows to
+/// pass it. Bounding it lets `COUNT(*) + 1` compile, while `stock - COUNT(*)` on an UNSIGNED
+/// column is refused.
+const MAX_COUNT: i128 = 1 << 48;
+
+/// The integer range of each output column of `node` (`None` for a column that is not an
+/// integer, or whose range is not known), refusing integer arithmetic in its projections and
+/// filters that may leave its type's range. Each node is visited once.
+fn output_ranges(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Result<Vec<Option<Range>>, Refusal> {
+    Ok(match node {
+        Node::Base { table, columns, .. } => {
+            columns.iter().map(|c| column_type(table, c).as_ref().and_then(Range::of_type)).collect()
+        }
+        Node::Filter { input, pred } => {
+            let mut ranges = output_ranges(input, column_type)?;
+            int_range(pred, &ranges)?;
+            narrow(pred, &mut ranges)?;
+            ranges
+        }
+        Node::Distinct { input } | Node::TopK { input, .. } => output_ranges(input, column_type)?,
+        Node::Project { input, exprs } => {
+            let ranges = output_ranges(input, column_type)?;
+            exprs.iter().map(|e| int_range(e, &ranges)).collect::<Result<_, _>>()?
+        }
+        Node::Join { left, right, .. } => {
+            let mut ranges = output_ranges(left, column_type)?;
+            ranges.extend(output_ranges(right, column_type)?);
+            ranges
+        }
+        Node::Aggregate { input, group, aggs, .. } => {
+            let ranges = output_ranges(input, column_type)?;
+            let mut out: Vec<Option<Range>> = ranges.iter().take(*group).copied().collect();
+            out.extend(aggs.iter().map(|a| match a.kind {
+                AggKind::CountStar | AggKind::CountNotNull | AggKind::CountDistinct => Some(Range::new(0, MAX_COUNT, false)),
+                AggKind::Min | AggKind::Max => ranges.get(a.arg).copied().flatten(),
+                // A SUM or AVG of integers is a DECIMAL.
+                AggKind::Sum | AggKind::Avg => None,
+            }));
+            out
+        }
+        Node::Union { inputs } => {
+            let mut all = inputs.iter().map(|i| output_ranges(i, column_type));
+            let first = all.next().transpose()?.unwrap_or_default();
+            all.try_fold(first, |acc, next| {
+                Ok(acc.into_iter().zip(next?).map(|(a, b)| Some(a?.union(b?))).collect())
+            })?
+        }
+    })
+}
+
+/// The range of `e`'s value if it is an integer whose range is known (`columns` gives its
+/// input's); refuses arithmetic in `e` whose result may leave its type's range.
+fn int_range(e: &Expr, columns: &[Option<Range>]) -> Result<Option<Range>, Refusal> {
+    let parts: Vec<Option<Range>> = e.children().into_iter().map(|x| int_range(x, columns)).collect::<Result<_, _>>()?;
+    let part = |i: usize| parts.get(i).copied().flatten();
+    // The union of the given parts, if each is a known integer.
+    let union_of = |is: &mut dyn Iterator<Item = usize>| is.map(part).reduce(|a, b| Some(a?.union(b?))).flatten();
+    let r = match e {
+        Expr::Col(c) => columns.get(*c).copied().flatten(),
+        Expr::Lit(l) => match l.0 {
+            Value::Int(i) => Some(Range::new(i.into(), i.into(), false)),
+            Value::UInt(u) => Some(Range::new(u.into(), u.into(), true)),
+            _ => None,
+        },
+        Expr::Arith(op, ..) => {
+            let (Some(a), Some(b)) = (part(0), part(1)) else { return Ok(None) };
+            let unsigned = a.unsigned || b.unsigned;
+            let r = match op {
+                ArithOp::Add => Range::new(a.lo + b.lo, a.hi + b.hi, unsigned),
+                ArithOp::Sub => Range::new(a.lo - b.hi, a.hi - b.lo, unsigned),
+                ArithOp::Mul => {
+                    let products = [a.lo.saturating_mul(b.lo), a.lo.saturating_mul(b.hi), a.hi.saturating_mul(b.lo), a.hi.saturating_mul(b.hi)];
+                    Range::new(*products.iter().min().unwrap_or(&0), *products.iter().max().unwrap_or(&0), unsigned)
+                }
+                // A quotient is no larger than its dividend, and takes its sign unless the
+                // divisor may be negative (a divisor of 0 answers NULL).
+                ArithOp::IntDiv if b.lo >= 0 => Range::new(a.lo.min(0), a.hi.max(0), unsigned),
+                ArithOp::IntDiv => {
+                    let m = a.lo.abs().max(a.hi.abs());
+                    Range::new(-m, m, unsigned)
+                }
+                // A remainder takes the dividend's sign and is no larger: never out of range.
+                ArithOp::Mod => Range::new(a.lo.min(0), a.hi.max(0), a.unsigned),
+                // A quotient of integers is a DECIMAL (counted by `digits`).
+                ArithOp::Div => return Ok(None),
+            };
+            Some(r.checked()?)
+        }
+        // The server answers the negation of a value past BIGINT as a DECIMAL, which a view's
+        // integers do not hold.
+        Expr::Neg(_) => match part(0) {
+            Some(a) => Some(Range::new(-a.hi, -a.lo, false).checked()?),
+            None => None,
+        },
+        Expr::Func(Func::Abs, _) => match part(0) {
+            Some(a) if a.lo >= 0 => Some(a),
+            Some(a) => Some(Range::new(0, a.lo.abs().max(a.hi.abs()), a.unsigned).checked()?),
+            None => None,
+        },
+        Expr::Func(Func::Floor | Func::Ceil, _) => part(0),
+        // Rounding an integer to tens or more may carry past either end.
+        Expr::Func(Func::Round, args) => match (part(0), args.get(1).map(|_| part(1))) {
+            (None, _) => None,
+            (Some(a), None) => Some(a),
+            (Some(a), Some(d)) => match d {
+                Some(d) if d.lo >= 0 => Some(a),
+                d => {
+                    let tens = d.map_or(20, |d| d.lo.unsigned_abs().min(20));
+                    let carry = 10i128.pow(tens as u32);
+                    Some(Range::new(a.lo - carry, a.hi + carry, a.unsigned).checked()?)
+                }
+            },
+        },
+        Expr::Func(Func::Length | Func::CharLength, _) => Some(Range::new(0, 1 << 32, false)),
+        Expr::Func(Func::Year, _) => Some(Range::new(0, 9999, false)),
+        Expr::Func(Func::Month, _) => Some(Range::new(0, 12, false)),
+        Expr::Func(Func::Day, _) => Some(Range::new(0, 31, false)),
+        // A value chosen among its arguments'.
+        Expr::Func(Func::Coalesce | Func::IfNull, args) => union_of(&mut (0..args.len())),
+        Expr::Func(Func::If, _) => union_of(&mut (1..3)),
+        Expr::Func(Func::NullIf, _) => part(0),
+        Expr::Case { operand, whens, otherwise } => {
+            // Children: the operand, then each WHEN and THEN, then ELSE.
+            let first = usize::from(operand.is_some());
+            let thens = (0..whens.len()).map(|i| first + 2 * i + 1);
+            let otherwise = otherwise.as_ref().map(|_| first + 2 * whens.len());
+            union_of(&mut thens.chain(otherwise))
+        }
+        // Truth values.
+        Expr::Cmp(..)
+        | Expr::And(..)
+        | Expr::Or(..)
+        | Expr::Not(_)
+        | Expr::IsNull(..)
+        | Expr::InList { .. }
+        | Expr::Between { .. }
+        | Expr::Like { .. } => Some(Range::new(0, 1, false)),
+        _ => None,
+    };
+    Ok(r)
+}
+
+/// Narrows the ranges of the columns `pred` bounds, for the rows that pass it: a filter's
+/// rows are the only ones the expressions above it see, so `stock - 1` above `stock > 0`
+/// stays in range. Only conjuncts comparing a column with an integer of known range narrow.
+fn narrow(pred: &Expr, ranges: &mut [Option<Range>]) -> Result<(), Refusal> {
+    let bound = |ranges: &[Option<Range>], e: &Expr| int_range(e, ranges);
+    match pred {
+        Expr::And(a, b) => {
+            narrow(a, ranges)?;
+            narrow(b, ranges)?;
+        }
+        Expr::Cmp(op, a, b) => {
+            let (c, op, other) = match (&**a, &**b) {
+                (Expr::Col(c), other) => (*c, *op, other),
+                // `1 < c` is `c > 1`.
+                (other, Expr::Col(c)) => (
+                    *c,
+                    match op {
+                        CmpOp::Lt => CmpOp::Gt,
+                        CmpOp::LtEq => CmpOp::GtEq,
+                        CmpOp::Gt => CmpOp::Lt,
+                        CmpOp::GtEq => CmpOp::LtEq,
+                        op => *op,
+                    },
+                    other,
+                ),
+                _ => return Ok(()),
+            };
+            let (Some(x), Some(Some(r))) = (bound(ranges, other)?, ranges.get_mut(c)) else { return Ok(()) };
+            match op {
+                CmpOp::Gt => r.lo = r.lo.max(x.lo + 1),
+                CmpOp::GtEq => r.lo = r.lo.max(x.lo),
+                CmpOp::Lt => r.hi = r.hi.min(x.hi - 1),
+                CmpOp::LtEq => r.hi = r.hi.min(x.hi),
+                CmpOp::Eq | CmpOp::NullSafeEq => {
+                    r.lo = r.lo.max(x.lo);
+                    r.hi = r.hi.min(x.hi);
+                }
+                CmpOp::NotEq => {}
+            }
+        }
+        Expr::Between { expr, low, high, negated: false } => {
+            let Expr::Col(c) = **expr else { return Ok(()) };
+            let (low, high) = (bound(ranges, low)?, bound(ranges, high)?);
+            if let Some(Some(r)) = ranges.get_mut(c) {
+                if let Some(low) = low {
+                    r.lo = r.lo.max(low.lo);
+                }
+                if let Some(high) = high {
+                    r.hi = r.hi.min(high.hi);
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }

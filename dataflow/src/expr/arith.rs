@@ -1,6 +1,6 @@
 //! MySQL arithmetic with its result typing: integers, exact DECIMAL (division at the scale of
-//! the dividend plus `div_precision_increment` = 4), DOUBLE; ROUND. Overflow is NULL (see the
-//! parent module's divergences).
+//! the dividend plus `div_precision_increment` = 4), DOUBLE; ROUND. Overflow is NULL; the
+//! compiler refuses the arithmetic that may overflow (`compile/numbers.rs`).
 
 use super::*;
 
