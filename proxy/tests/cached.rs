@@ -669,6 +669,8 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         ("coll_o", "SELECT u, id FROM ct_coll WHERE grp = ? ORDER BY u, id LIMIT 4"),
         ("coll_c", "SELECT CONCAT(u, '!') AS x, id FROM ct_coll WHERE grp = ? ORDER BY x, id"),
         ("coll_m", "SELECT grp, MIN(g) AS m, COUNT(*) AS n FROM ct_coll WHERE grp = ? GROUP BY grp"),
+        // The same for a computed text column: `'a!'`, `'A!'` and `'a !'` are three rows.
+        ("coll_x", "SELECT grp, MIN(CONCAT(g, '!')) AS m, COUNT(*) AS n FROM ct_coll WHERE grp = ? GROUP BY grp"),
         // An ENUM's labels compare under its collation too, with a literal or a parameter.
         ("coll_e", "SELECT COUNT(*) AS n FROM ct_coll WHERE grp = ? AND e = 'É'"),
         ("coll_k", "SELECT COUNT(*) AS n FROM ct_coll WHERE e = ?"),
@@ -685,6 +687,7 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         ("coll_o", "SELECT u, id FROM ct_coll WHERE grp = 1 ORDER BY u, id LIMIT 4"),
         ("coll_c", "SELECT CONCAT(u, '!') AS x, id FROM ct_coll WHERE grp = 1 ORDER BY x, id"),
         ("coll_m", "SELECT grp, MIN(g) AS m, COUNT(*) AS n FROM ct_coll WHERE grp = 3 GROUP BY grp"),
+        ("coll_x", "SELECT grp, MIN(CONCAT(g, '!')) AS m, COUNT(*) AS n FROM ct_coll WHERE grp = 3 GROUP BY grp"),
         ("coll_e", "SELECT COUNT(*) AS n FROM ct_coll WHERE grp = 3 AND e = 'É'"),
         ("coll_k", "SELECT COUNT(*) AS n FROM ct_coll WHERE e = 'b '"),
         ("coll_j", "SELECT id, j FROM ct_coll WHERE grp = 1 ORDER BY id"),
@@ -694,7 +697,7 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
         let got = hit(&mut client, &proxy, cache, sql).await;
         // The minimum of three equal strings is any of them: the server names the first row
         // it scanned, which freshet cannot know (docs/decisions.md, "Exact identity").
-        if cache != "coll_m" {
+        if cache != "coll_m" && cache != "coll_x" {
             assert_eq!(got, want, "{sql} before the writes");
         }
     }
