@@ -212,6 +212,25 @@ impl Node {
         })
     }
 
+    /// True if output column `col` holds text: a copy of a text column (`base(table,
+    /// column)`), or a value computed as text ([`Expr::yields_text`]); a MIN or MAX of text.
+    pub fn column_is_text(&self, col: usize, base: &dyn Fn(&str, &str) -> bool) -> bool {
+        match self {
+            Node::Base { table, columns, .. } => columns.get(col).is_some_and(|c| base(table, c)),
+            Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => input.column_is_text(col, base),
+            Node::Project { input, exprs } => exprs.get(col).is_some_and(|e| e.yields_text(&|c| input.column_is_text(c, base))),
+            Node::Join { left, right, .. } => {
+                let lw = left.width();
+                if col < lw { left.column_is_text(col, base) } else { right.column_is_text(col - lw, base) }
+            }
+            Node::Aggregate { input, group, aggs, .. } => match col.checked_sub(*group) {
+                None => input.column_is_text(col, base),
+                Some(a) => aggs.get(a).is_some_and(|a| matches!(a.kind, AggKind::Min | AggKind::Max) && input.column_is_text(a.arg, base)),
+            },
+            Node::Union { inputs } => inputs.iter().any(|i| i.column_is_text(col, base)),
+        }
+    }
+
     /// The collation the dataflow gives the text values of output column `col`: a base
     /// column's own (`base(table, column)`), carried through copies; for a computed column,
     /// that of the first text column it reads (a function of text takes its first text

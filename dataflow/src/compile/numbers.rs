@@ -242,9 +242,7 @@ const MAX_COUNT: i128 = 1 << 48;
 /// filters that may leave its type's range. Each node is visited once.
 fn output_ranges(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Result<Vec<Option<Range>>, Refusal> {
     Ok(match node {
-        Node::Base { table, columns, .. } => {
-            columns.iter().map(|c| column_type(table, c).as_ref().and_then(Range::of_type)).collect()
-        }
+        Node::Base { table, columns, .. } => columns.iter().map(|c| column_type(table, c).as_ref().and_then(Range::of_type)).collect(),
         Node::Filter { input, pred } => {
             let mut ranges = output_ranges(input, column_type)?;
             int_range(pred, &ranges)?;
@@ -275,9 +273,7 @@ fn output_ranges(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType
         Node::Union { inputs } => {
             let mut all = inputs.iter().map(|i| output_ranges(i, column_type));
             let first = all.next().transpose()?.unwrap_or_default();
-            all.try_fold(first, |acc, next| {
-                Ok(acc.into_iter().zip(next?).map(|(a, b)| Some(a?.union(b?))).collect())
-            })?
+            all.try_fold(first, |acc, next| Ok(acc.into_iter().zip(next?).map(|(a, b)| Some(a?.union(b?))).collect()))?
         }
     })
 }
@@ -303,7 +299,8 @@ fn int_range(e: &Expr, columns: &[Option<Range>]) -> Result<Option<Range>, Refus
                 ArithOp::Add => Range::new(a.lo + b.lo, a.hi + b.hi, unsigned),
                 ArithOp::Sub => Range::new(a.lo - b.hi, a.hi - b.lo, unsigned),
                 ArithOp::Mul => {
-                    let products = [a.lo.saturating_mul(b.lo), a.lo.saturating_mul(b.hi), a.hi.saturating_mul(b.lo), a.hi.saturating_mul(b.hi)];
+                    let products =
+                        [a.lo.saturating_mul(b.lo), a.lo.saturating_mul(b.hi), a.hi.saturating_mul(b.lo), a.hi.saturating_mul(b.hi)];
                     Range::new(*products.iter().min().unwrap_or(&0), *products.iter().max().unwrap_or(&0), unsigned)
                 }
                 // A quotient is no larger than its dividend, and takes its sign unless the

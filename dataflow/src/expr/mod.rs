@@ -382,6 +382,29 @@ impl Expr {
         }
     }
 
+    /// True if this expression's value is text, given which input columns hold text: a
+    /// string function's result, a text literal, or a choice among values one of which is text
+    /// (the server's `COALESCE(n, 'x')` is a string). A number computed from text
+    /// (`CHAR_LENGTH(name)`) is not.
+    pub fn yields_text(&self, column: &dyn Fn(usize) -> bool) -> bool {
+        fn any<'a>(mut es: impl Iterator<Item = &'a Expr>, column: &dyn Fn(usize) -> bool) -> bool {
+            es.any(|e| e.yields_text(column))
+        }
+        match self {
+            Expr::Col(c) => column(*c),
+            Expr::Lit(l) => matches!(l.0, Value::Text(..)),
+            Expr::Func(
+                Func::Concat | Func::Lower | Func::Upper | Func::Substring | Func::Trim | Func::Left | Func::Right | Func::Replace,
+                _,
+            ) => true,
+            Expr::Func(Func::Coalesce | Func::IfNull, args) => any(args.iter(), column),
+            Expr::Func(Func::If, args) => any(args.iter().skip(1), column),
+            Expr::Func(Func::NullIf, args) => any(args.iter().take(1), column),
+            Expr::Case { whens, otherwise, .. } => any(whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()), column),
+            _ => false,
+        }
+    }
+
     /// The expressions this one is made of, in the order they are written.
     pub fn children(&self) -> Vec<&Expr> {
         match self {

@@ -194,9 +194,10 @@ struct Slot {
     /// bare table scan reads one, so seeding gives the values the collation rows from the
     /// binlog get: one column, one collation, in every state.
     collations: Vec<Option<Collation>>,
-    /// Per column of those rows: true if it is a copy of a text column, whose ties a capped
-    /// fill breaks by bytes as the view does (`render_fill_capped`). A computed column is not
-    /// counted even when it reads text: it may be a number (`CHAR_LENGTH(name)`).
+    /// Per column of those rows: true if it holds text (a copy of a text column, or computed
+    /// as text: `CONCAT(name, '!')`), which a grouped fill groups and a capped fill breaks
+    /// ties by bytes as well, as the view does (`render_fill_capped`). A number computed from
+    /// text (`CHAR_LENGTH(name)`) is not: its bytes order 10 before 9.
     text: Vec<bool>,
 }
 
@@ -358,7 +359,7 @@ impl Domain {
                 // indexes, compared and tie-broken as numbers.
                 let base = |table: &str, column: &str| catalog.column(table, column).filter(|c| matches!(c.ty, SqlType::Text));
                 s.collations = (0..plan.width()).map(|c| plan.column_collation(c, &|t, n| base(t, n)?.collation)).collect();
-                s.text = (0..plan.width()).map(|c| plan.origin_column(c).and_then(|(t, n)| base(t, n)).is_some()).collect();
+                s.text = (0..plan.width()).map(|c| plan.column_is_text(c, &|t, n| base(t, n).is_some())).collect();
                 s.collations.iter().flatten().for_each(|c| c.warm());
             }
         }
