@@ -405,7 +405,8 @@ fn cmp_num(a: NumRef, b: NumRef) -> Ordering {
             None => (a as f64).total_cmp(&b.to_f64()),
         },
         (NumRef::D(a), NumRef::I(b)) => cmp_num(NumRef::I(b), NumRef::D(a)).reverse(),
-        (a, b) => num_f64(&a).total_cmp(&num_f64(&b)),
+        // `+ 0.0` makes -0 the 0 it equals (total_cmp orders -0 before 0); a float is never NaN.
+        (a, b) => (num_f64(&a) + 0.0).total_cmp(&(num_f64(&b) + 0.0)),
     }
 }
 
@@ -699,6 +700,11 @@ mod tests {
         let b = Value::Decimal(Decimal::parse("0.1").unwrap());
         assert_eq!(a, b);
         assert_eq!(h(&a), h(&b));
+        // -0 (FLOOR('-0') is a DOUBLE -0) is the 0 it equals, in every numeric type.
+        for zero in [Value::Int(0), Value::Decimal(Decimal::parse("0.00").unwrap()), Value::Double(0.0)] {
+            assert_eq!(Value::Double(-0.0).sql_cmp(&zero), Some(std::cmp::Ordering::Equal), "{zero:?}");
+            assert_eq!(h(&Value::Double(-0.0)), h(&zero));
+        }
     }
 
     #[test]
