@@ -19,7 +19,9 @@
 //!   is out of range") for a result outside that type: `stock - 1` at stock 0, or `big + 1` at
 //!   2^63 - 1. A view has no error to answer with, so an expression whose result may leave its
 //!   type's range, by the ranges of the columns and literals it reads, is refused: `stock - 1`
-//!   on an UNSIGNED column is, `stock + 1` on an INT column is not.
+//!   on an UNSIGNED column is, `stock + 1` on an INT column is not. `DIV` is a BIGINT whatever
+//!   its operands: of DECIMALs it is bounded by their digits, of a string or a float it cannot
+//!   be bounded and is refused.
 
 use super::{Catalog, CompiledQuery, Refusal, refuse};
 use crate::expr::{ArithOp, CmpOp, Expr, Func};
@@ -121,7 +123,23 @@ fn digits(e: &Expr, column: &dyn Fn(usize) -> Option<Digits>) -> Result<Option<D
             // MySQL's quotient has div_precision_increment (4) more decimals than the dividend;
             // dividing by a number as small as the divisor's last decimal moves digits left.
             ArithOp::Div => both(|a, b| (a.int + b.scale, a.scale + 4)).map(|d| Digits { decimal: true, ..d }),
-            ArithOp::IntDiv => both(|a, b| (a.int + b.scale, 0)).map(|d| Digits { decimal: false, ..d }),
+            // The server's quotient is a BIGINT, its error past that: one of integers is
+            // counted by its range (`int_range`), one of DECIMALs by its digits here, and one
+            // of anything else (a string, a float) cannot be bounded.
+            ArithOp::IntDiv => match both(|a, b| (a.int + b.scale, 0)) {
+                Some(d) if !d.decimal || d.int <= 18 => Some(Digits { decimal: false, ..d }),
+                Some(d) => {
+                    return refuse(format!(
+                        "a DIV here may need {} digits, past BIGINT: the server's error, which a view cannot give",
+                        d.int
+                    ));
+                }
+                None => {
+                    return refuse(
+                        "a DIV of a value that is not an exact number may be past BIGINT: the server's error, which a view cannot give",
+                    );
+                }
+            },
             ArithOp::Mod => both(|a, b| (a.int.max(b.int), a.scale.max(b.scale))),
         },
         Expr::Neg(_) => parts.first().copied().flatten(),
@@ -293,6 +311,16 @@ fn int_range(e: &Expr, columns: &[Option<Range>]) -> Result<Option<Range>, Refus
             _ => None,
         },
         Expr::Arith(op, ..) => {
+            // A quotient with an UNSIGNED integer operand is UNSIGNED, whatever the other
+            // (`u DIV -0.5` is the server's error).
+            if *op == ArithOp::IntDiv
+                && (part(0).is_some_and(|a| a.unsigned) || part(1).is_some_and(|b| b.unsigned))
+                && (part(0).is_none() || part(1).is_none())
+            {
+                return refuse(
+                    "a DIV of an UNSIGNED integer by a value that is not an integer may be negative: the server's error, which a view cannot give",
+                );
+            }
             let (Some(a), Some(b)) = (part(0), part(1)) else { return Ok(None) };
             let unsigned = a.unsigned || b.unsigned;
             let r = match op {
