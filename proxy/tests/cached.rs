@@ -765,6 +765,59 @@ async fn decimal_arithmetic_past_28_digits_is_the_servers() {
     }
 }
 
+/// The server types an expression before it reads a row: `COALESCE(d, 0)` on a DECIMAL(10,2)
+/// is a DECIMAL(12,2), so a row whose `d` is NULL answers `0.00`, and `IF(c, d, 1)` answers
+/// `1.00`. A view evaluates by value, so a row the binlog changed computes the `0` it picked;
+/// a filled row (computed by the server) and the same row computed by the view must still be
+/// one row, or a deleted row stays in the answer. The same for `u + 1` on an UNSIGNED column,
+/// BIGINT UNSIGNED to the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_computed_column_is_the_same_value_filled_or_computed() {
+    let mut admin = fresh_table(
+        "ct_typed",
+        "id INT PRIMARY KEY, k INT NOT NULL, d DECIMAL(10,2) NULL, n INT NULL, u INT UNSIGNED NOT NULL DEFAULT 3",
+        "(1, 1, NULL, 1, 3), (2, 1, 2.5, NULL, 3), (3, 1, 1.25, 2, 3)",
+    )
+    .await;
+    let reads = [
+        ("typed_c", "SELECT id, COALESCE(d, 0) AS x FROM ct_typed WHERE k = ?", "SELECT id, COALESCE(d, 0) AS x FROM ct_typed WHERE k = 1"),
+        (
+            "typed_i",
+            "SELECT id, IF(n > 1, d, n) AS x FROM ct_typed WHERE k = ?",
+            "SELECT id, IF(n > 1, d, n) AS x FROM ct_typed WHERE k = 1",
+        ),
+        ("typed_r", "SELECT id, ROUND(d, 3) AS x FROM ct_typed WHERE k = ?", "SELECT id, ROUND(d, 3) AS x FROM ct_typed WHERE k = 1"),
+        // BIGINT UNSIGNED to the server, an integer like any other to the view.
+        ("typed_u", "SELECT id, u + 1 AS x FROM ct_typed WHERE k = ?", "SELECT id, u + 1 AS x FROM ct_typed WHERE k = 1"),
+    ];
+    let proxy = start_proxy(&lenient_config(&reads.map(|(name, cache, _)| (name, cache)))).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    // Filled rows go and come back changed: the view computes what it deletes and inserts.
+    admin.query_drop("DELETE FROM ct_typed WHERE id IN (1, 2)").await.unwrap();
+    admin.query_drop("UPDATE ct_typed SET d = NULL, n = 1 WHERE id = 3").await.unwrap();
+    admin.query_drop("INSERT INTO ct_typed VALUES (4, 1, NULL, 7, 3)").await.unwrap();
+    admin.query_drop("DELETE FROM ct_typed WHERE id = 3").await.unwrap();
+    let mut wrong = Vec::new();
+    for (_, _, sql) in reads {
+        let want = check.query(sql).await;
+        for _ in 0..50 {
+            if client.query(sql).await != want {
+                wrong.push(sql);
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert!(wrong.is_empty(), "answered otherwise than the server after the writes: {wrong:#?}");
+}
+
 /// Integer arithmetic out of its result type's range is an error on the server (1690, "BIGINT
 /// UNSIGNED value is out of range"): a difference with an UNSIGNED operand is UNSIGNED, so
 /// `stock - 1` at stock 0 fails, as does a signed BIGINT sum past 2^63 - 1. A view evaluating
