@@ -529,7 +529,10 @@ impl Value {
     fn exact_tag(&self) -> u8 {
         match self {
             Value::Null => 0,
+            // An integer is the same row whichever variant holds it: the server's BIGINT
+            // UNSIGNED `u + 1` is filled as `UInt`, and the view computes it as `Int`.
             Value::Int(_) => 1,
+            Value::UInt(u) if i64::try_from(*u).is_ok() => 1,
             Value::UInt(_) => 2,
             Value::Float(_) => 3,
             Value::Double(_) => 4,
@@ -557,6 +560,8 @@ impl Value {
         }
         match (self, o) {
             (Int(a), Int(b)) => a.cmp(b),
+            (Int(a), UInt(b)) => i128::from(*a).cmp(&i128::from(*b)),
+            (UInt(a), Int(b)) => i128::from(*a).cmp(&i128::from(*b)),
             (UInt(a), UInt(b)) | (Set(a), Set(b)) | (Bit(a), Bit(b)) => a.cmp(b),
             (Float(a), Float(b)) => a.total_cmp(b),
             (Double(a), Double(b)) => a.total_cmp(b),
@@ -578,6 +583,7 @@ impl Value {
         match self {
             Value::Null => {}
             Value::Int(i) => i.hash(h),
+            Value::UInt(u) if i64::try_from(*u).is_ok() => (*u as i64).hash(h),
             Value::UInt(u) | Value::Set(u) | Value::Bit(u) => u.hash(h),
             Value::Float(f) => f.to_bits().hash(h),
             Value::Double(f) => f.to_bits().hash(h),
@@ -739,6 +745,24 @@ mod tests {
         assert_eq!(std::hash::BuildHasher::hash_one(&hasher, &x), std::hash::BuildHasher::hash_one(&hasher, &y));
         assert_ne!(ExactRow(vec![Value::text("a", ci)]), ExactRow(vec![Value::text("A", ci)]));
         assert_ne!(ExactRow(vec![Value::text("a", ci)]), ExactRow(vec![Value::text("a ", ci)]));
+    }
+
+    /// An integer is one row whichever variant holds it (a fill gives the server's BIGINT
+    /// UNSIGNED `u + 1` as `UInt`, the view computes `Int`); a DECIMAL's scale is its own.
+    #[test]
+    fn exact_identity_of_integers_is_their_value() {
+        let hasher = std::hash::RandomState::new();
+        let hash = |r: &ExactRow<Vec<Value>>| std::hash::BuildHasher::hash_one(&hasher, r);
+        for (a, b) in [(Value::Int(5), Value::UInt(5)), (Value::Int(i64::MAX), Value::UInt(i64::MAX as u64))] {
+            let (x, y) = (ExactRow(vec![a]), ExactRow(vec![b]));
+            assert_eq!(x, y);
+            assert_eq!(hash(&x), hash(&y));
+        }
+        assert_ne!(ExactRow(vec![Value::Int(-1)]), ExactRow(vec![Value::UInt(u64::MAX)]));
+        assert!(Value::UInt(u64::MAX).exact_cmp(&Value::Int(i64::MAX)).is_gt());
+        assert!(Value::UInt(3).exact_cmp(&Value::Int(4)).is_lt());
+        let dec = |s: &str| Value::Decimal(Decimal::parse(s).unwrap());
+        assert_ne!(ExactRow(vec![dec("1.0")]), ExactRow(vec![dec("1.00")]));
     }
 
     #[test]
