@@ -526,13 +526,25 @@ impl Hash for Value {
 pub struct ExactRow<R = Row>(pub R);
 
 impl Value {
+    /// An integer's value for exact identity: an integer is the same row whichever variant
+    /// holds it. The server's BIGINT UNSIGNED `u + 1` is filled as `UInt` where the view
+    /// computes `Int`, and `FLOOR(d)` of a DECIMAL is a DECIMAL of no decimals to the server.
+    fn exact_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            Value::UInt(u) => i64::try_from(*u).ok(),
+            Value::Decimal(d) if d.scale() == 0 => i64::try_from(d.mantissa()).ok(),
+            _ => None,
+        }
+    }
+
     fn exact_tag(&self) -> u8 {
+        if self.exact_int().is_some() {
+            return 1;
+        }
         match self {
             Value::Null => 0,
-            // An integer is the same row whichever variant holds it: the server's BIGINT
-            // UNSIGNED `u + 1` is filled as `UInt`, and the view computes it as `Int`.
             Value::Int(_) => 1,
-            Value::UInt(u) if i64::try_from(*u).is_ok() => 1,
             Value::UInt(_) => 2,
             Value::Float(_) => 3,
             Value::Double(_) => 4,
@@ -558,10 +570,10 @@ impl Value {
         if t != Ordering::Equal {
             return t;
         }
+        if let (Some(a), Some(b)) = (self.exact_int(), o.exact_int()) {
+            return a.cmp(&b);
+        }
         match (self, o) {
-            (Int(a), Int(b)) => a.cmp(b),
-            (Int(a), UInt(b)) => i128::from(*a).cmp(&i128::from(*b)),
-            (UInt(a), Int(b)) => i128::from(*a).cmp(&i128::from(*b)),
             (UInt(a), UInt(b)) | (Set(a), Set(b)) | (Bit(a), Bit(b)) => a.cmp(b),
             (Float(a), Float(b)) => a.total_cmp(b),
             (Double(a), Double(b)) => a.total_cmp(b),
@@ -580,10 +592,12 @@ impl Value {
 
     fn exact_hash<H: Hasher>(&self, h: &mut H) {
         self.exact_tag().hash(h);
+        if let Some(i) = self.exact_int() {
+            return i.hash(h);
+        }
         match self {
             Value::Null => {}
             Value::Int(i) => i.hash(h),
-            Value::UInt(u) if i64::try_from(*u).is_ok() => (*u as i64).hash(h),
             Value::UInt(u) | Value::Set(u) | Value::Bit(u) => u.hash(h),
             Value::Float(f) => f.to_bits().hash(h),
             Value::Double(f) => f.to_bits().hash(h),
@@ -748,7 +762,8 @@ mod tests {
     }
 
     /// An integer is one row whichever variant holds it (a fill gives the server's BIGINT
-    /// UNSIGNED `u + 1` as `UInt`, the view computes `Int`); a DECIMAL's scale is its own.
+    /// UNSIGNED `u + 1` as `UInt`, the view computes `Int`; a DECIMAL of no decimals is an
+    /// integer); a DECIMAL's scale is its own.
     #[test]
     fn exact_identity_of_integers_is_their_value() {
         let hasher = std::hash::RandomState::new();
@@ -759,9 +774,12 @@ mod tests {
             assert_eq!(hash(&x), hash(&y));
         }
         assert_ne!(ExactRow(vec![Value::Int(-1)]), ExactRow(vec![Value::UInt(u64::MAX)]));
+        let dec = |s: &str| Value::Decimal(Decimal::parse(s).unwrap());
+        let (x, y) = (ExactRow(vec![Value::Int(-7)]), ExactRow(vec![dec("-7")]));
+        assert_eq!(x, y);
+        assert_eq!(hash(&x), hash(&y));
         assert!(Value::UInt(u64::MAX).exact_cmp(&Value::Int(i64::MAX)).is_gt());
         assert!(Value::UInt(3).exact_cmp(&Value::Int(4)).is_lt());
-        let dec = |s: &str| Value::Decimal(Decimal::parse(s).unwrap());
         assert_ne!(ExactRow(vec![dec("1.0")]), ExactRow(vec![dec("1.00")]));
     }
 
