@@ -144,13 +144,13 @@ pub(super) fn round(v: &Value, d: i32) -> Value {
             if matches!(v, Value::Int(_) | Value::UInt(_)) { int_value(m) } else { dec_value(r, to) }
         }
         Some((m, s)) => {
-            // Round to 10^-d units: drop the fraction, then the digits left of the point.
-            let Some(whole) = Decimal::round_to(m, s, 0) else { return Value::Null };
+            // Round to 10^-d units in one step: rounding the fraction away first would round
+            // twice (4.5 to 5, then to 10, where ROUND(4.5, -1) is 0).
             let Some(p) = 10i128.checked_pow((-d) as u32) else { return int_value(0) };
-            let mm = whole.mantissa();
-            let q = mm / p;
-            let r = mm % p;
-            let q = if r.abs() * 2 >= p { q + mm.signum() } else { q };
+            let Some(unit) = pow10(s).and_then(|f| f.checked_mul(p)) else { return int_value(0) };
+            let q = m / unit;
+            let r = m % unit;
+            let q = if r.abs() * 2 >= unit { q + m.signum() } else { q };
             match q.checked_mul(p) {
                 Some(x) if matches!(v, Value::Decimal(_)) => dec_value(Some(x), 0),
                 Some(x) => int_value(x),
