@@ -106,7 +106,7 @@ const QUERIES: &[&str] = &[
     "SELECT c.id, b.id, a.id FROM a c JOIN b ON b.y = c.k JOIN a ON a.g = b.k WHERE a.k = ?",
     "SELECT a.id, b.id, c.id FROM a JOIN b ON b.k = a.g JOIN a c ON c.k = b.y AND c.g = a.g WHERE a.k = ?",
     "SELECT b.id, COUNT(*), SUM(a.x) FROM b JOIN a ON a.g = b.k AND a.s = b.s WHERE a.k = ? GROUP BY b.id",
-    "SELECT id, ROUND(x / 3, 2), ROUND(x / 3), ROUND(x * 7, -1), FLOOR(x / 4), CEIL(x / 4), CEILING(-x / 4), LEFT(s, 1), RIGHT(s, 1), REPLACE(s, 'a', 'zz'), IF(x > 2, 'big', 'small'), NULLIF(g, 1), LENGTH(s), UPPER(s), SUBSTRING(s, 2), x DIV 2, x % 3 FROM a WHERE k = ?",
+    "SELECT id, ROUND(x * 1.005, 2), ROUND(x * 0.5), ROUND(x * 7, -1), FLOOR(x * 0.25), CEIL(x * 0.25), CEILING(-x * 0.25), x / 3, LEFT(s, 1), RIGHT(s, 1), REPLACE(s, 'a', 'zz'), IF(x > 2, 'big', 'small'), NULLIF(g, 1), LENGTH(s), UPPER(s), SUBSTRING(s, 2), x DIV 2, x % 3 FROM a WHERE k = ?",
 ];
 
 use freshet_testkit::catalog::ab as catalog;
@@ -478,6 +478,8 @@ fn same_value(ours: &Value, theirs: &str) -> bool {
 /// list and filter: each one the compiler accepts must answer, row for row, what MariaDB
 /// answers, and one that MariaDB answers with an error (an integer out of range) must be
 /// refused. Seeded, so a failure repeats; every mismatch is listed before the test fails.
+/// `FRESHET_EXPR_SEED` and `FRESHET_EXPR_COUNT` run other and more expressions (session 30
+/// ran seeds 7, 11, 13 and 17 with 3,000 each, all answered as the server does).
 #[test]
 fn random_expressions_answer_as_the_server_answers() {
     const EDB: &str = "freshet_dataflow_expr";
@@ -538,9 +540,9 @@ fn random_expressions_answer_as_the_server_answers() {
     let mut store = MemStore::new();
     store.apply(&batch);
 
-    let mut rng = freshet_testkit::rng::Rng::new(20261127);
+    let mut rng = freshet_testkit::rng::Rng::new(std::env::var("FRESHET_EXPR_SEED").map_or(20261127, |s| s.parse().unwrap()));
     let (mut compared, mut refused, mut failures) = (0, 0, Vec::new());
-    for n in 0..600 {
+    for n in 0..std::env::var("FRESHET_EXPR_COUNT").map_or(600, |s| s.parse().unwrap()) {
         let x = random_expr(&mut rng, 3);
         let filter = if n % 3 == 0 { format!(" AND {}", random_expr(&mut rng, 2)) } else { String::new() };
         let cached = format!("SELECT id, {x} AS x FROM ex WHERE k = ?{filter}");

@@ -28,6 +28,7 @@ mod lower;
 mod numbers;
 mod prune;
 mod select;
+mod types;
 
 use std::collections::HashMap;
 use std::ops::ControlFlow;
@@ -265,9 +266,10 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
         }
         ControlFlow::<()>::Continue(())
     });
-    let compiled = Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0, prune }.query(sql, q)?;
+    let mut compiled = Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0, prune }.query(sql, q)?;
     labels::check(&compiled, catalog)?;
     numbers::check(&compiled, catalog)?;
+    types::apply(&mut compiled, catalog)?;
     Ok(compiled)
 }
 

@@ -13,6 +13,14 @@
 //!   may need more digits than that, by the server's rules for the digits of a result (a
 //!   product has the digits of both, a quotient four more decimals), is refused. Integer-only
 //!   arithmetic is counted by the next rule instead.
+//! - DECIMAL quotients used again. The server's `a / b` keeps more decimals than it shows:
+//!   the dividend's and four more, rounded up to a multiple of nine and truncated there
+//!   (`2/3 - 0.666666666` is 0), where a view's keeps the four it shows. Shown, the two agree;
+//!   used again (in arithmetic, `ROUND`, a comparison, a sum, an order) they do not:
+//!   `ROUND(2499/20000, 2)` is 0.12 on the server and would be 0.13 here. Compared, grouped,
+//!   ordered or shown as text, the server uses the value it shows (`1/3 = 0.3333` is true), as
+//!   a view does. So a quotient (and an AVG, which is one) used as a number again (arithmetic,
+//!   `ROUND`, a truth test, a SUM, a join's key) is refused.
 //! - Integer arithmetic out of its result type's range. The server types `+`, `-`, `*` and
 //!   `DIV` of integers as BIGINT, UNSIGNED if either operand is (an UNSIGNED or YEAR or BIT
 //!   column, or a value computed from one), and raises an error (1690, "BIGINT UNSIGNED value
@@ -24,7 +32,7 @@
 //!   be bounded and is refused.
 
 use super::{Catalog, CompiledQuery, Refusal, refuse};
-use crate::expr::{ArithOp, CmpOp, Expr, Func};
+use crate::expr::{ArithOp, CmpOp, Expr, Func, Repr};
 use crate::plan::{AggKind, Node};
 use crate::schema::SqlType;
 use crate::value::Value;
@@ -34,6 +42,7 @@ use crate::value::Value;
 pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal> {
     let column_type = |table: &str, column: &str| Some(catalog.column(table, column)?.ty.clone());
     output_ranges(&q.root, &column_type)?;
+    quotients(&q.root)?;
     let float_column = |table: &str, column: &str| matches!(column_type(table, column), Some(SqlType::Float | SqlType::Double));
     for node in q.root.post_order() {
         match node {
@@ -59,13 +68,13 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
 }
 
 /// The significant digits a view's DECIMAL holds exactly (a 96-bit mantissa).
-const MAX_DIGITS: u32 = 28;
+pub(super) const MAX_DIGITS: u32 = 28;
 
 /// Digits of an exact number: before the point, after it, and whether it is a DECIMAL (not an
 /// integer).
 #[derive(Clone, Copy)]
-struct Digits {
-    int: u32,
+pub(super) struct Digits {
+    pub(super) int: u32,
     scale: u32,
     decimal: bool,
 }
@@ -97,7 +106,7 @@ fn width(n: u128) -> u32 {
 
 /// The digits `e`'s value may need, `None` if it is not an exact number; refuses a DECIMAL
 /// result (of `e` or a part of it) that may need more than [`MAX_DIGITS`].
-fn digits(e: &Expr, column: &dyn Fn(usize) -> Option<Digits>) -> Result<Option<Digits>, Refusal> {
+pub(super) fn digits(e: &Expr, column: &dyn Fn(usize) -> Option<Digits>) -> Result<Option<Digits>, Refusal> {
     let parts: Vec<Option<Digits>> = e.children().into_iter().map(|x| digits(x, column)).collect::<Result<_, _>>()?;
     let both = |f: fn(Digits, Digits) -> (u32, u32)| match (parts.first().copied().flatten(), parts.get(1).copied().flatten()) {
         (Some(a), Some(b)) => {
@@ -143,10 +152,27 @@ fn digits(e: &Expr, column: &dyn Fn(usize) -> Option<Digits>) -> Result<Option<D
             ArithOp::Mod => both(|a, b| (a.int.max(b.int), a.scale.max(b.scale))),
         },
         Expr::Neg(_) => parts.first().copied().flatten(),
+        // The server's representation (`compile/types.rs`): a DECIMAL with these decimals.
+        Expr::Typed(_, Repr::Decimal(s)) => {
+            parts.first().copied().flatten().map(|d| Digits { scale: d.scale.max(u32::from(*s)), decimal: true, ..d })
+        }
         // ROUND, FLOOR and CEILING may carry into one more digit.
         Expr::Func(Func::Round | Func::Floor | Func::Ceil | Func::Abs, _) => {
             parts.first().copied().flatten().map(|d| Digits { int: d.int + 1, ..d })
         }
+        // Integers of known width: lengths (a string holds at most 2^32 bytes), date parts,
+        // truth values.
+        Expr::Func(Func::Length | Func::CharLength, _) => Some(Digits { int: 10, scale: 0, decimal: false }),
+        Expr::Func(Func::Year, _) => Some(Digits { int: 4, scale: 0, decimal: false }),
+        Expr::Func(Func::Month | Func::Day, _) => Some(Digits { int: 2, scale: 0, decimal: false }),
+        Expr::Cmp(..)
+        | Expr::And(..)
+        | Expr::Or(..)
+        | Expr::Not(_)
+        | Expr::IsNull(..)
+        | Expr::InList { .. }
+        | Expr::Between { .. }
+        | Expr::Like { .. } => Some(Digits { int: 1, scale: 0, decimal: false }),
         // A value chosen among its arguments' (the condition of IF among them, harmlessly).
         Expr::Func(Func::Coalesce | Func::IfNull | Func::NullIf | Func::If, _) | Expr::Case { .. } => parts
             .iter()
@@ -263,14 +289,16 @@ fn output_ranges(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType
         Node::Base { table, columns, .. } => columns.iter().map(|c| column_type(table, c).as_ref().and_then(Range::of_type)).collect(),
         Node::Filter { input, pred } => {
             let mut ranges = output_ranges(input, column_type)?;
-            int_range(pred, &ranges)?;
-            narrow(pred, &mut ranges)?;
+            let digits = column_digits(input, column_type);
+            int_range(pred, &ranges, &digits)?;
+            narrow(pred, &mut ranges, &digits)?;
             ranges
         }
         Node::Distinct { input } | Node::TopK { input, .. } => output_ranges(input, column_type)?,
         Node::Project { input, exprs } => {
             let ranges = output_ranges(input, column_type)?;
-            exprs.iter().map(|e| int_range(e, &ranges)).collect::<Result<_, _>>()?
+            let digits = column_digits(input, column_type);
+            exprs.iter().map(|e| int_range(e, &ranges, &digits)).collect::<Result<_, _>>()?
         }
         Node::Join { left, right, .. } => {
             let mut ranges = output_ranges(left, column_type)?;
@@ -298,11 +326,22 @@ fn output_ranges(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType
 
 /// The range of `e`'s value if it is an integer whose range is known (`columns` gives its
 /// input's); refuses arithmetic in `e` whose result may leave its type's range.
-fn int_range(e: &Expr, columns: &[Option<Range>]) -> Result<Option<Range>, Refusal> {
-    let parts: Vec<Option<Range>> = e.children().into_iter().map(|x| int_range(x, columns)).collect::<Result<_, _>>()?;
+fn int_range(e: &Expr, columns: &[Option<Range>], digits_of: &[Option<Digits>]) -> Result<Option<Range>, Refusal> {
+    let parts: Vec<Option<Range>> = e.children().into_iter().map(|x| int_range(x, columns, digits_of)).collect::<Result<_, _>>()?;
+    // An integer made of an exact number (FLOOR of a DECIMAL): as wide as its digits, and one
+    // more for the carry.
+    let made_integer = |x: &Expr| -> Result<Option<Range>, Refusal> {
+        let d = digits(x, &|c| digits_of.get(c).copied().flatten())?;
+        Ok(d.map(|d| {
+            let m = 10i128.saturating_pow(d.int + 1);
+            Range::new(-m, m, false)
+        }))
+    };
     let part = |i: usize| parts.get(i).copied().flatten();
-    // The union of the given parts, if each is a known integer.
-    let union_of = |is: &mut dyn Iterator<Item = usize>| is.map(part).reduce(|a, b| Some(a?.union(b?))).flatten();
+    // The union of the given parts, if each is a known integer; a NULL literal picks nothing.
+    let children = e.children();
+    let null = |i: usize| matches!(children.get(i), Some(Expr::Lit(l)) if l.0.is_null());
+    let union_of = |is: &mut dyn Iterator<Item = usize>| is.filter(|i| !null(*i)).map(part).reduce(|a, b| Some(a?.union(b?))).flatten();
     let r = match e {
         Expr::Col(c) => columns.get(*c).copied().flatten(),
         Expr::Lit(l) => match l.0 {
@@ -356,9 +395,15 @@ fn int_range(e: &Expr, columns: &[Option<Range>]) -> Result<Option<Range>, Refus
             Some(a) => Some(Range::new(0, a.lo.abs().max(a.hi.abs()), a.unsigned).checked()?),
             None => None,
         },
-        Expr::Func(Func::Floor | Func::Ceil, _) => part(0),
+        Expr::Func(Func::Floor | Func::Ceil, args) => match part(0) {
+            Some(a) => Some(a),
+            None => made_integer(&args[0])?,
+        },
         // Rounding an integer to tens or more may carry past either end.
         Expr::Func(Func::Round, args) => match (part(0), args.get(1).map(|_| part(1))) {
+            // Rounded to no decimals, an exact number is an integer.
+            (None, None) => made_integer(&args[0])?,
+            (None, Some(Some(n))) if n.hi <= 0 => made_integer(&args[0])?,
             (None, _) => None,
             (Some(a), None) => Some(a),
             (Some(a), Some(d)) => match d {
@@ -402,12 +447,12 @@ fn int_range(e: &Expr, columns: &[Option<Range>]) -> Result<Option<Range>, Refus
 /// Narrows the ranges of the columns `pred` bounds, for the rows that pass it: a filter's
 /// rows are the only ones the expressions above it see, so `stock - 1` above `stock > 0`
 /// stays in range. Only conjuncts comparing a column with an integer of known range narrow.
-fn narrow(pred: &Expr, ranges: &mut [Option<Range>]) -> Result<(), Refusal> {
-    let bound = |ranges: &[Option<Range>], e: &Expr| int_range(e, ranges);
+fn narrow(pred: &Expr, ranges: &mut [Option<Range>], digits: &[Option<Digits>]) -> Result<(), Refusal> {
+    let bound = |ranges: &[Option<Range>], e: &Expr| int_range(e, ranges, digits);
     match pred {
         Expr::And(a, b) => {
-            narrow(a, ranges)?;
-            narrow(b, ranges)?;
+            narrow(a, ranges, digits)?;
+            narrow(b, ranges, digits)?;
         }
         Expr::Cmp(op, a, b) => {
             let (c, op, other) = match (&**a, &**b) {
@@ -454,4 +499,87 @@ fn narrow(pred: &Expr, ranges: &mut [Option<Range>]) -> Result<(), Refusal> {
         _ => {}
     }
     Ok(())
+}
+
+const QUOTIENT: &str = "a DECIMAL quotient (a / b, AVG) used again: the server keeps more decimals than it shows, a view the ones it shows";
+
+/// Which output columns of `node` are DECIMAL quotients (`/`, AVG), refusing a quotient used
+/// as a number again: in arithmetic or tested for truth ([`quotient`]), a join's key, a SUM or
+/// AVG.
+fn quotients(node: &Node) -> Result<Vec<bool>, Refusal> {
+    fn used(q: &[bool], mut columns: impl Iterator<Item = usize>) -> Result<(), Refusal> {
+        if columns.any(|c| q.get(c) == Some(&true)) { refuse(QUOTIENT) } else { Ok(()) }
+    }
+    Ok(match node {
+        Node::Base { columns, .. } => vec![false; columns.len()],
+        Node::Filter { input, pred } => {
+            let q = quotients(input)?;
+            if quotient(pred, &q)? {
+                return refuse(QUOTIENT);
+            }
+            q
+        }
+        Node::TopK { input, .. } => quotients(input)?,
+        Node::Distinct { input } => quotients(input)?,
+        Node::Union { inputs } => {
+            let mut out: Vec<bool> = Vec::new();
+            for i in inputs {
+                let q = quotients(i)?;
+                out = if out.is_empty() { q } else { out.iter().zip(q).map(|(a, b)| *a || b).collect() };
+            }
+            out
+        }
+        Node::Project { input, exprs } => {
+            let q = quotients(input)?;
+            exprs.iter().map(|e| quotient(e, &q)).collect::<Result<_, _>>()?
+        }
+        Node::Join { left, right, on, .. } => {
+            let (l, r) = (quotients(left)?, quotients(right)?);
+            used(&l, on.iter().map(|(c, _)| *c))?;
+            used(&r, on.iter().map(|(_, c)| *c))?;
+            l.into_iter().chain(r).collect()
+        }
+        Node::Aggregate { input, group, aggs, .. } => {
+            let q = quotients(input)?;
+            used(&q, aggs.iter().filter(|a| matches!(a.kind, AggKind::Sum | AggKind::Avg)).map(|a| a.arg))?;
+            let mut out = vec![false; *group];
+            out.extend(aggs.iter().map(|a| a.kind == AggKind::Avg));
+            out
+        }
+    })
+}
+
+/// True if `e`'s value is a quotient: a `/`, or a choice that may pick one. Refuses a
+/// quotient used as a number again (arithmetic, `ROUND`, `ABS`, ...). Compared, shown as text
+/// or picked, a quotient is what the server uses there: its value rounded to the decimals it
+/// shows (`1/3 = 0.3333` is true on the server).
+fn quotient(e: &Expr, columns: &[bool]) -> Result<bool, Refusal> {
+    let parts: Vec<bool> = e.children().into_iter().map(|x| quotient(x, columns)).collect::<Result<_, _>>()?;
+    // Tested for truth (AND, OR, NOT, IF's condition, CASE's WHEN), a quotient is its whole
+    // value too: `(3 / 2147483647) AND 1` is true on the server.
+    let condition = match e {
+        Expr::And(..) | Expr::Or(..) | Expr::Not(_) => parts.contains(&true),
+        Expr::Func(Func::If, _) => parts.first() == Some(&true),
+        Expr::Case { operand: None, whens, .. } => (0..whens.len()).any(|i| parts.get(2 * i) == Some(&true)),
+        _ => false,
+    };
+    if condition {
+        return refuse(QUOTIENT);
+    }
+    Ok(match e {
+        Expr::Col(c) => columns.get(*c) == Some(&true),
+        Expr::Func(Func::Coalesce | Func::IfNull | Func::NullIf | Func::If, _) | Expr::Case { .. } | Expr::Typed(..) => {
+            parts.contains(&true)
+        }
+        Expr::Arith(..) | Expr::Neg(_) | Expr::Func(Func::Round | Func::Floor | Func::Ceil | Func::Abs, _) if parts.contains(&true) => {
+            return refuse(QUOTIENT);
+        }
+        Expr::Arith(ArithOp::Div, ..) => true,
+        _ => false,
+    })
+}
+
+/// The digits of each output column of `node` that copies an exact numeric column.
+pub(super) fn column_digits(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Vec<Option<Digits>> {
+    (0..node.width()).map(|c| node.origin_column(c).and_then(|(t, n)| column_type(t, n)).and_then(exact_digits)).collect()
 }

@@ -171,6 +171,39 @@ pub enum Expr {
         otherwise: Option<Box<Expr>>,
     },
     Func(Func, Vec<Expr>),
+    /// The value of the expression in the representation of the server's static type of it,
+    /// where the values the view computes may not have it: the server types `COALESCE(d, 0)`
+    /// on a DECIMAL(10,2) as a DECIMAL with two decimals, so its `0` is `0.00`. Put in by the
+    /// compiler (`compile/types.rs`); rendered as the expression alone, which the server types
+    /// itself.
+    Typed(Box<Expr>, Repr),
+}
+
+/// A representation a [`Expr::Typed`] value is given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Repr {
+    /// An exact number with this many decimals (an integer or a DECIMAL of fewer decimals is
+    /// rescaled; NULL if that needs more digits than a view's DECIMAL holds).
+    Decimal(u8),
+    /// A DOUBLE (an exact number is converted).
+    Double,
+}
+
+impl Repr {
+    /// `v` in this representation; values of other kinds (NULL, text) as they are.
+    pub fn apply(self, v: Value) -> Value {
+        match (self, v) {
+            (Repr::Decimal(s), Value::Int(i)) => arith::dec_value(arith::pow10(s).and_then(|p| i128::from(i).checked_mul(p)), s),
+            (Repr::Decimal(s), Value::UInt(u)) => arith::dec_value(arith::pow10(s).and_then(|p| i128::from(u).checked_mul(p)), s),
+            (Repr::Decimal(s), Value::Decimal(d)) if d.scale() != s => {
+                Decimal::round_to(d.mantissa(), d.scale(), s).map(Value::Decimal).unwrap_or(Value::Null)
+            }
+            (Repr::Double, v @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Float(_))) => {
+                v.to_f64().map(Value::Double).unwrap_or(Value::Null)
+            }
+            (_, v) => v,
+        }
+    }
 }
 
 /// A literal inside an expression. Wraps [`Value`] so that plans can be hashed and compared
@@ -315,6 +348,7 @@ impl Expr {
                 otherwise.as_ref().map(|e| e.eval(row)).unwrap_or(Value::Null)
             }
             Expr::Func(f, args) => func(*f, args, row),
+            Expr::Typed(e, repr) => repr.apply(e.eval(row)),
         }
     }
 
@@ -379,6 +413,7 @@ impl Expr {
                 s + " END)"
             }
             Expr::Func(f, args) => format!("{}({})", f.sql_name(), args.iter().map(r).collect::<Vec<_>>().join(", ")),
+            Expr::Typed(e, _) => r(e),
         }
     }
 
@@ -401,6 +436,7 @@ impl Expr {
             Expr::Func(Func::If, args) => any(args.iter().skip(1), column),
             Expr::Func(Func::NullIf, args) => any(args.iter().take(1), column),
             Expr::Case { whens, otherwise, .. } => any(whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()), column),
+            Expr::Typed(e, _) => e.yields_text(column),
             _ => false,
         }
     }
@@ -410,7 +446,7 @@ impl Expr {
         match self {
             Expr::Col(_) | Expr::Lit(_) => Vec::new(),
             Expr::Cmp(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Arith(_, a, b) => vec![a, b],
-            Expr::Not(a) | Expr::IsNull(a, _) | Expr::Neg(a) => vec![a],
+            Expr::Not(a) | Expr::IsNull(a, _) | Expr::Neg(a) | Expr::Typed(a, _) => vec![a],
             Expr::InList { expr, list, .. } => std::iter::once(&**expr).chain(list).collect(),
             Expr::Between { expr, low, high, .. } => vec![expr, low, high],
             Expr::Like { expr, pattern, .. } => vec![expr, pattern],
@@ -455,6 +491,26 @@ impl Expr {
                 otherwise: otherwise.as_ref().map(|e| b(e)),
             },
             Expr::Func(f, args) => Expr::Func(*f, args.iter().map(|e| e.remap(map)).collect()),
+            Expr::Typed(x, repr) => Expr::Typed(b(x), *repr),
+        }
+    }
+
+    /// The expressions this one is made of, mutably, in the order [`Expr::children`] gives.
+    pub fn children_mut(&mut self) -> Vec<&mut Expr> {
+        match self {
+            Expr::Col(_) | Expr::Lit(_) => Vec::new(),
+            Expr::Cmp(_, a, b) | Expr::And(a, b) | Expr::Or(a, b) | Expr::Arith(_, a, b) => vec![a, b],
+            Expr::Not(a) | Expr::IsNull(a, _) | Expr::Neg(a) | Expr::Typed(a, _) => vec![a],
+            Expr::InList { expr, list, .. } => std::iter::once(&mut **expr).chain(list).collect(),
+            Expr::Between { expr, low, high, .. } => vec![expr, low, high],
+            Expr::Like { expr, pattern, .. } => vec![expr, pattern],
+            Expr::Case { operand, whens, otherwise } => operand
+                .as_deref_mut()
+                .into_iter()
+                .chain(whens.iter_mut().flat_map(|(a, b)| [a, b]))
+                .chain(otherwise.as_deref_mut())
+                .collect(),
+            Expr::Func(_, args) => args.iter_mut().collect(),
         }
     }
 }
@@ -579,6 +635,21 @@ mod tests {
         assert!(matches!(arith(ArithOp::Add, &Value::Double(1.5), &Value::Int(1)), Value::Double(f) if f == 2.5));
         assert!(arith(ArithOp::Mul, &Value::Int(i64::MAX), &Value::Int(i64::MAX)).is_null());
         assert!(arith(ArithOp::Add, &Value::Null, &Value::Int(1)).is_null());
+    }
+
+    /// ROUND to tens or more rounds once, from the whole value, as the server does (MariaDB:
+    /// `ROUND(4.5, -1)` is 0, `ROUND(15.5, -1)` 20, `ROUND(-4.5, -1)` 0, `ROUND(5, -1)` 10).
+    #[test]
+    fn round_to_tens_rounds_once() {
+        let round = |v: Value, n: i64| text_of(&Expr::Func(Func::Round, vec![Expr::lit(v), Expr::lit(Value::Int(n))]).eval(&[]));
+        assert_eq!(round(d("4.5"), -1).unwrap(), "0");
+        assert_eq!(round(d("-4.5"), -1).unwrap(), "0");
+        assert_eq!(round(d("15.5"), -1).unwrap(), "20");
+        assert_eq!(round(d("14.99"), -1).unwrap(), "10");
+        assert_eq!(round(d("449.5"), -2).unwrap(), "400");
+        assert_eq!(round(Value::Int(5), -1).unwrap(), "10");
+        assert_eq!(round(Value::Int(-5), -1).unwrap(), "-10");
+        assert_eq!(round(d("5.5"), -40).unwrap(), "0");
     }
 
     #[test]

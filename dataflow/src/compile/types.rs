@@ -1,0 +1,436 @@
+//! What the server's static type of an expression decides: the compiler gives a view's values
+//! that type's representation where they would not have it, and refuses a query whose answer
+//! depends on the type in ways a view does not reproduce (it is relayed).
+//!
+//! The server types every expression before it reads a row. `COALESCE(d, 0)` on a
+//! DECIMAL(10,2) is a DECIMAL with two decimals, so the `0` it picks is `0.00`; `ROUND(d, 3)`
+//! has three; `IF(c, 5, 'a')` is a string even when it picks 5; `IF(c, f, 0.1)` with a DOUBLE
+//! `f` is a DOUBLE. A view computes each value from the values it reads, so without this pass
+//! its value has the type and scale of the branch it came from. That matters twice:
+//! - a row filled by the server (its typed value) and the same row computed by the view (a
+//!   row the binlog changed) must be one row, or a deleted row stays in the answer;
+//! - a value used again (as text, in arithmetic) must be the server's.
+//!
+//! So the choices (`IF`, `CASE`, `COALESCE`, `IFNULL`) and `ROUND` to more decimals than its
+//! argument has are wrapped in [`Expr::Typed`], which converts each value to the type's
+//! representation: a DECIMAL's scale, or a DOUBLE. Refused, because the view would need the
+//! server's conversions and formatting:
+//! - a choice between a string (or a temporal value, or bytes) and another kind of value;
+//! - a DOUBLE or FLOAT shown as text (the server's digits), or a temporal value with
+//!   fractional seconds (the server shows the column's digits);
+//! - arithmetic on a temporal value, bytes, JSON, an ENUM or a SET, and a DECIMAL remainder
+//!   (the server's may be a negative zero, which it compares unequal to 0);
+//! - `ROUND` of a DECIMAL to a computed number of decimals, `FLOOR` and `CEILING` of a
+//!   DOUBLE or a string (an exact integer of any size to the server);
+//! - a temporal value compared with a value that is not temporal (a literal compared with a
+//!   column was already given the column's type by `lower`);
+//! - `BETWEEN` of a string and a number, which the server compares under one type for all
+//!   three operands where the view compares two at a time (`IN` compares pairwise on both);
+//! - a `UNION ALL` whose inputs give one column values of different kinds.
+
+use super::numbers::{self, Digits};
+use super::{Catalog, CompiledQuery, Refusal, refuse};
+use crate::expr::{ArithOp, Expr, Func, Repr};
+use crate::plan::{AggKind, Node};
+use crate::schema::SqlType;
+use crate::value::Value;
+
+/// The kind of the server's static type of a value, as far as its representation goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    /// The NULL literal: takes any other class.
+    Null,
+    Int,
+    /// An exact number with this many decimals.
+    Dec(u8),
+    /// DOUBLE or FLOAT.
+    Real,
+    Str,
+    Bytes,
+    /// A temporal value: which type (by [`SqlType`] discriminant order) and its fractional
+    /// digits.
+    Time(u8, u8),
+    /// JSON, ENUM, SET: compared and shown by rules of their own (`labels.rs`).
+    Other,
+    /// Not known (a value the pass does not type).
+    Unknown,
+}
+
+impl Class {
+    fn of_type(ty: &SqlType) -> Class {
+        match *ty {
+            SqlType::Int { .. } | SqlType::Year | SqlType::Bit { .. } => Class::Int,
+            SqlType::Decimal { scale, .. } => Class::Dec(scale),
+            SqlType::Float | SqlType::Double => Class::Real,
+            SqlType::Text => Class::Str,
+            SqlType::Bytes => Class::Bytes,
+            SqlType::Date => Class::Time(0, 0),
+            SqlType::Time { fsp } => Class::Time(1, fsp),
+            SqlType::DateTime { fsp } => Class::Time(2, fsp),
+            SqlType::Timestamp { fsp } => Class::Time(3, fsp),
+            SqlType::Enum(_) | SqlType::Set(_) | SqlType::Json => Class::Other,
+        }
+    }
+
+    fn of_value(v: &Value) -> Class {
+        match v {
+            Value::Null => Class::Null,
+            Value::Int(_) | Value::UInt(_) | Value::Year(_) | Value::Bit(_) => Class::Int,
+            Value::Decimal(d) => Class::Dec(d.scale()),
+            Value::Float(_) | Value::Double(_) => Class::Real,
+            Value::Text(..) => Class::Str,
+            Value::Bytes(_) => Class::Bytes,
+            Value::Date(_) => Class::Time(0, 0),
+            Value::Time(_) => Class::Time(1, 0),
+            Value::DateTime(_) => Class::Time(2, 0),
+            Value::Timestamp(_) => Class::Time(3, 0),
+            Value::Enum(_) | Value::Set(_) | Value::Json(_) => Class::Other,
+        }
+    }
+
+    fn numeric(self) -> bool {
+        matches!(self, Class::Int | Class::Dec(_) | Class::Real)
+    }
+
+    /// A string-like class: the server converts a choice that has one to a string.
+    fn stringy(self) -> bool {
+        matches!(self, Class::Str | Class::Bytes | Class::Time(..) | Class::Other)
+    }
+
+    /// The decimals of an exact number.
+    fn scale(self) -> u8 {
+        match self {
+            Class::Dec(s) => s,
+            _ => 0,
+        }
+    }
+}
+
+/// Types every expression of `q`'s plan, wrapping what needs the server's representation in
+/// [`Expr::Typed`]; refuses what a view cannot answer as the server does (the module header).
+pub(super) fn apply(q: &mut CompiledQuery, catalog: &Catalog) -> Result<(), Refusal> {
+    let column_type = |table: &str, column: &str| Some(catalog.column(table, column)?.ty.clone());
+    node_classes(&mut q.root, &column_type)?;
+    Ok(())
+}
+
+/// What an expression's columns are: their classes, and the digits of those that copy an
+/// exact numeric column (to bound a rescaled DECIMAL).
+struct Inputs<'a> {
+    classes: &'a [Class],
+    digits: Vec<Option<Digits>>,
+}
+
+impl Inputs<'_> {
+    fn of<'a>(input: &Node, classes: &'a [Class], column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Inputs<'a> {
+        Inputs { classes, digits: numbers::column_digits(input, column_type) }
+    }
+
+    /// The digits `e` may need; `None` if not known.
+    fn digits(&self, e: &Expr) -> Result<Option<Digits>, Refusal> {
+        numbers::digits(e, &|c| self.digits.get(c).copied().flatten())
+    }
+}
+
+/// The class of each output column of `node`, typing the expressions below it.
+fn node_classes(node: &mut Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Result<Vec<Class>, Refusal> {
+    Ok(match node {
+        Node::Base { table, columns, .. } => {
+            columns.iter().map(|c| column_type(table, c).map_or(Class::Unknown, |t| Class::of_type(&t))).collect()
+        }
+        Node::Filter { input, pred } => {
+            let classes = node_classes(input, column_type)?;
+            class(pred, &Inputs::of(input, &classes, column_type))?;
+            classes
+        }
+        Node::Distinct { input } | Node::TopK { input, .. } => node_classes(input, column_type)?,
+        Node::Project { input, exprs } => {
+            let classes = node_classes(input, column_type)?;
+            let inputs = Inputs::of(input, &classes, column_type);
+            exprs.iter_mut().map(|e| class(e, &inputs)).collect::<Result<_, _>>()?
+        }
+        Node::Join { left, right, .. } => {
+            let mut classes = node_classes(left, column_type)?;
+            classes.extend(node_classes(right, column_type)?);
+            classes
+        }
+        Node::Aggregate { input, group, aggs, .. } => {
+            let classes = node_classes(input, column_type)?;
+            let arg = |a: usize| classes.get(a).copied().unwrap_or(Class::Unknown);
+            let mut out: Vec<Class> = classes.iter().take(*group).copied().collect();
+            out.extend(aggs.iter().map(|a| match a.kind {
+                AggKind::CountStar | AggKind::CountNotNull | AggKind::CountDistinct => Class::Int,
+                AggKind::Min | AggKind::Max => arg(a.arg),
+                // The view's running totals keep the inputs' decimals (`ops/agg.rs`), as the
+                // server's SUM does; an average has four more.
+                AggKind::Sum => match arg(a.arg) {
+                    c @ (Class::Int | Class::Dec(_)) => Class::Dec(c.scale()),
+                    _ => Class::Unknown,
+                },
+                AggKind::Avg => match arg(a.arg) {
+                    c @ (Class::Int | Class::Dec(_)) => Class::Dec(c.scale() + 4),
+                    _ => Class::Unknown,
+                },
+            }));
+            out
+        }
+        Node::Union { inputs } => {
+            let mut all = Vec::new();
+            for i in inputs.iter_mut() {
+                all.push(node_classes(i, column_type)?);
+            }
+            let width = all.first().map_or(0, Vec::len);
+            let mut out = Vec::with_capacity(width);
+            for c in 0..width {
+                let mut column = all.iter().filter_map(|cs| cs.get(c).copied()).filter(|c| *c != Class::Null);
+                let first = column.next().unwrap_or(Class::Null);
+                if column.any(|c| c != first) {
+                    return refuse(
+                        "the inputs of this UNION ALL give a column values of different types, which the server converts to one type a view does not",
+                    );
+                }
+                out.push(first);
+            }
+            out
+        }
+    })
+}
+
+/// The class of `e`, given its input's column classes; types its parts first, and wraps `e`
+/// in [`Expr::Typed`] where its values need the server's representation.
+fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
+    let parts: Vec<Class> = e.children_mut().into_iter().map(|x| class(x, inputs)).collect::<Result<_, _>>()?;
+    let part = |i: usize| parts.get(i).copied().unwrap_or(Class::Unknown);
+    let c = match e {
+        Expr::Col(c) => inputs.classes.get(*c).copied().unwrap_or(Class::Unknown),
+        Expr::Lit(l) => Class::of_value(&l.0),
+        Expr::Typed(_, Repr::Decimal(s)) => Class::Dec(*s),
+        Expr::Typed(_, Repr::Double) => Class::Real,
+        Expr::Arith(op, ..) => {
+            let (a, b) = (number(part(0))?, number(part(1))?);
+            match (a, b) {
+                // A string in arithmetic is converted to a DOUBLE.
+                (Class::Real | Class::Str, _) | (_, Class::Real | Class::Str) => Class::Real,
+                // NULL's arithmetic has a type of the server's own choosing.
+                (Class::Null | Class::Unknown, _) | (_, Class::Null | Class::Unknown) => Class::Unknown,
+                // A DECIMAL remainder of zero and a negative dividend is -0 to the server, which
+                // it compares unequal to 0 (`-5 % -2.5 = 0` is false); a view's DECIMAL has no -0.
+                (Class::Dec(_), _) | (_, Class::Dec(_)) if *op == ArithOp::Mod => {
+                    return refuse(
+                        "a DECIMAL remainder: the server's may be a negative zero, unequal to 0, which a view's DECIMAL does not hold",
+                    );
+                }
+                _ => match op {
+                    ArithOp::IntDiv => Class::Int,
+                    ArithOp::Div => Class::Dec(a.scale() + 4),
+                    ArithOp::Mul if a == Class::Int && b == Class::Int => Class::Int,
+                    ArithOp::Mul => Class::Dec(a.scale() + b.scale()),
+                    _ if a == Class::Int && b == Class::Int => Class::Int,
+                    _ => Class::Dec(a.scale().max(b.scale())),
+                },
+            }
+        }
+        Expr::Neg(_) | Expr::Func(Func::Abs, _) => match number(part(0))? {
+            Class::Str => Class::Real,
+            c => c,
+        },
+        Expr::Func(Func::Floor | Func::Ceil, _) => match number(part(0))? {
+            Class::Int | Class::Dec(_) => Class::Int,
+            // The server's is an integer (a BIGINT, or an exact number past it: FLOOR(1e30) is
+            // 31 digits), the view's a DOUBLE.
+            Class::Str | Class::Real => {
+                return refuse(
+                    "FLOOR or CEILING of a FLOAT, DOUBLE or string: the server's is an exact integer of any size, a view's a DOUBLE",
+                );
+            }
+            c => c,
+        },
+        Expr::Func(Func::Round, args) => {
+            let x = number(part(0))?;
+            match (x, args.get(1)) {
+                (Class::Str | Class::Real, _) => Class::Real,
+                (Class::Dec(s), Some(n)) => match literal_int(n) {
+                    // The server's result has the decimals asked for; the view's rounding
+                    // keeps the argument's when it has fewer.
+                    Some(n) if n > i64::from(s) => {
+                        let n = u8::try_from(n).unwrap_or(u8::MAX);
+                        rescalable(inputs, &args[0], s, n)?;
+                        return Ok(wrap(e, Repr::Decimal(n)));
+                    }
+                    Some(n) => Class::Dec(u8::try_from(n.max(0)).unwrap_or(0)),
+                    None => return refuse("ROUND of a DECIMAL to a computed number of decimals: the server's type keeps the argument's"),
+                },
+                // A DECIMAL of no decimals, not an integer: ROUND(ROUND(d), 2) has two.
+                (Class::Dec(_), None) => Class::Dec(0),
+                (c, _) => c,
+            }
+        }
+        Expr::Func(Func::Length | Func::CharLength, _) => {
+            text(part(0))?;
+            Class::Int
+        }
+        Expr::Func(Func::Year | Func::Month | Func::Day, _) => Class::Int,
+        Expr::Func(Func::Date, _) => Class::Time(0, 0),
+        Expr::Func(Func::Concat | Func::Lower | Func::Upper | Func::Trim | Func::Replace, _) => {
+            for p in &parts {
+                text(*p)?;
+            }
+            Class::Str
+        }
+        Expr::Func(Func::Substring | Func::Left | Func::Right, _) => {
+            text(part(0))?;
+            for p in parts.iter().skip(1) {
+                number(*p)?;
+            }
+            Class::Str
+        }
+        Expr::Like { .. } => {
+            text(part(0))?;
+            text(part(1))?;
+            Class::Int
+        }
+        Expr::Cmp(..) => {
+            comparable(&[part(0), part(1)])?;
+            Class::Int
+        }
+        Expr::InList { .. } => {
+            for p in parts.iter().skip(1) {
+                comparable(&[part(0), *p])?;
+            }
+            Class::Int
+        }
+        Expr::Between { .. } => {
+            comparable(&parts)?;
+            let known: Vec<Class> = parts.iter().copied().filter(|c| *c != Class::Null).collect();
+            if known.contains(&Class::Unknown) || known.iter().any(|c| c.stringy()) && known.iter().any(|c| c.numeric()) {
+                return refuse(
+                    "BETWEEN of a string and a number (or of a value whose type is not known here): the server compares all three under one type, a view two at a time",
+                );
+            }
+            Class::Int
+        }
+        Expr::And(..) | Expr::Or(..) | Expr::Not(_) | Expr::IsNull(..) => Class::Int,
+        Expr::Func(Func::NullIf, _) => part(0),
+        Expr::Func(Func::If, _) => return choice(e, &[1, 2], &parts, inputs),
+        Expr::Func(Func::Coalesce | Func::IfNull, _) => return choice(e, &(0..parts.len()).collect::<Vec<_>>(), &parts, inputs),
+        Expr::Case { operand, whens, otherwise } => {
+            // Parts: the operand, then each WHEN and THEN, then ELSE (no ELSE is a NULL).
+            let first = usize::from(operand.is_some());
+            let mut picks: Vec<usize> = (0..whens.len()).map(|i| first + 2 * i + 1).collect();
+            picks.extend(otherwise.as_ref().map(|_| first + 2 * whens.len()));
+            return choice(e, &picks, &parts, inputs);
+        }
+    };
+    Ok(c)
+}
+
+/// The class of a choice among its parts `picks` (`IF`'s branches, `COALESCE`'s arguments,
+/// `CASE`'s results; `parts` are the classes of all of `e`'s parts), wrapping `e` when the
+/// server's type of it is not every pick's.
+fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -> Result<Class, Refusal> {
+    let class_of = |i: usize| parts.get(i).copied().unwrap_or(Class::Unknown);
+    // An integer and a DECIMAL of no decimals are one representation (`Value::exact_cmp`).
+    let known: Vec<Class> = picks
+        .iter()
+        .map(|i| match class_of(*i) {
+            Class::Dec(0) => Class::Int,
+            c => c,
+        })
+        .filter(|c| *c != Class::Null)
+        .collect();
+    let Some(&first) = known.first() else { return Ok(Class::Null) };
+    if known.iter().all(|c| *c == first) {
+        // Integers and DECIMALs of no decimals make a DECIMAL, shown alike.
+        let dec = picks.iter().any(|i| class_of(*i) == Class::Dec(0));
+        return Ok(if first == Class::Int && dec { Class::Dec(0) } else { first });
+    }
+    if known.contains(&Class::Unknown) {
+        return refuse("IF, CASE or COALESCE picks among values of types not all known here");
+    }
+    if known.iter().any(|c| c.stringy()) {
+        return refuse(
+            "IF, CASE or COALESCE picks between a string (or a date, bytes, JSON) and another kind of value: the server's answer is a string either way, a view's the value picked",
+        );
+    }
+    if known.contains(&Class::Real) {
+        return Ok(wrap(e, Repr::Double));
+    }
+    let scale = known.iter().map(|c| c.scale()).max().unwrap_or(0);
+    let children = e.children();
+    for &i in picks {
+        if let (Some(pick), c @ (Class::Int | Class::Dec(_))) = (children.get(i), class_of(i)) {
+            rescalable(inputs, pick, c.scale(), scale)?;
+        }
+    }
+    Ok(wrap(e, Repr::Decimal(scale)))
+}
+
+/// Refuses rescaling `e`'s values from `from` decimals to `to` when that may need more digits
+/// than a view's DECIMAL holds (its value would be NULL, the server's is not).
+fn rescalable(inputs: &Inputs<'_>, e: &Expr, from: u8, to: u8) -> Result<(), Refusal> {
+    if to <= from {
+        return Ok(());
+    }
+    // Not known: as many as a view's DECIMAL holds.
+    let int = inputs.digits(e)?.map_or(numbers::MAX_DIGITS, |d| d.int);
+    if int + u32::from(to) > numbers::MAX_DIGITS {
+        return refuse(format!(
+            "a DECIMAL shown with {to} decimals here may need more than the {} digits a view's DECIMAL holds",
+            numbers::MAX_DIGITS
+        ));
+    }
+    Ok(())
+}
+
+/// Wraps `e` in [`Expr::Typed`] with `repr`; its class.
+fn wrap(e: &mut Expr, repr: Repr) -> Class {
+    let inner = std::mem::replace(e, Expr::Col(0));
+    *e = Expr::Typed(Box::new(inner), repr);
+    match repr {
+        Repr::Decimal(s) => Class::Dec(s),
+        Repr::Double => Class::Real,
+    }
+}
+
+/// Refuses a value the view does not convert to a number as the server does.
+fn number(c: Class) -> Result<Class, Refusal> {
+    if matches!(c, Class::Time(..) | Class::Bytes | Class::Other) {
+        return refuse("arithmetic on a date, time, bytes, JSON, ENUM or SET value: the server converts it to a number a view does not");
+    }
+    Ok(c)
+}
+
+/// Refuses a value the view does not convert to text as the server does.
+fn text(c: Class) -> Result<(), Refusal> {
+    match c {
+        Class::Real => refuse("a FLOAT or DOUBLE used as text: the server writes its digits its own way"),
+        Class::Time(_, fsp) if fsp > 0 => {
+            refuse("a temporal value with fractional seconds used as text: the server writes every digit of its type")
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a comparison of a temporal value with a value that is not temporal (the server
+/// converts the other to the temporal type).
+fn comparable(classes: &[Class]) -> Result<(), Refusal> {
+    let known: Vec<Class> = classes.iter().copied().filter(|c| !matches!(c, Class::Null | Class::Unknown)).collect();
+    let temporal = known.iter().filter(|c| matches!(c, Class::Time(..))).count();
+    if temporal > 0 && temporal < known.len() {
+        return refuse("a date or time compared with a value that is not one: the server converts it by rules a view does not follow");
+    }
+    Ok(())
+}
+
+/// An integer literal, written as one or negated (`-2` is parsed as a negation).
+fn literal_int(e: &Expr) -> Option<i64> {
+    match e {
+        Expr::Lit(l) => match l.0 {
+            Value::Int(i) => Some(i),
+            Value::UInt(u) => i64::try_from(u).ok(),
+            _ => None,
+        },
+        Expr::Neg(x) => literal_int(x)?.checked_neg(),
+        _ => None,
+    }
+}
