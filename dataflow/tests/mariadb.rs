@@ -11,7 +11,7 @@
 
 use std::process::Command;
 
-use freshet_dataflow::expr::{Expr, Func, literal_sql, text_of};
+use freshet_dataflow::expr::{Expr, Func, literal_sql, parse_temporal, text_of};
 use freshet_dataflow::*;
 
 const DB: &str = "freshet_dataflow_test";
@@ -395,6 +395,7 @@ fn random_expr(rng: &mut freshet_testkit::rng::Rng, depth: u32) -> String {
         "d",
         "s",
         "t",
+        "dt",
         "0",
         "1",
         "-1",
@@ -410,6 +411,7 @@ fn random_expr(rng: &mut freshet_testkit::rng::Rng, depth: u32) -> String {
         "''",
         "'3'",
         "' x'",
+        "'2024-02-29'",
         "NULL",
     ];
     if depth == 0 || rng.below(4) == 0 {
@@ -418,7 +420,7 @@ fn random_expr(rng: &mut freshet_testkit::rng::Rng, depth: u32) -> String {
     let mut e = || random_expr(rng, depth - 1);
     let (a, b, c) = (e(), e(), e());
     let n = ["-1", "0", "1", "2"][(a.len() + b.len()) % 4];
-    match rng.below(34) {
+    match rng.below(37) {
         0 => format!("({a} + {b})"),
         1 => format!("({a} - {b})"),
         2 => format!("({a} * {b})"),
@@ -452,17 +454,27 @@ fn random_expr(rng: &mut freshet_testkit::rng::Rng, depth: u32) -> String {
         30 => format!("({a} BETWEEN {b} AND {c})"),
         31 => format!("({a} IN ({b}, {c}))"),
         32 => format!("({a} AND {b})"),
+        33 => format!("YEAR({a})"),
+        34 => format!("MONTH({a})"),
+        35 => format!("DAY({a})"),
         _ => format!("(NOT {a})"),
     }
 }
 
 /// Whether a view's answer `ours` is the server's `theirs` (the `mariadb -N -B` text of one
-/// value). A DOUBLE is compared as a number (the text protocol relays every DOUBLE; the binary
-/// one sends its bits, which the server prints rounded); a DECIMAL by its value, since the wire
-/// shows the column definition's decimals, not the value's scale.
+/// value). A DOUBLE is compared as a number: the text protocol relays every DOUBLE, and the
+/// binary one sends its bits, which the server prints rounded, to 15 or so digits or to the
+/// decimals of the expression's type (`ROUND(x, 1)` is `1.0`). A DECIMAL by its value, since
+/// the wire shows the column definition's decimals, not the value's scale.
 fn same_value(ours: &Value, theirs: &str) -> bool {
     match ours {
-        Value::Double(x) => theirs.parse::<f64>().is_ok_and(|t| t == *x || ((t - x) / t).abs() < 1e-12),
+        Value::Double(x) => theirs.parse::<f64>().is_ok_and(|t| {
+            let shown = match theirs.split_once('.') {
+                Some((_, decimals)) if !theirs.contains('e') => 0.5 * 10f64.powi(-(decimals.len() as i32)),
+                _ => 0.0,
+            };
+            t == *x || (t - x).abs() <= shown * (1.0 + 1e-9) || ((t - x) / t).abs() < 1e-12
+        }),
         Value::Decimal(_) | Value::Int(_) | Value::UInt(_) => {
             let norm = |s: &str| {
                 let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { s };
@@ -474,20 +486,25 @@ fn same_value(ours: &Value, theirs: &str) -> bool {
     }
 }
 
-/// Random expressions over columns of every numeric kind and text, as a cached query's select
-/// list and filter: each one the compiler accepts must answer, row for row, what MariaDB
-/// answers, and one that MariaDB answers with an error (an integer out of range) must be
-/// refused. Seeded, so a failure repeats; every mismatch is listed before the test fails.
+/// A row of `ex`: `k`, `i` (INT), `u` (INT UNSIGNED), `b` (BIGINT), `d` (DECIMAL(10,2)), `s`
+/// (text), `t` (TINYINT), `dt` (DATE).
+type ExRow = (i64, Option<i64>, Option<u64>, Option<i64>, Option<&'static str>, Option<&'static str>, Option<i64>, Option<&'static str>);
+
+/// Random expressions over columns of every numeric kind, text and DATE, as a cached query's
+/// select list and filter: each one the compiler accepts must answer, row for row, what
+/// MariaDB answers, and one that MariaDB answers with an error (an integer out of range) must
+/// be refused. Seeded, so a failure repeats; every mismatch is listed before the test fails.
 /// `FRESHET_EXPR_SEED` and `FRESHET_EXPR_COUNT` run other and more expressions (session 30
 /// ran seeds 7, 11, 13 and 17 with 3,000 each, all answered as the server does).
 #[test]
 fn random_expressions_answer_as_the_server_answers() {
-    const EDB: &str = "freshet_dataflow_expr";
+    // A database of this process's own: runs with other seeds may share the server.
+    let edb = format!("freshet_dataflow_expr_{}", std::process::id());
     let server = Server::connect();
-    server.run_raw(None, &format!("DROP DATABASE IF EXISTS {EDB}; CREATE DATABASE {EDB}")).unwrap();
-    let run = |sql: &str| server.run_raw(Some(EDB), sql);
+    server.run_raw(None, &format!("DROP DATABASE IF EXISTS {edb}; CREATE DATABASE {edb}")).unwrap();
+    let run = |sql: &str| server.run_raw(Some(&edb), sql);
     run("CREATE TABLE ex (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, i INT NULL, u INT UNSIGNED NULL, b BIGINT NULL, \
-         d DECIMAL(10,2) NULL, s VARCHAR(12) COLLATE utf8mb4_general_ci NULL, t TINYINT NULL)")
+         d DECIMAL(10,2) NULL, s VARCHAR(12) COLLATE utf8mb4_general_ci NULL, t TINYINT NULL, dt DATE NULL)")
     .unwrap();
     let col = |n: &str, ty: SqlType| ColumnSchema::new(n, ty);
     let mut catalog = Catalog::new();
@@ -503,26 +520,27 @@ fn random_expressions_answer_as_the_server_answers() {
                 col("d", SqlType::Decimal { precision: 10, scale: 2 }),
                 col("s", SqlType::Text).with_collation(Some(Collation::Utf8mb4GeneralCi)),
                 col("t", SqlType::Int { bytes: 1, unsigned: false }),
+                col("dt", SqlType::Date),
             ],
             vec![0],
         ))
         .unwrap();
     // Rows at the ends of each type, and NULLs, in two partitions.
-    let rows: [(i64, Option<i64>, Option<u64>, Option<i64>, Option<&str>, Option<&str>, Option<i64>); 10] = [
-        (0, Some(0), Some(0), Some(0), Some("0.00"), Some(""), Some(0)),
-        (0, Some(1), Some(1), Some(-1), Some("1.50"), Some("a"), Some(-128)),
-        (0, Some(-1), Some(4294967295), Some(9223372036854775807), Some("-2.25"), Some("Abc"), Some(127)),
-        (0, Some(-2147483648), Some(5), Some(-9223372036854775808), Some("99999999.99"), Some(" x "), Some(1)),
-        (0, None, None, None, None, None, None),
-        (1, Some(2147483647), Some(10), Some(12), Some("3.33"), Some("ß"), Some(-1)),
-        (1, Some(42), Some(3), Some(1000000), Some("-0.01"), Some("12"), Some(5)),
-        (1, Some(-5), Some(0), Some(-3), Some("10.00"), Some("-3.5"), Some(2)),
-        (1, Some(3), Some(100), Some(2), Some("0.10"), Some("hello"), None),
-        (1, Some(7), Some(7), Some(5), Some("7.77"), Some("É"), Some(3)),
+    let rows: [ExRow; 10] = [
+        (0, Some(0), Some(0), Some(0), Some("0.00"), Some(""), Some(0), Some("2024-02-29")),
+        (0, Some(1), Some(1), Some(-1), Some("1.50"), Some("a"), Some(-128), Some("1999-12-31")),
+        (0, Some(-1), Some(4294967295), Some(9223372036854775807), Some("-2.25"), Some("Abc"), Some(127), Some("2000-01-01")),
+        (0, Some(-2147483648), Some(5), Some(-9223372036854775808), Some("99999999.99"), Some(" x "), Some(1), Some("1970-01-01")),
+        (0, None, None, None, None, None, None, None),
+        (1, Some(2147483647), Some(10), Some(12), Some("3.33"), Some("ß"), Some(-1), Some("2038-01-19")),
+        (1, Some(42), Some(3), Some(1000000), Some("-0.01"), Some("12"), Some(5), Some("2024-12-31")),
+        (1, Some(-5), Some(0), Some(-3), Some("10.00"), Some("-3.5"), Some(2), Some("0001-01-01")),
+        (1, Some(3), Some(100), Some(2), Some("0.10"), Some("hello"), None, Some("9999-12-31")),
+        (1, Some(7), Some(7), Some(5), Some("7.77"), Some("É"), Some(3), Some("2024-03-01")),
     ];
     let mut batch = Batch::new(Position(1));
     let mut values = Vec::new();
-    for (id, (k, i, u, b, d, s, t)) in rows.iter().enumerate() {
+    for (id, (k, i, u, b, d, s, t, dt)) in rows.iter().enumerate() {
         let row = vec![
             int(id as i64),
             int(*k),
@@ -532,6 +550,7 @@ fn random_expressions_answer_as_the_server_answers() {
             d.map_or(Value::Null, |d| Value::Decimal(Decimal::parse(d).unwrap())),
             s.map_or(Value::Null, |s| Value::text(s, Collation::Utf8mb4GeneralCi)),
             t.map_or(Value::Null, Value::Int),
+            dt.map_or(Value::Null, |dt| parse_temporal(dt).unwrap()),
         ];
         values.push(format!("({})", row.iter().map(literal_sql).collect::<Vec<_>>().join(", ")));
         batch.insert("ex", row.into());
@@ -587,6 +606,6 @@ fn random_expressions_answer_as_the_server_answers() {
         }
     }
     eprintln!("{compared} expressions answered as the server does, {refused} refused, {} wrong", failures.len());
-    server.run_raw(None, &format!("DROP DATABASE {EDB}")).unwrap();
+    server.run_raw(None, &format!("DROP DATABASE {edb}")).unwrap();
     assert!(failures.is_empty(), "{} expressions answered otherwise than the server:\n{}", failures.len(), failures.join("\n"));
 }

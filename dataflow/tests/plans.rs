@@ -531,7 +531,7 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id, CONCAT(COALESCE(d, 0), '!'), LENGTH(ROUND(d, 3)), COALESCE(s, ''), CONCAT(day, '') FROM e WHERE id = ?",
         "SELECT id, n / 3, d / 7, IF(n > 0, n / 3, 0), CONCAT(n / 3) FROM e WHERE id = ? AND n / 3 > 0.3333",
         "SELECT n, AVG(d), COUNT(*) FROM e WHERE n = ? GROUP BY n HAVING AVG(d) > 1",
-        "SELECT id, s BETWEEN 'a' AND 'm', n BETWEEN 1 AND 5, s IN (1, 'x'), day = '2024-01-01' FROM e WHERE id = ?",
+        "SELECT id, s BETWEEN 'a' AND 'm', n BETWEEN 1 AND 5, s IN (1, 'x'), day = '2024-01-01', YEAR(day) FROM e WHERE id = ?",
     ];
     let refused = [
         // A string or a date picked with a number: the server's answer is a string.
@@ -540,8 +540,10 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         // A DOUBLE or fractional seconds shown as text: the server's own digits.
         "SELECT id, CONCAT(f) FROM e WHERE id = ?",
         "SELECT id, CONCAT(at) FROM e WHERE id = ?",
-        // Numbers of dates; FLOOR of a DOUBLE or string, an exact integer of any size.
+        // Numbers of dates, dates of numbers; FLOOR of a DOUBLE or string, an exact integer
+        // of any size.
         "SELECT id, day + 0 FROM e WHERE id = ?",
+        "SELECT id, YEAR(n) FROM e WHERE id = ?",
         "SELECT id, FLOOR(f) FROM e WHERE id = ?",
         "SELECT id, CEILING(s) FROM e WHERE id = ?",
         // ROUND to a computed number of decimals; a DECIMAL remainder (a negative zero).

@@ -765,6 +765,22 @@ async fn decimal_arithmetic_past_28_digits_is_the_servers() {
     }
 }
 
+/// A proxy caching `reads` (name, the cached SQL, a read of it), relaying what it refuses; a
+/// client of it and one of the server. Each read was sent five times: filled, then hit.
+async fn warmed(reads: &[(&str, &str, &str)]) -> (Proxy, RawClient, RawClient) {
+    let caches: Vec<(&str, &str)> = reads.iter().map(|(name, cache, _)| (*name, *cache)).collect();
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    (proxy, client, check)
+}
+
 /// The server types an expression before it reads a row: `COALESCE(d, 0)` on a DECIMAL(10,2)
 /// is a DECIMAL(12,2), so a row whose `d` is NULL answers `0.00`, and `IF(c, d, 1)` answers
 /// `1.00`. A view evaluates by value, so a row the binlog changed computes the `0` it picked;
@@ -790,15 +806,7 @@ async fn a_computed_column_is_the_same_value_filled_or_computed() {
         // BIGINT UNSIGNED to the server, an integer like any other to the view.
         ("typed_u", "SELECT id, u + 1 AS x FROM ct_typed WHERE k = ?", "SELECT id, u + 1 AS x FROM ct_typed WHERE k = 1"),
     ];
-    let proxy = start_proxy(&lenient_config(&reads.map(|(name, cache, _)| (name, cache)))).await;
-    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
-    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
-    for (_, _, sql) in reads {
-        for _ in 0..5 {
-            client.query(sql).await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
+    let (_proxy, mut client, mut check) = warmed(&reads).await;
     // Filled rows go and come back changed: the view computes what it deletes and inserts.
     admin.query_drop("DELETE FROM ct_typed WHERE id IN (1, 2)").await.unwrap();
     admin.query_drop("UPDATE ct_typed SET d = NULL, n = 1 WHERE id = 3").await.unwrap();
@@ -839,15 +847,7 @@ async fn integer_arithmetic_out_of_range_is_the_servers_error() {
             "SELECT id, big + 1 AS following FROM ct_range WHERE id = 1",
         ),
     ];
-    let proxy = start_proxy(&lenient_config(&reads.map(|(name, cache, _)| (name, cache)))).await;
-    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
-    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
-    for (_, _, sql) in reads {
-        for _ in 0..5 {
-            client.query(sql).await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    }
+    let (_proxy, mut client, mut check) = warmed(&reads).await;
     admin.query_drop("UPDATE ct_range SET stock = 0, big = 9223372036854775807 WHERE id = 1").await.unwrap();
     for (_, _, sql) in reads {
         let want = check.query(sql).await;

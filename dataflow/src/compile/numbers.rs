@@ -42,7 +42,7 @@ use crate::value::Value;
 pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal> {
     let column_type = |table: &str, column: &str| Some(catalog.column(table, column)?.ty.clone());
     output_ranges(&q.root, &column_type)?;
-    quotients(&q.root)?;
+    quotients(&q.root, &column_type)?;
     let float_column = |table: &str, column: &str| matches!(column_type(table, column), Some(SqlType::Float | SqlType::Double));
     for node in q.root.post_order() {
         match node {
@@ -165,14 +165,7 @@ pub(super) fn digits(e: &Expr, column: &dyn Fn(usize) -> Option<Digits>) -> Resu
         Expr::Func(Func::Length | Func::CharLength, _) => Some(Digits { int: 10, scale: 0, decimal: false }),
         Expr::Func(Func::Year, _) => Some(Digits { int: 4, scale: 0, decimal: false }),
         Expr::Func(Func::Month | Func::Day, _) => Some(Digits { int: 2, scale: 0, decimal: false }),
-        Expr::Cmp(..)
-        | Expr::And(..)
-        | Expr::Or(..)
-        | Expr::Not(_)
-        | Expr::IsNull(..)
-        | Expr::InList { .. }
-        | Expr::Between { .. }
-        | Expr::Like { .. } => Some(Digits { int: 1, scale: 0, decimal: false }),
+        e if e.is_truth() => Some(Digits { int: 1, scale: 0, decimal: false }),
         // A value chosen among its arguments' (the condition of IF among them, harmlessly).
         Expr::Func(Func::Coalesce | Func::IfNull | Func::NullIf | Func::If, _) | Expr::Case { .. } => parts
             .iter()
@@ -430,15 +423,7 @@ fn int_range(e: &Expr, columns: &[Option<Range>], digits_of: &[Option<Digits>]) 
             let otherwise = otherwise.as_ref().map(|_| first + 2 * whens.len());
             union_of(&mut thens.chain(otherwise))
         }
-        // Truth values.
-        Expr::Cmp(..)
-        | Expr::And(..)
-        | Expr::Or(..)
-        | Expr::Not(_)
-        | Expr::IsNull(..)
-        | Expr::InList { .. }
-        | Expr::Between { .. }
-        | Expr::Like { .. } => Some(Range::new(0, 1, false)),
+        e if e.is_truth() => Some(Range::new(0, 1, false)),
         _ => None,
     };
     Ok(r)
@@ -506,41 +491,42 @@ const QUOTIENT: &str = "a DECIMAL quotient (a / b, AVG) used again: the server k
 /// Which output columns of `node` are DECIMAL quotients (`/`, AVG), refusing a quotient used
 /// as a number again: in arithmetic or tested for truth ([`quotient`]), a join's key, a SUM or
 /// AVG.
-fn quotients(node: &Node) -> Result<Vec<bool>, Refusal> {
+fn quotients(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Result<Vec<bool>, Refusal> {
     fn used(q: &[bool], mut columns: impl Iterator<Item = usize>) -> Result<(), Refusal> {
         if columns.any(|c| q.get(c) == Some(&true)) { refuse(QUOTIENT) } else { Ok(()) }
     }
     Ok(match node {
         Node::Base { columns, .. } => vec![false; columns.len()],
         Node::Filter { input, pred } => {
-            let q = quotients(input)?;
-            if quotient(pred, &q)? {
+            let q = quotients(input, column_type)?;
+            if quotient(pred, &q, &column_digits(input, column_type))? {
                 return refuse(QUOTIENT);
             }
             q
         }
-        Node::TopK { input, .. } => quotients(input)?,
-        Node::Distinct { input } => quotients(input)?,
+        Node::TopK { input, .. } => quotients(input, column_type)?,
+        Node::Distinct { input } => quotients(input, column_type)?,
         Node::Union { inputs } => {
             let mut out: Vec<bool> = Vec::new();
             for i in inputs {
-                let q = quotients(i)?;
+                let q = quotients(i, column_type)?;
                 out = if out.is_empty() { q } else { out.iter().zip(q).map(|(a, b)| *a || b).collect() };
             }
             out
         }
         Node::Project { input, exprs } => {
-            let q = quotients(input)?;
-            exprs.iter().map(|e| quotient(e, &q)).collect::<Result<_, _>>()?
+            let q = quotients(input, column_type)?;
+            let digits = column_digits(input, column_type);
+            exprs.iter().map(|e| quotient(e, &q, &digits)).collect::<Result<_, _>>()?
         }
         Node::Join { left, right, on, .. } => {
-            let (l, r) = (quotients(left)?, quotients(right)?);
+            let (l, r) = (quotients(left, column_type)?, quotients(right, column_type)?);
             used(&l, on.iter().map(|(c, _)| *c))?;
             used(&r, on.iter().map(|(_, c)| *c))?;
             l.into_iter().chain(r).collect()
         }
         Node::Aggregate { input, group, aggs, .. } => {
-            let q = quotients(input)?;
+            let q = quotients(input, column_type)?;
             used(&q, aggs.iter().filter(|a| matches!(a.kind, AggKind::Sum | AggKind::Avg)).map(|a| a.arg))?;
             let mut out = vec![false; *group];
             out.extend(aggs.iter().map(|a| a.kind == AggKind::Avg));
@@ -550,11 +536,32 @@ fn quotients(node: &Node) -> Result<Vec<bool>, Refusal> {
 }
 
 /// True if `e`'s value is a quotient: a `/`, or a choice that may pick one. Refuses a
-/// quotient used as a number again (arithmetic, `ROUND`, `ABS`, ...). Compared, shown as text
-/// or picked, a quotient is what the server uses there: its value rounded to the decimals it
-/// shows (`1/3 = 0.3333` is true on the server).
-fn quotient(e: &Expr, columns: &[bool]) -> Result<bool, Refusal> {
-    let parts: Vec<bool> = e.children().into_iter().map(|x| quotient(x, columns)).collect::<Result<_, _>>()?;
+/// quotient used as a number again (arithmetic, `ROUND`, `ABS`, ...). Compared with an exact
+/// number, shown as text or picked, a quotient is what the server uses there: its value
+/// rounded to the decimals it shows (`1/3 = 0.3333` is true on the server).
+fn quotient(e: &Expr, columns: &[bool], digits_of: &[Option<Digits>]) -> Result<bool, Refusal> {
+    let children = e.children();
+    let parts: Vec<bool> = children.iter().map(|x| quotient(x, columns, digits_of)).collect::<Result<_, _>>()?;
+    // Compared with a string or a float, the server converts a quotient to a DOUBLE from its
+    // whole value (`0 <> 3 / 99999999.99` is true there, false by the shown 0.000000): the
+    // values it is compared with must be exact numbers (or NULL).
+    let compared: Vec<usize> = match e {
+        Expr::Cmp(..) | Expr::InList { .. } | Expr::Between { .. } | Expr::Func(Func::NullIf, _) => (0..children.len()).collect(),
+        Expr::Case { operand: Some(_), whens, .. } => std::iter::once(0).chain((0..whens.len()).map(|i| 1 + 2 * i)).collect(),
+        _ => Vec::new(),
+    };
+    if compared.iter().any(|i| parts.get(*i) == Some(&true)) {
+        for i in compared.iter().filter(|i| parts.get(**i) != Some(&true)) {
+            let exact = match children.get(*i) {
+                Some(Expr::Lit(l)) if l.0.is_null() => true,
+                Some(x) => digits(x, &|c| digits_of.get(c).copied().flatten())?.is_some(),
+                None => true,
+            };
+            if !exact {
+                return refuse(QUOTIENT);
+            }
+        }
+    }
     // Tested for truth (AND, OR, NOT, IF's condition, CASE's WHEN), a quotient is its whole
     // value too: `(3 / 2147483647) AND 1` is true on the server.
     let condition = match e {

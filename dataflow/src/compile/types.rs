@@ -22,6 +22,7 @@
 //!   (the server's may be a negative zero, which it compares unequal to 0);
 //! - `ROUND` of a DECIMAL to a computed number of decimals, `FLOOR` and `CEILING` of a
 //!   DOUBLE or a string (an exact integer of any size to the server);
+//! - `YEAR`, `MONTH`, `DAY` or `DATE` of a value that is not temporal;
 //! - a temporal value compared with a value that is not temporal (a literal compared with a
 //!   column was already given the column's type by `lower`);
 //! - `BETWEEN` of a string and a number, which the server compares under one type for all
@@ -269,8 +270,16 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             text(part(0))?;
             Class::Int
         }
-        Expr::Func(Func::Year | Func::Month | Func::Day, _) => Class::Int,
-        Expr::Func(Func::Date, _) => Class::Time(0, 0),
+        // Of a number or a string, the server reads a date by rules of its own (0 is
+        // 0000-00-00, 20240229 is a date).
+        Expr::Func(f @ (Func::Year | Func::Month | Func::Day | Func::Date), _) => {
+            if !matches!(part(0), Class::Time(..) | Class::Null) {
+                return refuse(
+                    "YEAR, MONTH, DAY or DATE of a value that is not a date: the server reads one from it by rules a view does not follow",
+                );
+            }
+            if *f == Func::Date { Class::Time(0, 0) } else { Class::Int }
+        }
         Expr::Func(Func::Concat | Func::Lower | Func::Upper | Func::Trim | Func::Replace, _) => {
             for p in &parts {
                 text(*p)?;
@@ -310,12 +319,21 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             Class::Int
         }
         Expr::And(..) | Expr::Or(..) | Expr::Not(_) | Expr::IsNull(..) => Class::Int,
-        Expr::Func(Func::NullIf, _) => part(0),
+        // NULLIF compares its two arguments, CASE its operand with each WHEN.
+        Expr::Func(Func::NullIf, _) => {
+            comparable(&[part(0), part(1)])?;
+            part(0)
+        }
         Expr::Func(Func::If, _) => return choice(e, &[1, 2], &parts, inputs),
         Expr::Func(Func::Coalesce | Func::IfNull, _) => return choice(e, &(0..parts.len()).collect::<Vec<_>>(), &parts, inputs),
         Expr::Case { operand, whens, otherwise } => {
             // Parts: the operand, then each WHEN and THEN, then ELSE (no ELSE is a NULL).
             let first = usize::from(operand.is_some());
+            if operand.is_some() {
+                for i in 0..whens.len() {
+                    comparable(&[part(0), part(1 + 2 * i)])?;
+                }
+            }
             let mut picks: Vec<usize> = (0..whens.len()).map(|i| first + 2 * i + 1).collect();
             picks.extend(otherwise.as_ref().map(|_| first + 2 * whens.len()));
             return choice(e, &picks, &parts, inputs);

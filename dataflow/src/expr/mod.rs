@@ -441,6 +441,22 @@ impl Expr {
         }
     }
 
+    /// True if the value is a truth value (1, 0 or NULL): a comparison, a logical operator, a
+    /// test.
+    pub fn is_truth(&self) -> bool {
+        matches!(
+            self,
+            Expr::Cmp(..)
+                | Expr::And(..)
+                | Expr::Or(..)
+                | Expr::Not(_)
+                | Expr::IsNull(..)
+                | Expr::InList { .. }
+                | Expr::Between { .. }
+                | Expr::Like { .. }
+        )
+    }
+
     /// The expressions this one is made of, in the order they are written.
     pub fn children(&self) -> Vec<&Expr> {
         match self {
