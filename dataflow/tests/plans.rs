@@ -558,6 +558,9 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id, (n / 3) * 3 FROM e WHERE id = ?",
         "SELECT n, SUM(d / 3) FROM e WHERE n = ? GROUP BY n",
         "SELECT n, AVG(d) * 2 FROM e WHERE n = ? GROUP BY n",
+        // SUM of what is not an exact number: the server's conversions.
+        "SELECT n, SUM(day) FROM e WHERE n = ? GROUP BY n",
+        "SELECT n, AVG(s) FROM e WHERE n = ? GROUP BY n",
         "SELECT id FROM e WHERE id = ? AND n / 3",
         "SELECT id, IF(n / 3, 1, 0) FROM e WHERE id = ?",
         // NULL's arithmetic, typed by the server's own choice, picked with a column.

@@ -27,7 +27,8 @@
 //!   column was already given the column's type by `lower`);
 //! - `BETWEEN` of a string and a number, which the server compares under one type for all
 //!   three operands where the view compares two at a time (`IN` compares pairwise on both);
-//! - a `UNION ALL` whose inputs give one column values of different kinds.
+//! - a `UNION ALL` whose inputs give one column values of different kinds;
+//! - SUM or AVG of a value that is not an exact number (a date is summed as 20240229).
 
 use super::numbers::{self, Digits};
 use super::{Catalog, CompiledQuery, Refusal, refuse};
@@ -158,6 +159,14 @@ fn node_classes(node: &mut Node, column_type: &dyn Fn(&str, &str) -> Option<SqlT
         Node::Aggregate { input, group, aggs, .. } => {
             let classes = node_classes(input, column_type)?;
             let arg = |a: usize| classes.get(a).copied().unwrap_or(Class::Unknown);
+            // The server sums a date as its number (20240229), a string as a DOUBLE (in scan
+            // order); a view's running total holds exact numbers only.
+            if aggs
+                .iter()
+                .any(|a| matches!(a.kind, AggKind::Sum | AggKind::Avg) && !matches!(arg(a.arg), Class::Int | Class::Dec(_) | Class::Null))
+            {
+                return refuse("SUM or AVG of a value that is not an exact number: the server converts it by rules of its own");
+            }
             let mut out: Vec<Class> = classes.iter().take(*group).copied().collect();
             out.extend(aggs.iter().map(|a| match a.kind {
                 AggKind::CountStar | AggKind::CountNotNull | AggKind::CountDistinct => Class::Int,
