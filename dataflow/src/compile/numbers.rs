@@ -15,12 +15,12 @@
 //!   arithmetic is counted by the next rule instead.
 //! - DECIMAL quotients used again. The server's `a / b` keeps more decimals than it shows:
 //!   the dividend's and four more, rounded up to a multiple of nine and truncated there
-//!   (`2/3 - 0.666666666` is 0), where a view's keeps the four it shows. Shown, the two agree;
-//!   used again (in arithmetic, `ROUND`, a comparison, a sum, an order) they do not:
-//!   `ROUND(2499/20000, 2)` is 0.12 on the server and would be 0.13 here. Compared, grouped,
-//!   ordered or shown as text, the server uses the value it shows (`1/3 = 0.3333` is true), as
-//!   a view does. So a quotient (and an AVG, which is one) used as a number again (arithmetic,
-//!   `ROUND`, a truth test, a SUM, a join's key) is refused.
+//!   (`2/3 - 0.666666666` is 0), where a view's keeps the four it shows. Compared with an exact
+//!   number, grouped, ordered or shown as text, the server uses the value it shows (`1/3 =
+//!   0.3333` is true), as a view does. Used as a number again they differ:
+//!   `ROUND(2499/20000, 2)` is 0.12 on the server and would be 0.13 here. So a quotient (and an
+//!   AVG, which is one) in arithmetic, `ROUND`, a truth test, a SUM, a join's key, or compared
+//!   with a string or a float, is refused.
 //! - Integer arithmetic out of its result type's range. The server types `+`, `-`, `*` and
 //!   `DIV` of integers as BIGINT, UNSIGNED if either operand is (an UNSIGNED or YEAR or BIT
 //!   column, or a value computed from one), and raises an error (1690, "BIGINT UNSIGNED value
@@ -54,12 +54,14 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
                 );
             }
             Node::Project { input, exprs } => {
+                let columns = column_digits(input, &column_type);
                 for e in exprs {
-                    digits(e, &|c| exact_digits(input.origin_column(c).and_then(|(t, n)| column_type(t, n))?))?;
+                    digits(e, &|c| columns.get(c).copied().flatten())?;
                 }
             }
             Node::Filter { input, pred } => {
-                digits(pred, &|c| exact_digits(input.origin_column(c).and_then(|(t, n)| column_type(t, n))?))?;
+                let columns = column_digits(input, &column_type);
+                digits(pred, &|c| columns.get(c).copied().flatten())?;
             }
             _ => {}
         }

@@ -6,7 +6,8 @@
 //!
 //! Invariants: evaluation never panics; an error MySQL would raise at run time (BIGINT overflow)
 //! evaluates to NULL here, so the compiler refuses integer arithmetic that may leave its type's
-//! range (`compile/numbers.rs`); it only accepts expressions whose columns it resolved, so `Col(i)` is always in range of the rows it sees
+//! range (`compile/numbers.rs`). The compiler only accepts expressions whose columns it
+//! resolved, so `Col(i)` is always in range of the rows it sees
 //! (checked again defensively: an out-of-range column reads as NULL). `to_sql` renders an
 //! expression the upstream evaluates to the same value.
 //!
