@@ -4,6 +4,8 @@
 //! from-scratch evaluation on random data), and what must not be merged across keys.
 
 use freshet_dataflow::eval::eval;
+use freshet_dataflow::expr::{Expr, Repr};
+use freshet_dataflow::plan::Node;
 use freshet_dataflow::*;
 
 use freshet_testkit::catalog::news as catalog;
@@ -567,7 +569,25 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id, COALESCE(NULL + 1, d) FROM e WHERE id = ?",
     ];
     compiles_only(&catalog, &ok, &refused);
-    // The choice is given the server's representation, and rendered for a fill as written.
+    // A choice whose picks differ in decimals is given the server's (two), one between
+    // integers is not wrapped, and both render for a fill as written.
+    let typed = |sql: &str| {
+        let q = compile(sql, &catalog).unwrap();
+        let mut found = Vec::new();
+        for node in q.root.post_order() {
+            if let Node::Project { exprs, .. } = node {
+                found.extend(exprs.iter().filter_map(|e| match e {
+                    Expr::Typed(_, repr) => Some(*repr),
+                    _ => None,
+                }));
+            }
+        }
+        found
+    };
+    assert_eq!(typed("SELECT id, COALESCE(d, 0) AS x FROM e WHERE id = ?"), [Repr::Decimal(2)]);
+    assert_eq!(typed("SELECT id, ROUND(d, 3) AS x FROM e WHERE id = ?"), [Repr::Decimal(3)]);
+    assert_eq!(typed("SELECT id, IFNULL(f, 0.5) AS x FROM e WHERE id = ?"), [Repr::Double]);
+    assert!(typed("SELECT id, COALESCE(n, 0), ROUND(d, 1) AS x FROM e WHERE id = ?").is_empty());
     let explained = explain_sql("SELECT id, COALESCE(d, 0) AS x FROM e WHERE id = ?", &catalog).unwrap();
     assert!(explained.iter().any(|l| l.1.contains("COALESCE(")), "{explained:?}");
 }
