@@ -89,20 +89,53 @@ pub(super) enum Acc {
     Count(i64),
     Sum(SumAcc),
     Avg(SumAcc),
-    Min(BTreeMap<Value, i64>),
-    Max(BTreeMap<Value, i64>),
+    Min(BTreeMap<Spelled, i64>),
+    Max(BTreeMap<Spelled, i64>),
     Distinct(Map<Value, i64>),
 }
 
-pub(super) fn add_count<K: Ord + Clone>(m: &mut BTreeMap<K, i64>, k: &K, w: i64) -> isize {
-    let c = m.entry(k.clone()).or_insert(0);
-    let was = *c;
-    *c += w;
-    if *c == 0 {
-        m.remove(k);
-        return -1;
+/// A MIN or MAX argument, ordered as SQL orders values and, among values SQL finds equal but
+/// spelled otherwise (`'a'`, `'A'` and `'a '` under a case- and pad-insensitive collation), by
+/// their exact spelling. So each spelling is counted apart, and the answer is always a
+/// spelling some row has: when the row that had the shown one goes, another row's shows.
+/// Among equal spellings the server shows the first its plan reads, which a view cannot know;
+/// a view shows the least (MIN) or greatest (MAX) by bytes.
+#[derive(Clone, Debug)]
+pub(super) struct Spelled(Value);
+
+impl Ord for Spelled {
+    fn cmp(&self, o: &Spelled) -> std::cmp::Ordering {
+        self.0.cmp(&o.0).then_with(|| self.0.exact_cmp(&o.0))
     }
-    if was == 0 { 1 } else { 0 }
+}
+impl PartialOrd for Spelled {
+    fn partial_cmp(&self, o: &Spelled) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl PartialEq for Spelled {
+    fn eq(&self, o: &Spelled) -> bool {
+        self.cmp(o).is_eq()
+    }
+}
+impl Eq for Spelled {}
+
+/// Adds `w` to `k`'s count in `m`, dropping it at zero; returns the change in keys held (1, 0 or -1).
+pub(super) fn add_count<K: Ord>(m: &mut BTreeMap<K, i64>, k: K, w: i64) -> isize {
+    match m.entry(k) {
+        std::collections::btree_map::Entry::Vacant(e) => {
+            e.insert(w);
+            1
+        }
+        std::collections::btree_map::Entry::Occupied(mut e) => {
+            *e.get_mut() += w;
+            if *e.get() == 0 {
+                e.remove();
+                return -1;
+            }
+            0
+        }
+    }
 }
 
 impl Acc {
@@ -134,7 +167,7 @@ impl Acc {
                 if arg.is_null() {
                     return 0;
                 }
-                add_count(m, arg, w) * (arg.bytes() + SLOT) as isize
+                add_count(m, Spelled(arg.clone()), w) * (arg.bytes() + SLOT) as isize
             }
             Acc::Distinct(m) => {
                 if arg.is_null() {
@@ -159,8 +192,8 @@ impl Acc {
             Acc::Count(n) => Value::Int(*n),
             Acc::Sum(s) => s.sum(),
             Acc::Avg(s) => s.avg(),
-            Acc::Min(m) => m.keys().next().cloned().unwrap_or(Value::Null),
-            Acc::Max(m) => m.keys().next_back().cloned().unwrap_or(Value::Null),
+            Acc::Min(m) => m.keys().next().map_or(Value::Null, |v| v.0.clone()),
+            Acc::Max(m) => m.keys().next_back().map_or(Value::Null, |v| v.0.clone()),
             Acc::Distinct(m) => Value::Int(m.len() as i64),
         }
     }

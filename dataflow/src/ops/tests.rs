@@ -103,6 +103,30 @@ fn min_max_after_deleting_extremes_and_sum_count() {
     assert_eq!(ks.reader_rows(), vec![[Value::Int(1), Value::Null, Value::Null, Value::Null, Value::Int(0)].into()]);
 }
 
+/// MIN and MAX of text count each spelling apart: when the row whose spelling was shown goes,
+/// the answer is a spelling a remaining row has (the server's is one of those too).
+#[test]
+fn min_max_of_text_show_a_spelling_a_row_has() {
+    let input = Node::Project { input: Box::new(base(0, 2)), exprs: vec![Expr::Col(0), Expr::Col(1)] };
+    let aggs = vec![AggSpec { kind: AggKind::Min, arg: 1 }, AggSpec { kind: AggKind::Max, arg: 1 }];
+    let root = Node::Aggregate { input: Box::new(input), group: 1, aggs, global: true };
+    let g = Graph::new(&root);
+    let mut ks = KeyState::empty(&g, &key(), Position(0), false);
+    let t = |s: &str| Value::text(s, crate::value::Collation::Utf8mb4GeneralCi);
+    let row = |s: &str| -> Row { vec![Value::Int(1), t(s)].into() };
+    let shown = |ks: &KeyState| -> (String, String) {
+        let rows = ks.reader_rows();
+        let text = |v: &Value| crate::expr::text_of(v).unwrap_or_default();
+        (text(&rows[0][1]), text(&rows[0][2]))
+    };
+    ks.process(&g, &key(), &mut [vec![(row("B"), 1), (row("a "), 1), (row("A"), 1), (row("b"), 1)]]);
+    assert_eq!(shown(&ks), ("A".into(), "b".into()), "among equal spellings, the least (MIN) and greatest (MAX) by bytes");
+    ks.process(&g, &key(), &mut [vec![(row("A"), -1), (row("b"), -1)]]);
+    assert_eq!(shown(&ks), ("a ".into(), "B".into()), "the rows that had the shown spellings went");
+    ks.process(&g, &key(), &mut [vec![(row("a "), -1), (row("B"), -1)]]);
+    assert_eq!(ks.reader_rows()[0][1], Value::Null);
+}
+
 #[test]
 fn top_k_pulls_rows_back_in_when_it_shrinks() {
     let root = Node::TopK { input: Box::new(base(0, 2)), order: vec![(1, true)], limit: 2, offset: 0 };

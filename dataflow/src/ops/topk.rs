@@ -76,12 +76,12 @@ impl KeyState {
                 if beyond {
                     continue;
                 }
-                bytes += add_count(&mut st.rows, &k, w) * b;
+                bytes += add_count(&mut st.rows, k, w) * b;
                 st.count += w;
                 while st.count > cap {
                     let Some((last, _)) = st.rows.iter().next_back().map(|(k, c)| (k.clone(), *c)) else { break };
                     let lb = (row_bytes(&last.row.0) * 2 + SLOT) as isize;
-                    bytes += add_count(&mut st.rows, &last, -1) * lb;
+                    bytes += add_count(&mut st.rows, last, -1) * lb;
                     st.count -= 1;
                     st.complete = false;
                 }
@@ -89,7 +89,7 @@ impl KeyState {
                 let held = st.rows.get(&k).copied().unwrap_or(0);
                 let take = held.min(-w);
                 if take > 0 {
-                    bytes += add_count(&mut st.rows, &k, -take) * b;
+                    bytes += add_count(&mut st.rows, k, -take) * b;
                     st.count -= take;
                 }
             }
