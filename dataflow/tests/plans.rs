@@ -295,6 +295,40 @@ fn a_null_key_on_an_ungrouped_aggregate_is_relayed_not_answered_empty() {
 }
 
 /// Asserts that each of `ok` compiles against `catalog` and each of `refused` does not.
+/// An integer literal in GROUP BY or ORDER BY, parenthesised or not, is a select-list position
+/// to the server (`GROUP BY 1` groups by the first column); a negative one is its error
+/// `Unknown column '-1'`, and a position naming an aggregate is `Can't group on`.
+#[test]
+fn group_by_and_order_by_positions_name_select_items() {
+    for (position, named) in [
+        (
+            "SELECT title, COUNT(*) FROM stories WHERE author_id = ? GROUP BY 1",
+            "SELECT title, COUNT(*) FROM stories WHERE author_id = ? GROUP BY title",
+        ),
+        (
+            "SELECT title, COUNT(*) FROM stories WHERE author_id = ? GROUP BY (1)",
+            "SELECT title, COUNT(*) FROM stories WHERE author_id = ? GROUP BY title",
+        ),
+        (
+            "SELECT id, title FROM stories WHERE author_id = ? ORDER BY (2) DESC LIMIT 3",
+            "SELECT id, title FROM stories WHERE author_id = ? ORDER BY title DESC LIMIT 3",
+        ),
+    ] {
+        assert!(q(position).same_plan(&q(named)), "{position}: {:?}\nvs {:?}", q(position).root, q(named).root);
+    }
+    compiles_only(
+        &catalog(),
+        &[],
+        &[
+            "SELECT title, COUNT(*) FROM stories WHERE author_id = ? GROUP BY 2",
+            "SELECT title, COUNT(*) FROM stories WHERE author_id = ? GROUP BY 3",
+            "SELECT title, COUNT(*) FROM stories WHERE author_id = ? GROUP BY -1",
+            "SELECT id, title FROM stories WHERE author_id = ? ORDER BY -1 LIMIT 3",
+            "SELECT id, title FROM stories WHERE author_id = ? ORDER BY (3) LIMIT 3",
+        ],
+    );
+}
+
 fn compiles_only(catalog: &Catalog, ok: &[&str], refused: &[&str]) {
     for sql in ok {
         compile(sql, catalog).unwrap_or_else(|e| panic!("{sql}: {e}"));
