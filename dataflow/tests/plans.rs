@@ -329,6 +329,41 @@ fn group_by_and_order_by_positions_name_select_items() {
     );
 }
 
+/// A view matches join keys by their values; the server compares two columns of different
+/// kinds by a conversion (`'42' = 42` and `'x' = 0` as numbers), so such a join is refused.
+#[test]
+fn joins_of_columns_the_server_compares_by_a_conversion_are_refused() {
+    let mut c = catalog();
+    let col = |n: &str, ty: SqlType| ColumnSchema::new(n, ty);
+    c.add(TableSchema::new(
+        "tags",
+        vec![
+            col("id", SqlType::Int { bytes: 8, unsigned: false }),
+            col("label", SqlType::Text).with_collation(Some(Collation::Utf8mb4Bin)),
+            col("price", SqlType::Decimal { precision: 8, scale: 2 }),
+            col("day", SqlType::Date),
+            col("at", SqlType::DateTime { fsp: 0 }),
+        ],
+        vec![0],
+    ))
+    .unwrap();
+    compiles_only(
+        &c,
+        &[
+            "SELECT stories.id, comments.id FROM stories JOIN comments ON comments.story_id = stories.id WHERE stories.id = ?",
+            "SELECT stories.id, tags.id FROM stories JOIN tags ON tags.price = stories.author_id WHERE stories.id = ?",
+            "SELECT users.id, stories.id FROM users JOIN stories ON stories.title = users.name WHERE users.id = ?",
+            "SELECT t1.id, t2.id FROM tags t1 JOIN tags t2 ON t2.day = t1.day WHERE t1.id = ?",
+        ],
+        &[
+            "SELECT stories.id, comments.id FROM stories JOIN comments ON comments.body = stories.id WHERE stories.id = ?",
+            "SELECT stories.id, tags.id FROM stories LEFT JOIN tags ON tags.label = stories.title WHERE stories.id = ?",
+            "SELECT stories.id, tags.id FROM stories JOIN tags ON tags.day = stories.title WHERE stories.id = ?",
+            "SELECT t1.id, t2.id FROM tags t1 JOIN tags t2 ON t2.at = t1.day WHERE t1.id = ?",
+        ],
+    );
+}
+
 fn compiles_only(catalog: &Catalog, ok: &[&str], refused: &[&str]) {
     for sql in ok {
         compile(sql, catalog).unwrap_or_else(|e| panic!("{sql}: {e}"));
