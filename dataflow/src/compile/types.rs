@@ -28,14 +28,17 @@
 //! - `BETWEEN` of a string and a number, which the server compares under one type for all
 //!   three operands where the view compares two at a time (`IN` compares pairwise on both);
 //! - a `UNION ALL` whose inputs give one column values of different kinds;
-//! - SUM or AVG of a value that is not an exact number (a date is summed as 20240229).
+//! - SUM or AVG of a value that is not an exact number (a date is summed as 20240229);
+//! - a join of two columns the server compares by a conversion (a string with a number or a
+//!   date, strings of two collations, a DATE with a DATETIME): a view matches join keys by
+//!   their values.
 
 use super::numbers::{self, Digits};
 use super::{Catalog, CompiledQuery, Refusal, refuse};
 use crate::expr::{ArithOp, Expr, Func, Repr};
 use crate::plan::{AggKind, Node};
 use crate::schema::SqlType;
-use crate::value::Value;
+use crate::value::{Collation, Value};
 
 /// The kind of the server's static type of a value, as far as its representation goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -111,8 +114,7 @@ impl Class {
 /// Types every expression of `q`'s plan, wrapping what needs the server's representation in
 /// [`Expr::Typed`]; refuses what a view cannot answer as the server does (the module header).
 pub(super) fn apply(q: &mut CompiledQuery, catalog: &Catalog) -> Result<(), Refusal> {
-    let column_type = |table: &str, column: &str| Some(catalog.column(table, column)?.ty.clone());
-    node_classes(&mut q.root, &column_type)?;
+    node_classes(&mut q.root, catalog)?;
     Ok(())
 }
 
@@ -124,8 +126,8 @@ struct Inputs<'a> {
 }
 
 impl Inputs<'_> {
-    fn of<'a>(input: &Node, classes: &'a [Class], column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Inputs<'a> {
-        Inputs { classes, digits: numbers::column_digits(input, column_type) }
+    fn of<'a>(input: &Node, classes: &'a [Class], catalog: &Catalog) -> Inputs<'a> {
+        Inputs { classes, digits: numbers::column_digits(input, &|table, column| Some(catalog.column(table, column)?.ty.clone())) }
     }
 
     /// The digits `e` may need; `None` if not known.
@@ -135,29 +137,35 @@ impl Inputs<'_> {
 }
 
 /// The class of each output column of `node`, typing the expressions below it.
-fn node_classes(node: &mut Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Result<Vec<Class>, Refusal> {
+fn node_classes(node: &mut Node, catalog: &Catalog) -> Result<Vec<Class>, Refusal> {
     Ok(match node {
         Node::Base { table, columns, .. } => {
-            columns.iter().map(|c| column_type(table, c).map_or(Class::Unknown, |t| Class::of_type(&t))).collect()
+            columns.iter().map(|c| catalog.column(table, c).map_or(Class::Unknown, |c| Class::of_type(&c.ty))).collect()
         }
         Node::Filter { input, pred } => {
-            let classes = node_classes(input, column_type)?;
-            class(pred, &Inputs::of(input, &classes, column_type))?;
+            let classes = node_classes(input, catalog)?;
+            class(pred, &Inputs::of(input, &classes, catalog))?;
             classes
         }
-        Node::Distinct { input } | Node::TopK { input, .. } => node_classes(input, column_type)?,
+        Node::Distinct { input } | Node::TopK { input, .. } => node_classes(input, catalog)?,
         Node::Project { input, exprs } => {
-            let classes = node_classes(input, column_type)?;
-            let inputs = Inputs::of(input, &classes, column_type);
+            let classes = node_classes(input, catalog)?;
+            let inputs = Inputs::of(input, &classes, catalog);
             exprs.iter_mut().map(|e| class(e, &inputs)).collect::<Result<_, _>>()?
         }
-        Node::Join { left, right, .. } => {
-            let mut classes = node_classes(left, column_type)?;
-            classes.extend(node_classes(right, column_type)?);
+        Node::Join { left, right, on, .. } => {
+            let mut classes = node_classes(left, catalog)?;
+            let right_classes = node_classes(right, catalog)?;
+            for &(l, r) in on.iter() {
+                let class = |classes: &[Class], c: usize| classes.get(c).copied().unwrap_or(Class::Unknown);
+                let collation = |side: &Node, c: usize| side.origin_column(c).and_then(|(t, n)| catalog.column(t, n)?.collation);
+                joinable((class(&classes, l), collation(left, l)), (class(&right_classes, r), collation(right, r)))?;
+            }
+            classes.extend(right_classes);
             classes
         }
         Node::Aggregate { input, group, aggs, .. } => {
-            let classes = node_classes(input, column_type)?;
+            let classes = node_classes(input, catalog)?;
             let arg = |a: usize| classes.get(a).copied().unwrap_or(Class::Unknown);
             // The server sums a date as its number (20240229), a string as a DOUBLE (in scan
             // order); a view's running total holds exact numbers only.
@@ -187,7 +195,7 @@ fn node_classes(node: &mut Node, column_type: &dyn Fn(&str, &str) -> Option<SqlT
         Node::Union { inputs } => {
             let mut all = Vec::new();
             for i in inputs.iter_mut() {
-                all.push(node_classes(i, column_type)?);
+                all.push(node_classes(i, catalog)?);
             }
             let width = all.first().map_or(0, Vec::len);
             let mut out = Vec::with_capacity(width);
@@ -204,6 +212,27 @@ fn node_classes(node: &mut Node, column_type: &dyn Fn(&str, &str) -> Option<SqlT
             out
         }
     })
+}
+
+/// Refuses a join of two columns a view would find unequal where the server finds them equal:
+/// a view matches join keys by their values (`Value`'s equality and hash), the server by its
+/// comparison of the two types. A string and a number are compared as numbers (`'42' = 42`,
+/// `'x' = 0`), a string and a date as dates, two strings under one collation the server picks
+/// from the two, a DATE and a DATETIME as DATETIMEs. So the keys must be exact numbers both,
+/// DOUBLEs both, strings of one collation, byte strings, or temporal values of one type.
+fn joinable(a: (Class, Option<Collation>), b: (Class, Option<Collation>)) -> Result<(), Refusal> {
+    let ok = match (a.0, b.0) {
+        (Class::Int | Class::Dec(_), Class::Int | Class::Dec(_)) | (Class::Real, Class::Real) | (Class::Bytes, Class::Bytes) => true,
+        (Class::Str, Class::Str) => a.1 == b.1,
+        (Class::Time(x, _), Class::Time(y, _)) => x == y,
+        _ => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    refuse(
+        "a join of columns the server compares by a conversion (a string with a number or a date, strings of two collations, a DATE with a DATETIME, a computed key): a view matches join keys by their values",
+    )
 }
 
 /// The class of `e`, given its input's column classes; types its parts first, and wraps `e`
