@@ -184,7 +184,16 @@ impl<'c> Compiler<'c> {
         let key_in_tree = tree.key_positions();
         let mut agg = AggCtx { key_w: key_in_tree.len(), groups: vec![], aggs: vec![] };
         for g in &group_exprs {
-            let g = self.resolve_alias(g, &select_items);
+            let g = match position(g) {
+                Some(p) => {
+                    let (item, _) = &select_items[item_index(&p, select_items.len(), "GROUP BY")?];
+                    if contains_agg(item) {
+                        return refuse(format!("GROUP BY {p} names an aggregate, which the server refuses to group on"));
+                    }
+                    item.clone()
+                }
+                None => self.resolve_alias(g, &select_items),
+            };
             agg.groups.push(self.lower(&g, &src.scope, &mut Mode::Pre)?);
         }
         // Whether the result for several keys is the concatenation of each key's result (what
@@ -475,12 +484,10 @@ impl<'c> Compiler<'c> {
                 Some(a::OrderBySort::Desc) => true,
                 Some(_) => return refuse("ORDER BY ... USING is not MySQL"),
             };
-            let pos = if let a::Expr::Value(v) = &ob.expr {
-                let a::Value::Number(s, _) = &v.value else { return refuse("ORDER BY a constant is not supported") };
-                match s.parse::<usize>() {
-                    Ok(i) if i >= 1 && i <= visible => i - 1,
-                    _ => return refuse(format!("ORDER BY position {s} is out of range")),
-                }
+            let pos = if let Some(p) = position(&ob.expr) {
+                item_index(&p, visible, "ORDER BY")?
+            } else if matches!(ob.expr, a::Expr::Value(_)) {
+                return refuse("ORDER BY a constant is not supported");
             } else {
                 let e = self.lower(&self.resolve_alias(&ob.expr, items), &src.scope, mode)?;
                 match exprs.iter().position(|x| *x == e) {
@@ -707,4 +714,28 @@ fn aggregate(tree: Node, key_in_tree: &[usize], agg: &AggCtx, global: bool) -> N
         }
     }
     Node::Aggregate { input: Box::new(Node::Project { input: Box::new(tree), exprs: pre }), group, aggs: specs, global }
+}
+
+/// The literal of a GROUP BY or ORDER BY item the server reads as a select-list position: a
+/// number, parenthesised or not, or its negation (`ORDER BY 2`, `GROUP BY (1)`, `ORDER BY -1`,
+/// the last the server's error `Unknown column '-1'`). `None` for anything else.
+fn position(e: &a::Expr) -> Option<String> {
+    match e {
+        a::Expr::Nested(inner) => position(inner),
+        a::Expr::Value(v) => match &v.value {
+            a::Value::Number(s, _) => Some(s.clone()),
+            _ => None,
+        },
+        a::Expr::UnaryOp { op: a::UnaryOperator::Minus, expr } => position(expr).map(|p| format!("-{p}")),
+        _ => None,
+    }
+}
+
+/// The index of the select item at 1-based position `p` among `n`; refused when `p` is not
+/// one (the server errs on an integer out of range, and reads a decimal as a constant).
+fn item_index(p: &str, n: usize, clause: &str) -> Result<usize, Refusal> {
+    match p.parse::<usize>() {
+        Ok(i) if (1..=n).contains(&i) => Ok(i - 1),
+        _ => refuse(format!("{clause} position {p} is not a column of the select list")),
+    }
 }
