@@ -783,6 +783,20 @@ mod tests {
         assert_ne!(ExactRow(vec![dec("1.0")]), ExactRow(vec![dec("1.00")]));
     }
 
+    /// A DOUBLE's -0 and 0 are one row: the server groups them together (a grouped fill
+    /// counts `'' / -1` and `'' / 1` as one value), and a view's delta of either must cancel it.
+    #[test]
+    fn exact_identity_of_a_negative_zero_is_zero() {
+        let hasher = std::hash::RandomState::new();
+        let hash = |r: &ExactRow<Vec<Value>>| std::hash::BuildHasher::hash_one(&hasher, r);
+        for (a, b) in [(Value::Double(-0.0), Value::Double(0.0)), (Value::Float(-0.0), Value::Float(0.0))] {
+            let (x, y) = (ExactRow(vec![a]), ExactRow(vec![b]));
+            assert_eq!(x, y);
+            assert_eq!(hash(&x), hash(&y));
+        }
+        assert_ne!(ExactRow(vec![Value::Double(-1.0)]), ExactRow(vec![Value::Double(1.0)]));
+    }
+
     #[test]
     fn temporal_order() {
         let d1 = Date::new(2024, 2, 29);
