@@ -575,8 +575,9 @@ impl Value {
         }
         match (self, o) {
             (UInt(a), UInt(b)) | (Set(a), Set(b)) | (Bit(a), Bit(b)) => a.cmp(b),
-            (Float(a), Float(b)) => a.total_cmp(b),
-            (Double(a), Double(b)) => a.total_cmp(b),
+            // `+ 0.0` makes -0 0: the server groups them as one value.
+            (Float(a), Float(b)) => (a + 0.0).total_cmp(&(b + 0.0)),
+            (Double(a), Double(b)) => (a + 0.0).total_cmp(&(b + 0.0)),
             (Decimal(a), Decimal(b)) => (a.mantissa(), a.scale).cmp(&(b.mantissa(), b.scale)),
             (Text(a, _), Text(b, _)) => a.cmp(b),
             (Bytes(a), Bytes(b)) => a.cmp(b),
@@ -599,8 +600,8 @@ impl Value {
             Value::Null => {}
             Value::Int(i) => i.hash(h),
             Value::UInt(u) | Value::Set(u) | Value::Bit(u) => u.hash(h),
-            Value::Float(f) => f.to_bits().hash(h),
-            Value::Double(f) => f.to_bits().hash(h),
+            Value::Float(f) => (f + 0.0).to_bits().hash(h),
+            Value::Double(f) => (f + 0.0).to_bits().hash(h),
             Value::Decimal(d) => (d.mantissa(), d.scale).hash(h),
             Value::Text(s, _) => s.hash(h),
             Value::Bytes(b) => b.hash(h),

@@ -662,9 +662,10 @@ fn random_query(rng: &mut freshet_testkit::rng::Rng) -> String {
     let filter = |rng: &mut freshet_testkit::rng::Rng| {
         if rng.below(2) == 0 { format!(" AND {}", random_expr(rng, 1)) } else { String::new() }
     };
-    match rng.below(6) {
+    let on = |rng: &mut freshet_testkit::rng::Rng| JOIN_ON[rng.below(JOIN_ON.len() as u64) as usize];
+    match rng.below(12) {
         0 => {
-            let (l, r) = JOIN_ON[rng.below(JOIN_ON.len() as u64) as usize];
+            let (l, r) = on(rng);
             let kind = ["JOIN", "LEFT JOIN"][rng.below(2) as usize];
             let extra = if rng.below(3) == 0 { format!(" AND {}", random_expr_over(rng, 1, JOIN_LEAVES)) } else { String::new() };
             let sel = random_expr_over(rng, 2, JOIN_LEAVES);
@@ -701,10 +702,42 @@ fn random_query(rng: &mut freshet_testkit::rng::Rng) -> String {
             let (fa, fb) = (filter(rng), filter(rng));
             format!("SELECT id, {a} FROM ex WHERE k = ?{fa} UNION ALL SELECT id, {b} FROM ex WHERE k = ?{fb}")
         }
-        _ => {
-            let (l, r) = JOIN_ON[rng.below(JOIN_ON.len() as u64) as usize];
+        5 => {
+            let (l, r) = on(rng);
             let v = random_expr_over(rng, 1, JOIN_LEAVES);
             format!("SELECT ex.id, COUNT(ey.id), MAX({v}), MIN(ey.w) FROM ex LEFT JOIN ey ON {l} = {r} WHERE ex.k = ? GROUP BY ex.id")
+        }
+        6 => {
+            let (l, r) = on(rng);
+            let o = ["ey.j", "ey.w", "ey.e", "ex.s", "ex.d"][rng.below(5) as usize];
+            let dir = ["", " DESC"][rng.below(2) as usize];
+            format!(
+                "SELECT ex.id, ey.id, {o} FROM ex JOIN ey ON {l} = {r} WHERE ex.k = ? ORDER BY {o}{dir}, ex.id, ey.id LIMIT {}",
+                1 + rng.below(3)
+            )
+        }
+        7 => {
+            let g = ["s", "t", "dt", "u"][rng.below(4) as usize];
+            format!("SELECT {g}, COUNT(*), MAX({}), COUNT(DISTINCT {}) FROM ex GROUP BY {g}", x(rng, 1), x(rng, 1))
+        }
+        8 => {
+            let (l, r) = on(rng);
+            format!("SELECT ex.id, ex.s FROM ex LEFT JOIN ey ON {l} = {r} WHERE ex.k = ? AND ey.id IS NULL")
+        }
+        9 => {
+            let (l, r) = on(rng);
+            let sel = random_expr_over(rng, 1, JOIN_LEAVES);
+            format!("SELECT ey.id, ex.id, {sel} FROM ey JOIN ex ON {l} = {r} WHERE ey.k = ?")
+        }
+        10 => {
+            let (g1, g2) = (["s", "t", "dt"][rng.below(3) as usize], ["u", "d", "b"][rng.below(3) as usize]);
+            let f = filter(rng);
+            format!("SELECT {g1}, {g2}, COUNT(DISTINCT {}), AVG(i), SUM(d) FROM ex WHERE k IN (?, ?){f} GROUP BY k, {g1}, {g2}", x(rng, 1))
+        }
+        _ => {
+            let (l, r) = on(rng);
+            let kind = ["JOIN", "LEFT JOIN"][rng.below(2) as usize];
+            format!("SELECT ex.id, ey.id, e2.id, e2.s FROM ex JOIN ey ON {l} = {r} {kind} ex e2 ON e2.i = ey.j WHERE ex.k = ?")
         }
     }
 }
@@ -840,6 +873,7 @@ fn random_queries_answer_as_the_server_answers() {
     };
 
     let (mut compared, mut refused, mut refills, mut failures) = (0usize, 0usize, 0usize, Vec::new());
+    let mut reasons = std::collections::BTreeMap::<String, usize>::new();
     for n in 0..std::env::var("FRESHET_QUERY_COUNT").map_or(150, |s| s.parse().unwrap()) {
         let cached = random_query(&mut rng);
         // Fresh tables for each query: eight rows of `ex` and six of `ey`.
@@ -867,9 +901,13 @@ fn random_queries_answer_as_the_server_answers() {
         let mut df = Dataflow::new(catalog.clone(), ByteSize(1 << 30));
         df.set_topk_slack(n % 2);
         df.set_applied(Position(1));
-        let Ok(v) = df.install_sql(&cached) else {
-            refused += 1;
-            continue;
+        let v = match df.install_sql(&cached) {
+            Ok(v) => v,
+            Err(e) => {
+                *reasons.entry(e.reason.chars().take(70).collect::<String>()).or_insert(0) += 1;
+                refused += 1;
+                continue;
+            }
         };
         let q = df.query(v).unwrap().clone();
         let ordered = !q.order.is_empty();
@@ -885,7 +923,9 @@ fn random_queries_answer_as_the_server_answers() {
                 continue;
             }
         };
-        let keys: Vec<Key> = vec![vec![int(0)].into(), vec![int(1)].into()];
+        // The partition of `k`: its value, or none for a query without a parameter.
+        let key = |k: i64| -> Key { if q.key_columns.is_empty() { Box::new([]) } else { vec![int(k)].into() } };
+        let keys: Vec<Key> = vec![key(0), key(1)];
         let mut fill_ok = true;
         for req in df.request_fill(v, keys) {
             let FillData::States(mem) = MemUpstream { store: &store }.fill(&req).unwrap().data else { unreachable!() };
@@ -925,7 +965,7 @@ fn random_queries_answer_as_the_server_answers() {
             for k in [0, 1] {
                 if matches!(df.reader(v).unwrap().lookup(&params(k)).unwrap(), Lookup::Miss(_)) {
                     *refills += 1;
-                    for req in df.request_fill(v, vec![vec![int(k)].into()]) {
+                    for req in df.request_fill(v, vec![key(k)]) {
                         df.complete_fill(MemUpstream { store }.fill(&req).unwrap());
                     }
                 }
@@ -1021,6 +1061,11 @@ fn random_queries_answer_as_the_server_answers() {
         "{compared} queries answered as the server does, {refused} refused, {} wrong; {refills} partitions filled again after writes",
         failures.len()
     );
+    let mut reasons: Vec<(usize, String)> = reasons.into_iter().map(|(r, n)| (n, r)).collect();
+    reasons.sort_by(|a, b| b.cmp(a));
+    for (n, r) in reasons.iter().take(12) {
+        eprintln!("  refused {n}: {r}");
+    }
     server.run_raw(None, &format!("DROP DATABASE {qdb}")).unwrap();
     assert!(failures.is_empty(), "{} queries answered otherwise than the server:\n{}", failures.len(), failures.join("\n"));
 }
