@@ -663,7 +663,7 @@ fn random_query(rng: &mut freshet_testkit::rng::Rng) -> String {
         if rng.below(2) == 0 { format!(" AND {}", random_expr(rng, 1)) } else { String::new() }
     };
     let on = |rng: &mut freshet_testkit::rng::Rng| JOIN_ON[rng.below(JOIN_ON.len() as u64) as usize];
-    match rng.below(12) {
+    match rng.below(15) {
         0 => {
             let (l, r) = on(rng);
             let kind = ["JOIN", "LEFT JOIN"][rng.below(2) as usize];
@@ -700,7 +700,8 @@ fn random_query(rng: &mut freshet_testkit::rng::Rng) -> String {
         4 => {
             let (a, b) = (x(rng, 1), x(rng, 1));
             let (fa, fb) = (filter(rng), filter(rng));
-            format!("SELECT id, {a} FROM ex WHERE k = ?{fa} UNION ALL SELECT id, {b} FROM ex WHERE k = ?{fb}")
+            // A UNION ALL with parameters is refused: its branches are read without one.
+            format!("SELECT id, {a} FROM ex WHERE k = 0{fa} UNION ALL SELECT id, {b} FROM ex WHERE k = 1{fb}")
         }
         5 => {
             let (l, r) = on(rng);
@@ -733,6 +734,25 @@ fn random_query(rng: &mut freshet_testkit::rng::Rng) -> String {
             let (g1, g2) = (["s", "t", "dt"][rng.below(3) as usize], ["u", "d", "b"][rng.below(3) as usize]);
             let f = filter(rng);
             format!("SELECT {g1}, {g2}, COUNT(DISTINCT {}), AVG(i), SUM(d) FROM ex WHERE k IN (?, ?){f} GROUP BY k, {g1}, {g2}", x(rng, 1))
+        }
+        11 => {
+            let g = ["s", "t", "dt", "u", "d"][rng.below(5) as usize];
+            let f = filter(rng);
+            format!(
+                "SELECT {g}, COUNT(*) AS c, SUM(i) AS si FROM ex WHERE k = ?{f} GROUP BY {g} ORDER BY c DESC, {g} LIMIT {}",
+                1 + rng.below(3)
+            )
+        }
+        12 => {
+            let c = ["s", "t", "dt", "u", "d", "b"][rng.below(6) as usize];
+            let dir = ["", " DESC"][rng.below(2) as usize];
+            format!("SELECT DISTINCT {c} FROM ex WHERE k = ? ORDER BY {c}{dir} LIMIT {}", 1 + rng.below(3))
+        }
+        13 => {
+            let (l, r) = on(rng);
+            format!(
+                "SELECT ex.id, COUNT(ey.id) AS n FROM ex LEFT JOIN ey ON {l} = {r} WHERE ex.k = ? GROUP BY ex.id ORDER BY n DESC, ex.id LIMIT 2"
+            )
         }
         _ => {
             let (l, r) = on(rng);
