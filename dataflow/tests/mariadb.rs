@@ -13,6 +13,7 @@ use std::process::Command;
 
 use freshet_dataflow::expr::{Expr, Func, literal_sql, parse_temporal, text_of};
 use freshet_dataflow::*;
+use freshet_testkit::sqlgen;
 
 const DB: &str = "freshet_dataflow_test";
 
@@ -385,89 +386,6 @@ fn string_functions_answer_as_the_server_answers() {
     }
 }
 
-/// A random expression over the columns of `ex` (see [`random_expressions_answer_as_the_server_answers`]):
-/// numbers, strings and truth values nested up to `depth`, written as SQL.
-fn random_expr(rng: &mut freshet_testkit::rng::Rng, depth: u32) -> String {
-    random_expr_over(rng, depth, EX_LEAVES)
-}
-
-/// The leaves of [`random_expr`]: `ex`'s columns and literals of every kind.
-const EX_LEAVES: &[&str] = &[
-    "i",
-    "u",
-    "b",
-    "d",
-    "s",
-    "t",
-    "dt",
-    "0",
-    "1",
-    "-1",
-    "2",
-    "3",
-    "10",
-    "2147483647",
-    "9223372036854775807",
-    "1.5",
-    "0.25",
-    "-2.5",
-    "'a'",
-    "''",
-    "'3'",
-    "' x'",
-    "'2024-02-29'",
-    "NULL",
-];
-
-/// A random expression whose leaves are drawn from `leaves`.
-fn random_expr_over(rng: &mut freshet_testkit::rng::Rng, depth: u32, leaves: &[&str]) -> String {
-    if depth == 0 || rng.below(4) == 0 {
-        return leaves[rng.below(leaves.len() as u64) as usize].to_string();
-    }
-    let mut e = || random_expr_over(rng, depth - 1, leaves);
-    let (a, b, c) = (e(), e(), e());
-    let n = ["-1", "0", "1", "2"][(a.len() + b.len()) % 4];
-    match rng.below(37) {
-        0 => format!("({a} + {b})"),
-        1 => format!("({a} - {b})"),
-        2 => format!("({a} * {b})"),
-        3 => format!("({a} / {b})"),
-        4 => format!("({a} DIV {b})"),
-        5 => format!("({a} % {b})"),
-        6 => format!("(-{a})"),
-        7 => format!("ABS({a})"),
-        8 => format!("ROUND({a})"),
-        9 => format!("ROUND({a}, {n})"),
-        10 => format!("FLOOR({a})"),
-        11 => format!("CEILING({a})"),
-        12 => format!("LENGTH({a})"),
-        13 => format!("CHAR_LENGTH({a})"),
-        14 => format!("IF({a}, {b}, {c})"),
-        15 => format!("COALESCE({a}, {b})"),
-        16 => format!("IFNULL({a}, {b})"),
-        17 => format!("NULLIF({a}, {b})"),
-        18 => format!("(CASE WHEN {a} THEN {b} ELSE {c} END)"),
-        19 => format!("CONCAT({a}, {b})"),
-        20 => format!("UPPER({a})"),
-        21 => format!("SUBSTRING({a}, {n})"),
-        22 => format!("LEFT({a}, {n})"),
-        23 => format!("TRIM({a})"),
-        24 => format!("REPLACE({a}, 'a', 'bb')"),
-        25 => format!("({a} = {b})"),
-        26 => format!("({a} < {b})"),
-        27 => format!("({a} <> {b})"),
-        28 => format!("({a} <=> {b})"),
-        29 => format!("({a} IS NULL)"),
-        30 => format!("({a} BETWEEN {b} AND {c})"),
-        31 => format!("({a} IN ({b}, {c}))"),
-        32 => format!("({a} AND {b})"),
-        33 => format!("YEAR({a})"),
-        34 => format!("MONTH({a})"),
-        35 => format!("DAY({a})"),
-        _ => format!("(NOT {a})"),
-    }
-}
-
 /// Whether a view's answer `ours` is the server's `theirs` (the `mariadb -N -B` text of one
 /// value). A DOUBLE is compared as a number: the text protocol relays every DOUBLE, and the
 /// binary one sends its bits, which the server prints rounded, to 15 or so digits or to the
@@ -510,9 +428,7 @@ fn random_expressions_answer_as_the_server_answers() {
     let server = Server::connect();
     server.run_raw(None, &format!("DROP DATABASE IF EXISTS {edb}; CREATE DATABASE {edb}")).unwrap();
     let run = |sql: &str| server.run_raw(Some(&edb), sql);
-    run("CREATE TABLE ex (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, i INT NULL, u INT UNSIGNED NULL, b BIGINT NULL, \
-         d DECIMAL(10,2) NULL, s VARCHAR(12) COLLATE utf8mb4_general_ci NULL, t TINYINT NULL, dt DATE NULL)")
-    .unwrap();
+    run(sqlgen::EX_DDL).unwrap();
     let col = |n: &str, ty: SqlType| ColumnSchema::new(n, ty);
     let mut catalog = Catalog::new();
     catalog
@@ -569,8 +485,8 @@ fn random_expressions_answer_as_the_server_answers() {
     let mut rng = freshet_testkit::rng::Rng::new(std::env::var("FRESHET_EXPR_SEED").map_or(20261127, |s| s.parse().unwrap()));
     let (mut compared, mut refused, mut failures) = (0, 0, Vec::new());
     for n in 0..std::env::var("FRESHET_EXPR_COUNT").map_or(600, |s| s.parse().unwrap()) {
-        let x = random_expr(&mut rng, 3);
-        let filter = if n % 3 == 0 { format!(" AND {}", random_expr(&mut rng, 2)) } else { String::new() };
+        let x = sqlgen::random_expr(&mut rng, 3);
+        let filter = if n % 3 == 0 { format!(" AND {}", sqlgen::random_expr(&mut rng, 2)) } else { String::new() };
         // Every fourth expression is aggregated per partition instead: a view keeps its
         // values in the aggregate's state, the server computes them at each read.
         let (cached, server_sql) = if n % 4 == 1 {
@@ -634,134 +550,6 @@ fn random_expressions_answer_as_the_server_answers() {
     assert!(failures.is_empty(), "{} expressions answered otherwise than the server:\n{}", failures.len(), failures.join("\n"));
 }
 
-/// The leaves of a random expression over `ex` joined with `ey`: both tables' columns (`ey`'s
-/// are `j`, `e`, `w`) and a few literals.
-const JOIN_LEAVES: &[&str] = &["i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "ey.k", "0", "1", "-1", "2.5", "'a'", "NULL"];
-
-/// The join conditions of the random queries: `ey`'s column and `ex`'s, of the same kind or not
-/// (the server compares an integer with a string as numbers, a string with a string under the
-/// collation).
-const JOIN_ON: &[(&str, &str)] = &[
-    ("ey.k", "ex.k"),
-    ("ey.j", "ex.i"),
-    ("ey.j", "ex.u"),
-    ("ey.j", "ex.t"),
-    ("ey.j", "ex.b"),
-    ("ey.e", "ex.d"),
-    ("ey.e", "ex.i"),
-    ("ey.w", "ex.s"),
-    ("ey.w", "ex.i"),
-    ("ey.j", "ex.d"),
-];
-
-/// A random cached query over `ex` (and `ey`), partitioned by `ex.k`: a join, a grouping with or
-/// without HAVING, an ORDER BY with LIMIT, a DISTINCT, a UNION ALL or a join grouped per `ex`
-/// row. Each is answered per partition, as the server answers it with `k` bound.
-fn random_query(rng: &mut freshet_testkit::rng::Rng) -> String {
-    let x = |rng: &mut freshet_testkit::rng::Rng, depth| random_expr(rng, depth);
-    let filter = |rng: &mut freshet_testkit::rng::Rng| {
-        if rng.below(2) == 0 { format!(" AND {}", random_expr(rng, 1)) } else { String::new() }
-    };
-    let on = |rng: &mut freshet_testkit::rng::Rng| JOIN_ON[rng.below(JOIN_ON.len() as u64) as usize];
-    match rng.below(15) {
-        0 => {
-            let (l, r) = on(rng);
-            let kind = ["JOIN", "LEFT JOIN"][rng.below(2) as usize];
-            let extra = if rng.below(3) == 0 { format!(" AND {}", random_expr_over(rng, 1, JOIN_LEAVES)) } else { String::new() };
-            let sel = random_expr_over(rng, 2, JOIN_LEAVES);
-            format!("SELECT ex.id, ey.id, {sel} FROM ex {kind} ey ON {l} = {r}{extra} WHERE ex.k = ?")
-        }
-        1 => {
-            let g = ["s", "t", "d", "dt", "u", "b"][rng.below(6) as usize];
-            let g = if rng.below(3) == 0 { x(rng, 1) } else { g.to_string() };
-            let v = x(rng, 2);
-            let having = match rng.below(4) {
-                0 => " HAVING COUNT(*) > 1".to_string(),
-                1 => format!(" HAVING MAX({v}) > {}", ["0", "1", "'a'", "2.5"][rng.below(4) as usize]),
-                2 => format!(" HAVING {}", ["MIN(i) IS NOT NULL", "SUM(t) > 0", "COUNT(s) < 2", "MAX(s) >= 'b'"][rng.below(4) as usize]),
-                _ => String::new(),
-            };
-            let f = filter(rng);
-            format!("SELECT {g}, COUNT(*), SUM(i), MIN({v}), MAX({v}) FROM ex WHERE k = ?{f} GROUP BY {g}{having}")
-        }
-        2 => {
-            let o = if rng.below(2) == 0 { ["s", "d", "dt", "i", "u", "t", "b"][rng.below(7) as usize].to_string() } else { x(rng, 1) };
-            let dir = ["", " DESC"][rng.below(2) as usize];
-            let (limit, offset) = (1 + rng.below(4), rng.below(3));
-            let offset = if offset == 0 { String::new() } else { format!(" OFFSET {offset}") };
-            let f = filter(rng);
-            let sel = x(rng, 1);
-            format!("SELECT id, {sel} FROM ex WHERE k = ?{f} ORDER BY {o}{dir}, id LIMIT {limit}{offset}")
-        }
-        3 => {
-            let f = filter(rng);
-            format!("SELECT DISTINCT {} FROM ex WHERE k = ?{f}", x(rng, 1))
-        }
-        4 => {
-            let (a, b) = (x(rng, 1), x(rng, 1));
-            let (fa, fb) = (filter(rng), filter(rng));
-            // A UNION ALL with parameters is refused: its branches are read without one.
-            format!("SELECT id, {a} FROM ex WHERE k = 0{fa} UNION ALL SELECT id, {b} FROM ex WHERE k = 1{fb}")
-        }
-        5 => {
-            let (l, r) = on(rng);
-            let v = random_expr_over(rng, 1, JOIN_LEAVES);
-            format!("SELECT ex.id, COUNT(ey.id), MAX({v}), MIN(ey.w) FROM ex LEFT JOIN ey ON {l} = {r} WHERE ex.k = ? GROUP BY ex.id")
-        }
-        6 => {
-            let (l, r) = on(rng);
-            let o = ["ey.j", "ey.w", "ey.e", "ex.s", "ex.d"][rng.below(5) as usize];
-            let dir = ["", " DESC"][rng.below(2) as usize];
-            format!(
-                "SELECT ex.id, ey.id, {o} FROM ex JOIN ey ON {l} = {r} WHERE ex.k = ? ORDER BY {o}{dir}, ex.id, ey.id LIMIT {}",
-                1 + rng.below(3)
-            )
-        }
-        7 => {
-            let g = ["s", "t", "dt", "u"][rng.below(4) as usize];
-            format!("SELECT {g}, COUNT(*), MAX({}), COUNT(DISTINCT {}) FROM ex GROUP BY {g}", x(rng, 1), x(rng, 1))
-        }
-        8 => {
-            let (l, r) = on(rng);
-            format!("SELECT ex.id, ex.s FROM ex LEFT JOIN ey ON {l} = {r} WHERE ex.k = ? AND ey.id IS NULL")
-        }
-        9 => {
-            let (l, r) = on(rng);
-            let sel = random_expr_over(rng, 1, JOIN_LEAVES);
-            format!("SELECT ey.id, ex.id, {sel} FROM ey JOIN ex ON {l} = {r} WHERE ey.k = ?")
-        }
-        10 => {
-            let (g1, g2) = (["s", "t", "dt"][rng.below(3) as usize], ["u", "d", "b"][rng.below(3) as usize]);
-            let f = filter(rng);
-            format!("SELECT {g1}, {g2}, COUNT(DISTINCT {}), AVG(i), SUM(d) FROM ex WHERE k IN (?, ?){f} GROUP BY k, {g1}, {g2}", x(rng, 1))
-        }
-        11 => {
-            let g = ["s", "t", "dt", "u", "d"][rng.below(5) as usize];
-            let f = filter(rng);
-            format!(
-                "SELECT {g}, COUNT(*) AS c, SUM(i) AS si FROM ex WHERE k = ?{f} GROUP BY {g} ORDER BY c DESC, {g} LIMIT {}",
-                1 + rng.below(3)
-            )
-        }
-        12 => {
-            let c = ["s", "t", "dt", "u", "d", "b"][rng.below(6) as usize];
-            let dir = ["", " DESC"][rng.below(2) as usize];
-            format!("SELECT DISTINCT {c} FROM ex WHERE k = ? ORDER BY {c}{dir} LIMIT {}", 1 + rng.below(3))
-        }
-        13 => {
-            let (l, r) = on(rng);
-            format!(
-                "SELECT ex.id, COUNT(ey.id) AS n FROM ex LEFT JOIN ey ON {l} = {r} WHERE ex.k = ? GROUP BY ex.id ORDER BY n DESC, ex.id LIMIT 2"
-            )
-        }
-        _ => {
-            let (l, r) = on(rng);
-            let kind = ["JOIN", "LEFT JOIN"][rng.below(2) as usize];
-            format!("SELECT ex.id, ey.id, e2.id, e2.s FROM ex JOIN ey ON {l} = {r} {kind} ex e2 ON e2.i = ey.j WHERE ex.k = ?")
-        }
-    }
-}
-
 /// Whether the view's rows are the server's: in order for an ordered query, as multisets
 /// otherwise (each of ours matched to one of theirs, value by value with [`same_value`]).
 ///
@@ -806,11 +594,7 @@ fn random_queries_answer_as_the_server_answers() {
     let server = Server::connect();
     server.run_raw(None, &format!("DROP DATABASE IF EXISTS {qdb}; CREATE DATABASE {qdb}")).unwrap();
     let run = |sql: &str| server.run_raw(Some(&qdb), sql);
-    run("CREATE TABLE ex (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, i INT NULL, u INT UNSIGNED NULL, b BIGINT NULL, \
-         d DECIMAL(10,2) NULL, s VARCHAR(12) COLLATE utf8mb4_general_ci NULL, t TINYINT NULL, dt DATE NULL); \
-         CREATE TABLE ey (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, j INT NULL, e DECIMAL(6,1) NULL, \
-         w VARCHAR(8) COLLATE utf8mb4_general_ci NULL)")
-    .unwrap();
+    run(&format!("{}; {}", sqlgen::EX_DDL, sqlgen::EY_DDL)).unwrap();
     let col = |n: &str, ty: SqlType| ColumnSchema::new(n, ty);
     let int4 = SqlType::Int { bytes: 4, unsigned: false };
     let ci = Some(Collation::Utf8mb4GeneralCi);
@@ -846,22 +630,7 @@ fn random_queries_answer_as_the_server_answers() {
         ))
         .unwrap();
 
-    // Values each column takes: the ends of its type, NULL, and strings equal under the
-    // collation but spelled otherwise.
-    let ex_pools: [&[&str]; 7] = [
-        &["0", "1", "-1", "3", "42", "2147483647", "-2147483648", "NULL"],
-        &["0", "1", "5", "42", "4294967295", "NULL"],
-        &["0", "-1", "12", "3", "9223372036854775807", "-9223372036854775808", "NULL"],
-        &["0.00", "1.50", "-2.25", "3.00", "42.00", "99999999.99", "-0.01", "NULL"],
-        &["''", "'a'", "'A'", "'a '", "'Abc'", "'ß'", "'s'", "'É'", "'e'", "'12'", "'-3.5'", "'42'", "NULL"],
-        &["0", "-128", "127", "1", "3", "NULL"],
-        &["'2024-02-29'", "'1999-12-31'", "'0001-01-01'", "'9999-12-31'", "'2024-03-01'", "NULL"],
-    ];
-    let ey_pools: [&[&str]; 3] = [
-        &["0", "1", "-1", "3", "42", "12", "NULL"],
-        &["0.0", "1.5", "-2.2", "3.0", "42.0", "NULL"],
-        &["'a'", "'A'", "'a '", "'ß'", "'s'", "'12'", "'x'", "'42'", "NULL"],
-    ];
+    let (ex_pools, ey_pools) = (sqlgen::EX_POOLS, sqlgen::EY_POOLS);
     let types_of = |name: &str| -> Vec<(String, SqlType)> {
         let table = catalog.tables().find(|t| t.name == name).unwrap();
         table.columns.iter().map(|c| (c.name.clone(), c.ty.clone())).collect()
@@ -886,8 +655,7 @@ fn random_queries_answer_as_the_server_answers() {
     let mut rng = freshet_testkit::rng::Rng::new(std::env::var("FRESHET_QUERY_SEED").map_or(20261128, |s| s.parse().unwrap()));
     // A random row of a table: its literals (for the server) and values (for the views).
     let random_row = |rng: &mut freshet_testkit::rng::Rng, id: i64, pools: &[&[&str]], types: &[SqlType]| {
-        let mut lits = vec![id.to_string(), rng.below(2).to_string()];
-        lits.extend(pools.iter().map(|p| p[rng.below(p.len() as u64) as usize].to_string()));
+        let lits = sqlgen::random_row(rng, id, pools);
         let values: Vec<Value> = lits.iter().zip(types).map(|(l, ty)| value_of(l, ty)).collect();
         (lits, values)
     };
@@ -895,7 +663,7 @@ fn random_queries_answer_as_the_server_answers() {
     let (mut compared, mut refused, mut refills, mut failures) = (0usize, 0usize, 0usize, Vec::new());
     let mut reasons = std::collections::BTreeMap::<String, usize>::new();
     for n in 0..std::env::var("FRESHET_QUERY_COUNT").map_or(150, |s| s.parse().unwrap()) {
-        let cached = random_query(&mut rng);
+        let cached = sqlgen::random_query(&mut rng);
         // Fresh tables for each query: eight rows of `ex` and six of `ey`.
         let mut store = MemStore::new();
         let mut tables: [(&str, Vec<(Vec<String>, Vec<Value>)>); 2] = [("ex", Vec::new()), ("ey", Vec::new())];

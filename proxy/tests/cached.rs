@@ -859,3 +859,155 @@ async fn integer_arithmetic_out_of_range_is_the_servers_error() {
         }
     }
 }
+
+/// Random queries of every shape a cache compiles (`freshet_testkit::sqlgen`: joins of columns of
+/// any kinds, groupings, top-k, DISTINCT, UNION ALL) over two tables holding each type's ends,
+/// NULLs and strings equal under the collation but spelled otherwise, cached together, read
+/// through freshet and directly after the fill and after each of three rounds of random
+/// inserts, updates and deletes: end to end (fills by the server's SQL, the binlog's rows
+/// decoded, values encoded on the wire), every answer must be the server's. The dataflow's
+/// `random_queries_answer_as_the_server_answers` checks the views alone, with many more queries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_cached_queries_answer_as_the_server_answers() {
+    use freshet_testkit::sqlgen;
+    let mut admin = direct().await;
+    let mut rng = freshet_testkit::rng::Rng::new(std::env::var("FRESHET_QUERY_SEED").map_or(20261128, |s| s.parse().unwrap()));
+    // Rows of both tables, as literals: (table, pools, rows).
+    let mut tables: [(&str, &[&[&str]], Vec<Vec<String>>); 2] =
+        [("ex", &sqlgen::EX_POOLS, Vec::new()), ("ey", &sqlgen::EY_POOLS, Vec::new())];
+    admin.query_drop(format!("DROP TABLE IF EXISTS ex, ey; {}; {}", sqlgen::EX_DDL, sqlgen::EY_DDL)).await.unwrap();
+    for (t, (name, pools, rows)) in tables.iter_mut().enumerate() {
+        for id in 0..[8, 6][t] {
+            rows.push(sqlgen::random_row(&mut rng, id, pools));
+        }
+        let values: Vec<String> = rows.iter().map(|r| format!("({})", r.join(", "))).collect();
+        admin.query_drop(format!("INSERT INTO {name} VALUES {}", values.join(", "))).await.unwrap();
+    }
+    let count = std::env::var("FRESHET_QUERY_COUNT").map_or(30, |s| s.parse().unwrap());
+    let queries: Vec<String> = (0..count).map(|_| sqlgen::random_query(&mut rng)).collect();
+    let caches: Vec<(String, &str)> = queries.iter().enumerate().map(|(n, q)| (format!("rq{n}"), q.as_str())).collect();
+    let names: Vec<(&str, &str)> = caches.iter().map(|(n, q)| (n.as_str(), *q)).collect();
+    let proxy = start_proxy(&lenient_config(&names)).await;
+    let e = engine(&proxy);
+    // Each cache's reads: its text with the parameters bound to partition 0, then 1.
+    let reads: Vec<(&str, Vec<String>)> = caches
+        .iter()
+        .filter(|(name, _)| e.by_name(name).is_some_and(|c| c.live().is_ok()))
+        .map(|(name, q)| (name.as_str(), ["0", "1"].iter().map(|k| q.replace('?', k)).collect()))
+        .collect();
+    assert!(reads.len() >= 10, "only {} of {} random queries compiled", reads.len(), caches.len());
+    let mut client = through(&proxy).await;
+    for (name, texts) in &reads {
+        for sql in texts {
+            for _ in 0..50 {
+                let before = hits(&proxy, name);
+                let _: Vec<mysql_async::Row> = client.query(sql).await.unwrap();
+                if hits(&proxy, name) > before {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    // A row as text: every value as the text protocol sends it.
+    let text_rows = |rows: Vec<mysql_async::Row>| -> Vec<Vec<String>> {
+        rows.into_iter()
+            .map(|r| {
+                r.unwrap()
+                    .into_iter()
+                    .map(|v| match v {
+                        mysql_async::Value::NULL => "NULL".to_string(),
+                        mysql_async::Value::Bytes(b) => String::from_utf8_lossy(&b).into_owned(),
+                        other => panic!("a text result holds {other:?}"),
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let (mut served, mut wrong) = (0u64, Vec::new());
+    for round in 0..4 {
+        if round > 0 {
+            let mut writes = Vec::new();
+            for _ in 0..1 + rng.below(4) {
+                let (name, pools, rows) = &mut tables[rng.below(2) as usize];
+                let next_id = rows.iter().map(|r| r[0].parse::<i64>().unwrap()).max().unwrap_or(0) + 1;
+                match rng.below(3) {
+                    0 if !rows.is_empty() => {
+                        let gone = rows.remove(rng.below(rows.len() as u64) as usize);
+                        writes.push(format!("DELETE FROM {name} WHERE id = {}", gone[0]));
+                    }
+                    1 if !rows.is_empty() => {
+                        let at = rng.below(rows.len() as u64) as usize;
+                        let fresh = sqlgen::random_row(&mut rng, next_id, pools);
+                        let c = 1 + rng.below(fresh.len() as u64 - 1) as usize;
+                        rows[at][c] = fresh[c].clone();
+                        writes.push(format!("UPDATE {name} SET {} = {} WHERE id = {}", column(name, c), fresh[c], rows[at][0]));
+                    }
+                    _ => {
+                        let row = sqlgen::random_row(&mut rng, next_id, pools);
+                        writes.push(format!("INSERT INTO {name} VALUES ({})", row.join(", ")));
+                        rows.push(row);
+                    }
+                }
+            }
+            admin.query_drop(writes.join("; ")).await.unwrap();
+            caught_up(&mut client).await;
+        }
+        let spellings: Vec<String> = tables
+            .iter()
+            .flat_map(|(_, _, rows)| rows.iter().flatten())
+            .filter_map(|l| Some(l.strip_prefix('\'')?.strip_suffix('\'')?.to_string()))
+            .collect();
+        for (name, texts) in &reads {
+            for sql in texts {
+                let before = hits(&proxy, name);
+                let ours = text_rows(client.query(sql).await.unwrap());
+                served += hits(&proxy, name) - before;
+                let theirs = text_rows(admin.query(sql).await.unwrap());
+                if !same_rows(&ours, &theirs, sql.contains("ORDER BY"), &spellings) {
+                    wrong.push(format!(
+                        "{sql} (round {round})\n  freshet: {ours:?}\n  server:  {theirs:?}\n  rows: {:?}",
+                        tables.iter().map(|t| &t.2).collect::<Vec<_>>()
+                    ));
+                }
+            }
+        }
+    }
+    eprintln!("{} of {} random queries cached; {served} reads answered from views", reads.len(), caches.len());
+    assert!(wrong.is_empty(), "{} answers differ from the server's:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(served as usize >= reads.len() * 4, "only {served} reads were answered from views: the test compared relayed answers");
+}
+
+/// The name of column `c` of `ex` or `ey` (`sqlgen`'s tables).
+fn column(table: &str, c: usize) -> &'static str {
+    let ex = ["id", "k", "i", "u", "b", "d", "s", "t", "dt"];
+    let ey = ["id", "k", "j", "e", "w"];
+    if table == "ex" { ex[c] } else { ey[c] }
+}
+
+/// Whether freshet's rows are the server's: in order for an ordered query, as multisets
+/// otherwise. Where strings the collation finds equal are spelled otherwise ('a', 'A', 'a '),
+/// the spelling a group, DISTINCT, MIN or MAX shows is the first the server's plan reads; a
+/// view shows one its rows have, which must be one of `spellings` (the tables' strings now).
+fn same_rows(ours: &[Vec<String>], theirs: &[Vec<String>], ordered: bool, spellings: &[String]) -> bool {
+    use freshet_dataflow::{Collation, Value};
+    let ci = |s: &str| Value::text(s, Collation::Utf8mb4GeneralCi);
+    let same = |o: &[String], t: &[String]| {
+        o.len() == t.len()
+            && o.iter().zip(t).all(|(x, t)| x == t || (x != "NULL" && t != "NULL" && ci(x) == ci(t) && spellings.contains(x)))
+    };
+    if ours.len() != theirs.len() {
+        return false;
+    }
+    if ordered {
+        return ours.iter().zip(theirs).all(|(o, t)| same(o, t));
+    }
+    let mut used = vec![false; theirs.len()];
+    ours.iter().all(|o| match (0..theirs.len()).find(|&i| !used[i] && same(o, &theirs[i])) {
+        Some(i) => {
+            used[i] = true;
+            true
+        }
+        None => false,
+    })
+}

@@ -1,8 +1,8 @@
 //! What freshet's tests share, so that each helper exists once: the URL of the test server
 //! (a test that needs it fails, never skips, when it is not set), database URLs derived from
 //! it, a plain HTTP GET for the admin listener, the catalogs several tests declare, freshet
-//! run in the test's own process, the freshet binary run as a child ([`process`]), and a
-//! seeded generator for test data ([`rng`]).
+//! run in the test's own process, the freshet binary run as a child ([`process`]), a
+//! seeded generator for test data ([`rng`]), and random SQL ([`sqlgen`]).
 //!
 //! A dev-dependency only (`publish = false`): nothing in a shipped crate depends on it. The
 //! heavier parts are behind features so that a crate's tests compile only what they use:
@@ -18,6 +18,7 @@ pub mod freshet;
 pub mod http;
 pub mod process;
 pub mod rng;
+pub mod sqlgen;
 
 /// How to provide the test server; the panics below say it.
 pub const HOW: &str =
