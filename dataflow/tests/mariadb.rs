@@ -390,7 +390,8 @@ fn string_functions_answer_as_the_server_answers() {
 /// value). A DOUBLE is compared as a number: the text protocol relays every DOUBLE, and the
 /// binary one sends its bits, which the server prints rounded, to 15 or so digits or to the
 /// decimals of the expression's type (`ROUND(x, 1)` is `1.0`). A DECIMAL by its value, since
-/// the wire shows the column definition's decimals, not the value's scale.
+/// the wire shows the column definition's decimals, not the value's scale; a DATETIME by its
+/// value too.
 fn same_value(ours: &Value, theirs: &str) -> bool {
     match ours {
         Value::Double(x) => theirs.parse::<f64>().is_ok_and(|t| {
@@ -407,6 +408,8 @@ fn same_value(ours: &Value, theirs: &str) -> bool {
             };
             norm(&text(ours)) == norm(theirs)
         }
+        // The wire shows the column's fractional digits (`.000`), the value has them or not.
+        Value::DateTime(_) | Value::Timestamp(_) => parse_temporal(theirs).is_some_and(|t| t == *ours),
         _ => text(ours) == theirs,
     }
 }
@@ -625,36 +628,36 @@ fn random_queries_answer_as_the_server_answers() {
                 col("j", int4),
                 col("e", SqlType::Decimal { precision: 6, scale: 1 }),
                 col("w", SqlType::Text).with_collation(ci),
+                col("f", SqlType::Double),
+                col("ts", SqlType::DateTime { fsp: 3 }),
+                col("bs", SqlType::Text).with_collation(Some(Collation::Utf8mb4Bin)),
             ],
             vec![0],
         ))
         .unwrap();
 
     let (ex_pools, ey_pools) = (sqlgen::EX_POOLS, sqlgen::EY_POOLS);
-    let types_of = |name: &str| -> Vec<(String, SqlType)> {
-        let table = catalog.tables().find(|t| t.name == name).unwrap();
-        table.columns.iter().map(|c| (c.name.clone(), c.ty.clone())).collect()
-    };
+    let types_of = |name: &str| -> Vec<ColumnSchema> { catalog.tables().find(|t| t.name == name).unwrap().columns.clone() };
     let (ex_cols, ey_cols) = (types_of("ex"), types_of("ey"));
-    let ex_types: Vec<SqlType> = ex_cols.iter().map(|c| c.1.clone()).collect();
-    let ey_types: Vec<SqlType> = ey_cols.iter().map(|c| c.1.clone()).collect();
-    // A literal of a pool as the value a binlog event carries for a column of `ty`.
-    let value_of = |lit: &str, ty: &SqlType| -> Value {
+    let (ex_types, ey_types) = (ex_cols.clone(), ey_cols.clone());
+    // A literal of a pool as the value a binlog event carries for a column.
+    let value_of = |lit: &str, column: &ColumnSchema| -> Value {
         if lit == "NULL" {
             return Value::Null;
         }
         let unquoted = lit.trim_matches('\'');
-        match ty {
+        match column.ty {
             SqlType::Int { unsigned: true, .. } => Value::UInt(unquoted.parse().unwrap()),
             SqlType::Int { .. } => Value::Int(unquoted.parse().unwrap()),
             SqlType::Decimal { .. } => Value::Decimal(Decimal::parse(unquoted).unwrap()),
-            SqlType::Text => Value::text(unquoted, Collation::Utf8mb4GeneralCi),
+            SqlType::Double => Value::Double(unquoted.parse().unwrap()),
+            SqlType::Text => Value::text(unquoted, column.collation.unwrap()),
             _ => parse_temporal(unquoted).unwrap(),
         }
     };
     let mut rng = freshet_testkit::rng::Rng::new(std::env::var("FRESHET_QUERY_SEED").map_or(20261128, |s| s.parse().unwrap()));
     // A random row of a table: its literals (for the server) and values (for the views).
-    let random_row = |rng: &mut freshet_testkit::rng::Rng, id: i64, pools: &[&[&str]], types: &[SqlType]| {
+    let random_row = |rng: &mut freshet_testkit::rng::Rng, id: i64, pools: &[&[&str]], types: &[ColumnSchema]| {
         let lits = sqlgen::random_row(rng, id, pools);
         let values: Vec<Value> = lits.iter().zip(types).map(|(l, ty)| value_of(l, ty)).collect();
         (lits, values)
@@ -670,7 +673,7 @@ fn random_queries_answer_as_the_server_answers() {
         let mut batch = Batch::new(Position(1));
         for (t, (name, rows)) in tables.iter_mut().enumerate() {
             for id in 0..[8, 6][t] {
-                let (pools, types): (&[&[&str]], &[SqlType]) = if t == 0 { (&ex_pools, &ex_types) } else { (&ey_pools, &ey_types) };
+                let (pools, types): (&[&[&str]], &[ColumnSchema]) = if t == 0 { (&ex_pools, &ex_types) } else { (&ey_pools, &ey_types) };
                 let row = random_row(&mut rng, id, pools, types);
                 batch.insert(name, row.1.clone().into());
                 rows.push(row);
@@ -786,7 +789,7 @@ fn random_queries_answer_as_the_server_answers() {
             let mut sql = Vec::new();
             for _ in 0..1 + rng.below(4) {
                 let t = rng.below(2) as usize;
-                let (pools, types): (&[&[&str]], &[SqlType]) = if t == 0 { (&ex_pools, &ex_types) } else { (&ey_pools, &ey_types) };
+                let (pools, types): (&[&[&str]], &[ColumnSchema]) = if t == 0 { (&ex_pools, &ex_types) } else { (&ey_pools, &ey_types) };
                 let (name, rows) = &mut tables[t];
                 match rng.below(3) {
                     0 if !rows.is_empty() => {
@@ -803,7 +806,7 @@ fn random_queries_answer_as_the_server_answers() {
                         let (mut lits, mut values) = (old_lits.clone(), old.clone());
                         lits[c] = fresh.0[c].clone();
                         values[c] = fresh.1[c].clone();
-                        let column = &[&ex_cols, &ey_cols][t][c].0;
+                        let column = &[&ex_cols, &ey_cols][t][c].name;
                         sql.push(format!("UPDATE {name} SET {column} = {} WHERE id = {}", lits[c], lits[0]));
                         batch.update(name, old.into(), values.clone().into());
                         rows[at] = (lits, values);

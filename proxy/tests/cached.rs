@@ -981,7 +981,7 @@ async fn random_cached_queries_answer_as_the_server_answers() {
 /// The name of column `c` of `ex` or `ey` (`sqlgen`'s tables).
 fn column(table: &str, c: usize) -> &'static str {
     let ex = ["id", "k", "i", "u", "b", "d", "s", "t", "dt"];
-    let ey = ["id", "k", "j", "e", "w"];
+    let ey = ["id", "k", "j", "e", "w", "f", "ts", "bs"];
     if table == "ex" { ex[c] } else { ey[c] }
 }
 
