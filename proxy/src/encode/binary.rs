@@ -147,6 +147,17 @@ mod tests {
         assert_eq!(&out[3..], &[0xff; 8]);
     }
 
+    /// MariaDB sends no negative zero: `-0e0`, `0e0 * -1`, `'a' * -1` and `-f` at 0 are all
+    /// +0.0 on the wire (checked on 10.11), and a view's arithmetic gives -0.0 for them.
+    #[test]
+    fn a_negative_zero_is_sent_as_zero() {
+        for (value, ty) in [(Value::Double(-0.0), types::DOUBLE), (Value::Float(-0.0), types::FLOAT)] {
+            let mut out = Vec::new();
+            row(&mut out, &[value], &[col(ty)]).unwrap();
+            assert!(out[1..].iter().all(|b| *b == 0), "{ty}: {out:?}");
+        }
+    }
+
     #[test]
     fn temporal_lengths() {
         let mut out = Vec::new();
