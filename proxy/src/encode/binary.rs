@@ -34,8 +34,9 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
         (Value::Int(i), _) => int(out, *i as u64, ty)?,
         (Value::UInt(u), _) => int(out, *u, ty)?,
         (Value::Year(y), types::YEAR) => out.extend_from_slice(&y.to_le_bytes()),
-        (Value::Float(f), types::FLOAT) => out.extend_from_slice(&f.to_le_bytes()),
-        (Value::Double(d), types::DOUBLE) => out.extend_from_slice(&d.to_le_bytes()),
+        // `+ 0.0` makes -0 0: the server sends no negative zero.
+        (Value::Float(f), types::FLOAT) => out.extend_from_slice(&(f + 0.0).to_le_bytes()),
+        (Value::Double(d), types::DOUBLE) => out.extend_from_slice(&(d + 0.0).to_le_bytes()),
         // A FLOAT column read through an expression that widened it: the server sends the
         // double it computed, which freshet does not know exactly.
         (Value::Float(_) | Value::Double(_), _) => return Err(Unencodable::Float),
