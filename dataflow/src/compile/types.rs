@@ -21,7 +21,9 @@
 //! - arithmetic on a temporal value, bytes, JSON, an ENUM or a SET, and a DECIMAL remainder
 //!   (the server's may be a negative zero, which it compares unequal to 0);
 //! - `ROUND` of a DECIMAL to a computed number of decimals, `FLOOR` and `CEILING` of a
-//!   DOUBLE or a string (an exact integer of any size to the server);
+//!   DOUBLE or a string (an exact integer of any size to the server), `ROUND` of a DOUBLE or
+//!   a string (fixed digits to the server, which a DISTINCT or a grouping's temporary table
+//!   holds: `ROUND(1e300)` is 1e17 there);
 //! - `YEAR`, `MONTH`, `DAY` or `DATE` of a value that is not temporal;
 //! - a temporal value compared with a value that is not temporal (a literal compared with a
 //!   column was already given the column's type by `lower`);
@@ -287,7 +289,11 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
         Expr::Func(Func::Round, args) => {
             let x = number(part(0))?;
             match (x, args.get(1)) {
-                (Class::Str | Class::Real, _) => Class::Real,
+                (Class::Str | Class::Real, _) => {
+                    return refuse(
+                        "ROUND of a FLOAT, DOUBLE or string: the server types it with fixed digits and holds it so where it keeps values (DISTINCT ROUND(1e300) is 1e17)",
+                    );
+                }
                 (Class::Dec(s), Some(n)) => match literal_int(n) {
                     // The server's result has the decimals asked for; the view's rounding
                     // keeps the argument's when it has fewer.
