@@ -553,6 +553,13 @@ fn random_expressions_answer_as_the_server_answers() {
     assert!(failures.is_empty(), "{} expressions answered otherwise than the server:\n{}", failures.len(), failures.join("\n"));
 }
 
+/// A table of the random queries: its name, and its rows as literals (for the server) and
+/// values (for the views).
+type Table = (&'static str, Vec<(Vec<String>, Vec<Value>)>);
+
+/// Rows as `mariadb -N -B` prints them.
+type ServerRows = Vec<Vec<String>>;
+
 /// Whether the view's rows are the server's: in order for an ordered query, as multisets
 /// otherwise (each of ours matched to one of theirs, value by value with [`same_value`]).
 ///
@@ -669,7 +676,7 @@ fn random_queries_answer_as_the_server_answers() {
         let cached = sqlgen::random_query(&mut rng);
         // Fresh tables for each query: eight rows of `ex` and six of `ey`.
         let mut store = MemStore::new();
-        let mut tables: [(&str, Vec<(Vec<String>, Vec<Value>)>); 2] = [("ex", Vec::new()), ("ey", Vec::new())];
+        let mut tables: [Table; 2] = [("ex", Vec::new()), ("ey", Vec::new())];
         let mut batch = Batch::new(Position(1));
         for (t, (name, rows)) in tables.iter_mut().enumerate() {
             for id in 0..[8, 6][t] {
@@ -704,7 +711,7 @@ fn random_queries_answer_as_the_server_answers() {
         let ordered = !q.order.is_empty();
         let params = |k: i64| vec![int(k); q.n_params];
         // The server's answers for both partitions, or its error.
-        let theirs = |run: &dyn Fn(&str) -> Result<Vec<Vec<String>>, String>| -> Result<Vec<Vec<Vec<String>>>, String> {
+        let theirs = |run: &dyn Fn(&str) -> Result<ServerRows, String>| -> Result<Vec<ServerRows>, String> {
             [0, 1].iter().map(|&k| run(&inline(&cached, &params(k)))).collect()
         };
         let answer = match theirs(&run) {
@@ -727,7 +734,7 @@ fn random_queries_answer_as_the_server_answers() {
                     .map(|(r, w)| {
                         let mut r = r.to_vec();
                         if sq.grouped {
-                            r.push(int(*w as i64));
+                            r.push(int(*w));
                         }
                         r
                     })
@@ -750,7 +757,7 @@ fn random_queries_answer_as_the_server_answers() {
                      refills: &mut usize,
                      answer: &[Vec<Vec<String>>],
                      when: &str,
-                     tables: &[(&str, Vec<(Vec<String>, Vec<Value>)>)],
+                     tables: &[Table],
                      failures: &mut Vec<String>|
          -> bool {
             for k in [0, 1] {

@@ -873,8 +873,7 @@ async fn random_cached_queries_answer_as_the_server_answers() {
     let mut admin = direct().await;
     let mut rng = freshet_testkit::rng::Rng::new(std::env::var("FRESHET_QUERY_SEED").map_or(20261128, |s| s.parse().unwrap()));
     // Rows of both tables, as literals: (table, pools, rows).
-    let mut tables: [(&str, &[&[&str]], Vec<Vec<String>>); 2] =
-        [("ex", &sqlgen::EX_POOLS, Vec::new()), ("ey", &sqlgen::EY_POOLS, Vec::new())];
+    let mut tables: [SqlTable; 2] = [("ex", &sqlgen::EX_POOLS, Vec::new()), ("ey", &sqlgen::EY_POOLS, Vec::new())];
     admin.query_drop(format!("DROP TABLE IF EXISTS ex, ey; {}; {}", sqlgen::EX_DDL, sqlgen::EY_DDL)).await.unwrap();
     for (t, (name, pools, rows)) in tables.iter_mut().enumerate() {
         for id in 0..[8, 6][t] {
@@ -1005,6 +1004,10 @@ async fn random_cached_queries_answer_as_the_server_answers() {
         "only {served} text and {served_prepared} prepared reads were answered from views: the test compared relayed answers"
     );
 }
+
+/// One of `sqlgen`'s tables: its name, the literals its columns after `id` and `k` take, and
+/// its rows, as literals.
+type SqlTable = (&'static str, &'static [&'static [&'static str]], Vec<Vec<String>>);
 
 /// The name of column `c` of `ex` or `ey` (`sqlgen`'s tables).
 fn column(table: &str, c: usize) -> &'static str {
