@@ -575,8 +575,21 @@ fn integer_arithmetic_that_may_leave_its_range_is_refused() {
         "SELECT id, big DIV 0.5 FROM r WHERE id = ?",
         "SELECT id, stock DIV price FROM r WHERE id = ?",
         "SELECT id, qty DIV 1e0 FROM r WHERE id = ?",
+        // A UNION ALL of a signed and an UNSIGNED integer is a DECIMAL to the server, which
+        // may be narrower than the values: `1 * stock UNION ALL ROUND(9223372036854775807)`
+        // answers 999999999999999999.
+        "SELECT id, 1 * stock FROM r WHERE qty = 0 UNION ALL SELECT id, ROUND(9223372036854775807) FROM r WHERE qty = 1",
+        "SELECT id, stock FROM r WHERE qty = 0 UNION ALL SELECT id, big FROM r WHERE qty = 1",
     ];
     compiles_only(&catalog, &ok, &refused);
+    compiles_only(
+        &catalog,
+        &[
+            "SELECT id, stock FROM r WHERE qty = 0 UNION ALL SELECT id, qty FROM r WHERE qty = 1",
+            "SELECT id, big FROM r WHERE qty = 0 UNION ALL SELECT id, big FROM r WHERE qty = 1",
+        ],
+        &[],
+    );
 }
 
 /// The server types an expression before it reads a row; where the type decides the answer and
