@@ -271,6 +271,9 @@ impl Range {
     }
 }
 
+/// The least integer of 19 digits.
+const NINETEEN_DIGITS: i128 = 1_000_000_000_000_000_000;
+
 /// A bound on what COUNT answers: a partition would have to hold, or join to, 2^48 rows to
 /// pass it. Bounding it lets `COUNT(*) + 1` compile, while `stock - COUNT(*)` on an UNSIGNED
 /// column is refused.
@@ -312,9 +315,28 @@ fn output_ranges(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType
             out
         }
         Node::Union { inputs } => {
-            let mut all = inputs.iter().map(|i| output_ranges(i, column_type));
-            let first = all.next().transpose()?.unwrap_or_default();
-            all.try_fold(first, |acc, next| Ok(acc.into_iter().zip(next?).map(|(a, b)| Some(a?.union(b?))).collect()))?
+            let arms: Vec<Vec<Option<Range>>> = inputs.iter().map(|i| output_ranges(i, column_type)).collect::<Result<_, _>>()?;
+            let width = arms.first().map_or(0, Vec::len);
+            let mut out = Vec::with_capacity(width);
+            for c in 0..width {
+                let column: Option<Vec<Range>> = arms.iter().map(|a| a.get(c).copied().flatten()).collect();
+                let Some(column) = column else {
+                    out.push(None);
+                    continue;
+                };
+                let range = column.iter().copied().reduce(Range::union);
+                // Signed and UNSIGNED integers make the server's column a DECIMAL whose
+                // digits it takes from the inputs' display widths, which may be fewer than a
+                // value's: `1 * u UNION ALL ROUND(9223372036854775807)` answers 18 nines.
+                let mixed = column.iter().any(|r| r.unsigned) && column.iter().any(|r| !r.unsigned);
+                if mixed && range.is_some_and(|r| r.lo <= -NINETEEN_DIGITS || r.hi >= NINETEEN_DIGITS) {
+                    return refuse(
+                        "a UNION ALL column of signed and UNSIGNED integers that may have 19 digits or more: the server's column is a DECIMAL that may hold fewer",
+                    );
+                }
+                out.push(range);
+            }
+            out
         }
     })
 }
