@@ -863,8 +863,9 @@ async fn integer_arithmetic_out_of_range_is_the_servers_error() {
 /// Random queries of every shape a cache compiles (`freshet_testkit::sqlgen`: joins of columns of
 /// any kinds, groupings, top-k, DISTINCT, UNION ALL) over two tables holding each type's ends,
 /// NULLs and strings equal under the collation but spelled otherwise, cached together, read
-/// through freshet and directly after the fill and after each of three rounds of random
-/// inserts, updates and deletes: end to end (fills by the server's SQL, the binlog's rows
+/// through freshet and directly (as text and as prepared statements) after the fill and after
+/// each of three rounds of random inserts, updates and deletes (of one row or of many, every
+/// other round in one transaction): end to end (fills by the server's SQL, the binlog's rows
 /// decoded, values encoded on the wire), every answer must be the server's. The dataflow's
 /// `random_queries_answer_as_the_server_answers` checks the views alone, with many more queries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -937,10 +938,24 @@ async fn random_cached_queries_answer_as_the_server_answers() {
             for _ in 0..1 + rng.below(4) {
                 let (name, pools, rows) = &mut tables[rng.below(2) as usize];
                 let next_id = rows.iter().map(|r| r[0].parse::<i64>().unwrap()).max().unwrap_or(0) + 1;
-                match rng.below(3) {
+                match rng.below(5) {
                     0 if !rows.is_empty() => {
                         let gone = rows.remove(rng.below(rows.len() as u64) as usize);
                         writes.push(format!("DELETE FROM {name} WHERE id = {}", gone[0]));
+                    }
+                    // Statements of many rows: a partition's rows all set, or half of them gone.
+                    3 => {
+                        let (k, fresh) = (rng.below(2).to_string(), sqlgen::random_row(&mut rng, next_id, pools));
+                        let c = 2 + rng.below(fresh.len() as u64 - 2) as usize;
+                        for row in rows.iter_mut().filter(|r| r[1] == k) {
+                            row[c] = fresh[c].clone();
+                        }
+                        writes.push(format!("UPDATE {name} SET {} = {} WHERE k = {k}", column(name, c), fresh[c]));
+                    }
+                    4 => {
+                        let k = rng.below(2).to_string();
+                        rows.retain(|r| r[1] != k || r[0].parse::<i64>().unwrap() % 2 == 1);
+                        writes.push(format!("DELETE FROM {name} WHERE k = {k} AND id % 2 = 0"));
                     }
                     1 if !rows.is_empty() => {
                         let at = rng.below(rows.len() as u64) as usize;
@@ -956,7 +971,10 @@ async fn random_cached_queries_answer_as_the_server_answers() {
                     }
                 }
             }
-            admin.query_drop(writes.join("; ")).await.unwrap();
+            // Every other round is one transaction: one batch of the binlog's.
+            let writes = writes.join("; ");
+            let writes = if round % 2 == 0 { format!("BEGIN; {writes}; COMMIT") } else { writes };
+            admin.query_drop(writes).await.unwrap();
             caught_up(&mut client).await;
         }
         let spellings: Vec<String> = tables
