@@ -638,6 +638,10 @@ fn random_queries_answer_as_the_server_answers() {
                 col("f", SqlType::Double),
                 col("ts", SqlType::DateTime { fsp: 3 }),
                 col("bs", SqlType::Text).with_collation(Some(Collation::Utf8mb4Bin)),
+                col("uc", SqlType::Text).with_collation(Some(Collation::Utf8mb4UnicodeCi)),
+                col("tm", SqlType::Time { fsp: 0 }),
+                col("yr", SqlType::Year),
+                col("en", SqlType::Enum(sqlgen::EN_LABELS.iter().map(|l| l.to_string()).collect())),
             ],
             vec![0],
         ))
@@ -659,6 +663,13 @@ fn random_queries_answer_as_the_server_answers() {
             SqlType::Decimal { .. } => Value::Decimal(Decimal::parse(unquoted).unwrap()),
             SqlType::Double => Value::Double(unquoted.parse().unwrap()),
             SqlType::Text => Value::text(unquoted, column.collation.unwrap()),
+            SqlType::Year => Value::Year(unquoted.parse().unwrap()),
+            SqlType::Enum(_) => Value::Enum(1 + sqlgen::EN_LABELS.iter().position(|l| *l == unquoted).unwrap() as u16),
+            SqlType::Time { .. } => {
+                let (sign, hms) = unquoted.strip_prefix('-').map_or((1, unquoted), |t| (-1, t));
+                let seconds = hms.split(':').fold(0i64, |acc, part| acc * 60 + part.parse::<i64>().unwrap());
+                Value::Time(sign * seconds * 1_000_000)
+            }
             _ => parse_temporal(unquoted).unwrap(),
         }
     };

@@ -1030,7 +1030,7 @@ type SqlTable = (&'static str, &'static [&'static [&'static str]], Vec<Vec<Strin
 /// The name of column `c` of `ex` or `ey` (`sqlgen`'s tables).
 fn column(table: &str, c: usize) -> &'static str {
     let ex = ["id", "k", "i", "u", "b", "d", "s", "t", "dt"];
-    let ey = ["id", "k", "j", "e", "w", "f", "ts", "bs"];
+    let ey = ["id", "k", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en"];
     if table == "ex" { ex[c] } else { ey[c] }
 }
 
@@ -1040,10 +1040,12 @@ fn column(table: &str, c: usize) -> &'static str {
 /// view shows one its rows have, which must be one of `spellings` (the tables' strings now).
 fn same_rows(ours: &[Vec<String>], theirs: &[Vec<String>], ordered: bool, spellings: &[String]) -> bool {
     use freshet_dataflow::{Collation, Value};
-    let ci = |s: &str| Value::text(s, Collation::Utf8mb4GeneralCi);
+    // Equal under one of the tables' case-insensitive collations.
+    let ci = |x: &str, t: &str| {
+        [Collation::Utf8mb4GeneralCi, Collation::Utf8mb4UnicodeCi].iter().any(|c| Value::text(x, *c) == Value::text(t, *c))
+    };
     let same = |o: &[String], t: &[String]| {
-        o.len() == t.len()
-            && o.iter().zip(t).all(|(x, t)| x == t || (x != "NULL" && t != "NULL" && ci(x) == ci(t) && spellings.contains(x)))
+        o.len() == t.len() && o.iter().zip(t).all(|(x, t)| x == t || (x != "NULL" && t != "NULL" && ci(x, t) && spellings.contains(x)))
     };
     if ours.len() != theirs.len() {
         return false;

@@ -12,9 +12,15 @@ pub const EX_DDL: &str = "CREATE TABLE ex (id INT NOT NULL PRIMARY KEY, k INT NO
     b BIGINT NULL, d DECIMAL(10,2) NULL, s VARCHAR(12) COLLATE utf8mb4_general_ci NULL, t TINYINT NULL, dt DATE NULL)";
 
 /// `ey`: joined with `ex` on columns of the same kind or not (`j` INT, `e` DECIMAL(6,1), `w`
-/// text under utf8mb4_general_ci, `f` DOUBLE, `ts` DATETIME(3), `bs` text under utf8mb4_bin).
+/// text under utf8mb4_general_ci, `f` DOUBLE, `ts` DATETIME(3), `bs` text under utf8mb4_bin,
+/// `uc` text under utf8mb4_unicode_ci, `tm` TIME, `yr` YEAR, `en` an ENUM whose labels are
+/// not in their order).
 pub const EY_DDL: &str = "CREATE TABLE ey (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, j INT NULL, e DECIMAL(6,1) NULL, \
-    w VARCHAR(8) COLLATE utf8mb4_general_ci NULL, f DOUBLE NULL, ts DATETIME(3) NULL, bs VARCHAR(8) COLLATE utf8mb4_bin NULL)";
+    w VARCHAR(8) COLLATE utf8mb4_general_ci NULL, f DOUBLE NULL, ts DATETIME(3) NULL, bs VARCHAR(8) COLLATE utf8mb4_bin NULL, \
+    uc VARCHAR(8) COLLATE utf8mb4_unicode_ci NULL, tm TIME NULL, yr YEAR NULL, en ENUM('b', 'a', 'c') NULL)";
+
+/// The labels of `ey.en`, in their order.
+pub const EN_LABELS: [&str; 3] = ["b", "a", "c"];
 
 /// The literals each column of `ex` after `id` and `k` takes: the ends of its type, NULL, and
 /// strings equal under the collation but spelled otherwise.
@@ -29,13 +35,17 @@ pub const EX_POOLS: [&[&str]; 7] = [
 ];
 
 /// The literals each column of `ey` after `id` and `k` takes.
-pub const EY_POOLS: [&[&str]; 6] = [
+pub const EY_POOLS: [&[&str]; 10] = [
     &["0", "1", "-1", "3", "42", "12", "NULL"],
     &["0.0", "1.5", "-2.2", "3.0", "42.0", "NULL"],
     &["'a'", "'A'", "'a '", "'ß'", "'s'", "'12'", "'x'", "'42'", "NULL"],
     &["0", "-0", "1.5", "0.1", "-2.5", "1e300", "3", "123456789.125", "NULL"],
     &["'2024-02-29 10:00:00.123'", "'2024-02-29 10:00:00.000'", "'1999-12-31 23:59:59.999'", "'2024-02-29 00:00:00.000'", "NULL"],
     &["'a'", "'A'", "'a '", "'ß'", "'b'", "NULL"],
+    &["'ß'", "'ss'", "'SS'", "'Æ'", "'ae'", "'a'", "'A'", "NULL"],
+    &["'00:00:00'", "'-01:00:00'", "'838:59:59'", "'12:30:00'", "'-00:00:01'", "NULL"],
+    &["1999", "2024", "2155", "1901", "NULL"],
+    &["'a'", "'b'", "'c'", "NULL"],
 ];
 
 /// A random row's literals: `id`, a partition (`k` 0 or 1), and one literal of each pool.
@@ -130,8 +140,10 @@ pub fn random_expr_over(rng: &mut Rng, depth: u32, leaves: &[&str]) -> String {
 
 /// The leaves of a random expression over `ex` joined with `ey`: both tables' columns (`ey`'s
 /// are `j`, `e`, `w`) and a few literals.
-pub const JOIN_LEAVES: &[&str] =
-    &["i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "f", "ts", "bs", "ey.k", "0", "1", "-1", "2.5", "'a'", "NULL"];
+pub const JOIN_LEAVES: &[&str] = &[
+    "i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "ey.k", "0", "1", "-1", "2.5", "'a'",
+    "NULL",
+];
 
 /// The join conditions of the random queries: `ey`'s column and `ex`'s, of the same kind or not
 /// (the server compares an integer with a string as numbers, a string with a string under the
@@ -150,6 +162,9 @@ pub const JOIN_ON: &[(&str, &str)] = &[
     ("ey.bs", "ex.s"),
     ("ey.f", "ex.i"),
     ("ey.ts", "ex.dt"),
+    ("ey.uc", "ex.s"),
+    ("ey.yr", "ex.i"),
+    ("ey.en", "ex.s"),
 ];
 
 /// A random cached query over `ex` (and `ey`), partitioned by `ex.k`: a join, a grouping with or
@@ -208,7 +223,8 @@ pub fn random_query(rng: &mut Rng) -> String {
         }
         6 => {
             let (l, r) = on(rng);
-            let o = ["ey.j", "ey.w", "ey.e", "ex.s", "ex.d", "ey.f", "ey.ts", "ey.bs"][rng.below(8) as usize];
+            let o = ["ey.j", "ey.w", "ey.e", "ex.s", "ex.d", "ey.f", "ey.ts", "ey.bs", "ey.uc", "ey.tm", "ey.yr", "ey.en"]
+                [rng.below(12) as usize];
             let dir = ["", " DESC"][rng.below(2) as usize];
             format!(
                 "SELECT ex.id, ey.id, {o} FROM ex JOIN ey ON {l} = {r} WHERE ex.k = ? ORDER BY {o}{dir}, ex.id, ey.id LIMIT {}",

@@ -654,6 +654,24 @@ mod tests {
         assert!(arith(ArithOp::Add, &Value::Null, &Value::Int(1)).is_null());
     }
 
+    /// A value's truth is its number's, as the server reads it: a TIME of zero, a YEAR 0000,
+    /// an ENUM's empty label (index 0) and a zero date are false; the string '0' in bytes too.
+    #[test]
+    fn truth_of_temporal_values_is_their_number() {
+        assert_eq!(is_true(&Value::Time(0)), Some(false));
+        assert_eq!(is_true(&Value::Time(-1_000_000)), Some(true));
+        assert_eq!(is_true(&Value::Year(0)), Some(false));
+        assert_eq!(is_true(&Value::Year(1999)), Some(true));
+        assert_eq!(is_true(&Value::Enum(0)), Some(false));
+        assert_eq!(is_true(&Value::Enum(2)), Some(true));
+        assert_eq!(is_true(&Value::Date(Date::new(0, 0, 0))), Some(false));
+        assert_eq!(is_true(&Value::Date(Date::new(1, 1, 1))), Some(true));
+        assert_eq!(is_true(&Value::DateTime(DateTime::new(Date::new(0, 0, 0), 0, 0, 1, 0))), Some(true));
+        assert_eq!(is_true(&Value::DateTime(DateTime::new(Date::new(0, 0, 0), 0, 0, 0, 0))), Some(false));
+        assert_eq!(is_true(&Value::Bytes(b"0".to_vec().into())), Some(false));
+        assert_eq!(is_true(&Value::Bytes(b"2x".to_vec().into())), Some(true));
+    }
+
     /// ROUND to tens or more rounds once, from the whole value, as the server does (MariaDB:
     /// `ROUND(4.5, -1)` is 0, `ROUND(15.5, -1)` 20, `ROUND(-4.5, -1)` 0, `ROUND(5, -1)` 10).
     #[test]
