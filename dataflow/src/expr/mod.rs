@@ -233,14 +233,22 @@ fn truth(b: Option<bool>) -> Value {
     }
 }
 
-/// SQL truthiness: NULL is unknown, numbers are true when non-zero, strings are converted.
+/// SQL truthiness: NULL is unknown, anything else is true when its number is non-zero, as the
+/// server reads it: strings and bytes are converted, a temporal value is its digits
+/// (`00:00:00` and a zero date are false), a YEAR, ENUM, SET or BIT its integer.
 pub fn is_true(v: &Value) -> Option<bool> {
-    match v {
-        Value::Null => None,
-        Value::Int(i) => Some(*i != 0),
-        Value::UInt(u) => Some(*u != 0),
-        other => Some(other.to_f64().unwrap_or(1.0) != 0.0),
-    }
+    Some(match v {
+        Value::Null => return None,
+        Value::Int(i) => *i != 0,
+        Value::UInt(u) | Value::Set(u) | Value::Bit(u) => *u != 0,
+        Value::Time(t) => *t != 0,
+        Value::Year(y) => *y != 0,
+        Value::Enum(i) => *i != 0,
+        Value::Date(d) => d.parts() != (0, 0, 0),
+        Value::DateTime(dt) | Value::Timestamp(dt) => dt.date().parts() != (0, 0, 0) || dt.time() != (0, 0, 0, 0),
+        Value::Bytes(b) => crate::value::parse_leading_f64(&String::from_utf8_lossy(b)) != 0.0,
+        other => other.to_f64().unwrap_or(1.0) != 0.0,
+    })
 }
 
 impl Expr {
