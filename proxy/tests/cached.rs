@@ -870,8 +870,26 @@ async fn integer_arithmetic_out_of_range_is_the_servers_error() {
 /// `random_queries_answer_as_the_server_answers` checks the views alone, with many more queries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_cached_queries_answer_as_the_server_answers() {
+    random_cached_queries("freshet_test", None).await;
+}
+
+/// The same with `[fill] source = "replica"`: misses are filled from the local RocksDB copy
+/// of the tables (their rows encoded and decoded by the replica), in a database of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_cached_queries_filled_from_the_replica_answer_as_the_server_answers() {
+    let path = std::env::temp_dir().join(format!("freshet-random-replica-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    random_cached_queries("freshet_test_replica", Some(&path)).await;
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+/// [`random_cached_queries_answer_as_the_server_answers`] in database `db`, filled from the
+/// server or from a replica at `replica`.
+async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>) {
     use freshet_testkit::sqlgen;
     let mut admin = direct().await;
+    admin.query_drop(format!("CREATE DATABASE IF NOT EXISTS {db}")).await.unwrap();
+    let mut admin = mysql_async::Conn::new(opts(&upstream_addr()).db_name(Some(db))).await.unwrap();
     let mut rng = freshet_testkit::rng::Rng::new(std::env::var("FRESHET_QUERY_SEED").map_or(20261128, |s| s.parse().unwrap()));
     // Rows of both tables, as literals: (table, pools, rows).
     let mut tables: [SqlTable; 2] = [("ex", &sqlgen::EX_POOLS, Vec::new()), ("ey", &sqlgen::EY_POOLS, Vec::new())];
@@ -887,8 +905,28 @@ async fn random_cached_queries_answer_as_the_server_answers() {
     let queries: Vec<String> = (0..count).map(|_| sqlgen::random_query(&mut rng)).collect();
     let caches: Vec<(String, &str)> = queries.iter().enumerate().map(|(n, q)| (format!("rq{n}"), q.as_str())).collect();
     let names: Vec<(&str, &str)> = caches.iter().map(|(n, q)| (n.as_str(), *q)).collect();
-    let proxy = start_proxy(&lenient_config(&names)).await;
+    let mut config = lenient_config(&names);
+    if let Some(path) = replica {
+        config += &format!("[replica]\npath = \"{}\"\n", path.display());
+        config = config.replace("[fill]\n", "[fill]\nsource = \"replica\"\n");
+    }
+    let proxy = start_proxy_with_url(&freshet_testkit::url_with_db(&upstream_url(), db), &config).await;
     let e = engine(&proxy);
+    let mut client = mysql_async::Conn::new(opts(&proxy.mysql.to_string()).db_name(Some(db))).await.unwrap();
+    if replica.is_some() {
+        // Reads are answered once the copy is done: until then misses go upstream.
+        let copied = |e: &Engine| {
+            e.replica.get().map(|r| r.figures()).is_some_and(|f| f.copy.tables_total > 0 && f.copy.tables_done == f.copy.tables_total)
+        };
+        for _ in 0..300 {
+            if copied(&e) {
+                break;
+            }
+            let _: Vec<mysql_async::Row> = client.query("SELECT 1").await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(copied(&e), "the replica's copy did not finish");
+    }
     // Each cache's reads: its text with the parameters bound to partition 0, then 1.
     let reads: Vec<(&str, Vec<String>)> = caches
         .iter()
@@ -902,7 +940,6 @@ async fn random_cached_queries_answer_as_the_server_answers() {
         .map(|(name, q)| (name.as_str(), *q, q.matches('?').count()))
         .collect();
     assert!(reads.len() >= 10, "only {} of {} random queries compiled", reads.len(), caches.len());
-    let mut client = through(&proxy).await;
     for (name, texts) in &reads {
         for sql in texts {
             for _ in 0..50 {
@@ -1011,11 +1048,13 @@ async fn random_cached_queries_answer_as_the_server_answers() {
             }
         }
     }
+    let from_replica = e.replica.get().map_or(0, |r| r.figures().fills);
     eprintln!(
-        "{} of {} random queries cached; {served} text reads and {served_prepared} prepared reads answered from views",
+        "{} of {} random queries cached; {served} text reads and {served_prepared} prepared reads answered from views; {from_replica} fills from the replica",
         reads.len(),
         caches.len()
     );
+    assert!(replica.is_none() || from_replica > 0, "no miss was filled from the replica");
     assert!(wrong.is_empty(), "{} answers differ from the server's:\n{}", wrong.len(), wrong.join("\n"));
     assert!(
         served.min(served_prepared) as usize >= reads.len() * 4,
