@@ -158,9 +158,9 @@ fn node_classes(node: &mut Node, catalog: &Catalog) -> Result<Vec<Class>, Refusa
         Node::Join { left, right, on, .. } => {
             let mut classes = node_classes(left, catalog)?;
             let right_classes = node_classes(right, catalog)?;
+            let class = |classes: &[Class], c: usize| classes.get(c).copied().unwrap_or(Class::Unknown);
+            let collation = |side: &Node, c: usize| side.origin_column(c).and_then(|(t, n)| catalog.column(t, n)?.collation);
             for &(l, r) in on.iter() {
-                let class = |classes: &[Class], c: usize| classes.get(c).copied().unwrap_or(Class::Unknown);
-                let collation = |side: &Node, c: usize| side.origin_column(c).and_then(|(t, n)| catalog.column(t, n)?.collation);
                 joinable((class(&classes, l), collation(left, l)), (class(&right_classes, r), collation(right, r)))?;
             }
             classes.extend(right_classes);
