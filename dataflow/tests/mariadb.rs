@@ -571,23 +571,10 @@ fn same_rows(ours: &[Vec<Value>], theirs: &[Vec<String>], ordered: bool, spellin
         Value::Text(s, c) => same_value(x, t) || (*x == Value::text(t, *c) && spellings.contains(&&**s)),
         _ => same_value(x, t),
     };
-    let same = |o: &[Value], t: &[String]| {
+    let same = |o: &Vec<Value>, t: &Vec<String>| {
         o.len() == t.len() && o.iter().zip(t).all(|(x, t)| (t == "NULL") == x.is_null() && (x.is_null() || same_spelling(x, t)))
     };
-    if ours.len() != theirs.len() {
-        return false;
-    }
-    if ordered {
-        return ours.iter().zip(theirs).all(|(o, t)| same(o, t));
-    }
-    let mut used = vec![false; theirs.len()];
-    ours.iter().all(|o| match (0..theirs.len()).find(|&i| !used[i] && same(o, &theirs[i])) {
-        Some(i) => {
-            used[i] = true;
-            true
-        }
-        None => false,
-    })
+    sqlgen::same_rows(ours, theirs, ordered, same)
 }
 
 /// Random queries of every shape the cache compiles (joins inner and outer on columns of the

@@ -1092,21 +1092,8 @@ fn same_rows(ours: &[Vec<String>], theirs: &[Vec<String>], ordered: bool, spelli
     let ci = |x: &str, t: &str| {
         [Collation::Utf8mb4GeneralCi, Collation::Utf8mb4UnicodeCi].iter().any(|c| Value::text(x, *c) == Value::text(t, *c))
     };
-    let same = |o: &[String], t: &[String]| {
+    let same = |o: &Vec<String>, t: &Vec<String>| {
         o.len() == t.len() && o.iter().zip(t).all(|(x, t)| x == t || (x != "NULL" && t != "NULL" && ci(x, t) && spellings.contains(x)))
     };
-    if ours.len() != theirs.len() {
-        return false;
-    }
-    if ordered {
-        return ours.iter().zip(theirs).all(|(o, t)| same(o, t));
-    }
-    let mut used = vec![false; theirs.len()];
-    ours.iter().all(|o| match (0..theirs.len()).find(|&i| !used[i] && same(o, &theirs[i])) {
-        Some(i) => {
-            used[i] = true;
-            true
-        }
-        None => false,
-    })
+    freshet_testkit::sqlgen::same_rows(ours, theirs, ordered, same)
 }

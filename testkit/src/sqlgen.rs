@@ -275,3 +275,22 @@ pub fn random_query(rng: &mut Rng) -> String {
         }
     }
 }
+
+/// Whether `ours` are the rows `theirs` are, by `same` (a row of ours and one of theirs): in
+/// order for an ordered query, as multisets otherwise (each of ours matched to one of theirs).
+pub fn same_rows<A, B>(ours: &[A], theirs: &[B], ordered: bool, same: impl Fn(&A, &B) -> bool) -> bool {
+    if ours.len() != theirs.len() {
+        return false;
+    }
+    if ordered {
+        return ours.iter().zip(theirs).all(|(o, t)| same(o, t));
+    }
+    let mut used = vec![false; theirs.len()];
+    ours.iter().all(|o| match (0..theirs.len()).find(|&i| !used[i] && same(o, &theirs[i])) {
+        Some(i) => {
+            used[i] = true;
+            true
+        }
+        None => false,
+    })
+}
