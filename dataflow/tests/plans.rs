@@ -613,11 +613,13 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
                 col("s", SqlType::Text),
                 col("day", SqlType::Date),
                 col("at", SqlType::DateTime { fsp: 3 }),
+                col("tm", SqlType::Time { fsp: 0 }),
             ],
             vec![0],
         ))
         .unwrap();
     let ok = [
+        "SELECT id, YEAR(at), MONTH(at), DAY(day), DATE(at), tm FROM e WHERE id = ?",
         "SELECT id, COALESCE(d, 0), IF(n > 1, d, n), ROUND(d, 3), ROUND(d, 1), IFNULL(f, 0.5), CASE WHEN n > 0 THEN d END FROM e WHERE id = ?",
         "SELECT id, CONCAT(COALESCE(d, 0), '!'), LENGTH(ROUND(d, 3)), COALESCE(s, ''), CONCAT(day, '') FROM e WHERE id = ?",
         "SELECT id, n / 3, d / 7, IF(n > 0, n / 3, 0), CONCAT(n / 3) FROM e WHERE id = ? AND n / 3 > 0.3333",
@@ -635,6 +637,10 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         // of any size.
         "SELECT id, day + 0 FROM e WHERE id = ?",
         "SELECT id, YEAR(n) FROM e WHERE id = ?",
+        // A date of a TIME: the server's is today's date plus the time (DAY(TIME '-01:00:00')
+        // is yesterday's day).
+        "SELECT id, DAY(tm) FROM e WHERE id = ?",
+        "SELECT id, DATE(tm) FROM e WHERE id = ?",
         "SELECT id, FLOOR(f) FROM e WHERE id = ?",
         "SELECT id, CEILING(s) FROM e WHERE id = ?",
         // ROUND to a computed number of decimals; a DECIMAL remainder (a negative zero).
