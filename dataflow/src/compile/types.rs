@@ -24,7 +24,8 @@
 //!   DOUBLE or a string (an exact integer of any size to the server), `ROUND` of a DOUBLE or
 //!   a string (fixed digits to the server, which a DISTINCT or a grouping's temporary table
 //!   holds: `ROUND(1e300)` is 1e17 there);
-//! - `YEAR`, `MONTH`, `DAY` or `DATE` of a value that is not temporal;
+//! - `YEAR`, `MONTH`, `DAY` or `DATE` of a value that is not a date (of a TIME, the server's
+//!   is today's date plus the time);
 //! - a temporal value compared with a value that is not temporal (a literal compared with a
 //!   column was already given the column's type by `lower`);
 //! - `BETWEEN` of a string and a number, which the server compares under one type for all
@@ -64,6 +65,9 @@ enum Class {
 }
 
 impl Class {
+    /// The kind of [`Class::Time`] a TIME is (a time of day or an interval, not a date).
+    const TIME_OF_DAY: u8 = 1;
+
     fn of_type(ty: &SqlType) -> Class {
         match *ty {
             SqlType::Int { .. } | SqlType::Year | SqlType::Bit { .. } => Class::Int,
@@ -72,7 +76,7 @@ impl Class {
             SqlType::Text => Class::Str,
             SqlType::Bytes => Class::Bytes,
             SqlType::Date => Class::Time(0, 0),
-            SqlType::Time { fsp } => Class::Time(1, fsp),
+            SqlType::Time { fsp } => Class::Time(Class::TIME_OF_DAY, fsp),
             SqlType::DateTime { fsp } => Class::Time(2, fsp),
             SqlType::Timestamp { fsp } => Class::Time(3, fsp),
             SqlType::Enum(_) | SqlType::Set(_) | SqlType::Json => Class::Other,
@@ -88,7 +92,7 @@ impl Class {
             Value::Text(..) => Class::Str,
             Value::Bytes(_) => Class::Bytes,
             Value::Date(_) => Class::Time(0, 0),
-            Value::Time(_) => Class::Time(1, 0),
+            Value::Time(_) => Class::Time(Class::TIME_OF_DAY, 0),
             Value::DateTime(_) => Class::Time(2, 0),
             Value::Timestamp(_) => Class::Time(3, 0),
             Value::Enum(_) | Value::Set(_) | Value::Json(_) => Class::Other,
@@ -316,10 +320,15 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
         }
         // Of a number or a string, the server reads a date by rules of its own (0 is
         // 0000-00-00, 20240229 is a date).
+        // Of a TIME, the server's is today's date plus the time.
         Expr::Func(f @ (Func::Year | Func::Month | Func::Day | Func::Date), _) => {
-            if !matches!(part(0), Class::Time(..) | Class::Null) {
+            let date = match part(0) {
+                Class::Time(kind, _) => kind != Class::TIME_OF_DAY,
+                c => c == Class::Null,
+            };
+            if !date {
                 return refuse(
-                    "YEAR, MONTH, DAY or DATE of a value that is not a date: the server reads one from it by rules a view does not follow",
+                    "YEAR, MONTH, DAY or DATE of a value that is not a date: the server reads one from it by rules a view does not follow (of a TIME, today's date plus the time)",
                 );
             }
             if *f == Func::Date { Class::Time(0, 0) } else { Class::Int }
