@@ -902,8 +902,20 @@ async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>) {
         admin.query_drop(format!("INSERT INTO {name} VALUES {}", values.join(", "))).await.unwrap();
     }
     let count = std::env::var("FRESHET_QUERY_COUNT").map_or(30, |s| s.parse().unwrap());
-    let queries: Vec<String> = (0..count).map(|_| sqlgen::random_query(&mut rng)).collect();
-    let caches: Vec<(String, &str)> = queries.iter().enumerate().map(|(n, q)| (format!("rq{n}"), q.as_str())).collect();
+    // Each query with the literals of its reads, one per `?`: partition 0 and 1 for the
+    // queries partitioned by `k`, and a third of as many keyed by another column.
+    let mut queries: Vec<(String, Vec<Vec<String>>)> = (0..count)
+        .map(|_| {
+            let q = sqlgen::random_query(&mut rng);
+            let n = q.matches('?').count();
+            (q, ["0", "1"].iter().map(|k| vec![k.to_string(); n]).collect())
+        })
+        .collect();
+    queries.extend((0..count / 3).map(|_| {
+        let (q, keys) = sqlgen::random_keyed_query(&mut rng);
+        (q, keys.iter().map(|k| vec![k.to_string()]).collect())
+    }));
+    let caches: Vec<(String, &str)> = queries.iter().enumerate().map(|(n, (q, _))| (format!("rq{n}"), q.as_str())).collect();
     let names: Vec<(&str, &str)> = caches.iter().map(|(n, q)| (n.as_str(), *q)).collect();
     let mut config = lenient_config(&names);
     if let Some(path) = replica {
@@ -927,31 +939,30 @@ async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>) {
         }
         assert!(copied(&e), "the replica's copy did not finish");
     }
-    // Each cache's reads: its text with the parameters bound to partition 0, then 1, then both.
-    let reads: Vec<(&str, Vec<String>)> = caches
+    let live: Vec<(&str, &str, &[Vec<String>])> = caches
         .iter()
-        .filter(|(name, _)| e.by_name(name).is_some_and(|c| c.live().is_ok()))
-        .map(|(name, q)| {
-            let mut texts: Vec<String> = ["0", "1"].iter().map(|k| q.replace('?', k)).collect();
-            // Both partitions in one read: answered by merging the partitions' answers where
-            // that is the query's answer, relayed where it is not (a LIMIT over both).
+        .zip(&queries)
+        .filter(|((name, _), _)| e.by_name(name).is_some_and(|c| c.live().is_ok()))
+        .map(|((name, q), (_, bindings))| (name.as_str(), *q, bindings.as_slice()))
+        .collect();
+    // Each cache's text reads: its text with each binding's literals, then (partitioned by `k`)
+    // both partitions in one read, answered by merging the partitions' answers where that is
+    // the query's answer, relayed where it is not (a LIMIT over both).
+    let reads: Vec<(&str, Vec<String>)> = live
+        .iter()
+        .map(|(name, q, bindings)| {
+            let mut texts: Vec<String> = bindings.iter().map(|b| bind(q, b)).collect();
             if q.matches('?').count() == 1 && q.contains("k = ?") {
                 texts.push(q.replace("k = ?", "k IN (1, 0)"));
             }
-            (name.as_str(), texts)
+            (*name, texts)
         })
         .collect();
-    // And its prepared reads: the cached text, executed with partition 0, then 1.
-    let prepared: Vec<(&str, &str, usize)> = caches
-        .iter()
-        .filter(|(name, _)| e.by_name(name).is_some_and(|c| c.live().is_ok()))
-        .map(|(name, q)| (name.as_str(), *q, q.matches('?').count()))
-        .collect();
     assert!(reads.len() >= 10, "only {} of {} random queries compiled", reads.len(), caches.len());
-    for (name, texts) in &reads {
-        // Each partition is filled (a read of both may be relayed, and then never hits).
-        for sql in &texts[..2] {
-            for _ in 0..50 {
+    for ((name, texts), (_, _, bindings)) in reads.iter().zip(&live) {
+        // Each binding's partition is filled (a read of both may be relayed, and never hits).
+        for sql in &texts[..bindings.len()] {
+            for _ in 0..10 {
                 let before = hits(&proxy, name);
                 let _: Vec<mysql_async::Row> = client.query(sql).await.unwrap();
                 if hits(&proxy, name) > before {
@@ -1042,15 +1053,17 @@ async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>) {
                 }
             }
         }
-        for (name, sql, n) in &prepared {
-            for k in [0, 1] {
+        // And each binding executed as a prepared statement.
+        for (name, sql, bindings) in &live {
+            for binding in bindings.iter() {
+                let params: Vec<mysql_async::Value> = binding.iter().map(|l| param(l)).collect();
                 let before = hits(&proxy, name);
-                let ours = text_rows(client.exec(*sql, vec![k; *n]).await.unwrap());
+                let ours = text_rows(client.exec(*sql, params.clone()).await.unwrap());
                 served_prepared += hits(&proxy, name) - before;
-                let theirs = text_rows(admin.exec(*sql, vec![k; *n]).await.unwrap());
+                let theirs = text_rows(admin.exec(*sql, params).await.unwrap());
                 if !same_rows(&ours, &theirs, sql.contains("ORDER BY"), &spellings) {
                     wrong.push(format!(
-                        "{sql} executed with {k} (round {round})\n  freshet: {ours:?}\n  server:  {theirs:?}\n  rows: {:?}",
+                        "{sql} executed with {binding:?} (round {round})\n  freshet: {ours:?}\n  server:  {theirs:?}\n  rows: {:?}",
                         tables.iter().map(|t| &t.2).collect::<Vec<_>>()
                     ));
                 }
@@ -1069,6 +1082,29 @@ async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>) {
         served.min(served_prepared) as usize >= reads.len() * 4,
         "only {served} text and {served_prepared} prepared reads were answered from views: the test compared relayed answers"
     );
+}
+
+/// `sql` with its `?`s replaced, in order, by `literals`.
+fn bind(sql: &str, literals: &[String]) -> String {
+    let mut parts = sql.split('?');
+    let mut out = parts.next().unwrap_or_default().to_string();
+    for (part, literal) in parts.zip(literals) {
+        out.push_str(literal);
+        out.push_str(part);
+    }
+    out
+}
+
+/// A literal as a client binds it to a prepared statement: a string as bytes, an integer as
+/// one, a decimal as its text.
+fn param(literal: &str) -> mysql_async::Value {
+    if let Some(s) = literal.strip_prefix('\'').and_then(|s| s.strip_suffix('\'')) {
+        return mysql_async::Value::Bytes(s.as_bytes().to_vec());
+    }
+    match literal.parse::<i64>() {
+        Ok(i) => mysql_async::Value::Int(i),
+        Err(_) => literal.parse::<u64>().map_or_else(|_| mysql_async::Value::Bytes(literal.as_bytes().to_vec()), mysql_async::Value::UInt),
+    }
 }
 
 /// One of `sqlgen`'s tables: its name, the literals its columns after `id` and `k` take, and

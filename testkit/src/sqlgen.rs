@@ -276,6 +276,32 @@ pub fn random_query(rng: &mut Rng) -> String {
     }
 }
 
+/// A random cached query over `ex` whose parameter is a column other than `k` (text under a
+/// case-insensitive collation, DECIMAL, DATE, INT UNSIGNED, BIGINT), and the literals to read
+/// it with: the column's values and, for the text, spellings of them the collation finds
+/// equal (`'A '` for `'a'`, `'SS'`, `'e '`), so that a read with one spelling must find the
+/// rows of every other.
+pub fn random_keyed_query(rng: &mut Rng) -> (String, Vec<&'static str>) {
+    let (column, pool): (&str, &[&'static str]) = match rng.below(5) {
+        0 | 1 => ("s", EX_POOLS[4]),
+        2 => ("d", EX_POOLS[3]),
+        3 => ("dt", EX_POOLS[6]),
+        _ => (["u", "b"][rng.below(2) as usize], EX_POOLS[1 + rng.below(2) as usize]),
+    };
+    let pool = if column == "b" { EX_POOLS[2] } else { pool };
+    let mut keys: Vec<&'static str> = pool.iter().copied().filter(|l| *l != "NULL").collect();
+    if column == "s" {
+        keys.extend(["'A '", "'SS'", "'e '", "'ABC'"]);
+    }
+    let sql = match rng.below(4) {
+        0 => format!("SELECT id, {} FROM ex WHERE {column} = ?", random_expr(rng, 1)),
+        1 => format!("SELECT {column}, COUNT(*), MAX(i), MIN(s) FROM ex WHERE {column} = ? GROUP BY {column}"),
+        2 => format!("SELECT ex.id, ey.id, ey.w FROM ex JOIN ey ON ey.w = ex.s WHERE ex.{column} = ?"),
+        _ => format!("SELECT id, k FROM ex WHERE {column} = ? ORDER BY id DESC LIMIT 2"),
+    };
+    (sql, keys)
+}
+
 /// Whether `ours` are the rows `theirs` are, by `same` (a row of ours and one of theirs): in
 /// order for an ordered query, as multisets otherwise (each of ours matched to one of theirs).
 pub fn same_rows<A, B>(ours: &[A], theirs: &[B], ordered: bool, same: impl Fn(&A, &B) -> bool) -> bool {
