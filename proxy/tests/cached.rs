@@ -870,7 +870,14 @@ async fn integer_arithmetic_out_of_range_is_the_servers_error() {
 /// `random_queries_answer_as_the_server_answers` checks the views alone, with many more queries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_cached_queries_answer_as_the_server_answers() {
-    random_cached_queries("freshet_test", None).await;
+    random_cached_queries("freshet_test", None, None).await;
+}
+
+/// The same with a memory limit the views do not fit in: partitions are evicted and filled
+/// again between the reads, in a database of its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_cached_queries_evicted_and_filled_again_answer_as_the_server_answers() {
+    random_cached_queries("freshet_test_evicted", None, Some("64KiB")).await;
 }
 
 /// The same with `[fill] source = "replica"`: misses are filled from the local RocksDB copy
@@ -879,13 +886,13 @@ async fn random_cached_queries_answer_as_the_server_answers() {
 async fn random_cached_queries_filled_from_the_replica_answer_as_the_server_answers() {
     let path = std::env::temp_dir().join(format!("freshet-random-replica-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&path);
-    random_cached_queries("freshet_test_replica", Some(&path)).await;
+    random_cached_queries("freshet_test_replica", Some(&path), None).await;
     let _ = std::fs::remove_dir_all(&path);
 }
 
 /// [`random_cached_queries_answer_as_the_server_answers`] in database `db`, filled from the
-/// server or from a replica at `replica`.
-async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>) {
+/// server or from a replica at `replica`, its views limited to `memory`.
+async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>, memory: Option<&str>) {
     use freshet_testkit::sqlgen;
     let mut admin = direct().await;
     admin.query_drop(format!("CREATE DATABASE IF NOT EXISTS {db}")).await.unwrap();
@@ -918,6 +925,9 @@ async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>) {
     let caches: Vec<(String, &str)> = queries.iter().enumerate().map(|(n, (q, _))| (format!("rq{n}"), q.as_str())).collect();
     let names: Vec<(&str, &str)> = caches.iter().map(|(n, q)| (n.as_str(), *q)).collect();
     let mut config = lenient_config(&names);
+    if let Some(limit) = memory {
+        config += &format!("[memory]\nlimit = \"{limit}\"\n");
+    }
     if let Some(path) = replica {
         config += &format!("[replica]\npath = \"{}\"\n", path.display());
         config = config.replace("[fill]\n", "[fill]\nsource = \"replica\"\n");
@@ -1071,15 +1081,19 @@ async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>) {
         }
     }
     let from_replica = e.replica.get().map_or(0, |r| r.figures().fills);
+    let evictions: u64 = live.iter().filter_map(|(name, _, _)| e.by_name(name)).map(|c| c.stats().evictions).sum();
     eprintln!(
-        "{} of {} random queries cached; {served} text reads and {served_prepared} prepared reads answered from views; {from_replica} fills from the replica",
+        "{} of {} random queries cached; {served} text reads and {served_prepared} prepared reads answered from views; {from_replica} fills from the replica; {evictions} evictions",
         reads.len(),
         caches.len()
     );
     assert!(replica.is_none() || from_replica > 0, "no miss was filled from the replica");
     assert!(wrong.is_empty(), "{} answers differ from the server's:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(memory.is_none() || evictions > 0, "nothing was evicted under {memory:?}");
+    // Under a memory limit, a read of an evicted partition is relayed while it is filled again.
+    let answered = if memory.is_some() { reads.len() } else { reads.len() * 4 };
     assert!(
-        served.min(served_prepared) as usize >= reads.len() * 4,
+        served.min(served_prepared) as usize >= answered,
         "only {served} text and {served_prepared} prepared reads were answered from views: the test compared relayed answers"
     );
 }
