@@ -870,14 +870,22 @@ async fn integer_arithmetic_out_of_range_is_the_servers_error() {
 /// `random_queries_answer_as_the_server_answers` checks the views alone, with many more queries.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_cached_queries_answer_as_the_server_answers() {
-    random_cached_queries("freshet_test", None, None).await;
+    random_cached_queries(Variant { db: "freshet_test", ..Variant::default() }).await;
+}
+
+/// The same with the writes sent through freshet by the session that reads, each read right
+/// after them: read-your-writes (`[consistency] read_your_writes`) waits for the session's
+/// writes to be applied, or relays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_cached_queries_read_after_their_sessions_writes_answer_as_the_server_answers() {
+    random_cached_queries(Variant { db: "freshet_test_ryw", writes_through_freshet: true, ..Variant::default() }).await;
 }
 
 /// The same with a memory limit the views do not fit in: partitions are evicted and filled
 /// again between the reads, in a database of its own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn random_cached_queries_evicted_and_filled_again_answer_as_the_server_answers() {
-    random_cached_queries("freshet_test_evicted", None, Some("64KiB")).await;
+    random_cached_queries(Variant { db: "freshet_test_evicted", memory: Some("64KiB"), ..Variant::default() }).await;
 }
 
 /// The same with `[fill] source = "replica"`: misses are filled from the local RocksDB copy
@@ -886,13 +894,26 @@ async fn random_cached_queries_evicted_and_filled_again_answer_as_the_server_ans
 async fn random_cached_queries_filled_from_the_replica_answer_as_the_server_answers() {
     let path = std::env::temp_dir().join(format!("freshet-random-replica-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&path);
-    random_cached_queries("freshet_test_replica", Some(&path), None).await;
+    random_cached_queries(Variant { db: "freshet_test_replica", replica: Some(&path), ..Variant::default() }).await;
     let _ = std::fs::remove_dir_all(&path);
 }
 
-/// [`random_cached_queries_answer_as_the_server_answers`] in database `db`, filled from the
-/// server or from a replica at `replica`, its views limited to `memory`.
-async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>, memory: Option<&str>) {
+/// How a run of [`random_cached_queries_answer_as_the_server_answers`] differs.
+#[derive(Default)]
+struct Variant<'a> {
+    /// Its database (each run its own: they run at once).
+    db: &'a str,
+    /// Misses filled from a replica at this path, not from the server.
+    replica: Option<&'a std::path::Path>,
+    /// The views' memory limit.
+    memory: Option<&'a str>,
+    /// The writes sent through freshet by the reading session, read without waiting.
+    writes_through_freshet: bool,
+}
+
+/// [`random_cached_queries_answer_as_the_server_answers`] as `variant` says.
+async fn random_cached_queries(variant: Variant<'_>) {
+    let Variant { db, replica, memory, writes_through_freshet } = variant;
     use freshet_testkit::sqlgen;
     let mut admin = direct().await;
     admin.query_drop(format!("CREATE DATABASE IF NOT EXISTS {db}")).await.unwrap();
@@ -1039,10 +1060,20 @@ async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>, memo
                 }
             }
             // Every other round is one transaction: one batch of the binlog's.
-            let writes = writes.join("; ");
-            let writes = if round % 2 == 0 { format!("BEGIN; {writes}; COMMIT") } else { writes };
-            admin.query_drop(writes).await.unwrap();
-            caught_up(&mut client).await;
+            if round % 2 == 0 {
+                writes.insert(0, "BEGIN".to_string());
+                writes.push("COMMIT".to_string());
+            }
+            if writes_through_freshet {
+                // One statement at a time, as an application sends them: a text of several
+                // with an UPDATE's SET in it makes freshet relay the session's cached reads.
+                for w in writes {
+                    client.query_drop(w).await.unwrap();
+                }
+            } else {
+                admin.query_drop(writes.join("; ")).await.unwrap();
+                caught_up(&mut client).await;
+            }
         }
         let spellings: Vec<String> = tables
             .iter()
@@ -1089,6 +1120,13 @@ async fn random_cached_queries(db: &str, replica: Option<&std::path::Path>, memo
     );
     assert!(replica.is_none() || from_replica > 0, "no miss was filled from the replica");
     assert!(wrong.is_empty(), "{} answers differ from the server's:\n{}", wrong.len(), wrong.join("\n"));
+    let relays: Vec<String> = RelayReason::ALL
+        .iter()
+        .map(|r| (r.label(), relayed(&proxy, *r)))
+        .filter(|(_, n)| *n > 0)
+        .map(|(l, n)| format!("{l} {n}"))
+        .collect();
+    eprintln!("relayed: {}", relays.join(", "));
     assert!(memory.is_none() || evictions > 0, "nothing was evicted under {memory:?}");
     // Under a memory limit, a read of an evicted partition is relayed while it is filled again.
     let answered = if memory.is_some() { reads.len() } else { reads.len() * 4 };
