@@ -628,7 +628,7 @@ fn random_queries_answer_as_the_server_answers() {
                 col("uc", SqlType::Text).with_collation(Some(Collation::Utf8mb4UnicodeCi)),
                 col("tm", SqlType::Time { fsp: 0 }),
                 col("yr", SqlType::Year),
-                col("en", SqlType::Enum(sqlgen::EN_LABELS.iter().map(|l| l.to_string()).collect())),
+                col("en", SqlType::Enum(sqlgen::EN_LABELS.iter().map(|l| l.to_string()).collect())).with_collation(ci),
             ],
             vec![0],
         ))
