@@ -188,10 +188,16 @@ pub fn random_query(rng: &mut Rng) -> String {
             let g = ["s", "t", "d", "dt", "u", "b"][rng.below(6) as usize];
             let g = if rng.below(3) == 0 { x(rng, 1) } else { g.to_string() };
             let v = x(rng, 2);
-            let having = match rng.below(4) {
+            let having = match rng.below(5) {
                 0 => " HAVING COUNT(*) > 1".to_string(),
                 1 => format!(" HAVING MAX({v}) > {}", ["0", "1", "'a'", "2.5"][rng.below(4) as usize]),
                 2 => format!(" HAVING {}", ["MIN(i) IS NOT NULL", "SUM(t) > 0", "COUNT(s) < 2", "MAX(s) >= 'b'"][rng.below(4) as usize]),
+                // An aggregate of a random expression, compared with a random literal.
+                3 => {
+                    let agg = ["MIN(", "MAX(", "SUM(", "COUNT(", "COUNT(DISTINCT ", "AVG("][rng.below(6) as usize];
+                    let op = ["=", "<", ">=", "<>"][rng.below(4) as usize];
+                    format!(" HAVING {agg}{}) {op} {}", x(rng, 1), EX_LEAVES[7 + rng.below(EX_LEAVES.len() as u64 - 7) as usize])
+                }
                 _ => String::new(),
             };
             let f = filter(rng);
