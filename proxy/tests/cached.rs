@@ -508,6 +508,29 @@ async fn ddl_keeps_views_true_to_the_schema_and_revives_dropped_tables() {
 
 /// The `mariadb` command-line client (libmariadb) negotiates MariaDB's extended type
 /// information, which changes the layout of column definitions.
+/// A schema change is applied once its views are rebuilt: a DDL that no write follows (a
+/// quiet table, a maintenance window) must leave freshet caught up and serving, its status
+/// saying so. It stayed behind the DDL, the lag grew past `max_lag` and every read relayed
+/// until some write came.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ddl_that_no_write_follows_leaves_freshet_caught_up() {
+    let mut admin = fresh_table("ct_quiet", "id INT PRIMARY KEY, s VARCHAR(10)", "(1, 'a'), (2, 'b')").await;
+    let config = cache_config(&[("quiet", "SELECT id, s FROM ct_quiet WHERE id = ?")]).replace("max_lag = \"5s\"", "max_lag = \"1s\"");
+    let proxy = start_proxy(&config).await;
+    let mut raw = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, s FROM ct_quiet WHERE id = 1";
+    hit(&mut raw, &proxy, "quiet", sql).await;
+    admin.query_drop("ALTER TABLE ct_quiet MODIFY s VARCHAR(20)").await.unwrap();
+    let mut client = through(&proxy).await;
+    caught_up(&mut client).await;
+    // Past max_lag with nothing written: still caught up, and a hit.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let status: Vec<(String, String)> = client.query("SHOW FRESHET STATUS").await.unwrap();
+    let caught = status.iter().find(|(k, _)| k == "caught_up").map(|(_, v)| v.clone());
+    assert_eq!(caught.as_deref(), Some("yes"), "{status:?}");
+    hit(&mut raw, &proxy, "quiet", sql).await;
+}
+
 async fn mariadb_cli(port: u16, sql: &str) -> String {
     let out = tokio::process::Command::new("mariadb")
         .args([
