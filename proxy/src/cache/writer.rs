@@ -221,10 +221,15 @@ impl<S: ChangeSource> Writer<S> {
             }
         }
         // Readers see the step's transactions from here, and only then is their position
-        // announced (the freshness gate, read-your-writes).
+        // announced (the freshness gate, read-your-writes). A schema change is applied once
+        // its views are rebuilt, which is done: without this, a DDL that no write follows
+        // left the applied position before it, and the lag grew until every read relayed.
         self.dataflow.publish_held();
+        if let Some(at) = schema_at {
+            self.dataflow.set_applied(at);
+        }
         self.out.gate.applied_to(self.dataflow.applied());
-        self.out.signals.ryw.publish(schema_at.map_or(self.dataflow.applied(), |at| at.max(self.dataflow.applied())));
+        self.out.signals.ryw.publish(self.dataflow.applied());
     }
 
     /// One transaction applied, in stream order: to the replica of the base tables first (so
