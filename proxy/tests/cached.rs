@@ -896,6 +896,14 @@ async fn random_cached_queries_answer_as_the_server_answers() {
     random_cached_queries(Variant { db: "freshet_test", ..Variant::default() }).await;
 }
 
+/// The same with a schema change between two rounds: a text column's collation and a
+/// DECIMAL's scale change, so views are rebuilt with the new types or relay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn random_cached_queries_after_a_schema_change_answer_as_the_server_answers() {
+    let ddl = "ALTER TABLE ex MODIFY s VARCHAR(12) COLLATE utf8mb4_bin NULL, MODIFY d DECIMAL(12,3) NULL";
+    random_cached_queries(Variant { db: "freshet_test_ddl", ddl: Some(ddl), ..Variant::default() }).await;
+}
+
 /// The same with the writes sent through freshet by the session that reads, each read right
 /// after them: read-your-writes (`[consistency] read_your_writes`) waits for the session's
 /// writes to be applied, or relays.
@@ -932,11 +940,13 @@ struct Variant<'a> {
     memory: Option<&'a str>,
     /// The writes sent through freshet by the reading session, read without waiting.
     writes_through_freshet: bool,
+    /// A schema change made before the third round of reads.
+    ddl: Option<&'a str>,
 }
 
 /// [`random_cached_queries_answer_as_the_server_answers`] as `variant` says.
 async fn random_cached_queries(variant: Variant<'_>) {
-    let Variant { db, replica, memory, writes_through_freshet } = variant;
+    let Variant { db, replica, memory, writes_through_freshet, ddl } = variant;
     use freshet_testkit::sqlgen;
     let mut admin = direct().await;
     admin.query_drop(format!("CREATE DATABASE IF NOT EXISTS {db}")).await.unwrap();
@@ -1028,7 +1038,13 @@ async fn random_cached_queries(variant: Variant<'_>) {
     }
     // A row as text: every value as the text protocol sends it.
     // A row as text: every value as the text protocol sends it, or as the binary one decodes.
-    let text_rows = |rows: Vec<mysql_async::Row>| -> Vec<Vec<String>> {
+    // An answer as rows of text, or the server's error as its one row (freshet must relay it).
+    let text_rows = |rows: Result<Vec<mysql_async::Row>, mysql_async::Error>| -> Vec<Vec<String>> {
+        let rows = match rows {
+            Ok(rows) => rows,
+            Err(mysql_async::Error::Server(e)) => return vec![vec![format!("error {}: {}", e.code, e.message)]],
+            Err(e) => panic!("{e}"),
+        };
         rows.into_iter()
             .map(|r| {
                 r.unwrap()
@@ -1044,6 +1060,10 @@ async fn random_cached_queries(variant: Variant<'_>) {
     };
     let (mut served, mut served_prepared, mut wrong) = (0u64, 0u64, Vec::new());
     for round in 0..4 {
+        if let Some(ddl) = ddl.filter(|_| round == 2) {
+            admin.query_drop(ddl).await.unwrap();
+            caught_up(&mut client).await;
+        }
         if round > 0 {
             let mut writes = Vec::new();
             for _ in 0..1 + rng.below(4) {
@@ -1106,9 +1126,9 @@ async fn random_cached_queries(variant: Variant<'_>) {
         for (name, texts) in &reads {
             for sql in texts {
                 let before = hits(&proxy, name);
-                let ours = text_rows(client.query(sql).await.unwrap());
+                let ours = text_rows(client.query(sql).await);
                 served += hits(&proxy, name) - before;
-                let theirs = text_rows(admin.query(sql).await.unwrap());
+                let theirs = text_rows(admin.query(sql).await);
                 if !same_rows(&ours, &theirs, sql.contains("ORDER BY"), &spellings) {
                     wrong.push(format!(
                         "{sql} (round {round})\n  freshet: {ours:?}\n  server:  {theirs:?}\n  rows: {:?}",
@@ -1122,9 +1142,9 @@ async fn random_cached_queries(variant: Variant<'_>) {
             for binding in bindings.iter() {
                 let params: Vec<mysql_async::Value> = binding.iter().map(|l| param(l)).collect();
                 let before = hits(&proxy, name);
-                let ours = text_rows(client.exec(*sql, params.clone()).await.unwrap());
+                let ours = text_rows(client.exec(*sql, params.clone()).await);
                 served_prepared += hits(&proxy, name) - before;
-                let theirs = text_rows(admin.exec(*sql, params).await.unwrap());
+                let theirs = text_rows(admin.exec(*sql, params).await);
                 if !same_rows(&ours, &theirs, sql.contains("ORDER BY"), &spellings) {
                     wrong.push(format!(
                         "{sql} executed with {binding:?} (round {round})\n  freshet: {ours:?}\n  server:  {theirs:?}\n  rows: {:?}",
