@@ -447,6 +447,19 @@ mod tests {
         assert_eq!(row(&mut Vec::new(), &[Value::Int(1)], &cols), Err(Unencodable::Mismatch));
     }
 
+    /// A BIT the server typed as a number (`IFNULL(b, 0)` is an integer column) is sent as
+    /// that number, in both protocols; of a column of another type it is refused (relayed).
+    #[test]
+    fn a_bit_in_a_number_column_is_its_integer() {
+        let mut out = Vec::new();
+        row(&mut out, &[Value::Bit(5)], &[col(types::LONGLONG, 0, 3, 0)]).unwrap();
+        assert_eq!(out, [1, b'5']);
+        let mut out = Vec::new();
+        super::super::binary::row(&mut out, &[Value::Bit(5)], &[col(types::LONGLONG, 0, 3, 0)]).unwrap();
+        assert_eq!(out, [0, 0, 5, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(row(&mut Vec::new(), &[Value::Bit(5)], &[col(types::VAR_STRING, 0, 8, 0)]), Err(Unencodable::Mismatch));
+    }
+
     #[test]
     fn integers_are_written_as_the_formatter_writes_them() {
         let c = [col(types::LONGLONG, 0, 20, 0)];
