@@ -33,6 +33,8 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
     match (value, ty) {
         (Value::Int(i), _) => int(out, *i as u64, ty)?,
         (Value::UInt(u), _) => int(out, *u, ty)?,
+        // A BIT the server typed as a number (`IFNULL(b, 0)`).
+        (Value::Bit(v), _) if super::text::is_integer(ty) => int(out, *v, ty)?,
         (Value::Year(y), types::YEAR) => out.extend_from_slice(&y.to_le_bytes()),
         // `+ 0.0` makes -0 0: the server sends no negative zero.
         (Value::Float(f), types::FLOAT) => out.extend_from_slice(&(f + 0.0).to_le_bytes()),

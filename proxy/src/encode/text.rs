@@ -40,10 +40,13 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
             Value::Time(micros) if column.def.type_code != types::YEAR => {
                 put_string(out, Temporal::time(*micros, column.def.decimals).as_bytes())
             }
-            Value::Bit(v) => {
+            Value::Bit(v) if column.def.type_code == types::BIT => {
                 let bytes = (column.def.length as usize).div_ceil(8).clamp(1, 8);
                 put_string(out, &v.to_be_bytes()[8 - bytes..]);
             }
+            // A BIT the server typed as a number (`IFNULL(b, 0)`): its integer. Of any other
+            // type, `render` refuses it.
+            Value::Bit(v) if is_integer(column.def.type_code) => put_integer(out, *v, false),
             other => {
                 scratch.clear();
                 render(&mut scratch, other, column)?;
@@ -52,6 +55,11 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Whether a column of type `ty` holds integers on the wire.
+pub(super) fn is_integer(ty: u8) -> bool {
+    matches!(ty, types::TINY | types::SHORT | types::INT24 | types::LONG | types::LONGLONG)
 }
 
 /// An integer's decimal digits as a length-encoded string (at most 20 digits and a sign, so the
