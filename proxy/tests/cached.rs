@@ -809,13 +809,15 @@ async fn warmed(reads: &[(&str, &str, &str)]) -> (Proxy, RawClient, RawClient) {
 /// `1.00`. A view evaluates by value, so a row the binlog changed computes the `0` it picked;
 /// a filled row (computed by the server) and the same row computed by the view must still be
 /// one row, or a deleted row stays in the answer. The same for `u + 1` on an UNSIGNED column,
-/// BIGINT UNSIGNED to the server.
+/// BIGINT UNSIGNED to the server, and for a YEAR or a BIT picked where a DECIMAL may be: the
+/// server shows `2024.0`, not the YEAR's `2024`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_computed_column_is_the_same_value_filled_or_computed() {
     let mut admin = fresh_table(
         "ct_typed",
-        "id INT PRIMARY KEY, k INT NOT NULL, d DECIMAL(10,2) NULL, n INT NULL, u INT UNSIGNED NOT NULL DEFAULT 3",
-        "(1, 1, NULL, 1, 3), (2, 1, 2.5, NULL, 3), (3, 1, 1.25, 2, 3)",
+        "id INT PRIMARY KEY, k INT NOT NULL, d DECIMAL(10,2) NULL, n INT NULL, u INT UNSIGNED NOT NULL DEFAULT 3, \
+         y YEAR NULL, bt BIT(8) NULL",
+        "(1, 1, NULL, 1, 3, 2024, 5), (2, 1, 2.5, NULL, 3, NULL, NULL), (3, 1, 1.25, 2, 3, 1901, 255)",
     )
     .await;
     let reads = [
@@ -828,12 +830,23 @@ async fn a_computed_column_is_the_same_value_filled_or_computed() {
         ("typed_r", "SELECT id, ROUND(d, 3) AS x FROM ct_typed WHERE k = ?", "SELECT id, ROUND(d, 3) AS x FROM ct_typed WHERE k = 1"),
         // BIGINT UNSIGNED to the server, an integer like any other to the view.
         ("typed_u", "SELECT id, u + 1 AS x FROM ct_typed WHERE k = ?", "SELECT id, u + 1 AS x FROM ct_typed WHERE k = 1"),
+        // DECIMAL(5,1) to the server, whichever it picks.
+        (
+            "typed_y",
+            "SELECT id, CASE WHEN n > 5 THEN 2.5 ELSE y END AS x FROM ct_typed WHERE k = ?",
+            "SELECT id, CASE WHEN n > 5 THEN 2.5 ELSE y END AS x FROM ct_typed WHERE k = 1",
+        ),
+        (
+            "typed_b",
+            "SELECT id, IF(n > 5, 0.5, bt) AS x FROM ct_typed WHERE k = ?",
+            "SELECT id, IF(n > 5, 0.5, bt) AS x FROM ct_typed WHERE k = 1",
+        ),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     // Filled rows go and come back changed: the view computes what it deletes and inserts.
     admin.query_drop("DELETE FROM ct_typed WHERE id IN (1, 2)").await.unwrap();
     admin.query_drop("UPDATE ct_typed SET d = NULL, n = 1 WHERE id = 3").await.unwrap();
-    admin.query_drop("INSERT INTO ct_typed VALUES (4, 1, NULL, 7, 3)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_typed VALUES (4, 1, NULL, 7, 3, 2000, 9), (5, 1, NULL, 1, 3, 2155, 7)").await.unwrap();
     admin.query_drop("DELETE FROM ct_typed WHERE id = 3").await.unwrap();
     // Served within `[consistency] max_lag`, a read may show the views' previous step.
     caught_up(&mut through(&proxy).await).await;

@@ -664,6 +664,18 @@ mod tests {
 
     /// A value's truth is its number's, as the server reads it: a TIME of zero, a YEAR 0000,
     /// an ENUM's empty label (index 0) and a zero date are false; the string '0' in bytes too.
+    /// A YEAR or a BIT is an integer to the server's typing: `CASE WHEN c THEN 2.5 ELSE yr END`
+    /// is a DECIMAL(5,1), and its `2024` is `2024.0`, the value a fill of the row has.
+    #[test]
+    fn typed_values_of_years_and_bits_take_the_representation() {
+        let exact = |v: Value| format!("{v:?}");
+        assert_eq!(exact(Repr::Decimal(1).apply(Value::Year(2024))), exact(d("2024.0")));
+        assert_eq!(exact(Repr::Decimal(1).apply(Value::Bit(7))), exact(d("7.0")));
+        assert_eq!(exact(Repr::Decimal(0).apply(Value::Year(1901))), exact(d("1901")));
+        assert_eq!(exact(Repr::Double.apply(Value::Year(2024))), exact(Value::Double(2024.0)));
+        assert_eq!(exact(Repr::Double.apply(Value::Bit(255))), exact(Value::Double(255.0)));
+    }
+
     #[test]
     fn truth_of_temporal_values_is_their_number() {
         assert_eq!(is_true(&Value::Time(0)), Some(false));
