@@ -836,6 +836,8 @@ async fn a_computed_column_is_the_same_value_filled_or_computed() {
             "SELECT id, CASE WHEN n > 5 THEN 2.5 ELSE y END AS x FROM ct_typed WHERE k = ?",
             "SELECT id, CASE WHEN n > 5 THEN 2.5 ELSE y END AS x FROM ct_typed WHERE k = 1",
         ),
+        // Refused today (a BIT's digits are not known to the compiler); answered as the
+        // server does either way.
         (
             "typed_b",
             "SELECT id, IF(n > 5, 0.5, bt) AS x FROM ct_typed WHERE k = ?",
@@ -851,8 +853,10 @@ async fn a_computed_column_is_the_same_value_filled_or_computed() {
     // Served within `[consistency] max_lag`, a read may show the views' previous step.
     caught_up(&mut through(&proxy).await).await;
     let mut wrong = Vec::new();
-    for (_, _, sql) in reads {
+    let mut unserved = Vec::new();
+    for (name, _, sql) in reads {
         let want = check.query(sql).await;
+        let before = hits(&proxy, name);
         for _ in 0..50 {
             if client.query(sql).await != want {
                 wrong.push(sql);
@@ -860,8 +864,14 @@ async fn a_computed_column_is_the_same_value_filled_or_computed() {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
+        if hits(&proxy, name) == before && name != "typed_b" {
+            unserved.push(sql);
+        }
     }
     assert!(wrong.is_empty(), "answered otherwise than the server after the writes: {wrong:#?}");
+    // Answered by the views, not relayed because their values did not fit the columns.
+    assert!(unserved.is_empty(), "not answered from the views: {unserved:#?}");
+    assert_eq!(relayed(&proxy, RelayReason::Unencodable), 0, "values the encoders refused");
 }
 
 /// Integer arithmetic out of its result type's range is an error on the server (1690, "BIGINT

@@ -191,8 +191,14 @@ pub enum Repr {
 }
 
 impl Repr {
-    /// `v` in this representation; values of other kinds (NULL, text) as they are.
+    /// `v` in this representation; values of other kinds (NULL, text) as they are. A YEAR and
+    /// a BIT are integers to the server's typing (`Class::Int` in `compile::types`).
     pub fn apply(self, v: Value) -> Value {
+        let v = match v {
+            Value::Year(y) => Value::Int(i64::from(y)),
+            Value::Bit(b) => Value::UInt(b),
+            v => v,
+        };
         match (self, v) {
             (Repr::Decimal(s), Value::Int(i)) => arith::dec_value(arith::pow10(s).and_then(|p| i128::from(i).checked_mul(p)), s),
             (Repr::Decimal(s), Value::UInt(u)) => arith::dec_value(arith::pow10(s).and_then(|p| i128::from(u).checked_mul(p)), s),

@@ -29,9 +29,10 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
             Value::Bytes(b) => put_string(out, b),
             Value::Text(s, _) => put_string(out, utf8_text(s, &column.def)?),
             Value::Json(s) => put_string(out, json_text(s, &column.def)?),
-            // The common numbers, without the formatter (a zero-filled column takes it).
-            Value::Int(i) if !column.def.has(flags::ZEROFILL) => put_integer(out, i.unsigned_abs(), *i < 0),
-            Value::UInt(u) if !column.def.has(flags::ZEROFILL) => put_integer(out, *u, false),
+            // The common numbers, without the formatter (a zero-filled column or one with
+            // decimals takes it).
+            Value::Int(i) if plain_integer(&column.def) => put_integer(out, i.unsigned_abs(), *i < 0),
+            Value::UInt(u) if plain_integer(&column.def) => put_integer(out, *u, false),
             // Dates and times likewise (a YEAR column refuses them, in `render`).
             Value::Date(d) if column.def.type_code != types::YEAR => put_string(out, Temporal::date(*d).as_bytes()),
             Value::DateTime(dt) if column.def.type_code != types::YEAR => {
@@ -55,6 +56,12 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Whether an integer is sent in column `def` as its digits alone: not zero-filled, and
+/// without decimals (which a DECIMAL column's values show).
+fn plain_integer(def: &ColumnDef) -> bool {
+    !def.has(flags::ZEROFILL) && def.decimals == 0
 }
 
 /// Whether a column of type `ty` holds integers on the wire.
@@ -102,6 +109,12 @@ fn render(out: &mut String, value: &Value, column: &Column) -> Result<(), Unenco
         return Err(Unencodable::Zerofill);
     }
     let width = if zerofill && def.type_code != types::YEAR { def.length as usize } else { 0 };
+    // An integer where the server's type is a DECIMAL with decimals: it shows `2024.0`, and a
+    // view that holds the integer did not type the value as the server did.
+    let decimal_column = matches!(def.type_code, types::DECIMAL | types::NEWDECIMAL) && def.decimals != 0;
+    if decimal_column && matches!(value, Value::Int(_) | Value::UInt(_) | Value::Year(_)) {
+        return Err(Unencodable::Mismatch);
+    }
     // Writing to a String cannot fail.
     let _ = match value {
         Value::Int(i) => write!(out, "{i:0width$}"),
@@ -453,6 +466,18 @@ mod tests {
         row(&mut out, &[Value::Int(-7), Value::Null, Value::Bit(0x2aa)], &cols).unwrap();
         assert_eq!(out, [2, b'-', b'7', 0xfb, 2, 0x02, 0xaa]);
         assert_eq!(row(&mut Vec::new(), &[Value::Int(1)], &cols), Err(Unencodable::Mismatch));
+    }
+
+    /// An integer where the server's type is a DECIMAL with decimals (a YEAR picked by
+    /// `CASE ... THEN 2.5 ELSE yr END`) is refused: the server shows `2024.0`.
+    #[test]
+    fn an_integer_in_a_decimal_column_with_decimals_is_refused() {
+        let dec = col(types::NEWDECIMAL, 1, 6, 0);
+        for v in [Value::Int(2024), Value::UInt(2024), Value::Year(2024)] {
+            assert_eq!(row(&mut Vec::new(), std::slice::from_ref(&v), std::slice::from_ref(&dec)), Err(Unencodable::Mismatch), "{v:?}");
+        }
+        assert_eq!(text(Value::Int(2024), &col(types::NEWDECIMAL, 0, 5, 0)).unwrap(), "2024");
+        assert_eq!(text(Value::Decimal(Decimal::parse("2024.0").unwrap()), &dec).unwrap(), "2024.0");
     }
 
     /// A BIT the server typed as a number (`IFNULL(b, 0)` is an integer column) is sent as
