@@ -686,3 +686,35 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
     let explained = explain_sql("SELECT id, COALESCE(d, 0) AS x FROM e WHERE id = ?", &catalog).unwrap();
     assert!(explained.iter().any(|l| l.1.contains("COALESCE(")), "{explained:?}");
 }
+
+/// A query that reads a TIMESTAMP column anywhere says so (`reads_timestamp`): the server
+/// reads it in the session's time zone, a view in UTC, so the proxy serves it only to
+/// sessions in UTC. Reads of other columns of the same table do not.
+#[test]
+fn reads_of_a_timestamp_column_are_marked() {
+    use freshet_testkit::catalog::int;
+    let mut c = catalog();
+    let ts = ColumnSchema::new("at", SqlType::Timestamp { fsp: 0 });
+    let dt = ColumnSchema::new("due", SqlType::DateTime { fsp: 0 });
+    c.add(TableSchema::new("events", vec![int("id", 4), int("k", 4), ts, dt], vec![0])).expect("events");
+    let marked = |sql: &str| compile(sql, &c).unwrap_or_else(|e| panic!("{sql}: {e}")).reads_timestamp;
+    for sql in [
+        "SELECT id, at FROM events WHERE k = ?",
+        "SELECT * FROM events WHERE k = ?",
+        "SELECT e.* FROM events e WHERE k = ?",
+        "SELECT id FROM events WHERE k = ? AND at >= '2024-01-01 01:00:00'",
+        "SELECT DATE(at) AS day, COUNT(*) FROM events WHERE k = ? GROUP BY DATE(at)",
+        "SELECT id FROM events WHERE k = ? ORDER BY at LIMIT 3",
+        "SELECT e.id FROM events e JOIN events f ON f.at = e.at WHERE e.k = ?",
+        "SELECT COUNT(at) FROM events WHERE k = ?",
+    ] {
+        assert!(marked(sql), "{sql}");
+    }
+    for sql in [
+        "SELECT id, due FROM events WHERE k = ?",
+        "SELECT id FROM events WHERE k = ? AND due > '2024-01-01'",
+        "SELECT COUNT(*) FROM events WHERE k = ?",
+    ] {
+        assert!(!marked(sql), "{sql}");
+    }
+}

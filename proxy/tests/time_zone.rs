@@ -72,7 +72,9 @@ async fn events_table() {
     admin.query_drop("DROP TABLE IF EXISTS tz_events").await.unwrap();
     admin.query_drop("CREATE TABLE tz_events (id INT PRIMARY KEY, k INT NOT NULL, ts TIMESTAMP NULL)").await.unwrap();
     admin
-        .query_drop("INSERT INTO tz_events VALUES (1, 1, '2024-01-01 00:30:00'), (2, 1, '2023-12-31 22:30:00'), (3, 1, '2024-01-01 05:00:00')")
+        .query_drop(
+            "INSERT INTO tz_events VALUES (1, 1, '2024-01-01 00:30:00'), (2, 1, '2023-12-31 22:30:00'), (3, 1, '2024-01-01 05:00:00')",
+        )
         .await
         .unwrap();
 }

@@ -190,11 +190,18 @@ impl Compiler<'_> {
                 }
             }
         }
+        let column = |qual: Option<&str>, name: &str| {
+            let i = scope.find(qual, name)?;
+            if matches!(scope.cols[i].ty, Some(SqlType::Timestamp { .. })) {
+                self.timestamps.set(true);
+            }
+            Ok::<_, Refusal>(Expr::Col(i))
+        };
         let mut l = |x: &a::Expr| self.lower(x, scope, mode);
         Ok(match e {
-            a::Expr::Identifier(id) => Expr::Col(scope.find(None, &id.value)?),
+            a::Expr::Identifier(id) => column(None, &id.value)?,
             a::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
-                [t, c] | [_, t, c] => Expr::Col(scope.find(Some(&t.value), &c.value)?),
+                [t, c] | [_, t, c] => column(Some(&t.value), &c.value)?,
                 _ => return refuse(format!("unsupported column reference `{e}`")),
             },
             a::Expr::Value(v) => Expr::lit(literal(&v.value)?),

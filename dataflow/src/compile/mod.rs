@@ -137,6 +137,11 @@ pub struct CompiledQuery {
     /// `IN` list of more than one `?` is always mergeable (compile refuses the other shapes).
     /// [`Reader::lookup_in`](crate::Reader::lookup_in) refuses several keys when false.
     pub mergeable: bool,
+    /// The query reads a TIMESTAMP column (anywhere: select list, WHERE, a join, GROUP BY,
+    /// ORDER BY). The server reads a TIMESTAMP in the session's time zone and a view holds UTC
+    /// (the binlog's zone, and the fill connections'), so the view answers as the server does
+    /// only for a session whose time zone is UTC; the proxy relays the others.
+    pub reads_timestamp: bool,
 }
 
 /// A `column <op> ?` conjunct evaluated by the reader over a partition's rows.
@@ -214,6 +219,7 @@ impl CompiledQuery {
             read_filters: _,
             published: _,
             mergeable: _,
+            reads_timestamp: _,
         } = self;
         self.root == o.root
             && self.columns == o.columns
@@ -224,6 +230,7 @@ impl CompiledQuery {
             && self.limit == o.limit
             && self.published == o.published
             && self.mergeable == o.mergeable
+            && self.reads_timestamp == o.reads_timestamp
     }
 
     /// The read filters with each parameter index replaced by its rank among the read
@@ -266,7 +273,9 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
         }
         ControlFlow::<()>::Continue(())
     });
-    let mut compiled = Compiler { catalog, aliases: Default::default(), occ: 0, n_params, next_param: 0, prune }.query(sql, q)?;
+    let compiler =
+        Compiler { catalog, aliases: Default::default(), timestamps: Default::default(), occ: 0, n_params, next_param: 0, prune };
+    let mut compiled = compiler.query(sql, q)?;
     labels::check(&compiled, catalog)?;
     numbers::check(&compiled, catalog)?;
     types::apply(&mut compiled, catalog)?;
@@ -277,6 +286,9 @@ struct Compiler<'a> {
     catalog: &'a Catalog,
     /// Select-list aliases visible to HAVING and ORDER BY (empty elsewhere, as in MySQL).
     aliases: std::cell::RefCell<Vec<(String, a::Expr)>>,
+    /// Set when a column reference resolves to a TIMESTAMP column (every reference, wildcards
+    /// included, is lowered through [`Compiler::lower`]).
+    timestamps: std::cell::Cell<bool>,
     occ: usize,
     n_params: usize,
     next_param: usize,
@@ -379,6 +391,7 @@ impl Compiler<'_> {
             read_filters: s.read_filters,
             published: s.published,
             mergeable: s.mergeable,
+            reads_timestamp: self.timestamps.get(),
         })
     }
 

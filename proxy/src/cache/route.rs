@@ -190,6 +190,9 @@ pub struct Identity {
     pub unfit: Option<String>,
     /// The session's character sets and collation, hashed: part of the column-definition key.
     pub charset: u64,
+    /// The session reads TIMESTAMPs in UTC, as views hold them: reads of a view that reads a
+    /// TIMESTAMP ([`freshet_dataflow::CompiledQuery::reads_timestamp`]) are relayed otherwise.
+    pub utc: bool,
 }
 
 impl Identity {
@@ -316,7 +319,8 @@ impl From<RelayReason> for Relay {
 }
 
 /// Binds and looks up a read the gate let through. `bound`: the execute's parameters (empty
-/// for text); `memo`: the session's last column definitions. Waits at most the fill timeout.
+/// for text); `memo`: the session's last column definitions; `utc`: the session reads
+/// TIMESTAMPs in UTC ([`Identity::utc`]). Waits at most the fill timeout.
 pub async fn answer(
     engine: &Engine,
     cache: &Cache,
@@ -324,7 +328,13 @@ pub async fn answer(
     bound: &[Value],
     key: ColumnsKey,
     memo: &mut ColumnsMemo,
+    utc: bool,
 ) -> Result<Answer, Relay> {
+    // Asked of the live view (a DDL may have made a column a TIMESTAMP), and only for
+    // sessions outside UTC, so that a hit in UTC pays nothing for it.
+    if !utc && cache.live().is_ok_and(|l| l.reader.query().reads_timestamp) {
+        return Err(RelayReason::SessionState.into());
+    }
     let values = binding.values(bound)?;
     let Some(columns) = engine.columns_memo(memo, &key) else {
         // Relay this one to learn the column definitions; start its fill meanwhile.

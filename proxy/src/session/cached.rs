@@ -114,7 +114,8 @@ impl Session {
                     Some(reason) => reason.into(),
                     None => {
                         let key = self.columns_key(&cache, query.fingerprint.hash, false);
-                        let looked_up = route::answer(&engine, &cache, &binding, &[], key, &mut self.columns_memo).await;
+                        let utc = self.utc();
+                        let looked_up = route::answer(&engine, &cache, &binding, &[], key, &mut self.columns_memo, utc).await;
                         Decision::of(cache, key, looked_up)
                     }
                 },
@@ -165,6 +166,11 @@ impl Session {
         };
         let reason = if capture.is_some() { RelayReason::Capture } else { reason };
         Relay { reason, capture }
+    }
+
+    /// The server said this session reads TIMESTAMPs in UTC (false before the probe ran).
+    fn utc(&self) -> bool {
+        self.identity.as_ref().is_some_and(|i| i.utc)
     }
 
     fn columns_key(&self, cache: &Cache, fingerprint: u64, binary: bool) -> ColumnsKey {
@@ -247,7 +253,8 @@ impl Session {
                 Some(reason) => reason.into(),
                 None => {
                     let key = self.columns_key(&cache, fingerprint, true);
-                    let looked_up = route::answer(&engine, &cache, &binding, &bound, key, &mut self.columns_memo).await;
+                    let utc = self.utc();
+                    let looked_up = route::answer(&engine, &cache, &binding, &bound, key, &mut self.columns_memo, utc).await;
                     Decision::of(cache, key, looked_up)
                 }
             },

@@ -3,7 +3,7 @@
 //! One SELECT on the session's own upstream connection reads what the cached-read checks
 //! need from the server instead of from the client's words: the account (`CURRENT_USER()`,
 //! user and host as the server matched them, and the active role), the default database as
-//! the server resolved it, the sql_mode, sql_select_limit and character sets. It runs lazily,
+//! the server resolved it, the sql_mode, sql_select_limit, character sets and time zone. It runs lazily,
 //! right before a session's first cached read or admin statement (sessions that never read a
 //! cached query never pay for it), and again after anything that may change its answer
 //! (COM_INIT_DB, USE, COM_CHANGE_USER, COM_RESET_CONNECTION, SET NAMES, ...).
@@ -26,8 +26,8 @@ use super::{Session, SessionError};
 
 const PROBE: &[u8] = b"SELECT CURRENT_USER(), CURRENT_ROLE(), DATABASE(), @@SESSION.sql_mode, @@SESSION.sql_select_limit, \
 @@SESSION.character_set_client, @@SESSION.character_set_connection, @@SESSION.character_set_results, \
-@@SESSION.collation_connection, @@lower_case_table_names";
-const COLUMNS: usize = 10;
+@@SESSION.collation_connection, @@lower_case_table_names, @@SESSION.time_zone, @@system_time_zone";
+const COLUMNS: usize = 12;
 /// The probe's reply is a dozen short values; anything larger is not the server's answer.
 const LIMIT: usize = 64 * 1024;
 
@@ -170,7 +170,29 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     };
     let mut h = DefaultHasher::new();
     (get(5), get(6), get(7), get(8)).hash(&mut h);
-    Identity { account, user, host, database: get(2), case_insensitive_names: get(9).is_some_and(|v| v != "0"), unfit, charset: h.finish() }
+    let utc = utc(get(10).as_deref(), get(11).as_deref());
+    Identity {
+        account,
+        user,
+        host,
+        database: get(2),
+        case_insensitive_names: get(9).is_some_and(|v| v != "0"),
+        unfit,
+        charset: h.finish(),
+        utc,
+    }
+}
+
+/// Whether a session whose `time_zone` is `zone` reads TIMESTAMPs in UTC: by offset, by the
+/// name `UTC`, or `SYSTEM` on a host whose zone is UTC. A host zone's name is its abbreviation
+/// at the server's start (`GMT` may be London's winter), so only `UTC` counts; any other zone
+/// is not UTC here, which relays, never answers wrongly.
+fn utc(zone: Option<&str>, system: Option<&str>) -> bool {
+    match zone {
+        Some("+00:00" | "UTC") => true,
+        Some("SYSTEM") => system == Some("UTC"),
+        _ => false,
+    }
 }
 
 fn protocol(asker: &str, what: &str) -> SessionError {
@@ -205,6 +227,8 @@ mod tests {
             results.map(str::to_string),
             s("utf8mb4_general_ci"),
             s("0"),
+            s("SYSTEM"),
+            s("UTC"),
         ]
     }
 
@@ -223,5 +247,23 @@ mod tests {
         assert!(identity(values("app@%", None, "", "0", Some("utf8mb4"))).unfit.is_some());
         assert!(identity(values("app@%", None, "", &max, Some("latin1"))).unfit.is_some());
         assert!(identity(values("app@%", None, "", &max, None)).unfit.is_some());
+    }
+
+    #[test]
+    fn a_session_reads_timestamps_in_utc_only_where_the_server_says_so() {
+        let max = u64::MAX.to_string();
+        assert!(identity(values("app@%", None, "", &max, Some("utf8mb4"))).utc);
+        for (zone, system, is_utc) in [
+            (Some("+00:00"), Some("CET"), true),
+            (Some("UTC"), Some("CET"), true),
+            (Some("SYSTEM"), Some("UTC"), true),
+            (Some("SYSTEM"), Some("CET"), false),
+            (Some("SYSTEM"), Some("GMT"), false),
+            (Some("+02:00"), Some("UTC"), false),
+            (Some("Europe/Berlin"), Some("UTC"), false),
+            (None, Some("UTC"), false),
+        ] {
+            assert_eq!(utc(zone, system), is_utc, "{zone:?} on {system:?}");
+        }
     }
 }
