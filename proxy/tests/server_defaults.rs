@@ -1,0 +1,188 @@
+//! The server's defaults for its sessions. A session that never says SET still reads under
+//! the server's global settings, and some change what a SELECT answers:
+//! - the time zone: a TIMESTAMP is stored in UTC and read in the session's zone (compared
+//!   with a literal, given to `DATE()`, grouped). A view holds UTC (the binlog's and the fill
+//!   connections' zone), so its answer is the server's only for a session in UTC. A server
+//!   whose default zone is another (`SYSTEM` on a host in local time, `default_time_zone`) is
+//!   common;
+//! - `div_precision_increment`: the decimals a quotient (`a / b`, AVG) has beyond its
+//!   dividend's, 4 unless set.
+//!
+//! This binary changes the server's globals (`SET GLOBAL`), which new sessions of any test
+//! would see, so it holds its tests alone: cargo runs test binaries one at a time, each test
+//! changes a variable no other test here reads, and gives it back even when it fails.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use freshet_proxy::cache::RelayReason;
+use mysql_async::prelude::*;
+
+/// Runs `test` with the server's global `variable` first set to `value` (a SQL literal), and
+/// gives the variable its value back whatever happens, then passes a failure on.
+async fn with_global<F: std::future::Future<Output = ()> + Send + 'static>(variable: &str, value: &str, test: F) {
+    let mut admin = direct().await;
+    let before: String = admin.query_first(format!("SELECT @@GLOBAL.{variable}")).await.unwrap().expect("a row");
+    admin.query_drop(format!("SET GLOBAL {variable} = {value}")).await.unwrap();
+    let outcome = tokio::spawn(test).await;
+    let literal = if before.parse::<f64>().is_ok() { before } else { format!("'{before}'") };
+    admin.query_drop(format!("SET GLOBAL {variable} = {literal}")).await.unwrap();
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+fn cache_config(caches: &[(&str, &str)]) -> String {
+    let mut extra = String::from("[admin]\nusers = [\"freshet\"]\n[fill]\ntimeout = \"3s\"\n[consistency]\nmax_lag = \"5s\"\n");
+    for (name, query) in caches {
+        extra.push_str(&format!("[[cache]]\nname = \"{name}\"\nquery = \"{query}\"\n"));
+    }
+    extra
+}
+
+fn hits(proxy: &Proxy, cache: &str) -> u64 {
+    proxy.engine.get().expect("the cache engine started").by_name(cache).expect("cache exists").stats().hits
+}
+
+fn relayed(proxy: &Proxy, reason: RelayReason) -> u64 {
+    let i = RelayReason::ALL.iter().position(|r| *r == reason).unwrap();
+    proxy.engine.get().expect("the cache engine started").counters.relayed[i].get()
+}
+
+/// (cache name, cached query, a read of it).
+const READS: [(&str, &str, &str); 3] = [
+    (
+        "tz_after",
+        "SELECT id FROM tz_events WHERE k = ? AND ts >= '2024-01-01 01:00:00' ORDER BY id",
+        "SELECT id FROM tz_events WHERE k = 1 AND ts >= '2024-01-01 01:00:00' ORDER BY id",
+    ),
+    (
+        "tz_days",
+        "SELECT DATE(ts) AS day, COUNT(*) AS n FROM tz_events WHERE k = ? GROUP BY DATE(ts) ORDER BY day",
+        "SELECT DATE(ts) AS day, COUNT(*) AS n FROM tz_events WHERE k = 1 GROUP BY DATE(ts) ORDER BY day",
+    ),
+    // Reads no TIMESTAMP: served in any zone.
+    ("tz_ids", "SELECT id, k FROM tz_events WHERE k = ? ORDER BY id", "SELECT id, k FROM tz_events WHERE k = 1 ORDER BY id"),
+];
+
+/// The table, its rows written in UTC: 00:30 and 05:00 on 2024-01-01, 22:30 on 2023-12-31.
+/// At +02:00 they are 02:30, 07:00 and 00:30 on 2024-01-01.
+async fn events_table() {
+    let mut admin = direct().await;
+    admin.query_drop("SET time_zone = '+00:00'").await.unwrap();
+    admin.query_drop("DROP TABLE IF EXISTS tz_events").await.unwrap();
+    admin.query_drop("CREATE TABLE tz_events (id INT PRIMARY KEY, k INT NOT NULL, ts TIMESTAMP NULL)").await.unwrap();
+    admin
+        .query_drop(
+            "INSERT INTO tz_events VALUES (1, 1, '2024-01-01 00:30:00'), (2, 1, '2023-12-31 22:30:00'), (3, 1, '2024-01-01 05:00:00')",
+        )
+        .await
+        .unwrap();
+}
+
+/// Reads each of `reads` through freshet until its answer stops changing (the first reads are
+/// relayed while the view fills), and returns the reads whose answer is not the server's
+/// for a session opened the same way.
+async fn answers_unlike_the_servers(proxy: &Proxy, reads: &[(&str, &str, &str)]) -> Vec<String> {
+    let mut ours = through(proxy).await;
+    let mut theirs = direct().await;
+    let mut wrong = Vec::new();
+    for (_, _, sql) in reads {
+        let want: Vec<mysql_async::Row> = theirs.query(*sql).await.unwrap();
+        let want: Vec<Vec<mysql_async::Value>> = want.into_iter().map(|r| r.unwrap()).collect();
+        for _ in 0..10 {
+            let got: Vec<mysql_async::Row> = ours.query(*sql).await.unwrap();
+            let got: Vec<Vec<mysql_async::Value>> = got.into_iter().map(|r| r.unwrap()).collect();
+            if got != want {
+                wrong.push(format!("{sql}\n  freshet: {got:?}\n  server:  {want:?}"));
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+    }
+    wrong
+}
+
+/// Under a default zone of +02:00, a cached read of a TIMESTAMP answers as the server does
+/// (row 1 is after 01:00 there, and all three rows are on 2024-01-01): such reads are relayed
+/// for sessions in a zone other than UTC, and a read of no TIMESTAMP is still served. Where
+/// the sessions' zone is UTC (by offset, or the system's zone when the host runs in UTC), the
+/// same reads are answered from the views. One test, so that the zones do not overlap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_timestamp_is_read_in_the_sessions_time_zone() {
+    events_table().await;
+    let caches: Vec<(&'static str, &'static str)> = READS.iter().map(|(name, cache, _)| (*name, *cache)).collect();
+    let config = cache_config(&caches);
+    let outside = config.clone();
+    with_global("time_zone", "'+02:00'", async move {
+        let proxy = start_proxy(&outside).await;
+        let wrong = answers_unlike_the_servers(&proxy, &READS).await;
+        assert!(wrong.is_empty(), "answered otherwise than the server at +02:00:\n{}", wrong.join("\n"));
+        assert!(hits(&proxy, "tz_ids") > 0, "a read of no TIMESTAMP is served in any zone");
+        assert_eq!(hits(&proxy, "tz_after") + hits(&proxy, "tz_days"), 0, "a TIMESTAMP read outside UTC is relayed");
+        assert!(relayed(&proxy, RelayReason::SessionState) > 0, "relayed for the session's time zone");
+    })
+    .await;
+    let system: String = direct().await.query_first("SELECT @@system_time_zone").await.unwrap().expect("a row");
+    for zone in ["+00:00", "SYSTEM"] {
+        let config = config.clone();
+        // The project's server runs in UTC; on a host in local time, `SYSTEM` is relayed.
+        let served = zone != "SYSTEM" || system == "UTC";
+        with_global("time_zone", &format!("'{zone}'"), async move {
+            let proxy = start_proxy(&config).await;
+            let wrong = answers_unlike_the_servers(&proxy, &READS).await;
+            assert!(wrong.is_empty(), "answered otherwise than the server at {zone}:\n{}", wrong.join("\n"));
+            if served {
+                assert!(hits(&proxy, "tz_after") > 0 && hits(&proxy, "tz_days") > 0, "served at {zone}");
+            }
+        })
+        .await;
+    }
+}
+
+/// (cache name, cached query, a read of it) for `div_precision_increment`.
+const QUOTIENTS: [(&str, &str, &str); 3] = [
+    (
+        "dp_third",
+        "SELECT id, price / 3 AS third FROM dp_items WHERE k = ? ORDER BY id",
+        "SELECT id, price / 3 AS third FROM dp_items WHERE k = 1 ORDER BY id",
+    ),
+    (
+        "dp_mean",
+        "SELECT k, AVG(price) AS mean FROM dp_items WHERE k = ? GROUP BY k",
+        "SELECT k, AVG(price) AS mean FROM dp_items WHERE k = 1 GROUP BY k",
+    ),
+    // No quotient: served whatever the setting.
+    ("dp_plain", "SELECT id, price FROM dp_items WHERE k = ? ORDER BY id", "SELECT id, price FROM dp_items WHERE k = 1 ORDER BY id"),
+];
+
+/// With the server's `div_precision_increment` at 6, `price / 3` has 8 decimals and AVG of a
+/// DECIMAL(10,2) 8 as well: a view's quotients (4 more than the dividend) are not the server's,
+/// so they are relayed for sessions with another setting than 4, and a read without a quotient
+/// is still served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quotient_has_the_servers_div_precision_increment() {
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS dp_items").await.unwrap();
+    admin.query_drop("CREATE TABLE dp_items (id INT PRIMARY KEY, k INT NOT NULL, price DECIMAL(10,2) NOT NULL)").await.unwrap();
+    admin.query_drop("INSERT INTO dp_items VALUES (1, 1, 10.00), (2, 1, 2.50), (3, 2, 7.25)").await.unwrap();
+    let caches: Vec<(&'static str, &'static str)> = QUOTIENTS.iter().map(|(name, cache, _)| (*name, *cache)).collect();
+    let config = cache_config(&caches);
+    with_global("div_precision_increment", "6", async move {
+        let proxy = start_proxy(&config).await;
+        let wrong = answers_unlike_the_servers(&proxy, &QUOTIENTS).await;
+        assert!(wrong.is_empty(), "answered otherwise than the server:\n{}", wrong.join("\n"));
+        // Rows the views compute from the binlog, not filled by the server.
+        let mut admin = direct().await;
+        admin.query_drop("UPDATE dp_items SET price = 20.00 WHERE id = 1").await.unwrap();
+        admin.query_drop("INSERT INTO dp_items VALUES (4, 1, 1.00)").await.unwrap();
+        caught_up(&mut through(&proxy).await).await;
+        let wrong = answers_unlike_the_servers(&proxy, &QUOTIENTS).await;
+        assert!(wrong.is_empty(), "answered otherwise than the server:\n{}", wrong.join("\n"));
+        assert!(hits(&proxy, "dp_plain") > 0, "a read without a quotient is served");
+        assert_eq!(hits(&proxy, "dp_third") + hits(&proxy, "dp_mean"), 0, "a quotient is relayed");
+    })
+    .await;
+}
