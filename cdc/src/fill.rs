@@ -85,13 +85,18 @@ pub fn accept_bracket(before: &MasterStatus, after: &MasterStatus) -> Option<Bin
 impl UpstreamFills {
     /// A fill source over `opts` (its database must be the one the cached queries read).
     /// Each pooled connection runs with `time_zone = '+00:00'` (TIMESTAMPs as the binlog
-    /// carries them) and REPEATABLE READ (what a consistent snapshot needs).
+    /// carries them), `div_precision_increment = 4` (quotients as a view computes them,
+    /// whatever the server's default) and REPEATABLE READ (what a consistent snapshot needs).
     pub fn new(opts: Opts, database: &str, flavor: &dyn Flavor, tables: HashMap<String, TableInfo>, cfg: FillConfig) -> UpstreamFills {
         let n = cfg.max_in_flight.max(1);
         let constraints = PoolConstraints::new(1, n).unwrap_or_default();
         let opts: Opts = OptsBuilder::from_opts(opts)
             .db_name(Some(database.to_string()))
-            .init(vec!["SET time_zone = '+00:00'".to_string(), "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string()])
+            .init(vec![
+                "SET time_zone = '+00:00'".to_string(),
+                "SET div_precision_increment = 4".to_string(),
+                "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
+            ])
             .pool_opts(PoolOpts::default().with_constraints(constraints))
             .into();
         UpstreamFills {

@@ -718,3 +718,23 @@ fn reads_of_a_timestamp_column_are_marked() {
         assert!(!marked(sql), "{sql}");
     }
 }
+
+/// A query with a quotient (`/`, AVG) says so (`divides`): the server gives it
+/// `div_precision_increment` more decimals, a view 4, so the proxy serves it only to sessions
+/// with the default.
+#[test]
+fn quotients_are_marked() {
+    for sql in [
+        "SELECT id, author_id / 3 FROM stories WHERE id = ?",
+        "SELECT story_id, AVG(user_id) FROM votes WHERE story_id = ? GROUP BY story_id",
+        "SELECT id FROM stories WHERE id = ? AND author_id / 2 > 1",
+    ] {
+        assert!(q(sql).divides, "{sql}");
+    }
+    for sql in [
+        "SELECT id, author_id DIV 3 FROM stories WHERE id = ?",
+        "SELECT story_id, SUM(user_id) FROM votes WHERE story_id = ? GROUP BY story_id",
+    ] {
+        assert!(!q(sql).divides, "{sql}");
+    }
+}

@@ -160,6 +160,9 @@ impl Compiler<'_> {
             if let a::Expr::Function(f) = e
                 && let Some(kind) = agg_kind(f)?
             {
+                if kind == AggKind::Avg {
+                    self.divides.set(true);
+                }
                 let arg = match agg_arg(f)? {
                     None => None,
                     Some(x) => {
@@ -234,7 +237,10 @@ impl Compiler<'_> {
                     a::BinaryOperator::Plus => ar(ArithOp::Add),
                     a::BinaryOperator::Minus => ar(ArithOp::Sub),
                     a::BinaryOperator::Multiply => ar(ArithOp::Mul),
-                    a::BinaryOperator::Divide => ar(ArithOp::Div),
+                    a::BinaryOperator::Divide => {
+                        self.divides.set(true);
+                        ar(ArithOp::Div)
+                    }
                     a::BinaryOperator::Modulo => ar(ArithOp::Mod),
                     a::BinaryOperator::MyIntegerDivide => ar(ArithOp::IntDiv),
                     _ => return refuse(format!("operator `{op}` is not supported")),

@@ -142,6 +142,10 @@ pub struct CompiledQuery {
     /// (the binlog's zone, and the fill connections'), so the view answers as the server does
     /// only for a session whose time zone is UTC; the proxy relays the others.
     pub reads_timestamp: bool,
+    /// The query divides (`/`, AVG): the server gives a quotient its dividend's decimals plus
+    /// the session's `div_precision_increment`, and a view computes it with 4, the default; the
+    /// proxy relays sessions with another setting.
+    pub divides: bool,
 }
 
 /// A `column <op> ?` conjunct evaluated by the reader over a partition's rows.
@@ -220,6 +224,7 @@ impl CompiledQuery {
             published: _,
             mergeable: _,
             reads_timestamp: _,
+            divides: _,
         } = self;
         self.root == o.root
             && self.columns == o.columns
@@ -231,6 +236,7 @@ impl CompiledQuery {
             && self.published == o.published
             && self.mergeable == o.mergeable
             && self.reads_timestamp == o.reads_timestamp
+            && self.divides == o.divides
     }
 
     /// The read filters with each parameter index replaced by its rank among the read
@@ -273,8 +279,16 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
         }
         ControlFlow::<()>::Continue(())
     });
-    let compiler =
-        Compiler { catalog, aliases: Default::default(), timestamps: Default::default(), occ: 0, n_params, next_param: 0, prune };
+    let compiler = Compiler {
+        catalog,
+        aliases: Default::default(),
+        timestamps: Default::default(),
+        divides: Default::default(),
+        occ: 0,
+        n_params,
+        next_param: 0,
+        prune,
+    };
     let mut compiled = compiler.query(sql, q)?;
     labels::check(&compiled, catalog)?;
     numbers::check(&compiled, catalog)?;
@@ -289,6 +303,8 @@ struct Compiler<'a> {
     /// Set when a column reference resolves to a TIMESTAMP column (every reference, wildcards
     /// included, is lowered through [`Compiler::lower`]).
     timestamps: std::cell::Cell<bool>,
+    /// Set when a `/` or an AVG is lowered.
+    divides: std::cell::Cell<bool>,
     occ: usize,
     n_params: usize,
     next_param: usize,
@@ -392,6 +408,7 @@ impl Compiler<'_> {
             published: s.published,
             mergeable: s.mergeable,
             reads_timestamp: self.timestamps.get(),
+            divides: self.divides.get(),
         })
     }
 

@@ -188,11 +188,34 @@ pub struct Identity {
     /// Why a cached answer would not be the server's for this session (sql_mode,
     /// sql_select_limit, character sets), if so.
     pub unfit: Option<String>,
-    /// The session's character sets and collation, hashed: part of the column-definition key.
+    /// The session's character sets, collation and `div_precision_increment`, hashed: what
+    /// the server's column definitions depend on besides the query (part of their key).
     pub charset: u64,
-    /// The session reads TIMESTAMPs in UTC, as views hold them: reads of a view that reads a
-    /// TIMESTAMP ([`freshet_dataflow::CompiledQuery::reads_timestamp`]) are relayed otherwise.
+    /// How the session reads what some views depend on.
+    pub reading: Reading,
+}
+
+/// How a session reads what some views depend on, as the server says (the probe). A view
+/// computes as a session with the server's defaults and UTC would; a session that reads
+/// otherwise is relayed for the views that depend on it, and served by the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Reading {
+    /// The session reads TIMESTAMPs in UTC, as views hold them
+    /// ([`freshet_dataflow::CompiledQuery::reads_timestamp`]).
     pub utc: bool,
+    /// The session's `div_precision_increment` is 4, the decimals a view's quotients have
+    /// beyond their dividend's ([`freshet_dataflow::CompiledQuery::divides`]).
+    pub default_division: bool,
+}
+
+impl Reading {
+    /// As a view computes: every view fits.
+    pub const VIEWS: Reading = Reading { utc: true, default_division: true };
+
+    /// True if a view compiled as `q` answers this session as the server would.
+    pub fn fits(self, q: &freshet_dataflow::CompiledQuery) -> bool {
+        (self.utc || !q.reads_timestamp) && (self.default_division || !q.divides)
+    }
 }
 
 impl Identity {
@@ -319,8 +342,8 @@ impl From<RelayReason> for Relay {
 }
 
 /// Binds and looks up a read the gate let through. `bound`: the execute's parameters (empty
-/// for text); `memo`: the session's last column definitions; `utc`: the session reads
-/// TIMESTAMPs in UTC ([`Identity::utc`]). Waits at most the fill timeout.
+/// for text); `memo`: the session's last column definitions; `reading`: how the session reads
+/// what some views depend on ([`Identity::reading`]). Waits at most the fill timeout.
 pub async fn answer(
     engine: &Engine,
     cache: &Cache,
@@ -328,11 +351,11 @@ pub async fn answer(
     bound: &[Value],
     key: ColumnsKey,
     memo: &mut ColumnsMemo,
-    utc: bool,
+    reading: Reading,
 ) -> Result<Answer, Relay> {
     // Asked of the live view (a DDL may have made a column a TIMESTAMP), and only for
-    // sessions outside UTC, so that a hit in UTC pays nothing for it.
-    if !utc && cache.live().is_ok_and(|l| l.reader.query().reads_timestamp) {
+    // sessions that read otherwise than views compute, so that a usual hit pays nothing.
+    if reading != Reading::VIEWS && cache.live().is_ok_and(|l| !reading.fits(l.reader.query())) {
         return Err(RelayReason::SessionState.into());
     }
     let values = binding.values(bound)?;

@@ -114,8 +114,8 @@ impl Session {
                     Some(reason) => reason.into(),
                     None => {
                         let key = self.columns_key(&cache, query.fingerprint.hash, false);
-                        let utc = self.utc();
-                        let looked_up = route::answer(&engine, &cache, &binding, &[], key, &mut self.columns_memo, utc).await;
+                        let reading = self.reading();
+                        let looked_up = route::answer(&engine, &cache, &binding, &[], key, &mut self.columns_memo, reading).await;
                         Decision::of(cache, key, looked_up)
                     }
                 },
@@ -168,9 +168,10 @@ impl Session {
         Relay { reason, capture }
     }
 
-    /// The server said this session reads TIMESTAMPs in UTC (false before the probe ran).
-    fn utc(&self) -> bool {
-        self.identity.as_ref().is_some_and(|i| i.utc)
+    /// How the server said this session reads what some views depend on (as no view computes,
+    /// before the probe ran).
+    fn reading(&self) -> route::Reading {
+        self.identity.as_ref().map_or(route::Reading::default(), |i| i.reading)
     }
 
     fn columns_key(&self, cache: &Cache, fingerprint: u64, binary: bool) -> ColumnsKey {
@@ -253,8 +254,8 @@ impl Session {
                 Some(reason) => reason.into(),
                 None => {
                     let key = self.columns_key(&cache, fingerprint, true);
-                    let utc = self.utc();
-                    let looked_up = route::answer(&engine, &cache, &binding, &bound, key, &mut self.columns_memo, utc).await;
+                    let reading = self.reading();
+                    let looked_up = route::answer(&engine, &cache, &binding, &bound, key, &mut self.columns_memo, reading).await;
                     Decision::of(cache, key, looked_up)
                 }
             },

@@ -3,7 +3,8 @@
 //! One SELECT on the session's own upstream connection reads what the cached-read checks
 //! need from the server instead of from the client's words: the account (`CURRENT_USER()`,
 //! user and host as the server matched them, and the active role), the default database as
-//! the server resolved it, the sql_mode, sql_select_limit, character sets and time zone. It runs lazily,
+//! the server resolved it, the sql_mode, sql_select_limit, character sets, time zone and
+//! `div_precision_increment`. It runs lazily,
 //! right before a session's first cached read or admin statement (sessions that never read a
 //! cached query never pay for it), and again after anything that may change its answer
 //! (COM_INIT_DB, USE, COM_CHANGE_USER, COM_RESET_CONNECTION, SET NAMES, ...).
@@ -16,7 +17,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
-use crate::cache::route::Identity;
+use crate::cache::route::{Identity, Reading};
 use crate::metrics::UpstreamFailure;
 use crate::protocol::Capabilities;
 use crate::protocol::cursor::Cursor;
@@ -26,8 +27,9 @@ use super::{Session, SessionError};
 
 const PROBE: &[u8] = b"SELECT CURRENT_USER(), CURRENT_ROLE(), DATABASE(), @@SESSION.sql_mode, @@SESSION.sql_select_limit, \
 @@SESSION.character_set_client, @@SESSION.character_set_connection, @@SESSION.character_set_results, \
-@@SESSION.collation_connection, @@lower_case_table_names, @@SESSION.time_zone, @@system_time_zone";
-const COLUMNS: usize = 12;
+@@SESSION.collation_connection, @@lower_case_table_names, @@SESSION.time_zone, @@system_time_zone, \
+@@SESSION.div_precision_increment";
+const COLUMNS: usize = 13;
 /// The probe's reply is a dozen short values; anything larger is not the server's answer.
 const LIMIT: usize = 64 * 1024;
 
@@ -168,9 +170,12 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     } else {
         None
     };
+    // What the server's column definitions for one query depend on: the character sets and
+    // collation, and the decimals of a quotient (a relayed reply may teach them to a session
+    // with another `div_precision_increment`, which must not use them).
     let mut h = DefaultHasher::new();
-    (get(5), get(6), get(7), get(8)).hash(&mut h);
-    let utc = utc(get(10).as_deref(), get(11).as_deref());
+    (get(5), get(6), get(7), get(8), get(12)).hash(&mut h);
+    let reading = Reading { utc: utc(get(10).as_deref(), get(11).as_deref()), default_division: get(12).as_deref() == Some("4") };
     Identity {
         account,
         user,
@@ -179,7 +184,7 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         case_insensitive_names: get(9).is_some_and(|v| v != "0"),
         unfit,
         charset: h.finish(),
-        utc,
+        reading,
     }
 }
 
@@ -229,6 +234,7 @@ mod tests {
             s("0"),
             s("SYSTEM"),
             s("UTC"),
+            s("4"),
         ]
     }
 
@@ -250,9 +256,12 @@ mod tests {
     }
 
     #[test]
-    fn a_session_reads_timestamps_in_utc_only_where_the_server_says_so() {
+    fn a_session_reads_as_views_compute_only_where_the_server_says_so() {
         let max = u64::MAX.to_string();
-        assert!(identity(values("app@%", None, "", &max, Some("utf8mb4"))).utc);
+        assert_eq!(identity(values("app@%", None, "", &max, Some("utf8mb4"))).reading, Reading::VIEWS);
+        let mut other = values("app@%", None, "", &max, Some("utf8mb4"));
+        other[12] = Some("6".to_string());
+        assert_eq!(identity(other).reading, Reading { utc: true, default_division: false });
         for (zone, system, is_utc) in [
             (Some("+00:00"), Some("CET"), true),
             (Some("UTC"), Some("CET"), true),
