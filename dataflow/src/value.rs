@@ -817,4 +817,21 @@ mod tests {
         assert_eq!(parse_leading_f64("1e3x"), 1000.0);
         assert_eq!(parse_leading_f64("abc"), 0.0);
     }
+
+    /// Bytes are a string to the server's comparisons: with a number, both are converted to
+    /// DOUBLE (`0 = x'61'` is true, `12 = '12a'` too); with text, the text is compared as
+    /// bytes (binary: no case folding, no trailing-space padding).
+    #[test]
+    fn bytes_compare_as_strings() {
+        let b = |s: &str| Value::Bytes(s.as_bytes().into());
+        let ci = |s: &str| Value::text(s, Collation::Utf8mb4GeneralCi);
+        assert_eq!(Value::Int(0).sql_cmp(&b("a")), Some(Ordering::Equal));
+        assert_eq!(b("12a").sql_cmp(&Value::Int(12)), Some(Ordering::Equal));
+        assert_eq!(b("1.5").sql_cmp(&Value::Decimal(Decimal::parse("1.50").unwrap())), Some(Ordering::Equal));
+        assert_eq!(b("2").sql_cmp(&Value::Double(10.0)), Some(Ordering::Less));
+        assert_eq!(b("a").sql_cmp(&ci("a")), Some(Ordering::Equal));
+        assert_eq!(ci("a").sql_cmp(&b("A")), Some(Ordering::Greater));
+        assert_eq!(b("a ").sql_cmp(&ci("a")), Some(Ordering::Greater));
+        assert_eq!(b("a").sql_cmp(&Value::Null), None);
+    }
 }

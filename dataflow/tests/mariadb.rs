@@ -646,6 +646,7 @@ fn random_queries_answer_as_the_server_answers() {
                 col("en", SqlType::Enum(sqlgen::EN_LABELS.iter().map(|l| l.to_string()).collect())).with_collation(ci),
                 col("bt", SqlType::Bit { bits: 8 }),
                 col("st", SqlType::Set(sqlgen::ST_LABELS.iter().map(|l| l.to_string()).collect())).with_collation(ci),
+                col("vb", SqlType::Bytes),
             ],
             vec![0],
         ))
@@ -667,6 +668,7 @@ fn random_queries_answer_as_the_server_answers() {
             SqlType::Decimal { .. } => Value::Decimal(Decimal::parse(unquoted).unwrap()),
             SqlType::Double => Value::Double(unquoted.parse().unwrap()),
             SqlType::Text => Value::text(unquoted, column.collation.unwrap()),
+            SqlType::Bytes => Value::Bytes(unquoted.as_bytes().into()),
             SqlType::Year => Value::Year(unquoted.parse().unwrap()),
             SqlType::Enum(_) => Value::Enum(1 + sqlgen::EN_LABELS.iter().position(|l| *l == unquoted).unwrap() as u16),
             SqlType::Bit { .. } => Value::Bit(unquoted.parse().unwrap()),
