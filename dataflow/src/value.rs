@@ -381,16 +381,22 @@ impl Value {
         }
     }
 
-    /// SQL comparison: `None` if either side is NULL (unknown), else the ordering. A string
-    /// compared with a number is converted to a number, as MySQL does.
+    /// SQL comparison: `None` if either side is NULL (unknown), else the ordering. A string or
+    /// bytes compared with a number is converted to a number, and text compared with bytes is
+    /// compared as bytes (binary: no case folding, no padding), as MySQL does.
     pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
         if self.is_null() || other.is_null() {
             return None;
         }
+        let number = |s: &str| Value::Double(parse_leading_f64(s));
         match (self, other) {
             (Value::Text(..), Value::Text(..)) => Some(self.cmp_total(other)),
-            (Value::Text(s, _), o) if o.num().is_some() => Some(Value::Double(parse_leading_f64(s)).cmp_total(o)),
-            (o, Value::Text(s, _)) if o.num().is_some() => Some(o.cmp_total(&Value::Double(parse_leading_f64(s)))),
+            (Value::Text(s, _), o) if o.num().is_some() => Some(number(s).cmp_total(o)),
+            (o, Value::Text(s, _)) if o.num().is_some() => Some(o.cmp_total(&number(s))),
+            (Value::Bytes(b), o) if o.num().is_some() => Some(number(&String::from_utf8_lossy(b)).cmp_total(o)),
+            (o, Value::Bytes(b)) if o.num().is_some() => Some(o.cmp_total(&number(&String::from_utf8_lossy(b)))),
+            (Value::Bytes(b), Value::Text(s, _)) => Some(b.as_ref().cmp(s.as_bytes())),
+            (Value::Text(s, _), Value::Bytes(b)) => Some(s.as_bytes().cmp(b.as_ref())),
             _ => Some(self.cmp_total(other)),
         }
     }

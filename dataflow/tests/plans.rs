@@ -614,6 +614,7 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
                 col("day", SqlType::Date),
                 col("at", SqlType::DateTime { fsp: 3 }),
                 col("tm", SqlType::Time { fsp: 0 }),
+                col("vb", SqlType::Bytes),
             ],
             vec![0],
         ))
@@ -648,6 +649,8 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id, d % 2 FROM e WHERE id = ?",
         // BETWEEN of a string and a number, compared under one type by the server.
         "SELECT id FROM e WHERE id = ? AND s BETWEEN 2 AND 'a'",
+        // Of bytes and text: all three compared as bytes by the server.
+        "SELECT id FROM e WHERE id = ? AND s BETWEEN vb AND 'B'",
         // A date compared with what is not one.
         "SELECT id FROM e WHERE id = ? AND day = n",
         // A quotient used as a number again: the server keeps more decimals than it shows.

@@ -364,9 +364,13 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
         Expr::Between { .. } => {
             comparable(&parts)?;
             let known: Vec<Class> = parts.iter().copied().filter(|c| *c != Class::Null).collect();
-            if known.contains(&Class::Unknown) || known.iter().any(|c| c.stringy()) && known.iter().any(|c| c.numeric()) {
+            // Bytes with text: the server compares all three as bytes, a view text with text
+            // under its collation.
+            let mixed = known.iter().any(|c| c.stringy()) && known.iter().any(|c| c.numeric())
+                || known.contains(&Class::Bytes) && known.contains(&Class::Str);
+            if known.contains(&Class::Unknown) || mixed {
                 return refuse(
-                    "BETWEEN of a string and a number (or of a value whose type is not known here): the server compares all three under one type, a view two at a time",
+                    "BETWEEN of a string and a number, or of bytes and text (or of a value whose type is not known here): the server compares all three under one type, a view two at a time",
                 );
             }
             Class::Int
