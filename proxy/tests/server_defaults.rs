@@ -52,7 +52,9 @@ fn relayed(proxy: &Proxy, reason: RelayReason) -> u64 {
 }
 
 /// (cache name, cached query, a read of it).
-const READS: [(&str, &str, &str); 3] = [
+const READS: [(&str, &str, &str); 4] = [
+    // A TIMESTAMP shown: UTC's wall-clock time to a session in UTC.
+    ("tz_shown", "SELECT id, ts FROM tz_events WHERE k = ? ORDER BY id", "SELECT id, ts FROM tz_events WHERE k = 1 ORDER BY id"),
     (
         "tz_after",
         "SELECT id FROM tz_events WHERE k = ? AND ts >= '2024-01-01 01:00:00' ORDER BY id",
@@ -83,23 +85,28 @@ async fn events_table() {
 }
 
 /// Reads each of `reads` through freshet until its answer stops changing (the first reads are
-/// relayed while the view fills), and returns the reads whose answer is not the server's
-/// for a session opened the same way.
+/// relayed while the view fills), as text and as its cached query prepared with the key 1, and
+/// returns the reads whose answer is not the server's for a session opened the same way.
 async fn answers_unlike_the_servers(proxy: &Proxy, reads: &[(&str, &str, &str)]) -> Vec<String> {
     let mut ours = through(proxy).await;
     let mut theirs = direct().await;
     let mut wrong = Vec::new();
-    for (_, _, sql) in reads {
-        let want: Vec<mysql_async::Row> = theirs.query(*sql).await.unwrap();
-        let want: Vec<Vec<mysql_async::Value>> = want.into_iter().map(|r| r.unwrap()).collect();
+    let values = |rows: Vec<mysql_async::Row>| -> Vec<Vec<mysql_async::Value>> { rows.into_iter().map(|r| r.unwrap()).collect() };
+    let text = |rows: &[Vec<mysql_async::Value>]| -> Vec<Vec<String>> {
+        rows.iter().map(|r| r.iter().map(|v| v.as_sql(true)).collect()).collect()
+    };
+    for (_, cached, sql) in reads {
+        let want = values(theirs.query(*sql).await.unwrap());
+        let want_prepared = values(theirs.exec(*cached, (1,)).await.unwrap());
         for _ in 0..10 {
-            let got: Vec<mysql_async::Row> = ours.query(*sql).await.unwrap();
-            let got: Vec<Vec<mysql_async::Value>> = got.into_iter().map(|r| r.unwrap()).collect();
+            let got = values(ours.query(*sql).await.unwrap());
+            let got_prepared = values(ours.exec(*cached, (1,)).await.unwrap());
             if got != want {
-                let text = |rows: &[Vec<mysql_async::Value>]| -> Vec<Vec<String>> {
-                    rows.iter().map(|r| r.iter().map(|v| v.as_sql(true)).collect()).collect()
-                };
                 wrong.push(format!("{sql}\n  freshet: {:?}\n  server:  {:?}", text(&got), text(&want)));
+                break;
+            }
+            if got_prepared != want_prepared {
+                wrong.push(format!("{cached} (1)\n  freshet: {:?}\n  server:  {:?}", text(&got_prepared), text(&want_prepared)));
                 break;
             }
             tokio::time::sleep(Duration::from_millis(30)).await;
@@ -124,7 +131,8 @@ async fn a_timestamp_is_read_in_the_sessions_time_zone() {
         let wrong = answers_unlike_the_servers(&proxy, &READS).await;
         assert!(wrong.is_empty(), "answered otherwise than the server at +02:00:\n{}", wrong.join("\n"));
         assert!(hits(&proxy, "tz_ids") > 0, "a read of no TIMESTAMP is served in any zone");
-        assert_eq!(hits(&proxy, "tz_after") + hits(&proxy, "tz_days"), 0, "a TIMESTAMP read outside UTC is relayed");
+        let timestamps = ["tz_after", "tz_days", "tz_shown"];
+        assert_eq!(timestamps.iter().map(|c| hits(&proxy, c)).sum::<u64>(), 0, "a TIMESTAMP read outside UTC is relayed");
         assert!(relayed(&proxy, RelayReason::SessionState) > 0, "relayed for the session's time zone");
     })
     .await;
@@ -138,7 +146,10 @@ async fn a_timestamp_is_read_in_the_sessions_time_zone() {
             let wrong = answers_unlike_the_servers(&proxy, &READS).await;
             assert!(wrong.is_empty(), "answered otherwise than the server at {zone}:\n{}", wrong.join("\n"));
             if served {
-                assert!(hits(&proxy, "tz_after") > 0 && hits(&proxy, "tz_days") > 0, "served at {zone}");
+                for cache in ["tz_after", "tz_days", "tz_shown"] {
+                    assert!(hits(&proxy, cache) > 0, "{cache} served at {zone}");
+                }
+                assert_eq!(relayed(&proxy, RelayReason::Unencodable), 0, "answers the encoders refused at {zone}");
             }
         })
         .await;
