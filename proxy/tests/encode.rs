@@ -131,9 +131,8 @@ async fn what_is_not_reproduced_says_so() {
     let col = |i: usize| Column { def: defs[i].clone(), labels: vec![] };
     let ts = DateTime::new(Date::new(2024, 1, 1), 0, 0, 0, 0);
     assert_eq!(text::row(&mut Vec::new(), &[Value::Double(1.5)], &[col(0)]), Err(Unencodable::Float));
-    // NOW() is DATETIME; a TIMESTAMP column would be refused for its time zone.
+    // NOW() is DATETIME.
     assert!(text::row(&mut Vec::new(), &[Value::DateTime(ts)], &[col(1)]).is_ok());
-    assert_eq!(text::row(&mut Vec::new(), &[Value::Timestamp(ts)], &[col(1)]), Err(Unencodable::Timestamp));
     // The result charset follows character_set_results (utf8mb4 here), not the literal's.
     assert!(text::row(&mut Vec::new(), &[Value::Text("x".into(), freshet_dataflow::Collation::Binary)], &[col(2)]).is_ok());
 }
@@ -170,5 +169,37 @@ async fn binary_rows_match_the_servers_bytes() {
                 assert_eq!(&ours, server, "{sql} caps {caps:#x}");
             }
         }
+    }
+}
+
+/// A TIMESTAMP is sent as a session in UTC receives it (only such sessions are answered from a
+/// view that reads one): UTC's wall-clock time with the column's fractional digits, and the
+/// zero TIMESTAMP as zeros.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timestamp_is_utcs_wall_clock_time() {
+    let mut conn = direct().await;
+    conn.query_drop("SET time_zone = '+00:00', sql_mode = ''").await.unwrap();
+    conn.query_drop("CREATE TABLE IF NOT EXISTS encode_timestamps (id INT PRIMARY KEY, ts3 TIMESTAMP(3) NULL, ts0 TIMESTAMP NULL)")
+        .await
+        .unwrap();
+    conn.query_drop(
+        "REPLACE INTO encode_timestamps VALUES (1, '2038-01-19 03:14:07.999', '1970-01-01 00:00:01'), (2, '2024-02-29 23:59:59.5', '0000-00-00 00:00:00'), (3, NULL, NULL)",
+    )
+    .await
+    .unwrap();
+    let ts = |y, mo, d, h, mi, s, us| Value::Timestamp(DateTime::new(Date::new(y, mo, d), h, mi, s, us));
+    let expected = [
+        vec![Value::Int(1), ts(2038, 1, 19, 3, 14, 7, 999_000), ts(1970, 1, 1, 0, 0, 1, 0)],
+        vec![Value::Int(2), ts(2024, 2, 29, 23, 59, 59, 500_000), ts(0, 0, 0, 0, 0, 0, 0)],
+        vec![Value::Int(3), Value::Null, Value::Null],
+    ];
+    let mut raw = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    raw.query("SET time_zone = '+00:00'").await;
+    let packets = raw.query("SELECT id, ts3, ts0 FROM encode_timestamps ORDER BY id").await;
+    let (columns, rows) = result_set(&packets, 3, DEFAULT_CAPS);
+    for (values, server) in expected.iter().zip(rows) {
+        let mut ours = Vec::new();
+        text::row(&mut ours, values, &columns).unwrap();
+        assert_eq!(&ours, server, "ours {:?} vs server {:?}", String::from_utf8_lossy(&ours), String::from_utf8_lossy(server));
     }
 }

@@ -43,11 +43,10 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
         // double it computed, which freshet does not know exactly.
         (Value::Float(_) | Value::Double(_), _) => return Err(Unencodable::Float),
         (Value::Date(d), _) => date(out, *d, None),
-        (Value::DateTime(dt), _) => {
+        (Value::DateTime(dt) | Value::Timestamp(dt), _) => {
             let (h, mi, s, micros) = dt.time();
             date(out, dt.date(), Some((h, mi, s, micros)));
         }
-        (Value::Timestamp(_), _) => return Err(Unencodable::Timestamp),
         (Value::Time(micros), _) => time(out, *micros),
         (Value::Text(s, _), _) => string(out, utf8_text(s, &column.def)?),
         (Value::Json(s), _) => string(out, json_text(s, &column.def)?),

@@ -7,9 +7,10 @@
 //! is rendered the way the server renders it for that column. Where that rendering cannot be
 //! reproduced exactly from the value and the column definition, encoding fails with an
 //! [`Unencodable`] reason and the read must be relayed instead: a wrong byte is worse than a
-//! miss. Not reproduced (yet): FLOAT/DOUBLE in the text protocol (the server's digit
-//! formatting; the binary protocol sends their IEEE bytes and is exact), TIMESTAMP (rendered in
-//! the session's time zone), MySQL 8's JSON (views hold a canonical text, the server returns
+//! miss. A TIMESTAMP is sent as the view holds it, UTC's wall-clock time: only sessions whose
+//! time zone is UTC are answered from a view that reads one (`cache::route::Reading`). Not
+//! reproduced (yet): FLOAT/DOUBLE in the text protocol (the server's digit
+//! formatting; the binary protocol sends their IEEE bytes and is exact), MySQL 8's JSON (views hold a canonical text, the server returns
 //! its own rendering; MariaDB's JSON is a text column whose stored text the binlog carries, and
 //! is encoded), and result character sets other than UTF-8 and binary.
 //!
@@ -26,8 +27,6 @@ use crate::protocol::column::{ColumnDef, types};
 pub enum Unencodable {
     #[error("FLOAT/DOUBLE text rendering is not reproduced")]
     Float,
-    #[error("TIMESTAMP depends on the session's time zone")]
-    Timestamp,
     #[error("JSON text is not kept verbatim")]
     Json,
     #[error("result character set {0} is not UTF-8 or binary")]

@@ -35,7 +35,7 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
             Value::UInt(u) if plain_integer(&column.def) => put_integer(out, *u, false),
             // Dates and times likewise (a YEAR column refuses them, in `render`).
             Value::Date(d) if column.def.type_code != types::YEAR => put_string(out, Temporal::date(*d).as_bytes()),
-            Value::DateTime(dt) if column.def.type_code != types::YEAR => {
+            Value::DateTime(dt) | Value::Timestamp(dt) if column.def.type_code != types::YEAR => {
                 put_string(out, Temporal::datetime(*dt, column.def.decimals).as_bytes())
             }
             Value::Time(micros) if column.def.type_code != types::YEAR => {
@@ -126,11 +126,10 @@ fn render(out: &mut String, value: &Value, column: &Column) -> Result<(), Unenco
             out.push_str(Temporal::date(*d).as_str());
             Ok(())
         }
-        Value::DateTime(dt) => {
+        Value::DateTime(dt) | Value::Timestamp(dt) => {
             out.push_str(Temporal::datetime(*dt, def.decimals).as_str());
             Ok(())
         }
-        Value::Timestamp(_) => return Err(Unencodable::Timestamp),
         Value::Time(micros) => {
             out.push_str(Temporal::time(*micros, def.decimals).as_str());
             Ok(())
@@ -456,7 +455,8 @@ mod tests {
         assert_eq!(text(Value::Set(0b101), &s).unwrap(), "x,z");
         assert_eq!(text(Value::Double(1.5), &col(types::DOUBLE, 31, 22, 0)).unwrap_err(), Unencodable::Float);
         let ts = DateTime::new(Date::new(2024, 1, 1), 0, 0, 0, 0);
-        assert_eq!(text(Value::Timestamp(ts), &col(types::TIMESTAMP, 0, 19, 0)).unwrap_err(), Unencodable::Timestamp);
+        // UTC's wall-clock time (only sessions in UTC are answered with one).
+        assert_eq!(text(Value::Timestamp(ts), &col(types::TIMESTAMP, 0, 19, 0)).unwrap(), "2024-01-01 00:00:00");
     }
 
     #[test]
