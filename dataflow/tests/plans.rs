@@ -741,3 +741,48 @@ fn quotients_are_marked() {
         assert!(!q(sql).divides, "{sql}");
     }
 }
+
+/// Text of two collations in one comparison or one string: the server compares under the
+/// `_bin` one of two columns (`uc < bs` is a binary comparison) or refuses ("Illegal mix of
+/// collations"); a view compared under its first operand's. Refused; one collation, or a
+/// literal meeting a column, compiles.
+#[test]
+fn text_of_two_collations_in_one_comparison_is_refused() {
+    use freshet_testkit::catalog::int;
+    let mut c = Catalog::new();
+    let text = |n: &str, coll| ColumnSchema::new(n, SqlType::Text).with_collation(Some(coll));
+    c.add(TableSchema::new(
+        "t",
+        vec![
+            int("id", 4),
+            int("k", 4),
+            text("uc", Collation::Utf8mb4UnicodeCi),
+            text("s", Collation::Utf8mb4GeneralCi),
+            text("bs", Collation::Utf8mb4Bin),
+            text("s2", Collation::Utf8mb4GeneralCi),
+        ],
+        vec![0],
+    ))
+    .unwrap();
+    let compiles = |e: &str| compile(&format!("SELECT id, {e} FROM t WHERE k = ?"), &c).is_ok();
+    for e in [
+        "uc = s",
+        "uc < bs",
+        "NULLIF(uc, s)",
+        "uc IN (s, 'a')",
+        "uc LIKE s",
+        "CASE uc WHEN s THEN 1 END",
+        "uc BETWEEN s AND 'z'",
+        "CONCAT(uc, s) = 'a'",
+        "IF(k, uc, s) = 'a'",
+        "COALESCE(uc, s) = s",
+        "UPPER(CONCAT(uc, s))",
+    ] {
+        assert!(!compiles(e), "{e}");
+    }
+    for e in
+        ["s = s2", "CONCAT(s, s2) = 'a'", "uc = 'a'", "uc LIKE 'a%'", "IF(uc = 'a', s, 'b')", "CONCAT(uc, '!')", "s BETWEEN 'a' AND s2"]
+    {
+        assert!(compiles(e), "{e}");
+    }
+}
