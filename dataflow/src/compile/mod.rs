@@ -25,6 +25,7 @@
 mod depth;
 mod labels;
 mod lower;
+mod mixing;
 mod numbers;
 mod prune;
 mod select;
@@ -293,6 +294,7 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
     labels::check(&compiled, catalog)?;
     numbers::check(&compiled, catalog)?;
     types::apply(&mut compiled, catalog)?;
+    mixing::check(&compiled.root, catalog)?;
     Ok(compiled)
 }
 
