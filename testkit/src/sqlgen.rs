@@ -14,11 +14,12 @@ pub const EX_DDL: &str = "CREATE TABLE ex (id INT NOT NULL PRIMARY KEY, k INT NO
 /// `ey`: joined with `ex` on columns of the same kind or not (`j` INT, `e` DECIMAL(6,1), `w`
 /// text under utf8mb4_general_ci, `f` DOUBLE, `ts` DATETIME(3), `bs` text under utf8mb4_bin,
 /// `uc` text under utf8mb4_unicode_ci, `tm` TIME, `yr` YEAR, `en` an ENUM whose labels are
-/// not in their order, `bt` BIT(8), `st` a SET, `vb` VARBINARY(4)).
+/// not in their order, `bt` BIT(8), `st` a SET, `vb` VARBINARY(4), `tz` TIMESTAMP(2), read in
+/// UTC by the tests' sessions).
 pub const EY_DDL: &str = "CREATE TABLE ey (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, j INT NULL, e DECIMAL(6,1) NULL, \
     w VARCHAR(8) COLLATE utf8mb4_general_ci NULL, f DOUBLE NULL, ts DATETIME(3) NULL, bs VARCHAR(8) COLLATE utf8mb4_bin NULL, \
     uc VARCHAR(8) COLLATE utf8mb4_unicode_ci NULL, tm TIME NULL, yr YEAR NULL, en ENUM('b', 'a', 'c') NULL, \
-    bt BIT(8) NULL, st SET('x', 'y', 'z') NULL, vb VARBINARY(4) NULL)";
+    bt BIT(8) NULL, st SET('x', 'y', 'z') NULL, vb VARBINARY(4) NULL, tz TIMESTAMP(2) NULL)";
 
 /// The labels of `ey.st`, in their order.
 pub const ST_LABELS: [&str; 3] = ["x", "y", "z"];
@@ -39,7 +40,7 @@ pub const EX_POOLS: [&[&str]; 7] = [
 ];
 
 /// The literals each column of `ey` after `id` and `k` takes.
-pub const EY_POOLS: [&[&str]; 13] = [
+pub const EY_POOLS: [&[&str]; 14] = [
     &["0", "1", "-1", "3", "42", "12", "NULL"],
     &["0.0", "1.5", "-2.2", "3.0", "42.0", "NULL"],
     &["'a'", "'A'", "'a '", "'ß'", "'s'", "'12'", "'x'", "'42'", "NULL"],
@@ -54,6 +55,15 @@ pub const EY_POOLS: [&[&str]; 13] = [
     &["''", "'x'", "'y,x'", "'x,z'", "'z'", "NULL"],
     // Bytes: compared byte by byte, no case folding and no trailing-space padding.
     &["''", "'a'", "'A'", "'a '", "'ab'", "'12'", "'b'", "NULL"],
+    // The TIMESTAMP range's ends, and equal seconds with and without a fraction.
+    &[
+        "'2024-02-29 10:00:00.12'",
+        "'2024-02-29 10:00:00.00'",
+        "'1970-01-01 00:00:01.00'",
+        "'2038-01-19 03:14:07.99'",
+        "'1999-12-31 23:59:59.99'",
+        "NULL",
+    ],
 ];
 
 /// A random row's literals: `id`, a partition (`k` 0 or 1), and one literal of each pool.
@@ -149,8 +159,8 @@ pub fn random_expr_over(rng: &mut Rng, depth: u32, leaves: &[&str]) -> String {
 /// The leaves of a random expression over `ex` joined with `ey`: both tables' columns (`ey`'s
 /// are `j`, `e`, `w`) and a few literals.
 pub const JOIN_LEAVES: &[&str] = &[
-    "i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "bt", "st", "vb", "ey.k", "0", "1", "-1",
-    "2.5", "'a'", "NULL",
+    "i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "bt", "st", "vb", "tz", "ey.k", "0", "1",
+    "-1", "2.5", "'a'", "NULL",
 ];
 
 /// The join conditions of the random queries: `ey`'s column and `ex`'s, of the same kind or not
@@ -176,6 +186,7 @@ pub const JOIN_ON: &[(&str, &str)] = &[
     ("ey.bt", "ex.t"),
     ("ey.st", "ex.s"),
     ("ey.vb", "ex.s"),
+    ("ey.tz", "ex.dt"),
 ];
 
 /// A random cached query over `ex` (and `ey`), partitioned by `ex.k`: a join, a grouping with or
