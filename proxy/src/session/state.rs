@@ -238,6 +238,48 @@ mod tests {
         }
     }
 
+    /// `sql_auto_is_null = 1` makes `WHERE id IS NULL` return the last inserted row; 0 (what
+    /// some drivers set on connect) is the default.
+    #[test]
+    fn sql_auto_is_null_is_followed_by_its_value() {
+        assert!(after(&["SET SQL_AUTO_IS_NULL = 1"]).unfollowed);
+        assert!(after(&["SET @@session.sql_auto_is_null = ON"]).unfollowed);
+        let s = after(&["SET SQL_AUTO_IS_NULL = 0", "SET sql_auto_is_null = OFF"]);
+        assert!(!s.unfollowed, "{s:?}");
+    }
+
+    /// Several statements in one text are read one by one: writes with SET in them keep the
+    /// session followed; a setting, a compound statement (whose body may set anything) or a
+    /// statement freshet does not know among them does not.
+    #[test]
+    fn several_statements_are_read_one_by_one() {
+        for sql in [
+            "UPDATE t SET a = 1; UPDATE t SET b = 2 WHERE id = 3",
+            "INSERT INTO t VALUES (1); SELECT 1",
+            "INSERT INTO t SELECT 1; SET @x = 1; DELETE FROM t",
+            "BEGIN; UPDATE t SET a = 1; COMMIT",
+            "UPDATE t SET s = 'a;b'; SET autocommit = 1;",
+        ] {
+            let s = after(&[sql]);
+            assert!(!s.unfollowed && !s.stale, "{sql}: {s:?}");
+        }
+        for sql in [
+            "UPDATE t SET a = 1; SET time_zone = '+02:00'",
+            "BEGIN NOT ATOMIC SET @@time_zone = '+02:00'; END",
+            "lbl: BEGIN NOT ATOMIC SELECT 1; END",
+            "IF 1 THEN SET @@sql_select_limit = 1; END IF",
+            "SELECT 1; CALL p()",
+            "DELETE FROM t; CREATE TEMPORARY TABLE x (i INT)",
+            "SELECT 1; EXECUTE s",
+            "CREATE PROCEDURE p() BEGIN SET time_zone = '+02:00'; END",
+        ] {
+            assert!(after(&[sql]).unfollowed, "{sql}");
+        }
+        let s = after(&["SELECT 1; USE other"]);
+        assert!(s.stale && !s.unfollowed, "{s:?}");
+        assert!(after(&["UPDATE t SET a = 1; SET sql_log_bin = 0"]).unlogged);
+    }
+
     #[test]
     fn character_sets_and_databases_make_the_servers_view_stale() {
         for sql in ["SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "SET character_set_results = 'binary'", "USE `other`", "use x"] {
