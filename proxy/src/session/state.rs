@@ -58,30 +58,38 @@ impl SessionState {
             return;
         }
         let tokens: Vec<Token> = Lexer::new(sql).collect();
-        let words: Vec<String> = tokens
-            .iter()
-            .map(|t| match t.kind {
-                TokenKind::Word | TokenKind::QuotedIdent => {
-                    String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase().trim_matches('`').to_string()
-                }
-                _ => String::new(),
-            })
-            .collect();
         if tokens.iter().any(|t| t.kind == TokenKind::ExecComment && !t.text(sql).starts_with(b"/*+")) {
             self.unfollowed("an executable comment", sql);
             return;
         }
-        let statements = tokens.iter().filter(|t| t.is_symbol(sql, b";")).count();
-        let unfollowable = |w: &str| matches!(w, "set" | "use" | "execute" | "prepare" | "call" | "temporary");
-        if statements > 0 && words.iter().any(|w| unfollowable(w)) {
-            self.unfollowed("several statements", sql);
+        let statements: Vec<&[Token]> = tokens.split(|t| t.is_symbol(sql, b";")).filter(|s| !s.is_empty()).collect();
+        if let [one] = statements.as_slice() {
+            self.statement(sql, one);
             return;
         }
-        match words.first().map(String::as_str) {
+        // Several: each read by its first word. A compound statement (`BEGIN NOT ATOMIC`, `IF`,
+        // a label), whose body may set anything and is split here at its own semicolons, and
+        // any statement not known to leave the session alone, are not followed.
+        for statement in statements {
+            match word(sql, &statement[0]).as_str() {
+                "set" | "use" | "execute" | "prepare" | "call" | "create" => self.statement(sql, statement),
+                "begin" if statement.len() == 1 || statement.len() == 2 && word(sql, &statement[1]) == "work" => {}
+                w if PLAIN.contains(&w) => {}
+                _ => self.unfollowed("a compound statement, or one freshet does not follow, among several statements", sql),
+            }
+            if self.unfollowed {
+                return;
+            }
+        }
+    }
+
+    /// Notes what one statement (its tokens in `sql`) may do to the session.
+    fn statement(&mut self, sql: &[u8], tokens: &[Token]) {
+        match tokens.first().map(|t| word(sql, t)).as_deref() {
             Some("use") => self.stale = true,
-            Some("set") => self.observe_set(sql, &tokens),
+            Some("set") => self.observe_set(sql, tokens),
             Some("execute" | "prepare" | "call") => self.unfollowed("SQL run from text or a procedure", sql),
-            Some("create") if words.iter().take(4).any(|w| w == "temporary") => self.unfollowed("a temporary table", sql),
+            Some("create") if tokens.iter().take(4).any(|t| word(sql, t) == "temporary") => self.unfollowed("a temporary table", sql),
             _ => {}
         }
     }
@@ -130,6 +138,8 @@ impl SessionState {
                         }
                         "sql_log_bin" => self.unlogged |= !value_is(&text(i + 2), &["1", "on", "true", "default"]),
                         "binlog_format" => self.unlogged |= !value_is(&text(i + 2), &["row", "'row'", "\"row\"", "default"]),
+                        // 1 makes `WHERE id IS NULL` return the last inserted row.
+                        "sql_auto_is_null" if value_is(&text(i + 2), &["0", "off", "false", "default"]) => {}
                         n if HARMLESS.contains(&n) => {}
                         _ => self.unfollowed("a setting that may change results", sql),
                     }
@@ -184,8 +194,55 @@ const HARMLESS: &[&str] = &[
     "sql_warnings",
     "foreign_key_checks",
     "unique_checks",
-    "sql_auto_is_null",
 ];
+
+/// First words of statements that leave what the session reads alone (DML, transactions,
+/// DDL, administration), read among several statements in one text.
+const PLAIN: &[&str] = &[
+    "select",
+    "insert",
+    "update",
+    "delete",
+    "replace",
+    "with",
+    "values",
+    "table",
+    "do",
+    "commit",
+    "rollback",
+    "start",
+    "savepoint",
+    "release",
+    "lock",
+    "unlock",
+    "show",
+    "explain",
+    "describe",
+    "desc",
+    "analyze",
+    "optimize",
+    "check",
+    "checksum",
+    "truncate",
+    "alter",
+    "drop",
+    "rename",
+    "grant",
+    "revoke",
+    "xa",
+    "flush",
+    "kill",
+];
+
+/// `token`'s text in lower case if it is a word (or a quoted name), else empty.
+fn word(sql: &[u8], token: &Token) -> String {
+    match token.kind {
+        TokenKind::Word | TokenKind::QuotedIdent => {
+            String::from_utf8_lossy(token.text(sql)).to_ascii_lowercase().trim_matches('`').to_string()
+        }
+        _ => String::new(),
+    }
+}
 
 #[cfg(test)]
 mod tests {
