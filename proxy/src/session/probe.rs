@@ -235,6 +235,7 @@ mod tests {
             s("SYSTEM"),
             s("UTC"),
             s("4"),
+            s("0"),
         ]
     }
 
@@ -253,6 +254,10 @@ mod tests {
         assert!(identity(values("app@%", None, "", "0", Some("utf8mb4"))).unfit.is_some());
         assert!(identity(values("app@%", None, "", &max, Some("latin1"))).unfit.is_some());
         assert!(identity(values("app@%", None, "", &max, None)).unfit.is_some());
+        // sql_auto_is_null = 1: `WHERE id IS NULL` finds the last inserted row.
+        let mut auto = values("app@%", None, "", &max, Some("utf8mb4"));
+        auto[13] = Some("1".to_string());
+        assert!(identity(auto).unfit.is_some());
     }
 
     #[test]
