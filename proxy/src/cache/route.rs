@@ -186,7 +186,7 @@ pub struct Identity {
     /// `lower_case_table_names` is not 0: database names compare without case.
     pub case_insensitive_names: bool,
     /// Why a cached answer would not be the server's for this session (sql_mode,
-    /// sql_select_limit, character sets), if so.
+    /// sql_select_limit, character sets, sql_auto_is_null), if so.
     pub unfit: Option<String>,
     /// The session's character sets, collation and `div_precision_increment`, hashed: what
     /// the server's column definitions depend on besides the query (part of their key).

@@ -3,8 +3,8 @@
 //! One SELECT on the session's own upstream connection reads what the cached-read checks
 //! need from the server instead of from the client's words: the account (`CURRENT_USER()`,
 //! user and host as the server matched them, and the active role), the default database as
-//! the server resolved it, the sql_mode, sql_select_limit, character sets, time zone and
-//! `div_precision_increment`. It runs lazily,
+//! the server resolved it, the sql_mode, sql_select_limit, character sets, time zone,
+//! `div_precision_increment` and `sql_auto_is_null`. It runs lazily,
 //! right before a session's first cached read or admin statement (sessions that never read a
 //! cached query never pay for it), and again after anything that may change its answer
 //! (COM_INIT_DB, USE, COM_CHANGE_USER, COM_RESET_CONNECTION, SET NAMES, ...).
@@ -28,8 +28,8 @@ use super::{Session, SessionError};
 const PROBE: &[u8] = b"SELECT CURRENT_USER(), CURRENT_ROLE(), DATABASE(), @@SESSION.sql_mode, @@SESSION.sql_select_limit, \
 @@SESSION.character_set_client, @@SESSION.character_set_connection, @@SESSION.character_set_results, \
 @@SESSION.collation_connection, @@lower_case_table_names, @@SESSION.time_zone, @@system_time_zone, \
-@@SESSION.div_precision_increment";
-const COLUMNS: usize = 13;
+@@SESSION.div_precision_increment, @@SESSION.sql_auto_is_null";
+const COLUMNS: usize = 14;
 /// The probe's reply is a dozen short values; anything larger is not the server's answer.
 const LIMIT: usize = 64 * 1024;
 
@@ -165,6 +165,9 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         Some(format!("sql_mode {mode}"))
     } else if limited {
         Some("sql_select_limit".to_string())
+    } else if get(13).is_some_and(|v| v != "0") {
+        // `WHERE id IS NULL` finds the last inserted row.
+        Some("sql_auto_is_null".to_string())
     } else if !(utf8(5) && utf8(6) && utf8(7)) {
         Some("a character set other than UTF-8".to_string())
     } else {
