@@ -15,11 +15,11 @@ pub const EX_DDL: &str = "CREATE TABLE ex (id INT NOT NULL PRIMARY KEY, k INT NO
 /// text under utf8mb4_general_ci, `f` DOUBLE, `ts` DATETIME(3), `bs` text under utf8mb4_bin,
 /// `uc` text under utf8mb4_unicode_ci, `tm` TIME, `yr` YEAR, `en` an ENUM whose labels are
 /// not in their order, `bt` BIT(8), `st` a SET, `vb` VARBINARY(4), `tz` TIMESTAMP(2), read in
-/// UTC by the tests' sessions).
+/// UTC by the tests' sessions, `fl` FLOAT).
 pub const EY_DDL: &str = "CREATE TABLE ey (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, j INT NULL, e DECIMAL(6,1) NULL, \
     w VARCHAR(8) COLLATE utf8mb4_general_ci NULL, f DOUBLE NULL, ts DATETIME(3) NULL, bs VARCHAR(8) COLLATE utf8mb4_bin NULL, \
     uc VARCHAR(8) COLLATE utf8mb4_unicode_ci NULL, tm TIME NULL, yr YEAR NULL, en ENUM('b', 'a', 'c') NULL, \
-    bt BIT(8) NULL, st SET('x', 'y', 'z') NULL, vb VARBINARY(4) NULL, tz TIMESTAMP(2) NULL)";
+    bt BIT(8) NULL, st SET('x', 'y', 'z') NULL, vb VARBINARY(4) NULL, tz TIMESTAMP(2) NULL, fl FLOAT NULL)";
 
 /// The labels of `ey.st`, in their order.
 pub const ST_LABELS: [&str; 3] = ["x", "y", "z"];
@@ -40,7 +40,7 @@ pub const EX_POOLS: [&[&str]; 7] = [
 ];
 
 /// The literals each column of `ey` after `id` and `k` takes.
-pub const EY_POOLS: [&[&str]; 14] = [
+pub const EY_POOLS: [&[&str]; 15] = [
     &["0", "1", "-1", "3", "42", "12", "NULL"],
     &["0.0", "1.5", "-2.2", "3.0", "42.0", "NULL"],
     &["'a'", "'A'", "'a '", "'ß'", "'s'", "'12'", "'x'", "'42'", "NULL"],
@@ -64,6 +64,8 @@ pub const EY_POOLS: [&[&str]; 14] = [
         "'1999-12-31 23:59:59.99'",
         "NULL",
     ],
+    // Single precision: 0.1 is not the DOUBLE 0.1, 16777217 is stored as 16777216.
+    &["0", "0.1", "-1.5", "16777217", "3.4e38", "-0", "NULL"],
 ];
 
 /// A random row's literals: `id`, a partition (`k` 0 or 1), and one literal of each pool.
@@ -159,8 +161,8 @@ pub fn random_expr_over(rng: &mut Rng, depth: u32, leaves: &[&str]) -> String {
 /// The leaves of a random expression over `ex` joined with `ey`: both tables' columns (`ey`'s
 /// are `j`, `e`, `w`) and a few literals.
 pub const JOIN_LEAVES: &[&str] = &[
-    "i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "bt", "st", "vb", "tz", "ey.k", "0", "1",
-    "-1", "2.5", "'a'", "NULL",
+    "i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "bt", "st", "vb", "tz", "fl", "ey.k", "0",
+    "1", "-1", "2.5", "'a'", "NULL",
 ];
 
 /// The join conditions of the random queries: `ey`'s column and `ex`'s, of the same kind or not
@@ -187,6 +189,7 @@ pub const JOIN_ON: &[(&str, &str)] = &[
     ("ey.st", "ex.s"),
     ("ey.vb", "ex.s"),
     ("ey.tz", "ex.dt"),
+    ("ey.fl", "ex.i"),
 ];
 
 /// A random cached query over `ex` (and `ey`), partitioned by `ex.k`: a join, a grouping with or
