@@ -615,11 +615,14 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
                 col("at", SqlType::DateTime { fsp: 3 }),
                 col("tm", SqlType::Time { fsp: 0 }),
                 col("vb", SqlType::Bytes),
+                col("bt", SqlType::Bit { bits: 8 }),
             ],
             vec![0],
         ))
         .unwrap();
     let ok = [
+        // A BIT is a number to arithmetic and comparisons.
+        "SELECT id, bt + 0, bt = 65, IFNULL(bt, 0), bt BETWEEN 1 AND 70 FROM e WHERE id = ?",
         "SELECT id, YEAR(at), MONTH(at), DAY(day), DATE(at), tm FROM e WHERE id = ?",
         "SELECT id, COALESCE(d, 0), IF(n > 1, d, n), ROUND(d, 3), ROUND(d, 1), IFNULL(f, 0.5), CASE WHEN n > 0 THEN d END FROM e WHERE id = ?",
         "SELECT id, CONCAT(COALESCE(d, 0), '!'), LENGTH(ROUND(d, 3)), COALESCE(s, ''), CONCAT(day, '') FROM e WHERE id = ?",
@@ -665,6 +668,13 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id, IF(n / 3, 1, 0) FROM e WHERE id = ?",
         // NULL's arithmetic, typed by the server's own choice, picked with a column.
         "SELECT id, COALESCE(NULL + 1, d) FROM e WHERE id = ?",
+        // A BIT as a string is its bytes to the server (b'1000001' is 'A'), not its number.
+        "SELECT id, CONCAT(bt) FROM e WHERE id = ?",
+        "SELECT id, LENGTH(bt) FROM e WHERE id = ?",
+        "SELECT id, -REPLACE(bt, 'a', 'bb') FROM e WHERE id = ?",
+        "SELECT id, LEFT(bt, 1) FROM e WHERE id = ?",
+        "SELECT id FROM e WHERE id = ? AND bt LIKE 'A'",
+        "SELECT id, UPPER(COALESCE(bt, bt)) FROM e WHERE id = ?",
     ];
     compiles_only(&catalog, &ok, &refused);
     // A choice whose picks differ in decimals is given the server's (two), one between
