@@ -32,6 +32,8 @@
 //!   three operands where the view compares two at a time (`IN` compares pairwise on both);
 //! - a `UNION ALL` whose inputs give one column values of different kinds;
 //! - SUM or AVG of a value that is not an exact number (a date is summed as 20240229);
+//! - a BIT read as a string (a string function, LIKE): the server reads its bytes
+//!   (`b'1000001'` is `'A'`), a view its number;
 //! - a join of two columns the server compares by a conversion (a string with a number or a
 //!   date, strings of two collations, a DATE with a DATETIME): a view matches join keys by
 //!   their values.
@@ -129,11 +131,40 @@ pub(super) fn apply(q: &mut CompiledQuery, catalog: &Catalog) -> Result<(), Refu
 struct Inputs<'a> {
     classes: &'a [Class],
     digits: Vec<Option<Digits>>,
+    /// Per column: a copy of a BIT column (a number to arithmetic and comparisons, its bytes
+    /// to string functions and LIKE).
+    bits: Vec<bool>,
 }
 
 impl Inputs<'_> {
     fn of<'a>(input: &Node, classes: &'a [Class], catalog: &Catalog) -> Inputs<'a> {
-        Inputs { classes, digits: numbers::column_digits(input, &|table, column| Some(catalog.column(table, column)?.ty.clone())) }
+        let bits = (0..classes.len())
+            .map(|c| {
+                input.origin_column(c).and_then(|(t, n)| catalog.column(t, n)).is_some_and(|col| matches!(col.ty, SqlType::Bit { .. }))
+            })
+            .collect();
+        Inputs { classes, digits: numbers::column_digits(input, &|table, column| Some(catalog.column(table, column)?.ty.clone())), bits }
+    }
+
+    /// True if `e`'s value may be a BIT as the server types it: a BIT column, or a choice
+    /// that may pick one.
+    fn bit(&self, e: &Expr) -> bool {
+        match e {
+            Expr::Col(c) => self.bits.get(*c).copied().unwrap_or(false),
+            Expr::Func(Func::Coalesce | Func::IfNull, args) => args.iter().any(|a| self.bit(a)),
+            Expr::Func(Func::If, args) => args.iter().skip(1).any(|a| self.bit(a)),
+            Expr::Func(Func::NullIf, args) => args.first().is_some_and(|a| self.bit(a)),
+            Expr::Case { whens, otherwise, .. } => whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()).any(|a| self.bit(a)),
+            _ => false,
+        }
+    }
+
+    /// Refuses a BIT among `parts` where the server reads a string (its bytes).
+    fn no_bits(&self, parts: &[&Expr]) -> Result<(), Refusal> {
+        if parts.iter().any(|p| self.bit(p)) {
+            return refuse("a BIT read as a string (a string function, LIKE): the server reads its bytes, a view its number");
+        }
+        Ok(())
     }
 
     /// The digits `e` may need; `None` if not known.
@@ -314,7 +345,8 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
                 (c, _) => c,
             }
         }
-        Expr::Func(Func::Length | Func::CharLength, _) => {
+        Expr::Func(Func::Length | Func::CharLength, args) => {
+            inputs.no_bits(&args.iter().collect::<Vec<_>>())?;
             text(part(0))?;
             Class::Int
         }
@@ -333,20 +365,23 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             }
             if *f == Func::Date { Class::Time(0, 0) } else { Class::Int }
         }
-        Expr::Func(Func::Concat | Func::Lower | Func::Upper | Func::Trim | Func::Replace, _) => {
+        Expr::Func(Func::Concat | Func::Lower | Func::Upper | Func::Trim | Func::Replace, args) => {
+            inputs.no_bits(&args.iter().collect::<Vec<_>>())?;
             for p in &parts {
                 text(*p)?;
             }
             Class::Str
         }
-        Expr::Func(Func::Substring | Func::Left | Func::Right, _) => {
+        Expr::Func(Func::Substring | Func::Left | Func::Right, args) => {
+            inputs.no_bits(&args.iter().take(1).collect::<Vec<_>>())?;
             text(part(0))?;
             for p in parts.iter().skip(1) {
                 number(*p)?;
             }
             Class::Str
         }
-        Expr::Like { .. } => {
+        Expr::Like { expr, pattern, .. } => {
+            inputs.no_bits(&[expr, pattern])?;
             text(part(0))?;
             text(part(1))?;
             Class::Int
