@@ -949,6 +949,52 @@ async fn a_sessions_partial_row_image_does_not_corrupt_the_views() {
     assert!(hits(&proxy, name) > before, "answered from the view again");
 }
 
+/// A session that sets what the probe reads (Rails sets sql_mode and sql_auto_is_null on
+/// every connection; others set time_zone) is asked again, and served by what the server
+/// answers: all its reads under Rails' settings, no TIMESTAMP read at +02:00, nothing under
+/// ANSI_QUOTES, and all again once it sets the defaults back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_sets_what_the_probe_reads_is_served_as_the_server_says() {
+    let _admin = fresh_table(
+        "ct_settings",
+        "id INT PRIMARY KEY, k INT NOT NULL, ts TIMESTAMP NULL, n INT NULL",
+        "(1, 1, '2024-01-01 00:30:00', 10), (2, 1, NULL, 20)",
+    )
+    .await;
+    let caches = [("set_plain", "SELECT id, n FROM ct_settings WHERE k = ?"), ("set_ts", "SELECT id, ts FROM ct_settings WHERE k = ?")];
+    let proxy = start_proxy(&cache_config(&caches)).await;
+    let mut ours = through(&proxy).await;
+    let mut theirs = direct().await;
+    // Reads each cache's query five times through freshet and directly under `settings`, and
+    // returns the cache names whose reads were answered from their views.
+    let mut served_under = async |settings: &str| -> Vec<&str> {
+        ours.query_drop(settings).await.unwrap();
+        theirs.query_drop(settings).await.unwrap();
+        let mut served = Vec::new();
+        for (name, query) in caches {
+            let sql = query.replace('?', "1");
+            let before = hits(&proxy, name);
+            for _ in 0..5 {
+                let got: Vec<mysql_async::Row> = ours.query(&sql).await.unwrap();
+                let want: Vec<mysql_async::Row> = theirs.query(&sql).await.unwrap();
+                let values = |rows: Vec<mysql_async::Row>| rows.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>();
+                assert_eq!(values(got), values(want), "{sql} under {settings}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            if hits(&proxy, name) > before {
+                served.push(name);
+            }
+        }
+        served
+    };
+    let rails = "SET @@SESSION.sql_mode = CONCAT(CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), ',NO_AUTO_VALUE_ON_ZERO'), \
+                 @@SESSION.sql_auto_is_null = 0, @@SESSION.wait_timeout = 2147483, time_zone = '+00:00'";
+    assert_eq!(served_under(rails).await, ["set_plain", "set_ts"]);
+    assert_eq!(served_under("SET time_zone = '+02:00'").await, ["set_plain"]);
+    assert!(served_under("SET sql_mode = 'ANSI_QUOTES'").await.is_empty());
+    assert_eq!(served_under("SET sql_mode = DEFAULT, time_zone = '+00:00'").await, ["set_plain", "set_ts"]);
+}
+
 /// Integer arithmetic out of its result type's range is an error on the server (1690, "BIGINT
 /// UNSIGNED value is out of range"): a difference with an UNSIGNED operand is UNSIGNED, so
 /// `stock - 1` at stock 0 fails, as does a signed BIGINT sum past 2^63 - 1. A view evaluating
