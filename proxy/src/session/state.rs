@@ -8,9 +8,11 @@
 //! or a new session. Those statements are: executable comments (`/*! */`, `/*M! */`), which
 //! the server runs and the tokenizer does not read; EXECUTE IMMEDIATE, PREPARE and EXECUTE
 //! of SQL text; CALL (a procedure may change anything); CREATE TEMPORARY TABLE (it shadows a
-//! cached table for this session only); any SET of a variable not known to be harmless
-//! (sql_mode, sql_select_limit, time_zone, roles, ...); several statements in one text that
-//! include any of these.
+//! cached table for this session only); any SET of a variable neither known to be harmless
+//! nor read by the probe (roles, optimizer settings, ...); a compound statement among
+//! several in one text. A SET of what the probe reads (character sets, sql_mode,
+//! sql_select_limit, time_zone, div_precision_increment, sql_auto_is_null) makes the session
+//! `stale`: the server is asked again before its next cached read.
 //!
 //! `unlogged` records that the session may have turned its binlogging off (`sql_log_bin`,
 //! `binlog_format` other than ROW): its writes never reach the binlog, so freshet evicts
@@ -138,8 +140,9 @@ impl SessionState {
                         }
                         "sql_log_bin" => self.unlogged |= !value_is(&text(i + 2), &["1", "on", "true", "default"]),
                         "binlog_format" => self.unlogged |= !value_is(&text(i + 2), &["row", "'row'", "\"row\"", "default"]),
-                        // 1 makes `WHERE id IS NULL` return the last inserted row.
-                        "sql_auto_is_null" if value_is(&text(i + 2), &["0", "off", "false", "default"]) => {}
+                        // Read by the probe: asked again, and the server's answer decides
+                        // which reads are served (`route::Reading`, `Identity::unfit`).
+                        "sql_mode" | "sql_select_limit" | "time_zone" | "div_precision_increment" | "sql_auto_is_null" => self.stale = true,
                         n if HARMLESS.contains(&n) => {}
                         _ => self.unfollowed("a setting that may change results", sql),
                     }
@@ -330,7 +333,7 @@ mod tests {
             assert!(!s.unfollowed && !s.stale, "{sql}: {s:?}");
         }
         for sql in [
-            "UPDATE t SET a = 1; SET time_zone = '+02:00'",
+            "UPDATE t SET a = 1; SET optimizer_switch = 'index_merge=off'",
             "BEGIN NOT ATOMIC SET @@time_zone = '+02:00'; END",
             "lbl: BEGIN NOT ATOMIC SELECT 1; END",
             "IF 1 THEN SET @@sql_select_limit = 1; END IF",
@@ -341,8 +344,10 @@ mod tests {
         ] {
             assert!(after(&[sql]).unfollowed, "{sql}");
         }
-        let s = after(&["SELECT 1; USE other"]);
-        assert!(s.stale && !s.unfollowed, "{s:?}");
+        for sql in ["SELECT 1; USE other", "UPDATE t SET a = 1; SET time_zone = '+02:00'"] {
+            let s = after(&[sql]);
+            assert!(s.stale && !s.unfollowed, "{sql}: {s:?}");
+        }
         assert!(after(&["UPDATE t SET a = 1; SET sql_log_bin = 0"]).unlogged);
     }
 
