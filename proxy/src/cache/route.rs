@@ -193,6 +193,8 @@ pub struct Identity {
     pub charset: u64,
     /// How the session reads what some views depend on.
     pub reading: Reading,
+    /// The session's sql_mode, as the server gave it.
+    pub sql_mode: String,
 }
 
 /// How a session reads what some views depend on, as the server says (the probe). A view

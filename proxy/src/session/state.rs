@@ -140,6 +140,12 @@ impl SessionState {
                         }
                         "sql_log_bin" => self.unlogged |= !value_is(&text(i + 2), &["1", "on", "true", "default"]),
                         "binlog_format" => self.unlogged |= !value_is(&text(i + 2), &["row", "'row'", "\"row\"", "default"]),
+                        // A mode that changes how text is read: this tracker reads the
+                        // session's statements in the default mode, so from here on it may
+                        // misread them (a SET hidden in what looks like a string).
+                        "sql_mode" if misreading_mode(sql, &tokens[i + 1..]) => {
+                            self.unfollowed("a sql_mode that changes how text is read", sql)
+                        }
                         // Read by the probe: asked again, and the server's answer decides
                         // which reads are served (`route::Reading`, `Identity::unfit`).
                         "sql_mode" | "sql_select_limit" | "time_zone" | "div_precision_increment" | "sql_auto_is_null" => self.stale = true,
@@ -152,6 +158,26 @@ impl SessionState {
             i += 1;
         }
     }
+}
+
+/// Whether the value assigned in `tokens` (from the `=` to the next top-level comma) may
+/// make a sql_mode that changes how text is read: it names ANSI, ANSI_QUOTES or
+/// NO_BACKSLASH_ESCAPES, or comes from a user variable or a query, which this tracker cannot
+/// read. Rails' `CONCAT(CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), ...)` does not.
+fn misreading_mode(sql: &[u8], tokens: &[Token]) -> bool {
+    let mut depth = 0i32;
+    for t in tokens {
+        let text = t.text(sql).to_ascii_lowercase();
+        match t.kind {
+            TokenKind::Symbol if text == b"(" => depth += 1,
+            TokenKind::Symbol if text == b")" => depth -= 1,
+            TokenKind::Symbol if text == b"," && depth == 0 => return false,
+            TokenKind::UserVariable => return true,
+            _ if text == b"select" || contains(&text, b"ansi") || contains(&text, b"backslash") => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 fn value_is(value: &str, any_of: &[&str]) -> bool {
@@ -278,6 +304,12 @@ mod tests {
             "SET a = 1, sql_select_limit = 5",
             "SET GLOBAL sql_mode = ''",
             "SET optimizer_switch = 'index_merge=off'",
+            // A mode that changes how text is read: what follows may be misread.
+            "SET sql_mode = 'ANSI'",
+            "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES', time_zone = '+00:00'",
+            "SET sql_mode = ansi_quotes",
+            "SET sql_mode = @saved",
+            "SET sql_mode = (SELECT m FROM modes)",
             "SET ROLE r",
             "/*!40101 SET NAMES latin1 */",
             "SELECT /*M!100000 1, */ 2",
@@ -304,7 +336,7 @@ mod tests {
         for sql in [
             "SET @@SESSION.sql_mode = CONCAT(CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), ',NO_AUTO_VALUE_ON_ZERO'), \
              @@SESSION.sql_auto_is_null = 0, @@SESSION.wait_timeout = 2147483",
-            "SET sql_mode = 'ANSI'",
+            "SET sql_mode = 'STRICT_ALL_TABLES'",
             "SET @@time_zone = '+02:00'",
             "SET time_zone = @tz",
             "SET SESSION div_precision_increment = 2",
