@@ -1012,7 +1012,11 @@ async fn a_json_column_compared_or_searched_answers_as_the_server_does() {
         ("json_eq", "SELECT id FROM ct_json WHERE k = ? AND j = '[2]'", "SELECT id FROM ct_json WHERE k = 1 AND j = '[2]'"),
         ("json_like", "SELECT id, j LIKE '%2%' AS m FROM ct_json WHERE k = ?", "SELECT id, j LIKE '%2%' AS m FROM ct_json WHERE k = 1"),
         ("json_len", "SELECT id, LENGTH(j) AS n FROM ct_json WHERE k = ?", "SELECT id, LENGTH(j) AS n FROM ct_json WHERE k = 1"),
-        ("json_shown", "SELECT id, j FROM ct_json WHERE k = ? AND j IS NOT NULL", "SELECT id, j FROM ct_json WHERE k = 1 AND j IS NOT NULL"),
+        (
+            "json_shown",
+            "SELECT id, j FROM ct_json WHERE k = ? AND j IS NOT NULL",
+            "SELECT id, j FROM ct_json WHERE k = 1 AND j IS NOT NULL",
+        ),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     admin.query_drop("INSERT INTO ct_json VALUES (3, 1, '[2]'), (4, 1, '[3, 2]')").await.unwrap();

@@ -8,6 +8,11 @@
 //! renders them as strings (`LIKE`, `<`, `BETWEEN`, `MIN`/`MAX`, functions, a join with
 //! another column, a number, and any comparison of a SET), which an index cannot reproduce:
 //! such a query is refused, so it is relayed.
+//!
+//! JSON columns likewise: MariaDB's JSON is a LONGTEXT under utf8mb4_bin, compared, searched
+//! and measured as text (`j = '[2]'`), MySQL 8's a type compared as JSON values, and a view
+//! holds it as a kind of its own. It is served selected, grouped, ordered or tested for NULL,
+//! and refused in any other expression, aggregate, join, key or range.
 
 use super::{Catalog, CompiledQuery, Refusal, refuse};
 use crate::expr::{CmpOp, Expr};
@@ -15,13 +20,14 @@ use crate::plan::{AggKind, Node};
 use crate::schema::SqlType;
 use crate::value::Value;
 
-/// Refuses `q` if it uses an ENUM or SET column other than as the module header allows.
+/// Refuses `q` if it uses an ENUM, SET or JSON column other than as the module header allows.
 pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal> {
     let labelled = |node: &Node, col: usize| -> Option<Kind> {
         let (table, column) = node.origin_column(col)?;
         match catalog.column(table, column)?.ty {
             SqlType::Enum(_) => Some(Kind::Enum),
             SqlType::Set(_) => Some(Kind::Set),
+            SqlType::Json => Some(Kind::Json),
             _ => None,
         }
     };
@@ -44,8 +50,8 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
             _ => {}
         }
     }
-    let range_on_labels = q.read_filters.iter().any(|f| matches!(f.column_type.ty, SqlType::Enum(_) | SqlType::Set(_)));
-    let set_key = q.key_columns.iter().any(|k| matches!(k.ty, SqlType::Set(_)));
+    let range_on_labels = q.read_filters.iter().any(|f| matches!(f.column_type.ty, SqlType::Enum(_) | SqlType::Set(_) | SqlType::Json));
+    let set_key = q.key_columns.iter().any(|k| matches!(k.ty, SqlType::Set(_) | SqlType::Json));
     if range_on_labels || set_key {
         return refused();
     }
@@ -56,11 +62,12 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
 enum Kind {
     Enum,
     Set,
+    Json,
 }
 
 fn refused() -> Result<(), Refusal> {
     refuse(
-        "an ENUM or SET column can be cached only as itself, grouped or ordered, or (an ENUM) compared with =, <> or IN to strings; the server compares it as a string elsewhere",
+        "an ENUM, SET or JSON column can be cached only as itself, grouped or ordered, or (an ENUM) compared with =, <> or IN to strings; the server compares it as a string elsewhere",
     )
 }
 
