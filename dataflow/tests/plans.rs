@@ -675,6 +675,13 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id, LEFT(bt, 1) FROM e WHERE id = ?",
         "SELECT id FROM e WHERE id = ? AND bt LIKE 'A'",
         "SELECT id, UPPER(COALESCE(bt, bt)) FROM e WHERE id = ?",
+        // Bytes in a string function or LIKE: no case (UPPER leaves them), lengths in bytes,
+        // a binary result; a view read them as text under a collation.
+        "SELECT id, UPPER(vb) FROM e WHERE id = ?",
+        "SELECT id, LENGTH(vb) FROM e WHERE id = ?",
+        "SELECT id FROM e WHERE id = ? AND vb LIKE 'A'",
+        "SELECT id FROM e WHERE id = ? AND CONCAT(vb, '') = 'A'",
+        "SELECT id, LEFT(vb, 1) FROM e WHERE id = ?",
     ];
     compiles_only(&catalog, &ok, &refused);
     // A choice whose picks differ in decimals is given the server's (two), one between
