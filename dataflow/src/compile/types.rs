@@ -33,7 +33,8 @@
 //! - a `UNION ALL` whose inputs give one column values of different kinds;
 //! - SUM or AVG of a value that is not an exact number (a date is summed as 20240229);
 //! - a BIT read as a string (a string function, LIKE): the server reads its bytes
-//!   (`b'1000001'` is `'A'`), a view its number;
+//!   (`b'1000001'` is `'A'`), a view its number; bytes there, which the server reads as a
+//!   binary string (`UPPER` leaves them, lengths are in bytes, LIKE is case-sensitive);
 //! - a join of two columns the server compares by a conversion (a string with a number or a
 //!   date, strings of two collations, a DATE with a DATETIME): a view matches join keys by
 //!   their values.
@@ -159,10 +160,17 @@ impl Inputs<'_> {
         }
     }
 
-    /// Refuses a BIT among `parts` where the server reads a string (its bytes).
-    fn no_bits(&self, parts: &[&Expr]) -> Result<(), Refusal> {
+    /// Refuses a BIT among `parts` where the server reads a string (its bytes), and bytes
+    /// (`classes`, the parts' classes), which the server reads as a binary string (no case,
+    /// lengths in bytes, a binary result) and a view as text under a collation.
+    fn no_bits(&self, parts: &[&Expr], classes: &[Class]) -> Result<(), Refusal> {
         if parts.iter().any(|p| self.bit(p)) {
             return refuse("a BIT read as a string (a string function, LIKE): the server reads its bytes, a view its number");
+        }
+        if classes.contains(&Class::Bytes) {
+            return refuse(
+                "bytes (BINARY, VARBINARY, BLOB) in a string function or LIKE: the server reads a binary string (no case, lengths in bytes), a view text under a collation",
+            );
         }
         Ok(())
     }
@@ -346,7 +354,7 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             }
         }
         Expr::Func(Func::Length | Func::CharLength, args) => {
-            inputs.no_bits(&args.iter().collect::<Vec<_>>())?;
+            inputs.no_bits(&args.iter().collect::<Vec<_>>(), &parts)?;
             text(part(0))?;
             Class::Int
         }
@@ -366,14 +374,14 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             if *f == Func::Date { Class::Time(0, 0) } else { Class::Int }
         }
         Expr::Func(Func::Concat | Func::Lower | Func::Upper | Func::Trim | Func::Replace, args) => {
-            inputs.no_bits(&args.iter().collect::<Vec<_>>())?;
+            inputs.no_bits(&args.iter().collect::<Vec<_>>(), &parts)?;
             for p in &parts {
                 text(*p)?;
             }
             Class::Str
         }
         Expr::Func(Func::Substring | Func::Left | Func::Right, args) => {
-            inputs.no_bits(&args.iter().take(1).collect::<Vec<_>>())?;
+            inputs.no_bits(&args.iter().take(1).collect::<Vec<_>>(), &parts[..1.min(parts.len())])?;
             text(part(0))?;
             for p in parts.iter().skip(1) {
                 number(*p)?;
@@ -381,7 +389,7 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             Class::Str
         }
         Expr::Like { expr, pattern, .. } => {
-            inputs.no_bits(&[expr, pattern])?;
+            inputs.no_bits(&[expr, pattern], &parts)?;
             text(part(0))?;
             text(part(1))?;
             Class::Int
