@@ -803,3 +803,35 @@ fn text_of_two_collations_in_one_comparison_is_refused() {
         assert!(compiles(e), "{e}");
     }
 }
+
+/// Text made of literals alone (no column decides its collation) takes the session's
+/// `collation_connection` on the server, general_ci in a view: a query that compares, groups,
+/// orders or deduplicates such text says so (`literal_text`), and the proxy serves it only to
+/// sessions on general_ci. A literal meeting a column takes the column's collation in both.
+#[test]
+fn text_made_of_literals_alone_is_marked() {
+    use freshet_testkit::catalog::{int, text_ci};
+    let mut c = Catalog::new();
+    c.add(TableSchema::new("t", vec![int("id", 4), int("k", 4), int("n", 4), text_ci("s")], vec![0])).unwrap();
+    let marked = |sql: &str| compile(sql, &c).unwrap_or_else(|e| panic!("{sql}: {e}")).literal_text;
+    for sql in [
+        "SELECT id FROM t WHERE k = ? AND CONCAT('a', n) = 'A1'",
+        "SELECT CASE WHEN n > 1 THEN 'Yes' ELSE 'yes' END AS c, COUNT(*) FROM t WHERE k = ? GROUP BY c",
+        "SELECT DISTINCT IF(n > 1, 'a', 'A') FROM t WHERE k = ?",
+        "SELECT id FROM t WHERE k = ? ORDER BY CONCAT('x', n) LIMIT 2",
+        "SELECT k, MAX(IF(n > 1, 'a', 'B')) FROM t WHERE k = ? GROUP BY k",
+        "SELECT id, CONCAT(n, 'x') LIKE 'X%' FROM t WHERE k = ?",
+    ] {
+        assert!(marked(sql), "{sql}");
+    }
+    for sql in [
+        "SELECT id FROM t WHERE k = ? AND s = 'a'",
+        "SELECT id FROM t WHERE k = ? AND n = 'a'",
+        "SELECT id, 'x', CONCAT('a', n) FROM t WHERE k = ?",
+        "SELECT id FROM t WHERE k = ? ORDER BY CONCAT(s, 'x') LIMIT 2",
+        "SELECT s, COUNT(*) FROM t WHERE k = ? GROUP BY s",
+        "SELECT id FROM t WHERE k = ? AND IF(n > 1, s, 'x') = 'A'",
+    ] {
+        assert!(!marked(sql), "{sql}");
+    }
+}

@@ -1027,6 +1027,52 @@ async fn a_json_column_compared_or_searched_answers_as_the_server_does() {
     assert!(!unserved.contains(&"json_shown"), "a JSON column selected is answered from its view");
 }
 
+/// Text made of literals alone takes the session's `collation_connection` on the server:
+/// under `SET NAMES utf8mb4 COLLATE utf8mb4_bin`, `CASE ... THEN 'Yes' ELSE 'yes' END` makes
+/// two groups, under the default general_ci one. A view groups it under general_ci, so such a
+/// read is relayed for a session on another collation, and served on general_ci; a read whose
+/// text meets a column is served on both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_made_of_literals_alone_takes_the_connections_collation() {
+    let _admin = fresh_table(
+        "ct_literals",
+        "id INT PRIMARY KEY, k INT NOT NULL, n INT NOT NULL, s VARCHAR(10) NOT NULL",
+        "(1, 1, 5, 'a'), (2, 1, 50, 'A')",
+    )
+    .await;
+    let caches = [
+        ("lit_groups", "SELECT CASE WHEN n > 10 THEN 'Yes' ELSE 'yes' END AS c, COUNT(*) AS m FROM ct_literals WHERE k = ? GROUP BY c"),
+        ("lit_column", "SELECT s, COUNT(*) AS m FROM ct_literals WHERE k = ? AND s = 'A' GROUP BY s"),
+    ];
+    let proxy = start_proxy(&cache_config(&caches)).await;
+    let mut ours = through(&proxy).await;
+    let mut theirs = direct().await;
+    for (names, served) in
+        [("SET NAMES utf8mb4 COLLATE utf8mb4_bin", vec!["lit_column"]), ("SET NAMES utf8mb4", vec!["lit_groups", "lit_column"])]
+    {
+        ours.query_drop(names).await.unwrap();
+        theirs.query_drop(names).await.unwrap();
+        let mut hit = Vec::new();
+        for (name, query) in caches {
+            let sql = query.replace('?', "1");
+            let before = hits(&proxy, name);
+            for _ in 0..5 {
+                let got: Vec<(String, i64)> = ours.query(&sql).await.unwrap();
+                let mut want: Vec<(String, i64)> = theirs.query(&sql).await.unwrap();
+                let mut got = got;
+                got.sort();
+                want.sort();
+                assert_eq!(got, want, "{sql} after {names}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            if hits(&proxy, name) > before {
+                hit.push(name);
+            }
+        }
+        assert_eq!(hit, served, "served after {names}");
+    }
+}
+
 /// Integer arithmetic out of its result type's range is an error on the server (1690, "BIGINT
 /// UNSIGNED value is out of range"): a difference with an UNSIGNED operand is UNSIGNED, so
 /// `stock - 1` at stock 0 fails, as does a signed BIGINT sum past 2^63 - 1. A view evaluating

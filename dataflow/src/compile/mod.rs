@@ -147,6 +147,11 @@ pub struct CompiledQuery {
     /// the session's `div_precision_increment`, and a view computes it with 4, the default; the
     /// proxy relays sessions with another setting.
     pub divides: bool,
+    /// The query compares, groups, orders or deduplicates text made of literals alone (no
+    /// column decides its collation): the server gives it the session's
+    /// `collation_connection`, a view utf8mb4_general_ci; the proxy relays sessions on
+    /// another.
+    pub literal_text: bool,
 }
 
 /// A `column <op> ?` conjunct evaluated by the reader over a partition's rows.
@@ -226,6 +231,7 @@ impl CompiledQuery {
             mergeable: _,
             reads_timestamp: _,
             divides: _,
+            literal_text: _,
         } = self;
         self.root == o.root
             && self.columns == o.columns
@@ -238,6 +244,7 @@ impl CompiledQuery {
             && self.mergeable == o.mergeable
             && self.reads_timestamp == o.reads_timestamp
             && self.divides == o.divides
+            && self.literal_text == o.literal_text
     }
 
     /// The read filters with each parameter index replaced by its rank among the read
@@ -411,6 +418,7 @@ impl Compiler<'_> {
             mergeable: s.mergeable,
             reads_timestamp: self.timestamps.get(),
             divides: self.divides.get(),
+            literal_text: false,
         })
     }
 
