@@ -820,6 +820,7 @@ fn text_made_of_literals_alone_is_marked() {
         "SELECT DISTINCT IF(n > 1, 'a', 'A') FROM t WHERE k = ?",
         "SELECT id FROM t WHERE k = ? ORDER BY CONCAT('x', n) LIMIT 2",
         "SELECT k, MAX(IF(n > 1, 'a', 'B')) FROM t WHERE k = ? GROUP BY k",
+        "SELECT k, COUNT(DISTINCT IF(n > 1, 'a', 'A')) FROM t WHERE k = ? GROUP BY k",
         "SELECT id, CONCAT(n, 'x') LIKE 'X%' FROM t WHERE k = ?",
     ] {
         assert!(marked(sql), "{sql}");

@@ -301,7 +301,7 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
     labels::check(&compiled, catalog)?;
     numbers::check(&compiled, catalog)?;
     types::apply(&mut compiled, catalog)?;
-    mixing::check(&compiled.root, catalog)?;
+    compiled.literal_text = mixing::check(&compiled.root, &compiled.order, catalog)?;
     Ok(compiled)
 }
 

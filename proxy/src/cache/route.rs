@@ -208,15 +208,18 @@ pub struct Reading {
     /// The session's `div_precision_increment` is 4, the decimals a view's quotients have
     /// beyond their dividend's ([`freshet_dataflow::CompiledQuery::divides`]).
     pub default_division: bool,
+    /// The session's `collation_connection` is general_ci, the collation a view gives text
+    /// made of literals alone ([`freshet_dataflow::CompiledQuery::literal_text`]).
+    pub general_ci: bool,
 }
 
 impl Reading {
     /// As a view computes: every view fits.
-    pub const VIEWS: Reading = Reading { utc: true, default_division: true };
+    pub const VIEWS: Reading = Reading { utc: true, default_division: true, general_ci: true };
 
     /// True if a view compiled as `q` answers this session as the server would.
     pub fn fits(self, q: &freshet_dataflow::CompiledQuery) -> bool {
-        (self.utc || !q.reads_timestamp) && (self.default_division || !q.divides)
+        (self.utc || !q.reads_timestamp) && (self.default_division || !q.divides) && (self.general_ci || !q.literal_text)
     }
 }
 

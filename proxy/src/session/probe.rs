@@ -184,7 +184,12 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     // with another `div_precision_increment`, which must not use them).
     let mut h = DefaultHasher::new();
     (get(5), get(6), get(7), get(8), get(12)).hash(&mut h);
-    let reading = Reading { utc: utc(get(10).as_deref(), get(11).as_deref()), default_division: get(12).as_deref() == Some("4") };
+    let reading = Reading {
+        utc: utc(get(10).as_deref(), get(11).as_deref()),
+        default_division: get(12).as_deref() == Some("4"),
+        // utf8mb3's general_ci weighs every character it holds as utf8mb4's does.
+        general_ci: matches!(get(8).as_deref(), Some("utf8mb4_general_ci" | "utf8mb3_general_ci" | "utf8_general_ci")),
+    };
     Identity {
         account,
         user,
@@ -285,7 +290,10 @@ mod tests {
         assert_eq!(identity(values("app@%", None, "", &max, Some("utf8mb4"))).reading, Reading::VIEWS);
         let mut other = values("app@%", None, "", &max, Some("utf8mb4"));
         other[12] = Some("6".to_string());
-        assert_eq!(identity(other).reading, Reading { utc: true, default_division: false });
+        assert_eq!(identity(other).reading, Reading { default_division: false, ..Reading::VIEWS });
+        let mut bin = values("app@%", None, "", &max, Some("utf8mb4"));
+        bin[8] = Some("utf8mb4_bin".to_string());
+        assert_eq!(identity(bin).reading, Reading { general_ci: false, ..Reading::VIEWS });
         for (zone, system, is_utc) in [
             (Some("+00:00"), Some("CET"), true),
             (Some("UTC"), Some("CET"), true),
