@@ -1073,6 +1073,32 @@ async fn text_made_of_literals_alone_takes_the_connections_collation() {
     }
 }
 
+/// Under LOCK TABLES a session may read only the tables it locked: the server answers a read
+/// of another with error 1100. Its cached reads are relayed until UNLOCK TABLES, and served
+/// again after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_under_lock_tables_gets_the_servers_answers() {
+    let _read = fresh_table("ct_locked_read", "id INT PRIMARY KEY, k INT NOT NULL", "(1, 1)").await;
+    let _other = fresh_table("ct_locked_other", "id INT PRIMARY KEY", "(1)").await;
+    let caches = [("locked", "SELECT id FROM ct_locked_read WHERE k = ?")];
+    let proxy = start_proxy(&cache_config(&caches)).await;
+    let sql = "SELECT id FROM ct_locked_read WHERE k = 1";
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    hit(&mut client, &proxy, "locked", sql).await;
+    for c in [&mut client, &mut check] {
+        c.query("LOCK TABLES ct_locked_other READ").await;
+    }
+    let (want, got) = (check.query(sql).await, client.query(sql).await);
+    assert_eq!(got, want, "under LOCK TABLES: the server's error 1100");
+    for c in [&mut client, &mut check] {
+        c.query("UNLOCK TABLES").await;
+    }
+    let before = hits(&proxy, "locked");
+    hit(&mut client, &proxy, "locked", sql).await;
+    assert!(hits(&proxy, "locked") > before, "served again after UNLOCK TABLES");
+}
+
 /// Integer arithmetic out of its result type's range is an error on the server (1690, "BIGINT
 /// UNSIGNED value is out of range"): a difference with an UNSIGNED operand is UNSIGNED, so
 /// `stock - 1` at stock 0 fails, as does a signed BIGINT sum past 2^63 - 1. A view evaluating
