@@ -134,7 +134,8 @@ impl Session {
             }
             let standing = Standing {
                 status: self.status,
-                unfollowed: self.state.unfollowed,
+                // Under LOCK TABLES the server refuses reads of tables the session did not lock.
+                unfollowed: self.state.unfollowed || self.state.locked,
                 identity: self.identity.as_ref(),
                 memo: &mut self.memo,
                 now,

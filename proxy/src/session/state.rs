@@ -14,6 +14,9 @@
 //! sql_select_limit, time_zone, div_precision_increment, sql_auto_is_null) makes the session
 //! `stale`: the server is asked again before its next cached read.
 //!
+//! `locked` records LOCK TABLES until UNLOCK TABLES: the server then answers a read of a
+//! table the session did not lock with an error, so its cached reads are relayed.
+//!
 //! `unlogged` records that the session may have turned its binlogging off (`sql_log_bin`,
 //! `binlog_format` other than ROW): its writes never reach the binlog, so freshet evicts
 //! after each of them (see `session::command`).
@@ -33,6 +36,9 @@ pub struct SessionState {
     pub stale: bool,
     /// Writes of this session may bypass the binlog.
     pub unlogged: bool,
+    /// The session holds LOCK TABLES: the server answers a read of any table it did not lock
+    /// with an error, so its cached reads are relayed until UNLOCK TABLES.
+    pub locked: bool,
 }
 
 impl SessionState {
@@ -53,7 +59,7 @@ impl SessionState {
         // runs from a comment.
         // Compared in place: this runs for every relayed statement.
         let first = first_word(sql);
-        let interesting = [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate"]
+        let interesting = [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"lock", b"unlock"]
             .iter()
             .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
         if !interesting && !sql.contains(&b';') && !has_executable_comment(sql) {
@@ -74,7 +80,7 @@ impl SessionState {
         // any statement not known to leave the session alone, are not followed.
         for statement in statements {
             match word(sql, &statement[0]).as_str() {
-                "set" | "use" | "execute" | "prepare" | "call" | "create" => self.statement(sql, statement),
+                "set" | "use" | "execute" | "prepare" | "call" | "create" | "lock" | "unlock" => self.statement(sql, statement),
                 "begin" if statement.len() == 1 || statement.len() == 2 && word(sql, &statement[1]) == "work" => {}
                 w if PLAIN.contains(&w) => {}
                 _ => self.unfollowed("a compound statement, or one freshet does not follow, among several statements", sql),
@@ -92,6 +98,9 @@ impl SessionState {
             Some("set") => self.observe_set(sql, tokens),
             Some("execute" | "prepare" | "call") => self.unfollowed("SQL run from text or a procedure", sql),
             Some("create") if tokens.iter().take(4).any(|t| word(sql, t) == "temporary") => self.unfollowed("a temporary table", sql),
+            Some(w @ ("lock" | "unlock")) if tokens.get(1).is_some_and(|t| matches!(word(sql, t).as_str(), "table" | "tables")) => {
+                self.locked = w == "lock";
+            }
             _ => {}
         }
     }
@@ -242,8 +251,6 @@ const PLAIN: &[&str] = &[
     "start",
     "savepoint",
     "release",
-    "lock",
-    "unlock",
     "show",
     "explain",
     "describe",
@@ -381,6 +388,22 @@ mod tests {
             assert!(s.stale && !s.unfollowed, "{sql}: {s:?}");
         }
         assert!(after(&["UPDATE t SET a = 1; SET sql_log_bin = 0"]).unlogged);
+    }
+
+    /// LOCK TABLES limits the session's reads to the tables it locked until UNLOCK TABLES
+    /// (or a reset).
+    #[test]
+    fn lock_tables_is_followed_until_unlock() {
+        for sql in ["LOCK TABLES t READ", "lock table t write, u read", "UPDATE t SET a = 1; LOCK TABLES t WRITE"] {
+            let mut s = after(&[sql]);
+            assert!(s.locked && !s.unfollowed, "{sql}");
+            s.observe(b"UNLOCK TABLES");
+            assert!(!s.locked, "{sql}");
+        }
+        let mut s = after(&["LOCK TABLES t READ"]);
+        s.reset();
+        assert!(!s.locked);
+        assert!(!after(&["LOCK INSTANCE FOR BACKUP"]).locked);
     }
 
     #[test]
