@@ -668,6 +668,11 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id, IF(n / 3, 1, 0) FROM e WHERE id = ?",
         // NULL's arithmetic, typed by the server's own choice, picked with a column.
         "SELECT id, COALESCE(NULL + 1, d) FROM e WHERE id = ?",
+        // FLOOR, CEILING, ABS, ROUND and the negation of NULL are DOUBLEs to the server, so a
+        // UNION ALL of them with an integer is a DOUBLE column (9223372036854776000).
+        "SELECT id, FLOOR(9223372036854775807) FROM e WHERE id = 1 UNION ALL SELECT id, FLOOR(NULL) FROM e WHERE id = 2",
+        "SELECT id, n FROM e WHERE id = 1 UNION ALL SELECT id, -NULL FROM e WHERE id = 2",
+        "SELECT id, n FROM e WHERE id = 1 UNION ALL SELECT id, ROUND(NULL) FROM e WHERE id = 2",
         // A BIT as a string is its bytes to the server (b'1000001' is 'A'), not its number.
         "SELECT id, CONCAT(bt) FROM e WHERE id = ?",
         "SELECT id, LENGTH(bt) FROM e WHERE id = ?",
