@@ -314,8 +314,9 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
                 },
             }
         }
+        // Of NULL, these are DOUBLEs to the server (FLOOR(NULL) is a DOUBLE(17,0)).
         Expr::Neg(_) | Expr::Func(Func::Abs, _) => match number(part(0))? {
-            Class::Str => Class::Real,
+            Class::Str | Class::Null => Class::Real,
             c => c,
         },
         Expr::Func(Func::Floor | Func::Ceil, _) => match number(part(0))? {
@@ -327,6 +328,7 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
                     "FLOOR or CEILING of a FLOAT, DOUBLE or string: the server's is an exact integer of any size, a view's a DOUBLE",
                 );
             }
+            Class::Null => Class::Real,
             c => c,
         },
         Expr::Func(Func::Round, args) => {
@@ -350,6 +352,7 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
                 },
                 // A DECIMAL of no decimals, not an integer: ROUND(ROUND(d), 2) has two.
                 (Class::Dec(_), None) => Class::Dec(0),
+                (Class::Null, _) => Class::Real,
                 (c, _) => c,
             }
         }
