@@ -193,8 +193,9 @@ pub struct Identity {
     pub charset: u64,
     /// How the session reads what some views depend on.
     pub reading: Reading,
-    /// The session's sql_mode, as the server gave it.
-    pub sql_mode: String,
+    /// The session's sql_mode changes how text is read (ANSI, ANSI_QUOTES,
+    /// NO_BACKSLASH_ESCAPES): its statements may be misread by the tokenizer here.
+    pub misread: bool,
 }
 
 /// How a session reads what some views depend on, as the server says (the probe). A view

@@ -67,7 +67,7 @@ impl Session {
             return Ok(None);
         };
         let identity = identity(values);
-        if misreading(&identity) {
+        if identity.misread {
             // The session's texts are read here in the default mode; under this one they
             // may have been misread (a SET hidden in what looked like a string), and may be.
             tracing::debug!("the session's sql_mode changes how text is read; its cached reads are relayed until it is reset");
@@ -199,14 +199,14 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         unfit,
         charset: h.finish(),
         reading,
-        sql_mode,
+        misread: misreading(&sql_mode),
     }
 }
 
-/// Whether the session's sql_mode changes how text is read (ANSI_QUOTES, NO_BACKSLASH_ESCAPES,
-/// or ANSI, which includes the first).
-fn misreading(identity: &Identity) -> bool {
-    identity.sql_mode.split(',').any(|m| matches!(m.to_ascii_uppercase().as_str(), "ANSI" | "ANSI_QUOTES" | "NO_BACKSLASH_ESCAPES"))
+/// Whether `sql_mode` changes how text is read (ANSI_QUOTES, NO_BACKSLASH_ESCAPES, or ANSI,
+/// which includes the first).
+fn misreading(sql_mode: &str) -> bool {
+    sql_mode.split(',').any(|m| matches!(m.to_ascii_uppercase().as_str(), "ANSI" | "ANSI_QUOTES" | "NO_BACKSLASH_ESCAPES"))
 }
 
 /// Whether a session whose `time_zone` is `zone` reads TIMESTAMPs in UTC: by offset, by the
@@ -275,10 +275,11 @@ mod tests {
         assert!(identity(values("app@%", None, "", "0", Some("utf8mb4"))).unfit.is_some());
         assert!(identity(values("app@%", None, "", &max, Some("latin1"))).unfit.is_some());
         assert!(identity(values("app@%", None, "", &max, None)).unfit.is_some());
+        // A mode that changes how text is read.
+        assert!(identity(values("app@%", None, "STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES", &max, Some("utf8mb4"))).misread);
+        assert!(identity(values("app@%", None, "REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE", &max, None)).misread);
+        assert!(!identity(values("app@%", None, "STRICT_ALL_TABLES,PIPES_AS_CONCAT", &max, None)).misread);
         // sql_auto_is_null = 1: `WHERE id IS NULL` finds the last inserted row.
-        assert!(misreading(&identity(values("app@%", None, "STRICT_ALL_TABLES,NO_BACKSLASH_ESCAPES", &max, Some("utf8mb4")))));
-        assert!(misreading(&identity(values("app@%", None, "REAL_AS_FLOAT,PIPES_AS_CONCAT,ANSI_QUOTES,IGNORE_SPACE", &max, None))));
-        assert!(!misreading(&identity(values("app@%", None, "STRICT_ALL_TABLES,PIPES_AS_CONCAT", &max, None))));
         let mut auto = values("app@%", None, "", &max, Some("utf8mb4"));
         auto[13] = Some("1".to_string());
         assert!(identity(auto).unfit.is_some());
