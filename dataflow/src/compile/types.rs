@@ -163,7 +163,7 @@ impl Inputs<'_> {
     /// Refuses a BIT among `parts` where the server reads a string (its bytes), and bytes
     /// (`classes`, the parts' classes), which the server reads as a binary string (no case,
     /// lengths in bytes, a binary result) and a view as text under a collation.
-    fn no_bits(&self, parts: &[&Expr], classes: &[Class]) -> Result<(), Refusal> {
+    fn no_bits_or_bytes(&self, parts: &[&Expr], classes: &[Class]) -> Result<(), Refusal> {
         if parts.iter().any(|p| self.bit(p)) {
             return refuse("a BIT read as a string (a string function, LIKE): the server reads its bytes, a view its number");
         }
@@ -357,7 +357,7 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             }
         }
         Expr::Func(Func::Length | Func::CharLength, args) => {
-            inputs.no_bits(&args.iter().collect::<Vec<_>>(), &parts)?;
+            inputs.no_bits_or_bytes(&args.iter().collect::<Vec<_>>(), &parts)?;
             text(part(0))?;
             Class::Int
         }
@@ -377,14 +377,14 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             if *f == Func::Date { Class::Time(0, 0) } else { Class::Int }
         }
         Expr::Func(Func::Concat | Func::Lower | Func::Upper | Func::Trim | Func::Replace, args) => {
-            inputs.no_bits(&args.iter().collect::<Vec<_>>(), &parts)?;
+            inputs.no_bits_or_bytes(&args.iter().collect::<Vec<_>>(), &parts)?;
             for p in &parts {
                 text(*p)?;
             }
             Class::Str
         }
         Expr::Func(Func::Substring | Func::Left | Func::Right, args) => {
-            inputs.no_bits(&args.iter().take(1).collect::<Vec<_>>(), &parts[..1.min(parts.len())])?;
+            inputs.no_bits_or_bytes(&args.iter().take(1).collect::<Vec<_>>(), &parts[..1.min(parts.len())])?;
             text(part(0))?;
             for p in parts.iter().skip(1) {
                 number(*p)?;
@@ -392,7 +392,7 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
             Class::Str
         }
         Expr::Like { expr, pattern, .. } => {
-            inputs.no_bits(&[expr, pattern], &parts)?;
+            inputs.no_bits_or_bytes(&[expr, pattern], &parts)?;
             text(part(0))?;
             text(part(1))?;
             Class::Int
