@@ -30,8 +30,11 @@ pub enum EventKind {
     MariaGtid(GtidEvent),
     /// MySQL GTID or ANONYMOUS_GTID: opens an event group (BEGIN may follow).
     MysqlGtid,
-    /// A statement: BEGIN/COMMIT/ROLLBACK/XA, or DDL.
+    /// A statement: BEGIN/COMMIT/ROLLBACK/XA, DDL, or a write logged as a statement.
     Query { sql: String, schema: String },
+    /// LOAD DATA logged as a statement (EXECUTE_LOAD_QUERY, or the older load events): rows
+    /// changed with no row events.
+    LoadData,
     /// XID: commit of a transactional group.
     Xid,
     /// XA PREPARE (event form): the group's rows are prepared, not committed.
@@ -73,6 +76,9 @@ pub fn classify(ev: &Event) -> Result<EventKind, CdcError> {
     } else if is(EventType::QUERY_EVENT) {
         let q: QueryEvent<'_> = ev.read_event().map_err(proto)?;
         EventKind::Query { sql: q.query().into_owned(), schema: q.schema().into_owned() }
+    } else if is(EventType::EXECUTE_LOAD_QUERY_EVENT) || matches!(ty, 6 | 10 | 12) {
+        // 6, 10 and 12: LOAD_EVENT, EXEC_LOAD_EVENT, NEW_LOAD_EVENT (pre-5.0 servers' forms).
+        EventKind::LoadData
     } else if is(EventType::XID_EVENT) {
         EventKind::Xid
     } else if is(EventType::XA_PREPARE_LOG_EVENT) {
@@ -134,6 +140,7 @@ mod tests {
         assert_eq!(classify(&read(&event_bytes(23, 400, &rows)).unwrap()).unwrap(), EventKind::Rows { table_id: 42 });
         assert_eq!(classify(&read(&event_bytes(16, 500, &7u64.to_le_bytes())).unwrap()).unwrap(), EventKind::Xid);
         assert_eq!(classify(&read(&event_bytes(169, 500, &[0; 12])).unwrap()).unwrap(), EventKind::Compressed);
+        assert_eq!(classify(&read(&event_bytes(18, 600, &[0; 40])).unwrap()).unwrap(), EventKind::LoadData);
     }
 
     proptest! {

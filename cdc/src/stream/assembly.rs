@@ -17,7 +17,7 @@ use mysql_async::Conn;
 use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
 
 use super::{BinlogStream, SchemaChange, StreamEvent, bounded, now_secs, proto};
-use crate::ddl::{DdlKind, parse_ddl};
+use crate::ddl::{DdlKind, may_change_rows, parse_ddl};
 use crate::decode::decode;
 use crate::error::CdcError;
 use crate::position::{BinlogPos, MariaGtid};
@@ -34,6 +34,15 @@ pub(super) struct Txn {
     pub(super) gtid: Option<MariaGtid>,
     /// More changes than `max_batch_changes`: dropped, the commit is untrusted.
     pub(super) oversized: bool,
+    /// A statement of the group that may have changed rows no row event carries (see
+    /// [`may_change_rows`]): the commit is untrusted.
+    pub(super) unseen: Option<String>,
+}
+
+impl Txn {
+    pub(super) fn new(explicit: bool, gtid: Option<MariaGtid>) -> Txn {
+        Txn { explicit, changes: Vec::new(), gtid, oversized: false, unseen: None }
+    }
 }
 
 impl BinlogStream {
@@ -42,10 +51,7 @@ impl BinlogStream {
         let word = head.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
         match word.as_str() {
             "BEGIN" => {
-                let t = self.txn.take();
-                let oversized = t.as_ref().is_some_and(|t| t.oversized);
-                let (changes, gtid) = t.map(|t| (t.changes, t.gtid)).unwrap_or_default();
-                self.txn = Some(Txn { explicit: true, changes, gtid, oversized });
+                self.open_explicit();
                 return Ok(());
             }
             "COMMIT" | "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
@@ -62,7 +68,12 @@ impl BinlogStream {
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
         let queued = self.out.len();
         self.ddl(sql, default_db, position).await?;
-        if !in_txn {
+        let unseen = may_change_rows(sql).then(|| sql.chars().take(200).collect::<String>());
+        if in_txn {
+            if let Some(t) = self.txn.as_mut() {
+                t.unseen = t.unseen.take().or(unseen);
+            }
+        } else {
             // A standalone statement is a group of its own. If it changed nothing this stream
             // reports (another database's DDL, CREATE DATABASE, a statement it does not parse),
             // an empty batch still moves the applied position past it; without one, the
@@ -75,8 +86,25 @@ impl BinlogStream {
             self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
             self.lag.update(|l| l.delivered = Some(BinlogPos::new(self.file.clone(), log_pos)));
             self.backoff.reset();
+            if let Some(statement) = unseen {
+                return Err(unseen_rows(&self.delivered, &statement));
+            }
         }
         Ok(())
+    }
+
+    /// A group reported untrusted ends at `position`: an empty batch there follows the report,
+    /// so that the consumer, having evicted, is applied up to the group's end. Without it a
+    /// consumer whose last group was untrusted stays behind until the next write.
+    fn untrusted_end(&mut self, position: Position) {
+        self.out.push_back(StreamEvent::Batch(Batch { position, changes: Vec::new() }));
+    }
+
+    /// BEGIN or XA START: the group opened by a GTID (or none) is explicit from here.
+    fn open_explicit(&mut self) {
+        let mut t = self.txn.take().unwrap_or_else(|| Txn::new(false, None));
+        t.explicit = true;
+        self.txn = Some(t);
     }
 
     /// Schema changes of one statement, for the tracked database.
@@ -133,10 +161,7 @@ impl BinlogStream {
         let one_phase = sql.to_ascii_uppercase().contains("ONE PHASE");
         match up.get(1).map(String::as_str) {
             Some("START") | Some("BEGIN") => {
-                let t = self.txn.take();
-                let oversized = t.as_ref().is_some_and(|t| t.oversized);
-                let (changes, gtid) = t.map(|t| (t.changes, t.gtid)).unwrap_or_default();
-                self.txn = Some(Txn { explicit: true, changes, gtid, oversized });
+                self.open_explicit();
                 Ok(())
             }
             Some("COMMIT") if one_phase => self.commit(log_pos, ts),
@@ -147,7 +172,9 @@ impl BinlogStream {
             }
             Some("COMMIT") => {
                 let gtid = self.txn.take().and_then(|t| t.gtid);
-                self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
+                let end = BinlogPos::new(self.file.clone(), log_pos);
+                self.untrusted_end(end.position()?);
+                self.deliver_to(end, gtid);
                 Err(CdcError::Untrusted(format!("XA COMMIT at {}: its rows were logged at XA PREPARE", self.delivered)))
             }
             _ => Ok(()),
@@ -156,16 +183,20 @@ impl BinlogStream {
 
     pub(super) fn commit(&mut self, log_pos: u32, ts: u32) -> Result<(), CdcError> {
         self.payload_end = None;
-        let txn = self.txn.take().unwrap_or(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false });
+        let txn = self.txn.take().unwrap_or_else(|| Txn::new(false, None));
         let end = BinlogPos::new(self.file.clone(), log_pos);
         let position = end.position()?;
-        if txn.oversized {
+        if txn.oversized || txn.unseen.is_some() {
             self.deliver_to(end.clone(), txn.gtid);
             self.lag.update(|l| l.delivered = Some(end));
-            return Err(CdcError::Untrusted(format!(
-                "a transaction ending at {} has more than {} row changes",
-                self.delivered, self.cfg.max_batch_changes
-            )));
+            self.untrusted_end(position);
+            return Err(match txn.unseen {
+                Some(statement) => unseen_rows(&self.delivered, &statement),
+                None => CdcError::Untrusted(format!(
+                    "a transaction ending at {} has more than {} row changes",
+                    self.delivered, self.cfg.max_batch_changes
+                )),
+            });
         }
         self.out.push_back(StreamEvent::Batch(Batch { position, changes: txn.changes }));
         self.deliver_to(end.clone(), txn.gtid);
@@ -233,7 +264,7 @@ impl BinlogStream {
         let Some(mysql_async::binlog::events::EventData::RowsEvent(data)) = ev.read_data().map_err(proto)? else {
             return Err(CdcError::Protocol("unreadable rows event".into()));
         };
-        let txn = self.txn.get_or_insert(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false });
+        let txn = self.txn.get_or_insert_with(|| Txn::new(false, None));
         let max = self.cfg.max_batch_changes;
         for r in rows_of(&data, tme) {
             if txn.oversized {
@@ -253,6 +284,14 @@ impl BinlogStream {
         }
         Ok(())
     }
+}
+
+/// A group with a statement that may have changed rows unseen, ending at `end`.
+fn unseen_rows(end: &BinlogPos, statement: &str) -> CdcError {
+    CdcError::Untrusted(format!(
+        "the group ending at {end} changed rows by a statement logged as a statement, not as rows \
+         (its session's binlog_format was not ROW): `{statement}`"
+    ))
 }
 
 fn rows_of<'a>(data: &'a RowsEventData<'a>, tme: &'a TableMapEvent<'a>) -> mysql_async::binlog::events::RowsEventRows<'a> {

@@ -472,10 +472,12 @@ impl BinlogStream {
             }
             EventKind::Heartbeat => self.heartbeat(log_pos)?,
             EventKind::MariaGtid(g) => {
-                self.txn = Some(Txn { explicit: !g.standalone, changes: Vec::new(), gtid: Some(g.gtid), oversized: false })
+                self.txn = Some(Txn::new(!g.standalone, Some(g.gtid)))
             }
-            EventKind::MysqlGtid => self.txn = Some(Txn { explicit: false, changes: Vec::new(), gtid: None, oversized: false }),
+            EventKind::MysqlGtid => self.txn = Some(Txn::new(false, None)),
             EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
+            // Its rows are in no event: a statement the group cannot be trusted with.
+            EventKind::LoadData => self.query("LOAD DATA (an EXECUTE_LOAD_QUERY event)", "", log_pos, hdr.timestamp()).await?,
             EventKind::Xid => self.commit(log_pos, hdr.timestamp())?,
             EventKind::XaPrepare => {
                 // Prepared, not committed: see `xa`.
