@@ -49,4 +49,9 @@ impl MemStore {
     pub fn position(&self) -> Position {
         self.position
     }
+    /// The server's binlog history starts again at `p` (RESET MASTER, another server): the
+    /// rows stay as they are, the position is `p` however low.
+    pub fn restart_at(&mut self, p: Position) {
+        self.position = p;
+    }
 }

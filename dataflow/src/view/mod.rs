@@ -466,6 +466,20 @@ impl Dataflow {
         self.applied = self.applied.max(p);
     }
 
+    /// Starts a new binlog history at `p`, which may be lower than anything applied: the
+    /// server's binary logs were reset (RESET MASTER) or another server answers at its address.
+    /// Every partition and pending fill is dropped, and with them the dimension deltas logged
+    /// for fills to replay, whose positions belong to the old history; from here batches and
+    /// fills are compared with `p`. [`Dataflow::set_applied`] never moves back, so that a
+    /// position of the old history cannot be mistaken for a later one of the new.
+    pub fn restart_at(&mut self, p: Position) {
+        self.evict_all();
+        for domain in self.domains.iter_mut().flatten() {
+            domain.dim_log = DimLog::default();
+        }
+        self.applied = p;
+    }
+
     /// Compiles and installs `sql`.
     pub fn install_sql(&mut self, sql: &str) -> Result<ViewId, Refusal> {
         let q = compile(sql, &self.catalog)?;

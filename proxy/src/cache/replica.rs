@@ -253,6 +253,18 @@ impl Replica {
             .unwrap_or_else(|e| Err(FillError::Unavailable(format!("replica fill task: {e}"))))
     }
 
+    /// A new run of the stream starts at `start`, which may be lower than anything applied (a
+    /// new binlog history: RESET MASTER, another server; see `Dataflow::restart_at`): the
+    /// store's position moves there, so that a fill it answers before the next transaction is
+    /// not dated in the old history, and every table is copied again.
+    pub(super) fn restart_at(&self, start: Position) {
+        if let Err(e) = self.store.set_position(start) {
+            warn!(error = %e, "replica: moving to the new stream's start failed; fills go to the upstream until restart");
+            self.broken.store(true, Ordering::Relaxed);
+        }
+        self.gap();
+    }
+
     /// The stream skipped changes: every table is copied again.
     pub(super) fn gap(&self) {
         let infos = self.infos.lock().unwrap_or_else(|e| e.into_inner()).clone();

@@ -38,33 +38,68 @@ const POLL_LOOK: Duration = Duration::from_millis(5);
 
 /// What the views have processed, for sessions waiting on their own writes.
 pub struct Progress {
-    /// Highest position processed (binlog file seq << 32 | offset).
-    processed: watch::Sender<u64>,
+    /// Highest position processed in the current history, and that history's era.
+    processed: watch::Sender<Processed>,
     /// Cached reads after a write that asked where the write is.
     pub asked: Counter,
     /// Cached reads that waited for the views to apply the session's write.
     pub waits: Counter,
 }
 
+/// A position the views have processed, within a binlog history (an era). A new history
+/// (RESET MASTER, another server, any gap) starts lower than the last, so positions of two
+/// eras are never compared: a write that committed in an earlier era is processed once the
+/// views have moved to a later one, since they were emptied then and everything filled since
+/// reflects the server after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Processed {
+    era: u64,
+    at: u64,
+}
+
 impl Progress {
     pub fn new(at: Position) -> Progress {
-        Progress { processed: watch::Sender::new(at.0), asked: Counter::default(), waits: Counter::default() }
+        Progress { processed: watch::Sender::new(Processed { era: 0, at: at.0 }), asked: Counter::default(), waits: Counter::default() }
     }
 
-    /// The writer has processed everything up to `at` (it never moves back).
+    /// The writer has processed everything up to `at` (within an era it never moves back).
     pub(super) fn publish(&self, at: Position) {
         self.processed.send_if_modified(|p| {
-            let moved = at.0 > *p;
+            let moved = at.0 > p.at;
             if moved {
-                *p = at.0;
+                p.at = at.0;
             }
             moved
         });
     }
 
-    /// The highest position processed.
+    /// The stream is being re-established, possibly on a new history whose positions are
+    /// lower: nothing counts as processed until [`Progress::restart`] (a session waiting then
+    /// waits on, or gives up and is relayed).
+    pub(super) fn stall(&self) {
+        self.processed.send_modify(|p| p.at = 0);
+    }
+
+    /// The views were emptied and a new history starts at `at`: writes of earlier eras count as
+    /// processed, those of this one from `at` on.
+    pub(super) fn restart(&self, at: Position) {
+        self.processed.send_modify(|p| *p = Processed { era: p.era + 1, at: at.0 });
+    }
+
+    /// The current era: a session records it when it learns what to wait for.
+    pub fn era(&self) -> u64 {
+        self.processed.borrow().era
+    }
+
+    /// True if a write at or before `at`, known in `era`, is processed.
+    pub fn reached(&self, at: Position, era: u64) -> bool {
+        let p = *self.processed.borrow();
+        p.era != era || p.at >= at.0
+    }
+
+    /// The highest position processed in the current era.
     pub fn processed(&self) -> Position {
-        Position(*self.processed.borrow())
+        Position(self.processed.borrow().at)
     }
 }
 
@@ -89,9 +124,10 @@ impl Target {
 }
 
 impl Engine {
-    /// Waits until the views have processed `target`, at most `timeout`. True if they have;
-    /// `target` is narrowed to a position once one is known, so a later call resumes there.
-    pub async fn await_own_write(&self, target: &mut Target, timeout: Duration) -> bool {
+    /// Waits until the views have processed `target`, learnt in `era`, at most `timeout`. True
+    /// if they have; `target` is narrowed to a position once one is known, so a later call
+    /// resumes there.
+    pub async fn await_own_write(&self, target: &mut Target, era: u64, timeout: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + timeout;
         let mut processed = self.writer.ryw().processed.subscribe();
         let lag = self.lag_handle();
@@ -99,7 +135,10 @@ impl Engine {
             // Read the published position before resolving the target: a publication after
             // this read wakes `changed` below, and the stream records a group's end before
             // the writer can publish past it.
-            let at = *processed.borrow_and_update();
+            let now = *processed.borrow_and_update();
+            if now.era != era {
+                return true;
+            }
             let resolved = match *target {
                 Target::Position(p) => Some(p),
                 Target::Gtid { domain, seq } => lag.gtid_delivered_at(domain, seq),
@@ -107,7 +146,7 @@ impl Engine {
             };
             if let Some(p) = resolved {
                 *target = Target::Position(p);
-                if at >= p.0 {
+                if now.at >= p.0 {
                     return true;
                 }
             }
@@ -140,10 +179,27 @@ mod tests {
     }
 
     #[test]
-    fn progress_never_moves_back() {
+    fn progress_never_moves_back_within_an_era() {
         let p = Progress::new(Position(10));
         p.publish(Position(20));
         p.publish(Position(15));
         assert_eq!(p.processed(), Position(20));
+        assert!(p.reached(Position(20), 0) && !p.reached(Position(21), 0));
+    }
+
+    /// A new history starts lower: its positions are compared with its own, and whatever was
+    /// waited for in an earlier era is processed; while the stream is away nothing is.
+    #[test]
+    fn a_new_history_is_an_era_of_its_own() {
+        let p = Progress::new(Position(10));
+        p.publish(Position(500));
+        p.stall();
+        assert!(!p.reached(Position(30), 0), "a position of a history not yet followed");
+        p.restart(Position(5));
+        assert_eq!((p.era(), p.processed()), (1, Position(5)));
+        assert!(p.reached(Position(499), 0), "a write of the old history: the views were emptied since");
+        assert!(!p.reached(Position(30), 1), "the new history's own positions");
+        p.publish(Position(30));
+        assert!(p.reached(Position(30), 1));
     }
 }

@@ -362,6 +362,9 @@ impl<S: ChangeSource> Writer<S> {
     /// backoff until it succeeds. Cached reads are relayed meanwhile.
     async fn reconnect(&mut self) -> Events {
         self.out.gate.stream_down();
+        // The next stream may follow another history, whose positions its GTIDs resolve to
+        // before `resumed`: none may be compared with this one's.
+        self.out.signals.ryw.stall();
         let mut backoff = freshet_cdc::Backoff::new(RESTART_BACKOFF.0, RESTART_BACKOFF.1);
         loop {
             backoff.wait().await;
@@ -398,10 +401,11 @@ impl<S: ChangeSource> Writer<S> {
             self.fills.set_table(&name, Some(info));
         }
         // First the new start, then the eviction: holes are made at `start`,
-        // so no fill older than the gap can be installed.
-        self.dataflow.set_applied(start);
+        // so no fill older than the gap can be installed. The start may be lower than what was
+        // applied (RESET MASTER, another server behind the address): a new history.
+        self.dataflow.restart_at(start);
         if let Some(r) = &self.replica {
-            r.gap();
+            r.restart_at(start);
         }
         self.new_epoch();
         // The gap may have hidden a GRANT or REVOKE.
@@ -410,8 +414,8 @@ impl<S: ChangeSource> Writer<S> {
         self.stream_replaced();
         self.out.gate.applied_to(self.dataflow.applied());
         // Everything was evicted after the start was set: a read refills from
-        // the server as of now, past any write a session waits for.
-        self.out.signals.ryw.publish(start);
+        // the server as of now, past any write a session waits for (an era of its own).
+        self.out.signals.ryw.restart(start);
         self.out.gate.stream_resumed();
         info!("binlog stream resumed");
         events

@@ -40,8 +40,9 @@ const LIMIT: usize = 4 * 1024;
 pub struct OwnWrites {
     /// A statement that may have written was relayed since the server was last asked.
     wrote: bool,
-    /// What the next cached read waits for, until the views have processed it.
-    target: Option<Target>,
+    /// What the next cached read waits for, until the views have processed it, and the era
+    /// (`cache::ryw`) it was learnt in.
+    target: Option<(Target, u64)>,
     /// The GTID text `target` came from, if it did.
     target_gtid: Option<String>,
     /// The GTID text of the session's last commit that the views are known to have applied.
@@ -80,24 +81,24 @@ impl Session {
                 // Nothing committed since the last wait that succeeded.
                 Some(_) if gtid == self.own.applied_gtid => {}
                 Some(target) => {
-                    self.own.target = Some(target);
+                    self.own.target = Some((target, engine.ryw().era()));
                     self.own.target_gtid = gtid;
                 }
                 // The session has logged nothing: nothing to wait for.
                 None if gtid.as_deref().is_some_and(|g| g.trim().is_empty()) && !forgotten => {}
                 // Unknown: past whatever the server had written by now (after the reply).
                 None => {
-                    self.own.target = Some(Target::ServerAt(Instant::now()));
+                    self.own.target = Some((Target::ServerAt(Instant::now()), engine.ryw().era()));
                     self.own.target_gtid = None;
                 }
             }
         }
-        let Some(mut target) = self.own.target else { return Ok(None) };
+        let Some((mut target, era)) = self.own.target else { return Ok(None) };
         let reached = match target {
-            Target::Position(p) if engine.ryw().processed() >= p => true,
+            Target::Position(p) if engine.ryw().reached(p, era) => true,
             _ => {
                 engine.ryw().waits.inc();
-                engine.await_own_write(&mut target, engine.settings.ryw_timeout).await
+                engine.await_own_write(&mut target, era, engine.settings.ryw_timeout).await
             }
         };
         if reached {
@@ -105,7 +106,7 @@ impl Session {
             self.own.applied_gtid = self.own.target_gtid.take();
             Ok(None)
         } else {
-            self.own.target = Some(target);
+            self.own.target = Some((target, era));
             Ok(Some(RelayReason::OwnWrite))
         }
     }
