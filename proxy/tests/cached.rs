@@ -950,6 +950,56 @@ async fn a_sessions_partial_row_image_does_not_corrupt_the_views() {
     assert!(hits(&proxy, name) > before, "answered from the view again");
 }
 
+/// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
+/// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
+/// moves a partition out to a table of its own. The views of every table named must be taken
+/// anew; an ALTER that changes nothing else kept them (as it rightly does for ADD INDEX).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partition_maintenance_is_not_missed() {
+    let mut admin = direct().await;
+    for t in ["ct_part", "ct_swap", "ct_out"] {
+        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
+    }
+    admin
+        .query_drop(
+            "CREATE TABLE ct_part (id INT PRIMARY KEY, k INT NOT NULL, n INT) PARTITION BY RANGE (id) \
+             (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN (20), PARTITION p2 VALUES LESS THAN (30), \
+             PARTITION p3 VALUES LESS THAN MAXVALUE)",
+        )
+        .await
+        .unwrap();
+    admin.query_drop("CREATE TABLE ct_swap (id INT PRIMARY KEY, k INT NOT NULL, n INT)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_part VALUES (1, 1, 1), (11, 1, 11), (21, 1, 21), (31, 1, 31)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_swap VALUES (2, 1, 2)").await.unwrap();
+    let reads = [
+        ("part", "SELECT id, n FROM ct_part WHERE k = ?", "SELECT id, n FROM ct_part WHERE k = 1"),
+        ("swap", "SELECT id, n FROM ct_swap WHERE k = ?", "SELECT id, n FROM ct_swap WHERE k = 1"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    for (name, _, sql) in &reads {
+        hit(&mut client, &proxy, name, sql).await;
+    }
+    for ddl in [
+        "ALTER TABLE ct_part EXCHANGE PARTITION p0 WITH TABLE ct_swap",
+        "ALTER TABLE ct_part TRUNCATE PARTITION p1",
+        "ALTER TABLE ct_part DROP PARTITION p2",
+        "ALTER TABLE ct_part CONVERT PARTITION p3 TO TABLE ct_out",
+    ] {
+        admin.query_drop(ddl).await.unwrap();
+        caught_up(&mut through(&proxy).await).await;
+        for (name, _, sql) in &reads {
+            let want = check.query(sql).await;
+            let before = hits(&proxy, name);
+            for _ in 0..20 {
+                assert_eq!(client.query(sql).await, want, "{sql} after {ddl}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(hits(&proxy, name) > before, "{name} answered from the view after {ddl}");
+        }
+    }
+    admin.query_drop("DROP TABLE ct_out").await.unwrap();
+}
+
 /// A write logged as a statement (a session whose binlog_format is STATEMENT or MIXED, which
 /// any client with the right may set, or a global changed while freshet runs) changes rows no
 /// row event carries: freshet evicts its caches at the group's end, and the reads after it are
