@@ -18,7 +18,9 @@ pub enum DdlKind {
     Drop,
     /// Renamed away from this name (the new name gets a `Create`).
     RenamedFrom,
-    /// All rows removed without row events.
+    /// Rows removed or replaced without row events: TRUNCATE, and partition or tablespace
+    /// maintenance (EXCHANGE, TRUNCATE, DROP, CONVERT PARTITION, IMPORT TABLESPACE). The
+    /// table's rows are taken anew.
     Truncate,
     /// The table's database was dropped.
     DatabaseDropped,
@@ -220,14 +222,26 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
     let mut push = |(database, table): (Option<String>, String), kind| out.push(DdlTarget { database, table, kind });
     if c.kw("ALTER") {
         c.kw("ONLINE");
-        c.kw("IGNORE");
+        // ALTER IGNORE TABLE ... ADD UNIQUE deletes the duplicates with no row event.
+        let ignore = c.kw("IGNORE");
         if !c.kw("TABLE") {
             return out;
         }
         c.kws(&["IF", "EXISTS"]);
         let Some(name) = c.name() else { return out };
-        push(name, DdlKind::Alter);
-        // ALTER TABLE a ..., RENAME [TO|AS] b
+        // Partition and tablespace maintenance moves or removes rows with no row event
+        // (EXCHANGE, TRUNCATE, DROP, CONVERT PARTITION; IMPORT TABLESPACE), and so does a
+        // BLACKHOLE engine: the table is taken anew, as after TRUNCATE. Any mention counts;
+        // ADD or REORGANIZE PARTITION, which keep the rows, cost a refill.
+        let rows_moved = ignore
+            || c.toks[c.at..].iter().any(|t| {
+                matches!(t, Tok::Word(w) if ["PARTITION", "PARTITIONS", "PARTITIONING", "TABLESPACE", "BLACKHOLE"]
+                    .iter()
+                    .any(|k| w.eq_ignore_ascii_case(k)))
+            });
+        push(name, if rows_moved { DdlKind::Truncate } else { DdlKind::Alter });
+        // ALTER TABLE a ..., RENAME [TO|AS] b; EXCHANGE PARTITION p WITH TABLE b; CONVERT
+        // PARTITION p TO TABLE b; CONVERT TABLE b TO PARTITION p.
         while c.at < c.toks.len() {
             if c.kw("RENAME") {
                 if c.kw("COLUMN") || c.kw("INDEX") || c.kw("KEY") {
@@ -236,6 +250,18 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
                 let _ = c.kw("TO") || c.kw("AS");
                 if let Some(new) = c.name() {
                     push(new, DdlKind::Create);
+                }
+            } else if c.kws(&["WITH", "TABLE"]) {
+                if let Some(other) = c.name() {
+                    push(other, DdlKind::Truncate);
+                }
+            } else if c.kws(&["TO", "TABLE"]) {
+                if let Some(new) = c.name() {
+                    push(new, DdlKind::Create);
+                }
+            } else if c.kws(&["CONVERT", "TABLE"]) {
+                if let Some(gone) = c.name() {
+                    push(gone, DdlKind::Drop);
                 }
             } else {
                 c.at += 1;
@@ -417,6 +443,27 @@ mod tests {
         assert_eq!(parse_ddl("CREATE TABLE IF NOT EXISTS x (id int)"), vec![t(None, "x", DdlKind::Create)]);
         assert_eq!(parse_ddl("CREATE UNIQUE INDEX i ON t (a)"), vec![t(None, "t", DdlKind::Alter)]);
         assert_eq!(parse_ddl("ALTER TABLE a RENAME COLUMN x TO y"), vec![t(None, "a", DdlKind::Alter)]);
+        assert_eq!(
+            parse_ddl("ALTER TABLE p EXCHANGE PARTITION p0 WITH TABLE d.x"),
+            vec![t(None, "p", DdlKind::Truncate), t(Some("d"), "x", DdlKind::Truncate)]
+        );
+        assert_eq!(
+            parse_ddl("ALTER TABLE p CONVERT PARTITION p3 TO TABLE o"),
+            vec![t(None, "p", DdlKind::Truncate), t(None, "o", DdlKind::Create)]
+        );
+        assert_eq!(
+            parse_ddl("ALTER TABLE p CONVERT TABLE o TO PARTITION p3 VALUES LESS THAN (40)"),
+            vec![t(None, "p", DdlKind::Truncate), t(None, "o", DdlKind::Drop)]
+        );
+        for sql in [
+            "ALTER TABLE p TRUNCATE PARTITION p1",
+            "alter table p drop partition p2",
+            "ALTER TABLE p IMPORT TABLESPACE",
+            "ALTER IGNORE TABLE p ADD UNIQUE (k)",
+            "ALTER TABLE p ENGINE = BLACKHOLE",
+        ] {
+            assert_eq!(parse_ddl(sql), vec![t(None, "p", DdlKind::Truncate)], "{sql}");
+        }
         assert!(parse_ddl("BEGIN").is_empty());
         assert!(parse_ddl("INSERT INTO t VALUES (1)").is_empty());
         assert!(parse_ddl("CREATE DATABASE x").is_empty());
