@@ -206,8 +206,8 @@ pub fn may_change_rows(sql: &str) -> bool {
     match word(0).unwrap_or_default().as_str() {
         // Schemas (CREATE TABLE ... SELECT creates the table its rows are in), routines,
         // triggers, views, accounts and the server's own maintenance.
-        "CREATE" | "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE" | "ANALYZE" | "OPTIMIZE" | "REPAIR"
-        | "FLUSH" | "INSTALL" | "UNINSTALL" => false,
+        "CREATE" | "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE" | "ANALYZE" | "OPTIMIZE" | "REPAIR" | "FLUSH"
+        | "INSTALL" | "UNINSTALL" => false,
         "BEGIN" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" | "XA" => false,
         // Not `SET STATEMENT ... FOR <a write>`.
         "SET" => !matches!(word(1).as_deref(), Some("PASSWORD" | "ROLE" | "DEFAULT")),

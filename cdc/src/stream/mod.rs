@@ -471,9 +471,7 @@ impl BinlogStream {
                 }
             }
             EventKind::Heartbeat => self.heartbeat(log_pos)?,
-            EventKind::MariaGtid(g) => {
-                self.txn = Some(Txn::new(!g.standalone, Some(g.gtid)))
-            }
+            EventKind::MariaGtid(g) => self.txn = Some(Txn::new(!g.standalone, Some(g.gtid))),
             EventKind::MysqlGtid => self.txn = Some(Txn::new(false, None)),
             EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
             // Its rows are in no event: a statement the group cannot be trusted with.
