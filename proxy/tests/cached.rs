@@ -950,6 +950,47 @@ async fn a_sessions_partial_row_image_does_not_corrupt_the_views() {
     assert!(hits(&proxy, name) > before, "answered from the view again");
 }
 
+/// Online schema change tools (pt-online-schema-change, gh-ost) and migrations swap tables by
+/// renaming: the name a cache reads then holds another table's rows, with the same schema. A
+/// table renamed to the name is a new table, whatever its schema: its rows were never in the
+/// views. Atomic (RENAME TABLE a TO b, c TO a) and in two steps (ALTER TABLE ... RENAME TO),
+/// which the stream reads after both ran (the schema it reads for the first is the second's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_swapped_in_by_rename_is_not_taken_for_the_old_one() {
+    let mut admin = direct().await;
+    for t in ["ct_live", "ct_next", "ct_old", "ct_older"] {
+        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
+    }
+    admin.query_drop("CREATE TABLE ct_live (id INT PRIMARY KEY, k INT NOT NULL, n INT)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_live VALUES (1, 1, 10), (2, 1, 20)").await.unwrap();
+    let reads = [("live", "SELECT id, n FROM ct_live WHERE k = ?", "SELECT id, n FROM ct_live WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let swaps: [&[&str]; 2] = [
+        &["RENAME TABLE ct_live TO ct_old, ct_next TO ct_live"],
+        &["ALTER TABLE ct_live RENAME TO ct_older", "ALTER TABLE ct_next RENAME TO ct_live"],
+    ];
+    for (i, swap) in swaps.iter().enumerate() {
+        admin.query_drop("CREATE TABLE ct_next (id INT PRIMARY KEY, k INT NOT NULL, n INT)").await.unwrap();
+        admin.query_drop(format!("INSERT INTO ct_next VALUES (3, 1, {}), (4, 1, 40)", 30 + i)).await.unwrap();
+        for statement in swap.iter() {
+            admin.query_drop(*statement).await.unwrap();
+        }
+        caught_up(&mut through(&proxy).await).await;
+        let want = check.query(sql).await;
+        let before = hits(&proxy, name);
+        for _ in 0..20 {
+            assert_eq!(client.query(sql).await, want, "{sql} after {swap:?}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(hits(&proxy, name) > before, "answered from the view after {swap:?}");
+    }
+    for t in ["ct_live", "ct_old", "ct_older"] {
+        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
+    }
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
