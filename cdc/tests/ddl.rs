@@ -82,7 +82,7 @@ async fn ddl_is_reported_in_order_and_refreshes_the_column_map() {
     let ev = step(&mut c, &mut s, "RENAME TABLE cdc_d TO cdc_e").await;
     assert_eq!((schema(&ev, 0).table.as_str(), schema(&ev, 0).kind), ("cdc_d", DdlKind::RenamedFrom));
     assert!(schema(&ev, 0).schema.is_none());
-    assert_eq!((schema(&ev, 1).table.as_str(), schema(&ev, 1).kind), ("cdc_e", DdlKind::Create));
+    assert_eq!((schema(&ev, 1).table.as_str(), schema(&ev, 1).kind), ("cdc_e", DdlKind::RenamedTo));
     assert!(schema(&ev, 1).schema.is_some());
 
     let ev = step(&mut c, &mut s, "UPDATE cdc_e SET b = 8 WHERE id = 2").await;

@@ -315,7 +315,8 @@ impl Replica {
     /// DDL on a table cached queries read: a changed schema is applied to the stored rows in
     /// place when the store can (`ReplicaStore::alter`: columns dropped, added or changed, the
     /// primary key kept) or the table is copied again; a TRUNCATE (no row events: the rows are
-    /// dropped here) or a table created again is copied again; a dropped table is forgotten
+    /// dropped here), a table renamed to or from the name (another table's rows may be under it
+    /// now) or a table created again is copied again; a dropped table is forgotten
     /// until it is created again. Either way it is not answered from until that is done.
     pub(super) fn schema_changed(&self, table: &str, kind: DdlKind, info: Option<&TableInfo>) {
         {
@@ -340,7 +341,8 @@ impl Replica {
             return;
         };
         let altered = match (&old, kind) {
-            (_, DdlKind::Truncate) => {
+            // Rows removed without row events, or another table's under the name.
+            (_, DdlKind::Truncate | DdlKind::RenamedFrom | DdlKind::RenamedTo) => {
                 self.store.register(&info.schema).and_then(|_| self.store.reset(&info.schema)).map(|_| Altered::Recopy)
             }
             (Some(old), _) => self.store.alter(&info.schema, &unchanged_columns(old, info)),
