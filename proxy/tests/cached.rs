@@ -955,6 +955,7 @@ async fn a_sessions_partial_row_image_does_not_corrupt_the_views() {
 /// table renamed to the name is a new table, whatever its schema: its rows were never in the
 /// views. Atomic (RENAME TABLE a TO b, c TO a) and in two steps (ALTER TABLE ... RENAME TO),
 /// which the stream reads after both ran (the schema it reads for the first is the second's).
+/// CREATE OR REPLACE TABLE of the same schema empties the table with no row event.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_swapped_in_by_rename_is_not_taken_for_the_old_one() {
     let mut admin = direct().await;
@@ -967,9 +968,11 @@ async fn a_table_swapped_in_by_rename_is_not_taken_for_the_old_one() {
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (name, _, sql) = reads[0];
     hit(&mut client, &proxy, name, sql).await;
-    let swaps: [&[&str]; 2] = [
+    let swaps: [&[&str]; 3] = [
         &["RENAME TABLE ct_live TO ct_old, ct_next TO ct_live"],
         &["ALTER TABLE ct_live RENAME TO ct_older", "ALTER TABLE ct_next RENAME TO ct_live"],
+        // Replaced by an empty table of the same schema.
+        &["CREATE OR REPLACE TABLE ct_live (id INT PRIMARY KEY, k INT NOT NULL, n INT)"],
     ];
     for (i, swap) in swaps.iter().enumerate() {
         admin.query_drop("CREATE TABLE ct_next (id INT PRIMARY KEY, k INT NOT NULL, n INT)").await.unwrap();
@@ -986,7 +989,7 @@ async fn a_table_swapped_in_by_rename_is_not_taken_for_the_old_one() {
         }
         assert!(hits(&proxy, name) > before, "answered from the view after {swap:?}");
     }
-    for t in ["ct_live", "ct_old", "ct_older"] {
+    for t in ["ct_live", "ct_next", "ct_old", "ct_older"] {
         admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
     }
 }
