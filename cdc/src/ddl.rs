@@ -278,7 +278,9 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
             out[0].kind = DdlKind::RenamedFrom;
         }
     } else if c.kw("CREATE") {
-        c.kws(&["OR", "REPLACE"]);
+        // CREATE OR REPLACE TABLE empties (or refills) the table with no row event, whatever
+        // its schema: never the no-op a CREATE of a table that exists is.
+        let replace = c.kws(&["OR", "REPLACE"]);
         if c.kw("TEMPORARY") {
             // Session-private; under ROW format it is not even logged. A same-named base
             // table is not affected.
@@ -287,7 +289,7 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
         if c.kw("TABLE") {
             c.kws(&["IF", "NOT", "EXISTS"]);
             if let Some(name) = c.name() {
-                push(name, DdlKind::Create);
+                push(name, if replace { DdlKind::Truncate } else { DdlKind::Create });
             }
         } else {
             index_target(&mut c, &mut push);
@@ -451,6 +453,7 @@ mod tests {
         );
         assert_eq!(parse_ddl("truncate t"), vec![t(None, "t", DdlKind::Truncate)]);
         assert_eq!(parse_ddl("CREATE TABLE IF NOT EXISTS x (id int)"), vec![t(None, "x", DdlKind::Create)]);
+        assert_eq!(parse_ddl("CREATE OR REPLACE TABLE x (id int)"), vec![t(None, "x", DdlKind::Truncate)]);
         assert_eq!(parse_ddl("CREATE UNIQUE INDEX i ON t (a)"), vec![t(None, "t", DdlKind::Alter)]);
         assert_eq!(parse_ddl("ALTER TABLE a RENAME COLUMN x TO y"), vec![t(None, "a", DdlKind::Alter)]);
         assert_eq!(
