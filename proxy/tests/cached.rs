@@ -950,6 +950,61 @@ async fn a_sessions_partial_row_image_does_not_corrupt_the_views() {
     assert!(hits(&proxy, name) > before, "answered from the view again");
 }
 
+/// InnoDB's foreign key actions change the child rows with no row event: the binlog holds the
+/// parent's delete or update only (a replica's InnoDB cascades it again). ON DELETE CASCADE
+/// deletes a story's comments, ON UPDATE CASCADE moves them, SET NULL clears a reference, and
+/// a cascade goes on to the children's children. Every cache reading a child must show it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_changed_by_foreign_key_actions_are_not_missed() {
+    let mut admin = direct().await;
+    for t in ["ct_fk_g", "ct_fk_c", "ct_fk_p"] {
+        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
+    }
+    admin.query_drop("CREATE TABLE ct_fk_p (id INT PRIMARY KEY) ENGINE=InnoDB").await.unwrap();
+    admin
+        .query_drop(
+            "CREATE TABLE ct_fk_c (id INT PRIMARY KEY, p INT, k INT NOT NULL, \
+             FOREIGN KEY (p) REFERENCES ct_fk_p (id) ON DELETE CASCADE ON UPDATE CASCADE) ENGINE=InnoDB",
+        )
+        .await
+        .unwrap();
+    admin
+        .query_drop(
+            "CREATE TABLE ct_fk_g (id INT PRIMARY KEY, c INT NULL, k INT NOT NULL, \
+             FOREIGN KEY (c) REFERENCES ct_fk_c (id) ON DELETE SET NULL) ENGINE=InnoDB",
+        )
+        .await
+        .unwrap();
+    admin.query_drop("INSERT INTO ct_fk_p VALUES (1), (2), (5)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_fk_c VALUES (10, 1, 1), (11, 1, 1), (20, 2, 1), (50, 5, 1)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_fk_g VALUES (100, 10, 1), (200, 20, 1)").await.unwrap();
+    let reads = [
+        ("fk_by_parent", "SELECT id, k FROM ct_fk_c WHERE p = ?", "SELECT id, k FROM ct_fk_c WHERE p = 1"),
+        ("fk_by_k", "SELECT id, p FROM ct_fk_c WHERE k = ?", "SELECT id, p FROM ct_fk_c WHERE k = 1"),
+        ("fk_grand", "SELECT id, c FROM ct_fk_g WHERE k = ?", "SELECT id, c FROM ct_fk_g WHERE k = 1"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    for (name, _, sql) in &reads {
+        hit(&mut client, &proxy, name, sql).await;
+    }
+    for write in ["DELETE FROM ct_fk_p WHERE id = 1", "UPDATE ct_fk_p SET id = 3 WHERE id = 2"] {
+        admin.query_drop(write).await.unwrap();
+        caught_up(&mut through(&proxy).await).await;
+        for (name, _, sql) in &reads {
+            let want = check.query(sql).await;
+            let before = hits(&proxy, name);
+            for _ in 0..20 {
+                assert_eq!(client.query(sql).await, want, "{sql} after {write}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            assert!(hits(&proxy, name) > before, "{name} answered from the view after {write}");
+        }
+    }
+    for t in ["ct_fk_g", "ct_fk_c", "ct_fk_p"] {
+        admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
+    }
+}
+
 /// Online schema change tools (pt-online-schema-change, gh-ost) and migrations swap tables by
 /// renaming: the name a cache reads then holds another table's rows, with the same schema. A
 /// table renamed to the name is a new table, whatever its schema: its rows were never in the
