@@ -29,6 +29,10 @@ pub enum DdlKind {
     Truncate,
     /// The table's database was dropped.
     DatabaseDropped,
+    /// Not DDL: a foreign key's action (ON DELETE or ON UPDATE CASCADE, SET NULL) changed
+    /// rows of the table in the batch at the same position, with no row event. Its schema is
+    /// unchanged; its rows are taken anew.
+    Cascaded,
     /// Not a table of the tracked database: the server's accounts or privileges may have
     /// changed (GRANT, REVOKE, CREATE/DROP/RENAME/ALTER USER or ROLE, SET PASSWORD, SET
     /// DEFAULT ROLE, FLUSH PRIVILEGES, a write to the `mysql` schema). The change's `table`

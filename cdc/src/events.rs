@@ -39,8 +39,9 @@ pub enum EventKind {
     Xid,
     /// XA PREPARE (event form): the group's rows are prepared, not committed.
     XaPrepare,
-    /// A rows event (v1, v2 or partial) for `table_id`.
-    Rows { table_id: u64 },
+    /// A rows event (v1, v2 or partial) for `table_id`; `changes_existing` for updates and
+    /// deletes (a foreign key's action may follow them, unlogged: `cascade`).
+    Rows { table_id: u64, changes_existing: bool },
     /// MariaDB compressed query/rows events (`log_bin_compress`), not supported.
     Compressed,
     /// Anything else (format description, table map — tracked by the reader —, GTID lists,
@@ -87,7 +88,12 @@ pub fn classify(ev: &Event) -> Result<EventKind, CdcError> {
         // The post-header starts with the 6-byte table id (binlog v4).
         let d = ev.data();
         let id = d.get(..6).ok_or_else(|| CdcError::Protocol("rows event too short".into()))?;
-        EventKind::Rows { table_id: id.iter().rev().fold(0u64, |a, &b| (a << 8) | b as u64) }
+        // UPDATE and DELETE (v1 24-25, v2 31-32) and MySQL's partial updates (39) change rows
+        // that exist; WRITE (23, 30) adds rows.
+        EventKind::Rows {
+            table_id: id.iter().rev().fold(0u64, |a, &b| (a << 8) | b as u64),
+            changes_existing: matches!(ty, 24 | 25 | 31 | 32 | 39),
+        }
     } else if (165..=171).contains(&ty) {
         EventKind::Compressed
     } else {
@@ -137,7 +143,14 @@ mod tests {
         );
         let mut rows = vec![0x2a, 0, 0, 0, 0, 0, 0, 0];
         rows.extend([1, 1, 0xff]);
-        assert_eq!(classify(&read(&event_bytes(23, 400, &rows)).unwrap()).unwrap(), EventKind::Rows { table_id: 42 });
+        assert_eq!(
+            classify(&read(&event_bytes(23, 400, &rows)).unwrap()).unwrap(),
+            EventKind::Rows { table_id: 42, changes_existing: false }
+        );
+        assert_eq!(
+            classify(&read(&event_bytes(32, 400, &rows)).unwrap()).unwrap(),
+            EventKind::Rows { table_id: 42, changes_existing: true }
+        );
         assert_eq!(classify(&read(&event_bytes(16, 500, &7u64.to_le_bytes())).unwrap()).unwrap(), EventKind::Xid);
         assert_eq!(classify(&read(&event_bytes(169, 500, &[0; 12])).unwrap()).unwrap(), EventKind::Compressed);
         assert_eq!(classify(&read(&event_bytes(18, 600, &[0; 40])).unwrap()).unwrap(), EventKind::LoadData);

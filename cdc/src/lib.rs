@@ -37,6 +37,7 @@
 //! [`fill`] (the fenced upstream fill source), [`checks`] (start-up checks), [`error`].
 
 pub mod backoff;
+pub mod cascade;
 pub mod checks;
 pub mod continuity;
 pub mod ddl;

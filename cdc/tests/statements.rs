@@ -58,3 +58,37 @@ async fn rows_changed_by_a_logged_statement_are_untrusted_at_their_commit() {
     assert_eq!(batches[0].changes[0].row[0], Value::Int(9));
     drop_db(&db).await;
 }
+
+/// A foreign key's action changes the child's rows with no row event: the stream reports each
+/// child (and the children's children) after the parent's batch, as `Cascaded`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_a_foreign_key_action_changed_follow_the_parents_batch() {
+    let (db, mut c) = fresh_db("fk").await;
+    c.query_drop("CREATE TABLE p (id INT PRIMARY KEY) ENGINE=InnoDB").await.unwrap();
+    c.query_drop("CREATE TABLE ch (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES p (id) ON DELETE CASCADE) ENGINE=InnoDB")
+        .await
+        .unwrap();
+    c.query_drop("CREATE TABLE g (id INT PRIMARY KEY, c INT, FOREIGN KEY (c) REFERENCES ch (id) ON DELETE SET NULL) ENGINE=InnoDB")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO p VALUES (1), (2)").await.unwrap();
+    c.query_drop("INSERT INTO ch VALUES (10, 1)").await.unwrap();
+    c.query_drop("INSERT INTO g VALUES (100, 10)").await.unwrap();
+    let mut s = stream(&db).await;
+    c.query_drop("INSERT INTO p VALUES (3)").await.unwrap();
+    c.query_drop("DELETE FROM p WHERE id = 1").await.unwrap();
+    let mut seen = Vec::new();
+    within(20, "the delete and its cascade", async {
+        while seen.len() < 4 {
+            match s.next().await.unwrap() {
+                StreamEvent::Batch(b) if b.changes.is_empty() => {}
+                StreamEvent::Batch(b) => seen.push(format!("batch of {}", b.changes[0].table)),
+                StreamEvent::Schema(ch) => seen.push(format!("{:?} {}", ch.kind, ch.table)),
+                other => panic!("{other:?}"),
+            }
+        }
+    })
+    .await;
+    assert_eq!(seen, ["batch of p", "batch of p", "Cascaded ch", "Cascaded g"], "the insert cascades nothing");
+    drop_db(&db).await;
+}

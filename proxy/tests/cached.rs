@@ -987,14 +987,22 @@ async fn rows_changed_by_foreign_key_actions_are_not_missed() {
     for (name, _, sql) in &reads {
         hit(&mut client, &proxy, name, sql).await;
     }
+    // The server's SERVER_QUERY_NO_INDEX_USED flag follows its plan, which the index on `p`
+    // makes depend on the table's statistics: the EOF packets' status is not compared.
+    let unflagged = |mut packets: Vec<Vec<u8>>| {
+        for p in packets.iter_mut().filter(|p| p.len() == 5 && p[0] == 0xfe) {
+            p[3] &= !0x20;
+        }
+        packets
+    };
     for write in ["DELETE FROM ct_fk_p WHERE id = 1", "UPDATE ct_fk_p SET id = 3 WHERE id = 2"] {
         admin.query_drop(write).await.unwrap();
         caught_up(&mut through(&proxy).await).await;
         for (name, _, sql) in &reads {
-            let want = check.query(sql).await;
+            let want = unflagged(check.query(sql).await);
             let before = hits(&proxy, name);
             for _ in 0..20 {
-                assert_eq!(client.query(sql).await, want, "{sql} after {write}");
+                assert_eq!(unflagged(client.query(sql).await), want, "{sql} after {write}");
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
             assert!(hits(&proxy, name) > before, "{name} answered from the view after {write}");

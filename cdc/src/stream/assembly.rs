@@ -17,6 +17,7 @@ use mysql_async::Conn;
 use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
 
 use super::{BinlogStream, SchemaChange, StreamEvent, bounded, now_secs, proto};
+use crate::cascade::Cascades;
 use crate::ddl::{DdlKind, may_change_rows, parse_ddl};
 use crate::decode::decode;
 use crate::error::CdcError;
@@ -37,11 +38,14 @@ pub(super) struct Txn {
     /// A statement of the group that may have changed rows no row event carries (see
     /// [`may_change_rows`]): the commit is untrusted.
     pub(super) unseen: Option<String>,
+    /// Tables of the tracked database whose rows a foreign key's action changed in this group
+    /// with no row event (see `cascade`): reported after its batch.
+    pub(super) cascaded: Vec<String>,
 }
 
 impl Txn {
     pub(super) fn new(explicit: bool, gtid: Option<MariaGtid>) -> Txn {
-        Txn { explicit, changes: Vec::new(), gtid, oversized: false, unseen: None }
+        Txn { explicit, changes: Vec::new(), gtid, oversized: false, unseen: None, cascaded: Vec::new() }
     }
 }
 
@@ -126,7 +130,12 @@ impl BinlogStream {
         if crate::ddl::privileges_may_change(sql, default_db) {
             self.privileges_changed(position);
         }
-        for t in parse_ddl(sql) {
+        let targets = parse_ddl(sql);
+        if !targets.is_empty() {
+            // A foreign key may have come or gone with any table's DDL, in any database.
+            self.reload_cascades().await?;
+        }
+        for t in targets {
             let db = t.database.clone().unwrap_or_else(|| default_db.to_string());
             if db != self.cfg.database {
                 continue;
@@ -199,6 +208,11 @@ impl BinlogStream {
             });
         }
         self.out.push_back(StreamEvent::Batch(Batch { position, changes: txn.changes }));
+        for table in txn.cascaded {
+            let info = self.tables.get(&table).cloned();
+            let schema = info.as_ref().map(|i| i.schema.clone());
+            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table, kind: DdlKind::Cascaded, schema, info }));
+        }
         self.deliver_to(end.clone(), txn.gtid);
         self.backoff.reset();
         let behind = Duration::from_secs(now_secs().saturating_sub(ts as u64));
@@ -208,6 +222,44 @@ impl BinlogStream {
             l.transactions += 1;
         });
         Ok(())
+    }
+
+    /// A delete or update of rows of the table `table_id` maps: the tables of the tracked
+    /// database its foreign keys' actions may have changed join the group's `cascaded`.
+    pub(super) fn cascade_from(&mut self, table_id: u64) {
+        let Some(tme) = self.inner.as_ref().and_then(|i| i.get_tme(table_id)) else { return };
+        let changed = self.cascades.changed_by(&tme.database_name(), &tme.table_name(), &self.cfg.database);
+        if changed.is_empty() {
+            return;
+        }
+        let txn = self.txn.get_or_insert_with(|| Txn::new(false, None));
+        for t in changed {
+            if !txn.cascaded.iter().any(|c| c.eq_ignore_ascii_case(&t)) {
+                txn.cascaded.push(t);
+            }
+        }
+    }
+
+    /// Re-reads the server's foreign keys with actions.
+    async fn reload_cascades(&mut self) -> Result<(), CdcError> {
+        if self.meta.is_none() {
+            self.meta = Some(bounded(self.cfg.query_timeout, "connect", Conn::new(self.opts.clone())).await?);
+        }
+        let Some(meta) = self.meta.as_mut() else { unreachable!("meta was set just above") };
+        match tokio::time::timeout(self.cfg.query_timeout, Cascades::load(meta)).await {
+            Ok(Ok(c)) => {
+                self.cascades = c;
+                Ok(())
+            }
+            Ok(Err(e)) => {
+                self.meta = None;
+                Err(e)
+            }
+            Err(_) => {
+                self.meta = None;
+                Err(CdcError::Timeout("reading the foreign keys".into()))
+            }
+        }
     }
 
     /// Re-reads `table`'s schema from information_schema (absent if it no longer exists).

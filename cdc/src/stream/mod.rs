@@ -46,6 +46,7 @@ mod assembly;
 
 use self::assembly::Txn;
 use crate::backoff::Backoff;
+use crate::cascade::Cascades;
 use crate::continuity::{ServerIdentity, history_differs, names_file};
 use crate::ddl::DdlKind;
 use crate::error::CdcError;
@@ -115,7 +116,8 @@ impl StreamConfig {
 
 /// A DDL statement's effect on one table of the tracked database; or, with
 /// [`DdlKind::Privileges`] and an empty `table`, a statement that may have changed the
-/// server's accounts or privileges.
+/// server's accounts or privileges; or, with [`DdlKind::Cascaded`], a table whose rows a
+/// foreign key's action changed in the batch just before (at the same position).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SchemaChange {
     /// End of the DDL event (between the batches before and after it).
@@ -154,6 +156,8 @@ pub struct BinlogStream {
     file: String,
     delivered: BinlogPos,
     tables: HashMap<String, TableInfo>,
+    /// The server's foreign keys with actions, read at connect and after each DDL.
+    pub(super) cascades: Cascades,
     out: VecDeque<StreamEvent>,
     txn: Option<Txn>,
     /// Reconnect attempts without progress (a commit or a heartbeat) since the last one.
@@ -208,6 +212,13 @@ impl BinlogStream {
             })
         })
         .await?;
+        let cascades = bounded(cfg.query_timeout, "foreign keys", async {
+            Cascades::load(&mut meta).await.map_err(|e| match e {
+                CdcError::Upstream(u) => u,
+                other => mysql_async::Error::Other(Box::new(other)),
+            })
+        })
+        .await?;
         split_file_name(&delivered.file).ok_or_else(|| CdcError::BadPosition(delivered.to_string()))?;
         let lag = LagHandle::default();
         lag.update(|l| l.delivered = Some(delivered.clone()));
@@ -223,6 +234,7 @@ impl BinlogStream {
             conn_id: 0,
             delivered,
             tables,
+            cascades,
             out: VecDeque::new(),
             txn: None,
             backoff,
@@ -482,7 +494,10 @@ impl BinlogStream {
                 let gtid = self.txn.take().and_then(|t| t.gtid);
                 self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
             }
-            EventKind::Rows { table_id } => {
+            EventKind::Rows { table_id, changes_existing } => {
+                if changes_existing && !self.cascades.is_empty() {
+                    self.cascade_from(table_id);
+                }
                 let ours = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).map(|t| t.database_name() == self.cfg.database.as_str());
                 match ours {
                     None => return Err(CdcError::Protocol(format!("rows event for unknown table id {table_id}"))),

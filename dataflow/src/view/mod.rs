@@ -588,6 +588,18 @@ impl Dataflow {
             .collect()
     }
 
+    /// Evicts every partition of every view that reads `table` (its rows changed in ways no
+    /// batch carried: a foreign key's action). Views and their schema stay; partitions refill
+    /// on demand at or after the applied position.
+    pub fn evict_reading(&mut self, table: &str) {
+        self.publish_held();
+        let lower = table.to_ascii_lowercase();
+        let domains: Vec<usize> = self.views.iter().flatten().filter(|v| v.q.tables.contains(&lower)).map(|v| v.domain).collect();
+        for di in domains {
+            self.evict_domain(di);
+        }
+    }
+
     /// A reader for view `v`.
     pub fn reader(&self, v: ViewId) -> Option<Reader> {
         let view = self.view(v)?;

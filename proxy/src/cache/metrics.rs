@@ -124,6 +124,13 @@ impl Engine {
             "Times the binlog stream was re-established at the server's position (every cache evicted).",
         );
         sample(out, "freshet_cdc_restarts_total", &[], self.counters.restarts.get());
+        family(
+            out,
+            "freshet_cdc_cascaded_total",
+            "counter",
+            "Tables whose rows a foreign key's action changed with no row event, their views evicted, per transaction.",
+        );
+        sample(out, "freshet_cdc_cascaded_total", &[], self.counters.cascades.get());
         family(out, "freshet_cdc_applied_position", "gauge", "Applied binlog position: file sequence * 2^32 + offset.");
         sample(out, "freshet_cdc_applied_position", &[], self.gate.applied().0);
 

@@ -118,6 +118,8 @@ pub struct EngineCounters {
     pub fills_failed: Counter,
     pub fill_waits: Counter,
     pub restarts: Counter,
+    /// Tables whose rows a foreign key's action changed unlogged, their views evicted.
+    pub cascades: Counter,
     /// Writes of sessions whose binlogging may be off, each followed by evicting every cache.
     pub unlogged_writes: Counter,
     /// Captured column definitions refused (not the cache's own tables and columns).

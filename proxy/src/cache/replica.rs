@@ -342,7 +342,7 @@ impl Replica {
         };
         let altered = match (&old, kind) {
             // Rows removed without row events, or another table's under the name.
-            (_, DdlKind::Truncate | DdlKind::RenamedFrom | DdlKind::RenamedTo) => {
+            (_, DdlKind::Truncate | DdlKind::RenamedFrom | DdlKind::RenamedTo | DdlKind::Cascaded) => {
                 self.store.register(&info.schema).and_then(|_| self.store.reset(&info.schema)).map(|_| Altered::Recopy)
             }
             (Some(old), _) => self.store.alter(&info.schema, &unchanged_columns(old, info)),

@@ -300,6 +300,14 @@ impl<S: ChangeSource> Writer<S> {
         if let Some(r) = &self.replica {
             r.schema_changed(&change.table, change.kind, change.info.as_ref());
         }
+        if change.kind == DdlKind::Cascaded {
+            // Rows changed by a foreign key's action, schema as it was: the views reading the
+            // table refill (the replica copies it again, above).
+            debug!(table = %change.table, "rows changed by a foreign key's action");
+            self.out.counters.cascades.inc();
+            self.dataflow.evict_reading(&change.table);
+            return;
+        }
         let unchanged = matches!(change.kind, DdlKind::Create | DdlKind::Alter)
             && change.schema.is_some()
             && self.dataflow.catalog().get(&change.table) == change.schema.as_ref();

@@ -1,0 +1,96 @@
+//! Foreign key actions: rows InnoDB changes with no row event.
+//!
+//! Owns: [`Cascades`], the server's foreign keys whose ON DELETE or ON UPDATE rule is an action
+//! (CASCADE, SET NULL, SET DEFAULT), read from information_schema, and the tables a delete or
+//! update of a parent row may change through them, transitively. Does not own: noticing such
+//! a delete or update (the stream, from the rows event's type) or what a consumer does about
+//! the children (the cache engine evicts the views reading them).
+//!
+//! Why: the binlog holds the parent's row change only; a replica's InnoDB runs the action
+//! again. So a child's cascaded deletes, moved references and cleared ones reach no reader of
+//! the stream. Both actions are followed through every edge whatever its rules (a cascaded
+//! delete of a child deletes or clears its own children; a cascaded update may too): a table
+//! taken anew for nothing costs refills, a missed one serves deleted rows.
+
+use mysql_async::Conn;
+use mysql_async::prelude::Queryable;
+
+use crate::error::CdcError;
+
+/// Every foreign key of the server with an action, both ends as (database, table).
+const SQL: &str = "SELECT UNIQUE_CONSTRAINT_SCHEMA, REFERENCED_TABLE_NAME, CONSTRAINT_SCHEMA, TABLE_NAME \
+     FROM information_schema.REFERENTIAL_CONSTRAINTS \
+     WHERE DELETE_RULE NOT IN ('RESTRICT', 'NO ACTION') OR UPDATE_RULE NOT IN ('RESTRICT', 'NO ACTION')";
+
+/// One foreign key with an action: (parent database, parent table, child database, child table).
+type Edge = (String, String, String, String);
+
+/// The server's foreign keys with actions (see the module header).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Cascades {
+    edges: Vec<Edge>,
+}
+
+impl Cascades {
+    /// Reads them from the server.
+    pub async fn load(conn: &mut Conn) -> Result<Cascades, CdcError> {
+        Ok(Cascades::new(conn.query(SQL).await?))
+    }
+
+    pub fn new(edges: Vec<Edge>) -> Cascades {
+        Cascades { edges }
+    }
+
+    /// True if no foreign key has an action (nearly every schema: the stream's check is one
+    /// branch then).
+    pub fn is_empty(&self) -> bool {
+        self.edges.is_empty()
+    }
+
+    /// The tables of `database` whose rows a delete or update of a row of `db`.`table` may
+    /// change with no row event: its children, theirs, and so on.
+    pub fn changed_by(&self, db: &str, table: &str, database: &str) -> Vec<String> {
+        let mut reached: Vec<(&str, &str)> = vec![(db, table)];
+        let mut i = 0;
+        while i < reached.len() {
+            let (d, t) = reached[i];
+            for (pd, pt, cd, ct) in &self.edges {
+                let child = (cd.as_str(), ct.as_str());
+                if pd.eq_ignore_ascii_case(d)
+                    && pt.eq_ignore_ascii_case(t)
+                    && !reached.iter().any(|(rd, rt)| rd.eq_ignore_ascii_case(child.0) && rt.eq_ignore_ascii_case(child.1))
+                {
+                    reached.push(child);
+                }
+            }
+            i += 1;
+        }
+        reached.into_iter().skip(1).filter(|(d, _)| d.eq_ignore_ascii_case(database)).map(|(_, t)| t.to_string()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn edge(p: (&str, &str), c: (&str, &str)) -> Edge {
+        (p.0.into(), p.1.into(), c.0.into(), c.1.into())
+    }
+
+    #[test]
+    fn children_are_followed_transitively_across_databases_and_cycles() {
+        let c = Cascades::new(vec![
+            edge(("app", "stories"), ("app", "comments")),
+            edge(("app", "comments"), ("app", "replies")),
+            edge(("app", "replies"), ("app", "comments")),
+            edge(("other", "accounts"), ("other", "profiles")),
+            edge(("other", "profiles"), ("app", "avatars")),
+            edge(("app", "users"), ("other", "logins")),
+        ]);
+        assert_eq!(c.changed_by("app", "Stories", "app"), ["comments", "replies"]);
+        assert_eq!(c.changed_by("other", "accounts", "app"), ["avatars"], "through a table of another database");
+        assert!(c.changed_by("app", "users", "app").is_empty(), "a child in another database is not the stream's");
+        assert!(c.changed_by("app", "votes", "app").is_empty());
+        assert!(Cascades::default().is_empty());
+    }
+}
