@@ -6,7 +6,8 @@
 //! `binlog_row_image = FULL`, MariaDB `log_bin_compress = OFF` (compressed row events are not
 //! decoded), MySQL `binlog_row_value_options = ''` (partial JSON updates are not decoded),
 //! REPLICATION SLAVE + REPLICATION CLIENT (MariaDB: BINLOG MONITOR), SELECT on the cached
-//! tables, and that the cached tables exist and are InnoDB (fills need consistent snapshots).
+//! tables, that the binlog filters (binlog-do-db, binlog-ignore-db) log the database, and that
+//! the cached tables exist and are InnoDB (fills need consistent snapshots).
 
 use std::collections::HashMap;
 
@@ -32,7 +33,11 @@ pub async fn check_upstream(conn: &mut Conn, database: &str, tables: &[&str]) ->
     let engines: Vec<(String, Option<String>)> =
         conn.exec("SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (database,)).await?;
     let engines: HashMap<String, String> = engines.into_iter().map(|(t, e)| (t.to_ascii_lowercase(), e.unwrap_or_default())).collect();
+    let status: Option<mysql_async::Row> = conn.query_first(flavor.current_position_sql()).await?;
+    let filter =
+        |i: usize| status.as_ref().and_then(|r| r.get_opt::<Option<String>, _>(i)).and_then(Result::ok).flatten().unwrap_or_default();
     let mut problems = evaluate(flavor.as_ref(), &version, &vars, &grants, database, tables);
+    problems.extend(check_binlog_filters(database, &filter(2), &filter(3)));
     problems.extend(check_engines(database, tables, &engines));
     if problems.is_empty() { Ok(()) } else { Err(CdcError::Checks(problems)) }
 }
@@ -95,6 +100,22 @@ pub fn evaluate(
         }
     }
     p
+}
+
+/// The server's binlog filters (`binlog-do-db`, `binlog-ignore-db`, as SHOW MASTER STATUS
+/// lists them) must log the database: a filtered write never reaches freshet, whose caches would
+/// serve the rows before it for good. Left to the operator, as for their replicas: with a
+/// filter that keeps the database, DDL run from another default database is filtered too.
+pub fn check_binlog_filters(database: &str, do_db: &str, ignore_db: &str) -> Vec<String> {
+    let names = |list: &str| list.split(',').map(str::trim).filter(|d| !d.is_empty()).any(|d| d == database);
+    let logged = (do_db.trim().is_empty() || names(do_db)) && !names(ignore_db);
+    if logged {
+        return Vec::new();
+    }
+    vec![format!(
+        "the server does not log database `{database}` (binlog-do-db = '{do_db}', binlog-ignore-db = '{ignore_db}'): its writes \
+         never reach freshet; remove the filter from my.cnf (or keep `{database}` in it) and restart the server"
+    )]
 }
 
 /// Cached tables must exist and be InnoDB: fills are fenced by a consistent snapshot, which
@@ -165,6 +186,18 @@ mod tests {
         let g =
             vec!["GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO `f`@`%`".to_string(), "GRANT SELECT ON `app`.* TO `f`@`%`".to_string()];
         assert!(evaluate(&MariaDb, "10.6.1-MariaDB", &good(), &g, "app", &["t"]).is_empty());
+    }
+
+    #[test]
+    fn a_database_the_binlog_filters_out_is_refused() {
+        assert!(check_binlog_filters("app", "", "").is_empty());
+        assert!(check_binlog_filters("app", "other,app", "").is_empty());
+        assert!(check_binlog_filters("app", "", "scratch").is_empty());
+        for (do_db, ignore_db) in [("other", ""), ("", "scratch,app"), ("app", "app"), ("apps", "")] {
+            let p = check_binlog_filters("app", do_db, ignore_db);
+            assert_eq!(p.len(), 1, "{do_db:?} {ignore_db:?}");
+            assert!(p[0].contains("does not log database `app`"));
+        }
     }
 
     #[test]
