@@ -50,10 +50,11 @@ impl Cascades {
     /// The tables of `database` whose rows a delete or update of a row of `db`.`table` may
     /// change with no row event: its children, theirs, and so on.
     pub fn changed_by(&self, db: &str, table: &str, database: &str) -> Vec<String> {
-        let mut reached: Vec<(&str, &str)> = vec![(db, table)];
-        let mut i = 0;
-        while i < reached.len() {
-            let (d, t) = reached[i];
+        // The table itself is among them only through a key (a comment's replies, deleted
+        // with it): what a delete reaches, not where it starts.
+        let mut reached: Vec<(&str, &str)> = Vec::new();
+        let mut next: Vec<(&str, &str)> = vec![(db, table)];
+        while let Some((d, t)) = next.pop() {
             for (pd, pt, cd, ct) in &self.edges {
                 let child = (cd.as_str(), ct.as_str());
                 if pd.eq_ignore_ascii_case(d)
@@ -61,11 +62,11 @@ impl Cascades {
                     && !reached.iter().any(|(rd, rt)| rd.eq_ignore_ascii_case(child.0) && rt.eq_ignore_ascii_case(child.1))
                 {
                     reached.push(child);
+                    next.push(child);
                 }
             }
-            i += 1;
         }
-        reached.into_iter().skip(1).filter(|(d, _)| d.eq_ignore_ascii_case(database)).map(|(_, t)| t.to_string()).collect()
+        reached.into_iter().filter(|(d, _)| d.eq_ignore_ascii_case(database)).map(|(_, t)| t.to_string()).collect()
     }
 }
 
@@ -92,5 +93,7 @@ mod tests {
         assert!(c.changed_by("app", "users", "app").is_empty(), "a child in another database is not the stream's");
         assert!(c.changed_by("app", "votes", "app").is_empty());
         assert!(Cascades::default().is_empty());
+        let replies = Cascades::new(vec![edge(("app", "comments"), ("app", "comments"))]);
+        assert_eq!(replies.changed_by("app", "comments", "app"), ["comments"], "a table referencing itself");
     }
 }
