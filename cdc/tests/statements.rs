@@ -80,10 +80,13 @@ async fn tables_a_foreign_key_action_changed_follow_the_parents_batch() {
     let mut seen = Vec::new();
     within(20, "the delete and its cascade", async {
         while seen.len() < 4 {
-            match s.next().await.unwrap() {
-                StreamEvent::Batch(b) if b.changes.is_empty() => {}
-                StreamEvent::Batch(b) => seen.push(format!("batch of {}", b.changes[0].table)),
-                StreamEvent::Schema(ch) => seen.push(format!("{:?} {}", ch.kind, ch.table)),
+            match s.next().await {
+                Ok(StreamEvent::Batch(b)) if b.changes.is_empty() => {}
+                Ok(StreamEvent::Batch(b)) => seen.push(format!("batch of {}", b.changes[0].table)),
+                Ok(StreamEvent::Schema(ch)) => seen.push(format!("{:?} {}", ch.kind, ch.table)),
+                // The test above logs statements in its own database, at the same time: any
+                // statement-logged write on the server is untrusted to every stream.
+                Err(CdcError::Untrusted(_)) => {}
                 other => panic!("{other:?}"),
             }
         }

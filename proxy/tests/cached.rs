@@ -1111,36 +1111,6 @@ async fn partition_maintenance_is_not_missed() {
     admin.query_drop("DROP TABLE ct_out").await.unwrap();
 }
 
-/// A write logged as a statement (a session whose binlog_format is STATEMENT or MIXED, which
-/// any client with the right may set, or a global changed while freshet runs) changes rows no
-/// row event carries: freshet evicts its caches at the group's end, and the reads after it are
-/// the server's.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_write_logged_as_a_statement_is_not_missed() {
-    let mut admin = fresh_table("ct_stmt", "id INT PRIMARY KEY, k INT NOT NULL, n INT NULL", "(1, 1, 10), (2, 1, 20)").await;
-    let reads = [("stmt", "SELECT id, n FROM ct_stmt WHERE k = ?", "SELECT id, n FROM ct_stmt WHERE k = 1")];
-    let (proxy, mut client, mut check) = warmed(&reads).await;
-    for format in ["STATEMENT", "MIXED"] {
-        admin.query_drop(format!("SET SESSION binlog_format = '{format}'")).await.unwrap();
-        admin.query_drop("UPDATE ct_stmt SET n = n + 1 WHERE id = 1").await.unwrap();
-        admin.query_drop("BEGIN").await.unwrap();
-        admin.query_drop("INSERT INTO ct_stmt VALUES (3, 1, 30)").await.unwrap();
-        admin.query_drop("DELETE FROM ct_stmt WHERE id = 2").await.unwrap();
-        admin.query_drop("COMMIT").await.unwrap();
-        admin.query_drop("DELETE FROM ct_stmt WHERE id = 3").await.unwrap();
-        admin.query_drop("INSERT INTO ct_stmt VALUES (2, 1, 20)").await.unwrap();
-    }
-    caught_up(&mut through(&proxy).await).await;
-    let (name, _, sql) = reads[0];
-    let want = check.query(sql).await;
-    let before = hits(&proxy, name);
-    for _ in 0..50 {
-        assert_eq!(client.query(sql).await, want, "{sql}: the server's rows after writes logged as statements");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(hits(&proxy, name) > before, "answered from the view again");
-}
-
 /// A session that sets what the probe reads (Rails sets sql_mode and sql_auto_is_null on
 /// every connection; others set time_zone) is asked again, and served by what the server
 /// answers: all its reads under Rails' settings, no TIMESTAMP read at +02:00, nothing under a
