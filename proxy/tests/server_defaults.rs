@@ -212,48 +212,66 @@ async fn a_quotient_has_the_servers_div_precision_increment() {
     .await;
 }
 
-/// The fill connections read under the server's global sql_mode unless they set their own.
-/// Some flags change what a SELECT answers: PAD_CHAR_TO_FULL_LENGTH pads CHAR values (the
-/// binlog's are not padded, so a filled row and its later delete would not even cancel), and
-/// EMPTY_STRING_IS_NULL reads a cached query's `''` as NULL. A session that sets a mode of its
-/// own without them is answered from the views, which must hold what that session reads.
+/// The fill connections read under settings of their own, on every fill: a pooled connection
+/// is reset when it goes back to the pool, which gives it the server's globals again. Some
+/// change what a SELECT answers: a time zone other than UTC reads TIMESTAMPs in it (the
+/// binlog's are UTC), PAD_CHAR_TO_FULL_LENGTH pads CHAR values (a filled row and its later
+/// delete would not even cancel), EMPTY_STRING_IS_NULL reads a cached query's `''` as NULL. A
+/// session that sets UTC and a harmless mode of its own is answered from the views, which must
+/// hold what that session reads, for the first key filled and the ones after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn fills_read_under_a_mode_of_their_own() {
+async fn fills_read_under_settings_of_their_own() {
     let mut admin = direct().await;
+    admin.query_drop("SET time_zone = '+00:00'").await.unwrap();
     admin.query_drop("DROP TABLE IF EXISTS sm_items").await.unwrap();
     admin
-        .query_drop("CREATE TABLE sm_items (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(5) NOT NULL, note VARCHAR(10) NOT NULL)")
+        .query_drop(
+            "CREATE TABLE sm_items (id INT PRIMARY KEY, k INT NOT NULL, c CHAR(5) NOT NULL, note VARCHAR(10) NOT NULL, ts TIMESTAMP NULL)",
+        )
         .await
         .unwrap();
-    admin.query_drop("INSERT INTO sm_items VALUES (1, 1, 'ab', 'x'), (2, 1, 'cd', ''), (3, 2, 'ef', 'y')").await.unwrap();
-    let reads: [(&str, &str, &str); 2] = [
-        ("sm_chars", "SELECT id, c FROM sm_items WHERE k = ? ORDER BY id", "SELECT id, c FROM sm_items WHERE k = 1 ORDER BY id"),
+    admin
+        .query_drop(
+            "INSERT INTO sm_items VALUES (1, 1, 'ab', 'x', '2024-01-01 00:30:00'), (2, 1, 'cd', '', NULL), \
+             (3, 2, 'ef', 'y', '2024-01-01 05:00:00'), (4, 3, 'gh', 'z', '2023-12-31 22:30:00')",
+        )
+        .await
+        .unwrap();
+    let reads: [(&str, &str, &str); 3] = [
+        ("sm_chars", "SELECT id, c FROM sm_items WHERE k = ? ORDER BY id", "SELECT id, c FROM sm_items WHERE k = {} ORDER BY id"),
         (
             "sm_notes",
             "SELECT id FROM sm_items WHERE k = ? AND note <> '' ORDER BY id",
-            "SELECT id FROM sm_items WHERE k = 1 AND note <> '' ORDER BY id",
+            "SELECT id FROM sm_items WHERE k = {} AND note <> '' ORDER BY id",
         ),
+        ("sm_times", "SELECT id, ts FROM sm_items WHERE k = ? ORDER BY id", "SELECT id, ts FROM sm_items WHERE k = {} ORDER BY id"),
     ];
     let config = cache_config(&reads.iter().map(|(n, c, _)| (*n, *c)).collect::<Vec<_>>());
-    for mode in ["PAD_CHAR_TO_FULL_LENGTH", "EMPTY_STRING_IS_NULL"] {
+    for (variable, value) in [("time_zone", "'+02:00'"), ("sql_mode", "'PAD_CHAR_TO_FULL_LENGTH'"), ("sql_mode", "'EMPTY_STRING_IS_NULL'")]
+    {
         let config = config.clone();
-        with_global("sql_mode", &format!("'{mode}'"), async move {
+        with_global(variable, value, async move {
             let proxy = start_proxy(&config).await;
             let mut ours = through(&proxy).await;
             let mut theirs = direct().await;
             for c in [&mut ours, &mut theirs] {
-                c.query_drop("SET SESSION sql_mode = 'STRICT_TRANS_TABLES'").await.unwrap();
+                c.query_drop("SET SESSION sql_mode = 'STRICT_TRANS_TABLES', time_zone = '+00:00'").await.unwrap();
             }
-            for (name, _, sql) in reads {
-                let want: Vec<mysql_async::Row> = theirs.query(sql).await.unwrap();
-                let want: Vec<Vec<mysql_async::Value>> = want.into_iter().map(|r| r.unwrap()).collect();
-                for _ in 0..20 {
-                    let got: Vec<mysql_async::Row> = ours.query(sql).await.unwrap();
-                    let got: Vec<Vec<mysql_async::Value>> = got.into_iter().map(|r| r.unwrap()).collect();
-                    assert_eq!(got, want, "{sql} under a global sql_mode of {mode}");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+            // Several keys of each read: fills after a pooled connection's first.
+            for k in 1..=3 {
+                for (name, _, read) in reads {
+                    let sql = read.replace("{}", &k.to_string());
+                    let want: Vec<mysql_async::Row> = theirs.query(&sql).await.unwrap();
+                    let want: Vec<Vec<mysql_async::Value>> = want.into_iter().map(|r| r.unwrap()).collect();
+                    let before = hits(&proxy, name);
+                    for _ in 0..10 {
+                        let got: Vec<mysql_async::Row> = ours.query(&sql).await.unwrap();
+                        let got: Vec<Vec<mysql_async::Value>> = got.into_iter().map(|r| r.unwrap()).collect();
+                        assert_eq!(got, want, "{sql} with the server's global {variable} = {value}");
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                    assert!(hits(&proxy, name) > before, "{sql} served with the server's global {variable} = {value}");
                 }
-                assert!(hits(&proxy, name) > 0, "{name} served under a global {mode}");
             }
         })
         .await;
