@@ -216,9 +216,10 @@ async fn a_quotient_has_the_servers_div_precision_increment() {
 /// is reset when it goes back to the pool, which gives it the server's globals again. Some
 /// change what a SELECT answers: a time zone other than UTC reads TIMESTAMPs in it (the
 /// binlog's are UTC), PAD_CHAR_TO_FULL_LENGTH pads CHAR values (a filled row and its later
-/// delete would not even cancel), EMPTY_STRING_IS_NULL reads a cached query's `''` as NULL. A
-/// session that sets UTC and a harmless mode of its own is answered from the views, which must
-/// hold what that session reads, for the first key filled and the ones after.
+/// delete would not even cancel), EMPTY_STRING_IS_NULL reads a cached query's `''` as NULL, a
+/// `sql_select_limit` cuts a fill short. A session that sets UTC, a harmless mode and no limit
+/// of its own is answered from the views, which must hold what that session reads, for the
+/// first key filled and the ones after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fills_read_under_settings_of_their_own() {
     let mut admin = direct().await;
@@ -247,15 +248,21 @@ async fn fills_read_under_settings_of_their_own() {
         ("sm_times", "SELECT id, ts FROM sm_items WHERE k = ? ORDER BY id", "SELECT id, ts FROM sm_items WHERE k = {} ORDER BY id"),
     ];
     let config = cache_config(&reads.iter().map(|(n, c, _)| (*n, *c)).collect::<Vec<_>>());
-    for (variable, value) in [("time_zone", "'+02:00'"), ("sql_mode", "'PAD_CHAR_TO_FULL_LENGTH'"), ("sql_mode", "'EMPTY_STRING_IS_NULL'")]
-    {
+    for (variable, value) in [
+        ("time_zone", "'+02:00'"),
+        ("sql_mode", "'PAD_CHAR_TO_FULL_LENGTH'"),
+        ("sql_mode", "'EMPTY_STRING_IS_NULL'"),
+        ("sql_select_limit", "1"),
+    ] {
         let config = config.clone();
         with_global(variable, value, async move {
             let proxy = start_proxy(&config).await;
             let mut ours = through(&proxy).await;
             let mut theirs = direct().await;
             for c in [&mut ours, &mut theirs] {
-                c.query_drop("SET SESSION sql_mode = 'STRICT_TRANS_TABLES', time_zone = '+00:00'").await.unwrap();
+                c.query_drop("SET SESSION sql_mode = 'STRICT_TRANS_TABLES', time_zone = '+00:00', sql_select_limit = 18446744073709551615")
+                    .await
+                    .unwrap();
             }
             // Several keys of each read: fills after a pooled connection's first.
             for k in 1..=3 {
