@@ -84,14 +84,15 @@ pub fn accept_bracket(before: &MasterStatus, after: &MasterStatus) -> Option<Bin
 
 impl UpstreamFills {
     /// A fill source over `opts` (its database must be the one the cached queries read).
-    /// Each pooled connection runs with `time_zone = '+00:00'` (TIMESTAMPs as the binlog
-    /// carries them), `div_precision_increment = 4` (quotients as a view computes them,
-    /// whatever the server's default), `sql_mode = NO_ENGINE_SUBSTITUTION` alone (the server's
-    /// global may pad CHAR values, read `''` as NULL or parse the rendered SQL otherwise:
+    /// Each pooled connection runs with [`crate::OWN_SESSION`]: `time_zone = '+00:00'`
+    /// (TIMESTAMPs as the binlog carries them), no `sql_select_limit` (a global one would cut a
+    /// fill short) and `sql_mode = NO_ENGINE_SUBSTITUTION` alone (the server's global may pad
+    /// CHAR values, read `''` as NULL or parse the rendered SQL otherwise:
     /// PAD_CHAR_TO_FULL_LENGTH, EMPTY_STRING_IS_NULL, ANSI_QUOTES, NO_BACKSLASH_ESCAPES,
     /// PIPES_AS_CONCAT, ORACLE...; sessions under such flags are relayed, and the flag kept
-    /// changes no SELECT; not written empty, which EMPTY_STRING_IS_NULL would read as NULL) and
-    /// REPEATABLE READ (what a consistent snapshot needs). The pool does not reset connections
+    /// changes no SELECT); then `div_precision_increment = 4` (quotients as a view computes
+    /// them, whatever the server's default) and REPEATABLE READ (what a consistent snapshot
+    /// needs). The pool does not reset connections
     /// when they come back: COM_RESET_CONNECTION would give them the server's globals again,
     /// and a fill runs only its own read-only transaction, which leaves nothing behind.
     pub fn new(opts: Opts, database: &str, flavor: &dyn Flavor, tables: HashMap<String, TableInfo>, cfg: FillConfig) -> UpstreamFills {
@@ -100,9 +101,8 @@ impl UpstreamFills {
         let opts: Opts = OptsBuilder::from_opts(opts)
             .db_name(Some(database.to_string()))
             .init(vec![
-                "SET time_zone = '+00:00'".to_string(),
+                crate::OWN_SESSION.to_string(),
                 "SET div_precision_increment = 4".to_string(),
-                "SET sql_mode = 'NO_ENGINE_SUBSTITUTION'".to_string(),
                 "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
             ])
             .pool_opts(PoolOpts::default().with_constraints(constraints).with_reset_connection(false))

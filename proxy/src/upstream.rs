@@ -107,8 +107,9 @@ impl UpstreamConnector {
 }
 
 /// Connection options for freshet's own connections to the upstream: the url's credentials
-/// and database, TCP even to localhost, and TLS when `tls` (see [`connect_own`], which decides
-/// it for `preferred`). `preferred` and `required` do not verify the certificate, as MySQL's
+/// and database, TCP even to localhost, TLS when `tls` (see [`connect_own`], which decides
+/// it for `preferred`), and [`freshet_cdc::OWN_SESSION`] first on each (the server's globals
+/// may limit or change what a SELECT answers). `preferred` and `required` do not verify the certificate, as MySQL's
 /// modes of those names do not.
 pub fn own_opts(config: &Upstream, tls: bool) -> OptsBuilder {
     let url = &config.url;
@@ -127,6 +128,7 @@ pub fn own_opts(config: &Upstream, tls: bool) -> OptsBuilder {
         .db_name(url.database.clone())
         .prefer_socket(false)
         .ssl_opts(ssl)
+        .init(vec![freshet_cdc::OWN_SESSION])
 }
 
 fn ca_opts(config: &Upstream) -> SslOpts {

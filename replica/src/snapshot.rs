@@ -140,13 +140,9 @@ pub async fn copy_tables(
 ) -> Result<bool, ReplicaError> {
     let opts: Opts = OptsBuilder::from_opts(opts)
         .db_name(Some(database.to_string()))
-        // As the fill connections: UTC, and an empty sql_mode (a global PAD_CHAR_TO_FULL_LENGTH
-        // would copy CHAR values padded, unlike the binlog's).
-        .init(vec![
-            "SET time_zone = '+00:00'",
-            "SET sql_mode = 'NO_ENGINE_SUBSTITUTION'",
-            "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ",
-        ])
+        // As the fill connections: UTC, no select limit, a harmless sql_mode (a global
+        // PAD_CHAR_TO_FULL_LENGTH would copy CHAR values padded, unlike the binlog's).
+        .init(vec![freshet_cdc::OWN_SESSION, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ"])
         .into();
     let mut conn = Conn::new(opts).await.map_err(upstream)?;
     let mut todo: Vec<&TableInfo> =
