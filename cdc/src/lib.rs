@@ -58,10 +58,11 @@ pub mod stream;
 /// What each of freshet's own connections to the server sets first, whatever the server's
 /// globals are: no `sql_select_limit` (a global one would cut the schema's and the fills'
 /// answers short), a `sql_mode` that changes no SELECT (not `''`, which EMPTY_STRING_IS_NULL
-/// reads as NULL), and UTC (the binlog's zone for TIMESTAMPs). The fill and copy connections add
-/// their own settings to it.
+/// reads as NULL), UTC (the binlog's zone for TIMESTAMPs), and autocommit (a global off would
+/// keep an idle connection of freshet's in a transaction for good). The fill and copy
+/// connections add their own settings to it.
 pub const OWN_SESSION: &str =
-    "SET SESSION sql_select_limit = 18446744073709551615, sql_mode = 'NO_ENGINE_SUBSTITUTION', time_zone = '+00:00'";
+    "SET SESSION sql_select_limit = 18446744073709551615, sql_mode = 'NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', autocommit = 1";
 
 pub use backoff::Backoff;
 pub use checks::check_upstream;
