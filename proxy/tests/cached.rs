@@ -950,6 +950,29 @@ async fn a_sessions_partial_row_image_does_not_corrupt_the_views() {
     assert!(hits(&proxy, name) > before, "answered from the view again");
 }
 
+/// Once freshet has caught up with `what` (statements already run), each of `reads` is read
+/// 20 times and answered as `check` answers it (both through `same`, which may blank what the
+/// server's plan decides), and from the view again at least once.
+async fn answered_as_the_server_after(
+    proxy: &Proxy,
+    client: &mut RawClient,
+    check: &mut RawClient,
+    reads: &[(&str, &str, &str)],
+    what: &str,
+    same: fn(Vec<Vec<u8>>) -> Vec<Vec<u8>>,
+) {
+    caught_up(&mut through(proxy).await).await;
+    for (name, _, sql) in reads {
+        let want = same(check.query(sql).await);
+        let before = hits(proxy, name);
+        for _ in 0..20 {
+            assert_eq!(same(client.query(sql).await), want, "{sql} after {what}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(hits(proxy, name) > before, "{name} answered from the view after {what}");
+    }
+}
+
 /// InnoDB's foreign key actions change the child rows with no row event: the binlog holds the
 /// parent's delete or update only (a replica's InnoDB cascades it again). ON DELETE CASCADE
 /// deletes a story's comments, ON UPDATE CASCADE moves them, SET NULL clears a reference, and
@@ -997,16 +1020,7 @@ async fn rows_changed_by_foreign_key_actions_are_not_missed() {
     };
     for write in ["DELETE FROM ct_fk_p WHERE id = 1", "UPDATE ct_fk_p SET id = 3 WHERE id = 2"] {
         admin.query_drop(write).await.unwrap();
-        caught_up(&mut through(&proxy).await).await;
-        for (name, _, sql) in &reads {
-            let want = unflagged(check.query(sql).await);
-            let before = hits(&proxy, name);
-            for _ in 0..20 {
-                assert_eq!(unflagged(client.query(sql).await), want, "{sql} after {write}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            assert!(hits(&proxy, name) > before, "{name} answered from the view after {write}");
-        }
+        answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, write, unflagged).await;
     }
     for t in ["ct_fk_g", "ct_fk_c", "ct_fk_p"] {
         admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
@@ -1043,14 +1057,7 @@ async fn a_table_swapped_in_by_rename_is_not_taken_for_the_old_one() {
         for statement in swap.iter() {
             admin.query_drop(*statement).await.unwrap();
         }
-        caught_up(&mut through(&proxy).await).await;
-        let want = check.query(sql).await;
-        let before = hits(&proxy, name);
-        for _ in 0..20 {
-            assert_eq!(client.query(sql).await, want, "{sql} after {swap:?}");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(hits(&proxy, name) > before, "answered from the view after {swap:?}");
+        answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, &swap.join("; "), |p| p).await;
     }
     for t in ["ct_live", "ct_next", "ct_old", "ct_older"] {
         admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
@@ -1097,16 +1104,7 @@ async fn partition_maintenance_is_not_missed() {
         "ALTER IGNORE TABLE ct_swap ADD UNIQUE (k)",
     ] {
         admin.query_drop(ddl).await.unwrap();
-        caught_up(&mut through(&proxy).await).await;
-        for (name, _, sql) in &reads {
-            let want = check.query(sql).await;
-            let before = hits(&proxy, name);
-            for _ in 0..20 {
-                assert_eq!(client.query(sql).await, want, "{sql} after {ddl}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            assert!(hits(&proxy, name) > before, "{name} answered from the view after {ddl}");
-        }
+        answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, ddl, |p| p).await;
     }
     admin.query_drop("DROP TABLE ct_out").await.unwrap();
 }
