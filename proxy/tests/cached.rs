@@ -1022,6 +1022,7 @@ async fn rows_changed_by_foreign_key_actions_are_not_missed() {
         admin.query_drop(write).await.unwrap();
         answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, write, unflagged).await;
     }
+    assert_eq!(engine(&proxy).counters.cascades.get(), 4, "each write reached the child and the grandchild");
     for t in ["ct_fk_g", "ct_fk_c", "ct_fk_p"] {
         admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
     }

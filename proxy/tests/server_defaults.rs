@@ -314,4 +314,7 @@ async fn a_write_logged_as_a_statement_is_not_missed() {
     let wrong = answers_unlike_the_servers(&proxy, &reads).await;
     assert!(wrong.is_empty(), "after writes logged as statements:\n{}", wrong.join("\n"));
     assert!(hits(&proxy, "stmt") > before, "answered from the view again");
+    let status: Vec<(String, String)> = through(&proxy).await.query("SHOW FRESHET STATUS").await.unwrap();
+    let untrusted = status.iter().find(|(k, _)| k == "untrusted_transactions").map(|(_, v)| v.parse::<u64>().unwrap());
+    assert!(untrusted.is_some_and(|n| n >= 6), "the status counts the groups it could not follow: {status:?}");
 }

@@ -126,6 +126,13 @@ impl Engine {
         sample(out, "freshet_cdc_restarts_total", &[], self.counters.restarts.get());
         family(
             out,
+            "freshet_cdc_untrusted_total",
+            "counter",
+            "Transactions the stream could not follow (written as statements, two-phase XA, oversized), every cache evicted.",
+        );
+        sample(out, "freshet_cdc_untrusted_total", &[], self.counters.untrusted.get());
+        family(
+            out,
             "freshet_cdc_cascaded_total",
             "counter",
             "Tables whose rows a foreign key's action changed with no row event, their views evicted, per transaction.",

@@ -196,6 +196,7 @@ impl<S: ChangeSource> Writer<S> {
                 Some(Ok(StreamEvent::Following(tables))) => self.now_following(tables),
                 Some(Err(CdcError::Untrusted(why))) => {
                     info!(reason = %why, "a transaction could not be followed; evicting every cache");
+                    self.out.counters.untrusted.inc();
                     if let Some(r) = &self.replica {
                         r.gap();
                     }

@@ -172,6 +172,8 @@ impl Session {
                     ("query_shapes_known", e.registry.verdicts.len().to_string()),
                     ("privilege_resets", e.access.resets.get().to_string()),
                     ("unlogged_writes", e.counters.unlogged_writes.get().to_string()),
+                    ("untrusted_transactions", e.counters.untrusted.get().to_string()),
+                    ("cascaded_evictions", e.counters.cascades.get().to_string()),
                     ("column_captures_refused", e.counters.captures_refused.get().to_string()),
                 ]);
                 if let Some(replica) = e.replica.get() {
