@@ -6,8 +6,9 @@
 //! `binlog_row_image = FULL`, MariaDB `log_bin_compress = OFF` (compressed row events are not
 //! decoded), MySQL `binlog_row_value_options = ''` (partial JSON updates are not decoded),
 //! REPLICATION SLAVE + REPLICATION CLIENT (MariaDB: BINLOG MONITOR), SELECT on the cached
-//! tables, that the binlog filters (binlog-do-db, binlog-ignore-db) log the database, and that
-//! the cached tables exist and are InnoDB (fills need consistent snapshots).
+//! tables, that the binlog filters (binlog-do-db, binlog-ignore-db) log the database, that a
+//! replica binlogs what it applies (log_slave_updates), and that the cached tables exist and
+//! are InnoDB (fills need consistent snapshots).
 
 use std::collections::HashMap;
 
@@ -25,7 +26,7 @@ pub async fn check_upstream(conn: &mut Conn, database: &str, tables: &[&str]) ->
     let vars: Vec<(String, String)> = conn
         .query(
             "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'binlog_format', 'binlog_row_image', \
-             'log_bin_compress', 'binlog_row_value_options')",
+             'log_bin_compress', 'binlog_row_value_options', 'log_slave_updates', 'log_replica_updates')",
         )
         .await?;
     let vars: HashMap<String, String> = vars.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
@@ -38,6 +39,10 @@ pub async fn check_upstream(conn: &mut Conn, database: &str, tables: &[&str]) ->
         |i: usize| status.as_ref().and_then(|r| r.get_opt::<Option<String>, _>(i)).and_then(Result::ok).flatten().unwrap_or_default();
     let mut problems = evaluate(flavor.as_ref(), &version, &vars, &grants, database, tables);
     problems.extend(check_binlog_filters(database, &filter(2), &filter(3)));
+    // A server that cannot say (an older MySQL 8.0 without SHOW REPLICA STATUS) is taken as no
+    // replica: the check is for the common mistake, a read replica as the upstream.
+    let replicating = conn.query::<mysql_async::Row, _>(flavor.replica_status_sql()).await.is_ok_and(|rows| !rows.is_empty());
+    problems.extend(check_replica(replicating, &vars));
     problems.extend(check_engines(database, tables, &engines));
     if problems.is_empty() { Ok(()) } else { Err(CdcError::Checks(problems)) }
 }
@@ -116,6 +121,21 @@ pub fn check_binlog_filters(database: &str, do_db: &str, ignore_db: &str) -> Vec
         "the server does not log database `{database}` (binlog-do-db = '{do_db}', binlog-ignore-db = '{ignore_db}'): its writes \
          never reach freshet; remove the filter from my.cnf (or keep `{database}` in it) and restart the server"
     )]
+}
+
+/// A replica must write what it applies to its own binlog (`log_slave_updates`, MySQL's
+/// `log_replica_updates`): otherwise the writes made on its primary, nearly all of them, never
+/// reach freshet, whose caches would keep the rows of their first fills for good.
+pub fn check_replica(replicating: bool, vars: &HashMap<String, String>) -> Vec<String> {
+    let on = |k: &str| vars.get(k).is_some_and(|v| v.eq_ignore_ascii_case("ON") || v == "1");
+    if !replicating || on("log_slave_updates") || on("log_replica_updates") {
+        return Vec::new();
+    }
+    vec![
+        "the server is a replica that does not binlog what it applies (log_slave_updates = OFF): its primary's writes \
+          never reach freshet; set `log_slave_updates = ON` in its my.cnf and restart it, or point freshet at the primary"
+            .into(),
+    ]
 }
 
 /// Cached tables must exist and be InnoDB: fills are fenced by a consistent snapshot, which
@@ -198,6 +218,20 @@ mod tests {
             assert_eq!(p.len(), 1, "{do_db:?} {ignore_db:?}");
             assert!(p[0].contains("does not log database `app`"));
         }
+    }
+
+    #[test]
+    fn a_replica_must_binlog_what_it_applies() {
+        assert!(check_replica(false, &good()).is_empty());
+        let mut v = good();
+        v.insert("log_slave_updates".into(), "OFF".into());
+        let p = check_replica(true, &v);
+        assert_eq!(p.len(), 1);
+        assert!(p[0].contains("log_slave_updates = ON"));
+        v.insert("log_slave_updates".into(), "ON".into());
+        assert!(check_replica(true, &v).is_empty());
+        let mysql = vars(&[("log_replica_updates", "ON")]);
+        assert!(check_replica(true, &mysql).is_empty());
     }
 
     #[test]

@@ -39,6 +39,9 @@ pub trait Flavor: Send + Sync + std::fmt::Debug {
     /// The replication privilege names as `SHOW GRANTS` prints them: (dump the binlog, see
     /// binlog positions).
     fn replication_privileges(&self) -> (&'static [&'static str], &'static [&'static str]);
+    /// A statement that lists the server's own replication connections (none when it is not a
+    /// replica).
+    fn replica_status_sql(&self) -> &'static str;
     /// A statement whose one row is: the server id, the server's start time (unix seconds),
     /// and a server UUID where the server has one (else NULL). Tells a restarted or another
     /// server apart from the one a stream followed.
@@ -99,6 +102,9 @@ impl Flavor for MariaDb {
         // MariaDB 10.5 renamed REPLICATION CLIENT to BINLOG MONITOR (the old name is an alias).
         (&["REPLICATION SLAVE"], &["BINLOG MONITOR", "REPLICATION CLIENT"])
     }
+    fn replica_status_sql(&self) -> &'static str {
+        "SHOW ALL SLAVES STATUS"
+    }
 }
 
 /// MySQL 8.0+ (untested live; see docs/mysql8.md).
@@ -143,6 +149,9 @@ impl Flavor for MySql8 {
     }
     fn replication_privileges(&self) -> (&'static [&'static str], &'static [&'static str]) {
         (&["REPLICATION SLAVE"], &["REPLICATION CLIENT"])
+    }
+    fn replica_status_sql(&self) -> &'static str {
+        "SHOW REPLICA STATUS"
     }
 }
 
