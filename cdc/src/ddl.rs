@@ -57,8 +57,13 @@ enum Tok {
     Other,
 }
 
+/// The heads of statements are what matter: at most this many characters are read (a
+/// statement logged as a statement may be as large as `max_allowed_packet`, and every Query
+/// event is read three times), and at most 256 tokens made of them.
+const HEAD_CHARS: usize = 64 * 1024;
+
 fn tokens(sql: &str) -> Vec<Tok> {
-    let b: Vec<char> = sql.chars().collect();
+    let b: Vec<char> = sql.chars().take(HEAD_CHARS).collect();
     let mut out = Vec::new();
     let mut i = 0;
     while i < b.len() && out.len() < 256 {
