@@ -1065,6 +1065,56 @@ async fn a_table_swapped_in_by_rename_is_not_taken_for_the_old_one() {
     }
 }
 
+/// With `lower_case_table_names = 0`, Linux's default, a table's name is case-sensitive:
+/// `ct_case` and `CT_CASE` are two tables, and `Ct_Case` names none. A read of another table
+/// must not be answered from a view of `ct_case`, nor may writes to it reach that view (a
+/// session that may write a table of its own would otherwise write into others' answers).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tables_whose_names_differ_in_case_are_different_tables() {
+    let mut admin = direct().await;
+    for t in ["ct_case", "CT_CASE"] {
+        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
+        admin.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, k INT NOT NULL, n INT)")).await.unwrap();
+    }
+    admin.query_drop("INSERT INTO ct_case VALUES (1, 1, 10), (2, 1, 20)").await.unwrap();
+    admin.query_drop("INSERT INTO CT_CASE VALUES (1, 1, 666)").await.unwrap();
+    admin.query_drop("CREATE DATABASE IF NOT EXISTS ct_other").await.unwrap();
+    admin.query_drop("CREATE OR REPLACE TABLE ct_other.ct_case (id INT PRIMARY KEY, k INT NOT NULL, n INT)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_other.ct_case VALUES (1, 1, 555)").await.unwrap();
+    let reads = [("case_lower", "SELECT id, n FROM ct_case WHERE k = ?", "SELECT id, n FROM ct_case WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let others = [
+        "SELECT id, n FROM CT_CASE WHERE k = 1",
+        "SELECT id, n FROM Ct_Case WHERE k = 1",
+        // A table alias is case-sensitive too: the server knows no `CT_CASE.id` here.
+        "SELECT CT_CASE.id, n FROM ct_case WHERE k = 1",
+        // And so is a database's name, and a table of another database is another table.
+        "SELECT id, n FROM FRESHET_TEST.ct_case WHERE k = 1",
+        "SELECT id, n FROM ct_other.ct_case WHERE k = 1",
+    ];
+    let before = hits(&proxy, name);
+    for other in others {
+        let want = check.query(other).await;
+        for _ in 0..20 {
+            assert_eq!(client.query(other).await, want, "{other}: another table, or none");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert_eq!(hits(&proxy, name), before, "reads of other tables answered from {name}");
+    admin.query_drop("INSERT INTO CT_CASE VALUES (3, 1, 777)").await.unwrap();
+    admin.query_drop("UPDATE CT_CASE SET n = 888 WHERE id = 1").await.unwrap();
+    admin.query_drop("DELETE FROM CT_CASE WHERE id = 3").await.unwrap();
+    admin.query_drop("INSERT INTO CT_CASE VALUES (2, 1, 999)").await.unwrap();
+    admin.query_drop("UPDATE ct_other.ct_case SET n = 444 WHERE id = 1").await.unwrap();
+    answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, "writes to CT_CASE", |p| p).await;
+    for t in ["ct_case", "CT_CASE"] {
+        admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
+    }
+    admin.query_drop("DROP DATABASE ct_other").await.unwrap();
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
