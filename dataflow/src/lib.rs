@@ -109,7 +109,7 @@ pub mod store;
 pub mod value;
 pub mod view;
 
-pub use compile::{Catalog, CompiledQuery, KeyColumn, ReadFilter, Refusal, compile, compile_unpruned};
+pub use compile::{Catalog, CompiledQuery, KeyColumn, Names, ReadFilter, Refusal, compile, compile_unpruned};
 pub use cost::{Bound, CostBounds, StateInfo, TableCost};
 pub use delta::{Batch, Change, Position};
 pub use fill::{

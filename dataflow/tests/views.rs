@@ -846,3 +846,49 @@ fn a_lookup_refused_for_its_range_parameter_is_not_a_hit() {
     assert!(matches!(r.lookup(&[int(10), int(0)]), Ok(Lookup::Hit(_))));
     assert_eq!(w.df.stats(v).unwrap().hits, before + 1);
 }
+
+/// Where the server's names are case-sensitive (`lower_case_table_names = 0`), `stories` and
+/// `Stories` are two tables: a query names the one it spells, an alias and a database are
+/// spelled as declared, and a change to one never reaches a view of the other.
+#[test]
+fn names_differing_in_case_are_two_tables_where_the_server_says_so() {
+    let names = Names { case_sensitive: true, database: Some("news".into()) };
+    let mut c = Catalog::with_names(names);
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+    for t in ["stories", "Stories"] {
+        c.add(TableSchema::new(t, vec![i("id").not_null(), i("author")], vec![0])).unwrap();
+    }
+    assert_eq!(compile("SELECT id FROM Stories WHERE author = ?", &c).unwrap().tables, ["Stories"]);
+    assert_eq!(compile("SELECT s.id FROM news.stories s WHERE s.author = ?", &c).unwrap().tables, ["stories"]);
+    assert_eq!(compile("SELECT news.stories.id FROM stories WHERE author = ?", &c).unwrap().tables, ["stories"]);
+    for refused in [
+        "SELECT id FROM STORIES WHERE author = ?",
+        "SELECT S.id FROM stories s WHERE author = ?",
+        "SELECT STORIES.id FROM stories WHERE author = ?",
+        "SELECT id FROM NEWS.stories WHERE author = ?",
+        "SELECT id FROM other.stories WHERE author = ?",
+        "SELECT other.stories.id FROM stories WHERE author = ?",
+        "SELECT S.* FROM stories s WHERE author = ?",
+    ] {
+        assert!(compile(refused, &c).is_err(), "{refused} names no table of the catalog as the server compares names");
+    }
+    let mut df = Dataflow::new(c, ByteSize(1 << 20));
+    let v = df.install_sql("SELECT id FROM stories WHERE author = ?").unwrap();
+    let store = MemStore::new();
+    assert!(matches!(df.reader(v).unwrap().lookup(&[int(7)]).unwrap(), Lookup::Miss(_)));
+    df.run_fills(&mut MemUpstream { store: &store }).unwrap();
+    let mut b = Batch::new(Position(1));
+    b.insert("Stories", row(vec![int(1), int(7)]));
+    df.apply(&b).unwrap();
+    match df.reader(v).unwrap().lookup(&[int(7)]).unwrap() {
+        Lookup::Hit(rows) => assert!(rows.is_empty(), "a row of `Stories` in the view of `stories`: {rows:?}"),
+        Lookup::Miss(_) => panic!("the partition was filled"),
+    }
+    let mut b = Batch::new(Position(2));
+    b.insert("stories", row(vec![int(2), int(7)]));
+    df.apply(&b).unwrap();
+    match df.reader(v).unwrap().lookup(&[int(7)]).unwrap() {
+        Lookup::Hit(rows) => assert_eq!(rows.len(), 1, "the row of `stories`"),
+        Lookup::Miss(_) => panic!("the partition was filled"),
+    }
+}

@@ -177,6 +177,10 @@ pub struct ReplicaStore {
     chunk_hook: Mutex<Option<ChunkHook>>,
     /// The next [`Generation`] handed out.
     generations: AtomicU64,
+    /// Whether tables whose names differ in case are two tables (the server's
+    /// `lower_case_table_names = 0`), as the dataflow's catalog says: a row event of `Stories`
+    /// must not reach the rows of `stories`.
+    case_sensitive: bool,
 }
 
 /// See [`ReplicaStore::between_index_chunks`].
@@ -223,14 +227,32 @@ impl ReplicaStore {
             steps_left: AtomicU64::new(u64::MAX),
             chunk_hook: Mutex::new(None),
             generations: AtomicU64::new(0),
+            case_sensitive: false,
         })
+    }
+
+    /// The store, where tables whose names differ in case are two tables if `yes` (see
+    /// `freshet_dataflow::Names`); a store opened by [`ReplicaStore::open`] folds names to lower case.
+    pub fn case_sensitive(mut self, yes: bool) -> ReplicaStore {
+        self.case_sensitive = yes;
+        self
+    }
+
+    /// Whether `a` and `b` name one table, as the store compares names.
+    pub fn same_table(&self, a: &str, b: &str) -> bool {
+        if self.case_sensitive { a == b } else { a.eq_ignore_ascii_case(b) }
+    }
+
+    /// A table's name as the store keys it (its column families, its schema and its state).
+    fn key(&self, table: &str) -> String {
+        if self.case_sensitive { table.to_owned() } else { table.to_ascii_lowercase() }
     }
 
     /// Declares a table to replicate. Returns true if its rows on disk are usable (same
     /// schema as stored); false if it was new or its schema changed, in which case its rows
     /// and indexes were dropped and it must be copied again.
     pub fn register(&self, schema: &TableSchema) -> Result<bool, ReplicaError> {
-        let name = schema.name.to_ascii_lowercase();
+        let name = self.key(&schema.name);
         if schema.primary_key.is_empty() {
             return Err(ReplicaError::NoPrimaryKey(name));
         }
@@ -283,7 +305,7 @@ impl ReplicaStore {
     /// position (never the new position with rows that lack the changes before it). A start
     /// whose stored position was purged resets this way.
     pub fn reset_tables(&self, schemas: &[&TableSchema], position: Option<Position>) -> Result<(), ReplicaError> {
-        let names: Vec<String> = schemas.iter().map(|s| s.name.to_ascii_lowercase()).collect();
+        let names: Vec<String> = schemas.iter().map(|s| self.key(&s.name)).collect();
         let _w = self.lock();
         let mut wb = WriteBatch::default();
         for name in &names {
@@ -439,13 +461,13 @@ impl ReplicaStore {
     /// ([`ReplicaStore::write_copy_batch`]), reading them in a snapshot opened after this call.
     pub fn copy_progress(&self, table: &str) -> Option<(CopyState, Generation)> {
         let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        tables.get(&table.to_ascii_lowercase()).map(|t| (t.copy.clone(), t.generation))
+        tables.get(&self.key(table)).map(|t| (t.copy.clone(), t.generation))
     }
 
     /// The copy state of a registered table.
     pub fn copy_state(&self, table: &str) -> Option<CopyState> {
         let tables = self.tables.read().unwrap_or_else(|e| e.into_inner());
-        tables.get(&table.to_ascii_lowercase()).map(|t| t.copy.clone())
+        tables.get(&self.key(table)).map(|t| t.copy.clone())
     }
 
     /// True if fills may read `table`: copied, and the applied position past its copy.
@@ -473,7 +495,7 @@ impl ReplicaStore {
         // key in the batch must see them, not what is on disk.
         let mut overlay: HashMap<(String, Vec<u8>), Option<Row>> = HashMap::new();
         for c in &batch.changes {
-            let name = c.table.to_ascii_lowercase();
+            let name = self.key(&c.table);
             let Some(t) = tables.get(&name) else { continue };
             let pk = encode_key(t.schema.primary_key.iter().map(|&i| c.row.get(i).unwrap_or(&Value::Null)));
             let current = match overlay.get(&(name.clone(), pk.clone())) {
@@ -579,7 +601,7 @@ impl ReplicaStore {
         rows: &[Row],
         done: bool,
     ) -> Result<CopyState, ReplicaError> {
-        let name = schema.name.to_ascii_lowercase();
+        let name = self.key(&schema.name);
         let _w = self.lock();
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let t = registered_as(&mut tables, &name, schema)?;
@@ -727,7 +749,7 @@ impl ReplicaStore {
     pub fn can_answer(&self, req: &FillRequest) -> bool {
         let scans = req.scans.iter().map(|s| (&s.table, &s.key_columns)).chain(req.dim_scans.iter().map(|d| (&d.table, &d.columns)));
         for (table, cols) in scans {
-            let table = table.to_ascii_lowercase();
+            let table = self.key(table);
             if !self.is_ready(&table).unwrap_or(false) || matches!(self.index_state(&table, cols), Ok(Some(false)) | Err(_)) {
                 return false;
             }
@@ -757,10 +779,10 @@ impl ReplicaStore {
     pub fn fill_request(&self, req: &FillRequest) -> Result<FillResponse, ReplicaError> {
         let mut needed: Vec<(String, Vec<usize>)> = Vec::new();
         for s in &req.scans {
-            needed.push((s.table.to_ascii_lowercase(), s.key_columns.clone()));
+            needed.push((self.key(&s.table), s.key_columns.clone()));
         }
         for d in &req.dim_scans {
-            needed.push((d.table.to_ascii_lowercase(), d.columns.clone()));
+            needed.push((self.key(&d.table), d.columns.clone()));
         }
         for (table, cols) in &needed {
             if !self.is_ready(table)? {

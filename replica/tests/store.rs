@@ -2,7 +2,7 @@
 //! only that table, the copy never overwrites a newer image the stream wrote, and a table is
 //! not answered from before its copy is complete and caught up, a reset killed at any
 //! instant leaves a table that is copied again, and DDL or a reset between two chunks of an
-//! index build stops the build.
+//! index build stops the build; tables whose names differ in case are two where the server says so.
 
 use std::path::PathBuf;
 
@@ -293,4 +293,33 @@ fn ddl_or_a_reset_between_two_chunks_of_an_index_build_stops_it() {
         drop(s);
         let _ = std::fs::remove_dir_all(&d);
     }
+}
+
+/// On a server whose table names are case-sensitive (`lower_case_table_names = 0`), `t` and
+/// `T` are two tables: each keeps its own rows, and a row event of one never lands in the
+/// other.
+#[test]
+fn tables_whose_names_differ_in_case_are_two_tables_where_the_server_says_so() {
+    let d = dir("case");
+    let s = ReplicaStore::open(&d).unwrap().case_sensitive(true);
+    for t in ["t", "T"] {
+        assert!(!s.register(&schema(t, false)).unwrap());
+        s.write_copy_batch(&schema(t, false), s.copy_progress(t).unwrap().1, Position(5), &[row(1, 10)], true).unwrap();
+    }
+    let mut b = Batch::new(Position(7));
+    b.insert("T", row(2, 10));
+    b.update("T", row(1, 10), row(1, 11));
+    s.apply(&b).unwrap();
+    let (mut df, v) = {
+        let mut c = Catalog::with_names(Names { case_sensitive: true, database: None });
+        c.add(schema("t", false)).unwrap();
+        c.add(schema("T", false)).unwrap();
+        let mut df = Dataflow::new(c, ByteSize(1 << 30));
+        let v = df.install_sql("SELECT id, k FROM t WHERE k = ?").unwrap();
+        (df, v)
+    };
+    df.set_applied(Position(7));
+    assert_eq!(rows_with_k(&s, &mut df, v, 10).unwrap(), vec![row(1, 10)], "the rows of `t` alone");
+    assert_eq!(rows_with_k(&s, &mut df, v, 11).unwrap(), vec![]);
+    let _ = std::fs::remove_dir_all(&d);
 }

@@ -13,7 +13,7 @@ use std::ops::ControlFlow;
 
 use sqlparser::ast::{self as a, visit_expressions};
 
-use super::{Compiler, Refusal, object_name, refuse};
+use super::{Compiler, Refusal, object_name, refuse, table_name};
 use crate::expr::{ArithOp, CmpOp, Expr, Func, LitValue, parse_temporal};
 use crate::plan::AggKind;
 use crate::schema::{SqlType, enum_index};
@@ -21,6 +21,9 @@ use crate::value::{Collation, Decimal, Value};
 
 #[derive(Clone, Debug)]
 pub(super) struct ScopeCol {
+    /// The occurrence's alias, or its table's name as written, as [`Catalog::key`] keys it.
+    ///
+    /// [`Catalog::key`]: super::Catalog::key
     pub(super) qual: String,
     pub(super) name: String,
     pub(super) ty: Option<SqlType>,
@@ -36,13 +39,8 @@ pub(super) struct Scope {
 impl Scope {
     pub(super) fn find(&self, qual: Option<&str>, name: &str) -> Result<usize, Refusal> {
         let name_l = name.to_ascii_lowercase();
-        let hits: Vec<usize> = self
-            .cols
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| c.name == name_l && qual.is_none_or(|q| q.eq_ignore_ascii_case(&c.qual)))
-            .map(|(i, _)| i)
-            .collect();
+        let hits: Vec<usize> =
+            self.cols.iter().enumerate().filter(|(_, c)| c.name == name_l && qual.is_none_or(|q| q == c.qual)).map(|(i, _)| i).collect();
         match hits.as_slice() {
             [i] => {
                 if let Some(Some(None)) = self.cols.get(*i).map(|c| &c.coll) {
@@ -121,7 +119,7 @@ impl Compiler<'_> {
                     let a::SelectItemQualifiedWildcardKind::ObjectName(n) = kind else {
                         return refuse("unsupported wildcard");
                     };
-                    let q = object_name(n)?.to_ascii_lowercase();
+                    let q = self.catalog.key(&table_name(n, self.catalog)?);
                     let cols: Vec<&ScopeCol> = scope.cols.iter().filter(|c| c.qual == q).collect();
                     if cols.is_empty() {
                         return refuse(format!("unknown table `{q}` in `{q}.*`"));
@@ -204,7 +202,10 @@ impl Compiler<'_> {
         Ok(match e {
             a::Expr::Identifier(id) => column(None, &id.value)?,
             a::Expr::CompoundIdentifier(parts) => match parts.as_slice() {
-                [t, c] | [_, t, c] => column(Some(&t.value), &c.value)?,
+                // A qualifier is an alias or a table's name (as the catalog keys it), and a
+                // database's name must be the catalog's: as the server compares them.
+                [t, c] => column(Some(&self.catalog.key(&t.value)), &c.value)?,
+                [db, t, c] if self.catalog.in_database(&db.value) => column(Some(&self.catalog.key(&t.value)), &c.value)?,
                 _ => return refuse(format!("unsupported column reference `{e}`")),
             },
             a::Expr::Value(v) => Expr::lit(literal(&v.value)?),

@@ -58,29 +58,67 @@ pub(crate) fn refuse<T>(reason: impl Into<String>) -> Result<T, Refusal> {
 /// The base tables queries may read.
 #[derive(Clone, Debug, Default)]
 pub struct Catalog {
+    /// By [`Catalog::key`] of their names.
     tables: HashMap<String, TableSchema>,
+    names: Names,
+}
+
+/// How the server compares the names of tables, their aliases and databases
+/// (`lower_case_table_names`): with 0, Linux's default, `stories` and `Stories` are two tables
+/// and a query must spell a name as it was created; otherwise names are one table whatever
+/// their case. Column names are never case-sensitive.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Names {
+    pub case_sensitive: bool,
+    /// The database the tables are in; a query's name qualified by another is another table.
+    /// `None` (a catalog built by hand) takes any qualifier for this database.
+    pub database: Option<String>,
 }
 
 impl Catalog {
-    /// An empty catalog.
+    /// An empty catalog, whose names are compared without case and in no particular database.
     pub fn new() -> Catalog {
         Catalog::default()
+    }
+    /// An empty catalog of the tables of a server that compares names as `names` says.
+    pub fn with_names(names: Names) -> Catalog {
+        Catalog { tables: HashMap::new(), names }
+    }
+    /// How names are compared.
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+    /// A table's name as its identity: the name as it is, where names are case-sensitive, or
+    /// in lower case. Every map or list of tables of the dataflow holds names in this form,
+    /// so that a row event of `Stories` never reaches a view of `stories` when the server has
+    /// two tables.
+    pub fn key(&self, name: &str) -> String {
+        if self.names.case_sensitive { name.to_owned() } else { name.to_ascii_lowercase() }
+    }
+    /// Whether `a` and `b` name one table, alias or database.
+    pub fn same_name(&self, a: &str, b: &str) -> bool {
+        if self.names.case_sensitive { a == b } else { a.eq_ignore_ascii_case(b) }
+    }
+    /// Whether a name qualified by `database` is in the catalog's database.
+    pub fn in_database(&self, database: &str) -> bool {
+        self.names.database.as_deref().is_none_or(|d| self.same_name(d, database))
     }
     /// Adds or replaces a table after checking its schema.
     pub fn add(&mut self, t: TableSchema) -> Result<(), SchemaError> {
         t.check()?;
-        self.tables.insert(t.name.to_ascii_lowercase(), t);
+        self.tables.insert(self.key(&t.name), t);
         Ok(())
     }
     /// Removes a table (after DROP TABLE).
     pub fn remove(&mut self, name: &str) {
-        self.tables.remove(&name.to_ascii_lowercase());
+        self.tables.remove(&self.key(name));
     }
-    /// A table by case-insensitive name.
+    /// A table by name, compared as the server compares it.
     pub fn get(&self, name: &str) -> Option<&TableSchema> {
-        self.tables.get(&name.to_ascii_lowercase())
+        self.tables.get(&self.key(name))
     }
-    /// A column of a table, both by case-insensitive name.
+    /// A column of a table, by the table's name compared as the server compares it and the
+    /// column's name without case.
     pub fn column(&self, table: &str, column: &str) -> Option<&ColumnSchema> {
         let t = self.get(table)?;
         t.columns.get(t.column_index(column)?)
@@ -348,6 +386,19 @@ fn lit_usize(e: &a::Expr, what: &str) -> Result<usize, Refusal> {
 pub(crate) fn object_name(n: &a::ObjectName) -> Result<String, Refusal> {
     match n.0.last() {
         Some(a::ObjectNamePart::Identifier(i)) => Ok(i.value.clone()),
+        _ => refuse(format!("unsupported table name `{n}`")),
+    }
+}
+
+/// The name of a table a query reads (`t` or `db.t`), which must be in the catalog's database:
+/// a table of another database of the same name is another table.
+pub(crate) fn table_name(n: &a::ObjectName, catalog: &Catalog) -> Result<String, Refusal> {
+    match n.0.as_slice() {
+        [a::ObjectNamePart::Identifier(t)] => Ok(t.value.clone()),
+        [a::ObjectNamePart::Identifier(db), a::ObjectNamePart::Identifier(t)] if catalog.in_database(&db.value) => Ok(t.value.clone()),
+        [a::ObjectNamePart::Identifier(_), a::ObjectNamePart::Identifier(_)] => {
+            refuse(format!("`{n}` is a table of another database than the one freshet caches"))
+        }
         _ => refuse(format!("unsupported table name `{n}`")),
     }
 }

@@ -17,7 +17,7 @@
 use sqlparser::ast as a;
 
 use super::lower::{AggCtx, Mode, Scope, ScopeCol, contains_agg};
-use super::{Compiler, KeyColumn, ReadFilter, Refusal, Select, object_name, refuse};
+use super::{Compiler, KeyColumn, ReadFilter, Refusal, Select, refuse, table_name};
 use crate::expr::{CmpOp, Expr};
 use crate::plan::{AggSpec, JoinKind, Node, OrderSpec};
 use crate::schema::{SqlType, TableSchema};
@@ -287,11 +287,12 @@ impl<'c> Compiler<'c> {
             if !with_hints.is_empty() || !partitions.is_empty() {
                 return refuse("table hints and PARTITION selection are not supported");
             }
-            let tname = object_name(name)?;
+            let tname = table_name(name, self.catalog)?;
             let Some(schema) = self.catalog.get(&tname) else {
                 return refuse(format!("unknown table `{tname}` (not in the schema freshet was given)"));
             };
-            let qual = alias.as_ref().map(|al| al.name.value.clone()).unwrap_or(tname.clone()).to_ascii_lowercase();
+            // An alias, or the table's name as written, compared as the server compares them.
+            let qual = self.catalog.key(&alias.as_ref().map(|al| al.name.value.clone()).unwrap_or(tname.clone()));
             if quals.contains(&qual) {
                 return refuse(format!("table alias `{qual}` is used twice; give each occurrence its own alias"));
             }
@@ -302,7 +303,7 @@ impl<'c> Compiler<'c> {
                 scope.cols.push(ScopeCol { qual: qual.clone(), name: c.name.to_ascii_lowercase(), ty: Some(c.ty.clone()), coll });
             }
             schemas.push(schema);
-            tables.push(schema.name.to_ascii_lowercase());
+            tables.push(self.catalog.key(&schema.name));
         }
         let occ0 = self.occ;
         self.occ += rels.len();

@@ -27,6 +27,7 @@
 
 use std::collections::HashSet;
 
+use crate::compile::Catalog;
 use crate::hash::Map;
 use crate::small::Small;
 
@@ -55,7 +56,7 @@ pub(super) struct Dim {
 /// lies in the join's left input, is never a later dimension). Join columns are traced to the
 /// base columns they copy ([`Node::origin`]): the join's inputs may be projections of their
 /// bases, and the writer and the replica fill see base rows.
-pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
+pub(super) fn find_dims(graph: &Graph, catalog: &Catalog) -> Vec<Dim> {
     let mut out = Vec::new();
     for (i, n) in graph.nodes.iter().enumerate() {
         let Node::Join { left, right, on, .. } = &n.tree else { continue };
@@ -74,7 +75,7 @@ pub(super) fn find_dims(graph: &Graph) -> Vec<Dim> {
             let o = ls.first()?.0;
             ls.iter().all(|l| l.0 == o).then(|| (o, ls.iter().map(|l| l.1).collect()))
         });
-        out.push(Dim { node: i, occ: *occ, table: table.to_ascii_lowercase(), cols, from });
+        out.push(Dim { node: i, occ: *occ, table: catalog.key(table), cols, from });
     }
     out
 }
@@ -155,7 +156,7 @@ pub(super) fn borrow_covers(
         for d in 0..domain.dims.len() {
             let dim = &domain.dims[d];
             let (node, Some((from, from_cols))) = (dim.node, &dim.from) else { continue };
-            let Some((_, _, kcols)) = domain.occs.iter().find(|(o, table, _)| o == from && table.eq_ignore_ascii_case(&c.table)) else {
+            let Some((_, _, kcols)) = domain.occs.iter().find(|(o, table, _)| o == from && domain.is_table(table, &c.table)) else {
                 continue;
             };
             let Some(part) = key_of(&c.row, kcols) else { continue };

@@ -206,9 +206,12 @@ struct Slot {
 /// whole domain, so shared state is never evicted from under one of its views.
 struct Domain {
     graph: Graph,
-    /// (occurrence, table lower-case, key columns) per partition-keyed (or, without
-    /// parameters, every) base occurrence of the graph.
+    /// (occurrence, table as [`Catalog::key`] has it, key columns) per partition-keyed (or,
+    /// without parameters, every) base occurrence of the graph.
     occs: Vec<(usize, String, Vec<usize>)>,
+    /// The catalog's [`Names::case_sensitive`](crate::Names): whether a change's table is
+    /// compared with the names of `occs` and `dims` as it is, or without case.
+    case_sensitive: bool,
     /// Dimension occurrences, in graph order, and the index routing their deltas.
     dims: Vec<Dim>,
     dim_index: DimIndex,
@@ -284,6 +287,7 @@ impl Domain {
         Domain {
             graph: Graph::with_topk_slack(topk_slack),
             occs: Vec::new(),
+            case_sensitive: false,
             dims: Vec::new(),
             dim_index: DimIndex::default(),
             dim_log: DimLog::default(),
@@ -296,6 +300,12 @@ impl Domain {
             views: Vec::new(),
             epoch: 0,
         }
+    }
+
+    /// Whether `key` (a name of `occs` or `dims`) is the table a change names `table`: a row
+    /// event's name is the server's, and is compared without allocating a folded copy.
+    fn is_table(&self, key: &str, table: &str) -> bool {
+        if self.case_sensitive { key == table } else { key.eq_ignore_ascii_case(table) }
     }
 
     /// Adds a view's tree; returns its reader index. The caller has emptied the domain's
@@ -316,14 +326,15 @@ impl Domain {
         self.views.push(Some(v));
         self.epoch += 1;
         self.occs.clear();
-        self.dims = find_dims(&self.graph);
+        self.case_sensitive = catalog.names().case_sensitive;
+        self.dims = find_dims(&self.graph, catalog);
         self.dim_index = DimIndex::new(self.dims.len());
         self.dim_log = DimLog::default();
         for n in &self.graph.nodes {
             if let Node::Base { occ, table, key, .. } = &n.tree
                 && !self.dims.iter().any(|d| d.occ == *occ)
             {
-                self.occs.push((*occ, table.to_ascii_lowercase(), key.clone()));
+                self.occs.push((*occ, catalog.key(table), key.clone()));
             }
         }
         self.n_occ = self.occs.iter().map(|o| o.0 + 1).chain(self.dims.iter().map(|d| d.occ + 1)).max().unwrap_or(0);
@@ -377,8 +388,7 @@ impl Domain {
         let mut per_key: Map<Key, OccDeltas> = Map::default();
         let mut for_pending: Option<OccDeltas> = None;
         for c in &batch.changes {
-            // Names are kept lower-case; compared without allocating a lower-case copy.
-            let is = |t: &str| t.eq_ignore_ascii_case(&c.table);
+            let is = |t: &str| domain.is_table(t, &c.table);
             for (occ, table, key) in &domain.occs {
                 if !is(table) {
                     continue;
@@ -567,7 +577,7 @@ impl Dataflow {
                 None
             }
         };
-        let lower = name.to_ascii_lowercase();
+        let lower = self.catalog.key(name);
         let affected: Vec<(ViewId, String)> = self
             .views
             .iter()
@@ -593,7 +603,7 @@ impl Dataflow {
     /// on demand at or after the applied position.
     pub fn evict_reading(&mut self, table: &str) {
         self.publish_held();
-        let lower = table.to_ascii_lowercase();
+        let lower = self.catalog.key(table);
         let domains: Vec<usize> = self.views.iter().flatten().filter(|v| v.q.tables.contains(&lower)).map(|v| v.domain).collect();
         for di in domains {
             self.evict_domain(di);

@@ -57,7 +57,7 @@ use tracing::{info, warn};
 
 use freshet_cdc::{FillConfig, FollowedTables, LagHandle, StreamConfig, UpstreamFills};
 use freshet_config::{CacheSpec, Config};
-use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Rows, Value};
+use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Names, Rows, Value};
 
 pub use self::freshness::{FRESHNESS_CHECK, FRESHNESS_SLACK, Freshness, FreshnessGate};
 use self::handle::{WriterEnds, WriterHandle};
@@ -173,6 +173,8 @@ struct Built {
 /// the binlog stream, and the replica's store when fills come from it.
 struct Connected {
     database: String,
+    /// How the server compares the names of tables and databases.
+    names: Names,
     conn: mysql_async::Conn,
     opts: mysql_async::Opts,
     server_id: u32,
@@ -212,6 +214,13 @@ impl Engine {
             .map_err(|_| anyhow!("connecting to the upstream for the cache engine timed out"))?
             .context("connecting to the upstream for the cache engine")?;
         freshet_cdc::check_upstream(&mut conn, &database, &[]).await.context("the upstream cannot feed freshet's caches")?;
+        // With 0 (Linux's default) names are case-sensitive: `stories` and `Stories` are two
+        // tables. With 2 they are kept as created and compared without case, so a row event's
+        // name may differ in case from the catalog's: only 0 compares them as they are.
+        let lower: Option<u8> = mysql_async::prelude::Queryable::query_first(&mut conn, "SELECT @@lower_case_table_names")
+            .await
+            .context("reading lower_case_table_names")?;
+        let names = Names { case_sensitive: lower == Some(0), database: Some(database.clone()) };
         let server_id = replica_server_id(config);
         let mut stream_config = StreamConfig::new(&database, server_id);
         // Only the tables caches read are decoded; the writer adds those of later caches.
@@ -219,21 +228,21 @@ impl Engine {
         stream_config.tables = Some(followed.clone());
         // `[fill] source = "replica"`: the stream resumes at the replica's position (replica.rs).
         let store = match (&config.fill.source, &config.replica.path) {
-            (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path)?),
+            (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path, names.case_sensitive)?),
             _ => None,
         };
         let (stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)
             .await
             .context("starting the binlog stream")?;
-        Ok(Connected { database, conn, opts, server_id, stream_config, followed, store, stream, resume })
+        Ok(Connected { database, names, conn, opts, server_id, stream_config, followed, store, stream, resume })
     }
 
     /// The catalog of the stream's tables, the dataflow, the engine, and every `[[cache]]`
     /// built into them; also the writer's ends (for the writer) and the tables the caches
     /// read, sorted.
     fn build_caches(config: &Config, connected: &Connected) -> anyhow::Result<Built> {
-        let Connected { database, server_id, stream, .. } = connected;
-        let mut catalog = Catalog::new();
+        let Connected { database, server_id, stream, names, .. } = connected;
+        let mut catalog = Catalog::with_names(names.clone());
         for table in stream.tables() {
             // A table whose schema the dataflow refuses (e.g. DECIMAL(65)) is simply not
             // available to cached queries; compiling one that reads it says so.
@@ -291,7 +300,7 @@ impl Engine {
     async fn spawn_tasks(config: &Config, built: Built, connected: Connected) -> anyhow::Result<()> {
         let Built { engine, dataflow, ends, tables } = built;
         let engine = &engine;
-        let Connected { database, mut conn, opts, server_id, stream_config, followed, store, stream, resume } = connected;
+        let Connected { database, mut conn, opts, server_id, stream_config, followed, store, stream, resume, .. } = connected;
         // Before the stream has read anything: it takes these at its first group boundary,
         // ahead of every batch (cdc's `follow`; the writer waits for that announcement).
         for t in &tables {

@@ -418,10 +418,10 @@ impl Registry {
                 // An expression (COUNT(*), ...): no origin to check; its type is the plan's.
                 continue;
             }
-            if schema != *database && schema != database.to_lowercase() {
-                return Err(format!("column {org_name} comes from database {schema}"));
+            if !catalog.in_database(&schema) {
+                return Err(format!("column {org_name} comes from database {schema}, not {database}"));
             }
-            if !query.tables.iter().any(|t| t.eq_ignore_ascii_case(&org_table)) {
+            if !query.tables.iter().any(|t| catalog.same_name(t, &org_table)) {
                 return Err(format!("column {org_name} comes from table {org_table}, which the cache does not read"));
             }
             if catalog.get(&org_table).and_then(|t| t.column_index(&org_name)).is_none() {

@@ -78,9 +78,11 @@ pub struct ReplicaFigures {
     pub following: bool,
 }
 
-/// Opens the store at `path`.
-pub(super) fn open(path: &Path) -> anyhow::Result<Arc<ReplicaStore>> {
-    Ok(Arc::new(ReplicaStore::open(path).map_err(|e| anyhow::anyhow!("opening the replica at {}: {e}", path.display()))?))
+/// Opens the store at `path`, where tables whose names differ in case are two tables if
+/// `case_sensitive` (the catalog's [`freshet_dataflow::Names`]).
+pub(super) fn open(path: &Path, case_sensitive: bool) -> anyhow::Result<Arc<ReplicaStore>> {
+    let store = ReplicaStore::open(path).map_err(|e| anyhow::anyhow!("opening the replica at {}: {e}", path.display()))?;
+    Ok(Arc::new(store.case_sensitive(case_sensitive)))
 }
 
 impl Replica {
@@ -98,7 +100,7 @@ impl Replica {
         let known = infos.clone();
         let mut replicated = HashMap::new();
         for t in tables {
-            let Some((_, info)) = infos.iter().find(|(n, _)| n.eq_ignore_ascii_case(t)) else { continue };
+            let Some((_, info)) = infos.iter().find(|(n, _)| store.same_table(n, t)) else { continue };
             match store.register(&info.schema) {
                 Ok(kept) => {
                     info!(table = %t, kept, "replica: table registered");
@@ -286,15 +288,15 @@ impl Replica {
         let mut wanted = self.wanted.lock().unwrap_or_else(|e| e.into_inner());
         let mut added = false;
         for t in tables {
-            if infos.keys().any(|k| k.eq_ignore_ascii_case(t)) {
+            if infos.keys().any(|k| self.store.same_table(k, t)) {
                 continue;
             }
-            if !wanted.iter().any(|w| w.eq_ignore_ascii_case(t)) {
+            if !wanted.iter().any(|w| self.store.same_table(w, t)) {
                 wanted.push(t.clone());
             }
             let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
             // Not there yet: a CREATE TABLE registers it (`schema_changed`).
-            let Some(info) = known.iter().find(|(n, _)| n.eq_ignore_ascii_case(t)).map(|(_, i)| i.clone()) else { continue };
+            let Some(info) = known.iter().find(|(n, _)| self.store.same_table(n, t)).map(|(_, i)| i.clone()) else { continue };
             drop(known);
             // Rows kept from an earlier registration were not kept current since: copy again.
             let registered = self.store.register(&info.schema).and_then(|kept| if kept { self.store.reset(&info.schema) } else { Ok(()) });
@@ -321,16 +323,16 @@ impl Replica {
     pub(super) fn schema_changed(&self, table: &str, kind: DdlKind, info: Option<&TableInfo>) {
         {
             let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-            known.retain(|k, _| !k.eq_ignore_ascii_case(table));
+            known.retain(|k, _| !self.store.same_table(k, table));
             if let Some(i) = info {
                 known.insert(i.schema.name.clone(), i.clone());
             }
         }
-        if !self.wanted.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|w| w.eq_ignore_ascii_case(table)) {
+        if !self.wanted.lock().unwrap_or_else(|e| e.into_inner()).iter().any(|w| self.store.same_table(w, table)) {
             return;
         }
         let mut infos = self.infos.lock().unwrap_or_else(|e| e.into_inner());
-        let old = infos.keys().find(|k| k.eq_ignore_ascii_case(table)).cloned().and_then(|k| infos.remove(&k));
+        let old = infos.keys().find(|k| self.store.same_table(k, table)).cloned().and_then(|k| infos.remove(&k));
         let Some(info) = info else {
             if let Some(old) = old
                 && let Err(e) = self.store.reset(&old.schema)
@@ -470,7 +472,7 @@ mod tests {
         for n in 0..16 {
             let _ = std::fs::remove_dir_all(&dir);
             {
-                let store = open(&dir).unwrap();
+                let store = open(&dir, false).unwrap();
                 store.register(&info().schema).unwrap();
                 store
                     .write_copy_batch(&info().schema, store.copy_progress("t").unwrap().1, Position(5), std::slice::from_ref(&row), true)

@@ -69,7 +69,7 @@ impl ReplicaStore {
     /// Rewrites in place when it can (see the module header), else drops the rows for a copy.
     /// An unregistered table is registered (see [`ReplicaStore::register`]).
     pub fn alter(&self, schema: &TableSchema, keep: &[Option<usize>]) -> Result<Altered, ReplicaError> {
-        let name = schema.name.to_ascii_lowercase();
+        let name = self.key(&schema.name);
         // The table (its indexes included) is read under the write lock that index builds take,
         // so no index is built or completed between this read and the rewrite's start.
         let w = self.lock();
@@ -131,7 +131,7 @@ impl ReplicaStore {
     /// column is an old one), under the write lock. Returns the new state and the rows
     /// rewritten; the state is `Done` when every row is.
     pub fn reshape_local(&self, table: &str, chunk: usize) -> Result<(CopyState, usize), ReplicaError> {
-        let name = table.to_ascii_lowercase();
+        let name = self.key(table);
         let _w = self.lock();
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let t = tables.get_mut(&name).ok_or_else(|| ReplicaError::UnknownTable(name.clone()))?;
@@ -188,7 +188,7 @@ impl ReplicaStore {
         fetched: &[Row],
         done: bool,
     ) -> Result<(CopyState, usize), ReplicaError> {
-        let name = schema.name.to_ascii_lowercase();
+        let name = self.key(&schema.name);
         let _w = self.lock();
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let t = super::registered_as(&mut tables, &name, schema)?;
