@@ -33,7 +33,7 @@ pub async fn check_upstream(conn: &mut Conn, database: &str, tables: &[&str]) ->
     let grants: Vec<String> = conn.query(flavor.show_grants_sql()).await?;
     let engines: Vec<(String, Option<String>)> =
         conn.exec("SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (database,)).await?;
-    let engines: HashMap<String, String> = engines.into_iter().map(|(t, e)| (t.to_ascii_lowercase(), e.unwrap_or_default())).collect();
+    let engines: HashMap<String, String> = engines.into_iter().map(|(t, e)| (t, e.unwrap_or_default())).collect();
     let status: Option<mysql_async::Row> = conn.query_first(flavor.current_position_sql()).await?;
     let filter =
         |i: usize| status.as_ref().and_then(|r| r.get_opt::<Option<String>, _>(i)).and_then(Result::ok).flatten().unwrap_or_default();
@@ -139,11 +139,15 @@ pub fn check_replica(replicating: bool, vars: &HashMap<String, String>) -> Vec<S
 }
 
 /// Cached tables must exist and be InnoDB: fills are fenced by a consistent snapshot, which
-/// non-transactional engines (MyISAM, Aria, MEMORY) do not have.
+/// non-transactional engines (MyISAM, Aria, MEMORY) do not have. `engines` is by the server's
+/// table names: a table is found by its name as it is (on a server with case-sensitive names
+/// `T` is not `t`), else without case (where the server keeps the case a table was created
+/// with and freshet's names are folded).
 pub fn check_engines(database: &str, tables: &[&str], engines: &HashMap<String, String>) -> Vec<String> {
     let mut p = Vec::new();
     for t in tables {
-        match engines.get(&t.to_ascii_lowercase()) {
+        let engine = engines.get(*t).or_else(|| engines.iter().find(|(n, _)| n.eq_ignore_ascii_case(t)).map(|(_, e)| e));
+        match engine {
             None => p.push(format!("table `{database}`.`{t}` does not exist: create it or remove the queries that read it")),
             Some(e) if !e.eq_ignore_ascii_case("InnoDB") => p.push(format!(
                 "table `{database}`.`{t}` uses engine {e}: fills need consistent snapshots; `ALTER TABLE `{database}`.`{t}` ENGINE = InnoDB`"
@@ -242,6 +246,11 @@ mod tests {
         assert_eq!(p.len(), 2);
         assert!(p[0].contains("MyISAM") && p[0].contains("ENGINE = InnoDB"));
         assert!(p[1].contains("does not exist"));
+        // Two tables whose names differ in case (a case-sensitive server): each is itself.
+        let e: HashMap<String, String> =
+            [("T".to_string(), "InnoDB".to_string()), ("t".to_string(), "MyISAM".to_string())].into_iter().collect();
+        assert!(check_engines("app", &["T"], &e).is_empty());
+        assert_eq!(check_engines("app", &["t"], &e).len(), 1, "t is MyISAM");
     }
 
     #[test]
