@@ -1115,6 +1115,46 @@ async fn tables_whose_names_differ_in_case_are_different_tables() {
     admin.query_drop("DROP DATABASE ct_other").await.unwrap();
 }
 
+/// MariaDB's system-versioned tables keep every old version of a row in the table itself,
+/// hidden from a plain SELECT: an UPDATE ends the current row (its `row_end` set to now) and
+/// inserts the new one, a DELETE ends it, and the binlog logs those row changes. Only rows
+/// whose `row_end` is the end of time are the table's rows. Such a table is not cached
+/// (information_schema's TABLE_TYPE is `SYSTEM VERSIONED`), including one a cache was reading
+/// when versioning was added to it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_versioned_tables_history_is_not_its_rows() {
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS ct_versioned").await.unwrap();
+    admin.query_drop("CREATE TABLE ct_versioned (id INT PRIMARY KEY, k INT NOT NULL, n INT)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_versioned VALUES (1, 1, 10), (2, 1, 20)").await.unwrap();
+    let reads = [
+        ("versioned", "SELECT id, n FROM ct_versioned WHERE k = ?", "SELECT id, n FROM ct_versioned WHERE k = 1"),
+        ("versioned_all", "SELECT * FROM ct_versioned WHERE k = ?", "SELECT * FROM ct_versioned WHERE k = 1"),
+        (
+            "versioned_count",
+            "SELECT k, COUNT(*) FROM ct_versioned WHERE k = ? GROUP BY k",
+            "SELECT k, COUNT(*) FROM ct_versioned WHERE k = 1 GROUP BY k",
+        ),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    for (name, _, sql) in &reads {
+        hit(&mut client, &proxy, name, sql).await;
+    }
+    admin.query_drop("ALTER TABLE ct_versioned ADD SYSTEM VERSIONING").await.unwrap();
+    for write in [
+        "UPDATE ct_versioned SET n = 11 WHERE id = 1",
+        "DELETE FROM ct_versioned WHERE id = 2",
+        "INSERT INTO ct_versioned VALUES (3, 1, 30)",
+        "UPDATE ct_versioned SET k = 2 WHERE id = 3",
+    ] {
+        admin.query_drop(write).await.unwrap();
+    }
+    caught_up(&mut through(&proxy).await).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server after the writes: {wrong:#?}");
+    admin.query_drop("DROP TABLE ct_versioned").await.unwrap();
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
