@@ -1155,6 +1155,24 @@ async fn a_system_versioned_tables_history_is_not_its_rows() {
     admin.query_drop("DROP TABLE ct_versioned").await.unwrap();
 }
 
+/// An INVISIBLE column is left out of `SELECT *` by the server, and read when named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invisible_column_is_left_out_of_a_wildcard() {
+    let mut admin = fresh_table("ct_invisible", "id INT PRIMARY KEY, k INT NOT NULL, secret INT INVISIBLE, n INT", "(1, 1, 10)").await;
+    admin.query_drop("UPDATE ct_invisible SET secret = 7").await.unwrap();
+    let reads = [
+        ("invisible_all", "SELECT * FROM ct_invisible WHERE k = ?", "SELECT * FROM ct_invisible WHERE k = 1"),
+        ("invisible_named", "SELECT id, secret FROM ct_invisible WHERE k = ?", "SELECT id, secret FROM ct_invisible WHERE k = 1"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    admin.query_drop("INSERT INTO ct_invisible (id, k, secret, n) VALUES (2, 1, 8, 20)").await.unwrap();
+    admin.query_drop("UPDATE ct_invisible SET secret = 9 WHERE id = 1").await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    let (wrong, unserved) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server after the writes: {wrong:#?}");
+    assert!(unserved.is_empty(), "not answered from the views: {unserved:#?}");
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
