@@ -318,3 +318,31 @@ async fn a_write_logged_as_a_statement_is_not_missed() {
     let untrusted = status.iter().find(|(k, _)| k == "untrusted_transactions").map(|(_, v)| v.parse::<u64>().unwrap());
     assert!(untrusted.is_some_and(|n| n >= 6), "the status counts the groups it could not follow: {status:?}");
 }
+
+/// `SET GLOBAL binlog_checksum` rotates the binlog, and the new file's events carry a checksum
+/// of the new kind (or none), which its format description announces: the stream must read
+/// both files, and the views stay the server's across the change and back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binlog_checksum_changed_while_running_is_read() {
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS ct_checksum").await.unwrap();
+    admin.query_drop("CREATE TABLE ct_checksum (id INT PRIMARY KEY, k INT NOT NULL, n INT NULL)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_checksum VALUES (1, 1, 10), (2, 1, 20)").await.unwrap();
+    let reads = [("checksum", "SELECT id, n FROM ct_checksum WHERE k = ?", "SELECT id, n FROM ct_checksum WHERE k = 1")];
+    let proxy = start_proxy(&cache_config(&reads.iter().map(|(n, c, _)| (*n, *c)).collect::<Vec<_>>())).await;
+    assert!(answers_unlike_the_servers(&proxy, &reads).await.is_empty());
+    let writes = async move {
+        let mut admin = direct().await;
+        admin.query_drop("UPDATE ct_checksum SET n = n + 1 WHERE id = 1").await.unwrap();
+        admin.query_drop("INSERT INTO ct_checksum VALUES (3, 1, 30)").await.unwrap();
+        admin.query_drop("DELETE FROM ct_checksum WHERE id = 2").await.unwrap();
+    };
+    with_global("binlog_checksum", "'NONE'", writes).await;
+    // And back: another rotation, to a file with checksums again.
+    admin.query_drop("UPDATE ct_checksum SET n = n + 1 WHERE id = 3").await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    let before = hits(&proxy, "checksum");
+    let wrong = answers_unlike_the_servers(&proxy, &reads).await;
+    assert!(wrong.is_empty(), "after the binlog's checksum changed:\n{}", wrong.join("\n"));
+    assert!(hits(&proxy, "checksum") > before, "answered from the view again");
+}
