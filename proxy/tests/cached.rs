@@ -1173,6 +1173,37 @@ async fn an_invisible_column_is_left_out_of_a_wildcard() {
     assert!(unserved.is_empty(), "not answered from the views: {unserved:#?}");
 }
 
+/// A SELECT sets the session's diagnostics on the server: `FOUND_ROWS()` is then its row count,
+/// `ROW_COUNT()` is -1 and `SHOW WARNINGS` lists its warnings (none) instead of the statement
+/// before. A read answered from a view must leave the session's next statement the same
+/// answers, though the server never ran it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_read_is_the_last_statement_to_what_reads_diagnostics() {
+    let _admin = fresh_table("ct_diag", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20), (3, 2, 30)").await;
+    let reads = [("diag", "SELECT id, n FROM ct_diag WHERE k = ?", "SELECT id, n FROM ct_diag WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let sequences: [[&str; 2]; 5] = [
+        ["SELECT 1 UNION SELECT 2 UNION SELECT 3", "SELECT FOUND_ROWS()"],
+        ["UPDATE ct_diag SET n = 30 WHERE id = 3", "SELECT ROW_COUNT()"],
+        ["SELECT CAST('x' AS SIGNED)", "SHOW WARNINGS"],
+        ["SELECT CAST('y' AS SIGNED)", "SHOW COUNT(*) WARNINGS"],
+        ["SELECT CAST('z' AS SIGNED)", "SELECT @@warning_count"],
+    ];
+    for [before, after] in sequences {
+        let served = hits(&proxy, name);
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for (c, out) in [(&mut client, &mut ours), (&mut check, &mut theirs)] {
+            c.query(before).await;
+            c.query(sql).await;
+            out.push(c.query(after).await);
+        }
+        assert!(hits(&proxy, name) > served, "{sql} was answered from the view");
+        assert_eq!(ours, theirs, "{after} after {before} and a cached read");
+    }
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
