@@ -1202,6 +1202,30 @@ async fn a_cached_read_is_the_last_statement_to_what_reads_diagnostics() {
         assert!(hits(&proxy, name) > served, "{sql} was answered from the view");
         assert_eq!(ours, theirs, "{after} after {before} and a cached read");
     }
+    // Prepared: a statement whose every execute is answered here, the last one leaving the
+    // parameters' types to the server's memory of an execute the server never saw.
+    let cached = reads[0].1;
+    let (warm, _) = prepare(&mut client, cached).await;
+    let typed = [&[0u8, 1, 8, 0][..], &1u64.to_le_bytes()].concat();
+    for _ in 0..10 {
+        client.send(&execute(warm, &typed)).await;
+        client.read_results().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let untyped = [&[0u8, 0][..], &1u64.to_le_bytes()].concat();
+    let mut answers = Vec::new();
+    let served = hits(&proxy, name);
+    for c in [&mut client, &mut check] {
+        let (id, _) = prepare(c, cached).await;
+        c.query("SELECT 1 UNION SELECT 2 UNION SELECT 3").await;
+        c.send(&execute(id, &typed)).await;
+        c.read_results().await;
+        c.send(&execute(id, &untyped)).await;
+        c.read_results().await;
+        answers.push(c.query("SELECT FOUND_ROWS()").await);
+    }
+    assert_eq!(hits(&proxy, name), served + 2, "both executes were answered from the view");
+    assert_eq!(answers[0], answers[1], "FOUND_ROWS() after a prepared read answered from the view");
 }
 
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a

@@ -139,37 +139,6 @@ async fn in_lists_longer_than_the_configured_bound_are_relayed() {
     assert_eq!(relayed(&proxy, RelayReason::NotCacheable), not_cacheable + 1);
 }
 
-/// A COM_STMT_PREPARE of `sql` on `client`; the statement id and its parameter count.
-async fn prepare(client: &mut RawClient, sql: &str) -> (u32, u16) {
-    let mut cmd = vec![0x16];
-    cmd.extend_from_slice(sql.as_bytes());
-    client.send(&cmd).await;
-    let first = client.packet().await;
-    assert_eq!(first[0], 0, "prepare OK");
-    let id = u32::from_le_bytes([first[1], first[2], first[3], first[4]]);
-    let columns = u16::from_le_bytes([first[5], first[6]]);
-    let params = u16::from_le_bytes([first[7], first[8]]);
-    let eof = !client.caps.has(freshet_proxy::protocol::Capabilities::DEPRECATE_EOF);
-    for count in [params, columns] {
-        if count > 0 {
-            for _ in 0..count + u16::from(eof) {
-                client.packet().await;
-            }
-        }
-    }
-    (id, params)
-}
-
-/// A COM_STMT_EXECUTE payload for statement `id`: no cursor, one iteration, then `rest`.
-fn execute(id: u32, rest: &[u8]) -> Vec<u8> {
-    let mut cmd = vec![0x17];
-    cmd.extend_from_slice(&id.to_le_bytes());
-    cmd.push(0);
-    cmd.extend_from_slice(&1u32.to_le_bytes());
-    cmd.extend_from_slice(rest);
-    cmd
-}
-
 /// Runs `bodies` as executes of the cached statement on one session of `addr`: a well-formed
 /// execute first (so that parameter types are known), then each body.
 async fn executes(addr: &str, bodies: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {

@@ -114,6 +114,8 @@ impl Session {
         if matches!(command, Command::Query | Command::StmtExecute) {
             self.own.wrote();
         }
+        // A text this long is taken to read the diagnostics a cached read owes.
+        self.settle_owed(command, first.payload()).await?;
         // A write this long in a session with binlogging off evicts like any other (below).
         let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
         let mut total = first.payload().len();
@@ -199,12 +201,12 @@ impl Session {
                     return Ok(flow);
                 }
                 match self.route_query(&payload, last_seq, started).await? {
-                    Routed::Answered => return Ok(Flow::Answered),
+                    Routed::Answered => return Ok(self.answered(&payload)),
                     Routed::Relay { capture } => self.start_capture(capture),
                 }
             }
             StmtExecute if self.routed_statement(&payload) => match self.route_execute(&payload, last_seq, started).await? {
-                Routed::Answered => return Ok(Flow::Answered),
+                Routed::Answered => return Ok(self.answered(&payload)),
                 Routed::Relay { capture } => self.start_capture(capture),
             },
             StmtSendLongData => {
@@ -215,13 +217,16 @@ impl Session {
             // The server's answer decides the database (and the account): ask it again
             // before the next cached read, whatever it answers here.
             InitDb => self.state.stale = true,
+            // A new session on the server: nothing is owed to its diagnostics.
             ChangeUser => {
                 self.state.stale = true;
                 self.own.server_forgot();
+                self.owed.forget();
             }
             ResetConnection => {
                 self.state.reset();
                 self.own.server_forgot();
+                self.owed.forget();
             }
             _ => {}
         }
@@ -230,6 +235,7 @@ impl Session {
         if may_write {
             self.own.wrote();
         }
+        self.settle_owed(command, &payload).await?;
         self.forward_command(&payload).await?;
         match command {
             Quit => return Ok(Flow::Quit),
@@ -281,6 +287,12 @@ impl Session {
             self.evict_after_unlogged_write().await;
         }
         Ok(Flow::Continue)
+    }
+
+    /// A command answered from a view: the server owes its diagnostics (`owed`).
+    fn answered(&mut self, payload: &[u8]) -> Flow {
+        self.owed.answered(payload);
+        Flow::Answered
     }
 
     /// True if the command may write (it is not known to only read or set).

@@ -80,6 +80,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             identity: None,
             memo: Default::default(),
             shapes: Default::default(),
+            owed: Default::default(),
             learning: None,
             unlogged_write: false,
             relayed: None,

@@ -27,6 +27,7 @@ mod admin;
 mod cached;
 mod command;
 mod connect;
+mod owed;
 mod probe;
 mod require_tls;
 mod ryw;
@@ -128,6 +129,9 @@ pub struct Session {
     /// Text shapes of cached queries this session sent, to classify their next texts without
     /// tokenizing them (`matching::shape`).
     shapes: crate::matching::Shapes,
+    /// The last read answered from a view, until the server runs a statement of the session's
+    /// (`owed`: sent first if that statement may read the diagnostics the read would have left).
+    owed: owed::Owed,
 }
 
 /// Why a session stopped; logged once and counted, where it ends.

@@ -1,0 +1,222 @@
+//! The statement a cached answer owes the server. A SELECT sets its session's diagnostics on
+//! the server: `FOUND_ROWS()` becomes its row count, `ROW_COUNT()` -1, and `SHOW WARNINGS`
+//! (`@@warning_count`, `GET DIAGNOSTICS`) lists its warnings instead of the statement
+//! before's. A read answered from a view never reaches the server, so the session's next
+//! statement would see the statement before it. When the next statement the session sends
+//! the server may read those diagnostics, the answered read is sent first and its reply
+//! dropped, so the server's diagnostics are the read's, as if it had run there.
+//!
+//! Owns: [`Owed`], [`may_read_diagnostics`], `Session::settle_owed`.
+//! Invariants:
+//! - only the last answered read is owed, and only until the session's next statement
+//!   reaches the server (any statement replaces the diagnostics);
+//! - what may read the diagnostics is decided by words, conservatively: a function or
+//!   statement that reads them, or one that runs statements out of sight (CALL, EXECUTE); a
+//!   text too long to search cheaply is taken to read them;
+//! - a prepared statement's execute is sent again with its parameters' types when the client
+//!   left them out (the server may never have seen them: earlier executes were answered here);
+//! - the replayed read runs at the server's present, so `FOUND_ROWS()` counts the rows it has
+//!   now, which the answer showed at most `[consistency] max_lag` earlier.
+
+use bytes::Bytes;
+
+use crate::metrics::UpstreamFailure;
+use crate::protocol::Command;
+use crate::protocol::cursor::Cursor;
+use crate::protocol::io::Frame;
+use crate::protocol::response::{self, ERR, LOCAL_INFILE, OK};
+use crate::protocol::{Capabilities, StatusFlags};
+
+use super::{Session, SessionError};
+
+/// The last read answered from a view, as the client sent it (command byte included), while
+/// `due`. The buffer is the session's for good: a hit copies its command into it (a few dozen
+/// bytes, no allocation once it has grown), and never holds on to the client's read buffer.
+#[derive(Debug, Default)]
+pub(super) struct Owed {
+    payload: Vec<u8>,
+    due: bool,
+}
+
+impl Owed {
+    /// A read was answered from a view: it is owed now.
+    pub(super) fn answered(&mut self, payload: &[u8]) {
+        self.payload.clear();
+        self.payload.extend_from_slice(payload);
+        self.due = true;
+    }
+
+    /// The server's session is a new one: nothing is owed to it.
+    pub(super) fn forget(&mut self) {
+        self.due = false;
+    }
+}
+
+/// Words whose presence in a statement means it may read the session's diagnostics, lower
+/// case: the functions and statements that read them, and the statements that run
+/// statements out of sight (a procedure; a prepared statement of SQL text, whose text was
+/// read when it was prepared). `warning` and `error` cover SHOW WARNINGS / ERRORS /
+/// COUNT(*) and `@@warning_count` / `@@error_count`. A compound statement's body is in its
+/// text. A stored function that reads them, called from a statement with none of these
+/// words, is not seen.
+const DIAGNOSTIC_WORDS: [&[u8]; 7] = [b"found_rows", b"row_count", b"warning", b"error", b"diagnostics", b"call", b"execute"];
+
+/// Past this length a text is not searched: it is taken to read the diagnostics.
+const SEARCHED: usize = 64 * 1024;
+
+/// Whether `sql` may read the diagnostics the statement before it left (see the module).
+pub(super) fn may_read_diagnostics(sql: &[u8]) -> bool {
+    sql.len() > SEARCHED || DIAGNOSTIC_WORDS.iter().any(|w| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w)))
+}
+
+impl Session {
+    /// Before `payload` (a statement command the session relays) goes to the server: if a read
+    /// answered here is owed and `payload` may read the diagnostics, the read is sent first and
+    /// its reply dropped. The debt ends with any statement the server runs.
+    pub(super) async fn settle_owed(&mut self, command: Command, payload: &[u8]) -> Result<(), SessionError> {
+        if !self.owed.due || !matches!(command, Command::Query | Command::StmtExecute | Command::StmtBulkExecute) {
+            return Ok(());
+        }
+        self.owed.due = false;
+        let reads = match command {
+            Command::Query => may_read_diagnostics(&payload[1..]),
+            // A statement prepared from text: its text says (an unknown id is the server's
+            // error, which reads nothing).
+            _ => statement_id(payload).and_then(|id| self.statements.get(&id)).is_some_and(|s| may_read_diagnostics(&s.sql)),
+        };
+        if !reads {
+            return Ok(());
+        }
+        let Some(replay) = self.replayable(&self.owed.payload) else {
+            tracing::debug!("a cached read owed to the server cannot be sent again (its statement is closed)");
+            return Ok(());
+        };
+        self.upstream.queue_packet(0, &replay);
+        self.upstream_idle = false;
+        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+        self.drain_results().await?;
+        self.upstream_idle = true;
+        Ok(())
+    }
+
+    /// The owed read as it can be sent now: a text as it was; an execute with its parameters'
+    /// types bound (the client may have left them to the server's memory of an execute the
+    /// server never saw). None if its statement was closed since.
+    fn replayable(&self, read: &[u8]) -> Option<Bytes> {
+        if read.first() != Some(&(Command::StmtExecute as u8)) {
+            return Some(Bytes::copy_from_slice(read));
+        }
+        let stmt = self.statements.get(&statement_id(read)?)?;
+        let params = usize::from(stmt.params);
+        if params == 0 {
+            return Some(Bytes::copy_from_slice(read));
+        }
+        // [0x17][id u32][flags u8][iterations u32][null bitmap][new-params-bound u8][types][values]
+        let bound_at = 10 + params.div_ceil(8);
+        match read.get(bound_at)? {
+            1 => Some(Bytes::copy_from_slice(read)),
+            _ => {
+                let types = &stmt.route.as_ref()?.types;
+                if types.len() != params {
+                    return None;
+                }
+                let mut out = Vec::with_capacity(read.len() + 2 * params);
+                out.extend_from_slice(&read[..bound_at]);
+                out.push(1);
+                out.extend(types.iter().flat_map(|&(t, f)| [t, f]));
+                out.extend_from_slice(&read[bound_at + 1..]);
+                Some(out.into())
+            }
+        }
+    }
+
+    /// Reads and drops the server's whole reply to a statement freshet sent on the session's
+    /// connection: result sets until one ends without MORE_RESULTS_EXISTS, or an OK or ERR.
+    /// Rows are read frame by frame and never joined, whatever their size.
+    async fn drain_results(&mut self) -> Result<(), SessionError> {
+        loop {
+            let first = self.dropped_packet().await?;
+            let more = match first.payload().first() {
+                Some(&OK) => self.status_of(response::ok_status(first.payload(), self.caps))?,
+                Some(&ERR) => false,
+                // A SELECT never asks for a file; decline with an empty packet all the same.
+                Some(&LOCAL_INFILE) => {
+                    self.upstream.queue_packet(first.seq().wrapping_add(1), &[]);
+                    self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+                    true
+                }
+                Some(_) => {
+                    let columns = Cursor::new(first.payload()).lenenc().map_err(|_| replay_protocol("bad column count"))?;
+                    let eof = u64::from(!self.caps.has(Capabilities::DEPRECATE_EOF));
+                    for _ in 0..columns + eof {
+                        self.dropped_packet().await?;
+                    }
+                    loop {
+                        let p = self.dropped_packet().await?;
+                        if response::is_terminator(p.payload(), self.caps) {
+                            break self.status_of(response::terminator_status(p.payload(), self.caps))?;
+                        }
+                        if p.payload().first() == Some(&ERR) {
+                            break false;
+                        }
+                    }
+                }
+                None => return Err(replay_protocol("an empty packet where a result was expected")),
+            };
+            if !more {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Whether a status (of an OK or a terminator) says more results follow.
+    fn status_of<E>(&self, status: Result<StatusFlags, E>) -> Result<bool, SessionError> {
+        Ok(status.map_err(|_| replay_protocol("a short OK or EOF packet"))?.has(StatusFlags::MORE_RESULTS_EXISTS))
+    }
+
+    /// One logical packet from the upstream, dropped: its first frame, the rest read past.
+    async fn dropped_packet(&mut self) -> Result<Frame, SessionError> {
+        let first = self.upstream.read_frame().await.map_err(SessionError::from_upstream)?;
+        let mut continued = first.is_continued();
+        while continued {
+            continued = self.upstream.read_frame().await.map_err(SessionError::from_upstream)?.is_continued();
+        }
+        Ok(first)
+    }
+}
+
+/// The statement id of a COM_STMT_EXECUTE or COM_STMT_BULK_EXECUTE payload.
+fn statement_id(payload: &[u8]) -> Option<u32> {
+    payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+fn replay_protocol(why: &str) -> SessionError {
+    SessionError::Upstream(format!("upstream protocol error in a cached read sent again: {why}"), UpstreamFailure::Protocol)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_read_diagnostics;
+
+    #[test]
+    fn statements_that_may_read_the_diagnostics_are_known_by_their_words() {
+        for sql in [
+            "SELECT FOUND_ROWS()",
+            "select row_count()",
+            "SHOW WARNINGS",
+            "SHOW COUNT(*) ERRORS",
+            "SELECT @@warning_count",
+            "GET DIAGNOSTICS @n = NUMBER",
+            "CALL p()",
+            "EXECUTE s",
+            "BEGIN NOT ATOMIC SELECT FOUND_ROWS(); END",
+            "SELECT `found_rows`()",
+        ] {
+            assert!(may_read_diagnostics(sql.as_bytes()), "{sql}");
+        }
+        for sql in ["SELECT id FROM stories WHERE id = 1", "UPDATE t SET a = 1 WHERE id = 2", "INSERT INTO votes VALUES (1, 2)", "BEGIN"] {
+            assert!(!may_read_diagnostics(sql.as_bytes()), "{sql}");
+        }
+        assert!(may_read_diagnostics(&vec![b'x'; 70_000]), "a text too long to search");
+    }
+}
