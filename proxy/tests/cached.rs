@@ -1228,6 +1228,27 @@ async fn a_cached_read_is_the_last_statement_to_what_reads_diagnostics() {
     assert_eq!(answers[0], answers[1], "FOUND_ROWS() after a prepared read answered from the view");
 }
 
+/// A session whose results are utf8mb3 (`SET NAMES utf8`, common in older PHP applications)
+/// gets a character utf8mb3 cannot hold (an emoji, any character past the Basic Multilingual
+/// Plane) as the server converts it: `?`. A view holds utf8mb4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_utf8mb3_session_gets_characters_it_cannot_hold_as_the_server_sends_them() {
+    let _admin = fresh_table(
+        "ct_mb3",
+        "id INT PRIMARY KEY, k INT NOT NULL, s VARCHAR(20) CHARACTER SET utf8mb4",
+        "(1, 1, 'a\u{1F600}b'), (2, 1, 'plain'), (3, 1, '\u{10348}')",
+    )
+    .await;
+    let reads = [("mb3", "SELECT id, s FROM ct_mb3 WHERE k = ?", "SELECT id, s FROM ct_mb3 WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    for c in [&mut client, &mut check] {
+        c.query("SET NAMES utf8").await;
+    }
+    let (wrong, unserved) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server under SET NAMES utf8: {wrong:#?}");
+    assert!(unserved.is_empty(), "not answered from the view: {unserved:#?}");
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
