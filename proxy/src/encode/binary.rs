@@ -48,8 +48,8 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
             date(out, dt.date(), Some((h, mi, s, micros)));
         }
         (Value::Time(micros), _) => time(out, *micros),
-        (Value::Text(s, _), _) => string(out, utf8_text(s, &column.def)?),
-        (Value::Json(s), _) => string(out, json_text(s, &column.def)?),
+        (Value::Text(s, _), _) => string(out, &utf8_text(s, &column.def)?),
+        (Value::Json(s), _) => string(out, &json_text(s, &column.def)?),
         (Value::Bytes(b), _) => string(out, b),
         // Everything else is sent as its text rendering, length-encoded.
         (Value::Decimal(_) | Value::Enum(_) | Value::Set(_) | Value::Bit(_), _) => {

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use freshet_dataflow::{Date, DateTime, Decimal, Value};
 
-use super::{Unencodable, json_text, utf8_text};
+use super::{Unencodable, json_text, label_fits, utf8_text};
 use crate::protocol::column::{ColumnDef, flags, types};
 use crate::protocol::cursor::put_lenenc;
 
@@ -27,8 +27,8 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
         match value {
             Value::Null => out.push(0xfb),
             Value::Bytes(b) => put_string(out, b),
-            Value::Text(s, _) => put_string(out, utf8_text(s, &column.def)?),
-            Value::Json(s) => put_string(out, json_text(s, &column.def)?),
+            Value::Text(s, _) => put_string(out, &utf8_text(s, &column.def)?),
+            Value::Json(s) => put_string(out, &json_text(s, &column.def)?),
             // The common numbers, without the formatter (a zero-filled column or one with
             // decimals takes it).
             Value::Int(i) if plain_integer(&column.def) => put_integer(out, i.unsigned_abs(), *i < 0),
@@ -137,7 +137,7 @@ fn render(out: &mut String, value: &Value, column: &Column) -> Result<(), Unenco
         Value::Enum(i) => {
             let label = match usize::from(*i) {
                 0 => "",
-                n => column.labels.get(n - 1).ok_or(Unencodable::Mismatch)?,
+                n => label_fits(column.labels.get(n - 1).ok_or(Unencodable::Mismatch)?, def)?,
             };
             write!(out, "{label}")
         }
@@ -145,8 +145,8 @@ fn render(out: &mut String, value: &Value, column: &Column) -> Result<(), Unenco
             if column.labels.len() < 64 && mask >> column.labels.len() != 0 {
                 return Err(Unencodable::Mismatch);
             }
-            let chosen = column.labels.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, l)| l.as_str());
-            write!(out, "{}", chosen.collect::<Vec<_>>().join(","))
+            let chosen = column.labels.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, l)| label_fits(l, def));
+            write!(out, "{}", chosen.collect::<Result<Vec<_>, _>>()?.join(","))
         }
         Value::Null | Value::Text(..) | Value::Json(_) | Value::Bytes(_) | Value::Bit(_) => return Err(Unencodable::Mismatch),
     };
@@ -457,6 +457,24 @@ mod tests {
         let ts = DateTime::new(Date::new(2024, 1, 1), 0, 0, 0, 0);
         // UTC's wall-clock time (only sessions in UTC are answered with one).
         assert_eq!(text(Value::Timestamp(ts), &col(types::TIMESTAMP, 0, 19, 0)).unwrap(), "2024-01-01 00:00:00");
+    }
+
+    /// utf8mb3 (charset 33 here) holds no character past U+FFFF: the server sends `?` for one.
+    #[test]
+    fn a_utf8mb3_column_gets_a_question_mark_for_what_it_cannot_hold() {
+        let mut mb3 = col(types::VAR_STRING, 0, 60, 0);
+        mb3.def.charset = 33;
+        let value = Value::text("a\u{1F600}b\u{E9}", freshet_dataflow::Collation::Utf8mb4GeneralCi);
+        let mut out = Vec::new();
+        row(&mut out, std::slice::from_ref(&value), std::slice::from_ref(&mb3)).unwrap();
+        assert_eq!(out, [&[5u8][..], "a?b\u{E9}".as_bytes()].concat());
+        out.clear();
+        row(&mut out, std::slice::from_ref(&value), &[col(types::VAR_STRING, 0, 80, 0)]).unwrap();
+        assert_eq!(out, [&[8u8][..], "a\u{1F600}b\u{E9}".as_bytes()].concat(), "utf8mb4 holds it");
+        let mut e = col(types::STRING, 0, 4, flags::ENUM);
+        e.def.charset = 33;
+        e.labels = vec!["\u{1F600}".into()];
+        assert_eq!(text(Value::Enum(1), &e).unwrap_err(), Unencodable::Charset(33));
     }
 
     #[test]
