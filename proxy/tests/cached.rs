@@ -1239,7 +1239,10 @@ async fn a_utf8mb3_session_gets_characters_it_cannot_hold_as_the_server_sends_th
         "(1, 1, 'a\u{1F600}b'), (2, 1, 'plain'), (3, 1, '\u{10348}')",
     )
     .await;
-    let reads = [("mb3", "SELECT id, s FROM ct_mb3 WHERE k = ?", "SELECT id, s FROM ct_mb3 WHERE k = 1")];
+    let reads = [
+        ("mb3", "SELECT id, s FROM ct_mb3 WHERE k = ?", "SELECT id, s FROM ct_mb3 WHERE k = 1"),
+        ("mb3_by_s", "SELECT id FROM ct_mb3 WHERE s = ?", "SELECT id FROM ct_mb3 WHERE s = 'plain'"),
+    ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     for c in [&mut client, &mut check] {
         c.query("SET NAMES utf8").await;
@@ -1247,6 +1250,11 @@ async fn a_utf8mb3_session_gets_characters_it_cannot_hold_as_the_server_sends_th
     let (wrong, unserved) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
     assert!(wrong.is_empty(), "answered otherwise than the server under SET NAMES utf8: {wrong:#?}");
     assert!(unserved.is_empty(), "not answered from the view: {unserved:#?}");
+    // A literal utf8mb3 cannot hold: the server refuses to compare it with a utf8mb4 column
+    // (error 1267, an illegal mix of collations).
+    let emoji = [("mb3_by_s", "SELECT id FROM ct_mb3 WHERE s = ?", "SELECT id FROM ct_mb3 WHERE s = 'a\u{1F600}b'")];
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &emoji).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server under SET NAMES utf8: {wrong:#?}");
 }
 
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
