@@ -1255,6 +1255,19 @@ async fn a_utf8mb3_session_gets_characters_it_cannot_hold_as_the_server_sends_th
     let emoji = [("mb3_by_s", "SELECT id FROM ct_mb3 WHERE s = ?", "SELECT id FROM ct_mb3 WHERE s = 'a\u{1F600}b'")];
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &emoji).await;
     assert!(wrong.is_empty(), "answered otherwise than the server under SET NAMES utf8: {wrong:#?}");
+    // The same as a prepared statement's parameter.
+    let mut answers = Vec::new();
+    for mut c in [through(&proxy).await, direct().await] {
+        c.query_drop("SET NAMES utf8").await.unwrap();
+        let mut got = Vec::new();
+        for key in ["plain", "a\u{1F600}b", "\u{10348}"] {
+            for _ in 0..5 {
+                got.push(c.exec::<i64, _, _>(emoji[0].1, (key,)).await.map_err(|e| e.to_string()));
+            }
+        }
+        answers.push(got);
+    }
+    assert_eq!(answers[0], answers[1], "prepared reads under SET NAMES utf8");
 }
 
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a

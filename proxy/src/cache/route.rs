@@ -196,6 +196,19 @@ pub struct Identity {
     /// The session's sql_mode changes how text is read (ANSI, ANSI_QUOTES,
     /// NO_BACKSLASH_ESCAPES): its statements may be misread by the tokenizer here.
     pub misread: bool,
+    /// The session's client or connection character set is utf8mb3, which holds no character
+    /// past U+FFFF: the server refuses such a literal against a utf8mb4 column, or reads it as
+    /// `?`, where the view would look it up as it is ([`Identity::cannot_hold`]).
+    pub narrow_text: bool,
+}
+
+impl Identity {
+    /// Whether `text` (a statement, or a parameter's bytes) has a character the session's
+    /// character sets cannot hold: the server reads it otherwise than a view would, so the
+    /// read is relayed. Only a utf8mb3 session's texts are searched.
+    pub fn cannot_hold(&self, text: &[u8]) -> bool {
+        self.narrow_text && text.iter().any(|&b| b >= 0xF0)
+    }
 }
 
 /// How a session reads what some views depend on, as the server says (the probe). A view

@@ -108,6 +108,9 @@ impl Session {
         };
         let routed = match self.pass_gate(&engine, id, started).await? {
             Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, id, query.fingerprint.hash, false)),
+            // A character the session's character sets cannot hold: the server reads it as
+            // something else, or refuses it.
+            Admission::Open(_) if self.identity.as_ref().is_some_and(|i| i.cannot_hold(sql)) => RelayReason::SessionState.into(),
             Admission::Open(cache) => match route::bind(&cache, &query, map) {
                 Err(reason) => reason.into(),
                 Ok(binding) => match self.own_writes(&engine).await? {
@@ -251,6 +254,9 @@ impl Session {
         };
         let routed = match self.pass_gate(&engine, cache.id, started).await? {
             Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, cache.id, fingerprint, true)),
+            Admission::Open(_) if self.identity.as_ref().is_some_and(|i| bound.iter().any(|v| cannot_hold(i, v))) => {
+                RelayReason::SessionState.into()
+            }
             Admission::Open(cache) => match self.own_writes(&engine).await? {
                 Some(reason) => reason.into(),
                 None => {
@@ -306,6 +312,16 @@ impl Session {
         if let (Some(learning), Some(engine)) = (self.learning.take(), self.shared.engine.get()) {
             engine.access.learn(&learning, first, Instant::now());
         }
+    }
+}
+
+/// Whether a bound parameter has a character the session's character sets cannot hold
+/// ([`route::Identity::cannot_hold`]).
+fn cannot_hold(identity: &route::Identity, value: &Value) -> bool {
+    match value {
+        Value::Text(s, _) => identity.cannot_hold(s.as_bytes()),
+        Value::Bytes(b) => identity.cannot_hold(b),
+        _ => false,
     }
 }
 

@@ -200,7 +200,14 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         charset: h.finish(),
         reading,
         misread: misreading(&sql_mode),
+        narrow_text: narrow(get(5).as_deref()) || narrow(get(6).as_deref()),
     }
+}
+
+/// Whether a character set is utf8mb3 (`utf8` in MariaDB before 10.6 and in MySQL 5.7),
+/// which holds no character past U+FFFF.
+fn narrow(charset: Option<&str>) -> bool {
+    charset.is_some_and(|c| c.eq_ignore_ascii_case("utf8mb3") || c.eq_ignore_ascii_case("utf8"))
 }
 
 /// Whether `sql_mode` changes how text is read (ANSI_QUOTES, NO_BACKSLASH_ESCAPES, or ANSI,
