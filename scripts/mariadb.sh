@@ -14,7 +14,10 @@
 # It takes up to 2,100 connections: the load harness's 1,000-connection runs go through freshet,
 # which holds one upstream connection per client.
 #
-# Settings (environment): FRESHET_MARIADB_DIR, FRESHET_MARIADB_PORT.
+# Settings (environment): FRESHET_MARIADB_DIR, FRESHET_MARIADB_PORT, and FRESHET_MARIADB_OPTS:
+#                         server options added at initialisation and at every start, for a
+#                         test's own instance of another configuration (e.g.
+#                         --lower-case-table-names=1, which must be the datadir's from the start).
 # Printed for tests:      FRESHET_TEST_MYSQL_URL   a user with all privileges, database freshet_test
 #                         FRESHET_TEST_MYSQL_SOCKET the server's unix socket (root, no password)
 #                         FRESHET_TEST_TLS_CA      the CA that signed the server's certificate
@@ -23,6 +26,7 @@ set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 dir=${FRESHET_MARIADB_DIR:-$repo/.mariadb}
 port=${FRESHET_MARIADB_PORT:-33306}
+read -r -a extra <<< "${FRESHET_MARIADB_OPTS:-}"
 sock=$dir/mariadb.sock
 user=freshet
 password=freshet
@@ -72,7 +76,7 @@ init_datadir() {
     log "initialising $dir/data"
     mkdir -p "$dir/data" "$dir/binlog"
     mariadb-install-db --no-defaults --datadir="$dir/data" --user="$(id -un)" \
-        --auth-root-authentication-method=socket --skip-test-db >"$dir/install.log" 2>&1 \
+        --auth-root-authentication-method=socket --skip-test-db "${extra[@]}" >"$dir/install.log" 2>&1 \
         || { cat "$dir/install.log" >&2; exit 1; }
 }
 
@@ -90,7 +94,7 @@ start_server() {
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 \
         --performance-schema=OFF --max-connections=2100 \
         --character-set-server=utf8mb4 --collation-server=utf8mb4_general_ci \
-        "${tls[@]}" </dev/null >/dev/null 2>&1 &
+        "${tls[@]}" "${extra[@]}" </dev/null >/dev/null 2>&1 &
     for _ in $(seq 1 120); do
         running && return 0
         sleep 0.5

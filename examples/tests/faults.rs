@@ -22,7 +22,6 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -30,6 +29,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use freshet_examples::app;
 use freshet_examples::load;
+use freshet_testkit::mariadb::PrivateServer;
 use mysql_async::prelude::*;
 
 const DB: &str = "news_faults";
@@ -48,79 +48,6 @@ const CATCH_UP: Duration = Duration::from_secs(30);
 /// How long freshet may take to notice that the server went away (its connections are closed
 /// by the kernel at once, so this is generous).
 const NOTICE: Duration = Duration::from_millis(1500);
-
-/// A MariaDB of this test's own, started and stopped through `scripts/mariadb.sh`.
-struct PrivateServer {
-    dir: PathBuf,
-    port: u16,
-    url: String,
-}
-
-impl PrivateServer {
-    fn script() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/mariadb.sh")
-    }
-
-    fn run_script(dir: &PathBuf, port: u16, arg: &str) -> String {
-        let out = Command::new("bash")
-            .arg(Self::script())
-            .arg(arg)
-            .env("FRESHET_MARIADB_DIR", dir)
-            .env("FRESHET_MARIADB_PORT", port.to_string())
-            .output()
-            .expect("scripts/mariadb.sh runs");
-        assert!(out.status.success(), "scripts/mariadb.sh {arg} failed:\n{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn start() -> PrivateServer {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("faults-mariadb");
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        // A server left behind by an interrupted run would hold the datadir: stop it first.
-        if let Ok(pid) = std::fs::read_to_string(dir.join("mariadb.pid")) {
-            let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
-            wait_gone(pid.trim());
-        }
-        let printed = Self::run_script(&dir, port, "start");
-        let url = printed
-            .lines()
-            .find_map(|l| l.strip_prefix("export FRESHET_TEST_MYSQL_URL="))
-            .expect("scripts/mariadb.sh prints the URL")
-            .to_string();
-        PrivateServer { dir, port, url }
-    }
-
-    /// Sends `signal` to the server and waits until the process is gone.
-    fn stop_by(&self, signal: &str) {
-        let pid = std::fs::read_to_string(self.dir.join("mariadb.pid")).expect("the server's pid file");
-        let status = Command::new("kill").args([&format!("-{signal}"), pid.trim()]).status().unwrap();
-        assert!(status.success(), "kill -{signal} {pid}");
-        wait_gone(pid.trim());
-    }
-
-    fn start_again(&self) {
-        Self::run_script(&self.dir, self.port, "start");
-    }
-}
-
-impl Drop for PrivateServer {
-    fn drop(&mut self) {
-        let _ = Command::new("bash")
-            .arg(Self::script())
-            .arg("stop")
-            .env("FRESHET_MARIADB_DIR", &self.dir)
-            .env("FRESHET_MARIADB_PORT", self.port.to_string())
-            .status();
-    }
-}
-
-fn wait_gone(pid: &str) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
-        assert!(Instant::now() < deadline, "mariadbd {pid} did not exit");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// The status code of `GET path` on freshet's admin listener (0 when none arrives in 5 s).
 async fn http_status(addr: std::net::SocketAddr, path: &str) -> u16 {
@@ -338,7 +265,7 @@ fn problems_of(signal: &str, verdicts: &Verdicts, sample: usize) -> Vec<String> 
 async fn cached_answers_equal_mariadbs_after_the_server_restarts_mid_load() {
     let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
     let started = Instant::now();
-    let server = Arc::new(PrivateServer::start());
+    let server = Arc::new(PrivateServer::start(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("faults-mariadb"), ""));
     let url = url_for(&server.url, DB);
     let mut admin = app::connect(&server.url).await.expect("connect to the private MariaDB");
     admin.query_drop(format!("DROP DATABASE IF EXISTS {DB}")).await.unwrap();

@@ -1,7 +1,8 @@
 //! What freshet's tests share, so that each helper exists once: the URL of the test server
 //! (a test that needs it fails, never skips, when it is not set), database URLs derived from
 //! it, a plain HTTP GET for the admin listener, the catalogs several tests declare, freshet
-//! run in the test's own process, the freshet binary run as a child ([`process`]), a
+//! run in the test's own process, the freshet binary run as a child ([`process`]), a MariaDB
+//! of a test's own ([`mariadb`]), a
 //! seeded generator for test data ([`rng`]), and random SQL ([`sqlgen`]).
 //!
 //! A dev-dependency only (`publish = false`): nothing in a shipped crate depends on it. The
@@ -16,6 +17,7 @@ pub mod catalog;
 #[cfg(feature = "freshet")]
 pub mod freshet;
 pub mod http;
+pub mod mariadb;
 pub mod process;
 pub mod rng;
 pub mod sqlgen;

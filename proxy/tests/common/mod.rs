@@ -254,7 +254,12 @@ pub async fn eventually(mut condition: impl FnMut() -> bool) -> bool {
 /// ends now: SHOW FRESHET STATUS's `binlog_applied_position` at or past SHOW MASTER STATUS's (other
 /// tests may write meanwhile, so past is fine).
 pub async fn caught_up(conn: &mut mysql_async::Conn) {
-    let end: mysql_async::Row = direct().await.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    caught_up_with(conn, &mut direct().await).await;
+}
+
+/// [`caught_up`] with the binlog of the server behind `server`.
+pub async fn caught_up_with(conn: &mut mysql_async::Conn, server: &mut mysql_async::Conn) {
+    let end: mysql_async::Row = server.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
     let end = (end.get::<String, _>(0).unwrap(), end.get::<u64, _>(1).unwrap());
     let reached = |v: &str| {
         let Some((file, offset)) = v.rsplit_once(':') else { return false };
