@@ -1270,6 +1270,21 @@ async fn a_utf8mb3_session_gets_characters_it_cannot_hold_as_the_server_sends_th
     assert_eq!(answers[0], answers[1], "prepared reads under SET NAMES utf8");
 }
 
+/// A read spelled otherwise than its cache's query (qualified by the database, here) is
+/// matched by comparing plans, the cache's compiled once. After a column is added, `SELECT *`
+/// has one more column: the cache's plan must be of the new schema too, or the read is
+/// relayed for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_spelled_otherwise_is_served_again_after_its_table_gains_a_column() {
+    let mut admin = fresh_table("ct_spelled", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20)").await;
+    let reads = [("spelled", "SELECT * FROM ct_spelled WHERE k = ?", "SELECT * FROM freshet_test.ct_spelled WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    admin.query_drop("ALTER TABLE ct_spelled ADD COLUMN z INT NOT NULL DEFAULT 5").await.unwrap();
+    answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, "ADD COLUMN", |p| p).await;
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
