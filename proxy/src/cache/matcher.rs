@@ -20,6 +20,8 @@
 //! A cached query whose text has an IN list of placeholders is matched by text only, with the
 //! same arity.
 
+use std::sync::{Arc, RwLock};
+
 use freshet_dataflow::{Catalog, CompiledQuery, compile};
 
 use super::route::{ParamMap, SlotUse, Verdict};
@@ -27,14 +29,18 @@ use crate::matching::{Literal, Query, Slot};
 
 use super::CacheId;
 
-/// What a cache's query looks like to the matcher; built once when the cache is created.
-#[derive(Debug, Clone)]
+/// What a cache's query looks like to the matcher; built when the cache is created, its plan
+/// compiled again whenever the catalog changes ([`Pattern::recompile`]).
+#[derive(Debug)]
 pub struct Pattern {
     pub normalized: String,
     slots: Vec<PatternSlot>,
-    /// The normalized text compiled with every literal as a parameter (None: not compilable
-    /// that way, e.g. `LIMIT ?`; then only the same text matches).
-    general: Option<CompiledQuery>,
+    /// The normalized text compiled with every literal as a parameter, against the catalog
+    /// sessions match with (None: not compilable that way, e.g. `LIMIT ?`; then only the same
+    /// text matches). A plan of an older schema would never equal a query's under the new one
+    /// (`SELECT *` of a table that gained a column): the cache's other spellings would be
+    /// relayed for good.
+    general: RwLock<Option<Arc<CompiledQuery>>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,15 +67,26 @@ impl Pattern {
                 Slot::InList(_) => slots.push(PatternSlot::List(kinds)),
             }
         });
-        let general = compile(&generalize(&query.fingerprint.normalized), catalog).ok();
-        Ok(Pattern { normalized: query.fingerprint.normalized.clone(), slots, general })
+        let pattern = Pattern { normalized: query.fingerprint.normalized.clone(), slots, general: RwLock::new(None) };
+        pattern.recompile(catalog);
+        Ok(pattern)
     }
-}
 
-impl Pattern {
     /// A pattern no query matches (a cache that could not be built).
     pub fn never(sql: &str) -> Pattern {
-        Pattern { normalized: format!("\0{sql}"), slots: Vec::new(), general: None }
+        Pattern { normalized: format!("\0{sql}"), slots: Vec::new(), general: RwLock::new(None) }
+    }
+
+    /// Compiles the pattern's plan against `catalog` (after DDL: before sessions match with
+    /// it, see `Registry::publish_catalog`).
+    pub fn recompile(&self, catalog: &Catalog) {
+        let general =
+            if self.normalized.starts_with('\0') { None } else { compile(&generalize(&self.normalized), catalog).ok().map(Arc::new) };
+        *self.general.write().unwrap_or_else(|e| e.into_inner()) = general;
+    }
+
+    fn general(&self) -> Option<Arc<CompiledQuery>> {
+        self.general.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 }
 
@@ -128,7 +145,8 @@ pub fn verdict(query: &Query<'_>, caches: Candidates<'_>, catalog: &Catalog) -> 
         Err(refusal) => return Verdict::relay(&format!("not cacheable: {}", refusal.reason)),
     };
     for (id, pattern) in caches {
-        let Some(theirs) = &pattern.general else { continue };
+        let Some(theirs) = pattern.general() else { continue };
+        let theirs = &*theirs;
         if general.same_plan(theirs)
             && let Some(params) = map_slots(&pattern.slots, &kinds, false)
         {

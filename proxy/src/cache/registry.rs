@@ -231,8 +231,20 @@ impl Registry {
         }
         let caches = self.caches();
         let patterns: Vec<(CacheId, &Pattern)> = caches.iter().filter(|c| c.live().is_ok()).map(|c| (c.id, &c.pattern)).collect();
-        let verdict = matcher::verdict(query, &patterns, &self.catalog());
-        self.verdicts.insert(&query.fingerprint, verdict)
+        // Taken again if the catalog changed meanwhile: a verdict of the schema before DDL,
+        // stored after the DDL forgot the verdicts, would be kept for good. The catalog is
+        // replaced after the patterns are compiled anew and before the verdicts are forgotten
+        // (`publish_catalog`), so a verdict taken under one catalog and stored is either of the
+        // new schema or forgotten.
+        let mut catalog = self.catalog();
+        loop {
+            let verdict = matcher::verdict(query, &patterns, &catalog);
+            let now = self.catalog();
+            if Arc::ptr_eq(&now, &catalog) {
+                return self.verdicts.insert(&query.fingerprint, verdict);
+            }
+            catalog = now;
+        }
     }
 
     /// Compiles and installs one cache into the dataflow (start-up, or in the writer for
@@ -287,6 +299,10 @@ impl Registry {
     /// column definitions that may depend on `table`'s old schema (None: on anything) are
     /// forgotten.
     pub(super) fn publish_catalog(&self, catalog: Catalog, table: Option<&str>) {
+        // The caches' patterns first, then the catalog, then the verdicts: see `verdict`.
+        for cache in self.caches() {
+            cache.pattern.recompile(&catalog);
+        }
         *self.catalog.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(catalog);
         self.forget_for_table(table);
     }
