@@ -113,7 +113,7 @@ impl BinlogStream {
 
     /// Schema changes of one statement, for the tracked database.
     async fn ddl(&mut self, sql: &str, default_db: &str, position: Position) -> Result<(), CdcError> {
-        if crate::ddl::parse_drop_database(sql).is_some_and(|d| d == self.cfg.database) {
+        if crate::ddl::parse_drop_database(sql).is_some_and(|d| self.cfg.same_name(&d, &self.cfg.database)) {
             let mut names: Vec<String> = self.tables.keys().cloned().collect();
             names.sort();
             for table in names {
@@ -137,13 +137,16 @@ impl BinlogStream {
         }
         for t in targets {
             let db = t.database.clone().unwrap_or_else(|| default_db.to_string());
-            if db != self.cfg.database {
+            if !self.cfg.same_name(&db, &self.cfg.database) {
                 continue;
             }
             self.refresh(&t.table).await?;
-            let info = self.tables.get(&t.table).cloned();
+            // The table as the server names it (`ALTER TABLE ITEMS` of `items`, where names
+            // are folded), so that its schema is found and the change reaches its views.
+            let table = self.tables.keys().find(|k| self.cfg.same_name(k, &t.table)).cloned().unwrap_or(t.table);
+            let info = self.tables.get(&table).cloned();
             let schema = info.as_ref().map(|i| i.schema.clone());
-            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table: t.table, kind: t.kind, schema, info }));
+            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table, kind: t.kind, schema, info }));
         }
         Ok(())
     }

@@ -94,9 +94,19 @@ pub struct StreamConfig {
     /// memory: its changes are dropped and its commit is reported as [`CdcError::Untrusted`]
     /// (evict all; the stream goes on).
     pub max_batch_changes: usize,
+    /// Whether the server compares database and table names as they are
+    /// (`lower_case_table_names = 0`, Linux's default); otherwise without case, as a
+    /// statement's names (`ALTER TABLE APP.Items`) may be spelled otherwise than the server
+    /// keeps them.
+    pub names_case_sensitive: bool,
 }
 
 impl StreamConfig {
+    /// Whether `a` and `b` name one database or table, as the server compares names.
+    pub fn same_name(&self, a: &str, b: &str) -> bool {
+        if self.names_case_sensitive { a == b } else { a.eq_ignore_ascii_case(b) }
+    }
+
     /// Defaults for `database` and `server_id`.
     pub fn new(database: &str, server_id: u32) -> StreamConfig {
         StreamConfig {
@@ -110,6 +120,7 @@ impl StreamConfig {
             query_timeout: Duration::from_secs(10),
             tables: None,
             max_batch_changes: 1_000_000,
+            names_case_sensitive: true,
         }
     }
 }
@@ -498,7 +509,11 @@ impl BinlogStream {
                 if changes_existing && !self.cascades.is_empty() {
                     self.cascade_from(table_id);
                 }
-                let ours = self.inner.as_ref().and_then(|i| i.get_tme(table_id)).map(|t| t.database_name() == self.cfg.database.as_str());
+                let ours = self
+                    .inner
+                    .as_ref()
+                    .and_then(|i| i.get_tme(table_id))
+                    .map(|t| self.cfg.same_name(&t.database_name(), &self.cfg.database));
                 match ours {
                     None => return Err(CdcError::Protocol(format!("rows event for unknown table id {table_id}"))),
                     Some(false) => {

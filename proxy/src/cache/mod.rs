@@ -217,12 +217,18 @@ impl Engine {
         // With 0 (Linux's default) names are case-sensitive: `stories` and `Stories` are two
         // tables. With 2 they are kept as created and compared without case, so a row event's
         // name may differ in case from the catalog's: only 0 compares them as they are.
-        let lower: Option<u8> = mysql_async::prelude::Queryable::query_first(&mut conn, "SELECT @@lower_case_table_names")
-            .await
-            .context("reading lower_case_table_names")?;
+        let (lower, canonical): (Option<u8>, Option<String>) =
+            mysql_async::prelude::Queryable::query_first(&mut conn, "SELECT @@lower_case_table_names, DATABASE()")
+                .await
+                .context("reading lower_case_table_names")?
+                .unwrap_or_default();
+        // The database as the server names it: where names are folded, `Folded_Db` in the url
+        // is `folded_db` in the binlog and in information_schema.
+        let database = canonical.unwrap_or(database);
         let names = Names { case_sensitive: lower == Some(0), database: Some(database.clone()) };
         let server_id = replica_server_id(config);
         let mut stream_config = StreamConfig::new(&database, server_id);
+        stream_config.names_case_sensitive = names.case_sensitive;
         // Only the tables caches read are decoded; the writer adds those of later caches.
         let followed = FollowedTables::default();
         stream_config.tables = Some(followed.clone());
