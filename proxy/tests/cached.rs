@@ -1285,6 +1285,41 @@ async fn a_read_spelled_otherwise_is_served_again_after_its_table_gains_a_column
     answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, "ADD COLUMN", |p| p).await;
 }
 
+/// A prepared statement's execute may leave its parameters' types out when an earlier execute
+/// of it sent them (the server remembers). If every earlier execute was answered from a view,
+/// the server never saw them: an execute relayed after them (here, in a transaction) must
+/// reach the server with its types.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relayed_execute_after_answered_ones_brings_its_types() {
+    let _admin = fresh_table("ct_untyped", "id INT PRIMARY KEY, k BIGINT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20), (3, 2, 30)").await;
+    let reads = [("untyped", "SELECT id, n FROM ct_untyped WHERE k = ?", "SELECT id, n FROM ct_untyped WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, cached, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    // The shape's binary column definitions are captured by a first execute on another statement.
+    let typed = [&[0u8, 1, 8, 0][..], &1u64.to_le_bytes()].concat();
+    let (warm, _) = prepare(&mut client, cached).await;
+    for _ in 0..10 {
+        client.send(&execute(warm, &typed)).await;
+        client.read_results().await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let untyped = [&[0u8, 0][..], &2u64.to_le_bytes()].concat();
+    let mut answers = Vec::new();
+    let served = hits(&proxy, name);
+    for c in [&mut client, &mut check] {
+        let (id, _) = prepare(c, cached).await;
+        c.send(&execute(id, &typed)).await;
+        c.read_results().await;
+        c.query("BEGIN").await;
+        c.send(&execute(id, &untyped)).await;
+        answers.push(c.read_results().await);
+        c.query("COMMIT").await;
+    }
+    assert_eq!(hits(&proxy, name), served + 1, "the first execute was answered from the view");
+    assert_eq!(answers[0], answers[1], "the execute relayed in a transaction");
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
