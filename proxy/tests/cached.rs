@@ -1307,6 +1307,11 @@ async fn a_relayed_execute_after_answered_ones_brings_its_types() {
     let untyped = [&[0u8, 0][..], &2u64.to_le_bytes()].concat();
     let mut answers = Vec::new();
     let served = hits(&proxy, name);
+    // Then the types change in an execute answered from the view (a string '2'), and an
+    // execute without types is relayed again: the server must not read it under the types
+    // it saw last (a LONGLONG).
+    let as_text = [&[0u8, 1, 0xfd, 0, 1][..], b"2"].concat();
+    let untyped_text = [&[0u8, 0, 1][..], b"1"].concat();
     for c in [&mut client, &mut check] {
         let (id, _) = prepare(c, cached).await;
         c.send(&execute(id, &typed)).await;
@@ -1315,9 +1320,16 @@ async fn a_relayed_execute_after_answered_ones_brings_its_types() {
         c.send(&execute(id, &untyped)).await;
         answers.push(c.read_results().await);
         c.query("COMMIT").await;
+        c.send(&execute(id, &as_text)).await;
+        c.read_results().await;
+        c.query("BEGIN").await;
+        c.send(&execute(id, &untyped_text)).await;
+        answers.push(c.read_results().await);
+        c.query("COMMIT").await;
     }
-    assert_eq!(hits(&proxy, name), served + 1, "the first execute was answered from the view");
-    assert_eq!(answers[0], answers[1], "the execute relayed in a transaction");
+    assert_eq!(hits(&proxy, name), served + 2, "the executes outside transactions were answered from the view");
+    assert_eq!(answers[0], answers[2], "the execute relayed in a transaction");
+    assert_eq!(answers[1], answers[3], "the execute relayed after the types changed");
 }
 
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a

@@ -38,6 +38,9 @@ pub struct PreparedRoute {
     pub types: Vec<(u8, u8)>,
     /// COM_STMT_SEND_LONG_DATA was used: relay the next execute.
     pub long_data: bool,
+    /// An execute with types reached the server (relayed, or sent again for diagnostics):
+    /// an execute without them may be relayed as it is (`session::execute`).
+    pub server_has_types: bool,
 }
 
 impl std::fmt::Debug for PreparedRoute {
@@ -243,7 +246,14 @@ impl Session {
         };
         let cache = engine.by_id(id)?;
         let binding = route::bind(&cache, &query, params).ok()?;
-        Some(PreparedRoute { cache, binding: Arc::new(binding), fingerprint: query.fingerprint.hash, types: Vec::new(), long_data: false })
+        Some(PreparedRoute {
+            cache,
+            binding: Arc::new(binding),
+            fingerprint: query.fingerprint.hash,
+            types: Vec::new(),
+            long_data: false,
+            server_has_types: false,
+        })
     }
 
     /// Routes a COM_STMT_EXECUTE of a statement with a route.
@@ -282,6 +292,11 @@ impl Session {
         if flags != 0 || route.long_data {
             route.long_data = false;
             return None;
+        }
+        // Types sent with this execute are the statement's from now on; the server knows them
+        // only if the execute reaches it (`session::execute`, which marks it so).
+        if params_count > 0 && payload.get(10 + params_count.div_ceil(8)) == Some(&1) {
+            route.server_has_types = false;
         }
         match execute_params(payload.get(10..).unwrap_or(&[]), params_count, &mut route.types) {
             Ok(bound) => {

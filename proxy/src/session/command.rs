@@ -236,6 +236,7 @@ impl Session {
             self.own.wrote();
         }
         self.settle_owed(command, &payload).await?;
+        let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
         match command {
             Quit => return Ok(Flow::Quit),

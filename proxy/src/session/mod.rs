@@ -27,6 +27,7 @@ mod admin;
 mod cached;
 mod command;
 mod connect;
+mod execute;
 mod owed;
 mod probe;
 mod require_tls;

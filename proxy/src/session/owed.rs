@@ -87,7 +87,7 @@ impl Session {
         if !reads {
             return Ok(());
         }
-        let Some(replay) = self.replayable(&self.owed.payload) else {
+        let Some(replay) = self.replayable() else {
             tracing::debug!("a cached read owed to the server cannot be sent again (its statement is closed)");
             return Ok(());
         };
@@ -100,34 +100,15 @@ impl Session {
     }
 
     /// The owed read as it can be sent now: a text as it was; an execute with its parameters'
-    /// types bound (the client may have left them to the server's memory of an execute the
-    /// server never saw). None if its statement was closed since.
-    fn replayable(&self, read: &[u8]) -> Option<Bytes> {
+    /// types bound where the server may not know them (`session::execute`). None if its
+    /// statement was closed since.
+    fn replayable(&mut self) -> Option<Bytes> {
+        let read = Bytes::copy_from_slice(&self.owed.payload);
         if read.first() != Some(&(Command::StmtExecute as u8)) {
-            return Some(Bytes::copy_from_slice(read));
+            return Some(read);
         }
-        let stmt = self.statements.get(&statement_id(read)?)?;
-        let params = usize::from(stmt.params);
-        if params == 0 {
-            return Some(Bytes::copy_from_slice(read));
-        }
-        // [0x17][id u32][flags u8][iterations u32][null bitmap][new-params-bound u8][types][values]
-        let bound_at = 10 + params.div_ceil(8);
-        match read.get(bound_at)? {
-            1 => Some(Bytes::copy_from_slice(read)),
-            _ => {
-                let types = &stmt.route.as_ref()?.types;
-                if types.len() != params {
-                    return None;
-                }
-                let mut out = Vec::with_capacity(read.len() + 2 * params);
-                out.extend_from_slice(&read[..bound_at]);
-                out.push(1);
-                out.extend(types.iter().flat_map(|&(t, f)| [t, f]));
-                out.extend_from_slice(&read[bound_at + 1..]);
-                Some(out.into())
-            }
-        }
+        self.statements.get(&statement_id(&read)?)?;
+        Some(self.execute_for_server(read))
     }
 
     /// Reads and drops the server's whole reply to a statement freshet sent on the session's

@@ -1,0 +1,67 @@
+//! What the server knows of a routed prepared statement's parameter types. A client sends an
+//! execute's types only when they change (the new-params-bound flag); the server takes an
+//! execute without them as "the types of the last execute I saw". Executes answered from a
+//! view never reach the server, so an execute relayed after them (in a transaction, on a
+//! miss) may leave out types the server never saw: it answered error 1210. Such an execute is
+//! sent with the types freshet remembers for the statement ([`super::cached::PreparedRoute`]).
+//!
+//! Owns: `Session::execute_for_server`, [`with_types`].
+
+use bytes::Bytes;
+
+use super::Session;
+
+/// Where an execute's new-params-bound flag is for a statement of `params` parameters:
+/// `[0x17][id u32][flags u8][iterations u32][null bitmap][flag u8][types][values]`.
+fn bound_flag_at(params: usize) -> usize {
+    10 + params.div_ceil(8)
+}
+
+/// `payload` (an execute of a statement of `params` parameters that left its types out) with
+/// `types` bound; None if the payload is too short or the types do not fit.
+pub(super) fn with_types(payload: &[u8], params: usize, types: &[(u8, u8)]) -> Option<Bytes> {
+    let at = bound_flag_at(params);
+    if types.len() != params || payload.get(at) != Some(&0) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(payload.len() + 2 * params);
+    out.extend_from_slice(&payload[..at]);
+    out.push(1);
+    out.extend(types.iter().flat_map(|&(t, f)| [t, f]));
+    out.extend_from_slice(&payload[at + 1..]);
+    Some(out.into())
+}
+
+impl Session {
+    /// An execute about to be relayed, as the server needs it: with its types where it left
+    /// them out and the server has not seen any for the statement. Notes what the server
+    /// sees: types sent, the statement's remembered types follow them.
+    pub(super) fn execute_for_server(&mut self, payload: Bytes) -> Bytes {
+        let Some(id) = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { return payload };
+        let Some(stmt) = self.statements.get_mut(&id) else { return payload };
+        let params = usize::from(stmt.params);
+        let Some(route) = stmt.route.as_mut() else { return payload };
+        if params == 0 {
+            return payload;
+        }
+        let at = bound_flag_at(params);
+        match payload.get(at) {
+            Some(1) => {
+                if let Some(sent) = payload.get(at + 1..at + 1 + 2 * params) {
+                    route.types.clear();
+                    route.types.extend(sent.chunks_exact(2).map(|tf| (tf[0], tf[1])));
+                }
+                route.server_has_types = true;
+                payload
+            }
+            Some(0) if !route.server_has_types => match with_types(&payload, params, &route.types) {
+                Some(typed) => {
+                    route.server_has_types = true;
+                    typed
+                }
+                None => payload,
+            },
+            _ => payload,
+        }
+    }
+}
