@@ -38,17 +38,28 @@ pub(super) struct Owed {
     due: bool,
 }
 
+/// The buffer's capacity kept between reads; a longer read (up to `[limits] max_query`) is
+/// held only while it is owed, so an idle session does not keep its longest read.
+const KEPT: usize = 16 * 1024;
+
 impl Owed {
     /// A read was answered from a view: it is owed now.
     pub(super) fn answered(&mut self, payload: &[u8]) {
+        if self.payload.capacity() > KEPT && payload.len() <= KEPT {
+            self.payload = Vec::new();
+        }
         self.payload.clear();
         self.payload.extend_from_slice(payload);
         self.due = true;
     }
 
-    /// The server's session is a new one: nothing is owed to it.
+    /// Nothing is owed any more: the server ran a statement of the session's, or its session
+    /// is a new one.
     pub(super) fn forget(&mut self) {
         self.due = false;
+        if self.payload.capacity() > KEPT {
+            self.payload = Vec::new();
+        }
     }
 }
 
@@ -77,18 +88,18 @@ impl Session {
         if !self.owed.due || !matches!(command, Command::Query | Command::StmtExecute | Command::StmtBulkExecute) {
             return Ok(());
         }
-        self.owed.due = false;
         let reads = match command {
             Command::Query => may_read_diagnostics(&payload[1..]),
             // A statement prepared from text: its text says (an unknown id is the server's
             // error, which reads nothing).
             _ => statement_id(payload).and_then(|id| self.statements.get(&id)).is_some_and(|s| may_read_diagnostics(&s.sql)),
         };
-        if !reads {
-            return Ok(());
-        }
-        let Some(replay) = self.replayable() else {
-            tracing::debug!("a cached read owed to the server cannot be sent again (its statement is closed)");
+        let replay = if reads { self.replayable() } else { None };
+        self.owed.forget();
+        let Some(replay) = replay else {
+            if reads {
+                tracing::debug!("a cached read owed to the server cannot be sent again (its statement is closed)");
+            }
             return Ok(());
         };
         self.upstream.queue_packet(0, &replay);
@@ -177,7 +188,21 @@ fn replay_protocol(why: &str) -> SessionError {
 
 #[cfg(test)]
 mod tests {
-    use super::may_read_diagnostics;
+    use super::{KEPT, Owed, may_read_diagnostics};
+
+    /// A long read answered once is not held for the session's life.
+    #[test]
+    fn a_long_read_is_held_only_while_it_is_owed() {
+        let mut owed = Owed::default();
+        owed.answered(&vec![b'x'; 200 * 1024]);
+        assert!(owed.due && owed.payload.len() == 200 * 1024);
+        owed.forget();
+        assert!(!owed.due && owed.payload.capacity() <= KEPT);
+        owed.answered(&vec![b'x'; 200 * 1024]);
+        owed.answered(b"SELECT 1");
+        assert!(owed.payload.capacity() <= KEPT, "a short read after a long one");
+        assert_eq!(owed.payload, b"SELECT 1");
+    }
 
     #[test]
     fn statements_that_may_read_the_diagnostics_are_known_by_their_words() {
