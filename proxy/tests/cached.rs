@@ -1332,6 +1332,39 @@ async fn a_relayed_execute_after_answered_ones_brings_its_types() {
     assert_eq!(answers[1], answers[3], "the execute relayed after the types changed");
 }
 
+/// `ROLLBACK TO SAVEPOINT` in a transaction that also wrote a non-transactional table (MyISAM,
+/// Aria) cannot be cut out of the binlog: the server logs the rows written since the
+/// savepoint, then the `ROLLBACK TO` statement, which a replica runs to undo them. Those rows
+/// are not the table's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_rolled_back_to_a_savepoint_are_not_applied() {
+    let mut admin = fresh_table("ct_savepoint", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10)").await;
+    admin.query_drop("CREATE OR REPLACE TABLE ct_savepoint_log (id INT PRIMARY KEY) ENGINE=MyISAM").await.unwrap();
+    let reads = [("savepoint", "SELECT id, n FROM ct_savepoint WHERE k = ?", "SELECT id, n FROM ct_savepoint WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    for statement in [
+        "BEGIN",
+        "INSERT INTO ct_savepoint VALUES (2, 1, 20)",
+        "SAVEPOINT a",
+        "INSERT INTO ct_savepoint VALUES (3, 1, 30)",
+        "UPDATE ct_savepoint SET n = 11 WHERE id = 1",
+        "SAVEPOINT `B`",
+        "DELETE FROM ct_savepoint WHERE id = 2",
+        "INSERT INTO ct_savepoint_log VALUES (1)",
+        "ROLLBACK TO SAVEPOINT b",
+        "INSERT INTO ct_savepoint VALUES (4, 1, 40)",
+        "ROLLBACK WORK TO a",
+        "INSERT INTO ct_savepoint VALUES (5, 1, 50)",
+        "COMMIT",
+    ] {
+        admin.query_drop(statement).await.unwrap();
+    }
+    answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, "ROLLBACK TO SAVEPOINT", |p| p).await;
+    admin.query_drop("DROP TABLE ct_savepoint_log").await.unwrap();
+}
+
 /// Partition maintenance moves or removes rows with no row event: EXCHANGE PARTITION swaps a
 /// partition's rows with another table's, TRUNCATE and DROP PARTITION remove them, CONVERT
 /// moves a partition out to a table of its own; ALTER IGNORE ... ADD UNIQUE deletes duplicates.
