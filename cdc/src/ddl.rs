@@ -342,6 +342,39 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
     out
 }
 
+/// A savepoint statement of a transaction, by the savepoint's name: MariaDB logs `SAVEPOINT`,
+/// and, where it could not cut the rows out of the binlog (a non-transactional table was
+/// written since), `ROLLBACK TO` after the rows it undoes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Savepoint {
+    /// `SAVEPOINT name`.
+    Set(String),
+    /// `ROLLBACK [WORK] TO [SAVEPOINT] name`.
+    RollbackTo(String),
+    /// `RELEASE SAVEPOINT name`.
+    Release(String),
+}
+
+/// The savepoint statement `sql` is, if it is one.
+pub fn parse_savepoint(sql: &str) -> Option<Savepoint> {
+    let mut c = Cursor { toks: tokens(sql), at: 0 };
+    if c.kw("SAVEPOINT") {
+        return c.ident().map(Savepoint::Set);
+    }
+    if c.kw("ROLLBACK") {
+        c.kw("WORK");
+        if !c.kw("TO") {
+            return None;
+        }
+        c.kw("SAVEPOINT");
+        return c.ident().map(Savepoint::RollbackTo);
+    }
+    if c.kws(&["RELEASE", "SAVEPOINT"]) {
+        return c.ident().map(Savepoint::Release);
+    }
+    None
+}
+
 /// The database a `DROP DATABASE|SCHEMA [IF EXISTS] name` statement drops.
 pub fn parse_drop_database(sql: &str) -> Option<String> {
     let mut c = Cursor { toks: tokens(sql), at: 0 };
@@ -372,6 +405,17 @@ fn index_target(c: &mut Cursor, push: &mut impl FnMut((Option<String>, String), 
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn savepoint_statements_name_their_savepoint() {
+        assert_eq!(parse_savepoint("SAVEPOINT `a`"), Some(Savepoint::Set("a".into())));
+        assert_eq!(parse_savepoint("ROLLBACK TO `a`"), Some(Savepoint::RollbackTo("a".into())));
+        assert_eq!(parse_savepoint("rollback work to savepoint B"), Some(Savepoint::RollbackTo("B".into())));
+        assert_eq!(parse_savepoint("RELEASE SAVEPOINT a"), Some(Savepoint::Release("a".into())));
+        assert_eq!(parse_savepoint("ROLLBACK"), None);
+        assert_eq!(parse_savepoint("ROLLBACK WORK"), None);
+        assert_eq!(parse_savepoint("COMMIT"), None);
+    }
 
     fn t(db: Option<&str>, table: &str, kind: DdlKind) -> DdlTarget {
         DdlTarget { database: db.map(str::to_string), table: table.into(), kind }

@@ -18,7 +18,7 @@ use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
 
 use super::{BinlogStream, SchemaChange, StreamEvent, bounded, now_secs, proto};
 use crate::cascade::Cascades;
-use crate::ddl::{DdlKind, may_change_rows, parse_ddl};
+use crate::ddl::{DdlKind, Savepoint, may_change_rows, parse_ddl, parse_savepoint};
 use crate::decode::decode;
 use crate::error::CdcError;
 use crate::position::{BinlogPos, MariaGtid};
@@ -41,11 +41,43 @@ pub(super) struct Txn {
     /// Tables of the tracked database whose rows a foreign key's action changed in this group
     /// with no row event (see `cascade`): reported after its batch.
     pub(super) cascaded: Vec<String>,
+    /// The group's savepoints, in order: name, and how many changes came before it.
+    pub(super) savepoints: Vec<(String, usize)>,
 }
 
 impl Txn {
     pub(super) fn new(explicit: bool, gtid: Option<MariaGtid>) -> Txn {
-        Txn { explicit, changes: Vec::new(), gtid, oversized: false, unseen: None, cascaded: Vec::new() }
+        Txn { explicit, changes: Vec::new(), gtid, oversized: false, unseen: None, cascaded: Vec::new(), savepoints: Vec::new() }
+    }
+
+    /// A savepoint statement of the group. `ROLLBACK TO` takes back the changes since its
+    /// savepoint (MariaDB logs them where a non-transactional table was written since, and
+    /// the statement that undoes them after), and forgets the savepoints set after it, as the
+    /// server does; `SAVEPOINT` of a name already set moves it; `RELEASE` forgets it and those
+    /// after it. Names compare without case. A rollback to a savepoint the group does not
+    /// know, or of changes already dropped (oversized), leaves the group untrusted.
+    fn savepoint(&mut self, statement: Savepoint, sql: &str) {
+        let at = |points: &[(String, usize)], name: &str| points.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(name));
+        match statement {
+            Savepoint::Set(name) => {
+                if let Some(i) = at(&self.savepoints, &name) {
+                    self.savepoints.remove(i);
+                }
+                self.savepoints.push((name, self.changes.len()));
+            }
+            Savepoint::RollbackTo(name) => match at(&self.savepoints, &name) {
+                Some(i) if !self.oversized => {
+                    self.changes.truncate(self.savepoints[i].1);
+                    self.savepoints.truncate(i + 1);
+                }
+                _ => self.unseen = self.unseen.take().or_else(|| Some(sql.chars().take(200).collect())),
+            },
+            Savepoint::Release(name) => {
+                if let Some(i) = at(&self.savepoints, &name) {
+                    self.savepoints.truncate(i);
+                }
+            }
+        }
     }
 }
 
@@ -58,10 +90,17 @@ impl BinlogStream {
                 self.open_explicit();
                 return Ok(());
             }
+            "SAVEPOINT" | "ROLLBACK" | "RELEASE" if let Some(statement) = parse_savepoint(head) => {
+                match self.txn.as_mut() {
+                    Some(t) if t.explicit => t.savepoint(statement, head),
+                    // Outside a transaction a savepoint statement changes nothing.
+                    _ => {}
+                }
+                return Ok(());
+            }
             "COMMIT" | "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
                 return self.commit(log_pos, ts);
             }
-            "SAVEPOINT" => return Ok(()),
             "XA" => return self.xa(head, log_pos, ts),
             _ => {}
         }
