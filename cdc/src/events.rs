@@ -39,6 +39,9 @@ pub enum EventKind {
     Xid,
     /// XA PREPARE (event form): the group's rows are prepared, not committed.
     XaPrepare,
+    /// An INCIDENT event: the server says its binlog lost events here (a statement that
+    /// changed rows it could not log); a replica stops at it.
+    Incident,
     /// A rows event (v1, v2 or partial) for `table_id`; `changes_existing` for updates and
     /// deletes (a foreign key's action may follow them, unlogged: `cascade`).
     Rows { table_id: u64, changes_existing: bool },
@@ -80,6 +83,8 @@ pub fn classify(ev: &Event) -> Result<EventKind, CdcError> {
     } else if is(EventType::EXECUTE_LOAD_QUERY_EVENT) || matches!(ty, 6 | 10 | 12) {
         // 6, 10 and 12: LOAD_EVENT, EXEC_LOAD_EVENT, NEW_LOAD_EVENT (pre-5.0 servers' forms).
         EventKind::LoadData
+    } else if is(EventType::INCIDENT_EVENT) {
+        EventKind::Incident
     } else if is(EventType::XID_EVENT) {
         EventKind::Xid
     } else if is(EventType::XA_PREPARE_LOG_EVENT) {
@@ -154,6 +159,9 @@ mod tests {
         assert_eq!(classify(&read(&event_bytes(16, 500, &7u64.to_le_bytes())).unwrap()).unwrap(), EventKind::Xid);
         assert_eq!(classify(&read(&event_bytes(169, 500, &[0; 12])).unwrap()).unwrap(), EventKind::Compressed);
         assert_eq!(classify(&read(&event_bytes(18, 600, &[0; 40])).unwrap()).unwrap(), EventKind::LoadData);
+        // INCIDENT_EVENT: type 1 (LOST_EVENTS), a message of 11 bytes.
+        let incident = [&[1u8, 0, 11][..], b"lost events"].concat();
+        assert_eq!(classify(&read(&event_bytes(26, 700, &incident)).unwrap()).unwrap(), EventKind::Incident);
     }
 
     proptest! {

@@ -499,6 +499,8 @@ impl BinlogStream {
             EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
             // Its rows are in no event: a statement the group cannot be trusted with.
             EventKind::LoadData => self.query("LOAD DATA (an EXECUTE_LOAD_QUERY event)", "", log_pos, hdr.timestamp()).await?,
+            // The server lost events here: whatever they changed is in no event.
+            EventKind::Incident => self.query("an INCIDENT event (the server's binlog lost events)", "", log_pos, hdr.timestamp()).await?,
             EventKind::Xid => self.commit(log_pos, hdr.timestamp())?,
             EventKind::XaPrepare => {
                 // Prepared, not committed: see `xa`.
