@@ -4,7 +4,7 @@
 use freshet_dataflow::{Date, Value};
 
 use super::text::Column;
-use super::{Unencodable, json_text, utf8_text};
+use super::{Unencodable, json_text, narrowed, utf8_text};
 use crate::protocol::column::types;
 use crate::protocol::cursor::put_lenenc;
 
@@ -48,8 +48,8 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
             date(out, dt.date(), Some((h, mi, s, micros)));
         }
         (Value::Time(micros), _) => time(out, *micros),
-        (Value::Text(s, _), _) => string(out, &utf8_text(s, &column.def)?),
-        (Value::Json(s), _) => string(out, &json_text(s, &column.def)?),
+        (Value::Text(s, _), _) => text_string(out, utf8_text(s, &column.def), s)?,
+        (Value::Json(s), _) => text_string(out, json_text(s, &column.def), s)?,
         (Value::Bytes(b), _) => string(out, b),
         // Everything else is sent as its text rendering, length-encoded.
         (Value::Decimal(_) | Value::Enum(_) | Value::Set(_) | Value::Bit(_), _) => {
@@ -72,6 +72,17 @@ fn int(out: &mut Vec<u8>, v: u64, ty: u8) -> Result<(), Unencodable> {
         _ => return Err(Unencodable::Mismatch),
     };
     out.extend_from_slice(&v.to_le_bytes()[..width]);
+    Ok(())
+}
+
+/// A text's bytes as [`super::utf8_text`] gave them, or it narrowed for a utf8mb3 column.
+#[inline]
+fn text_string(out: &mut Vec<u8>, bytes: Result<&[u8], Unencodable>, s: &str) -> Result<(), Unencodable> {
+    match bytes {
+        Ok(bytes) => string(out, bytes),
+        Err(Unencodable::Narrow) => string(out, narrowed(s).as_bytes()),
+        Err(e) => return Err(e),
+    }
     Ok(())
 }
 

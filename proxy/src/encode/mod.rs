@@ -20,8 +20,6 @@
 pub mod binary;
 pub mod text;
 
-use std::borrow::Cow;
-
 use crate::protocol::column::{ColumnDef, types};
 
 /// Why a value cannot be rendered exactly as the server would; the read is relayed.
@@ -37,20 +35,30 @@ pub enum Unencodable {
     Zerofill,
     #[error("the value does not fit the column definition")]
     Mismatch,
+    /// A text with a character past U+FFFF in a utf8mb3 column: not a reason to relay, the
+    /// encoders send it [`narrowed`], as the server does.
+    #[error("a character past U+FFFF in a utf8mb3 column")]
+    Narrow,
 }
 
-/// A text value's bytes as the server sends them in the column's character set: utf8mb4's are
-/// the view's own; utf8mb3 (`SET NAMES utf8`) holds no character past U+FFFF, which the server
-/// sends as `?`, so a text with one is copied with each replaced (only for such sessions, and
-/// only texts with a four-byte sequence). Any other character set is refused.
-fn utf8_text<'a>(s: &'a str, def: &ColumnDef) -> Result<Cow<'a, [u8]>, Unencodable> {
-    if !is_utf8(def.charset) {
-        return Err(Unencodable::Charset(def.charset));
+/// A text value's bytes, if the column's character set is the UTF-8 a view's text holds:
+/// utf8mb4's always, utf8mb3's (`SET NAMES utf8`) when the text has no character past U+FFFF,
+/// which utf8mb3 cannot hold and the server sends as `?`: such a text is [`Unencodable::Narrow`],
+/// which the encoders write as [`narrowed`] (only for such a column and such a text; a utf8mb4
+/// column pays one lookup of its charset id, as before utf8mb3 was told apart).
+#[inline]
+fn utf8_text<'a>(s: &'a str, def: &ColumnDef) -> Result<&'a [u8], Unencodable> {
+    match utf8(def.charset) {
+        Some(Utf8::Mb4) => Ok(s.as_bytes()),
+        Some(Utf8::Mb3) if !beyond_mb3(s) => Ok(s.as_bytes()),
+        Some(Utf8::Mb3) => Err(Unencodable::Narrow),
+        None => Err(Unencodable::Charset(def.charset)),
     }
-    if !is_utf8mb3(def.charset) || !beyond_mb3(s) {
-        return Ok(Cow::Borrowed(s.as_bytes()));
-    }
-    Ok(Cow::Owned(s.chars().map(|c| if u32::from(c) > 0xFFFF { '?' } else { c }).collect::<String>().into_bytes()))
+}
+
+/// `s` as the server sends it to a utf8mb3 column: each character past U+FFFF as `?`.
+fn narrowed(s: &str) -> String {
+    s.chars().map(|c| if u32::from(c) > 0xFFFF { '?' } else { c }).collect()
 }
 
 /// Whether `s` has a character utf8mb3 cannot hold (its UTF-8 is four bytes long).
@@ -67,22 +75,41 @@ fn label_fits<'a>(label: &'a str, def: &ColumnDef) -> Result<&'a str, Unencodabl
 /// A JSON value's bytes: MariaDB's JSON is LONGTEXT, so the server declares a text column and
 /// returns the stored text, which is what the binlog carried. MySQL 8 declares JSON and
 /// returns its own rendering, which is not reproduced.
-fn json_text<'a>(s: &'a str, def: &ColumnDef) -> Result<Cow<'a, [u8]>, Unencodable> {
+fn json_text<'a>(s: &'a str, def: &ColumnDef) -> Result<&'a [u8], Unencodable> {
     if def.type_code == types::JSON {
         return Err(Unencodable::Json);
     }
     utf8_text(s, def)
 }
 
-/// Whether a collation id belongs to utf8mb3 or utf8mb4 (MySQL 8 and MariaDB 10.x ids), whose
-/// bytes are the UTF-8 a view's text holds (utf8mb3's up to U+FFFF, see [`is_utf8mb3`]).
-pub fn is_utf8(collation: u16) -> bool {
-    matches!(collation, 33 | 45 | 46 | 76 | 83 | 192..=215 | 223..=247 | 255..=323 | 576..=578 | 608..=610)
+/// The UTF-8 a collation id's character set is: utf8mb4 or utf8mb3 (MySQL 8 and MariaDB
+/// 10.x ids), whose bytes are the UTF-8 a view's text holds (utf8mb3's up to U+FFFF). One
+/// lookup, which the encoders make per text value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Utf8 {
+    Mb4,
+    /// MariaDB's `utf8` before 11.x, MySQL's `utf8` alias: 33 general_ci, 76 tolower_ci, 83
+    /// bin, 192-215 the unicode and language collations, 223 general_mysql500_ci, 576-578
+    /// MariaDB's mysql561 ones.
+    Mb3,
 }
 
-/// Whether a collation id belongs to utf8mb3 (MariaDB's `utf8` before 11.x, MySQL's `utf8`
-/// alias): 33 general_ci, 76 tolower_ci, 83 bin, 192-215 the unicode and language collations,
-/// 223 general_mysql500_ci, 576-578 MariaDB's mysql561 ones.
+#[inline]
+fn utf8(collation: u16) -> Option<Utf8> {
+    match collation {
+        45 | 46 | 224..=247 | 255..=323 | 608..=610 => Some(Utf8::Mb4),
+        33 | 76 | 83 | 192..=215 | 223 | 576..=578 => Some(Utf8::Mb3),
+        _ => None,
+    }
+}
+
+/// Whether a collation id belongs to utf8mb3 or utf8mb4, whose bytes are the UTF-8 a view's
+/// text holds (utf8mb3's up to U+FFFF, see [`is_utf8mb3`]).
+pub fn is_utf8(collation: u16) -> bool {
+    utf8(collation).is_some()
+}
+
+/// Whether a collation id belongs to utf8mb3.
 pub fn is_utf8mb3(collation: u16) -> bool {
-    matches!(collation, 33 | 76 | 83 | 192..=215 | 223 | 576..=578)
+    utf8(collation) == Some(Utf8::Mb3)
 }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use freshet_dataflow::{Date, DateTime, Decimal, Value};
 
-use super::{Unencodable, json_text, label_fits, utf8_text};
+use super::{Unencodable, json_text, label_fits, narrowed, utf8_text};
 use crate::protocol::column::{ColumnDef, flags, types};
 use crate::protocol::cursor::put_lenenc;
 
@@ -27,8 +27,8 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
         match value {
             Value::Null => out.push(0xfb),
             Value::Bytes(b) => put_string(out, b),
-            Value::Text(s, _) => put_string(out, &utf8_text(s, &column.def)?),
-            Value::Json(s) => put_string(out, &json_text(s, &column.def)?),
+            Value::Text(s, _) => put_text(out, utf8_text(s, &column.def), s)?,
+            Value::Json(s) => put_text(out, json_text(s, &column.def), s)?,
             // The common numbers, without the formatter (a zero-filled column or one with
             // decimals takes it).
             Value::Int(i) if plain_integer(&column.def) => put_integer(out, i.unsigned_abs(), *i < 0),
@@ -93,6 +93,17 @@ fn digits_at_end(buf: &mut [u8], mut n: u64) -> usize {
             return at;
         }
     }
+}
+
+/// A text's bytes as [`super::utf8_text`] gave them, or it narrowed for a utf8mb3 column.
+#[inline]
+fn put_text(out: &mut Vec<u8>, bytes: Result<&[u8], Unencodable>, s: &str) -> Result<(), Unencodable> {
+    match bytes {
+        Ok(bytes) => put_string(out, bytes),
+        Err(Unencodable::Narrow) => put_string(out, narrowed(s).as_bytes()),
+        Err(e) => return Err(e),
+    }
+    Ok(())
 }
 
 fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
