@@ -82,6 +82,10 @@ fn derived(c: &Column) -> ResultColumn {
         MYSQL_TYPE_DATETIME | MYSQL_TYPE_DATETIME2 => SqlType::DateTime { fsp: c.decimals().min(6) },
         MYSQL_TYPE_TIMESTAMP | MYSQL_TYPE_TIMESTAMP2 => SqlType::Timestamp { fsp: c.decimals().min(6) },
         MYSQL_TYPE_YEAR => SqlType::Year,
+        // MariaDB sends a computed BIT flagged BINARY (a choice of BITs, some MAX) as its
+        // decimal digits, which a view holds as the number (`Repr::Number`); one not so
+        // flagged as its bytes.
+        MYSQL_TYPE_BIT if c.flags().contains(ColumnFlags::BINARY_FLAG) => SqlType::Int { bytes: 8, unsigned: true },
         MYSQL_TYPE_BIT => SqlType::Bit { bits: 64 },
         MYSQL_TYPE_JSON => SqlType::Json,
         _ if binary => SqlType::Bytes,
@@ -262,6 +266,17 @@ mod tests {
         assert!(matches!(convert(&e, MyValue::Bytes(b"".to_vec())), Ok(Value::Enum(0))));
         let s = col(SqlType::Set(vec!["x".into(), "y".into(), "z".into()]));
         assert!(matches!(convert(&s, MyValue::Bytes(b"x,z".to_vec())), Ok(Value::Set(5))));
+    }
+
+    /// MariaDB flags a computed BIT BINARY when it sends the BIT's decimal digits (a choice of
+    /// BITs, some MAX), and a view holds that value as the number.
+    #[test]
+    fn a_computed_bit_flagged_binary_is_its_digits() {
+        let digits = Column::new(ColumnType::MYSQL_TYPE_BIT).with_flags(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG);
+        let bytes = Column::new(ColumnType::MYSQL_TYPE_BIT).with_flags(ColumnFlags::UNSIGNED_FLAG);
+        let cols = result_columns(&[digits, bytes], &HashMap::new(), |_| None);
+        assert!(matches!(convert(&cols[0], MyValue::Bytes(b"255".to_vec())), Ok(Value::UInt(255))));
+        assert!(matches!(convert(&cols[1], MyValue::Bytes(vec![0xff])), Ok(Value::Bit(255))));
     }
 
     #[test]

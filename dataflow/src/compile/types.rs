@@ -13,7 +13,8 @@
 //!
 //! So the choices (`IF`, `CASE`, `COALESCE`, `IFNULL`) and `ROUND` to more decimals than its
 //! argument has are wrapped in [`Expr::Typed`], which converts each value to the type's
-//! representation: a DECIMAL's scale, or a DOUBLE. Refused, because the view would need the
+//! representation: a DECIMAL's scale, or a DOUBLE; a choice of integers with a BIT among them
+//! (and `NULLIF` of a BIT) a number, since the server shows it as digits, not bytes. Refused, because the view would need the
 //! server's conversions and formatting:
 //! - a choice between a string (or a temporal value, or bytes) and another kind of value;
 //! - a DOUBLE or FLOAT shown as text (the server's digits), or a temporal value with
@@ -32,6 +33,7 @@
 //!   three operands where the view compares two at a time (`IN` compares pairwise on both);
 //! - a `UNION ALL` whose inputs give one column values of different kinds;
 //! - SUM or AVG of a value that is not an exact number (a date is summed as 20240229);
+//! - MIN or MAX of a BIT, which the server shows as its bytes or as its digits by its plan;
 //! - a BIT read as a string (a string function, LIKE): the server reads its bytes
 //!   (`b'1000001'` is `'A'`), a view its number; bytes there, which the server reads as a
 //!   binary string (`UPPER` leaves them, lengths are in bytes, LIKE is case-sensitive);
@@ -155,6 +157,8 @@ impl Inputs<'_> {
             Expr::Func(Func::Coalesce | Func::IfNull, args) => args.iter().any(|a| self.bit(a)),
             Expr::Func(Func::If, args) => args.iter().skip(1).any(|a| self.bit(a)),
             Expr::Func(Func::NullIf, args) => args.first().is_some_and(|a| self.bit(a)),
+            // A choice of BITs the server shows as digits: still a BIT to string functions.
+            Expr::Typed(inner, Repr::Number) => self.bit(inner),
             Expr::Case { whens, otherwise, .. } => whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()).any(|a| self.bit(a)),
             _ => false,
         }
@@ -219,6 +223,12 @@ fn node_classes(node: &mut Node, catalog: &Catalog) -> Result<Vec<Class>, Refusa
                 .any(|a| matches!(a.kind, AggKind::Sum | AggKind::Avg) && !matches!(arg(a.arg), Class::Int | Class::Dec(_) | Class::Null))
             {
                 return refuse("SUM or AVG of a value that is not an exact number: the server converts it by rules of its own");
+            }
+            // The server shows a BIT's MIN or MAX as its bytes or as its digits, by how it
+            // groups the rows (`GROUP BY bt` and `GROUP BY k` differ).
+            let bits = Inputs::of(input, &classes, catalog);
+            if aggs.iter().any(|a| matches!(a.kind, AggKind::Min | AggKind::Max) && bits.bit(&Expr::Col(a.arg))) {
+                return refuse("MIN or MAX of a BIT: the server shows its bytes or its digits, by how it groups the rows");
             }
             let mut out: Vec<Class> = classes.iter().take(*group).copied().collect();
             out.extend(aggs.iter().map(|a| match a.kind {
@@ -290,6 +300,7 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
         Expr::Lit(l) => Class::of_value(&l.0),
         Expr::Typed(_, Repr::Decimal(s)) => Class::Dec(*s),
         Expr::Typed(_, Repr::Double) => Class::Real,
+        Expr::Typed(_, Repr::Number) => Class::Int,
         Expr::Arith(op, ..) => {
             let (a, b) = (number(part(0))?, number(part(1))?);
             match (a, b) {
@@ -425,6 +436,10 @@ fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
         // NULLIF compares its two arguments, CASE its operand with each WHEN.
         Expr::Func(Func::NullIf, _) => {
             comparable(&[part(0), part(1)])?;
+            // NULLIF is its first argument's type: a BIT shown as its digits.
+            if inputs.bit(e) {
+                return Ok(wrap(e, Repr::Number));
+            }
             part(0)
         }
         Expr::Func(Func::If, _) => return choice(e, &[1, 2], &parts, inputs),
@@ -463,6 +478,10 @@ fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -
     if known.iter().all(|c| *c == first) {
         // Integers and DECIMALs of no decimals make a DECIMAL, shown alike.
         let dec = picks.iter().any(|i| class_of(*i) == Class::Dec(0));
+        if first == Class::Int && !dec && inputs.bit(e) {
+            // Integers, a BIT among them: the server shows the BIT picked as its digits.
+            return Ok(wrap(e, Repr::Number));
+        }
         return Ok(if first == Class::Int && dec { Class::Dec(0) } else { first });
     }
     if known.contains(&Class::Unknown) {
@@ -510,6 +529,7 @@ fn wrap(e: &mut Expr, repr: Repr) -> Class {
     match repr {
         Repr::Decimal(s) => Class::Dec(s),
         Repr::Double => Class::Real,
+        Repr::Number => Class::Int,
     }
 }
 

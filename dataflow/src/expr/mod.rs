@@ -188,12 +188,22 @@ pub enum Repr {
     Decimal(u8),
     /// A DOUBLE (an exact number is converted).
     Double,
+    /// An integer: a BIT as the number it is. The server sends a BIT column as its bytes, and a
+    /// BIT that a choice picks (`COALESCE(bt)`, `NULLIF(bt, n)`) as its decimal digits, under
+    /// a BIT column definition either way; other values are left as they are.
+    Number,
 }
 
 impl Repr {
     /// `v` in this representation; values of other kinds (NULL, text) as they are. A YEAR and
     /// a BIT are integers to the server's typing (`Class::Int` in `compile::types`).
     pub fn apply(self, v: Value) -> Value {
+        if let Repr::Number = self {
+            return match v {
+                Value::Bit(b) => Value::UInt(b),
+                v => v,
+            };
+        }
         let v = match v {
             Value::Year(y) => Value::Int(i64::from(y)),
             Value::Bit(b) => Value::UInt(b),
@@ -680,6 +690,8 @@ mod tests {
         assert_eq!(exact(Repr::Decimal(0).apply(Value::Year(1901))), exact(d("1901")));
         assert_eq!(exact(Repr::Double.apply(Value::Year(2024))), exact(Value::Double(2024.0)));
         assert_eq!(exact(Repr::Double.apply(Value::Bit(255))), exact(Value::Double(255.0)));
+        assert_eq!(exact(Repr::Number.apply(Value::Bit(255))), exact(Value::UInt(255)));
+        assert_eq!(exact(Repr::Number.apply(Value::Year(2024))), exact(Value::Year(2024)));
     }
 
     #[test]

@@ -31,6 +31,12 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
 fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: &Column) -> Result<(), Unencodable> {
     let ty = column.def.type_code;
     match (value, ty) {
+        // A BIT that a choice picked (`COALESCE(bt)`): the server sends its digits as a string.
+        (Value::UInt(_), types::BIT) => {
+            scratch.clear();
+            super::text::row(scratch, std::slice::from_ref(value), std::slice::from_ref(column))?;
+            out.extend_from_slice(scratch);
+        }
         (Value::Int(i), _) => int(out, *i as u64, ty)?,
         (Value::UInt(u), _) => int(out, *u, ty)?,
         // A BIT the server typed as a number (`IFNULL(b, 0)`).

@@ -522,6 +522,21 @@ mod tests {
         assert_eq!(row(&mut Vec::new(), &[Value::Bit(5)], &[col(types::VAR_STRING, 0, 8, 0)]), Err(Unencodable::Mismatch));
     }
 
+    /// A BIT column is its bytes; a BIT a choice picked, which the view holds as the number
+    /// (`Repr::Number`), is its digits under the same BIT definition, in both protocols.
+    #[test]
+    fn a_number_under_a_bit_definition_is_its_digits() {
+        let bit = [col(types::BIT, 0, 8, 0)];
+        let mut out = Vec::new();
+        row(&mut out, &[Value::Bit(255)], &bit).unwrap();
+        assert_eq!(out, [1, 0xff]);
+        for encode in [row, super::super::binary::row] {
+            let mut out = Vec::new();
+            encode(&mut out, &[Value::UInt(255)], &bit).unwrap();
+            assert_eq!(out.ends_with(&[3, b'2', b'5', b'5']), true, "{out:?}");
+        }
+    }
+
     #[test]
     fn integers_are_written_as_the_formatter_writes_them() {
         let c = [col(types::LONGLONG, 0, 20, 0)];
