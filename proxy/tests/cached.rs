@@ -900,16 +900,32 @@ async fn a_bit_that_a_choice_picks_is_shown_as_the_server_shows_it() {
     )
     .await;
     let reads = [
-        ("bitpick_c", "SELECT id, COALESCE(bt) AS x FROM ct_bitpick WHERE k = ?", "SELECT id, COALESCE(bt) AS x FROM ct_bitpick WHERE k = 1"),
-        ("bitpick_n", "SELECT id, NULLIF(bt, n) AS x FROM ct_bitpick WHERE k = ?", "SELECT id, NULLIF(bt, n) AS x FROM ct_bitpick WHERE k = 1"),
-        ("bitpick_i", "SELECT id, IF(n > 1, bt, bt) AS x FROM ct_bitpick WHERE k = ?", "SELECT id, IF(n > 1, bt, bt) AS x FROM ct_bitpick WHERE k = 1"),
+        (
+            "bitpick_c",
+            "SELECT id, COALESCE(bt) AS x FROM ct_bitpick WHERE k = ?",
+            "SELECT id, COALESCE(bt) AS x FROM ct_bitpick WHERE k = 1",
+        ),
+        (
+            "bitpick_n",
+            "SELECT id, NULLIF(bt, n) AS x FROM ct_bitpick WHERE k = ?",
+            "SELECT id, NULLIF(bt, n) AS x FROM ct_bitpick WHERE k = 1",
+        ),
+        (
+            "bitpick_i",
+            "SELECT id, IF(n > 1, bt, bt) AS x FROM ct_bitpick WHERE k = ?",
+            "SELECT id, IF(n > 1, bt, bt) AS x FROM ct_bitpick WHERE k = 1",
+        ),
         (
             "bitpick_e",
             "SELECT id, CASE WHEN n > 1 THEN bt END AS x FROM ct_bitpick WHERE k = ?",
             "SELECT id, CASE WHEN n > 1 THEN bt END AS x FROM ct_bitpick WHERE k = 1",
         ),
         ("bitpick_b", "SELECT id, bt AS x FROM ct_bitpick WHERE k = ?", "SELECT id, bt AS x FROM ct_bitpick WHERE k = 1"),
-        ("bitpick_m", "SELECT k, MAX(bt) AS x FROM ct_bitpick WHERE k = ? GROUP BY k", "SELECT k, MAX(bt) AS x FROM ct_bitpick WHERE k = 1 GROUP BY k"),
+        (
+            "bitpick_m",
+            "SELECT k, MAX(bt) AS x FROM ct_bitpick WHERE k = ? GROUP BY k",
+            "SELECT k, MAX(bt) AS x FROM ct_bitpick WHERE k = 1 GROUP BY k",
+        ),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     // Filled rows, then rows the views compute from the binlog's.
