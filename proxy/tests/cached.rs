@@ -1291,6 +1291,44 @@ async fn a_cached_read_is_the_last_statement_to_what_reads_diagnostics() {
     assert_eq!(answers[0], answers[1], "FOUND_ROWS() after a prepared read answered from the view");
 }
 
+/// Not every statement replaces what a SELECT leaves the session: SET, DO, BEGIN and a SELECT
+/// of no table keep its warnings, and every statement but a SELECT keeps its `FOUND_ROWS()`.
+/// A read answered from a view, then such a statement, then one that reads them: the session
+/// sees the read's (or the statement's own), as it would on the server, and the statement
+/// between reports the warnings the server's would.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_a_statement_keeps_of_a_cached_reads_diagnostics_is_the_reads() {
+    let _admin = fresh_table("ct_diag_kept", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20), (3, 2, 30)").await;
+    let reads = [("diag_kept", "SELECT id, n FROM ct_diag_kept WHERE k = ?", "SELECT id, n FROM ct_diag_kept WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let sequences: [[&str; 3]; 8] = [
+        ["SELECT 1 UNION SELECT 2 UNION SELECT 3", "SET @a = 1", "SELECT FOUND_ROWS()"],
+        ["SELECT 1 UNION SELECT 2 UNION SELECT 3", "UPDATE ct_diag_kept SET n = n WHERE id = 3", "SELECT FOUND_ROWS()"],
+        ["SELECT 1 UNION SELECT 2 UNION SELECT 3", "BEGIN", "SELECT FOUND_ROWS()"],
+        ["SELECT CAST('x' AS SIGNED)", "SET @a = 1", "SHOW WARNINGS"],
+        ["SELECT CAST('x' AS SIGNED)", "DO 1", "SHOW WARNINGS"],
+        ["SELECT CAST('x' AS SIGNED)", "SELECT 1", "SHOW WARNINGS"],
+        ["SELECT CAST('x' AS SIGNED)", "BEGIN", "SHOW WARNINGS"],
+        // A SELECT of a table replaces them all.
+        ["SELECT CAST('x' AS SIGNED)", "SELECT n FROM ct_diag_kept WHERE id = 3", "SHOW WARNINGS"],
+    ];
+    for [before, between, after] in sequences {
+        let served = hits(&proxy, name);
+        let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+        for (c, out) in [(&mut client, &mut ours), (&mut check, &mut theirs)] {
+            c.query(before).await;
+            c.query(sql).await;
+            out.push(c.query(between).await);
+            out.push(c.query(after).await);
+            c.query("COMMIT").await;
+        }
+        assert!(hits(&proxy, name) > served, "{sql} was answered from the view");
+        assert_eq!(ours, theirs, "{between}, then {after}, after {before} and a cached read");
+    }
+}
+
 /// A session whose results are utf8mb3 (`SET NAMES utf8`, common in older PHP applications)
 /// gets a character utf8mb3 cannot hold (an emoji, any character past the Basic Multilingual
 /// Plane) as the server converts it: `?`. A view holds utf8mb4.
