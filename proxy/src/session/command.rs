@@ -115,7 +115,7 @@ impl Session {
             self.own.wrote();
         }
         // A text this long is taken to read the diagnostics a cached read owes.
-        self.settle_owed(command, first.payload()).await?;
+        let owed = self.settle_owed(command, first.payload()).await?;
         // A write this long in a session with binlogging off evicts like any other (below).
         let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
         let mut total = first.payload().len();
@@ -139,6 +139,7 @@ impl Session {
             })?;
             total += frame.payload().len();
         }
+        self.drain_owed(owed).await?;
         if matches!(command, Command::Query | Command::StmtExecute) {
             self.relay_results().await?;
         }
@@ -235,9 +236,10 @@ impl Session {
         if may_write {
             self.own.wrote();
         }
-        self.settle_owed(command, &payload).await?;
+        let owed = self.settle_owed(command, &payload).await?;
         let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
+        self.drain_owed(owed).await?;
         match command {
             Quit => return Ok(Flow::Quit),
             Query | StmtExecute | StmtBulkExecute | ProcessInfo => self.relay_results().await?,

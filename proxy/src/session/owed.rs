@@ -1,15 +1,24 @@
 //! The statement a cached answer owes the server. A SELECT sets its session's diagnostics on
 //! the server: `FOUND_ROWS()` becomes its row count, `ROW_COUNT()` -1, and `SHOW WARNINGS`
 //! (`@@warning_count`, `GET DIAGNOSTICS`) lists its warnings instead of the statement
-//! before's. A read answered from a view never reaches the server, so the session's next
-//! statement would see the statement before it. When the next statement the session sends
-//! the server may read those diagnostics, the answered read is sent first and its reply
-//! dropped, so the server's diagnostics are the read's, as if it had run there.
+//! before's. A read answered from a view never reaches the server, so the session's later
+//! statements would see the statement before it. So the answered read is owed: it is sent to
+//! the server, and its reply dropped, ahead of the session's next statement unless that
+//! statement replaces all the read left, as if it had run there.
 //!
-//! Owns: [`Owed`], [`may_read_diagnostics`], `Session::settle_owed`.
+//! What the server keeps (MariaDB 10.11, `cached.rs` tests both ways): every statement sets
+//! `ROW_COUNT()`; only a statement that uses a table clears the warnings (`SET`, `DO`,
+//! `BEGIN`, `SELECT 1` keep them, and report them in their own OK or EOF); only a SELECT sets
+//! `FOUND_ROWS()` (an UPDATE keeps it).
+//!
+//! Owns: [`Owed`], [`may_read_diagnostics`], [`replaces_diagnostics`], `Session::settle_owed`.
 //! Invariants:
 //! - only the last answered read is owed, and only until the session's next statement
-//!   reaches the server (any statement replaces the diagnostics);
+//!   reaches the server: sent ahead of it (in the same write, its reply drained before the
+//!   statement's), or dropped when the statement replaces what the read left (a SELECT of a
+//!   table or a write that reads no diagnostics: the usual relayed statements, at no cost);
+//! - a COM_INIT_DB sends it first too (its text names tables of the database it changes);
+//!   commands that are not statements (ping, prepare, close) leave it owed;
 //! - what may read the diagnostics is decided by words, conservatively: a function or
 //!   statement that reads them, or one that runs statements out of sight (CALL, EXECUTE); a
 //!   text too long to search cheaply is taken to read them;
@@ -17,9 +26,16 @@
 //!   left them out (the server may never have seen them: earlier executes were answered here);
 //! - the replayed read runs at the server's present, so `FOUND_ROWS()` counts the rows it has
 //!   now, which the answer showed at most `[consistency] max_lag` earlier.
+//!
+//! Not followed, to keep writes and failed reads free of a replay: a write, or a SELECT of a
+//! table that fails, keeps the read's `FOUND_ROWS()` on the server, where a later
+//! `SELECT FOUND_ROWS()` reads the statement's before the read here. Without
+//! SQL_CALC_FOUND_ROWS (whose reads are not served), that is the row count the client was
+//! already sent.
 
 use bytes::Bytes;
 
+use crate::matching::lexer::{Lexer, Token, TokenKind};
 use crate::metrics::UpstreamFailure;
 use crate::protocol::Command;
 use crate::protocol::cursor::Cursor;
@@ -80,33 +96,73 @@ pub(super) fn may_read_diagnostics(sql: &[u8]) -> bool {
     sql.len() > SEARCHED || DIAGNOSTIC_WORDS.iter().any(|w| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w)))
 }
 
-impl Session {
-    /// Before `payload` (a statement command the session relays) goes to the server: if a read
-    /// answered here is owed and `payload` may read the diagnostics, the read is sent first and
-    /// its reply dropped. The debt ends with any statement the server runs.
-    pub(super) async fn settle_owed(&mut self, command: Command, payload: &[u8]) -> Result<(), SessionError> {
-        if !self.owed.due || !matches!(command, Command::Query | Command::StmtExecute | Command::StmtBulkExecute) {
-            return Ok(());
+/// Whether `sql` replaces what a SELECT leaves the session's diagnostics before anything in it
+/// can read them: it begins with a SELECT that reads a table (a name after its FROM, not
+/// DUAL), or with a write (INSERT, UPDATE, DELETE, REPLACE: it uses a table, so it sets the
+/// warnings and `ROW_COUNT()`; it keeps `FOUND_ROWS()`, which is not followed, see the
+/// module). Anything else (SET, DO, BEGIN, `SELECT 1`) keeps the warnings and `FOUND_ROWS()`.
+pub(super) fn replaces_diagnostics(sql: &[u8]) -> bool {
+    let mut tokens = Lexer::new(sql);
+    let word = |t: &Token, w: &[u8]| t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(w);
+    match tokens.next() {
+        Some(t) if word(&t, b"select") => {}
+        Some(t) => return [&b"insert"[..], b"update", b"delete", b"replace"].iter().any(|w| word(&t, w)),
+        None => return false,
+    }
+    let mut depth = 0u32;
+    while let Some(t) = tokens.next() {
+        if t.is_symbol(sql, b"(") {
+            depth += 1;
+        } else if t.is_symbol(sql, b")") {
+            depth = depth.saturating_sub(1);
+        } else if t.is_symbol(sql, b";") {
+            return false;
+        } else if depth == 0 && word(&t, b"from") {
+            return tokens.next().is_some_and(|t| t.kind == TokenKind::QuotedIdent || t.kind == TokenKind::Word && !word(&t, b"dual"));
         }
-        let reads = match command {
-            Command::Query => may_read_diagnostics(&payload[1..]),
+    }
+    false
+}
+
+impl Session {
+    /// Before `payload` (a command the session relays) goes to the server: if a read answered
+    /// here is owed and the command may leave or read what the read would have left, the
+    /// read is queued ahead of it (not flushed: the command's own write sends both). True if
+    /// so: the caller drains the read's reply ([`Session::drain_owed`]) before relaying the
+    /// command's.
+    pub(super) async fn settle_owed(&mut self, command: Command, payload: &[u8]) -> Result<bool, SessionError> {
+        if !self.owed.due {
+            return Ok(false);
+        }
+        let first = match command {
+            Command::Query => may_read_diagnostics(&payload[1..]) || !replaces_diagnostics(&payload[1..]),
             // A statement prepared from text: its text says (an unknown id is the server's
-            // error, which reads nothing).
-            _ => statement_id(payload).and_then(|id| self.statements.get(&id)).is_some_and(|s| may_read_diagnostics(&s.sql)),
+            // error, which replaces the warnings and ROW_COUNT()).
+            Command::StmtExecute | Command::StmtBulkExecute => statement_id(payload)
+                .and_then(|id| self.statements.get(&id))
+                .is_some_and(|s| may_read_diagnostics(&s.sql) || !replaces_diagnostics(&s.sql)),
+            Command::InitDb => true,
+            _ => return Ok(false),
         };
-        let replay = if reads { self.replayable() } else { None };
+        let replay = if first { self.replayable() } else { None };
         self.owed.forget();
         let Some(replay) = replay else {
-            if reads {
+            if first {
                 tracing::debug!("a cached read owed to the server cannot be sent again (its statement is closed)");
             }
-            return Ok(());
+            return Ok(false);
         };
         self.upstream.queue_packet(0, &replay);
         self.upstream_idle = false;
-        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
-        self.drain_results().await?;
-        self.upstream_idle = true;
+        Ok(true)
+    }
+
+    /// Drops the reply to the owed read [`Session::settle_owed`] queued, once the command
+    /// behind it is sent.
+    pub(super) async fn drain_owed(&mut self, queued: bool) -> Result<(), SessionError> {
+        if queued {
+            self.drain_results().await?;
+        }
         Ok(())
     }
 
@@ -188,7 +244,7 @@ fn replay_protocol(why: &str) -> SessionError {
 
 #[cfg(test)]
 mod tests {
-    use super::{KEPT, Owed, may_read_diagnostics};
+    use super::{KEPT, Owed, may_read_diagnostics, replaces_diagnostics};
 
     /// A long read answered once is not held for the session's life.
     #[test]
@@ -224,5 +280,33 @@ mod tests {
             assert!(!may_read_diagnostics(sql.as_bytes()), "{sql}");
         }
         assert!(may_read_diagnostics(&vec![b'x'; 70_000]), "a text too long to search");
+    }
+
+    /// Only a SELECT of a table or a write replaces what a read left; the rest send the read first.
+    #[test]
+    fn a_select_of_a_table_replaces_what_a_read_left() {
+        for sql in [
+            "SELECT id FROM stories WHERE id = 1",
+            "select /* c */ n from `t` where k = 'from'",
+            "SELECT (SELECT 1) FROM t; SET @a = 1",
+            "UPDATE t SET a = 1",
+            "insert into t values (1)",
+        ] {
+            assert!(replaces_diagnostics(sql.as_bytes()), "{sql}");
+        }
+        for sql in [
+            "SET @a = 1",
+            "DO 1",
+            "BEGIN",
+            "SELECT 1",
+            "SELECT 1 FROM DUAL",
+            "SELECT (SELECT n FROM t)",
+            "SELECT 1; SELECT n FROM t",
+            "WITH x AS (SELECT 1) SELECT * FROM x",
+            "/*!50000 SELECT */ n FROM t",
+            "",
+        ] {
+            assert!(!replaces_diagnostics(sql.as_bytes()), "{sql}");
+        }
     }
 }
