@@ -950,6 +950,44 @@ async fn a_bit_that_a_choice_picks_is_shown_as_the_server_shows_it() {
     }
 }
 
+/// MariaDB reads a number or a date from text after skipping leading ASCII white space only
+/// (space, tab, newline, carriage return, vertical tab, form feed): `k = '\u{3000}5'` (an
+/// ideographic space) is `k = 0` to it, with a warning, and `d = '\u{3000}2024-01-01'` matches
+/// the zero date. Trailing white space is read with a note. Rust's `trim` skips every Unicode
+/// white space.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_read_as_a_number_or_a_date_skips_only_the_servers_white_space() {
+    let _admin = fresh_table(
+        "ct_space",
+        "id INT PRIMARY KEY, k INT NOT NULL, d DATE NULL, s VARCHAR(10) NULL",
+        "(1, 0, '0000-00-00', '\u{3000}5'), (2, 5, '2024-01-01', '5'), (3, 5, '2024-01-01', '\u{a0}0')",
+    )
+    .await;
+    let reads = [
+        ("space_k", "SELECT id FROM ct_space WHERE k = ?", "SELECT id FROM ct_space WHERE k = '\u{3000}5'"),
+        ("space_k", "SELECT id FROM ct_space WHERE k = ?", "SELECT id FROM ct_space WHERE k = '\u{a0}5'"),
+        ("space_k", "SELECT id FROM ct_space WHERE k = ?", "SELECT id FROM ct_space WHERE k = ' \t5'"),
+        ("space_k", "SELECT id FROM ct_space WHERE k = ?", "SELECT id FROM ct_space WHERE k = '5 '"),
+        ("space_d", "SELECT id FROM ct_space WHERE d = ?", "SELECT id FROM ct_space WHERE d = '\u{3000}2024-01-01'"),
+        ("space_d", "SELECT id FROM ct_space WHERE d = ?", "SELECT id FROM ct_space WHERE d = ' 2024-01-01'"),
+        ("space_s", "SELECT id FROM ct_space WHERE k = ? AND s = 0", "SELECT id FROM ct_space WHERE k = 0 AND s = 0"),
+        ("space_s", "SELECT id FROM ct_space WHERE k = ? AND s = 0", "SELECT id FROM ct_space WHERE k = 5 AND s = 0"),
+    ];
+    let caches = [reads[0], reads[4], reads[6]].map(|(name, cache, _)| (name, cache));
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in &reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "space_k") > 0 && hits(&proxy, "space_d") > 0 && hits(&proxy, "space_s") > 0, "reads answered from the views");
+}
+
 /// Generated columns: a VIRTUAL one is computed on read and a STORED (PERSISTENT) one on
 /// write, and MariaDB's row events may carry either or not (`binlog_row_image`), so a view
 /// must hold each row's columns where the table has them, and the values the server shows.
