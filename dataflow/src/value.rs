@@ -54,7 +54,7 @@ impl Decimal {
     }
     /// Parses `-12.340`; keeps the written scale. `None` on anything else.
     pub fn parse(s: &str) -> Option<Decimal> {
-        let s = s.trim();
+        let s = s.trim_matches(SQL_SPACE);
         let (neg, digits) = match s.strip_prefix('-') {
             Some(r) => (true, r),
             None => (false, s.strip_prefix('+').unwrap_or(s)),
@@ -424,9 +424,14 @@ fn num_f64(n: &NumRef) -> f64 {
     }
 }
 
+/// The white space the server skips before a number or a date read from text (its `isspace`:
+/// space, tab, newline, vertical tab, form feed, carriage return). Not Unicode's: to MariaDB
+/// `'\u{3000}5'` is not a number (0, with a warning), where `str::trim` would make it 5.
+pub const SQL_SPACE: [char; 6] = [' ', '\t', '\n', '\x0b', '\x0c', '\r'];
+
 /// MySQL string-to-number conversion: the longest numeric prefix, else 0.
 pub fn parse_leading_f64(s: &str) -> f64 {
-    let t = s.trim_start();
+    let t = s.trim_start_matches(SQL_SPACE);
     let mut end = 0;
     let b = t.as_bytes();
     let mut seen_dot = false;
@@ -822,6 +827,11 @@ mod tests {
         assert_eq!(Value::Null.sql_cmp(&Value::Int(1)), None);
         assert_eq!(parse_leading_f64("1e3x"), 1000.0);
         assert_eq!(parse_leading_f64("abc"), 0.0);
+        // The server's white space only: an ideographic or no-break space is not skipped.
+        assert_eq!(parse_leading_f64(" \t\n\r\x0b\x0c5"), 5.0);
+        assert_eq!(parse_leading_f64("\u{3000}5"), 0.0);
+        assert_eq!(parse_leading_f64("\u{a0}5"), 0.0);
+        assert!(Decimal::parse("\u{3000}5").is_none() && Decimal::parse(" 5").is_some());
     }
 
     /// Bytes are a string to the server's comparisons: with a number, both are converted to

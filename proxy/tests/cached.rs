@@ -983,8 +983,20 @@ async fn text_read_as_a_number_or_a_date_skips_only_the_servers_white_space() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads[..6]).await;
     assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    // A text column compared with a number: the same rows. The server counts a warning for
+    // each text that is not a number in the rows it reads; an answer from a view counts none
+    // (not followed, ARCHITECTURE.md), so the final EOF is left out.
+    for (_, _, sql) in &reads[6..] {
+        let mut want = check.query(sql).await;
+        want.pop();
+        for _ in 0..20 {
+            let mut got = client.query(sql).await;
+            got.pop();
+            assert_eq!(got, want, "{sql}");
+        }
+    }
     assert!(hits(&proxy, "space_k") > 0 && hits(&proxy, "space_d") > 0 && hits(&proxy, "space_s") > 0, "reads answered from the views");
 }
 

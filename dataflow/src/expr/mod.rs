@@ -629,7 +629,9 @@ pub fn text_of(v: &Value) -> Option<String> {
 
 /// Parses `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS[.ffffff]` into a DATE or DATETIME value.
 pub fn parse_temporal(s: &str) -> Option<Value> {
-    let s = s.trim();
+    // The server's white space only, at either end (`' 2024-01-01 '` is the date to it, with
+    // no warning; `'\u{3000}2024-01-01'` is not).
+    let s = s.trim_matches(crate::value::SQL_SPACE);
     let (date, time) = match s.split_once([' ', 'T']) {
         Some((d, t)) => (d, Some(t)),
         None => (s, None),
@@ -760,6 +762,8 @@ mod tests {
         let e = Expr::Func(Func::Year, vec![Expr::lit(parse_temporal("2024-05-06 07:08:09.5").unwrap())]);
         assert_eq!(e.eval(&[]), Value::Int(2024));
         assert_eq!(text_of(&parse_temporal("2024-05-06 07:08:09.5").unwrap()).unwrap(), "2024-05-06 07:08:09.500000");
+        assert!(parse_temporal(" 2024-05-06\n").is_some());
+        assert!(parse_temporal("\u{3000}2024-05-06").is_none());
     }
 
     #[test]
