@@ -1000,6 +1000,41 @@ async fn text_read_as_a_number_or_a_date_skips_only_the_servers_white_space() {
     assert!(hits(&proxy, "space_k") > 0 && hits(&proxy, "space_d") > 0 && hits(&proxy, "space_s") > 0, "reads answered from the views");
 }
 
+/// A date read from text the way the server reads it: a two-digit year is in 1970-2069
+/// (`'24-01-01'` is 2024-01-01), and a DATE compared with a date-time text is compared as a
+/// DATETIME (`'2024-01-01 00:00:00'` matches, `'2024-01-01 10:00:00'` does not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_date_read_from_text_is_the_servers_date() {
+    let _admin = fresh_table(
+        "ct_datetext",
+        "id INT PRIMARY KEY, d DATE NULL, dt DATETIME NULL",
+        "(1, '2024-01-01', '2024-01-01 10:00:00'), (2, '1999-01-01', '2024-01-01 00:00:00'), (3, '0024-01-01', NULL)",
+    )
+    .await;
+    let reads = [
+        ("datetext_d", "SELECT id FROM ct_datetext WHERE d = ?", "SELECT id FROM ct_datetext WHERE d = '24-01-01'"),
+        ("datetext_d", "SELECT id FROM ct_datetext WHERE d = ?", "SELECT id FROM ct_datetext WHERE d = '99-01-01'"),
+        ("datetext_d", "SELECT id FROM ct_datetext WHERE d = ?", "SELECT id FROM ct_datetext WHERE d = '2024-01-01 00:00:00'"),
+        ("datetext_d", "SELECT id FROM ct_datetext WHERE d = ?", "SELECT id FROM ct_datetext WHERE d = '2024-01-01 10:00:00'"),
+        ("datetext_d", "SELECT id FROM ct_datetext WHERE d = ?", "SELECT id FROM ct_datetext WHERE d = '0024-01-01'"),
+        ("datetext_dt", "SELECT id FROM ct_datetext WHERE dt = ?", "SELECT id FROM ct_datetext WHERE dt = '2024-01-01'"),
+        ("datetext_dt", "SELECT id FROM ct_datetext WHERE dt = ?", "SELECT id FROM ct_datetext WHERE dt = '24-01-01 10:00:00'"),
+    ];
+    let caches = [reads[0], reads[5]].map(|(name, cache, _)| (name, cache));
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in &reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "datetext_d") > 0 && hits(&proxy, "datetext_dt") > 0, "reads answered from the views");
+}
+
 /// Generated columns: a VIRTUAL one is computed on read and a STORED (PERSISTENT) one on
 /// write, and MariaDB's row events may carry either or not (`binlog_row_image`), so a view
 /// must hold each row's columns where the table has them, and the values the server shows.
