@@ -636,10 +636,20 @@ pub fn parse_temporal(s: &str) -> Option<Value> {
         Some((d, t)) => (d, Some(t)),
         None => (s, None),
     };
+    // Parts are ASCII digits only (`parse` would take a sign). A year of two digits is
+    // 1970-2069 to the server (`'24-01-01'` is 2024-01-01); of one, three or four, as written.
+    fn digits<T: std::str::FromStr>(part: &str, most: usize) -> Option<T> {
+        (!part.is_empty() && part.len() <= most && part.bytes().all(|b| b.is_ascii_digit())).then(|| part.parse().ok())?
+    }
     let mut dp = date.split('-');
-    let y: u16 = dp.next()?.parse().ok()?;
-    let m: u8 = dp.next()?.parse().ok()?;
-    let d: u8 = dp.next()?.parse().ok()?;
+    let year = dp.next()?;
+    let y: u16 = match digits::<u16>(year, 4)? {
+        y if year.len() == 2 && y < 70 => 2000 + y,
+        y if year.len() == 2 => 1900 + y,
+        y => y,
+    };
+    let m: u8 = digits(dp.next()?, 2)?;
+    let d: u8 = digits(dp.next()?, 2)?;
     if dp.next().is_some() || m > 12 || d > 31 {
         return None;
     }
@@ -647,13 +657,13 @@ pub fn parse_temporal(s: &str) -> Option<Value> {
     let Some(t) = time else { return Some(Value::Date(date)) };
     let (hms, frac) = t.split_once('.').unwrap_or((t, ""));
     let mut tp = hms.split(':');
-    let h: u8 = tp.next()?.parse().ok()?;
-    let mi: u8 = tp.next()?.parse().ok()?;
-    let sec: u8 = tp.next().unwrap_or("0").parse().ok()?;
-    if h > 23 || mi > 59 || sec > 59 || frac.len() > 6 {
+    let h: u8 = digits(tp.next()?, 2)?;
+    let mi: u8 = digits(tp.next()?, 2)?;
+    let sec: u8 = digits(tp.next().unwrap_or("0"), 2)?;
+    if h > 23 || mi > 59 || sec > 59 || tp.next().is_some() {
         return None;
     }
-    let us: u32 = if frac.is_empty() { 0 } else { format!("{frac:0<6}").parse().ok()? };
+    let us: u32 = if frac.is_empty() { 0 } else { digits(&format!("{frac:0<6}"), 6)? };
     Some(Value::DateTime(DateTime::new(date, h, mi, sec, us)))
 }
 
@@ -764,6 +774,12 @@ mod tests {
         assert_eq!(text_of(&parse_temporal("2024-05-06 07:08:09.5").unwrap()).unwrap(), "2024-05-06 07:08:09.500000");
         assert!(parse_temporal(" 2024-05-06\n").is_some());
         assert!(parse_temporal("\u{3000}2024-05-06").is_none());
+        let date = |s: &str| parse_temporal(s).map(|v| text_of(&v).unwrap());
+        assert_eq!(date("24-01-01").as_deref(), Some("2024-01-01"));
+        assert_eq!(date("70-01-01").as_deref(), Some("1970-01-01"));
+        assert_eq!(date("024-01-01").as_deref(), Some("0024-01-01"));
+        assert_eq!(date("+2024-01-01"), None);
+        assert_eq!(date("2024-+1-01"), None);
     }
 
     #[test]
