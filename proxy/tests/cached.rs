@@ -1035,6 +1035,42 @@ async fn a_date_read_from_text_is_the_servers_date() {
     assert!(hits(&proxy, "datetext_d") > 0 && hits(&proxy, "datetext_dt") > 0, "reads answered from the views");
 }
 
+/// A YEAR compared with a number or a text takes the other side as a YEAR, as a column of it
+/// would store it: `y = 24` and `y = '24'` are 2024, `y = 99` is 1999, `y = 0` is 0000 but
+/// `y = '0'` is 2000, and `y > 50` is `y > 2050`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_year_compared_with_a_number_takes_it_as_a_year() {
+    let _admin = fresh_table(
+        "ct_year",
+        "id INT PRIMARY KEY, k INT NOT NULL, y YEAR NULL",
+        "(1, 1, 2024), (2, 1, 1999), (3, 1, 2000), (4, 1, 0), (5, 1, 2060)",
+    )
+    .await;
+    let reads = [
+        ("year_y", "SELECT id FROM ct_year WHERE y = ?", "SELECT id FROM ct_year WHERE y = 24"),
+        ("year_y", "SELECT id FROM ct_year WHERE y = ?", "SELECT id FROM ct_year WHERE y = '24'"),
+        ("year_y", "SELECT id FROM ct_year WHERE y = ?", "SELECT id FROM ct_year WHERE y = 99"),
+        ("year_y", "SELECT id FROM ct_year WHERE y = ?", "SELECT id FROM ct_year WHERE y = 0"),
+        ("year_y", "SELECT id FROM ct_year WHERE y = ?", "SELECT id FROM ct_year WHERE y = '0'"),
+        ("year_y", "SELECT id FROM ct_year WHERE y = ?", "SELECT id FROM ct_year WHERE y = 2024"),
+        ("year_y", "SELECT id FROM ct_year WHERE y = ?", "SELECT id FROM ct_year WHERE y IN (24, 99)"),
+        ("year_k", "SELECT id FROM ct_year WHERE k = ? AND y > 50", "SELECT id FROM ct_year WHERE k = 1 AND y > 50"),
+    ];
+    let caches = [reads[0], reads[7]].map(|(name, cache, _)| (name, cache));
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in &reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "year_y") > 0, "reads answered from the views");
+}
+
 /// Generated columns: a VIRTUAL one is computed on read and a STORED (PERSISTENT) one on
 /// write, and MariaDB's row events may carry either or not (`binlog_row_image`), so a view
 /// must hold each row's columns where the table has them, and the values the server shows.
