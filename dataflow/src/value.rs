@@ -429,6 +429,49 @@ fn num_f64(n: &NumRef) -> f64 {
 /// `'\u{3000}5'` is not a number (0, with a warning), where `str::trim` would make it 5.
 pub const SQL_SPACE: [char; 6] = [' ', '\t', '\n', '\x0b', '\x0c', '\r'];
 
+/// `v` as the server takes it when it is compared with a YEAR column: as the YEAR a column of
+/// that type would store from it. An integer 1-69 is 2001-2069, 70-99 is 1970-1999, 0 is
+/// 0000; a text of one to three digits is read the same way except that zero is 2000
+/// (`'0'`), and of four digits as written (`'0000'` is 0000); an integer outside 0-99 is
+/// compared as the integer it is (`y > 150` is true of 2024). `None` for what the server reads
+/// otherwise or not exactly here (a fraction, a DOUBLE, text that is not digits): relayed.
+pub fn year_operand(v: &Value) -> Option<Value> {
+    let window = |n: u64| match n {
+        1..=69 => Value::Year(2000 + n as u16),
+        70..=99 => Value::Year(1900 + n as u16),
+        0 => Value::Year(0),
+        n => Value::UInt(n),
+    };
+    Some(match v {
+        Value::Null | Value::Year(_) => v.clone(),
+        Value::Int(i) if *i < 0 => v.clone(),
+        Value::Int(i) => window(*i as u64),
+        Value::UInt(u) => window(*u),
+        Value::Decimal(d) => {
+            let scale = i128::from(10u64.pow(u32::from(d.scale())));
+            let m = d.mantissa();
+            if m % scale != 0 || m < 0 {
+                return None;
+            }
+            window(u64::try_from(m / scale).ok()?)
+        }
+        Value::Text(s, _) => {
+            let t = s.trim_start_matches(SQL_SPACE);
+            if t.is_empty() || t.len() > 4 || !t.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            let n: u64 = t.parse().ok()?;
+            match (t.len(), n) {
+                (4, n) => Value::Year(u16::try_from(n).ok().filter(|y| *y == 0 || (1901..=2155).contains(y))?),
+                (_, 0) => Value::Year(2000),
+                (_, 1..=99) => window(n),
+                _ => return None,
+            }
+        }
+        _ => return None,
+    })
+}
+
 /// MySQL string-to-number conversion: the longest numeric prefix, else 0.
 pub fn parse_leading_f64(s: &str) -> f64 {
     let t = s.trim_start_matches(SQL_SPACE);
@@ -818,6 +861,26 @@ mod tests {
         assert_eq!(t.time(), (23, 59, 58, 999_999));
         assert!(Value::DateTime(t) > Value::Date(d1));
         assert!(Value::Date(Date::new(0, 0, 0)) < Value::Date(d1));
+    }
+
+    #[test]
+    fn a_year_operand_is_what_a_year_column_would_store() {
+        // The kind and the value: `Value`'s equality is SQL's, under which 2024 = YEAR 2024.
+        let year = |v: Value| year_operand(&v).map(|v| (std::mem::discriminant(&v), v));
+        let is = |got: Option<(std::mem::Discriminant<Value>, Value)>, want: Value| {
+            got.is_some_and(|(kind, v)| kind == std::mem::discriminant(&want) && v == want)
+        };
+        let text = |s: &str| Value::text(s, Collation::Utf8mb4GeneralCi);
+        assert!(is(year(Value::Int(24)), Value::Year(2024)));
+        assert!(is(year(Value::Int(99)), Value::Year(1999)));
+        assert!(is(year(Value::Int(0)), Value::Year(0)));
+        assert!(is(year(Value::Int(150)), Value::UInt(150)));
+        assert!(is(year(text("0")), Value::Year(2000)));
+        assert!(is(year(text("024")), Value::Year(2024)));
+        assert!(is(year(text("0000")), Value::Year(0)));
+        assert!(is(year(Value::Decimal(Decimal::parse("24.0").unwrap())), Value::Year(2024)));
+        assert!(year(Value::Decimal(Decimal::parse("24.5").unwrap())).is_none());
+        assert!(year(text("24a")).is_none());
     }
 
     #[test]

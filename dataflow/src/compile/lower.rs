@@ -480,6 +480,11 @@ fn coerce_pair(x: Expr, y: Expr, scope: &Scope) -> (Expr, Expr) {
                 None => other,
             },
             (Some(SqlType::Enum(labels)), Value::Text(s, _)) => Expr::lit(Value::Enum(enum_index(labels, s, sc.coll.flatten()))),
+            // A YEAR takes the other side as a YEAR (`y > 50` is `y > 2050`).
+            (Some(SqlType::Year), v) => match crate::value::year_operand(v) {
+                Some(y) => Expr::lit(y),
+                None => other,
+            },
             _ => other,
         }
     }
