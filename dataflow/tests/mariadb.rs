@@ -387,6 +387,60 @@ fn string_functions_answer_as_the_server_answers() {
     }
 }
 
+/// A position or a length given to SUBSTRING, LEFT or RIGHT is an integer to the server, read
+/// by the argument's kind: a DECIMAL rounds half away from zero (2.5 is 3), a DOUBLE half to
+/// even (2.5 is 2, 3.5 is 4), and text by its integer prefix (`'2.7'` is 2, `'2e1'` 2, `'.9'` 0).
+#[test]
+fn string_function_positions_are_read_as_the_server_reads_them() {
+    let server = Server::connect();
+    let text = |s: &str| Value::text(s, Collation::Utf8mb4GeneralCi);
+    let dec = |s: &str| Value::Decimal(Decimal::parse(s).unwrap());
+    let args: [(&str, Value); 14] = [
+        ("2", Value::Int(2)),
+        ("2.5", dec("2.5")),
+        ("-2.5", dec("-2.5")),
+        ("2.5e0", Value::Double(2.5)),
+        ("3.5e0", Value::Double(3.5)),
+        ("-2.5e0", Value::Double(-2.5)),
+        ("1.5e0", Value::Double(1.5)),
+        ("'2.5'", text("2.5")),
+        ("'2.7'", text("2.7")),
+        ("'2e1'", text("2e1")),
+        ("'-2.5'", text("-2.5")),
+        ("'.9'", text(".9")),
+        ("' 3x'", text(" 3x")),
+        ("'99999999999999999999'", text("99999999999999999999")),
+    ];
+    let subject = "abcdefghijklmnopqrstuvwxyz";
+    let calls = |a: &str| {
+        [
+            format!("SUBSTRING('{subject}', {a})"),
+            format!("SUBSTRING('{subject}', 2, {a})"),
+            format!("LEFT('{subject}', {a})"),
+            format!("RIGHT('{subject}', {a})"),
+        ]
+    };
+    let sql = args.iter().map(|(a, _)| format!("SELECT {}", calls(a).join(", "))).collect::<Vec<_>>().join(" UNION ALL ");
+    let rows = server.run_raw(None, &sql).unwrap_or_else(|e| panic!("{e}"));
+    let mut wrong = Vec::new();
+    for ((a, v), row) in args.iter().zip(&rows) {
+        let s = || Expr::lit(text(subject));
+        let exprs = [
+            Expr::Func(Func::Substring, vec![s(), Expr::lit(v.clone())]),
+            Expr::Func(Func::Substring, vec![s(), Expr::lit(Value::Int(2)), Expr::lit(v.clone())]),
+            Expr::Func(Func::Left, vec![s(), Expr::lit(v.clone())]),
+            Expr::Func(Func::Right, vec![s(), Expr::lit(v.clone())]),
+        ];
+        for ((call, e), want) in calls(a).iter().zip(exprs).zip(row) {
+            let got = text_of(&e.eval(&[])).unwrap_or_default();
+            if got != *want {
+                wrong.push(format!("{call}: view {got:?}, server {want:?}"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
 /// Whether a view's answer `ours` is the server's `theirs` (the `mariadb -N -B` text of one
 /// value). A DOUBLE is compared as a number: the text protocol relays every DOUBLE, and the
 /// binary one sends its bits, which the server prints rounded, to 15 or so digits or to the
