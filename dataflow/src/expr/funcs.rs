@@ -4,6 +4,41 @@
 use super::arith::{dec_value, int_value};
 use super::*;
 
+/// An argument the server reads as an integer (a position or a length), as it reads it: a
+/// DECIMAL rounded half away from zero (2.5 is 3), a DOUBLE half to even (2.5 is 2, 3.5 is 4,
+/// `rint`), text by its integer prefix after the server's white space (`'2.7'` and `'2e1'` are
+/// 2, `'.9'` 0; past the unsigned range it is `u64::MAX`, which the server then takes as -1),
+/// an unsigned integer saturated (it stays large). `None` for NULL.
+fn int_arg(v: &Value) -> Option<i64> {
+    let saturate = |f: f64| f as i64;
+    Some(match v {
+        Value::Null => return None,
+        Value::Int(i) => *i,
+        Value::UInt(u) => i64::try_from(*u).unwrap_or(i64::MAX),
+        Value::Double(d) => saturate(d.round_ties_even()),
+        Value::Float(f) => saturate(f64::from(*f).round_ties_even()),
+        Value::Text(s, _) => {
+            let t = s.trim_start_matches(crate::value::SQL_SPACE);
+            let (negative, digits) = match t.as_bytes().first() {
+                Some(b'-') => (true, &t[1..]),
+                Some(b'+') => (false, &t[1..]),
+                _ => (false, t),
+            };
+            let magnitude = digits
+                .bytes()
+                .take_while(u8::is_ascii_digit)
+                .fold(0u128, |m, d| (m * 10 + u128::from(d - b'0')).min(u128::from(u64::MAX) + 1));
+            if negative {
+                i64::try_from(magnitude).map_or(i64::MIN, |m| -m)
+            } else {
+                // Wrapped as the server's signed reading of its unsigned result.
+                u64::try_from(magnitude).unwrap_or(u64::MAX) as i64
+            }
+        }
+        other => saturate(other.to_f64()?.round()),
+    })
+}
+
 pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
     let v: Vec<Value> = args.iter().map(|a| a.eval(row)).collect();
     let coll = v.iter().find_map(|x| if let Value::Text(_, c) = x { Some(*c) } else { None }).unwrap_or(Collation::Utf8mb4GeneralCi);
@@ -48,12 +83,11 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
         Func::Length => text_of(&arg(0)).map(|t| Value::Int(t.len() as i64)).unwrap_or(Value::Null),
         Func::CharLength => text_of(&arg(0)).map(|t| Value::Int(t.chars().count() as i64)).unwrap_or(Value::Null),
         Func::Substring => {
-            let (Some(t), Some(pos)) = (text_of(&arg(0)), arg(1).to_f64()) else {
+            let (Some(t), Some(pos)) = (text_of(&arg(0)), int_arg(&arg(1))) else {
                 return Value::Null;
             };
             let chars: Vec<char> = t.chars().collect();
             let n = chars.len() as i64;
-            let pos = pos.round() as i64;
             let start = if pos > 0 {
                 pos - 1
             } else if pos < 0 {
@@ -65,8 +99,8 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
                 return Value::text("", coll);
             }
             let len = match v.get(2) {
-                Some(l) => match l.to_f64() {
-                    Some(l) => (l.round() as i64).max(0),
+                Some(l) => match int_arg(l) {
+                    Some(l) => l.max(0),
                     None => return Value::Null,
                 },
                 None => n,
@@ -84,8 +118,8 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
         Func::Round => {
             let d = match v.get(1) {
                 None => 0,
-                Some(x) => match x.to_f64() {
-                    Some(f) => f.round().clamp(-30.0, 30.0) as i32,
+                Some(x) => match int_arg(x) {
+                    Some(d) => d.clamp(-30, 30) as i32,
                     None => return Value::Null,
                 },
             };
@@ -115,8 +149,8 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
             }
         }
         Func::Left | Func::Right => {
-            let (Some(t), Some(n)) = (text_of(&arg(0)), arg(1).to_f64()) else { return Value::Null };
-            let n = n.round().max(0.0) as usize;
+            let (Some(t), Some(n)) = (text_of(&arg(0)), int_arg(&arg(1))) else { return Value::Null };
+            let n = usize::try_from(n.max(0)).unwrap_or(usize::MAX);
             let chars: Vec<char> = t.chars().collect();
             let n = n.min(chars.len());
             let part: String = if f == Func::Left { chars[..n].iter().collect() } else { chars[chars.len() - n..].iter().collect() };
