@@ -1079,6 +1079,43 @@ async fn a_year_compared_with_a_number_takes_it_as_a_year() {
     assert!(hits(&proxy, "year_y") > 0 && hits(&proxy, "year_k") > 0, "reads answered from the views");
 }
 
+/// An ENUM compared with a number compares its index (`en = 1` is `en = 'a'`), and with text
+/// its label: a key parameter of an ENUM cache is read by its kind, as the server reads it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_enum_key_compared_with_a_number_is_its_index() {
+    let _admin =
+        fresh_table("ct_enumkey", "id INT PRIMARY KEY, en ENUM('a', 'b', 'c') NULL, KEY (en)", "(1, 'a'), (2, 'b'), (3, 'a'), (4, NULL)")
+            .await;
+    let reads = [
+        ("enumkey", "SELECT id FROM ct_enumkey WHERE en = ?", "SELECT id FROM ct_enumkey WHERE en = 1"),
+        ("enumkey", "SELECT id FROM ct_enumkey WHERE en = ?", "SELECT id FROM ct_enumkey WHERE en = 2"),
+        ("enumkey", "SELECT id FROM ct_enumkey WHERE en = ?", "SELECT id FROM ct_enumkey WHERE en = '1'"),
+        ("enumkey", "SELECT id FROM ct_enumkey WHERE en = ?", "SELECT id FROM ct_enumkey WHERE en = 'b'"),
+        ("enumkey", "SELECT id FROM ct_enumkey WHERE en = ?", "SELECT id FROM ct_enumkey WHERE en = 1.0"),
+    ];
+    let caches = [reads[0]].map(|(name, cache, _)| (name, cache));
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in &reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    let (mut ours, mut theirs) = (through(&proxy).await, direct().await);
+    for p in [mysql_async::Value::Int(1), mysql_async::Value::Int(2), mysql_async::Value::from("b"), mysql_async::Value::Double(1.0)] {
+        let want: Vec<u32> = theirs.exec(reads[0].1, (p.clone(),)).await.unwrap();
+        for _ in 0..5 {
+            let got: Vec<u32> = ours.exec(reads[0].1, (p.clone(),)).await.unwrap();
+            assert_eq!(got, want, "executed with {p:?}");
+        }
+    }
+    assert!(hits(&proxy, "enumkey") > 0, "reads answered from the view");
+}
+
 /// Generated columns: a VIRTUAL one is computed on read and a STORED (PERSISTENT) one on
 /// write, and MariaDB's row events may carry either or not (`binlog_row_image`), so a view
 /// must hold each row's columns where the table has them, and the values the server shows.
