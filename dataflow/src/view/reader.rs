@@ -438,6 +438,14 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
             }
         }
         (SqlType::Enum(labels), Value::Text(s, _)) => Value::Enum(crate::schema::enum_index(labels, s, col.collation)),
+        // A number is compared with the index (`en = 1` is the first label, 0 the error value
+        // ''); one that is no index (past the labels, negative, a fraction) matches no row.
+        (SqlType::Enum(_), number @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) | Value::Float(_))) => {
+            let n = number.to_f64().ok_or_else(bad)?;
+            let index = (n.fract() == 0.0 && (0.0..f64::from(crate::schema::NO_LABEL)).contains(&n)).then_some(n as u16);
+            Value::Enum(index.unwrap_or(crate::schema::NO_LABEL))
+        }
+        (SqlType::Enum(_), _) => return Err(bad()),
         (SqlType::Bytes, Value::Text(s, _)) => Value::Bytes(s.as_bytes().into()),
         (_, Value::Text(..)) => return Err(bad()),
         (_, other) => other.clone(),
