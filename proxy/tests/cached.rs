@@ -1116,6 +1116,38 @@ async fn an_enum_key_compared_with_a_number_is_its_index() {
     assert!(hits(&proxy, "enumkey") > 0, "reads answered from the view");
 }
 
+/// A number compared with a DATE is compared as the date's number (`d = 20240101` matches
+/// 2024-01-01), and with bytes as the bytes' number (`vb = 5` matches `'5'`): a key parameter
+/// of another kind than its column's is read as the server reads it, or relayed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_parameter_of_another_kind_is_compared_as_the_server_compares_it() {
+    let _admin = fresh_table(
+        "ct_kinds",
+        "id INT PRIMARY KEY, d DATE NULL, vb VARBINARY(10) NULL",
+        "(1, '2024-01-01', '5'), (2, '2024-01-02', 'x'), (3, '2024-01-01', '05')",
+    )
+    .await;
+    let reads = [
+        ("kinds_d", "SELECT id FROM ct_kinds WHERE d = ?", "SELECT id FROM ct_kinds WHERE d = 20240101"),
+        ("kinds_d", "SELECT id FROM ct_kinds WHERE d = ?", "SELECT id FROM ct_kinds WHERE d = '2024-01-01'"),
+        ("kinds_vb", "SELECT id FROM ct_kinds WHERE vb = ?", "SELECT id FROM ct_kinds WHERE vb = 5"),
+        ("kinds_vb", "SELECT id FROM ct_kinds WHERE vb = ?", "SELECT id FROM ct_kinds WHERE vb = 'x'"),
+    ];
+    let caches = [reads[0], reads[2]].map(|(name, cache, _)| (name, cache));
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in &reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "kinds_d") > 0 && hits(&proxy, "kinds_vb") > 0, "reads answered from the views");
+}
+
 /// Generated columns: a VIRTUAL one is computed on read and a STORED (PERSISTENT) one on
 /// write, and MariaDB's row events may carry either or not (`binlog_row_image`), so a view
 /// must hold each row's columns where the table has them, and the values the server shows.
