@@ -447,8 +447,26 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
         }
         (SqlType::Enum(_), _) => return Err(bad()),
         (SqlType::Bytes, Value::Text(s, _)) => Value::Bytes(s.as_bytes().into()),
-        (_, Value::Text(..)) => return Err(bad()),
-        (_, other) => other.clone(),
+        // A value of the column's own family is compared as it is. Any other (a number
+        // against a date, bytes or a TIME; a date against a number) the server converts by
+        // rules of its own (`d = 20240101` compares the date's number): relayed.
+        (
+            SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Bit { .. } | SqlType::Float | SqlType::Double,
+            number @ (Value::Int(_)
+            | Value::UInt(_)
+            | Value::Decimal(_)
+            | Value::Double(_)
+            | Value::Float(_)
+            | Value::Bit(_)
+            | Value::Year(_)),
+        ) => number.clone(),
+        (
+            SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. },
+            t @ (Value::Date(_) | Value::DateTime(_) | Value::Timestamp(_)),
+        ) => t.clone(),
+        (SqlType::Time { .. }, t @ Value::Time(_)) => t.clone(),
+        (SqlType::Bytes, b @ Value::Bytes(_)) => b.clone(),
+        _ => return Err(bad()),
     }))
 }
 
