@@ -1148,6 +1148,32 @@ async fn a_key_parameter_of_another_kind_is_compared_as_the_server_compares_it()
     assert!(hits(&proxy, "kinds_d") > 0 && hits(&proxy, "kinds_vb") > 0, "reads answered from the views");
 }
 
+/// A result's column names are the query's spelling (`SELECT ID` names its column `ID`, an
+/// alias as written): reads of one cache spelled in other cases each get their own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn column_names_are_spelled_as_the_read_spells_them() {
+    let _admin = fresh_table("ct_names", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20)").await;
+    let reads = [
+        ("names", "SELECT id, n AS total FROM ct_names WHERE k = ?", "SELECT id, n AS total FROM ct_names WHERE k = 1"),
+        ("names", "SELECT id, n AS total FROM ct_names WHERE k = ?", "SELECT ID, n AS Total FROM ct_names WHERE k = 1"),
+        ("names", "SELECT id, n AS total FROM ct_names WHERE k = ?", "select Id, N as TOTAL from ct_names where K = 1"),
+        ("names", "SELECT id, n AS total FROM ct_names WHERE k = ?", "SELECT `iD`, n AS `toTal` FROM ct_names WHERE k = 1"),
+    ];
+    let caches = [reads[0]].map(|(name, cache, _)| (name, cache));
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in &reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "names") > 0, "reads answered from the view");
+}
+
 /// Generated columns: a VIRTUAL one is computed on read and a STORED (PERSISTENT) one on
 /// write, and MariaDB's row events may carry either or not (`binlog_row_image`), so a view
 /// must hold each row's columns where the table has them, and the values the server shows.
