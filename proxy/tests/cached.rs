@@ -1174,6 +1174,38 @@ async fn column_names_are_spelled_as_the_read_spells_them() {
     assert!(hits(&proxy, "names") > 0, "reads answered from the view");
 }
 
+/// Signs around a literal are the server's arithmetic: `k = --1` is `k = 1` (`--` followed by
+/// a digit is no comment), `k = - 1` is -1, `k = -+1` -1.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signs_before_a_literal_are_read_as_the_server_reads_them() {
+    let _admin = fresh_table("ct_signs", "id INT PRIMARY KEY, k INT NOT NULL", "(1, 1), (2, -1), (3, 0)").await;
+    let reads = [
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k = 1"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k = --1"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k = - 1"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k = -+1"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k = +-1"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k = - -1"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k = -'1'"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k = -0"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE k IN (-1, --1)"),
+        ("signs", "SELECT id FROM ct_signs WHERE k = ?", "SELECT id FROM ct_signs WHERE -1 = k"),
+    ];
+    let caches = [reads[0]].map(|(name, cache, _)| (name, cache));
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (_, _, sql) in &reads {
+        for _ in 0..5 {
+            client.query(sql).await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "signs") > 0, "reads answered from the view");
+}
+
 /// Generated columns: a VIRTUAL one is computed on read and a STORED (PERSISTENT) one on
 /// write, and MariaDB's row events may carry either or not (`binlog_row_image`), so a view
 /// must hold each row's columns where the table has them, and the values the server shows.
