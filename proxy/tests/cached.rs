@@ -1819,6 +1819,51 @@ async fn a_session_that_sets_what_the_probe_reads_is_served_as_the_server_says()
     assert!(served_under("SET sql_mode = DEFAULT").await.is_empty(), "a session whose texts may have been misread");
 }
 
+/// A stored function or a trigger may set the session's variables (`SET SESSION
+/// sql_select_limit = 1` inside one is allowed), with no SET in the statement that runs it:
+/// a SELECT calling the function, a write firing the trigger. The server is asked again
+/// before the session's next cached read, and its answer decides.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_settings_changed_by_stored_code_are_asked_of_the_server() {
+    let mut admin = fresh_table("ct_routine", "id INT PRIMARY KEY, k INT NOT NULL, n INT NULL", "(1, 1, 10), (2, 1, 20), (3, 1, 30)").await;
+    admin.query_drop("DROP TABLE IF EXISTS ct_routine_log").await.unwrap();
+    admin.query_drop("CREATE TABLE ct_routine_log (i INT)").await.unwrap();
+    admin.query_drop("DROP FUNCTION IF EXISTS ct_limit_one").await.unwrap();
+    admin
+        .query_drop("CREATE FUNCTION ct_limit_one() RETURNS INT DETERMINISTIC NO SQL BEGIN SET SESSION sql_select_limit = 1; RETURN 1; END")
+        .await
+        .unwrap();
+    admin
+        .query_drop("CREATE TRIGGER ct_routine_limit BEFORE INSERT ON ct_routine_log FOR EACH ROW SET SESSION sql_select_limit = 2")
+        .await
+        .unwrap();
+    let caches = [("routine", "SELECT id, n FROM ct_routine WHERE k = ?")];
+    let proxy = start_proxy(&cache_config(&caches)).await;
+    let read = "SELECT id, n FROM ct_routine WHERE k = 1";
+    let values = |rows: Vec<mysql_async::Row>| rows.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>();
+    for (stored, rows) in [("SELECT ct_limit_one()", 1), ("INSERT INTO ct_routine_log VALUES (1)", 2)] {
+        let (mut ours, mut theirs) = (through(&proxy).await, direct().await);
+        for c in [&mut ours, &mut theirs] {
+            c.query_drop("SET sql_select_limit = DEFAULT").await.unwrap();
+        }
+        // Served first, then the stored code runs on each session.
+        for _ in 0..5 {
+            let _: Vec<mysql_async::Row> = ours.query(read).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(hits(&proxy, "routine") > 0, "reads answered from the view");
+        ours.query_drop(stored).await.unwrap();
+        theirs.query_drop(stored).await.unwrap();
+        let want = values(theirs.query(read).await.unwrap());
+        assert_eq!(want.len(), rows, "the server's limit after `{stored}`");
+        for _ in 0..5 {
+            assert_eq!(values(ours.query(read).await.unwrap()), want, "{read} after {stored}");
+        }
+    }
+    admin.query_drop("DROP FUNCTION ct_limit_one").await.unwrap();
+    admin.query_drop("DROP TABLE ct_routine_log").await.unwrap();
+}
+
 /// MariaDB's JSON is a LONGTEXT under utf8mb4_bin: compared, searched and measured as text
 /// (`j = '[2]'` is a text comparison), where MySQL 8 compares JSON values. A view held JSON
 /// as a kind of its own, unequal to any text. Such uses are refused; a JSON column selected,
