@@ -233,6 +233,10 @@ impl Session {
         }
         let may_write = self.may_write(command, &payload);
         self.unlogged_write = self.state.unlogged && may_write;
+        // Stored code (a trigger, a function) may set the session's variables: ask again.
+        if self.statement_text(command, &payload).is_some_and(super::state::may_run_stored_code) {
+            self.state.stale = true;
+        }
         if may_write {
             self.own.wrote();
         }
@@ -301,13 +305,10 @@ impl Session {
     /// True if the command may write (it is not known to only read or set).
     fn may_write(&self, command: Command, payload: &[u8]) -> bool {
         let sql = match command {
-            Command::Query => &payload[1..],
-            Command::StmtExecute | Command::StmtBulkExecute => {
-                match Cursor::new(&payload[1..]).u32().ok().and_then(|id| self.statements.get(&id)) {
-                    Some(stmt) => &stmt.sql[..],
-                    None => return true,
-                }
-            }
+            Command::Query | Command::StmtExecute | Command::StmtBulkExecute => match self.statement_text(command, payload) {
+                Some(sql) => sql,
+                None => return true,
+            },
             _ => return false,
         };
         // Compared in place, without a lowercased copy: this runs for every relayed command.
@@ -316,6 +317,18 @@ impl Session {
             .iter()
             .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
         !reads || sql.contains(&b';')
+    }
+
+    /// The SQL a statement command runs: a query's text, or the text an execute's statement was
+    /// prepared from (None for an unknown statement, or a command that is no statement).
+    fn statement_text<'p>(&'p self, command: Command, payload: &'p [u8]) -> Option<&'p [u8]> {
+        match command {
+            Command::Query => payload.get(1..),
+            Command::StmtExecute | Command::StmtBulkExecute => {
+                Cursor::new(payload.get(1..)?).u32().ok().and_then(|id| self.statements.get(&id)).map(|stmt| &stmt.sql[..])
+            }
+            _ => None,
+        }
     }
 
     /// A write of a session whose binlogging may be off: the binlog will never show it, so
