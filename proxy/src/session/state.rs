@@ -675,6 +675,22 @@ mod tests {
         assert!(!s.unfollowed && !s.stale && !s.unlogged, "{s:?}");
     }
 
+    /// MariaDB's `SET STATEMENT ... FOR` sets its variables for the one statement after FOR
+    /// (MediaWiki sends `SET STATEMENT max_statement_time = N FOR SELECT ...`); the session's
+    /// own settings stay as they were. What follows FOR is read as its own statement.
+    #[test]
+    fn a_setting_for_one_statement_leaves_the_session_alone() {
+        let s = after(&[
+            "SET STATEMENT max_statement_time = 30 FOR SELECT id FROM t WHERE k = 1",
+            "set statement sql_select_limit = 1, optimizer_switch = 'index_merge=off' for select 1",
+            "SET STATEMENT max_statement_time = (SELECT 5) FOR UPDATE t SET a = 1",
+        ]);
+        assert!(!s.unfollowed && !s.stale, "{s:?}");
+        assert!(after(&["SET STATEMENT max_statement_time = 1 FOR SET sql_mode = 'ANSI'"]).unfollowed, "what follows FOR is read");
+        assert!(after(&["SET STATEMENT max_statement_time = 1 FOR CALL p()"]).unfollowed);
+        assert!(after(&["SET STATEMENT max_statement_time = 1"]).unfollowed, "no FOR: not read");
+    }
+
     #[test]
     fn settings_that_change_results_are_unfollowed_until_reset() {
         for sql in [
