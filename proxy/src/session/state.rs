@@ -124,6 +124,25 @@ impl SessionState {
             self.stale = true;
             return;
         }
+        // MariaDB's `SET STATEMENT assignments FOR statement`: the assignments hold for that
+        // statement only, which is read as one of its own.
+        if first == "statement" {
+            let mut depth = 0i32;
+            for (i, t) in tokens.iter().enumerate().skip(2) {
+                if t.is_symbol(sql, b"(") {
+                    depth += 1;
+                } else if t.is_symbol(sql, b")") {
+                    depth -= 1;
+                } else if depth == 0 && t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"for") {
+                    if let Some(statement) = tokens.get(i + 1..).filter(|rest| !rest.is_empty()) {
+                        self.statement(sql, statement);
+                        return;
+                    }
+                }
+            }
+            self.unfollowed("SET STATEMENT without a statement freshet can read", sql);
+            return;
+        }
         // Assignments: targets are the words after SET and after each top-level comma.
         let mut depth = 0i32;
         let mut expect_target = true;
