@@ -681,6 +681,16 @@ mod tests {
         s
     }
 
+    /// What applications send on connect, and no cached read depends on: MediaWiki's
+    /// `group_concat_max_len` (no view computes GROUP_CONCAT), WordPress's `SQL_BIG_SELECTS = 1`
+    /// (the server answers more, never otherwise), `sql_safe_updates` (writes only).
+    #[test]
+    fn what_applications_set_on_connect_keeps_the_session_cacheable() {
+        let s = after(&["SET group_concat_max_len = 262144", "SET SESSION SQL_BIG_SELECTS=1", "SET sql_safe_updates = 1"]);
+        assert!(!s.unfollowed && !s.stale, "{s:?}");
+        assert!(after(&["SET SQL_BIG_SELECTS = 0"]).unfollowed, "the server may refuse what a view answers");
+    }
+
     #[test]
     fn harmless_settings_keep_the_session_cacheable() {
         let s = after(&[
