@@ -167,6 +167,9 @@ impl SessionState {
                             self.stale = true
                         }
                         "sql_log_bin" => self.unlogged |= !value_is(&text(i + 2), &["1", "on", "true", "default"]),
+                        // On, the server answers every SELECT a view answers; off, it may
+                        // refuse a large one (max_join_size).
+                        "sql_big_selects" if value_is(&text(i + 2), &["1", "on", "true"]) => {}
                         "binlog_format" => self.unlogged |= !value_is(&text(i + 2), &["row", "'row'", "\"row\"", "default"]),
                         // A mode that changes how text is read: this tracker reads the
                         // session's statements in the default mode, so from here on it may
@@ -594,6 +597,10 @@ const HARMLESS: &[&str] = &[
     "sql_warnings",
     "foreign_key_checks",
     "unique_checks",
+    // Writes only.
+    "sql_safe_updates",
+    // GROUP_CONCAT's limit: no view computes GROUP_CONCAT (the compiler refuses it).
+    "group_concat_max_len",
 ];
 
 /// First words of statements that leave what the session reads alone (DML, transactions,
