@@ -260,8 +260,21 @@ pub fn may_run_stored_code(sql: &[u8]) -> bool {
     false
 }
 
-/// Keywords that may stand before a `(` without calling anything.
+/// Keywords that may stand before a `(` without calling anything (type names: `CAST(x AS
+/// DECIMAL(10, 2))`).
 const NOT_CALLS: &[&str] = &[
+    "against",
+    "decimal",
+    "double",
+    "float",
+    "int",
+    "integer",
+    "numeric",
+    "nchar",
+    "varbinary",
+    "varchar",
+    "datetime",
+    "div",
     "all",
     "and",
     "any",
@@ -672,6 +685,7 @@ mod tests {
             "SELECT id FROM t WHERE k IN (1, 2)",
             "SELECT COUNT(*), MAX(n), CONCAT(a, 'f(x)') FROM t WHERE (a = 1) AND EXISTS (SELECT 1)",
             "SELECT id FROM t",
+            "SELECT CAST(n AS DECIMAL(10, 2)), a DIV (b) FROM t",
             "SET @a = 1",
             "BEGIN",
             "",
