@@ -232,7 +232,10 @@ pub fn first_word(sql: &[u8]) -> Option<&[u8]> {
 pub fn may_run_stored_code(sql: &[u8]) -> bool {
     let mut tokens = Lexer::new(sql).peekable();
     let Some(first) = tokens.peek().map(|t| t.text(sql)) else { return false };
-    if [&b"insert"[..], b"update", b"delete", b"replace", b"load", b"do"].iter().any(|w| first.eq_ignore_ascii_case(w)) {
+    // A write (a WITH may lead one, in MySQL 8), or several statements, any of which may be.
+    if [&b"insert"[..], b"update", b"delete", b"replace", b"load", b"do", b"with"].iter().any(|w| first.eq_ignore_ascii_case(w))
+        || sql.contains(&b';')
+    {
         return true;
     }
     if !sql.contains(&b'(') {
@@ -678,6 +681,7 @@ mod tests {
             "SELECT app.lower(s) FROM t",
             "SELECT `f`(1)",
             "SELECT COUNT(*), bump (2) FROM t",
+            "SELECT 1; INSERT INTO log VALUES (2)",
         ] {
             assert!(may_run_stored_code(sql.as_bytes()), "{sql}");
         }
