@@ -533,7 +533,7 @@ mod tests {
         for encode in [row, super::super::binary::row] {
             let mut out = Vec::new();
             encode(&mut out, &[Value::UInt(255)], &bit).unwrap();
-            assert_eq!(out.ends_with(&[3, b'2', b'5', b'5']), true, "{out:?}");
+            assert!(out.ends_with(&[3, b'2', b'5', b'5']), "{out:?}");
         }
     }
 

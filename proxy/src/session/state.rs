@@ -133,11 +133,13 @@ impl SessionState {
                     depth += 1;
                 } else if t.is_symbol(sql, b")") {
                     depth -= 1;
-                } else if depth == 0 && t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"for") {
-                    if let Some(statement) = tokens.get(i + 1..).filter(|rest| !rest.is_empty()) {
-                        self.statement(sql, statement);
-                        return;
-                    }
+                } else if depth == 0
+                    && t.kind == TokenKind::Word
+                    && t.text(sql).eq_ignore_ascii_case(b"for")
+                    && let Some(statement) = tokens.get(i + 1..).filter(|rest| !rest.is_empty())
+                {
+                    self.statement(sql, statement);
+                    return;
                 }
             }
             self.unfollowed("SET STATEMENT without a statement freshet can read", sql);
