@@ -115,7 +115,7 @@ impl Session {
             self.own.wrote();
         }
         // A text this long is taken to read the diagnostics a cached read owes.
-        let owed = self.settle_owed(command, first.payload()).await?;
+        let owed = self.settle_owed(command, first.payload());
         // A write this long in a session with binlogging off evicts like any other (below).
         let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
         let mut total = first.payload().len();
@@ -240,7 +240,7 @@ impl Session {
         if may_write {
             self.own.wrote();
         }
-        let owed = self.settle_owed(command, &payload).await?;
+        let owed = self.settle_owed(command, &payload);
         let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
         self.drain_owed(owed).await?;

@@ -130,9 +130,9 @@ impl Session {
     /// read is queued ahead of it (not flushed: the command's own write sends both). True if
     /// so: the caller drains the read's reply ([`Session::drain_owed`]) before relaying the
     /// command's.
-    pub(super) async fn settle_owed(&mut self, command: Command, payload: &[u8]) -> Result<bool, SessionError> {
+    pub(super) fn settle_owed(&mut self, command: Command, payload: &[u8]) -> bool {
         if !self.owed.due {
-            return Ok(false);
+            return false;
         }
         let first = match command {
             Command::Query => may_read_diagnostics(&payload[1..]) || !replaces_diagnostics(&payload[1..]),
@@ -142,7 +142,7 @@ impl Session {
                 .and_then(|id| self.statements.get(&id))
                 .is_some_and(|s| may_read_diagnostics(&s.sql) || !replaces_diagnostics(&s.sql)),
             Command::InitDb => true,
-            _ => return Ok(false),
+            _ => return false,
         };
         let replay = if first { self.replayable() } else { None };
         self.owed.forget();
@@ -150,11 +150,11 @@ impl Session {
             if first {
                 tracing::debug!("a cached read owed to the server cannot be sent again (its statement is closed)");
             }
-            return Ok(false);
+            return false;
         };
         self.upstream.queue_packet(0, &replay);
         self.upstream_idle = false;
-        Ok(true)
+        true
     }
 
     /// Drops the reply to the owed read [`Session::settle_owed`] queued, once the command
