@@ -19,8 +19,10 @@
 //!   number, grouped, ordered or shown as text, the server uses the value it shows (`1/3 =
 //!   0.3333` is true), as a view does. Used as a number again they differ:
 //!   `ROUND(2499/20000, 2)` is 0.12 on the server and would be 0.13 here. So a quotient (and an
-//!   AVG, which is one) in arithmetic, `ROUND`, a truth test, a SUM, a join's key, or compared
-//!   with a string or a float, is refused.
+//!   AVG, which is one) in arithmetic, `ROUND`, a truth test, a SUM, a join's key, compared
+//!   with a string or a float, or compared at all by BETWEEN, IN or `CASE x WHEN` (which read
+//!   its whole value: `(10 / d) BETWEEN -1 AND 0` is false where `10 / d = 0` is true), is
+//!   refused.
 //! - Integer arithmetic out of its result type's range. The server types `+`, `-`, `*` and
 //!   `DIV` of integers as BIGINT, UNSIGNED if either operand is (an UNSIGNED or YEAR or BIT
 //!   column, or a value computed from one), and raises an error (1690, "BIGINT UNSIGNED value
@@ -574,6 +576,12 @@ fn quotient(e: &Expr, columns: &[bool], digits_of: &[Option<Digits>]) -> Result<
         Expr::Case { operand: Some(_), whens, .. } => std::iter::once(0).chain((0..whens.len()).map(|i| 1 + 2 * i)).collect(),
         _ => Vec::new(),
     };
+    // BETWEEN, IN and CASE x WHEN compare a quotient by its whole value even with exact
+    // numbers (`(10 / d) BETWEEN -1 AND 0` is false at 10 / 99999999.99, `= 0` true).
+    let whole = matches!(e, Expr::InList { .. } | Expr::Between { .. } | Expr::Case { operand: Some(_), .. });
+    if whole && compared.iter().any(|i| parts.get(*i) == Some(&true)) {
+        return refuse(QUOTIENT);
+    }
     if compared.iter().any(|i| parts.get(*i) == Some(&true)) {
         for i in compared.iter().filter(|i| parts.get(**i) != Some(&true)) {
             let exact = match children.get(*i) {
