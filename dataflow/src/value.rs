@@ -881,6 +881,8 @@ mod tests {
         assert!(is(year(Value::Decimal(Decimal::parse("24.0").unwrap())), Value::Year(2024)));
         assert!(year(Value::Decimal(Decimal::parse("24.5").unwrap())).is_none());
         assert!(year(text("24a")).is_none());
+        // A key parameter with every decimal a DECIMAL holds: no overflow, no panic.
+        assert!(is(year(Value::Decimal(Decimal::parse("24.0000000000000000000000000").unwrap())), Value::Year(2024)));
     }
 
     #[test]
