@@ -448,7 +448,8 @@ pub fn year_operand(v: &Value) -> Option<Value> {
         Value::Int(i) => window(*i as u64),
         Value::UInt(u) => window(*u),
         Value::Decimal(d) => {
-            let scale = i128::from(10u64.pow(u32::from(d.scale())));
+            // A DECIMAL's scale is at most 30: 10^30 fits an i128.
+            let scale = 10i128.checked_pow(u32::from(d.scale()))?;
             let m = d.mantissa();
             if m % scale != 0 || m < 0 {
                 return None;
