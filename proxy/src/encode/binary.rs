@@ -3,10 +3,9 @@
 
 use freshet_dataflow::{Date, Value};
 
-use super::text::Column;
-use super::{Unencodable, json_text, narrowed, utf8_text};
+use super::text::{Column, put_string, put_text};
+use super::{Unencodable, json_text, utf8_text};
 use crate::protocol::column::types;
-use crate::protocol::cursor::put_lenenc;
 
 /// Appends one binary-protocol row (the packet payload) for `values` under `columns`.
 pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<(), Unencodable> {
@@ -32,11 +31,7 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
     let ty = column.def.type_code;
     match (value, ty) {
         // A BIT that a choice picked (`COALESCE(bt)`): the server sends its digits as a string.
-        (Value::UInt(_), types::BIT) => {
-            scratch.clear();
-            super::text::row(scratch, std::slice::from_ref(value), std::slice::from_ref(column))?;
-            out.extend_from_slice(scratch);
-        }
+        (Value::UInt(_), types::BIT) => as_text(out, scratch, value, column)?,
         (Value::Int(i), _) => int(out, *i as u64, ty)?,
         (Value::UInt(u), _) => int(out, *u, ty)?,
         // A BIT the server typed as a number (`IFNULL(b, 0)`).
@@ -54,21 +49,26 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
             date(out, dt.date(), Some((h, mi, s, micros)));
         }
         (Value::Time(micros), _) => time(out, *micros),
-        (Value::Text(s, _), _) => text_string(out, utf8_text(s, &column.def), s)?,
-        (Value::Json(s), _) => text_string(out, json_text(s, &column.def), s)?,
-        (Value::Bytes(b), _) => string(out, b),
+        (Value::Text(s, _), _) => put_text(out, utf8_text(s, &column.def), s)?,
+        (Value::Json(s), _) => put_text(out, json_text(s, &column.def), s)?,
+        (Value::Bytes(b), _) => put_string(out, b),
         // Everything else is sent as its text rendering, length-encoded.
-        (Value::Decimal(_) | Value::Enum(_) | Value::Set(_) | Value::Bit(_), _) => {
-            scratch.clear();
-            super::text::row(scratch, std::slice::from_ref(value), std::slice::from_ref(column))?;
-            out.extend_from_slice(scratch);
-        }
+        (Value::Decimal(_) | Value::Enum(_) | Value::Set(_) | Value::Bit(_), _) => as_text(out, scratch, value, column)?,
         (Value::Year(_) | Value::Null, _) => return Err(Unencodable::Mismatch),
     }
     Ok(())
 }
 
 /// An integer in the width of its column type (sign is irrelevant to the bytes).
+/// `value` as the text protocol writes it (a length-encoded string), which is how the binary
+/// protocol sends a DECIMAL, an ENUM, a SET and a BIT's bytes or digits.
+fn as_text(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: &Column) -> Result<(), Unencodable> {
+    scratch.clear();
+    super::text::row(scratch, std::slice::from_ref(value), std::slice::from_ref(column))?;
+    out.extend_from_slice(scratch);
+    Ok(())
+}
+
 fn int(out: &mut Vec<u8>, v: u64, ty: u8) -> Result<(), Unencodable> {
     let width = match ty {
         types::TINY => 1,
@@ -79,22 +79,6 @@ fn int(out: &mut Vec<u8>, v: u64, ty: u8) -> Result<(), Unencodable> {
     };
     out.extend_from_slice(&v.to_le_bytes()[..width]);
     Ok(())
-}
-
-/// A text's bytes as [`super::utf8_text`] gave them, or it narrowed for a utf8mb3 column.
-#[inline]
-fn text_string(out: &mut Vec<u8>, bytes: Result<&[u8], Unencodable>, s: &str) -> Result<(), Unencodable> {
-    match bytes {
-        Ok(bytes) => string(out, bytes),
-        Err(Unencodable::Narrow) => string(out, narrowed(s).as_bytes()),
-        Err(e) => return Err(e),
-    }
-    Ok(())
-}
-
-fn string(out: &mut Vec<u8>, bytes: &[u8]) {
-    put_lenenc(out, bytes.len() as u64);
-    out.extend_from_slice(bytes);
 }
 
 /// DATE and DATETIME: a length (0, 4, 7 or 11) and only the parts up to the last non-zero one.

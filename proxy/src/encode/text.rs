@@ -97,7 +97,7 @@ fn digits_at_end(buf: &mut [u8], mut n: u64) -> usize {
 
 /// A text's bytes as [`super::utf8_text`] gave them, or it narrowed for a utf8mb3 column.
 #[inline]
-fn put_text(out: &mut Vec<u8>, bytes: Result<&[u8], Unencodable>, s: &str) -> Result<(), Unencodable> {
+pub(super) fn put_text(out: &mut Vec<u8>, bytes: Result<&[u8], Unencodable>, s: &str) -> Result<(), Unencodable> {
     match bytes {
         Ok(bytes) => put_string(out, bytes),
         Err(Unencodable::Narrow) => put_string(out, narrowed(s).as_bytes()),
@@ -106,7 +106,7 @@ fn put_text(out: &mut Vec<u8>, bytes: Result<&[u8], Unencodable>, s: &str) -> Re
     Ok(())
 }
 
-fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
+pub(super) fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
     put_lenenc(out, bytes.len() as u64);
     out.extend_from_slice(bytes);
 }
