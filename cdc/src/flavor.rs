@@ -50,11 +50,12 @@ pub trait Flavor: Send + Sync + std::fmt::Debug {
     /// (comma-separated GTIDs, one per domain), or None where the server cannot say. Proves
     /// that a resume position means the same history on this server as on the one followed.
     fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String>;
-    /// A one-row, one-column SELECT that, run on a client's own session, names the GTID of
-    /// that session's last commit (`domain-server-seq`, empty if none), or None where the
-    /// server has no such read-only variable. Read-your-writes asks it right before a
-    /// cached read, where the client's own SELECT would have cleared the same session state.
-    fn session_gtid_sql(&self) -> Option<&'static str>;
+    /// An expression that, selected on a client's own session, names the GTID of that
+    /// session's last commit (`domain-server-seq`, empty if none), or None where the server
+    /// has no such read-only variable. Read-your-writes selects it right before a cached read,
+    /// where the client's own SELECT would have cleared the same session state (alone, or as
+    /// one more column of the session probe).
+    fn session_gtid(&self) -> Option<&'static str>;
 }
 
 /// MariaDB 10.6+.
@@ -82,8 +83,8 @@ impl Flavor for MariaDb {
         "SELECT @@server_id, CAST(UNIX_TIMESTAMP() - VARIABLE_VALUE AS SIGNED), NULL \
          FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"
     }
-    fn session_gtid_sql(&self) -> Option<&'static str> {
-        Some("SELECT @@last_gtid")
+    fn session_gtid(&self) -> Option<&'static str> {
+        Some("@@last_gtid")
     }
     fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String> {
         // A binlog file name is the server's own (`base.NNNNNN`); quoting keeps any name inert.
@@ -128,7 +129,7 @@ impl Flavor for MySql8 {
         "SELECT @@server_id, CAST(UNIX_TIMESTAMP() - VARIABLE_VALUE AS SIGNED), @@server_uuid \
          FROM performance_schema.global_status WHERE VARIABLE_NAME = 'Uptime'"
     }
-    fn session_gtid_sql(&self) -> Option<&'static str> {
+    fn session_gtid(&self) -> Option<&'static str> {
         // The session's own GTID is only told through session_track_gtids (OWN_GTID), which
         // would add session-state data to the OK packets the client sees; @@gtid_executed is
         // the server's set, not the session's. Writes fall back to the server's position.

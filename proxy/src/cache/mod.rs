@@ -82,14 +82,14 @@ pub struct Settings {
     /// `[consistency] read_your_writes` and `ryw_timeout` (see [`ryw`]).
     pub read_your_writes: bool,
     pub ryw_timeout: Duration,
-    /// The flavor's SELECT of a session's own last GTID, if it has one.
-    pub session_gtid_sql: Option<&'static str>,
+    /// The flavor's expression of a session's own last GTID, if it has one.
+    pub session_gtid: Option<&'static str>,
     /// `[warm] keys_per_cache`.
     pub warm_keys: usize,
 }
 
 impl Settings {
-    fn new(config: &Config, database: &str, server_id: u32, session_gtid_sql: Option<&'static str>, warm_keys: usize) -> Settings {
+    fn new(config: &Config, database: &str, server_id: u32, session_gtid: Option<&'static str>, warm_keys: usize) -> Settings {
         Settings {
             database: database.to_string(),
             fill_timeout: config.fill.timeout,
@@ -102,7 +102,7 @@ impl Settings {
             },
             read_your_writes: config.consistency.read_your_writes,
             ryw_timeout: config.consistency.ryw_timeout,
-            session_gtid_sql,
+            session_gtid,
             warm_keys,
         }
     }
@@ -261,7 +261,7 @@ impl Engine {
         let warm_keys = if config.warm.dir.is_some() { config.warm.keys_per_cache as usize } else { 0 };
         let verdict_bytes = usize::try_from(config.memory.query_shapes.bytes()).unwrap_or(usize::MAX);
         let engine = Arc::new(Engine {
-            settings: Settings::new(config, database, *server_id, stream.flavor().session_gtid_sql(), warm_keys),
+            settings: Settings::new(config, database, *server_id, stream.flavor().session_gtid(), warm_keys),
             registry: Arc::new(Registry::new(database.clone(), warm_keys, verdict_bytes, catalog)),
             writer,
             gate: Arc::new(FreshnessGate::new(config.consistency.max_lag, dataflow.applied())),

@@ -46,7 +46,7 @@ impl Session {
     pub(super) async fn admin_statement(&mut self, payload: &Bytes, last_seq: u8) -> Result<Option<Flow>, SessionError> {
         let Some(parsed) = admin_sql::parse(&payload[1..]) else { return Ok(None) };
         if self.state.stale || self.identity.is_none() {
-            self.probe().await?;
+            self.probe(None).await?;
         }
         let account =
             self.identity.as_ref().map_or_else(|| "an account the server did not name".to_string(), |i| format!("{}@{}", i.user, i.host));

@@ -153,7 +153,8 @@ impl Session {
                     return Ok(Admission::Closed(reason));
                 }
                 Gate::Probe => {
-                    self.probe().await?;
+                    let gtid = self.own.gtid_to_ask(&engine.settings);
+                    self.probe(gtid).await?;
                 }
             }
         }
@@ -195,6 +196,7 @@ impl Session {
         started: Instant,
         last_seq: u8,
     ) -> Result<Routed, SessionError> {
+        self.own.routed();
         let relay = match routed {
             Decision::Serve { cache, answer, key } => match self.write_answer(&cache, &answer, key.binary, last_seq).await? {
                 Written::Sent => {

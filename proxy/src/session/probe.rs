@@ -55,12 +55,24 @@ const HARMLESS_MODES: &[&str] = &[
 
 impl Session {
     /// Runs the probe and keeps its answer; `Ok(None)` (and the session's cached reads
-    /// relayed) if the server's answer is not the expected row.
-    pub(super) async fn probe(&mut self) -> Result<Option<&Identity>, SessionError> {
+    /// relayed) if the server's answer is not the expected row. With `gtid`, the session's
+    /// GTID expression, the same SELECT reads it for read-your-writes (`OwnWrites::asked`):
+    /// one round trip where a read after a write would take two.
+    pub(super) async fn probe(&mut self, gtid: Option<&'static str>) -> Result<Option<&Identity>, SessionError> {
         self.state.stale = false;
         self.memo.clear();
         self.identity = None;
-        let values = self.one_row(PROBE, COLUMNS, LIMIT, "the session probe").await?;
+        let values = match gtid {
+            None => self.one_row(PROBE, COLUMNS, LIMIT, "the session probe").await?,
+            Some(expression) => {
+                let sql = [PROBE, b", ", expression.as_bytes()].concat();
+                let values = self.one_row(&sql, COLUMNS + 1, LIMIT, "the session probe").await?;
+                values.map(|mut values| {
+                    self.own.probe_asked(values.pop().flatten());
+                    values
+                })
+            }
+        };
         let Some(values) = values else {
             tracing::debug!("the server's answer to the session probe was not a row; cached reads are relayed");
             self.state.unfollowed = true;

@@ -11,7 +11,9 @@
 //! Where the write is: MariaDB names the GTID of the session's own last commit in
 //! `@@last_gtid`, read with a one-row SELECT on the session's own connection right before the
 //! cached read (never right after the write: the client may still ask for the write's
-//! warnings or ROW_COUNT()). Like the probe, that SELECT sets `FOUND_ROWS()` to 1,
+//! warnings or ROW_COUNT()). When the read probes the session too (a write may have run stored
+//! code that changed its settings, `state::may_run_stored_code`), the probe's SELECT reads it
+//! as one more column: one round trip, not two. Like the probe, that SELECT sets `FOUND_ROWS()` to 1,
 //! `ROW_COUNT()` to -1 and clears the warnings, as the client's own SELECT would have done in
 //! its place. A server without such a variable (MySQL 8), or an empty answer, makes the
 //! session wait for the server's position as polled after now instead (at most one poll, 100
@@ -49,17 +51,38 @@ pub struct OwnWrites {
     applied_gtid: Option<String>,
     /// The server may have forgotten the session's last GTID since it was last asked.
     forgotten: bool,
+    /// The session's GTID as the probe of the read being routed read it (`Session::probe`),
+    /// so that the read asks the server once; None if the probe did not ask.
+    asked: Option<Option<String>>,
 }
 
 impl OwnWrites {
     /// The session relayed a statement that may have written.
     pub fn wrote(&mut self) {
         self.wrote = true;
+        self.asked = None;
     }
 
     /// The session was reset or changed user: the server's `@@last_gtid` starts empty again.
     pub fn server_forgot(&mut self) {
         self.forgotten = true;
+        self.asked = None;
+    }
+
+    /// The expression the probe of a cached read should select as well: the session's GTID,
+    /// if the read will ask for it (the session wrote since it last asked).
+    pub fn gtid_to_ask(&self, settings: &crate::cache::Settings) -> Option<&'static str> {
+        settings.session_gtid.filter(|_| self.wrote && settings.read_your_writes)
+    }
+
+    /// What the probe read of [`gtid_to_ask`](Self::gtid_to_ask)'s expression.
+    pub fn probe_asked(&mut self, gtid: Option<String>) {
+        self.asked = Some(gtid);
+    }
+
+    /// The routed read is done: an answer the probe read for it is not the server's later.
+    pub fn routed(&mut self) {
+        self.asked = None;
     }
 }
 
@@ -71,9 +94,10 @@ impl Session {
             return Ok(None);
         }
         if std::mem::take(&mut self.own.wrote) {
-            let gtid = match engine.settings.session_gtid_sql {
-                Some(sql) => self.session_gtid(sql).await?,
-                None => None,
+            let gtid = match (self.own.asked.take(), engine.settings.session_gtid) {
+                (Some(asked), _) => asked,
+                (None, Some(expression)) => self.session_gtid(expression).await?,
+                (None, None) => None,
             };
             engine.ryw().asked.inc();
             let forgotten = std::mem::take(&mut self.own.forgotten);
@@ -111,9 +135,10 @@ impl Session {
         }
     }
 
-    /// Runs `sql` (one row, one column) on the session's connection: its value, or None if
-    /// the server answered otherwise (an error, NULL).
-    async fn session_gtid(&mut self, sql: &str) -> Result<Option<String>, SessionError> {
+    /// Selects `expression` on the session's connection: its value, or None if the server
+    /// answered otherwise (an error, NULL).
+    async fn session_gtid(&mut self, expression: &str) -> Result<Option<String>, SessionError> {
+        let sql = format!("SELECT {expression}");
         let row = self.one_row(sql.as_bytes(), 1, LIMIT, "reading the session's GTID").await?;
         Ok(row.and_then(|mut values| values.pop().flatten()))
     }
