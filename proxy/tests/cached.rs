@@ -1105,6 +1105,46 @@ async fn a_key_parameter_of_another_kind_is_compared_as_the_server_compares_it()
     assert!(hits(&proxy, "kinds_d") > 0 && hits(&proxy, "kinds_vb") > 0, "reads answered from the views");
 }
 
+/// A name the server parses as a built-in function only when `(` follows it at once (COUNT,
+/// MAX, SUM, SUBSTRING, NOW, ...: MariaDB's `sql_functions`): with a space or a comment
+/// before the `(`, the server reads a stored function of that name (ER_SP_DOES_NOT_EXIST,
+/// 1630) or a syntax error (`COUNT (*)`). Such a read is the server's to answer. A name the
+/// server looks up by name (CONCAT) takes the space.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_space_before_a_functions_parenthesis_is_read_as_the_server_reads_it() {
+    let _admin = fresh_table(
+        "ct_space",
+        "id INT PRIMARY KEY, k INT NOT NULL, v INT NULL, s VARCHAR(8) NULL, KEY (k)",
+        "(1, 1, 5, 'abc'), (2, 1, 7, 'xyz'), (3, 2, 1, 'q')",
+    )
+    .await;
+    let grouped = "SELECT k, COUNT(*), MAX(v), SUM(v) FROM ct_space WHERE k = ? GROUP BY k";
+    let point = "SELECT id, SUBSTRING(s, 2), CONCAT(s, 'x') FROM ct_space WHERE id = ?";
+    let filtered = "SELECT id FROM ct_space WHERE k = ? AND SUBSTRING(s, 1, 1) <> 'x'";
+    let having = "SELECT k FROM ct_space WHERE k = ? GROUP BY k HAVING MAX(v) > 0";
+    let reads = [
+        ("space_g", grouped, "SELECT k, COUNT(*), MAX(v), SUM(v) FROM ct_space WHERE k = 1 GROUP BY k"),
+        ("space_g", grouped, "SELECT k, COUNT (*), MAX(v), SUM(v) FROM ct_space WHERE k = 1 GROUP BY k"),
+        ("space_g", grouped, "SELECT k, COUNT(*), MAX (v), SUM(v) FROM ct_space WHERE k = 1 GROUP BY k"),
+        ("space_g", grouped, "SELECT k, COUNT(*), MAX/**/(v), SUM(v) FROM ct_space WHERE k = 1 GROUP BY k"),
+        ("space_g", grouped, "SELECT k, COUNT(*), MAX(v), SUM\n(v) FROM ct_space WHERE k = 1 GROUP BY k"),
+        ("space_p", point, "SELECT id, SUBSTRING(s, 2), CONCAT (s, 'x') FROM ct_space WHERE id = 1"),
+        ("space_p", point, "SELECT id, SUBSTRING (s, 2), CONCAT(s, 'x') FROM ct_space WHERE id = 1"),
+        ("space_w", filtered, "SELECT id FROM ct_space WHERE k = 1 AND SUBSTRING(s, 1, 1) <> 'x'"),
+        ("space_w", filtered, "SELECT id FROM ct_space WHERE k = 1 AND SUBSTRING (s, 1, 1) <> 'x'"),
+        ("space_w", filtered, "SELECT id FROM ct_space WHERE k = 1 AND SUBSTRING/* a comment */(s, 1, 1) <> 'x'"),
+        ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING MAX(v) > 0"),
+        ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING MAX (v) > 0"),
+        ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING COUNT (*) > 0"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    for cache in ["space_g", "space_p", "space_w", "space_h"] {
+        assert!(hits(&proxy, cache) > 0, "{cache}: reads answered from the view");
+    }
+}
+
 /// A result's column names are the query's spelling (`SELECT ID` names its column `ID`, an
 /// alias as written): reads of one cache spelled in other cases each get their own.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
