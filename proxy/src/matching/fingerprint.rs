@@ -159,6 +159,8 @@ impl Default for Bounds {
 /// The relay reasons of the bounds (matched by tests and shown by SHOW PROXIED QUERIES).
 pub const LONG_STATEMENT: &str = "a statement longer than [limits] max_query (relayed as it is, not normalized)";
 pub const LONG_IN_LIST: &str = "an IN list longer than [limits] max_in_list";
+/// `MAX (v)`: the server reads a stored function, not the built-in.
+pub const APART_FROM_ITS_PARENTHESIS: &str = "a built-in function's name apart from its `(` (the server reads a stored function)";
 
 /// Classifies one COM_QUERY text (or a prepared statement's text: its `?` become
 /// [`Literal::Placeholder`]s, so `WHERE id = ?` and `WHERE id = 42` share a fingerprint),
@@ -306,6 +308,11 @@ impl<'q> Normalizer<'q, '_> {
 
     fn is_symbol(&self, i: usize, symbol: &[u8]) -> bool {
         self.tokens.get(i).is_some_and(|t| t.is_symbol(self.sql, symbol))
+    }
+
+    /// Whether tokens `a` and `b` touch: nothing (no space, no comment) between them.
+    fn adjacent(&self, a: usize, b: usize) -> bool {
+        matches!((self.tokens.get(a), self.tokens.get(b)), (Some(x), Some(y)) if x.end == y.start)
     }
 
     fn kw(&self, i: usize) -> Kw {
@@ -474,6 +481,9 @@ impl<'q> Normalizer<'q, '_> {
             if (call && kw.is_in(&SESSION_FUNCTIONS)) || kw.is_in(&SESSION_WORDS) {
                 self.relay("a session-dependent function (NOW(), RAND(), UUID(), LAST_INSERT_ID(), ...)");
             }
+            if call && kw.is_in(&PARSED_FUNCTIONS) && !self.adjacent(i, i + 1) {
+                self.relay(APART_FROM_ITS_PARENTHESIS);
+            }
             match kw.named {
                 Named::SqlCalcFoundRows => self.relay("SQL_CALC_FOUND_ROWS"),
                 Named::Into => self.relay("SELECT ... INTO"),
@@ -534,11 +544,14 @@ impl<'q> Normalizer<'q, '_> {
             b"(" => {
                 let prev_word = i > 0 && matches!(self.kind(i - 1), Some(TokenKind::Word | TokenKind::QuotedIdent));
                 let keyword = prev_word && self.kw(i - 1).is_in(&RESERVED) && !self.kw(i - 1).is_in(&TYPES);
+                // `MAX (v)` is not `MAX(v)` to the server (`word` relays it): nor to the
+                // fingerprint, or the verdict of `MAX(v)` would answer it.
+                let apart = prev_word && self.kw(i - 1).is_in(&PARSED_FUNCTIONS) && !self.adjacent(i - 1, i);
                 cx.depth += 1;
                 if i > 0 && self.kw(i - 1).is_in(&TYPES) && cx.type_args.is_none() {
                     cx.type_args = Some(cx.depth);
                 }
-                self.push("(", !prev_word || keyword);
+                self.push("(", !prev_word || keyword || apart);
             }
             b")" => {
                 if cx.type_args == Some(cx.depth) {

@@ -613,3 +613,35 @@ proptest! {
         prop_assert_eq!(literals_in(&shown), Vec::<String>::new(), "{} -> {}", sql, shown);
     }
 }
+
+#[test]
+fn a_parsed_functions_name_apart_from_its_parenthesis_relays() {
+    for sql in [
+        "SELECT a FROM t WHERE MAX (v) > 1",
+        "SELECT a FROM t WHERE k = 1 AND SUBSTRING/* c */(s, 1) = 'x'",
+        "SELECT a FROM t WHERE k = 1 GROUP BY a HAVING count\n(*) > 1",
+        "SELECT a FROM t WHERE TRIM (s) = 'x'",
+    ] {
+        assert_eq!(q(sql).relay, Some(fingerprint::APART_FROM_ITS_PARENTHESIS), "{sql}");
+    }
+    for sql in [
+        "SELECT a FROM t WHERE MAX(v) > 1",
+        "SELECT a FROM t WHERE CONCAT (s, 'x') = 'ax'",
+        "SELECT a FROM t WHERE k IN (1, 2) AND s = 'max (v)'",
+        "SELECT a FROM t WHERE `max` (v) > 1",
+    ] {
+        assert_ne!(q(sql).relay, Some(fingerprint::APART_FROM_ITS_PARENTHESIS), "{sql}");
+    }
+}
+
+#[test]
+fn a_parsed_functions_name_apart_from_its_parenthesis_is_another_fingerprint() {
+    let joined = q("SELECT a FROM t WHERE k = 1 AND MAX(v) > 1").fingerprint;
+    for sql in ["SELECT a FROM t WHERE k = 1 AND MAX (v) > 1", "SELECT a FROM t WHERE k = 1 AND MAX/**/(v) > 1"] {
+        assert_ne!(q(sql).fingerprint, joined, "{sql}");
+    }
+    assert_eq!(
+        q("SELECT a FROM t WHERE k = 1 AND CONCAT (v) > 1").fingerprint,
+        q("SELECT a FROM t WHERE k = 1 AND CONCAT(v) > 1").fingerprint
+    );
+}

@@ -198,11 +198,72 @@ pub(super) static OPERAND_WORDS: WordSet = WordSet::new(
 pub(super) static NAME_LIST_WORDS: WordSet =
     WordSet::new(1 << 6, &["ALL", "AS", "DISTINCT", "DISTINCTROW", "HIGH_PRIORITY", "SQL_BIG_RESULT", "SQL_SMALL_RESULT", "STRAIGHT_JOIN"]);
 
+/// Functions the server parses as built-ins only when `(` follows the name at once (MariaDB's
+/// and MySQL's `sql_functions`; MariaDB 10.11's found by asking it `SELECT name (1)` for every
+/// function name). With a space or a comment before the `(` the server reads a stored function
+/// of that name: ER_SP_DOES_NOT_EXIST, or a syntax error (`COUNT (*)`). SYSDATE and
+/// ST_COLLECT are MySQL's (MariaDB takes the space there); relaying them costs only that.
+pub(super) static PARSED_FUNCTIONS: WordSet = WordSet::new(
+    1 << 7,
+    &[
+        "ADDDATE",
+        "BIT_AND",
+        "BIT_OR",
+        "BIT_XOR",
+        "CAST",
+        "COUNT",
+        "CUME_DIST",
+        "CURDATE",
+        "CURTIME",
+        "DATE_ADD",
+        "DATE_SUB",
+        "DENSE_RANK",
+        "EXTRACT",
+        "FIRST_VALUE",
+        "GROUP_CONCAT",
+        "JSON_ARRAYAGG",
+        "JSON_OBJECTAGG",
+        "JSON_TABLE",
+        "LAG",
+        "LEAD",
+        "MAX",
+        "MEDIAN",
+        "MID",
+        "MIN",
+        "NOW",
+        "NTH_VALUE",
+        "NTILE",
+        "PERCENTILE_CONT",
+        "PERCENTILE_DISC",
+        "PERCENT_RANK",
+        "POSITION",
+        "RANK",
+        "SESSION_USER",
+        "STD",
+        "STDDEV",
+        "STDDEV_POP",
+        "STDDEV_SAMP",
+        "ST_COLLECT",
+        "SUBDATE",
+        "SUBSTR",
+        "SUBSTRING",
+        "SUM",
+        "SYSDATE",
+        "SYSTEM_USER",
+        "TRIM",
+        "TRIM_ORACLE",
+        "VARIANCE",
+        "VAR_POP",
+        "VAR_SAMP",
+    ],
+);
+
 /// The longest word of any set, in bytes: a longer word is no keyword.
 pub(super) const MAX_KEYWORD: usize = 24;
 
 /// Every set above, for building the table of [`Kw`]s.
-static SETS: [&WordSet; 7] = [&RESERVED, &TYPES, &SESSION_FUNCTIONS, &SESSION_WORDS, &SELECT_LIST_ENDS, &OPERAND_WORDS, &NAME_LIST_WORDS];
+static SETS: [&WordSet; 8] =
+    [&RESERVED, &TYPES, &SESSION_FUNCTIONS, &SESSION_WORDS, &SELECT_LIST_ENDS, &OPERAND_WORDS, &NAME_LIST_WORDS, &PARSED_FUNCTIONS];
 
 /// A set of words: its bit in [`Kw`] and its words (upper case).
 pub(super) struct WordSet {
