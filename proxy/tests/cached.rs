@@ -1105,6 +1105,84 @@ async fn a_key_parameter_of_another_kind_is_compared_as_the_server_compares_it()
     assert!(hits(&proxy, "kinds_d") > 0 && hits(&proxy, "kinds_vb") > 0, "reads answered from the views");
 }
 
+/// Spellings of one read that the server may read alike or not: white space the server's
+/// lexer knows (and some it does not), comments, adjacent strings, number and string literal
+/// forms, quoted names, a trailing `;`, a NUL. Each is answered as the server answers it:
+/// rows, or its error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spellings_of_a_read_are_read_as_the_server_reads_them() {
+    let _admin = fresh_table("ct_lex", "id INT PRIMARY KEY, s VARCHAR(8) NULL", "(1, 'a'), (2, 'ab'), (10, 'x'), (16, 'y')").await;
+    let point = "SELECT id, s FROM ct_lex WHERE id = ?";
+    let texts = [
+        "SELECT id, s FROM ct_lex WHERE id = 1",
+        "SELECT id, s FROM ct_lex WHERE id=1",
+        "SELECT id, s FROM ct_lex WHERE id =\t1",
+        "SELECT id, s FROM ct_lex WHERE id =\r\n1",
+        "SELECT id, s FROM ct_lex WHERE id =\x0b1",
+        "SELECT id, s FROM ct_lex WHERE id =\x0c1",
+        "SELECT id, s FROM ct_lex WHERE id =\u{a0}1",
+        "SELECT id, s FROM ct_lex WHERE id =\u{3000}1",
+        "SELECT id, s FROM ct_lex WHERE id = 1\0",
+        "SELECT id, s FROM ct_lex WHERE id = 1\0 AND 0",
+        "SELECT id, s FROM ct_lex WHERE id = 1;",
+        "SELECT id, s FROM ct_lex WHERE id = 1 ;  ",
+        "SELECT id, s FROM ct_lex WHERE id = 1 -- x",
+        "SELECT id, s FROM ct_lex WHERE id = 1 --x",
+        "SELECT id, s FROM ct_lex WHERE id = 1 # x",
+        "SELECT id, s FROM ct_lex WHERE id = 1 /* x */",
+        "SELECT id, s FROM ct_lex WHERE id = 1 /* x",
+        "SELECT id, s FROM ct_lex WHERE id = 1 /*! AND 0 */",
+        "SELECT id, s FROM ct_lex WHERE id = 1 /*M!100000 AND 0 */",
+        "SELECT id, s FROM ct_lex WHERE id = '1' '0'",
+        "SELECT id, s FROM ct_lex WHERE id = '1' \"0\"",
+        "SELECT id, s FROM ct_lex WHERE id = \"1\"",
+        "SELECT id, s FROM ct_lex WHERE id = _binary'1'",
+        "SELECT id, s FROM ct_lex WHERE id = N'1'",
+        "SELECT id, s FROM ct_lex WHERE id = 0x10",
+        "SELECT id, s FROM ct_lex WHERE id = X'10'",
+        "SELECT id, s FROM ct_lex WHERE id = 0b1010",
+        "SELECT id, s FROM ct_lex WHERE id = b'1010'",
+        "SELECT id, s FROM ct_lex WHERE id = 1.",
+        "SELECT id, s FROM ct_lex WHERE id = .1e1",
+        "SELECT id, s FROM ct_lex WHERE id = 1e0",
+        "SELECT id, s FROM ct_lex WHERE id = 1e",
+        "SELECT id, s FROM ct_lex WHERE id = 1x",
+        "SELECT id, s FROM ct_lex WHERE id = 0x",
+        "SELECT id, s FROM ct_lex WHERE id = 0x1g",
+        "SELECT id, s FROM ct_lex WHERE id = 1.e1",
+        "SELECT id, s FROM ct_lex WHERE id = (1)",
+        "SELECT id, s FROM ct_lex WHERE (id) = 1",
+        "SELECT id, s FROM ct_lex WHERE id = +1",
+        "SELECT id, s FROM ct_lex WHERE id = - -1",
+        "SELECT id, s FROM ct_lex WHERE id = 01",
+        "SELECT id, s FROM ct_lex WHERE id = 1.0",
+        "SELECT id, s FROM ct_lex WHERE id = 1.5",
+        "SELECT id, s FROM ct_lex WHERE `id` = 1",
+        "SELECT id, s FROM `ct_lex` WHERE id = 1",
+        "SELECT id, s FROM freshet_test.ct_lex WHERE id = 1",
+        "SELECT id, s FROM freshet_test . ct_lex WHERE id = 1",
+        "SELECT id, s FROM ct_lex WHERE ct_lex.id = 1",
+        "SELECT id, s FROM ct_lex WHERE ct_lex . id = 1",
+        "select id, s from ct_lex where id = 1",
+        "SELECT id, s FROM ct_lex WHERE id = 1 AND 1",
+        "SELECT id, s FROM ct_lex WHERE id = '1abc'",
+        "SELECT id, s FROM ct_lex WHERE id = ' 1'",
+        "SELECT id, s FROM ct_lex WHERE id = '1 '",
+        "SELECT id, s FROM ct_lex WHERE id = '\\x31'",
+        "SELECT id, s FROM ct_lex WHERE id = 1 LIMIT 1",
+        "SELECT id, s FROM ct_lex WHERE id = 1 LIMIT 0",
+        "SELECT id, s FROM ct_lex WHERE id = 1 ORDER BY s",
+        "SELECT id, s FROM ct_lex WHERE id IN (1)",
+        "SELECT id, s FROM ct_lex WHERE id IN (1, 1, 2)",
+        "SELECT id, s FROM ct_lex WHERE id IN ('1', 2.0, 0x10)",
+    ];
+    let reads: Vec<(&str, &str, &str)> = texts.iter().map(|t| ("lex", point, *t)).collect();
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "lex") > 0, "reads answered from the view");
+}
+
 /// A name the server parses as a built-in function only when `(` follows it at once (COUNT,
 /// MAX, SUM, SUBSTRING, NOW, ...: MariaDB's `sql_functions`): with a space or a comment
 /// before the `(`, the server reads a stored function of that name (ER_SP_DOES_NOT_EXIST,
