@@ -370,6 +370,34 @@ async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
     same_text(&mut d, &mut t, sql, "prepared SET").await;
 }
 
+/// A client character set whose two-byte characters may end in 0x5C, a backslash (gbk,
+/// big5, sjis, cp932, gb18030): the server reads `'\x95\x5c'` as one character in a closed
+/// string, where a byte-wise tokenizer reads an escaped quote and a string that runs on. What
+/// follows in the same text is hidden from it: here a temporary table that shadows the cached
+/// one, made under gbk before the session went back to utf8mb4.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_character_set_the_tokenizer_misreads_is_not_followed() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_gbk").await;
+    let proxy = start_proxy(&config("tr_gbk", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_gbk WHERE id = 4";
+    warm(&proxy, sql).await;
+    let hidden: &[u8] = b"SELECT '\x95\x5c'; CREATE TEMPORARY TABLE tr_gbk (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, \
+        secret TINYINT ZEROFILL); INSERT INTO tr_gbk VALUES (4, 0x736861646f77, 44) -- '";
+    for set_names in ["SET NAMES gbk", "SET CHARACTER SET big5", "SET character_set_client = sjis"] {
+        let mut d = direct().await;
+        let mut t = through(&proxy).await;
+        same_text(&mut d, &mut t, sql, "before").await;
+        for c in [&mut d, &mut t] {
+            c.query_drop(set_names).await.unwrap();
+            c.query_drop(hidden).await.unwrap();
+            c.query_drop("SET NAMES utf8mb4").await.unwrap();
+        }
+        same_text(&mut d, &mut t, sql, set_names).await;
+        same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_gbk WHERE id = ?", 4, set_names).await;
+    }
+}
+
 /// A server whose own default sql_mode has ANSI_QUOTES: a new session starts with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_default_the_tokenizer_cannot_follow_is_relayed() {
