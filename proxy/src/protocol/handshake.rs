@@ -113,6 +113,21 @@ const CLIENT_EXTENDED_AT: usize = 28;
 /// Length of the SSL request: capabilities, max packet, character set, filler.
 pub const SSL_REQUEST_LEN: usize = 32;
 
+/// The collation id a COM_CHANGE_USER packet (command byte included) asks for, if it carries
+/// one: after the user, the auth response and the database, as the server reads them.
+pub fn change_user_collation(payload: &[u8], caps: Capabilities) -> Option<u16> {
+    let mut c = Cursor::new(payload.get(1..)?);
+    c.nul_terminated().ok()?;
+    if caps.has(Capabilities::SECURE_CONNECTION) {
+        let n = c.u8().ok()?;
+        c.skip(usize::from(n)).ok()?;
+    } else {
+        c.nul_terminated().ok()?;
+    }
+    c.nul_terminated().ok()?;
+    c.u16().ok()
+}
+
 /// The client's handshake response (HandshakeResponse41).
 #[derive(Debug, Clone)]
 pub struct ClientHandshake {
@@ -285,5 +300,24 @@ mod tests {
         for n in 0..37 {
             assert!(ClientHandshake::parse(&raw[..n]).is_err(), "length {n}");
         }
+    }
+}
+
+#[cfg(test)]
+mod change_user_tests {
+    use super::*;
+
+    #[test]
+    fn a_change_users_collation_is_read_after_its_database() {
+        let caps = Capabilities::from_parts((Capabilities::PROTOCOL_41 | Capabilities::SECURE_CONNECTION) as u32, 0);
+        let mut p = vec![0x11];
+        p.extend_from_slice(b"alice\0");
+        p.extend_from_slice(&[3, 1, 2, 3]);
+        p.extend_from_slice(b"db\0");
+        p.extend_from_slice(&28u16.to_le_bytes());
+        p.extend_from_slice(b"mysql_native_password\0");
+        assert_eq!(change_user_collation(&p, caps), Some(28));
+        assert_eq!(change_user_collation(&p[..p.len() - 23], caps), None, "no collation sent");
+        assert_eq!(change_user_collation(&[0x11], caps), None);
     }
 }

@@ -273,6 +273,9 @@ impl Session {
                         // prepared statements are gone.
                         self.status = status;
                         self.state.reset();
+                        if let Some(id) = crate::protocol::handshake::change_user_collation(&payload, self.caps) {
+                            self.state.client_collation(id);
+                        }
                     }
                     // A refused COM_CHANGE_USER leaves the connection to the server's rules;
                     // the client saw the server's ERR packet.

@@ -234,7 +234,8 @@ async fn authenticate(
         require_tls: check.then(|| RequireTlsCheck { caps, user: response.user.clone(), host, password: response.has_password }),
     };
     let status = relay_auth(client, &mut upstream, relay).await?;
-    let state = SessionState::new(response.user.clone());
+    let mut state = SessionState::new(response.user.clone());
+    state.client_collation(u16::from(response.collation));
     Ok((upstream, caps, status, auth, state))
 }
 

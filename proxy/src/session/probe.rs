@@ -79,10 +79,12 @@ impl Session {
             return Ok(None);
         };
         let identity = identity(values);
-        if identity.misread {
+        if identity.misread || identity.misread_charset {
             // The session's texts are read here in the default mode; under this one they
             // may have been misread (a SET hidden in what looked like a string), and may be.
-            tracing::debug!("the session's sql_mode changes how text is read; its cached reads are relayed until it is reset");
+            tracing::debug!(
+                "the session's sql_mode or character set changes how text is read; its cached reads are relayed until it is reset"
+            );
             self.state.unfollowed = true;
         }
         tracing::Span::current().record("user", identity.account.as_ref());
@@ -212,6 +214,7 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         charset: h.finish(),
         reading,
         misread: misreading(&sql_mode),
+        misread_charset: get(5).is_some_and(|c| super::state::misread_charset(&c)),
         narrow_text: narrow(get(5).as_deref()) || narrow(get(6).as_deref()),
     }
 }

@@ -122,6 +122,11 @@ impl SessionState {
         let first = text(1);
         if matches!(first.as_str(), "names" | "character" | "charset") {
             self.stale = true;
+            // `SET NAMES x`, `SET CHARSET x`, `SET CHARACTER SET x`: x is the client's.
+            let at = if first == "character" { 3 } else { 2 };
+            if !self.follows_charset(sql, tokens, at) {
+                self.unfollowed(MISREAD_CHARSET, sql);
+            }
             return;
         }
         // MariaDB's `SET STATEMENT assignments FOR statement`: the assignments hold for that
@@ -165,9 +170,15 @@ impl SessionState {
                     }
                     expect_target = false;
                     match name.as_str() {
-                        "character_set_client" | "character_set_results" | "character_set_connection" | "collation_connection" => {
-                            self.stale = true
+                        "character_set_client" => {
+                            self.stale = true;
+                            if !(tokens.get(i + 1).is_some_and(|t| t.is_symbol(sql, b"=") || t.is_symbol(sql, b":="))
+                                && self.follows_charset(sql, tokens, i + 2))
+                            {
+                                self.unfollowed(MISREAD_CHARSET, sql);
+                            }
                         }
+                        "character_set_results" | "character_set_connection" | "collation_connection" => self.stale = true,
                         "sql_log_bin" => self.unlogged |= !value_is(&text(i + 2), &["1", "on", "true", "default"]),
                         // On, the server answers every SELECT a view answers; off, it may
                         // refuse a large one (max_join_size).
@@ -190,6 +201,56 @@ impl SessionState {
             }
             i += 1;
         }
+    }
+}
+
+/// Why a session is not followed after it may have set a client character set that this
+/// tokenizer misreads ([`misread_charset`]).
+const MISREAD_CHARSET: &str = "a client character set whose characters the tokenizer may misread";
+
+/// Client character sets with two-byte characters whose second byte may be ASCII (a
+/// backslash, a quote, a backtick among them): the server's lexer reads such a character
+/// whole, where this tokenizer, reading bytes, reads an escape or the end of a string, and so
+/// may not see a statement that follows it in the same text (a temporary table, a SET). A
+/// session that has used one is not followed until it is reset. The other multi-byte sets
+/// (utf8, ujis, euckr, gb2312, eucjpms) have no ASCII byte inside a character.
+const MISREAD_CHARSETS: &[&str] = &["big5", "cp932", "gbk", "sjis", "gb18030"];
+
+/// Whether the character set named `name` is one of [`MISREAD_CHARSETS`].
+pub fn misread_charset(name: &str) -> bool {
+    MISREAD_CHARSETS.iter().any(|c| c.eq_ignore_ascii_case(name))
+}
+
+/// Whether collation `id` (a handshake's or COM_CHANGE_USER's) is of a character set in
+/// [`MISREAD_CHARSETS`]: MariaDB's and MySQL's ids for big5, cp932, gbk, sjis and gb18030.
+pub fn misread_collation(id: u16) -> bool {
+    matches!(id, 1 | 13 | 28 | 84 | 87 | 88 | 95 | 96 | 248..=250 | 1025 | 1037 | 1052 | 1108 | 1111 | 1112 | 1119 | 1120)
+}
+
+impl SessionState {
+    /// The session started, or changed user, with collation `id`.
+    pub fn client_collation(&mut self, id: u16) {
+        if misread_collation(id) {
+            self.unfollowed = true;
+        }
+    }
+
+    /// Whether the character set named at `tokens[at]` is one this tracker follows the
+    /// session in: a name or a quoted name, not DEFAULT (the server's, which this tracker does
+    /// not know), not one of [`MISREAD_CHARSETS`], and nothing but COLLATE or the next
+    /// assignment after it.
+    fn follows_charset(&self, sql: &[u8], tokens: &[Token], at: usize) -> bool {
+        let Some(value) = tokens.get(at) else { return false };
+        let name = match value.kind {
+            TokenKind::Word => value.text(sql),
+            TokenKind::SingleQuoted | TokenKind::DoubleQuoted => value.text(sql).get(1..value.text(sql).len() - 1).unwrap_or_default(),
+            _ => return false,
+        };
+        let name = String::from_utf8_lossy(name);
+        let ends = tokens
+            .get(at + 1)
+            .is_none_or(|t| t.is_symbol(sql, b",") || (t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"collate")));
+        ends && !name.eq_ignore_ascii_case("default") && !misread_charset(&name) && !name.contains('\\')
     }
 }
 
@@ -854,6 +915,44 @@ mod tests {
         for sql in ["SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "SET character_set_results = 'binary'", "USE `other`", "use x"] {
             let s = after(&[sql]);
             assert!(s.stale && !s.unfollowed, "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_client_character_set_the_tokenizer_misreads_is_not_followed() {
+        for sql in [
+            "SET NAMES gbk",
+            "SET NAMES 'big5' COLLATE big5_bin",
+            "SET CHARACTER SET sjis",
+            "SET CHARSET cp932",
+            "SET character_set_client = gbk",
+            "SET @@session.character_set_client = 'GB18030'",
+            "SET NAMES DEFAULT",
+            "SET character_set_client = @cs",
+            "SET character_set_client = CONCAT('g', 'bk')",
+            "SET NAMES 'g\\bk'",
+            "SET NAMES",
+        ] {
+            let s = after(&[sql]);
+            assert!(s.stale && s.unfollowed, "{sql}");
+        }
+        for sql in [
+            "SET NAMES utf8mb4",
+            "SET NAMES 'utf8' COLLATE 'utf8_general_ci'",
+            "SET CHARACTER SET latin1",
+            "SET character_set_client = utf8mb4, character_set_results = gbk",
+            "SET NAMES ujis",
+        ] {
+            let s = after(&[sql]);
+            assert!(s.stale && !s.unfollowed, "{sql}");
+        }
+        let mut s = SessionState::new(String::new());
+        s.client_collation(45);
+        assert!(!s.unfollowed, "utf8mb4_general_ci");
+        for id in [28, 1, 13, 95, 248, 1052] {
+            let mut s = SessionState::new(String::new());
+            s.client_collation(id);
+            assert!(s.unfollowed, "collation {id}");
         }
     }
 
