@@ -1175,12 +1175,92 @@ async fn spellings_of_a_read_are_read_as_the_server_reads_them() {
         "SELECT id, s FROM ct_lex WHERE id IN (1)",
         "SELECT id, s FROM ct_lex WHERE id IN (1, 1, 2)",
         "SELECT id, s FROM ct_lex WHERE id IN ('1', 2.0, 0x10)",
+        "SELECT id, s FROM ct_lex WHERE id = \\N",
+        "SELECT id, s FROM ct_lex WHERE id <=> \\N",
+        "SELECT id, s FROM ct_lex WHERE id = 1e400",
+        "SELECT id, s FROM ct_lex WHERE id = 1e-400",
+        "SELECT id, s FROM ct_lex WHERE id = -0",
+        "SELECT id, s FROM ct_lex WHERE id = 18446744073709551616",
+        "SELECT id, s FROM ct_lex WHERE id = 0x1",
+        "SELECT id, s FROM ct_lex WHERE id = 1 /* a /* b */ */",
     ];
     let reads: Vec<(&str, &str, &str)> = texts.iter().map(|t| ("lex", point, *t)).collect();
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
     assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
     assert!(hits(&proxy, "lex") > 0, "reads answered from the view");
+}
+
+/// The status flags of an answer's EOF packets say how the server ran that read: whether it
+/// used an index (SERVER_QUERY_NO_INDEX_USED, NO_GOOD_INDEX_USED), whether it was slow. A
+/// served answer took them from the session's last relayed statement, so a read by primary
+/// key after a table scan said "no index used" (PHP's `MYSQLI_REPORT_INDEX` throws on it), and
+/// a read the server runs as a scan said it used one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_answers_status_is_the_reads_not_the_statement_befores() {
+    let _admin = fresh_table("ct_plan", "id INT PRIMARY KEY, v INT NULL", "(1, 1), (2, 2), (3, 1)").await;
+    let reads = [
+        ("plan_pk", "SELECT id, v FROM ct_plan WHERE id = ?", "SELECT id, v FROM ct_plan WHERE id = 1"),
+        ("plan_scan", "SELECT id FROM ct_plan WHERE v = ?", "SELECT id FROM ct_plan WHERE v = 1"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let before = ["SELECT COUNT(*) FROM ct_plan WHERE v > 0", "SELECT v FROM ct_plan WHERE id = 2"];
+    let mut wrong = Vec::new();
+    for (_, _, read) in reads {
+        for statement in before {
+            for _ in 0..5 {
+                assert_eq!(client.query(statement).await, check.query(statement).await, "{statement}");
+                if client.query(read).await != check.query(read).await {
+                    wrong.push((statement, read));
+                    break;
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "answered otherwise than the server after a statement: {wrong:#?}");
+    assert!(hits(&proxy, "plan_pk") > 0 && hits(&proxy, "plan_scan") > 0, "reads answered from the views");
+}
+
+/// String literals with every escape the server knows, and some it does not: `\%` and `\_`
+/// keep their backslash, `\a` is `a`, `\Z` is byte 26, `\0` a NUL, a doubled quote one
+/// quote. Each read is answered as the server answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn string_literals_are_read_as_the_server_reads_them() {
+    let _admin = fresh_table(
+        "ct_esc",
+        "id INT PRIMARY KEY, s VARBINARY(16) NULL, KEY (s)",
+        r#"(1, 'a%'), (2, 'a\\%'), (3, 'a_'), (4, 'a\\_'), (5, 'a''b'), (6, 'a\"b'), (7, 'a\\b'), (8, 'x\ty'), (9, 'n\0x'), (10, 'z\Zx'), (11, 'a'), (12, 'q\bq'), (13, 'r\rr')"#,
+    )
+    .await;
+    let cached = "SELECT id FROM ct_esc WHERE s = ?";
+    let texts = [
+        r"SELECT id FROM ct_esc WHERE s = 'a%'",
+        r"SELECT id FROM ct_esc WHERE s = 'a\%'",
+        r"SELECT id FROM ct_esc WHERE s = 'a\\%'",
+        r"SELECT id FROM ct_esc WHERE s = 'a\_'",
+        r"SELECT id FROM ct_esc WHERE s = 'a''b'",
+        r"SELECT id FROM ct_esc WHERE s = 'a\'b'",
+        r#"SELECT id FROM ct_esc WHERE s = "a""b""#,
+        r#"SELECT id FROM ct_esc WHERE s = 'a\"b'"#,
+        r#"SELECT id FROM ct_esc WHERE s = "a'b""#,
+        r"SELECT id FROM ct_esc WHERE s = 'a\\b'",
+        r"SELECT id FROM ct_esc WHERE s = 'x\ty'",
+        r"SELECT id FROM ct_esc WHERE s = 'n\0x'",
+        r"SELECT id FROM ct_esc WHERE s = 'z\Zx'",
+        r"SELECT id FROM ct_esc WHERE s = '\a'",
+        r"SELECT id FROM ct_esc WHERE s = 'q\bq'",
+        r"SELECT id FROM ct_esc WHERE s = 'r\rr'",
+        r"SELECT id FROM ct_esc WHERE s = X'612562'",
+        r"SELECT id FROM ct_esc WHERE s = 0x61",
+        r"SELECT id FROM ct_esc WHERE s = _binary'a'",
+        r"SELECT id FROM ct_esc WHERE s = _latin1'a'",
+        r"SELECT id FROM ct_esc WHERE s = 'a' COLLATE utf8mb4_bin",
+    ];
+    let reads: Vec<(&str, &str, &str)> = texts.iter().map(|t| ("esc", cached, *t)).collect();
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "esc") > 0, "reads answered from the view");
 }
 
 /// A name the server parses as a built-in function only when `(` follows it at once (COUNT,
