@@ -293,13 +293,13 @@ async fn the_database_is_the_servers_and_decoys_poison_nothing() {
     };
     let refused = e.counters.captures_refused.get();
     let noted = e.columns_forgotten();
-    e.store_columns(key(1), defs("tr_decoy_db", "tr_decoy", "secret"), noted);
-    e.store_columns(key(2), defs(DB, "tr_other_table", "secret"), noted);
-    e.store_columns(key(3), defs(DB, "tr_decoy", "no_such_column"), noted);
-    e.store_columns(key(4), defs(DB, "tr_decoy", "secret")[..2].to_vec(), noted);
+    e.store_columns(key(1), defs("tr_decoy_db", "tr_decoy", "secret"), 0, noted);
+    e.store_columns(key(2), defs(DB, "tr_other_table", "secret"), 0, noted);
+    e.store_columns(key(3), defs(DB, "tr_decoy", "no_such_column"), 0, noted);
+    e.store_columns(key(4), defs(DB, "tr_decoy", "secret")[..2].to_vec(), 0, noted);
     assert!((1..=4).all(|f| e.columns(&key(f)).is_none()), "bad captures are not kept");
     assert_eq!(e.counters.captures_refused.get(), refused + 4);
-    e.store_columns(key(5), defs(DB, "tr_decoy", "secret"), noted);
+    e.store_columns(key(5), defs(DB, "tr_decoy", "secret"), 0, noted);
     assert!(e.columns(&key(5)).is_some(), "the cache's own definitions are kept");
     // Everyone else still gets the real table's definitions and rows.
     let mut d = direct().await;

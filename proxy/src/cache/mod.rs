@@ -513,9 +513,10 @@ impl Engine {
     }
 
     /// Keeps the column definitions the upstream sent for a shape, if they are the cache's
-    /// own (see [`Registry::store_columns`]; refused ones are counted and dropped).
-    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>, noted: u64) {
-        if let Err(why) = self.registry.store_columns(key, packets, noted) {
+    /// own (see [`Registry::store_columns`]; refused ones are counted and dropped), with the
+    /// status flags of the reply they came in (`Columns::plan`).
+    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>, status: u16, noted: u64) {
+        if let Err(why) = self.registry.store_columns(key, packets, status, noted) {
             self.counters.captures_refused.inc();
             tracing::debug!(reason = %why, "captured column definitions are not the cache's own; not kept");
         }

@@ -118,6 +118,9 @@ pub struct Columns {
     /// Cleared when a value of this shape could not be encoded: its reads are relayed without
     /// looking up the view again.
     pub encodable: AtomicBool,
+    /// The index flags of the captured reply's status (`StatusFlags::NO_INDEX_USED`,
+    /// `NO_GOOD_INDEX_USED`): how the server runs this shape, which an answer's EOF says.
+    pub plan: u16,
 }
 
 impl Columns {
@@ -125,7 +128,13 @@ impl Columns {
     pub fn new(packets: Vec<Bytes>, render: Vec<Column>) -> Columns {
         let mut head = BytesMut::new();
         let after_head = frame_head(&mut head, 1, &packets);
-        Columns { packets, render, head: head.freeze(), after_head, encodable: AtomicBool::new(true) }
+        Columns { packets, render, head: head.freeze(), after_head, encodable: AtomicBool::new(true), plan: 0 }
+    }
+
+    /// The same, as the server ran the captured read: `status`'s index flags.
+    pub fn with_plan(self, status: u16) -> Columns {
+        let plan = status & (crate::protocol::StatusFlags::NO_INDEX_USED | crate::protocol::StatusFlags::NO_GOOD_INDEX_USED);
+        Columns { plan, ..self }
     }
 }
 
@@ -384,7 +393,7 @@ impl Registry {
     /// view holds their indexes). `noted`: [`Registry::columns_forgotten`] before the query
     /// went upstream; if definitions were forgotten since, these are not kept (they may be the
     /// table's before a DDL that the forget was for), and the next read captures again.
-    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>, noted: u64) -> Result<(), String> {
+    pub fn store_columns(&self, key: ColumnsKey, packets: Vec<Bytes>, status: u16, noted: u64) -> Result<(), String> {
         self.check_capture(&key, &packets)?;
         let catalog = self.catalog();
         let mut render = Vec::with_capacity(packets.len());
@@ -393,7 +402,7 @@ impl Registry {
             let labels = enum_labels(p, &def, &catalog);
             render.push(Column { def, labels });
         }
-        self.keep_columns(key, Columns::new(packets, render), noted);
+        self.keep_columns(key, Columns::new(packets, render).with_plan(status), noted);
         Ok(())
     }
 

@@ -116,10 +116,16 @@ impl StatusFlags {
     pub const IN_TRANS: u16 = 1;
     pub const AUTOCOMMIT: u16 = 1 << 1;
     pub const MORE_RESULTS_EXISTS: u16 = 1 << 3;
+    pub const NO_GOOD_INDEX_USED: u16 = 1 << 4;
+    pub const NO_INDEX_USED: u16 = 1 << 5;
     pub const CURSOR_EXISTS: u16 = 1 << 6;
     pub const LAST_ROW_SENT: u16 = 1 << 7;
+    pub const QUERY_WAS_SLOW: u16 = 1 << 11;
     pub const IN_TRANS_READONLY: u16 = 1 << 13;
     pub const SESSION_STATE_CHANGED: u16 = 1 << 14;
+
+    /// How the server ran the statement: set per statement, not kept by the session.
+    pub const PLAN: u16 = Self::NO_GOOD_INDEX_USED | Self::NO_INDEX_USED | Self::QUERY_WAS_SLOW;
 
     pub fn has(self, flag: u16) -> bool {
         self.0 & flag != 0

@@ -359,17 +359,17 @@ impl Session {
     fn start_capture(&mut self, key: Option<crate::cache::ColumnsKey>) {
         self.capture = key.and_then(|key| {
             let noted = self.shared.engine.get()?.columns_forgotten();
-            Some(super::Capture { key, defs: Vec::new(), noted })
+            Some(super::Capture { key, defs: Vec::new(), noted, status: 0 })
         });
     }
 
     /// Keeps column definitions captured from a relayed single result set.
     fn store_capture(&mut self) {
-        if let Some(super::Capture { key, defs, noted }) = self.capture.take()
+        if let Some(super::Capture { key, defs, noted, status }) = self.capture.take()
             && !defs.is_empty()
             && let Some(engine) = self.shared.engine.get()
         {
-            engine.store_columns(key, defs, noted);
+            engine.store_columns(key, defs, status, noted);
         }
     }
 
@@ -403,7 +403,13 @@ impl Session {
                     self.capture = None;
                     continue;
                 }
-                _ => return Ok(()),
+                Some(s) => {
+                    if let Some(capture) = self.capture.as_mut() {
+                        capture.status = s.0;
+                    }
+                    return Ok(());
+                }
+                None => return Ok(()),
             }
         }
     }

@@ -286,9 +286,11 @@ impl Session {
 }
 
 /// Column definitions being captured from a relayed reply, for the shape `key`; `noted`: the
-/// registry's count of forgets before the query went upstream (see `Registry::store_columns`).
+/// registry's count of forgets before the query went upstream (see `Registry::store_columns`);
+/// `status`: the status flags that ended the result set (how the server ran the read).
 struct Capture {
     key: crate::cache::ColumnsKey,
     defs: Vec<bytes::Bytes>,
     noted: u64,
+    status: u16,
 }
