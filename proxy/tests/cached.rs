@@ -1221,6 +1221,38 @@ async fn a_served_answers_status_is_the_reads_not_the_statement_befores() {
     assert!(hits(&proxy, "plan_pk") > 0 && hits(&proxy, "plan_scan") > 0, "reads answered from the views");
 }
 
+/// The same for the flags a statement's own OK sets: SESSION_STATE_CHANGED says that session
+/// state information follows in that OK (CLIENT_SESSION_TRACK, as MariaDB Connector/J asks);
+/// an answer served after `SET autocommit = 1` (a tracked variable) carried the flag in its
+/// closing OK with no such information after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_served_answer_carries_no_flag_of_the_statement_before() {
+    let _admin = fresh_table("ct_track", "id INT PRIMARY KEY, v INT NULL", "(1, 1), (2, 2)").await;
+    let read = "SELECT id, v FROM ct_track WHERE id = 1";
+    let proxy = start_proxy(&lenient_config(&[("track", "SELECT id, v FROM ct_track WHERE id = ?")])).await;
+    use freshet_proxy::protocol::Capabilities;
+    let caps = DEFAULT_CAPS | Capabilities::SESSION_TRACK | Capabilities::DEPRECATE_EOF;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), caps).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), caps).await.unwrap();
+    for _ in 0..5 {
+        client.query(read).await;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let before = hits(&proxy, "track");
+    let mut wrong = Vec::new();
+    for statement in ["SET autocommit = 1", "SET SESSION autocommit = ON", "SELECT 1"] {
+        for _ in 0..5 {
+            assert_eq!(client.query(statement).await, check.query(statement).await, "{statement}");
+            if client.query(read).await != check.query(read).await {
+                wrong.push(statement);
+                break;
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "answered otherwise than the server after: {wrong:?}");
+    assert!(hits(&proxy, "track") > before, "reads answered from the view");
+}
+
 /// String literals with every escape the server knows, and some it does not: `\%` and `\_`
 /// keep their backslash, `\a` is `a`, `\Z` is byte 26, `\0` a NUL, a doubled quote one
 /// quote. Each read is answered as the server answers it.
