@@ -120,12 +120,17 @@ impl StatusFlags {
     pub const NO_INDEX_USED: u16 = 1 << 5;
     pub const CURSOR_EXISTS: u16 = 1 << 6;
     pub const LAST_ROW_SENT: u16 = 1 << 7;
+    pub const NO_BACKSLASH_ESCAPES: u16 = 1 << 9;
     pub const QUERY_WAS_SLOW: u16 = 1 << 11;
     pub const IN_TRANS_READONLY: u16 = 1 << 13;
     pub const SESSION_STATE_CHANGED: u16 = 1 << 14;
+    /// MariaDB's: the session's sql_mode has ANSI_QUOTES.
+    pub const ANSI_QUOTES: u16 = 1 << 15;
 
-    /// How the server ran the statement: set per statement, not kept by the session.
-    pub const PLAN: u16 = Self::NO_GOOD_INDEX_USED | Self::NO_INDEX_USED | Self::QUERY_WAS_SLOW;
+    /// The flags that describe the session, not the statement: every reply carries them as
+    /// they are. The others (cursor, last row, more results, the index flags, slow, database
+    /// dropped, metadata changed, out parameters, session state changed) are the statement's.
+    pub const SESSION: u16 = Self::IN_TRANS | Self::AUTOCOMMIT | Self::NO_BACKSLASH_ESCAPES | Self::IN_TRANS_READONLY | Self::ANSI_QUOTES;
 
     pub fn has(self, flag: u16) -> bool {
         self.0 & flag != 0

@@ -63,7 +63,7 @@ impl Session {
                 Ok(statement) => self.run_admin(statement).await,
             }
         };
-        let status = StatusFlags(self.status.0 & !(StatusFlags::MORE_RESULTS_EXISTS | StatusFlags::CURSOR_EXISTS));
+        let status = StatusFlags(self.status.0 & StatusFlags::SESSION);
         let mut seq = last_seq.wrapping_add(1);
         match reply {
             Reply::Rows(result) => {

@@ -221,10 +221,9 @@ impl Session {
     /// Writes the answer's packets, or nothing if a value cannot be encoded exactly as the
     /// server would.
     async fn write_answer(&mut self, cache: &Cache, answer: &Answer, binary: bool, last_seq: u8) -> Result<Written, SessionError> {
-        // The session's flags, but how the server runs this read (its index flags as the
-        // captured reply had them; never slow), not how it ran the statement before.
-        let kept = !(StatusFlags::MORE_RESULTS_EXISTS | StatusFlags::CURSOR_EXISTS | StatusFlags::LAST_ROW_SENT | StatusFlags::PLAN);
-        let status = StatusFlags((self.status.0 & kept) | answer.columns.plan);
+        // The session's flags, and how the server runs this read (its index flags as the
+        // captured reply had them): nothing the statement before set for itself.
+        let status = StatusFlags((self.status.0 & StatusFlags::SESSION) | answer.columns.plan);
         let deprecate_eof = self.caps.has(Capabilities::DEPRECATE_EOF);
         let reply = Reply { binary, status, deprecate_eof, last_seq };
         if let Err(why) = queue_answer(&mut self.client, &mut self.encoded, &answer.columns, &answer.rows, reply) {
