@@ -565,9 +565,11 @@ fn random_expressions_answer_as_the_server_answers() {
     let (mut compared, mut refused, mut failures) = (0, 0, Vec::new());
     // First, expressions of faults found here before, then random ones (`true`: aggregated):
     // a quotient compared by BETWEEN, IN or CASE is its unrounded value to the server (seed
-    // 47); CEILING of a DECIMAL past BIGINT is a DECIMAL, a DIV by a choice that may be text
-    // is exact, and MAX of a choice between a DECIMAL and an integer is clipped to the
-    // choice's type (seeds 68 and 69).
+    // 47); CEILING of a DECIMAL past BIGINT is a DECIMAL, and a DIV by a choice that may be
+    // text is exact (seed 69). Not here: seed 68's MAX of `IF(c, 0.25, CEILING(<a 19-digit
+    // literal>))`, which the server clips to 999999999999999999.99 when it groups several
+    // partitions in one temporary table (this test's `k IN (0, 1)`) and not for one
+    // (`k = 0`); see docs/decisions.md, "dataflow".
     let known = [
         ("(10 / d) BETWEEN -1 AND 0", false),
         ("0 BETWEEN (10 / d) AND 1", false),
@@ -575,7 +577,6 @@ fn random_expressions_answer_as_the_server_answers() {
         ("CASE (10 / d) WHEN 0 THEN 1 ELSE 2 END", false),
         ("ROUND(CEILING((b * -2.5)))", false),
         ("(b DIV NULLIF(SUBSTRING(dt, 2), FLOOR(2147483647)))", false),
-        ("IF(UPPER(i), (0.25 + (-2.5 BETWEEN i AND 1)), CEILING(9223372036854775807))", true),
     ];
     for n in 0..known.len() + std::env::var("FRESHET_EXPR_COUNT").map_or(600, |s| s.parse().unwrap()) {
         let (x, filter) = match known.get(n) {

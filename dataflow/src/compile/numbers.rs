@@ -170,12 +170,36 @@ pub(super) fn digits(e: &Expr, column: &dyn Fn(usize) -> Option<Digits>) -> Resu
         Expr::Func(Func::Year, _) => Some(Digits { int: 4, scale: 0, decimal: false }),
         Expr::Func(Func::Month | Func::Day, _) => Some(Digits { int: 2, scale: 0, decimal: false }),
         e if e.is_truth() => Some(Digits { int: 1, scale: 0, decimal: false }),
-        // A value chosen among its arguments' (the condition of IF among them, harmlessly).
-        Expr::Func(Func::Coalesce | Func::IfNull | Func::NullIf | Func::If, _) | Expr::Case { .. } => parts
-            .iter()
-            .flatten()
-            .copied()
-            .reduce(|a, b| Digits { int: a.int.max(b.int), scale: a.scale.max(b.scale), decimal: a.decimal || b.decimal }),
+        // A value chosen among its arguments': exact only if every value it may take is (a
+        // NULL takes no digits). NULLIF takes its first argument's value or NULL; IF and
+        // CASE their branches', not their conditions'.
+        Expr::Func(Func::Coalesce | Func::IfNull | Func::NullIf | Func::If, _) | Expr::Case { .. } => {
+            let values: Vec<&Expr> = match e {
+                Expr::Func(Func::NullIf, args) => args.iter().take(1).collect(),
+                Expr::Func(Func::If, args) => args.iter().skip(1).collect(),
+                Expr::Case { whens, otherwise, .. } => whens.iter().map(|(_, then)| then).chain(otherwise.as_deref()).collect(),
+                Expr::Func(_, args) => args.iter().collect(),
+                _ => Vec::new(),
+            };
+            let mut chosen: Option<Digits> = None;
+            let mut exact = true;
+            for v in values {
+                if matches!(v, Expr::Lit(l) if l.0 == Value::Null) {
+                    continue;
+                }
+                match digits(v, column)? {
+                    Some(d) => {
+                        chosen = Some(chosen.map_or(d, |c| Digits {
+                            int: c.int.max(d.int),
+                            scale: c.scale.max(d.scale),
+                            decimal: c.decimal || d.decimal,
+                        }))
+                    }
+                    None => exact = false,
+                }
+            }
+            chosen.filter(|_| exact)
+        }
         _ => None,
     };
     if let Some(d) = d

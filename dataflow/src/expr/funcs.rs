@@ -139,7 +139,12 @@ pub(super) fn func(f: Func, args: &[Expr], row: &[Value]) -> Value {
                     } else {
                         q
                     };
-                    int_value(q)
+                    // The server's FLOOR and CEILING of a DECIMAL too wide for a BIGINT are a
+                    // DECIMAL without decimals.
+                    match i64::try_from(q) {
+                        Ok(i) => Value::Int(i),
+                        Err(_) => dec_value(Some(q), 0),
+                    }
                 }
                 Value::Null => Value::Null,
                 other => match other.to_f64() {
