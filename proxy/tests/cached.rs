@@ -1994,7 +1994,8 @@ async fn a_session_that_sets_what_the_probe_reads_is_served_as_the_server_says()
 /// before the session's next cached read, and its answer decides.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_settings_changed_by_stored_code_are_asked_of_the_server() {
-    let mut admin = fresh_table("ct_routine", "id INT PRIMARY KEY, k INT NOT NULL, n INT NULL", "(1, 1, 10), (2, 1, 20), (3, 1, 30)").await;
+    let mut admin =
+        fresh_table("ct_routine", "id INT PRIMARY KEY, k INT NOT NULL, n INT NULL", "(1, 1, 10), (2, 1, 20), (3, 1, 30), (4, 1, 40)").await;
     admin.query_drop("DROP TABLE IF EXISTS ct_routine_log").await.unwrap();
     admin.query_drop("CREATE TABLE ct_routine_log (i INT)").await.unwrap();
     admin.query_drop("DROP FUNCTION IF EXISTS ct_limit_one").await.unwrap();
@@ -2006,11 +2007,18 @@ async fn session_settings_changed_by_stored_code_are_asked_of_the_server() {
         .query_drop("CREATE TRIGGER ct_routine_limit BEFORE INSERT ON ct_routine_log FOR EACH ROW SET SESSION sql_select_limit = 2")
         .await
         .unwrap();
+    // A stored function with a built-in's name: `std (5)`, with a space, calls it (see
+    // `a_space_before_a_functions_parenthesis_is_read_as_the_server_reads_it`).
+    admin.query_drop("DROP FUNCTION IF EXISTS `std`").await.unwrap();
+    admin
+        .query_drop("CREATE FUNCTION `std` (x INT) RETURNS INT DETERMINISTIC NO SQL BEGIN SET SESSION sql_select_limit = 3; RETURN x; END")
+        .await
+        .unwrap();
     let caches = [("routine", "SELECT id, n FROM ct_routine WHERE k = ?")];
     let proxy = start_proxy(&cache_config(&caches)).await;
     let read = "SELECT id, n FROM ct_routine WHERE k = 1";
     let values = |rows: Vec<mysql_async::Row>| rows.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>();
-    for (stored, rows) in [("SELECT ct_limit_one()", 1), ("INSERT INTO ct_routine_log VALUES (1)", 2)] {
+    for (stored, rows) in [("SELECT ct_limit_one()", 1), ("INSERT INTO ct_routine_log VALUES (1)", 2), ("SELECT std (5)", 3)] {
         let (mut ours, mut theirs) = (through(&proxy).await, direct().await);
         for c in [&mut ours, &mut theirs] {
             c.query_drop("SET sql_select_limit = DEFAULT").await.unwrap();
@@ -2030,6 +2038,7 @@ async fn session_settings_changed_by_stored_code_are_asked_of_the_server() {
         }
     }
     admin.query_drop("DROP FUNCTION ct_limit_one").await.unwrap();
+    admin.query_drop("DROP FUNCTION `std`").await.unwrap();
     admin.query_drop("DROP TABLE ct_routine_log").await.unwrap();
 }
 
