@@ -62,6 +62,7 @@ pub use literal::Literal;
 pub use redact::shown;
 pub use shape::Shapes;
 pub use table::{CacheId, Entry, VerdictTable, Weigh};
+pub use words::parsed_only_when_touching;
 
 #[cfg(test)]
 mod tests;

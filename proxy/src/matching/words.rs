@@ -258,6 +258,12 @@ pub(super) static PARSED_FUNCTIONS: WordSet = WordSet::new(
     ],
 );
 
+/// Whether `word` is a built-in only when `(` follows it at once ([`PARSED_FUNCTIONS`]):
+/// apart from its `(`, the server calls a stored function of that name.
+pub fn parsed_only_when_touching(word: &[u8]) -> bool {
+    Kw::of(word).is_in(&PARSED_FUNCTIONS)
+}
+
 /// The longest word of any set, in bytes: a longer word is no keyword.
 pub(super) const MAX_KEYWORD: usize = 24;
 
