@@ -2505,7 +2505,7 @@ type SqlTable = (&'static str, &'static [&'static [&'static str]], Vec<Vec<Strin
 /// The name of column `c` of `ex` or `ey` (`sqlgen`'s tables).
 fn column(table: &str, c: usize) -> &'static str {
     let ex = ["id", "k", "i", "u", "b", "d", "s", "t", "dt"];
-    let ey = ["id", "k", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "bt", "st", "vb", "tz", "fl"];
+    let ey = ["id", "k", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "bt", "st", "vb", "tz", "fl", "bn"];
     if table == "ex" { ex[c] } else { ey[c] }
 }
 

@@ -15,11 +15,12 @@ pub const EX_DDL: &str = "CREATE TABLE ex (id INT NOT NULL PRIMARY KEY, k INT NO
 /// text under utf8mb4_general_ci, `f` DOUBLE, `ts` DATETIME(3), `bs` text under utf8mb4_bin,
 /// `uc` text under utf8mb4_unicode_ci, `tm` TIME, `yr` YEAR, `en` an ENUM whose labels are
 /// not in their order, `bt` BIT(8), `st` a SET, `vb` VARBINARY(4), `tz` TIMESTAMP(2), read in
-/// UTC by the tests' sessions, `fl` FLOAT).
+/// UTC by the tests' sessions, `fl` FLOAT, `bn` BINARY(4), which the server pads with zero
+/// bytes and the binlog carries without them).
 pub const EY_DDL: &str = "CREATE TABLE ey (id INT NOT NULL PRIMARY KEY, k INT NOT NULL, j INT NULL, e DECIMAL(6,1) NULL, \
     w VARCHAR(8) COLLATE utf8mb4_general_ci NULL, f DOUBLE NULL, ts DATETIME(3) NULL, bs VARCHAR(8) COLLATE utf8mb4_bin NULL, \
     uc VARCHAR(8) COLLATE utf8mb4_unicode_ci NULL, tm TIME NULL, yr YEAR NULL, en ENUM('b', 'a', 'c') NULL, \
-    bt BIT(8) NULL, st SET('x', 'y', 'z') NULL, vb VARBINARY(4) NULL, tz TIMESTAMP(2) NULL, fl FLOAT NULL)";
+    bt BIT(8) NULL, st SET('x', 'y', 'z') NULL, vb VARBINARY(4) NULL, tz TIMESTAMP(2) NULL, fl FLOAT NULL, bn BINARY(4) NULL)";
 
 /// The labels of `ey.st`, in their order.
 pub const ST_LABELS: [&str; 3] = ["x", "y", "z"];
@@ -40,7 +41,7 @@ pub const EX_POOLS: [&[&str]; 7] = [
 ];
 
 /// The literals each column of `ey` after `id` and `k` takes.
-pub const EY_POOLS: [&[&str]; 15] = [
+pub const EY_POOLS: [&[&str]; 16] = [
     &["0", "1", "-1", "3", "42", "12", "NULL"],
     &["0.0", "1.5", "-2.2", "3.0", "42.0", "NULL"],
     &["'a'", "'A'", "'a '", "'ß'", "'s'", "'12'", "'x'", "'42'", "NULL"],
@@ -66,6 +67,8 @@ pub const EY_POOLS: [&[&str]; 15] = [
     ],
     // Single precision: 0.1 is not the DOUBLE 0.1, 16777217 is stored as 16777216.
     &["0", "0.1", "-1.5", "16777217", "3.4e38", "-0", "NULL"],
+    // Fixed-width bytes: stored padded with zero bytes to four ('' is four of them).
+    &["''", "'a'", "'A'", "'ab'", "'abcd'", "'a '", "'12'", "NULL"],
 ];
 
 /// A random row's literals: `id`, a partition (`k` 0 or 1), and one literal of each pool.
@@ -161,8 +164,8 @@ pub fn random_expr_over(rng: &mut Rng, depth: u32, leaves: &[&str]) -> String {
 /// The leaves of a random expression over `ex` joined with `ey`: both tables' columns (`ey`'s
 /// are `j`, `e`, `w`) and a few literals.
 pub const JOIN_LEAVES: &[&str] = &[
-    "i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "bt", "st", "vb", "tz", "fl", "ey.k", "0",
-    "1", "-1", "2.5", "'a'", "NULL",
+    "i", "u", "b", "d", "s", "t", "dt", "j", "e", "w", "f", "ts", "bs", "uc", "tm", "yr", "en", "bt", "st", "vb", "tz", "fl", "bn", "ey.k",
+    "0", "1", "-1", "2.5", "'a'", "NULL",
 ];
 
 /// The join conditions of the random queries: `ey`'s column and `ex`'s, of the same kind or not
@@ -190,6 +193,7 @@ pub const JOIN_ON: &[(&str, &str)] = &[
     ("ey.vb", "ex.s"),
     ("ey.tz", "ex.dt"),
     ("ey.fl", "ex.i"),
+    ("ey.bn", "ex.s"),
 ];
 
 /// A random cached query over `ex` (and `ey`), partitioned by `ex.k`: a join, a grouping with or
@@ -254,9 +258,10 @@ pub fn random_query(rng: &mut Rng) -> String {
         }
         6 => {
             let (l, r) = on(rng);
-            let o =
-                ["ey.j", "ey.w", "ey.e", "ex.s", "ex.d", "ey.f", "ey.ts", "ey.bs", "ey.uc", "ey.tm", "ey.yr", "ey.en", "ey.bt", "ey.st"]
-                    [rng.below(14) as usize];
+            let o = [
+                "ey.j", "ey.w", "ey.e", "ex.s", "ex.d", "ey.f", "ey.ts", "ey.bs", "ey.uc", "ey.tm", "ey.yr", "ey.en", "ey.bt", "ey.st",
+                "ey.bn",
+            ][rng.below(15) as usize];
             let dir = ["", " DESC"][rng.below(2) as usize];
             format!(
                 "SELECT ex.id, ey.id, {o} FROM ex JOIN ey ON {l} = {r} WHERE ex.k = ? ORDER BY {o}{dir}, ex.id, ey.id LIMIT {}",
