@@ -1183,6 +1183,19 @@ async fn spellings_of_a_read_are_read_as_the_server_reads_them() {
         "SELECT id, s FROM ct_lex WHERE id = 18446744073709551616",
         "SELECT id, s FROM ct_lex WHERE id = 0x1",
         "SELECT id, s FROM ct_lex WHERE id = 1 /* a /* b */ */",
+        "SELECT id, s FROM ct_lex WHERE id = @x",
+        "SELECT id, s FROM ct_lex WHERE id = @@auto_increment_increment",
+        "SELECT id, s FROM ct_lex WHERE id = (SELECT 1)",
+        "SELECT id, s FROM ct_lex WHERE id = ?",
+        "SELECT id, s FROM ct_lex WHERE id = 1 INTO @y",
+        "SELECT id, s FROM ct_lex WHERE id = 1 FOR UPDATE",
+        "SELECT id, s FROM ct_lex WHERE id = 1 LOCK IN SHARE MODE",
+        "SELECT SQL_NO_CACHE id, s FROM ct_lex WHERE id = 1",
+        "SELECT id, s FROM ct_lex WHERE id = 1 PROCEDURE ANALYSE()",
+        "SELECT id, s FROM ct_lex USE INDEX (PRIMARY) WHERE id = 1",
+        "SELECT id, s FROM ct_lex PARTITION (p0) WHERE id = 1",
+        "SELECT id, s FROM ct_lex AS OF TIMESTAMP NOW() WHERE id = 1",
+        "SELECT id, s FROM ct_lex FOR SYSTEM_TIME ALL WHERE id = 1",
     ];
     let reads: Vec<(&str, &str, &str)> = texts.iter().map(|t| ("lex", point, *t)).collect();
     let (proxy, mut client, mut check) = warmed(&reads).await;
