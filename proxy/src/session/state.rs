@@ -39,6 +39,10 @@ pub struct SessionState {
     /// The session holds LOCK TABLES: the server answers a read of any table it did not lock
     /// with an error, so its cached reads are relayed until UNLOCK TABLES.
     pub locked: bool,
+    /// The connection's character set (the handshake's, or a COM_CHANGE_USER's) is one the
+    /// tokenizer misreads ([`misread_collation`]): a reset goes back to it, so the session is
+    /// not followed after one either.
+    misread_connection: bool,
 }
 
 impl SessionState {
@@ -49,7 +53,14 @@ impl SessionState {
     /// After COM_RESET_CONNECTION: session variables are back to their defaults, temporary
     /// tables and prepared statements gone.
     pub fn reset(&mut self) {
-        *self = SessionState { user: std::mem::take(&mut self.user), stale: true, ..SessionState::default() };
+        let misread = self.misread_connection;
+        *self = SessionState {
+            user: std::mem::take(&mut self.user),
+            stale: true,
+            unfollowed: misread,
+            misread_connection: misread,
+            ..SessionState::default()
+        };
     }
 
     /// Notes what a statement that is not a cacheable SELECT may do to the session.
@@ -228,11 +239,12 @@ pub fn misread_collation(id: u16) -> bool {
 }
 
 impl SessionState {
-    /// The session started, or changed user, with collation `id`.
+    /// The session started (a new state), or changed user (right after [`reset`](Self::reset)),
+    /// with collation `id`: a new session on the server, followed unless that character set is
+    /// misread.
     pub fn client_collation(&mut self, id: u16) {
-        if misread_collation(id) {
-            self.unfollowed = true;
-        }
+        self.misread_connection = misread_collation(id);
+        self.unfollowed = self.misread_connection;
     }
 
     /// Whether the character set named at `tokens[at]` is one this tracker follows the
@@ -960,11 +972,15 @@ mod tests {
         }
         let mut s = SessionState::new(String::new());
         s.client_collation(45);
+        s.reset();
         assert!(!s.unfollowed, "utf8mb4_general_ci");
         for id in [28, 1, 13, 95, 248, 1052] {
             let mut s = SessionState::new(String::new());
             s.client_collation(id);
             assert!(s.unfollowed, "collation {id}");
+            // COM_RESET_CONNECTION goes back to the connection's character set.
+            s.reset();
+            assert!(s.unfollowed, "collation {id} after a reset");
         }
     }
 
