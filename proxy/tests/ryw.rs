@@ -330,20 +330,8 @@ async fn without_read_your_writes_the_same_cycles_miss() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_that_log_nothing_make_no_read_wait() {
     let table = "ryw_noop";
-    setup(table).await;
-    let proxy = start_proxy(&config(table, true)).await;
-    let engine = proxy.engine.get().expect("the cache engine started").clone();
-    let mut conn = through(&proxy).await;
-    let read = format!("SELECT id, val FROM {table} WHERE grp = 1");
+    let (_proxy, engine, mut conn, read) = one_cached_read(table).await;
     let hits = |e: &Engine| e.by_name("rows").expect("cache exists").stats().hits;
-    for _ in 0..50 {
-        let _: Vec<(i64, i64)> = conn.query(&read).await.unwrap();
-        if hits(&engine) > 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(hits(&engine) > 0, "the read is cached");
 
     let (waits, asked, hits_before) = (engine.ryw().waits.get(), engine.ryw().asked.get(), hits(&engine));
     for i in 0..20 {
@@ -371,20 +359,8 @@ async fn writes_that_log_nothing_make_no_read_wait() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_read_after_a_write_asks_the_server_once() {
     let table = "ryw_once";
-    setup(table).await;
-    let proxy = start_proxy(&config(table, true)).await;
-    let engine = proxy.engine.get().expect("the cache engine started").clone();
-    let mut conn = through(&proxy).await;
-    let read = format!("SELECT id, val FROM {table} WHERE grp = 1");
+    let (_proxy, engine, mut conn, read) = one_cached_read(table).await;
     let hits = |e: &Engine| e.by_name("rows").expect("cache exists").stats().hits;
-    for _ in 0..50 {
-        let _: Vec<(i64, i64)> = conn.query(&read).await.unwrap();
-        if hits(&engine) > 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(hits(&engine) > 0, "the read is cached");
     let _: Vec<(i64, i64)> = conn.query(&read).await.unwrap();
     let (before, hits_before, asked) = (session_selects(&mut conn).await, hits(&engine), engine.ryw().asked.get());
     for i in 0..20 {
@@ -404,4 +380,24 @@ async fn a_read_after_a_write_asks_the_server_once() {
 async fn session_selects(conn: &mut mysql_async::Conn) -> u64 {
     let (_, n): (String, u64) = conn.query_first("SHOW SESSION STATUS LIKE 'Com_select'").await.unwrap().unwrap();
     n
+}
+
+/// A proxy with read-your-writes over `table` (set up afresh), a session through it, and a
+/// read of the `rows` cache that the session has had answered from the view.
+async fn one_cached_read(table: &str) -> (Proxy, std::sync::Arc<Engine>, mysql_async::Conn, String) {
+    setup(table).await;
+    let proxy = start_proxy(&config(table, true)).await;
+    let engine = proxy.engine.get().expect("the cache engine started").clone();
+    let mut conn = through(&proxy).await;
+    let read = format!("SELECT id, val FROM {table} WHERE grp = 1");
+    let hits = |e: &Engine| e.by_name("rows").expect("cache exists").stats().hits;
+    for _ in 0..50 {
+        let _: Vec<(i64, i64)> = conn.query(&read).await.unwrap();
+        if hits(&engine) > 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(hits(&engine) > 0, "the read is cached");
+    (proxy, engine, conn, read)
 }
