@@ -1333,12 +1333,16 @@ async fn a_space_before_a_functions_parenthesis_is_read_as_the_server_reads_it()
         ("space_g", grouped, "SELECT k, COUNT(*), MAX(v), SUM\n(v) FROM ct_space WHERE k = 1 GROUP BY k"),
         ("space_p", point, "SELECT id, SUBSTRING(s, 2), CONCAT (s, 'x') FROM ct_space WHERE id = 1"),
         ("space_p", point, "SELECT id, SUBSTRING (s, 2), CONCAT(s, 'x') FROM ct_space WHERE id = 1"),
+        ("space_p", point, "SELECT id, SUBSTRING(s, 2), `CONCAT`(s, 'x') FROM ct_space WHERE id = 1"),
         ("space_w", filtered, "SELECT id FROM ct_space WHERE k = 1 AND SUBSTRING(s, 1, 1) <> 'x'"),
         ("space_w", filtered, "SELECT id FROM ct_space WHERE k = 1 AND SUBSTRING (s, 1, 1) <> 'x'"),
         ("space_w", filtered, "SELECT id FROM ct_space WHERE k = 1 AND SUBSTRING/* a comment */(s, 1, 1) <> 'x'"),
+        ("space_w", filtered, "SELECT id FROM ct_space WHERE k = 1 AND `SUBSTRING`(s, 1, 1) <> 'x'"),
+        ("space_w", filtered, "SELECT id FROM ct_space WHERE k = 1 AND `substr`(s, 1, 1) <> 'x'"),
         ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING MAX(v) > 0"),
         ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING MAX (v) > 0"),
         ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING COUNT (*) > 0"),
+        ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING `MAX`(v) > 0"),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
