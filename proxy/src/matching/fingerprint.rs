@@ -159,8 +159,8 @@ impl Default for Bounds {
 /// The relay reasons of the bounds (matched by tests and shown by SHOW PROXIED QUERIES).
 pub const LONG_STATEMENT: &str = "a statement longer than [limits] max_query (relayed as it is, not normalized)";
 pub const LONG_IN_LIST: &str = "an IN list longer than [limits] max_in_list";
-/// `MAX (v)`: the server reads a stored function, not the built-in.
-pub const APART_FROM_ITS_PARENTHESIS: &str = "a built-in function's name apart from its `(` (the server reads a stored function)";
+/// `MAX (v)`, `` `MAX`(v) ``: the server reads a stored function, not the built-in.
+pub const APART_FROM_ITS_PARENTHESIS: &str = "a built-in function's name quoted or apart from its `(` (the server reads a stored function)";
 
 /// Classifies one COM_QUERY text (or a prepared statement's text: its `?` become
 /// [`Literal::Placeholder`]s, so `WHERE id = ?` and `WHERE id = 42` share a fingerprint),
@@ -430,7 +430,15 @@ impl<'q> Normalizer<'q, '_> {
             }
             TokenKind::QuotedIdent => {
                 let name = literal::unescape(text.get(1..text.len().saturating_sub(1)).unwrap_or(&[]), b'`');
-                self.identifier(&name);
+                if self.is_symbol(i + 1, b"(") && Kw::of(&name).is_in(&PARSED_FUNCTIONS) {
+                    // `` `MAX`(v) ``: a quoted name is never the built-in, as with a space
+                    // before the `(`; kept quoted, so not the fingerprint of `MAX(v)`.
+                    self.relay(APART_FROM_ITS_PARENTHESIS);
+                    let quoted = String::from_utf8_lossy(&name).replace('`', "``");
+                    self.push(&format!("`{quoted}`"), true);
+                } else {
+                    self.identifier(&name);
+                }
             }
             TokenKind::Word => return self.word(i, cx),
             TokenKind::Symbol => self.symbol(i, cx),

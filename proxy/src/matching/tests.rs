@@ -621,6 +621,7 @@ fn a_parsed_functions_name_apart_from_its_parenthesis_relays() {
         "SELECT a FROM t WHERE k = 1 AND SUBSTRING/* c */(s, 1) = 'x'",
         "SELECT a FROM t WHERE k = 1 GROUP BY a HAVING count\n(*) > 1",
         "SELECT a FROM t WHERE TRIM (s) = 'x'",
+        "SELECT a FROM t WHERE `MAX`(v) > 1",
     ] {
         assert_eq!(q(sql).relay, Some(fingerprint::APART_FROM_ITS_PARENTHESIS), "{sql}");
     }
@@ -628,7 +629,7 @@ fn a_parsed_functions_name_apart_from_its_parenthesis_relays() {
         "SELECT a FROM t WHERE MAX(v) > 1",
         "SELECT a FROM t WHERE CONCAT (s, 'x') = 'ax'",
         "SELECT a FROM t WHERE k IN (1, 2) AND s = 'max (v)'",
-        "SELECT a FROM t WHERE `max` (v) > 1",
+        "SELECT a FROM t WHERE `concat`(s, 'x') = 'ax'",
     ] {
         assert_ne!(q(sql).relay, Some(fingerprint::APART_FROM_ITS_PARENTHESIS), "{sql}");
     }
@@ -637,7 +638,11 @@ fn a_parsed_functions_name_apart_from_its_parenthesis_relays() {
 #[test]
 fn a_parsed_functions_name_apart_from_its_parenthesis_is_another_fingerprint() {
     let joined = q("SELECT a FROM t WHERE k = 1 AND MAX(v) > 1").fingerprint;
-    for sql in ["SELECT a FROM t WHERE k = 1 AND MAX (v) > 1", "SELECT a FROM t WHERE k = 1 AND MAX/**/(v) > 1"] {
+    for sql in [
+        "SELECT a FROM t WHERE k = 1 AND MAX (v) > 1",
+        "SELECT a FROM t WHERE k = 1 AND MAX/**/(v) > 1",
+        "SELECT a FROM t WHERE k = 1 AND `MAX`(v) > 1",
+    ] {
         assert_ne!(q(sql).fingerprint, joined, "{sql}");
     }
     assert_eq!(
