@@ -1343,6 +1343,8 @@ async fn a_space_before_a_functions_parenthesis_is_read_as_the_server_reads_it()
         ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING MAX (v) > 0"),
         ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING COUNT (*) > 0"),
         ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING `MAX`(v) > 0"),
+        ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING freshet_test.MAX(v) > 0"),
+        ("space_h", having, "SELECT k FROM ct_space WHERE k = 1 GROUP BY k HAVING freshet_test.`MAX`(v) > 0"),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
