@@ -1266,6 +1266,37 @@ async fn a_served_answer_carries_no_flag_of_the_statement_before() {
     assert!(hits(&proxy, "track") > before, "reads answered from the view");
 }
 
+/// Typed and ODBC literals against a DATE key: `DATE '...'`, `TIMESTAMP '...'`, `{d '...'}`,
+/// and strings the server reads as a date, a date-time or neither.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn date_literals_are_read_as_the_server_reads_them() {
+    let _admin =
+        fresh_table("ct_dlit", "id INT PRIMARY KEY, d DATE NULL, KEY (d)", "(1, '2024-01-01'), (2, '2024-01-02'), (3, NULL)").await;
+    let cached = "SELECT id FROM ct_dlit WHERE d = ?";
+    let texts = [
+        "SELECT id FROM ct_dlit WHERE d = '2024-01-01'",
+        "SELECT id FROM ct_dlit WHERE d = DATE '2024-01-01'",
+        "SELECT id FROM ct_dlit WHERE d = DATE'2024-01-02'",
+        "SELECT id FROM ct_dlit WHERE d = TIMESTAMP '2024-01-01 00:00:00'",
+        "SELECT id FROM ct_dlit WHERE d = TIMESTAMP '2024-01-01 00:00:01'",
+        "SELECT id FROM ct_dlit WHERE d = '2024-01-01 00:00:01'",
+        "SELECT id FROM ct_dlit WHERE d = '2024-01-01 00:00:00.000000'",
+        "SELECT id FROM ct_dlit WHERE d = {d '2024-01-01'}",
+        "SELECT id FROM ct_dlit WHERE d = {ts '2024-01-01 00:00:00'}",
+        "SELECT id FROM ct_dlit WHERE d = '20240101'",
+        "SELECT id FROM ct_dlit WHERE d = 20240101",
+        "SELECT id FROM ct_dlit WHERE d = '2024/01/01'",
+        "SELECT id FROM ct_dlit WHERE d = '24-1-1'",
+        "SELECT id FROM ct_dlit WHERE d = '2024-01-01x'",
+        "SELECT id FROM ct_dlit WHERE d = TIME '00:00:00'",
+    ];
+    let reads: Vec<(&str, &str, &str)> = texts.iter().map(|t| ("dlit", cached, *t)).collect();
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "dlit") > 0, "reads answered from the view");
+}
+
 /// String literals with every escape the server knows, and some it does not: `\%` and `\_`
 /// keep their backslash, `\a` is `a`, `\Z` is byte 26, `\0` a NUL, a doubled quote one
 /// quote. Each read is answered as the server answers it.
