@@ -1297,6 +1297,56 @@ async fn date_literals_are_read_as_the_server_reads_them() {
     assert!(hits(&proxy, "dlit") > 0, "reads answered from the view");
 }
 
+/// The same reads through sessions of each shape a driver negotiates: with and without
+/// DEPRECATE_EOF (an OK closes the rows), CLIENT_SESSION_TRACK, MariaDB's extended type
+/// information (other column definitions), FOUND_ROWS: a served answer is the server's, byte
+/// for byte, under each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_are_the_servers_under_every_negotiated_shape() {
+    use freshet_proxy::protocol::Capabilities;
+    let _admin = fresh_table(
+        "ct_shapes",
+        "id INT PRIMARY KEY, k INT NOT NULL, s VARCHAR(8) NULL, d DECIMAL(6,2) NULL, t DATETIME(3) NULL, j JSON NULL, KEY (k)",
+        r#"(1, 1, 'a', 1.50, '2024-01-01 10:00:00.125', '{"a": 1}'), (2, 1, NULL, NULL, NULL, NULL), (3, 2, 'b', -2.00, '2024-02-29 00:00:00', '[]')"#,
+    )
+    .await;
+    let caches = [
+        ("shapes", "SELECT id, s, d, t, j FROM ct_shapes WHERE k = ?"),
+        ("shapes_n", "SELECT k, COUNT(*) AS n FROM ct_shapes WHERE k = ? GROUP BY k"),
+    ];
+    let proxy = start_proxy(&lenient_config(&caches)).await;
+    let reads = [
+        "SELECT id, s, d, t, j FROM ct_shapes WHERE k = 1",
+        "SELECT id, s, d, t, j FROM ct_shapes WHERE k IN (1, 2)",
+        "SELECT k, COUNT(*) AS n FROM ct_shapes WHERE k = 1 GROUP BY k",
+        "SELECT id, s, d, t, j FROM ct_shapes WHERE k = 3",
+    ];
+    let shapes = [
+        ("plain", DEFAULT_CAPS),
+        ("deprecate_eof", DEFAULT_CAPS | Capabilities::DEPRECATE_EOF),
+        ("session_track", DEFAULT_CAPS | Capabilities::DEPRECATE_EOF | Capabilities::SESSION_TRACK),
+        ("extended_types", DEFAULT_CAPS | Capabilities::MARIADB_EXTENDED_TYPE_INFO),
+        ("found_rows", DEFAULT_CAPS | Capabilities::FOUND_ROWS | Capabilities::DEPRECATE_EOF),
+    ];
+    let mut wrong = Vec::new();
+    for (shape, caps) in shapes {
+        let before = hits(&proxy, "shapes") + hits(&proxy, "shapes_n");
+        let mut client = RawClient::connect(&proxy.mysql.to_string(), caps).await.unwrap();
+        let mut check = RawClient::connect(&upstream_addr(), caps).await.unwrap();
+        for read in reads {
+            for _ in 0..10 {
+                if client.query(read).await != check.query(read).await {
+                    wrong.push((shape, read));
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        assert!(hits(&proxy, "shapes") + hits(&proxy, "shapes_n") > before, "{shape}: reads answered from the views");
+    }
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+}
+
 /// String literals with every escape the server knows, and some it does not: `\%` and `\_`
 /// keep their backslash, `\a` is `a`, `\Z` is byte 26, `\0` a NUL, a doubled quote one
 /// quote. Each read is answered as the server answers it.
