@@ -1347,6 +1347,28 @@ async fn answers_are_the_servers_under_every_negotiated_shape() {
     assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
 }
 
+/// A filesort compares strings by their first `max_sort_length` bytes (1,024): two values
+/// equal there are equal to it, and ordered by the next ORDER BY key. Ordered by their whole
+/// text in a view, `ORDER BY s, id` over two 1,100-character values that differ only at the
+/// end answered 2, 1 where the server answers 1, 2; a top-k picked another row.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_strings_are_ordered_as_the_server_orders_them() {
+    let rows = "(1, 1, CONCAT(REPEAT('x', 1100), 'b')), (2, 1, CONCAT(REPEAT('x', 1100), 'a')), (3, 1, 'a'), (4, 2, 'q')";
+    let _admin =
+        fresh_table("ct_sortlen", "id INT PRIMARY KEY, k INT NOT NULL, s VARCHAR(2000) COLLATE utf8mb4_bin NULL, KEY (k)", rows).await;
+    let reads = [
+        ("sortlen", "SELECT id FROM ct_sortlen WHERE k = ? ORDER BY s, id", "SELECT id FROM ct_sortlen WHERE k = 1 ORDER BY s, id"),
+        (
+            "sortlen_top",
+            "SELECT id FROM ct_sortlen WHERE k = ? ORDER BY s DESC, id LIMIT 1",
+            "SELECT id FROM ct_sortlen WHERE k = 1 ORDER BY s DESC, id LIMIT 1",
+        ),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+}
+
 /// String literals with every escape the server knows, and some it does not: `\%` and `\_`
 /// keep their backslash, `\a` is `a`, `\Z` is byte 26, `\0` a NUL, a doubled quote one
 /// quote. Each read is answered as the server answers it.
