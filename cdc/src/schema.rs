@@ -154,6 +154,9 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
         };
         let mut c = ColumnSchema::new(&r.name, ty.clone()).with_collation(collation);
         c.nullable = r.nullable;
+        if matches!(ty, SqlType::Text | SqlType::Bytes | SqlType::Json) {
+            c.max_bytes = r.octet_length;
+        }
         columns.push(c);
         let binary_width = (r.data_type.eq_ignore_ascii_case("binary")).then(|| r.octet_length.unwrap_or(0) as usize);
         decode.push(ColumnDecode { charset: r.charset.as_deref().map(Charset::from_name).unwrap_or(Charset::Other), binary_width });
@@ -315,6 +318,7 @@ mod tests {
         let mut text = row("t", "varchar", "varchar(10)");
         text.charset = Some("utf8mb4".into());
         text.collation = Some("utf8mb4_general_ci".into());
+        text.octet_length = Some(40);
         let mut bin = row("b", "binary", "binary(4)");
         bin.octet_length = Some(4);
         let rows =
@@ -327,6 +331,9 @@ mod tests {
         assert_eq!(info.schema.columns[2].collation, Some(Collation::Utf8mb4GeneralCi));
         assert_eq!(ty[3], &SqlType::Bytes);
         assert_eq!(info.decode[3].binary_width, Some(4));
+        // What ORDER BY may sort by: the longest value of text and bytes.
+        let max_bytes: Vec<Option<u64>> = info.schema.columns.iter().map(|c| c.max_bytes).collect();
+        assert_eq!(max_bytes, vec![None, None, Some(40), Some(4), None]);
         assert_eq!(info.schema.primary_key, vec![0]);
     }
 

@@ -46,7 +46,7 @@ pub enum SqlType {
 }
 
 /// One column of a base table.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct ColumnSchema {
     /// Column name as the server reports it.
     pub name: String,
@@ -57,6 +57,10 @@ pub struct ColumnSchema {
     /// For text and ENUM columns: the collation if freshet implements it; `None` otherwise
     /// (for an ENUM, its labels then match a string only byte for byte).
     pub collation: Option<Collation>,
+    /// For text, bytes and JSON: the most bytes a value may hold (the server's
+    /// CHARACTER_OCTET_LENGTH, which cdc always reads); `None` where not known (a catalog
+    /// built by hand), taken as short. What ORDER BY may sort by (`compile::sorting`).
+    pub max_bytes: Option<u64>,
 }
 
 /// The ENUM value a string is equal to, as the server compares them (as strings): the 1-based
@@ -79,11 +83,30 @@ pub fn enum_index(labels: &[String], s: &str, collation: Option<Collation>) -> u
 /// the ENUM has all 65,535 labels a server allows, a case left as it is.
 pub const NO_LABEL: u16 = u16::MAX;
 
+/// `max_bytes` only when known: a schema's text (the replica's fingerprint of a table) reads
+/// as it did before columns had it.
+impl std::fmt::Debug for ColumnSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut d = f.debug_struct("ColumnSchema");
+        d.field("name", &self.name).field("ty", &self.ty).field("nullable", &self.nullable).field("collation", &self.collation);
+        if let Some(n) = self.max_bytes {
+            d.field("max_bytes", &n);
+        }
+        d.finish()
+    }
+}
+
 impl ColumnSchema {
+    /// The same column with no length: what its values are, which a longer or shorter
+    /// VARCHAR does not change (the replica's stored rows stay valid across it).
+    pub fn values_only(&self) -> ColumnSchema {
+        ColumnSchema { max_bytes: None, ..self.clone() }
+    }
+
     /// A column with the given name and type, nullable, with `utf8mb4_general_ci` for text.
     pub fn new(name: &str, ty: SqlType) -> ColumnSchema {
         let collation = matches!(ty, SqlType::Text).then_some(Collation::Utf8mb4GeneralCi);
-        ColumnSchema { name: name.to_string(), ty, nullable: true, collation }
+        ColumnSchema { name: name.to_string(), ty, nullable: true, collation, max_bytes: None }
     }
     /// Builder: set nullability.
     pub fn not_null(mut self) -> ColumnSchema {
@@ -93,6 +116,11 @@ impl ColumnSchema {
     /// Builder: set the collation (`None` = not implemented by freshet).
     pub fn with_collation(mut self, c: Option<Collation>) -> ColumnSchema {
         self.collation = c;
+        self
+    }
+    /// Builder: set the most bytes a value may hold.
+    pub fn with_max_bytes(mut self, bytes: u64) -> ColumnSchema {
+        self.max_bytes = Some(bytes);
         self
     }
 }

@@ -841,3 +841,34 @@ fn text_made_of_literals_alone_is_marked() {
         assert!(!marked(sql), "{sql}");
     }
 }
+
+/// A filesort orders strings by their first `max_sort_length` bytes; a view by the whole. An
+/// ORDER BY (or a top-k) over a string that may be longer than 1,020 bytes is refused: a column
+/// by its CHARACTER_OCTET_LENGTH, computed text by its parts.
+#[test]
+fn long_strings_are_not_ordered_by_a_view() {
+    use freshet_testkit::catalog::{int, text_ci};
+    let mut c = Catalog::new();
+    let columns = vec![int("id", 4), int("k", 4), int("n", 4), text_ci("short").with_max_bytes(1020), text_ci("long").with_max_bytes(8000)];
+    c.add(TableSchema::new("t", columns, vec![0])).unwrap();
+    let compiles = |sql: &str| compile(sql, &c).is_ok();
+    for sql in [
+        "SELECT id FROM t WHERE k = ? ORDER BY short, id",
+        "SELECT id, short FROM t WHERE k = ? ORDER BY short DESC LIMIT 2",
+        "SELECT id FROM t WHERE k = ? ORDER BY CONCAT('x', n) LIMIT 2",
+        "SELECT id FROM t WHERE k = ? ORDER BY n, id",
+        "SELECT id, long FROM t WHERE k = ? ORDER BY id",
+    ] {
+        assert!(compiles(sql), "{sql}");
+    }
+    for sql in [
+        "SELECT id FROM t WHERE k = ? ORDER BY long, id",
+        "SELECT id, long FROM t WHERE k = ? ORDER BY long DESC LIMIT 2",
+        "SELECT id FROM t WHERE k = ? ORDER BY CONCAT(short, short) LIMIT 2",
+        "SELECT id FROM t WHERE k = ? ORDER BY UPPER(short)",
+        "SELECT id FROM t WHERE k = ? ORDER BY REPLACE(n, '1', 'x')",
+        "SELECT k, MAX(long) AS m FROM t WHERE k = ? GROUP BY k ORDER BY m",
+    ] {
+        assert!(!compiles(sql), "{sql}");
+    }
+}

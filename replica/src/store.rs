@@ -203,9 +203,11 @@ fn touched_prefix(table: &str) -> Vec<u8> {
 const KEY_ENCODING: u32 = 2;
 
 /// A schema's identity for "did this table change": the key encoding, columns, types,
-/// collations and key.
+/// collations and key. Not a column's length (`ColumnSchema::values_only`): it changes no
+/// stored value, and a store written before columns had one is not copied again.
 fn fingerprint(s: &TableSchema) -> String {
-    format!("keys {KEY_ENCODING}|{:?}|{:?}", s.columns, s.primary_key)
+    let columns: Vec<_> = s.columns.iter().map(|c| c.values_only()).collect();
+    format!("keys {KEY_ENCODING}|{columns:?}|{:?}", s.primary_key)
 }
 
 impl ReplicaStore {
@@ -915,6 +917,20 @@ mod tests {
     /// rows and index entries under the old encoding: opened by this build, the same schema
     /// must not be taken as the same table, or lookups by the new encoding miss rows that are
     /// there and binlog deletes miss the rows they delete. It is copied again.
+    /// A column's length (session 36's `max_bytes`, for ORDER BY) changes no stored value: a
+    /// store written before columns had one is the same table to this build.
+    #[test]
+    fn a_columns_length_is_not_the_tables_identity() {
+        use freshet_dataflow::{Collation, ColumnSchema, SqlType};
+        let text = ColumnSchema::new("name", SqlType::Text).with_collation(Some(Collation::Utf8mb4UnicodeCi));
+        let id = ColumnSchema::new("id", SqlType::Int { bytes: 4, unsigned: false });
+        let before = TableSchema::new("t", vec![text.clone(), id.clone()], vec![0]);
+        let now = TableSchema::new("t", vec![text.with_max_bytes(1020), id], vec![0]);
+        assert_eq!(fingerprint(&now), fingerprint(&before));
+        assert_eq!(fingerprint(&before), format!("keys {KEY_ENCODING}|{:?}|{:?}", before.columns, before.primary_key));
+        assert!(!fingerprint(&before).contains("max_bytes"), "the text a store written before holds");
+    }
+
     #[test]
     fn a_store_keyed_by_older_string_weights_is_copied_again() {
         use freshet_dataflow::{Collation, ColumnSchema, SqlType};

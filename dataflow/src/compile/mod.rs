@@ -29,6 +29,7 @@ mod mixing;
 mod numbers;
 mod prune;
 mod select;
+mod sorting;
 mod types;
 
 use std::collections::HashMap;
@@ -338,6 +339,7 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
     let mut compiled = compiler.query(sql, q)?;
     labels::check(&compiled, catalog)?;
     numbers::check(&compiled, catalog)?;
+    sorting::check(&compiled.root, &compiled.order, catalog)?;
     types::apply(&mut compiled, catalog)?;
     compiled.literal_text = mixing::check(&compiled.root, &compiled.order, catalog)?;
     Ok(compiled)

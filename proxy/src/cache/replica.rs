@@ -367,7 +367,8 @@ impl Replica {
 }
 
 /// For each column of `new`, its position in `old` if it is the same column: same name, type,
-/// nullability, collation and decoding (so its stored values are the server's values for it).
+/// nullability, collation and decoding (so its stored values are the server's values for it;
+/// a new length changes none).
 fn unchanged_columns(old: &TableInfo, new: &TableInfo) -> Vec<Option<usize>> {
     new.schema
         .columns
@@ -375,7 +376,7 @@ fn unchanged_columns(old: &TableInfo, new: &TableInfo) -> Vec<Option<usize>> {
         .zip(&new.decode)
         .map(|(c, d)| {
             let o = old.schema.column_index(&c.name)?;
-            (old.schema.columns[o] == *c && old.decode.get(o) == Some(d)).then_some(o)
+            (old.schema.columns[o].values_only() == c.values_only() && old.decode.get(o) == Some(d)).then_some(o)
         })
         .collect()
 }
