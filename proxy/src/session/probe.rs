@@ -279,6 +279,7 @@ mod tests {
             s("UTC"),
             s("4"),
             s("0"),
+            s("1024"),
         ]
     }
 
@@ -305,6 +306,13 @@ mod tests {
         let mut auto = values("app@%", None, "", &max, Some("utf8mb4"));
         auto[13] = Some("1".to_string());
         assert!(identity(auto).unfit.is_some());
+        // A filesort that cuts strings shorter than a view's ORDER BY may hold (a server's
+        // default below 1,024, or an init_connect): relayed.
+        for (sort_length, unfit) in [("1024", false), ("4096", false), ("512", true)] {
+            let mut sorting = values("app@%", None, "", &max, Some("utf8mb4"));
+            sorting[14] = Some(sort_length.to_string());
+            assert_eq!(identity(sorting).unfit.is_some(), unfit, "max_sort_length {sort_length}");
+        }
     }
 
     #[test]
