@@ -4,7 +4,7 @@
 //! need from the server instead of from the client's words: the account (`CURRENT_USER()`,
 //! user and host as the server matched them, and the active role), the default database as
 //! the server resolved it, the sql_mode, sql_select_limit, character sets, time zone,
-//! `div_precision_increment` and `sql_auto_is_null`. It runs lazily,
+//! `div_precision_increment`, `sql_auto_is_null` and `max_sort_length`. It runs lazily,
 //! right before a session's first cached read or admin statement (sessions that never read a
 //! cached query never pay for it), and again after anything that may change its answer
 //! (COM_INIT_DB, USE, COM_CHANGE_USER, COM_RESET_CONNECTION, SET NAMES, ...).
@@ -28,8 +28,8 @@ use super::{Session, SessionError};
 const PROBE: &[u8] = b"SELECT CURRENT_USER(), CURRENT_ROLE(), DATABASE(), @@SESSION.sql_mode, @@SESSION.sql_select_limit, \
 @@SESSION.character_set_client, @@SESSION.character_set_connection, @@SESSION.character_set_results, \
 @@SESSION.collation_connection, @@lower_case_table_names, @@SESSION.time_zone, @@system_time_zone, \
-@@SESSION.div_precision_increment, @@SESSION.sql_auto_is_null";
-const COLUMNS: usize = 14;
+@@SESSION.div_precision_increment, @@SESSION.sql_auto_is_null, @@SESSION.max_sort_length";
+const COLUMNS: usize = 15;
 /// The probe's reply is a dozen short values; anything larger is not the server's answer.
 const LIMIT: usize = 64 * 1024;
 
@@ -188,6 +188,10 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     } else if get(13).is_some_and(|v| v != "0") {
         // `WHERE id IS NULL` finds the last inserted row.
         Some("sql_auto_is_null".to_string())
+    } else if get(14).and_then(|v| v.parse::<u64>().ok()).is_none_or(|n| n < 1024) {
+        // A filesort would cut strings a view orders whole (`compile::sorting` lets a view
+        // order strings of up to 1,020 bytes).
+        Some("a max_sort_length below 1,024".to_string())
     } else if !(utf8(5) && utf8(6) && utf8(7)) {
         Some("a character set other than UTF-8".to_string())
     } else {
