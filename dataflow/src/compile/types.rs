@@ -137,6 +137,9 @@ struct Inputs<'a> {
     /// Per column: a copy of a BIT column (a number to arithmetic and comparisons, its bytes
     /// to string functions and LIKE).
     bits: Vec<bool>,
+    /// Per column: a copy of an integer column, UNSIGNED (YEAR and BIT count as UNSIGNED, as
+    /// the server computes with them) or not; `None` for any other column.
+    unsigned: Vec<Option<bool>>,
 }
 
 impl Inputs<'_> {
@@ -146,7 +149,43 @@ impl Inputs<'_> {
                 input.origin_column(c).and_then(|(t, n)| catalog.column(t, n)).is_some_and(|col| matches!(col.ty, SqlType::Bit { .. }))
             })
             .collect();
-        Inputs { classes, digits: numbers::column_digits(input, &|table, column| Some(catalog.column(table, column)?.ty.clone())), bits }
+        let unsigned = (0..classes.len())
+            .map(|c| {
+                input.origin_column(c).and_then(|(t, n)| catalog.column(t, n)).and_then(|col| match col.ty {
+                    SqlType::Int { unsigned, .. } => Some(unsigned),
+                    SqlType::Year | SqlType::Bit { .. } => Some(true),
+                    _ => None,
+                })
+            })
+            .collect();
+        Inputs {
+            classes,
+            digits: numbers::column_digits(input, &|table, column| Some(catalog.column(table, column)?.ty.clone())),
+            bits,
+            unsigned,
+        }
+    }
+
+    /// Whether the server types integer `e` UNSIGNED: `Some(true)` or `Some(false)` where this
+    /// can tell (a column, a literal, `+ - * DIV` of them, a negation, a truth value), `None`
+    /// elsewhere.
+    fn unsigned(&self, e: &Expr) -> Option<bool> {
+        match e {
+            Expr::Col(c) => self.unsigned.get(*c).copied().flatten(),
+            Expr::Lit(l) => match l.0 {
+                Value::Int(_) => Some(false),
+                Value::UInt(_) => Some(true),
+                _ => None,
+            },
+            Expr::Arith(ArithOp::Add | ArithOp::Sub | ArithOp::Mul | ArithOp::IntDiv, a, b) => match (self.unsigned(a), self.unsigned(b)) {
+                (Some(true), _) | (_, Some(true)) => Some(true),
+                (Some(false), Some(false)) => Some(false),
+                _ => None,
+            },
+            Expr::Neg(_) => Some(false),
+            e if e.is_truth() => Some(false),
+            _ => None,
+        }
     }
 
     /// True if `e`'s value may be a BIT as the server types it: a BIT column, or a choice
@@ -475,6 +514,20 @@ fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -
         .filter(|c| *c != Class::Null)
         .collect();
     let Some(&first) = known.first() else { return Ok(Class::Null) };
+    // Integers signed and UNSIGNED make a DECIMAL on the server (`IF(c, i, u)` is a
+    // DECIMAL(10,0): `ROUND(IF(c, i, u), 2)` shows `1.00`), shown as the integers are.
+    let children = e.children();
+    let integers: Vec<Option<bool>> = picks
+        .iter()
+        .filter(|i| class_of(**i) == Class::Int)
+        .filter(|i| !matches!(children.get(**i), Some(Expr::Lit(l)) if l.0 == Value::Null))
+        .map(|i| children.get(*i).and_then(|p| inputs.unsigned(p)))
+        .collect();
+    let mixed_signs = integers.contains(&Some(true)) && integers.iter().any(|u| *u != Some(true));
+    if mixed_signs && integers.contains(&None) {
+        return refuse("IF, CASE or COALESCE picks an UNSIGNED integer and one whose sign the server's typing does not show here");
+    }
+    drop(children);
     if known.iter().all(|c| *c == first) {
         // Integers and DECIMALs of no decimals make a DECIMAL, shown alike.
         let dec = picks.iter().any(|i| class_of(*i) == Class::Dec(0));
@@ -482,7 +535,7 @@ fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -
             // Integers, a BIT among them: the server shows the BIT picked as its digits.
             return Ok(wrap(e, Repr::Number));
         }
-        return Ok(if first == Class::Int && dec { Class::Dec(0) } else { first });
+        return Ok(if first == Class::Int && (dec || mixed_signs) { Class::Dec(0) } else { first });
     }
     if known.contains(&Class::Unknown) {
         return refuse("IF, CASE or COALESCE picks among values of types not all known here");
