@@ -514,20 +514,7 @@ fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -
         .filter(|c| *c != Class::Null)
         .collect();
     let Some(&first) = known.first() else { return Ok(Class::Null) };
-    // Integers signed and UNSIGNED make a DECIMAL on the server (`IF(c, i, u)` is a
-    // DECIMAL(10,0): `ROUND(IF(c, i, u), 2)` shows `1.00`), shown as the integers are.
-    let children = e.children();
-    let integers: Vec<Option<bool>> = picks
-        .iter()
-        .filter(|i| class_of(**i) == Class::Int)
-        .filter(|i| !matches!(children.get(**i), Some(Expr::Lit(l)) if l.0 == Value::Null))
-        .map(|i| children.get(*i).and_then(|p| inputs.unsigned(p)))
-        .collect();
-    let mixed_signs = integers.contains(&Some(true)) && integers.iter().any(|u| *u != Some(true));
-    if mixed_signs && integers.contains(&None) {
-        return refuse("IF, CASE or COALESCE picks an UNSIGNED integer and one whose sign the server's typing does not show here");
-    }
-    drop(children);
+    let mixed_signs = mixed_signs(e, picks, parts, inputs)?;
     if known.iter().all(|c| *c == first) {
         // Integers and DECIMALs of no decimals make a DECIMAL, shown alike.
         let dec = picks.iter().any(|i| class_of(*i) == Class::Dec(0));
@@ -556,6 +543,21 @@ fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -
         }
     }
     Ok(wrap(e, Repr::Decimal(scale)))
+}
+
+/// Whether the integer picks of choice `e` are signed and UNSIGNED both, which makes the
+/// choice a DECIMAL on the server (`IF(c, i, u)` is a DECIMAL(10,0): `ROUND(IF(c, i, u), 2)`
+/// shows `1.00`), shown as the integers are; refuses a choice of an UNSIGNED integer and one
+/// whose sign is not known here.
+fn mixed_signs(e: &Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -> Result<bool, Refusal> {
+    let children = e.children();
+    let signs: Vec<Option<bool>> =
+        picks.iter().filter(|i| parts.get(**i) == Some(&Class::Int)).map(|i| children.get(*i).and_then(|p| inputs.unsigned(p))).collect();
+    let mixed = signs.contains(&Some(true)) && signs.iter().any(|u| *u != Some(true));
+    if mixed && signs.contains(&None) {
+        return refuse("IF, CASE or COALESCE picks an UNSIGNED integer and one whose sign the server's typing does not show here");
+    }
+    Ok(mixed)
 }
 
 /// Refuses rescaling `e`'s values from `from` decimals to `to` when that may need more digits
