@@ -135,7 +135,7 @@ impl SessionState {
             self.stale = true;
             // `SET NAMES x`, `SET CHARSET x`, `SET CHARACTER SET x`: x is the client's.
             let at = if first == "character" { 3 } else { 2 };
-            if !self.follows_charset(sql, tokens, at) {
+            if !follows_charset(sql, tokens, at) {
                 self.unfollowed(MISREAD_CHARSET, sql);
             }
             return;
@@ -184,7 +184,7 @@ impl SessionState {
                         "character_set_client" => {
                             self.stale = true;
                             if !(tokens.get(i + 1).is_some_and(|t| t.is_symbol(sql, b"=") || t.is_symbol(sql, b":="))
-                                && self.follows_charset(sql, tokens, i + 2))
+                                && follows_charset(sql, tokens, i + 2))
                             {
                                 self.unfollowed(MISREAD_CHARSET, sql);
                             }
@@ -246,24 +246,24 @@ impl SessionState {
         self.misread_connection = misread_collation(id);
         self.unfollowed = self.misread_connection;
     }
+}
 
-    /// Whether the character set named at `tokens[at]` is one this tracker follows the
-    /// session in: a name or a quoted name, not DEFAULT (the server's, which this tracker does
-    /// not know), not one of [`MISREAD_CHARSETS`], and nothing but COLLATE or the next
-    /// assignment after it.
-    fn follows_charset(&self, sql: &[u8], tokens: &[Token], at: usize) -> bool {
-        let Some(value) = tokens.get(at) else { return false };
-        let name = match value.kind {
-            TokenKind::Word => value.text(sql),
-            TokenKind::SingleQuoted | TokenKind::DoubleQuoted => value.text(sql).get(1..value.text(sql).len() - 1).unwrap_or_default(),
-            _ => return false,
-        };
-        let name = String::from_utf8_lossy(name);
-        let ends = tokens
-            .get(at + 1)
-            .is_none_or(|t| t.is_symbol(sql, b",") || (t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"collate")));
-        ends && !name.eq_ignore_ascii_case("default") && !misread_charset(&name) && !name.contains('\\')
-    }
+/// Whether the character set named at `tokens[at]` is one the tracker follows a session in:
+/// a name or a quoted name, not DEFAULT (the server's, which the tracker does not know), not
+/// one of [`MISREAD_CHARSETS`], and nothing but COLLATE or the next assignment after it.
+fn follows_charset(sql: &[u8], tokens: &[Token], at: usize) -> bool {
+    let Some(value) = tokens.get(at) else { return false };
+    let text = value.text(sql);
+    let name = match value.kind {
+        TokenKind::Word => text,
+        TokenKind::SingleQuoted | TokenKind::DoubleQuoted => text.get(1..text.len().saturating_sub(1)).unwrap_or_default(),
+        _ => return false,
+    };
+    let name = String::from_utf8_lossy(name);
+    let ends = tokens
+        .get(at + 1)
+        .is_none_or(|t| t.is_symbol(sql, b",") || (t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"collate")));
+    ends && !name.eq_ignore_ascii_case("default") && !misread_charset(&name) && !name.contains('\\')
 }
 
 /// Whether the value assigned in `tokens` (from the `=` to the next top-level comma) may
