@@ -398,6 +398,45 @@ async fn a_character_set_the_tokenizer_misreads_is_not_followed() {
     }
 }
 
+/// A server whose `init_connect` sets a client character set the tokenizer misreads: the
+/// handshake named another, so a session's first statements are read here in that one while
+/// the server reads them in gbk. A client that hides a temporary table in its first text and
+/// sets UTF-8 back before its first cached read must still get its own table's row. (Not for
+/// accounts with SUPER, for whom the server skips `init_connect`: hence a user of its own.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_character_set_an_init_connect_sets_is_not_taken_for_the_handshakes() {
+    let _alone = SERVER_GLOBALS.write().await;
+    secrets("tr_initc").await;
+    user("tr_initc", &["SELECT ON freshet_test.tr_initc", "CREATE TEMPORARY TABLES ON freshet_test.*"]).await;
+    let proxy = start_proxy(&config("tr_initc", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_initc WHERE id = 4";
+    warm(&proxy, sql).await;
+    let mut admin = direct().await;
+    admin.query_drop("SET GLOBAL init_connect = 'SET NAMES gbk'").await.unwrap();
+    let outcome = tokio::spawn(async move {
+        let hidden: &[u8] = b"SELECT '\x95\x5c'; CREATE TEMPORARY TABLE tr_initc (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, \
+            secret TINYINT ZEROFILL); INSERT INTO tr_initc VALUES (4, 0x736861646f77, 44) -- '";
+        // A session of this user that hides nothing is served: the cache answers it.
+        let (mut d, mut t) = pair(&proxy, "tr_initc", Some(DB)).await;
+        for c in [&mut d, &mut t] {
+            c.query_drop("SET NAMES utf8mb4").await.unwrap();
+        }
+        assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "a session that hides nothing is served");
+        let (mut d, mut t) = pair(&proxy, "tr_initc", Some(DB)).await;
+        for c in [&mut d, &mut t] {
+            c.query_drop(hidden).await.unwrap();
+            c.query_drop("SET NAMES utf8mb4").await.unwrap();
+        }
+        same_text(&mut d, &mut t, sql, "init_connect").await;
+        same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_initc WHERE id = ?", 4, "init_connect").await;
+    })
+    .await;
+    admin.query_drop("SET GLOBAL init_connect = ''").await.unwrap();
+    if let Err(e) = outcome {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
 /// A server whose own default sql_mode has ANSI_QUOTES: a new session starts with it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_default_the_tokenizer_cannot_follow_is_relayed() {
