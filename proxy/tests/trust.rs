@@ -398,42 +398,53 @@ async fn a_character_set_the_tokenizer_misreads_is_not_followed() {
     }
 }
 
-/// A server whose `init_connect` sets a client character set the tokenizer misreads: the
-/// handshake named another, so a session's first statements are read here in that one while
-/// the server reads them in gbk. A client that hides a temporary table in its first text and
-/// sets UTF-8 back before its first cached read must still get its own table's row. (Not for
-/// accounts with SUPER, for whom the server skips `init_connect`: hence a user of its own.)
+/// A server whose `init_connect` sets a client character set the tokenizer misreads, or a
+/// sql_mode that reads text otherwise: the handshake named neither, so a session's first
+/// statements are read here in the default reading while the server reads them in that one.
+/// A client that hides a temporary table in its first text and sets the reading back before
+/// its first cached read must still get its own table's row. (The server skips
+/// `init_connect` for accounts with SUPER: hence a user of its own.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_character_set_an_init_connect_sets_is_not_taken_for_the_handshakes() {
+async fn a_reading_an_init_connect_sets_is_not_taken_for_the_handshakes() {
     let _alone = SERVER_GLOBALS.write().await;
     secrets("tr_initc").await;
     user("tr_initc", &["SELECT ON freshet_test.tr_initc", "CREATE TEMPORARY TABLES ON freshet_test.*"]).await;
-    let proxy = start_proxy(&config("tr_initc", "\"freshet\"")).await;
+    let proxy = std::sync::Arc::new(start_proxy(&config("tr_initc", "\"freshet\"")).await);
     let sql = "SELECT id, owner, secret FROM tr_initc WHERE id = 4";
     warm(&proxy, sql).await;
+    let temporary = b"CREATE TEMPORARY TABLE tr_initc (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret TINYINT ZEROFILL); \
+        INSERT INTO tr_initc VALUES (4, 0x736861646f77, 44) -- ";
+    let cases: [(&str, &[u8], &str); 2] = [
+        ("'SET NAMES gbk'", b"SELECT '\x95\x5c'; ", "SET NAMES utf8mb4"),
+        ("\"SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')\"", b"SELECT 'a\\'; ", "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'"),
+    ];
     let mut admin = direct().await;
-    admin.query_drop("SET GLOBAL init_connect = 'SET NAMES gbk'").await.unwrap();
-    let outcome = tokio::spawn(async move {
-        let hidden: &[u8] = b"SELECT '\x95\x5c'; CREATE TEMPORARY TABLE tr_initc (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, \
-            secret TINYINT ZEROFILL); INSERT INTO tr_initc VALUES (4, 0x736861646f77, 44) -- '";
-        // A session of this user that hides nothing is served: the cache answers it.
-        let (mut d, mut t) = pair(&proxy, "tr_initc", Some(DB)).await;
-        for c in [&mut d, &mut t] {
-            c.query_drop("SET NAMES utf8mb4").await.unwrap();
+    for (init_connect, opening, back) in cases {
+        admin.query_drop(format!("SET GLOBAL init_connect = {init_connect}")).await.unwrap();
+        let hidden = [opening, &temporary[..], b"'"].concat();
+        let proxy = proxy.clone();
+        let outcome = tokio::spawn(async move {
+            // A session of this user that hides nothing is served, though it sends a text that
+            // would read otherwise before its first cached read: the server is asked first.
+            let (mut d, mut t) = pair(&proxy, "tr_initc", Some(DB)).await;
+            for c in [&mut d, &mut t] {
+                c.query_drop(back).await.unwrap();
+                c.query_drop("SELECT COUNT(*) FROM tr_initc WHERE owner = 'a\\'b'").await.unwrap();
+            }
+            assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "{init_connect}: a session that hides nothing is served");
+            let (mut d, mut t) = pair(&proxy, "tr_initc", Some(DB)).await;
+            for c in [&mut d, &mut t] {
+                c.query_drop(&hidden[..]).await.unwrap();
+                c.query_drop(back).await.unwrap();
+            }
+            same_text(&mut d, &mut t, sql, init_connect).await;
+            same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_initc WHERE id = ?", 4, init_connect).await;
+        })
+        .await;
+        admin.query_drop("SET GLOBAL init_connect = ''").await.unwrap();
+        if let Err(e) = outcome {
+            std::panic::resume_unwind(e.into_panic());
         }
-        assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "a session that hides nothing is served");
-        let (mut d, mut t) = pair(&proxy, "tr_initc", Some(DB)).await;
-        for c in [&mut d, &mut t] {
-            c.query_drop(hidden).await.unwrap();
-            c.query_drop("SET NAMES utf8mb4").await.unwrap();
-        }
-        same_text(&mut d, &mut t, sql, "init_connect").await;
-        same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_initc WHERE id = ?", 4, "init_connect").await;
-    })
-    .await;
-    admin.query_drop("SET GLOBAL init_connect = ''").await.unwrap();
-    if let Err(e) = outcome {
-        std::panic::resume_unwind(e.into_panic());
     }
 }
 
