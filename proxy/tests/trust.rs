@@ -416,7 +416,11 @@ async fn a_reading_an_init_connect_sets_is_not_taken_for_the_handshakes() {
         INSERT INTO tr_initc VALUES (4, 0x736861646f77, 44) -- ";
     let cases: [(&str, &[u8], &str); 2] = [
         ("'SET NAMES gbk'", b"SELECT '\x95\x5c'; ", "SET NAMES utf8mb4"),
-        ("\"SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')\"", b"SELECT 'a\\'; ", "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'"),
+        (
+            "\"SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')\"",
+            b"SELECT 'a\\'; ",
+            "SET SESSION sql_mode = 'STRICT_TRANS_TABLES'",
+        ),
     ];
     let mut admin = direct().await;
     for (init_connect, opening, back) in cases {

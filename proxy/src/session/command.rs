@@ -231,6 +231,7 @@ impl Session {
             }
             _ => {}
         }
+        self.confirm_reading(command, &payload).await?;
         let may_write = self.may_write(command, &payload);
         self.unlogged_write = self.state.unlogged && may_write;
         // Stored code (a trigger, a function) may set the session's variables: ask again.

@@ -7,21 +7,24 @@
 //! `div_precision_increment`, `sql_auto_is_null` and `max_sort_length`. It runs lazily,
 //! right before a session's first cached read or admin statement (sessions that never read a
 //! cached query never pay for it), and again after anything that may change its answer
-//! (COM_INIT_DB, USE, COM_CHANGE_USER, COM_RESET_CONNECTION, SET NAMES, ...).
+//! (COM_INIT_DB, USE, COM_CHANGE_USER, COM_RESET_CONNECTION, SET NAMES, ...). Until the first,
+//! a text that may read otherwise in a setting the tracker did not see (an `init_connect`)
+//! brings it forward ([`Session::confirm_reading`]).
 //!
 //! What a client could observe: the probe is a SELECT returning one row, so it sets
-//! `FOUND_ROWS()` to 1, `ROW_COUNT()` to -1 and clears the warnings, exactly as the client's
-//! own SELECT would have done right after it (it only ever runs just before a read the client
-//! sent, or an admin statement). It takes no locks and opens no transaction.
+//! `FOUND_ROWS()` to 1 and `ROW_COUNT()` to -1, and keeps the warnings (it reads no table),
+//! as the client's own statement then sets them again: it only ever runs just before a read
+//! the client sent, a write, or an admin statement. A write keeps `FOUND_ROWS()`. It takes
+//! no locks and opens no transaction.
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
 
 use crate::cache::route::{Identity, Reading};
 use crate::metrics::UpstreamFailure;
-use crate::protocol::Capabilities;
 use crate::protocol::cursor::Cursor;
 use crate::protocol::response::{self, ERR};
+use crate::protocol::{Capabilities, Command};
 
 use super::{Session, SessionError};
 
@@ -86,10 +89,42 @@ impl Session {
                 "the session's sql_mode or character set changes how text is read; its cached reads are relayed until it is reset"
             );
             self.state.unfollowed = true;
+        } else {
+            self.state.confirmed = true;
         }
         tracing::Span::current().record("user", identity.account.as_ref());
         self.identity = Some(identity);
         Ok(self.identity.as_ref())
+    }
+
+    /// Before a text the session relays (a COM_QUERY's or COM_STMT_PREPARE's) while the server
+    /// has not told how the session reads text (`SessionState::confirmed`): if the text may
+    /// read otherwise in a character set or sql_mode set unseen (`init_connect`, the server's
+    /// defaults: [`super::state::reads_otherwise_unseen`]), the server is asked first, so that
+    /// what the tracker read of it is known to be what the server runs. The question is a
+    /// SELECT, which sets `FOUND_ROWS()` and `ROW_COUNT()`: it is asked only before a text that
+    /// sets them again without reading them (a SELECT of a table, a write, as for an owed
+    /// read). Any other such text (a SET, a DDL, a prepare) leaves the session unfollowed.
+    pub(super) async fn confirm_reading(&mut self, command: Command, payload: &[u8]) -> Result<(), SessionError> {
+        if self.state.confirmed || self.state.unfollowed {
+            return Ok(());
+        }
+        let sql = match command {
+            Command::Query | Command::StmtPrepare => payload.get(1..).unwrap_or_default(),
+            _ => return Ok(()),
+        };
+        if !super::state::reads_otherwise_unseen(sql) {
+            return Ok(());
+        }
+        if command != Command::Query || super::owed::may_read_diagnostics(sql) || !super::owed::replaces_diagnostics(sql) {
+            self.state.unfollowed("a text that reads otherwise in a setting the server was not asked about", sql);
+            return Ok(());
+        }
+        // The text's own effect (a SET NAMES among its statements) is asked about later.
+        let stale = self.state.stale;
+        self.probe(None).await?;
+        self.state.stale |= stale;
+        Ok(())
     }
 
     /// Sends `sql` (a SELECT of one row and `columns` columns) on the session's own upstream

@@ -43,6 +43,13 @@ pub struct SessionState {
     /// tokenizer misreads ([`misread_collation`]): a reset goes back to it, so the session is
     /// not followed after one either.
     misread_connection: bool,
+    /// The server has told (the probe) how the session reads text since that last could
+    /// change unseen: a new session, COM_CHANGE_USER or COM_RESET_CONNECTION may start in a
+    /// character set or sql_mode its handshake did not name (an `init_connect`, the server's
+    /// defaults), so until the first probe a text that reads otherwise in one
+    /// ([`reads_otherwise_unseen`]) is asked about first (`Session::confirm_reading`). After it
+    /// every change of that reading is a statement the tracker reads (or does not follow).
+    pub confirmed: bool,
 }
 
 impl SessionState {
@@ -116,7 +123,7 @@ impl SessionState {
         }
     }
 
-    fn unfollowed(&mut self, why: &str, sql: &[u8]) {
+    pub(super) fn unfollowed(&mut self, why: &str, sql: &[u8]) {
         if !self.unfollowed {
             tracing::debug!(reason = why, "a statement freshet cannot follow; the session's cached reads are relayed until it is reset");
         }
@@ -246,6 +253,24 @@ impl SessionState {
         self.misread_connection = misread_collation(id);
         self.unfollowed = self.misread_connection;
     }
+}
+
+/// Whether `sql` may read otherwise to a server whose session reads text in a way the tracker
+/// has not seen set (see [`SessionState::confirmed`]) than to this tokenizer:
+/// - a byte that may lead a two-byte character of gbk, big5, sjis, cp932 or gb18030 followed
+///   by a backslash or a backtick, which that character would hold (a byte-wise reading sees
+///   an escape, or a quoted name's start or end);
+/// - a backslash inside a quoted string, which is not an escape under NO_BACKSLASH_ESCAPES,
+///   nor inside a `"..."` name under ANSI_QUOTES.
+///
+/// Without either, every reading of the text has the same tokens' bounds, so the same
+/// statements. Valid UTF-8 may match the first (`é` before a backtick), which costs a question.
+pub fn reads_otherwise_unseen(sql: &[u8]) -> bool {
+    if sql.windows(2).any(|w| w[0] >= 0x81 && matches!(w[1], b'\\' | b'`')) {
+        return true;
+    }
+    sql.contains(&b'\\')
+        && Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::SingleQuoted | TokenKind::DoubleQuoted) && t.text(sql).contains(&b'\\'))
 }
 
 /// Whether the character set named at `tokens[at]` is one the tracker follows a session in:
@@ -939,6 +964,33 @@ mod tests {
         for sql in ["SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "SET character_set_results = 'binary'", "USE `other`", "use x"] {
             let s = after(&[sql]);
             assert!(s.stale && !s.unfollowed, "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_text_that_reads_otherwise_in_another_setting_is_known() {
+        for sql in [
+            &b"SELECT '\x95\x5c'; CREATE TEMPORARY TABLE t (i INT) -- '"[..],
+            b"SELECT 1 AS \x95`; SET sql_log_bin = 0; SELECT `",
+            // NO_BACKSLASH_ESCAPES: the string ends at the backslash.
+            b"SELECT 'a\\'; DROP TABLE t -- '",
+            // ANSI_QUOTES: a name, in which a backslash is a backslash.
+            b"SELECT \"a\\\"; SET @x = 1 -- \"",
+            b"INSERT INTO t VALUES ('O\\'Brien')",
+            // UTF-8 may match too: an accented letter before a backtick costs a question.
+            "SELECT `café` FROM t".as_bytes(),
+        ] {
+            assert!(reads_otherwise_unseen(sql), "{}", String::from_utf8_lossy(sql));
+        }
+        for sql in [
+            &b"SELECT id FROM t WHERE id = 1"[..],
+            b"SET NAMES utf8mb4",
+            "INSERT INTO t VALUES ('sécret', 'O''Brien')".as_bytes(),
+            // A backslash outside a string, or in a comment, reads the same way in each.
+            b"SELECT \\N, 1 /* \\' */",
+            b"SELECT `a\\b` FROM t",
+        ] {
+            assert!(!reads_otherwise_unseen(sql), "{}", String::from_utf8_lossy(sql));
         }
     }
 
