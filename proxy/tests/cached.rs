@@ -1234,6 +1234,65 @@ async fn a_served_answers_status_is_the_reads_not_the_statement_befores() {
     assert!(hits(&proxy, "plan_pk") > 0 && hits(&proxy, "plan_scan") > 0, "reads answered from the views");
 }
 
+/// The server may plan a read apart by the types of its literals, and describe its columns
+/// apart: against an INT column, `k = '1'` runs a GROUP BY through a temporary table, whose
+/// columns lose the key flags (and COUNT's BINARY flag) that `k = 1`'s have. A served answer
+/// took the definitions captured from a read with a literal of another type.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_literals_type_gets_the_servers_column_definitions() {
+    let _admin = fresh_table(
+        "ct_kinds",
+        "id INT PRIMARY KEY, k INT NOT NULL, amount DECIMAL(10,3) NOT NULL, KEY (k)",
+        "(1, 1, 1.5), (2, 1, 2.5), (3, 2, 3)",
+    )
+    .await;
+    let reads = [
+        (
+            "kinds_sums",
+            "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM ct_kinds WHERE k = ? GROUP BY k",
+            "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM ct_kinds WHERE k = 1 GROUP BY k",
+        ),
+        ("kinds_point", "SELECT id, k, amount FROM ct_kinds WHERE id = ?", "SELECT id, k, amount FROM ct_kinds WHERE id = 1"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let before = hits(&proxy, "kinds_sums") + hits(&proxy, "kinds_point");
+    let mut wrong = Vec::new();
+    for key in ["1", "'1'", "1.0", "1e0", "'2'", "2", "'9'"] {
+        for (_, query, _) in reads {
+            let read = query.replace('?', key);
+            for _ in 0..5 {
+                if client.query(&read).await != check.query(&read).await {
+                    wrong.push(read.clone());
+                    break;
+                }
+            }
+        }
+    }
+    // The same for an execute's parameter: an integer, a string, a DECIMAL and a DOUBLE.
+    let parameters: [&[u8]; 4] = [
+        &[&[0u8, 1, 8, 0][..], &1u64.to_le_bytes()].concat(),
+        &[0, 1, 0xfd, 0, 1, b'1'],
+        &[0, 1, 0xf6, 0, 3, b'1', b'.', b'0'],
+        &[&[0u8, 1, 5, 0][..], &1f64.to_le_bytes()].concat(),
+    ];
+    for (_, query, _) in reads {
+        let (id, _) = prepare(&mut client, query).await;
+        let (check_id, _) = prepare(&mut check, query).await;
+        for parameter in parameters {
+            for _ in 0..5 {
+                client.send(&execute(id, parameter)).await;
+                check.send(&execute(check_id, parameter)).await;
+                if client.read_results().await != check.read_results().await {
+                    wrong.push(format!("{query} executed with {parameter:?}"));
+                    break;
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "kinds_sums") + hits(&proxy, "kinds_point") > before, "reads answered from the views");
+}
+
 /// The same for the flags a statement's own OK sets: SESSION_STATE_CHANGED says that session
 /// state information follows in that OK (CLIENT_SESSION_TRACK, as MariaDB Connector/J asks);
 /// an answer served after `SET autocommit = 1` (a tracked variable) carried the flag in its
