@@ -1897,6 +1897,53 @@ async fn a_cached_read_is_the_last_statement_to_what_reads_diagnostics() {
     assert_eq!(answers[0], answers[1], "FOUND_ROWS() after a prepared read answered from the view");
 }
 
+/// A driver that prepares, executes and closes a statement per read (PHP's PDO without
+/// emulation, mysql_async's `exec` with its statement cache off) closes the statement of an
+/// answered execute before its next statement: the server must still see that read before a
+/// statement that reads what it left. The close was relayed at once, so the read could not be
+/// sent again, and `FOUND_ROWS()` and `ROW_COUNT()` were the statement's before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_statements_answered_execute_is_still_the_last_statement() {
+    let _admin = fresh_table("ct_closed", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20), (3, 2, 30)").await;
+    let reads = [("closed", "SELECT id, n FROM ct_closed WHERE k = ?", "SELECT id, n FROM ct_closed WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, cached, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let typed = [&[0u8, 1, 8, 0][..], &1u64.to_le_bytes()].concat();
+    // The execute's column definitions are captured once.
+    let (id, _) = prepare(&mut client, cached).await;
+    for _ in 0..3 {
+        client.send(&execute(id, &typed)).await;
+        client.read_results().await;
+    }
+    let served = hits(&proxy, name);
+    // Between the prepare and the execute: what leaves the session other diagnostics than
+    // the read would.
+    let cases: [(&[u8], &str); 3] = [
+        (b"\x03SELECT 1 UNION SELECT 2 UNION SELECT 3 UNION SELECT 4", "SELECT FOUND_ROWS()"),
+        (b"\x03SET @a = 1", "SELECT ROW_COUNT()"),
+        (b"\x03SELECT CAST('x' AS SIGNED)", "SHOW COUNT(*) WARNINGS"),
+    ];
+    for (before, after) in cases {
+        let mut answers = Vec::new();
+        for c in [&mut client, &mut check] {
+            let (id, _) = prepare(c, cached).await;
+            c.send(before).await;
+            c.read_results().await;
+            c.send(&execute(id, &typed)).await;
+            c.read_results().await;
+            c.send(&[&[0x19u8][..], &id.to_le_bytes()].concat()).await;
+            answers.push(c.query(after).await);
+            // The statement is closed: executing it is the server's error (whose message
+            // names the statement's id, which the two sessions number apart).
+            c.send(&execute(id, &typed)).await;
+            answers.push(c.read_results().await.into_iter().map(|p| p[..3].to_vec()).collect());
+        }
+        assert_eq!(answers[..2], answers[2..], "{after} after an answered execute whose statement was closed");
+    }
+    assert_eq!(hits(&proxy, name), served + 3, "the executes were answered from the view");
+}
+
 /// Not every statement replaces what a SELECT leaves the session: SET, DO, BEGIN and a SELECT
 /// of no table keep its warnings, and every statement but a SELECT keeps its `FOUND_ROWS()`
 /// (after a write, not followed: `session/owed.rs`).
