@@ -287,7 +287,7 @@ async fn the_database_is_the_servers_and_decoys_poison_nothing() {
     // Captured definitions that are not the cache's own are refused, whoever sends them.
     let e = engine(&proxy);
     let cache = e.by_name("secrets").unwrap().id;
-    let key = |fingerprint| ColumnsKey { cache, fingerprint, charset: 1, binary: false, extended: false };
+    let key = |fingerprint| ColumnsKey { cache, fingerprint, literals: 0, charset: 1, binary: false, extended: false };
     let defs = |schema: &str, table: &str, secret: &str| -> Vec<bytes::Bytes> {
         ["id", "owner", secret].iter().map(|c| column_def(schema, table, c)).collect()
     };

@@ -157,6 +157,10 @@ pub struct ColumnsKey {
     /// The cache the shape matched (its definitions are forgotten when its tables change).
     pub cache: CacheId,
     pub fingerprint: u64,
+    /// The kinds of the read's literals, and an execute's parameters' types
+    /// (`matching::literal::kinds`): the server may describe the columns of `k = '1'` and
+    /// `k = 1` apart.
+    pub literals: u64,
     pub charset: u64,
     pub binary: bool,
     /// The session negotiated MariaDB's extended type information (another definition
@@ -497,7 +501,7 @@ mod tests {
     }
 
     fn key(cache: u32, fingerprint: u64) -> ColumnsKey {
-        ColumnsKey { cache: CacheId(cache), fingerprint, charset: 45, binary: true, extended: false }
+        ColumnsKey { cache: CacheId(cache), fingerprint, literals: 0, charset: 45, binary: true, extended: false }
     }
 
     /// Puts `columns` in the map as a stored capture does (counted), without the checks.

@@ -88,6 +88,42 @@ impl Literal<'_> {
     }
 }
 
+/// The kinds of a read's literals in order (an integer, a string, NULL, ...; not their values),
+/// as one number. The server may plan two reads of one shape apart by them and describe their
+/// columns apart (`k = '1'` against an INT column groups through a temporary table, whose
+/// columns lose the key flags `k = 1`'s have), so captured column definitions are kept per
+/// kinds (`ColumnsKey::literals`). An execute's parameters add their types ([`fold_kind`]).
+pub fn kinds(literals: &[Literal<'_>]) -> u64 {
+    literals.iter().fold(KINDS_SEED, |h, l| fold_kind(h, l.kind()))
+}
+
+/// [`kinds`] with one more kind.
+pub fn fold_kind(h: u64, kind: u64) -> u64 {
+    (h ^ kind).wrapping_mul(0x0100_0000_01b3)
+}
+
+const KINDS_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+impl Literal<'_> {
+    /// This literal's kind, for [`kinds`]. A string's introducer and `N` are in the
+    /// fingerprint already.
+    fn kind(&self) -> u64 {
+        match self {
+            Literal::Null => 1,
+            Literal::Int(_) => 2,
+            Literal::UInt(_) => 3,
+            Literal::Decimal(_) => 4,
+            Literal::Float(_) => 5,
+            Literal::String { .. } => 6,
+            Literal::HexNumber(_) => 7,
+            Literal::HexString(_) => 8,
+            Literal::BitNumber(_) => 9,
+            Literal::BitString(_) => 10,
+            Literal::Placeholder(_) => 11,
+        }
+    }
+}
+
 /// An integer literal's digits, with a folded sign.
 pub fn integer(digits: &str, negative: bool) -> Literal<'_> {
     match digits.parse::<u64>() {

@@ -20,7 +20,7 @@ use crate::cache::registry::frame_head;
 use crate::cache::route::{self, Admission, Answer, Binding, Decision, Entry, Gate, Relay, RelayReason, Standing, VerdictTable};
 use crate::cache::{Cache, Columns, ColumnsKey, Engine};
 use crate::encode::{Unencodable, binary, text};
-use crate::matching;
+use crate::matching::{self, literal};
 use crate::protocol::io::PacketIo;
 use crate::protocol::response::{end_of_rows, eof_packet};
 use crate::protocol::{Capabilities, StatusFlags};
@@ -34,6 +34,8 @@ pub struct PreparedRoute {
     /// Shared with each execution (an `Arc` clone, not the binding's vectors, per execute).
     pub binding: Arc<Binding>,
     pub fingerprint: u64,
+    /// The kinds of the text's own literals (`matching::literal::kinds`).
+    pub literals: u64,
     /// (type, flags) of the parameters as last sent by the client.
     pub types: Vec<(u8, u8)>,
     /// COM_STMT_SEND_LONG_DATA was used: relay the next execute.
@@ -55,6 +57,8 @@ struct Execution {
     cache: Arc<Cache>,
     binding: Arc<Binding>,
     fingerprint: u64,
+    /// The kinds of the text's literals and the parameters' types, NULLs apart.
+    literals: u64,
     bound: Vec<Value>,
 }
 
@@ -110,7 +114,9 @@ impl Session {
             }
         };
         let routed = match self.pass_gate(&engine, id, started).await? {
-            Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, id, query.fingerprint.hash, false)),
+            Admission::Closed(reason) => {
+                Decision::Relay(self.relay_gated(&engine, reason, id, query.fingerprint.hash, literal::kinds(&query.literals), false))
+            }
             // A character the session's character sets cannot hold: the server reads it as
             // something else, or refuses it.
             Admission::Open(_) if self.identity.as_ref().is_some_and(|i| i.cannot_hold(sql)) => RelayReason::SessionState.into(),
@@ -119,7 +125,7 @@ impl Session {
                 Ok(binding) => match self.own_writes(&engine).await? {
                     Some(reason) => reason.into(),
                     None => {
-                        let key = self.columns_key(&cache, query.fingerprint.hash, false);
+                        let key = self.columns_key(&cache, query.fingerprint.hash, literal::kinds(&query.literals), false);
                         let reading = self.reading();
                         let looked_up = route::answer(&engine, &cache, &binding, &[], key, &mut self.columns_memo, reading).await;
                         Decision::of(cache, key, looked_up)
@@ -165,10 +171,18 @@ impl Session {
     /// shape's column definitions if none are known yet: it passed every session check, and
     /// an error reply captures nothing. Such a read is counted as a capture (it would have
     /// been relayed for that alone).
-    fn relay_gated(&self, engine: &Engine, reason: RelayReason, id: matching::CacheId, fingerprint: u64, binary: bool) -> Relay {
+    fn relay_gated(
+        &self,
+        engine: &Engine,
+        reason: RelayReason,
+        id: matching::CacheId,
+        fingerprint: u64,
+        literals: u64,
+        binary: bool,
+    ) -> Relay {
         let capture = match (reason, engine.by_id(id)) {
             (RelayReason::Learning, Some(cache)) => {
-                Some(self.columns_key(&cache, fingerprint, binary)).filter(|key| engine.columns(key).is_none())
+                Some(self.columns_key(&cache, fingerprint, literals, binary)).filter(|key| engine.columns(key).is_none())
             }
             _ => None,
         };
@@ -182,9 +196,9 @@ impl Session {
         self.identity.as_ref().map_or(route::Reading::default(), |i| i.reading)
     }
 
-    fn columns_key(&self, cache: &Cache, fingerprint: u64, binary: bool) -> ColumnsKey {
+    fn columns_key(&self, cache: &Cache, fingerprint: u64, literals: u64, binary: bool) -> ColumnsKey {
         let charset = self.identity.as_ref().map_or(0, |i| i.charset);
-        ColumnsKey { cache: cache.id, fingerprint, charset, binary, extended: self.extended_metadata() }
+        ColumnsKey { cache: cache.id, fingerprint, literals, charset, binary, extended: self.extended_metadata() }
     }
 
     /// Writes a routed answer, or sets up the relay (counted under its reason).
@@ -253,6 +267,7 @@ impl Session {
             cache,
             binding: Arc::new(binding),
             fingerprint: query.fingerprint.hash,
+            literals: literal::kinds(&query.literals),
             types: Vec::new(),
             long_data: false,
             server_has_types: false,
@@ -262,18 +277,18 @@ impl Session {
     /// Routes a COM_STMT_EXECUTE of a statement with a route.
     pub(super) async fn route_execute(&mut self, payload: &Bytes, last_seq: u8, started: Instant) -> Result<Routed, SessionError> {
         let Some(engine) = self.shared.engine.get().cloned() else { return Ok(Routed::Relay { capture: None }) };
-        let Some(Execution { cache, binding, fingerprint, bound }) = self.bound_execute(&engine, payload) else {
+        let Some(Execution { cache, binding, fingerprint, literals, bound }) = self.bound_execute(&engine, payload) else {
             return Ok(Routed::Relay { capture: None });
         };
         let routed = match self.pass_gate(&engine, cache.id, started).await? {
-            Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, cache.id, fingerprint, true)),
+            Admission::Closed(reason) => Decision::Relay(self.relay_gated(&engine, reason, cache.id, fingerprint, literals, true)),
             Admission::Open(_) if self.identity.as_ref().is_some_and(|i| bound.iter().any(|v| cannot_hold(i, v))) => {
                 RelayReason::SessionState.into()
             }
             Admission::Open(cache) => match self.own_writes(&engine).await? {
                 Some(reason) => reason.into(),
                 None => {
-                    let key = self.columns_key(&cache, fingerprint, true);
+                    let key = self.columns_key(&cache, fingerprint, literals, true);
                     let reading = self.reading();
                     let looked_up = route::answer(&engine, &cache, &binding, &bound, key, &mut self.columns_memo, reading).await;
                     Decision::of(cache, key, looked_up)
@@ -303,7 +318,17 @@ impl Session {
         }
         match execute_params(payload.get(10..).unwrap_or(&[]), params_count, &mut route.types) {
             Ok(bound) => {
-                Some(Execution { cache: route.cache.clone(), binding: route.binding.clone(), fingerprint: route.fingerprint, bound })
+                let literals = route.types.iter().zip(&bound).fold(route.literals, |h, (&(ty, flags), value)| {
+                    let kind = if matches!(value, Value::Null) { 0 } else { 0x1_0000 | u64::from(ty) << 8 | u64::from(flags) };
+                    literal::fold_kind(h, kind)
+                });
+                Some(Execution {
+                    cache: route.cache.clone(),
+                    binding: route.binding.clone(),
+                    fingerprint: route.fingerprint,
+                    literals,
+                    bound,
+                })
             }
             Err(_) => {
                 // Unknown types: relay, and forget them so the server sees what it expects.
