@@ -168,6 +168,9 @@ async fn a_learnt_text_shape_answers_other_values_and_nothing_else() {
         ("7 OR id = 8", false),
         ("7 UNION SELECT 1, 2, 3, 4, 5", false),
         ("(SELECT 9)", false),
+        // A string literal's first read captures its own column definitions (the server may
+        // describe them apart from an integer's), the next is answered.
+        ("'12'", false),
         ("'13'", true),
         ("14", true),
         ("7 /*! OR id = 9 */", false),
@@ -1241,7 +1244,7 @@ async fn a_served_answers_status_is_the_reads_not_the_statement_befores() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_literals_type_gets_the_servers_column_definitions() {
     let _admin = fresh_table(
-        "ct_kinds",
+        "ct_literal_kinds",
         "id INT PRIMARY KEY, k INT NOT NULL, amount DECIMAL(10,3) NOT NULL, KEY (k)",
         "(1, 1, 1.5), (2, 1, 2.5), (3, 2, 3)",
     )
@@ -1249,10 +1252,10 @@ async fn a_literals_type_gets_the_servers_column_definitions() {
     let reads = [
         (
             "kinds_sums",
-            "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM ct_kinds WHERE k = ? GROUP BY k",
-            "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM ct_kinds WHERE k = 1 GROUP BY k",
+            "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM ct_literal_kinds WHERE k = ? GROUP BY k",
+            "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM ct_literal_kinds WHERE k = 1 GROUP BY k",
         ),
-        ("kinds_point", "SELECT id, k, amount FROM ct_kinds WHERE id = ?", "SELECT id, k, amount FROM ct_kinds WHERE id = 1"),
+        ("kinds_point", "SELECT id, k, amount FROM ct_literal_kinds WHERE id = ?", "SELECT id, k, amount FROM ct_literal_kinds WHERE id = 1"),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let before = hits(&proxy, "kinds_sums") + hits(&proxy, "kinds_point");
@@ -1897,6 +1900,28 @@ async fn a_cached_read_is_the_last_statement_to_what_reads_diagnostics() {
     assert_eq!(answers[0], answers[1], "FOUND_ROWS() after a prepared read answered from the view");
 }
 
+/// A read relayed to capture its column definitions (here the binary protocol's, after the
+/// text protocol's were captured and the partition filled) is not an answer from the view: the
+/// view's hit count (SHOW CACHES, `freshet_cache_hits_total`) counted it, because the relay
+/// looked the key up to start its fill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_relayed_to_capture_is_not_counted_as_a_hit() {
+    let _admin = fresh_table("ct_counted", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20)").await;
+    let reads = [("counted", "SELECT id, n FROM ct_counted WHERE k = ?", "SELECT id, n FROM ct_counted WHERE k = 1")];
+    let (proxy, mut client, _check) = warmed(&reads).await;
+    let (name, cached, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let typed = [&[0u8, 1, 8, 0][..], &1u64.to_le_bytes()].concat();
+    let (id, _) = prepare(&mut client, cached).await;
+    let before = hits(&proxy, name);
+    client.send(&execute(id, &typed)).await;
+    client.read_results().await;
+    assert_eq!(hits(&proxy, name), before, "the execute that captured the binary definitions was relayed, not a hit");
+    client.send(&execute(id, &typed)).await;
+    client.read_results().await;
+    assert_eq!(hits(&proxy, name), before + 1, "the next execute was answered from the view");
+}
+
 /// A driver that prepares, executes and closes a statement per read (PHP's PDO without
 /// emulation, mysql_async's `exec` with its statement cache off) closes the statement of an
 /// answered execute before its next statement: the server must still see that read before a
@@ -2053,19 +2078,22 @@ async fn a_relayed_execute_after_answered_ones_brings_its_types() {
     hit(&mut client, &proxy, name, sql).await;
     // The shape's binary column definitions are captured by a first execute on another statement.
     let typed = [&[0u8, 1, 8, 0][..], &1u64.to_le_bytes()].concat();
+    // Then the types change in an execute answered from the view (a string '2'), and an
+    // execute without types is relayed again: the server must not read it under the types
+    // it saw last (a LONGLONG). Both types' definitions are captured first (the server may
+    // describe the columns apart by a parameter's type).
+    let as_text = [&[0u8, 1, 0xfd, 0, 1][..], b"2"].concat();
     let (warm, _) = prepare(&mut client, cached).await;
-    for _ in 0..10 {
-        client.send(&execute(warm, &typed)).await;
-        client.read_results().await;
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    for parameter in [&typed, &as_text] {
+        for _ in 0..10 {
+            client.send(&execute(warm, parameter)).await;
+            client.read_results().await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
     let untyped = [&[0u8, 0][..], &2u64.to_le_bytes()].concat();
     let mut answers = Vec::new();
     let served = hits(&proxy, name);
-    // Then the types change in an execute answered from the view (a string '2'), and an
-    // execute without types is relayed again: the server must not read it under the types
-    // it saw last (a LONGLONG).
-    let as_text = [&[0u8, 1, 0xfd, 0, 1][..], b"2"].concat();
     let untyped_text = [&[0u8, 0, 1][..], b"1"].concat();
     for c in [&mut client, &mut check] {
         let (id, _) = prepare(c, cached).await;
