@@ -382,14 +382,15 @@ pub async fn answer(
     }
     let values = binding.values(bound)?;
     let Some(columns) = engine.columns_memo(memo, &key) else {
-        // Relay this one to learn the column definitions; start its fill meanwhile.
+        // Relay this one to learn the column definitions; start its fill meanwhile. Its
+        // partitions are asked for as a warm-up asks (`Reader::warm`), not looked up: a
+        // lookup of a filled one would count this relayed read as the view's hit.
         if let Ok(live) = cache.live() {
-            let looked = match &binding.slots {
-                None => live.reader.lookup(&values),
-                Some(s) => live.reader.lookup_in(s, &values),
-            };
-            if let Ok(freshet_dataflow::Lookup::Miss(keys)) = looked {
-                cache.hot.missed(&keys);
+            if let Ok(keys) = live.reader.partition_keys(binding.slots.as_deref(), &values) {
+                let holes: Vec<_> = keys.into_iter().filter(|k| matches!(live.reader.warm(k), Ok(false))).collect();
+                if !holes.is_empty() {
+                    cache.hot.missed(&holes);
+                }
             }
             engine.wake_writer();
         }
