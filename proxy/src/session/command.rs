@@ -222,13 +222,15 @@ impl Session {
             ChangeUser => {
                 self.state.stale = true;
                 self.own.server_forgot();
-                self.owed.forget();
+                self.owed.new_session();
             }
             ResetConnection => {
                 self.state.reset();
                 self.own.server_forgot();
-                self.owed.forget();
+                self.owed.new_session();
             }
+            // The owed read's statement: closed once the read is settled (no reply to send).
+            StmtClose if self.hold_close(&payload) => return Ok(Flow::Continue),
             _ => {}
         }
         self.confirm_reading(command, &payload).await?;

@@ -18,7 +18,9 @@
 //!   statement's), or dropped when the statement replaces what the read left (a SELECT of a
 //!   table or a write that reads no diagnostics: the usual relayed statements, at no cost);
 //! - a COM_INIT_DB sends it first too (its text names tables of the database it changes);
-//!   commands that are not statements (ping, prepare, close) leave it owed;
+//!   commands that are not statements (ping, prepare, close) leave it owed; a close of the
+//!   owed execute's statement waits until the read is settled (one at most), so the read can
+//!   still be sent;
 //! - what may read the diagnostics is decided by words, conservatively: a function or
 //!   statement that reads them, or one that runs statements out of sight (CALL, EXECUTE); a
 //!   text too long to search cheaply is taken to read them;
@@ -52,6 +54,11 @@ use super::{Session, SessionError};
 pub(super) struct Owed {
     payload: Vec<u8>,
     due: bool,
+    /// A COM_STMT_CLOSE of the owed execute's statement, held back until the read is settled
+    /// (a close has no reply): the server must still hold the statement to run the read
+    /// again. Drivers that prepare, execute and close per read (PHP's PDO without emulation)
+    /// close it before their next statement.
+    closing: Option<u32>,
 }
 
 /// The buffer's capacity kept between reads; a longer read (up to `[limits] max_query`) is
@@ -69,9 +76,15 @@ impl Owed {
         self.due = true;
     }
 
-    /// Nothing is owed any more: the server ran a statement of the session's, or its session
-    /// is a new one.
-    pub(super) fn forget(&mut self) {
+    /// The session is a new one on the server (COM_RESET_CONNECTION, COM_CHANGE_USER): nothing
+    /// is owed, and the server has closed every statement, a held one too.
+    pub(super) fn new_session(&mut self) {
+        self.forget();
+        self.closing = None;
+    }
+
+    /// Nothing is owed any more: the server ran a statement of the session's.
+    fn forget(&mut self) {
         self.due = false;
         if self.payload.capacity() > KEPT {
             self.payload = Vec::new();
@@ -146,15 +159,43 @@ impl Session {
         };
         let replay = if first { self.replayable() } else { None };
         self.owed.forget();
-        let Some(replay) = replay else {
-            if first {
-                tracing::debug!("a cached read owed to the server cannot be sent again (its statement is closed)");
+        let queued = match replay {
+            Some(replay) => {
+                self.upstream.queue_packet(0, &replay);
+                self.upstream_idle = false;
+                true
             }
-            return false;
+            None => {
+                if first {
+                    tracing::debug!("a cached read owed to the server cannot be sent again (its statement is closed)");
+                }
+                false
+            }
         };
-        self.upstream.queue_packet(0, &replay);
-        self.upstream_idle = false;
+        if let Some(id) = self.owed.closing.take() {
+            self.queue_close(id);
+        }
+        queued
+    }
+
+    /// At a COM_STMT_CLOSE (`payload`): true if it closes the statement of the owed read, which
+    /// then holds it back (see [`Owed::closing`]); a close it held before is queued to go out
+    /// with the next command, so at most one closed statement stays open on the server.
+    pub(super) fn hold_close(&mut self, payload: &[u8]) -> bool {
+        let owed = &self.owed;
+        let owed_statement =
+            (owed.due && owed.payload.first() == Some(&(Command::StmtExecute as u8))).then(|| statement_id(&owed.payload)).flatten();
+        let Some(id) = statement_id(payload).filter(|&id| owed_statement == Some(id)) else { return false };
+        if let Some(before) = self.owed.closing.replace(id) {
+            self.queue_close(before);
+        }
         true
+    }
+
+    /// Queues a COM_STMT_CLOSE of statement `id` (no reply comes) and forgets the statement.
+    fn queue_close(&mut self, id: u32) {
+        self.upstream.queue_packet(0, &[&[Command::StmtClose as u8][..], &id.to_le_bytes()].concat());
+        self.statements.remove(&id);
     }
 
     /// Drops the reply to the owed read [`Session::settle_owed`] queued, once the command
@@ -168,7 +209,7 @@ impl Session {
 
     /// The owed read as it can be sent now: a text as it was; an execute with its parameters'
     /// types bound where the server may not know them (`session::execute`). None if its
-    /// statement was closed since.
+    /// statement is gone (the server's session is a new one).
     fn replayable(&mut self) -> Option<Bytes> {
         let read = Bytes::copy_from_slice(&self.owed.payload);
         if read.first() != Some(&(Command::StmtExecute as u8)) {
@@ -233,7 +274,7 @@ impl Session {
     }
 }
 
-/// The statement id of a COM_STMT_EXECUTE or COM_STMT_BULK_EXECUTE payload.
+/// The statement id of a COM_STMT_EXECUTE, COM_STMT_BULK_EXECUTE or COM_STMT_CLOSE payload.
 fn statement_id(payload: &[u8]) -> Option<u32> {
     payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
