@@ -1255,7 +1255,11 @@ async fn a_literals_type_gets_the_servers_column_definitions() {
             "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM ct_literal_kinds WHERE k = ? GROUP BY k",
             "SELECT k, COUNT(*) AS n, SUM(amount) AS s FROM ct_literal_kinds WHERE k = 1 GROUP BY k",
         ),
-        ("kinds_point", "SELECT id, k, amount FROM ct_literal_kinds WHERE id = ?", "SELECT id, k, amount FROM ct_literal_kinds WHERE id = 1"),
+        (
+            "kinds_point",
+            "SELECT id, k, amount FROM ct_literal_kinds WHERE id = ?",
+            "SELECT id, k, amount FROM ct_literal_kinds WHERE id = 1",
+        ),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let before = hits(&proxy, "kinds_sums") + hits(&proxy, "kinds_point");
