@@ -398,6 +398,53 @@ async fn a_character_set_the_tokenizer_misreads_is_not_followed() {
     }
 }
 
+/// A prepared statement's table names are resolved in the database that was the default when
+/// it was prepared: after `USE freshet_test`, a statement prepared under `USE tr_prepdb_decoy`
+/// still reads the decoy database's table of the cached table's name. Freshet checked the
+/// session's default database at the execute, and answered it from the cache. (Found by the
+/// random sessions test, `proxy/tests/sessions.rs`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_reads_the_database_it_was_prepared_in() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_prepdb").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE DATABASE IF NOT EXISTS tr_prepdb_decoy").await.unwrap();
+    admin.query_drop("DROP TABLE IF EXISTS tr_prepdb_decoy.tr_prepdb").await.unwrap();
+    admin.query_drop("CREATE TABLE tr_prepdb_decoy.tr_prepdb LIKE tr_prepdb").await.unwrap();
+    admin.query_drop("INSERT INTO tr_prepdb_decoy.tr_prepdb VALUES (4, 'decoy', 'not the cached row')").await.unwrap();
+    let proxy = start_proxy(&config("tr_prepdb", "\"freshet\"")).await;
+    let read = "SELECT id, owner, secret FROM tr_prepdb WHERE id = 4";
+    let sql = "SELECT id, owner, secret FROM tr_prepdb WHERE id = ?";
+    warm(&proxy, read).await;
+    // The binary protocol's column definitions are captured by an execute in freshet_test.
+    let mut other = through(&proxy).await;
+    for _ in 0..5 {
+        let _ = prepared(&mut other, sql, 4).await;
+    }
+    // Prepared before the session's first cached read (freshet has not asked the server which
+    // database is the default), and after one (it has).
+    for asked_first in [false, true] {
+        let (mut d, mut t) = (direct().await, through(&proxy).await);
+        let mut statements = Vec::new();
+        for c in [&mut d, &mut t] {
+            if asked_first {
+                let _ = text(c, read).await;
+            }
+            c.query_drop("USE tr_prepdb_decoy").await.unwrap();
+            statements.push(c.prep(sql).await.unwrap());
+            c.query_drop("USE freshet_test").await.unwrap();
+        }
+        let what = if asked_first { "prepared after a cached read" } else { "prepared first" };
+        assert!(served_from_cache(&proxy, &mut d, &mut t, read).await, "{what}: the session's own reads are served");
+        for _ in 0..3 {
+            let want = d.exec_iter(statements[0].clone(), (4,)).await.unwrap().collect::<mysql_async::Row>().await.unwrap();
+            let got = t.exec_iter(statements[1].clone(), (4,)).await.unwrap().collect::<mysql_async::Row>().await.unwrap();
+            let values = |rows: Vec<mysql_async::Row>| rows.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>();
+            assert_eq!(values(got), values(want), "{what}: the statement reads the decoy database's table");
+        }
+    }
+}
+
 /// A server whose `init_connect` sets a client character set the tokenizer misreads, or a
 /// sql_mode that reads text otherwise: the handshake named neither, so a session's first
 /// statements are read here in the default reading while the server reads them in that one.
