@@ -71,7 +71,7 @@ pub struct TableInfo {
 
 const COLUMNS_SQL: &str = "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, \
      NUMERIC_PRECISION, NUMERIC_SCALE, DATETIME_PRECISION, CHARACTER_SET_NAME, COLLATION_NAME, \
-     CHARACTER_OCTET_LENGTH \
+     CHARACTER_OCTET_LENGTH, EXTRA \
      FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = ? ORDER BY TABLE_NAME, ORDINAL_POSITION";
 
 const PK_SQL: &str = "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY_COLUMN_USAGE \
@@ -96,6 +96,8 @@ pub struct ColumnRow {
     pub charset: Option<String>,
     pub collation: Option<String>,
     pub octet_length: Option<u64>,
+    /// EXTRA names INVISIBLE.
+    pub invisible: bool,
 }
 
 /// Loads every base table of `database` (or only `only`, if given).
@@ -105,8 +107,20 @@ pub async fn load_tables(
     database: &str,
     only: Option<&str>,
 ) -> Result<HashMap<String, TableInfo>, CdcError> {
-    type ColTuple =
-        (String, String, String, String, String, Option<u64>, Option<u64>, Option<u64>, Option<String>, Option<String>, Option<u64>);
+    type ColTuple = (
+        String,
+        String,
+        String,
+        String,
+        String,
+        Option<u64>,
+        Option<u64>,
+        Option<u64>,
+        Option<String>,
+        Option<String>,
+        Option<u64>,
+        Option<String>,
+    );
     let rows: Vec<ColTuple> = conn.exec(COLUMNS_SQL, (database,)).await?;
     let pks: Vec<(String, String)> = conn.exec(PK_SQL, (database,)).await?;
     let tables: Vec<String> = conn.exec(TABLES_SQL, (database,)).await?;
@@ -129,6 +143,7 @@ pub async fn load_tables(
             charset: r.8,
             collation: r.9,
             octet_length: r.10,
+            invisible: invisible(r.11.as_deref()),
         });
     }
     let mut out = HashMap::new();
@@ -138,6 +153,12 @@ pub async fn load_tables(
         out.insert(table.clone(), table_info(&table, &rows, &pk, &json));
     }
     Ok(out)
+}
+
+/// Whether information_schema.COLUMNS.EXTRA says INVISIBLE (MariaDB: `INVISIBLE`, also after
+/// `VIRTUAL GENERATED`; MySQL: `INVISIBLE`, `DEFAULT_GENERATED INVISIBLE`).
+fn invisible(extra: Option<&str>) -> bool {
+    extra.is_some_and(|e| e.split_whitespace().any(|w| w.eq_ignore_ascii_case("invisible")))
 }
 
 /// Builds a [`TableInfo`] from information_schema rows (pure; unit-tested).
@@ -154,6 +175,7 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
         };
         let mut c = ColumnSchema::new(&r.name, ty.clone()).with_collation(collation);
         c.nullable = r.nullable;
+        c.invisible = r.invisible;
         if matches!(ty, SqlType::Text | SqlType::Bytes | SqlType::Json) {
             c.max_bytes = r.octet_length;
         }
@@ -304,6 +326,24 @@ mod tests {
 
     fn row(name: &str, data_type: &str, column_type: &str) -> ColumnRow {
         ColumnRow { name: name.into(), data_type: data_type.into(), column_type: column_type.into(), ..Default::default() }
+    }
+
+    #[test]
+    fn an_invisible_column_is_known_from_extra() {
+        for (extra, hidden) in [
+            (None, false),
+            (Some(""), false),
+            (Some("auto_increment"), false),
+            (Some("INVISIBLE"), true),
+            (Some("VIRTUAL GENERATED INVISIBLE"), true),
+            (Some("DEFAULT_GENERATED INVISIBLE"), true),
+        ] {
+            assert_eq!(invisible(extra), hidden, "{extra:?}");
+        }
+        let mut secret = row("s", "int", "int(11)");
+        secret.invisible = true;
+        let info = table_info("x", &[row("id", "int", "int(11)"), secret], &["id"], &[]);
+        assert_eq!(info.schema.columns.iter().map(|c| c.invisible).collect::<Vec<_>>(), [false, true]);
     }
 
     #[test]

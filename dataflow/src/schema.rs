@@ -61,6 +61,9 @@ pub struct ColumnSchema {
     /// CHARACTER_OCTET_LENGTH, which cdc always reads); `None` where not known (a catalog
     /// built by hand), taken as short. What ORDER BY may sort by (`compile::sorting`).
     pub max_bytes: Option<u64>,
+    /// INVISIBLE (MariaDB 10.3, MySQL 8.0.23): left out of `SELECT *` and `t.*`, read when
+    /// named.
+    pub invisible: bool,
 }
 
 /// The ENUM value a string is equal to, as the server compares them (as strings): the 1-based
@@ -83,8 +86,8 @@ pub fn enum_index(labels: &[String], s: &str, collation: Option<Collation>) -> u
 /// the ENUM has all 65,535 labels a server allows, a case left as it is.
 pub const NO_LABEL: u16 = u16::MAX;
 
-/// `max_bytes` only when known: a schema's text (the replica's fingerprint of a table) reads
-/// as it did before columns had it.
+/// `max_bytes` only when known, `invisible` only when set: a schema's text (the replica's
+/// fingerprint of a table) reads as it did before columns had them.
 impl std::fmt::Debug for ColumnSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut d = f.debug_struct("ColumnSchema");
@@ -92,21 +95,25 @@ impl std::fmt::Debug for ColumnSchema {
         if let Some(n) = self.max_bytes {
             d.field("max_bytes", &n);
         }
+        if self.invisible {
+            d.field("invisible", &true);
+        }
         d.finish()
     }
 }
 
 impl ColumnSchema {
-    /// The same column with no length: what its values are, which a longer or shorter
-    /// VARCHAR does not change (the replica's stored rows stay valid across it).
+    /// The same column with no length and visible: what its values are, which a longer or
+    /// shorter VARCHAR, or hiding it from `SELECT *`, does not change (the replica's stored
+    /// rows stay valid across it).
     pub fn values_only(&self) -> ColumnSchema {
-        ColumnSchema { max_bytes: None, ..self.clone() }
+        ColumnSchema { max_bytes: None, invisible: false, ..self.clone() }
     }
 
     /// A column with the given name and type, nullable, with `utf8mb4_general_ci` for text.
     pub fn new(name: &str, ty: SqlType) -> ColumnSchema {
         let collation = matches!(ty, SqlType::Text).then_some(Collation::Utf8mb4GeneralCi);
-        ColumnSchema { name: name.to_string(), ty, nullable: true, collation, max_bytes: None }
+        ColumnSchema { name: name.to_string(), ty, nullable: true, collation, max_bytes: None, invisible: false }
     }
     /// Builder: set nullability.
     pub fn not_null(mut self) -> ColumnSchema {
@@ -116,6 +123,11 @@ impl ColumnSchema {
     /// Builder: set the collation (`None` = not implemented by freshet).
     pub fn with_collation(mut self, c: Option<Collation>) -> ColumnSchema {
         self.collation = c;
+        self
+    }
+    /// Builder: INVISIBLE, left out of wildcards.
+    pub fn invisible(mut self) -> ColumnSchema {
+        self.invisible = true;
         self
     }
     /// Builder: set the most bytes a value may hold.

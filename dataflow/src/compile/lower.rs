@@ -29,6 +29,8 @@ pub(super) struct ScopeCol {
     pub(super) ty: Option<SqlType>,
     /// `Some(None)`: a text column with a collation freshet does not implement.
     pub(super) coll: Option<Option<Collation>>,
+    /// An INVISIBLE column: not in a wildcard's expansion.
+    pub(super) invisible: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -109,7 +111,7 @@ impl Compiler<'_> {
                     {
                         return refuse("wildcard options are not MySQL");
                     }
-                    for c in &scope.cols {
+                    for c in scope.cols.iter().filter(|c| !c.invisible) {
                         names.push(c.name.clone());
                         out.push((ident(c), c.name.clone()));
                     }
@@ -120,7 +122,7 @@ impl Compiler<'_> {
                         return refuse("unsupported wildcard");
                     };
                     let q = self.catalog.key(&table_name(n, self.catalog)?);
-                    let cols: Vec<&ScopeCol> = scope.cols.iter().filter(|c| c.qual == q).collect();
+                    let cols: Vec<&ScopeCol> = scope.cols.iter().filter(|c| c.qual == q && !c.invisible).collect();
                     if cols.is_empty() {
                         return refuse(format!("unknown table `{q}` in `{q}.*`"));
                     }

@@ -300,7 +300,13 @@ impl<'c> Compiler<'c> {
             offsets.push(scope.cols.len());
             for c in &schema.columns {
                 let coll = matches!(c.ty, SqlType::Text | SqlType::Enum(_)).then_some(c.collation);
-                scope.cols.push(ScopeCol { qual: qual.clone(), name: c.name.to_ascii_lowercase(), ty: Some(c.ty.clone()), coll });
+                scope.cols.push(ScopeCol {
+                    qual: qual.clone(),
+                    name: c.name.to_ascii_lowercase(),
+                    ty: Some(c.ty.clone()),
+                    coll,
+                    invisible: c.invisible,
+                });
             }
             schemas.push(schema);
             tables.push(self.catalog.key(&schema.name));
