@@ -36,6 +36,15 @@ pub struct PreparedRoute {
     pub fingerprint: u64,
     /// The kinds of the text's own literals (`matching::literal::kinds`).
     pub literals: u64,
+    /// Whether the statement's tables are the caches' database's. The server resolves them in
+    /// the session's default database at the prepare, and keeps them when the session's
+    /// default changes (a statement prepared under `USE other` reads `other`'s tables after
+    /// `USE app`). None until the server has said (the probe) which database that was; an
+    /// execute is answered here only if true.
+    pub in_cache_database: Option<bool>,
+    /// `SessionState::database_epoch` at the prepare: a probe at the same epoch tells the
+    /// prepare's database.
+    pub database_epoch: u64,
     /// (type, flags) of the parameters as last sent by the client.
     pub types: Vec<(u8, u8)>,
     /// COM_STMT_SEND_LONG_DATA was used: relay the next execute.
@@ -60,6 +69,7 @@ struct Execution {
     /// The kinds of the text's literals and the parameters' types, NULLs apart.
     literals: u64,
     bound: Vec<Value>,
+    statement: u32,
 }
 
 /// Whether an answer was written.
@@ -268,6 +278,8 @@ impl Session {
             binding: Arc::new(binding),
             fingerprint: query.fingerprint.hash,
             literals: literal::kinds(&query.literals),
+            in_cache_database: self.identity.as_ref().filter(|_| !self.state.stale).map(|i| i.in_database(&engine.settings.database)),
+            database_epoch: self.state.database_epoch,
             types: Vec::new(),
             long_data: false,
             server_has_types: false,
@@ -277,7 +289,7 @@ impl Session {
     /// Routes a COM_STMT_EXECUTE of a statement with a route.
     pub(super) async fn route_execute(&mut self, payload: &Bytes, last_seq: u8, started: Instant) -> Result<Routed, SessionError> {
         let Some(engine) = self.shared.engine.get().cloned() else { return Ok(Routed::Relay { capture: None }) };
-        let Some(Execution { cache, binding, fingerprint, literals, bound }) = self.bound_execute(&engine, payload) else {
+        let Some(Execution { cache, binding, fingerprint, literals, bound, statement }) = self.bound_execute(&engine, payload) else {
             return Ok(Routed::Relay { capture: None });
         };
         let routed = match self.pass_gate(&engine, cache.id, started).await? {
@@ -285,6 +297,9 @@ impl Session {
             Admission::Open(_) if self.identity.as_ref().is_some_and(|i| bound.iter().any(|v| cannot_hold(i, v))) => {
                 RelayReason::SessionState.into()
             }
+            // Its tables may be another database's (the gate checked the session's default
+            // database now, not the prepare's).
+            Admission::Open(_) if !self.prepared_in_cache_database(statement) => RelayReason::SessionState.into(),
             Admission::Open(cache) => match self.own_writes(&engine).await? {
                 Some(reason) => reason.into(),
                 None => {
@@ -328,12 +343,31 @@ impl Session {
                     fingerprint: route.fingerprint,
                     literals,
                     bound,
+                    statement: id,
                 })
             }
             Err(_) => {
                 // Unknown types: relay, and forget them so the server sees what it expects.
                 engine.counters.relayed(RelayReason::Parameter);
                 None
+            }
+        }
+    }
+
+    /// Whether statement `id`'s tables are known to be the caches' database's.
+    fn prepared_in_cache_database(&self, id: u32) -> bool {
+        self.statements.get(&id).and_then(|s| s.route.as_ref()).and_then(|r| r.in_cache_database) == Some(true)
+    }
+
+    /// After a probe: the routes of statements prepared since the session's default database
+    /// last changed learn which database their tables are in (the probe's).
+    pub(super) fn note_prepared_database(&mut self) {
+        let (Some(engine), Some(identity)) = (self.shared.engine.get(), self.identity.as_ref()) else { return };
+        let in_cache_database = identity.in_database(&engine.settings.database);
+        let epoch = self.state.database_epoch;
+        for route in self.statements.values_mut().filter_map(|s| s.route.as_mut()) {
+            if route.in_cache_database.is_none() && route.database_epoch == epoch {
+                route.in_cache_database = Some(in_cache_database);
             }
         }
     }

@@ -217,7 +217,10 @@ impl Session {
             }
             // The server's answer decides the database (and the account): ask it again
             // before the next cached read, whatever it answers here.
-            InitDb => self.state.stale = true,
+            InitDb => {
+                self.state.stale = true;
+                self.state.database_epoch += 1;
+            }
             // A new session on the server: nothing is owed to its diagnostics.
             ChangeUser => {
                 self.state.stale = true;

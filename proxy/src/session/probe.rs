@@ -94,6 +94,7 @@ impl Session {
         }
         tracing::Span::current().record("user", identity.account.as_ref());
         self.identity = Some(identity);
+        self.note_prepared_database();
         Ok(self.identity.as_ref())
     }
 

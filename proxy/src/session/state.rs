@@ -50,6 +50,10 @@ pub struct SessionState {
     /// ([`reads_otherwise_unseen`]) is asked about first (`Session::confirm_reading`). After it
     /// every change of that reading is a statement the tracker reads (or does not follow).
     pub confirmed: bool,
+    /// Counts what may have changed the session's default database (USE, COM_INIT_DB, a
+    /// reset): a prepared statement's tables are the prepare's database's
+    /// (`PreparedRoute::in_cache_database`).
+    pub database_epoch: u64,
 }
 
 impl SessionState {
@@ -66,6 +70,7 @@ impl SessionState {
             stale: true,
             unfollowed: misread,
             misread_connection: misread,
+            database_epoch: self.database_epoch + 1,
             ..SessionState::default()
         };
     }
@@ -112,7 +117,10 @@ impl SessionState {
     /// Notes what one statement (its tokens in `sql`) may do to the session.
     fn statement(&mut self, sql: &[u8], tokens: &[Token]) {
         match tokens.first().map(|t| word(sql, t)).as_deref() {
-            Some("use") => self.stale = true,
+            Some("use") => {
+                self.stale = true;
+                self.database_epoch += 1;
+            }
             Some("set") => self.observe_set(sql, tokens),
             Some("execute" | "prepare" | "call") => self.unfollowed("SQL run from text or a procedure", sql),
             Some("create") if tokens.iter().take(4).any(|t| word(sql, t) == "temporary") => self.unfollowed("a temporary table", sql),
