@@ -1926,6 +1926,32 @@ async fn a_read_relayed_to_capture_is_not_counted_as_a_hit() {
     assert_eq!(hits(&proxy, name), before + 1, "the next execute was answered from the view");
 }
 
+/// A COM_PING (a pool's check of a connection before lending it) sets the session's
+/// `ROW_COUNT()` to 0 on MariaDB and keeps `FOUND_ROWS()` and the warnings. After a read
+/// answered from a view and a ping, the read was sent again before `SELECT ROW_COUNT()`, which
+/// then said -1 where the server says 0. (Found by the random sessions test.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ping_after_a_cached_read_leaves_the_diagnostics_the_server_leaves() {
+    let _admin = fresh_table("ct_pinged", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20), (3, 2, 30)").await;
+    let reads = [("pinged", "SELECT id, n FROM ct_pinged WHERE k = ?", "SELECT id, n FROM ct_pinged WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let served = hits(&proxy, name);
+    for after in ["SELECT ROW_COUNT()", "SELECT FOUND_ROWS()", "SHOW COUNT(*) WARNINGS"] {
+        let mut answers = Vec::new();
+        for c in [&mut client, &mut check] {
+            c.query("SELECT CAST('x' AS SIGNED) UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL SELECT 4").await;
+            c.query(sql).await;
+            c.send(&[0x0e]).await;
+            answers.push(c.read_results().await);
+            answers.push(c.query(after).await);
+        }
+        assert_eq!(answers[..2], answers[2..], "{after} after a cached read and a ping");
+    }
+    assert_eq!(hits(&proxy, name), served + 3, "the reads were answered from the view");
+}
+
 /// A driver that prepares, executes and closes a statement per read (PHP's PDO without
 /// emulation, mysql_async's `exec` with its statement cache off) closes the statement of an
 /// answered execute before its next statement: the server must still see that read before a
