@@ -20,7 +20,8 @@
 //! - a COM_INIT_DB sends it first too (its text names tables of the database it changes);
 //!   commands that are not statements (ping, prepare, close) leave it owed; a close of the
 //!   owed execute's statement waits until the read is settled (one at most), so the read can
-//!   still be sent;
+//!   still be sent; a ping reaches the server (it sets `ROW_COUNT()` to 0 and keeps the rest),
+//!   and a replay after one is followed by a ping of its own;
 //! - what may read the diagnostics is decided by words, conservatively: a function or
 //!   statement that reads them, or one that runs statements out of sight (CALL, EXECUTE); a
 //!   text too long to search cheaply is taken to read them;
@@ -59,6 +60,12 @@ pub(super) struct Owed {
     /// again. Drivers that prepare, execute and close per read (PHP's PDO without emulation)
     /// close it before their next statement.
     closing: Option<u32>,
+    /// A COM_PING reached the server after the read was answered. MariaDB's ping sets
+    /// `ROW_COUNT()` to 0 and keeps `FOUND_ROWS()` and the warnings, so a replay is followed
+    /// by a ping of its own ([`Session::settle_owed`]).
+    pub(super) pinged: bool,
+    /// [`Session::settle_owed`] queued a ping after the replay: its OK is dropped too.
+    ping_queued: bool,
 }
 
 /// The buffer's capacity kept between reads; a longer read (up to `[limits] max_query`) is
@@ -74,6 +81,12 @@ impl Owed {
         self.payload.clear();
         self.payload.extend_from_slice(payload);
         self.due = true;
+        self.pinged = false;
+    }
+
+    /// Whether a read is owed.
+    pub(super) fn due(&self) -> bool {
+        self.due
     }
 
     /// The session is a new one on the server (COM_RESET_CONNECTION, COM_CHANGE_USER): nothing
@@ -86,6 +99,7 @@ impl Owed {
     /// Nothing is owed any more: the server ran a statement of the session's.
     fn forget(&mut self) {
         self.due = false;
+        self.pinged = false;
         if self.payload.capacity() > KEPT {
             self.payload = Vec::new();
         }
@@ -158,10 +172,15 @@ impl Session {
             _ => return false,
         };
         let replay = if first { self.replayable() } else { None };
+        let pinged = self.owed.pinged;
         self.owed.forget();
         let queued = match replay {
             Some(replay) => {
                 self.upstream.queue_packet(0, &replay);
+                if pinged {
+                    self.upstream.queue_packet(0, &[Command::Ping as u8]);
+                }
+                self.owed.ping_queued = pinged;
                 self.upstream_idle = false;
                 true
             }
@@ -203,6 +222,10 @@ impl Session {
     pub(super) async fn drain_owed(&mut self, queued: bool) -> Result<(), SessionError> {
         if queued {
             self.drain_results().await?;
+        }
+        // The ping queued after it: one OK.
+        if std::mem::take(&mut self.owed.ping_queued) {
+            self.dropped_packet().await?;
         }
         Ok(())
     }
