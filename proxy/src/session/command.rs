@@ -241,6 +241,7 @@ impl Session {
         }
         self.confirm_reading(command, &payload).await?;
         let may_write = self.may_write(command, &payload);
+        let privileges = self.statement_text(command, &payload).is_some_and(|sql| self.may_change_privileges(sql));
         self.unlogged_write = self.state.unlogged && may_write;
         // Stored code (a trigger, a function) may set the session's variables: ask again.
         if self.statement_text(command, &payload).is_some_and(super::state::may_run_stored_code) {
@@ -302,6 +303,13 @@ impl Session {
         self.flush_client().await?;
         self.record_relayed();
         self.store_capture();
+        if privileges {
+            // Whatever the server answered: a GRANT or REVOKE that fails may still take effect
+            // in part, and is then not in the binlog that tells freshet of the others.
+            if let Some(engine) = self.shared.engine.get() {
+                engine.access.forget_all();
+            }
+        }
         if std::mem::take(&mut self.unlogged_write) {
             self.evict_after_unlogged_write().await;
         }
@@ -329,6 +337,30 @@ impl Session {
             .iter()
             .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
         !reads || sql.contains(&b';')
+    }
+
+    /// Whether `sql` (a statement the session sent) may change accounts or privileges, as
+    /// cdc reads the binlog's (`freshet_cdc::ddl::privileges_may_change`): decided by the first
+    /// word for most, a write by whether it names the `mysql` schema (or runs in it), and a
+    /// text of several statements by whether it holds a word such a statement needs.
+    fn may_change_privileges(&self, sql: &[u8]) -> bool {
+        let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
+        let in_mysql = || {
+            named(b"mysql") || self.identity.as_ref().and_then(|i| i.database.as_deref()).is_some_and(|d| d.eq_ignore_ascii_case("mysql"))
+        };
+        if sql.contains(&b';') {
+            const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
+            return WORDS.iter().any(|w| named(w)) || in_mysql();
+        }
+        let first = super::state::first_word(sql).map(<[u8]>::to_ascii_lowercase).unwrap_or_default();
+        match first.as_slice() {
+            b"grant" | b"revoke" | b"create" | b"drop" | b"alter" | b"rename" | b"set" | b"flush" => {
+                let database = if in_mysql() { "mysql" } else { "" };
+                freshet_cdc::ddl::privileges_may_change(&String::from_utf8_lossy(sql), database)
+            }
+            b"insert" | b"update" | b"delete" | b"replace" | b"load" | b"truncate" => in_mysql(),
+            _ => false,
+        }
     }
 
     /// The SQL a statement command runs: a query's text, or the text an execute's statement was
