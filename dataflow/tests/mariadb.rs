@@ -581,10 +581,9 @@ fn random_expressions_answer_as_the_server_answers() {
     // a quotient compared by BETWEEN, IN or CASE is its unrounded value to the server (seed
     // 47); CEILING of a DECIMAL past BIGINT is a DECIMAL, and a DIV by a choice that may be
     // text is exact (seed 69); a choice of a signed and an UNSIGNED integer is a DECIMAL
-    // (seed 81). Not here: seed 68's MAX of `IF(c, 0.25, CEILING(<a 19-digit
-    // literal>))`, which the server clips to 999999999999999999.99 when it groups several
-    // partitions in one temporary table (this test's `k IN (0, 1)`) and not for one
-    // (`k = 0`); see docs/decisions.md, "dataflow".
+    // (seed 81). Seeds 68 and 106's DECIMAL choice over ABS, CEILING (...) of a literal,
+    // which the server clips where its plan uses a temporary table, is refused
+    // (`plans.rs`, `a_decimal_choice_over_a_narrowed_literal_is_refused`).
     let known = [
         "(10 / d) BETWEEN -1 AND 0",
         "0 BETWEEN (10 / d) AND 1",

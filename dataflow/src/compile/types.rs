@@ -522,6 +522,10 @@ fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -
             // Integers, a BIT among them: the server shows the BIT picked as its digits.
             return Ok(wrap(e, Repr::Number));
         }
+        let decimal = first == Class::Int && (dec || mixed_signs) || matches!(first, Class::Dec(_));
+        if decimal {
+            narrow_picks(e, picks)?;
+        }
         return Ok(if first == Class::Int && (dec || mixed_signs) { Class::Dec(0) } else { first });
     }
     if known.contains(&Class::Unknown) {
@@ -536,6 +540,7 @@ fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -
         return Ok(wrap(e, Repr::Double));
     }
     let scale = known.iter().map(|c| c.scale()).max().unwrap_or(0);
+    narrow_picks(e, picks)?;
     let children = e.children();
     for &i in picks {
         if let (Some(pick), c @ (Class::Int | Class::Dec(_))) = (children.get(i), class_of(i)) {
@@ -543,6 +548,30 @@ fn choice(e: &mut Expr, picks: &[usize], parts: &[Class], inputs: &Inputs<'_>) -
         }
     }
     Ok(wrap(e, Repr::Decimal(scale)))
+}
+
+/// Refuses a DECIMAL choice `e` one of whose `picks` holds FLOOR, CEILING, ROUND or ABS of a
+/// literal, or a DIV of one. MariaDB declares such a value a digit narrower than the literal,
+/// and the choice as narrow (`IF(c, 0.25, ABS(10))` is a DECIMAL(3,2)); a plan that keeps
+/// the choice's value in a temporary table of that type (DISTINCT, GROUP BY of it, MIN and MAX
+/// grouped without the key's index) clips 10.00 to 9.99, and one that does not shows 10.00.
+/// A view cannot tell which plan the server takes.
+fn narrow_picks(e: &Expr, picks: &[usize]) -> Result<(), Refusal> {
+    fn narrowed(e: &Expr) -> bool {
+        let literal = |a: Option<&Expr>| matches!(a, Some(Expr::Lit(_)));
+        match e {
+            Expr::Func(Func::Floor | Func::Ceil | Func::Round | Func::Abs, args) if literal(args.first()) => true,
+            Expr::Arith(crate::expr::ArithOp::IntDiv, a, _) if literal(Some(a)) => true,
+            other => other.children().into_iter().any(narrowed),
+        }
+    }
+    let children = e.children();
+    if picks.iter().filter_map(|i| children.get(*i)).any(|p| narrowed(p)) {
+        return refuse(
+            "IF, CASE or COALESCE of a DECIMAL over FLOOR, CEILING, ROUND or ABS of a literal, or a DIV of one: the server declares it a digit narrower and clips its values where its plan keeps them in a temporary table",
+        );
+    }
+    Ok(())
 }
 
 /// Whether the integer picks of choice `e` are signed and UNSIGNED both, which makes the
