@@ -20,8 +20,9 @@
 //!   0.3333` is true), as a view does. Used as a number again they differ:
 //!   `ROUND(2499/20000, 2)` is 0.12 on the server and would be 0.13 here. So a quotient (and an
 //!   AVG, which is one) in arithmetic, `ROUND`, a truth test, a SUM, a join's key, compared
-//!   with a string or a float, or compared at all by BETWEEN, IN or `CASE x WHEN` (which read
-//!   its whole value: `(10 / d) BETWEEN -1 AND 0` is false where `10 / d = 0` is true), is
+//!   with a string or a float, picked by a choice that may pick a float (`IF(c, 10 / 3, 1e0)`
+//!   is 3.333333333), or compared at all by BETWEEN, IN or `CASE x WHEN` (which read its
+//!   whole value: `(10 / d) BETWEEN -1 AND 0` is false where `10 / d = 0` is true), is
 //!   refused.
 //! - Integer arithmetic out of its result type's range. The server types `+`, `-`, `*` and
 //!   `DIV` of integers as BIGINT, UNSIGNED if either operand is (an UNSIGNED or YEAR or BIT
@@ -628,6 +629,34 @@ fn quotient(e: &Expr, columns: &[bool], digits_of: &[Option<Digits>]) -> Result<
     };
     if condition {
         return refuse(QUOTIENT);
+    }
+    // Picked by a choice that may pick a value that is not an exact number (a float: the
+    // server's choice is then a DOUBLE, a string being refused elsewhere), a quotient is
+    // converted from its whole value: `IF(c, 10 / 3, 1e0)` is 3.333333333 on the server.
+    let picks: Vec<usize> = match e {
+        Expr::Func(Func::Coalesce | Func::IfNull, _) => (0..children.len()).collect(),
+        Expr::Func(Func::NullIf, _) => vec![0],
+        Expr::Func(Func::If, _) => vec![1, 2],
+        Expr::Case { operand, whens, .. } => {
+            let first = usize::from(operand.is_some());
+            (0..whens.len())
+                .map(|i| first + 2 * i + 1)
+                .chain((children.len() > first + 2 * whens.len()).then_some(children.len() - 1))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+    if picks.iter().any(|i| parts.get(*i) == Some(&true)) {
+        for i in picks.iter().filter(|i| parts.get(**i) != Some(&true)) {
+            let exact = match children.get(*i) {
+                Some(Expr::Lit(l)) if l.0.is_null() => true,
+                Some(x) => digits(x, &|c| digits_of.get(c).copied().flatten())?.is_some(),
+                None => true,
+            };
+            if !exact {
+                return refuse(QUOTIENT);
+            }
+        }
     }
     Ok(match e {
         Expr::Col(c) => columns.get(*c) == Some(&true),
