@@ -601,14 +601,13 @@ fn quotient(e: &Expr, columns: &[bool], digits_of: &[Option<Digits>]) -> Result<
         Expr::Case { operand: Some(_), whens, .. } => std::iter::once(0).chain((0..whens.len()).map(|i| 1 + 2 * i)).collect(),
         _ => Vec::new(),
     };
-    // BETWEEN, IN and CASE x WHEN compare a quotient by its whole value even with exact
-    // numbers (`(10 / d) BETWEEN -1 AND 0` is false at 10 / 99999999.99, `= 0` true).
-    let whole = matches!(e, Expr::InList { .. } | Expr::Between { .. } | Expr::Case { operand: Some(_), .. });
-    if whole && compared.iter().any(|i| parts.get(*i) == Some(&true)) {
-        return refuse(QUOTIENT);
-    }
-    if compared.iter().any(|i| parts.get(*i) == Some(&true)) {
-        for i in compared.iter().filter(|i| parts.get(**i) != Some(&true)) {
+    // Where a quotient is among `places` (of `e`'s parts), every other value there must be an
+    // exact number (or NULL).
+    let beside_exact = |places: &[usize]| -> Result<(), Refusal> {
+        if !places.iter().any(|i| parts.get(*i) == Some(&true)) {
+            return Ok(());
+        }
+        for i in places.iter().filter(|i| parts.get(**i) != Some(&true)) {
             let exact = match children.get(*i) {
                 Some(Expr::Lit(l)) if l.0.is_null() => true,
                 Some(x) => digits(x, &|c| digits_of.get(c).copied().flatten())?.is_some(),
@@ -618,7 +617,15 @@ fn quotient(e: &Expr, columns: &[bool], digits_of: &[Option<Digits>]) -> Result<
                 return refuse(QUOTIENT);
             }
         }
+        Ok(())
+    };
+    // BETWEEN, IN and CASE x WHEN compare a quotient by its whole value even with exact
+    // numbers (`(10 / d) BETWEEN -1 AND 0` is false at 10 / 99999999.99, `= 0` true).
+    let whole = matches!(e, Expr::InList { .. } | Expr::Between { .. } | Expr::Case { operand: Some(_), .. });
+    if whole && compared.iter().any(|i| parts.get(*i) == Some(&true)) {
+        return refuse(QUOTIENT);
     }
+    beside_exact(&compared)?;
     // Tested for truth (AND, OR, NOT, IF's condition, CASE's WHEN), a quotient is its whole
     // value too: `(3 / 2147483647) AND 1` is true on the server.
     let condition = match e {
@@ -646,18 +653,7 @@ fn quotient(e: &Expr, columns: &[bool], digits_of: &[Option<Digits>]) -> Result<
         }
         _ => Vec::new(),
     };
-    if picks.iter().any(|i| parts.get(*i) == Some(&true)) {
-        for i in picks.iter().filter(|i| parts.get(**i) != Some(&true)) {
-            let exact = match children.get(*i) {
-                Some(Expr::Lit(l)) if l.0.is_null() => true,
-                Some(x) => digits(x, &|c| digits_of.get(c).copied().flatten())?.is_some(),
-                None => true,
-            };
-            if !exact {
-                return refuse(QUOTIENT);
-            }
-        }
-    }
+    beside_exact(&picks)?;
     Ok(match e {
         Expr::Col(c) => columns.get(*c) == Some(&true),
         Expr::Func(Func::Coalesce | Func::IfNull | Func::NullIf | Func::If, _) | Expr::Case { .. } | Expr::Typed(..) => {
