@@ -25,6 +25,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
+use crate::matching::lexer::{Lexer, Token, TokenKind};
 use crate::metrics::UpstreamFailure;
 use crate::protocol::cursor::Cursor;
 use crate::protocol::io::{Frame, MAX_FRAME, ReadError};
@@ -339,28 +340,11 @@ impl Session {
         !reads || sql.contains(&b';')
     }
 
-    /// Whether `sql` (a statement the session sent) may change accounts or privileges, as
-    /// cdc reads the binlog's (`freshet_cdc::ddl::privileges_may_change`): decided by the first
-    /// word for most, a write by whether it names the `mysql` schema (or runs in it), and a
-    /// text of several statements by whether it holds a word such a statement needs.
+    /// Whether `sql` (a text the session sent) may change accounts or privileges
+    /// ([`changes_privileges`]), run in the session's default database.
     fn may_change_privileges(&self, sql: &[u8]) -> bool {
-        let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
-        let in_mysql = || {
-            named(b"mysql") || self.identity.as_ref().and_then(|i| i.database.as_deref()).is_some_and(|d| d.eq_ignore_ascii_case("mysql"))
-        };
-        if sql.contains(&b';') {
-            const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
-            return WORDS.iter().any(|w| named(w)) || in_mysql();
-        }
-        let first = super::state::first_word(sql).map(<[u8]>::to_ascii_lowercase).unwrap_or_default();
-        match first.as_slice() {
-            b"grant" | b"revoke" | b"create" | b"drop" | b"alter" | b"rename" | b"set" | b"flush" => {
-                let database = if in_mysql() { "mysql" } else { "" };
-                freshet_cdc::ddl::privileges_may_change(&String::from_utf8_lossy(sql), database)
-            }
-            b"insert" | b"update" | b"delete" | b"replace" | b"load" | b"truncate" => in_mysql(),
-            _ => false,
-        }
+        let in_mysql = self.identity.as_ref().and_then(|i| i.database.as_deref()).is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
+        changes_privileges(sql, in_mysql)
     }
 
     /// The SQL a statement command runs: a query's text, or the text an execute's statement was
@@ -606,4 +590,68 @@ fn client_error(code: u16, message: &str, last_seq: u8) -> SessionError {
 
 fn upstream_protocol(what: &str) -> SessionError {
     SessionError::Upstream(format!("upstream protocol error: {what}"), UpstreamFailure::Protocol)
+}
+
+/// Whether `sql` may change accounts or privileges, as cdc reads the binlog's statements
+/// (`freshet_cdc::ddl::privileges_may_change`): each statement of the text by its first word
+/// (GRANT, REVOKE, CREATE USER, SET PASSWORD, FLUSH PRIVILEGES, ...), a write by whether it
+/// names the `mysql` schema or runs in it (`in_mysql`). A text with an executable comment
+/// (which the server runs and the tokenizer does not read) by whether it holds a word such a
+/// statement needs. Errs towards true: a false alarm costs each account one relayed read per
+/// cache.
+fn changes_privileges(sql: &[u8], in_mysql: bool) -> bool {
+    let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
+    let mysql = || in_mysql || named(b"mysql");
+    let tokens: Vec<Token> = if sql.contains(&b';') || sql.windows(2).any(|w| w == b"/*") { Lexer::new(sql).collect() } else { Vec::new() };
+    if tokens.iter().any(|t| t.kind == TokenKind::ExecComment) {
+        const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
+        return WORDS.iter().any(|w| named(w)) || mysql();
+    }
+    let one = |text: &[u8]| {
+        let first = super::state::first_word(text).map(<[u8]>::to_ascii_lowercase).unwrap_or_default();
+        match first.as_slice() {
+            b"grant" | b"revoke" | b"create" | b"drop" | b"alter" | b"rename" | b"set" | b"flush" => {
+                let database = if mysql() { "mysql" } else { "" };
+                freshet_cdc::ddl::privileges_may_change(&String::from_utf8_lossy(text), database)
+            }
+            b"insert" | b"update" | b"delete" | b"replace" | b"load" | b"truncate" => mysql(),
+            _ => false,
+        }
+    };
+    if !sql.contains(&b';') {
+        return one(sql);
+    }
+    tokens.split(|t| t.is_symbol(sql, b";")).filter_map(|s| Some(sql.get(s.first()?.start..s.last()?.end).unwrap_or_default())).any(one)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::changes_privileges;
+
+    #[test]
+    fn statements_that_may_change_privileges_are_known_in_any_text() {
+        for sql in [
+            "GRANT SELECT ON app.t TO 'u'@'%'",
+            "revoke select (id, ts) on app.t from u",
+            "CREATE USER x IDENTIFIED BY 'p'",
+            "SET PASSWORD FOR u = PASSWORD('p')",
+            "FLUSH PRIVILEGES",
+            "UPDATE mysql.global_priv SET priv = '{}'",
+            "SELECT 1; REVOKE SELECT ON app.t FROM u",
+            "INSERT INTO t VALUES (1); DROP USER x",
+            "SELECT 1; /*!50000 GRANT ALL ON *.* TO u */",
+        ] {
+            assert!(changes_privileges(sql.as_bytes(), false), "{sql}");
+        }
+        assert!(changes_privileges(b"DELETE FROM user WHERE User = 'x'", true), "a write run in the mysql database");
+        for sql in [
+            "SELECT * FROM users",
+            "INSERT INTO users (name, role) VALUES ('a', 'admin'); SELECT LAST_INSERT_ID()",
+            "UPDATE users SET password = 'x' WHERE id = 1",
+            "SET NAMES utf8mb4; SET ROLE NONE",
+            "CREATE TABLE grants (id INT)",
+        ] {
+            assert!(!changes_privileges(sql.as_bytes(), false), "{sql}");
+        }
+    }
 }
