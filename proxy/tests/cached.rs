@@ -1997,6 +1997,19 @@ async fn a_closed_statements_answered_execute_is_still_the_last_statement() {
         assert_eq!(answers[..2], answers[2..], "{after} after an answered execute whose statement was closed");
     }
     assert_eq!(hits(&proxy, name), served + 3, "the executes were answered from the view");
+    // Closed, then executed at once (nothing in between settles the read): the server's
+    // error, not rows, though freshet still holds the close back.
+    let mut answers = Vec::new();
+    for c in [&mut client, &mut check] {
+        let (id, _) = prepare(c, cached).await;
+        c.send(&execute(id, &typed)).await;
+        c.read_results().await;
+        c.send(&[&[0x19u8][..], &id.to_le_bytes()].concat()).await;
+        c.send(&execute(id, &typed)).await;
+        answers.push(c.read_results().await.into_iter().map(|p| p[..p.len().min(3)].to_vec()).collect::<Vec<_>>());
+    }
+    assert_eq!(answers[0], answers[1], "an execute of a statement just closed");
+    assert_eq!(answers[1][0][0], 0xff, "the server answers an error");
 }
 
 /// Not every statement replaces what a SELECT leaves the session: SET, DO, BEGIN and a SELECT
