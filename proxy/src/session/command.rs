@@ -103,6 +103,7 @@ impl Session {
     /// query that may change session state (its first word is not one of a few that cannot)
     /// makes the session relay its cached reads from now on, as an unfollowed change does.
     async fn relay_streamed(&mut self, command: Command, first: Frame, limit: usize) -> Result<Flow, SessionError> {
+        self.release_close(command, first.payload());
         match command {
             Command::Query if !stateless_statement(&first.payload()[1..]) => self.state.unfollowed = true,
             Command::StmtSendLongData => {
@@ -187,6 +188,7 @@ impl Session {
     /// here, everything else is relayed.
     async fn dispatch(&mut self, command: Command, payload: Bytes, last_seq: u8, started: Instant) -> Result<Flow, SessionError> {
         use Command::*;
+        self.release_close(command, &payload);
         match command {
             BinlogDump | BinlogDumpGtid | RegisterSlave | TableDump => {
                 let reply = ErrPacket::new(

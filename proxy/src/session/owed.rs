@@ -205,10 +205,25 @@ impl Session {
         let owed_statement =
             (owed.due && owed.payload.first() == Some(&(Command::StmtExecute as u8))).then(|| statement_id(&owed.payload)).flatten();
         let Some(id) = statement_id(payload).filter(|&id| owed_statement == Some(id)) else { return false };
-        if let Some(before) = self.owed.closing.replace(id) {
+        if let Some(before) = self.owed.closing.replace(id).filter(|&before| before != id) {
             self.queue_close(before);
         }
         true
+    }
+
+    /// Before a command that names a statement (execute, fetch, reset, long data): if its close
+    /// is held back, it is queued now, ahead of the command. The client closed it, so the
+    /// server answers it as an unknown statement; the owed read is then not sent again.
+    pub(super) fn release_close(&mut self, command: Command, payload: &[u8]) {
+        use Command::*;
+        let names = matches!(command, StmtExecute | StmtBulkExecute | StmtFetch | StmtReset | StmtSendLongData);
+        if names
+            && self.owed.closing.is_some()
+            && statement_id(payload) == self.owed.closing
+            && let Some(id) = self.owed.closing.take()
+        {
+            self.queue_close(id);
+        }
     }
 
     /// Queues a COM_STMT_CLOSE of statement `id` (no reply comes) and forgets the statement.
