@@ -3,6 +3,8 @@
 //! (chosen capabilities, malformed packets, byte-for-byte reply comparison).
 #![allow(dead_code)]
 
+pub mod answers;
+
 use std::time::Duration;
 
 use freshet_proxy::protocol::handshake::ServerHandshake;
