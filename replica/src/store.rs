@@ -488,6 +488,21 @@ impl ReplicaStore {
         Ok(())
     }
 
+    /// Moves the stored position forward to `pos` (never back): the stream passed events that
+    /// change no stored row, such as a DDL the store has already taken in
+    /// ([`ReplicaStore::alter`], `register`, `reset`). Without it a DDL that no write follows
+    /// leaves the store dated before it, and every fill asking for the views' position is
+    /// refused as behind until the next write.
+    pub fn advance_position(&self, pos: Position) -> Result<(), ReplicaError> {
+        let _w = self.lock();
+        if self.position()? >= pos {
+            return Ok(());
+        }
+        let mut wb = WriteBatch::default();
+        wb.put(b"pos", pos.0.to_be_bytes());
+        self.write(wb)
+    }
+
     /// Applies one transaction and its position in one write.
     pub fn apply(&self, batch: &freshet_dataflow::Batch) -> Result<(), ReplicaError> {
         let _w = self.lock();

@@ -238,6 +238,19 @@ impl Replica {
         }
     }
 
+    /// The stream's events up to `at` are applied, none of them a row change after the last
+    /// batch (a schema change or a privilege statement ended the step): the store is as of
+    /// `at`, so that fills dated there are answered.
+    pub(super) fn passed(&self, at: Position) {
+        if self.broken.load(Ordering::Relaxed) {
+            return;
+        }
+        if let Err(e) = self.store.advance_position(at) {
+            warn!(error = %e, "replica: moving past a schema change failed; fills go to the upstream until restart");
+            self.broken.store(true, Ordering::Relaxed);
+        }
+    }
+
     /// True if the replica can answer `req` now.
     pub(super) fn serves(&self, req: &FillRequest) -> bool {
         if self.broken.load(Ordering::Relaxed) || (req.scans.is_empty() && req.dim_scans.is_empty()) {

@@ -228,6 +228,10 @@ impl<S: ChangeSource> Writer<S> {
         self.dataflow.publish_held();
         if let Some(at) = schema_at {
             self.dataflow.set_applied(at);
+            // The replica too: else its fills are behind the views until the next write.
+            if let Some(r) = &self.replica {
+                r.passed(at);
+            }
         }
         self.out.gate.applied_to(self.dataflow.applied());
         self.out.signals.ryw.publish(self.dataflow.applied());
