@@ -176,6 +176,7 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
         let mut c = ColumnSchema::new(&r.name, ty.clone()).with_collation(collation);
         c.nullable = r.nullable;
         c.invisible = r.invisible;
+        c.padded = r.data_type.eq_ignore_ascii_case("char") || r.data_type.eq_ignore_ascii_case("binary");
         if matches!(ty, SqlType::Text | SqlType::Bytes | SqlType::Json) {
             c.max_bytes = r.octet_length;
         }

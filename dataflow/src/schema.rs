@@ -64,6 +64,11 @@ pub struct ColumnSchema {
     /// INVISIBLE (MariaDB 10.3, MySQL 8.0.23): left out of `SELECT *` and `t.*`, read when
     /// named.
     pub invisible: bool,
+    /// CHAR or BINARY: the server pads values to the column's width, and shows a CHAR's
+    /// without trailing spaces and a BINARY's with its zero bytes. A VARCHAR made a CHAR of the
+    /// same length loses its values' trailing spaces, a VARBINARY made a BINARY gains zero
+    /// bytes: the same type and length, other values.
+    pub padded: bool,
 }
 
 /// The ENUM value a string is equal to, as the server compares them (as strings): the 1-based
@@ -98,14 +103,17 @@ impl std::fmt::Debug for ColumnSchema {
         if self.invisible {
             d.field("invisible", &true);
         }
+        if self.padded {
+            d.field("padded", &true);
+        }
         d.finish()
     }
 }
 
 impl ColumnSchema {
-    /// The same column with no length and visible: what its values are, which a longer or
-    /// shorter VARCHAR, or hiding it from `SELECT *`, does not change (the replica's stored
-    /// rows stay valid across it).
+    /// The same column with no length and visible: what decides how its values read and
+    /// compare, which a longer VARCHAR or hiding it from `SELECT *` does not change. (A
+    /// shorter one may cut the values; the replica reads such a column anew.)
     pub fn values_only(&self) -> ColumnSchema {
         ColumnSchema { max_bytes: None, invisible: false, ..self.clone() }
     }
@@ -113,7 +121,7 @@ impl ColumnSchema {
     /// A column with the given name and type, nullable, with `utf8mb4_general_ci` for text.
     pub fn new(name: &str, ty: SqlType) -> ColumnSchema {
         let collation = matches!(ty, SqlType::Text).then_some(Collation::Utf8mb4GeneralCi);
-        ColumnSchema { name: name.to_string(), ty, nullable: true, collation, max_bytes: None, invisible: false }
+        ColumnSchema { name: name.to_string(), ty, nullable: true, collation, max_bytes: None, invisible: false, padded: false }
     }
     /// Builder: set nullability.
     pub fn not_null(mut self) -> ColumnSchema {
@@ -128,6 +136,11 @@ impl ColumnSchema {
     /// Builder: INVISIBLE, left out of wildcards.
     pub fn invisible(mut self) -> ColumnSchema {
         self.invisible = true;
+        self
+    }
+    /// Builder: CHAR or BINARY, padded to the column's width.
+    pub fn padded(mut self) -> ColumnSchema {
+        self.padded = true;
         self
     }
     /// Builder: set the most bytes a value may hold.

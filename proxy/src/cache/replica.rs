@@ -380,8 +380,9 @@ impl Replica {
 }
 
 /// For each column of `new`, its position in `old` if it is the same column: same name, type,
-/// nullability, collation and decoding (so its stored values are the server's values for it;
-/// a new length changes none).
+/// nullability, collation, padding and decoding, and not shorter (so its stored values are the
+/// server's values for it: a longer VARCHAR changes none, a shorter one cuts those that do not
+/// fit where the ALTER ran without strict mode, with no row event).
 fn unchanged_columns(old: &TableInfo, new: &TableInfo) -> Vec<Option<usize>> {
     new.schema
         .columns
@@ -389,7 +390,9 @@ fn unchanged_columns(old: &TableInfo, new: &TableInfo) -> Vec<Option<usize>> {
         .zip(&new.decode)
         .map(|(c, d)| {
             let o = old.schema.column_index(&c.name)?;
-            (old.schema.columns[o].values_only() == c.values_only() && old.decode.get(o) == Some(d)).then_some(o)
+            let was = &old.schema.columns[o];
+            let shorter = matches!((was.max_bytes, c.max_bytes), (Some(before), Some(now)) if now < before);
+            (was.values_only() == c.values_only() && old.decode.get(o) == Some(d) && !shorter).then_some(o)
         })
         .collect()
 }

@@ -78,7 +78,19 @@ impl ReplicaStore {
             drop(w);
             return self.register(schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy });
         };
-        if fingerprint(&old.schema) == fingerprint(schema) {
+        if old.schema == *schema {
+            return Ok(Altered::Unchanged);
+        }
+        // The same identity may still hold other values: a shorter VARCHAR cut some (the
+        // caller then keeps that column from none of the old ones).
+        let same = fingerprint(&old.schema) == fingerprint(schema);
+        let every_column_kept = keep.len() == schema.columns.len() && keep.iter().enumerate().all(|(i, k)| *k == Some(i));
+        if same && every_column_kept {
+            // A longer VARCHAR, a column hidden from `SELECT *`: the rows stay; the schema is
+            // the new one, so that a later change is compared with it.
+            if let Some(t) = self.tables.write().unwrap_or_else(|e| e.into_inner()).get_mut(&name) {
+                t.schema = schema.clone();
+            }
             return Ok(Altered::Unchanged);
         }
         let key_kept = schema.primary_key.iter().map(|&i| keep.get(i).copied().flatten()).collect::<Option<Vec<usize>>>();
@@ -88,6 +100,10 @@ impl ReplicaStore {
             && key_kept.as_deref() == Some(old.schema.primary_key.as_slice());
         if !in_place {
             drop(w);
+            if same {
+                // Registering would keep the rows (the identity is unchanged): drop them.
+                return self.reset(schema).map(|_| Altered::Recopy);
+            }
             return self.register(schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy });
         }
         let indexes: Vec<String> = old.indexes.iter().map(|cols| super::index_cf(&name, cols)).collect();
