@@ -421,3 +421,41 @@ async fn a_shorter_column_is_read_anew_into_the_replica() {
     assert!(replica().fills > fills, "filled from the replica: {:?}", replica());
     let _ = std::fs::remove_dir_all(&path);
 }
+
+/// A table dropped and created again with the same columns is another table: the replica
+/// must not keep the dropped one's rows, also when the stream reads the schema after the new
+/// table exists (it reads it when it reaches the DROP).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_dropped_and_created_again_is_copied_anew_into_the_replica() {
+    let _tables = TABLES.lock().await;
+    let path = std::env::temp_dir().join(format!("freshet-schema-recreated-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    let mut admin = direct().await;
+    let create = "CREATE TABLE sc_again (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(20) NOT NULL) CHARSET utf8mb4";
+    for sql in ["DROP TABLE IF EXISTS sc_again", create, "INSERT INTO sc_again SELECT seq, seq % 4, CONCAT('old ', seq) FROM seq_1_to_40"] {
+        admin.query_drop(sql).await.unwrap();
+    }
+    let read = "SELECT id, name FROM sc_again WHERE k = ? ORDER BY id";
+    let config = format!(
+        "[admin]\nusers = [\"freshet\"]\n[fill]\nsource = \"replica\"\n[replica]\npath = \"{}\"\ncopy_batch_rows = 16\n[[cache]]\nname = \"sc_again\"\nquery = \"{read}\"\n",
+        path.display()
+    );
+    let proxy = start_proxy(&config).await;
+    let replica = || proxy.engine.get().unwrap().replica.get().expect("the replica started").figures();
+    let copied = |f: &freshet_proxy::cache::replica::ReplicaFigures| f.copy.tables_total > 0 && f.copy.tables_done == f.copy.tables_total;
+    assert!(eventually(|| copied(&replica())).await, "the copy did not finish: {:?}", replica());
+    // One text: the new table exists before the stream reaches the DROP.
+    admin
+        .query_drop(format!("DROP TABLE sc_again; {create}; INSERT INTO sc_again SELECT seq, seq % 4, CONCAT('new ', seq) FROM seq_1_to_20"))
+        .await
+        .unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    assert!(eventually(|| copied(&replica())).await, "the table was not copied again: {:?}", replica());
+    let fills = replica().fills;
+    for k in 0..4 {
+        let (got, want, served) = read_both(&proxy, "sc_again", &read.replace('?', &k.to_string())).await;
+        assert_eq!(got, want, "k = {k} after the table was dropped and created again (answered from a view: {served})");
+    }
+    assert!(replica().fills > fills, "filled from the replica: {:?}", replica());
+    let _ = std::fs::remove_dir_all(&path);
+}
