@@ -356,10 +356,18 @@ impl Replica {
             return;
         };
         let altered = match (&old, kind) {
-            // Rows removed without row events, or another table's under the name.
-            (_, DdlKind::Truncate | DdlKind::RenamedFrom | DdlKind::RenamedTo | DdlKind::Cascaded) => {
-                self.store.register(&info.schema).and_then(|_| self.store.reset(&info.schema)).map(|_| Altered::Recopy)
-            }
+            // Rows removed without row events, or another table's under the name: also a DROP
+            // whose name holds a table again when the stream reads its schema (created anew
+            // after it, maybe with the same columns).
+            (
+                _,
+                DdlKind::Truncate
+                | DdlKind::RenamedFrom
+                | DdlKind::RenamedTo
+                | DdlKind::Cascaded
+                | DdlKind::Drop
+                | DdlKind::DatabaseDropped,
+            ) => self.store.register(&info.schema).and_then(|_| self.store.reset(&info.schema)).map(|_| Altered::Recopy),
             (Some(old), _) => self.store.alter(&info.schema, &unchanged_columns(old, info)),
             (None, _) => self.store.register(&info.schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy }),
         };
