@@ -137,7 +137,8 @@ fn item_rows(salt: u64) -> String {
 }
 
 fn tag_rows(salt: u64) -> String {
-    let rows: Vec<String> = (0..30u64).filter(|id| id % 3 != 0).map(|id| format!("({id}, 'tag{}'), ({id}, 'Tag{}')", (id + salt) % 4, id % 2)).collect();
+    let rows: Vec<String> =
+        (0..30u64).filter(|id| id % 3 != 0).map(|id| format!("({id}, 'tag{}'), ({id}, 'Tag{}')", (id + salt) % 4, id % 2)).collect();
     format!("INSERT IGNORE INTO sc_tags VALUES {}", rows.join(", "))
 }
 
@@ -225,7 +226,9 @@ async fn read(conn: &mut Conn, how: u64, query: &str, value: &Value, literal: &s
     const KEY_FLAGS: u16 = 2 | 4 | 8 | 16384;
     answer.map(|sets| {
         sets.into_iter()
-            .map(|(columns, rows)| (columns.into_iter().map(|(s, t, n, ty, f, l, c, d)| (s, t, n, ty, f & !KEY_FLAGS, l, c, d)).collect(), rows))
+            .map(|(columns, rows)| {
+                (columns.into_iter().map(|(s, t, n, ty, f, l, c, d)| (s, t, n, ty, f & !KEY_FLAGS, l, c, d)).collect(), rows)
+            })
             .collect()
     })
 }
@@ -446,7 +449,9 @@ async fn a_table_dropped_and_created_again_is_copied_anew_into_the_replica() {
     assert!(eventually(|| copied(&replica())).await, "the copy did not finish: {:?}", replica());
     // One text: the new table exists before the stream reaches the DROP.
     admin
-        .query_drop(format!("DROP TABLE sc_again; {create}; INSERT INTO sc_again SELECT seq, seq % 4, CONCAT('new ', seq) FROM seq_1_to_20"))
+        .query_drop(format!(
+            "DROP TABLE sc_again; {create}; INSERT INTO sc_again SELECT seq, seq % 4, CONCAT('new ', seq) FROM seq_1_to_20"
+        ))
         .await
         .unwrap();
     caught_up(&mut through(&proxy).await).await;

@@ -2,8 +2,8 @@
 //! server: column definitions, rows, or the server's error.
 
 use freshet_testkit::rng::Rng;
-use mysql_async::{Conn, Value};
 use mysql_async::prelude::*;
+use mysql_async::{Conn, Value};
 
 /// A column as a driver sees it: schema, table, name, type, flags, length, character set,
 /// decimals.
@@ -78,4 +78,3 @@ pub async fn prepared(conn: &mut Conn, sql: impl mysql_async::prelude::Statement
 pub fn pick<'a, T>(rng: &mut Rng, items: &'a [T]) -> &'a T {
     &items[rng.below(items.len() as u64) as usize]
 }
-
