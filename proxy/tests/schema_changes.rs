@@ -91,6 +91,16 @@ const CHANGES: &[&str] = &[
     "ALTER TABLE sc_items RENAME COLUMN k TO kk",
     "ALTER TABLE sc_items RENAME COLUMN kk TO k",
     "ALTER TABLE sc_items ALTER COLUMN k SET DEFAULT 3",
+    "ALTER TABLE sc_items ADD COLUMN j JSON DEFAULT '{\"a\": [1, 2.5, null]}'",
+    "ALTER TABLE sc_items ADD COLUMN bits BIT(3) DEFAULT b'101', ADD COLUMN y YEAR DEFAULT 2024",
+    "ALTER TABLE sc_items ADD COLUMN labels SET('a', 'b', 'c') DEFAULT 'a,c', ADD COLUMN f FLOAT DEFAULT 1.5",
+    "ALTER TABLE sc_items ADD COLUMN t TIME(3) DEFAULT '-01:02:03.456', ADD COLUMN z INT(4) UNSIGNED ZEROFILL DEFAULT 7",
+    "ALTER TABLE sc_items ADD COLUMN created DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6)",
+    "ALTER TABLE sc_items DROP COLUMN j",
+    "ALTER TABLE sc_items DROP COLUMN bits, DROP COLUMN y",
+    "ALTER TABLE sc_items DROP COLUMN labels, DROP COLUMN f",
+    "ALTER TABLE sc_items DROP COLUMN t, DROP COLUMN z",
+    "ALTER TABLE sc_items DROP COLUMN created",
     "ALTER TABLE sc_items ADD COLUMN v INT AS (k * 2) VIRTUAL",
     "ALTER TABLE sc_items ADD COLUMN p INT AS (k + 1) PERSISTENT",
     "ALTER TABLE sc_items DROP COLUMN v",
@@ -199,7 +209,7 @@ fn key(rng: &mut Rng, kind: Key) -> (Value, String) {
 /// freshet's config; with `replica`, fills read a copy of the tables in RocksDB there.
 fn config(replica: Option<&std::path::Path>) -> String {
     let mut config = String::from(
-        "[admin]\nusers = [\"freshet\"]\n[consistency]\nmax_lag = \"5s\"\n[caches]\nstrict = false\n[fill]\ntimeout = \"3s\"\n",
+        "[admin]\nusers = [\"freshet\"]\n[consistency]\nmax_lag = \"5s\"\nread_your_writes = true\nryw_timeout = \"3s\"\n[caches]\nstrict = false\n[fill]\ntimeout = \"3s\"\n",
     );
     if let Some(path) = replica {
         config.push_str(&format!("source = \"replica\"\n[replica]\npath = \"{}\"\ncopy_batch_rows = 16\n", path.display()));
@@ -278,18 +288,35 @@ async fn schema_changes(replica: Option<&std::path::Path>) {
     let engine = proxy.engine.get().expect("the cache engine started").clone();
     let hits = || CACHES.iter().filter_map(|(name, ..)| engine.by_name(name)).map(|c| c.stats().hits).sum::<u64>();
     let mut rng = Rng::new(seed);
+    // Every session reads as the admin's does, which a migration runs without strict mode.
     let mut d = direct().await;
     let mut t = through(&proxy).await;
+    for c in [&mut d, &mut t] {
+        c.query_drop("SET SESSION sql_mode = ''").await.unwrap();
+    }
     let mut watcher = through(&proxy).await;
+    let mut admin_through = through(&proxy).await;
+    admin_through.query_drop("SET SESSION sql_mode = ''").await.unwrap();
     let mut history: Vec<String> = Vec::new();
     let (mut total_hits, mut reads) = (0, 0);
     let mut recent: Vec<(&str, Value, String)> = Vec::new();
     for salt in 1..=steps as u64 {
+        // The admin's statements go to the server, or through freshet (relayed) now and then.
+        let via_freshet = rng.below(4) == 0;
         for sql in change(&mut rng, salt) {
-            let outcome = admin.query_drop(&sql).await;
-            history.push(format!("(the admin) {sql}{}", outcome.err().map(|e| format!("  [{}]", server_error(e))).unwrap_or_default()));
+            let conn = if via_freshet { &mut admin_through } else { &mut admin };
+            let outcome = conn.query_drop(&sql).await;
+            let how = if via_freshet { "through freshet" } else { "on the server" };
+            history
+                .push(format!("(the admin, {how}) {sql}{}", outcome.err().map(|e| format!("  [{}]", server_error(e))).unwrap_or_default()));
         }
-        caught_up(&mut watcher).await;
+        // With read-your-writes, the admin's session through freshet reads right after its own
+        // statements (freshet waits until its views have applied them); the other session
+        // once freshet has applied them.
+        let mut own_read = via_freshet;
+        if !own_read {
+            caught_up(&mut watcher).await;
+        }
         for _ in 0..1 + rng.below(6) {
             // Half the reads are one read before, which a view that kept its rows answers.
             let (query, value, literal) = match recent.len() {
@@ -308,9 +335,15 @@ async fn schema_changes(replica: Option<&std::path::Path>) {
             history.push(format!("{query} with {literal} ({})", ["prepared", "driver-cached", "text", "text"][how as usize]));
             let want = read(&mut d, how, query, &value, &literal).await;
             let before = hits();
-            let got = read(&mut t, how, query, &value, &literal).await;
-            let served = hits() > before;
-            total_hits += hits() - before;
+            let got = read(if own_read { &mut admin_through } else { &mut t }, how, query, &value, &literal).await;
+            // (A view rebuilt while the read waited starts its count again: then not told.)
+            let after = hits();
+            let served = after > before;
+            total_hits += after.saturating_sub(before);
+            if std::mem::take(&mut own_read) {
+                history.last_mut().unwrap().push_str(" by the admin's session");
+                caught_up(&mut watcher).await;
+            }
             reads += 1;
             // The driver's cached statements keep the definitions of their prepare (see
             // `prepared`), which do not take part here either.
