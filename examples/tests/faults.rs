@@ -18,6 +18,9 @@
 //! comparison after catch-up. Their finer points (exactly-once delivery through kills, purge
 //! reported as position-gone, XA and oversized transactions reported untrusted) are tested on
 //! the stream alone in `cdc/tests` (resume, rotation, outage, ddl, limits, xa).
+//!
+//! A second test runs the three rounds with fills from the local replica (`[fill] source =
+//! "replica"`), which must answer fills in each round and come through them as the views do.
 
 mod common;
 
@@ -103,6 +106,8 @@ async fn round(server: &Arc<PrivateServer>, freshet: &Freshet, url: &str, fault:
         Fault::Chaos => "chaos",
     };
     let engine = freshet.engine.clone();
+    let replica_fills = || engine.replica.get().map(|r| r.figures().fills);
+    let fills_before = replica_fills();
     let queries = Arc::new(app::read_queries().unwrap());
     let mut direct = reconnect(url, Instant::now(), None).await;
     let world = Arc::new(World::continuing(&mut direct, u64::MAX, true).await);
@@ -157,6 +162,10 @@ async fn round(server: &Arc<PrivateServer>, freshet: &Freshet, url: &str, fault:
     }
     let sample = sample(&world, &queries);
     let verdicts = compare_sample(freshet, url, &sample).await;
+    if let Some(r) = engine.replica.get() {
+        eprintln!("{signal}: the replica: {:?}", r.figures());
+    }
+    let replica_answered = replica_fills() > fills_before;
     eprintln!(
         "{signal}: compared {} answers, {} mismatches, {} never answered from the cache, {:.1?} for the round",
         verdicts.compared,
@@ -166,6 +175,9 @@ async fn round(server: &Arc<PrivateServer>, freshet: &Freshet, url: &str, fault:
     );
     assert!(world.transactions.load(Ordering::Relaxed) > before && before >= 100, "{signal}: the writers did too little");
     problems.extend(problems_of(signal, &verdicts, sample.len()));
+    if fills_before.is_some() && !replica_answered {
+        problems.push(format!("{signal}: the replica answered no fill in the round"));
+    }
     problems
 }
 
@@ -263,6 +275,24 @@ fn problems_of(signal: &str, verdicts: &Verdicts, sample: usize) -> Vec<String> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn cached_answers_equal_mariadbs_after_the_server_restarts_mid_load() {
+    faults(None).await;
+}
+
+/// The same with fills from the local replica: its position, copies and rewrites must come
+/// through the restarts, the purge, RESET MASTER and the DDL as the views do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn cached_answers_filled_from_the_replica_equal_mariadbs_after_the_server_restarts_mid_load() {
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("faults-replica-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&path);
+    faults(Some(&path)).await;
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+/// The tests of this file restart a server of their own: one at a time, each on its own.
+static SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+async fn faults(replica: Option<&std::path::Path>) {
+    let _one = SERVER.lock().await;
     let _ = tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).with_test_writer().try_init();
     let started = Instant::now();
     let server = Arc::new(PrivateServer::start(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("faults-mariadb"), ""));
@@ -272,7 +302,7 @@ async fn cached_answers_equal_mariadbs_after_the_server_restarts_mid_load() {
     admin.query_drop(format!("CREATE DATABASE {DB} DEFAULT CHARSET utf8mb4")).await.unwrap();
     drop(admin);
     load::load(&url, SIZES).await.expect("news load");
-    let freshet = start_freshet(&url, DB, MEMORY, MAX_LAG, None).await;
+    let freshet = start_freshet(&url, DB, MEMORY, MAX_LAG, replica).await;
     eprintln!("private server, load and freshet in {:.1?}", started.elapsed());
 
     let mut problems = round(&server, &freshet, &url, Fault::Stop("TERM"), 0xFA17).await;
