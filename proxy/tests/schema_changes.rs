@@ -118,6 +118,10 @@ const CHANGES: &[&str] = &[
     "ALTER TABLE sc_items PARTITION BY HASH (id) PARTITIONS 3",
     "ALTER TABLE sc_items TRUNCATE PARTITION p0",
     "ALTER TABLE sc_items REMOVE PARTITIONING",
+    "RENAME TABLE sc_items TO sc_moved",
+    "RENAME TABLE sc_moved TO sc_items",
+    "ALTER TABLE sc_items RENAME TO sc_moved",
+    "ALTER TABLE sc_moved RENAME TO sc_items",
     "OPTIMIZE TABLE sc_items",
     "ANALYZE TABLE sc_items",
     "TRUNCATE TABLE sc_items",
@@ -170,6 +174,20 @@ fn change(rng: &mut Rng, salt: u64) -> Vec<String> {
             ]
         }
         1 => vec!["DROP TABLE IF EXISTS sc_items".into(), ITEMS.into(), item_rows(salt)],
+        19 if rng.below(2) == 0 => {
+            // A partition exchanged with a table of other rows (when the table is
+            // partitioned): rows move in and out with no row event.
+            vec![
+                "DROP TABLE IF EXISTS sc_swap".into(),
+                "CREATE TABLE sc_swap LIKE sc_items".into(),
+                "ALTER TABLE sc_swap REMOVE PARTITIONING".into(),
+                format!(
+                    "INSERT INTO sc_swap (id, k, name, amount, ts) VALUES (3, 1, 'swapped', 5, NULL), ({}, 2, 'swapped', 6, NULL)",
+                    3 * (10 + salt)
+                ),
+                "ALTER TABLE sc_items EXCHANGE PARTITION p0 WITH TABLE sc_swap".into(),
+            ]
+        }
         2 => vec![ITEMS.replace("CREATE TABLE", "CREATE OR REPLACE TABLE"), item_rows(salt)],
         3 => vec!["DROP TABLE IF EXISTS sc_tags".into(), TAGS.into(), tag_rows(salt)],
         4..=11 => vec![match rng.below(5) {
@@ -281,7 +299,7 @@ async fn schema_changes(replica: Option<&std::path::Path>) {
     let mut admin = direct().await;
     // Changes that shorten or convert values do so as a migration run without strict mode does.
     admin.query_drop("SET SESSION sql_mode = ''").await.unwrap();
-    for sql in ["DROP TABLE IF EXISTS sc_tags, sc_items, sc_new, sc_old", ITEMS, TAGS, &item_rows(0), &tag_rows(0)] {
+    for sql in ["DROP TABLE IF EXISTS sc_tags, sc_items, sc_new, sc_old, sc_moved, sc_swap", ITEMS, TAGS, &item_rows(0), &tag_rows(0)] {
         admin.query_drop(sql).await.unwrap();
     }
     let proxy = start_proxy(&config(replica)).await;
