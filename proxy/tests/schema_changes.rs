@@ -43,13 +43,6 @@ const CACHES: [(&str, &str, Key); 6] = [
     ),
 ];
 
-#[derive(Clone, Copy)]
-enum Key {
-    Id,
-    K,
-    Name,
-}
-
 /// Schema changes, each run on its own (errors are part of the sequence: dropping a column
 /// that is not there changes nothing).
 const CHANGES: &[&str] = &[
@@ -215,21 +208,6 @@ fn change(rng: &mut Rng, salt: u64) -> Vec<String> {
     }
 }
 
-/// A key of `kind` as a value and a literal; now and then one of another type.
-fn key(rng: &mut Rng, kind: Key) -> (Value, String) {
-    let n = rng.below(12) as i64;
-    match (kind, rng.below(10)) {
-        (Key::Id | Key::K, 0) => (Value::Bytes(format!("{n}").into_bytes()), format!("'{n}'")),
-        (Key::Id, _) => (Value::Int(n * 3), format!("{}", n * 3)),
-        (Key::K, _) => (Value::Int(n % 5), format!("{}", n % 5)),
-        (Key::Name, 0) => (Value::Int(n), format!("{n}")),
-        (Key::Name, _) => {
-            let name = pick(rng, &NAMES);
-            (Value::Bytes(name.as_bytes().to_vec()), format!("'{name}'"))
-        }
-    }
-}
-
 /// freshet's config; with `replica`, fills read a copy of the tables in RocksDB there.
 fn config(replica: Option<&std::path::Path>) -> String {
     let mut config = String::from(
@@ -347,7 +325,7 @@ async fn schema_changes(replica: Option<&std::path::Path>) {
                 n if n > 0 && rng.below(2) == 0 => recent[rng.below(n as u64) as usize].clone(),
                 _ => {
                     let (_, query, kind) = *pick(&mut rng, &CACHES);
-                    let (value, literal) = key(&mut rng, kind);
+                    let (value, literal) = key(&mut rng, kind, &NAMES);
                     recent.push((query, value.clone(), literal.clone()));
                     if recent.len() > 8 {
                         recent.remove(0);
@@ -448,75 +426,62 @@ async fn a_column_made_fixed_width_is_read_anew() {
 /// replica answering fills: its position is the DDL's once the DDL is applied.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shorter_column_is_read_anew_into_the_replica() {
-    let _tables = TABLES.lock().await;
-    let path = std::env::temp_dir().join(format!("freshet-schema-shorter-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&path);
-    let mut admin = direct().await;
-    admin.query_drop("SET SESSION sql_mode = ''").await.unwrap();
-    for sql in [
-        "DROP TABLE IF EXISTS sc_short",
-        "CREATE TABLE sc_short (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(20) NOT NULL) CHARSET utf8mb4",
-        "INSERT INTO sc_short SELECT seq, seq % 4, CONCAT('a long name ', seq) FROM seq_1_to_40",
-    ] {
-        admin.query_drop(sql).await.unwrap();
-    }
-    let read = "SELECT id, name FROM sc_short WHERE k = ? ORDER BY id";
-    let config = format!(
-        "[admin]\nusers = [\"freshet\"]\n[fill]\nsource = \"replica\"\n[replica]\npath = \"{}\"\ncopy_batch_rows = 16\n[[cache]]\nname = \"sc_short\"\nquery = \"{read}\"\n",
-        path.display()
-    );
-    let proxy = start_proxy(&config).await;
-    let replica = || proxy.engine.get().unwrap().replica.get().expect("the replica started").figures();
-    let copied = |f: &freshet_proxy::cache::replica::ReplicaFigures| f.copy.tables_total > 0 && f.copy.tables_done == f.copy.tables_total;
-    assert!(eventually(|| copied(&replica())).await, "the copy did not finish: {:?}", replica());
-    admin.query_drop("ALTER TABLE sc_short MODIFY name VARCHAR(8) NOT NULL").await.unwrap();
-    caught_up(&mut through(&proxy).await).await;
-    assert!(eventually(|| copied(&replica())).await, "the table was not rewritten: {:?}", replica());
-    let fills = replica().fills;
-    for k in 0..4 {
-        let (got, want, served) = read_both(&proxy, "sc_short", &read.replace('?', &k.to_string())).await;
-        assert_eq!(got, want, "k = {k} after the column was made shorter (answered from a view: {served})");
-        assert!(served, "k = {k} answered from a view after the column was made shorter: {:?}", replica());
-    }
-    assert!(replica().fills > fills, "filled from the replica: {:?}", replica());
-    let _ = std::fs::remove_dir_all(&path);
+    replica_case(
+        "sc_short",
+        &[
+            "SET SESSION sql_mode = ''",
+            "CREATE TABLE sc_short (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(20) NOT NULL) CHARSET utf8mb4",
+            "INSERT INTO sc_short SELECT seq, seq % 4, CONCAT('a long name ', seq) FROM seq_1_to_40",
+        ],
+        "ALTER TABLE sc_short MODIFY name VARCHAR(8) NOT NULL",
+    )
+    .await;
 }
 
 /// A table dropped and created again with the same columns is another table: the replica
 /// must not keep the dropped one's rows, also when the stream reads the schema after the new
-/// table exists (it reads it when it reaches the DROP).
+/// table exists (it reads it when it reaches the DROP: here one text runs all three).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_table_dropped_and_created_again_is_copied_anew_into_the_replica() {
+    let create = "CREATE TABLE sc_again (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(20) NOT NULL) CHARSET utf8mb4";
+    replica_case(
+        "sc_again",
+        &[create, "INSERT INTO sc_again SELECT seq, seq % 4, CONCAT('old ', seq) FROM seq_1_to_40"],
+        &format!("DROP TABLE sc_again; {create}; INSERT INTO sc_again SELECT seq, seq % 4, CONCAT('new ', seq) FROM seq_1_to_20"),
+    )
+    .await;
+}
+
+/// `table` (id, k, name) made by `setup` and cached as `SELECT id, name ... WHERE k = ?` with
+/// fills from a replica; once it is copied, the admin runs `change`, and once freshet has
+/// applied it and the replica holds the table again, every `k` of 0..4 must be answered from
+/// a view filled from the replica, as the server answers it.
+async fn replica_case(table: &str, setup: &[&str], change: &str) {
     let _tables = TABLES.lock().await;
-    let path = std::env::temp_dir().join(format!("freshet-schema-recreated-{}", std::process::id()));
+    let path = std::env::temp_dir().join(format!("freshet-schema-{table}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&path);
     let mut admin = direct().await;
-    let create = "CREATE TABLE sc_again (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(20) NOT NULL) CHARSET utf8mb4";
-    for sql in ["DROP TABLE IF EXISTS sc_again", create, "INSERT INTO sc_again SELECT seq, seq % 4, CONCAT('old ', seq) FROM seq_1_to_40"] {
-        admin.query_drop(sql).await.unwrap();
+    admin.query_drop(format!("DROP TABLE IF EXISTS {table}")).await.unwrap();
+    for sql in setup {
+        admin.query_drop(*sql).await.unwrap();
     }
-    let read = "SELECT id, name FROM sc_again WHERE k = ? ORDER BY id";
+    let read = format!("SELECT id, name FROM {table} WHERE k = ? ORDER BY id");
     let config = format!(
-        "[admin]\nusers = [\"freshet\"]\n[fill]\nsource = \"replica\"\n[replica]\npath = \"{}\"\ncopy_batch_rows = 16\n[[cache]]\nname = \"sc_again\"\nquery = \"{read}\"\n",
+        "[admin]\nusers = [\"freshet\"]\n[fill]\nsource = \"replica\"\n[replica]\npath = \"{}\"\ncopy_batch_rows = 16\n[[cache]]\nname = \"{table}\"\nquery = \"{read}\"\n",
         path.display()
     );
     let proxy = start_proxy(&config).await;
     let replica = || proxy.engine.get().unwrap().replica.get().expect("the replica started").figures();
     let copied = |f: &freshet_proxy::cache::replica::ReplicaFigures| f.copy.tables_total > 0 && f.copy.tables_done == f.copy.tables_total;
     assert!(eventually(|| copied(&replica())).await, "the copy did not finish: {:?}", replica());
-    // One text: the new table exists before the stream reaches the DROP.
-    admin
-        .query_drop(format!(
-            "DROP TABLE sc_again; {create}; INSERT INTO sc_again SELECT seq, seq % 4, CONCAT('new ', seq) FROM seq_1_to_20"
-        ))
-        .await
-        .unwrap();
+    admin.query_drop(change).await.unwrap();
     caught_up(&mut through(&proxy).await).await;
-    assert!(eventually(|| copied(&replica())).await, "the table was not copied again: {:?}", replica());
+    assert!(eventually(|| copied(&replica())).await, "the table is not the replica's again: {:?}", replica());
     let fills = replica().fills;
     for k in 0..4 {
-        let (got, want, served) = read_both(&proxy, "sc_again", &read.replace('?', &k.to_string())).await;
-        assert_eq!(got, want, "k = {k} after the table was dropped and created again (answered from a view: {served})");
+        let (got, want, served) = read_both(&proxy, table, &read.replace('?', &k.to_string())).await;
+        assert_eq!(got, want, "k = {k} after `{change}` (answered from a view: {served})");
+        assert!(served, "k = {k} answered from a view after `{change}`: {:?}", replica());
     }
     assert!(replica().fills > fills, "filled from the replica: {:?}", replica());
     let _ = std::fs::remove_dir_all(&path);

@@ -37,13 +37,6 @@ const CACHES: [(&str, &str, Key); 5] = [
     ("rs_named", "SELECT id, k FROM rs_items WHERE name = ? ORDER BY id", Key::Name),
 ];
 
-#[derive(Clone, Copy)]
-enum Key {
-    Id,
-    K,
-    Name,
-}
-
 /// SETs and other statements that change nothing but session state, none of them a write or
 /// a transaction's start or end (those are chosen apart, see [`Model`]).
 const SETTINGS: &[&str] = &[
@@ -151,22 +144,6 @@ impl Model {
     }
 }
 
-/// A key of `kind`, as a value and as a literal; now and then one of another type (a string
-/// for a number, a number for a string).
-fn key(rng: &mut Rng, kind: Key) -> (Value, String) {
-    let n = rng.below(12) as i64;
-    match (kind, rng.below(10)) {
-        (Key::Id | Key::K, 0) => (Value::Bytes(format!("{n}").into_bytes()), format!("'{n}'")),
-        (Key::Id, _) => (Value::Int(n * 3), format!("{}", n * 3)),
-        (Key::K, _) => (Value::Int(n % 5), format!("{}", n % 5)),
-        (Key::Name, 0) => (Value::Int(n), format!("{n}")),
-        (Key::Name, _) => {
-            let name = pick(rng, &NAMES);
-            (Value::Bytes(name.as_bytes().to_vec()), format!("'{name}'"))
-        }
-    }
-}
-
 /// A text read of a cached query: its text with the key's literal, sometimes spelled another way.
 fn read_text(rng: &mut Rng, query: &str, literal: &str) -> String {
     let sql = query.replace('?', literal);
@@ -237,7 +214,7 @@ enum Step {
 fn step(rng: &mut Rng, model: &mut Model, after_read: bool) -> Step {
     let read = |rng: &mut Rng| {
         let (_, query, kind) = *pick(rng, &CACHES);
-        let (value, literal) = key(rng, kind);
+        let (value, literal) = key(rng, kind, &NAMES);
         (query, value, read_text(rng, query, &literal))
     };
     match rng.below(100) {

@@ -78,3 +78,27 @@ pub async fn prepared(conn: &mut Conn, sql: impl mysql_async::prelude::Statement
 pub fn pick<'a, T>(rng: &mut Rng, items: &'a [T]) -> &'a T {
     &items[rng.below(items.len() as u64) as usize]
 }
+
+/// The key of a cached read: the primary key (multiples of 3), a group number (0-4), a name.
+#[derive(Clone, Copy)]
+pub enum Key {
+    Id,
+    K,
+    Name,
+}
+
+/// A key of `kind`, as a value and as a literal, names drawn from `names`; now and then one of
+/// another type (a string for a number, a number for a string).
+pub fn key(rng: &mut Rng, kind: Key, names: &[&str]) -> (Value, String) {
+    let n = rng.below(12) as i64;
+    match (kind, rng.below(10)) {
+        (Key::Id | Key::K, 0) => (Value::Bytes(format!("{n}").into_bytes()), format!("'{n}'")),
+        (Key::Id, _) => (Value::Int(n * 3), format!("{}", n * 3)),
+        (Key::K, _) => (Value::Int(n % 5), format!("{}", n % 5)),
+        (Key::Name, 0) => (Value::Int(n), format!("{n}")),
+        (Key::Name, _) => {
+            let name = pick(rng, names);
+            (Value::Bytes(name.as_bytes().to_vec()), format!("'{name}'"))
+        }
+    }
+}
