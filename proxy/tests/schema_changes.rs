@@ -69,6 +69,10 @@ const CHANGES: &[&str] = &[
     "ALTER TABLE sc_items MODIFY amount DECIMAL(10,3) NOT NULL",
     "ALTER TABLE sc_items MODIFY amount DOUBLE NOT NULL",
     "ALTER TABLE sc_items MODIFY amount INT NOT NULL",
+    // A column the cached queries read, gone and back with another type.
+    "ALTER TABLE sc_items DROP COLUMN amount",
+    "ALTER TABLE sc_items ADD COLUMN amount DECIMAL(10,3) NOT NULL DEFAULT 2.5",
+    "ALTER TABLE sc_items ADD COLUMN amount VARCHAR(10) NOT NULL DEFAULT ' 1.5e1x' AFTER k",
     "ALTER TABLE sc_items MODIFY k BIGINT NOT NULL",
     "ALTER TABLE sc_items MODIFY k SMALLINT UNSIGNED NOT NULL",
     "ALTER TABLE sc_items MODIFY k VARCHAR(10) NOT NULL",
