@@ -284,6 +284,8 @@ async fn schema_changes(replica: Option<&std::path::Path>) {
     let _tables = TABLES.lock().await;
     let seed: u64 = std::env::var("FRESHET_SCHEMA_SEED").map_or(20261129, |s| s.parse().unwrap());
     let steps: usize = std::env::var("FRESHET_SCHEMA_STEPS").map_or(120, |s| s.parse().unwrap());
+    // How many steps a failure shows before its own.
+    let shown: usize = std::env::var("FRESHET_SCHEMA_SHOWN").map_or(40, |s| s.parse().unwrap());
     let mut admin = direct().await;
     // Changes that shorten or convert values do so as a migration run without strict mode does.
     admin.query_drop("SET SESSION sql_mode = ''").await.unwrap();
@@ -309,12 +311,32 @@ async fn schema_changes(replica: Option<&std::path::Path>) {
     for salt in 1..=steps as u64 {
         // The admin's statements go to the server, or through freshet (relayed) now and then.
         let via_freshet = rng.below(4) == 0;
+        // Now and then reads race the change on a connection of their own (their answers are
+        // not compared: the server changes under them), so that fills and captures are in
+        // flight across it; what they leave behind is read below.
+        let racing = (rng.below(3) == 0).then(|| {
+            let (proxy_addr, seed) = (proxy.mysql.to_string(), rng.next_u64());
+            tokio::spawn(async move {
+                let mut rng = Rng::new(seed);
+                let Ok(mut c) = Conn::new(opts(&proxy_addr)).await else { return };
+                let _ = c.query_drop("SET SESSION sql_mode = ''").await;
+                for _ in 0..8 {
+                    let (_, query, kind) = *pick(&mut rng, &CACHES);
+                    let (value, literal) = key(&mut rng, kind, &NAMES);
+                    let _ = read(&mut c, rng.below(4), query, &value, &literal).await;
+                }
+            })
+        });
         for sql in change(&mut rng, salt) {
             let conn = if via_freshet { &mut admin_through } else { &mut admin };
             let outcome = conn.query_drop(&sql).await;
             let how = if via_freshet { "through freshet" } else { "on the server" };
             history
                 .push(format!("(the admin, {how}) {sql}{}", outcome.err().map(|e| format!("  [{}]", server_error(e))).unwrap_or_default()));
+        }
+        if let Some(racing) = racing {
+            racing.await.expect("racing reads");
+            history.push("(reads raced the change on another connection)".into());
         }
         // With read-your-writes, the admin's session through freshet reads right after its own
         // statements (freshet waits until its views have applied them); the other session
@@ -359,7 +381,7 @@ async fn schema_changes(replica: Option<&std::path::Path>) {
                 history.len(),
                 if served { "answered from a view" } else { "relayed" },
                 history.last().unwrap(),
-                history[history.len().saturating_sub(40)..history.len() - 1].join("\n")
+                history[history.len().saturating_sub(shown)..history.len() - 1].join("\n")
             );
             if served {
                 history.last_mut().unwrap().push_str("  [answered from a view]");
@@ -489,4 +511,41 @@ async fn replica_case(table: &str, setup: &[&str], change: &str) {
     }
     assert!(replica().fills > fills, "filled from the replica: {:?}", replica());
     let _ = std::fs::remove_dir_all(&path);
+}
+
+/// MariaDB runs `SET STATEMENT var = value FOR <statement>` as the statement with the
+/// variables set, and logs it so. A foreign key added that way (with `foreign_key_checks = 0`,
+/// as migrations do to add one over existing rows) must be known like any other: its cascades
+/// change the child's rows with no row event, and the views reading the child must refill.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_key_added_under_set_statement_cascades_into_the_views() {
+    let _tables = TABLES.lock().await;
+    let mut admin = direct().await;
+    for sql in [
+        "DROP TABLE IF EXISTS sc_child, sc_parent",
+        "CREATE TABLE sc_parent (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL)",
+        "CREATE TABLE sc_child (item_id INT NOT NULL, tag VARCHAR(20) NOT NULL, PRIMARY KEY (item_id, tag))",
+        "INSERT INTO sc_parent VALUES (1, 'one'), (2, 'two')",
+        "INSERT INTO sc_child VALUES (1, 'red'), (2, 'red'), (2, 'blue')",
+    ] {
+        admin.query_drop(sql).await.unwrap();
+    }
+    let read = "SELECT item_id, tag FROM sc_child WHERE tag = ? ORDER BY item_id";
+    let proxy = start_proxy(&format!("[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"sc_child\"\nquery = \"{read}\"\n")).await;
+    admin
+        .query_drop(
+            "SET STATEMENT foreign_key_checks = 0 FOR ALTER TABLE sc_child ADD CONSTRAINT sc_child_item \
+             FOREIGN KEY (item_id) REFERENCES sc_parent (id) ON UPDATE CASCADE ON DELETE CASCADE",
+        )
+        .await
+        .unwrap();
+    let sql = read.replace('?', "'red'");
+    let (got, want, served) = read_both(&proxy, "sc_child", &sql).await;
+    assert!(served && got == want, "before: {got:?} / {want:?}");
+    // The cascades: item 1's tags move to 101, item 2's go.
+    admin.query_drop("UPDATE sc_parent SET id = 101 WHERE id = 1").await.unwrap();
+    admin.query_drop("DELETE FROM sc_parent WHERE id = 2").await.unwrap();
+    let (got, want, served) = read_both(&proxy, "sc_child", &sql).await;
+    assert_eq!(got, want, "after the parent's rows changed (answered from a view: {served})");
+    admin.query_drop("DROP TABLE sc_child, sc_parent").await.unwrap();
 }
