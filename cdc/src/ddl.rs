@@ -62,6 +62,21 @@ enum Tok {
 /// event is read three times), and at most 256 tokens made of them.
 const HEAD_CHARS: usize = 64 * 1024;
 
+/// The tokens of the statement a binlogged text runs: MariaDB's `SET STATEMENT var = value
+/// [, ...] FOR <statement>` runs (and logs) the statement after `FOR` with the variables set,
+/// so the statement's own tokens are read; any other text's are its own. The values are
+/// constants (MariaDB refuses subqueries there), so the first `FOR` word ends them.
+fn statement_tokens(sql: &str) -> Vec<Tok> {
+    let mut toks = tokens(sql);
+    let word = |t: &Tok, w: &str| matches!(t, Tok::Word(x) if x.eq_ignore_ascii_case(w));
+    if toks.len() > 2 && word(&toks[0], "SET") && word(&toks[1], "STATEMENT") {
+        if let Some(at) = toks.iter().position(|t| word(t, "FOR")) {
+            toks.drain(..=at);
+        }
+    }
+    toks
+}
+
 fn tokens(sql: &str) -> Vec<Tok> {
     let b: Vec<char> = sql.chars().take(HEAD_CHARS).collect();
     let mut out = Vec::new();
@@ -179,7 +194,7 @@ impl Cursor {
 /// [`DdlKind::Privileges`]); `default_db` is the statement's default database. Errs towards
 /// true: a false alarm costs a re-check by the server, a miss would keep stale rights.
 pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
-    let toks = tokens(sql);
+    let toks = statement_tokens(sql);
     let word = |i: usize| match toks.get(i) {
         Some(Tok::Word(w)) => w.to_ascii_uppercase(),
         _ => String::new(),
@@ -210,7 +225,7 @@ pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
 /// (transaction control). Errs towards true: a false alarm evicts the caches, a miss leaves
 /// them serving rows the server has changed.
 pub fn may_change_rows(sql: &str) -> bool {
-    let toks = tokens(sql);
+    let toks = statement_tokens(sql);
     let word = |i: usize| match toks.get(i) {
         Some(Tok::Word(w)) => Some(w.to_ascii_uppercase()),
         _ => None,
@@ -223,7 +238,7 @@ pub fn may_change_rows(sql: &str) -> bool {
         "CREATE" | "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE" | "ANALYZE" | "OPTIMIZE" | "REPAIR" | "FLUSH"
         | "INSTALL" | "UNINSTALL" => false,
         "BEGIN" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" | "XA" => false,
-        // Not `SET STATEMENT ... FOR <a write>`.
+        // A SET STATEMENT without its FOR (not a statement MariaDB logs) counts as a write.
         "SET" => !matches!(word(1).as_deref(), Some("PASSWORD" | "ROLE" | "DEFAULT")),
         _ => true,
     }
@@ -231,7 +246,7 @@ pub fn may_change_rows(sql: &str) -> bool {
 
 /// The tables a statement changes, or empty if it is not table DDL.
 pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
-    let mut c = Cursor { toks: tokens(sql), at: 0 };
+    let mut c = Cursor { toks: statement_tokens(sql), at: 0 };
     let mut out = Vec::new();
     let mut push = |(database, table): (Option<String>, String), kind| out.push(DdlTarget { database, table, kind });
     if c.kw("ALTER") {
@@ -377,7 +392,7 @@ pub fn parse_savepoint(sql: &str) -> Option<Savepoint> {
 
 /// The database a `DROP DATABASE|SCHEMA [IF EXISTS] name` statement drops.
 pub fn parse_drop_database(sql: &str) -> Option<String> {
-    let mut c = Cursor { toks: tokens(sql), at: 0 };
+    let mut c = Cursor { toks: statement_tokens(sql), at: 0 };
     if !(c.kw("DROP") && (c.kw("DATABASE") || c.kw("SCHEMA"))) {
         return None;
     }
@@ -479,9 +494,28 @@ mod tests {
             "XA START 'x'",
             "",
             "/* only a comment */",
+            "SET STATEMENT foreign_key_checks = 0, sql_mode = 'a,b' FOR ALTER TABLE t ADD CONSTRAINT f FOREIGN KEY (a) REFERENCES p (id)",
         ] {
             assert!(!may_change_rows(sql), "{sql}");
         }
+    }
+
+    #[test]
+    fn a_statement_under_set_statement_is_read_as_itself() {
+        let t = |table: &str, kind| DdlTarget { database: None, table: table.into(), kind };
+        assert_eq!(
+            parse_ddl("SET STATEMENT foreign_key_checks = 0 FOR ALTER TABLE c ADD CONSTRAINT f FOREIGN KEY (a) REFERENCES p (id)"),
+            vec![t("c", DdlKind::Alter)]
+        );
+        assert_eq!(
+            parse_ddl("set statement lock_wait_timeout=5 for rename table a to b"),
+            vec![t("a", DdlKind::RenamedFrom), t("b", DdlKind::RenamedTo)]
+        );
+        assert_eq!(parse_drop_database("SET STATEMENT max_statement_time = 1 FOR DROP DATABASE d"), Some("d".into()));
+        assert!(privileges_may_change("SET STATEMENT max_statement_time = 1 FOR GRANT SELECT ON t TO a", "db"));
+        assert!(may_change_rows("SET STATEMENT max_statement_time = 1 FOR DELETE FROM t"));
+        // Not a statement: read as the SET it is.
+        assert!(parse_ddl("SET STATEMENT x = 1").is_empty());
     }
 
     #[test]
