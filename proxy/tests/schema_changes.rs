@@ -395,6 +395,17 @@ async fn schema_changes(replica: Option<&std::path::Path>) {
     assert!(total_hits > 0, "seed {seed}: no read was answered from the cache");
 }
 
+/// Runs `setup` on the server and starts freshet caching `read` as `name`: the admin's
+/// connection and freshet.
+async fn one_cache(setup: &[&str], name: &str, read: &str) -> (Conn, Proxy) {
+    let mut admin = direct().await;
+    for sql in setup {
+        admin.query_drop(*sql).await.unwrap();
+    }
+    let proxy = start_proxy(&format!("[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"{name}\"\nquery = \"{read}\"\n")).await;
+    (admin, proxy)
+}
+
 /// A text read of `sql` through freshet and on the server, after freshet applied what the
 /// server wrote; `served` is whether freshet answered it from a view.
 async fn read_both(proxy: &Proxy, name: &str, sql: &str) -> (Answer, Answer, bool) {
@@ -421,16 +432,13 @@ async fn read_both(proxy: &Proxy, name: &str, sql: &str) -> (Answer, Answer, boo
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_column_made_fixed_width_is_read_anew() {
     let _tables = TABLES.lock().await;
-    let mut admin = direct().await;
-    for sql in [
+    let read = "SELECT id, v, b FROM sc_fixed WHERE k = ?";
+    let setup = [
         "DROP TABLE IF EXISTS sc_fixed",
         "CREATE TABLE sc_fixed (id INT PRIMARY KEY, k INT NOT NULL, v VARCHAR(10) NOT NULL, b VARBINARY(4) NOT NULL) CHARSET utf8mb4",
         "INSERT INTO sc_fixed VALUES (1, 1, 'bob ', 'ab'), (2, 1, 'ann', 'cd')",
-    ] {
-        admin.query_drop(sql).await.unwrap();
-    }
-    let read = "SELECT id, v, b FROM sc_fixed WHERE k = ?";
-    let proxy = start_proxy(&format!("[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"sc_fixed\"\nquery = \"{read}\"\n")).await;
+    ];
+    let (mut admin, proxy) = one_cache(&setup, "sc_fixed", read).await;
     let sql = read.replace('?', "1");
     let (got, want, served) = read_both(&proxy, "sc_fixed", &sql).await;
     assert!(served && got == want, "before: {got:?} / {want:?}");
@@ -520,18 +528,15 @@ async fn replica_case(table: &str, setup: &[&str], change: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_key_added_under_set_statement_cascades_into_the_views() {
     let _tables = TABLES.lock().await;
-    let mut admin = direct().await;
-    for sql in [
+    let read = "SELECT item_id, tag FROM sc_child WHERE tag = ? ORDER BY item_id";
+    let setup = [
         "DROP TABLE IF EXISTS sc_child, sc_parent",
         "CREATE TABLE sc_parent (id INT PRIMARY KEY, name VARCHAR(20) NOT NULL)",
         "CREATE TABLE sc_child (item_id INT NOT NULL, tag VARCHAR(20) NOT NULL, PRIMARY KEY (item_id, tag))",
         "INSERT INTO sc_parent VALUES (1, 'one'), (2, 'two')",
         "INSERT INTO sc_child VALUES (1, 'red'), (2, 'red'), (2, 'blue')",
-    ] {
-        admin.query_drop(sql).await.unwrap();
-    }
-    let read = "SELECT item_id, tag FROM sc_child WHERE tag = ? ORDER BY item_id";
-    let proxy = start_proxy(&format!("[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"sc_child\"\nquery = \"{read}\"\n")).await;
+    ];
+    let (mut admin, proxy) = one_cache(&setup, "sc_child", read).await;
     admin
         .query_drop(
             "SET STATEMENT foreign_key_checks = 0 FOR ALTER TABLE sc_child ADD CONSTRAINT sc_child_item \
