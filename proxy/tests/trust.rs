@@ -553,11 +553,21 @@ async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
     secrets("tr_unlogged").await;
     let proxy = start_proxy(&config("tr_unlogged", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_unlogged WHERE id = 5";
-    for (n, setting) in ["SET SESSION sql_log_bin = 0", "SET SESSION binlog_format = 'STATEMENT'"].into_iter().enumerate() {
+    // A setting of the session, or of the one statement (MariaDB's SET STATEMENT ... FOR).
+    let settings = [
+        ("SET SESSION sql_log_bin = 0", ""),
+        ("SET SESSION binlog_format = 'STATEMENT'", ""),
+        ("", "SET STATEMENT sql_log_bin = 0 FOR "),
+        ("", "SET STATEMENT binlog_format = 'STATEMENT', sql_log_bin = 0 FOR "),
+    ];
+    for (n, (setting, prefix)) in settings.into_iter().enumerate() {
         warm(&proxy, sql).await;
         let mut t = through(&proxy).await;
-        t.query_drop(setting).await.unwrap();
-        t.query_drop(format!("UPDATE tr_unlogged SET secret = 'changed {n}' WHERE id = 5")).await.unwrap();
+        if !setting.is_empty() {
+            t.query_drop(setting).await.unwrap();
+        }
+        t.query_drop(format!("{prefix}UPDATE tr_unlogged SET secret = 'changed {n}' WHERE id = 5")).await.unwrap();
+        let setting = if setting.is_empty() { prefix } else { setting };
         let mut d = direct().await;
         let want = text(&mut d, sql).await;
         // Read by the writing session and by another one, as text and prepared.
