@@ -339,7 +339,9 @@ impl Session {
         let reads = [&b"select"[..], b"show", b"set", b"use", b"desc", b"describe", b"explain", b"help"]
             .iter()
             .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
-        !reads || sql.contains(&b';')
+        // `SET STATEMENT ... FOR UPDATE ...` writes: taken for a write whatever follows FOR.
+        let set_statement = || first.is_some_and(|w| w.eq_ignore_ascii_case(b"set")) && super::state::is_set_statement(sql);
+        !reads || sql.contains(&b';') || set_statement()
     }
 
     /// Whether `sql` (a text the session sent) may change accounts or privileges

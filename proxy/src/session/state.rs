@@ -169,6 +169,10 @@ impl SessionState {
                     && t.text(sql).eq_ignore_ascii_case(b"for")
                     && let Some(statement) = tokens.get(i + 1..).filter(|rest| !rest.is_empty())
                 {
+                    // The statement's binlogging may be off: its write is never in the binlog.
+                    // Taken for the session's (as a SET of them would be): a prepared
+                    // statement's every execute evicts too.
+                    self.unlogged |= unlogs(sql, &tokens[2..i]);
                     self.statement(sql, statement);
                     return;
                 }
@@ -319,6 +323,22 @@ fn misreading_mode(sql: &[u8], tokens: &[Token]) -> bool {
     false
 }
 
+/// True if the assignments `tokens` (`a = 1, b = 2` of a `SET STATEMENT`) may turn
+/// binlogging off: `sql_log_bin` to anything but on, `binlog_format` to anything but ROW.
+fn unlogs(sql: &[u8], tokens: &[Token]) -> bool {
+    let text = |i: usize| tokens.get(i).map(|t| String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase()).unwrap_or_default();
+    (0..tokens.len()).any(|i| {
+        let name = text(i);
+        let name = name.trim_start_matches("@@").trim_start_matches("session.");
+        let value = text(i + 2);
+        match name {
+            "sql_log_bin" => !value_is(&value, &["1", "on", "true", "default"]),
+            "binlog_format" => !value_is(&value, &["row", "'row'", "\"row\"", "default"]),
+            _ => false,
+        }
+    })
+}
+
 fn value_is(value: &str, any_of: &[&str]) -> bool {
     any_of.contains(&value)
 }
@@ -332,6 +352,13 @@ pub fn first_word(sql: &[u8]) -> Option<&[u8]> {
     Lexer::new(sql).next().map(|t| t.text(sql))
 }
 
+/// Whether `sql` is MariaDB's `SET STATEMENT assignments FOR statement`: a SET by its first
+/// word that runs whatever statement follows `FOR`, a write among them.
+pub fn is_set_statement(sql: &[u8]) -> bool {
+    let mut tokens = Lexer::new(sql).map(|t| t.text(sql));
+    tokens.next().is_some_and(|w| w.eq_ignore_ascii_case(b"set")) && tokens.next().is_some_and(|w| w.eq_ignore_ascii_case(b"statement"))
+}
+
 /// Whether `sql` may run stored code, which may SET the session's variables with no SET in the
 /// text: a write (its triggers), DO, or a call of a function that is not built in (a name
 /// followed by `(` that is neither a built-in function nor a keyword, a qualified name, or a
@@ -343,6 +370,7 @@ pub fn may_run_stored_code(sql: &[u8]) -> bool {
     // A write (a WITH may lead one, in MySQL 8), or several statements, any of which may be.
     if [&b"insert"[..], b"update", b"delete", b"replace", b"load", b"do", b"with"].iter().any(|w| first.eq_ignore_ascii_case(w))
         || sql.contains(&b';')
+        || is_set_statement(sql)
     {
         return true;
     }
@@ -1055,6 +1083,9 @@ mod tests {
         ] {
             assert!(after(&[sql]).unlogged, "{sql}");
         }
+        assert!(after(&["SET STATEMENT sql_log_bin = 0 FOR UPDATE t SET a = 1"]).unlogged);
+        assert!(after(&["SET STATEMENT max_statement_time = 5, binlog_format = 'MIXED' FOR DELETE FROM t"]).unlogged);
+        assert!(!after(&["SET STATEMENT max_statement_time = 5, sql_log_bin = 1 FOR DELETE FROM t"]).unlogged);
         for sql in ["SET sql_log_bin = 1", "SET binlog_format = 'ROW'", "SET sql_mode = ''"] {
             assert!(!after(&[sql]).unlogged, "{sql}");
         }
