@@ -4,7 +4,8 @@
 //!
 //! What counts as a write: every relayed statement not known to only read (the same words as
 //! the eviction after an unlogged write: anything but SELECT, SHOW, SET, USE, DESCRIBE,
-//! EXPLAIN, HELP, and any text with a `;`), every prepared statement executed whose text is
+//! EXPLAIN, HELP, and any text with a `;`; MariaDB's `SET STATEMENT ... FOR` counts whatever
+//! follows FOR), every prepared statement executed whose text is
 //! not known, COMMIT, and any command too long to route. A statement freshet cannot classify
 //! counts as one. Not seen: a stored function called from a relayed SELECT that writes.
 //!
