@@ -69,10 +69,12 @@ const HEAD_CHARS: usize = 64 * 1024;
 fn statement_tokens(sql: &str) -> Vec<Tok> {
     let mut toks = tokens(sql);
     let word = |t: &Tok, w: &str| matches!(t, Tok::Word(x) if x.eq_ignore_ascii_case(w));
-    if toks.len() > 2 && word(&toks[0], "SET") && word(&toks[1], "STATEMENT") {
-        if let Some(at) = toks.iter().position(|t| word(t, "FOR")) {
-            toks.drain(..=at);
-        }
+    if toks.len() > 2
+        && word(&toks[0], "SET")
+        && word(&toks[1], "STATEMENT")
+        && let Some(at) = toks.iter().position(|t| word(t, "FOR"))
+    {
+        toks.drain(..=at);
     }
     toks
 }
