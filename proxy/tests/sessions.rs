@@ -227,14 +227,16 @@ fn step(rng: &mut Rng, model: &mut Model, after_read: bool) -> Step {
         45..=64 => Step::Text(pick(rng, SETTINGS).to_string()),
         65..=72 if model.writes_allowed() => {
             let id = rng.below(40) * 3 / 2;
-            Step::Text(match rng.below(4) {
+            let write = match rng.below(4) {
                 0 => format!("UPDATE rs_items SET amount = amount + 1.5, name = '{}' WHERE id = {id}", pick(rng, &NAMES)),
                 1 => {
                     format!("INSERT INTO rs_items VALUES ({id}, {}, 'new', 1, NOW()) ON DUPLICATE KEY UPDATE k = {}", id % 5, rng.below(5))
                 }
                 2 => format!("DELETE FROM rs_items WHERE id = {id}"),
                 _ => format!("UPDATE rs_items SET ts = '2024-06-01 12:00:00' WHERE k = {}", rng.below(5)),
-            })
+            };
+            // A write under MariaDB's SET STATEMENT is a write all the same.
+            Step::Text(if rng.below(5) == 0 { format!("SET STATEMENT max_statement_time = 10 FOR {write}") } else { write })
         }
         73..=79 => {
             let sql = *pick(
