@@ -80,7 +80,7 @@ const PK_SQL: &str = "SELECT TABLE_NAME, COLUMN_NAME FROM information_schema.KEY
 const JSON_CHECKS_SQL: &str = "SELECT TABLE_NAME, CHECK_CLAUSE FROM information_schema.CHECK_CONSTRAINTS \
      WHERE CONSTRAINT_SCHEMA = ?";
 
-const TABLES_SQL: &str = "SELECT TABLE_NAME FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'";
+const TABLES_SQL: &str = "SELECT TABLE_NAME, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ? AND TABLE_TYPE = 'BASE TABLE'";
 
 /// One row of information_schema.COLUMNS.
 #[derive(Clone, Debug, Default)]
@@ -123,9 +123,9 @@ pub async fn load_tables(
     );
     let rows: Vec<ColTuple> = conn.exec(COLUMNS_SQL, (database,)).await?;
     let pks: Vec<(String, String)> = conn.exec(PK_SQL, (database,)).await?;
-    let tables: Vec<String> = conn.exec(TABLES_SQL, (database,)).await?;
+    let tables: Vec<(String, Option<String>)> = conn.exec(TABLES_SQL, (database,)).await?;
     let checks: Vec<(String, String)> = if flavor.json_is_text() { conn.exec(JSON_CHECKS_SQL, (database,)).await? } else { Vec::new() };
-    let wanted = |t: &str| only.is_none_or(|o| o.eq_ignore_ascii_case(t)) && tables.iter().any(|x| x == t);
+    let wanted = |t: &str| only.is_none_or(|o| o.eq_ignore_ascii_case(t)) && tables.iter().any(|(x, _)| x == t);
     let mut cols: HashMap<String, Vec<ColumnRow>> = HashMap::new();
     for r in rows {
         if !wanted(&r.0) {
@@ -150,7 +150,9 @@ pub async fn load_tables(
     for (table, rows) in cols {
         let json: Vec<&str> = checks.iter().filter(|(t, _)| *t == table).map(|(_, c)| c.as_str()).collect();
         let pk: Vec<&str> = pks.iter().filter(|(t, _)| *t == table).map(|(_, c)| c.as_str()).collect();
-        out.insert(table.clone(), table_info(&table, &rows, &pk, &json));
+        let mut info = table_info(&table, &rows, &pk, &json);
+        info.schema.engine = tables.iter().find(|(t, _)| *t == table).and_then(|(_, e)| e.clone());
+        out.insert(table.clone(), info);
     }
     Ok(out)
 }

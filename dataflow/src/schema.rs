@@ -159,6 +159,9 @@ pub struct TableSchema {
     pub columns: Vec<ColumnSchema>,
     /// Indexes into `columns`; empty if the table has no primary key.
     pub primary_key: Vec<usize>,
+    /// The server's storage engine for it (information_schema.TABLES.ENGINE); `None` where
+    /// not known (a catalog built by hand). Only InnoDB is accepted ([`TableSchema::check`]).
+    pub engine: Option<String>,
 }
 
 /// Why a schema cannot be used.
@@ -173,12 +176,17 @@ pub enum SchemaError {
     /// DECIMAL wider than freshet's exact type.
     #[error("table `{table}`: column `{column}` is DECIMAL({precision}); freshet handles up to 28 digits")]
     DecimalTooWide { table: String, column: String, precision: u8 },
+    /// An engine without consistent snapshots (MyISAM, Aria, MEMORY, ...): a fill reads such a
+    /// table as it is when the read runs, not at the snapshot's binlog position, so the
+    /// changes after that position would be applied to rows that already hold some of them.
+    #[error("table `{table}` uses engine {engine}: fills need consistent snapshots (InnoDB)")]
+    NoSnapshots { table: String, engine: String },
 }
 
 impl TableSchema {
     /// A table with the given columns and primary key.
     pub fn new(name: &str, columns: Vec<ColumnSchema>, primary_key: Vec<usize>) -> TableSchema {
-        TableSchema { name: name.to_string(), columns, primary_key }
+        TableSchema { name: name.to_string(), columns, primary_key, engine: None }
     }
     /// Index of a column by case-insensitive name.
     pub fn column_index(&self, name: &str) -> Option<usize> {
@@ -186,6 +194,11 @@ impl TableSchema {
     }
     /// Validates the schema; reports the first problem.
     pub fn check(&self) -> Result<(), SchemaError> {
+        if let Some(engine) = &self.engine
+            && !engine.eq_ignore_ascii_case("InnoDB")
+        {
+            return Err(SchemaError::NoSnapshots { table: self.name.clone(), engine: engine.clone() });
+        }
         for &i in &self.primary_key {
             if i >= self.columns.len() {
                 return Err(SchemaError::BadPrimaryKey { table: self.name.clone(), index: i });

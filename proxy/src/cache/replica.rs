@@ -331,8 +331,9 @@ impl Replica {
     /// place when the store can (`ReplicaStore::alter`: columns dropped, added or changed, the
     /// primary key kept) or the table is copied again; a TRUNCATE (no row events: the rows are
     /// dropped here), a table renamed to or from the name (another table's rows may be under it
-    /// now) or a table created again is copied again; a dropped table is forgotten
-    /// until it is created again. Either way it is not answered from until that is done.
+    /// now) or a table created again is copied again; a dropped table, or one the views refuse
+    /// (an engine without snapshots), is forgotten until it is created again or can be cached.
+    /// Either way it is not answered from until that is done.
     pub(super) fn schema_changed(&self, table: &str, kind: DdlKind, info: Option<&TableInfo>) {
         {
             let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
@@ -346,7 +347,10 @@ impl Replica {
         }
         let mut infos = self.infos.lock().unwrap_or_else(|e| e.into_inner());
         let old = infos.keys().find(|k| self.store.same_table(k, table)).cloned().and_then(|k| infos.remove(&k));
-        let Some(info) = info else {
+        // A table whose schema the views refuse (an engine without snapshots, whose copy could
+        // not be consistent) is held as a dropped one is: its rows go, and it is copied again
+        // once it can be (a copy under way would go on reading it without a snapshot).
+        let Some(info) = info.filter(|i| i.schema.check().is_ok()) else {
             if let Some(old) = old
                 && let Err(e) = self.store.reset(&old.schema)
             {
