@@ -490,6 +490,22 @@ async fn a_table_dropped_and_created_again_is_copied_anew_into_the_replica() {
     .await;
 }
 
+/// A table that was Aria for a while (its changes then applied from the binlog, nothing read
+/// without a snapshot) is copied again and answered from the replica once InnoDB again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_back_from_an_engine_without_snapshots_is_copied_anew_into_the_replica() {
+    replica_case(
+        "sc_engine2",
+        &[
+            "CREATE TABLE sc_engine2 (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(20) NOT NULL) ENGINE = InnoDB",
+            "INSERT INTO sc_engine2 SELECT seq, seq % 4, CONCAT('name ', seq) FROM seq_1_to_40",
+        ],
+        "ALTER TABLE sc_engine2 ENGINE = Aria; UPDATE sc_engine2 SET k = (k + 1) % 4 WHERE id < 10; \
+         ALTER TABLE sc_engine2 ENGINE = InnoDB; DELETE FROM sc_engine2 WHERE id = 12",
+    )
+    .await;
+}
+
 /// `table` (id, k, name) made by `setup` and cached as `SELECT id, name ... WHERE k = ?` with
 /// fills from a replica; once it is copied, the admin runs `change`, and once freshet has
 /// applied it and the replica holds the table again, every `k` of 0..4 must be answered from
