@@ -88,6 +88,8 @@ const CHANGES: &[&str] = &[
     "ALTER TABLE sc_items MODIFY ts DATETIME NULL",
     "ALTER TABLE sc_items CHANGE name title VARCHAR(40) NOT NULL",
     "ALTER TABLE sc_items CHANGE title name VARCHAR(40) NOT NULL",
+    "ALTER TABLE sc_items CHANGE name NAME VARCHAR(40) NOT NULL",
+    "ALTER TABLE sc_items RENAME COLUMN k TO K",
     "ALTER TABLE sc_items RENAME COLUMN k TO kk",
     "ALTER TABLE sc_items RENAME COLUMN kk TO k",
     "ALTER TABLE sc_items ALTER COLUMN k SET DEFAULT 3",
