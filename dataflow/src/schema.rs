@@ -138,11 +138,6 @@ impl ColumnSchema {
         self.invisible = true;
         self
     }
-    /// Builder: CHAR or BINARY, padded to the column's width.
-    pub fn padded(mut self) -> ColumnSchema {
-        self.padded = true;
-        self
-    }
     /// Builder: set the most bytes a value may hold.
     pub fn with_max_bytes(mut self, bytes: u64) -> ColumnSchema {
         self.max_bytes = Some(bytes);
