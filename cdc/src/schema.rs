@@ -151,7 +151,7 @@ pub async fn load_tables(
         let json: Vec<&str> = checks.iter().filter(|(t, _)| *t == table).map(|(_, c)| c.as_str()).collect();
         let pk: Vec<&str> = pks.iter().filter(|(t, _)| *t == table).map(|(_, c)| c.as_str()).collect();
         let mut info = table_info(&table, &rows, &pk, &json);
-        info.schema.engine = tables.iter().find(|(t, _)| *t == table).and_then(|(_, e)| e.clone());
+        info.schema.engine = tables.iter().find(|(t, _)| *t == table).and_then(|(_, e)| e.as_deref().map(Box::from));
         out.insert(table.clone(), info);
     }
     Ok(out)

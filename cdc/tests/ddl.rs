@@ -11,7 +11,7 @@ use mysql_async::prelude::Queryable;
 
 enum Ev {
     B(Batch),
-    S(SchemaChange),
+    S(Box<SchemaChange>),
 }
 
 /// Runs `sql`, then reads until a non-empty batch or a schema change arrives.

@@ -156,7 +156,7 @@ pub struct TableSchema {
     pub primary_key: Vec<usize>,
     /// The server's storage engine for it (information_schema.TABLES.ENGINE); `None` where
     /// not known (a catalog built by hand). Only InnoDB is accepted ([`TableSchema::check`]).
-    pub engine: Option<String>,
+    pub engine: Option<Box<str>>,
 }
 
 /// Why a schema cannot be used.
@@ -192,7 +192,7 @@ impl TableSchema {
         if let Some(engine) = &self.engine
             && !engine.eq_ignore_ascii_case("InnoDB")
         {
-            return Err(SchemaError::NoSnapshots { table: self.name.clone(), engine: engine.clone() });
+            return Err(SchemaError::NoSnapshots { table: self.name.clone(), engine: engine.to_string() });
         }
         for &i in &self.primary_key {
             if i >= self.columns.len() {

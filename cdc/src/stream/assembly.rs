@@ -156,13 +156,13 @@ impl BinlogStream {
             let mut names: Vec<String> = self.tables.keys().cloned().collect();
             names.sort();
             for table in names {
-                self.out.push_back(StreamEvent::Schema(SchemaChange {
+                self.out.push_back(StreamEvent::Schema(Box::new(SchemaChange {
                     position,
                     table,
                     kind: DdlKind::DatabaseDropped,
                     schema: None,
                     info: None,
-                }));
+                })));
             }
             self.tables.clear();
         }
@@ -185,7 +185,7 @@ impl BinlogStream {
             let table = self.tables.keys().find(|k| self.cfg.same_name(k, &t.table)).cloned().unwrap_or(t.table);
             let info = self.tables.get(&table).cloned();
             let schema = info.as_ref().map(|i| i.schema.clone());
-            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table, kind: t.kind, schema, info }));
+            self.out.push_back(StreamEvent::Schema(Box::new(SchemaChange { position, table, kind: t.kind, schema, info })));
         }
         Ok(())
     }
@@ -193,13 +193,13 @@ impl BinlogStream {
     /// Tells the consumer that the server's privileges may have changed (a
     /// [`DdlKind::Privileges`] change with no table).
     pub(super) fn privileges_changed(&mut self, position: Position) {
-        self.out.push_back(StreamEvent::Schema(SchemaChange {
+        self.out.push_back(StreamEvent::Schema(Box::new(SchemaChange {
             position,
             table: String::new(),
             kind: DdlKind::Privileges,
             schema: None,
             info: None,
-        }));
+        })));
     }
 
     /// XA transactions: their rows are logged at XA PREPARE and take effect at a later
@@ -253,7 +253,7 @@ impl BinlogStream {
         for table in txn.cascaded {
             let info = self.tables.get(&table).cloned();
             let schema = info.as_ref().map(|i| i.schema.clone());
-            self.out.push_back(StreamEvent::Schema(SchemaChange { position, table, kind: DdlKind::Cascaded, schema, info }));
+            self.out.push_back(StreamEvent::Schema(Box::new(SchemaChange { position, table, kind: DdlKind::Cascaded, schema, info })));
         }
         self.deliver_to(end.clone(), txn.gtid);
         self.backoff.reset();

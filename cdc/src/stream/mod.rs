@@ -147,8 +147,9 @@ pub struct SchemaChange {
 pub enum StreamEvent {
     /// One committed transaction (possibly empty if it touched only other databases).
     Batch(Batch),
-    /// A schema change, in order with the batches.
-    Schema(SchemaChange),
+    /// A schema change, in order with the batches (boxed: it carries the table's schema twice,
+    /// and batches, the common event, are small).
+    Schema(Box<SchemaChange>),
     /// With [`StreamConfig::tables`]: the stream decodes these tables' rows from here on (they
     /// were added to the set since the stream took it). Every later batch carries their rows;
     /// earlier ones may lack them. See [`crate::follow`].

@@ -64,7 +64,7 @@ pub async fn batches(s: &mut BinlogStream, n: usize) -> (Vec<freshet_dataflow::B
         match s.next().await.expect("stream event") {
             StreamEvent::Batch(b) if !b.changes.is_empty() => out.push(b),
             StreamEvent::Batch(_) => {}
-            StreamEvent::Schema(c) => ddl.push(c),
+            StreamEvent::Schema(c) => ddl.push(*c),
             StreamEvent::Following(t) => panic!("no table set was given, yet following {t:?}"),
         }
     }

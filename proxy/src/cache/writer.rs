@@ -191,7 +191,7 @@ impl<S: ChangeSource> Writer<S> {
                 }
                 Some(Ok(StreamEvent::Schema(change))) => {
                     schema_at = Some(change.position);
-                    self.schema_change(change)
+                    self.schema_change(*change)
                 }
                 Some(Ok(StreamEvent::Following(tables))) => self.now_following(tables),
                 Some(Err(CdcError::Untrusted(why))) => {
