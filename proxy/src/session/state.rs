@@ -209,11 +209,10 @@ impl SessionState {
                             }
                         }
                         "character_set_results" | "character_set_connection" | "collation_connection" => self.stale = true,
-                        "sql_log_bin" => self.unlogged |= !value_is(&text(i + 2), &["1", "on", "true", "default"]),
+                        "sql_log_bin" | "binlog_format" => self.unlogged |= turns_binlogging_off(&name, &text(i + 2)),
                         // On, the server answers every SELECT a view answers; off, it may
                         // refuse a large one (max_join_size).
                         "sql_big_selects" if value_is(&text(i + 2), &["1", "on", "true"]) => {}
-                        "binlog_format" => self.unlogged |= !value_is(&text(i + 2), &["row", "'row'", "\"row\"", "default"]),
                         // A mode that changes how text is read: this tracker reads the
                         // session's statements in the default mode, so from here on it may
                         // misread them (a SET hidden in what looks like a string).
@@ -324,19 +323,23 @@ fn misreading_mode(sql: &[u8], tokens: &[Token]) -> bool {
 }
 
 /// True if the assignments `tokens` (`a = 1, b = 2` of a `SET STATEMENT`) may turn
-/// binlogging off: `sql_log_bin` to anything but on, `binlog_format` to anything but ROW.
+/// binlogging off ([`turns_binlogging_off`]).
 fn unlogs(sql: &[u8], tokens: &[Token]) -> bool {
     let text = |i: usize| tokens.get(i).map(|t| String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase()).unwrap_or_default();
     (0..tokens.len()).any(|i| {
         let name = text(i);
-        let name = name.trim_start_matches("@@").trim_start_matches("session.");
-        let value = text(i + 2);
-        match name {
-            "sql_log_bin" => !value_is(&value, &["1", "on", "true", "default"]),
-            "binlog_format" => !value_is(&value, &["row", "'row'", "\"row\"", "default"]),
-            _ => false,
-        }
+        turns_binlogging_off(name.trim_start_matches("@@").trim_start_matches("session.").trim_start_matches("local."), &text(i + 2))
     })
+}
+
+/// Whether setting variable `name` (lower case) to `value` may turn the session's binlogging
+/// off: `sql_log_bin` to anything but on, `binlog_format` to anything but ROW.
+fn turns_binlogging_off(name: &str, value: &str) -> bool {
+    match name {
+        "sql_log_bin" => !value_is(value, &["1", "on", "true", "default"]),
+        "binlog_format" => !value_is(value, &["row", "'row'", "\"row\"", "default"]),
+        _ => false,
+    }
 }
 
 fn value_is(value: &str, any_of: &[&str]) -> bool {
