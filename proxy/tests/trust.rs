@@ -683,3 +683,69 @@ async fn change_user_and_reset_connection_follow_the_server() {
     }
     assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "a reset session is answered from the cache again");
 }
+
+/// What an account may read is learnt once and kept until privileges may have changed; a
+/// client must not be able to make freshet forget it for everyone at will. Each of these
+/// statements is one that any login (or one with rights on its own tables only) can send in a
+/// loop, and none of them changes what any account may read: a privilege statement the server
+/// refuses before running it (access denied, a syntax error), a password or default role set
+/// for oneself (both binlogged), a write or view whose text says `mysql`, a word a privilege
+/// statement needs inside an executable comment. Forgetting after each one turned every
+/// other account's next read of each cache into a relayed one, as often as the client liked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_cannot_make_freshet_forget_what_accounts_may_read() {
+    // Alone: the other tests of this file GRANT and REVOKE, which rightly make freshet forget.
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_forget").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE OR REPLACE TABLE tr_hnotes (id INT PRIMARY KEY, note VARCHAR(100))").await.unwrap();
+    admin.query_drop("CREATE OR REPLACE VIEW tr_hview AS SELECT note FROM tr_hnotes").await.unwrap();
+    user("tr_reader", &["SELECT ON freshet_test.tr_forget"]).await;
+    user("tr_hostile", &["SELECT, INSERT, UPDATE, DELETE ON freshet_test.tr_hnotes", "CREATE VIEW, DROP ON freshet_test.tr_hview"]).await;
+    let proxy = start_proxy(&config("tr_forget", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_forget WHERE id = 1";
+    warm(&proxy, sql).await;
+    let (mut d, mut t) = pair(&proxy, "tr_reader", Some(DB)).await;
+    assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "the reader is served from the cache");
+    let mut hostile = Conn::new(as_user(&proxy.mysql.to_string(), "tr_hostile", Some(DB))).await.unwrap();
+    let mut watcher = through(&proxy).await;
+    for statement in [
+        "GRANT SELECT ON freshet_test.* TO 'tr_hostile'@'127.0.0.1'",
+        "GRANT ALL ON *.* TO 'tr_hostile'@'127.0.0.1'",
+        "REVOKE SELECT ON freshet_test.tr_forget FROM 'tr_reader'@'127.0.0.1'",
+        "GRANT SELECT ON nosuch.t TO 'tr_hostile'@'127.0.0.1'",
+        "CREATE USER tr_nobody",
+        "DROP USER 'tr_reader'@'127.0.0.1'",
+        "RENAME USER 'tr_reader'@'127.0.0.1' TO tr_gone",
+        "FLUSH PRIVILEGES",
+        "DELETE FROM mysql.global_priv",
+        "UPDATE mysql.global_priv SET Priv = '{}'",
+        "GRANT",
+        "SET STATEMENT max_statement_time = 5 FOR REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'tr_reader'@'127.0.0.1'",
+        "SELECT 1; GRANT SELECT ON freshet_test.* TO 'tr_hostile'@'127.0.0.1'",
+        "SET PASSWORD = PASSWORD('pw')",
+        "SET DEFAULT ROLE NONE",
+        "INSERT INTO tr_hnotes VALUES (1, 'moving off MySQL: revoke the grant, drop the user')",
+        "UPDATE tr_hnotes SET note = 'mysql.user' WHERE id = 1",
+        "CREATE OR REPLACE VIEW tr_hview AS SELECT mysql.note FROM tr_hnotes AS mysql",
+        "SELECT /*!10000 'grant', 'user' */ 1",
+        "DELETE FROM tr_hnotes",
+    ] {
+        let resets = engine(&proxy).access.resets.get();
+        let hits_before = hits(&proxy);
+        let _ = hostile.query_drop(statement).await;
+        caught_up(&mut watcher).await;
+        assert_eq!(engine(&proxy).access.resets.get(), resets, "`{statement}` made freshet forget what accounts may read");
+        assert_eq!(text(&mut t, sql).await, text(&mut d, sql).await, "after `{statement}`");
+        assert!(hits(&proxy) > hits_before, "after `{statement}` the reader's read was relayed");
+    }
+    // What does change privileges still counts, sent through freshet or not.
+    let resets = engine(&proxy).access.resets.get();
+    watcher.query_drop("GRANT SELECT ON freshet_test.tr_hnotes TO 'tr_reader'@'127.0.0.1'").await.unwrap();
+    assert!(engine(&proxy).access.resets.get() > resets, "a GRANT the server ran is obeyed");
+    let resets = engine(&proxy).access.resets.get();
+    admin.query_drop("REVOKE SELECT ON freshet_test.tr_hnotes FROM 'tr_reader'@'127.0.0.1'").await.unwrap();
+    caught_up(&mut watcher).await;
+    assert!(engine(&proxy).access.resets.get() > resets, "a REVOKE in the binlog is obeyed");
+    admin.query_drop("DROP VIEW IF EXISTS tr_hview").await.unwrap();
+}
