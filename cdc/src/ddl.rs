@@ -33,10 +33,10 @@ pub enum DdlKind {
     /// rows of the table in the batch at the same position, with no row event. Its schema is
     /// unchanged; its rows are taken anew.
     Cascaded,
-    /// Not a table of the tracked database: the server's accounts or privileges may have
-    /// changed (GRANT, REVOKE, CREATE/DROP/RENAME/ALTER USER or ROLE, SET PASSWORD, SET
-    /// DEFAULT ROLE, FLUSH PRIVILEGES, a write to the `mysql` schema). The change's `table`
-    /// is empty. Consumers that remember what an account may read forget it.
+    /// Not a table of the tracked database: what accounts may read may have changed (GRANT,
+    /// REVOKE, CREATE/DROP/RENAME USER or ROLE, FLUSH PRIVILEGES, a write to the `mysql`
+    /// schema or DDL of its tables; [`privileges_may_change`]). The change's `table` is
+    /// empty. Consumers that remember what an account may read forget it.
     Privileges,
 }
 
@@ -192,9 +192,12 @@ impl Cursor {
     }
 }
 
-/// True if a binlogged statement may change accounts or privileges (see
+/// True if a binlogged statement may change what an account may read (see
 /// [`DdlKind::Privileges`]); `default_db` is the statement's default database. Errs towards
-/// true: a false alarm costs a re-check by the server, a miss would keep stale rights.
+/// true where a statement can change it (a false alarm costs each account a relayed read per
+/// cache, a miss would keep stale rights), but not where any login can send it: a password
+/// or default role set for oneself (SET PASSWORD, SET DEFAULT ROLE, MySQL's ALTER USER of
+/// oneself) changes no grant, and neither does DDL that only names `mysql` (a view's alias).
 pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
     let toks = statement_tokens(sql);
     let word = |i: usize| match toks.get(i) {
@@ -203,22 +206,28 @@ pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
     };
     let (first, second) = (word(0), word(1));
     let account = |w: &str| matches!(w, "USER" | "ROLE");
+    let in_mysql = default_db.eq_ignore_ascii_case("mysql");
     match first.as_str() {
-        "GRANT" | "REVOKE" => return true,
-        "CREATE" | "DROP" | "ALTER" | "RENAME" if account(&second) => return true,
+        "GRANT" | "REVOKE" => true,
+        // Which account a name is: ALTER USER changes how it logs in, not what it may read.
+        "CREATE" | "DROP" | "RENAME" if account(&second) => true,
         // CREATE OR REPLACE USER / ROLE.
-        "CREATE" if second == "OR" && account(&word(3)) => return true,
-        "SET" if second == "PASSWORD" || (second == "DEFAULT" && word(2) == "ROLE") => return true,
-        "FLUSH" if toks.iter().any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("privileges"))) => return true,
-        _ => {}
+        "CREATE" if second == "OR" && account(&word(3)) => true,
+        "FLUSH" => toks.iter().any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("privileges"))),
+        // A privilege table itself replaced, altered or emptied (in effect at the next FLUSH
+        // PRIVILEGES or restart), or the `mysql` database dropped.
+        "CREATE" | "ALTER" | "DROP" | "RENAME" | "TRUNCATE" => {
+            in_mysql
+                || parse_drop_database(sql).is_some_and(|d| d.eq_ignore_ascii_case("mysql"))
+                || parse_ddl(sql).iter().any(|t| t.database.as_deref().is_some_and(|d| d.eq_ignore_ascii_case("mysql")))
+        }
+        // A write to the privilege tables logged as a statement: the `mysql` schema named as
+        // a qualifier anywhere, or the default database.
+        "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "LOAD" => {
+            in_mysql || toks.windows(2).any(|w| matches!(w, [Tok::Word(d) | Tok::Quoted(d), Tok::Dot] if d.eq_ignore_ascii_case("mysql")))
+        }
+        _ => false,
     }
-    // A write to the privilege tables themselves: the `mysql` schema named anywhere, or as
-    // the default database of a data-changing statement.
-    let writes =
-        matches!(first.as_str(), "INSERT" | "UPDATE" | "DELETE" | "REPLACE" | "LOAD" | "TRUNCATE" | "ALTER" | "DROP" | "CREATE" | "RENAME");
-    writes
-        && (default_db.eq_ignore_ascii_case("mysql")
-            || toks.windows(2).any(|w| matches!(w, [Tok::Word(d) | Tok::Quoted(d), Tok::Dot] if d.eq_ignore_ascii_case("mysql"))))
 }
 
 /// True if a binlogged statement may have changed rows that no row event carries: a write
@@ -447,18 +456,39 @@ mod tests {
             "CREATE OR REPLACE ROLE r",
             "DROP USER x",
             "RENAME USER a TO b",
-            "ALTER USER a ACCOUNT LOCK",
-            "SET PASSWORD FOR a = PASSWORD('x')",
-            "SET DEFAULT ROLE r FOR a",
             "FLUSH PRIVILEGES",
             "/*!40000 GRANT SELECT ON t TO a */",
             "UPDATE mysql.global_priv SET priv = '{}'",
             "INSERT INTO `mysql`.`tables_priv` VALUES ()",
+            "DROP TABLE IF EXISTS app.t, mysql.tables_priv",
+            "RENAME TABLE mysql.global_priv TO mysql.old, mysql.new TO mysql.global_priv",
+            "TRUNCATE TABLE `mysql`.`db`",
+            "ALTER TABLE mysql.global_priv ENGINE = Aria",
+            "DROP DATABASE mysql",
         ] {
             assert!(privileges_may_change(sql, "app"), "{sql}");
         }
         assert!(privileges_may_change("DELETE FROM tables_priv", "mysql"));
-        for sql in ["UPDATE t SET a = 1", "CREATE TABLE users (id INT)", "SELECT * FROM mysql.user", "FLUSH TABLES", "SET NAMES utf8"] {
+        assert!(privileges_may_change("TRUNCATE tables_priv", "mysql"));
+        for sql in [
+            "UPDATE t SET a = 1",
+            "CREATE TABLE users (id INT)",
+            "SELECT * FROM mysql.user",
+            "FLUSH TABLES",
+            "SET NAMES utf8",
+            // Any login may set its own password and default role; ALTER USER changes how an
+            // account logs in, not what it may read.
+            "SET PASSWORD FOR a = PASSWORD('x')",
+            "SET PASSWORD = PASSWORD('x')",
+            "SET DEFAULT ROLE r FOR a",
+            "ALTER USER a ACCOUNT LOCK",
+            "ALTER USER CURRENT_USER() IDENTIFIED BY 'x'",
+            // `mysql` as an alias or in a string, with DDL on the application's own objects.
+            "CREATE OR REPLACE VIEW v AS SELECT mysql.note FROM notes AS mysql",
+            "CREATE TABLE t (a INT COMMENT 'from mysql.user') SELECT mysql.a FROM s AS mysql",
+            "ALTER TABLE t ADD COLUMN mysql INT",
+            "DROP VIEW IF EXISTS mysql_users",
+        ] {
             assert!(!privileges_may_change(sql, "app"), "{sql}");
         }
     }

@@ -37,6 +37,21 @@ const CAPACITY: usize = 100_000;
 /// definer lost rights): the server refused the account.
 const DENIED: [u16; 6] = [1044, 1045, 1227, 1142, 1143, 1356];
 
+/// Errors the server gives before it runs any of a statement: it checks the text's syntax
+/// and the account's rights first. ER_PARSE_ERROR, ER_SYNTAX_ERROR, the access errors of
+/// [`DENIED`] but a view's (1356 comes while running), ER_PASSWORD_ANONYMOUS_USER,
+/// ER_PASSWORD_NOT_ALLOWED, ER_PROCACCESS_DENIED_ERROR, ER_OPTION_PREVENTS_STATEMENT
+/// (`read_only`), ER_CANT_CREATE_USER_WITH_GRANT, ER_ACCESS_DENIED_NO_PASSWORD_ERROR (a role
+/// or PROXY its grantor does not administer). Not among them: a failed REVOKE's 1147 or a
+/// CREATE USER's 1396, which may have taken effect for some of the statement's accounts.
+const REFUSED: [u16; 13] = [1064, 1149, 1044, 1045, 1227, 1142, 1143, 1131, 1132, 1370, 1290, 1410, 1698];
+
+/// Whether `err` (an ERR packet's payload) says the server ran nothing of the statement.
+pub fn refused_before_running(err: &[u8]) -> bool {
+    err.first() == Some(&crate::protocol::response::ERR)
+        && err.get(1..3).is_some_and(|b| REFUSED.contains(&u16::from_le_bytes([b[0], b[1]])))
+}
+
 /// What the server said about one account reading one cache.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Learned {

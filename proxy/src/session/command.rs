@@ -244,7 +244,7 @@ impl Session {
         }
         self.confirm_reading(command, &payload).await?;
         let may_write = self.may_write(command, &payload);
-        let privileges = self.statement_text(command, &payload).is_some_and(|sql| self.may_change_privileges(sql));
+        let privileges = self.statement_text(command, &payload).and_then(|sql| self.privilege_statement(sql));
         self.unlogged_write = self.state.unlogged && may_write;
         // Stored code (a trigger, a function) may set the session's variables: ask again.
         if self.statement_text(command, &payload).is_some_and(super::state::may_run_stored_code) {
@@ -254,6 +254,7 @@ impl Session {
             self.own.wrote();
         }
         let owed = self.settle_owed(command, &payload);
+        self.refused_at = None;
         let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
         self.drain_owed(owed).await?;
@@ -306,12 +307,17 @@ impl Session {
         self.flush_client().await?;
         self.record_relayed();
         self.store_capture();
-        if privileges {
-            // Whatever the server answered: a GRANT or REVOKE that fails may still take effect
-            // in part, and is then not in the binlog that tells freshet of the others.
-            if let Some(engine) = self.shared.engine.get() {
-                engine.access.forget_all();
-            }
+        // Whatever the server answered, unless it refused the statement before running it: a
+        // GRANT or REVOKE that fails may still take effect in part, and is then not in the
+        // binlog that tells freshet of the others. A refused one changed nothing, and any
+        // login can send those in a loop to make every account learn again. The text's
+        // statements stop at the first error; each gives at least one result, so the `r`th
+        // result was that of statement `r - 1` or an earlier one (a CALL gives several).
+        let ran = |first: usize| self.refused_at.is_none_or(|r| first + 1 < r);
+        if privileges.is_some_and(ran)
+            && let Some(engine) = self.shared.engine.get()
+        {
+            engine.access.forget_all();
         }
         if std::mem::take(&mut self.unlogged_write) {
             self.evict_after_unlogged_write().await;
@@ -344,11 +350,11 @@ impl Session {
         !reads || sql.contains(&b';') || set_statement()
     }
 
-    /// Whether `sql` (a text the session sent) may change accounts or privileges
-    /// ([`changes_privileges`]), run in the session's default database.
-    fn may_change_privileges(&self, sql: &[u8]) -> bool {
+    /// The first statement of `sql` (a text the session sent) that may change what accounts
+    /// may read ([`privilege_statement`]), run in the session's default database.
+    fn privilege_statement(&self, sql: &[u8]) -> Option<usize> {
         let in_mysql = self.identity.as_ref().and_then(|i| i.database.as_deref()).is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
-        changes_privileges(sql, in_mysql)
+        privilege_statement(sql, in_mysql, !self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES))
     }
 
     /// The SQL a statement command runs: a query's text, or the text an execute's statement was
@@ -410,13 +416,18 @@ impl Session {
 
     /// Relays result sets until one ends without MORE_RESULTS_EXISTS.
     async fn relay_results(&mut self) -> Result<(), SessionError> {
+        let mut results = 0;
         loop {
             let first = self.relay_packet().await?;
             self.learn_from(first.payload());
+            results += 1;
             let status = match first.payload().first() {
                 Some(&OK) => Some(self.ok_status(&first)?),
                 Some(&ERR) => {
                     self.shared.metrics.server_errors.inc();
+                    if crate::cache::access::refused_before_running(first.payload()) {
+                        self.refused_at = Some(results);
+                    }
                     None
                 }
                 Some(&LOCAL_INFILE) => {
@@ -596,59 +607,130 @@ fn upstream_protocol(what: &str) -> SessionError {
     SessionError::Upstream(format!("upstream protocol error: {what}"), UpstreamFailure::Protocol)
 }
 
-/// Whether `sql` may change accounts or privileges, as cdc reads the binlog's statements
-/// (`freshet_cdc::ddl::privileges_may_change`): each statement of the text by its first word
-/// (GRANT, REVOKE, CREATE USER, SET PASSWORD, FLUSH PRIVILEGES, ...), a write by whether it
-/// names the `mysql` schema or runs in it (`in_mysql`). A text with an executable comment
-/// (which the server runs and the tokenizer does not read) by whether it holds a word such a
-/// statement needs. Errs towards true: a false alarm costs each account one relayed read per
-/// cache.
-fn changes_privileges(sql: &[u8], in_mysql: bool) -> bool {
+/// The first statement of `sql` (counted from 0) that may change what accounts may read, as
+/// cdc reads the binlog's statements (`freshet_cdc::ddl::privileges_may_change`): each
+/// statement of the text by its first word (GRANT, REVOKE, CREATE USER, FLUSH PRIVILEGES, DDL
+/// of the privilege tables, ...), a write by whether it names the `mysql` schema as a
+/// qualifier or runs in it (`in_mysql`). The body of an executable comment is read as the
+/// text the server runs. `backslash_escapes`: the session reads strings the default way (no
+/// NO_BACKSLASH_ESCAPES), as the tokenizer does, so a `'mysql.user'` in one is a string and
+/// the statements are split where the server splits them; otherwise any `mysql` in a write
+/// counts, and statement 0 is named. Errs towards the first statement where the text cannot
+/// be read: a false alarm costs each account one relayed read per cache.
+fn privilege_statement(sql: &[u8], in_mysql: bool, backslash_escapes: bool) -> Option<usize> {
+    let first = privilege_statements(sql, in_mysql, backslash_escapes, true)?;
+    Some(if backslash_escapes { first } else { 0 })
+}
+
+fn privilege_statements(sql: &[u8], in_mysql: bool, backslash_escapes: bool, open_comments: bool) -> Option<usize> {
     let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
-    let mysql = || in_mysql || named(b"mysql");
-    let tokens: Vec<Token> = if sql.contains(&b';') || sql.windows(2).any(|w| w == b"/*") { Lexer::new(sql).collect() } else { Vec::new() };
-    if tokens.iter().any(|t| t.kind == TokenKind::ExecComment) {
+    let lexed = sql.contains(&b';') || sql.windows(2).any(|w| w == b"/*") || named(b"mysql");
+    let tokens: Vec<Token> = if lexed { Lexer::new(sql).collect() } else { Vec::new() };
+    if tokens.iter().any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
+        if open_comments && let Some(opened) = exec_comments_opened(sql, &tokens) {
+            return privilege_statements(&opened, in_mysql, backslash_escapes, false);
+        }
         const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
-        return WORDS.iter().any(|w| named(w)) || mysql();
+        return (WORDS.iter().any(|w| named(w)) || in_mysql || named(b"mysql")).then_some(0);
     }
+    // `mysql.user`, `` `mysql`.db ``, `"mysql".db` (an identifier under ANSI_QUOTES).
+    let qualifier = |t: &Token| {
+        let text = t.text(sql);
+        let name = match t.kind {
+            TokenKind::Word => text,
+            TokenKind::QuotedIdent | TokenKind::DoubleQuoted => text.get(1..text.len() - 1).unwrap_or_default(),
+            _ => return false,
+        };
+        name.eq_ignore_ascii_case(b"mysql")
+    };
+    let names_mysql = || {
+        in_mysql
+            || if backslash_escapes { tokens.windows(2).any(|w| qualifier(&w[0]) && w[1].is_symbol(sql, b".")) } else { named(b"mysql") }
+    };
     let one = |text: &[u8]| {
         let first = super::state::first_word(text).map(<[u8]>::to_ascii_lowercase).unwrap_or_default();
         match first.as_slice() {
-            b"grant" | b"revoke" | b"create" | b"drop" | b"alter" | b"rename" | b"set" | b"flush" => {
-                let database = if mysql() { "mysql" } else { "" };
+            b"grant" | b"revoke" | b"create" | b"drop" | b"alter" | b"rename" | b"truncate" | b"set" | b"flush" => {
+                let database = if in_mysql { "mysql" } else { "" };
                 freshet_cdc::ddl::privileges_may_change(&String::from_utf8_lossy(text), database)
             }
-            b"insert" | b"update" | b"delete" | b"replace" | b"load" | b"truncate" => mysql(),
+            b"insert" | b"update" | b"delete" | b"replace" | b"load" => names_mysql(),
             _ => false,
         }
     };
     if !sql.contains(&b';') {
-        return one(sql);
+        return one(sql).then_some(0);
     }
-    tokens.split(|t| t.is_symbol(sql, b";")).filter_map(|s| Some(sql.get(s.first()?.start..s.last()?.end).unwrap_or_default())).any(one)
+    // Empty statements (`;;`) are not counted: counting fewer errs towards an earlier one.
+    tokens
+        .split(|t| t.is_symbol(sql, b";"))
+        .filter_map(|s| Some(sql.get(s.first()?.start..s.last()?.end).unwrap_or_default()))
+        .position(one)
+}
+
+/// `sql` with each executable comment's body in the comment's place (`/*!50700 GRANT ... */`
+/// read as `GRANT ...`, whatever the version: the server may run it). None if a body holds
+/// another comment.
+fn exec_comments_opened(sql: &[u8], tokens: &[Token]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(sql.len() + 8);
+    let mut at = 0;
+    for t in tokens {
+        match t.kind {
+            TokenKind::ExecComment => {}
+            TokenKind::Unterminated => return None,
+            _ => continue,
+        }
+        // `/*!`, `/*M!` or `/*+`, an optional version, the body, `*/`.
+        let inner = sql.get(t.start + 2..t.end.checked_sub(2)?)?;
+        let inner = inner.strip_prefix(b"M").unwrap_or(inner).get(1..)?;
+        let body = &inner[inner.iter().take_while(|c| c.is_ascii_digit()).count()..];
+        if body.windows(2).any(|w| w == b"/*") {
+            return None;
+        }
+        out.extend_from_slice(sql.get(at..t.start)?);
+        // Spaces, so that the body's ends join nothing around it into a new token.
+        out.push(b' ');
+        out.extend_from_slice(body);
+        out.push(b' ');
+        at = t.end;
+    }
+    out.extend_from_slice(sql.get(at..)?);
+    Some(out)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::changes_privileges;
+    use super::privilege_statement;
 
     #[test]
     fn statements_that_may_change_privileges_are_known_in_any_text() {
+        let changes = |sql: &str| privilege_statement(sql.as_bytes(), false, true).is_some();
         for sql in [
             "GRANT SELECT ON app.t TO 'u'@'%'",
             "revoke select (id, ts) on app.t from u",
             "CREATE USER x IDENTIFIED BY 'p'",
-            "SET PASSWORD FOR u = PASSWORD('p')",
             "FLUSH PRIVILEGES",
             "UPDATE mysql.global_priv SET priv = '{}'",
+            "DELETE FROM `mysql`.db WHERE User = 'x'",
+            "UPDATE t, mysql.global_priv SET t.a = 1",
+            "TRUNCATE mysql.tables_priv",
             "SELECT 1; REVOKE SELECT ON app.t FROM u",
             "INSERT INTO t VALUES (1); DROP USER x",
             "SELECT 1; /*!50000 GRANT ALL ON *.* TO u */",
+            "/*M!100500 GRANT ALL ON *.* TO u */",
+            "SELECT 1 /*!; GRANT ALL ON *.* TO u */",
+            "INSERT INTO /*!mysql.*/db VALUES ()",
+            "SELECT 1; /*!50000 GRANT /* nested */ ALL ON *.* TO u */",
             "SET STATEMENT max_statement_time = 5 FOR REVOKE SELECT ON app.t FROM u",
         ] {
-            assert!(changes_privileges(sql.as_bytes(), false), "{sql}");
+            assert!(changes(sql), "{sql}");
         }
-        assert!(changes_privileges(b"DELETE FROM user WHERE User = 'x'", true), "a write run in the mysql database");
+        assert!(privilege_statement(b"DELETE FROM user WHERE User = 'x'", true, true).is_some(), "a write run in the mysql database");
+        assert_eq!(privilege_statement(b"INSERT INTO t VALUES ('mysql.x')", false, false), Some(0), "strings read otherwise");
+        // Which statement, for a text the server may stop at an error before it.
+        assert_eq!(privilege_statement(b"SELECT 1; GRANT ALL ON *.* TO u", false, true), Some(1));
+        assert_eq!(privilege_statement(b"SELECT 1;; SELECT ';'; /*!GRANT ALL ON *.* TO u */", false, true), Some(2));
+        assert_eq!(privilege_statement(b"SELECT 1; GRANT ALL ON *.* TO u", false, false), Some(0), "split otherwise");
         for sql in [
             "SELECT * FROM users",
             "INSERT INTO users (name, role) VALUES ('a', 'admin'); SELECT LAST_INSERT_ID()",
@@ -656,8 +738,19 @@ mod tests {
             "SET NAMES utf8mb4; SET ROLE NONE",
             "CREATE TABLE grants (id INT)",
             "SET STATEMENT max_statement_time = 5 FOR SELECT * FROM users",
+            // What any login may send: its own password and default role, texts that say
+            // `mysql` or a privilege statement's words elsewhere than as the statement.
+            "SET PASSWORD = PASSWORD('p')",
+            "SET PASSWORD FOR u = PASSWORD('p')",
+            "SET DEFAULT ROLE NONE",
+            "INSERT INTO notes VALUES (1, 'moving off MySQL: revoke the grant, drop the user')",
+            "UPDATE notes SET note = 'mysql.user', `mysql` = 1 WHERE id = 1",
+            "CREATE OR REPLACE VIEW v AS SELECT mysql.note FROM notes AS mysql",
+            "SELECT /*!10000 'grant', 'user' */ 1",
+            "SELECT /*+ MAX_EXECUTION_TIME(5) */ user FROM t",
+            "DELETE FROM notes WHERE body = 'GRANT ALL ON *.* TO u'",
         ] {
-            assert!(!changes_privileges(sql.as_bytes(), false), "{sql}");
+            assert!(!changes(sql), "{sql}");
         }
     }
 }

@@ -83,6 +83,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             owed: Default::default(),
             learning: None,
             unlogged_write: false,
+            refused_at: None,
             relayed: None,
             capture: None,
             own: super::ryw::OwnWrites::default(),

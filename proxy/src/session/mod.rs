@@ -117,6 +117,9 @@ pub struct Session {
     learning: Option<crate::cache::access::Learning>,
     /// The command in progress may write while binlogging is off: evict after it.
     unlogged_write: bool,
+    /// The result (counted from 1) at which the server refused a statement of the command in
+    /// progress before running it ([`crate::cache::access::refused_before_running`]).
+    refused_at: Option<usize>,
     /// The verdict entry of the relayed query in progress, to count it when it ends.
     relayed: cached::Relayed,
     /// Column definitions being captured from the reply in progress.
