@@ -749,3 +749,62 @@ async fn a_client_cannot_make_freshet_forget_what_accounts_may_read() {
     assert!(engine(&proxy).access.resets.get() > resets, "a REVOKE in the binlog is obeyed");
     admin.query_drop("DROP VIEW IF EXISTS tr_hview").await.unwrap();
 }
+
+/// A write of a session whose binlogging is off never reaches the binlog, so freshet evicts
+/// every cache after it. Only an account with SUPER or BINLOG ADMIN may turn it off, but the
+/// session took the text's word for it: any login could send `SET sql_log_bin = 0`, which
+/// the server refuses, and have every later statement of the session (`DO 1`) empty every
+/// cache, and a `sql_log_bin` in a string of an executable comment or a PREPARE did the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_may_not_turn_binlogging_off_cannot_evict_the_caches() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_nolog").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE OR REPLACE TABLE tr_nolog_notes (id INT PRIMARY KEY AUTO_INCREMENT, note VARCHAR(100))").await.unwrap();
+    user("tr_nolog_user", &["SELECT, INSERT ON freshet_test.tr_nolog_notes"]).await;
+    let proxy = start_proxy(&config("tr_nolog", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_nolog WHERE id = 1";
+    warm(&proxy, sql).await;
+    let mut reader = through(&proxy).await;
+    let unlogged = || engine(&proxy).counters.unlogged_writes.get();
+    // Each group runs on a session of its own, in order; the last statement of each writes.
+    let write = "INSERT INTO tr_nolog_notes (note) VALUES ('a note')";
+    let groups: [&[&str]; 11] = [
+        &["SET sql_log_bin = 0", "DO 1", write],
+        &["SET SESSION binlog_format = 'STATEMENT'", write],
+        &["SET @@session.sql_log_bin = OFF, @x = 1", write],
+        &["SET STATEMENT sql_log_bin = 0 FOR DO 3", &format!("SET STATEMENT sql_log_bin = 0 FOR {write}")],
+        &["DO 4; SET sql_log_bin = 0", "DO 5", write],
+        &["DO 6; SET STATEMENT sql_log_bin = 0 FOR DO 7", write],
+        &[&format!("{write}; SET sql_log_bin = 0; {write}"), write],
+        &["SELECT /*!10000 'sql_log_bin', */ 1", write],
+        &["DO /*!10000 'binlog_format', */ 9", write],
+        &["PREPARE s FROM 'DO ''sql_log_bin'''", "EXECUTE s", "DEALLOCATE PREPARE s", write],
+        &["EXECUTE IMMEDIATE 'SELECT ''binlog_format'''", write],
+    ];
+    for group in groups {
+        let mut hostile = Conn::new(as_user(&proxy.mysql.to_string(), "tr_nolog_user", Some(DB))).await.unwrap();
+        for statement in group {
+            let before = (unlogged(), hits(&proxy));
+            let _ = hostile.query_drop(*statement).await;
+            assert_eq!(unlogged(), before.0, "`{statement}` (after {group:?}) was taken for a write with binlogging off");
+            assert!(text(&mut reader, sql).await.is_ok());
+            assert!(hits(&proxy) > before.1, "after `{statement}` ({group:?}) the cache was emptied");
+        }
+    }
+    // The same through the binary protocol: a statement prepared, then executed (and refused).
+    let mut hostile = Conn::new(as_user(&proxy.mysql.to_string(), "tr_nolog_user", Some(DB))).await.unwrap();
+    for statement in ["SET sql_log_bin = 0", "SET STATEMENT sql_log_bin = 0 FOR INSERT INTO tr_nolog_notes (note) VALUES (?)"] {
+        let prepared = hostile.prep(statement).await;
+        let before = (unlogged(), hits(&proxy));
+        if let Ok(prepared) = &prepared {
+            let params =
+                if prepared.num_params() == 1 { mysql_async::Params::Positional(vec!["x".into()]) } else { mysql_async::Params::Empty };
+            let _ = hostile.exec_drop(prepared, params).await;
+        }
+        hostile.query_drop(write).await.unwrap();
+        assert_eq!(unlogged(), before.0, "prepared `{statement}` ({prepared:?}) was taken for a write with binlogging off");
+        assert!(text(&mut reader, sql).await.is_ok());
+        assert!(hits(&proxy) > before.1, "after prepared `{statement}` the cache was emptied");
+    }
+}
