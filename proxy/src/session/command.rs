@@ -189,6 +189,8 @@ impl Session {
     async fn dispatch(&mut self, command: Command, payload: Bytes, last_seq: u8, started: Instant) -> Result<Flow, SessionError> {
         use Command::*;
         self.release_close(command, &payload);
+        let unlogged_before = self.state.unlogged;
+        self.state.unlogged_at = None;
         match command {
             BinlogDump | BinlogDumpGtid | RegisterSlave | TableDump => {
                 let reply = ErrPacket::new(
@@ -243,6 +245,11 @@ impl Session {
             _ => {}
         }
         self.confirm_reading(command, &payload).await?;
+        // A statement prepared from a text that may turn binlogging off does when it runs.
+        if matches!(command, StmtExecute | StmtBulkExecute) && self.statement_of(&payload).is_some_and(|s| s.unlogs) {
+            self.state.unlogged = true;
+            self.state.unlogged_at.get_or_insert(0);
+        }
         let may_write = self.may_write(command, &payload);
         let privileges = self.statement_text(command, &payload).and_then(|sql| self.privilege_statement(sql));
         self.unlogged_write = self.state.unlogged && may_write;
@@ -313,13 +320,20 @@ impl Session {
         // login can send those in a loop to make every account learn again. The text's
         // statements stop at the first error; each gives at least one result, so the `r`th
         // result was that of statement `r - 1` or an earlier one (a CALL gives several).
-        let ran = |first: usize| self.refused_at.is_none_or(|r| first + 1 < r);
+        let ran = |statement: usize| self.refused_at.is_none_or(|r| statement + 1 < r);
         if privileges.is_some_and(ran)
             && let Some(engine) = self.shared.engine.get()
         {
             engine.access.forget_all();
         }
-        if std::mem::take(&mut self.unlogged_write) {
+        // What turned binlogging off did not run if the server refused it (only an account
+        // with SUPER or BINLOG ADMIN may): else any login could make each of its statements
+        // empty every cache. Writes with binlogging off are those from that statement on.
+        let unlogged_from = if unlogged_before { 0 } else { self.state.unlogged_at.unwrap_or(0) };
+        if !unlogged_before && self.state.unlogged && !ran(unlogged_from) {
+            self.state.unlogged = false;
+        }
+        if std::mem::take(&mut self.unlogged_write) && ran(unlogged_from) {
             self.evict_after_unlogged_write().await;
         }
         Ok(Flow::Continue)
@@ -537,8 +551,11 @@ impl Session {
                 self.relay_packet().await?;
             }
         }
+        let unlogged = self.state.unlogged;
         let route = self.route_prepare(&command[1..]);
-        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route });
+        // A text that may turn binlogging off does so when it is executed, not prepared.
+        let unlogs = !unlogged && std::mem::replace(&mut self.state.unlogged, unlogged);
+        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route, unlogs });
         Ok(())
     }
 
@@ -627,7 +644,7 @@ fn privilege_statements(sql: &[u8], in_mysql: bool, backslash_escapes: bool, ope
     let lexed = sql.contains(&b';') || sql.windows(2).any(|w| w == b"/*") || named(b"mysql");
     let tokens: Vec<Token> = if lexed { Lexer::new(sql).collect() } else { Vec::new() };
     if tokens.iter().any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
-        if open_comments && let Some(opened) = exec_comments_opened(sql, &tokens) {
+        if open_comments && let Some(opened) = super::state::open_exec_comments(sql, &tokens) {
             return privilege_statements(&opened, in_mysql, backslash_escapes, false);
         }
         const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
@@ -666,36 +683,6 @@ fn privilege_statements(sql: &[u8], in_mysql: bool, backslash_escapes: bool, ope
         .split(|t| t.is_symbol(sql, b";"))
         .filter_map(|s| Some(sql.get(s.first()?.start..s.last()?.end).unwrap_or_default()))
         .position(one)
-}
-
-/// `sql` with each executable comment's body in the comment's place (`/*!50700 GRANT ... */`
-/// read as `GRANT ...`, whatever the version: the server may run it). None if a body holds
-/// another comment.
-fn exec_comments_opened(sql: &[u8], tokens: &[Token]) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(sql.len() + 8);
-    let mut at = 0;
-    for t in tokens {
-        match t.kind {
-            TokenKind::ExecComment => {}
-            TokenKind::Unterminated => return None,
-            _ => continue,
-        }
-        // `/*!`, `/*M!` or `/*+`, an optional version, the body, `*/`.
-        let inner = sql.get(t.start + 2..t.end.checked_sub(2)?)?;
-        let inner = inner.strip_prefix(b"M").unwrap_or(inner).get(1..)?;
-        let body = &inner[inner.iter().take_while(|c| c.is_ascii_digit()).count()..];
-        if body.windows(2).any(|w| w == b"/*") {
-            return None;
-        }
-        out.extend_from_slice(sql.get(at..t.start)?);
-        // Spaces, so that the body's ends join nothing around it into a new token.
-        out.push(b' ');
-        out.extend_from_slice(body);
-        out.push(b' ');
-        at = t.end;
-    }
-    out.extend_from_slice(sql.get(at..)?);
-    Some(out)
 }
 
 #[cfg(test)]

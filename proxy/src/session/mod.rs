@@ -90,6 +90,8 @@ pub struct PreparedStatement {
     pub columns: u16,
     /// Set when the statement's text is a cached query's shape.
     pub route: Option<cached::PreparedRoute>,
+    /// Its text may turn the session's binlogging off (`state::SessionState::unlogged`).
+    pub unlogs: bool,
 }
 
 pub struct Session {

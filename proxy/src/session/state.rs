@@ -19,7 +19,12 @@
 //!
 //! `unlogged` records that the session may have turned its binlogging off (`sql_log_bin`,
 //! `binlog_format` other than ROW): its writes never reach the binlog, so freshet evicts
-//! after each of them (see `session::command`).
+//! after each of them (see `session::command`). Only an account with SUPER or BINLOG ADMIN
+//! may turn it off, and the server refuses anyone else's SET before running it: the session
+//! takes `unlogged` back when the server refused the statement that set it
+//! (`unlogged_at`), and a text it cannot follow counts only if it names the variables as the
+//! server reads the text (not in a string or comment), else any login could make every one
+//! of its statements empty every cache. A PREPAREd text turns it off when EXECUTEd.
 
 use crate::matching::lexer::{Lexer, Token, TokenKind};
 
@@ -36,6 +41,13 @@ pub struct SessionState {
     pub stale: bool,
     /// Writes of this session may bypass the binlog.
     pub unlogged: bool,
+    /// The statement of the text last observed (counted from 0, empty ones not counted) at
+    /// which `unlogged` was set: if the server refused it, the statements from it on did not
+    /// run. Set by [`SessionState::observe`]; the session clears it before each command.
+    pub unlogged_at: Option<usize>,
+    /// Names of statements PREPAREd (SQL PREPARE) from a text that may turn binlogging off:
+    /// an EXECUTE of one does. At most [`PREPARED_UNLOGGING`].
+    prepared_unlogging: Vec<Box<[u8]>>,
     /// The session holds LOCK TABLES: the server answers a read of any table it did not lock
     /// with an error, so its cached reads are relayed until UNLOCK TABLES.
     pub locked: bool,
@@ -77,12 +89,20 @@ impl SessionState {
 
     /// Notes what a statement that is not a cacheable SELECT may do to the session.
     pub fn observe(&mut self, sql: &[u8]) {
+        let was = self.unlogged;
+        self.observe_text(sql, was);
+        if !was && self.unlogged {
+            self.unlogged_at.get_or_insert(0);
+        }
+    }
+
+    fn observe_text(&mut self, sql: &[u8], unlogged_before: bool) {
         // Most statements (INSERT, UPDATE, SELECT ...) change nothing followed here: decided
         // by their first word unless the text may hold several statements or SQL the server
         // runs from a comment.
         // Compared in place: this runs for every relayed statement.
         let first = first_word(sql);
-        let interesting = [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"lock", b"unlock"]
+        let interesting = [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock"]
             .iter()
             .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
         if !interesting && !sql.contains(&b';') && !has_executable_comment(sql) {
@@ -101,12 +121,17 @@ impl SessionState {
         // Several: each read by its first word. A compound statement (`BEGIN NOT ATOMIC`, `IF`,
         // a label), whose body may set anything and is split here at its own semicolons, and
         // any statement not known to leave the session alone, are not followed.
-        for statement in statements {
+        for (at, statement) in statements.into_iter().enumerate() {
             match word(sql, &statement[0]).as_str() {
-                "set" | "use" | "execute" | "prepare" | "call" | "create" | "lock" | "unlock" => self.statement(sql, statement),
+                "set" | "use" | "execute" | "prepare" | "deallocate" | "drop" | "call" | "create" | "lock" | "unlock" => {
+                    self.statement(sql, statement)
+                }
                 "begin" if statement.len() == 1 || statement.len() == 2 && word(sql, &statement[1]) == "work" => {}
                 w if PLAIN.contains(&w) => {}
                 _ => self.unfollowed("a compound statement, or one freshet does not follow, among several statements", sql),
+            }
+            if !unlogged_before && self.unlogged {
+                self.unlogged_at.get_or_insert(at);
             }
             if self.unfollowed {
                 return;
@@ -122,7 +147,14 @@ impl SessionState {
                 self.database_epoch += 1;
             }
             Some("set") => self.observe_set(sql, tokens),
-            Some("execute" | "prepare" | "call") => self.unfollowed("SQL run from text or a procedure", sql),
+            Some("prepare") => self.sql_prepare(sql, tokens),
+            Some("execute") => self.sql_execute(sql, tokens),
+            Some("deallocate" | "drop") if tokens.get(1).is_some_and(|t| word(sql, t) == "prepare") => {
+                if let Some(name) = tokens.get(2) {
+                    self.forget_prepared(&statement_name(sql, name));
+                }
+            }
+            Some("call") => self.unfollowed("SQL run from a procedure", sql),
             Some("create") if tokens.iter().take(4).any(|t| word(sql, t) == "temporary") => self.unfollowed("a temporary table", sql),
             Some(w @ ("lock" | "unlock")) if tokens.get(1).is_some_and(|t| matches!(word(sql, t).as_str(), "table" | "tables")) => {
                 self.locked = w == "lock";
@@ -132,15 +164,52 @@ impl SessionState {
     }
 
     pub(super) fn unfollowed(&mut self, why: &str, sql: &[u8]) {
+        self.not_followed(why);
+        // The text may have turned binlogging off.
+        if may_turn_binlogging_off(sql, 0) {
+            self.unlogged = true;
+        }
+    }
+
+    fn not_followed(&mut self, why: &str) {
         if !self.unfollowed {
             tracing::debug!(reason = why, "a statement freshet cannot follow; the session's cached reads are relayed until it is reset");
         }
         self.unfollowed = true;
-        // The text may have turned binlogging off.
-        let lower = sql.to_ascii_lowercase();
-        if contains(&lower, b"sql_log_bin") || contains(&lower, b"binlog_format") {
-            self.unlogged = true;
+    }
+
+    /// `PREPARE name FROM text`: the text runs, and may turn binlogging off, at each EXECUTE.
+    /// A text from a user variable is not read (as a procedure's body is not).
+    fn sql_prepare(&mut self, sql: &[u8], tokens: &[Token]) {
+        self.not_followed("SQL run from text");
+        let Some(name) = tokens.get(1).map(|t| statement_name(sql, t)) else { return };
+        self.forget_prepared(&name);
+        let from = tokens.get(2).is_some_and(|t| word(sql, t) == "from");
+        let text = tokens.get(3).filter(|t| from && is_string(t.kind)).map(|t| unquoted(t.text(sql)));
+        if text.is_some_and(|text| may_turn_binlogging_off(&text, 1)) {
+            if self.prepared_unlogging.len() < PREPARED_UNLOGGING {
+                self.prepared_unlogging.push(name);
+            } else {
+                self.unlogged = true;
+            }
         }
+    }
+
+    /// `EXECUTE name` of a text that may turn binlogging off, `EXECUTE IMMEDIATE text`.
+    fn sql_execute(&mut self, sql: &[u8], tokens: &[Token]) {
+        self.not_followed("SQL run from text");
+        let Some(second) = tokens.get(1) else { return };
+        let unlogs = if word(sql, second) == "immediate" {
+            tokens.get(2).filter(|t| is_string(t.kind)).is_some_and(|t| may_turn_binlogging_off(&unquoted(t.text(sql)), 1))
+        } else {
+            let name = statement_name(sql, second);
+            self.prepared_unlogging.contains(&name)
+        };
+        self.unlogged |= unlogs;
+    }
+
+    fn forget_prepared(&mut self, name: &[u8]) {
+        self.prepared_unlogging.retain(|n| **n != *name);
     }
 
     fn observe_set(&mut self, sql: &[u8], tokens: &[Token]) {
@@ -320,6 +389,108 @@ fn misreading_mode(sql: &[u8], tokens: &[Token]) -> bool {
         }
     }
     false
+}
+
+/// How many SQL-prepared statements that may turn binlogging off a session keeps by name;
+/// past it, preparing one more turns the session's `unlogged` on.
+const PREPARED_UNLOGGING: usize = 32;
+
+/// Whether a text this tracker does not follow may turn binlogging off: it names
+/// `sql_log_bin` or `binlog_format` other than in a string or comment, or in a string of a
+/// text that PREPAREs or EXECUTEs SQL (such a string is SQL, read the same way). An
+/// executable comment's body is read as the text the server runs; past `depth` 2 (or a body
+/// holding another comment) any mention of the names counts.
+fn may_turn_binlogging_off(sql: &[u8], depth: u8) -> bool {
+    const NAMES: [&[u8]; 2] = [b"sql_log_bin", b"binlog_format"];
+    let mentions = || {
+        let lower = sql.to_ascii_lowercase();
+        NAMES.iter().any(|n| contains(&lower, n))
+    };
+    if depth > 2 {
+        return mentions();
+    }
+    let tokens: Vec<Token> = Lexer::new(sql).collect();
+    if tokens.iter().any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
+        return match open_exec_comments(sql, &tokens) {
+            Some(opened) => may_turn_binlogging_off(&opened, depth + 1),
+            None => mentions(),
+        };
+    }
+    let runs_text = tokens.iter().any(|t| t.kind == TokenKind::Word && matches!(word(sql, t).as_str(), "prepare" | "execute"));
+    tokens.iter().any(|t| match t.kind {
+        TokenKind::Word | TokenKind::QuotedIdent | TokenKind::SystemVariable => {
+            // `sql_log_bin`, `` `sql_log_bin` ``, `@@session.sql_log_bin`.
+            let text = t.text(sql).to_ascii_lowercase();
+            let name = text.rsplit(|&c| c == b'.').next().unwrap_or_default().trim_ascii_start();
+            let name = name.strip_prefix(b"@@").unwrap_or(name);
+            let name = name.strip_prefix(b"`").and_then(|n| n.strip_suffix(b"`")).unwrap_or(name);
+            NAMES.contains(&name)
+        }
+        kind if is_string(kind) && runs_text => may_turn_binlogging_off(&unquoted(t.text(sql)), depth + 1),
+        _ => false,
+    })
+}
+
+/// `sql` with each executable comment's body in the comment's place (`/*!50700 GRANT ... */`
+/// read as `GRANT ...`, whatever the version: the server may run it). None if a body holds
+/// another comment, or the text has an unterminated token.
+pub(super) fn open_exec_comments(sql: &[u8], tokens: &[Token]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(sql.len() + 8);
+    let mut at = 0;
+    for t in tokens {
+        match t.kind {
+            TokenKind::ExecComment => {}
+            TokenKind::Unterminated => return None,
+            _ => continue,
+        }
+        // `/*!`, `/*M!` or `/*+`, an optional version, the body, `*/`.
+        let inner = sql.get(t.start + 2..t.end.checked_sub(2)?)?;
+        let inner = inner.strip_prefix(b"M").unwrap_or(inner).get(1..)?;
+        let body = &inner[inner.iter().take_while(|c| c.is_ascii_digit()).count()..];
+        if body.windows(2).any(|w| w == b"/*") {
+            return None;
+        }
+        out.extend_from_slice(sql.get(at..t.start)?);
+        // Spaces, so that the body's ends join nothing around it into a new token.
+        out.push(b' ');
+        out.extend_from_slice(body);
+        out.push(b' ');
+        at = t.end;
+    }
+    out.extend_from_slice(sql.get(at..)?);
+    Some(out)
+}
+
+fn is_string(kind: TokenKind) -> bool {
+    matches!(kind, TokenKind::SingleQuoted | TokenKind::DoubleQuoted | TokenKind::NationalString)
+}
+
+/// A string token's value, under the default modes: quotes off, doubled quotes and
+/// backslash escapes taken (`\n` kept as `n`: only the words matter here).
+fn unquoted(token: &[u8]) -> Vec<u8> {
+    let token = if token.first().is_some_and(|c| c.eq_ignore_ascii_case(&b'n')) { &token[1..] } else { token };
+    let Some((&quote, rest)) = token.split_first() else { return Vec::new() };
+    let body = rest.strip_suffix(&[quote]).unwrap_or(rest);
+    let mut out = Vec::with_capacity(body.len());
+    let mut bytes = body.iter().copied();
+    while let Some(b) = bytes.next() {
+        match b {
+            b'\\' => out.extend(bytes.next()),
+            q if q == quote => {
+                out.push(q);
+                bytes.next();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// A prepared statement's name as the server compares them (case-insensitively).
+fn statement_name(sql: &[u8], token: &Token) -> Box<[u8]> {
+    let text = token.text(sql);
+    let text = if token.kind == TokenKind::QuotedIdent { text.get(1..text.len() - 1).unwrap_or_default() } else { text };
+    text.to_ascii_lowercase().into_boxed_slice()
 }
 
 /// True if the assignments `tokens` (`a = 1, b = 2` of a `SET STATEMENT`) may turn
@@ -1095,5 +1266,58 @@ mod tests {
         let mut s = after(&["SET sql_log_bin = 0"]);
         s.reset();
         assert!(!s.unlogged);
+    }
+
+    /// Texts freshet does not follow count if they name the variables as the server reads
+    /// them; a string, a comment or a string in an executable comment does not.
+    #[test]
+    fn binlogging_is_read_from_words_not_strings() {
+        for sql in [
+            "/*!50000 SET sql_log_bin = 0 */",
+            "SELECT 1; /*M!100100 SET `sql_log_bin` = 0 */",
+            "BEGIN NOT ATOMIC SET @@session.binlog_format = 'STATEMENT'; UPDATE t SET a = 1; END",
+            "EXECUTE IMMEDIATE 'SET sql_log_bin = 0'",
+            "EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''SET sql_log_bin = 0'''",
+            "SELECT 1 /*!50000 , 1 /* nested */ */, 'sql_log_bin'",
+        ] {
+            assert!(after(&[sql]).unlogged, "{sql}");
+        }
+        for sql in [
+            "SELECT /*!10000 'sql_log_bin', */ 1",
+            "DO /*!10000 \"binlog_format\", */ 9",
+            "EXECUTE IMMEDIATE 'SELECT ''sql_log_bin'''",
+            "CALL p('sql_log_bin')",
+            "BEGIN NOT ATOMIC SELECT 'sql_log_bin'; END",
+            "PREPARE s FROM 'DO ''sql_log_bin'''",
+        ] {
+            assert!(!after(&[sql]).unlogged, "{sql}");
+        }
+    }
+
+    /// A PREPAREd text turns binlogging off when it is EXECUTEd, until it is deallocated.
+    #[test]
+    fn a_prepared_text_turns_binlogging_off_when_executed() {
+        assert!(!after(&["PREPARE s FROM 'SET sql_log_bin = 0'"]).unlogged);
+        assert!(after(&["PREPARE s FROM 'SET sql_log_bin = 0'", "EXECUTE s"]).unlogged);
+        assert!(after(&["PREPARE `S` FROM \"SET STATEMENT sql_log_bin = 0 FOR DELETE FROM t\"", "EXECUTE s USING @a"]).unlogged);
+        assert!(!after(&["PREPARE s FROM 'SET sql_log_bin = 0'", "EXECUTE t"]).unlogged);
+        assert!(!after(&["PREPARE s FROM 'SET sql_log_bin = 0'", "DEALLOCATE PREPARE s", "EXECUTE s"]).unlogged);
+        assert!(!after(&["PREPARE s FROM 'SET sql_log_bin = 0'", "PREPARE s FROM 'DO 1'", "EXECUTE s"]).unlogged);
+        assert!(!after(&["PREPARE s FROM 'SET sql_log_bin = 0'", "DROP PREPARE s", "EXECUTE s"]).unlogged);
+        // Past the bound, preparing one more counts at once.
+        let names: Vec<String> = (0..=PREPARED_UNLOGGING).map(|i| format!("PREPARE s{i} FROM 'SET sql_log_bin = 0'")).collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        assert!(after(&names).unlogged);
+    }
+
+    /// Which statement of a text set `unlogged`: a reply that refused it means it did not run.
+    #[test]
+    fn the_statement_that_turned_binlogging_off_is_known() {
+        let at = |sql: &str| after(&[sql]).unlogged_at;
+        assert_eq!(at("SET sql_log_bin = 0"), Some(0));
+        assert_eq!(at("DO 1; SET sql_log_bin = 0; DO 2"), Some(1));
+        assert_eq!(at("DO 1;; DO 2; SET STATEMENT sql_log_bin = 0 FOR DO 3"), Some(2));
+        assert_eq!(at("DO 1; /*!1 SET sql_log_bin = 0 */"), Some(0), "an executable comment: the whole text's");
+        assert_eq!(at("DO 1"), None);
     }
 }
