@@ -1,26 +1,24 @@
-//! XA transactions: a two-phase XA COMMIT (rows logged at PREPARE) is reported as untrusted
-//! (evict all), prepared rows are never delivered as committed, the stream continues after
-//! it, and a one-phase XA COMMIT is an ordinary batch.
+//! XA transactions: a two-phase XA COMMIT delivers the rows its XA PREPARE logged, as a batch
+//! at the commit (until then they are not committed, and their row locks keep other writes
+//! off them); XA ROLLBACK delivers nothing; a one-phase XA COMMIT is an ordinary batch. A
+//! commit whose prepare the stream did not read (prepared before it started) is reported as
+//! untrusted (evict all), and the stream continues after it. An XA transaction of another
+//! database is as any other: nothing to deliver, nothing to distrust.
 
 mod common;
 
 use common::*;
-use freshet_cdc::{CdcError, StreamEvent};
+use freshet_cdc::{BinlogStream, CdcError, StreamEvent};
 use freshet_dataflow::Value;
 use mysql_async::prelude::Queryable;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn xa_commit_is_untrusted_and_one_phase_is_a_batch() {
-    let (db, mut c) = fresh_db("xa").await;
-    c.query_drop("CREATE TABLE cdc_x (id INT PRIMARY KEY)").await.unwrap();
-    let mut s = stream(&db).await;
-    c.query_drop("XA START 'cdc1'; INSERT INTO cdc_x VALUES (1); XA END 'cdc1'; XA PREPARE 'cdc1'; XA COMMIT 'cdc1'").await.unwrap();
-    c.query_drop("XA START 'cdc2'; INSERT INTO cdc_x VALUES (2); XA END 'cdc2'; XA COMMIT 'cdc2' ONE PHASE").await.unwrap();
-    c.query_drop("INSERT INTO cdc_x VALUES (3)").await.unwrap();
+/// Reads until the batches hold `want` rows; the first column of each, in order, and how many
+/// groups were reported untrusted.
+async fn ids_and_untrusted(s: &mut BinlogStream, want: usize) -> (Vec<i64>, usize) {
     let mut untrusted = 0;
     let mut ids = Vec::new();
     within(20, "xa events", async {
-        while ids.len() < 2 {
+        while ids.len() < want {
             match s.next().await {
                 Ok(StreamEvent::Batch(b)) => ids.extend(b.changes.iter().map(|ch| match ch.row[0] {
                     Value::Int(i) => i,
@@ -33,7 +31,57 @@ async fn xa_commit_is_untrusted_and_one_phase_is_a_batch() {
         }
     })
     .await;
+    (ids, untrusted)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_phase_xa_commit_delivers_its_rows_at_the_commit() {
+    let (db, mut c) = fresh_db("xa").await;
+    c.query_drop("CREATE TABLE cdc_x (id INT PRIMARY KEY)").await.unwrap();
+    let mut s = stream(&db).await;
+    c.query_drop("XA START 'cdc1', 'b', 3; INSERT INTO cdc_x VALUES (1); XA END 'cdc1', 'b', 3; XA PREPARE 'cdc1', 'b', 3").await.unwrap();
+    // Committed while cdc1 is prepared: delivered first.
+    let mut other = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
+    other.query_drop("INSERT INTO cdc_x VALUES (5)").await.unwrap();
+    c.query_drop("XA COMMIT 'cdc1', 'b', 3").await.unwrap();
+    c.query_drop("XA START X'0102'; INSERT INTO cdc_x VALUES (2); XA END X'0102'; XA PREPARE X'0102'; XA ROLLBACK X'0102'").await.unwrap();
+    c.query_drop("XA START 'cdc3'; INSERT INTO cdc_x VALUES (3); XA END 'cdc3'; XA COMMIT 'cdc3' ONE PHASE").await.unwrap();
+    c.query_drop("INSERT INTO cdc_x VALUES (4)").await.unwrap();
+    let (ids, untrusted) = ids_and_untrusted(&mut s, 4).await;
+    assert_eq!(untrusted, 0);
+    assert_eq!(ids, vec![5, 1, 3, 4], "prepared rows at their commit, rolled back ones never");
+    drop_db(&db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xa_transaction_of_another_database_is_not_untrusted() {
+    let (db, mut c) = fresh_db("xa_ours").await;
+    let (elsewhere, mut e) = fresh_db("xa_theirs").await;
+    c.query_drop("CREATE TABLE cdc_x (id INT PRIMARY KEY)").await.unwrap();
+    e.query_drop("CREATE TABLE other (id INT PRIMARY KEY)").await.unwrap();
+    let mut s = stream(&db).await;
+    for i in 0..3 {
+        e.query_drop(format!("XA START 'x{i}'; INSERT INTO other VALUES ({i}); XA END 'x{i}'; XA PREPARE 'x{i}'; XA COMMIT 'x{i}'"))
+            .await
+            .unwrap();
+    }
+    c.query_drop("INSERT INTO cdc_x VALUES (7)").await.unwrap();
+    let (ids, untrusted) = ids_and_untrusted(&mut s, 1).await;
+    assert_eq!((ids, untrusted), (vec![7], 0), "another database's XA transactions make no cache stale");
+    drop_db(&db).await;
+    drop_db(&elsewhere).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xa_commit_whose_prepare_was_not_read_is_untrusted() {
+    let (db, mut c) = fresh_db("xa_before").await;
+    c.query_drop("CREATE TABLE cdc_x (id INT PRIMARY KEY)").await.unwrap();
+    c.query_drop("XA START 'early'; INSERT INTO cdc_x VALUES (1); XA END 'early'; XA PREPARE 'early'").await.unwrap();
+    let mut s = stream(&db).await;
+    c.query_drop("XA COMMIT 'early'").await.unwrap();
+    c.query_drop("INSERT INTO cdc_x VALUES (2)").await.unwrap();
+    let (ids, untrusted) = ids_and_untrusted(&mut s, 1).await;
     assert_eq!(untrusted, 1);
-    assert_eq!(ids, vec![2, 3], "prepared rows are not delivered; one-phase and plain commits are");
+    assert_eq!(ids, vec![2], "its rows are in no event the stream read; the stream goes on");
     drop_db(&db).await;
 }
