@@ -12,6 +12,11 @@ use freshet_cdc::{BinlogStream, CdcError, StreamEvent};
 use freshet_dataflow::Value;
 use mysql_async::prelude::Queryable;
 
+/// One test at a time: each stream reads the whole binlog, and the commit of an XA
+/// transaction one test prepared before its stream started is one no stream read the
+/// prepare of (untrusted in all of them, whatever its database).
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Reads until the batches hold `want` rows; the first column of each, in order, and how many
 /// groups were reported untrusted.
 async fn ids_and_untrusted(s: &mut BinlogStream, want: usize) -> (Vec<i64>, usize) {
@@ -36,6 +41,7 @@ async fn ids_and_untrusted(s: &mut BinlogStream, want: usize) -> (Vec<i64>, usiz
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_phase_xa_commit_delivers_its_rows_at_the_commit() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let (db, mut c) = fresh_db("xa").await;
     c.query_drop("CREATE TABLE cdc_x (id INT PRIMARY KEY)").await.unwrap();
     let mut s = stream(&db).await;
@@ -55,6 +61,7 @@ async fn a_two_phase_xa_commit_delivers_its_rows_at_the_commit() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_xa_transaction_of_another_database_is_not_untrusted() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let (db, mut c) = fresh_db("xa_ours").await;
     let (elsewhere, mut e) = fresh_db("xa_theirs").await;
     c.query_drop("CREATE TABLE cdc_x (id INT PRIMARY KEY)").await.unwrap();
@@ -74,6 +81,7 @@ async fn an_xa_transaction_of_another_database_is_not_untrusted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_xa_commit_whose_prepare_was_not_read_is_untrusted() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let (db, mut c) = fresh_db("xa_before").await;
     c.query_drop("CREATE TABLE cdc_x (id INT PRIMARY KEY)").await.unwrap();
     c.query_drop("XA START 'early'; INSERT INTO cdc_x VALUES (1); XA END 'early'; XA PREPARE 'early'").await.unwrap();

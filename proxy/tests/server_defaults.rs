@@ -322,6 +322,51 @@ async fn a_write_logged_as_a_statement_is_not_missed() {
 /// `SET GLOBAL binlog_checksum` rotates the binlog, and the new file's events carry a checksum
 /// of the new kind (or none), which its format description announces: the stream must read
 /// both files, and the views stay the server's across the change and back.
+/// A two-phase XA transaction's rows are logged at XA PREPARE and take effect at XA COMMIT:
+/// the views apply them at the commit, with nothing evicted. Rows changed while another is
+/// prepared, and one rolled back after its prepare, are the server's too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_xa_transaction_is_applied_at_its_commit() {
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS ct_xa").await.unwrap();
+    admin.query_drop("CREATE TABLE ct_xa (id INT PRIMARY KEY, k INT NOT NULL, n INT NULL)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_xa VALUES (1, 1, 10), (2, 1, 20), (3, 2, 30)").await.unwrap();
+    let reads = [
+        ("xa_k", "SELECT id, n FROM ct_xa WHERE k = ?", "SELECT id, n FROM ct_xa WHERE k = 1"),
+        (
+            "xa_sum",
+            "SELECT k, SUM(n) AS total, COUNT(*) AS c FROM ct_xa WHERE k = ? GROUP BY k",
+            "SELECT k, SUM(n) AS total, COUNT(*) AS c FROM ct_xa WHERE k = 1 GROUP BY k",
+        ),
+    ];
+    let proxy = start_proxy(&cache_config(&reads.iter().map(|(n, c, _)| (*n, *c)).collect::<Vec<_>>())).await;
+    assert!(answers_unlike_the_servers(&proxy, &reads).await.is_empty());
+    let mut other = direct().await;
+    for sql in [
+        "XA START 'ct1'",
+        "UPDATE ct_xa SET n = n + 1 WHERE id = 1",
+        "INSERT INTO ct_xa VALUES (4, 1, 40)",
+        "DELETE FROM ct_xa WHERE id = 2",
+        "XA END 'ct1'",
+        "XA PREPARE 'ct1'",
+    ] {
+        admin.query_drop(sql).await.unwrap();
+    }
+    // Another row of the same group, committed while ct1 is prepared.
+    other.query_drop("INSERT INTO ct_xa VALUES (5, 1, 50)").await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    assert!(answers_unlike_the_servers(&proxy, &reads).await.is_empty(), "while prepared");
+    admin.query_drop("XA COMMIT 'ct1'").await.unwrap();
+    for sql in ["XA START 'ct2'", "UPDATE ct_xa SET n = 0 WHERE k = 1", "XA END 'ct2'", "XA PREPARE 'ct2'", "XA ROLLBACK 'ct2'"] {
+        admin.query_drop(sql).await.unwrap();
+    }
+    caught_up(&mut through(&proxy).await).await;
+    let before = hits(&proxy, "xa_k");
+    let wrong = answers_unlike_the_servers(&proxy, &reads).await;
+    assert!(wrong.is_empty(), "after the XA commit and rollback:\n{}", wrong.join("\n"));
+    assert!(hits(&proxy, "xa_k") > before, "answered from the view");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_binlog_checksum_changed_while_running_is_read() {
     let mut admin = direct().await;
