@@ -37,8 +37,10 @@ pub enum EventKind {
     LoadData,
     /// XID: commit of a transactional group.
     Xid,
-    /// XA PREPARE (event form): the group's rows are prepared, not committed.
-    XaPrepare,
+    /// XA PREPARE (event form): the group's rows are prepared, not committed, under `xid`
+    /// ([`xid_key`]; None if the event could not be read). `one_phase`: MySQL's form of `XA
+    /// COMMIT ... ONE PHASE`, an ordinary commit.
+    XaPrepare { one_phase: bool, xid: Option<Box<str>> },
     /// An INCIDENT event: the server says its binlog lost events here (a statement that
     /// changed rows it could not log); a replica stops at it.
     Incident,
@@ -88,7 +90,8 @@ pub fn classify(ev: &Event) -> Result<EventKind, CdcError> {
     } else if is(EventType::XID_EVENT) {
         EventKind::Xid
     } else if is(EventType::XA_PREPARE_LOG_EVENT) {
-        EventKind::XaPrepare
+        let (one_phase, xid) = xa_prepare(ev.data());
+        EventKind::XaPrepare { one_phase, xid }
     } else if matches!(ty, 23..=25 | 30..=32 | 39) {
         // The post-header starts with the 6-byte table id (binlog v4).
         let d = ev.data();
@@ -189,5 +192,50 @@ mod tests {
                 }
             }
         }
+    }
+}
+
+/// An XA_PREPARE_LOG_EVENT's body: `one_phase` (1 byte), then the XID: format id, gtrid
+/// length and bqual length (4 bytes each, little-endian), gtrid and bqual.
+fn xa_prepare(data: &[u8]) -> (bool, Option<Box<str>>) {
+    let one_phase = data.first().is_some_and(|&b| b != 0);
+    let int = |at: usize| data.get(at..at + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    let xid = (|| {
+        let (format, gtrid, bqual) = (int(1)? as i32, int(5)? as usize, int(9)? as usize);
+        let ids = data.get(13..13usize.checked_add(gtrid)?.checked_add(bqual)?)?;
+        let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+        Some(format!("x'{}',x'{}',{format}", hex(&ids[..gtrid]), hex(&ids[gtrid..])).into_boxed_str())
+    })();
+    (one_phase, xid)
+}
+
+/// The XID of an `XA COMMIT`, `XA ROLLBACK` or `XA PREPARE` statement as the binlog logs it
+/// (`XA COMMIT X'6331',X'',1`), in the form [`EventKind::XaPrepare`] names it: without spaces,
+/// in lower case. `rest` is the text after the two words.
+pub fn xid_key(rest: &str) -> Box<str> {
+    rest.chars().filter(|c| !c.is_whitespace()).flat_map(char::to_lowercase).collect::<String>().into_boxed_str()
+}
+
+#[cfg(test)]
+mod xa_tests {
+    use super::{xa_prepare, xid_key};
+
+    #[test]
+    fn an_xa_prepare_names_its_xid_as_the_commit_does() {
+        // one_phase 0, format 7, gtrid "hx1", bqual "bq" (MariaDB 10.11's bytes).
+        let mut data = vec![0u8];
+        data.extend(7u32.to_le_bytes());
+        data.extend(3u32.to_le_bytes());
+        data.extend(2u32.to_le_bytes());
+        data.extend(b"hx1bq");
+        let (one_phase, xid) = xa_prepare(&data);
+        assert!(!one_phase);
+        assert_eq!(xid.as_deref(), Some(&*xid_key("X'687831',X'6271',7")));
+        data[0] = 1;
+        assert!(xa_prepare(&data).0, "MySQL's XA COMMIT ... ONE PHASE");
+        assert_eq!(xa_prepare(&data[..10]).1, None, "cut short");
+        let mut huge = data.clone();
+        huge[5..9].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(xa_prepare(&huge).1, None, "lengths past the event");
     }
 }

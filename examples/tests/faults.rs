@@ -16,7 +16,7 @@
 //! [`chaos`]: binlog connection killed, idle and fill connections killed, binary logs flushed and
 //! the resume position purged, RESET MASTER, DDL, a big, a long-open and an XA transaction), with the same
 //! comparison after catch-up. Their finer points (exactly-once delivery through kills, purge
-//! reported as position-gone, XA and oversized transactions reported untrusted) are tested on
+//! reported as position-gone, XA commits delivered and oversized transactions reported untrusted) are tested on
 //! the stream alone in `cdc/tests` (resume, rotation, outage, ddl, limits, xa).
 //!
 //! A second test runs the three rounds with fills from the local replica (`[fill] source =

@@ -12,6 +12,8 @@
 //! heartbeat handling, always to the end of a whole group (see the parent's header); a
 //! transaction with more than `max_batch_changes` changes holds none of them.
 
+use std::collections::VecDeque;
+
 use freshet_dataflow::{Batch, Change, Position, Row};
 use mysql_async::Conn;
 use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
@@ -24,6 +26,43 @@ use crate::error::CdcError;
 use crate::position::{BinlogPos, MariaGtid};
 use crate::schema::{TableInfo, check_table_map, load_tables};
 use std::time::Duration;
+
+/// XA transactions prepared in what the stream read and not yet ended, by XID as the binlog
+/// names it ([`crate::events::xid_key`]): each one's group, whose changes the XA COMMIT
+/// delivers, or None if it could not be kept (more than `max_batch_changes` changes held in
+/// all, a statement with unseen rows), whose commit is then untrusted. At most [`Self::MAX`]:
+/// past it the oldest is forgotten (its commit untrusted too; a prepared transaction nobody
+/// ends would otherwise be held for good).
+#[derive(Default)]
+pub(super) struct PreparedXa {
+    held: VecDeque<(Box<str>, Option<Txn>)>,
+    /// Changes held in all.
+    changes: usize,
+}
+
+impl PreparedXa {
+    const MAX: usize = 1024;
+
+    fn prepare(&mut self, xid: Box<str>, txn: Option<Txn>, max_changes: usize) {
+        self.end(&xid);
+        if self.held.len() >= Self::MAX
+            && let Some((_, Some(oldest))) = self.held.pop_front()
+        {
+            self.changes -= oldest.changes.len();
+        }
+        let txn = txn.filter(|t| !t.oversized && t.unseen.is_none() && self.changes + t.changes.len() <= max_changes);
+        self.changes += txn.as_ref().map_or(0, |t| t.changes.len());
+        self.held.push_back((xid, txn));
+    }
+
+    /// The prepared transaction `xid` ended: what was kept of it (None if it was not read).
+    fn end(&mut self, xid: &str) -> Option<Option<Txn>> {
+        let at = self.held.iter().position(|(x, _)| **x == *xid)?;
+        let (_, txn) = self.held.remove(at)?;
+        self.changes -= txn.as_ref().map_or(0, |t| t.changes.len());
+        Some(txn)
+    }
+}
 
 /// A transaction being read.
 pub(super) struct Txn {
@@ -203,12 +242,17 @@ impl BinlogStream {
     }
 
     /// XA transactions: their rows are logged at XA PREPARE and take effect at a later
-    /// XA COMMIT that carries no rows. Prepared rows are not delivered (not committed yet);
-    /// the later commit makes the stream untrustworthy for them, so it is reported as such
+    /// XA COMMIT that carries no rows (or never, at XA ROLLBACK). Prepared rows are not
+    /// delivered (not committed yet) but kept ([`PreparedXa`]) and delivered as the commit's
+    /// batch: until then the prepared transaction holds its rows' locks, so no write between
+    /// the two touched them. A commit whose prepare was not read (before the stream's start,
+    /// or not kept) makes the stream untrustworthy for its rows, so it is reported as such
     /// (the caller evicts all state, which is always correct, and may call `next` again).
     /// `XA COMMIT ... ONE PHASE` is an ordinary commit of the rows before it.
     fn xa(&mut self, sql: &str, log_pos: u32, ts: u32) -> Result<(), CdcError> {
-        let up: Vec<String> = sql.split_whitespace().take(2).map(str::to_ascii_uppercase).collect();
+        let mut words = sql.split_whitespace();
+        let up: Vec<String> = words.by_ref().take(2).map(str::to_ascii_uppercase).collect();
+        let xid = crate::events::xid_key(&words.collect::<String>());
         let one_phase = sql.to_ascii_uppercase().contains("ONE PHASE");
         match up.get(1).map(String::as_str) {
             Some("START") | Some("BEGIN") => {
@@ -216,20 +260,40 @@ impl BinlogStream {
                 Ok(())
             }
             Some("COMMIT") if one_phase => self.commit(log_pos, ts),
-            Some("PREPARE") | Some("ROLLBACK") => {
+            Some("PREPARE") => self.xa_prepared(Some(xid), log_pos, ts),
+            Some("ROLLBACK") => {
+                self.xa.end(&xid);
                 let gtid = self.txn.take().and_then(|t| t.gtid);
-                self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
-                Ok(())
+                self.txn = Some(Txn::new(false, gtid));
+                self.commit(log_pos, ts)
             }
             Some("COMMIT") => {
                 let gtid = self.txn.take().and_then(|t| t.gtid);
+                if let Some(Some(mut prepared)) = self.xa.end(&xid) {
+                    prepared.gtid = gtid;
+                    self.txn = Some(prepared);
+                    return self.commit(log_pos, ts);
+                }
                 let end = BinlogPos::new(self.file.clone(), log_pos);
                 self.untrusted_end(end.position()?);
                 self.deliver_to(end, gtid);
-                Err(CdcError::Untrusted(format!("XA COMMIT at {}: its rows were logged at XA PREPARE", self.delivered)))
+                Err(CdcError::Untrusted(format!("XA COMMIT at {}: its rows were logged at an XA PREPARE not read", self.delivered)))
             }
             _ => Ok(()),
         }
+    }
+
+    /// An XA PREPARE at `log_pos` of the group being read: its changes are kept for the
+    /// commit (none if `xid` could not be read: the commit is then untrusted), and the group
+    /// ends as one that changed nothing (an empty batch: positions and lag move on).
+    pub(super) fn xa_prepared(&mut self, xid: Option<Box<str>>, log_pos: u32, ts: u32) -> Result<(), CdcError> {
+        let mut txn = self.txn.take();
+        let gtid = txn.as_mut().and_then(|t| t.gtid.take());
+        if let Some(xid) = xid {
+            self.xa.prepare(xid, txn, self.cfg.max_batch_changes);
+        }
+        self.txn = Some(Txn::new(false, gtid));
+        self.commit(log_pos, ts)
     }
 
     pub(super) fn commit(&mut self, log_pos: u32, ts: u32) -> Result<(), CdcError> {

@@ -44,7 +44,7 @@ use mysql_async::{BinlogStreamRequest, Conn, Opts};
 
 mod assembly;
 
-use self::assembly::Txn;
+use self::assembly::{PreparedXa, Txn};
 use crate::backoff::Backoff;
 use crate::cascade::Cascades;
 use crate::continuity::{ServerIdentity, history_differs, names_file};
@@ -172,6 +172,8 @@ pub struct BinlogStream {
     pub(super) cascades: Cascades,
     out: VecDeque<StreamEvent>,
     txn: Option<Txn>,
+    /// XA transactions prepared in what this stream read, to deliver at their commit.
+    xa: PreparedXa,
     /// Reconnect attempts without progress (a commit or a heartbeat) since the last one.
     backoff: Backoff,
     lag: LagHandle,
@@ -252,6 +254,7 @@ impl BinlogStream {
             backoff,
             lag,
             payload_end: None,
+            xa: PreparedXa::default(),
             last_gtid: None,
             identity: None,
             verified: false,
@@ -503,11 +506,9 @@ impl BinlogStream {
             // The server lost events here: whatever they changed is in no event.
             EventKind::Incident => self.query("an INCIDENT event (the server's binlog lost events)", "", log_pos, hdr.timestamp()).await?,
             EventKind::Xid => self.commit(log_pos, hdr.timestamp())?,
-            EventKind::XaPrepare => {
-                // Prepared, not committed: see `xa`.
-                let gtid = self.txn.take().and_then(|t| t.gtid);
-                self.deliver_to(BinlogPos::new(self.file.clone(), log_pos), gtid);
-            }
+            EventKind::XaPrepare { one_phase: true, .. } => self.commit(log_pos, hdr.timestamp())?,
+            // Prepared, not committed: see `xa`.
+            EventKind::XaPrepare { one_phase: false, xid } => self.xa_prepared(xid, log_pos, hdr.timestamp())?,
             EventKind::Rows { table_id, changes_existing } => {
                 if changes_existing && !self.cascades.is_empty() {
                     self.cascade_from(table_id);

@@ -128,7 +128,7 @@ impl Engine {
             out,
             "freshet_cdc_untrusted_total",
             "counter",
-            "Transactions the stream could not follow (written as statements, two-phase XA, oversized), every cache evicted.",
+            "Transactions the stream could not follow (written as statements, an XA commit whose prepare was not read, oversized), every cache evicted.",
         );
         sample(out, "freshet_cdc_untrusted_total", &[], self.counters.untrusted.get());
         family(

@@ -120,8 +120,9 @@ pub struct EngineCounters {
     pub restarts: Counter,
     /// Tables whose rows a foreign key's action changed unlogged, their views evicted.
     pub cascades: Counter,
-    /// Transactions the stream could not follow (a write logged as a statement, a two-phase
-    /// XA COMMIT, one over the size bound), each followed by evicting every cache.
+    /// Transactions the stream could not follow (a write logged as a statement, an XA COMMIT
+    /// whose prepare it did not read, one over the size bound), each followed by evicting
+    /// every cache.
     pub untrusted: Counter,
     /// Writes of sessions whose binlogging may be off, each followed by evicting every cache.
     pub unlogged_writes: Counter,
