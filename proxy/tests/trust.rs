@@ -808,3 +808,70 @@ async fn a_client_that_may_not_turn_binlogging_off_cannot_evict_the_caches() {
         assert!(hits(&proxy) > before.1, "after prepared `{statement}` the cache was emptied");
     }
 }
+
+/// Cached queries read tables of the caches' database only, so a GRANT or REVOKE on objects of
+/// another database cannot change what any account may read of them. An application that
+/// manages its own database's accounts (a tenant with GRANT OPTION there, granting each new
+/// customer's login) made every freshet in front of the server forget what every account may
+/// read, whatever database those cache: each GRANT cost every account a relayed read per cache.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grants_on_another_database_leave_what_accounts_may_read_here() {
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_scope").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE DATABASE IF NOT EXISTS tr_tenantdb").await.unwrap();
+    admin.query_drop("CREATE OR REPLACE TABLE tr_tenantdb.things (id INT PRIMARY KEY, a INT)").await.unwrap();
+    user("tr_scope_reader", &["SELECT ON freshet_test.tr_scope"]).await;
+    user("tr_customer", &[]).await;
+    user("tr_tenant", &[]).await;
+    admin.query_drop("GRANT ALL PRIVILEGES ON tr_tenantdb.* TO 'tr_tenant'@'127.0.0.1' WITH GRANT OPTION").await.unwrap();
+    let proxy = start_proxy(&config("tr_scope", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_scope WHERE id = 1";
+    warm(&proxy, sql).await;
+    let (mut d, mut t) = pair(&proxy, "tr_scope_reader", Some(DB)).await;
+    assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "the reader is served from the cache");
+    let mut tenant_through = Conn::new(as_user(&proxy.mysql.to_string(), "tr_tenant", Some("tr_tenantdb"))).await.unwrap();
+    let mut tenant_direct = Conn::new(as_user(&upstream_addr(), "tr_tenant", Some("tr_tenantdb"))).await.unwrap();
+    let mut watcher = through(&proxy).await;
+    let customer = "'tr_customer'@'127.0.0.1'";
+    for (n, statement) in [
+        format!("GRANT SELECT ON tr_tenantdb.* TO {customer}"),
+        format!("GRANT SELECT, INSERT ON `tr_tenantdb`.`things` TO {customer}"),
+        format!("GRANT UPDATE (a) ON tr_tenantdb.things TO {customer}"),
+        format!("GRANT SELECT ON things TO {customer}"),
+        format!("GRANT DELETE ON * TO {customer}"),
+        format!("REVOKE UPDATE (a) ON tr_tenantdb.things FROM {customer}"),
+        format!("REVOKE SELECT, INSERT ON TABLE tr_tenantdb.things FROM {customer}"),
+        format!("REVOKE ALL PRIVILEGES ON tr_tenantdb.* FROM {customer}"),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let resets = engine(&proxy).access.resets.get();
+        let hits_before = hits(&proxy);
+        let tenant = if n % 2 == 0 { &mut tenant_through } else { &mut tenant_direct };
+        tenant.query_drop(statement).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
+        caught_up(&mut watcher).await;
+        assert_eq!(engine(&proxy).access.resets.get(), resets, "`{statement}` made freshet forget what accounts may read");
+        assert_eq!(text(&mut t, sql).await, text(&mut d, sql).await, "after `{statement}`");
+        assert!(hits(&proxy) > hits_before, "after `{statement}` the reader's read was relayed");
+    }
+    // Grants that may reach the caches' database still count: on it, by a pattern that
+    // matches it, on everything, and roles.
+    admin.query_drop("CREATE ROLE IF NOT EXISTS tr_scope_role").await.unwrap();
+    for statement in [
+        format!("GRANT SELECT ON freshet_test.* TO {customer}"),
+        format!("GRANT SELECT ON `freshet\\_te%`.* TO {customer}"),
+        format!("GRANT SELECT ON `fresh_t_st`.* TO {customer}"),
+        format!("GRANT SELECT ON *.* TO {customer}"),
+        format!("GRANT tr_scope_role TO {customer}"),
+        format!("REVOKE ALL PRIVILEGES, GRANT OPTION FROM {customer}"),
+    ] {
+        let resets = engine(&proxy).access.resets.get();
+        admin.query_drop(&statement).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
+        caught_up(&mut watcher).await;
+        assert!(engine(&proxy).access.resets.get() > resets, "`{statement}` may change what accounts may read here");
+    }
+    admin.query_drop("DROP ROLE IF EXISTS tr_scope_role").await.unwrap();
+    admin.query_drop("DROP DATABASE IF EXISTS tr_tenantdb").await.unwrap();
+}
