@@ -192,13 +192,15 @@ impl Cursor {
     }
 }
 
-/// True if a binlogged statement may change what an account may read (see
-/// [`DdlKind::Privileges`]); `default_db` is the statement's default database. Errs towards
-/// true where a statement can change it (a false alarm costs each account a relayed read per
-/// cache, a miss would keep stale rights), but not where any login can send it: a password
-/// or default role set for oneself (SET PASSWORD, SET DEFAULT ROLE, MySQL's ALTER USER of
-/// oneself) changes no grant, and neither does DDL that only names `mysql` (a view's alias).
-pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
+/// True if a binlogged statement may change what an account may read of the tables of
+/// `tracked` (see [`DdlKind::Privileges`]); `default_db` is the statement's default database
+/// (None if not known). Errs towards true where a statement can change it (a false alarm
+/// costs each account a relayed read per cache, a miss would keep stale rights), but not
+/// where any login can send it: a password or default role set for oneself (SET PASSWORD,
+/// SET DEFAULT ROLE, MySQL's ALTER USER of oneself) changes no grant, and neither does DDL
+/// that only names `mysql` (a view's alias). A GRANT or REVOKE on objects of another database
+/// changes nothing here ([`grant_reaches`]).
+pub fn privileges_may_change(sql: &str, default_db: Option<&str>, tracked: &str) -> bool {
     let toks = statement_tokens(sql);
     let word = |i: usize| match toks.get(i) {
         Some(Tok::Word(w)) => w.to_ascii_uppercase(),
@@ -206,9 +208,9 @@ pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
     };
     let (first, second) = (word(0), word(1));
     let account = |w: &str| matches!(w, "USER" | "ROLE");
-    let in_mysql = default_db.eq_ignore_ascii_case("mysql");
+    let in_mysql = default_db.is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
     match first.as_str() {
-        "GRANT" | "REVOKE" => true,
+        "GRANT" | "REVOKE" => grant_reaches(&toks, default_db, tracked),
         // Which account a name is: ALTER USER changes how it logs in, not what it may read.
         "CREATE" | "DROP" | "RENAME" if account(&second) => true,
         // CREATE OR REPLACE USER / ROLE.
@@ -228,6 +230,74 @@ pub fn privileges_may_change(sql: &str, default_db: &str) -> bool {
         }
         _ => false,
     }
+}
+
+/// Whether a GRANT or REVOKE (`toks`) may reach the tables of database `tracked`. Only one
+/// `ON` a database other than `tracked` does not: `ON other.*`, `ON other.t`, `ON
+/// PROCEDURE other.p`, or an unqualified `ON t` / `ON *` in another default database. A
+/// database-level grant names a pattern (`%` and `_` are wildcards, `\` escapes one), read
+/// without case; table grants name it exactly, which the pattern reading only widens. Roles
+/// (no `ON`), PROXY, `*.*` and `REVOKE ALL PRIVILEGES, GRANT OPTION` may reach anything.
+fn grant_reaches(toks: &[Tok], default_db: Option<&str>, tracked: &str) -> bool {
+    let is = |t: Option<&Tok>, w: &str| matches!(t, Some(Tok::Word(x)) if x.eq_ignore_ascii_case(w));
+    if is(toks.get(1), "PROXY") {
+        return true;
+    }
+    let Some(on) = toks.iter().position(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("ON"))) else { return true };
+    let mut at = on + 1;
+    while ["TABLE", "FUNCTION", "PROCEDURE", "PACKAGE", "BODY"].iter().any(|w| is(toks.get(at), w)) {
+        at += 1;
+    }
+    let database = match (toks.get(at), toks.get(at + 1)) {
+        (Some(Tok::Word(d) | Tok::Quoted(d)), Some(Tok::Dot)) => Some(d.as_str()),
+        // `*.*` (or anything this reading does not know).
+        (Some(_), Some(Tok::Dot)) | (None, _) => return true,
+        (Some(_), _) => default_db,
+    };
+    database.is_none_or(|d| like(d.as_bytes(), tracked.as_bytes()))
+}
+
+/// SQL LIKE without case: `%` any run, `_` any one byte, `\` takes the next byte as it is. In
+/// time bounded by the pattern's length times the name's (a pattern of many `%` must not take
+/// exponential time: the proxy reads a client's text before the server refuses it).
+fn like(pattern: &[u8], name: &[u8]) -> bool {
+    #[derive(Clone, Copy)]
+    enum Item {
+        Any,
+        One,
+        Byte(u8),
+    }
+    let mut items = Vec::with_capacity(pattern.len());
+    let mut bytes = pattern.iter().copied();
+    while let Some(b) = bytes.next() {
+        items.push(match b {
+            b'%' => Item::Any,
+            b'_' => Item::One,
+            b'\\' => Item::Byte(bytes.next().unwrap_or(b'\\')),
+            b => Item::Byte(b),
+        });
+    }
+    // Greedy, going back to the last `%` on a mismatch.
+    let (mut p, mut n) = (0, 0);
+    let mut back: Option<(usize, usize)> = None;
+    while n < name.len() {
+        match items.get(p) {
+            Some(Item::Any) => {
+                back = Some((p, n));
+                p += 1;
+            }
+            Some(Item::One) => (p, n) = (p + 1, n + 1),
+            Some(Item::Byte(b)) if b.eq_ignore_ascii_case(&name[n]) => (p, n) = (p + 1, n + 1),
+            _ => match back {
+                Some((star, from)) => {
+                    back = Some((star, from + 1));
+                    (p, n) = (star + 1, from + 1);
+                }
+                None => return false,
+            },
+        }
+    }
+    items[p..].iter().all(|i| matches!(i, Item::Any))
 }
 
 /// True if a binlogged statement may have changed rows that no row event carries: a write
@@ -447,10 +517,60 @@ mod tests {
         DdlTarget { database: db.map(str::to_string), table: table.into(), kind }
     }
 
+    /// A GRANT or REVOKE reaches the caches' database `app` unless it is on another one's
+    /// objects; database names in grants are patterns.
+    #[test]
+    fn grants_reach_the_databases_they_name() {
+        let reaches = |sql: &str, default_db: Option<&str>| privileges_may_change(sql, default_db, "app_1");
+        for (sql, db) in [
+            ("GRANT SELECT ON app_1.* TO u", Some("other")),
+            ("GRANT SELECT ON `APP_1`.t TO u", Some("other")),
+            ("GRANT SELECT ON t TO u", Some("app_1")),
+            ("GRANT SELECT ON * TO u", Some("app_1")),
+            ("GRANT SELECT ON t TO u", None),
+            ("GRANT SELECT ON *.* TO u", Some("other")),
+            ("GRANT SELECT ON `app%`.* TO u", Some("other")),
+            ("GRANT SELECT ON `app\\_1`.* TO u", Some("other")),
+            ("GRANT SELECT ON `a_p_1`.* TO u", Some("other")),
+            ("GRANT SELECT ON `%`.* TO u", Some("other")),
+            ("GRANT role_a TO u", Some("other")),
+            ("GRANT PROXY ON a TO u", Some("other")),
+            ("REVOKE ALL PRIVILEGES, GRANT OPTION FROM u", Some("other")),
+            ("REVOKE SELECT ON app_1.t FROM u", Some("other")),
+            ("GRANT", Some("other")),
+        ] {
+            assert!(reaches(sql, db), "{sql} in {db:?}");
+        }
+        for (sql, db) in [
+            ("GRANT SELECT ON other.* TO u", Some("app_1")),
+            ("GRANT SELECT, INSERT (a, b) ON `other`.`t` TO u WITH GRANT OPTION", Some("app_1")),
+            ("GRANT SELECT ON t TO u", Some("other")),
+            ("GRANT DELETE ON * TO u", Some("other")),
+            ("GRANT EXECUTE ON PROCEDURE other.p TO u", Some("app_1")),
+            ("REVOKE ALL PRIVILEGES ON TABLE other.t FROM u", Some("app_1")),
+            ("GRANT SELECT ON `app\\_%x`.* TO u", Some("other")),
+            ("GRANT SELECT ON `ap`.* TO u", Some("other")),
+        ] {
+            assert!(!reaches(sql, db), "{sql} in {db:?}");
+        }
+    }
+
+    /// LIKE in time the pattern's length times the name's, whatever the pattern.
+    #[test]
+    fn like_is_linear_in_each_length() {
+        assert!(like(b"a%b%c", b"axxbyyc"));
+        assert!(!like(b"a%b%c", b"axxbyy"));
+        assert!(like(b"%%%", b""));
+        assert!(like(b"\\%", b"%") && !like(b"\\%", b"x"));
+        let pattern = format!("{}b", "%a".repeat(5_000));
+        let name = "a".repeat(5_000);
+        assert!(!like(pattern.as_bytes(), name.as_bytes()));
+    }
+
     #[test]
     fn privilege_statements_are_recognised() {
         for sql in [
-            "GRANT SELECT ON db.t TO 'a'@'%'",
+            "GRANT SELECT ON app.t TO 'a'@'%'",
             "revoke all on *.* from a",
             "CREATE USER 'x'@'h' IDENTIFIED BY 'p'",
             "CREATE OR REPLACE ROLE r",
@@ -466,10 +586,10 @@ mod tests {
             "ALTER TABLE mysql.global_priv ENGINE = Aria",
             "DROP DATABASE mysql",
         ] {
-            assert!(privileges_may_change(sql, "app"), "{sql}");
+            assert!(privileges_may_change(sql, Some("app"), "app"), "{sql}");
         }
-        assert!(privileges_may_change("DELETE FROM tables_priv", "mysql"));
-        assert!(privileges_may_change("TRUNCATE tables_priv", "mysql"));
+        assert!(privileges_may_change("DELETE FROM tables_priv", Some("mysql"), "app"));
+        assert!(privileges_may_change("TRUNCATE tables_priv", Some("mysql"), "app"));
         for sql in [
             "UPDATE t SET a = 1",
             "CREATE TABLE users (id INT)",
@@ -489,7 +609,7 @@ mod tests {
             "ALTER TABLE t ADD COLUMN mysql INT",
             "DROP VIEW IF EXISTS mysql_users",
         ] {
-            assert!(!privileges_may_change(sql, "app"), "{sql}");
+            assert!(!privileges_may_change(sql, Some("app"), "app"), "{sql}");
         }
     }
 
@@ -544,7 +664,7 @@ mod tests {
             vec![t("a", DdlKind::RenamedFrom), t("b", DdlKind::RenamedTo)]
         );
         assert_eq!(parse_drop_database("SET STATEMENT max_statement_time = 1 FOR DROP DATABASE d"), Some("d".into()));
-        assert!(privileges_may_change("SET STATEMENT max_statement_time = 1 FOR GRANT SELECT ON t TO a", "db"));
+        assert!(privileges_may_change("SET STATEMENT max_statement_time = 1 FOR GRANT SELECT ON t TO a", Some("db"), "db"));
         assert!(may_change_rows("SET STATEMENT max_statement_time = 1 FOR DELETE FROM t"));
         // Not a statement: read as the SET it is.
         assert!(parse_ddl("SET STATEMENT x = 1").is_empty());

@@ -205,7 +205,7 @@ impl BinlogStream {
             }
             self.tables.clear();
         }
-        if crate::ddl::privileges_may_change(sql, default_db) {
+        if crate::ddl::privileges_may_change(sql, Some(default_db).filter(|d| !d.is_empty()), &self.cfg.database) {
             self.privileges_changed(position);
         }
         let targets = parse_ddl(sql);

@@ -367,8 +367,10 @@ impl Session {
     /// The first statement of `sql` (a text the session sent) that may change what accounts
     /// may read ([`privilege_statement`]), run in the session's default database.
     fn privilege_statement(&self, sql: &[u8]) -> Option<usize> {
-        let in_mysql = self.identity.as_ref().and_then(|i| i.database.as_deref()).is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
-        privilege_statement(sql, in_mysql, !self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES))
+        // The server's answer, unless something may have changed it since.
+        let database = if self.state.stale { None } else { self.identity.as_ref().and_then(|i| i.database.as_deref()) };
+        let tracked = self.shared.engine.get().map_or("", |e| e.settings.database.as_str());
+        privilege_statement(sql, database, tracked, !self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES))
     }
 
     /// The SQL a statement command runs: a query's text, or the text an execute's statement was
@@ -628,28 +630,34 @@ fn upstream_protocol(what: &str) -> SessionError {
 /// cdc reads the binlog's statements (`freshet_cdc::ddl::privileges_may_change`): each
 /// statement of the text by its first word (GRANT, REVOKE, CREATE USER, FLUSH PRIVILEGES, DDL
 /// of the privilege tables, ...), a write by whether it names the `mysql` schema as a
-/// qualifier or runs in it (`in_mysql`). The body of an executable comment is read as the
+/// qualifier or runs in it (`database`, the session's default database: None if not known
+/// or if the text may change it). A GRANT or REVOKE counts if it may reach the tables of
+/// `tracked`, the caches' database. The body of an executable comment is read as the
 /// text the server runs. `backslash_escapes`: the session reads strings the default way (no
 /// NO_BACKSLASH_ESCAPES), as the tokenizer does, so a `'mysql.user'` in one is a string and
 /// the statements are split where the server splits them; otherwise any `mysql` in a write
 /// counts, and statement 0 is named. Errs towards the first statement where the text cannot
 /// be read: a false alarm costs each account one relayed read per cache.
-fn privilege_statement(sql: &[u8], in_mysql: bool, backslash_escapes: bool) -> Option<usize> {
-    let first = privilege_statements(sql, in_mysql, backslash_escapes, true)?;
+fn privilege_statement(sql: &[u8], database: Option<&str>, tracked: &str, backslash_escapes: bool) -> Option<usize> {
+    let first = privilege_statements(sql, database, tracked, backslash_escapes, true)?;
     Some(if backslash_escapes { first } else { 0 })
 }
 
-fn privilege_statements(sql: &[u8], in_mysql: bool, backslash_escapes: bool, open_comments: bool) -> Option<usize> {
+fn privilege_statements(sql: &[u8], database: Option<&str>, tracked: &str, backslash_escapes: bool, open_comments: bool) -> Option<usize> {
+    let in_mysql = database.is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
     let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
     let lexed = sql.contains(&b';') || sql.windows(2).any(|w| w == b"/*") || named(b"mysql");
     let tokens: Vec<Token> = if lexed { Lexer::new(sql).collect() } else { Vec::new() };
     if tokens.iter().any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
         if open_comments && let Some(opened) = super::state::open_exec_comments(sql, &tokens) {
-            return privilege_statements(&opened, in_mysql, backslash_escapes, false);
+            return privilege_statements(&opened, database, tracked, backslash_escapes, false);
         }
         const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
         return (WORDS.iter().any(|w| named(w)) || in_mysql || named(b"mysql")).then_some(0);
     }
+    // A USE among the statements changes the default database of those after it.
+    let uses = |s: &[Token]| s.first().is_some_and(|t| t.text(sql).eq_ignore_ascii_case(b"use"));
+    let database = if tokens.split(|t| t.is_symbol(sql, b";")).any(uses) { None } else { database };
     // `mysql.user`, `` `mysql`.db ``, `"mysql".db` (an identifier under ANSI_QUOTES).
     let qualifier = |t: &Token| {
         let text = t.text(sql);
@@ -668,8 +676,7 @@ fn privilege_statements(sql: &[u8], in_mysql: bool, backslash_escapes: bool, ope
         let first = super::state::first_word(text).map(<[u8]>::to_ascii_lowercase).unwrap_or_default();
         match first.as_slice() {
             b"grant" | b"revoke" | b"create" | b"drop" | b"alter" | b"rename" | b"truncate" | b"set" | b"flush" => {
-                let database = if in_mysql { "mysql" } else { "" };
-                freshet_cdc::ddl::privileges_may_change(&String::from_utf8_lossy(text), database)
+                freshet_cdc::ddl::privileges_may_change(&String::from_utf8_lossy(text), database, tracked)
             }
             b"insert" | b"update" | b"delete" | b"replace" | b"load" => names_mysql(),
             _ => false,
@@ -691,7 +698,7 @@ mod tests {
 
     #[test]
     fn statements_that_may_change_privileges_are_known_in_any_text() {
-        let changes = |sql: &str| privilege_statement(sql.as_bytes(), false, true).is_some();
+        let changes = |sql: &str| privilege_statement(sql.as_bytes(), Some("app"), "app", true).is_some();
         for sql in [
             "GRANT SELECT ON app.t TO 'u'@'%'",
             "revoke select (id, ts) on app.t from u",
@@ -712,12 +719,24 @@ mod tests {
         ] {
             assert!(changes(sql), "{sql}");
         }
-        assert!(privilege_statement(b"DELETE FROM user WHERE User = 'x'", true, true).is_some(), "a write run in the mysql database");
-        assert_eq!(privilege_statement(b"INSERT INTO t VALUES ('mysql.x')", false, false), Some(0), "strings read otherwise");
+        assert!(
+            privilege_statement(b"DELETE FROM user WHERE User = 'x'", Some("mysql"), "app", true).is_some(),
+            "a write run in the mysql database"
+        );
+        assert_eq!(privilege_statement(b"INSERT INTO t VALUES ('mysql.x')", Some("app"), "app", false), Some(0), "strings read otherwise");
         // Which statement, for a text the server may stop at an error before it.
-        assert_eq!(privilege_statement(b"SELECT 1; GRANT ALL ON *.* TO u", false, true), Some(1));
-        assert_eq!(privilege_statement(b"SELECT 1;; SELECT ';'; /*!GRANT ALL ON *.* TO u */", false, true), Some(2));
-        assert_eq!(privilege_statement(b"SELECT 1; GRANT ALL ON *.* TO u", false, false), Some(0), "split otherwise");
+        assert_eq!(privilege_statement(b"SELECT 1; GRANT ALL ON *.* TO u", Some("app"), "app", true), Some(1));
+        assert_eq!(privilege_statement(b"SELECT 1;; SELECT ';'; /*!GRANT ALL ON *.* TO u */", Some("app"), "app", true), Some(2));
+        assert_eq!(privilege_statement(b"SELECT 1; GRANT ALL ON *.* TO u", Some("app"), "app", false), Some(0), "split otherwise");
+        // Grants on another database's objects reach no cache of `app`; unqualified ones are
+        // the default database's, which a USE in the text makes unknown.
+        let grant = |sql: &str, database: Option<&str>| privilege_statement(sql.as_bytes(), database, "app", true).is_some();
+        assert!(!grant("GRANT SELECT ON other.* TO u", Some("app")));
+        assert!(!grant("GRANT SELECT ON t TO u", Some("other")));
+        assert!(grant("GRANT SELECT ON t TO u", None));
+        assert!(grant("GRANT SELECT ON t TO u", Some("app")));
+        assert!(grant("USE app; GRANT SELECT ON t TO u", Some("other")));
+        assert!(grant("GRANT SELECT ON `a%`.* TO u", Some("other")));
         for sql in [
             "SELECT * FROM users",
             "INSERT INTO users (name, role) VALUES ('a', 'admin'); SELECT LAST_INSERT_ID()",
