@@ -644,20 +644,16 @@ fn privilege_statement(sql: &[u8], database: Option<&str>, tracked: &str, backsl
 }
 
 fn privilege_statements(sql: &[u8], database: Option<&str>, tracked: &str, backslash_escapes: bool, open_comments: bool) -> Option<usize> {
-    let in_mysql = database.is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
     let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
-    let lexed = sql.contains(&b';') || sql.windows(2).any(|w| w == b"/*") || named(b"mysql");
-    let tokens: Vec<Token> = if lexed { Lexer::new(sql).collect() } else { Vec::new() };
-    if tokens.iter().any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
-        if open_comments && let Some(opened) = super::state::open_exec_comments(sql, &tokens) {
+    let comments = sql.windows(2).any(|w| w == b"/*");
+    if comments && Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
+        if open_comments && let Some(opened) = super::state::open_exec_comments(sql, Lexer::new(sql)) {
             return privilege_statements(&opened, database, tracked, backslash_escapes, false);
         }
         const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
+        let in_mysql = database.is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
         return (WORDS.iter().any(|w| named(w)) || in_mysql || named(b"mysql")).then_some(0);
     }
-    // A USE among the statements changes the default database of those after it.
-    let uses = |s: &[Token]| s.first().is_some_and(|t| t.text(sql).eq_ignore_ascii_case(b"use"));
-    let database = if tokens.split(|t| t.is_symbol(sql, b";")).any(uses) { None } else { database };
     // `mysql.user`, `` `mysql`.db ``, `"mysql".db` (an identifier under ANSI_QUOTES).
     let qualifier = |t: &Token| {
         let text = t.text(sql);
@@ -668,28 +664,59 @@ fn privilege_statements(sql: &[u8], database: Option<&str>, tracked: &str, backs
         };
         name.eq_ignore_ascii_case(b"mysql")
     };
-    let names_mysql = || {
-        in_mysql
-            || if backslash_escapes { tokens.windows(2).any(|w| qualifier(&w[0]) && w[1].is_symbol(sql, b".")) } else { named(b"mysql") }
-    };
-    let one = |text: &[u8]| {
-        let first = super::state::first_word(text).map(<[u8]>::to_ascii_lowercase).unwrap_or_default();
+    // Whether one statement (its first word, its text) may, in `database`; `names_mysql`
+    // tells whether its tokens name `mysql` as a qualifier.
+    let one = |first: &[u8], text: &[u8], database: Option<&str>, names_mysql: &dyn Fn() -> bool| {
+        let first = first.to_ascii_lowercase();
         match first.as_slice() {
             b"grant" | b"revoke" | b"create" | b"drop" | b"alter" | b"rename" | b"truncate" | b"set" | b"flush" => {
-                freshet_cdc::ddl::privileges_may_change(&String::from_utf8_lossy(text), database, tracked)
+                // cdc reads a statement's head only.
+                let head = &text[..text.len().min(64 << 10)];
+                freshet_cdc::ddl::privileges_may_change(&String::from_utf8_lossy(head), database, tracked)
             }
-            b"insert" | b"update" | b"delete" | b"replace" | b"load" => names_mysql(),
+            b"insert" | b"update" | b"delete" | b"replace" | b"load" => {
+                database.is_some_and(|d| d.eq_ignore_ascii_case("mysql")) || (named(b"mysql") && (!backslash_escapes || names_mysql()))
+            }
             _ => false,
         }
     };
-    if !sql.contains(&b';') {
-        return one(sql).then_some(0);
+    // Most texts: one statement, read by its first word, and its tokens only if it is a write
+    // that says `mysql`.
+    if !sql.contains(&b';') && !comments {
+        let first = super::state::first_word(sql).unwrap_or_default();
+        let names_mysql = || {
+            let mut after_qualifier = false;
+            Lexer::new(sql).any(|t| {
+                let named = after_qualifier && t.is_symbol(sql, b".");
+                after_qualifier = qualifier(&t);
+                named
+            })
+        };
+        return one(first, sql, database, &names_mysql).then_some(0);
     }
-    // Empty statements (`;;`) are not counted: counting fewer errs towards an earlier one.
-    tokens
-        .split(|t| t.is_symbol(sql, b";"))
-        .filter_map(|s| Some(sql.get(s.first()?.start..s.last()?.end).unwrap_or_default()))
-        .position(one)
+    // Otherwise one statement at a time, holding none of their tokens. Empty statements (`;;`)
+    // are not counted: counting fewer errs towards an earlier one. A USE changes the default
+    // database of the statements after it.
+    let mut statements = super::state::Statements::new(sql);
+    let (mut kept, mut database, mut at) = (Vec::new(), database, 0);
+    loop {
+        let (mut names_mysql, mut after_qualifier) = (false, false);
+        let statement = statements.next(
+            |_| 1,
+            &mut kept,
+            |t| {
+                names_mysql |= after_qualifier && t.is_symbol(sql, b".");
+                after_qualifier = qualifier(t);
+            },
+        )?;
+        let first = kept[0].text(sql);
+        if first.eq_ignore_ascii_case(b"use") {
+            database = None;
+        } else if one(first, &sql[statement.range], database, &|| names_mysql) {
+            return Some(at);
+        }
+        at += 1;
+    }
 }
 
 #[cfg(test)]

@@ -102,33 +102,39 @@ impl SessionState {
         // runs from a comment.
         // Compared in place: this runs for every relayed statement.
         let first = first_word(sql);
-        let interesting = [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock"]
-            .iter()
-            .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
-        if !interesting && !sql.contains(&b';') && !has_executable_comment(sql) {
+        if !first.is_some_and(interesting) && !sql.contains(&b';') && !has_executable_comment(sql) {
             return;
         }
-        let tokens: Vec<Token> = Lexer::new(sql).collect();
-        if tokens.iter().any(|t| t.kind == TokenKind::ExecComment && !t.text(sql).starts_with(b"/*+")) {
+        if Lexer::new(sql).any(|t| t.kind == TokenKind::ExecComment && !t.text(sql).starts_with(b"/*+")) {
             self.unfollowed("an executable comment", sql);
             return;
         }
-        let statements: Vec<&[Token]> = tokens.split(|t| t.is_symbol(sql, b";")).filter(|s| !s.is_empty()).collect();
-        if let [one] = statements.as_slice() {
-            self.statement(sql, one);
-            return;
-        }
-        // Several: each read by its first word. A compound statement (`BEGIN NOT ATOMIC`, `IF`,
-        // a label), whose body may set anything and is split here at its own semicolons, and
-        // any statement not known to leave the session alone, are not followed.
-        for (at, statement) in statements.into_iter().enumerate() {
-            match word(sql, &statement[0]).as_str() {
-                "set" | "use" | "execute" | "prepare" | "deallocate" | "drop" | "call" | "create" | "lock" | "unlock" => {
-                    self.statement(sql, statement)
+        // One statement at a time, holding only the tokens reading it needs: a text of
+        // millions of short statements must not cost a vector of all their tokens.
+        let mut kept = Vec::new();
+        let several = {
+            let mut count = Statements::new(sql);
+            count.next(|_| 0, &mut kept, |_| ()).is_some() && count.next(|_| 0, &mut kept, |_| ()).is_some()
+        };
+        let mut statements = Statements::new(sql);
+        let keep = |t: &Token| if interesting(t.text(sql)) { MAX_STATEMENT_TOKENS + 1 } else { 3 };
+        let mut at = 0;
+        while let Some(statement) = statements.next(keep, &mut kept, |_| ()) {
+            if kept.len() > MAX_STATEMENT_TOKENS {
+                self.unfollowed("a statement too long to follow", &sql[statement.range]);
+            } else if !several {
+                self.statement(sql, &kept);
+            } else {
+                // Several: each read by its first word. A compound statement (`BEGIN NOT
+                // ATOMIC`, `IF`, a label), whose body may set anything and is split here at
+                // its own semicolons, and any statement not known to leave the session alone,
+                // are not followed.
+                match word(sql, &kept[0]).as_str() {
+                    w if interesting(w.as_bytes()) => self.statement(sql, &kept),
+                    "begin" if statement.tokens == 1 || statement.tokens == 2 && word(sql, &kept[1]) == "work" => {}
+                    w if PLAIN.contains(&w) => {}
+                    _ => self.unfollowed("a compound statement, or one freshet does not follow, among several statements", sql),
                 }
-                "begin" if statement.len() == 1 || statement.len() == 2 && word(sql, &statement[1]) == "work" => {}
-                w if PLAIN.contains(&w) => {}
-                _ => self.unfollowed("a compound statement, or one freshet does not follow, among several statements", sql),
             }
             if !unlogged_before && self.unlogged {
                 self.unlogged_at.get_or_insert(at);
@@ -136,6 +142,7 @@ impl SessionState {
             if self.unfollowed {
                 return;
             }
+            at += 1;
         }
     }
 
@@ -391,6 +398,69 @@ fn misreading_mode(sql: &[u8], tokens: &[Token]) -> bool {
     false
 }
 
+/// First words of statements that may change what the session tracker follows.
+fn interesting(word: &[u8]) -> bool {
+    [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock"]
+        .iter()
+        .any(|k| word.eq_ignore_ascii_case(k))
+}
+
+/// The most tokens of one statement the tracker reads; a longer one (a SET of a list of a
+/// million values) is not followed.
+const MAX_STATEMENT_TOKENS: usize = 1 << 16;
+
+/// One statement of a text ([`Statements`]).
+pub(super) struct Statement {
+    /// From its first token's first byte to its last token's last.
+    pub range: std::ops::Range<usize>,
+    /// How many tokens it has.
+    pub tokens: usize,
+}
+
+/// A text's statements (split at `;`, empty ones skipped), read one at a time with the
+/// tokenizer: what reading one needs is kept, not every token of the text.
+pub(super) struct Statements<'q> {
+    sql: &'q [u8],
+    lexer: Lexer<'q>,
+}
+
+impl<'q> Statements<'q> {
+    pub(super) fn new(sql: &'q [u8]) -> Statements<'q> {
+        Statements { sql, lexer: Lexer::new(sql) }
+    }
+
+    /// The next statement. Its first `keep(first token)` tokens are put in `kept` (cleared
+    /// first); `visit` sees every one of them, in order.
+    pub(super) fn next(
+        &mut self,
+        keep: impl Fn(&Token) -> usize,
+        kept: &mut Vec<Token>,
+        mut visit: impl FnMut(&Token),
+    ) -> Option<Statement> {
+        kept.clear();
+        let (mut range, mut tokens, mut keeping) = (0..0, 0, 0);
+        for t in self.lexer.by_ref() {
+            if t.is_symbol(self.sql, b";") {
+                if tokens > 0 {
+                    break;
+                }
+                continue;
+            }
+            if tokens == 0 {
+                range.start = t.start;
+                keeping = keep(&t);
+            }
+            range.end = t.end;
+            tokens += 1;
+            if kept.len() < keeping {
+                kept.push(t);
+            }
+            visit(&t);
+        }
+        (tokens > 0).then_some(Statement { range, tokens })
+    }
+}
+
 /// How many SQL-prepared statements that may turn binlogging off a session keeps by name;
 /// past it, preparing one more turns the session's `unlogged` on.
 const PREPARED_UNLOGGING: usize = 32;
@@ -409,22 +479,21 @@ fn may_turn_binlogging_off(sql: &[u8], depth: u8) -> bool {
     if depth > 2 {
         return mentions();
     }
-    let tokens: Vec<Token> = Lexer::new(sql).collect();
-    if tokens.iter().any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
-        return match open_exec_comments(sql, &tokens) {
+    if Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
+        return match open_exec_comments(sql, Lexer::new(sql)) {
             Some(opened) => may_turn_binlogging_off(&opened, depth + 1),
             None => mentions(),
         };
     }
-    let runs_text = tokens.iter().any(|t| t.kind == TokenKind::Word && matches!(word(sql, t).as_str(), "prepare" | "execute"));
-    tokens.iter().any(|t| match t.kind {
+    let runs_text = Lexer::new(sql)
+        .any(|t| t.kind == TokenKind::Word && [&b"prepare"[..], b"execute"].iter().any(|w| t.text(sql).eq_ignore_ascii_case(w)));
+    Lexer::new(sql).any(|t| match t.kind {
         TokenKind::Word | TokenKind::QuotedIdent | TokenKind::SystemVariable => {
             // `sql_log_bin`, `` `sql_log_bin` ``, `@@session.sql_log_bin`.
-            let text = t.text(sql).to_ascii_lowercase();
-            let name = text.rsplit(|&c| c == b'.').next().unwrap_or_default().trim_ascii_start();
+            let name = t.text(sql).rsplit(|&c| c == b'.').next().unwrap_or_default().trim_ascii_start();
             let name = name.strip_prefix(b"@@").unwrap_or(name);
             let name = name.strip_prefix(b"`").and_then(|n| n.strip_suffix(b"`")).unwrap_or(name);
-            NAMES.contains(&name)
+            NAMES.iter().any(|n| name.eq_ignore_ascii_case(n))
         }
         kind if is_string(kind) && runs_text => may_turn_binlogging_off(&unquoted(t.text(sql)), depth + 1),
         _ => false,
@@ -434,7 +503,7 @@ fn may_turn_binlogging_off(sql: &[u8], depth: u8) -> bool {
 /// `sql` with each executable comment's body in the comment's place (`/*!50700 GRANT ... */`
 /// read as `GRANT ...`, whatever the version: the server may run it). None if a body holds
 /// another comment, or the text has an unterminated token.
-pub(super) fn open_exec_comments(sql: &[u8], tokens: &[Token]) -> Option<Vec<u8>> {
+pub(super) fn open_exec_comments(sql: &[u8], tokens: impl IntoIterator<Item = Token>) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(sql.len() + 8);
     let mut at = 0;
     for t in tokens {
