@@ -667,8 +667,12 @@ fn privilege_statements(sql: &[u8], database: Option<&str>, tracked: &str, backs
     // Whether one statement (its first word, its text) may, in `database`; `names_mysql`
     // tells whether its tokens name `mysql` as a qualifier.
     let one = |first: &[u8], text: &[u8], database: Option<&str>, names_mysql: &dyn Fn() -> bool| {
-        let first = first.to_ascii_lowercase();
-        match first.as_slice() {
+        // In place: a text may hold millions of statements.
+        let mut lower = [0u8; 8];
+        let Some(word) = lower.get_mut(..first.len()) else { return false };
+        word.copy_from_slice(first);
+        word.make_ascii_lowercase();
+        match &*word {
             b"grant" | b"revoke" | b"create" | b"drop" | b"alter" | b"rename" | b"truncate" | b"set" | b"flush" => {
                 // cdc reads a statement's head only.
                 let head = &text[..text.len().min(64 << 10)];
