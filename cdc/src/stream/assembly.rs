@@ -352,6 +352,7 @@ impl BinlogStream {
             self.meta = Some(bounded(self.cfg.query_timeout, "connect", Conn::new(self.opts.clone())).await?);
         }
         let Some(meta) = self.meta.as_mut() else { unreachable!("meta was set just above") };
+        self.foreign_key_reads += 1;
         match tokio::time::timeout(self.cfg.query_timeout, Cascades::load(meta)).await {
             Ok(Ok(c)) => {
                 self.cascades = c;

@@ -174,6 +174,8 @@ pub struct BinlogStream {
     txn: Option<Txn>,
     /// XA transactions prepared in what this stream read, to deliver at their commit.
     xa: PreparedXa,
+    /// Times the foreign keys were read again after DDL ([`BinlogStream::foreign_key_reads`]).
+    foreign_key_reads: u64,
     /// Reconnect attempts without progress (a commit or a heartbeat) since the last one.
     backoff: Backoff,
     lag: LagHandle,
@@ -255,6 +257,7 @@ impl BinlogStream {
             lag,
             payload_end: None,
             xa: PreparedXa::default(),
+            foreign_key_reads: 0,
             last_gtid: None,
             identity: None,
             verified: false,
@@ -282,6 +285,12 @@ impl BinlogStream {
     }
 
     /// The server's connection id of the binlog connection (for tests and diagnostics).
+    /// How many times the server's foreign keys were read again after DDL (each a query of
+    /// information_schema, which on a server of many tables takes a while).
+    pub fn foreign_key_reads(&self) -> u64 {
+        self.foreign_key_reads
+    }
+
     pub fn connection_id(&self) -> u32 {
         self.conn_id
     }
