@@ -47,6 +47,18 @@ impl Cascades {
         self.edges.is_empty()
     }
 
+    /// True if `db`.`table` is the parent of a known foreign key: DDL of it (a rename, which
+    /// the key follows; a new key of its own, which a path through it may carry into another
+    /// database) may change where actions reach.
+    pub fn is_parent(&self, db: &str, table: &str) -> bool {
+        self.edges.iter().any(|(pd, pt, _, _)| pd.eq_ignore_ascii_case(db) && pt.eq_ignore_ascii_case(table))
+    }
+
+    /// True if a table of `db` is the parent of a known foreign key.
+    pub fn holds_parent(&self, db: &str) -> bool {
+        self.edges.iter().any(|(pd, _, _, _)| pd.eq_ignore_ascii_case(db))
+    }
+
     /// The tables of `database` whose rows a delete or update of a row of `db`.`table` may
     /// change with no row event: its children, theirs, and so on.
     pub fn changed_by(&self, db: &str, table: &str, database: &str) -> Vec<String> {

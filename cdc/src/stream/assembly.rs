@@ -209,8 +209,16 @@ impl BinlogStream {
             self.privileges_changed(position);
         }
         let targets = parse_ddl(sql);
-        if !targets.is_empty() {
-            // A foreign key may have come or gone with any table's DDL, in any database.
+        // A foreign key may have come or gone with the DDL of a table it reaches the tracked
+        // database from: one of its own (a child, or one moved in or out by a rename), or a
+        // parent of a known key, in any database (a rename the key follows, a key of its own
+        // on a path into this database). DDL of other tables cannot reach it: keys are
+        // declared by the child. Each read is a query of every foreign key on the server.
+        let reaches = |db: &str, table: &str| self.cfg.same_name(db, &self.cfg.database) || self.cascades.is_parent(db, table);
+        let dropped = crate::ddl::parse_drop_database(sql);
+        if targets.iter().any(|t| reaches(t.database.as_deref().unwrap_or(default_db), &t.table))
+            || dropped.is_some_and(|d| self.cascades.holds_parent(&d))
+        {
             self.reload_cascades().await?;
         }
         for t in targets {
