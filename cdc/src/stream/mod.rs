@@ -168,7 +168,8 @@ pub struct BinlogStream {
     file: String,
     delivered: BinlogPos,
     tables: HashMap<String, TableInfo>,
-    /// The server's foreign keys with actions, read at connect and after each DDL.
+    /// The server's foreign keys with actions, read at connect and after DDL that may change
+    /// where they reach the tracked database (`assembly`, `ddl`).
     pub(super) cascades: Cascades,
     out: VecDeque<StreamEvent>,
     txn: Option<Txn>,
