@@ -684,6 +684,28 @@ async fn change_user_and_reset_connection_follow_the_server() {
     assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "a reset session is answered from the cache again");
 }
 
+/// What freshet had learnt of accounts' rights, and its hits, before a statement ran.
+struct Learnt {
+    resets: u64,
+    hits: u64,
+}
+
+impl Learnt {
+    fn note(proxy: &Proxy) -> Learnt {
+        Learnt { resets: engine(proxy).access.resets.get(), hits: hits(proxy) }
+    }
+
+    /// Once freshet has applied what `statement` logged (`watcher` is a session through it),
+    /// it has forgotten nothing, and the reader (`reader`: direct, through) is answered from
+    /// the cache with the server's answer.
+    async fn kept(self, proxy: &Proxy, watcher: &mut Conn, reader: (&mut Conn, &mut Conn), sql: &str, statement: &str) {
+        caught_up(watcher).await;
+        assert_eq!(engine(proxy).access.resets.get(), self.resets, "`{statement}` made freshet forget what accounts may read");
+        assert_eq!(text(reader.1, sql).await, text(reader.0, sql).await, "after `{statement}`");
+        assert!(hits(proxy) > self.hits, "after `{statement}` the reader's read was relayed");
+    }
+}
+
 /// What an account may read is learnt once and kept until privileges may have changed; a
 /// client must not be able to make freshet forget it for everyone at will. Each of these
 /// statements is one that any login (or one with rights on its own tables only) can send in a
@@ -731,13 +753,9 @@ async fn a_client_cannot_make_freshet_forget_what_accounts_may_read() {
         "SELECT /*!10000 'grant', 'user' */ 1",
         "DELETE FROM tr_hnotes",
     ] {
-        let resets = engine(&proxy).access.resets.get();
-        let hits_before = hits(&proxy);
+        let noted = Learnt::note(&proxy);
         let _ = hostile.query_drop(statement).await;
-        caught_up(&mut watcher).await;
-        assert_eq!(engine(&proxy).access.resets.get(), resets, "`{statement}` made freshet forget what accounts may read");
-        assert_eq!(text(&mut t, sql).await, text(&mut d, sql).await, "after `{statement}`");
-        assert!(hits(&proxy) > hits_before, "after `{statement}` the reader's read was relayed");
+        noted.kept(&proxy, &mut watcher, (&mut d, &mut t), sql, statement).await;
     }
     // What does change privileges still counts, sent through freshet or not.
     let resets = engine(&proxy).access.resets.get();
@@ -849,16 +867,12 @@ async fn grants_on_another_database_leave_what_accounts_may_read_here() {
     .iter()
     .enumerate()
     {
-        let resets = engine(&proxy).access.resets.get();
-        let hits_before = hits(&proxy);
+        let noted = Learnt::note(&proxy);
         // Unqualified ones (odd) directly: through freshet, a session that has not been asked
         // its database yet may be in any, and they count.
         let tenant = if n % 2 == 0 { &mut tenant_through } else { &mut tenant_direct };
         tenant.query_drop(statement).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
-        caught_up(&mut watcher).await;
-        assert_eq!(engine(&proxy).access.resets.get(), resets, "`{statement}` made freshet forget what accounts may read");
-        assert_eq!(text(&mut t, sql).await, text(&mut d, sql).await, "after `{statement}`");
-        assert!(hits(&proxy) > hits_before, "after `{statement}` the reader's read was relayed");
+        noted.kept(&proxy, &mut watcher, (&mut d, &mut t), sql, statement).await;
     }
     // Grants that may reach the caches' database still count: on it, by a pattern that
     // matches it, on everything, and roles.
