@@ -893,3 +893,50 @@ async fn grants_on_another_database_leave_what_accounts_may_read_here() {
     admin.query_drop("DROP ROLE IF EXISTS tr_scope_role").await.unwrap();
     admin.query_drop("DROP DATABASE IF EXISTS tr_tenantdb").await.unwrap();
 }
+
+/// A statement the server refused ran nothing, but a block of statements (`BEGIN NOT ATOMIC
+/// ... END`, a procedure) answers with the error of its last statement after the others ran:
+/// a refusal at its end says nothing of a write with binlogging off, or a REVOKE that failed
+/// in part (and so is in no binlog), inside it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_at_the_end_of_a_block_does_not_hide_what_ran_in_it() {
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_block").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE OR REPLACE TABLE tr_block_cols (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret VARCHAR(50) NOT NULL, extra INT)").await.unwrap();
+    admin.query_drop("INSERT INTO tr_block_cols VALUES (1, 'owner1', 'the secret', 7)").await.unwrap();
+    user("tr_block_admin", &["BINLOG ADMIN ON *.*", "SELECT, UPDATE ON freshet_test.tr_block", "SELECT ON freshet_test.tr_block_cols"])
+        .await;
+    admin
+        .query_drop("GRANT SELECT (id, owner, secret) ON freshet_test.tr_block_cols TO 'tr_block_admin'@'127.0.0.1' WITH GRANT OPTION")
+        .await
+        .unwrap();
+    user("tr_block_reader", &["SELECT (id, owner, secret) ON freshet_test.tr_block_cols"]).await;
+    let proxy = start_proxy(&format!(
+        "{}[[cache]]\nname = \"cols\"\nquery = \"SELECT id, owner, secret FROM tr_block_cols WHERE id = ?\"\n",
+        config("tr_block", "\"freshet\"")
+    ))
+    .await;
+    let sql = "SELECT id, owner, secret FROM tr_block WHERE id = 1";
+    warm(&proxy, sql).await;
+    let mut blocker = Conn::new(as_user(&proxy.mysql.to_string(), "tr_block_admin", Some(DB))).await.unwrap();
+    // Binlogging off for a write, back on, then a statement the server refuses (1142).
+    let block = "BEGIN NOT ATOMIC SET sql_log_bin = 0; UPDATE tr_block SET secret = 'unlogged' WHERE id = 1; \
+                 SET sql_log_bin = 1; SELECT COUNT(*) FROM mysql.global_priv; END";
+    let answer = blocker.query_drop(block).await.map_err(server_error);
+    assert_eq!(answer.map_err(|(code, _)| code), Err(1142), "the block ends refused");
+    let (mut d, mut t) = (direct().await, through(&proxy).await);
+    same_text(&mut d, &mut t, sql, "after a write with binlogging off in a refused block").await;
+    // A REVOKE that fails in part (1147, handled), then a refusal (1142).
+    let cols = "SELECT id, owner, secret FROM tr_block_cols WHERE id = 1";
+    let (mut d, mut t) = pair(&proxy, "tr_block_reader", Some(DB)).await;
+    assert!(served_from_cache(&proxy, &mut d, &mut t, cols).await, "served from the cache before the revoke");
+    let block = "BEGIN NOT ATOMIC DECLARE CONTINUE HANDLER FOR 1147 BEGIN END; \
+                 REVOKE SELECT (secret, extra) ON freshet_test.tr_block_cols FROM 'tr_block_reader'@'127.0.0.1'; \
+                 SELECT COUNT(*) FROM mysql.global_priv; END";
+    let answer = blocker.query_drop(block).await.map_err(server_error);
+    assert_eq!(answer.map_err(|(code, _)| code), Err(1142), "the block ends refused");
+    let want = text(&mut d, cols).await;
+    assert!(want.as_ref().is_err_and(|(code, _)| *code == 1143), "the REVOKE took `secret` away: {want:?}");
+    same_text(&mut d, &mut t, cols, "after a REVOKE in a refused block").await;
+}
