@@ -912,11 +912,7 @@ async fn a_refusal_at_the_end_of_a_block_does_not_hide_what_ran_in_it() {
         .await
         .unwrap();
     user("tr_block_reader", &["SELECT (id, owner, secret) ON freshet_test.tr_block_cols"]).await;
-    let proxy = start_proxy(&format!(
-        "{}[[cache]]\nname = \"cols\"\nquery = \"SELECT id, owner, secret FROM tr_block_cols WHERE id = ?\"\n",
-        config("tr_block", "\"freshet\"")
-    ))
-    .await;
+    let proxy = start_proxy(&config("tr_block", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_block WHERE id = 1";
     warm(&proxy, sql).await;
     let mut blocker = Conn::new(as_user(&proxy.mysql.to_string(), "tr_block_admin", Some(DB))).await.unwrap();
@@ -928,7 +924,10 @@ async fn a_refusal_at_the_end_of_a_block_does_not_hide_what_ran_in_it() {
     let (mut d, mut t) = (direct().await, through(&proxy).await);
     same_text(&mut d, &mut t, sql, "after a write with binlogging off in a refused block").await;
     // A REVOKE that fails in part (1147, handled), then a refusal (1142).
+    let proxy = start_proxy(&config("tr_block_cols", "\"freshet\"")).await;
     let cols = "SELECT id, owner, secret FROM tr_block_cols WHERE id = 1";
+    warm(&proxy, cols).await;
+    let mut blocker = Conn::new(as_user(&proxy.mysql.to_string(), "tr_block_admin", Some(DB))).await.unwrap();
     let (mut d, mut t) = pair(&proxy, "tr_block_reader", Some(DB)).await;
     assert!(served_from_cache(&proxy, &mut d, &mut t, cols).await, "served from the cache before the revoke");
     let block = "BEGIN NOT ATOMIC DECLARE CONTINUE HANDLER FOR 1147 BEGIN END; \

@@ -262,6 +262,8 @@ impl Session {
         }
         let owed = self.settle_owed(command, &payload);
         self.refused_at = None;
+        // A refusal at a block's end tells nothing of what ran in it.
+        let trusts_refusal = !self.statement_text(command, &payload).is_some_and(super::state::runs_statements);
         let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
         self.drain_owed(owed).await?;
@@ -320,7 +322,7 @@ impl Session {
         // login can send those in a loop to make every account learn again. The text's
         // statements stop at the first error; each gives at least one result, so the `r`th
         // result was that of statement `r - 1` or an earlier one (a CALL gives several).
-        let ran = |statement: usize| self.refused_at.is_none_or(|r| statement + 1 < r);
+        let ran = |statement: usize| !trusts_refusal || self.refused_at.is_none_or(|r| statement + 1 < r);
         if privileges.is_some_and(ran)
             && let Some(engine) = self.shared.engine.get()
         {

@@ -461,6 +461,47 @@ impl<'q> Statements<'q> {
     }
 }
 
+/// Whether `sql` has a statement that runs others one by one: a block (`BEGIN NOT ATOMIC`,
+/// IF, CASE, LOOP, WHILE, REPEAT, FOR, a label), CALL, EXECUTE, or anything in an executable
+/// comment; also after `SET STATEMENT ... FOR`. The server answers such a statement with the
+/// error of the statement inside it that failed, after the ones before it ran (and stayed: a
+/// block is not atomic), so its error says nothing of what ran. A single statement is atomic:
+/// what its stored functions and triggers did is undone with it.
+pub(super) fn runs_statements(sql: &[u8]) -> bool {
+    const RUNNERS: [&[u8]; 8] = [b"call", b"execute", b"if", b"case", b"loop", b"while", b"repeat", b"for"];
+    let runner = |kept: &[Token]| {
+        let word = |i: usize| kept.get(i).map_or(&b""[..], |t| t.text(sql));
+        // The statement `SET STATEMENT ... FOR` runs; not within the kept tokens: any.
+        let at = if word(0).eq_ignore_ascii_case(b"set") && word(1).eq_ignore_ascii_case(b"statement") {
+            match kept.iter().position(|t| t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"for")) {
+                Some(i) => i + 1,
+                None => return true,
+            }
+        } else {
+            0
+        };
+        RUNNERS.iter().any(|r| word(at).eq_ignore_ascii_case(r))
+            || (word(at).eq_ignore_ascii_case(b"begin") && word(at + 1).eq_ignore_ascii_case(b"not"))
+            || kept.get(at + 1).is_some_and(|t| t.is_symbol(sql, b":"))
+    };
+    if has_executable_comment(sql) {
+        return true;
+    }
+    let mut statements = Statements::new(sql);
+    let mut kept = Vec::new();
+    let keep = |t: &Token| if t.text(sql).eq_ignore_ascii_case(b"set") { 256 } else { 3 };
+    while statements.next(keep, &mut kept, |_| ()).is_some() {
+        if runner(&kept) {
+            return true;
+        }
+        // One statement without `;`: no other to read.
+        if !sql.contains(&b';') {
+            break;
+        }
+    }
+    false
+}
+
 /// How many SQL-prepared statements that may turn binlogging off a session keeps by name;
 /// past it, preparing one more turns the session's `unlogged` on.
 const PREPARED_UNLOGGING: usize = 32;
@@ -1388,5 +1429,35 @@ mod tests {
         assert_eq!(at("DO 1;; DO 2; SET STATEMENT sql_log_bin = 0 FOR DO 3"), Some(2));
         assert_eq!(at("DO 1; /*!1 SET sql_log_bin = 0 */"), Some(0), "an executable comment: the whole text's");
         assert_eq!(at("DO 1"), None);
+    }
+
+    /// Statements that run others, whose error tells nothing of what ran before it.
+    #[test]
+    fn statements_that_run_others_are_known() {
+        for sql in [
+            "CALL p()",
+            "call db.p(1)",
+            "EXECUTE s",
+            "EXECUTE IMMEDIATE 'GRANT ALL ON *.* TO u'",
+            "BEGIN NOT ATOMIC SET @a = 1; END",
+            "IF 1 THEN DO 1; END IF",
+            "l: LOOP LEAVE l; END LOOP",
+            "DO 1; CALL p()",
+            "SET STATEMENT max_statement_time = 1 FOR CALL p()",
+            "/*!1 CALL p() */",
+        ] {
+            assert!(runs_statements(sql.as_bytes()), "{sql}");
+        }
+        for sql in [
+            "BEGIN",
+            "BEGIN WORK; UPDATE t SET a = 1; COMMIT",
+            "SET sql_log_bin = 0",
+            "SET STATEMENT sql_log_bin = 0 FOR UPDATE t SET a = 1",
+            "GRANT SELECT ON t TO u",
+            "SELECT f(1) FROM t",
+            "DO 1; SELECT 'CALL p()'",
+        ] {
+            assert!(!runs_statements(sql.as_bytes()), "{sql}");
+        }
     }
 }
