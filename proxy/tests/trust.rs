@@ -830,7 +830,8 @@ async fn a_client_that_may_not_turn_binlogging_off_cannot_evict_the_caches() {
 }
 
 /// Cached queries read tables of the caches' database only, so a GRANT or REVOKE on objects of
-/// another database cannot change what any account may read of them. An application that
+/// another database cannot change what any account may read of them, and neither can a new
+/// account (it has no rights, and no open session is it). An application that
 /// manages its own database's accounts (a tenant with GRANT OPTION there, granting each new
 /// customer's login) made every freshet in front of the server forget what every account may
 /// read, whatever database those cache: each GRANT cost every account a relayed read per cache.
@@ -845,6 +846,8 @@ async fn grants_on_another_database_leave_what_accounts_may_read_here() {
     user("tr_customer", &[]).await;
     user("tr_tenant", &[]).await;
     admin.query_drop("GRANT ALL PRIVILEGES ON tr_tenantdb.* TO 'tr_tenant'@'127.0.0.1' WITH GRANT OPTION").await.unwrap();
+    admin.query_drop("GRANT CREATE USER ON *.* TO 'tr_tenant'@'127.0.0.1'").await.unwrap();
+    admin.query_drop("DROP USER IF EXISTS 'tr_signup'@'127.0.0.1', 'tr_signup2'@'127.0.0.1'").await.unwrap();
     let proxy = start_proxy(&config("tr_scope", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_scope WHERE id = 1";
     warm(&proxy, sql).await;
@@ -855,6 +858,9 @@ async fn grants_on_another_database_leave_what_accounts_may_read_here() {
     let mut watcher = through(&proxy).await;
     let customer = "'tr_customer'@'127.0.0.1'";
     for (n, statement) in [
+        // A new account: no rights yet, and no open session is one.
+        "CREATE USER 'tr_signup'@'127.0.0.1' IDENTIFIED BY 'pw'".to_string(),
+        "CREATE USER IF NOT EXISTS 'tr_signup2'@'127.0.0.1'".to_string(),
         format!("GRANT SELECT ON tr_tenantdb.* TO {customer}"),
         format!("GRANT SELECT, INSERT ON `tr_tenantdb`.`things` TO {customer}"),
         format!("GRANT UPDATE (a) ON tr_tenantdb.things TO {customer}"),
@@ -884,6 +890,10 @@ async fn grants_on_another_database_leave_what_accounts_may_read_here() {
         format!("GRANT SELECT ON *.* TO {customer}"),
         format!("GRANT tr_scope_role TO {customer}"),
         format!("REVOKE ALL PRIVILEGES, GRANT OPTION FROM {customer}"),
+        // An account's name given to another, or its rights gone with it.
+        "CREATE OR REPLACE USER 'tr_signup2'@'127.0.0.1'".to_string(),
+        "RENAME USER 'tr_signup2'@'127.0.0.1' TO 'tr_signup3'@'127.0.0.1'".to_string(),
+        "DROP USER 'tr_signup'@'127.0.0.1', 'tr_signup3'@'127.0.0.1'".to_string(),
     ] {
         let resets = engine(&proxy).access.resets.get();
         admin.query_drop(&statement).await.unwrap_or_else(|e| panic!("{statement}: {e}"));
