@@ -34,7 +34,7 @@ pub enum DdlKind {
     /// unchanged; its rows are taken anew.
     Cascaded,
     /// Not a table of the tracked database: what accounts may read may have changed (GRANT,
-    /// REVOKE, CREATE/DROP/RENAME USER or ROLE, FLUSH PRIVILEGES, a write to the `mysql`
+    /// REVOKE, DROP/RENAME USER or ROLE (CREATE OR REPLACE too), FLUSH PRIVILEGES, a write to the `mysql`
     /// schema or DDL of its tables; [`privileges_may_change`]). The change's `table` is
     /// empty. Consumers that remember what an account may read forget it.
     Privileges,
@@ -198,7 +198,7 @@ impl Cursor {
 /// costs each account a relayed read per cache, a miss would keep stale rights), but not
 /// where any login can send it: a password or default role set for oneself (SET PASSWORD,
 /// SET DEFAULT ROLE, MySQL's ALTER USER of oneself) changes no grant, and neither does DDL
-/// that only names `mysql` (a view's alias). A GRANT or REVOKE on objects of another database
+/// that only names `mysql` (a view's alias) or a new account (CREATE USER, CREATE ROLE). A GRANT or REVOKE on objects of another database
 /// changes nothing here ([`grant_reaches`]).
 pub fn privileges_may_change(sql: &str, default_db: Option<&str>, tracked: &str) -> bool {
     let toks = statement_tokens(sql);
@@ -211,9 +211,11 @@ pub fn privileges_may_change(sql: &str, default_db: Option<&str>, tracked: &str)
     let in_mysql = default_db.is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
     match first.as_str() {
         "GRANT" | "REVOKE" => grant_reaches(&toks, default_db, tracked),
-        // Which account a name is: ALTER USER changes how it logs in, not what it may read.
-        "CREATE" | "DROP" | "RENAME" if account(&second) => true,
-        // CREATE OR REPLACE USER / ROLE.
+        // Which account a name is, or its rights gone with it. A new account (CREATE USER,
+        // CREATE ROLE) has no rights and no open session is it; ALTER USER changes how an
+        // account logs in, not what it may read.
+        "DROP" | "RENAME" if account(&second) => true,
+        // CREATE OR REPLACE USER / ROLE drops the one there was.
         "CREATE" if second == "OR" && account(&word(3)) => true,
         "FLUSH" => toks.iter().any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("privileges"))),
         // A privilege table itself replaced, altered or emptied (in effect at the next FLUSH
@@ -572,8 +574,8 @@ mod tests {
         for sql in [
             "GRANT SELECT ON app.t TO 'a'@'%'",
             "revoke all on *.* from a",
-            "CREATE USER 'x'@'h' IDENTIFIED BY 'p'",
             "CREATE OR REPLACE ROLE r",
+            "CREATE OR REPLACE USER 'x'@'h'",
             "DROP USER x",
             "RENAME USER a TO b",
             "FLUSH PRIVILEGES",
@@ -603,6 +605,10 @@ mod tests {
             "SET DEFAULT ROLE r FOR a",
             "ALTER USER a ACCOUNT LOCK",
             "ALTER USER CURRENT_USER() IDENTIFIED BY 'x'",
+            // A new account has no rights.
+            "CREATE USER 'x'@'h' IDENTIFIED BY 'p'",
+            "CREATE USER IF NOT EXISTS a, b",
+            "CREATE ROLE r",
             // `mysql` as an alias or in a string, with DDL on the application's own objects.
             "CREATE OR REPLACE VIEW v AS SELECT mysql.note FROM notes AS mysql",
             "CREATE TABLE t (a INT COMMENT 'from mysql.user') SELECT mysql.a FROM s AS mysql",

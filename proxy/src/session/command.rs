@@ -735,7 +735,7 @@ mod tests {
         for sql in [
             "GRANT SELECT ON app.t TO 'u'@'%'",
             "revoke select (id, ts) on app.t from u",
-            "CREATE USER x IDENTIFIED BY 'p'",
+            "CREATE OR REPLACE USER x IDENTIFIED BY 'p'",
             "FLUSH PRIVILEGES",
             "UPDATE mysql.global_priv SET priv = '{}'",
             "DELETE FROM `mysql`.db WHERE User = 'x'",
@@ -782,6 +782,7 @@ mod tests {
             "SET PASSWORD = PASSWORD('p')",
             "SET PASSWORD FOR u = PASSWORD('p')",
             "SET DEFAULT ROLE NONE",
+            "CREATE USER x IDENTIFIED BY 'p'",
             "INSERT INTO notes VALUES (1, 'moving off MySQL: revoke the grant, drop the user')",
             "UPDATE notes SET note = 'mysql.user', `mysql` = 1 WHERE id = 1",
             "CREATE OR REPLACE VIEW v AS SELECT mysql.note FROM notes AS mysql",
