@@ -487,16 +487,21 @@ pub(super) fn runs_statements(sql: &[u8]) -> bool {
     if has_executable_comment(sql) {
         return true;
     }
+    // Most texts: one statement, read by its first tokens (this runs for every relayed one).
+    if !sql.contains(&b';') {
+        if first_word(sql).is_some_and(|w| w.eq_ignore_ascii_case(b"set")) {
+            return runner(&Lexer::new(sql).take(256).collect::<Vec<_>>());
+        }
+        let mut first = [Token { kind: TokenKind::Symbol, start: 0, end: 0 }; 3];
+        let read = Lexer::new(sql).zip(first.iter_mut()).map(|(t, slot)| *slot = t).count();
+        return runner(&first[..read]);
+    }
     let mut statements = Statements::new(sql);
     let mut kept = Vec::new();
     let keep = |t: &Token| if t.text(sql).eq_ignore_ascii_case(b"set") { 256 } else { 3 };
     while statements.next(keep, &mut kept, |_| ()).is_some() {
         if runner(&kept) {
             return true;
-        }
-        // One statement without `;`: no other to read.
-        if !sql.contains(&b';') {
-            break;
         }
     }
     false
