@@ -316,21 +316,30 @@ impl Session {
         self.flush_client().await?;
         self.record_relayed();
         self.store_capture();
-        // Whatever the server answered, unless it refused the statement before running it: a
-        // GRANT or REVOKE that fails may still take effect in part, and is then not in the
-        // binlog that tells freshet of the others. A refused one changed nothing, and any
-        // login can send those in a loop to make every account learn again. The text's
-        // statements stop at the first error; each gives at least one result, so the `r`th
-        // result was that of statement `r - 1` or an earlier one (a CALL gives several).
+        self.after_relayed(privileges, unlogged_before, trusts_refusal).await;
+        Ok(Flow::Continue)
+    }
+
+    /// After a relayed command, what it may have done to others: forget what accounts may
+    /// read if its statement `privileges` ran, evict every cache if it wrote with binlogging
+    /// off (`unlogged_before`: the session's binlogging was off before it).
+    ///
+    /// Whatever the server answered, unless it refused the statement before running it: a
+    /// GRANT or REVOKE that fails may still take effect in part, and is then not in the binlog
+    /// that tells freshet of the others; a refused one changed nothing, and any login can send
+    /// those in a loop to make every account learn again, or (a SET of `sql_log_bin` it may
+    /// not make) every cache empty at each statement. A text's statements stop at the first
+    /// error, and each gives at least one result, so the `r`th result was that of statement
+    /// `r - 1` or an earlier one (a CALL gives several). Unless `trusts_refusal` is false: a
+    /// block, CALL or EXECUTE answers with the error of a statement inside it, after others.
+    async fn after_relayed(&mut self, privileges: Option<usize>, unlogged_before: bool, trusts_refusal: bool) {
         let ran = |statement: usize| !trusts_refusal || self.refused_at.is_none_or(|r| statement + 1 < r);
         if privileges.is_some_and(ran)
             && let Some(engine) = self.shared.engine.get()
         {
             engine.access.forget_all();
         }
-        // What turned binlogging off did not run if the server refused it (only an account
-        // with SUPER or BINLOG ADMIN may): else any login could make each of its statements
-        // empty every cache. Writes with binlogging off are those from that statement on.
+        // Writes with binlogging off are those from the statement that turned it off on.
         let unlogged_from = if unlogged_before { 0 } else { self.state.unlogged_at.unwrap_or(0) };
         if !unlogged_before && self.state.unlogged && !ran(unlogged_from) {
             self.state.unlogged = false;
@@ -338,7 +347,6 @@ impl Session {
         if std::mem::take(&mut self.unlogged_write) && ran(unlogged_from) {
             self.evict_after_unlogged_write().await;
         }
-        Ok(Flow::Continue)
     }
 
     /// A command answered from a view: the server owes its diagnostics (`owed`).
@@ -630,7 +638,7 @@ fn upstream_protocol(what: &str) -> SessionError {
 
 /// The first statement of `sql` (counted from 0) that may change what accounts may read, as
 /// cdc reads the binlog's statements (`freshet_cdc::ddl::privileges_may_change`): each
-/// statement of the text by its first word (GRANT, REVOKE, CREATE USER, FLUSH PRIVILEGES, DDL
+/// statement of the text by its first word (GRANT, REVOKE, DROP USER, FLUSH PRIVILEGES, DDL
 /// of the privilege tables, ...), a write by whether it names the `mysql` schema as a
 /// qualifier or runs in it (`database`, the session's default database: None if not known
 /// or if the text may change it). A GRANT or REVOKE counts if it may reach the tables of
