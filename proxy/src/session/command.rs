@@ -251,10 +251,12 @@ impl Session {
             self.state.unlogged_at.get_or_insert(0);
         }
         let may_write = self.may_write(command, &payload);
-        let privileges = self.statement_text(command, &payload).and_then(|sql| self.privilege_statement(sql));
+        // The SQL the command runs, looked up once (a statement's is its prepare's text).
+        let text = self.statement_bytes(command, &payload);
+        let privileges = text.as_deref().and_then(|sql| self.privilege_statement(sql));
         self.unlogged_write = self.state.unlogged && may_write;
         // Stored code (a trigger, a function) may set the session's variables: ask again.
-        if self.statement_text(command, &payload).is_some_and(super::state::may_run_stored_code) {
+        if text.as_deref().is_some_and(super::state::may_run_stored_code) {
             self.state.stale = true;
         }
         if may_write {
@@ -262,8 +264,12 @@ impl Session {
         }
         let owed = self.settle_owed(command, &payload);
         self.refused_at = None;
-        // A refusal at a block's end tells nothing of what ran in it.
-        let trusts_refusal = !self.statement_text(command, &payload).is_some_and(super::state::runs_statements);
+        // A refusal at a block's end tells nothing of what ran in it (a prepared statement's
+        // text was read at its prepare).
+        let trusts_refusal = match command {
+            StmtExecute | StmtBulkExecute => !self.statement_of(&payload).is_some_and(|s| s.runs_statements),
+            _ => !text.as_deref().is_some_and(super::state::runs_statements),
+        };
         let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
         self.drain_owed(owed).await?;
@@ -385,6 +391,17 @@ impl Session {
 
     /// The SQL a statement command runs: a query's text, or the text an execute's statement was
     /// prepared from (None for an unknown statement, or a command that is no statement).
+    /// [`Session::statement_text`], as a handle of its own (no copy).
+    fn statement_bytes(&self, command: Command, payload: &Bytes) -> Option<Bytes> {
+        match command {
+            Command::Query => Some(payload.slice(1..)),
+            Command::StmtExecute | Command::StmtBulkExecute => {
+                Cursor::new(payload.get(1..)?).u32().ok().and_then(|id| self.statements.get(&id)).map(|stmt| stmt.sql.clone())
+            }
+            _ => None,
+        }
+    }
+
     fn statement_text<'p>(&'p self, command: Command, payload: &'p [u8]) -> Option<&'p [u8]> {
         match command {
             Command::Query => payload.get(1..),
@@ -567,7 +584,8 @@ impl Session {
         let route = self.route_prepare(&command[1..]);
         // A text that may turn binlogging off does so when it is executed, not prepared.
         let unlogs = !unlogged && std::mem::replace(&mut self.state.unlogged, unlogged);
-        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route, unlogs });
+        let runs_statements = super::state::runs_statements(&command[1..]);
+        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route, unlogs, runs_statements });
         Ok(())
     }
 
@@ -655,7 +673,7 @@ fn privilege_statement(sql: &[u8], database: Option<&str>, tracked: &str, backsl
 
 fn privilege_statements(sql: &[u8], database: Option<&str>, tracked: &str, backslash_escapes: bool, open_comments: bool) -> Option<usize> {
     let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
-    let comments = sql.windows(2).any(|w| w == b"/*");
+    let comments = sql.contains(&b'/') && sql.windows(2).any(|w| w == b"/*");
     if comments && Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
         if open_comments && let Some(opened) = super::state::open_exec_comments(sql, Lexer::new(sql)) {
             return privilege_statements(&opened, database, tracked, backslash_escapes, false);

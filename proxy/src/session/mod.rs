@@ -92,6 +92,9 @@ pub struct PreparedStatement {
     pub route: Option<cached::PreparedRoute>,
     /// Its text may turn the session's binlogging off (`state::SessionState::unlogged`).
     pub unlogs: bool,
+    /// Its text runs other statements (`state::runs_statements`): an error tells nothing of
+    /// what ran.
+    pub runs_statements: bool,
 }
 
 pub struct Session {

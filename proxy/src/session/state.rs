@@ -487,14 +487,25 @@ pub(super) fn runs_statements(sql: &[u8]) -> bool {
     if has_executable_comment(sql) {
         return true;
     }
-    // Most texts: one statement, read by its first tokens (this runs for every relayed one).
+    // Most texts: one statement, decided by its first word and the byte after it (this runs
+    // for every relayed command); its tokens are read only when those may start a runner.
     if !sql.contains(&b';') {
-        if first_word(sql).is_some_and(|w| w.eq_ignore_ascii_case(b"set")) {
+        let Some(first) = first_word(sql) else { return false };
+        if first.eq_ignore_ascii_case(b"set") {
             return runner(&Lexer::new(sql).take(256).collect::<Vec<_>>());
         }
-        let mut first = [Token { kind: TokenKind::Symbol, start: 0, end: 0 }; 3];
-        let read = Lexer::new(sql).zip(first.iter_mut()).map(|(t, slot)| *slot = t).count();
-        return runner(&first[..read]);
+        let end = first.as_ptr() as usize - sql.as_ptr() as usize + first.len();
+        let next = sql[end..].iter().find(|c| !c.is_ascii_whitespace());
+        let may_start = first.eq_ignore_ascii_case(b"begin")
+            || RUNNERS.iter().any(|r| first.eq_ignore_ascii_case(r))
+            // A label (`l: LOOP`), or a comment before what follows the word.
+            || matches!(next, Some(b':' | b'/' | b'#' | b'-'));
+        if !may_start {
+            return false;
+        }
+        let mut tokens = [Token { kind: TokenKind::Symbol, start: 0, end: 0 }; 3];
+        let read = Lexer::new(sql).zip(tokens.iter_mut()).map(|(t, slot)| *slot = t).count();
+        return runner(&tokens[..read]);
     }
     let mut statements = Statements::new(sql);
     let mut kept = Vec::new();
@@ -1020,7 +1031,8 @@ const BUILT_IN: &[&str] = &[
 
 /// `/*!` or `/*M!` anywhere (a cheap scan before tokenizing; the lexer decides).
 fn has_executable_comment(sql: &[u8]) -> bool {
-    sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
+    // Most texts have no `/` at all: one memchr instead of comparing every window.
+    sql.contains(&b'/') && sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
 }
 
 /// Session variables that cannot change what a cached SELECT returns or how it is encoded.
@@ -1447,6 +1459,9 @@ mod tests {
             "BEGIN NOT ATOMIC SET @a = 1; END",
             "IF 1 THEN DO 1; END IF",
             "l: LOOP LEAVE l; END LOOP",
+            "l : BEGIN NOT ATOMIC END",
+            "l /* a label */ : BEGIN NOT ATOMIC END",
+            "  Call p()",
             "DO 1; CALL p()",
             "SET STATEMENT max_statement_time = 1 FOR CALL p()",
             "/*!1 CALL p() */",
@@ -1460,6 +1475,9 @@ mod tests {
             "SET STATEMENT sql_log_bin = 0 FOR UPDATE t SET a = 1",
             "GRANT SELECT ON t TO u",
             "SELECT f(1) FROM t",
+            "SELECT id, k FROM t WHERE id = 1",
+            "SELECT -1",
+            "INSERT /* c */ INTO t VALUES (1)",
             "DO 1; SELECT 'CALL p()'",
         ] {
             assert!(!runs_statements(sql.as_bytes()), "{sql}");
