@@ -789,7 +789,7 @@ async fn a_client_that_may_not_turn_binlogging_off_cannot_evict_the_caches() {
     let unlogged = || engine(&proxy).counters.unlogged_writes.get();
     // Each group runs on a session of its own, in order; the last statement of each writes.
     let write = "INSERT INTO tr_nolog_notes (note) VALUES ('a note')";
-    let groups: [&[&str]; 11] = [
+    let groups: [&[&str]; 13] = [
         &["SET sql_log_bin = 0", "DO 1", write],
         &["SET SESSION binlog_format = 'STATEMENT'", write],
         &["SET @@session.sql_log_bin = OFF, @x = 1", write],
@@ -801,6 +801,10 @@ async fn a_client_that_may_not_turn_binlogging_off_cannot_evict_the_caches() {
         &["DO /*!10000 'binlog_format', */ 9", write],
         &["PREPARE s FROM 'DO ''sql_log_bin'''", "EXECUTE s", "DEALLOCATE PREPARE s", write],
         &["EXECUTE IMMEDIATE 'SELECT ''binlog_format'''", write],
+        // Refused at its PREPARE; then an EXECUTE of a statement the server does not have.
+        &["PREPARE s FROM 'SET sql_log_bin = 0'", "EXECUTE s", write],
+        // Reads the variable, sets nothing.
+        &["PREPARE s FROM 'DO @@sql_log_bin'", "EXECUTE s", write],
     ];
     for group in groups {
         let mut hostile = Conn::new(as_user(&proxy.mysql.to_string(), "tr_nolog_user", Some(DB))).await.unwrap();

@@ -285,13 +285,13 @@ impl BinlogStream {
         self.last_gtid
     }
 
-    /// The server's connection id of the binlog connection (for tests and diagnostics).
     /// How many times the server's foreign keys were read again after DDL (each a query of
     /// information_schema, which on a server of many tables takes a while).
     pub fn foreign_key_reads(&self) -> u64 {
         self.foreign_key_reads
     }
 
+    /// The server's connection id of the binlog connection (for tests and diagnostics).
     pub fn connection_id(&self) -> u32 {
         self.conn_id
     }
