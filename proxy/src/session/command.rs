@@ -190,7 +190,7 @@ impl Session {
         use Command::*;
         self.release_close(command, &payload);
         let unlogged_before = self.state.unlogged;
-        self.state.unlogged_at = None;
+        self.state.begin_command();
         match command {
             BinlogDump | BinlogDumpGtid | RegisterSlave | TableDump => {
                 let reply = ErrPacket::new(
@@ -268,7 +268,7 @@ impl Session {
         // text was read at its prepare).
         let trusts_refusal = match command {
             StmtExecute | StmtBulkExecute => !self.statement_of(&payload).is_some_and(|s| s.runs_statements),
-            _ => !text.as_deref().is_some_and(super::state::runs_statements),
+            _ => !text.as_deref().is_some_and(|sql| self.state.runs_statements(sql)),
         };
         let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
@@ -339,7 +339,9 @@ impl Session {
     /// `r - 1` or an earlier one (a CALL gives several). Unless `trusts_refusal` is false: a
     /// block, CALL or EXECUTE answers with the error of a statement inside it, after others.
     async fn after_relayed(&mut self, privileges: Option<usize>, unlogged_before: bool, trusts_refusal: bool) {
-        let ran = |statement: usize| !trusts_refusal || self.refused_at.is_none_or(|r| statement + 1 < r);
+        let refused_at = self.refused_at;
+        let ran = move |statement: usize| !trusts_refusal || refused_at.is_none_or(|r| statement + 1 < r);
+        self.state.refused(ran);
         if privileges.is_some_and(ran)
             && let Some(engine) = self.shared.engine.get()
         {

@@ -46,8 +46,15 @@ pub struct SessionState {
     /// run. Set by [`SessionState::observe`]; the session clears it before each command.
     pub unlogged_at: Option<usize>,
     /// Names of statements PREPAREd (SQL PREPARE) from a text that may turn binlogging off:
-    /// an EXECUTE of one does. At most [`PREPARED_UNLOGGING`].
-    prepared_unlogging: Vec<Box<[u8]>>,
+    /// an EXECUTE of one does. At most [`PREPARED_UNLOGGING`]. With each, whether the text
+    /// runs other statements ([`runs_statements`]).
+    prepared_unlogging: Vec<(Box<[u8]>, bool)>,
+    /// The names added to `prepared_unlogging` by the command in progress, with the statement
+    /// of its text that added each: one the server refused is taken back
+    /// ([`SessionState::refused`]).
+    prepared_now: Vec<(usize, Box<[u8]>)>,
+    /// The statement of the text being observed (counted as `unlogged_at`).
+    statement_at: usize,
     /// The session holds LOCK TABLES: the server answers a read of any table it did not lock
     /// with an error, so its cached reads are relayed until UNLOCK TABLES.
     pub locked: bool,
@@ -87,8 +94,41 @@ impl SessionState {
         };
     }
 
+    /// Before each command: what the last one noted for [`SessionState::refused`] is done.
+    pub fn begin_command(&mut self) {
+        self.unlogged_at = None;
+        self.prepared_now.clear();
+    }
+
+    /// After a command: what its statements noted is taken back for those that did not run
+    /// (`ran(statement)` false: the server refused it or one before it), as for `unlogged`.
+    pub fn refused(&mut self, ran: impl Fn(usize) -> bool) {
+        for (at, name) in std::mem::take(&mut self.prepared_now) {
+            if !ran(at) {
+                self.forget_prepared(&name);
+            }
+        }
+    }
+
+    /// Whether `sql` runs other statements ([`runs_statements`]), as far as this session
+    /// knows: `EXECUTE name` of a statement prepared from a text that may turn binlogging
+    /// off runs that text, which was read at its PREPARE (so its refusal can be trusted).
+    pub fn runs_statements(&self, sql: &[u8]) -> bool {
+        if !sql.contains(&b';') && first_word(sql).is_some_and(|w| w.eq_ignore_ascii_case(b"execute")) {
+            let mut tokens = Lexer::new(sql).skip(1);
+            if let (Some(name), None) = (tokens.next(), tokens.next()) {
+                let name = statement_name(sql, &name);
+                if let Some((_, runs)) = self.prepared_unlogging.iter().find(|(n, _)| *n == name) {
+                    return *runs;
+                }
+            }
+        }
+        runs_statements(sql)
+    }
+
     /// Notes what a statement that is not a cacheable SELECT may do to the session.
     pub fn observe(&mut self, sql: &[u8]) {
+        self.statement_at = 0;
         let was = self.unlogged;
         self.observe_text(sql, was);
         if !was && self.unlogged {
@@ -120,6 +160,7 @@ impl SessionState {
         let keep = |t: &Token| if interesting(t.text(sql)) { MAX_STATEMENT_TOKENS + 1 } else { 3 };
         let mut at = 0;
         while let Some(statement) = statements.next(keep, &mut kept, |_| ()) {
+            self.statement_at = at;
             if kept.len() > MAX_STATEMENT_TOKENS {
                 self.unfollowed("a statement too long to follow", &sql[statement.range]);
             } else if !several {
@@ -186,16 +227,19 @@ impl SessionState {
     }
 
     /// `PREPARE name FROM text`: the text runs, and may turn binlogging off, at each EXECUTE.
-    /// A text from a user variable is not read (as a procedure's body is not).
+    /// The text is read as the tracker reads a statement (a SET of the variables, not any
+    /// mention of them); one from a user variable is not read (as a procedure's body is not).
     fn sql_prepare(&mut self, sql: &[u8], tokens: &[Token]) {
         self.not_followed("SQL run from text");
         let Some(name) = tokens.get(1).map(|t| statement_name(sql, t)) else { return };
+        // The server drops a statement of the name even when the new one fails.
         self.forget_prepared(&name);
         let from = tokens.get(2).is_some_and(|t| word(sql, t) == "from");
         let text = tokens.get(3).filter(|t| from && is_string(t.kind)).map(|t| unquoted(t.text(sql)));
-        if text.is_some_and(|text| may_turn_binlogging_off(&text, 1)) {
+        if text.as_deref().is_some_and(text_unlogs) {
             if self.prepared_unlogging.len() < PREPARED_UNLOGGING {
-                self.prepared_unlogging.push(name);
+                self.prepared_now.push((self.statement_at, name.clone()));
+                self.prepared_unlogging.push((name, text.as_deref().is_some_and(runs_statements)));
             } else {
                 self.unlogged = true;
             }
@@ -207,16 +251,16 @@ impl SessionState {
         self.not_followed("SQL run from text");
         let Some(second) = tokens.get(1) else { return };
         let unlogs = if word(sql, second) == "immediate" {
-            tokens.get(2).filter(|t| is_string(t.kind)).is_some_and(|t| may_turn_binlogging_off(&unquoted(t.text(sql)), 1))
+            tokens.get(2).filter(|t| is_string(t.kind)).is_some_and(|t| text_unlogs(&unquoted(t.text(sql))))
         } else {
             let name = statement_name(sql, second);
-            self.prepared_unlogging.contains(&name)
+            self.prepared_unlogging.iter().any(|(n, _)| *n == name)
         };
         self.unlogged |= unlogs;
     }
 
     fn forget_prepared(&mut self, name: &[u8]) {
-        self.prepared_unlogging.retain(|n| **n != *name);
+        self.prepared_unlogging.retain(|(n, _)| **n != *name);
     }
 
     fn observe_set(&mut self, sql: &[u8], tokens: &[Token]) {
@@ -396,6 +440,14 @@ fn misreading_mode(sql: &[u8], tokens: &[Token]) -> bool {
         }
     }
     false
+}
+
+/// Whether the tracker, reading `text` as a session's statement, takes it to turn binlogging
+/// off: the SQL of a PREPARE or EXECUTE IMMEDIATE.
+fn text_unlogs(text: &[u8]) -> bool {
+    let mut reader = SessionState::default();
+    reader.observe(text);
+    reader.unlogged
 }
 
 /// First words of statements that may change what the session tracker follows.
