@@ -34,9 +34,9 @@ pub enum DdlKind {
     /// unchanged; its rows are taken anew.
     Cascaded,
     /// Not a table of the tracked database: what accounts may read may have changed (GRANT,
-    /// REVOKE, DROP/RENAME USER or ROLE (CREATE OR REPLACE too), FLUSH PRIVILEGES, a write to the `mysql`
-    /// schema or DDL of its tables; [`privileges_may_change`]). The change's `table` is
-    /// empty. Consumers that remember what an account may read forget it.
+    /// REVOKE, DROP/RENAME USER or ROLE (CREATE OR REPLACE too), FLUSH PRIVILEGES, a write to
+    /// the `mysql` schema or DDL of its tables; [`privileges_may_change`]). The change's
+    /// `table` is empty. Consumers that remember what an account may read forget it.
     Privileges,
 }
 
@@ -198,8 +198,8 @@ impl Cursor {
 /// costs each account a relayed read per cache, a miss would keep stale rights), but not
 /// where any login can send it: a password or default role set for oneself (SET PASSWORD,
 /// SET DEFAULT ROLE, MySQL's ALTER USER of oneself) changes no grant, and neither does DDL
-/// that only names `mysql` (a view's alias) or a new account (CREATE USER, CREATE ROLE). A GRANT or REVOKE on objects of another database
-/// changes nothing here ([`grant_reaches`]).
+/// that only names `mysql` (a view's alias) or a new account (CREATE USER, CREATE ROLE). A
+/// GRANT or REVOKE on objects of another database changes nothing here ([`grant_reaches`]).
 pub fn privileges_may_change(sql: &str, default_db: Option<&str>, tracked: &str) -> bool {
     let toks = statement_tokens(sql);
     let word = |i: usize| match toks.get(i) {
