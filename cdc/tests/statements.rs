@@ -13,8 +13,13 @@ use freshet_cdc::{CdcError, StreamEvent};
 use freshet_dataflow::Value;
 use mysql_async::prelude::Queryable;
 
+/// One test at a time: each stream reads the whole binlog, and one test's statements and DDL
+/// are another database's to the others' streams.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rows_changed_by_a_logged_statement_are_untrusted_at_their_commit() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let (db, mut c) = fresh_db("stmt").await;
     c.query_drop("CREATE TABLE cdc_s (id INT PRIMARY KEY, v INT) ENGINE=InnoDB").await.unwrap();
     c.query_drop("CREATE TABLE cdc_m (id INT PRIMARY KEY, v INT) ENGINE=MyISAM").await.unwrap();
@@ -63,6 +68,7 @@ async fn rows_changed_by_a_logged_statement_are_untrusted_at_their_commit() {
 /// child (and the children's children) after the parent's batch, as `Cascaded`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tables_a_foreign_key_action_changed_follow_the_parents_batch() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let (db, mut c) = fresh_db("fk").await;
     c.query_drop("CREATE TABLE p (id INT PRIMARY KEY) ENGINE=InnoDB").await.unwrap();
     c.query_drop("CREATE TABLE ch (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES p (id) ON DELETE CASCADE) ENGINE=InnoDB")
@@ -84,8 +90,7 @@ async fn tables_a_foreign_key_action_changed_follow_the_parents_batch() {
                 Ok(StreamEvent::Batch(b)) if b.changes.is_empty() => {}
                 Ok(StreamEvent::Batch(b)) => seen.push(format!("batch of {}", b.changes[0].table)),
                 Ok(StreamEvent::Schema(ch)) => seen.push(format!("{:?} {}", ch.kind, ch.table)),
-                // The test above logs statements in its own database, at the same time: any
-                // statement-logged write on the server is untrusted to every stream.
+                // Another test's statements, logged before this test took its turn.
                 Err(CdcError::Untrusted(_)) => {}
                 other => panic!("{other:?}"),
             }
@@ -104,6 +109,7 @@ async fn tables_a_foreign_key_action_changed_follow_the_parents_batch() {
 /// database, renamed, still reaches the child.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn foreign_keys_are_read_again_only_after_ddl_that_may_reach_the_database() {
+    let _alone = ONE_AT_A_TIME.lock().await;
     let (db, mut c) = fresh_db("fk_scope").await;
     let (other, mut o) = fresh_db("fk_other").await;
     let (elsewhere, mut e) = fresh_db("fk_elsewhere").await;
@@ -153,4 +159,109 @@ async fn foreign_keys_are_read_again_only_after_ddl_that_may_reach_the_database(
     drop_db(&db).await;
     drop_db(&other).await;
     drop_db(&elsewhere).await;
+}
+
+/// Writes logged as statements in another database (pt-table-checksum's `REPLACE INTO
+/// percona.checksums ... SELECT ... FROM` the tracked database, chunk after chunk; another
+/// application whose sessions log statements) change no row of the tracked database, unless
+/// something of the server's carries them there: a trigger, a view, a stored function, a
+/// foreign key's action, a MERGE table, or a statement that names the database's tables as its
+/// targets. Each such write used to be untrusted (every cache evicted, every table of a replica
+/// copied again). The stream reads what it needs of the other database once, and trusts it for
+/// statements logged after that read, so the first write after it may still count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statement_logged_writes_of_another_database_are_untrusted_only_if_they_may_reach_it() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (db, mut c) = fresh_db("stmt_ours").await;
+    let (other, mut o) = fresh_db("stmt_theirs").await;
+    c.query_drop("CREATE TABLE cdc_s (id INT PRIMARY KEY, v INT)").await.unwrap();
+    c.query_drop("CREATE TABLE m1 (id INT PRIMARY KEY) ENGINE=MyISAM").await.unwrap();
+    for ddl in [
+        "CREATE TABLE checksums (id INT PRIMARY KEY AUTO_INCREMENT, n BIGINT)".to_string(),
+        "CREATE TABLE parent (id INT PRIMARY KEY) ENGINE=InnoDB".into(),
+        "INSERT INTO parent VALUES (1), (2)".into(),
+        "CREATE TABLE trig (id INT PRIMARY KEY)".into(),
+        format!("CREATE TRIGGER trig_ai AFTER INSERT ON trig FOR EACH ROW INSERT INTO `{db}`.cdc_s VALUES (NEW.id + 1000, 0)"),
+        format!("CREATE VIEW v AS SELECT id, v FROM `{db}`.cdc_s"),
+        format!(
+            "CREATE FUNCTION f(x INT) RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO `{db}`.cdc_s VALUES (x + 2000, 0); RETURN x; END"
+        ),
+        format!("CREATE TABLE merged (id INT PRIMARY KEY) ENGINE=MERGE UNION=(`{db}`.m1) INSERT_METHOD=LAST"),
+    ] {
+        o.query_drop(ddl).await.unwrap();
+    }
+    c.query_drop(format!(
+        "CREATE TABLE cdc_ch (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES `{other}`.parent (id) ON DELETE CASCADE)"
+    ))
+    .await
+    .unwrap();
+    c.query_drop("INSERT INTO cdc_ch VALUES (10, 1)").await.unwrap();
+    let mut s = stream(&db).await;
+    for conn in [&mut c, &mut o] {
+        conn.query_drop("SET SESSION binlog_format = 'STATEMENT'").await.unwrap();
+    }
+    let mut marker = 100;
+    // Each write, then a row of the tracked database logged as a row: the groups the stream
+    // reported untrusted up to that row, of this test's statements (other tests log
+    // statements too).
+    let mut untrusted = async |conn: &mut mysql_async::Conn, sql: &str| -> usize {
+        conn.query_drop(format!("/* scope-test */ {sql}")).await.unwrap_or_else(|e| panic!("`{sql}`: {e}"));
+        marker += 1;
+        let mut row = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
+        row.query_drop("SET SESSION binlog_format = 'ROW'").await.unwrap();
+        row.query_drop(format!("INSERT INTO cdc_s VALUES ({marker}, 0)")).await.unwrap();
+        let mut n = 0;
+        within(20, sql, async {
+            loop {
+                match s.next().await {
+                    Ok(StreamEvent::Batch(b)) if b.changes.iter().any(|ch| ch.row[0] == Value::Int(marker)) => break,
+                    Ok(_) => {}
+                    Err(CdcError::Untrusted(why)) if why.contains("scope-test") => n += 1,
+                    Err(CdcError::Untrusted(_)) => {}
+                    Err(e) => panic!("`{sql}`: {e}"),
+                }
+            }
+        })
+        .await;
+        n
+    };
+    // The first write of the other database may count: what the stream knows of it is read then.
+    assert!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (0)").await <= 1);
+    let long = format!("INSERT INTO checksums (n) VALUES ({})", vec!["1"; 400].join(" + "));
+    let mut counted = Vec::new();
+    for sql in [
+        "INSERT INTO checksums (n) VALUES (1)".to_string(),
+        "UPDATE checksums SET n = n + 1 WHERE id = 1".into(),
+        "DELETE FROM checksums WHERE id = 2".into(),
+        long.clone(),
+        // A function of the same name in another database is not called.
+        "INSERT INTO checksums (n) VALUES (ABS(-3))".into(),
+    ] {
+        counted.push((untrusted(&mut o, &sql).await, sql.chars().take(80).collect::<String>()));
+    }
+    // pt-table-checksum's chunk, from the tracked database as default.
+    let chunk =
+        format!("REPLACE INTO `{other}`.checksums (id, n) SELECT 100, COUNT(*) FROM cdc_s WHERE id BETWEEN 1 AND 1000 /*checksum chunk*/");
+    counted.push((untrusted(&mut c, &chunk).await, chunk.chars().take(80).collect()));
+    assert!(counted.iter().all(|(n, _)| *n == 0), "writes that cannot reach the tracked database: {counted:?}");
+    let mut reaching = Vec::new();
+    for (from_ours, sql) in [
+        (false, "INSERT INTO trig VALUES (1)".to_string()),
+        (false, "INSERT INTO v VALUES (7, 7)".into()),
+        (false, "INSERT INTO checksums (n) VALUES (f(3))".into()),
+        (false, format!("INSERT INTO checksums (n) VALUES ({} + `f` (4))", vec!["1"; 400].join(" + "))),
+        (false, format!("INSERT INTO checksums (n) VALUES (`{other}`.f(5))")),
+        (false, "DELETE FROM parent WHERE id = 1".into()),
+        (false, format!("UPDATE checksums, `{db}`.cdc_s SET checksums.n = 1, cdc_s.v = 1")),
+        (false, "INSERT INTO merged VALUES (5)".into()),
+        (false, format!("INSERT INTO `{db}`.cdc_s VALUES (50, 0)")),
+        (true, "INSERT INTO cdc_s VALUES (51, 0)".into()),
+        (true, "UPDATE cdc_s SET v = 2 WHERE id = 51".into()),
+    ] {
+        let conn = if from_ours { &mut c } else { &mut o };
+        reaching.push((untrusted(conn, &sql).await, sql.chars().take(80).collect::<String>()));
+    }
+    assert!(reaching.iter().all(|(n, _)| *n == 1), "writes that may reach the tracked database: {reaching:?}");
+    drop_db(&db).await;
+    drop_db(&other).await;
 }
