@@ -29,6 +29,7 @@ async fn rows_changed_by_a_logged_statement_are_untrusted_at_their_commit() {
         ("STATEMENT", "BEGIN; UPDATE cdc_s SET v = 2 WHERE id = 1; INSERT INTO cdc_s VALUES (2, 2); COMMIT"),
         ("STATEMENT", "/* an application's comment */ INSERT INTO cdc_m VALUES (1, 1)"),
         ("STATEMENT", "/*!50000 DELETE FROM cdc_m */"),
+        ("STATEMENT", "/*M!100000 INSERT INTO cdc_m VALUES (2, 2) */"),
         ("MIXED", "UPDATE cdc_s SET v = v + 1"),
     ];
     for (format, sql) in writes {
