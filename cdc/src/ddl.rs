@@ -88,9 +88,15 @@ fn tokens(sql: &str) -> Vec<Tok> {
         if c.is_whitespace() {
             i += 1;
         } else if c == '/' && b.get(i + 1) == Some(&'*') {
-            // `/*!40000 ... */` version comments hold SQL; keep their body.
-            if b.get(i + 2) == Some(&'!') {
-                i += 3;
+            // `/*!40000 ... */` version comments hold SQL, as MariaDB's `/*M!100000 ... */`
+            // do: keep their body.
+            let marker = match (b.get(i + 2), b.get(i + 3)) {
+                (Some('!'), _) => Some(3),
+                (Some('M'), Some('!')) => Some(4),
+                _ => None,
+            };
+            if let Some(len) = marker {
+                i += len;
                 while i < b.len() && b[i].is_ascii_digit() {
                     i += 1;
                 }
@@ -626,6 +632,8 @@ mod tests {
             "update t set a = 1",
             "/* app */ DELETE FROM t",
             "/*!50000 REPLACE INTO t VALUES (1) */",
+            "/*M!100000 INSERT INTO t VALUES (1) */",
+            "/*M! DELETE FROM t */",
             "LOAD DATA INFILE 'x' INTO TABLE t",
             "SELECT f()",
             "CALL p()",
