@@ -54,7 +54,7 @@ enum Tok {
     Quoted(String),
     Dot,
     Comma,
-    Other,
+    Other(char),
 }
 
 /// The heads of statements are what matter: at most this many characters are read (a
@@ -80,80 +80,98 @@ fn statement_tokens(sql: &str) -> Vec<Tok> {
 }
 
 fn tokens(sql: &str) -> Vec<Tok> {
-    let b: Vec<char> = sql.chars().take(HEAD_CHARS).collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() && out.len() < 256 {
-        let c = b[i];
-        if c.is_whitespace() {
-            i += 1;
-        } else if c == '/' && b.get(i + 1) == Some(&'*') {
-            // `/*!40000 ... */` version comments hold SQL, as MariaDB's `/*M!100000 ... */`
-            // do: keep their body.
-            let marker = match (b.get(i + 2), b.get(i + 3)) {
-                (Some('!'), _) => Some(3),
-                (Some('M'), Some('!')) => Some(4),
-                _ => None,
-            };
-            if let Some(len) = marker {
-                i += len;
-                while i < b.len() && b[i].is_ascii_digit() {
-                    i += 1;
-                }
-            } else {
-                i += 2;
-                while i + 1 < b.len() && !(b[i] == '*' && b[i + 1] == '/') {
-                    i += 1;
-                }
-                i += 2;
-            }
-        } else if c == '*' && b.get(i + 1) == Some(&'/') {
-            i += 2;
-        } else if c == '#' || (c == '-' && b.get(i + 1) == Some(&'-')) {
-            while i < b.len() && b[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '`' || c == '"' {
-            let q = c;
-            let mut s = String::new();
-            i += 1;
-            while i < b.len() {
-                if b[i] == q && b.get(i + 1) == Some(&q) {
-                    s.push(q);
-                    i += 2;
-                } else if b[i] == q {
-                    i += 1;
-                    break;
-                } else {
-                    s.push(b[i]);
-                    i += 1;
-                }
-            }
-            out.push(Tok::Quoted(s));
-        } else if c.is_alphanumeric() || c == '_' || c == '$' {
-            let start = i;
-            while i < b.len() && (b[i].is_alphanumeric() || b[i] == '_' || b[i] == '$') {
-                i += 1;
-            }
-            out.push(Tok::Word(b[start..i].iter().collect()));
-        } else {
-            out.push(match c {
-                '.' => Tok::Dot,
-                ',' => Tok::Comma,
-                _ => Tok::Other,
-            });
-            i += 1;
-        }
-    }
-    out
+    let head = sql.char_indices().nth(HEAD_CHARS).map_or(sql, |(end, _)| &sql[..end]);
+    Lexer { s: head, i: 0 }.take(256).collect()
 }
 
-struct Cursor {
-    toks: Vec<Tok>,
+/// The tokens of a text, however long (what [`tokens`] takes the head of). Strings are not
+/// told apart: their words are words, which errs towards reading more into a text.
+struct Lexer<'a> {
+    s: &'a str,
+    i: usize,
+}
+
+impl Lexer<'_> {
+    fn byte(&self, k: usize) -> Option<u8> {
+        self.s.as_bytes().get(self.i + k).copied()
+    }
+
+    /// The character at the cursor (delimiters are ASCII, so bytes find them; a character
+    /// past ASCII is decoded to ask whether it is a letter or a space).
+    fn char(&self) -> Option<char> {
+        self.s[self.i..].chars().next()
+    }
+}
+
+impl Iterator for Lexer<'_> {
+    type Item = Tok;
+
+    fn next(&mut self) -> Option<Tok> {
+        let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+        loop {
+            let c = self.char()?;
+            let next = self.byte(1);
+            if c.is_whitespace() {
+                self.i += c.len_utf8();
+            } else if c == '/' && next == Some(b'*') {
+                // `/*!40000 ... */` version comments hold SQL, as MariaDB's `/*M!100000 ... */`
+                // do: keep their body.
+                let marker = match (self.byte(2), self.byte(3)) {
+                    (Some(b'!'), _) => Some(3),
+                    (Some(b'M'), Some(b'!')) => Some(4),
+                    _ => None,
+                };
+                if let Some(len) = marker {
+                    self.i += len;
+                    while self.byte(0).is_some_and(|b| b.is_ascii_digit()) {
+                        self.i += 1;
+                    }
+                } else {
+                    self.i = self.s[self.i + 2..].find("*/").map_or(self.s.len(), |at| self.i + 2 + at + 2);
+                }
+            } else if c == '*' && next == Some(b'/') {
+                self.i += 2;
+            } else if c == '#' || (c == '-' && next == Some(b'-')) {
+                self.i = self.s[self.i..].find('\n').map_or(self.s.len(), |at| self.i + at);
+            } else if c == '`' || c == '"' {
+                let mut s = String::new();
+                self.i += 1;
+                while let Some(d) = self.char() {
+                    self.i += d.len_utf8();
+                    if d == c && self.byte(0) == Some(c as u8) {
+                        s.push(c);
+                        self.i += 1;
+                    } else if d == c {
+                        break;
+                    } else {
+                        s.push(d);
+                    }
+                }
+                return Some(Tok::Quoted(s));
+            } else if ident(c) {
+                let start = self.i;
+                while let Some(d) = self.char().filter(|&d| ident(d)) {
+                    self.i += d.len_utf8();
+                }
+                return Some(Tok::Word(self.s[start..self.i].to_string()));
+            } else {
+                self.i += c.len_utf8();
+                return Some(match c {
+                    '.' => Tok::Dot,
+                    ',' => Tok::Comma,
+                    c => Tok::Other(c),
+                });
+            }
+        }
+    }
+}
+
+struct Cursor<'a> {
+    toks: &'a [Tok],
     at: usize,
 }
 
-impl Cursor {
+impl Cursor<'_> {
     fn kw(&mut self, word: &str) -> bool {
         match self.toks.get(self.at) {
             Some(Tok::Word(w)) if w.eq_ignore_ascii_case(word) => {
@@ -269,6 +287,12 @@ fn grant_reaches(toks: &[Tok], default_db: Option<&str>, tracked: &str) -> bool 
 /// time bounded by the pattern's length times the name's (a pattern of many `%` must not take
 /// exponential time: the proxy reads a client's text before the server refuses it).
 fn like(pattern: &[u8], name: &[u8]) -> bool {
+    like_case(pattern, name, false)
+}
+
+/// [`like`], comparing bytes with case when `case_sensitive` (database names on a server with
+/// `lower_case_table_names = 0`).
+pub(crate) fn like_case(pattern: &[u8], name: &[u8], case_sensitive: bool) -> bool {
     #[derive(Clone, Copy)]
     enum Item {
         Any,
@@ -295,7 +319,7 @@ fn like(pattern: &[u8], name: &[u8]) -> bool {
                 p += 1;
             }
             Some(Item::One) => (p, n) = (p + 1, n + 1),
-            Some(Item::Byte(b)) if b.eq_ignore_ascii_case(&name[n]) => (p, n) = (p + 1, n + 1),
+            Some(Item::Byte(b)) if if case_sensitive { *b == name[n] } else { b.eq_ignore_ascii_case(&name[n]) } => (p, n) = (p + 1, n + 1),
             _ => match back {
                 Some((star, from)) => {
                     back = Some((star, from + 1));
@@ -333,9 +357,93 @@ pub fn may_change_rows(sql: &str) -> bool {
     }
 }
 
+/// The one table a statement logged as a statement writes, for the forms whose target is
+/// plain: `INSERT` or `REPLACE [modifiers] [INTO] t ...`, `UPDATE [modifiers] t [[AS] a] SET
+/// ...`, `DELETE [modifiers] FROM t [[AS] a]` then its end, `WHERE`, `ORDER`, `LIMIT`,
+/// `RETURNING` or `PARTITION`; as (database if named, table). Anything else gives `None`:
+/// multi-table UPDATE and DELETE, a SELECT calling a function, a CALL, LOAD DATA.
+pub fn write_target(sql: &str) -> Option<(Option<String>, String)> {
+    target_of(&statement_tokens(sql))
+}
+
+fn target_of(toks: &[Tok]) -> Option<(Option<String>, String)> {
+    let mut c = Cursor { toks, at: 0 };
+    let modifiers = |c: &mut Cursor| while ["LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE", "QUICK"].iter().any(|m| c.kw(m)) {};
+    let ends = |c: &Cursor, words: &[&str]| match c.toks.get(c.at) {
+        None => true,
+        Some(Tok::Word(w)) => words.iter().any(|k| w.eq_ignore_ascii_case(k)),
+        _ => false,
+    };
+    // After the table, an alias may come before what ends the table list.
+    let alias_then = |c: &mut Cursor, words: &[&str]| {
+        if ends(c, words) {
+            return true;
+        }
+        let _ = c.kw("AS");
+        c.ident().is_some() && ends(c, words)
+    };
+    if c.kw("INSERT") || c.kw("REPLACE") {
+        modifiers(&mut c);
+        c.kw("INTO");
+        c.name()
+    } else if c.kw("UPDATE") {
+        modifiers(&mut c);
+        let name = c.name()?;
+        (alias_then(&mut c, &["SET"]) && c.toks.get(c.at).is_some()).then_some(name)
+    } else if c.kw("DELETE") {
+        modifiers(&mut c);
+        if !c.kw("FROM") {
+            return None;
+        }
+        let name = c.name()?;
+        alias_then(&mut c, &["WHERE", "ORDER", "LIMIT", "RETURNING", "PARTITION"]).then_some(name)
+    } else {
+        None
+    }
+}
+
+/// True if a stored routine's body may write a table: an INSERT, REPLACE, UPDATE or DELETE
+/// statement (not the string functions `INSERT(...)` and `REPLACE(...)`, nor `FOR UPDATE`)
+/// whose target is not in `performance_schema` (the sys schema's functions set its
+/// instruments), a CALL, or a sequence's use (`NEXTVAL`, `SETVAL`). Errs towards true: words in strings count.
+pub fn routine_writes(body: &str) -> bool {
+    let toks: Vec<Tok> = Lexer { s: body, i: 0 }.collect();
+    let word = |t: Option<&Tok>, k: &str| matches!(t, Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
+    (0..toks.len()).any(|i| {
+        let at = |k: &str| word(toks.get(i), k);
+        let statement = (at("INSERT") || at("REPLACE")) && toks.get(i + 1) != Some(&Tok::Other('('))
+            || at("UPDATE") && !(i > 0 && word(toks.get(i - 1), "FOR"))
+            || at("DELETE");
+        if statement {
+            // A write of performance_schema's tables only, by a plain target.
+            return !target_of(&toks[i..]).is_some_and(|(db, _)| db.is_some_and(|d| d.eq_ignore_ascii_case("performance_schema")));
+        }
+        at("CALL") || at("NEXTVAL") || at("SETVAL")
+    })
+}
+
+/// True if a statement may give a session a temporary table that writes other tables: a
+/// MERGE table (its rows are other MyISAM tables', in any database), made by `CREATE
+/// TEMPORARY TABLE ... ENGINE=MERGE`, `... LIKE` a MERGE table, or an ALTER to that engine. A
+/// temporary table shadows the base table of its name for its session and is not in
+/// information_schema, so what is read of a database there cannot rule it out.
+pub fn may_make_temporary_merge(sql: &str) -> bool {
+    let toks = statement_tokens(sql);
+    let word = |i: usize, k: &str| matches!(toks.get(i), Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
+    let temporary = word(0, "CREATE") && (word(1, "TEMPORARY") || (word(1, "OR") && word(2, "REPLACE") && word(3, "TEMPORARY")));
+    if !(temporary || word(0, "ALTER")) {
+        return false;
+    }
+    let lower = sql.to_ascii_lowercase();
+    lower.contains("merge")
+        || lower.contains("mrg_")
+        || (temporary && Lexer { s: sql, i: 0 }.any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("LIKE"))))
+}
+
 /// The tables a statement changes, or empty if it is not table DDL.
 pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
-    let mut c = Cursor { toks: statement_tokens(sql), at: 0 };
+    let toks = statement_tokens(sql);
+    let mut c = Cursor { toks: &toks, at: 0 };
     let mut out = Vec::new();
     let mut push = |(database, table): (Option<String>, String), kind| out.push(DdlTarget { database, table, kind });
     if c.kw("ALTER") {
@@ -461,7 +569,8 @@ pub enum Savepoint {
 
 /// The savepoint statement `sql` is, if it is one.
 pub fn parse_savepoint(sql: &str) -> Option<Savepoint> {
-    let mut c = Cursor { toks: tokens(sql), at: 0 };
+    let toks = tokens(sql);
+    let mut c = Cursor { toks: &toks, at: 0 };
     if c.kw("SAVEPOINT") {
         return c.ident().map(Savepoint::Set);
     }
@@ -481,7 +590,8 @@ pub fn parse_savepoint(sql: &str) -> Option<Savepoint> {
 
 /// The database a `DROP DATABASE|SCHEMA [IF EXISTS] name` statement drops.
 pub fn parse_drop_database(sql: &str) -> Option<String> {
-    let mut c = Cursor { toks: statement_tokens(sql), at: 0 };
+    let toks = statement_tokens(sql);
+    let mut c = Cursor { toks: &toks, at: 0 };
     if !(c.kw("DROP") && (c.kw("DATABASE") || c.kw("SCHEMA"))) {
         return None;
     }
@@ -622,6 +732,80 @@ mod tests {
             "DROP VIEW IF EXISTS mysql_users",
         ] {
             assert!(!privileges_may_change(sql, Some("app"), "app"), "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_plain_write_names_its_one_target() {
+        let t = |db: Option<&str>, table: &str| Some((db.map(str::to_string), table.to_string()));
+        for (sql, want) in [
+            ("INSERT INTO t VALUES (1)", t(None, "t")),
+            ("/* app */ insert low_priority ignore `p`.`checksums` (a) SELECT a FROM app.x", t(Some("p"), "checksums")),
+            ("REPLACE INTO percona.checksums (db) SELECT 'app' FROM app.t /*checksum chunk*/", t(Some("percona"), "checksums")),
+            ("SET STATEMENT max_statement_time = 1 FOR INSERT t SET a = 1", t(None, "t")),
+            ("/*M!100000 INSERT INTO o.t VALUES (1) */", t(Some("o"), "t")),
+            ("UPDATE o.t SET a = 1 WHERE b IN (SELECT b FROM app.u)", t(Some("o"), "t")),
+            ("UPDATE IGNORE t AS x SET x.a = 1", t(None, "t")),
+            ("UPDATE t x SET a = 1", t(None, "t")),
+            ("DELETE FROM o.t", t(Some("o"), "t")),
+            ("DELETE QUICK FROM t WHERE a = 1", t(None, "t")),
+            ("DELETE FROM t ORDER BY a LIMIT 3", t(None, "t")),
+        ] {
+            assert_eq!(write_target(sql), want, "{sql}");
+        }
+        for sql in [
+            "UPDATE o.t, app.u SET t.a = 1, u.b = 2",
+            "UPDATE o.t JOIN app.u ON t.id = u.id SET u.b = 2",
+            "UPDATE o.t AS x, app.u SET u.b = 2",
+            "DELETE o.t, app.u FROM o.t JOIN app.u",
+            "DELETE FROM o.t USING o.t JOIN app.u",
+            "DELETE FROM o.t, app.u USING o.t JOIN app.u",
+            "SELECT f()",
+            "DO f()",
+            "CALL p()",
+            "LOAD DATA INFILE 'x' INTO TABLE t",
+            "WITH c AS (SELECT 1) SELECT * FROM c",
+            "UPDATE t",
+        ] {
+            assert_eq!(write_target(sql), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn a_routine_writes_if_it_has_a_write_statement() {
+        for body in [
+            "BEGIN INSERT INTO app.t VALUES (x); RETURN x; END",
+            "BEGIN UPDATE t SET a = 1; RETURN 1; END",
+            "BEGIN DELETE FROM t; RETURN 1; END",
+            "BEGIN REPLACE t VALUES (1); RETURN 1; END",
+            "BEGIN CALL p(); RETURN 1; END",
+            "RETURN NEXTVAL(s)",
+            "BEGIN UPDATE performance_schema.threads, app.t SET instrumented = 'NO'; RETURN 1; END",
+        ] {
+            assert!(routine_writes(body), "{body}");
+        }
+        for body in [
+            "RETURN REPLACE(INSERT(x, 1, 2, 'ab'), 'a', 'b')",
+            "BEGIN DECLARE v INT; SELECT a INTO v FROM t WHERE id = x FOR UPDATE; RETURN v; END",
+            "BEGIN UPDATE performance_schema.threads SET instrumented = 'NO' WHERE thread_id = x; RETURN 1; END",
+            "BEGIN SET SESSION sql_select_limit = 1; RETURN x; END",
+        ] {
+            assert!(!routine_writes(body), "{body}");
+        }
+    }
+
+    #[test]
+    fn a_temporary_merge_table_is_noticed() {
+        for sql in [
+            "CREATE TEMPORARY TABLE t (id INT) ENGINE=MERGE UNION=(app.m1)",
+            "CREATE OR REPLACE TEMPORARY TABLE t (id INT) ENGINE = MRG_MyISAM",
+            "CREATE TEMPORARY TABLE t LIKE o.m",
+            "ALTER TABLE t ENGINE=MERGE UNION=(app.m1)",
+        ] {
+            assert!(may_make_temporary_merge(sql), "{sql}");
+        }
+        for sql in ["CREATE TEMPORARY TABLE t (id INT)", "CREATE TABLE t (id INT) ENGINE=MERGE", "ALTER TABLE t ADD COLUMN b INT"] {
+            assert!(!may_make_temporary_merge(sql), "{sql}");
         }
     }
 

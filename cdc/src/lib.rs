@@ -33,7 +33,9 @@
 //! (MariaDB vs MySQL 8 capabilities), [`follow`] (the tables whose rows are decoded), [`continuity`] (is a reconnect the same history?), [`schema`] (information_schema -> TableSchema, table-map
 //! checks), [`events`] (one kind per binlog event), [`mariadb_events`] (MariaDB's own event
 //! payloads), [`decode`] (binlog cells -> Value), [`ddl`] (DDL statements -> tables), [`stream`]
-//! (the binlog stream; `stream::assembly`: events -> transactions), [`lag`] (replication lag), [`result`] (result-set values -> Value),
+//! (the binlog stream; `stream::assembly`: events -> transactions; `stream::scope`: may
+//! another database's statement-logged write reach the tracked one), [`lag`] (replication lag),
+//! [`result`] (result-set values -> Value),
 //! [`fill`] (the fenced upstream fill source), [`checks`] (start-up checks), [`error`].
 
 pub mod backoff;

@@ -166,13 +166,22 @@ async fn foreign_keys_are_read_again_only_after_ddl_that_may_reach_the_database(
 /// percona.checksums ... SELECT ... FROM` the tracked database, chunk after chunk; another
 /// application whose sessions log statements) change no row of the tracked database, unless
 /// something of the server's carries them there: a trigger, a view, a stored function, a
-/// foreign key's action, a MERGE table, or a statement that names the database's tables as its
-/// targets. Each such write used to be untrusted (every cache evicted, every table of a replica
-/// copied again). The stream reads what it needs of the other database once, and trusts it for
-/// statements logged after that read, so the first write after it may still count.
+/// foreign key's action, a MERGE table, or a statement that names the database's
+/// tables as its targets. Each such write used to be untrusted (every cache evicted, every
+/// table of a replica copied again). The stream reads what it needs of the other database
+/// once, and trusts it for statements logged after that read, so the first write after it
+/// (and after DDL) may still count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn statement_logged_writes_of_another_database_are_untrusted_only_if_they_may_reach_it() {
     let _alone = ONE_AT_A_TIME.lock().await;
+    // A writing function left by an earlier run that failed would spare nothing.
+    let mut admin = mysql_async::Conn::new(opts_for(None)).await.unwrap();
+    admin.query_drop("SET foreign_key_checks = 0").await.unwrap();
+    let left: Vec<String> =
+        admin.query("SELECT SCHEMA_NAME FROM information_schema.SCHEMATA WHERE SCHEMA_NAME LIKE 'cdc\\_stmt\\_theirs\\_%'").await.unwrap();
+    for db in left {
+        admin.query_drop(format!("DROP DATABASE `{db}`")).await.unwrap();
+    }
     let (db, mut c) = fresh_db("stmt_ours").await;
     let (other, mut o) = fresh_db("stmt_theirs").await;
     c.query_drop("CREATE TABLE cdc_s (id INT PRIMARY KEY, v INT)").await.unwrap();
@@ -184,10 +193,9 @@ async fn statement_logged_writes_of_another_database_are_untrusted_only_if_they_
         "CREATE TABLE trig (id INT PRIMARY KEY)".into(),
         format!("CREATE TRIGGER trig_ai AFTER INSERT ON trig FOR EACH ROW INSERT INTO `{db}`.cdc_s VALUES (NEW.id + 1000, 0)"),
         format!("CREATE VIEW v AS SELECT id, v FROM `{db}`.cdc_s"),
-        format!(
-            "CREATE FUNCTION f(x INT) RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO `{db}`.cdc_s VALUES (x + 2000, 0); RETURN x; END"
-        ),
         format!("CREATE TABLE merged (id INT PRIMARY KEY) ENGINE=MERGE UNION=(`{db}`.m1) INSERT_METHOD=LAST"),
+        // A function that writes nothing spares as before.
+        "CREATE FUNCTION g(x INT) RETURNS INT DETERMINISTIC NO SQL RETURN REPLACE(x + 1, '2', '3')".into(),
     ] {
         o.query_drop(ddl).await.unwrap();
     }
@@ -203,9 +211,9 @@ async fn statement_logged_writes_of_another_database_are_untrusted_only_if_they_
     }
     let mut marker = 100;
     // Each write, then a row of the tracked database logged as a row: the groups the stream
-    // reported untrusted up to that row, of this test's statements (other tests log
-    // statements too).
-    let mut untrusted = async |conn: &mut mysql_async::Conn, sql: &str| -> usize {
+    // reported untrusted up to that row, of this test's statements (other tests' streams
+    // read the same binlog).
+    let mut untrusted = async |conn: &mut mysql_async::Conn, sql: &str| -> (usize, String) {
         conn.query_drop(format!("/* scope-test */ {sql}")).await.unwrap_or_else(|e| panic!("`{sql}`: {e}"));
         marker += 1;
         let mut row = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
@@ -224,34 +232,30 @@ async fn statement_logged_writes_of_another_database_are_untrusted_only_if_they_
             }
         })
         .await;
-        n
+        (n, sql.chars().take(90).collect())
     };
     // The first write of the other database may count: what the stream knows of it is read then.
-    assert!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (0)").await <= 1);
+    assert!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (0)").await.0 <= 1);
     let long = format!("INSERT INTO checksums (n) VALUES ({})", vec!["1"; 400].join(" + "));
-    let mut counted = Vec::new();
-    for sql in [
-        "INSERT INTO checksums (n) VALUES (1)".to_string(),
-        "UPDATE checksums SET n = n + 1 WHERE id = 1".into(),
-        "DELETE FROM checksums WHERE id = 2".into(),
-        long.clone(),
-        // A function of the same name in another database is not called.
-        "INSERT INTO checksums (n) VALUES (ABS(-3))".into(),
-    ] {
-        counted.push((untrusted(&mut o, &sql).await, sql.chars().take(80).collect::<String>()));
-    }
-    // pt-table-checksum's chunk, from the tracked database as default.
     let chunk =
         format!("REPLACE INTO `{other}`.checksums (id, n) SELECT 100, COUNT(*) FROM cdc_s WHERE id BETWEEN 1 AND 1000 /*checksum chunk*/");
-    counted.push((untrusted(&mut c, &chunk).await, chunk.chars().take(80).collect()));
-    assert!(counted.iter().all(|(n, _)| *n == 0), "writes that cannot reach the tracked database: {counted:?}");
+    let mut spared = Vec::new();
+    for sql in [
+        "INSERT INTO checksums (n) VALUES (1)",
+        "UPDATE checksums SET n = n + 1 WHERE id = 1",
+        "DELETE FROM checksums WHERE id = 2",
+        &long,
+        "INSERT INTO checksums (n) VALUES (g(3))",
+    ] {
+        spared.push(untrusted(&mut o, sql).await);
+    }
+    // pt-table-checksum's chunk, from the tracked database as default.
+    spared.push(untrusted(&mut c, &chunk).await);
+    assert!(spared.iter().all(|(n, _)| *n == 0), "writes that cannot reach the tracked database: {spared:?}");
     let mut reaching = Vec::new();
-    for (from_ours, sql) in [
+    for (ours, sql) in [
         (false, "INSERT INTO trig VALUES (1)".to_string()),
         (false, "INSERT INTO v VALUES (7, 7)".into()),
-        (false, "INSERT INTO checksums (n) VALUES (f(3))".into()),
-        (false, format!("INSERT INTO checksums (n) VALUES ({} + `f` (4))", vec!["1"; 400].join(" + "))),
-        (false, format!("INSERT INTO checksums (n) VALUES (`{other}`.f(5))")),
         (false, "DELETE FROM parent WHERE id = 1".into()),
         (false, format!("UPDATE checksums, `{db}`.cdc_s SET checksums.n = 1, cdc_s.v = 1")),
         (false, "INSERT INTO merged VALUES (5)".into()),
@@ -259,10 +263,42 @@ async fn statement_logged_writes_of_another_database_are_untrusted_only_if_they_
         (true, "INSERT INTO cdc_s VALUES (51, 0)".into()),
         (true, "UPDATE cdc_s SET v = 2 WHERE id = 51".into()),
     ] {
-        let conn = if from_ours { &mut c } else { &mut o };
-        reaching.push((untrusted(conn, &sql).await, sql.chars().take(80).collect::<String>()));
+        reaching.push(untrusted(if ours { &mut c } else { &mut o }, &sql).await);
     }
     assert!(reaching.iter().all(|(n, _)| *n == 1), "writes that may reach the tracked database: {reaching:?}");
+    // A stored function that writes may be called by the statement, or by a view it reads:
+    // while there is one, nothing is spared.
+    let f = format!(
+        "CREATE FUNCTION f(x INT) RETURNS INT DETERMINISTIC MODIFIES SQL DATA BEGIN INSERT INTO `{db}`.cdc_s VALUES (x + 2000, 0); RETURN x; END"
+    );
+    o.query_drop(f).await.unwrap();
+    assert!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (0)").await.0 <= 1);
+    let with_f = [
+        untrusted(&mut o, "INSERT INTO checksums (n) VALUES (f(3))").await,
+        untrusted(&mut o, "INSERT INTO checksums (n) VALUES (9)").await,
+    ];
+    assert!(with_f.iter().all(|(n, _)| *n == 1), "with a writing function: {with_f:?}");
+    o.query_drop("DROP FUNCTION f").await.unwrap();
+    assert!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (0)").await.0 <= 1);
+    assert_eq!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (10)").await.0, 0, "the function dropped");
+    // What is read of a database is read now, ahead of the stream: a trigger dropped after a
+    // write that fired it is gone from it. The write is judged by what was read only if it was
+    // logged after the read, which it was not.
+    let raced =
+        untrusted(&mut o, "CREATE TABLE late (id INT PRIMARY KEY); /* scope-test */ INSERT INTO trig VALUES (2); DROP TRIGGER trig_ai")
+            .await;
+    assert_eq!(raced.0, 1, "a write that fired a trigger dropped before the stream read it");
+    // A temporary MERGE table shadows `checksums` for its session and writes the tracked
+    // database's `m1`: nothing is spared from then on.
+    o.query_drop(format!("CREATE TEMPORARY TABLE checksums (id INT PRIMARY KEY) ENGINE=MERGE UNION=(`{db}`.m1) INSERT_METHOD=LAST"))
+        .await
+        .unwrap();
+    let shadowed = [
+        untrusted(&mut o, "INSERT INTO checksums (id) VALUES (8)").await,
+        untrusted(&mut o, "INSERT INTO checksums (id) VALUES (9)").await,
+    ];
+    assert!(shadowed.iter().all(|(n, _)| *n == 1), "through a temporary MERGE table: {shadowed:?}");
+    drop(o);
     drop_db(&db).await;
     drop_db(&other).await;
 }

@@ -150,7 +150,13 @@ impl BinlogStream {
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
         let queued = self.out.len();
         self.ddl(sql, default_db, position).await?;
-        let unseen = may_change_rows(sql).then(|| sql.chars().take(200).collect::<String>());
+        // A write logged as a statement; another database's is spared if nothing of the
+        // server's can carry it into the tracked one (`scope`).
+        let unseen = if may_change_rows(sql) && self.may_reach_tracked(sql, default_db, position).await {
+            Some(sql.chars().take(200).collect::<String>())
+        } else {
+            None
+        };
         if in_txn {
             if let Some(t) = self.txn.as_mut() {
                 t.unseen = t.unseen.take().or(unseen);
@@ -209,6 +215,11 @@ impl BinlogStream {
             self.privileges_changed(position);
         }
         let targets = parse_ddl(sql);
+        if !may_change_rows(sql) {
+            let dbs: Vec<String> = targets.iter().map(|t| t.database.clone().unwrap_or_else(|| default_db.to_string())).collect();
+            let dropped = crate::ddl::parse_drop_database(sql);
+            self.scope.after_ddl(sql, &dbs, dropped.as_deref(), self.cfg.names_case_sensitive);
+        }
         // A foreign key may have come or gone with the DDL of a table it reaches the tracked
         // database from: one of its own (a child, or one moved in or out by a rename), or a
         // parent of a known key, in any database (a rename the key follows, a key of its own

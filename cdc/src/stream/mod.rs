@@ -43,6 +43,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStreamRequest, Conn, Opts};
 
 mod assembly;
+mod scope;
 
 use self::assembly::{PreparedXa, Txn};
 use crate::backoff::Backoff;
@@ -177,6 +178,8 @@ pub struct BinlogStream {
     xa: PreparedXa,
     /// Times the foreign keys were read again after DDL ([`BinlogStream::foreign_key_reads`]).
     foreign_key_reads: u64,
+    /// What is known of other databases for their writes logged as statements (`scope`).
+    scope: scope::Scope,
     /// Reconnect attempts without progress (a commit or a heartbeat) since the last one.
     backoff: Backoff,
     lag: LagHandle,
@@ -259,6 +262,7 @@ impl BinlogStream {
             payload_end: None,
             xa: PreparedXa::default(),
             foreign_key_reads: 0,
+            scope: scope::Scope::default(),
             last_gtid: None,
             identity: None,
             verified: false,
