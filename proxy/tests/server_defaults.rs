@@ -10,7 +10,9 @@
 //!
 //! This binary changes the server's globals (`SET GLOBAL`), which new sessions of any test
 //! would see, so it holds its tests alone: cargo runs test binaries one at a time, each test
-//! changes a variable no other test here reads, and gives it back even when it fails.
+//! changes a variable no other test here reads, and gives it back even when it fails. The
+//! one that changes `binlog_format`, which every test's writes would be logged under, runs
+//! alone (`GLOBALS`).
 
 mod common;
 
@@ -19,6 +21,10 @@ use std::time::Duration;
 use common::*;
 use freshet_proxy::cache::RelayReason;
 use mysql_async::prelude::*;
+
+/// Taken for reading by every test, for writing by one that changes a global the others'
+/// writes depend on.
+static GLOBALS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// Runs `test` with the server's global `variable` first set to `value` (a SQL literal), and
 /// gives the variable its value back whatever happens, then passes a failure on.
@@ -122,6 +128,7 @@ async fn answers_unlike_the_servers(proxy: &Proxy, reads: &[(&str, &str, &str)])
 /// same reads are answered from the views. One test, so that the zones do not overlap.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_timestamp_is_read_in_the_sessions_time_zone() {
+    let _globals = GLOBALS.read().await;
     events_table().await;
     let caches: Vec<(&'static str, &'static str)> = READS.iter().map(|(name, cache, _)| (*name, *cache)).collect();
     let config = cache_config(&caches);
@@ -178,6 +185,7 @@ const QUOTIENTS: [(&str, &str, &str); 3] = [
 /// is still served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quotient_has_the_servers_div_precision_increment() {
+    let _globals = GLOBALS.read().await;
     let mut admin = direct().await;
     admin.query_drop("DROP TABLE IF EXISTS dp_items").await.unwrap();
     admin.query_drop("CREATE TABLE dp_items (id INT PRIMARY KEY, k INT NOT NULL, price DECIMAL(10,2) NOT NULL)").await.unwrap();
@@ -222,6 +230,7 @@ async fn a_quotient_has_the_servers_div_precision_increment() {
 /// first key filled and the ones after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fills_read_under_settings_of_their_own() {
+    let _globals = GLOBALS.read().await;
     let mut admin = direct().await;
     admin.query_drop("SET time_zone = '+00:00'").await.unwrap();
     admin.query_drop("DROP TABLE IF EXISTS sm_items").await.unwrap();
@@ -292,6 +301,7 @@ async fn fills_read_under_settings_of_their_own() {
 /// evicts everything at such a write, so it would disturb the tests running alongside.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_logged_as_a_statement_is_not_missed() {
+    let _globals = GLOBALS.read().await;
     let mut admin = direct().await;
     admin.query_drop("DROP TABLE IF EXISTS ct_stmt").await.unwrap();
     admin.query_drop("CREATE TABLE ct_stmt (id INT PRIMARY KEY, k INT NOT NULL, n INT NULL)").await.unwrap();
@@ -319,14 +329,12 @@ async fn a_write_logged_as_a_statement_is_not_missed() {
     assert!(untrusted.is_some_and(|n| n >= 6), "the status counts the groups it could not follow: {status:?}");
 }
 
-/// `SET GLOBAL binlog_checksum` rotates the binlog, and the new file's events carry a checksum
-/// of the new kind (or none), which its format description announces: the stream must read
-/// both files, and the views stay the server's across the change and back.
 /// A two-phase XA transaction's rows are logged at XA PREPARE and take effect at XA COMMIT:
 /// the views apply them at the commit, with nothing evicted. Rows changed while another is
 /// prepared, and one rolled back after its prepare, are the server's too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_xa_transaction_is_applied_at_its_commit() {
+    let _globals = GLOBALS.read().await;
     let mut admin = direct().await;
     admin.query_drop("DROP TABLE IF EXISTS ct_xa").await.unwrap();
     admin.query_drop("CREATE TABLE ct_xa (id INT PRIMARY KEY, k INT NOT NULL, n INT NULL)").await.unwrap();
@@ -367,8 +375,12 @@ async fn an_xa_transaction_is_applied_at_its_commit() {
     assert!(hits(&proxy, "xa_k") > before, "answered from the view");
 }
 
+/// `SET GLOBAL binlog_checksum` rotates the binlog, and the new file's events carry a checksum
+/// of the new kind (or none), which its format description announces: the stream must read
+/// both files, and the views stay the server's across the change and back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_binlog_checksum_changed_while_running_is_read() {
+    let _globals = GLOBALS.read().await;
     let mut admin = direct().await;
     admin.query_drop("DROP TABLE IF EXISTS ct_checksum").await.unwrap();
     admin.query_drop("CREATE TABLE ct_checksum (id INT PRIMARY KEY, k INT NOT NULL, n INT NULL)").await.unwrap();
@@ -390,4 +402,41 @@ async fn a_binlog_checksum_changed_while_running_is_read() {
     let wrong = answers_unlike_the_servers(&proxy, &reads).await;
     assert!(wrong.is_empty(), "after the binlog's checksum changed:\n{}", wrong.join("\n"));
     assert!(hits(&proxy, "checksum") > before, "answered from the view again");
+}
+
+/// A binlog setting the start-up check requires, changed while freshet runs: `SET GLOBAL
+/// binlog_format = 'MIXED'` makes every write of a later session a statement in the binlog,
+/// each of which empties every cache (correct, but no longer a cache), and the start-up
+/// check that would have named it ran long before. /health fails with the fix and SHOW
+/// FRESHET STATUS says it, until the setting is back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_binlog_setting_changed_while_running_is_reported() {
+    let _alone = GLOBALS.write().await;
+    let reads = [("settings", "SELECT id, n FROM ct_settings WHERE k = ?")];
+    let mut admin = direct().await;
+    admin.query_drop("CREATE TABLE IF NOT EXISTS ct_settings (id INT PRIMARY KEY, k INT NOT NULL, n INT NULL)").await.unwrap();
+    let proxy = start_proxy(&cache_config(&reads)).await;
+    let (admin_http, mysql) = (proxy.admin, proxy.mysql);
+    let settings = async move |want: &str| {
+        let wait = async {
+            loop {
+                let mut conn = mysql_async::Conn::new(opts(&mysql.to_string())).await.unwrap();
+                let status: Vec<(String, String)> = conn.query("SHOW FRESHET STATUS").await.unwrap();
+                let said = status.into_iter().find(|(k, _)| k == "upstream_settings").map(|(_, v)| v);
+                if said.as_deref().is_some_and(|v| v.contains(want)) {
+                    return freshet_testkit::http::get(admin_http, "/health").await;
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), wait).await.unwrap_or_else(|_| panic!("the status never said {want}"))
+    };
+    assert_eq!(settings("ok").await.0, 200);
+    let mixed = async move {
+        let (code, body) = settings("binlog_format is MIXED").await;
+        assert_eq!(code, 503, "{body}");
+        assert!(body.contains("SET GLOBAL binlog_format = 'ROW'"), "the fix is named: {body}");
+    };
+    with_global("binlog_format", "'MIXED'", mixed).await;
+    assert_eq!(settings("ok").await.0, 200, "healthy again once the setting is back");
 }
