@@ -23,12 +23,7 @@ use crate::flavor::{self, Flavor, version_of};
 pub async fn check_upstream(conn: &mut Conn, database: &str, tables: &[&str]) -> Result<(), CdcError> {
     let version: String = conn.query_first("SELECT VERSION()").await?.unwrap_or_default();
     let flavor = flavor::detect(&version);
-    let vars: Vec<(String, String)> = conn
-        .query(
-            "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'binlog_format', 'binlog_row_image', \
-             'log_bin_compress', 'binlog_row_value_options', 'log_slave_updates', 'log_replica_updates')",
-        )
-        .await?;
+    let vars: Vec<(String, String)> = conn.query(VARIABLES).await?;
     let vars: HashMap<String, String> = vars.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect();
     let grants: Vec<String> = conn.query(flavor.show_grants_sql()).await?;
     let engines: Vec<(String, Option<String>)> =
@@ -64,6 +59,29 @@ pub fn evaluate(
             flavor.name()
         ));
     }
+    p.extend(binlog_settings(vars));
+    let g = Grants::parse(grants);
+    let (dump, client) = flavor.replication_privileges();
+    if !dump.iter().any(|priv_| g.global(priv_)) {
+        p.push("missing privilege REPLICATION SLAVE: `GRANT REPLICATION SLAVE ON *.* TO <freshet user>`".into());
+    }
+    if !client.iter().any(|priv_| g.global(priv_)) {
+        p.push(format!("missing privilege {}: `GRANT {} ON *.* TO <freshet user>`", client[0], client[0]));
+    }
+    for t in tables {
+        if !g.select_on(database, t) {
+            p.push(format!("missing SELECT on `{database}`.`{t}`: `GRANT SELECT ON `{database}`.* TO <freshet user>`"));
+        }
+    }
+    p
+}
+
+/// The server's global binlog settings that freshet needs, as read from `SHOW GLOBAL
+/// VARIABLES`: one line naming the fix per setting that is wrong. Checked at start-up and,
+/// since an operator may change them while freshet runs (`SET GLOBAL binlog_format`), again
+/// by the position poll ([`crate::lag::spawn_position_poll`]).
+pub fn binlog_settings(vars: &HashMap<String, String>) -> Vec<String> {
+    let mut p = Vec::new();
     let var = |k: &str| vars.get(k).map(|v| v.to_ascii_uppercase());
     if var("log_bin").as_deref() != Some("ON") && var("log_bin").as_deref() != Some("1") {
         p.push("binary logging is off: start the server with log_bin (e.g. `log_bin = mysql-bin` in my.cnf) and restart it".into());
@@ -91,21 +109,18 @@ pub fn evaluate(
             "binlog_row_value_options is PARTIAL_JSON: freshet needs whole JSON values; `SET GLOBAL binlog_row_value_options = ''`".into(),
         );
     }
-    let g = Grants::parse(grants);
-    let (dump, client) = flavor.replication_privileges();
-    if !dump.iter().any(|priv_| g.global(priv_)) {
-        p.push("missing privilege REPLICATION SLAVE: `GRANT REPLICATION SLAVE ON *.* TO <freshet user>`".into());
-    }
-    if !client.iter().any(|priv_| g.global(priv_)) {
-        p.push(format!("missing privilege {}: `GRANT {} ON *.* TO <freshet user>`", client[0], client[0]));
-    }
-    for t in tables {
-        if !g.select_on(database, t) {
-            p.push(format!("missing SELECT on `{database}`.`{t}`: `GRANT SELECT ON `{database}`.* TO <freshet user>`"));
-        }
-    }
     p
 }
+
+/// Reads the global binlog settings and checks them ([`binlog_settings`]).
+pub async fn read_binlog_settings(conn: &mut Conn) -> Result<Vec<String>, CdcError> {
+    let vars: Vec<(String, String)> = conn.query(VARIABLES).await?;
+    Ok(binlog_settings(&vars.into_iter().map(|(k, v)| (k.to_ascii_lowercase(), v)).collect()))
+}
+
+/// The global variables the checks read.
+const VARIABLES: &str = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'binlog_format', 'binlog_row_image', \
+     'log_bin_compress', 'binlog_row_value_options', 'log_slave_updates', 'log_replica_updates')";
 
 /// The server's binlog filters (`binlog-do-db`, `binlog-ignore-db`, as SHOW MASTER STATUS
 /// lists them) must log the database: a filtered write never reaches freshet, whose caches would

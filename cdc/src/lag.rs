@@ -50,6 +50,8 @@ use crate::position::{BinlogPos, MariaGtid};
 pub const POLL: Duration = Duration::from_millis(100);
 /// A poll older than this means the server's position is unknown (and so is the lag).
 pub const POLL_STALE: Duration = Duration::from_millis(1000);
+/// How often the poll reads the server's binlog settings again ([`Lag::settings`]).
+pub const SETTINGS_EVERY: Duration = Duration::from_secs(5);
 /// Observations kept at most (about a minute and a half of a busy server at one per
 /// [`SEEN_GRAIN`]).
 pub const SEEN_MAX: usize = 8192;
@@ -85,6 +87,11 @@ pub struct Lag {
     pub updated: Option<Instant>,
     /// When the server's position was last read successfully by the poll.
     pub polled: Option<Instant>,
+    /// What is wrong with the server's global binlog settings, one line naming the fix each
+    /// (`checks::binlog_settings`), as the poll last read them every [`SETTINGS_EVERY`]; empty
+    /// when they are as freshet needs or were not read yet. An operator may change them while
+    /// freshet runs, long after the start-up check.
+    pub settings: Vec<String>,
 }
 
 /// The lag of an applied position, see [`LagHandle::behind`].
@@ -210,6 +217,21 @@ impl LagHandle {
         l.seen.back().map(|&(p, _)| p)
     }
 
+    /// The poll read the server's binlog settings: says so in the log when what is wrong with
+    /// them changes.
+    fn settings_read(&self, problems: Vec<String>) {
+        if let Ok(mut l) = self.0.lock()
+            && l.lag.settings != problems
+        {
+            if problems.is_empty() {
+                tracing::info!("the server's binlog settings are as freshet needs again");
+            } else {
+                tracing::warn!(problems = %problems.join("; "), "the server's binlog settings changed: writes may empty every cache or stop the stream");
+            }
+            l.lag.settings = problems;
+        }
+    }
+
     fn polled(&self) {
         if let Ok(mut l) = self.0.lock() {
             l.lag.polled = Some(Instant::now());
@@ -229,6 +251,7 @@ pub fn spawn_position_poll(opts: Opts, position_sql: &'static str, lag: LagHandl
         // A server that is down is not asked to accept a connection every poll: reconnects
         // back off up to the staleness bound (so a server back is polled again within it).
         let mut backoff = Backoff::new(POLL, POLL_STALE);
+        let mut settings_read: Option<Instant> = None;
         loop {
             tick.tick().await;
             if Arc::strong_count(&lag.0) == 1 {
@@ -252,6 +275,15 @@ pub fn spawn_position_poll(opts: Opts, position_sql: &'static str, lag: LagHandl
                     }
                 }
                 _ => conn = None,
+            }
+            if let Some(c) = conn.as_mut()
+                && settings_read.is_none_or(|t| t.elapsed() >= SETTINGS_EVERY)
+            {
+                settings_read = Some(Instant::now());
+                match tokio::time::timeout(POLL_STALE, crate::checks::read_binlog_settings(c)).await {
+                    Ok(Ok(problems)) => lag.settings_read(problems),
+                    _ => conn = None,
+                }
             }
         }
     })

@@ -169,16 +169,22 @@ impl Admin {
         self.binlog_ready()
     }
 
-    /// With caches, Ok only once the binlog is caught up to within max_lag.
+    /// With caches, Ok only once the binlog is caught up to within max_lag, and while the
+    /// server's binlog settings are what freshet needs (an operator may change them while it
+    /// runs: with `binlog_format = MIXED` every write empties every cache).
     fn binlog_ready(&self) -> Result<(), String> {
-        match self.shared.engine.get() {
-            None => Ok(()),
-            Some(engine) if engine.caught_up() => Ok(()),
-            Some(engine) => Err(match engine.lag() {
-                None => "the binlog stream is down".to_string(),
-                Some(lag) => format!("binlog lag {lag:?} over [consistency] max_lag {:?}", engine.settings.max_lag),
-            }),
+        let Some(engine) = self.shared.engine.get() else { return Ok(()) };
+        let settings = engine.lag_handle().get().settings;
+        if !settings.is_empty() {
+            return Err(format!("the server's binlog settings changed since start-up: {}", settings.join("; ")));
         }
+        if engine.caught_up() {
+            return Ok(());
+        }
+        Err(match engine.lag() {
+            None => "the binlog stream is down".to_string(),
+            Some(lag) => format!("binlog lag {lag:?} over [consistency] max_lag {:?}", engine.settings.max_lag),
+        })
     }
 
     async fn render_metrics(&self) -> String {

@@ -113,6 +113,13 @@ impl Engine {
             "Replication lag: age of the oldest change on the server not yet applied to the caches (+Inf when unknown).",
         );
         sample(out, "freshet_cdc_lag_seconds", &[], fresh.lag.map_or_else(|| "+Inf".to_string(), |l| l.as_secs_f64().to_string()));
+        family(
+            out,
+            "freshet_cdc_binlog_settings_ok",
+            "gauge",
+            "0 while the server's global binlog settings are not what freshet needs (SHOW FRESHET STATUS upstream_settings names the fix).",
+        );
+        sample(out, "freshet_cdc_binlog_settings_ok", &[], u8::from(lag.settings.is_empty()));
         family(out, "freshet_cdc_lag_bytes", "gauge", "Binlog bytes between the last delivered commit and the server's end.");
         sample(out, "freshet_cdc_lag_bytes", &[], lag.bytes_behind);
         family(out, "freshet_cdc_transactions_total", "counter", "Transactions applied from the binlog.");

@@ -159,6 +159,7 @@ impl Session {
                     ),
                     ("binlog_server_position", lag.server.map(|p| p.to_string()).unwrap_or_default()),
                     ("binlog_stream", if fresh.stream_up { "up" } else { "down" }.to_string()),
+                    ("upstream_settings", if lag.settings.is_empty() { "ok".to_string() } else { lag.settings.join("; ") }),
                     ("lag_seconds", fresh.lag.map_or_else(|| "unknown".to_string(), |l| format!("{:.3}", l.as_secs_f64()))),
                     ("max_lag_seconds", format!("{:.3}", e.settings.max_lag.as_secs_f64())),
                     ("caught_up", if fresh.caught_up { "yes" } else { "no" }.to_string()),
