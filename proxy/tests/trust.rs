@@ -582,6 +582,34 @@ async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
     }
 }
 
+/// A text of 16 MiB or more is forwarded frame by frame as it arrives and never read whole
+/// (its memory is one frame), so the session never saw the `SET sql_log_bin = 0` at its head:
+/// the write after it, which the binlog never carries, stayed out of every other session's
+/// cached reads. Such a text is now searched for the variables' names frame by frame (a
+/// name split across two frames included), and one that names them counts as a text the
+/// session does not follow that may turn binlogging off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_of_16_mib_that_turns_binlogging_off_evicts_what_it_may_change() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_long").await;
+    let proxy = start_proxy(&config("tr_long", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_long WHERE id = 5";
+    let mut d = direct().await;
+    // The name in the first frame, then split by the end of the first frame: its payload is
+    // the command byte and 16 MiB less one byte of text, so `sql_l` ends it.
+    let texts = [
+        format!("SET sql_log_bin = 0; UPDATE tr_long SET secret = 'long 0' WHERE id = 5; DO '{}'", "y".repeat(17 << 20)),
+        format!("DO '{}'; SET sql_log_bin = 0; UPDATE tr_long SET secret = 'long 1' WHERE id = 5; DO 1", "x".repeat((1 << 24) - 17)),
+    ];
+    for text in texts {
+        warm(&proxy, sql).await;
+        let mut t = through(&proxy).await;
+        t.query_drop(text).await.unwrap();
+        let mut other = through(&proxy).await;
+        same_text(&mut d, &mut other, sql, "after a write in a text of 16 MiB with binlogging off").await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_rights_come_from_the_servers_identity() {
     let _globals = SERVER_GLOBALS.read().await;
