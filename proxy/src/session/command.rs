@@ -120,6 +120,13 @@ impl Session {
         let owed = self.settle_owed(command, first.payload());
         // A write this long in a session with binlogging off evicts like any other (below).
         let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
+        // The text is not read, but searched for the names of the variables that turn
+        // binlogging off: one that names them is a text the session does not follow that may
+        // (`state::may_turn_binlogging_off`), and may have written with binlogging off.
+        let mut names = (command == Command::Query).then(super::state::NamesInPieces::default);
+        if let Some(n) = names.as_mut() {
+            n.feed(&first.payload()[1..]);
+        }
         let mut total = first.payload().len();
         let mut frame = first;
         self.upstream_idle = false;
@@ -140,6 +147,9 @@ impl Session {
                 other => SessionError::from_client(other),
             })?;
             total += frame.payload().len();
+            if let Some(n) = names.as_mut() {
+                n.feed(frame.payload());
+            }
         }
         self.drain_owed(owed).await?;
         if matches!(command, Command::Query | Command::StmtExecute) {
@@ -147,7 +157,9 @@ impl Session {
         }
         self.upstream_idle = true;
         self.flush_client().await?;
-        if unlogged_write {
+        let turns_off = names.is_some_and(|n| n.found());
+        self.state.unlogged |= turns_off;
+        if unlogged_write || turns_off {
             self.evict_after_unlogged_write().await;
         }
         Ok(Flow::Continue)

@@ -580,11 +580,7 @@ const PREPARED_UNLOGGING: usize = 32;
 /// executable comment's body is read as the text the server runs; past `depth` 2 (or a body
 /// holding another comment) any mention of the names counts.
 fn may_turn_binlogging_off(sql: &[u8], depth: u8) -> bool {
-    const NAMES: [&[u8]; 2] = [b"sql_log_bin", b"binlog_format"];
-    let mentions = || {
-        let lower = sql.to_ascii_lowercase();
-        NAMES.iter().any(|n| contains(&lower, n))
-    };
+    let mentions = || names_binlog_variable(sql);
     if depth > 2 {
         return mentions();
     }
@@ -602,11 +598,59 @@ fn may_turn_binlogging_off(sql: &[u8], depth: u8) -> bool {
             let name = t.text(sql).rsplit(|&c| c == b'.').next().unwrap_or_default().trim_ascii_start();
             let name = name.strip_prefix(b"@@").unwrap_or(name);
             let name = name.strip_prefix(b"`").and_then(|n| n.strip_suffix(b"`")).unwrap_or(name);
-            NAMES.iter().any(|n| name.eq_ignore_ascii_case(n))
+            BINLOG_VARIABLES.iter().any(|n| name.eq_ignore_ascii_case(n))
         }
         kind if is_string(kind) && runs_text => may_turn_binlogging_off(&unquoted(t.text(sql)), depth + 1),
         _ => false,
     })
+}
+
+/// The variables that turn binlogging off for a session.
+const BINLOG_VARIABLES: [&[u8]; 2] = [b"sql_log_bin", b"binlog_format"];
+
+/// Whether `text` holds the name of a variable that turns binlogging off, anywhere and in any
+/// case.
+fn names_binlog_variable(text: &[u8]) -> bool {
+    (0..text.len()).any(|i| {
+        let rest = &text[i..];
+        match rest[0] | 0x20 {
+            b's' => rest.get(..11).is_some_and(|w| w.eq_ignore_ascii_case(BINLOG_VARIABLES[0])),
+            b'b' => rest.get(..13).is_some_and(|w| w.eq_ignore_ascii_case(BINLOG_VARIABLES[1])),
+            _ => false,
+        }
+    })
+}
+
+/// [`names_binlog_variable`] for a text that arrives in pieces and is not kept (a command of
+/// 16 MiB or more, forwarded frame by frame): each piece is searched, and so is each edge
+/// between two, where a name may be split.
+#[derive(Default)]
+pub(super) struct NamesInPieces {
+    /// The last bytes seen, fewer than the longest name.
+    tail: Vec<u8>,
+    found: bool,
+}
+
+impl NamesInPieces {
+    const EDGE: usize = 12;
+
+    pub(super) fn feed(&mut self, piece: &[u8]) {
+        if self.found {
+            return;
+        }
+        let mut edge = std::mem::take(&mut self.tail);
+        edge.extend_from_slice(&piece[..piece.len().min(Self::EDGE)]);
+        self.found = names_binlog_variable(&edge) || names_binlog_variable(piece);
+        self.tail = if piece.len() >= Self::EDGE {
+            piece[piece.len() - Self::EDGE..].to_vec()
+        } else {
+            edge[edge.len().saturating_sub(Self::EDGE)..].to_vec()
+        };
+    }
+
+    pub(super) fn found(&self) -> bool {
+        self.found
+    }
 }
 
 /// `sql` with each executable comment's body in the comment's place (`/*!50700 GRANT ... */`
@@ -1167,6 +1211,32 @@ fn word(sql: &[u8], token: &Token) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A name is found in a piece, and across the edge between two pieces, whatever their
+    /// lengths; nothing else is.
+    #[test]
+    fn names_are_found_in_pieces_and_across_their_edges() {
+        let text = b"DO 1; SET @@SESSION.Sql_Log_Bin = 0; UPDATE t SET a = 1";
+        for cuts in [vec![], vec![24], vec![25, 26, 27], vec![20, 22, 24, 26, 28, 30, 32], vec![1, 2, 3, 4, 5, 6, 7, 8]] {
+            let mut n = NamesInPieces::default();
+            let mut at = 0;
+            for cut in cuts.iter().copied().chain([text.len()]) {
+                n.feed(&text[at..cut]);
+                at = cut;
+            }
+            assert!(n.found(), "cut at {cuts:?}");
+        }
+        let mut n = NamesInPieces::default();
+        for piece in [&b"binlog_"[..], b"for", b"mat = 'ROW'"] {
+            n.feed(piece);
+        }
+        assert!(n.found(), "split twice");
+        let mut n = NamesInPieces::default();
+        for piece in [&b"sql_log_"[..], b"xbin", b"binlog", b"_form", b"et"] {
+            n.feed(piece);
+        }
+        assert!(!n.found());
+    }
 
     /// Writes (their triggers), DO and calls of functions that are not built in may run code
     /// that sets the session's variables.
