@@ -22,12 +22,14 @@
 //!   literal's value; a sign or a charset introducer before a literal is the one place where
 //!   a neighbour changes a literal, so learning takes only literals without either (those
 //!   [`classify_with_tokens`](super::classify_with_tokens) notes); `NULL`, IN lists and
-//!   relayed texts are not learnt;
+//!   texts classified with a relay reason (not a SELECT, a comment the server runs, ...) are
+//!   not learnt;
 //! - the fingerprint is computed from the normalized text and the raw select lists, which
 //!   never contain a literal that became a slot, so it is the learnt text's.
 //!
 //! A session keeps a few shapes of its own ([`Shapes`]), learnt from texts whose verdict was a
-//! cache; nothing is shared between sessions, so a client can only fill its own. A text of no
+//! cache, and a few of SELECTs whose verdict was none (relayed reads are classified too, to
+//! learn that); nothing is shared between sessions, so a client can only fill its own. A text of no
 //! learnt shape is classified once, noting its literals' tokens
 //! ([`classify_with_tokens`](super::classify_with_tokens)): all that learning needs, so a shape
 //! that cannot be learnt costs no second reading.
@@ -42,7 +44,7 @@ use super::literal::{self, Literal};
 const MAX_TEXT: usize = 1024;
 /// Nor are texts with more literals than this.
 const MAX_LITERALS: usize = 16;
-/// Shapes a session keeps, the most recently learnt first.
+/// Shapes a session keeps of each kind (cached, relayed), the most recently learnt first.
 const KEPT: usize = 4;
 
 /// A classified text split at its literals.
@@ -140,31 +142,45 @@ fn after_prefix(sql: &[u8], at: usize, fixed: &[u8]) -> Option<usize> {
     (sql.get(at..end)? == fixed).then_some(end)
 }
 
-/// A session's shapes: the last few learnt, the latest first.
+/// A session's shapes: the last few learnt of texts a cache answers, and apart from them the
+/// last few of SELECTs no cache answers (relayed), each the latest first. Apart, so that an
+/// application's many relayed reads do not push out the shapes of its cached ones.
 #[derive(Debug, Default)]
 pub struct Shapes {
     recent: Vec<TextShape>,
+    relayed: Vec<TextShape>,
 }
 
 impl Shapes {
     /// The classification of `sql` by a shape the session knows, if one spells it.
     pub fn classify<'q>(&self, sql: &'q [u8], bounds: Bounds) -> Option<Query<'q>> {
-        self.recent.iter().find_map(|shape| shape.classify(sql, bounds))
+        self.recent.iter().chain(&self.relayed).find_map(|shape| shape.classify(sql, bounds))
     }
 
     /// Learns the shape of `sql`, classified as `query` (whose verdict is a cache) with its
     /// literals' `tokens`, if it can be learnt ([`TextShape::learn`]); the oldest shape goes
     /// past [`KEPT`].
     pub fn learn(&mut self, sql: &[u8], query: &mut Query<'_>, tokens: &[Token]) {
+        Self::learn_into(&mut self.recent, sql, query, tokens);
+    }
+
+    /// [`Shapes::learn`] for a SELECT whose verdict is no cache: a relayed read, whose text is
+    /// classified at each send to find that out (a cache may be created for it meanwhile, so
+    /// the verdict is asked again each time; only the classifying is spared).
+    pub fn learn_relayed(&mut self, sql: &[u8], query: &mut Query<'_>, tokens: &[Token]) {
+        Self::learn_into(&mut self.relayed, sql, query, tokens);
+    }
+
+    fn learn_into(list: &mut Vec<TextShape>, sql: &[u8], query: &mut Query<'_>, tokens: &[Token]) {
         if let Some(shape) = TextShape::learn(sql, query, tokens) {
-            self.recent.insert(0, shape);
-            self.recent.truncate(KEPT);
+            list.insert(0, shape);
+            list.truncate(KEPT);
         }
     }
 
     /// The shapes kept.
     pub fn len(&self) -> usize {
-        self.recent.len()
+        self.recent.len() + self.relayed.len()
     }
 
     /// Whether none is kept.
@@ -391,5 +407,35 @@ mod tests {
         assert!(shapes.classify(b"SELECT a5 FROM t WHERE a = 2", BOUNDS).is_some(), "the latest is kept");
         assert!(shapes.classify(b"SELECT a2 FROM t WHERE a = 2", BOUNDS).is_some());
         assert!(shapes.classify(b"SELECT a1 FROM t WHERE a = 2", BOUNDS).is_none(), "the oldest went");
+    }
+
+    /// Relayed reads' shapes are kept apart: however many an application sends, the shapes of
+    /// its cached reads stay.
+    #[test]
+    fn relayed_shapes_do_not_push_out_cached_ones() {
+        let mut shapes = Shapes::default();
+        let learn = |shapes: &mut Shapes, sql: &str, relayed: bool| {
+            let (mut query, tokens) = classify_with_tokens(sql.as_bytes(), BOUNDS);
+            if relayed {
+                shapes.learn_relayed(sql.as_bytes(), &mut query, &tokens);
+            } else {
+                shapes.learn(sql.as_bytes(), &mut query, &tokens);
+            }
+        };
+        learn(&mut shapes, "SELECT cached FROM t WHERE a = 1", false);
+        for i in 0..10 {
+            learn(&mut shapes, &format!("SELECT r{i} FROM t WHERE a = 1"), true);
+        }
+        assert_eq!(shapes.len(), 1 + KEPT);
+        for (sql, known) in
+            [("SELECT cached FROM t WHERE a = 7", true), ("SELECT r9 FROM t WHERE a = 7", true), ("SELECT r5 FROM t WHERE a = 7", false)]
+        {
+            let by_shape = shapes.classify(sql.as_bytes(), BOUNDS);
+            assert_eq!(by_shape.is_some(), known, "{sql}");
+            if let Some(q) = by_shape {
+                let fresh = classify_with_tokens(sql.as_bytes(), BOUNDS).0;
+                assert_eq!((q.fingerprint.hash, &q.literals), (fresh.fingerprint.hash, &fresh.literals), "{sql}");
+            }
+        }
     }
 }

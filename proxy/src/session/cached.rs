@@ -114,6 +114,11 @@ impl Session {
                 matched
             }
             Err(why) => {
+                // A SELECT no cache answers: its shape is learnt too, since such reads come
+                // back with other values as cached ones do.
+                if let Some(tokens) = tokens {
+                    self.shapes.learn_relayed(sql, &mut query, &tokens);
+                }
                 // Not a cached shape: whatever it is may change the session.
                 self.state.observe(sql);
                 if is_select {
