@@ -75,6 +75,9 @@ pub struct Lag {
     pub transactions: u64,
     /// Reconnects since the stream started.
     pub reconnects: u64,
+    /// Writes of other databases logged as statements that the stream spared, having ruled out
+    /// every way into the tracked database (`stream::scope`); the others are untrusted groups.
+    pub statement_writes_spared: u64,
     /// Heartbeats received (the server sends them only when it has nothing else to send).
     pub heartbeats: u64,
     /// Lag in events: transactions and schema changes read from the binlog but not yet taken

@@ -152,10 +152,13 @@ impl BinlogStream {
         self.ddl(sql, default_db, position).await?;
         // A write logged as a statement; another database's is spared if nothing of the
         // server's can carry it into the tracked one (`scope`).
-        let unseen = if may_change_rows(sql) && self.may_reach_tracked(sql, default_db, position).await {
-            Some(sql.chars().take(200).collect::<String>())
-        } else {
-            None
+        let unseen = match may_change_rows(sql) {
+            true if self.may_reach_tracked(sql, default_db, position).await => Some(sql.chars().take(200).collect::<String>()),
+            true => {
+                self.lag.update(|l| l.statement_writes_spared += 1);
+                None
+            }
+            false => None,
         };
         if in_txn {
             if let Some(t) = self.txn.as_mut() {

@@ -140,6 +140,13 @@ impl Engine {
         sample(out, "freshet_cdc_untrusted_total", &[], self.counters.untrusted.get());
         family(
             out,
+            "freshet_cdc_statement_writes_spared_total",
+            "counter",
+            "Writes of other databases logged as statements that nothing of the server's carries into the cached database: not untrusted.",
+        );
+        sample(out, "freshet_cdc_statement_writes_spared_total", &[], lag.statement_writes_spared);
+        family(
+            out,
             "freshet_cdc_cascaded_total",
             "counter",
             "Tables whose rows a foreign key's action changed with no row event, their views evicted, per transaction.",

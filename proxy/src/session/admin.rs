@@ -174,6 +174,7 @@ impl Session {
                     ("privilege_resets", e.access.resets.get().to_string()),
                     ("unlogged_writes", e.counters.unlogged_writes.get().to_string()),
                     ("untrusted_transactions", e.counters.untrusted.get().to_string()),
+                    ("statement_writes_spared", lag.statement_writes_spared.to_string()),
                     ("cascaded_evictions", e.counters.cascades.get().to_string()),
                     ("column_captures_refused", e.counters.captures_refused.get().to_string()),
                 ]);
