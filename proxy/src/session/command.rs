@@ -35,6 +35,7 @@ use crate::protocol::{Capabilities, Command, StatusFlags};
 use super::cached::Routed;
 use super::connect::{AuthRelay, relay_auth};
 use super::require_tls::RequireTlsCheck;
+use super::state::Glance;
 use super::{PreparedStatement, Session, SessionError};
 use crate::tls::MaybeTls;
 
@@ -262,13 +263,15 @@ impl Session {
             self.state.unlogged = true;
             self.state.unlogged_at.get_or_insert(0);
         }
-        let may_write = self.may_write(command, &payload);
-        // The SQL the command runs, looked up once (a statement's is its prepare's text).
+        // The SQL the command runs, looked up once (a statement's is its prepare's text), and
+        // what every reading of it asks first.
         let text = self.statement_bytes(command, &payload);
-        let privileges = text.as_deref().and_then(|sql| self.privilege_statement(sql));
+        let glance = text.as_deref().map(Glance::of);
+        let may_write = self.may_write(command, glance.as_ref());
+        let privileges = glance.as_ref().and_then(|g| self.privilege_statement(g));
         self.unlogged_write = self.state.unlogged && may_write;
         // Stored code (a trigger, a function) may set the session's variables: ask again.
-        if text.as_deref().is_some_and(super::state::may_run_stored_code) {
+        if glance.as_ref().is_some_and(super::state::may_run_stored_code_glanced) {
             self.state.stale = true;
         }
         if may_write {
@@ -280,7 +283,7 @@ impl Session {
         // text was read at its prepare).
         let trusts_refusal = match command {
             StmtExecute | StmtBulkExecute => !self.statement_of(&payload).is_some_and(|s| s.runs_statements),
-            _ => !text.as_deref().is_some_and(|sql| self.state.runs_statements(sql)),
+            _ => !glance.as_ref().is_some_and(|g| self.state.runs_statements(g)),
         };
         let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
@@ -376,51 +379,40 @@ impl Session {
     }
 
     /// True if the command may write (it is not known to only read or set).
-    fn may_write(&self, command: Command, payload: &[u8]) -> bool {
-        let sql = match command {
-            Command::Query | Command::StmtExecute | Command::StmtBulkExecute => match self.statement_text(command, payload) {
-                Some(sql) => sql,
+    /// `text` is the command's SQL, glanced at (None for a statement freshet does not know).
+    fn may_write(&self, command: Command, text: Option<&Glance<'_>>) -> bool {
+        let g = match command {
+            Command::Query | Command::StmtExecute | Command::StmtBulkExecute => match text {
+                Some(g) => g,
                 None => return true,
             },
             _ => return false,
         };
         // Compared in place, without a lowercased copy: this runs for every relayed command.
-        let first = super::state::first_word(sql);
-        let reads = [&b"select"[..], b"show", b"set", b"use", b"desc", b"describe", b"explain", b"help"]
-            .iter()
-            .any(|k| first.is_some_and(|w| w.eq_ignore_ascii_case(k)));
+        let reads = [&b"select"[..], b"show", b"set", b"use", b"desc", b"describe", b"explain", b"help"].iter().any(|k| g.starts(k));
         // `SET STATEMENT ... FOR UPDATE ...` writes: taken for a write whatever follows FOR.
-        let set_statement = || first.is_some_and(|w| w.eq_ignore_ascii_case(b"set")) && super::state::is_set_statement(sql);
-        !reads || sql.contains(&b';') || set_statement()
+        !reads || g.semicolon || g.set_statement()
     }
 
     /// The first statement of `sql` (a text the session sent) that may change what accounts
     /// may read ([`privilege_statement`]), run in the session's default database.
-    fn privilege_statement(&self, sql: &[u8]) -> Option<usize> {
+    fn privilege_statement(&self, text: &Glance<'_>) -> Option<usize> {
         // The server's answer, unless something may have changed it since.
         let database = if self.state.stale { None } else { self.identity.as_ref().and_then(|i| i.database.as_deref()) };
         let tracked = self.shared.engine.get().map_or("", |e| e.settings.database.as_str());
-        privilege_statement(sql, database, tracked, !self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES))
+        let backslash_escapes = !self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES);
+        let first = privilege_statements(text, database, tracked, backslash_escapes, true)?;
+        Some(if backslash_escapes { first } else { 0 })
     }
 
     /// The SQL a statement command runs: a query's text, or the text an execute's statement was
     /// prepared from (None for an unknown statement, or a command that is no statement).
-    /// [`Session::statement_text`], as a handle of its own (no copy).
+    /// A handle of its own (no copy).
     fn statement_bytes(&self, command: Command, payload: &Bytes) -> Option<Bytes> {
         match command {
             Command::Query => Some(payload.slice(1..)),
             Command::StmtExecute | Command::StmtBulkExecute => {
                 Cursor::new(payload.get(1..)?).u32().ok().and_then(|id| self.statements.get(&id)).map(|stmt| stmt.sql.clone())
-            }
-            _ => None,
-        }
-    }
-
-    fn statement_text<'p>(&'p self, command: Command, payload: &'p [u8]) -> Option<&'p [u8]> {
-        match command {
-            Command::Query => payload.get(1..),
-            Command::StmtExecute | Command::StmtBulkExecute => {
-                Cursor::new(payload.get(1..)?).u32().ok().and_then(|id| self.statements.get(&id)).map(|stmt| &stmt.sql[..])
             }
             _ => None,
         }
@@ -680,17 +672,19 @@ fn upstream_protocol(what: &str) -> SessionError {
 /// the statements are split where the server splits them; otherwise any `mysql` in a write
 /// counts, and statement 0 is named. Errs towards the first statement where the text cannot
 /// be read: a false alarm costs each account one relayed read per cache.
+#[cfg(test)]
 fn privilege_statement(sql: &[u8], database: Option<&str>, tracked: &str, backslash_escapes: bool) -> Option<usize> {
-    let first = privilege_statements(sql, database, tracked, backslash_escapes, true)?;
+    let first = privilege_statements(&Glance::of(sql), database, tracked, backslash_escapes, true)?;
     Some(if backslash_escapes { first } else { 0 })
 }
 
-fn privilege_statements(sql: &[u8], database: Option<&str>, tracked: &str, backslash_escapes: bool, open_comments: bool) -> Option<usize> {
+fn privilege_statements(text: &Glance<'_>, database: Option<&str>, tracked: &str, backslash_escapes: bool, open_comments: bool) -> Option<usize> {
+    let sql = text.sql;
     let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
-    let comments = sql.contains(&b'/') && sql.windows(2).any(|w| w == b"/*");
+    let comments = text.slash && sql.windows(2).any(|w| w == b"/*");
     if comments && Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
         if open_comments && let Some(opened) = super::state::open_exec_comments(sql, Lexer::new(sql)) {
-            return privilege_statements(&opened, database, tracked, backslash_escapes, false);
+            return privilege_statements(&Glance::of(&opened), database, tracked, backslash_escapes, false);
         }
         const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
         let in_mysql = database.is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
@@ -728,8 +722,8 @@ fn privilege_statements(sql: &[u8], database: Option<&str>, tracked: &str, backs
     };
     // Most texts: one statement, read by its first word, and its tokens only if it is a write
     // that says `mysql`.
-    if !sql.contains(&b';') && !comments {
-        let first = super::state::first_word(sql).unwrap_or_default();
+    if !text.semicolon && !comments {
+        let first = text.first.unwrap_or_default();
         let names_mysql = || {
             let mut after_qualifier = false;
             Lexer::new(sql).any(|t| {

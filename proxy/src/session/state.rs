@@ -113,8 +113,9 @@ impl SessionState {
     /// Whether `sql` runs other statements ([`runs_statements`]), as far as this session
     /// knows: `EXECUTE name` of a statement prepared from a text that may turn binlogging
     /// off runs that text, which was read at its PREPARE (so its refusal can be trusted).
-    pub fn runs_statements(&self, sql: &[u8]) -> bool {
-        if !sql.contains(&b';') && first_word(sql).is_some_and(|w| w.eq_ignore_ascii_case(b"execute")) {
+    pub fn runs_statements(&self, g: &Glance<'_>) -> bool {
+        let sql = g.sql;
+        if !g.semicolon && g.starts(b"execute") {
             let mut tokens = Lexer::new(sql).skip(1);
             if let (Some(name), None) = (tokens.next(), tokens.next()) {
                 let name = statement_name(sql, &name);
@@ -123,7 +124,7 @@ impl SessionState {
                 }
             }
         }
-        runs_statements(sql)
+        runs_statements_glanced(g)
     }
 
     /// Notes what a statement that is not a cacheable SELECT may do to the session.
@@ -520,6 +521,12 @@ impl<'q> Statements<'q> {
 /// block is not atomic), so its error says nothing of what ran. A single statement is atomic:
 /// what its stored functions and triggers did is undone with it.
 pub(super) fn runs_statements(sql: &[u8]) -> bool {
+    runs_statements_glanced(&Glance::of(sql))
+}
+
+/// [`runs_statements`] of a text glanced at already.
+fn runs_statements_glanced(g: &Glance<'_>) -> bool {
+    let sql = g.sql;
     const RUNNERS: [&[u8]; 8] = [b"call", b"execute", b"if", b"case", b"loop", b"while", b"repeat", b"for"];
     let runner = |kept: &[Token]| {
         let word = |i: usize| kept.get(i).map_or(&b""[..], |t| t.text(sql));
@@ -536,13 +543,13 @@ pub(super) fn runs_statements(sql: &[u8]) -> bool {
             || (word(at).eq_ignore_ascii_case(b"begin") && word(at + 1).eq_ignore_ascii_case(b"not"))
             || kept.get(at + 1).is_some_and(|t| t.is_symbol(sql, b":"))
     };
-    if has_executable_comment(sql) {
+    if g.executable_comment() {
         return true;
     }
     // Most texts: one statement, decided by its first word and the byte after it (this runs
     // for every relayed command); its tokens are read only when those may start a runner.
-    if !sql.contains(&b';') {
-        let Some(first) = first_word(sql) else { return false };
+    if !g.semicolon {
+        let Some(first) = g.first else { return false };
         if first.eq_ignore_ascii_case(b"set") {
             return runner(&Lexer::new(sql).take(256).collect::<Vec<_>>());
         }
@@ -743,6 +750,40 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
+/// What every reading of a relayed command's text asks first, found once per command: its
+/// first word and whether it holds a `;`, a `/` (where a comment may start) or a `(`. Each
+/// reading asked for them itself (six lexings of the first token and nine searches of the
+/// text per relayed read).
+#[derive(Clone, Copy, Debug)]
+pub struct Glance<'a> {
+    pub sql: &'a [u8],
+    pub first: Option<&'a [u8]>,
+    pub semicolon: bool,
+    pub slash: bool,
+    pub paren: bool,
+}
+
+impl<'a> Glance<'a> {
+    pub fn of(sql: &'a [u8]) -> Glance<'a> {
+        Glance { sql, first: first_word(sql), semicolon: sql.contains(&b';'), slash: sql.contains(&b'/'), paren: sql.contains(&b'(') }
+    }
+
+    /// Whether the first word is `word` (ASCII, any case).
+    pub fn starts(&self, word: &[u8]) -> bool {
+        self.first.is_some_and(|w| w.eq_ignore_ascii_case(word))
+    }
+
+    /// `SET STATEMENT ... FOR ...` ([`is_set_statement`]).
+    pub fn set_statement(&self) -> bool {
+        self.starts(b"set") && is_set_statement(self.sql)
+    }
+
+    /// [`has_executable_comment`].
+    fn executable_comment(&self) -> bool {
+        self.slash && self.sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
+    }
+}
+
 /// The first token of `sql` (comments skipped), as written.
 pub fn first_word(sql: &[u8]) -> Option<&[u8]> {
     Lexer::new(sql).next().map(|t| t.text(sql))
@@ -755,24 +796,31 @@ pub fn is_set_statement(sql: &[u8]) -> bool {
     tokens.next().is_some_and(|w| w.eq_ignore_ascii_case(b"set")) && tokens.next().is_some_and(|w| w.eq_ignore_ascii_case(b"statement"))
 }
 
+/// `may_run_stored_code_glanced` of `sql`, for the tests.
+#[cfg(test)]
+pub fn may_run_stored_code(sql: &[u8]) -> bool {
+    may_run_stored_code_glanced(&Glance::of(sql))
+}
+
 /// Whether `sql` may run stored code, which may SET the session's variables with no SET in the
 /// text: a write (its triggers), DO, or a call of a function that is not built in (a name
 /// followed by `(` that is neither a built-in function nor a keyword, a qualified name, or a
 /// quoted one). The session is then asked again before its next cached read (`stale`). A
 /// false positive costs that question, one round trip; a procedure (CALL) is unfollowed.
-pub fn may_run_stored_code(sql: &[u8]) -> bool {
-    let mut tokens = Lexer::new(sql).peekable();
-    let Some(first) = tokens.peek().map(|t| t.text(sql)) else { return false };
+pub fn may_run_stored_code_glanced(g: &Glance<'_>) -> bool {
+    let sql = g.sql;
+    let Some(first) = g.first else { return false };
     // A write (a WITH may lead one, in MySQL 8), or several statements, any of which may be.
     if [&b"insert"[..], b"update", b"delete", b"replace", b"load", b"do", b"with"].iter().any(|w| first.eq_ignore_ascii_case(w))
-        || sql.contains(&b';')
-        || is_set_statement(sql)
+        || g.semicolon
+        || g.set_statement()
     {
         return true;
     }
-    if !sql.contains(&b'(') {
+    if !g.paren {
         return false;
     }
+    let mut tokens = Lexer::new(sql).peekable();
     let mut previous: Option<Token> = None;
     while let Some(t) = tokens.next() {
         let called = tokens.peek().is_some_and(|next| next.is_symbol(sql, b"("));
