@@ -678,7 +678,13 @@ fn privilege_statement(sql: &[u8], database: Option<&str>, tracked: &str, backsl
     Some(if backslash_escapes { first } else { 0 })
 }
 
-fn privilege_statements(text: &Glance<'_>, database: Option<&str>, tracked: &str, backslash_escapes: bool, open_comments: bool) -> Option<usize> {
+fn privilege_statements(
+    text: &Glance<'_>,
+    database: Option<&str>,
+    tracked: &str,
+    backslash_escapes: bool,
+    open_comments: bool,
+) -> Option<usize> {
     let sql = text.sql;
     let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
     let comments = text.slash && sql.windows(2).any(|w| w == b"/*");
