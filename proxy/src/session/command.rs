@@ -394,8 +394,8 @@ impl Session {
         !reads || g.semicolon || g.set_statement()
     }
 
-    /// The first statement of `sql` (a text the session sent) that may change what accounts
-    /// may read ([`privilege_statement`]), run in the session's default database.
+    /// The first statement of `text` (the SQL the session sent) that may change what accounts
+    /// may read ([`privilege_statements`]), run in the session's default database.
     fn privilege_statement(&self, text: &Glance<'_>) -> Option<usize> {
         // The server's answer, unless something may have changed it since.
         let database = if self.state.stale { None } else { self.identity.as_ref().and_then(|i| i.database.as_deref()) };
