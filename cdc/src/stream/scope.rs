@@ -32,8 +32,9 @@
 //!   (tables, views, routines) until it ends, so a statement past the position ran with what
 //!   was read or with DDL the stream sees after it.
 //! - **Forgotten after DDL.** A database's entry after DDL of its tables (or its DROP); every
-//!   entry after any other statement that is neither a write nor DDL of tables: routines,
-//!   triggers, views, grants, CREATE DATABASE. A temporary MERGE table
+//!   entry, and whether a function writes (read once for all databases: a server's function
+//!   bodies may be many), after any other statement that is neither a write nor DDL of
+//!   tables: routines, triggers, views, grants, CREATE DATABASE. A temporary MERGE table
 //!   (`ddl::may_make_temporary_merge`) spares nothing for the rest of the stream: it shadows
 //!   the base table of its name for its session and is not in information_schema.
 //! - MariaDB only: MySQL 8 has no `mysql.proc`, so nothing is spared there (untested live).
@@ -54,6 +55,10 @@ use crate::flavor::Flavor;
 pub(super) struct Scope {
     /// By database, folded as the server folds names.
     dbs: HashMap<String, Known>,
+    /// Whether a stored function on the server may write a table, as read with the first
+    /// database read since routine DDL (a server's functions are read once, not per database:
+    /// their bodies may be many).
+    functions_write: Option<bool>,
     /// A temporary MERGE table may exist: nothing is spared.
     off: bool,
 }
@@ -83,7 +88,10 @@ impl Scope {
             self.off = true;
         }
         match (tables, dropped) {
-            ([], None) => self.dbs.clear(),
+            ([], None) => {
+                self.dbs.clear();
+                self.functions_write = None;
+            }
             _ => {
                 for db in tables.iter().map(String::as_str).chain(dropped) {
                     self.dbs.remove(&fold(case_sensitive, db));
@@ -109,8 +117,9 @@ impl BinlogStream {
         let key = self.fold(&db);
         if !self.scope.dbs.contains_key(&key) {
             match self.read_known(&db).await {
-                Ok(known) => {
+                Ok((known, functions_write)) => {
                     self.scope.dbs.insert(key.clone(), known);
+                    self.scope.functions_write = Some(functions_write);
                 }
                 Err(e) => {
                     tracing::debug!(database = %db, error = %e, "could not read what may carry another database's writes; untrusted");
@@ -127,17 +136,28 @@ impl BinlogStream {
         fold(self.cfg.names_case_sensitive, name)
     }
 
-    async fn read_known(&mut self, db: &str) -> Result<Known, CdcError> {
+    /// What `db` holds that a write may reach, and whether a stored function may write.
+    async fn read_known(&mut self, db: &str) -> Result<(Known, bool), CdcError> {
+        let nothing = Known { plain: HashSet::new(), after: Position(0) };
+        if self.flavor.name() != "MariaDB" {
+            return Ok((nothing, true));
+        }
         let limit = self.cfg.query_timeout;
         let case_sensitive = self.cfg.names_case_sensitive;
-        let mariadb = self.flavor.name() == "MariaDB";
+        let known_functions = self.scope.functions_write;
         let flavor: &dyn Flavor = self.flavor.as_ref();
         if self.meta.is_none() {
             self.meta = Some(super::bounded(limit, "connect", Conn::new(self.opts.clone())).await?);
         }
         let Some(meta) = self.meta.as_mut() else { unreachable!("meta was set just above") };
         let read = async {
-            let functions_write = if mariadb { any_function_writes(meta).await? } else { true };
+            let functions_write = match known_functions {
+                Some(known) => known,
+                None => any_function_writes(meta).await?,
+            };
+            if functions_write {
+                return Ok((nothing, true));
+            }
             let tables: Vec<(String, String, Option<String>)> =
                 meta.exec("SELECT TABLE_NAME, TABLE_TYPE, ENGINE FROM information_schema.TABLES WHERE TABLE_SCHEMA = ?", (db,)).await?;
             let triggers: Vec<String> = meta
@@ -156,7 +176,6 @@ impl BinlogStream {
             };
             let plain = tables
                 .iter()
-                .filter(|_| !functions_write)
                 .filter(|(name, kind, engine)| {
                     matches!(kind.as_str(), "BASE TABLE" | "SYSTEM VERSIONED")
                         && engine.as_deref().is_some_and(|e| PLAIN_ENGINES.iter().any(|p| p.eq_ignore_ascii_case(e)))
@@ -165,10 +184,10 @@ impl BinlogStream {
                 })
                 .map(|(name, _, _)| fold(name))
                 .collect();
-            Ok::<_, CdcError>(Known { plain, after })
+            Ok::<_, CdcError>((Known { plain, after }, false))
         };
         match tokio::time::timeout(limit, read).await {
-            Ok(Ok(known)) => Ok(known),
+            Ok(Ok(read)) => Ok(read),
             Ok(Err(e)) => {
                 self.meta = None;
                 Err(e)
