@@ -149,10 +149,11 @@ impl BinlogStream {
         let in_txn = self.txn.as_ref().is_some_and(|t| t.explicit);
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
         let queued = self.out.len();
-        self.ddl(sql, default_db, position).await?;
+        let writes = may_change_rows(sql);
+        self.ddl(sql, default_db, position, writes).await?;
         // A write logged as a statement; another database's is spared if nothing of the
         // server's can carry it into the tracked one (`scope`).
-        let unseen = match may_change_rows(sql) {
+        let unseen = match writes {
             true if self.may_reach_tracked(sql, default_db, position).await => Some(sql.chars().take(200).collect::<String>()),
             true => {
                 self.lag.update(|l| l.statement_writes_spared += 1);
@@ -199,8 +200,10 @@ impl BinlogStream {
     }
 
     /// Schema changes of one statement, for the tracked database.
-    async fn ddl(&mut self, sql: &str, default_db: &str, position: Position) -> Result<(), CdcError> {
-        if crate::ddl::parse_drop_database(sql).is_some_and(|d| self.cfg.same_name(&d, &self.cfg.database)) {
+    /// `writes`: the statement may change rows (`ddl::may_change_rows`), so it is no DDL.
+    async fn ddl(&mut self, sql: &str, default_db: &str, position: Position, writes: bool) -> Result<(), CdcError> {
+        let dropped = crate::ddl::parse_drop_database(sql);
+        if dropped.as_deref().is_some_and(|d| self.cfg.same_name(d, &self.cfg.database)) {
             let mut names: Vec<String> = self.tables.keys().cloned().collect();
             names.sort();
             for table in names {
@@ -218,9 +221,8 @@ impl BinlogStream {
             self.privileges_changed(position);
         }
         let targets = parse_ddl(sql);
-        if !may_change_rows(sql) {
+        if !writes {
             let dbs: Vec<String> = targets.iter().map(|t| t.database.clone().unwrap_or_else(|| default_db.to_string())).collect();
-            let dropped = crate::ddl::parse_drop_database(sql);
             self.scope.after_ddl(sql, &dbs, dropped.as_deref(), self.cfg.names_case_sensitive);
         }
         // A foreign key may have come or gone with the DDL of a table it reaches the tracked
@@ -229,7 +231,6 @@ impl BinlogStream {
         // on a path into this database). DDL of other tables cannot reach it: keys are
         // declared by the child. Each read is a query of every foreign key on the server.
         let reaches = |db: &str, table: &str| self.cfg.same_name(db, &self.cfg.database) || self.cascades.is_parent(db, table);
-        let dropped = crate::ddl::parse_drop_database(sql);
         if targets.iter().any(|t| reaches(t.database.as_deref().unwrap_or(default_db), &t.table))
             || dropped.is_some_and(|d| self.cascades.holds_parent(&d))
         {

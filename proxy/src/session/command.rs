@@ -271,7 +271,7 @@ impl Session {
         let privileges = glance.as_ref().and_then(|g| self.privilege_statement(g));
         self.unlogged_write = self.state.unlogged && may_write;
         // Stored code (a trigger, a function) may set the session's variables: ask again.
-        if glance.as_ref().is_some_and(super::state::may_run_stored_code_glanced) {
+        if glance.as_ref().is_some_and(super::state::may_run_stored_code) {
             self.state.stale = true;
         }
         if may_write {
@@ -395,14 +395,12 @@ impl Session {
     }
 
     /// The first statement of `text` (the SQL the session sent) that may change what accounts
-    /// may read ([`privilege_statements`]), run in the session's default database.
+    /// may read ([`privilege_statement`]), run in the session's default database.
     fn privilege_statement(&self, text: &Glance<'_>) -> Option<usize> {
         // The server's answer, unless something may have changed it since.
         let database = if self.state.stale { None } else { self.identity.as_ref().and_then(|i| i.database.as_deref()) };
         let tracked = self.shared.engine.get().map_or("", |e| e.settings.database.as_str());
-        let backslash_escapes = !self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES);
-        let first = privilege_statements(text, database, tracked, backslash_escapes, true)?;
-        Some(if backslash_escapes { first } else { 0 })
+        privilege_statement(text, database, tracked, !self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES))
     }
 
     /// The SQL a statement command runs: a query's text, or the text an execute's statement was
@@ -672,9 +670,8 @@ fn upstream_protocol(what: &str) -> SessionError {
 /// the statements are split where the server splits them; otherwise any `mysql` in a write
 /// counts, and statement 0 is named. Errs towards the first statement where the text cannot
 /// be read: a false alarm costs each account one relayed read per cache.
-#[cfg(test)]
-fn privilege_statement(sql: &[u8], database: Option<&str>, tracked: &str, backslash_escapes: bool) -> Option<usize> {
-    let first = privilege_statements(&Glance::of(sql), database, tracked, backslash_escapes, true)?;
+fn privilege_statement(text: &Glance<'_>, database: Option<&str>, tracked: &str, backslash_escapes: bool) -> Option<usize> {
+    let first = privilege_statements(text, database, tracked, backslash_escapes, true)?;
     Some(if backslash_escapes { first } else { 0 })
 }
 
@@ -767,11 +764,11 @@ fn privilege_statements(
 
 #[cfg(test)]
 mod tests {
-    use super::privilege_statement;
+    use super::{Glance, privilege_statement};
 
     #[test]
     fn statements_that_may_change_privileges_are_known_in_any_text() {
-        let changes = |sql: &str| privilege_statement(sql.as_bytes(), Some("app"), "app", true).is_some();
+        let changes = |sql: &str| privilege_statement(&Glance::of(sql.as_bytes()), Some("app"), "app", true).is_some();
         for sql in [
             "GRANT SELECT ON app.t TO 'u'@'%'",
             "revoke select (id, ts) on app.t from u",
@@ -793,17 +790,28 @@ mod tests {
             assert!(changes(sql), "{sql}");
         }
         assert!(
-            privilege_statement(b"DELETE FROM user WHERE User = 'x'", Some("mysql"), "app", true).is_some(),
+            privilege_statement(&Glance::of(b"DELETE FROM user WHERE User = 'x'"), Some("mysql"), "app", true).is_some(),
             "a write run in the mysql database"
         );
-        assert_eq!(privilege_statement(b"INSERT INTO t VALUES ('mysql.x')", Some("app"), "app", false), Some(0), "strings read otherwise");
+        assert_eq!(
+            privilege_statement(&Glance::of(b"INSERT INTO t VALUES ('mysql.x')"), Some("app"), "app", false),
+            Some(0),
+            "strings read otherwise"
+        );
         // Which statement, for a text the server may stop at an error before it.
-        assert_eq!(privilege_statement(b"SELECT 1; GRANT ALL ON *.* TO u", Some("app"), "app", true), Some(1));
-        assert_eq!(privilege_statement(b"SELECT 1;; SELECT ';'; /*!GRANT ALL ON *.* TO u */", Some("app"), "app", true), Some(2));
-        assert_eq!(privilege_statement(b"SELECT 1; GRANT ALL ON *.* TO u", Some("app"), "app", false), Some(0), "split otherwise");
+        assert_eq!(privilege_statement(&Glance::of(b"SELECT 1; GRANT ALL ON *.* TO u"), Some("app"), "app", true), Some(1));
+        assert_eq!(
+            privilege_statement(&Glance::of(b"SELECT 1;; SELECT ';'; /*!GRANT ALL ON *.* TO u */"), Some("app"), "app", true),
+            Some(2)
+        );
+        assert_eq!(
+            privilege_statement(&Glance::of(b"SELECT 1; GRANT ALL ON *.* TO u"), Some("app"), "app", false),
+            Some(0),
+            "split otherwise"
+        );
         // Grants on another database's objects reach no cache of `app`; unqualified ones are
         // the default database's, which a USE in the text makes unknown.
-        let grant = |sql: &str, database: Option<&str>| privilege_statement(sql.as_bytes(), database, "app", true).is_some();
+        let grant = |sql: &str, database: Option<&str>| privilege_statement(&Glance::of(sql.as_bytes()), database, "app", true).is_some();
         assert!(!grant("GRANT SELECT ON other.* TO u", Some("app")));
         assert!(!grant("GRANT SELECT ON t TO u", Some("other")));
         assert!(grant("GRANT SELECT ON t TO u", None));

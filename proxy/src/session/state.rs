@@ -780,7 +780,7 @@ impl<'a> Glance<'a> {
 
     /// [`has_executable_comment`].
     fn executable_comment(&self) -> bool {
-        self.slash && self.sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
+        self.slash && opens_executable_comment(self.sql)
     }
 }
 
@@ -796,18 +796,12 @@ pub fn is_set_statement(sql: &[u8]) -> bool {
     tokens.next().is_some_and(|w| w.eq_ignore_ascii_case(b"set")) && tokens.next().is_some_and(|w| w.eq_ignore_ascii_case(b"statement"))
 }
 
-/// `may_run_stored_code_glanced` of `sql`, for the tests.
-#[cfg(test)]
-pub fn may_run_stored_code(sql: &[u8]) -> bool {
-    may_run_stored_code_glanced(&Glance::of(sql))
-}
-
-/// Whether `sql` may run stored code, which may SET the session's variables with no SET in the
+/// Whether a text may run stored code, which may SET the session's variables with no SET in the
 /// text: a write (its triggers), DO, or a call of a function that is not built in (a name
 /// followed by `(` that is neither a built-in function nor a keyword, a qualified name, or a
 /// quoted one). The session is then asked again before its next cached read (`stale`). A
 /// false positive costs that question, one round trip; a procedure (CALL) is unfollowed.
-pub fn may_run_stored_code_glanced(g: &Glance<'_>) -> bool {
+pub fn may_run_stored_code(g: &Glance<'_>) -> bool {
     let sql = g.sql;
     let Some(first) = g.first else { return false };
     // A write (a WITH may lead one, in MySQL 8), or several statements, any of which may be.
@@ -1176,7 +1170,12 @@ const BUILT_IN: &[&str] = &[
 /// `/*!` or `/*M!` anywhere (a cheap scan before tokenizing; the lexer decides).
 fn has_executable_comment(sql: &[u8]) -> bool {
     // Most texts have no `/` at all: one memchr instead of comparing every window.
-    sql.contains(&b'/') && sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
+    sql.contains(&b'/') && opens_executable_comment(sql)
+}
+
+/// Whether `sql` has `/*!` or `/*M` anywhere.
+fn opens_executable_comment(sql: &[u8]) -> bool {
+    sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
 }
 
 /// Session variables that cannot change what a cached SELECT returns or how it is encoded.
@@ -1302,7 +1301,7 @@ mod tests {
             "SELECT std (5)",
             "SELECT MAX/**/(n) FROM t",
         ] {
-            assert!(may_run_stored_code(sql.as_bytes()), "{sql}");
+            assert!(may_run_stored_code(&Glance::of(sql.as_bytes())), "{sql}");
         }
         for sql in [
             "SELECT id FROM t WHERE k IN (1, 2)",
@@ -1314,7 +1313,7 @@ mod tests {
             "BEGIN",
             "",
         ] {
-            assert!(!may_run_stored_code(sql.as_bytes()), "{sql}");
+            assert!(!may_run_stored_code(&Glance::of(sql.as_bytes())), "{sql}");
         }
     }
 
