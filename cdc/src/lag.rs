@@ -95,6 +95,16 @@ pub struct Lag {
     /// when they are as freshet needs or were not read yet. An operator may change them while
     /// freshet runs, long after the start-up check.
     pub settings: Vec<String>,
+    /// When the poll last read the binlog settings.
+    pub settings_read: Option<Instant>,
+}
+
+impl Lag {
+    /// The binlog settings' problems as last read ([`Lag::settings`]), or None if the poll has
+    /// not read them within three [`SETTINGS_EVERY`] (it is not connected): not known.
+    pub fn settings_known(&self) -> Option<&[String]> {
+        self.settings_read.filter(|t| t.elapsed() < 3 * SETTINGS_EVERY).map(|_| &self.settings[..])
+    }
 }
 
 /// The lag of an applied position, see [`LagHandle::behind`].
@@ -223,9 +233,9 @@ impl LagHandle {
     /// The poll read the server's binlog settings: says so in the log when what is wrong with
     /// them changes.
     fn settings_read(&self, problems: Vec<String>) {
-        if let Ok(mut l) = self.0.lock()
-            && l.lag.settings != problems
-        {
+        let Ok(mut l) = self.0.lock() else { return };
+        l.lag.settings_read = Some(Instant::now());
+        if l.lag.settings != problems {
             if problems.is_empty() {
                 tracing::info!("the server's binlog settings are as freshet needs again");
             } else {
@@ -384,5 +394,20 @@ mod tests {
         let b = h.behind(BinlogPos::new("bin.000002", 4).position().unwrap());
         assert_eq!(b.lag, Duration::ZERO);
         assert!(b.polled_ago.is_some());
+    }
+
+    /// Settings never read, or read too long ago, are not known: the status says so rather
+    /// than "ok".
+    #[test]
+    fn settings_are_known_only_when_read_lately() {
+        let h = LagHandle::default();
+        assert_eq!(h.get().settings_known(), None, "never read");
+        h.settings_read(vec!["binlog_format is MIXED".into()]);
+        assert_eq!(h.get().settings_known().map(<[String]>::len), Some(1));
+        h.settings_read(Vec::new());
+        assert_eq!(h.get().settings_known(), Some(&[][..]));
+        let mut stale = h.get();
+        stale.settings_read = Instant::now().checked_sub(3 * SETTINGS_EVERY);
+        assert_eq!(stale.settings_known(), None, "read too long ago");
     }
 }

@@ -117,9 +117,9 @@ impl Engine {
             out,
             "freshet_cdc_binlog_settings_ok",
             "gauge",
-            "0 while the server's global binlog settings are not what freshet needs (SHOW FRESHET STATUS upstream_settings names the fix).",
+            "1 while the server's global binlog settings, read lately, are what freshet needs (SHOW FRESHET STATUS upstream_settings names the fix).",
         );
-        sample(out, "freshet_cdc_binlog_settings_ok", &[], u8::from(lag.settings.is_empty()));
+        sample(out, "freshet_cdc_binlog_settings_ok", &[], u8::from(lag.settings_known().is_some_and(<[String]>::is_empty)));
         family(out, "freshet_cdc_lag_bytes", "gauge", "Binlog bytes between the last delivered commit and the server's end.");
         sample(out, "freshet_cdc_lag_bytes", &[], lag.bytes_behind);
         family(out, "freshet_cdc_transactions_total", "counter", "Transactions applied from the binlog.");

@@ -157,9 +157,16 @@ impl Session {
                             .map(|p| p.to_string())
                             .unwrap_or_default(),
                     ),
-                    ("binlog_server_position", lag.server.map(|p| p.to_string()).unwrap_or_default()),
+                    ("binlog_server_position", lag.server.as_ref().map(|p| p.to_string()).unwrap_or_default()),
                     ("binlog_stream", if fresh.stream_up { "up" } else { "down" }.to_string()),
-                    ("upstream_settings", if lag.settings.is_empty() { "ok".to_string() } else { lag.settings.join("; ") }),
+                    (
+                        "upstream_settings",
+                        match lag.settings_known() {
+                            None => "unknown: not read lately".to_string(),
+                            Some([]) => "ok".to_string(),
+                            Some(problems) => problems.join("; "),
+                        },
+                    ),
                     ("lag_seconds", fresh.lag.map_or_else(|| "unknown".to_string(), |l| format!("{:.3}", l.as_secs_f64()))),
                     ("max_lag_seconds", format!("{:.3}", e.settings.max_lag.as_secs_f64())),
                     ("caught_up", if fresh.caught_up { "yes" } else { "no" }.to_string()),
