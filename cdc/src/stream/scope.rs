@@ -23,7 +23,8 @@
 //!   action reaches the tracked database from it; no stored function on the server may write
 //!   a table (`ddl::routine_writes` of each body in `mysql.proc`, which the account must be
 //!   able to read: a view in the statement may call any function, so the calls in its text do
-//!   not settle it). Anything else is untrusted, as before.
+//!   not settle it); the database is not `mysql` (a function inserted into `mysql.proc` is
+//!   no DDL). Anything else is untrusted, as before.
 //! - **What is read holds for statements logged after it.** The server's position is read
 //!   after the other queries, and only a statement that ends past it is judged by what they
 //!   found: the first write the stream meets after a read is untrusted. A trigger, view or
@@ -107,8 +108,11 @@ impl BinlogStream {
     pub(super) async fn may_reach_tracked(&mut self, sql: &str, default_db: &str, position: Position) -> bool {
         let Some((db, table)) = ddl::write_target(sql) else { return true };
         let db = db.unwrap_or_else(|| default_db.to_string());
+        // The server's own tables hold its routines and accounts: a function inserted into
+        // `mysql.proc` is no DDL, so no write there is spared.
         if db.is_empty()
             || self.scope.off
+            || db.eq_ignore_ascii_case("mysql")
             || self.cfg.same_name(&db, &self.cfg.database)
             || !self.cascades.changed_by(&db, &table, &self.cfg.database).is_empty()
         {
