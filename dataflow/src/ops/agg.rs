@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::hash::Hash;
 
-use super::{Delta, Key, KeyState, NodeState, SLOT};
+use super::{Delta, Key, KeyState, NodeState, SLOT, node_state};
 use crate::expr::{div_dec, is_true};
 use crate::hash::Map;
 use crate::plan::{AggKind, AggSpec};
@@ -298,7 +298,7 @@ impl Group {
 
 impl KeyState {
     pub(super) fn aggregate(&mut self, idx: usize, group: usize, aggs: &[AggSpec], d: Vec<Delta>, key: &Key) -> Vec<Delta> {
-        let Some(NodeState::Agg(groups)) = self.states.get_mut(idx) else { return vec![] };
+        let Some(NodeState::Agg(groups)) = node_state(&mut self.held, idx) else { return vec![] };
         let mut old: Map<Key, Option<Row>> = Map::default();
         let mut bytes = 0isize;
         for (row, w) in d {
@@ -355,7 +355,7 @@ impl KeyState {
     /// DISTINCT: a row is output while any row SQL-equal to it exists, in a spelling one of
     /// them has (see [`Group`]: the same bookkeeping, without accumulators).
     pub(super) fn distinct(&mut self, idx: usize, d: Vec<Delta>) -> Vec<Delta> {
-        let Some(NodeState::Distinct(counts)) = self.states.get_mut(idx) else { return vec![] };
+        let Some(NodeState::Distinct(counts)) = node_state(&mut self.held, idx) else { return vec![] };
         let mut before: Map<Row, Option<Row>> = Map::default();
         let mut bytes = 0isize;
         for (row, w) in d {

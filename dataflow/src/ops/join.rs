@@ -4,7 +4,7 @@
 //! Owns: [`Bucket`], the join methods of [`KeyState`]. Does not own: which keys a partition
 //! covers or why (the fill and the view decide; see the parent's header for the invariants).
 
-use super::{Delta, Key, KeyState, NodeState, SLOT};
+use super::{Delta, Key, KeyState, NodeState, SLOT, node_state};
 use crate::mem::heap_block;
 use crate::plan::JoinKind;
 use crate::small::Small;
@@ -126,7 +126,7 @@ impl KeyState {
     pub(super) fn check_cover(&mut self, idx: usize, on: &[(usize, usize)], dl: &[Delta], dr: &mut Vec<Delta>) {
         let lcols: Vec<usize> = on.iter().map(|p| p.0).collect();
         let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
-        let cover = self.cover.as_ref().and_then(|c| c.get(&idx));
+        let cover = self.cover_sets().and_then(|c| c.get(&idx));
         let covered = |k: &Option<Key>| k.as_ref().is_some_and(|k| cover.is_some_and(|c| c.contains(k)));
         dr.retain(|(r, _)| covered(&join_key(r, &rcols)));
         if dl.iter().any(|(l, _)| {
@@ -148,7 +148,7 @@ impl KeyState {
     ) -> Vec<Delta> {
         let lcols: Vec<usize> = on.iter().map(|p| p.0).collect();
         let rcols: Vec<usize> = on.iter().map(|p| p.1).collect();
-        let Some(NodeState::Join([ls, rs])) = self.states.get_mut(idx) else { return vec![] };
+        let Some(NodeState::Join([ls, rs])) = node_state(&mut self.held, idx) else { return vec![] };
         let mut out = Vec::new();
         let mut bytes = 0isize;
         let count = bucket_count;

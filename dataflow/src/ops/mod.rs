@@ -17,7 +17,7 @@
 //! - Joins apply `ΔL ⋈ R_old` then `L_new ⋈ ΔR`, which is exact even when both inputs change in
 //!   one batch (self-joins). Left joins emit and retract the NULL-extended row when a left row's
 //!   match count moves between zero and non-zero.
-//! - Indexing: `states` has one entry per stateful graph node (join, aggregate, DISTINCT,
+//! - Indexing: `held.states` has one entry per stateful graph node (join, aggregate, DISTINCT,
 //!   top-k; found by node index) and `readers` one per root, both sized from the graph the
 //!   `KeyState` was created for (a graph never changes under existing `KeyState`s: the view
 //!   layer empties a domain before adding to its graph); a node's `inputs` precede it, so
@@ -183,15 +183,32 @@ impl States {
 /// partitions of views with a dimension join have any).
 type Covered = Small<usize, Set<Key>>;
 
+/// What a partition holds for its stateful nodes and dimension joins, in a block of its own: a
+/// point read's partition has neither, and the partition's slot in its domain's map, which
+/// every partition pays at the map's load, is two words narrower without them (docs/decisions.md,
+/// "memory per cached row").
+#[derive(Debug)]
+struct Held {
+    states: States,
+    cover: Option<Box<Covered>>,
+}
+
 /// One reader's rows in a partition: exact rows with their counts.
 type ReaderRows = Small<ExactRow<SharedRow>, i64>;
+
+/// The state of stateful node `node` in a partition's `held` (a function of the field, so that
+/// the partition's other fields can change while it is borrowed).
+fn node_state(held: &mut Option<Box<Held>>, node: usize) -> Option<&mut NodeState> {
+    held.as_mut()?.states.get_mut(node)
+}
 
 /// Everything freshet holds for one partition of one view.
 #[derive(Debug)]
 pub struct KeyState {
     // The partition key is not here: the domain's map of partitions holds it, and the calls
     // that need it (processing, for a global aggregate's group) are given it.
-    states: States,
+    /// None for a graph without stateful nodes (until a dimension join's cover, which has one).
+    held: Option<Box<Held>>,
     /// Rows of each reader (exact multisets), by reader index.
     /// One map per reader of the domain (nearly always one, held inline).
     readers: OneOrMany<ReaderRows>,
@@ -202,8 +219,6 @@ pub struct KeyState {
     /// Set when a bounded state (top-k) lost rows it would need, or a dimension join met a
     /// key it does not cover; the partition must be evicted and refilled.
     pub needs_refill: bool,
-    /// Per dimension join node: the join keys whose dimension rows this partition holds.
-    cover: Option<Box<Covered>>,
 }
 
 impl KeyState {
@@ -224,9 +239,10 @@ impl KeyState {
                 _ => None,
             })
             .collect();
-        let states = States(states);
+        let states: Box<[_]> = states;
+        let held = (!states.is_empty()).then(|| Box::new(Held { states: States(states), cover: None }));
         let readers = OneOrMany::new(graph.roots.len());
-        let mut ks = KeyState { states, readers, bytes: 0, filled_at, needs_refill: false, cover: None };
+        let mut ks = KeyState { held, readers, bytes: 0, filled_at, needs_refill: false };
         if !silent_globals {
             return ks;
         }
@@ -241,7 +257,7 @@ impl KeyState {
     /// Creates the single group of a global aggregate of partition `key`; returns its output
     /// row.
     fn global_group(&mut self, idx: usize, group: usize, aggs: &[AggSpec], key: &Key) -> Option<Row> {
-        let Some(NodeState::Agg(groups)) = self.states.get_mut(idx) else { return None };
+        let Some(NodeState::Agg(groups)) = node_state(&mut self.held, idx) else { return None };
         if groups.contains_key(key) || key.len() != group {
             return None;
         }
@@ -263,7 +279,8 @@ impl KeyState {
         // partitions (a `Small`, a fuller table than most) and the partition key's clone there,
         // sized like this key, which it is for the usual one-column keys.
         let b = 2 * row_heap(&key) + 2 * std::mem::size_of::<Key>();
-        if self.cover.get_or_insert_default().or_insert_with(node, Set::default).insert(key) {
+        let held = self.held.get_or_insert_with(|| Box::new(Held { states: States(Box::default()), cover: None }));
+        if held.cover.get_or_insert_default().or_insert_with(node, Set::default).insert(key) {
             self.bytes += b as isize;
         }
     }
@@ -271,7 +288,7 @@ impl KeyState {
     /// Covers every non-NULL join key of dimension join `node`'s left state (after seeding it,
     /// on the upstream fill path, whose right-side answer holds exactly those keys' rows).
     pub fn cover_left_keys(&mut self, node: usize) {
-        let keys: Vec<Key> = match self.states.get(node) {
+        let keys: Vec<Key> = match self.state(node) {
             Some(NodeState::Join([ls, _])) => ls.keys().cloned().collect(),
             _ => return,
         };
@@ -282,12 +299,12 @@ impl KeyState {
 
     /// True if this partition covers `key` at dimension join `node`.
     pub fn covers(&self, node: usize, key: &Key) -> bool {
-        self.cover.as_ref().and_then(|c| c.get(&node)).is_some_and(|c| c.contains(key))
+        self.cover_sets().and_then(|c| c.get(&node)).is_some_and(|c| c.contains(key))
     }
 
     /// The dimension rows (right side) this partition holds for `key` at join `node`.
     pub fn dim_rows(&self, node: usize, key: &Key) -> Vec<Delta> {
-        match self.states.get(node) {
+        match self.state(node) {
             Some(NodeState::Join([_, rs])) => rs.get(key).map(|b| b.iter().map(|(r, c)| (r.0.clone(), *c)).collect()).unwrap_or_default(),
             _ => Vec::new(),
         }
@@ -295,7 +312,16 @@ impl KeyState {
 
     /// The covered keys, as (dimension join node, key).
     pub fn covered(&self) -> impl Iterator<Item = (usize, &Key)> {
-        self.cover.iter().flat_map(|c| c.iter()).flat_map(|(n, ks)| ks.iter().map(move |k| (*n, k)))
+        self.cover_sets().into_iter().flat_map(|c| c.iter()).flat_map(|(n, ks)| ks.iter().map(move |k| (*n, k)))
+    }
+
+    /// The state of stateful node `node`, if it is one.
+    fn state(&self, node: usize) -> Option<&NodeState> {
+        self.held.as_ref()?.states.get(node)
+    }
+
+    fn cover_sets(&self) -> Option<&Covered> {
+        self.held.as_ref()?.cover.as_deref()
     }
 
     /// Bytes this partition holds.
@@ -309,11 +335,14 @@ impl KeyState {
     /// join buckets are charged when a bucket is made (`join::bucket_cost`).
     pub fn fixed_bytes(&self) -> usize {
         use std::mem::size_of;
-        let mut b = heap_block(self.states.0.len() * size_of::<(usize, NodeState)>()) + self.readers.heap_bytes();
+        let states: &[(usize, NodeState)] = self.held.as_ref().map_or(&[], |h| &h.states.0);
+        let mut b = self.held.as_ref().map_or(0, |_| heap_block(size_of::<Held>()))
+            + heap_block(std::mem::size_of_val(states))
+            + self.readers.heap_bytes();
         for r in self.readers.iter() {
             b += r.heap_bytes();
         }
-        for (_, s) in &self.states.0 {
+        for (_, s) in states {
             b += match s {
                 NodeState::TopK(_) => 0,
                 NodeState::Join(sides) => sides.iter().map(Small::heap_bytes).sum(),
@@ -321,7 +350,7 @@ impl KeyState {
                 NodeState::Distinct(m) => m.heap_bytes(),
             };
         }
-        if let Some(c) = &self.cover {
+        if let Some(c) = self.cover_sets() {
             b += heap_block(size_of::<Covered>())
                 + c.heap_bytes()
                 + c.values().map(|s| table_bytes(s.capacity(), size_of::<Key>())).sum::<usize>();
@@ -451,7 +480,7 @@ impl KeyState {
     pub fn full_output(&self, graph: &Graph, idx: usize) -> Option<Vec<Delta>> {
         let n = graph.nodes.get(idx)?;
         let input = |j: usize| graph.nodes[n.inputs[j]].tree.clone();
-        Some(match (&n.tree, self.states.get(idx)) {
+        Some(match (&n.tree, self.state(idx)) {
             (Node::Base { .. }, _) => return None,
             (Node::Filter { pred, .. }, _) => {
                 let mut d = self.full_output(graph, n.inputs[0])?;
@@ -510,7 +539,7 @@ impl KeyState {
         match &n.tree {
             Node::Join { on, .. } => {
                 let cols: Vec<usize> = on.iter().map(|p| if side == 0 { p.0 } else { p.1 }).collect();
-                let Some(NodeState::Join(sides)) = self.states.get_mut(idx) else { return };
+                let Some(NodeState::Join(sides)) = node_state(&mut self.held, idx) else { return };
                 let Some(st) = sides.get_mut(side) else { return };
                 let mut bytes = 0isize;
                 for (r, w) in rows {

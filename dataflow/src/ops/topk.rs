@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::agg::add_count;
-use super::{Delta, KeyState, NodeState, SLOT};
+use super::{Delta, KeyState, NodeState, SLOT, node_state};
 use crate::hash::Map;
 use crate::plan::OrderSpec;
 use crate::value::{ExactRow, Row, Value, row_bytes};
@@ -55,7 +55,7 @@ pub(super) struct TopState {
 impl KeyState {
     #[allow(clippy::too_many_arguments)]
     pub(super) fn topk(&mut self, idx: usize, order: &OrderSpec, limit: usize, offset: usize, slack: usize, d: Vec<Delta>) -> Vec<Delta> {
-        let Some(NodeState::TopK(st)) = self.states.get_mut(idx) else { return vec![] };
+        let Some(NodeState::TopK(st)) = node_state(&mut self.held, idx) else { return vec![] };
         if d.is_empty() {
             return vec![];
         }
@@ -107,7 +107,7 @@ impl KeyState {
     /// Marks a top-k state seeded with a server-truncated prefix of `cap` rows as possibly
     /// incomplete.
     pub fn mark_truncated(&mut self, idx: usize, cap: usize) {
-        if let Some(NodeState::TopK(st)) = self.states.get_mut(idx)
+        if let Some(NodeState::TopK(st)) = node_state(&mut self.held, idx)
             && st.count >= cap as i64
         {
             st.complete = false;
