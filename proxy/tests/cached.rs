@@ -2287,6 +2287,11 @@ async fn a_session_that_sets_what_the_probe_reads_is_served_as_the_server_says()
     assert_eq!(served_under("SET time_zone = '+02:00'").await, ["set_plain"]);
     assert!(served_under("SET sql_select_limit = 1").await.is_empty());
     assert_eq!(served_under("SET sql_select_limit = DEFAULT, time_zone = '+00:00'").await, ["set_plain", "set_ts"]);
+    // The variable named in backticks is the same variable to the server.
+    for backticked in ["SET `sql_select_limit` = 1", "SET SESSION `sql_select_limit` = 1", "SET @@session.`sql_select_limit` = 1"] {
+        assert!(served_under(backticked).await.is_empty(), "{backticked}");
+        assert_eq!(served_under("SET sql_select_limit = DEFAULT").await, ["set_plain", "set_ts"]);
+    }
     assert!(served_under("SET sql_mode = 'NO_BACKSLASH_ESCAPES'").await.is_empty());
     assert!(served_under("SET sql_mode = DEFAULT").await.is_empty(), "a session whose texts may have been misread");
 }

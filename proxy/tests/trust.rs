@@ -559,6 +559,10 @@ async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
         ("SET SESSION binlog_format = 'STATEMENT'", ""),
         ("", "SET STATEMENT sql_log_bin = 0 FOR "),
         ("", "SET STATEMENT binlog_format = 'STATEMENT', sql_log_bin = 0 FOR "),
+        // Named in backticks: the same variables to the server.
+        ("SET `sql_log_bin` = 0", ""),
+        ("SET @@session.`binlog_format` = 'STATEMENT'", ""),
+        ("", "SET STATEMENT `sql_log_bin` = 0 FOR "),
     ];
     for (n, (setting, prefix)) in settings.into_iter().enumerate() {
         warm(&proxy, sql).await;

@@ -1376,6 +1376,11 @@ mod tests {
             "SET sql_mode = ansi_quotes",
             "SET sql_mode = @saved",
             "SET sql_mode = (SELECT m FROM modes)",
+            // Named in backticks: the same variables to the server.
+            "SET `sql_mode` = 'ANSI_QUOTES'",
+            "SET SESSION `sql_mode` = 'EMPTY_STRING_IS_NULL'",
+            "SET @@session.`sql_mode` = 'PAD_CHAR_TO_FULL_LENGTH'",
+            "SET `optimizer_switch` = 'index_merge=off'",
             "SET ROLE r",
             "/*!40101 SET NAMES latin1 */",
             "SELECT /*M!100000 1, */ 2",
@@ -1409,6 +1414,9 @@ mod tests {
             "SET sql_select_limit = 5",
             "SET SQL_AUTO_IS_NULL = 1",
             "SELECT 1; SET time_zone = '+00:00'",
+            "SET `sql_select_limit` = 1",
+            "SET SESSION `time_zone` = '+02:00'",
+            "SET @@session.`sql_select_limit` = 1, @@`time_zone` = '+02:00'",
         ] {
             let s = after(&[sql]);
             assert!(s.stale && !s.unfollowed, "{sql}: {s:?}");
