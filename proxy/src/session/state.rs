@@ -313,13 +313,16 @@ impl SessionState {
                 TokenKind::Symbol if s == ")" => depth -= 1,
                 TokenKind::Symbol if s == "," && depth == 0 => expect_target = true,
                 TokenKind::UserVariable if expect_target => expect_target = false,
-                TokenKind::Word | TokenKind::SystemVariable if expect_target => {
-                    let name = s.trim_start_matches("@@").trim_start_matches("session.").trim_start_matches("local.").to_string();
-                    if matches!(name.as_str(), "session" | "local") {
+                TokenKind::Word | TokenKind::SystemVariable | TokenKind::QuotedIdent if expect_target => {
+                    let (name, named_by) = assigned_variable(sql, tokens, i);
+                    if matches!(name.as_str(), "session" | "local") && t.kind == TokenKind::Word {
                         i += 1;
                         continue;
                     }
                     expect_target = false;
+                    // The value's first token, after `=`.
+                    let value = text(i + named_by + 1);
+                    i += named_by - 1;
                     match name.as_str() {
                         "character_set_client" => {
                             self.stale = true;
@@ -330,10 +333,10 @@ impl SessionState {
                             }
                         }
                         "character_set_results" | "character_set_connection" | "collation_connection" => self.stale = true,
-                        "sql_log_bin" | "binlog_format" => self.unlogged |= turns_binlogging_off(&name, &text(i + 2)),
+                        "sql_log_bin" | "binlog_format" => self.unlogged |= turns_binlogging_off(&name, &value),
                         // On, the server answers every SELECT a view answers; off, it may
                         // refuse a large one (max_join_size).
-                        "sql_big_selects" if value_is(&text(i + 2), &["1", "on", "true"]) => {}
+                        "sql_big_selects" if value_is(&value, &["1", "on", "true"]) => {}
                         // A mode that changes how text is read: this tracker reads the
                         // session's statements in the default mode, so from here on it may
                         // misread them (a SET hidden in what looks like a string).
@@ -727,9 +730,41 @@ fn statement_name(sql: &[u8], token: &Token) -> Box<[u8]> {
 fn unlogs(sql: &[u8], tokens: &[Token]) -> bool {
     let text = |i: usize| tokens.get(i).map(|t| String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase()).unwrap_or_default();
     (0..tokens.len()).any(|i| {
-        let name = text(i);
-        turns_binlogging_off(name.trim_start_matches("@@").trim_start_matches("session.").trim_start_matches("local."), &text(i + 2))
+        let (name, named_by) = assigned_variable(sql, tokens, i);
+        turns_binlogging_off(&name, &text(i + named_by + 1))
     })
+}
+
+/// The system variable an assignment's target at `tokens[i]` names, in lower case and without
+/// `@@`, its `session.` or `local.` scope or backticks (`sql_mode`, `` `sql_mode` ``,
+/// `` @@session.`sql_mode` `` and `` @@`sql_mode` `` are one variable to the server), and how
+/// many tokens name it (the tokenizer ends `@@session` at a backtick, and the dot is a token of
+/// its own).
+fn assigned_variable(sql: &[u8], tokens: &[Token], i: usize) -> (String, usize) {
+    let piece = |t: &Token| {
+        let text = t.text(sql);
+        let text = if t.kind == TokenKind::QuotedIdent { unquoted(text) } else { text.to_vec() };
+        String::from_utf8_lossy(&text).to_ascii_lowercase()
+    };
+    let Some(first) = tokens.get(i) else { return (String::new(), 1) };
+    let mut name = piece(first);
+    let mut named_by = 1;
+    if first.kind == TokenKind::SystemVariable {
+        let quoted = |k: usize| tokens.get(k).filter(|t| t.kind == TokenKind::QuotedIdent);
+        if name == "@@"
+            && let Some(rest) = quoted(i + 1)
+        {
+            name.push_str(&piece(rest));
+            named_by = 2;
+        } else if tokens.get(i + 1).is_some_and(|t| t.is_symbol(sql, b"."))
+            && let Some(rest) = quoted(i + 2)
+        {
+            name = format!("{name}.{}", piece(rest));
+            named_by = 3;
+        }
+    }
+    let name = name.trim_start_matches("@@").trim_start_matches("session.").trim_start_matches("local.").to_string();
+    (name, named_by)
 }
 
 /// Whether setting variable `name` (lower case) to `value` may turn the session's binlogging
@@ -1378,8 +1413,7 @@ mod tests {
             "SET sql_mode = (SELECT m FROM modes)",
             // Named in backticks: the same variables to the server.
             "SET `sql_mode` = 'ANSI_QUOTES'",
-            "SET SESSION `sql_mode` = 'EMPTY_STRING_IS_NULL'",
-            "SET @@session.`sql_mode` = 'PAD_CHAR_TO_FULL_LENGTH'",
+            "SET @@session.`sql_mode` = 'NO_BACKSLASH_ESCAPES'",
             "SET `optimizer_switch` = 'index_merge=off'",
             "SET ROLE r",
             "/*!40101 SET NAMES latin1 */",
@@ -1415,6 +1449,8 @@ mod tests {
             "SET SQL_AUTO_IS_NULL = 1",
             "SELECT 1; SET time_zone = '+00:00'",
             "SET `sql_select_limit` = 1",
+            "SET SESSION `sql_mode` = 'EMPTY_STRING_IS_NULL'",
+            "SET @@session.`sql_mode` = 'PAD_CHAR_TO_FULL_LENGTH'",
             "SET SESSION `time_zone` = '+02:00'",
             "SET @@session.`sql_select_limit` = 1, @@`time_zone` = '+02:00'",
         ] {
