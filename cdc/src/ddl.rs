@@ -888,6 +888,24 @@ mod tests {
                 t(Some("d"), "e", DdlKind::RenamedTo)
             ]
         );
+        // MariaDB's other spellings: TABLES, IF EXISTS, a lock wait after each name.
+        for sql in [
+            "RENAME TABLES a TO b, c TO d.e",
+            "RENAME TABLE IF EXISTS a TO b, c TO d.e",
+            "RENAME TABLE a WAIT 5 TO b, c NOWAIT TO d.e",
+            "rename tables if exists a nowait to b, c wait 1 to d.e",
+        ] {
+            assert_eq!(
+                parse_ddl(sql),
+                vec![
+                    t(None, "a", DdlKind::RenamedFrom),
+                    t(None, "b", DdlKind::RenamedTo),
+                    t(None, "c", DdlKind::RenamedFrom),
+                    t(Some("d"), "e", DdlKind::RenamedTo)
+                ],
+                "{sql}"
+            );
+        }
         assert_eq!(parse_ddl("truncate t"), vec![t(None, "t", DdlKind::Truncate)]);
         assert_eq!(parse_ddl("CREATE TABLE IF NOT EXISTS x (id int)"), vec![t(None, "x", DdlKind::Create)]);
         assert_eq!(parse_ddl("CREATE OR REPLACE TABLE x (id int)"), vec![t(None, "x", DdlKind::Truncate)]);

@@ -1726,13 +1726,19 @@ async fn a_table_swapped_in_by_rename_is_not_taken_for_the_old_one() {
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (name, _, sql) = reads[0];
     hit(&mut client, &proxy, name, sql).await;
-    let swaps: [&[&str]; 3] = [
+    let swaps: [&[&str]; 7] = [
         &["RENAME TABLE ct_live TO ct_old, ct_next TO ct_live"],
         &["ALTER TABLE ct_live RENAME TO ct_older", "ALTER TABLE ct_next RENAME TO ct_live"],
         // Replaced by an empty table of the same schema.
         &["CREATE OR REPLACE TABLE ct_live (id INT PRIMARY KEY, k INT NOT NULL, n INT)"],
+        // MariaDB's other spellings of a rename.
+        &["RENAME TABLE IF EXISTS ct_live TO ct_old, ct_next TO ct_live"],
+        &["RENAME TABLES ct_live TO ct_old, ct_next TO ct_live"],
+        &["RENAME TABLE ct_live WAIT 5 TO ct_old, ct_next NOWAIT TO ct_live"],
+        &["rename tables if exists ct_live nowait to ct_old, ct_next wait 1 to ct_live"],
     ];
     for (i, swap) in swaps.iter().enumerate() {
+        admin.query_drop("DROP TABLE IF EXISTS ct_next, ct_old, ct_older").await.unwrap();
         admin.query_drop("CREATE TABLE ct_next (id INT PRIMARY KEY, k INT NOT NULL, n INT)").await.unwrap();
         admin.query_drop(format!("INSERT INTO ct_next VALUES (3, 1, {}), (4, 1, 40)", 30 + i)).await.unwrap();
         for statement in swap.iter() {
