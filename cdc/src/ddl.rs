@@ -531,10 +531,17 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
             index_target(&mut c, &mut push);
         }
     } else if c.kw("RENAME") {
-        if !c.kw("TABLE") {
+        // `RENAME TABLE[S] [IF EXISTS] a [WAIT n | NOWAIT] TO b, ...`
+        if !(c.kw("TABLE") || c.kw("TABLES")) {
             return out;
         }
+        c.kws(&["IF", "EXISTS"]);
         while let Some(from) = c.name() {
+            if c.kw("WAIT") {
+                c.ident();
+            } else {
+                c.kw("NOWAIT");
+            }
             if !c.kw("TO") {
                 break;
             }
