@@ -1112,6 +1112,45 @@ async fn a_key_parameter_of_another_kind_is_compared_as_the_server_compares_it()
     assert!(hits(&proxy, "kinds_d") > 0 && hits(&proxy, "kinds_vb") > 0, "reads answered from the views");
 }
 
+/// A number of another kind than its key column's is compared as the server compares it: a
+/// DOUBLE as a double (`sb = 9.223372036854776e18` matches 2^63 - 1, whose double it is), an
+/// integer or a DECIMAL exactly (`sb = 9223372036854775808` matches nothing; `d5 =
+/// 9999999.999990000001` matches nothing where `d5 = 9999999.99999e0` matches 9999999.99999).
+/// Two such parameters equal as numbers must not share what one of them was answered, in
+/// either order, and a row written later must reach the reads it matches.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_number_of_another_kind_than_its_key_column_is_compared_as_the_server_compares_it() {
+    let mut admin = fresh_table(
+        "ct_numkey",
+        "id INT PRIMARY KEY, sb BIGINT NOT NULL, d5 DECIMAL(12,5) NOT NULL, d0 DECIMAL(20,0) NOT NULL",
+        "(1, -9223372036854775808, 1, 12345678901234567890), (2, 9223372036854775807, 9999999.99999, 3)",
+    )
+    .await;
+    let sb = "SELECT id, sb FROM ct_numkey WHERE sb = ?";
+    let d5 = "SELECT id, d5 FROM ct_numkey WHERE d5 = ?";
+    let d0 = "SELECT id, d0 FROM ct_numkey WHERE d0 = ?";
+    let reads = [
+        ("numkey_sb", sb, "SELECT id, sb FROM ct_numkey WHERE sb = 9223372036854775808"),
+        ("numkey_sb", sb, "SELECT id, sb FROM ct_numkey WHERE sb = 9.223372036854776e18"),
+        ("numkey_sb", sb, "SELECT id, sb FROM ct_numkey WHERE sb = 9223372036854775807.0"),
+        ("numkey_sb", sb, "SELECT id, sb FROM ct_numkey WHERE sb = '9223372036854775808'"),
+        ("numkey_sb", sb, "SELECT id, sb FROM ct_numkey WHERE sb = -9223372036854775808"),
+        ("numkey_d5", d5, "SELECT id, d5 FROM ct_numkey WHERE d5 = 9999999.999990000001"),
+        ("numkey_d5", d5, "SELECT id, d5 FROM ct_numkey WHERE d5 = 9999999.99999e0"),
+        ("numkey_d5", d5, "SELECT id, d5 FROM ct_numkey WHERE d5 = 1"),
+        ("numkey_d0", d0, "SELECT id, d0 FROM ct_numkey WHERE d0 = 1.2345678901234567e19"),
+        ("numkey_d0", d0, "SELECT id, d0 FROM ct_numkey WHERE d0 = 12345678901234567890"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    admin.query_drop("INSERT INTO ct_numkey VALUES (3, 9223372036854775806, 2, 12345678901234567891)").await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server after a write: {wrong:#?}");
+    assert!(["numkey_sb", "numkey_d5", "numkey_d0"].iter().all(|c| hits(&proxy, c) > 0), "reads answered from the views");
+}
+
 /// Spellings of one read that the server may read alike or not: white space the server's
 /// lexer knows (and some it does not), comments, adjacent strings, number and string literal
 /// forms, quoted names, a trailing `;`, a NUL. Each is answered as the server answers it:
