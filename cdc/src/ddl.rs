@@ -464,7 +464,8 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
                 matches!(t, Tok::Word(w) if ["PARTITION", "PARTITIONS", "PARTITIONING", "TABLESPACE", "BLACKHOLE"]
                     .iter()
                     .any(|k| w.eq_ignore_ascii_case(k)))
-            });
+            })
+            || alter_may_rewrite_values(&c.toks[c.at..]);
         push(name, if rows_moved { DdlKind::Truncate } else { DdlKind::Alter });
         // ALTER TABLE a ..., RENAME [TO|AS] b; EXCHANGE PARTITION p WITH TABLE b; CONVERT
         // PARTITION p TO TABLE b; CONVERT TABLE b TO PARTITION p.
@@ -559,6 +560,128 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
         }
     }
     out
+}
+
+/// True unless every clause of an ALTER TABLE (`clauses`: the tokens after the table's name)
+/// keeps the values of the rows it keeps. The schema read after an ALTER cannot tell: a
+/// generated column's new expression is not in it, and a MODIFY that rounds the values and a
+/// second that widens the type back, read by the stream after both ran, show the final schema
+/// twice. So the clauses that keep the values are listed (a new column, index or constraint,
+/// a column, index or constraint dropped, renames, a column's default, the table's options and
+/// order) and any other (MODIFY, CHANGE, CONVERT TO, what this list does not know) counts: the
+/// table's rows are taken anew, as after TRUNCATE. A dropped column the schema read still has
+/// (added again by the same ALTER or a later one) is the stream's to find
+/// ([`alter_dropped_columns`]).
+fn alter_may_rewrite_values(clauses: &[Tok]) -> bool {
+    const KEEPS: &[&str] = &[
+        "ADD",
+        "RENAME",
+        "ALTER",
+        "ORDER",
+        "COMMENT",
+        "ENGINE",
+        "ROW_FORMAT",
+        "AUTO_INCREMENT",
+        "ALGORITHM",
+        "LOCK",
+        "FORCE",
+        "KEY_BLOCK_SIZE",
+        "STATS_AUTO_RECALC",
+        "STATS_PERSISTENT",
+        "STATS_SAMPLE_PAGES",
+        "PACK_KEYS",
+        "CHECKSUM",
+        "PAGE_CHECKSUM",
+        "TRANSACTIONAL",
+        "MAX_ROWS",
+        "MIN_ROWS",
+        "AVG_ROW_LENGTH",
+        "DELAY_KEY_WRITE",
+        "ENCRYPTED",
+        "ENCRYPTION_KEY_ID",
+        "PAGE_COMPRESSED",
+        "PAGE_COMPRESSION_LEVEL",
+        "DEFAULT",
+        "CHARACTER",
+        "CHARSET",
+        "COLLATE",
+        "DISABLE",
+        "ENABLE",
+    ];
+    !alter_clause_heads(clauses).all(|at| {
+        let first = word(clauses, at);
+        first == "DROP" || KEEPS.contains(&first.as_str())
+    })
+}
+
+/// What a DROP in an ALTER TABLE may name besides a column.
+const DROPS_NO_COLUMN: &[&str] =
+    &["INDEX", "KEY", "PRIMARY", "FOREIGN", "CONSTRAINT", "CHECK", "UNIQUE", "FULLTEXT", "SPATIAL", "PERIOD", "SYSTEM", "PARTITION"];
+
+/// The columns an ALTER TABLE drops (`DROP [COLUMN] [IF EXISTS] name`), as written. A dropped
+/// column that the schema read after it still has was added again (by the same ALTER or by a
+/// later one the stream has not reached): its values are new, though its name and type are not.
+pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
+    let toks = statement_tokens(sql);
+    let mut c = Cursor { toks: &toks, at: 0 };
+    c.kw("ALTER");
+    c.kw("ONLINE");
+    c.kw("IGNORE");
+    if !c.kw("TABLE") {
+        return Vec::new();
+    }
+    c.kws(&["IF", "EXISTS"]);
+    if c.name().is_none() {
+        return Vec::new();
+    }
+    let clauses = &toks[c.at..];
+    alter_clause_heads(clauses)
+        .filter(|&at| word(clauses, at) == "DROP" && !DROPS_NO_COLUMN.contains(&word(clauses, at + 1).as_str()))
+        .filter_map(|at| {
+            let mut c = Cursor { toks: clauses, at: at + 1 };
+            c.kw("COLUMN");
+            c.kws(&["IF", "EXISTS"]);
+            c.ident()
+        })
+        .collect()
+}
+
+/// The upper-cased word at `i`, or empty.
+fn word(toks: &[Tok], i: usize) -> String {
+    match toks.get(i) {
+        Some(Tok::Word(w)) => w.to_ascii_uppercase(),
+        _ => String::new(),
+    }
+}
+
+/// Where each clause of an ALTER TABLE starts (`clauses`: the tokens after the table's name;
+/// clauses are separated by top-level commas, and a lock wait, `WAIT n` or `NOWAIT`, may come
+/// before the first).
+fn alter_clause_heads(clauses: &[Tok]) -> impl Iterator<Item = usize> + '_ {
+    let mut depth = 0i32;
+    let mut head = true;
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < clauses.len() {
+            let at = i;
+            i += 1;
+            match &clauses[at] {
+                Tok::Other('(') => depth += 1,
+                Tok::Other(')') => depth -= 1,
+                Tok::Comma if depth == 0 => head = true,
+                _ if head && depth == 0 => match word(clauses, at).as_str() {
+                    "WAIT" => i += 1,
+                    "NOWAIT" => {}
+                    _ => {
+                        head = false;
+                        return Some(at);
+                    }
+                },
+                _ => {}
+            }
+        }
+        None
+    })
 }
 
 /// A savepoint statement of a transaction, by the savepoint's name: MariaDB logs `SAVEPOINT`,
@@ -895,6 +1018,24 @@ mod tests {
                 t(Some("d"), "e", DdlKind::RenamedTo)
             ]
         );
+        // An ALTER whose clauses all keep the rows' values, and one with a clause that may not.
+        for (sql, kind) in [
+            ("ALTER TABLE t ADD INDEX i (a), COMMENT 'x', ALGORITHM = INPLACE", DdlKind::Alter),
+            ("ALTER TABLE t DROP INDEX i, DROP FOREIGN KEY f, DROP CONSTRAINT c, ADD CONSTRAINT d CHECK (a > 0)", DdlKind::Alter),
+            ("ALTER TABLE t WAIT 5 ADD COLUMN b INT AS (a + 1) VIRTUAL AFTER a", DdlKind::Alter),
+            ("ALTER TABLE t ALTER COLUMN a SET DEFAULT 5, DEFAULT CHARSET = utf8mb4, ENGINE = InnoDB", DdlKind::Alter),
+            ("ALTER TABLE t MODIFY a INT", DdlKind::Truncate),
+            ("ALTER TABLE t CHANGE a a INT", DdlKind::Truncate),
+            ("ALTER TABLE t DROP a, DROP COLUMN IF EXISTS `b c`", DdlKind::Alter),
+            ("ALTER TABLE t DROP PERIOD FOR p", DdlKind::Alter),
+            ("ALTER TABLE t ADD INDEX (a), MODIFY b DECIMAL(10,0)", DdlKind::Truncate),
+            ("ALTER TABLE t CONVERT TO CHARACTER SET utf8mb4", DdlKind::Truncate),
+        ] {
+            assert_eq!(parse_ddl(sql), vec![t(None, "t", kind)], "{sql}");
+        }
+        assert_eq!(alter_dropped_columns("ALTER TABLE t DROP a, DROP COLUMN IF EXISTS `b c`, DROP INDEX i, ADD d INT"), ["a", "b c"]);
+        assert_eq!(alter_dropped_columns("alter online table db.t wait 3 drop column a, add column a int"), ["a"]);
+        assert!(alter_dropped_columns("ALTER TABLE t DROP PRIMARY KEY, DROP FOREIGN KEY f").is_empty());
         // MariaDB's other spellings: TABLES, IF EXISTS, a lock wait after each name.
         for sql in [
             "RENAME TABLES a TO b, c TO d.e",

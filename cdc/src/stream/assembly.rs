@@ -247,7 +247,14 @@ impl BinlogStream {
             let table = self.tables.keys().find(|k| self.cfg.same_name(k, &t.table)).cloned().unwrap_or(t.table);
             let info = self.tables.get(&table).cloned();
             let schema = info.as_ref().map(|i| i.schema.clone());
-            self.out.push_back(StreamEvent::Schema(Box::new(SchemaChange { position, table, kind: t.kind, schema, info })));
+            // A column dropped and there again: added anew (by this ALTER or a later one),
+            // with new values under the old name and type.
+            let readded = t.kind == DdlKind::Alter
+                && schema.as_ref().is_some_and(|s| {
+                    crate::ddl::alter_dropped_columns(sql).iter().any(|d| s.columns.iter().any(|c| c.name.eq_ignore_ascii_case(d)))
+                });
+            let kind = if readded { DdlKind::Truncate } else { t.kind };
+            self.out.push_back(StreamEvent::Schema(Box::new(SchemaChange { position, table, kind, schema, info })));
         }
         Ok(())
     }
