@@ -447,11 +447,38 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
         }
         (SqlType::Enum(_), _) => return Err(bad()),
         (SqlType::Bytes, Value::Text(s, _)) => Value::Bytes(s.as_bytes().into()),
+        // A DOUBLE against an exact column is compared as a double: `sb = 9.223372036854776e18`
+        // matches 2^63 - 1, whose double it is, and `d5 = 9999999.99999e0` matches what rounds
+        // to it, where the exact numbers it equals as a double (`9223372036854775808`,
+        // `9999999.999990000001`) match nothing. Only a whole double below 2^53 against an
+        // integer column matches exactly the rows its integer would: keyed by that integer.
+        // Any other is relayed rather than share a partition with a number of other rows.
+        (SqlType::Int { .. } | SqlType::Bit { .. }, Value::Double(_) | Value::Float(_)) => {
+            const EXACT: f64 = (1u64 << 53) as f64;
+            match v.to_f64() {
+                Some(f) if f.fract() == 0.0 && f.abs() < EXACT => Value::Int(f as i64),
+                _ => return Err(bad()),
+            }
+        }
+        (SqlType::Decimal { .. }, Value::Double(_) | Value::Float(_)) => return Err(bad()),
+        // Against a FLOAT or DOUBLE column every number is compared as a double: keyed by it,
+        // so that it hashes as the column's values do (a whole double hashes as its integer,
+        // which an integer past 2^53 is not).
+        (
+            SqlType::Float | SqlType::Double,
+            number @ (Value::Int(_)
+            | Value::UInt(_)
+            | Value::Decimal(_)
+            | Value::Double(_)
+            | Value::Float(_)
+            | Value::Bit(_)
+            | Value::Year(_)),
+        ) => Value::Double(number.to_f64().ok_or_else(bad)?),
         // A value of the column's own family is compared as it is. Any other (a number
         // against a date, bytes or a TIME; a date against a number) the server converts by
         // rules of its own (`d = 20240101` compares the date's number): relayed.
         (
-            SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Bit { .. } | SqlType::Float | SqlType::Double,
+            SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Bit { .. },
             number @ (Value::Int(_)
             | Value::UInt(_)
             | Value::Decimal(_)
