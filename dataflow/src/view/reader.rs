@@ -479,13 +479,7 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
         // rules of its own (`d = 20240101` compares the date's number): relayed.
         (
             SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Bit { .. },
-            number @ (Value::Int(_)
-            | Value::UInt(_)
-            | Value::Decimal(_)
-            | Value::Double(_)
-            | Value::Float(_)
-            | Value::Bit(_)
-            | Value::Year(_)),
+            number @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Bit(_) | Value::Year(_)),
         ) => number.clone(),
         (
             SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. },
