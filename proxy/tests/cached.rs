@@ -467,6 +467,29 @@ async fn create_cache_starts_the_engine_of_a_relay_only_freshet() {
     assert!(err.to_string().contains("exists already"), "{err}");
 }
 
+/// A migration creates a table and then its cache, one statement after the other, through
+/// freshet: the cache is compiled against the table as the server has it, not against a
+/// catalog that the binlog stream has not brought up to the CREATE TABLE yet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_created_right_after_its_table_reads_it() {
+    items_table("ct_first", 3).await;
+    let proxy = start_proxy(&cache_config(&[("first", "SELECT id, name FROM ct_first WHERE id = ?")])).await;
+    let mut conn = through(&proxy).await;
+    for i in 0..3 {
+        let table = format!("ct_migrated_{i}");
+        conn.query_drop(format!("DROP TABLE IF EXISTS {table}")).await.unwrap();
+        conn.query_drop(format!("CREATE TABLE {table} (id INT PRIMARY KEY, v INT)")).await.unwrap();
+        conn.query_drop(format!("INSERT INTO {table} VALUES (1, {i})")).await.unwrap();
+        conn.query_drop(format!("CREATE CACHE migrated_{i} FROM SELECT id, v FROM {table} WHERE id = ?")).await.unwrap();
+        let got: Vec<(i32, i32)> = conn.query(format!("SELECT id, v FROM {table} WHERE id = 1")).await.unwrap();
+        assert_eq!(got, [(1, i)]);
+    }
+    for i in 0..3 {
+        conn.query_drop(format!("DROP CACHE migrated_{i}")).await.unwrap();
+        conn.query_drop(format!("DROP TABLE ct_migrated_{i}")).await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ddl_keeps_views_true_to_the_schema_and_revives_dropped_tables() {
     items_table("ct_ddl", 6).await;
