@@ -69,6 +69,10 @@ pub use crate::matching::CacheId;
 use crate::matching::{self, Query, SqlMode};
 use crate::metrics::Counter;
 
+/// The longest an admin statement that compiles a query waits for the views to apply what the
+/// server has logged ([`Engine::caught_up_with_server`]).
+const ADMIN_CATCH_UP: Duration = Duration::from_secs(5);
+
 /// Settings from the config that sessions consult.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -533,7 +537,18 @@ impl Engine {
     pub async fn create(&self, name: Option<String>, sql: String) -> Result<Arc<Cache>, String> {
         let name = name.unwrap_or_else(|| format!("q_{:016x}", matching::classify(sql.as_bytes(), SqlMode::default()).fingerprint.hash));
         let spec = CacheSpec { name, query: sql };
+        self.caught_up_with_server().await;
         self.writer.ask(|reply| writer::Control::Create { spec, reply }).await.map_err(|_| STOPPED.to_string())?
+    }
+
+    /// Waits until the views have applied what the server had logged when it was called, at
+    /// most [`ADMIN_CATCH_UP`]: CREATE CACHE and EXPLAIN CACHE then compile against the schema
+    /// the session's own DDL just gave the server (a migration creates a table, then its cache),
+    /// not against a catalog the stream has not brought up to it. Past the wait they compile
+    /// against what is applied, as before.
+    async fn caught_up_with_server(&self) {
+        let mut target = ryw::Target::ServerAt(Instant::now());
+        let _ = self.await_own_write(&mut target, self.ryw().era(), ADMIN_CATCH_UP).await;
     }
 
     /// DROP CACHE: removes a cache and its view.
@@ -548,6 +563,7 @@ impl Engine {
 
     /// EXPLAIN CACHE: the plan of a cached query (by its text), or of any SELECT.
     pub async fn explain(&self, sql: String) -> Result<Vec<(String, String)>, String> {
+        self.caught_up_with_server().await;
         let query = matching::classify(sql.as_bytes(), SqlMode::default());
         let view = match &self.verdict(&query).verdict {
             Verdict::Cache { id, .. } => self.by_id(*id).and_then(|c| c.live().ok()).map(|l| l.view),
