@@ -193,8 +193,102 @@ struct Held {
     cover: Option<Box<Covered>>,
 }
 
-/// One reader's rows in a partition: exact rows with their counts.
-type ReaderRows = Small<ExactRow<SharedRow>, i64>;
+/// One reader's rows in a partition: exact rows with their counts. A single row, what a point
+/// read's partition holds, is held inline (a vector of one is a 32-byte block of its own,
+/// docs/decisions.md "memory per cached row"); none, or more, in a [`Small`].
+#[derive(Debug)]
+enum ReaderRows {
+    One(ExactRow<SharedRow>, i64),
+    Many(Small<ExactRow<SharedRow>, i64>),
+}
+
+impl Default for ReaderRows {
+    fn default() -> ReaderRows {
+        ReaderRows::Many(Small::default())
+    }
+}
+
+/// What adding a weight did to a reader's rows.
+#[derive(PartialEq)]
+enum Counted {
+    /// The row was not there and is now.
+    Added,
+    /// The row's count went to zero: it is gone.
+    Removed,
+    /// Its count changed (or a zero weight changed nothing).
+    Moved,
+}
+
+impl ReaderRows {
+    /// Adds `w` to `row`'s count.
+    fn add(&mut self, row: ExactRow<SharedRow>, w: i64) -> Counted {
+        if w == 0 {
+            return Counted::Moved;
+        }
+        let (rows, counted) = match std::mem::take(self) {
+            ReaderRows::One(one, c) if one == row => match c + w {
+                0 => (ReaderRows::default(), Counted::Removed),
+                c => (ReaderRows::One(one, c), Counted::Moved),
+            },
+            ReaderRows::One(one, c) => {
+                let mut many = Small::default();
+                many.insert(one, c);
+                many.insert(row, w);
+                (ReaderRows::Many(many), Counted::Added)
+            }
+            ReaderRows::Many(many) if many.is_empty() => (ReaderRows::One(row, w), Counted::Added),
+            ReaderRows::Many(mut many) => match many.get_mut(&row) {
+                Some(c) => {
+                    *c += w;
+                    if *c != 0 {
+                        (ReaderRows::Many(many), Counted::Moved)
+                    } else {
+                        many.remove(&row);
+                        (ReaderRows::of(many), Counted::Removed)
+                    }
+                }
+                None => {
+                    many.insert(row, w);
+                    (ReaderRows::Many(many), Counted::Added)
+                }
+            },
+        };
+        *self = rows;
+        counted
+    }
+
+    /// `many`, its one row held inline if it is down to one.
+    fn of(many: Small<ExactRow<SharedRow>, i64>) -> ReaderRows {
+        match many.iter().next() {
+            Some((row, &c)) if many.len() == 1 => ReaderRows::One(ExactRow(row.0.clone()), c),
+            _ => ReaderRows::Many(many),
+        }
+    }
+
+    /// Distinct rows.
+    fn len(&self) -> usize {
+        match self {
+            ReaderRows::One(..) => 1,
+            ReaderRows::Many(many) => many.len(),
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&ExactRow<SharedRow>, i64)> {
+        let (one, many) = match self {
+            ReaderRows::One(row, c) => (Some((row, *c)), None),
+            ReaderRows::Many(many) => (None, Some(many.iter().map(|(row, c)| (row, *c)))),
+        };
+        one.into_iter().chain(many.into_iter().flatten())
+    }
+
+    /// The block of the map's storage, if it has one (not what its rows point to).
+    fn heap_bytes(&self) -> usize {
+        match self {
+            ReaderRows::One(..) => 0,
+            ReaderRows::Many(many) => many.heap_bytes(),
+        }
+    }
+}
 
 /// The state of stateful node `node` in a partition's `held` (a function of the field, so that
 /// the partition's other fields can change while it is borrowed).
@@ -371,19 +465,10 @@ impl KeyState {
             // entries share it.
             let key = ExactRow(if row.len() > keep { SharedRow::from(&row[..keep]) } else { SharedRow::from(row) });
             let b = shared_row_heap(&key.0) as isize;
-            match map.get_mut(&key) {
-                Some(e) => {
-                    *e += w;
-                    if *e == 0 {
-                        map.remove(&key);
-                        self.bytes -= b;
-                    }
-                }
-                None if w == 0 => {}
-                None => {
-                    map.insert(key, w);
-                    self.bytes += b;
-                }
+            match map.add(key, w) {
+                Counted::Added => self.bytes += b,
+                Counted::Removed => self.bytes -= b,
+                Counted::Moved => {}
             }
         }
     }
@@ -391,7 +476,7 @@ impl KeyState {
     /// The width of reader `reader`'s rows (every row of a reader has its root's width), 0 while
     /// it holds none.
     pub fn reader_width(&self, reader: usize) -> usize {
-        self.readers.get(reader).and_then(|m| m.keys().next()).map_or(0, |r| r.0.len())
+        self.readers.get(reader).and_then(|m| m.iter().next()).map_or(0, |(r, _)| r.0.len())
     }
 
     /// Rows of reader `reader` cut to their first `width` columns, with multiplicity
@@ -400,7 +485,7 @@ impl KeyState {
     pub fn reader_rows_cut(&self, reader: usize, width: usize) -> Vec<SharedRow> {
         let Some(map) = self.readers.get(reader) else { return vec![] };
         let mut out = Vec::with_capacity(map.len());
-        for (r, &c) in map {
+        for (r, c) in map.iter() {
             let cut: SharedRow = if r.0.len() <= width { r.0.clone() } else { r.0[..width].into() };
             for _ in 1..c.max(0) {
                 out.push(cut.clone());
