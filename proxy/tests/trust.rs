@@ -242,6 +242,111 @@ async fn a_privilege_statement_sent_through_freshet_is_obeyed_whatever_it_answer
     same_text(&mut d, &mut t, sql, "after a failed REVOKE sent through freshet").await;
 }
 
+/// MariaDB keeps a session's global and database privileges in the session: after `REVOKE
+/// SELECT ON db.*`, a session that connected before it still reads, a new one is refused. What
+/// the old session's read shows is its own, not the account's: a new session of the account
+/// must get the server's refusal, however often the old one reads (each read after freshet
+/// forgot, or after `max_privilege_age`, is relayed to learn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_an_old_session_may_read_is_not_what_its_account_may() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_oldsess").await;
+    let proxy = start_proxy(&config("tr_oldsess", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_oldsess WHERE id = 1";
+    warm(&proxy, sql).await;
+    for (account, grant, revoke) in [
+        ("tr_olddb", "SELECT ON freshet_test.*", "REVOKE SELECT ON freshet_test.* FROM 'tr_olddb'@'127.0.0.1'"),
+        ("tr_oldall", "SELECT ON *.*", "REVOKE SELECT ON *.* FROM 'tr_oldall'@'127.0.0.1'"),
+    ] {
+        // A column of its own keeps the database open to new sessions after the revoke.
+        user(account, &[grant, "SELECT (id) ON freshet_test.tr_oldsess"]).await;
+        let (mut d, mut old) = pair(&proxy, account, Some(DB)).await;
+        assert!(served_from_cache(&proxy, &mut d, &mut old, sql).await, "{account} served before the revoke");
+        direct().await.query_drop(revoke).await.unwrap();
+        caught_up(&mut through(&proxy).await).await;
+        // The old sessions still read, directly and through freshet.
+        same_text(&mut d, &mut old, sql, "the old session after the revoke").await;
+        assert!(text(&mut d, sql).await.is_ok(), "the server still answers the old session");
+        // A new session of the account is refused, by the server and by freshet.
+        let (mut d2, mut new) = pair(&proxy, account, Some(DB)).await;
+        let want = text(&mut d2, sql).await;
+        assert!(want.is_err(), "the server refuses a new session: {want:?}");
+        for round in 0..3 {
+            same_text(&mut d, &mut old, sql, "the old session again").await;
+            assert_eq!(text(&mut new, sql).await, want, "{account}: a new session after the revoke (round {round})");
+        }
+    }
+}
+
+/// What freshet learns is the server's identity of a session, both of its parts: a user whose
+/// name spells another account's name and active role (`'tr_key@127.0.0.1/tr_key_r'@'%'`,
+/// whose CURRENT_USER() reads `tr_key@127.0.0.1/tr_key_r@%`) is not that account in that role.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_is_not_another_whose_name_spells_its_name_and_role() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_keyed").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE OR REPLACE TABLE tr_keyed_open (id INT PRIMARY KEY)").await.unwrap();
+    admin.query_drop("DROP ROLE IF EXISTS 'tr_key_r@%'").await.unwrap();
+    admin.query_drop("CREATE ROLE 'tr_key_r@%'").await.unwrap();
+    admin.query_drop("GRANT SELECT ON freshet_test.tr_keyed TO 'tr_key_r@%'").await.unwrap();
+    user("tr_key", &["SELECT ON freshet_test.tr_keyed_open"]).await;
+    admin.query_drop("GRANT 'tr_key_r@%' TO 'tr_key'@'127.0.0.1'").await.unwrap();
+    admin.query_drop("SET DEFAULT ROLE 'tr_key_r@%' FOR 'tr_key'@'127.0.0.1'").await.unwrap();
+    let spelled = "tr_key@127.0.0.1/tr_key_r";
+    admin.query_drop(format!("DROP USER IF EXISTS '{spelled}'@'%'")).await.unwrap();
+    admin.query_drop(format!("CREATE USER '{spelled}'@'%' IDENTIFIED BY 'pw'")).await.unwrap();
+    admin.query_drop(format!("GRANT SELECT ON freshet_test.tr_keyed_open TO '{spelled}'@'%'")).await.unwrap();
+    let proxy = start_proxy(&config("tr_keyed", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_keyed WHERE id = 1";
+    warm(&proxy, sql).await;
+    let (mut d, mut t) = pair(&proxy, "tr_key", Some(DB)).await;
+    assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "the role's account is served");
+    let (mut d, mut t) = pair(&proxy, spelled, Some(DB)).await;
+    let who: Option<String> = d.query_first("SELECT CURRENT_USER()").await.unwrap();
+    assert_eq!(who.as_deref(), Some("tr_key@127.0.0.1/tr_key_r@%"));
+    assert!(text(&mut d, sql).await.is_err(), "the server refuses the other account");
+    same_text(&mut d, &mut t, sql, "an account whose name spells another's and its role").await;
+    admin.query_drop(format!("DROP USER '{spelled}'@'%'")).await.unwrap();
+    admin.query_drop("DROP ROLE 'tr_key_r@%'").await.unwrap();
+    admin.query_drop("DROP TABLE tr_keyed_open").await.unwrap();
+}
+
+/// With binlogging off, a GRANT or REVOKE run by other statements (a block, EXECUTE
+/// IMMEDIATE, a prepared statement's EXECUTE, a CALL) is in no binlog; sent through freshet,
+/// the text is the only evidence, as for a plain REVOKE, which freshet obeys.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_privilege_statement_run_by_others_with_binlogging_off_is_obeyed() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_hidden").await;
+    let proxy = start_proxy(&config("tr_hidden", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_hidden WHERE id = 1";
+    warm(&proxy, sql).await;
+    let revoke = "REVOKE SELECT ON freshet_test.tr_hidden FROM 'tr_hid'@'127.0.0.1'";
+    direct().await.query_drop("CREATE OR REPLACE TABLE tr_hidden_open (id INT PRIMARY KEY)").await.unwrap();
+    direct().await.query_drop(format!("CREATE OR REPLACE PROCEDURE tr_hidden_revoke() {revoke}")).await.unwrap();
+    for runner in [
+        vec![format!("EXECUTE IMMEDIATE \"{revoke}\"")],
+        vec![format!("BEGIN NOT ATOMIC {revoke}; END")],
+        vec![format!("PREPARE tr_hidden_s FROM \"{revoke}\""), "EXECUTE tr_hidden_s".to_string()],
+        vec!["CALL tr_hidden_revoke()".to_string()],
+    ] {
+        // Another table keeps the database open to the account after the revoke.
+        user("tr_hid", &["SELECT ON freshet_test.tr_hidden", "SELECT ON freshet_test.tr_hidden_open"]).await;
+        let (mut d, mut t) = pair(&proxy, "tr_hid", Some(DB)).await;
+        assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "served before the revoke");
+        let mut boss = through(&proxy).await;
+        boss.query_drop("SET SESSION sql_log_bin = 0").await.unwrap();
+        for statement in &runner {
+            boss.query_drop(statement).await.unwrap();
+        }
+        let (mut d, mut t) = pair(&proxy, "tr_hid", Some(DB)).await;
+        same_text(&mut d, &mut t, sql, &runner.join("; ")).await;
+    }
+    direct().await.query_drop("DROP PROCEDURE tr_hidden_revoke").await.unwrap();
+    direct().await.query_drop("DROP TABLE tr_hidden_open").await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revoke_while_connected_is_obeyed() {
     let _globals = SERVER_GLOBALS.read().await;
