@@ -78,6 +78,11 @@ pub struct Learning {
     pub account: Arc<str>,
     pub cache: CacheId,
     generation: u64,
+    /// The session logged in under `generation`: what it may read is what any new session of
+    /// its account may. Otherwise the outcome is the session's alone (MariaDB keeps a
+    /// session's global and database privileges from its login: after `REVOKE SELECT ON
+    /// db.*`, a session that logged in before still reads, a new one is refused).
+    account_wide: bool,
 }
 
 /// What every session has learned, shared.
@@ -114,9 +119,10 @@ impl Access {
     }
 
     /// Keeps the outcome of a relayed read whose first reply packet is `first` (an ERR packet
-    /// or a result set's column count). Other answers (OK, an unrelated error such as a
+    /// or a result set's column count), for the account if the learning is account-wide, and
+    /// in the session's `memo` either way. Other answers (OK, an unrelated error such as a
     /// deadlock or a killed query) teach nothing.
-    pub fn learn(&self, learning: &Learning, first: &[u8], now: Instant) {
+    pub fn learn(&self, learning: &Learning, first: &[u8], now: Instant, memo: &mut Memo) {
         let allowed = match first.first() {
             Some(&crate::protocol::response::ERR) => {
                 let code = first.get(1..3).map(|b| u16::from_le_bytes([b[0], b[1]]));
@@ -133,10 +139,14 @@ impl Access {
         if self.generation() != learning.generation {
             return;
         }
+        let entry = Learned { allowed, generation: learning.generation, expires: now + self.max_age };
+        memo.keep(learning.cache, entry);
+        if !learning.account_wide {
+            return;
+        }
         if map.len() >= CAPACITY {
             map.clear();
         }
-        let entry = Learned { allowed, generation: learning.generation, expires: now + self.max_age };
         map.insert((learning.account.clone(), learning.cache), entry);
     }
 }
@@ -174,6 +184,12 @@ impl Memo {
         if learned.allowed { Verdict::Allowed } else { Verdict::Denied }
     }
 
+    /// What the session learnt of `cache` itself.
+    fn keep(&mut self, cache: CacheId, learned: Learned) {
+        self.entries.retain(|(c, _)| *c != cache);
+        self.entries.push((cache, learned));
+    }
+
     /// The account changed (CHANGE_USER, RESET_CONNECTION, SET ROLE...): start over.
     pub fn clear(&mut self) {
         self.entries.clear();
@@ -181,8 +197,8 @@ impl Memo {
 }
 
 impl Learning {
-    pub fn new(account: Arc<str>, cache: CacheId, generation: u64) -> Learning {
-        Learning { account, cache, generation }
+    pub fn new(account: Arc<str>, cache: CacheId, generation: u64, account_wide: bool) -> Learning {
+        Learning { account, cache, generation, account_wide }
     }
 }
 
@@ -204,18 +220,34 @@ mod tests {
         let now = Instant::now();
         let mut memo = Memo::default();
         let Verdict::Unknown { generation } = memo.check(&access, &a, CacheId(1), now) else { panic!() };
-        access.learn(&Learning::new(a.clone(), CacheId(1), generation), &[3], now);
-        access.learn(&Learning::new(b.clone(), CacheId(1), generation), &err(1142), now);
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation, true), &[3], now, &mut Memo::default());
+        access.learn(&Learning::new(b.clone(), CacheId(1), generation, true), &err(1142), now, &mut Memo::default());
         assert_eq!(memo.check(&access, &a, CacheId(1), now), Verdict::Allowed);
         assert_eq!(Memo::default().check(&access, &b, CacheId(1), now), Verdict::Denied);
         // Another cache is another question; an unrelated error teaches nothing.
-        access.learn(&Learning::new(a.clone(), CacheId(2), generation), &err(1213), now);
+        access.learn(&Learning::new(a.clone(), CacheId(2), generation, true), &err(1213), now, &mut memo);
         assert!(matches!(memo.check(&access, &a, CacheId(2), now), Verdict::Unknown { .. }));
         access.forget_all();
         assert!(matches!(memo.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
         // An answer to a read asked before the change is not kept.
-        access.learn(&Learning::new(a.clone(), CacheId(1), generation), &[3], now);
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation, true), &[3], now, &mut memo);
         assert!(matches!(memo.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+    }
+
+    /// A session that logged in before the last privilege change keeps what it learns.
+    #[test]
+    fn what_an_older_session_learns_is_its_own() {
+        let access = Access::new(Duration::from_secs(60));
+        let a: Arc<str> = "5:app@%".into();
+        let now = Instant::now();
+        access.forget_all();
+        let mut old = Memo::default();
+        let Verdict::Unknown { generation } = old.check(&access, &a, CacheId(1), now) else { panic!() };
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation, false), &[3], now, &mut old);
+        assert_eq!(old.check(&access, &a, CacheId(1), now), Verdict::Allowed);
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+        access.forget_all();
+        assert!(matches!(old.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
     }
 
     #[test]
@@ -223,8 +255,8 @@ mod tests {
         let access = Access::new(Duration::from_secs(60));
         let a: Arc<str> = "app@%".into();
         let now = Instant::now();
-        access.learn(&Learning::new(a.clone(), CacheId(1), access.generation()), &[3], now);
         let mut memo = Memo::default();
+        access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), true), &[3], now, &mut Memo::default());
         assert_eq!(memo.check(&access, &a, CacheId(1), now), Verdict::Allowed);
         assert!(matches!(memo.check(&access, &a, CacheId(1), now + Duration::from_secs(61)), Verdict::Unknown { .. }));
     }

@@ -177,7 +177,8 @@ impl RelayReason {
 #[derive(Debug, Clone)]
 pub struct Identity {
     /// `CURRENT_USER()` (user@host as the server matched the login), plus `/role` when a
-    /// role is active: the key privileges are learned under.
+    /// role is active, after the length of the first (names may hold `@` and `/`): the key
+    /// privileges are learned under.
     pub account: Arc<str>,
     pub user: String,
     pub host: String,
@@ -255,6 +256,9 @@ pub struct Standing<'a> {
     /// None: the server has not been asked yet (or its answer is stale).
     pub identity: Option<&'a Identity>,
     pub memo: &'a mut Memo,
+    /// [`access::Access::generation`] when the server last authenticated the session (None
+    /// if the engine did not exist yet): what it may read may be older than that.
+    pub login_generation: Option<u64>,
     /// When the read arrived.
     pub now: Instant,
 }
@@ -325,7 +329,11 @@ pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
         access::Verdict::Allowed => Gate::Open(cache),
         access::Verdict::Denied => Gate::Closed(RelayReason::Denied, None),
         access::Verdict::Unknown { generation } => {
-            Gate::Closed(RelayReason::Learning, Some(Learning::new(identity.account.clone(), id, generation)))
+            // MariaDB keeps a session's global and database privileges from its login: what a
+            // session older than the last privilege change may read is its own, not its
+            // account's.
+            let fresh = s.login_generation == Some(generation);
+            Gate::Closed(RelayReason::Learning, Some(Learning::new(identity.account.clone(), id, generation, fresh)))
         }
     }
 }

@@ -165,6 +165,7 @@ impl Session {
                 unfollowed: self.state.unfollowed || self.state.locked,
                 identity: self.identity.as_ref(),
                 memo: &mut self.memo,
+                login_generation: self.login_generation,
                 now,
             };
             match route::gate(engine, id, standing) {
@@ -392,7 +393,7 @@ impl Session {
     /// right to a cache, keep what the server answered.
     pub(super) fn learn_from(&mut self, first: &[u8]) {
         if let (Some(learning), Some(engine)) = (self.learning.take(), self.shared.engine.get()) {
-            engine.access.learn(&learning, first, Instant::now());
+            engine.access.learn(&learning, first, Instant::now(), &mut self.memo);
         }
     }
 }

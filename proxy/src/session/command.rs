@@ -268,7 +268,13 @@ impl Session {
         let text = self.statement_bytes(command, &payload);
         let glance = text.as_deref().map(Glance::of);
         let may_write = self.may_write(command, glance.as_ref());
-        let privileges = glance.as_ref().and_then(|g| self.privilege_statement(g));
+        let mut privileges = glance.as_ref().and_then(|g| self.privilege_statement(g));
+        // With binlogging off, a GRANT or REVOKE run by other statements (a block, EXECUTE, a
+        // CALL) is in no binlog, and what they run cannot be read here: the text is the only
+        // evidence, as for a plain one.
+        if privileges.is_none() && self.state.unlogged && glance.as_ref().is_some_and(|g| self.state.runs_statements(g)) {
+            privileges = Some(0);
+        }
         self.unlogged_write = self.state.unlogged && may_write;
         // Stored code (a trigger, a function) may set the session's variables: ask again.
         if glance.as_ref().is_some_and(super::state::may_run_stored_code) {
@@ -304,6 +310,7 @@ impl Session {
             }
             ChangeUser => {
                 self.upstream_idle = false;
+                let login_generation = self.shared.engine.get().map(|e| e.access.generation());
                 let bridged = matches!(self.client.get_ref(), MaybeTls::Plain(_)) && matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
                 let check = (bridged && !self.shared.config.listen.trust_plain_clients)
                     .then(|| RequireTlsCheck::for_change_user(&payload, self.caps, self.client.get_ref().tcp()));
@@ -314,8 +321,10 @@ impl Session {
                 match result {
                     Ok(status) => {
                         // A new session on the server: settings, temporary tables and
-                        // prepared statements are gone.
+                        // prepared statements are gone, and its privileges are read anew.
                         self.status = status;
+                        self.login_generation = login_generation;
+                        self.memo.clear();
                         self.state.reset();
                         if let Some(id) = crate::protocol::handshake::change_user_collation(&payload, self.caps) {
                             self.state.client_collation(id);

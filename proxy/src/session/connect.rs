@@ -66,6 +66,9 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
         }
     };
     let upstream = PacketIo::new(tcp);
+    // Read before the server authenticates the session: a privilege change it may have missed
+    // moves the generation past this one.
+    let login_generation = shared.engine.get().map(|e| e.access.generation());
     match tokio::time::timeout(AUTH_TIMEOUT, handshake(client, upstream, &shared, host)).await {
         Ok(Ok(established)) => Ok(Session {
             client: established.client,
@@ -79,6 +82,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             state: established.state,
             identity: None,
             memo: Default::default(),
+            login_generation,
             shapes: Default::default(),
             owed: Default::default(),
             learning: None,

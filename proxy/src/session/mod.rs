@@ -118,6 +118,10 @@ pub struct Session {
     identity: Option<crate::cache::route::Identity>,
     /// What this session's account may read, as far as this session has asked.
     memo: crate::cache::access::Memo,
+    /// The access generation read before the server last authenticated the session (login,
+    /// COM_CHANGE_USER): what the session learns under a later one is its own
+    /// (`route::Standing::login_generation`).
+    login_generation: Option<u64>,
     /// The relayed read in progress teaches the account's right to a cache.
     learning: Option<crate::cache::access::Learning>,
     /// The command in progress may write while binlogging is off: evict after it.

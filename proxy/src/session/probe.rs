@@ -63,8 +63,9 @@ impl Session {
     /// one round trip where a read after a write would take two.
     pub(super) async fn probe(&mut self, gtid: Option<&'static str>) -> Result<Option<&Identity>, SessionError> {
         self.state.stale = false;
-        self.memo.clear();
-        self.identity = None;
+        // What the session learnt holds for as long as it is the same account (and the
+        // access generation is the same: the memo checks that).
+        let account = self.identity.take().map(|i| i.account);
         let values = match gtid {
             None => self.one_row(PROBE, COLUMNS, LIMIT, "the session probe").await?,
             Some(expression) => {
@@ -93,6 +94,9 @@ impl Session {
             self.state.confirmed = true;
         }
         tracing::Span::current().record("user", identity.account.as_ref());
+        if account.as_ref() != Some(&identity.account) {
+            self.memo.clear();
+        }
         self.identity = Some(identity);
         self.note_prepared_database();
         Ok(self.identity.as_ref())
@@ -209,9 +213,12 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     let (user, host) =
         current_user.rsplit_once('@').map(|(u, h)| (u.to_string(), h.to_string())).unwrap_or((current_user.clone(), String::new()));
     let role = get(1).filter(|r| !r.is_empty() && r != "NONE");
+    // Names may hold `@` and `/` (quoted), so the two parts are told apart by the first's
+    // length: `app@%/reader` as a user and role is `5:app@%/reader`, the user
+    // `app@%/reader`@`%` alone is `14:app@%/reader@%`.
     let account: Arc<str> = match &role {
-        Some(r) => format!("{current_user}/{r}").into(),
-        None => current_user.clone().into(),
+        Some(r) => format!("{}:{current_user}/{r}", current_user.len()).into(),
+        None => format!("{}:{current_user}", current_user.len()).into(),
     };
     let sql_mode = get(3).unwrap_or_default();
     let unfit_mode = sql_mode.split(',').filter(|m| !m.is_empty()).find(|m| !HARMLESS_MODES.contains(&m.to_ascii_uppercase().as_str()));
@@ -327,12 +334,14 @@ mod tests {
     fn the_account_and_what_makes_a_session_unfit() {
         let max = u64::MAX.to_string();
         let id = identity(values("app@10.%", None, "STRICT_TRANS_TABLES,NO_ENGINE_SUBSTITUTION", &max, Some("utf8mb4")));
-        assert_eq!((&*id.account, id.user.as_str(), id.host.as_str(), id.database.as_deref()), ("app@10.%", "app", "10.%", Some("Shop")));
+        assert_eq!((&*id.account, id.user.as_str(), id.host.as_str(), id.database.as_deref()), ("8:app@10.%", "app", "10.%", Some("Shop")));
         assert_eq!(id.unfit, None);
         assert!(!id.case_insensitive_names);
         let anonymous = identity(values("@localhost", None, "", &max, Some("utf8mb4")));
         assert_eq!((anonymous.user.as_str(), anonymous.host.as_str()), ("", "localhost"));
-        assert_eq!(&*identity(values("app@%", Some("reader"), "", &max, Some("utf8"))).account, "app@%/reader");
+        assert_eq!(&*identity(values("app@%", Some("reader"), "", &max, Some("utf8"))).account, "5:app@%/reader");
+        // A user whose name spells another's and a role is another account.
+        assert_eq!(&*identity(values("app@%/reader@%", None, "", &max, Some("utf8"))).account, "14:app@%/reader@%");
         assert!(identity(values("app@%", None, "ANSI_QUOTES", &max, Some("utf8mb4"))).unfit.is_some());
         assert!(identity(values("app@%", None, "NO_BACKSLASH_ESCAPES", &max, Some("utf8mb4"))).unfit.is_some());
         assert!(identity(values("app@%", None, "", "0", Some("utf8mb4"))).unfit.is_some());
