@@ -201,6 +201,58 @@ async fn drop_and_add_column_rewrite_the_replicas_rows_in_place() {
     let _ = std::fs::remove_dir_all(&path);
 }
 
+/// RENAME COLUMN keeps each value in its place under a new name: `a` and `b` swapped hold the
+/// other's values by name. The replica's rows must not be matched to the new columns by name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rename_that_swaps_two_columns_swaps_their_values() {
+    let mut c = direct().await;
+    table(&mut c, "rr_swap", ", a INT NOT NULL, b INT NOT NULL", ", 7, 700", 60).await;
+    let path = store_dir("swap");
+    let proxy = start_proxy(&config(&path, &[("swap", "SELECT id, a, b FROM rr_swap WHERE grp = ?")])).await;
+    let mut through = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut direct_raw = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    copied(&proxy, &mut through, 1).await;
+    same(&proxy, &mut through, &mut direct_raw, "swap", "SELECT id, a, b FROM rr_swap WHERE grp = 1").await;
+    c.query_drop("ALTER TABLE rr_swap RENAME COLUMN a TO b, RENAME COLUMN b TO a").await.unwrap();
+    caught_up(&mut through_conn(&proxy).await).await;
+    replica_serves(&proxy, &mut through, "SELECT id, a, b FROM rr_swap", 1000).await;
+    for g in 0..10 {
+        same(&proxy, &mut through, &mut direct_raw, "swap", &format!("SELECT id, a, b FROM rr_swap WHERE grp = {g}")).await;
+    }
+    drop(proxy);
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+/// A DECIMAL key is its exact value: keys that differ past a double's precision are distinct
+/// rows, copied, written and deleted one by one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn decimal_keys_that_one_double_holds_are_distinct_rows() {
+    let mut c = direct().await;
+    c.query_drop("DROP TABLE IF EXISTS rr_dec").await.unwrap();
+    c.query_drop("CREATE TABLE rr_dec (id DECIMAL(28,20) PRIMARY KEY, grp INT NOT NULL, name VARCHAR(10) NOT NULL)").await.unwrap();
+    c.query_drop(
+        "INSERT INTO rr_dec VALUES (0.1, 1, 'a'), (0.10000000000000000001, 1, 'b'), (0.10000000000000000002, 1, 'c'), (-0.5, 1, 'd'), (2.5, 2, 'e')",
+    )
+    .await
+    .unwrap();
+    let path = store_dir("dec");
+    let proxy = start_proxy(&config(&path, &[("dec", "SELECT id, name FROM rr_dec WHERE grp = ?")])).await;
+    let mut through = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut direct_raw = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    copied(&proxy, &mut through, 1).await;
+    replica_serves(&proxy, &mut through, "SELECT id, name FROM rr_dec", 1000).await;
+    same(&proxy, &mut through, &mut direct_raw, "dec", "SELECT id, name FROM rr_dec WHERE grp = 1").await;
+    // Through the binlog: two keys one double holds, one of them deleted.
+    c.query_drop("INSERT INTO rr_dec VALUES (0.3, 3, 'f'), (0.30000000000000000001, 3, 'g')").await.unwrap();
+    c.query_drop("DELETE FROM rr_dec WHERE id = 0.30000000000000000001").await.unwrap();
+    caught_up(&mut through_conn(&proxy).await).await;
+    for g in 1..=3 {
+        same(&proxy, &mut through, &mut direct_raw, "dec", &format!("SELECT id, name FROM rr_dec WHERE grp = {g}")).await;
+    }
+    drop(proxy);
+    let _ = std::fs::remove_dir_all(&path);
+}
+
 async fn through_conn(proxy: &Proxy) -> mysql_async::Conn {
     through(proxy).await
 }
