@@ -567,8 +567,9 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
 /// generated column's new expression is not in it, and a MODIFY that rounds the values and a
 /// second that widens the type back, read by the stream after both ran, show the final schema
 /// twice. So the clauses that keep the values are listed (a new column, index or constraint,
-/// a column, index or constraint dropped, renames, a column's default, the table's options and
-/// order) and any other (MODIFY, CHANGE, CONVERT TO, what this list does not know) counts: the
+/// a column, index or constraint dropped, a rename of the table or an index, a column's
+/// default, the table's options and order) and any other (MODIFY, CHANGE, RENAME COLUMN,
+/// CONVERT TO, what this list does not know) counts: the
 /// table's rows are taken anew, as after TRUNCATE. A dropped column the schema read still has
 /// (added again by the same ALTER or a later one) is the stream's to find
 /// ([`alter_dropped_columns`]).
@@ -610,7 +611,10 @@ fn alter_may_rewrite_values(clauses: &[Tok]) -> bool {
     ];
     !alter_clause_heads(clauses).all(|at| {
         let first = word(clauses, at);
-        first == "DROP" || KEEPS.contains(&first.as_str())
+        // A renamed column keeps its values in its place, under another name: two renames
+        // that swap names swap the values the names hold (a copy matched by name would not).
+        let renames_column = first == "RENAME" && word(clauses, at + 1) == "COLUMN";
+        first == "DROP" || (KEEPS.contains(&first.as_str()) && !renames_column)
     })
 }
 
@@ -1058,7 +1062,8 @@ mod tests {
         assert_eq!(parse_ddl("CREATE TABLE IF NOT EXISTS x (id int)"), vec![t(None, "x", DdlKind::Create)]);
         assert_eq!(parse_ddl("CREATE OR REPLACE TABLE x (id int)"), vec![t(None, "x", DdlKind::Truncate)]);
         assert_eq!(parse_ddl("CREATE UNIQUE INDEX i ON t (a)"), vec![t(None, "t", DdlKind::Alter)]);
-        assert_eq!(parse_ddl("ALTER TABLE a RENAME COLUMN x TO y"), vec![t(None, "a", DdlKind::Alter)]);
+        assert_eq!(parse_ddl("ALTER TABLE a RENAME COLUMN x TO y"), vec![t(None, "a", DdlKind::Truncate)]);
+        assert_eq!(parse_ddl("ALTER TABLE a RENAME INDEX x TO y"), vec![t(None, "a", DdlKind::Alter)]);
         assert_eq!(
             parse_ddl("ALTER TABLE p EXCHANGE PARTITION p0 WITH TABLE d.x"),
             vec![t(None, "p", DdlKind::Truncate), t(Some("d"), "x", DdlKind::Truncate)]
