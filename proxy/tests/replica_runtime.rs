@@ -260,9 +260,20 @@ async fn through_conn(proxy: &Proxy) -> mysql_async::Conn {
 /// One run of freshet in its own runtime (dropped at the end, which closes the RocksDB
 /// directory as a process exit would): waits for the copy of `tables` tables, runs `then`.
 fn life<F: std::future::Future<Output = ()>>(path: &std::path::Path, caches: &[(&str, &str)], tables: u64, then: impl FnOnce(Proxy) -> F) {
+    life_at(&upstream_url(), path, caches, tables, then)
+}
+
+/// [`life`] with the upstream at `url`.
+fn life_at<F: std::future::Future<Output = ()>>(
+    url: &str,
+    path: &std::path::Path,
+    caches: &[(&str, &str)],
+    tables: u64,
+    then: impl FnOnce(Proxy) -> F,
+) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     rt.block_on(async {
-        let proxy = start_proxy(&config(path, caches)).await;
+        let proxy = start_proxy_with_url(url, &config(path, caches)).await;
         let mut through = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
         copied(&proxy, &mut through, tables).await;
         then(proxy).await;
@@ -299,5 +310,42 @@ fn a_table_left_out_of_a_run_is_copied_again_when_read_again() {
             same(&proxy, &mut through, &mut direct_raw, "left", &format!("SELECT id, name FROM rr_left WHERE grp = {g}")).await;
         }
     });
+    let _ = std::fs::remove_dir_all(&path);
+}
+
+/// A store holds the tables of one database: started over another database whose table has
+/// the same name and columns, freshet copies that table, rather than answer from the rows the
+/// first database's run left under the name.
+#[test]
+fn a_store_left_by_a_run_over_another_database_is_copied_again() {
+    const OTHER: &str = "freshet_test_other";
+    let setup = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    setup.block_on(async {
+        let mut c = direct().await;
+        table(&mut c, "rr_db", "", "", 30).await;
+        c.query_drop(format!("CREATE DATABASE IF NOT EXISTS {OTHER}")).await.unwrap();
+        c.query_drop(format!("DROP TABLE IF EXISTS {OTHER}.rr_db")).await.unwrap();
+        c.query_drop(format!("CREATE TABLE {OTHER}.rr_db LIKE rr_db")).await.unwrap();
+        c.query_drop(format!("INSERT INTO {OTHER}.rr_db SELECT id, grp, CONCAT('other ', id) FROM rr_db WHERE id % 2 = 0")).await.unwrap();
+    });
+    let path = store_dir("otherdb");
+    let caches = [("db", "SELECT id, name FROM rr_db WHERE grp = ?")];
+    life(&path, &caches, 1, |_| async {});
+    let other_url = format!("{}/{OTHER}", upstream_url().rsplit_once('/').expect("a url with a database").0);
+    life_at(&other_url, &path, &caches, 1, |proxy| async move {
+        let connect = |addr: String| async move { mysql_async::Conn::new(opts(&addr).db_name(Some(OTHER))).await.unwrap() };
+        let mut through = connect(proxy.mysql.to_string()).await;
+        let mut direct = connect(upstream_addr()).await;
+        for g in 0..5 {
+            let sql = format!("SELECT id, name FROM rr_db WHERE grp = {g}");
+            let want: Vec<(i32, String)> = direct.query(&sql).await.unwrap();
+            for _ in 0..5 {
+                let got: Vec<(i32, String)> = through.query(&sql).await.unwrap();
+                assert_eq!(got, want, "{sql}");
+            }
+        }
+        assert!(hits(&proxy, "db") > 0, "answered from the cache");
+    });
+    setup.block_on(async { direct().await.query_drop(format!("DROP DATABASE {OTHER}")).await.unwrap() });
     let _ = std::fs::remove_dir_all(&path);
 }
