@@ -5,13 +5,14 @@
 //!
 //! Order: within one kind the byte order is the value order (integers numerically, strings by
 //! their collation's weights, dates and times chronologically), so a primary-key column family
-//! iterates in primary-key order (the snapshot copies and resumes by it). Integral and
-//! non-integral numbers form two runs (as the dataflow's hash does: integral values by their
-//! integer, others by their `f64` image); fills only look up equalities, never ranges.
+//! iterates in primary-key order (the snapshot copies and resumes by it). Integral numbers,
+//! non-integral DECIMALs (exactly) and non-integral doubles (by their bits) form three runs;
+//! fills only look up equalities, never ranges, and a view joins a DECIMAL with exact numbers
+//! only, never with a double (`compile::types::joinable`).
 //!
-//! Why readers still compare: two distinct non-integral decimals can share an `f64` image, so
-//! equal encodings do not prove equal values. The store filters every scanned row by SQL
-//! equality with the key it asked for; the encoding only has to never split equal values.
+//! Why readers still compare: strings that collate alike encode alike. The store filters every
+//! scanned row by SQL equality with the key it asked for; the encoding only has to never split
+//! equal values, and never join two values that may both be one table's primary keys.
 
 use freshet_dataflow::Value;
 
@@ -26,7 +27,7 @@ pub fn encode_value(v: &Value, out: &mut Vec<u8>) {
         Value::Double(f) => float(*f, out),
         Value::Decimal(d) => {
             let p = 10i128.pow(d.scale() as u32);
-            if d.mantissa() % p == 0 { int(d.mantissa() / p, out) } else { float(v.to_f64().unwrap_or(0.0), out) }
+            if d.mantissa() % p == 0 { int(d.mantissa() / p, out) } else { fraction(d.mantissa(), d.scale(), out) }
         }
         Value::Text(s, c) => {
             out.push(0x20);
@@ -85,6 +86,18 @@ fn float(f: f64, out: &mut Vec<u8>) {
     out.extend_from_slice(&key.to_be_bytes());
 }
 
+/// A non-integral DECIMAL, exactly: its floor as an integer is, then its fraction in units of
+/// 10^-30 (a DECIMAL's scale is at most 30). Two decimals one `f64` holds are distinct keys
+/// (a primary key is a row's identity in the store: they must not be one row), equal ones
+/// (`0.10`, `0.1`) one, and the order is the numeric order among them.
+fn fraction(mantissa: i128, scale: u8, out: &mut Vec<u8>) {
+    let p = 10i128.pow(u32::from(scale));
+    let (floor, rest) = (mantissa.div_euclid(p), mantissa.rem_euclid(p));
+    out.push(0x12);
+    out.extend_from_slice(&((floor as u128) ^ (1 << 127)).to_be_bytes());
+    out.extend_from_slice(&((rest as u128) * 10u128.pow(30 - u32::from(scale).min(30))).to_be_bytes());
+}
+
 fn datetime(d: u64, out: &mut Vec<u8>) {
     out.push(0x40);
     out.extend_from_slice(&d.to_be_bytes());
@@ -122,7 +135,11 @@ mod tests {
         assert_eq!(enc(&Value::Int(3)), enc(&Value::UInt(3)));
         assert_eq!(enc(&Value::Int(3)), enc(&Value::Decimal(Decimal::new(300, 2).unwrap())));
         assert_eq!(enc(&Value::Double(3.0)), enc(&Value::Int(3)));
-        assert_eq!(enc(&Value::Double(2.5)), enc(&Value::Decimal(Decimal::new(25, 1).unwrap())));
+        let dec = |m: i128, s: u8| enc(&Value::Decimal(Decimal::new(m, s).unwrap()));
+        assert_eq!(dec(250, 2), dec(25, 1));
+        // Distinct decimals that one double holds are distinct keys (a primary key is a row).
+        assert_ne!(dec(1, 1), dec(10_000_000_000_000_000_001, 20));
+        assert_ne!(dec(-5, 1), dec(5, 1));
     }
 
     #[test]
@@ -145,6 +162,14 @@ mod tests {
         #[test]
         fn strings_sort_by_collation(a in "[a-cA-C ]{0,4}", b in "[a-cA-C ]{0,4}") {
             let (x, y) = (Value::text(&a, Collation::Utf8mb4GeneralCi), Value::text(&b, Collation::Utf8mb4GeneralCi));
+            prop_assert_eq!(x.cmp(&y), enc(&x).cmp(&enc(&y)));
+        }
+        #[test]
+        fn decimals_sort_as_numbers(a in -10i128.pow(27)..10i128.pow(27), b in -10i128.pow(27)..10i128.pow(27), sa in 0u8..=28, sb in 0u8..=28) {
+            let (x, y) = (Value::Decimal(Decimal::new(a, sa).unwrap()), Value::Decimal(Decimal::new(b, sb).unwrap()));
+            // Integral values and fractions are two runs; within each, the numeric order.
+            let integral = |v: &Value| matches!(v, Value::Decimal(d) if d.mantissa() % 10i128.pow(u32::from(d.scale())) == 0);
+            prop_assume!(integral(&x) == integral(&y));
             prop_assert_eq!(x.cmp(&y), enc(&x).cmp(&enc(&y)));
         }
         #[test]

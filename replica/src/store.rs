@@ -181,6 +181,9 @@ pub struct ReplicaStore {
     /// `lower_case_table_names = 0`), as the dataflow's catalog says: a row event of `Stories`
     /// must not reach the rows of `stories`.
     case_sensitive: bool,
+    /// The database whose tables the store holds, part of each table's identity: a store left
+    /// by a run over another database holds that database's rows under the same names.
+    database: String,
 }
 
 /// See [`ReplicaStore::between_index_chunks`].
@@ -198,16 +201,17 @@ fn touched_prefix(table: &str) -> Vec<u8> {
 }
 
 /// The version of the key encoding (`keycode`): a store whose rows were keyed otherwise is
-/// copied again. 2: strings by the server's collation weights (session 29); before, folded
+/// copied again. 3: non-integral DECIMALs exactly, and the database in each table's identity
+/// (session 41); 2: strings by the server's collation weights (session 29); before, folded
 /// code points, unversioned.
-const KEY_ENCODING: u32 = 2;
+const KEY_ENCODING: u32 = 3;
 
 /// A schema's identity for "did this table change": the key encoding, columns, types,
 /// collations and key. Not a column's length (`ColumnSchema::values_only`): it changes no
 /// stored value, and a store written before columns had one is not copied again.
-fn fingerprint(s: &TableSchema) -> String {
+fn fingerprint(database: &str, s: &TableSchema) -> String {
     let columns: Vec<_> = s.columns.iter().map(|c| c.values_only()).collect();
-    format!("keys {KEY_ENCODING}|{columns:?}|{:?}", s.primary_key)
+    format!("keys {KEY_ENCODING}|{database:?}|{columns:?}|{:?}", s.primary_key)
 }
 
 impl ReplicaStore {
@@ -230,7 +234,14 @@ impl ReplicaStore {
             chunk_hook: Mutex::new(None),
             generations: AtomicU64::new(0),
             case_sensitive: false,
+            database: String::new(),
         })
+    }
+
+    /// The store, holding tables of `database` (a table stored for another is copied again).
+    pub fn of_database(mut self, database: &str) -> ReplicaStore {
+        self.database = database.to_owned();
+        self
     }
 
     /// The store, where tables whose names differ in case are two tables if `yes` (see
@@ -259,7 +270,7 @@ impl ReplicaStore {
             return Err(ReplicaError::NoPrimaryKey(name));
         }
         let _w = self.lock();
-        let fp = fingerprint(schema);
+        let fp = fingerprint(&self.database, schema);
         let stored = self.db.get(format!("schema/{name}"))?;
         let same = stored.as_deref() == Some(fp.as_bytes());
         if !same {
@@ -941,9 +952,10 @@ mod tests {
         let id = ColumnSchema::new("id", SqlType::Int { bytes: 4, unsigned: false });
         let before = TableSchema::new("t", vec![text.clone(), id.clone()], vec![0]);
         let now = TableSchema::new("t", vec![text.with_max_bytes(1020), id], vec![0]);
-        assert_eq!(fingerprint(&now), fingerprint(&before));
-        assert_eq!(fingerprint(&before), format!("keys {KEY_ENCODING}|{:?}|{:?}", before.columns, before.primary_key));
-        assert!(!fingerprint(&before).contains("max_bytes"), "the text a store written before holds");
+        assert_eq!(fingerprint("db", &now), fingerprint("db", &before));
+        assert_eq!(fingerprint("db", &before), format!("keys {KEY_ENCODING}|\"db\"|{:?}|{:?}", before.columns, before.primary_key));
+        assert!(!fingerprint("db", &before).contains("max_bytes"), "the text a store written before holds");
+        assert_ne!(fingerprint("db", &before), fingerprint("other", &before), "another database's table");
     }
 
     #[test]

@@ -239,7 +239,7 @@ impl Engine {
         stream_config.tables = Some(followed.clone());
         // `[fill] source = "replica"`: the stream resumes at the replica's position (replica.rs).
         let store = match (&config.fill.source, &config.replica.path) {
-            (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path, names.case_sensitive)?),
+            (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path, &database, names.case_sensitive)?),
             _ => None,
         };
         let (stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)

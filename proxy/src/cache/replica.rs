@@ -78,11 +78,11 @@ pub struct ReplicaFigures {
     pub following: bool,
 }
 
-/// Opens the store at `path`, where tables whose names differ in case are two tables if
-/// `case_sensitive` (the catalog's [`freshet_dataflow::Names`]).
-pub(super) fn open(path: &Path, case_sensitive: bool) -> anyhow::Result<Arc<ReplicaStore>> {
+/// Opens the store at `path` for the tables of `database`, where tables whose names differ in
+/// case are two tables if `case_sensitive` (the catalog's [`freshet_dataflow::Names`]).
+pub(super) fn open(path: &Path, database: &str, case_sensitive: bool) -> anyhow::Result<Arc<ReplicaStore>> {
     let store = ReplicaStore::open(path).map_err(|e| anyhow::anyhow!("opening the replica at {}: {e}", path.display()))?;
-    Ok(Arc::new(store.case_sensitive(case_sensitive)))
+    Ok(Arc::new(store.case_sensitive(case_sensitive).of_database(database)))
 }
 
 impl Replica {

@@ -83,7 +83,7 @@ impl ReplicaStore {
         }
         // The same identity may still hold other values: a shorter VARCHAR cut some (the
         // caller then keeps that column from none of the old ones).
-        let same = fingerprint(&old.schema) == fingerprint(schema);
+        let same = fingerprint(&self.database, &old.schema) == fingerprint(&self.database, schema);
         let every_column_kept = keep.len() == schema.columns.len() && keep.iter().enumerate().all(|(i, k)| *k == Some(i));
         if same && every_column_kept {
             // A longer VARCHAR, a column hidden from `SELECT *`: the rows stay; the schema is
@@ -127,7 +127,7 @@ impl ReplicaStore {
         wb.delete_range(idx, end);
         let state = CopyState::Reshaping { since: pos, after: None, keep: keep.to_vec() };
         wb.put(format!("copy/{name}"), state.encode());
-        wb.put(format!("schema/{name}"), fingerprint(schema).as_bytes());
+        wb.put(format!("schema/{name}"), fingerprint(&self.database, schema).as_bytes());
         self.write(wb)?;
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let generation = self.new_generation();
