@@ -501,7 +501,7 @@ mod tests {
         for n in 0..16 {
             let _ = std::fs::remove_dir_all(&dir);
             {
-                let store = open(&dir, false).unwrap();
+                let store = open(&dir, "db", false).unwrap();
                 store.register(&info().schema).unwrap();
                 store
                     .write_copy_batch(&info().schema, store.copy_progress("t").unwrap().1, Position(5), std::slice::from_ref(&row), true)
