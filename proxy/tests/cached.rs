@@ -1145,10 +1145,11 @@ async fn a_key_parameter_of_another_kind_is_compared_as_the_server_compares_it()
 async fn a_number_of_another_kind_than_its_key_column_is_compared_as_the_server_compares_it() {
     let mut admin = fresh_table(
         "ct_numkey",
-        "id INT PRIMARY KEY, sb BIGINT NOT NULL, d5 DECIMAL(12,5) NOT NULL, d0 DECIMAL(20,0) NOT NULL",
-        "(1, -9223372036854775808, 1, 12345678901234567890), (2, 9223372036854775807, 9999999.99999, 3)",
+        "id INT PRIMARY KEY, sb BIGINT NOT NULL, d5 DECIMAL(12,5) NOT NULL, d0 DECIMAL(20,0) NOT NULL, k INT NOT NULL, KEY (k)",
+        "(1, -9223372036854775808, 1, 12345678901234567890, 1), (2, 9223372036854775807, 9999999.99999, 3, 2)",
     )
     .await;
+    let k = "SELECT id, k FROM ct_numkey WHERE k = ?";
     let sb = "SELECT id, sb FROM ct_numkey WHERE sb = ?";
     let d5 = "SELECT id, d5 FROM ct_numkey WHERE d5 = ?";
     let d0 = "SELECT id, d0 FROM ct_numkey WHERE d0 = ?";
@@ -1163,15 +1164,22 @@ async fn a_number_of_another_kind_than_its_key_column_is_compared_as_the_server_
         ("numkey_d5", d5, "SELECT id, d5 FROM ct_numkey WHERE d5 = 1"),
         ("numkey_d0", d0, "SELECT id, d0 FROM ct_numkey WHERE d0 = 1.2345678901234567e19"),
         ("numkey_d0", d0, "SELECT id, d0 FROM ct_numkey WHERE d0 = 12345678901234567890"),
+        // A fraction against an indexed INT: the server's index lookup rounds it (`k = 1.5`
+        // finds k = 2), its scan does not; which one it runs is its plan's business.
+        ("numkey_k", k, "SELECT id, k FROM ct_numkey WHERE k = 1"),
+        ("numkey_k", k, "SELECT id, k FROM ct_numkey WHERE k = 1.5"),
+        ("numkey_k", k, "SELECT id, k FROM ct_numkey WHERE k = '1.5'"),
+        ("numkey_k", k, "SELECT id, k FROM ct_numkey WHERE k IN (1.5)"),
+        ("numkey_k", k, "SELECT id, k FROM ct_numkey WHERE k = 1.4"),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
     assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
-    admin.query_drop("INSERT INTO ct_numkey VALUES (3, 9223372036854775806, 2, 12345678901234567891)").await.unwrap();
+    admin.query_drop("INSERT INTO ct_numkey VALUES (3, 9223372036854775806, 2, 12345678901234567891, 2)").await.unwrap();
     caught_up(&mut through(&proxy).await).await;
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
     assert!(wrong.is_empty(), "answered otherwise than the server after a write: {wrong:#?}");
-    assert!(["numkey_sb", "numkey_d5", "numkey_d0"].iter().all(|c| hits(&proxy, c) > 0), "reads answered from the views");
+    assert!(["numkey_sb", "numkey_d5", "numkey_d0", "numkey_k"].iter().all(|c| hits(&proxy, c) > 0), "reads answered from the views");
 }
 
 /// Spellings of one read that the server may read alike or not: white space the server's
