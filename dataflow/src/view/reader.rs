@@ -397,20 +397,49 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
     if v.is_null() {
         return Ok(None);
     }
-    Ok(Some(match (&col.ty, v) {
-        (SqlType::Year, v) => crate::value::year_operand(v).ok_or_else(bad)?,
-        (SqlType::Text, Value::Text(s, _)) => Value::Text(s.clone(), col.collation.ok_or_else(bad)?),
+    let key = coerce_value(v, col).ok_or_else(bad)?;
+    // A DECIMAL with more fraction digits than the column holds: the server's index lookup
+    // stores the constant in the column's type, rounding it (`k = 1.5` on an indexed INT finds
+    // k = 2, where its scan finds nothing), so what it answers is its plan's: relayed.
+    let places = match col.ty {
+        SqlType::Int { .. } | SqlType::Bit { .. } => Some(0),
+        SqlType::Decimal { scale, .. } => Some(scale),
+        _ => None,
+    };
+    if let (Some(places), Value::Decimal(d)) = (places, &key)
+        && fraction_digits(*d) > places
+    {
+        return Err(bad());
+    }
+    Ok(Some(key))
+}
+
+/// The fraction digits `d` needs (`1.50` needs one).
+fn fraction_digits(d: crate::value::Decimal) -> u8 {
+    let (mut mantissa, mut scale) = (d.mantissa(), d.scale());
+    while scale > 0 && mantissa % 10 == 0 {
+        mantissa /= 10;
+        scale -= 1;
+    }
+    scale
+}
+
+/// [`coerce_param`]'s conversion: None where the parameter is relayed.
+fn coerce_value(v: &Value, col: &KeyColumn) -> Option<Value> {
+    Some(match (&col.ty, v) {
+        (SqlType::Year, v) => crate::value::year_operand(v)?,
+        (SqlType::Text, Value::Text(s, _)) => Value::Text(s.clone(), col.collation?),
         (SqlType::Text, Value::Bytes(b)) => match std::str::from_utf8(b) {
-            Ok(s) => Value::text(s, col.collation.ok_or_else(bad)?),
-            Err(_) => return Err(bad()),
+            Ok(s) => Value::text(s, col.collation?),
+            Err(_) => return None,
         },
-        (SqlType::Text, _) => return Err(bad()),
+        (SqlType::Text, _) => return None,
         (SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Bit { .. }, Value::Text(s, _)) => {
             // Leading white space the server skips silently; trailing white space it reads
             // with a note, which an answer from a view would not count: relayed.
             let t = s.trim_start_matches(crate::value::SQL_SPACE);
             if t.ends_with(crate::value::SQL_SPACE) {
-                return Err(bad());
+                return None;
             }
             if let Ok(i) = t.parse::<i64>() {
                 Value::Int(i)
@@ -419,7 +448,7 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
             } else if let Some(d) = crate::value::Decimal::parse(t) {
                 Value::Decimal(d)
             } else {
-                return Err(bad());
+                return None;
             }
         }
         // A DATETIME parameter against a DATE column: equal to a date only at midnight (the
@@ -427,11 +456,11 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
         // than partition under a key no row has.
         (SqlType::Date, Value::DateTime(d)) => match d.time() {
             (0, 0, 0, 0) => Value::Date(d.date()),
-            _ => return Err(bad()),
+            _ => return None,
         },
         (SqlType::DateTime { .. }, Value::Date(d)) => Value::DateTime(crate::value::DateTime::new(*d, 0, 0, 0, 0)),
         (SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. }, Value::Text(s, _)) => {
-            let t = parse_temporal(s).ok_or_else(bad)?;
+            let t = parse_temporal(s)?;
             match (&col.ty, t) {
                 (SqlType::Timestamp { .. }, Value::DateTime(d)) => Value::Timestamp(d),
                 (_, t) => t,
@@ -441,11 +470,11 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
         // A number is compared with the index (`en = 1` is the first label, 0 the error value
         // ''); one that is no index (past the labels, negative, a fraction) matches no row.
         (SqlType::Enum(_), number @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) | Value::Float(_))) => {
-            let n = number.to_f64().ok_or_else(bad)?;
+            let n = number.to_f64()?;
             let index = (n.fract() == 0.0 && (0.0..f64::from(crate::schema::NO_LABEL)).contains(&n)).then_some(n as u16);
             Value::Enum(index.unwrap_or(crate::schema::NO_LABEL))
         }
-        (SqlType::Enum(_), _) => return Err(bad()),
+        (SqlType::Enum(_), _) => return None,
         (SqlType::Bytes, Value::Text(s, _)) => Value::Bytes(s.as_bytes().into()),
         // A DOUBLE against an exact column is compared as a double: `sb = 9.223372036854776e18`
         // matches 2^63 - 1, whose double it is, and `d5 = 9999999.99999e0` matches what rounds
@@ -457,10 +486,10 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
             const EXACT: f64 = (1u64 << 53) as f64;
             match v.to_f64() {
                 Some(f) if f.fract() == 0.0 && f.abs() < EXACT => Value::Int(f as i64),
-                _ => return Err(bad()),
+                _ => return None,
             }
         }
-        (SqlType::Decimal { .. }, Value::Double(_) | Value::Float(_)) => return Err(bad()),
+        (SqlType::Decimal { .. }, Value::Double(_) | Value::Float(_)) => return None,
         // Against a FLOAT or DOUBLE column every number is compared as a double: keyed by it,
         // so that it hashes as the column's values do (a whole double hashes as its integer,
         // which an integer past 2^53 is not).
@@ -473,7 +502,7 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
             | Value::Float(_)
             | Value::Bit(_)
             | Value::Year(_)),
-        ) => Value::Double(number.to_f64().ok_or_else(bad)?),
+        ) => Value::Double(number.to_f64()?),
         // A value of the column's own family is compared as it is. Any other (a number
         // against a date, bytes or a TIME; a date against a number) the server converts by
         // rules of its own (`d = 20240101` compares the date's number): relayed.
@@ -487,8 +516,8 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
         ) => t.clone(),
         (SqlType::Time { .. }, t @ Value::Time(_)) => t.clone(),
         (SqlType::Bytes, b @ Value::Bytes(_)) => b.clone(),
-        _ => return Err(bad()),
-    }))
+        _ => return None,
+    })
 }
 
 /// The most partition keys one lookup may touch (the product of its IN lists' distinct
