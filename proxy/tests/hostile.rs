@@ -162,6 +162,46 @@ async fn executes(addr: &str, bodies: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
     out
 }
 
+/// A cursor the server opened for a statement stays open until the statement's next execute
+/// reaches the server: an execute answered from the cache in between must not leave a
+/// COM_STMT_FETCH the old cursor's rows, where the server answers that no cursor is open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_execute_answered_here_leaves_no_cursor_of_an_earlier_one() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let mut replies = Vec::new();
+    for addr in [proxy.mysql.to_string(), upstream_addr()] {
+        let mut client = raw(&addr).await;
+        let (id, _) = prepare(&mut client, CACHED).await;
+        let key = |v: u64| [&[0u8, 1, 8, 0][..], &v.to_le_bytes()].concat();
+        for _ in 0..10 {
+            client.send(&execute(id, &key(2))).await;
+            client.read_results().await;
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        // A read-only cursor (flags 1): the columns and an EOF saying the cursor exists.
+        let mut with_cursor = execute(id, &key(1));
+        with_cursor[5] = 1;
+        client.send(&with_cursor).await;
+        let columns = client.packet().await;
+        for _ in 0..columns[0] + 1 {
+            client.packet().await;
+        }
+        let fetch = [&[0x1cu8][..], &id.to_le_bytes(), &1u32.to_le_bytes()].concat();
+        client.send(&fetch).await;
+        let mut fetched = Vec::new();
+        client.rows(&mut fetched).await;
+        // An execute without a cursor, then a fetch.
+        client.send(&execute(id, &key(2))).await;
+        let plain = gist(&client.read_results().await);
+        client.send(&fetch).await;
+        let mut after = Vec::new();
+        client.rows(&mut after).await;
+        replies.push((gist(&fetched), plain, gist(&after)));
+    }
+    assert_eq!(replies[0], replies[1], "through freshet, then directly");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_executes_get_the_servers_error() {
     hx_table().await;
