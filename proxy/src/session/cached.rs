@@ -49,6 +49,10 @@ pub struct PreparedRoute {
     pub types: Vec<(u8, u8)>,
     /// COM_STMT_SEND_LONG_DATA was used: relay the next execute.
     pub long_data: bool,
+    /// An execute asked the server for a cursor: it stays open there until the statement's
+    /// next execute reaches the server (which closes it), so that one is relayed too; else a
+    /// COM_STMT_FETCH after an execute answered here would get the old cursor's rows.
+    pub cursor: bool,
     /// An execute with types reached the server (relayed, or sent again for diagnostics):
     /// an execute without them may be relayed as it is (`session::execute`).
     pub server_has_types: bool,
@@ -288,6 +292,7 @@ impl Session {
             database_epoch: self.state.database_epoch,
             types: Vec::new(),
             long_data: false,
+            cursor: false,
             server_has_types: false,
         })
     }
@@ -327,8 +332,10 @@ impl Session {
         let stmt = self.statements.get_mut(&id)?;
         let params_count = usize::from(stmt.params);
         let route = stmt.route.as_mut()?;
-        // A cursor (flags != 0) or long data: the server's business.
-        if flags != 0 || route.long_data {
+        // A cursor (flags != 0) or long data: the server's business; and the execute after a
+        // cursor's, which closes it.
+        let cursor_open = std::mem::replace(&mut route.cursor, flags != 0);
+        if flags != 0 || route.long_data || cursor_open {
             route.long_data = false;
             return None;
         }
