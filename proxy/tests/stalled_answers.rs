@@ -59,9 +59,17 @@ async fn a_client_that_stops_reading_a_cached_answer_holds_a_bounded_part_of_it(
     eprintln!("8 stalled sessions of a {} MB answer: resident set grew {} MB", answer_bytes >> 20, grown >> 20);
     // Each may hold a chunk and what the kernel's socket buffers do not take; not the answer.
     assert!(grown < 2 * answer_bytes, "8 stalled sessions grew the resident set {} MB", grown >> 20);
-    // The other sessions are answered meanwhile.
-    let rows: Vec<(i32, String)> = reader.query(sql).await.unwrap();
-    assert_eq!(rows.len(), 8_000);
+    // The other sessions are answered meanwhile, the answer sent a chunk at a time equal to
+    // the server's, as text and as a prepared statement's.
+    let want: Vec<(i32, String)> = admin.query(sql).await.unwrap();
+    let before = hits();
+    assert_eq!(reader.query::<(i32, String), _>(sql).await.unwrap(), want);
+    let prepared = "SELECT id, body FROM sa_big WHERE grp = ?";
+    let want: Vec<(i32, String)> = admin.exec(prepared, (1,)).await.unwrap();
+    for _ in 0..3 {
+        assert_eq!(reader.exec::<(i32, String), _, _>(prepared, (1,)).await.unwrap(), want);
+    }
+    assert!(hits() > before, "answered from the cache");
     drop(stalled);
     admin.query_drop("DROP TABLE sa_big").await.unwrap();
 }

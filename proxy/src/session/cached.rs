@@ -25,6 +25,7 @@ use crate::protocol::io::PacketIo;
 use crate::protocol::response::{end_of_rows, eof_packet};
 use crate::protocol::{Capabilities, StatusFlags};
 
+use super::command::FLUSH_AT;
 use super::{Session, SessionError};
 
 /// A prepared statement's cache routing, decided at prepare time.
@@ -260,11 +261,39 @@ impl Session {
         let status = StatusFlags((self.status.0 & StatusFlags::SESSION) | answer.columns.plan);
         let deprecate_eof = self.caps.has(Capabilities::DEPRECATE_EOF);
         let reply = Reply { binary, status, deprecate_eof, last_seq };
-        if let Err(why) = queue_answer(&mut self.client, &mut self.encoded, &answer.columns, &answer.rows, reply) {
-            tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
-            answer.columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
-            return Ok(Written::Unencodable);
+        let (columns, rows) = (&answer.columns, &answer.rows[..]);
+        // The rows are sent a chunk at a time, each flushed before the next is encoded, as the
+        // relay flushes every `FLUSH_AT`: a client that stops reading holds one chunk of the
+        // answer, not all of it. Nothing is sent unless every row can be encoded, so the rows
+        // past the first chunk are tried first (encoded once more to be sent).
+        let checked = self.encoded.encode_until(columns, rows, binary, FLUSH_AT).and_then(|first| {
+            let rest = rows.get(first..).unwrap_or_default();
+            if !rest.is_empty() {
+                encodable(columns, rest, binary)?;
+            }
+            Ok(first)
+        });
+        let mut sent = match checked {
+            Ok(first) => first,
+            Err(why) => {
+                self.encoded.clear();
+                tracing::debug!(cache = %cache.name, reason = %why, "a cached answer cannot be encoded as the server would; this shape is relayed");
+                answer.columns.encodable.store(false, std::sync::atomic::Ordering::Relaxed);
+                return Ok(Written::Unencodable);
+            }
+        };
+        let mut seq = queue_head(&mut self.client, columns, reply);
+        seq = queue_encoded(&mut self.client, seq, &mut self.encoded);
+        while let Some(rest) = rows.get(sent..).filter(|r| !r.is_empty()) {
+            self.flush_client().await?;
+            // Tried above: it cannot fail now; if it did, the session would end mid-answer.
+            let n = self.encoded.encode_until(columns, rest, binary, FLUSH_AT).map_err(|why| {
+                SessionError::ClientIo(std::io::Error::other(format!("a cached row that encoded a moment ago no longer does: {why}")))
+            })?;
+            seq = queue_encoded(&mut self.client, seq, &mut self.encoded);
+            sent += n;
         }
+        self.client.queue_packet(seq, &end_of_rows(reply.status, reply.deprecate_eof));
         self.flush_client().await?;
         Ok(Written::Sent)
     }
@@ -440,6 +469,15 @@ pub fn queue_answer<S: AsyncRead + AsyncWrite + Unpin>(
     reply: Reply,
 ) -> Result<(), Unencodable> {
     encoded.encode(columns, rows, reply.binary)?;
+    let seq = queue_head(client, columns, reply);
+    let seq = queue_encoded(client, seq, encoded);
+    client.queue_packet(seq, &end_of_rows(reply.status, reply.deprecate_eof));
+    Ok(())
+}
+
+/// Queues an answer's column count and definitions (and EOF unless deprecated); the next
+/// sequence id.
+fn queue_head<S: AsyncRead + AsyncWrite + Unpin>(client: &mut PacketIo<S>, columns: &Columns, reply: Reply) -> u8 {
     let mut seq = reply.last_seq.wrapping_add(1);
     if seq == 1 {
         client.queue_framed(&columns.head);
@@ -453,11 +491,30 @@ pub fn queue_answer<S: AsyncRead + AsyncWrite + Unpin>(
     if !reply.deprecate_eof {
         seq = client.queue_packet(seq, &eof_packet(reply.status));
     }
+    seq
+}
+
+/// Queues the rows `encoded` holds and empties it; the next sequence id.
+fn queue_encoded<S: AsyncRead + AsyncWrite + Unpin>(client: &mut PacketIo<S>, mut seq: u8, encoded: &mut Encoded) -> u8 {
     for row in encoded.rows() {
         seq = client.queue_packet(seq, row);
     }
     encoded.clear();
-    client.queue_packet(seq, &end_of_rows(reply.status, reply.deprecate_eof));
+    seq
+}
+
+/// Whether every row of `rows` can be encoded exactly as the server would (each encoded and
+/// dropped).
+fn encodable(columns: &Columns, rows: &[SharedRow], binary_protocol: bool) -> Result<(), Unencodable> {
+    let mut scratch = Vec::new();
+    for row in rows {
+        scratch.clear();
+        if binary_protocol {
+            binary::row(&mut scratch, row, &columns.render)?;
+        } else {
+            text::row(&mut scratch, row, &columns.render)?;
+        }
+    }
     Ok(())
 }
 
@@ -479,9 +536,18 @@ impl Encoded {
     /// Encodes `rows`, or says why a value cannot be encoded exactly (nothing is sent then:
     /// the read is relayed whole).
     fn encode(&mut self, columns: &Columns, rows: &[SharedRow], binary_protocol: bool) -> Result<(), Unencodable> {
+        self.encode_until(columns, rows, binary_protocol, usize::MAX).map(|_| ())
+    }
+
+    /// Encodes the first rows of `rows`, until their payloads reach `limit` bytes (at least
+    /// one row); how many. Or says why a value cannot be encoded exactly, holding nothing.
+    fn encode_until(&mut self, columns: &Columns, rows: &[SharedRow], binary_protocol: bool, limit: usize) -> Result<usize, Unencodable> {
         self.clear();
-        self.payloads.reserve(64 * rows.len());
+        self.payloads.reserve(64 * rows.len().min(4096));
         for row in rows {
+            if self.payloads.len() >= limit {
+                break;
+            }
             let encoded = if binary_protocol {
                 binary::row(&mut self.payloads, row, &columns.render)
             } else {
@@ -493,7 +559,7 @@ impl Encoded {
             }
             self.ends.push(self.payloads.len());
         }
-        Ok(())
+        Ok(self.ends.len())
     }
 
     /// Each row's payload, in order.

@@ -46,7 +46,7 @@ fn stateless_statement(sql: &[u8]) -> bool {
 }
 
 /// Flush to the client once this much is queued, even if more rows are buffered.
-const FLUSH_AT: usize = 256 * 1024;
+pub(super) const FLUSH_AT: usize = 256 * 1024;
 
 /// What the loop does after a command.
 #[derive(PartialEq, Eq)]
