@@ -12,9 +12,7 @@ use common::*;
 use mysql_async::prelude::*;
 
 fn peak_resident_bytes() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    process_status_bytes("VmHWM")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -310,3 +310,10 @@ pub fn execute(id: u32, rest: &[u8]) -> Vec<u8> {
     cmd.extend_from_slice(rest);
     cmd
 }
+
+/// A size this process's `/proc/self/status` reports (`VmRSS`, `VmHWM`, ...), in bytes.
+pub fn process_status_bytes(key: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.strip_prefix(key).is_some_and(|rest| rest.starts_with(':'))).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+}
