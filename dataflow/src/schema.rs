@@ -64,6 +64,10 @@ pub struct ColumnSchema {
     /// INVISIBLE (MariaDB 10.3, MySQL 8.0.23): left out of `SELECT *` and `t.*`, read when
     /// named.
     pub invisible: bool,
+    /// Why no view may read this column, if so: its values in the binlog are not what the
+    /// server's SELECT gives (MariaDB's INET4, INET6 and UUID arrive in their binary form), or
+    /// are misread there (a negative TIME(1) or TIME(2)). The table's other columns are read.
+    pub unreadable: Option<&'static str>,
     /// CHAR or BINARY: the server pads values to the column's width, and shows a CHAR's
     /// without trailing spaces and a BINARY's with its zero bytes. A VARCHAR made a CHAR of the
     /// same length loses its values' trailing spaces, a VARBINARY made a BINARY gains zero
@@ -106,6 +110,9 @@ impl std::fmt::Debug for ColumnSchema {
         if self.padded {
             d.field("padded", &true);
         }
+        if let Some(why) = self.unreadable {
+            d.field("unreadable", &why);
+        }
         d.finish()
     }
 }
@@ -121,7 +128,16 @@ impl ColumnSchema {
     /// A column with the given name and type, nullable, with `utf8mb4_general_ci` for text.
     pub fn new(name: &str, ty: SqlType) -> ColumnSchema {
         let collation = matches!(ty, SqlType::Text).then_some(Collation::Utf8mb4GeneralCi);
-        ColumnSchema { name: name.to_string(), ty, nullable: true, collation, max_bytes: None, invisible: false, padded: false }
+        ColumnSchema {
+            name: name.to_string(),
+            ty,
+            nullable: true,
+            collation,
+            max_bytes: None,
+            invisible: false,
+            padded: false,
+            unreadable: None,
+        }
     }
     /// Builder: set nullability.
     pub fn not_null(mut self) -> ColumnSchema {

@@ -20,6 +20,10 @@ pub enum ReplicaError {
     /// apply binlog images by); caches reading it fill from the upstream.
     #[error("table `{0}` has no primary key; it cannot be replicated")]
     NoPrimaryKey(String),
+    /// Its primary key holds a column whose binlog form is not its value (MariaDB's UUID,
+    /// INET4, INET6): a copied row and its binlog images would be two rows.
+    #[error("table `{0}`'s primary key has a column the binlog gives otherwise than a SELECT; it cannot be replicated")]
+    KeyUnreadable(String),
     #[error("table `{0}` is not replicated")]
     UnknownTable(String),
     #[error("replica store: column family `{0}` is missing")]

@@ -269,6 +269,9 @@ impl ReplicaStore {
         if schema.primary_key.is_empty() {
             return Err(ReplicaError::NoPrimaryKey(name));
         }
+        if schema.primary_key.iter().any(|&i| schema.columns.get(i).is_some_and(|c| c.unreadable.is_some())) {
+            return Err(ReplicaError::KeyUnreadable(name));
+        }
         let _w = self.lock();
         let fp = fingerprint(&self.database, schema);
         let stored = self.db.get(format!("schema/{name}"))?;

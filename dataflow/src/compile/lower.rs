@@ -31,6 +31,18 @@ pub(super) struct ScopeCol {
     pub(super) coll: Option<Option<Collation>>,
     /// An INVISIBLE column: not in a wildcard's expansion.
     pub(super) invisible: bool,
+    /// Why no view may read it (`ColumnSchema::unreadable`).
+    pub(super) unreadable: Option<&'static str>,
+}
+
+impl ScopeCol {
+    /// Refuses a read of a column no view may read.
+    pub(super) fn readable(&self) -> Result<(), Refusal> {
+        match self.unreadable {
+            Some(why) => refuse(format!("column `{}` cannot be cached: {why}; leave it out of the cached query", self.name)),
+            None => Ok(()),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -45,6 +57,9 @@ impl Scope {
             self.cols.iter().enumerate().filter(|(_, c)| c.name == name_l && qual.is_none_or(|q| q == c.qual)).map(|(i, _)| i).collect();
         match hits.as_slice() {
             [i] => {
+                if let Some(c) = self.cols.get(*i) {
+                    c.readable()?;
+                }
                 if let Some(Some(None)) = self.cols.get(*i).map(|c| &c.coll) {
                     return refuse(format!(
                         "column `{name}` uses a collation freshet does not implement (supported: binary, utf8mb4_bin, utf8mb4_general_ci, utf8mb4_unicode_ci); leave it out of the cached query or change its collation"
@@ -112,6 +127,7 @@ impl Compiler<'_> {
                         return refuse("wildcard options are not MySQL");
                     }
                     for c in scope.cols.iter().filter(|c| !c.invisible) {
+                        c.readable()?;
                         names.push(c.name.clone());
                         out.push((ident(c), c.name.clone()));
                     }
@@ -127,6 +143,7 @@ impl Compiler<'_> {
                         return refuse(format!("unknown table `{q}` in `{q}.*`"));
                     }
                     for c in cols {
+                        c.readable()?;
                         names.push(c.name.clone());
                         out.push((ident(c), c.name.clone()));
                     }

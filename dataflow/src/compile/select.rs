@@ -306,6 +306,7 @@ impl<'c> Compiler<'c> {
                     ty: Some(c.ty.clone()),
                     coll,
                     invisible: c.invisible,
+                    unreadable: c.unreadable,
                 });
             }
             schemas.push(schema);
