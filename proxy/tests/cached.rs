@@ -1242,6 +1242,7 @@ async fn a_partition_larger_than_the_memory_limit_is_filled_once() {
     }
     let fills = engine(&proxy).by_name("heavy").unwrap().stats().fills;
     assert!(fills <= 2, "{fills} fills of one partition that cannot be kept");
+    assert!(relayed(&proxy, RelayReason::TooLarge) > 0, "relayed as too large");
     admin.query_drop("DROP TABLE ct_heavy").await.unwrap();
 }
 

@@ -31,7 +31,8 @@
 //!   read it answers. A republished entry keeps its bit, so the writer's updates do not count as
 //!   reads.
 //! - **An entry heavier than the whole budget is not kept**: it is evicted as it is inserted,
-//!   so it cannot empty the cache on its way out.
+//!   so it cannot empty the cache on its way out, and its key is remembered for a minute, in
+//!   which reads of it are relayed rather than filled again.
 //!
 //! Why not `moka` (used until session 27): its per-entry bookkeeping (the entry record, the key's
 //! `Arc`, the access-order node, the bucket) was 352 bytes, more than the rest of a one-row
@@ -41,6 +42,7 @@
 use std::hash::BuildHasher;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::{Duration, Instant};
 
 use super::reader::{Entry, EntryKey};
 use crate::hash::{Map, State};
@@ -79,7 +81,18 @@ pub(super) struct ReaderCache {
     hand: AtomicUsize,
     /// Entries evicted for the budget, with their generations, until the writer drains them.
     evicted: Mutex<Vec<(EntryKey, u64)>>,
+    /// Keys whose entry weighed more than the whole budget, when it was last refused: a read
+    /// of one is relayed for [`HEAVY_FOR`] instead of asking for a fill that cannot be kept
+    /// (each fill woke the read, which found a miss and asked again, until its timeout: 81
+    /// fills of a 210 KB partition in one read). At most [`HEAVY_KEYS`].
+    heavy: Mutex<Map<EntryKey, Instant>>,
 }
+
+/// How long a key whose entry was too heavy to keep is not filled again (its partition may
+/// shrink meanwhile).
+const HEAVY_FOR: Duration = Duration::from_secs(60);
+/// The most such keys remembered; past it they are forgotten (and filled once more each).
+const HEAVY_KEYS: usize = 1024;
 
 impl ReaderCache {
     pub(super) fn new(budget: u64) -> ReaderCache {
@@ -90,7 +103,14 @@ impl ReaderCache {
             total: AtomicU64::new(0),
             hand: AtomicUsize::new(0),
             evicted: Mutex::new(Vec::new()),
+            heavy: Mutex::new(Map::default()),
         }
+    }
+
+    /// True if `key`'s entry was refused as heavier than the whole budget lately.
+    pub(super) fn too_heavy(&self, key: &EntryKey) -> bool {
+        let heavy = self.heavy.lock().unwrap_or_else(PoisonError::into_inner);
+        heavy.get(key).is_some_and(|at| at.elapsed() < HEAVY_FOR)
     }
 
     fn shard(&self, key: &EntryKey) -> &RwLock<Map<EntryKey, Slot>> {
@@ -120,6 +140,13 @@ impl ReaderCache {
         let weight = u64::from(entry.weight);
         if weight > self.budget {
             self.remove(&key);
+            {
+                let mut heavy = self.heavy.lock().unwrap_or_else(PoisonError::into_inner);
+                if heavy.len() >= HEAVY_KEYS {
+                    heavy.clear();
+                }
+                heavy.insert(key.clone(), Instant::now());
+            }
             self.note_evicted(vec![(key, entry.generation)]);
             return;
         }

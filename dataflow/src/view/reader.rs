@@ -143,6 +143,10 @@ pub enum LookupError {
     /// The view was dropped.
     #[error("no such view")]
     NoView,
+    /// A partition of the read weighed more than the whole memory budget when it was last
+    /// filled: it is not kept, and not filled again for a while.
+    #[error("a partition larger than the memory limit")]
+    TooLarge,
     /// Every key value is NULL (so no partition matches) and the query aggregates without
     /// GROUP BY, whose answer over no rows is one row (`COUNT(*)` = 0) the cache does not
     /// hold: relay it.
@@ -266,6 +270,9 @@ impl Reader {
         if self.shared.cache.contains_key(&ek) {
             return Ok(true);
         }
+        if self.shared.cache.too_heavy(&ek) {
+            return Err(LookupError::TooLarge);
+        }
         if let Ok(mut m) = self.shared.misses.lock() {
             m.entry(self.view.0).or_default().insert(ek.into_key());
         }
@@ -310,7 +317,7 @@ impl Reader {
             }
         }
         if !missing.is_empty() {
-            return Ok(self.missed(missing));
+            return self.missed(missing);
         }
         self.answer(&found, filter_params)
     }
@@ -321,7 +328,7 @@ impl Reader {
             // The cache handed out a clone of the entry: its rows are the answer as they are.
             Some(e) if self.q.read_filters.is_empty() => Ok(self.hit(e.rows)),
             Some(e) => self.answer(std::slice::from_ref(&e), filter_params),
-            None => Ok(self.missed(vec![ek.into_key()])),
+            None => self.missed(vec![ek.into_key()]),
         }
     }
 
@@ -330,13 +337,17 @@ impl Reader {
         Lookup::Hit(rows)
     }
 
-    /// A read some of whose partitions are holes: they are recorded for filling.
-    fn missed(&self, missing: Vec<Key>) -> Lookup {
+    /// A read some of whose partitions are holes: they are recorded for filling, unless one
+    /// of them was too heavy to keep lately ([`LookupError::TooLarge`]: relayed).
+    fn missed(&self, missing: Vec<Key>) -> Result<Lookup, LookupError> {
+        if missing.iter().any(|k| self.shared.cache.too_heavy(&EntryKey::new(self.view.0, k.clone()))) {
+            return Err(LookupError::TooLarge);
+        }
         self.counters.misses.fetch_add(1, AtOrd::Relaxed);
         if let Ok(mut m) = self.shared.misses.lock() {
             m.entry(self.view.0).or_default().extend(missing.iter().cloned());
         }
-        Lookup::Miss(missing)
+        Ok(Lookup::Miss(missing))
     }
 
     /// A read all of whose partitions were found: their rows, merged.

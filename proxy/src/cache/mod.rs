@@ -597,6 +597,7 @@ fn replica_server_id(config: &Config) -> u32 {
 fn refused(e: LookupError) -> RelayReason {
     match e {
         LookupError::NoView => RelayReason::Unavailable,
+        LookupError::TooLarge => RelayReason::TooLarge,
         _ => RelayReason::Parameter,
     }
 }

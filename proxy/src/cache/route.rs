@@ -127,10 +127,13 @@ pub enum RelayReason {
     /// The session wrote, and the views had not applied its write within
     /// `[consistency] ryw_timeout` (read-your-writes, `cache::ryw`).
     OwnWrite,
+    /// A partition the read needs weighed more than `[memory] limit` when it was last filled:
+    /// it is not kept, and not filled again for a minute.
+    TooLarge,
 }
 
 impl RelayReason {
-    pub const ALL: [RelayReason; 14] = [
+    pub const ALL: [RelayReason; 15] = [
         Self::NotCacheable,
         Self::NoCache,
         Self::InTransaction,
@@ -145,6 +148,7 @@ impl RelayReason {
         Self::Learning,
         Self::Denied,
         Self::OwnWrite,
+        Self::TooLarge,
     ];
 
     pub fn label(self) -> &'static str {
@@ -163,6 +167,7 @@ impl RelayReason {
             Self::Learning => "learning_privileges",
             Self::Denied => "denied",
             Self::OwnWrite => "own_write",
+            Self::TooLarge => "too_large",
         }
     }
 
