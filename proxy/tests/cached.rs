@@ -397,6 +397,8 @@ async fn metrics_and_readiness_cover_the_caches() {
         assert!(body.contains(needle), "{needle} missing from\n{body}");
     }
     assert!(!body.contains("ct_metrics WHERE"), "no query text in labels");
+    // Whether the upstream answers now, not at the last probe that asked (none has here).
+    assert_eq!(metric(&body, "freshet_upstream_ready"), 1, "{body}");
     assert_eq!(http::get(proxy.admin, "/ready").await.0, 200);
 }
 
