@@ -193,8 +193,10 @@ impl Admin {
         if let Some(engine) = self.shared.engine.get() {
             engine.render_metrics(&mut out);
         }
-        family(&mut out, "freshet_upstream_ready", "gauge", "1 if the last upstream check (/startup, /health) reached the upstream.");
-        sample(&mut out, "freshet_upstream_ready", &[], u8::from(self.health.last().await.unwrap_or(false)));
+        // Checked now (at most one ping a second, as /health): the last probe's answer may be
+        // from start-up, Kubernetes' probes asking /live and /ready only.
+        family(&mut out, "freshet_upstream_ready", "gauge", "1 if the upstream answered a login and a ping within the last second.");
+        sample(&mut out, "freshet_upstream_ready", &[], u8::from(self.health.check().await.is_ok()));
         family(&mut out, "freshet_shutting_down", "gauge", "1 once a shutdown signal has been received.");
         sample(&mut out, "freshet_shutting_down", &[], u8::from(self.shutting_down.load(Ordering::Relaxed)));
         family(&mut out, "freshet_uptime_seconds", "gauge", "Seconds since freshet started.");

@@ -47,11 +47,6 @@ impl Health {
         result
     }
 
-    /// The last result, without checking again (for /metrics).
-    pub async fn last(&self) -> Option<bool> {
-        self.last.lock().await.as_ref().map(|(_, r)| r.is_ok())
-    }
-
     async fn ping(&self) -> Result<(), String> {
         let pool = self.pool.get_or_try_init(|| self.make_pool()).await.map_err(|e| format!("upstream unreachable: {e}"))?;
         let mut conn = pool.get_conn().await.map_err(|e| format!("upstream unreachable: {e}"))?;
