@@ -202,6 +202,59 @@ async fn an_execute_answered_here_leaves_no_cursor_of_an_earlier_one() {
     assert_eq!(replies[0], replies[1], "through freshet, then directly");
 }
 
+/// Parameter types the server reads otherwise than their bytes say: a YEAR (MariaDB binds it
+/// as NULL), a DATE with a time (the server keeps the date), an invalid date or time (a zero
+/// date, with a warning). Each execute is answered as the server answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn execute_parameters_are_read_as_the_server_reads_them() {
+    let mut conn = direct().await;
+    conn.query_drop("CREATE OR REPLACE TABLE hx_params (id INT PRIMARY KEY, u BIGINT UNSIGNED, dt DATE, ts DATETIME)").await.unwrap();
+    conn.query_drop(
+        "INSERT INTO hx_params VALUES (1, 5, '2024-01-01', '2024-01-01 00:00:00'), (2, 2020, '0000-00-00', '2024-01-01 10:00:00'), \
+         (3, 7, '2024-01-02', '2024-01-01 10:00:00')",
+    )
+    .await
+    .unwrap();
+    let caches = [("p_u", "u"), ("p_dt", "dt"), ("p_ts", "ts")];
+    let config: String = caches
+        .iter()
+        .map(|(name, col)| format!("[[cache]]\nname = \"{name}\"\nquery = \"SELECT id FROM hx_params WHERE {col} = ?\"\n"))
+        .collect();
+    let proxy = start_proxy(&format!("[admin]\nusers = [\"freshet\"]\n[fill]\ntimeout = \"3s\"\n{config}")).await;
+    let date = |y: u16, m: u8, d: u8, time: &[u8]| [&[4 + time.len() as u8][..], &y.to_le_bytes(), &[m, d], time].concat();
+    // (column, a well-formed parameter to warm with, the parameter under test): type, flags, value.
+    let cases: Vec<(&str, Vec<u8>, Vec<u8>)> = vec![
+        ("u", [&[8u8, 0x80][..], &5u64.to_le_bytes()].concat(), [&[0x0du8, 0][..], &2020u16.to_le_bytes()].concat()),
+        ("ts", [&[0x0cu8, 0][..], &date(2024, 1, 1, &[])].concat(), [&[0x0au8, 0][..], &date(2024, 1, 1, &[10, 0, 0])].concat()),
+        ("dt", [&[0x0au8, 0][..], &date(2024, 1, 2, &[])].concat(), [&[0x0au8, 0][..], &date(2024, 13, 1, &[])].concat()),
+        ("ts", [&[0x0cu8, 0][..], &date(2024, 1, 1, &[])].concat(), [&[0x0cu8, 0][..], &date(2024, 1, 1, &[25, 0, 0])].concat()),
+    ];
+    let mut replies = Vec::new();
+    for addr in [proxy.mysql.to_string(), upstream_addr()] {
+        let mut client = raw(&addr).await;
+        let mut got = Vec::new();
+        for (col, warm, tested) in &cases {
+            let (id, _) = prepare(&mut client, &format!("SELECT id FROM hx_params WHERE {col} = ?")).await;
+            for _ in 0..8 {
+                client.send(&execute(id, &[&[0u8, 1][..], warm].concat())).await;
+                client.read_results().await;
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            // Several times: the first of a new parameter type is relayed to capture.
+            let mut last = Vec::new();
+            for _ in 0..4 {
+                client.send(&execute(id, &[&[0u8, 1][..], tested].concat())).await;
+                last = gist(&client.read_results().await);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+            }
+            got.push(last);
+        }
+        replies.push(got);
+    }
+    let wrong: Vec<usize> = (0..cases.len()).filter(|&i| replies[0][i] != replies[1][i]).collect();
+    assert!(wrong.is_empty(), "cases answered otherwise than the server: {wrong:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_executes_get_the_servers_error() {
     hx_table().await;
