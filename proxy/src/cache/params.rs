@@ -93,14 +93,14 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
     Ok(out)
 }
 
-/// The parameter types [`binary_value`] decodes.
+/// The parameter types [`binary_value`] decodes. Not YEAR: MariaDB binds a YEAR parameter as
+/// NULL, where its bytes say a year.
 fn decodable(t: u8) -> bool {
     matches!(
         t,
         ty::NULL
             | ty::TINY
             | ty::SHORT
-            | ty::YEAR
             | ty::LONG
             | ty::INT24
             | ty::LONGLONG
@@ -129,7 +129,7 @@ fn binary_value(c: &mut Cursor<'_>, t: u8, unsigned: bool) -> Result<Value, Para
             let b = c.u8().map_err(m)?;
             if unsigned { Value::UInt(u64::from(b)) } else { Value::Int(i64::from(b as i8)) }
         }
-        ty::SHORT | ty::YEAR => {
+        ty::SHORT => {
             let v = c.u16().map_err(m)?;
             if unsigned { Value::UInt(u64::from(v)) } else { Value::Int(i64::from(v as i16)) }
         }
@@ -174,8 +174,13 @@ fn binary_value(c: &mut Cursor<'_>, t: u8, unsigned: bool) -> Result<Value, Para
             if len >= 11 {
                 parts[6] = u32::from_le_bytes([raw[7], raw[8], raw[9], raw[10]]);
             }
+            // The server makes an invalid date or time a zero date, with a warning; and keeps
+            // only the date of a DATE sent with a time: relayed, both.
+            if !valid_date_time(&parts) || (t == ty::DATE && len > 4) {
+                return Err(ParamError::Unsupported);
+            }
             let date = Date::new(parts[0] as u16, parts[1] as u8, parts[2] as u8);
-            if t == ty::DATE && len <= 4 {
+            if t == ty::DATE {
                 Value::Date(date)
             } else {
                 // A DATETIME parameter; the dataflow coerces it to a DATE or TIMESTAMP key.
@@ -184,6 +189,20 @@ fn binary_value(c: &mut Cursor<'_>, t: u8, unsigned: bool) -> Result<Value, Para
         }
         _ => return Err(ParamError::Unsupported),
     })
+}
+
+/// A calendar date (or the zero date) and a time of day: what the server binds as it is.
+fn valid_date_time(&[year, month, day, hour, minute, second, micros]: &[u32; 7]) -> bool {
+    let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0);
+    let days = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => 0,
+    };
+    let date = (year, month, day) == (0, 0, 0) || (year <= 9999 && (1..=days).contains(&day));
+    date && hour < 24 && minute < 60 && second < 60 && micros < 1_000_000
 }
 
 #[cfg(test)]
