@@ -404,3 +404,28 @@ async fn one_cached_read(table: &str) -> (Proxy, std::sync::Arc<Engine>, mysql_a
     assert!(hits(&engine) > 0, "the read is cached");
     (proxy, engine, conn, read)
 }
+
+/// MariaDB lets a session choose its write's GTID sequence number (`SET STATEMENT gtid_seq_no
+/// = n FOR ...`, with BINLOG ADMIN), lower than the domain's last: the read after it must
+/// not take an earlier group's end for its write's. Each read after the session's write shows
+/// it (the test's account has every privilege).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_gtid_the_session_chose_is_read_back() {
+    let (_proxy, _engine, mut conn, read) = one_cached_read("ryw_seqno").await;
+    let mut direct = direct().await;
+    direct.query_drop("CREATE OR REPLACE TABLE ryw_seqno_busy (id INT PRIMARY KEY, pad VARCHAR(100))").await.unwrap();
+    for round in 0..3 {
+        // A large transaction just before keeps the stream busy: the write is not applied
+        // at once.
+        direct
+            .query_drop(format!("INSERT INTO ryw_seqno_busy SELECT seq + {}, REPEAT('x', 100) FROM seq_1_to_30000", round * 30_000))
+            .await
+            .unwrap();
+        conn.query_drop(format!("SET STATEMENT gtid_seq_no = {} FOR UPDATE ryw_seqno SET val = val + 1 WHERE grp = 1", round + 1))
+            .await
+            .unwrap();
+        let got: Vec<(i64, i64)> = conn.query(&read).await.unwrap();
+        let want: Vec<(i64, i64)> = direct.query(&read).await.unwrap();
+        assert_eq!(got, want, "the read after write {round}");
+    }
+}
