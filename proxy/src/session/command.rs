@@ -283,6 +283,9 @@ impl Session {
         if may_write {
             self.own.wrote();
         }
+        if std::mem::take(&mut self.state.chose_gtid) {
+            self.own.chose_gtid();
+        }
         let owed = self.settle_owed(command, &payload);
         self.refused_at = None;
         // A refusal at a block's end tells nothing of what ran in it (a prepared statement's

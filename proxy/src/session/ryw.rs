@@ -55,6 +55,10 @@ pub struct OwnWrites {
     /// The session's GTID as the probe of the read being routed read it (`Session::probe`),
     /// so that the read asks the server once; None if the probe did not ask.
     asked: Option<Option<String>>,
+    /// A write chose its GTID's sequence number, maybe lower than the domain's last: its
+    /// number says nothing of where it is in the binlog, so the read waits for the server's
+    /// position after it instead.
+    chose_gtid: bool,
 }
 
 impl OwnWrites {
@@ -62,6 +66,11 @@ impl OwnWrites {
     pub fn wrote(&mut self) {
         self.wrote = true;
         self.asked = None;
+    }
+
+    /// The write just relayed chose its GTID's sequence number.
+    pub fn chose_gtid(&mut self) {
+        self.chose_gtid = true;
     }
 
     /// The session was reset or changed user: the server's `@@last_gtid` starts empty again.
@@ -102,6 +111,7 @@ impl Session {
             };
             engine.ryw().asked.inc();
             let forgotten = std::mem::take(&mut self.own.forgotten);
+            let gtid = gtid.filter(|_| !std::mem::take(&mut self.own.chose_gtid));
             match gtid.as_deref().and_then(Target::from_gtid) {
                 // Nothing committed since the last wait that succeeded.
                 Some(_) if gtid == self.own.applied_gtid => {}

@@ -41,6 +41,10 @@ pub struct SessionState {
     pub stale: bool,
     /// Writes of this session may bypass the binlog.
     pub unlogged: bool,
+    /// A statement chose its own GTID sequence number (`SET STATEMENT gtid_seq_no = n FOR`),
+    /// which may be lower than the domain's last: read-your-writes cannot wait for it by
+    /// number (taken by the session when it notes the write).
+    pub chose_gtid: bool,
     /// The statement of the text last observed (counted from 0, empty ones not counted) at
     /// which `unlogged` was set: if the server refused it, the statements from it on did not
     /// run. Set by [`SessionState::observe`]; the session clears it before each command.
@@ -294,6 +298,7 @@ impl SessionState {
                     // Taken for the session's (as a SET of them would be): a prepared
                     // statement's every execute evicts too.
                     self.unlogged |= unlogs(sql, &tokens[2..i]);
+                    self.chose_gtid |= (2..i).any(|k| assigned_variable(sql, tokens, k).0 == "gtid_seq_no");
                     self.statement(sql, statement);
                     return;
                 }
