@@ -2376,6 +2376,21 @@ async fn rows_rolled_back_to_a_savepoint_are_not_applied() {
         admin.query_drop(statement).await.unwrap();
     }
     answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, "ROLLBACK TO SAVEPOINT", |p| p).await;
+    // Savepoint names compare as the server's names do: `é` is `e`, so the second SAVEPOINT
+    // moves the first, and the rollback keeps the update between them.
+    for statement in [
+        "BEGIN",
+        "UPDATE ct_savepoint SET n = 12 WHERE id = 1",
+        "SAVEPOINT `e`",
+        "UPDATE ct_savepoint SET n = 13 WHERE id = 1",
+        "SAVEPOINT `é`",
+        "INSERT INTO ct_savepoint_log VALUES (2)",
+        "ROLLBACK TO `e`",
+        "COMMIT",
+    ] {
+        admin.query_drop(statement).await.unwrap();
+    }
+    answered_as_the_server_after(&proxy, &mut client, &mut check, &reads, "ROLLBACK TO an accented name", |p| p).await;
     admin.query_drop("DROP TABLE ct_savepoint_log").await.unwrap();
 }
 
