@@ -84,6 +84,13 @@ pub(super) struct Txn {
     pub(super) savepoints: Vec<(String, usize)>,
 }
 
+/// Whether two savepoint names are one to the server: it compares them under its system
+/// collation, utf8mb3_general_ci, without padding (`SAVEPOINT \`é\`` moves `e`; `a ` is not `a`).
+fn same_savepoint(a: &str, b: &str) -> bool {
+    let trailing = |s: &str| s.len() - s.trim_end_matches(' ').len();
+    freshet_dataflow::Collation::Utf8mb4GeneralCi.compare(a, b) == std::cmp::Ordering::Equal && trailing(a) == trailing(b)
+}
+
 impl Txn {
     pub(super) fn new(explicit: bool, gtid: Option<MariaGtid>) -> Txn {
         Txn { explicit, changes: Vec::new(), gtid, oversized: false, unseen: None, cascaded: Vec::new(), savepoints: Vec::new() }
@@ -93,10 +100,11 @@ impl Txn {
     /// savepoint (MariaDB logs them where a non-transactional table was written since, and
     /// the statement that undoes them after), and forgets the savepoints set after it, as the
     /// server does; `SAVEPOINT` of a name already set moves it; `RELEASE` forgets it and those
-    /// after it. Names compare without case. A rollback to a savepoint the group does not
-    /// know, or of changes already dropped (oversized), leaves the group untrusted.
+    /// after it. Names compare as the server compares them ([`same_savepoint`]). A rollback
+    /// to a savepoint the group does not know, or of changes already dropped (oversized),
+    /// leaves the group untrusted.
     fn savepoint(&mut self, statement: Savepoint, sql: &str) {
-        let at = |points: &[(String, usize)], name: &str| points.iter().rposition(|(n, _)| n.eq_ignore_ascii_case(name));
+        let at = |points: &[(String, usize)], name: &str| points.iter().rposition(|(n, _)| same_savepoint(n, name));
         match statement {
             Savepoint::Set(name) => {
                 if let Some(i) = at(&self.savepoints, &name) {
@@ -621,5 +629,16 @@ mod mysql8_bytes {
         let renamed = table_info("t", &[col("id", "int", "int"), col("y", "int", "int")], &["id"], &[]);
         let e = check_table_map(&tme, &renamed.schema).unwrap_err();
         assert!(e.contains("`x`") && e.contains("`y`"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn savepoint_names_compare_as_the_servers() {
+        assert!(super::same_savepoint("e", "é"));
+        assert!(super::same_savepoint("B", "b"));
+        assert!(!super::same_savepoint("a ", "a"), "no padding");
+        assert!(!super::same_savepoint("a", "b"));
     }
 }
