@@ -255,6 +255,34 @@ async fn execute_parameters_are_read_as_the_server_reads_them() {
     assert!(wrong.is_empty(), "cases answered otherwise than the server: {wrong:?}");
 }
 
+/// MariaDB takes statement id 0xffffffff as the statement prepared last (for a PREPARE and
+/// EXECUTE sent together): the types an execute sends through it are the statement's from
+/// then on, and a later execute without types is read with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn types_sent_through_the_last_statements_id_are_the_statements() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let mut replies = Vec::new();
+    for addr in [proxy.mysql.to_string(), upstream_addr()] {
+        let mut client = raw(&addr).await;
+        let (id, _) = prepare(&mut client, CACHED).await;
+        let longlong = [&[0u8, 1, 8, 0][..], &1u64.to_le_bytes()].concat();
+        for _ in 0..8 {
+            client.send(&execute(id, &longlong)).await;
+            client.read_results().await;
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+        // Types VAR_STRING, through the last statement's id.
+        client.send(&execute(u32::MAX, &[&[0u8, 1, 0xfd, 0, 7][..], b"0000003"].concat())).await;
+        let through_last = gist(&client.read_results().await);
+        // The statement's own id, no types: a VAR_STRING to the server.
+        client.send(&execute(id, &[&[0u8, 0, 7][..], b"0000002"].concat())).await;
+        let untyped = gist(&client.read_results().await);
+        replies.push((through_last, untyped));
+    }
+    assert_eq!(replies[0], replies[1], "through freshet, then directly");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_executes_get_the_servers_error() {
     hx_table().await;
