@@ -580,6 +580,7 @@ impl Session {
         let first = self.relay_packet().await?;
         if first.payload().first() != Some(&OK) {
             self.shared.metrics.server_errors.inc();
+            self.statements.refused();
             return Ok(());
         }
         let mut c = Cursor::new(&first.payload()[1..]);

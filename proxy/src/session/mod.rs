@@ -97,6 +97,60 @@ pub struct PreparedStatement {
     pub runs_statements: bool,
 }
 
+/// The session's prepared statements by id. The id 0xffffffff names the statement prepared
+/// last (MariaDB's, for a PREPARE and an EXECUTE sent together): what is looked up under it
+/// is that statement, so the types an execute sends through it are the statement's.
+#[derive(Default)]
+struct Statements {
+    by_id: BTreeMap<u32, PreparedStatement>,
+    last: Option<u32>,
+}
+
+impl Statements {
+    /// MariaDB's id of the statement prepared last.
+    const LAST: u32 = u32::MAX;
+
+    fn id(&self, id: u32) -> Option<u32> {
+        if id == Self::LAST { self.last } else { Some(id) }
+    }
+
+    fn get(&self, id: &u32) -> Option<&PreparedStatement> {
+        self.by_id.get(&self.id(*id)?)
+    }
+
+    fn get_mut(&mut self, id: &u32) -> Option<&mut PreparedStatement> {
+        let id = self.id(*id)?;
+        self.by_id.get_mut(&id)
+    }
+
+    fn insert(&mut self, id: u32, statement: PreparedStatement) {
+        self.last = Some(id);
+        self.by_id.insert(id, statement);
+    }
+
+    fn remove(&mut self, id: &u32) -> Option<PreparedStatement> {
+        let id = self.id(*id)?;
+        if self.last == Some(id) {
+            self.last = None;
+        }
+        self.by_id.remove(&id)
+    }
+
+    fn clear(&mut self) {
+        self.by_id.clear();
+        self.last = None;
+    }
+
+    fn values_mut(&mut self) -> impl Iterator<Item = &mut PreparedStatement> {
+        self.by_id.values_mut()
+    }
+
+    /// A prepare the server refused: MariaDB's "last" names no statement then.
+    fn refused(&mut self) {
+        self.last = None;
+    }
+}
+
 pub struct Session {
     client: PacketIo<ClientStream>,
     upstream: PacketIo<UpstreamStream>,
@@ -105,7 +159,7 @@ pub struct Session {
     status: StatusFlags,
     /// By the server's statement id. A B-tree, not a hash map: every execute looks its
     /// statement up, and a few comparisons of a u32 cost less than hashing it with SipHash.
-    statements: BTreeMap<u32, PreparedStatement>,
+    statements: Statements,
     shared: Arc<Shared>,
     /// True while the upstream is between commands (it can be sent COM_QUIT).
     upstream_idle: bool,
