@@ -1248,6 +1248,92 @@ async fn a_partition_larger_than_the_memory_limit_is_filled_once() {
     admin.query_drop("DROP TABLE ct_heavy").await.unwrap();
 }
 
+/// After a dot, a reserved word is a name, and names of tables are case-sensitive here
+/// (`lower_case_table_names = 0`): `db.ORDER` and `db.Order` are not `db.order`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reserved_word_after_a_dot_keeps_its_case() {
+    let mut admin = direct().await;
+    for t in ["`order`", "`ORDER`"] {
+        admin.query_drop(format!("CREATE OR REPLACE TABLE {t} (id INT PRIMARY KEY, v VARCHAR(20))")).await.unwrap();
+    }
+    admin.query_drop("INSERT INTO `order` VALUES (1, 'lower')").await.unwrap();
+    admin.query_drop("INSERT INTO `ORDER` VALUES (1, 'upper')").await.unwrap();
+    let cached = "SELECT id, v FROM freshet_test.order WHERE id = ?";
+    let reads = [
+        ("reserved", cached, "SELECT id, v FROM freshet_test.order WHERE id = 1"),
+        ("reserved", cached, "SELECT id, v FROM freshet_test.ORDER WHERE id = 1"),
+        ("reserved", cached, "SELECT id, v FROM freshet_test.Order WHERE id = 1"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "reserved") > 0);
+    for t in ["`order`", "`ORDER`"] {
+        admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
+    }
+}
+
+/// DDL that replaces what the tracked database holds without naming a table: `CREATE OR
+/// REPLACE SEQUENCE` of a cached table's name, `CREATE OR REPLACE DATABASE` of the tracked
+/// database. And a session whose default database it dropped has none any more.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_that_replaces_a_table_or_the_database_is_seen() {
+    const DB2: &str = "freshet_test_replaced";
+    let mut admin = direct().await;
+    let setup = async |admin: &mut mysql_async::Conn| {
+        admin.query_drop(format!("CREATE OR REPLACE DATABASE {DB2}")).await.unwrap();
+        for t in ["t", "s"] {
+            admin.query_drop(format!("CREATE TABLE {DB2}.{t} (id INT PRIMARY KEY, v VARCHAR(20))")).await.unwrap();
+            admin.query_drop(format!("INSERT INTO {DB2}.{t} VALUES (1, '{t} one')")).await.unwrap();
+        }
+    };
+    setup(&mut admin).await;
+    let url = format!("{}/{DB2}", upstream_url().rsplit_once('/').expect("a url with a database").0);
+    let caches = [("t", "SELECT id, v FROM t WHERE id = ?"), ("s", "SELECT id, v FROM s WHERE id = ?")];
+    let proxy = start_proxy_with_url(&url, &cache_config(&caches)).await;
+    let connect = |addr: String| async move { mysql_async::Conn::new(opts(&addr).db_name(Some(DB2))).await.unwrap() };
+    let mut direct_conn = connect(upstream_addr()).await;
+    let mut served = async |conn: &mut mysql_async::Conn, direct: &mut mysql_async::Conn, sql: &str, what: &str| {
+        let want: Result<Vec<(i32, String)>, String> = direct.query(sql).await.map_err(|e| e.to_string());
+        for _ in 0..5 {
+            let got: Result<Vec<(i32, String)>, String> = conn.query(sql).await.map_err(|e| e.to_string());
+            assert_eq!(got.is_ok(), want.is_ok(), "{sql} after {what}: {got:?} / {want:?}");
+            if let (Ok(g), Ok(w)) = (&got, &want) {
+                assert_eq!(g, w, "{sql} after {what}");
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    let mut reader = connect(proxy.mysql.to_string()).await;
+    let (t, s) = ("SELECT id, v FROM t WHERE id = 1", "SELECT id, v FROM s WHERE id = 1");
+    served(&mut reader, &mut direct_conn, t, "the start").await;
+    served(&mut reader, &mut direct_conn, s, "the start").await;
+    admin.query_drop(format!("CREATE OR REPLACE SEQUENCE {DB2}.s")).await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    served(&mut reader, &mut direct_conn, s, "CREATE OR REPLACE SEQUENCE").await;
+    admin.query_drop(format!("CREATE OR REPLACE DATABASE {DB2}")).await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    let mut fresh = connect(upstream_addr()).await;
+    served(&mut reader, &mut fresh, &t.replace("FROM t", &format!("FROM {DB2}.t")), "CREATE OR REPLACE DATABASE").await;
+    // A session that drops its own default database is in none.
+    setup(&mut admin).await;
+    caught_up(&mut through(&proxy).await).await;
+    let mut dropper = connect(proxy.mysql.to_string()).await;
+    served(&mut dropper, &mut direct_conn, t, "the database made again").await;
+    dropper.query_drop(format!("DROP DATABASE {DB2}")).await.unwrap();
+    setup(&mut admin).await;
+    caught_up(&mut through(&proxy).await).await;
+    let mut other = connect(proxy.mysql.to_string()).await;
+    served(&mut other, &mut direct_conn, t, "the database made once more").await;
+    let mut unset = connect(upstream_addr()).await;
+    unset.query_drop(format!("USE {DB2}")).await.unwrap();
+    unset.query_drop(format!("DROP DATABASE {DB2}")).await.unwrap();
+    setup(&mut admin).await;
+    caught_up(&mut through(&proxy).await).await;
+    served(&mut dropper, &mut unset, t, "its own DROP DATABASE").await;
+    admin.query_drop(format!("DROP DATABASE {DB2}")).await.unwrap();
+}
+
 /// Spellings of one read that the server may read alike or not: white space the server's
 /// lexer knows (and some it does not), comments, adjacent strings, number and string literal
 /// forms, quoted names, a trailing `;`, a NUL. Each is answered as the server answers it:
