@@ -513,6 +513,12 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
             if let Some(name) = c.name() {
                 push(name, if replace { DdlKind::Truncate } else { DdlKind::Create });
             }
+        } else if c.kw("SEQUENCE") {
+            // CREATE OR REPLACE SEQUENCE of a table's name drops the table.
+            c.kws(&["IF", "NOT", "EXISTS"]);
+            if let Some(name) = c.name() {
+                push(name, DdlKind::Drop);
+            }
         } else {
             index_target(&mut c, &mut push);
         }
@@ -726,7 +732,9 @@ pub fn parse_savepoint(sql: &str) -> Option<Savepoint> {
 pub fn parse_drop_database(sql: &str) -> Option<String> {
     let toks = statement_tokens(sql);
     let mut c = Cursor { toks: &toks, at: 0 };
-    if !(c.kw("DROP") && (c.kw("DATABASE") || c.kw("SCHEMA"))) {
+    // `CREATE OR REPLACE DATABASE` drops the one there was.
+    let drops = c.kw("DROP") || c.kws(&["CREATE", "OR", "REPLACE"]);
+    if !(drops && (c.kw("DATABASE") || c.kw("SCHEMA"))) {
         return None;
     }
     c.kws(&["IF", "EXISTS"]);
@@ -1059,6 +1067,9 @@ mod tests {
             );
         }
         assert_eq!(parse_ddl("truncate t"), vec![t(None, "t", DdlKind::Truncate)]);
+        assert_eq!(parse_ddl("CREATE OR REPLACE SEQUENCE d.s"), vec![t(Some("d"), "s", DdlKind::Drop)]);
+        assert_eq!(parse_drop_database("create or replace schema app"), Some("app".into()));
+        assert_eq!(parse_drop_database("CREATE DATABASE app"), None);
         assert_eq!(parse_ddl("CREATE TABLE IF NOT EXISTS x (id int)"), vec![t(None, "x", DdlKind::Create)]);
         assert_eq!(parse_ddl("CREATE OR REPLACE TABLE x (id int)"), vec![t(None, "x", DdlKind::Truncate)]);
         assert_eq!(parse_ddl("CREATE UNIQUE INDEX i ON t (a)"), vec![t(None, "t", DdlKind::Alter)]);

@@ -483,6 +483,12 @@ impl<'q> Normalizer<'q, '_> {
             self.push_bytes(text, true);
             return self.literal_at(i + 1, cx);
         }
+        // After a dot a word is a name, a reserved one too (`db.order`), in its own case: the
+        // server reads `db.ORDER` as another table where names are case-sensitive.
+        if i > 0 && self.is_symbol(i - 1, b".") {
+            self.plain_or_quoted(text, true, Some(i));
+            return i + 1;
+        }
         // No keyword is longer; a longer word is a name, even before `(`.
         if text.len() <= MAX_KEYWORD {
             let reserved = kw.is_in(&RESERVED);

@@ -199,6 +199,12 @@ impl SessionState {
                 self.stale = true;
                 self.database_epoch += 1;
             }
+            // Dropping (or replacing) the session's default database leaves it with none: the
+            // server is asked again which it is.
+            Some("drop" | "create") if drops_a_database(sql, tokens) => {
+                self.stale = true;
+                self.database_epoch += 1;
+            }
             Some("set") => self.observe_set(sql, tokens),
             Some("prepare") => self.sql_prepare(sql, tokens),
             Some("execute") => self.sql_execute(sql, tokens),
@@ -360,6 +366,13 @@ impl SessionState {
             i += 1;
         }
     }
+}
+
+/// `DROP DATABASE|SCHEMA ...` or `CREATE OR REPLACE DATABASE|SCHEMA ...`.
+fn drops_a_database(sql: &[u8], tokens: &[Token]) -> bool {
+    let word = |i: usize| tokens.get(i).map(|t| word(sql, t)).unwrap_or_default();
+    let object = |i: usize| matches!(word(i).as_str(), "database" | "schema");
+    (word(0) == "drop" && object(1)) || (word(0) == "create" && word(1) == "or" && word(2) == "replace" && object(3))
 }
 
 /// Why a session is not followed after it may have set a client character set that this
