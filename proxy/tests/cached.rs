@@ -1293,7 +1293,7 @@ async fn ddl_that_replaces_a_table_or_the_database_is_seen() {
     let proxy = start_proxy_with_url(&url, &cache_config(&caches)).await;
     let connect = |addr: String| async move { mysql_async::Conn::new(opts(&addr).db_name(Some(DB2))).await.unwrap() };
     let mut direct_conn = connect(upstream_addr()).await;
-    let mut served = async |conn: &mut mysql_async::Conn, direct: &mut mysql_async::Conn, sql: &str, what: &str| {
+    let served = async |conn: &mut mysql_async::Conn, direct: &mut mysql_async::Conn, sql: &str, what: &str| {
         let want: Result<Vec<(i32, String)>, String> = direct.query(sql).await.map_err(|e| e.to_string());
         for _ in 0..5 {
             let got: Result<Vec<(i32, String)>, String> = conn.query(sql).await.map_err(|e| e.to_string());
