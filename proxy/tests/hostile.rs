@@ -162,6 +162,18 @@ async fn executes(addr: &str, bodies: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
     out
 }
 
+/// Executes `body` on statement `id` `times` times, a moment apart (the first executes of a
+/// shape are relayed, to capture its columns and fill its key): the last reply.
+async fn execute_times(client: &mut RawClient, id: u32, body: &[u8], times: usize) -> Vec<Vec<u8>> {
+    let mut last = Vec::new();
+    for _ in 0..times {
+        client.send(&execute(id, body)).await;
+        last = client.read_results().await;
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    last
+}
+
 /// A cursor the server opened for a statement stays open until the statement's next execute
 /// reaches the server: an execute answered from the cache in between must not leave a
 /// COM_STMT_FETCH the old cursor's rows, where the server answers that no cursor is open.
@@ -174,11 +186,7 @@ async fn an_execute_answered_here_leaves_no_cursor_of_an_earlier_one() {
         let mut client = raw(&addr).await;
         let (id, _) = prepare(&mut client, CACHED).await;
         let key = |v: u64| [&[0u8, 1, 8, 0][..], &v.to_le_bytes()].concat();
-        for _ in 0..10 {
-            client.send(&execute(id, &key(2))).await;
-            client.read_results().await;
-            tokio::time::sleep(Duration::from_millis(30)).await;
-        }
+        execute_times(&mut client, id, &key(2), 10).await;
         // A read-only cursor (flags 1): the columns and an EOF saying the cursor exists.
         let mut with_cursor = execute(id, &key(1));
         with_cursor[5] = 1;
@@ -235,19 +243,9 @@ async fn execute_parameters_are_read_as_the_server_reads_them() {
         let mut got = Vec::new();
         for (col, warm, tested) in &cases {
             let (id, _) = prepare(&mut client, &format!("SELECT id FROM hx_params WHERE {col} = ?")).await;
-            for _ in 0..8 {
-                client.send(&execute(id, &[&[0u8, 1][..], warm].concat())).await;
-                client.read_results().await;
-                tokio::time::sleep(Duration::from_millis(30)).await;
-            }
+            execute_times(&mut client, id, &[&[0u8, 1][..], warm].concat(), 8).await;
             // Several times: the first of a new parameter type is relayed to capture.
-            let mut last = Vec::new();
-            for _ in 0..4 {
-                client.send(&execute(id, &[&[0u8, 1][..], tested].concat())).await;
-                last = gist(&client.read_results().await);
-                tokio::time::sleep(Duration::from_millis(30)).await;
-            }
-            got.push(last);
+            got.push(gist(&execute_times(&mut client, id, &[&[0u8, 1][..], tested].concat(), 4).await));
         }
         replies.push(got);
     }
@@ -267,11 +265,7 @@ async fn types_sent_through_the_last_statements_id_are_the_statements() {
         let mut client = raw(&addr).await;
         let (id, _) = prepare(&mut client, CACHED).await;
         let longlong = [&[0u8, 1, 8, 0][..], &1u64.to_le_bytes()].concat();
-        for _ in 0..8 {
-            client.send(&execute(id, &longlong)).await;
-            client.read_results().await;
-            tokio::time::sleep(Duration::from_millis(30)).await;
-        }
+        execute_times(&mut client, id, &longlong, 8).await;
         // Types VAR_STRING, through the last statement's id.
         client.send(&execute(u32::MAX, &[&[0u8, 1, 0xfd, 0, 7][..], b"0000003"].concat())).await;
         let through_last = gist(&client.read_results().await);
