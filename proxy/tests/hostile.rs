@@ -162,6 +162,24 @@ async fn executes(addr: &str, bodies: &[Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
     out
 }
 
+/// A client may send its first command right behind its handshake response, before the
+/// server's OK. It is the session's first command, read by freshet as any other (what it
+/// does to the session is followed), and its answer follows the OK; it must not reach the
+/// server unseen while the login is relayed, its answer left for the next command to take.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_pipelined_behind_the_login_is_the_sessions_first() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let mut replies = Vec::new();
+    for addr in [proxy.mysql.to_string(), upstream_addr()] {
+        let mut client = RawClient::connect_pipelined(&addr, DEFAULT_CAPS, b"\x03SELECT 11").await.unwrap();
+        let first = tokio::time::timeout(Duration::from_secs(5), client.read_results()).await.expect("the pipelined command's answer");
+        let second = client.query("SELECT 22").await;
+        replies.push((gist(&first), gist(&second)));
+    }
+    assert_eq!(replies[0], replies[1], "through freshet, then directly");
+}
+
 /// Executes `body` on statement `id` `times` times, a moment apart (the first executes of a
 /// shape are relayed, to capture its columns and fill its key): the last reply.
 async fn execute_times(client: &mut RawClient, id: u32, body: &[u8], times: usize) -> Vec<Vec<u8>> {

@@ -105,6 +105,16 @@ impl RawClient {
     }
 
     pub async fn connect_as(addr: &str, wanted: u64, user: &str, password: &str) -> Result<RawClient, ErrPacket> {
+        Self::connect_with(addr, wanted, user, password, None).await
+    }
+
+    /// A login with `command` sent right behind the handshake response, before the server's
+    /// OK (as a client that pipelines may): its answer is the next to read.
+    pub async fn connect_pipelined(addr: &str, wanted: u64, command: &[u8]) -> Result<RawClient, ErrPacket> {
+        Self::connect_with(addr, wanted, USER, PASSWORD, Some(command)).await
+    }
+
+    async fn connect_with(addr: &str, wanted: u64, user: &str, password: &str, pipelined: Option<&[u8]>) -> Result<RawClient, ErrPacket> {
         let stream = TcpStream::connect(addr).await.expect("tcp connect");
         let mut io = PacketIo::new(stream);
         let greeting = io.read_packet(1 << 20).await.expect("greeting");
@@ -128,6 +138,9 @@ impl RawClient {
         reply.push(0);
         reply.extend_from_slice(b"mysql_native_password\0");
         io.queue_packet(1, &reply);
+        if let Some(command) = pipelined {
+            io.queue_packet(0, command);
+        }
         io.flush().await.expect("send handshake response");
         loop {
             let p = io.read_packet(1 << 20).await.expect("auth reply");
