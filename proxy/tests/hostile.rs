@@ -175,7 +175,11 @@ async fn a_command_pipelined_behind_the_login_is_the_sessions_first() {
         let mut client = RawClient::connect_pipelined(&addr, DEFAULT_CAPS, b"\x03SELECT 11").await.unwrap();
         let first = tokio::time::timeout(Duration::from_secs(5), client.read_results()).await.expect("the pipelined command's answer");
         let second = client.query("SELECT 22").await;
-        replies.push((gist(&first), gist(&second)));
+        // Also behind an auth switch's answer sent before the server asked.
+        let mut client = RawClient::connect_switch_pipelined(&addr, DEFAULT_CAPS, b"\x03SELECT 33").await.unwrap();
+        let third = tokio::time::timeout(Duration::from_secs(5), client.read_results()).await.expect("the pipelined command's answer");
+        let fourth = client.query("SELECT 44").await;
+        replies.push((gist(&first), gist(&second), gist(&third), gist(&fourth)));
     }
     assert_eq!(replies[0], replies[1], "through freshet, then directly");
 }

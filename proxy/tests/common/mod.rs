@@ -114,7 +114,25 @@ impl RawClient {
         Self::connect_with(addr, wanted, USER, PASSWORD, Some(command)).await
     }
 
+    /// A login that names another plugin than the account's (the server asks it to switch)
+    /// and sends, right behind its handshake response, the switch's answer (MariaDB asks with
+    /// the greeting's scramble) and `command`: all before the server has asked anything.
+    pub async fn connect_switch_pipelined(addr: &str, wanted: u64, command: &[u8]) -> Result<RawClient, ErrPacket> {
+        Self::connect_full(addr, wanted, USER, PASSWORD, Some(command), true).await
+    }
+
     async fn connect_with(addr: &str, wanted: u64, user: &str, password: &str, pipelined: Option<&[u8]>) -> Result<RawClient, ErrPacket> {
+        Self::connect_full(addr, wanted, user, password, pipelined, false).await
+    }
+
+    async fn connect_full(
+        addr: &str,
+        wanted: u64,
+        user: &str,
+        password: &str,
+        pipelined: Option<&[u8]>,
+        switch_early: bool,
+    ) -> Result<RawClient, ErrPacket> {
         let stream = TcpStream::connect(addr).await.expect("tcp connect");
         let mut io = PacketIo::new(stream);
         let greeting = io.read_packet(1 << 20).await.expect("greeting");
@@ -136,12 +154,20 @@ impl RawClient {
         reply.extend_from_slice(&auth);
         reply.extend_from_slice(DB.as_bytes());
         reply.push(0);
-        reply.extend_from_slice(b"mysql_native_password\0");
+        reply.extend_from_slice(if switch_early { b"mysql_clear_password\0".as_slice() } else { b"mysql_native_password\0" });
         io.queue_packet(1, &reply);
+        if switch_early {
+            io.queue_packet(3, &native_password(password.as_bytes(), &scramble));
+        }
         if let Some(command) = pipelined {
             io.queue_packet(0, command);
         }
         io.flush().await.expect("send handshake response");
+        if switch_early {
+            // The server's switch request, answered already.
+            let p = io.read_packet(1 << 20).await.expect("auth switch");
+            assert_eq!(p.payload[0], 0xfe, "an auth switch");
+        }
         loop {
             let p = io.read_packet(1 << 20).await.expect("auth reply");
             match p.payload[0] {
