@@ -446,15 +446,9 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
     let mut c = Cursor { toks: &toks, at: 0 };
     let mut out = Vec::new();
     let mut push = |(database, table): (Option<String>, String), kind| out.push(DdlTarget { database, table, kind });
-    if c.kw("ALTER") {
-        c.kw("ONLINE");
+    if matches!(toks.first(), Some(Tok::Word(w)) if w.eq_ignore_ascii_case("ALTER")) {
         // ALTER IGNORE TABLE ... ADD UNIQUE deletes the duplicates with no row event.
-        let ignore = c.kw("IGNORE");
-        if !c.kw("TABLE") {
-            return out;
-        }
-        c.kws(&["IF", "EXISTS"]);
-        let Some(name) = c.name() else { return out };
+        let Some((ignore, name)) = alter_table_head(&mut c) else { return out };
         // Partition and tablespace maintenance moves or removes rows with no row event
         // (EXCHANGE, TRUNCATE, DROP, CONVERT PARTITION; IMPORT TABLESPACE), and so does a
         // BLACKHOLE engine: the table is taken anew, as after TRUNCATE. Any mention counts;
@@ -634,14 +628,7 @@ const DROPS_NO_COLUMN: &[&str] =
 pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
     let toks = statement_tokens(sql);
     let mut c = Cursor { toks: &toks, at: 0 };
-    c.kw("ALTER");
-    c.kw("ONLINE");
-    c.kw("IGNORE");
-    if !c.kw("TABLE") {
-        return Vec::new();
-    }
-    c.kws(&["IF", "EXISTS"]);
-    if c.name().is_none() {
+    if alter_table_head(&mut c).is_none() {
         return Vec::new();
     }
     let clauses = &toks[c.at..];
@@ -654,6 +641,21 @@ pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
             c.ident()
         })
         .collect()
+}
+
+/// `ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] name`: whether IGNORE, and the name; the cursor
+/// is left at the first clause.
+fn alter_table_head(c: &mut Cursor) -> Option<(bool, (Option<String>, String))> {
+    if !c.kw("ALTER") {
+        return None;
+    }
+    c.kw("ONLINE");
+    let ignore = c.kw("IGNORE");
+    if !c.kw("TABLE") {
+        return None;
+    }
+    c.kws(&["IF", "EXISTS"]);
+    Some((ignore, c.name()?))
 }
 
 /// The upper-cased word at `i`, or empty.
