@@ -199,6 +199,11 @@ impl TableSchema {
     pub fn new(name: &str, columns: Vec<ColumnSchema>, primary_key: Vec<usize>) -> TableSchema {
         TableSchema { name: name.to_string(), columns, primary_key, engine: None }
     }
+    /// True if a column of the primary key is one no view may read
+    /// ([`ColumnSchema::unreadable`]): its rows copied and its binlog images would not match.
+    pub fn key_unreadable(&self) -> bool {
+        self.primary_key.iter().any(|&k| self.columns.get(k).is_some_and(|c| c.unreadable.is_some()))
+    }
     /// Index of a column by case-insensitive name.
     pub fn column_index(&self, name: &str) -> Option<usize> {
         self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))

@@ -90,7 +90,8 @@ impl Decimal {
         self.mantissa() as f64 / 10f64.powi(self.scale as i32)
     }
     /// Mantissa with trailing zeros stripped, for hashing.
-    fn normalized(self) -> (i128, u8) {
+    /// The same value with no trailing fraction zeros: (mantissa, scale), `1.50` as (15, 1).
+    pub fn normalized(self) -> (i128, u8) {
         let (mut m, mut s) = (self.mantissa(), self.scale);
         while s > 0 && m % 10 == 0 {
             m /= 10;

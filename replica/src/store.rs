@@ -269,7 +269,7 @@ impl ReplicaStore {
         if schema.primary_key.is_empty() {
             return Err(ReplicaError::NoPrimaryKey(name));
         }
-        if schema.primary_key.iter().any(|&i| schema.columns.get(i).is_some_and(|c| c.unreadable.is_some())) {
+        if schema.key_unreadable() {
             return Err(ReplicaError::KeyUnreadable(name));
         }
         let _w = self.lock();

@@ -209,7 +209,6 @@ impl Default for ReaderRows {
 }
 
 /// What adding a weight did to a reader's rows.
-#[derive(PartialEq)]
 enum Counted {
     /// The row was not there and is now.
     Added,

@@ -418,21 +418,11 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
         _ => None,
     };
     if let (Some(places), Value::Decimal(d)) = (places, &key)
-        && fraction_digits(*d) > places
+        && d.normalized().1 > places
     {
         return Err(bad());
     }
     Ok(Some(key))
-}
-
-/// The fraction digits `d` needs (`1.50` needs one).
-fn fraction_digits(d: crate::value::Decimal) -> u8 {
-    let (mut mantissa, mut scale) = (d.mantissa(), d.scale());
-    while scale > 0 && mantissa % 10 == 0 {
-        mantissa /= 10;
-        scale -= 1;
-    }
-    scale
 }
 
 /// [`coerce_param`]'s conversion: None where the parameter is relayed.

@@ -351,9 +351,7 @@ impl Replica {
         // not be consistent) is held as a dropped one is: its rows go, and it is copied again
         // once it can be (a copy under way would go on reading it without a snapshot).
         // Nor a table whose primary key the binlog gives otherwise than a SELECT.
-        let key_readable =
-            |i: &TableInfo| !i.schema.primary_key.iter().any(|&k| i.schema.columns.get(k).is_some_and(|c| c.unreadable.is_some()));
-        let Some(info) = info.filter(|i| i.schema.check().is_ok() && key_readable(i)) else {
+        let Some(info) = info.filter(|i| i.schema.check().is_ok() && !i.schema.key_unreadable()) else {
             if let Some(old) = old
                 && let Err(e) = self.store.reset(&old.schema)
             {
