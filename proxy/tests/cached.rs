@@ -1220,6 +1220,9 @@ async fn columns_whose_binlog_form_is_not_their_value_are_not_cached() {
         assert!(wrong.is_empty(), "answered otherwise than the server after {writes:?}: {wrong:#?}");
     }
     assert!(hits(&proxy, "opaque_name") > 0, "the table's other columns are cached");
+    for refused in ["opaque_u", "opaque_t"] {
+        assert!(engine(&proxy).by_name(refused).expect("listed").live().is_err(), "{refused} is refused");
+    }
 }
 
 /// A partition heavier than the whole `[memory] limit` is not kept. Its read is relayed; the
