@@ -105,13 +105,13 @@ impl RawClient {
     }
 
     pub async fn connect_as(addr: &str, wanted: u64, user: &str, password: &str) -> Result<RawClient, ErrPacket> {
-        Self::connect_with(addr, wanted, user, password, None).await
+        Self::connect_full(addr, wanted, user, password, None, false).await
     }
 
     /// A login with `command` sent right behind the handshake response, before the server's
     /// OK (as a client that pipelines may): its answer is the next to read.
     pub async fn connect_pipelined(addr: &str, wanted: u64, command: &[u8]) -> Result<RawClient, ErrPacket> {
-        Self::connect_with(addr, wanted, USER, PASSWORD, Some(command)).await
+        Self::connect_full(addr, wanted, USER, PASSWORD, Some(command), false).await
     }
 
     /// A login that names another plugin than the account's (the server asks it to switch)
@@ -119,10 +119,6 @@ impl RawClient {
     /// the greeting's scramble) and `command`: all before the server has asked anything.
     pub async fn connect_switch_pipelined(addr: &str, wanted: u64, command: &[u8]) -> Result<RawClient, ErrPacket> {
         Self::connect_full(addr, wanted, USER, PASSWORD, Some(command), true).await
-    }
-
-    async fn connect_with(addr: &str, wanted: u64, user: &str, password: &str, pipelined: Option<&[u8]>) -> Result<RawClient, ErrPacket> {
-        Self::connect_full(addr, wanted, user, password, pipelined, false).await
     }
 
     async fn connect_full(
