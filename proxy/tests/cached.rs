@@ -2636,6 +2636,34 @@ async fn session_settings_changed_by_stored_code_are_asked_of_the_server() {
     admin.query_drop("DROP TABLE ct_routine_log").await.unwrap();
 }
 
+/// A SET prepared with COM_STMT_PREPARE changes the session when it is executed, each time it
+/// is executed, not when it is prepared: a driver that prepares `SET sql_select_limit = ?` (or
+/// a time zone) once executes it again with another value after the session's settings were
+/// asked of the server. Its next cached read is answered under the value the server holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_set_changes_the_session_each_time_it_is_executed() {
+    let _admin =
+        fresh_table("ct_prepared_set", "id INT PRIMARY KEY, k INT NOT NULL, n INT NULL", "(1, 1, 10), (2, 1, 20), (3, 1, 30)").await;
+    let caches = [("prepared_set", "SELECT id, n FROM ct_prepared_set WHERE k = ?")];
+    let proxy = start_proxy(&cache_config(&caches)).await;
+    let read = "SELECT id, n FROM ct_prepared_set WHERE k = 1";
+    let values = |rows: Vec<mysql_async::Row>| rows.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>();
+    let (mut ours, mut theirs) = (through(&proxy).await, direct().await);
+    // The driver prepares the SET once and keeps it; every later exec is a COM_STMT_EXECUTE.
+    for limit in [u64::MAX, 1, u64::MAX, 2] {
+        for c in [&mut ours, &mut theirs] {
+            c.exec_drop("SET sql_select_limit = ?", (limit,)).await.unwrap();
+        }
+        let want = values(theirs.query(read).await.unwrap());
+        assert_eq!(want.len(), 3.min(limit as usize), "the server's limit {limit}");
+        for _ in 0..5 {
+            assert_eq!(values(ours.query(read).await.unwrap()), want, "{read} under sql_select_limit = {limit}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert!(hits(&proxy, "prepared_set") > 0, "reads answered from the view");
+}
+
 /// MariaDB's JSON is a LONGTEXT under utf8mb4_bin: compared, searched and measured as text
 /// (`j = '[2]'` is a text comparison), where MySQL 8 compares JSON values. A view held JSON
 /// as a kind of its own, unequal to any text. Such uses are refused; a JSON column selected,
