@@ -258,14 +258,18 @@ impl Session {
             _ => {}
         }
         self.confirm_reading(command, &payload).await?;
-        // A statement prepared from a text that may turn binlogging off does when it runs.
-        if matches!(command, StmtExecute | StmtBulkExecute) && self.statement_of(&payload).is_some_and(|s| s.unlogs) {
-            self.state.unlogged = true;
-            self.state.unlogged_at.get_or_insert(0);
-        }
         // The SQL the command runs, looked up once (a statement's is its prepare's text), and
         // what every reading of it asks first.
         let text = self.statement_bytes(command, &payload);
+        // A prepared text changes the session when it runs, each time it runs (`SET time_zone
+        // = ?` executed again after the session was asked, `SET sql_log_bin = 0`), as a text
+        // sent as a query does: it is followed at every execute. A cached read's needs nothing.
+        if matches!(command, StmtExecute | StmtBulkExecute)
+            && let Some(sql) = &text
+            && !self.routed_statement(&payload)
+        {
+            self.state.observe(sql);
+        }
         let glance = text.as_deref().map(Glance::of);
         let may_write = self.may_write(command, glance.as_ref());
         let mut privileges = glance.as_ref().and_then(|g| self.privilege_statement(g));
@@ -599,10 +603,11 @@ impl Session {
         }
         let unlogged = self.state.unlogged;
         let route = self.route_prepare(&command[1..]);
-        // A text that may turn binlogging off does so when it is executed, not prepared.
-        let unlogs = !unlogged && std::mem::replace(&mut self.state.unlogged, unlogged);
+        // A text that may turn binlogging off does so when it is executed (and followed then),
+        // not when it is prepared.
+        self.state.unlogged = unlogged;
         let runs_statements = super::state::runs_statements(&command[1..]);
-        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route, unlogs, runs_statements });
+        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route, runs_statements });
         Ok(())
     }
 

@@ -90,8 +90,6 @@ pub struct PreparedStatement {
     pub columns: u16,
     /// Set when the statement's text is a cached query's shape.
     pub route: Option<cached::PreparedRoute>,
-    /// Its text may turn the session's binlogging off (`state::SessionState::unlogged`).
-    pub unlogs: bool,
     /// Its text runs other statements (`state::runs_statements`): an error tells nothing of
     /// what ran.
     pub runs_statements: bool,
