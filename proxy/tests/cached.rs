@@ -775,6 +775,62 @@ async fn strings_are_equal_and_ordered_as_the_servers_collations_say() {
     }
 }
 
+/// MariaDB sorts a GROUP BY's groups by the grouping columns, under their collations, as if
+/// ORDER BY named them (MySQL 8 no longer does; `ORDER BY NULL` turns it off): the order of
+/// such a read is the server's, not undefined. A view published them sorted by every output
+/// column, exactly, so `Banana, Zeta, apple, mango` came back where the server answers
+/// `apple, Banana, mango, Zeta`, and a count selected first ordered the groups by the count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn grouped_rows_come_back_in_the_servers_group_order() {
+    let mut admin = fresh_table(
+        "ct_group_order",
+        "id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(20) COLLATE utf8mb4_general_ci NOT NULL, KEY (k)",
+        "(1, 1, 'apple'), (2, 1, 'Zeta'), (3, 1, 'mango'), (4, 1, 'Banana'), (5, 1, 'apple'), (6, 2, 'b'), (7, 2, 'A')",
+    )
+    .await;
+    let reads = [
+        (
+            "go_names",
+            "SELECT name, COUNT(*) AS n FROM ct_group_order WHERE k = ? GROUP BY name",
+            "SELECT name, COUNT(*) AS n FROM ct_group_order WHERE k = 1 GROUP BY name",
+        ),
+        (
+            "go_count_first",
+            "SELECT COUNT(*) AS n, MAX(id) AS m, name FROM ct_group_order WHERE k = ? GROUP BY name",
+            "SELECT COUNT(*) AS n, MAX(id) AS m, name FROM ct_group_order WHERE k = 1 GROUP BY name",
+        ),
+        (
+            "go_hidden",
+            "SELECT COUNT(*) AS n, MIN(id) AS m FROM ct_group_order WHERE k = ? GROUP BY name",
+            "SELECT COUNT(*) AS n, MIN(id) AS m FROM ct_group_order WHERE k = 1 GROUP BY name",
+        ),
+        (
+            "go_two",
+            "SELECT MIN(id) AS m, name, k FROM ct_group_order WHERE k = ? GROUP BY k, name",
+            "SELECT MIN(id) AS m, name, k FROM ct_group_order WHERE k = 1 GROUP BY k, name",
+        ),
+        (
+            "go_limit",
+            "SELECT MAX(id) AS m, name FROM ct_group_order WHERE k = ? GROUP BY name LIMIT 2",
+            "SELECT MAX(id) AS m, name FROM ct_group_order WHERE k = 1 GROUP BY name LIMIT 2",
+        ),
+        (
+            "go_keys",
+            "SELECT COUNT(*) AS n, k FROM ct_group_order WHERE k IN (?, ?) GROUP BY k",
+            "SELECT COUNT(*) AS n, k FROM ct_group_order WHERE k IN (2, 1) GROUP BY k",
+        ),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, unserved) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered in another order than the server's: {wrong:#?}");
+    assert!(unserved.is_empty(), "every read answered from its view: {unserved:?}");
+    // New groups land where the server sorts them.
+    admin.query_drop("INSERT INTO ct_group_order VALUES (8, 1, 'aardvark'), (9, 1, 'Zz'), (10, 1, 'BANANA')").await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "after the writes: {wrong:#?}");
+}
+
 /// A SUM of DOUBLEs depends on the order it adds them in: the server adds in its scan order
 /// at every read, a view kept its running total through the binlog's changes. After one row
 /// of (1e16, 1, -1e16) goes, the server answers 0 and a running total -1 (1e16 + 1 rounded to
