@@ -31,3 +31,55 @@ async fn rotation_keeps_positions_increasing_and_resumable() {
     assert!(matches!(again[0].changes[0].row[0], Value::Int(2)));
     drop_db(&db).await;
 }
+
+/// A ROTATE event's position is where it ends in the file being left. Taken as a position in
+/// the file it names, it put the server's end far ahead of the stream after every rotation
+/// (FLUSH BINARY LOGS, `max_binlog_size`): the lag grew until the new file passed the old
+/// offset, and the caches relayed every read meanwhile. After a rotation with nothing written,
+/// the stream is at the server's end again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rotation_leaves_no_lag_behind() {
+    use std::time::{Duration, Instant};
+    let (db, mut c) = fresh_db("rotate_lag").await;
+    let mut cfg = StreamConfig::new(&db, server_id());
+    cfg.heartbeat = Duration::from_millis(200);
+    let s = BinlogStream::connect(opts_for(None), cfg, StartAt::Current).await.unwrap();
+    let (mut rx, lag) = s.spawn(1024);
+    let settled = async |rx: &mut tokio::sync::mpsc::Receiver<Result<freshet_cdc::StreamEvent, freshet_cdc::CdcError>>, what: &str| {
+        let start = Instant::now();
+        loop {
+            while let Ok(ev) = rx.try_recv() {
+                ev.unwrap();
+            }
+            let l = lag.get();
+            if l.heartbeats >= 2 && l.behind == Duration::ZERO && l.bytes_behind == 0 {
+                return l;
+            }
+            assert!(start.elapsed() < Duration::from_secs(10), "no zero lag in 10 s {what}: {l:?}");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    };
+    let before = settled(&mut rx, "before the rotation").await;
+    c.query_drop("FLUSH BINARY LOGS").await.unwrap();
+    let start = Instant::now();
+    loop {
+        let l = settled(&mut rx, "after the rotation").await;
+        if l.server.as_ref().is_some_and(|s| Some(&s.file) != before.server.as_ref().map(|b| &b.file)) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "the stream did not reach the new file: {l:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // What the gate reads: the age of the oldest server position not applied yet.
+    let wait = Duration::from_millis(2500);
+    tokio::time::sleep(wait).await;
+    settled(&mut rx, "a while after the rotation").await;
+    let applied = lag.get().delivered.expect("delivered").position().unwrap();
+    let behind = lag.behind(applied);
+    let (file, offset): (String, u64) =
+        c.query_first("SHOW MASTER STATUS").await.unwrap().map(|r: mysql_async::Row| (r.get(0).unwrap(), r.get(1).unwrap())).unwrap();
+    let server = freshet_cdc::BinlogPos::new(file, offset as u32).position().unwrap();
+    assert!(behind.server.is_some_and(|s| s <= server), "the server's end as seen ({:?}) is past the server's ({server:?})", behind.server);
+    assert!(behind.lag < wait, "behind by {:?} with nothing written since the rotation", behind.lag);
+    drop_db(&db).await;
+}
