@@ -171,6 +171,21 @@ impl<'c> Compiler<'c> {
             a::GroupByExpr::Expressions(v, mods) if mods.is_empty() => v.clone(),
             _ => return refuse("GROUP BY ALL / WITH ROLLUP are not supported"),
         };
+        // MariaDB sorts a GROUP BY's groups by its expressions, under their collations, as if
+        // ORDER BY named them (MySQL 8 leaves them unordered, which this order is one of): with
+        // no ORDER BY, the grouping expressions order the rows, and a LIMIT takes the first.
+        let implied_order: Vec<a::OrderByExpr>;
+        let order_by = if order_by.is_empty() && !group_exprs.is_empty() {
+            let ascending = |expr: &a::Expr| a::OrderByExpr {
+                expr: expr.clone(),
+                options: a::OrderByOptions { sort: None, nulls_first: None },
+                with_fill: None,
+            };
+            implied_order = group_exprs.iter().map(ascending).collect();
+            &implied_order[..]
+        } else {
+            order_by
+        };
         let (select_items, result_names) = self.expand_select(&sel.projection, &src.scope)?;
         let has_agg = !group_exprs.is_empty()
             || select_items.iter().any(|(e, _)| contains_agg(e))
