@@ -506,10 +506,15 @@ impl BinlogStream {
                         reason: format!("binlog rotated from {} to an unrelated file {name}", self.file),
                     });
                 }
+                // Its position is where it ends in the file it leaves: the server's end there,
+                // never a position in the file it names (which put the end far ahead of the
+                // stream after every rotation).
+                self.server_seen(log_pos);
                 self.file = name;
                 if self.txn.is_none() {
                     self.delivered = BinlogPos::new(self.file.clone(), next);
                 }
+                return Ok(());
             }
             EventKind::Heartbeat => self.heartbeat(log_pos)?,
             EventKind::MariaGtid(g) => self.txn = Some(Txn::new(!g.standalone, Some(g.gtid))),
