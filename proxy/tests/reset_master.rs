@@ -1,0 +1,68 @@
+//! RESET MASTER while freshet follows the server's first binlog file: the server starts that
+//! file again, under the same name, and its dump thread goes on reading the old one (unlinked),
+//! with no error and no ROTATE. Positions of the new file are below those already applied, so
+//! the server's end as polled goes back: a new history, which the stream must start again in.
+//!
+//! A file of its own: it resets the server's binary logs, which would make the concurrent
+//! tests of another file lose their streams.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use mysql_async::prelude::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_master_in_the_first_file_starts_a_new_history() {
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS rm_items").await.unwrap();
+    admin.query_drop("CREATE TABLE rm_items (id INT PRIMARY KEY, v INT NOT NULL)").await.unwrap();
+    admin.query_drop("INSERT INTO rm_items VALUES (1, 10), (2, 0)").await.unwrap();
+    // The stream reads the first file, as after any RESET MASTER.
+    admin.query_drop("RESET MASTER").await.unwrap();
+    let proxy =
+        start_proxy("[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"rm\"\nquery = \"SELECT id, v FROM rm_items WHERE id = ?\"\n")
+            .await;
+    let engine = proxy.engine.get().expect("the cache engine started").clone();
+    let hits = || engine.by_name("rm").expect("cache exists").stats().hits;
+    let mut client = through(&proxy).await;
+    let read = "SELECT id, v FROM rm_items WHERE id = 1";
+    let before = hits();
+    for _ in 0..250 {
+        let got: Vec<(i32, i32)> = client.query(read).await.unwrap();
+        assert_eq!(got, vec![(1, 10)]);
+        if hits() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(hits() > before, "answered from the cache before the reset");
+    // The first file grows well past where the new one will be after one write.
+    for _ in 0..100 {
+        admin.query_drop("UPDATE rm_items SET v = v + 1 WHERE id = 2").await.unwrap();
+    }
+    caught_up(&mut through(&proxy).await).await;
+    // The dump thread waits at the end of the file, sending heartbeats.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    admin.query_drop("RESET MASTER").await.unwrap();
+    admin.query_drop("UPDATE rm_items SET v = 11 WHERE id = 1").await.unwrap();
+    // Answered as the server answers once freshet says it has caught up.
+    let mut status = through(&proxy).await;
+    let start = Instant::now();
+    loop {
+        let rows: Vec<(String, String)> = status.query("SHOW FRESHET STATUS").await.unwrap();
+        let caught_up = rows.iter().any(|(k, v)| k == "caught_up" && v == "yes");
+        let got: Vec<(i32, i32)> = client.query(read).await.unwrap();
+        if caught_up && got == vec![(1, 11)] {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(15),
+            "15 s after RESET MASTER and a write, freshet answers {got:?} (caught up: {caught_up}) where the server answers [(1, 11)]"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    admin.query_drop("DROP TABLE rm_items").await.unwrap();
+}
