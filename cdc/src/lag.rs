@@ -127,6 +127,9 @@ struct Inner {
     /// MariaDB: (domain, sequence number, end position) of the last delivered group per
     /// GTID domain.
     gtids: Vec<(u32, u64, Position)>,
+    /// Why the server's binlog is not the history the stream reads, if the poll found it so
+    /// (its end went back: RESET MASTER). Cleared when a new stream starts ([`LagHandle::restart_at`]).
+    went_back: Option<String>,
 }
 
 /// A cheap handle to read a stream's lag from elsewhere (metrics, readiness, the gate).
@@ -173,12 +176,43 @@ impl LagHandle {
         }
     }
 
+    /// The poll read the server's end `at`, having asked after the server had been seen at
+    /// `before` ([`LagHandle::last_seen`] then). The end of one history never goes back: if it
+    /// did, the server's binlog was started again (RESET MASTER; in the first file, under the
+    /// same name, the dump thread goes on reading the old file and reports nothing), and what
+    /// the stream reads is not the server's history any more ([`LagHandle::went_back`]).
+    pub fn observe_polled(&self, at: &BinlogPos, before: Option<Position>) {
+        let Ok(position) = at.position() else { return };
+        if let Some(before) = before.filter(|&b| position < b) {
+            if let Ok(mut l) = self.0.lock()
+                && l.went_back.is_none()
+            {
+                let was = BinlogPos::from_position(before, &at.file).map_or_else(|_| format!("{before:?}"), |p| p.to_string());
+                l.went_back = Some(format!("the server's binlog ends at {at}, before {was} where it had been (RESET MASTER?)"));
+            }
+            return;
+        }
+        self.observe_server(at);
+    }
+
+    /// The last server position seen (by the stream or the poll).
+    pub fn last_seen(&self) -> Option<Position> {
+        self.0.lock().ok()?.seen.back().map(|&(p, _)| p)
+    }
+
+    /// Why the server's binlog is no longer the history being read, if the poll found so:
+    /// the stream must start again ([`crate::CdcError::Gap`]).
+    pub fn went_back(&self) -> Option<String> {
+        self.0.lock().ok()?.went_back.clone()
+    }
+
     /// Forgets the server positions seen so far and starts again at `at` (a new stream after
     /// a gap: the server may be another one, its positions need not follow the old ones).
     pub fn restart_at(&self, at: &BinlogPos) {
         if let Ok(mut l) = self.0.lock() {
             l.seen.clear();
             l.gtids.clear();
+            l.went_back = None;
             l.lag.server = None;
             l.lag.polled = Some(Instant::now());
         }
@@ -193,7 +227,8 @@ impl LagHandle {
             l.seen.pop_front();
         }
         let oldest_unapplied = l.seen.iter().find(|(p, _)| *p > applied).map(|&(_, t)| t);
-        let polled_ago = l.lag.polled.map(|t| now.saturating_duration_since(t));
+        // A server whose binlog went back has no known position relative to what was applied.
+        let polled_ago = l.lag.polled.filter(|_| l.went_back.is_none()).map(|t| now.saturating_duration_since(t));
         // What the server may have written since the last poll without anyone seeing it.
         let unseen = polled_ago.map_or(Duration::ZERO, |a| a.saturating_sub(POLL));
         Behind {
@@ -278,12 +313,14 @@ pub fn spawn_position_poll(opts: Opts, position_sql: &'static str, lag: LagHandl
                 }
             }
             let Some(c) = conn.as_mut() else { continue };
+            // Whatever was seen before the question was asked, the answer is at or after.
+            let before = lag.last_seen();
             match tokio::time::timeout(POLL_STALE, c.query_first::<mysql_async::Row, _>(position_sql)).await {
                 Ok(Ok(Some(row))) => {
                     let file: Option<String> = row.get(0);
                     let offset: Option<u64> = row.get(1);
                     if let (Some(file), Some(offset)) = (file, offset.and_then(|o| u32::try_from(o).ok())) {
-                        lag.observe_server(&BinlogPos::new(file, offset));
+                        lag.observe_polled(&BinlogPos::new(file, offset), before);
                         lag.polled();
                     }
                 }
@@ -358,6 +395,30 @@ mod tests {
         assert_eq!(h.gtid_delivered_at(2, 9), Some(end(600)));
         h.restart_at(&pos(700));
         assert_eq!(h.gtid_delivered_at(0, 5), None, "a new stream forgets what the old one delivered");
+    }
+
+    /// The poll's answer may be older than what the stream saw while the question was on its
+    /// way (ignored), never older than what was seen before it was asked, unless the server's
+    /// binlog started again: then the lag is unknown until a new stream starts.
+    #[test]
+    fn a_polled_end_before_what_was_seen_before_asking_is_a_new_history() {
+        let h = LagHandle::default();
+        h.observe_server(&pos(500));
+        h.polled();
+        let asked = h.last_seen();
+        h.observe_server(&pos(800));
+        h.observe_polled(&pos(700), asked);
+        assert_eq!(h.went_back(), None, "an answer overtaken by the stream");
+        assert_eq!(h.last_seen(), Some(pos(800).position().unwrap()));
+        let applied = pos(800).position().unwrap();
+        assert!(h.behind(applied).polled_ago.is_some());
+        h.observe_polled(&pos(300), h.last_seen());
+        assert!(h.went_back().is_some_and(|w| w.contains("RESET MASTER")), "{:?}", h.went_back());
+        assert_eq!(h.behind(applied).polled_ago, None, "no lag can be told");
+        h.observe_polled(&BinlogPos::new("bin.000002", 4), h.last_seen());
+        assert!(h.went_back().is_some(), "kept until a new stream starts");
+        h.restart_at(&pos(300));
+        assert_eq!(h.went_back(), None);
     }
 
     #[test]

@@ -374,6 +374,13 @@ impl BinlogStream {
             if let Some(e) = self.out.pop_front() {
                 return Ok(e);
             }
+            // The poll found the server's binlog started again: what this connection reads
+            // (an unlinked file, say) is not the server's history.
+            if let Some(reason) = self.lag.went_back() {
+                self.inner = None;
+                self.lag.update(|l| l.connected = false);
+                return Err(CdcError::Gap { position: self.delivered.clone(), reason });
+            }
             let step = match self.inner.as_mut() {
                 // Giving up after `max_retries` is returned as is (it is retry-safe, so the
                 // arm below would otherwise swallow it and loop forever).
