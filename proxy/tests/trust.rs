@@ -470,6 +470,46 @@ async fn a_temporary_table_shadows_only_its_own_session() {
     same_prepared(&mut d2, &mut t2, "SELECT id, owner, secret FROM tr_tmp WHERE id = ?", 6, "another session").await;
 }
 
+/// A temporary table made by stored code (a function the schema's owner wrote, run with its
+/// definer's rights) is in no statement freshet sees, and shadows the cached table for that
+/// session on the server: a login with no right to the real table reads the temporary one. Its
+/// read, relayed to learn the account's right to the cache, succeeded, and freshet taught
+/// "allowed": that session, and every new session of the account, were then served the real
+/// table's rows, which the server refuses them. Before a read teaches anything, the server is
+/// asked whether the session made temporary tables.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_temporary_table_made_by_stored_code_teaches_no_right_to_the_real_table() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_tmp_code").await;
+    let mut admin = direct().await;
+    admin.query_drop("DROP FUNCTION IF EXISTS tr_tmp_maker").await.unwrap();
+    admin
+        .query_drop(
+            "CREATE FUNCTION tr_tmp_maker() RETURNS INT DETERMINISTIC MODIFIES SQL DATA SQL SECURITY DEFINER BEGIN \
+             CREATE TEMPORARY TABLE IF NOT EXISTS tr_tmp_code (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret VARCHAR(50) NOT NULL); \
+             INSERT IGNORE INTO tr_tmp_code VALUES (1, 'decoy', 'nothing'); RETURN 1; END",
+        )
+        .await
+        .unwrap();
+    user("tr_tmp_code_user", &[&format!("EXECUTE ON FUNCTION {DB}.tr_tmp_maker")]).await;
+    let proxy = start_proxy(&config("tr_tmp_code", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_tmp_code WHERE id = 1";
+    warm(&proxy, sql).await;
+    let (mut d, mut t) = pair(&proxy, "tr_tmp_code_user", Some(DB)).await;
+    for c in [&mut d, &mut t] {
+        c.query_drop("SELECT tr_tmp_maker()").await.unwrap();
+    }
+    same_text(&mut d, &mut t, sql, "the session's own temporary table").await;
+    same_prepared(&mut d, &mut t, "SELECT id, owner, secret FROM tr_tmp_code WHERE id = ?", 1, "the session's own temporary table").await;
+    // A new session of the account: no temporary table, no right to the real one.
+    let (mut d2, mut t2) = pair(&proxy, "tr_tmp_code_user", Some(DB)).await;
+    let refused = text(&mut d2, sql).await;
+    assert!(refused.as_ref().is_err_and(|(code, _)| *code == 1142), "the server refuses the real table: {refused:?}");
+    same_text(&mut d2, &mut t2, sql, "another session of the account").await;
+    same_prepared(&mut d2, &mut t2, "SELECT id, owner, secret FROM tr_tmp_code WHERE id = ?", 1, "another session of the account").await;
+    admin.query_drop("DROP FUNCTION tr_tmp_maker").await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
     let _globals = SERVER_GLOBALS.read().await;
