@@ -56,6 +56,10 @@ pub trait Flavor: Send + Sync + std::fmt::Debug {
     /// where the client's own SELECT would have cleared the same session state (alone, or as
     /// one more column of the session probe).
     fn session_gtid(&self) -> Option<&'static str>;
+    /// A SELECT of one row and one column, run on a client's own session: how many temporary
+    /// tables the session has created, its statements and the stored code they ran alike; None
+    /// where the server counts no such thing.
+    fn temporary_tables_made_sql(&self) -> Option<&'static str>;
 }
 
 /// MariaDB 10.6+.
@@ -85,6 +89,11 @@ impl Flavor for MariaDb {
     }
     fn session_gtid(&self) -> Option<&'static str> {
         Some("@@last_gtid")
+    }
+    fn temporary_tables_made_sql(&self) -> Option<&'static str> {
+        // Counted for statements run by stored functions and triggers too (`Com_create_table`
+        // is not): what a session's texts cannot show.
+        Some("SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'COM_CREATE_TEMPORARY_TABLE'")
     }
     fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String> {
         // A binlog file name is the server's own (`base.NNNNNN`); quoting keeps any name inert.
@@ -133,6 +142,10 @@ impl Flavor for MySql8 {
         // The session's own GTID is only told through session_track_gtids (OWN_GTID), which
         // would add session-state data to the OK packets the client sees; @@gtid_executed is
         // the server's set, not the session's. Writes fall back to the server's position.
+        None
+    }
+    fn temporary_tables_made_sql(&self) -> Option<&'static str> {
+        // MySQL counts no temporary tables per session (docs/mysql8.md, untested live).
         None
     }
     fn gtid_state_at_sql(&self, _file: &str, _offset: u32) -> Option<String> {

@@ -88,12 +88,15 @@ pub struct Settings {
     pub ryw_timeout: Duration,
     /// The flavor's expression of a session's own last GTID, if it has one.
     pub session_gtid: Option<&'static str>,
+    /// The flavor's question of how many temporary tables a session made, if it has one
+    /// (asked before a read teaches an account's right: `Session::pass_gate`).
+    pub temporary_tables_made: Option<&'static str>,
     /// `[warm] keys_per_cache`.
     pub warm_keys: usize,
 }
 
 impl Settings {
-    fn new(config: &Config, database: &str, server_id: u32, session_gtid: Option<&'static str>, warm_keys: usize) -> Settings {
+    fn new(config: &Config, database: &str, server_id: u32, flavor: &dyn freshet_cdc::flavor::Flavor, warm_keys: usize) -> Settings {
         Settings {
             database: database.to_string(),
             fill_timeout: config.fill.timeout,
@@ -106,7 +109,8 @@ impl Settings {
             },
             read_your_writes: config.consistency.read_your_writes,
             ryw_timeout: config.consistency.ryw_timeout,
-            session_gtid,
+            session_gtid: flavor.session_gtid(),
+            temporary_tables_made: flavor.temporary_tables_made_sql(),
             warm_keys,
         }
     }
@@ -266,7 +270,7 @@ impl Engine {
         let warm_keys = if config.warm.dir.is_some() { config.warm.keys_per_cache as usize } else { 0 };
         let verdict_bytes = usize::try_from(config.memory.query_shapes.bytes()).unwrap_or(usize::MAX);
         let engine = Arc::new(Engine {
-            settings: Settings::new(config, database, *server_id, stream.flavor().session_gtid(), warm_keys),
+            settings: Settings::new(config, database, *server_id, stream.flavor(), warm_keys),
             registry: Arc::new(Registry::new(database.clone(), warm_keys, verdict_bytes, catalog)),
             writer,
             gate: Arc::new(FreshnessGate::new(config.consistency.max_lag, dataflow.applied())),

@@ -176,6 +176,9 @@ impl Session {
             match route::gate(engine, id, standing) {
                 Gate::Open(cache) => return Ok(Admission::Open(cache)),
                 Gate::Closed(reason, learning) => {
+                    if learning.is_some() && !self.made_no_temporary_tables(engine).await? {
+                        return Ok(Admission::Closed(RelayReason::SessionState));
+                    }
                     self.learning = learning;
                     return Ok(Admission::Closed(reason));
                 }
@@ -186,6 +189,26 @@ impl Session {
             }
         }
         Ok(Admission::Closed(RelayReason::SessionState))
+    }
+
+    /// Before a relayed read teaches the account's right to a cache: whether the session has
+    /// made no temporary table, which would shadow the cached table for it on the server and
+    /// answer the read where the real table is refused. Its own CREATE TEMPORARY leaves it
+    /// unfollowed already; one made by stored code (a function or trigger run with its
+    /// definer's rights, reached through a call, a write or a view) is in no text here, and
+    /// only the server's count tells. A session that made one is unfollowed (false); one the
+    /// server cannot tell of (another flavor, no row) teaches nothing (false).
+    async fn made_no_temporary_tables(&mut self, engine: &Engine) -> Result<bool, SessionError> {
+        let Some(sql) = engine.settings.temporary_tables_made else { return Ok(true) };
+        let made = self.one_row(sql.as_bytes(), 1, 1024, "the temporary tables question").await?;
+        match made.as_deref() {
+            Some([Some(n)]) if n == "0" => Ok(true),
+            Some([Some(n)]) if n.parse::<u64>().is_ok() => {
+                self.state.unfollowed("temporary tables made by stored code", b"");
+                Ok(false)
+            }
+            _ => Ok(false),
+        }
     }
 
     /// A read the gate closed. One relayed to learn the account's right also captures the
