@@ -2664,21 +2664,38 @@ async fn session_settings_changed_by_stored_code_are_asked_of_the_server() {
         .query_drop("CREATE FUNCTION `std` (x INT) RETURNS INT DETERMINISTIC NO SQL BEGIN SET SESSION sql_select_limit = 3; RETURN x; END")
         .await
         .unwrap();
+    // A view that calls the function: reading it names no function. One made before freshet
+    // starts, one after (seen in the binlog).
+    admin.query_drop("CREATE OR REPLACE VIEW ct_routine_view AS SELECT ct_limit_one() AS x").await.unwrap();
+    admin.query_drop("DROP VIEW IF EXISTS `ct routine later`").await.unwrap();
     let caches = [("routine", "SELECT id, n FROM ct_routine WHERE k = ?")];
     let proxy = start_proxy(&cache_config(&caches)).await;
+    admin.query_drop("CREATE VIEW `ct routine later` AS SELECT x FROM ct_routine_view").await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
     let read = "SELECT id, n FROM ct_routine WHERE k = 1";
     let values = |rows: Vec<mysql_async::Row>| rows.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>();
-    for (stored, rows) in [("SELECT ct_limit_one()", 1), ("INSERT INTO ct_routine_log VALUES (1)", 2), ("SELECT std (5)", 3)] {
+    for (stored, rows) in [
+        ("SELECT ct_limit_one()", 1),
+        ("INSERT INTO ct_routine_log VALUES (1)", 2),
+        ("SELECT std (5)", 3),
+        ("SELECT x FROM ct_routine_view", 1),
+        ("SELECT * FROM `ct routine later`", 1),
+    ] {
         let (mut ours, mut theirs) = (through(&proxy).await, direct().await);
         for c in [&mut ours, &mut theirs] {
             c.query_drop("SET sql_select_limit = DEFAULT").await.unwrap();
         }
-        // Served first, then the stored code runs on each session.
-        for _ in 0..5 {
+        // Served first (this session's read answered from the view), then the stored code runs
+        // on each session.
+        let before = hits(&proxy, "routine");
+        for _ in 0..250 {
             let _: Vec<mysql_async::Row> = ours.query(read).await.unwrap();
+            if hits(&proxy, "routine") > before {
+                break;
+            }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        assert!(hits(&proxy, "routine") > 0, "reads answered from the view");
+        assert!(hits(&proxy, "routine") > before, "reads answered from the view before `{stored}`");
         ours.query_drop(stored).await.unwrap();
         theirs.query_drop(stored).await.unwrap();
         let want = values(theirs.query(read).await.unwrap());
@@ -2687,6 +2704,7 @@ async fn session_settings_changed_by_stored_code_are_asked_of_the_server() {
             assert_eq!(values(ours.query(read).await.unwrap()), want, "{read} after {stored}");
         }
     }
+    admin.query_drop("DROP VIEW `ct routine later`, ct_routine_view").await.unwrap();
     admin.query_drop("DROP FUNCTION ct_limit_one").await.unwrap();
     admin.query_drop("DROP FUNCTION `std`").await.unwrap();
     admin.query_drop("DROP TABLE ct_routine_log").await.unwrap();
