@@ -562,6 +562,62 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
     out
 }
 
+/// The views a statement creates or changes, by their unqualified names: `CREATE [OR REPLACE]
+/// [ALGORITHM = ...] [DEFINER = ...] [SQL SECURITY ...] VIEW [IF NOT EXISTS] name`, the same
+/// with ALTER, and the new names of a RENAME TABLE of names `is_view` says are views'. Empty
+/// for any other statement. A view's name may be anything a table's may; the words before
+/// `VIEW` are not checked further (a name taken for a view's costs a question, not an answer).
+pub fn view_names(sql: &str, is_view: impl Fn(&str) -> bool) -> Vec<String> {
+    let toks = statement_tokens(sql);
+    let word = |i: usize, k: &str| matches!(toks.get(i), Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
+    if word(0, "CREATE") || word(0, "ALTER") {
+        // Before VIEW come a view's options (`OR REPLACE`, `ALGORITHM = x`, `DEFINER = user`,
+        // `SQL SECURITY x`); the word naming any other kind of object, or a view's body (AS),
+        // ends the search.
+        const OTHERS: &[&str] = &[
+            "AS",
+            "TABLE",
+            "INDEX",
+            "DATABASE",
+            "SCHEMA",
+            "FUNCTION",
+            "PROCEDURE",
+            "TRIGGER",
+            "EVENT",
+            "USER",
+            "ROLE",
+            "SEQUENCE",
+            "SERVER",
+            "TABLESPACE",
+            "LOGFILE",
+            "PACKAGE",
+            "AGGREGATE",
+            "UNIQUE",
+            "FULLTEXT",
+            "SPATIAL",
+            "TEMPORARY",
+        ];
+        let other = |i: usize| OTHERS.iter().any(|k| word(i, k));
+        let Some(at) = (1..toks.len().min(64)).find(|&i| word(i, "VIEW") || other(i)).filter(|&i| word(i, "VIEW")) else {
+            return Vec::new();
+        };
+        let mut c = Cursor { toks: &toks, at: at + 1 };
+        c.kws(&["IF", "NOT", "EXISTS"]);
+        return c.name().map(|(_, table)| vec![table]).unwrap_or_default();
+    }
+    if word(0, "RENAME") {
+        let targets = parse_ddl(sql);
+        return targets
+            .chunks(2)
+            .filter_map(|pair| match pair {
+                [from, to] if from.kind == DdlKind::RenamedFrom && is_view(&from.table) => Some(to.table.clone()),
+                _ => None,
+            })
+            .collect();
+    }
+    Vec::new()
+}
+
 /// True unless every clause of an ALTER TABLE (`clauses`: the tokens after the table's name)
 /// keeps the values of the rows it keeps. The schema read after an ALTER cannot tell: a
 /// generated column's new expression is not in it, and a MODIFY that rounds the values and a
@@ -762,6 +818,30 @@ fn index_target(c: &mut Cursor, push: &mut impl FnMut((Option<String>, String), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_views_a_statement_creates_are_named() {
+        let none = |_: &str| false;
+        for (sql, want) in [
+            ("CREATE VIEW v AS SELECT 1", vec!["v"]),
+            (
+                "create or replace algorithm = merge definer = 'a'@'%' sql security invoker view `db`.`My View` as select f()",
+                vec!["My View"],
+            ),
+            ("ALTER DEFINER = CURRENT_USER() VIEW v2 AS SELECT 2", vec!["v2"]),
+            ("CREATE VIEW IF NOT EXISTS db.v3 AS SELECT 3", vec!["v3"]),
+            ("/* c */ SET STATEMENT max_statement_time = 5 FOR CREATE VIEW v4 AS SELECT 4", vec!["v4"]),
+            ("CREATE TABLE t (view INT)", vec![]),
+            ("CREATE TABLE t AS SELECT 1 AS view", vec![]),
+            ("ALTER TABLE t ADD COLUMN view INT", vec![]),
+            ("INSERT INTO view VALUES (1)", vec![]),
+        ] {
+            assert_eq!(view_names(sql, none), want, "{sql}");
+        }
+        let is_view = |n: &str| n == "v" || n == "w";
+        assert_eq!(view_names("RENAME TABLE v TO v_old, t TO t2, db.w WAIT 3 TO db.w2", is_view), vec!["v_old", "w2"]);
+        assert_eq!(view_names("RENAME TABLE t TO v9", is_view), Vec::<String>::new());
+    }
     use proptest::prelude::*;
 
     #[test]

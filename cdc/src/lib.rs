@@ -56,6 +56,7 @@ pub mod position;
 pub mod result;
 pub mod schema;
 pub mod stream;
+pub mod views;
 
 /// What each of freshet's own connections to the server sets first, whatever the server's
 /// globals are: no `sql_select_limit` (a global one would cut the schema's and the fills'
@@ -78,3 +79,4 @@ pub use lag::{Behind, Lag, LagHandle, spawn_position_poll};
 pub use position::{BinlogPos, MariaGtid};
 pub use schema::TableInfo;
 pub use stream::{BinlogStream, SchemaChange, StartAt, StreamConfig, StreamEvent};
+pub use views::ViewNames;

@@ -151,6 +151,12 @@ impl BinlogStream {
             "XA" => return self.xa(head, log_pos, ts),
             _ => {}
         }
+        // A view created, changed or renamed, in any database (a comment may come first).
+        if let Some(views) = &self.cfg.views {
+            for name in crate::ddl::view_names(sql, |n| views.contains(n.as_bytes())) {
+                views.add(&name);
+            }
+        }
         // DDL refreshes schemas. Usually it is its own group (standalone); CREATE TABLE ...
         // SELECT is the exception: inside a transaction, before the rows it creates, so its
         // schema change goes out first and the batch follows at the commit.

@@ -100,6 +100,9 @@ pub struct StreamConfig {
     /// statement's names (`ALTER TABLE APP.Items`) may be spelled otherwise than the server
     /// keeps them.
     pub names_case_sensitive: bool,
+    /// If set, the views the binlog's DDL creates, renames or changes, in any database, are
+    /// added to it (see [`crate::views`]).
+    pub views: Option<crate::ViewNames>,
 }
 
 impl StreamConfig {
@@ -122,6 +125,7 @@ impl StreamConfig {
             tables: None,
             max_batch_changes: 1_000_000,
             names_case_sensitive: true,
+            views: None,
         }
     }
 }

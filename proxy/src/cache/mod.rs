@@ -163,6 +163,10 @@ pub struct Engine {
     pub access: Arc<access::Access>,
     /// The warm restart, with `[warm] dir`.
     pub warm: Option<Arc<warm::Warm>>,
+    /// The server's views as far as freshet knows them (those information_schema showed its
+    /// account at the start, and those the binlog's DDL made since): a relayed text that names
+    /// one may have run stored code (`Session::dispatch`).
+    pub views: freshet_cdc::ViewNames,
     /// The engine's background tasks besides the writer (the server's position poll, the
     /// freshness check, the warm restart's), ended by [`Engine::stop`].
     tasks: Mutex<Vec<AbortHandle>>,
@@ -193,6 +197,7 @@ struct Connected {
     store: Option<Arc<freshet_replica::ReplicaStore>>,
     stream: freshet_cdc::BinlogStream,
     resume: Option<replica::Resume>,
+    views: freshet_cdc::ViewNames,
 }
 
 impl Engine {
@@ -246,17 +251,30 @@ impl Engine {
             (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path, &database, names.case_sensitive)?),
             _ => None,
         };
+        // Views made from the stream's start on are the stream's to add; those made before, the
+        // server's list (read after the start, so that none falls between the two).
+        let views = freshet_cdc::ViewNames::default();
+        stream_config.views = Some(views.clone());
         let (stream, resume) = replica::connect_stream(store.as_deref(), opts.clone(), stream_config.clone(), &mut conn)
             .await
             .context("starting the binlog stream")?;
-        Ok(Connected { database, names, conn, opts, server_id, stream_config, followed, store, stream, resume })
+        let known: Vec<String> = mysql_async::prelude::Queryable::query(
+            &mut conn,
+            format!("SELECT TABLE_NAME FROM information_schema.VIEWS LIMIT {}", freshet_cdc::views::MAX_NAMES + 1),
+        )
+        .await
+        .context("reading the server's views")?;
+        for name in &known {
+            views.add(name);
+        }
+        Ok(Connected { database, names, conn, opts, server_id, stream_config, followed, store, stream, resume, views })
     }
 
     /// The catalog of the stream's tables, the dataflow, the engine, and every `[[cache]]`
     /// built into them; also the writer's ends (for the writer) and the tables the caches
     /// read, sorted.
     fn build_caches(config: &Config, connected: &Connected) -> anyhow::Result<Built> {
-        let Connected { database, server_id, stream, names, .. } = connected;
+        let Connected { database, server_id, stream, names, views, .. } = connected;
         let mut catalog = Catalog::with_names(names.clone());
         for table in stream.tables() {
             // A table whose schema the dataflow refuses (e.g. DECIMAL(65)) is simply not
@@ -279,6 +297,7 @@ impl Engine {
             replica: OnceLock::new(),
             access: Arc::new(access::Access::new(config.consistency.max_privilege_age)),
             warm: warm::Warm::new(&config.warm, database),
+            views: views.clone(),
             tasks: Mutex::new(Vec::new()),
         });
         let registry = &engine.registry;

@@ -280,8 +280,9 @@ impl Session {
             privileges = Some(0);
         }
         self.unlogged_write = self.state.unlogged && may_write;
-        // Stored code (a trigger, a function) may set the session's variables: ask again.
-        if glance.as_ref().is_some_and(super::state::may_run_stored_code) {
+        // Stored code (a trigger, a function, one a view calls) may set the session's
+        // variables: ask again.
+        if glance.as_ref().is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g)) {
             self.state.stale = true;
         }
         if may_write {
@@ -430,6 +431,24 @@ impl Session {
             }
             _ => None,
         }
+    }
+
+    /// Whether a relayed text names a view freshet knows of (`Engine::views`): a view may
+    /// call a stored function, which may change the session (`SET SESSION sql_select_limit`,
+    /// a time zone, `SET ROLE NONE`) with no call in the text. Every word and quoted name is
+    /// looked up, wherever it stands: a column or alias named like a view costs a question to
+    /// the server, never an answer. Nothing is read while no view is known.
+    fn names_a_view(&self, text: &Glance<'_>) -> bool {
+        let Some(views) = self.shared.engine.get().map(|e| &e.views).filter(|v| !v.is_empty()) else { return false };
+        Lexer::new(text.sql).any(|t| match t.kind {
+            TokenKind::Word => views.contains(t.text(text.sql)),
+            TokenKind::QuotedIdent => {
+                let quoted = t.text(text.sql);
+                let name = quoted.get(1..quoted.len().saturating_sub(1)).unwrap_or_default();
+                views.contains(&String::from_utf8_lossy(name).replace("``", "`").into_bytes())
+            }
+            _ => false,
+        })
     }
 
     /// A write of a session whose binlogging may be off: the binlog will never show it, so
