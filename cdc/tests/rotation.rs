@@ -45,25 +45,11 @@ async fn a_rotation_leaves_no_lag_behind() {
     cfg.heartbeat = Duration::from_millis(200);
     let s = BinlogStream::connect(opts_for(None), cfg, StartAt::Current).await.unwrap();
     let (mut rx, lag) = s.spawn(1024);
-    let settled = async |rx: &mut tokio::sync::mpsc::Receiver<Result<freshet_cdc::StreamEvent, freshet_cdc::CdcError>>, what: &str| {
-        let start = Instant::now();
-        loop {
-            while let Ok(ev) = rx.try_recv() {
-                ev.unwrap();
-            }
-            let l = lag.get();
-            if l.heartbeats >= 2 && l.behind == Duration::ZERO && l.bytes_behind == 0 {
-                return l;
-            }
-            assert!(start.elapsed() < Duration::from_secs(10), "no zero lag in 10 s {what}: {l:?}");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    };
-    let before = settled(&mut rx, "before the rotation").await;
+    let before = at_the_end(&mut rx, &lag, "before the rotation").await;
     c.query_drop("FLUSH BINARY LOGS").await.unwrap();
     let start = Instant::now();
     loop {
-        let l = settled(&mut rx, "after the rotation").await;
+        let l = at_the_end(&mut rx, &lag, "after the rotation").await;
         if l.server.as_ref().is_some_and(|s| Some(&s.file) != before.server.as_ref().map(|b| &b.file)) {
             break;
         }
@@ -73,7 +59,7 @@ async fn a_rotation_leaves_no_lag_behind() {
     // What the gate reads: the age of the oldest server position not applied yet.
     let wait = Duration::from_millis(2500);
     tokio::time::sleep(wait).await;
-    settled(&mut rx, "a while after the rotation").await;
+    at_the_end(&mut rx, &lag, "a while after the rotation").await;
     let applied = lag.get().delivered.expect("delivered").position().unwrap();
     let behind = lag.behind(applied);
     let (file, offset): (String, u64) =

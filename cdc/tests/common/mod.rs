@@ -70,3 +70,25 @@ pub async fn batches(s: &mut BinlogStream, n: usize) -> (Vec<freshet_dataflow::B
     }
     (out, ddl)
 }
+
+/// Drains `rx` until a heartbeat has said the stream is at the server's end (two heartbeats
+/// seen, no lag in seconds or bytes), and returns the lag then; panics after 10 s.
+#[allow(dead_code)]
+pub async fn at_the_end(
+    rx: &mut tokio::sync::mpsc::Receiver<Result<freshet_cdc::StreamEvent, freshet_cdc::CdcError>>,
+    lag: &freshet_cdc::LagHandle,
+    what: &str,
+) -> freshet_cdc::Lag {
+    let start = std::time::Instant::now();
+    loop {
+        while let Ok(ev) = rx.try_recv() {
+            ev.unwrap();
+        }
+        let l = lag.get();
+        if l.heartbeats >= 2 && l.behind == std::time::Duration::ZERO && l.bytes_behind == 0 {
+            return l;
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "no heartbeat with a zero lag in 10 s {what}: {l:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
