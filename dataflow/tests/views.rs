@@ -318,6 +318,35 @@ fn a_budget_smaller_than_a_partition_keeps_nothing_and_counts_nothing() {
     assert_eq!(w.df.run_fills(&mut MemUpstream { store: &w.store }).unwrap(), 1);
 }
 
+/// A read that misses records its keys for the writer to fill. A burst of reads of distinct
+/// keys that no fill had come for yet (sessions sending IN lists of a thousand keys that exist
+/// nowhere) grew that record without bound, and the writer sorted it whole at every tick:
+/// other reads' fills and the binlog's batches waited behind it (an audit saw hot reads take a
+/// second and writes show three seconds late, for minutes after the burst). The keys waiting
+/// are bounded; a read past the bound is refused at once (relayed), not left to wait for a fill
+/// that is not coming soon.
+#[test]
+fn the_keys_waiting_for_a_fill_are_bounded() {
+    let mut w = World::new();
+    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
+    let r = w.df.reader(v).unwrap();
+    let mut refused = 0;
+    for s in 0..100_000 {
+        match r.lookup(&[int(s)]) {
+            Ok(Lookup::Miss(_)) => {}
+            Err(_) => refused += 1,
+            Ok(other) => panic!("key {s}: {other:?}"),
+        }
+    }
+    assert!(refused >= 90_000, "reads past the bound are refused at once: {refused} of 100,000");
+    let requests = w.df.fill_requests();
+    assert!(requests.iter().map(|r| r.keys.len()).sum::<usize>() <= 4096, "at most the pending bound is asked for");
+    // Filled, the keys leave the record: reads of them are answered, new keys are recorded.
+    assert!(w.df.run_fills(&mut MemUpstream { store: &w.store }).unwrap() > 0);
+    while w.df.run_fills(&mut MemUpstream { store: &w.store }).unwrap() > 0 {}
+    assert!(matches!(r.lookup(&[int(200_000)]), Ok(Lookup::Miss(_))), "a new key is recorded again once the backlog drained");
+}
+
 /// What `[memory] limit` counts for a partition is what the process holds for it: not only
 /// its row's values but the tables, keys and reader-cache entry around them. The memory bench
 /// (benches/benches/memory.rs) measured a one-row point partition at ~1.5 KB of resident
