@@ -79,8 +79,13 @@ fn lookup_in_is_linear_in_its_keys() {
         let v = df.install_sql("SELECT id, k FROM a WHERE id = ?").unwrap();
         let r = df.reader(v).unwrap();
         // 300,000 distinct keys (the quadratic duplicate check took minutes here), and as many
-        // duplicates.
+        // duplicates: more than may wait for fills, so refused, once the keys are known.
         let n = 300_000;
+        let params: Vec<Value> = (0..n).chain(0..n).map(Value::Int).collect();
+        let slots = vec![(0..params.len()).collect::<Vec<_>>()];
+        assert_eq!(r.lookup_in(&slots, &params).err(), Some(LookupError::Backlog));
+        // Fewer than may wait: a miss of each distinct key once.
+        let n = 2_000;
         let params: Vec<Value> = (0..n).chain(0..n).map(Value::Int).collect();
         let slots = vec![(0..params.len()).collect::<Vec<_>>()];
         match r.lookup_in(&slots, &params) {

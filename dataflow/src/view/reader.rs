@@ -130,6 +130,12 @@ pub enum Lookup {
     Miss(Vec<Key>),
 }
 
+/// The most keys of one view recorded for filling and not yet taken by the writer
+/// ([`crate::Dataflow::fill_requests`], which then holds at most `max_pending` of a domain's in
+/// flight): what one burst of reads of cold keys can queue, and what the writer sorts at each
+/// pass over them.
+pub const MAX_WAITING_KEYS: usize = 4096;
+
 /// Why a lookup cannot be answered from the cache at all (relay it instead).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LookupError {
@@ -147,6 +153,11 @@ pub enum LookupError {
     /// filled: it is not kept, and not filled again for a while.
     #[error("a partition larger than the memory limit")]
     TooLarge,
+    /// As many of the view's keys as [`MAX_WAITING_KEYS`] already wait for a fill: the read
+    /// is not added to them (it would wait behind them, and make the writer's every pass over
+    /// them longer).
+    #[error("too many keys of the view wait for a fill")]
+    Backlog,
     /// Every key value is NULL (so no partition matches) and the query aggregates without
     /// GROUP BY, whose answer over no rows is one row (`COUNT(*)` = 0) the cache does not
     /// hold: relay it.
@@ -338,15 +349,20 @@ impl Reader {
     }
 
     /// A read some of whose partitions are holes: they are recorded for filling, unless one
-    /// of them was too heavy to keep lately ([`LookupError::TooLarge`]: relayed).
+    /// of them was too heavy to keep lately ([`LookupError::TooLarge`]: relayed) or the view's
+    /// keys waiting for fills are at their bound ([`LookupError::Backlog`]: relayed).
     fn missed(&self, missing: Vec<Key>) -> Result<Lookup, LookupError> {
         if missing.iter().any(|k| self.shared.cache.too_heavy(&EntryKey::new(self.view.0, k.clone()))) {
             return Err(LookupError::TooLarge);
         }
-        self.counters.misses.fetch_add(1, AtOrd::Relaxed);
         if let Ok(mut m) = self.shared.misses.lock() {
-            m.entry(self.view.0).or_default().extend(missing.iter().cloned());
+            let waiting = m.entry(self.view.0).or_default();
+            if waiting.len() + missing.len() > MAX_WAITING_KEYS {
+                return Err(LookupError::Backlog);
+            }
+            waiting.extend(missing.iter().cloned());
         }
+        self.counters.misses.fetch_add(1, AtOrd::Relaxed);
         Ok(Lookup::Miss(missing))
     }
 

@@ -621,6 +621,7 @@ fn refused(e: LookupError) -> RelayReason {
     match e {
         LookupError::NoView => RelayReason::Unavailable,
         LookupError::TooLarge => RelayReason::TooLarge,
+        LookupError::Backlog => RelayReason::FillBacklog,
         _ => RelayReason::Parameter,
     }
 }

@@ -130,10 +130,13 @@ pub enum RelayReason {
     /// A partition the read needs weighed more than `[memory] limit` when it was last filled:
     /// it is not kept, and not filled again for a minute.
     TooLarge,
+    /// As many of the cache's keys as the writer takes wait for fills already (a burst of
+    /// reads of cold keys): the read is relayed at once rather than queued behind them.
+    FillBacklog,
 }
 
 impl RelayReason {
-    pub const ALL: [RelayReason; 15] = [
+    pub const ALL: [RelayReason; 16] = [
         Self::NotCacheable,
         Self::NoCache,
         Self::InTransaction,
@@ -149,6 +152,7 @@ impl RelayReason {
         Self::Denied,
         Self::OwnWrite,
         Self::TooLarge,
+        Self::FillBacklog,
     ];
 
     pub fn label(self) -> &'static str {
@@ -168,6 +172,7 @@ impl RelayReason {
             Self::Denied => "denied",
             Self::OwnWrite => "own_write",
             Self::TooLarge => "too_large",
+            Self::FillBacklog => "fill_backlog",
         }
     }
 
