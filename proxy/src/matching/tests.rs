@@ -218,6 +218,27 @@ fn relays_are_detected_from_tokens() {
     assert!(classify(b"SELECT a FROM t", modes).relay.is_some());
 }
 
+/// Where the server's reading of a text ends a statement or a comment, this reading must too.
+/// A `#` or `-- ` comment ends at a NUL byte as at a newline (the server then refuses the NUL
+/// unless it ends the text), so what follows it is not part of a comment; and a comment after a
+/// trailing `;` is a statement of its own for a client with multi-statements (the server
+/// answers a second result), so it is relayed whatever the client.
+#[test]
+fn a_text_ends_where_the_server_ends_it() {
+    for (sql, read) in [
+        ("SELECT id, v FROM t WHERE k = 5 #\0\n AND j = 7", "SELECT id, v FROM t WHERE k = 5 AND j = 7"),
+        ("SELECT id, v FROM t WHERE k = 5 -- \0\n AND j = 7", "SELECT id, v FROM t WHERE k = 5 AND j = 7"),
+    ] {
+        differ(sql, read);
+    }
+    for sql in ["SELECT id, v FROM t WHERE k = 5; -- x", "SELECT id, v FROM t WHERE k = 5;/**/;", "SELECT id FROM t WHERE k = 5; # x"] {
+        assert!(q(sql).relay.is_some(), "{sql}");
+    }
+    for sql in ["SELECT id, v FROM t WHERE k = 5 ;", "SELECT id, v FROM t WHERE k = 5;; \n\t", "SELECT id FROM t WHERE k = 5 -- x\n;"] {
+        assert_eq!(q(sql).relay, None, "{sql}");
+    }
+}
+
 #[test]
 fn render_puts_the_literals_back() {
     let sql =
