@@ -378,6 +378,13 @@ impl<'q> Normalizer<'q, '_> {
         while end > 0 && self.is_symbol(end - 1, b";") {
             end -= 1;
         }
+        // The server drops trailing `;` and spaces only: a comment after a `;` is a statement
+        // of its own for a client with multi-statements (a second result, an OK).
+        if let Some(first) = self.tokens.get(end)
+            && self.sql[first.start..].iter().any(|&b| b != b';' && !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        {
+            self.relay("a comment after the statement's `;`");
+        }
         if !self.is_word(0, Named::Select) {
             self.relay("not a SELECT");
         }

@@ -166,8 +166,12 @@ impl<'q> Lexer<'q> {
         }
     }
 
+    /// A `#` or `-- ` comment: to the end of the line, or to a NUL byte, where the server's
+    /// lexer ends it too (the NUL is then a character of the statement, which the server
+    /// refuses unless it ends the text).
     fn skip_line(&mut self) {
-        match self.input[self.pos..].iter().position(|&c| c == b'\n') {
+        match self.input[self.pos..].iter().position(|&c| c == b'\n' || c == 0) {
+            Some(i) if self.input[self.pos + i] == 0 => self.pos += i,
             Some(i) => self.pos += i + 1,
             None => self.pos = self.input.len(),
         }
