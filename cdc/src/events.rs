@@ -26,6 +26,10 @@ pub enum EventKind {
     FakeRotate { name: String },
     /// Keep-alive carrying the server's position.
     Heartbeat,
+    /// A binlog file's FORMAT_DESCRIPTION, which the server sends at the start of each file it
+    /// reads, whatever position the dump starts at: `created` is its header's timestamp, when
+    /// the file was begun, which tells two files of one name apart (RESET MASTER).
+    FormatDescription { created: u32 },
     /// MariaDB GTID: opens an event group.
     MariaGtid(GtidEvent),
     /// MySQL GTID or ANONYMOUS_GTID: opens an event group (BEGIN may follow).
@@ -72,6 +76,8 @@ pub fn classify(ev: &Event) -> Result<EventKind, CdcError> {
         }
     } else if is(EventType::HEARTBEAT_EVENT) {
         EventKind::Heartbeat
+    } else if is(EventType::FORMAT_DESCRIPTION_EVENT) {
+        EventKind::FormatDescription { created: hdr.timestamp() }
     } else if ty == mariadb_events::GTID {
         EventKind::MariaGtid(
             mariadb_events::parse_gtid(ev.data(), hdr.server_id())

@@ -97,6 +97,9 @@ pub struct Lag {
     pub settings: Vec<String>,
     /// When the poll last read the binlog settings.
     pub settings_read: Option<Instant>,
+    /// The binlog file being read and when the server began it (its FORMAT_DESCRIPTION's
+    /// timestamp): with a position, what tells that file from a later one of the same name.
+    pub file_created: Option<(String, u32)>,
 }
 
 impl Lag {
@@ -147,6 +150,11 @@ impl LagHandle {
             f(&mut l.lag);
             l.lag.updated = Some(Instant::now());
         }
+    }
+
+    /// [`Lag::file_created`], without copying the rest.
+    pub fn file_created(&self) -> Option<(String, u32)> {
+        self.0.lock().ok()?.lag.file_created.clone()
     }
 
     /// Records that the server has written its binlog up to `at` (first seen now).

@@ -34,8 +34,8 @@ fn upstream(sql: &str) {
 
 /// One life of freshet over the store at `path`: waits until it has caught up and copied,
 /// runs `writes` on the server, waits again, and returns the answers read through freshet
-/// from the cache, with the server's, for each group.
-fn life(path: &std::path::Path, writes: &[String]) -> Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+/// from the cache, with the server's, for each group, and the rows it copied.
+fn life(path: &std::path::Path, writes: &[String]) -> (Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)>, u64) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let answers = rt.block_on(async {
         let proxy = start_proxy(&config(path)).await;
@@ -71,7 +71,7 @@ fn life(path: &std::path::Path, writes: &[String]) -> Vec<(Vec<Vec<u8>>, Vec<Vec
             }
             answers.push((answer.unwrap_or_else(|| panic!("{sql} was never answered from the cache")), direct_client.query(&sql).await));
         }
-        answers
+        (answers, engine.replica.get().expect("the replica started").figures().copy.rows_copied)
     });
     rt.shutdown_timeout(Duration::from_secs(5));
     answers
@@ -86,7 +86,9 @@ fn a_binlog_started_again_at_the_replicas_position_is_not_taken_for_its_history(
     upstream(&format!("INSERT INTO {TABLE} VALUES (1, 1, 100), (2, 2, 200), (3, 1, 300), (4, 2, 400)"));
     upstream("RESET MASTER");
     let bump = |id: i32| (0..5).map(|_| format!("UPDATE {TABLE} SET val = val + 1 WHERE id = {id}")).collect::<Vec<_>>();
-    for (got, want) in life(&path, &bump(1)) {
+    let (answers, copied) = life(&path, &bump(1));
+    assert_eq!(copied, 4, "the first life copies the table");
+    for (got, want) in answers {
         assert_eq!(got, want, "the first life");
     }
     // Stopped: the binlog starts again, and the same writes of another row bring it to the
@@ -96,9 +98,11 @@ fn a_binlog_started_again_at_the_replicas_position_is_not_taken_for_its_history(
     for w in bump(2) {
         upstream(&w);
     }
-    for (got, want) in life(&path, &[]) {
+    let (answers, copied) = life(&path, &[]);
+    for (got, want) in answers {
         assert_eq!(String::from_utf8_lossy(&got.concat()), String::from_utf8_lossy(&want.concat()), "after RESET MASTER while stopped");
     }
+    assert_eq!(copied, 4, "the store is copied again");
     let _ = std::fs::remove_dir_all(&path);
     upstream(&format!("DROP TABLE IF EXISTS {TABLE}"));
 }

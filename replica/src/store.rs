@@ -468,6 +468,26 @@ impl ReplicaStore {
         read_position(self.db.get(b"pos")?)
     }
 
+    /// The binlog file of a position applied here, as the server had begun it: its sequence
+    /// number and its FORMAT_DESCRIPTION's timestamp, if recorded. A resume in that file
+    /// checks that the server's file of that name is still the one begun then (RESET MASTER
+    /// begins another, and its offsets and GTIDs may repeat the old one's).
+    pub fn file_created(&self) -> Result<Option<(u32, u32)>, ReplicaError> {
+        let Some(b) = self.db.get(b"file_created")? else { return Ok(None) };
+        let a: [u8; 8] = b.as_slice().try_into().map_err(|_| ReplicaError::Corrupt("file_created"))?;
+        let (seq, created) = a.split_at(4);
+        let word = |b: &[u8]| u32::from_be_bytes(b.try_into().unwrap_or_default());
+        Ok(Some((word(seq), word(created))))
+    }
+
+    /// Records [`ReplicaStore::file_created`].
+    pub fn set_file_created(&self, seq: u32, created: u32) -> Result<(), ReplicaError> {
+        let _w = self.lock();
+        let mut wb = WriteBatch::default();
+        wb.put(b"file_created", [seq.to_be_bytes(), created.to_be_bytes()].concat());
+        self.write(wb)
+    }
+
     fn new_generation(&self) -> Generation {
         Generation(self.generations.fetch_add(1, Ordering::Relaxed))
     }

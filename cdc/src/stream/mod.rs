@@ -192,6 +192,12 @@ pub struct BinlogStream {
     last_gtid: Option<MariaGtid>,
     /// The server as of the first connection; every reconnect must find the same one.
     identity: Option<ServerIdentity>,
+    /// The file the resume position was taken in, and when the server began it: checked
+    /// against the file's FORMAT_DESCRIPTION on the next connection (`file_described`).
+    expected_file: Option<(String, u32)>,
+    /// The file this stream read last, as its FORMAT_DESCRIPTION described it: a reconnect
+    /// into that file expects the same ([`Self::expected_file`]).
+    described: Option<(String, u32)>,
     /// The current connection's first ROTATE has named the file asked for: from here on its
     /// events continue what was delivered.
     verified: bool,
@@ -269,6 +275,8 @@ impl BinlogStream {
             scope: scope::Scope::default(),
             last_gtid: None,
             identity: None,
+            expected_file: None,
+            described: None,
             verified: false,
             last_error: None,
             followed,
@@ -362,6 +370,10 @@ impl BinlogStream {
         self.verified = false;
         self.check_continuity(&mut conn).await?;
         let file = self.delivered.file.clone();
+        // Resuming in the file read before: it must be that file, not a later one of its name.
+        if let Some(described) = self.described.clone().filter(|(f, _)| *f == file) {
+            self.expected_file = Some(described);
+        }
         let req = BinlogStreamRequest::new(self.cfg.server_id).with_filename(file.as_bytes()).with_pos(self.delivered.offset as u64);
         let stream = bounded(self.cfg.query_timeout, "binlog dump", conn.get_binlog_stream(req)).await?;
         self.inner = Some(stream);
@@ -528,6 +540,7 @@ impl BinlogStream {
                 return Ok(());
             }
             EventKind::Heartbeat => self.heartbeat(log_pos)?,
+            EventKind::FormatDescription { created } => self.file_described(created)?,
             EventKind::MariaGtid(g) => self.txn = Some(Txn::new(!g.standalone, Some(g.gtid))),
             EventKind::MysqlGtid => self.txn = Some(Txn::new(false, None)),
             EventKind::Query { sql, schema } => self.query(&sql, &schema, log_pos, hdr.timestamp()).await?,
@@ -633,6 +646,32 @@ impl BinlogStream {
         if log_pos > 0 {
             self.lag.observe_server(&BinlogPos::new(self.file.clone(), log_pos));
         }
+    }
+
+    /// The FORMAT_DESCRIPTION of the file being read, begun at `created`. If a position in a
+    /// file of this name was taken from a file begun at another time ([`Self::expect_file`]),
+    /// the server's binlog started again (RESET MASTER) and the position names nothing that was
+    /// read: a gap, whatever the offset and the GTIDs say (both repeat after a RESET MASTER).
+    fn file_described(&mut self, created: u32) -> Result<(), CdcError> {
+        if let Some((file, was)) = self.expected_file.take_if(|(f, _)| *f == self.file)
+            && was != created
+        {
+            return Err(CdcError::Gap {
+                position: self.delivered.clone(),
+                reason: format!("binlog file {file} was begun at {created}, not at {was} as the one read before (RESET MASTER?)"),
+            });
+        }
+        self.described = Some((self.file.clone(), created));
+        let file = self.file.clone();
+        self.lag.update(|l| l.file_created = Some((file, created)));
+        Ok(())
+    }
+
+    /// The position the stream resumes at was taken in `file` as begun at `created` (a
+    /// FORMAT_DESCRIPTION's timestamp, `Lag::file_created`): checked when the server describes
+    /// the file, before any of its events is delivered.
+    pub fn expect_file(&mut self, file: &str, created: u32) {
+        self.expected_file = Some((file.to_string(), created));
     }
 
     /// An artificial ROTATE (not in the binlog; the server sends one first on every

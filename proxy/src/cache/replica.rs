@@ -34,7 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use freshet_cdc::{BinlogPos, BinlogStream, DdlKind, StartAt, StreamConfig, TableInfo};
+use freshet_cdc::{BinlogPos, BinlogStream, DdlKind, LagHandle, StartAt, StreamConfig, TableInfo};
 use freshet_dataflow::{Batch, FillError, FillRequest, FillResponse, Position};
 use freshet_replica::store::Altered;
 use freshet_replica::{CopyFigures, CopyState, CopyStats, ReplicaStore, SnapshotConfig, copy_tables};
@@ -65,6 +65,10 @@ pub struct Replica {
     fills: AtomicU64,
     /// The copy task, ended by [`Replica::stop`].
     copy_task: std::sync::OnceLock<tokio::task::AbortHandle>,
+    /// The stream's lag, which names the binlog file being read and when the server began it.
+    lag: LagHandle,
+    /// The file (sequence number, begun at) last recorded in the store with a position in it.
+    noted_file: std::sync::Mutex<Option<(u32, u32)>>,
 }
 
 /// What the replica has done, for status and tests.
@@ -96,6 +100,7 @@ impl Replica {
         tables: &[String],
         batch_rows: u32,
         resume: Resume,
+        lag: LagHandle,
     ) -> anyhow::Result<Arc<Replica>> {
         let known = infos.clone();
         let mut replicated = HashMap::new();
@@ -140,6 +145,8 @@ impl Replica {
             recopy: Arc::new(Notify::new()),
             fills: AtomicU64::new(0),
             copy_task: std::sync::OnceLock::new(),
+            lag,
+            noted_file: std::sync::Mutex::new(None),
         });
         let copy = tokio::spawn(copy_loop(Arc::downgrade(&replica)));
         let _ = replica.copy_task.set(copy.abort_handle());
@@ -235,6 +242,28 @@ impl Replica {
         if let Err(e) = self.store.apply(batch) {
             warn!(error = %e, "replica: applying a transaction failed; fills go to the upstream until restart");
             self.broken.store(true, Ordering::Relaxed);
+            return;
+        }
+        self.note_file(batch.position);
+    }
+
+    /// Records in the store the binlog file `at` is in and when the server began it, once per
+    /// file, if the stream is reading that file still (it may have read on into the next: then
+    /// a later position records its own). A resume checks it (`connect_stream`).
+    fn note_file(&self, at: Position) {
+        let Some((file, created)) = self.lag.file_created() else { return };
+        let Ok(read) = BinlogPos::new(file, 0).position() else { return };
+        let seq = |p: Position| (p.0 >> 32) as u32;
+        if seq(read) != seq(at) {
+            return;
+        }
+        let mut noted = self.noted_file.lock().unwrap_or_else(|e| e.into_inner());
+        if *noted == Some((seq(at), created)) {
+            return;
+        }
+        match self.store.set_file_created(seq(at), created) {
+            Ok(()) => *noted = Some((seq(at), created)),
+            Err(e) => warn!(error = %e, "replica: recording the binlog file failed; a restart resumes without checking it"),
         }
     }
 
@@ -248,7 +277,9 @@ impl Replica {
         if let Err(e) = self.store.advance_position(at) {
             warn!(error = %e, "replica: moving past a schema change failed; fills go to the upstream until restart");
             self.broken.store(true, Ordering::Relaxed);
+            return;
         }
+        self.note_file(at);
     }
 
     /// True if the replica can answer `req` now.
@@ -461,8 +492,14 @@ pub(super) async fn connect_stream(
         let flavor = freshet_cdc::flavor::detect(version.as_deref().unwrap_or(""));
         let now = freshet_cdc::stream::current_position(conn, flavor.as_ref(), Duration::from_secs(10)).await?;
         let at = BinlogPos::from_position(stored, &now.file)?;
+        // The file as the server had begun it when the position was applied: a file of that
+        // name begun since (RESET MASTER) is a gap, which the stream finds at its first event.
+        let begun = store.file_created()?.filter(|&(seq, _)| u64::from(seq) == stored.0 >> 32);
         match BinlogStream::connect(opts.clone(), cfg.clone(), StartAt::At(at.clone())).await {
-            Ok(s) => {
+            Ok(mut s) => {
+                if let Some((_, created)) = begun {
+                    s.expect_file(&at.file, created);
+                }
                 info!(position = %at, "replica: resuming the binlog at the replica's position");
                 return Ok((s, Some(Resume::Resumed)));
             }
@@ -510,8 +547,16 @@ mod tests {
                 store.apply(&Batch::new(Position(5))).unwrap();
                 store.crash_after_steps(n);
                 let infos = HashMap::from([("t".to_string(), info())]);
-                if let Ok(r) = Replica::start(store.clone(), opts.clone(), "none", infos, &["t".to_string()], 10, Resume::Gap(Position(9)))
-                {
+                if let Ok(r) = Replica::start(
+                    store.clone(),
+                    opts.clone(),
+                    "none",
+                    infos,
+                    &["t".to_string()],
+                    10,
+                    Resume::Gap(Position(9)),
+                    LagHandle::default(),
+                ) {
                     r.stop();
                     completed = !r.broken.load(Ordering::Relaxed);
                 }
