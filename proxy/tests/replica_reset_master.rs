@@ -35,7 +35,10 @@ fn upstream(sql: &str) {
 /// One life of freshet over the store at `path`: waits until it has caught up and copied,
 /// runs `writes` on the server, waits again, and returns the answers read through freshet
 /// from the cache, with the server's, for each group, and the rows it copied.
-fn life(path: &std::path::Path, writes: &[String]) -> (Vec<(Vec<Vec<u8>>, Vec<Vec<u8>>)>, u64) {
+/// An answer read through freshet, and the server's.
+type Compared = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+fn life(path: &std::path::Path, writes: &[String]) -> (Vec<Compared>, u64) {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let answers = rt.block_on(async {
         let proxy = start_proxy(&config(path)).await;

@@ -244,6 +244,11 @@ impl ReplicaStore {
         self
     }
 
+    /// The database whose tables the store holds ([`ReplicaStore::of_database`]).
+    pub fn database(&self) -> &str {
+        &self.database
+    }
+
     /// The store, where tables whose names differ in case are two tables if `yes` (see
     /// `freshet_dataflow::Names`); a store opened by [`ReplicaStore::open`] folds names to lower case.
     pub fn case_sensitive(mut self, yes: bool) -> ReplicaStore {

@@ -347,16 +347,8 @@ impl Engine {
         let replica = match (store, resume) {
             (Some(store), Some(resume)) => {
                 let batch = config.replica.copy_batch_rows;
-                let r = replica::Replica::start(
-                    store,
-                    opts.clone(),
-                    &database,
-                    stream.table_infos(),
-                    &tables,
-                    batch,
-                    resume,
-                    engine.gate.lag_handle(),
-                )?;
+                let r =
+                    replica::Replica::start(store, opts.clone(), stream.table_infos(), &tables, batch, resume, engine.gate.lag_handle())?;
                 let _ = engine.replica.set(r.clone());
                 Some(r)
             }

@@ -95,7 +95,6 @@ impl Replica {
     pub(super) fn start(
         store: Arc<ReplicaStore>,
         opts: Opts,
-        database: &str,
         infos: HashMap<String, TableInfo>,
         tables: &[String],
         batch_rows: u32,
@@ -133,9 +132,9 @@ impl Replica {
         }
         let cfg = SnapshotConfig { batch_rows: batch_rows as usize, ..SnapshotConfig::default() };
         let replica = Arc::new(Replica {
+            database: store.database().to_string(),
             store,
             opts,
-            database: database.to_string(),
             wanted: std::sync::Mutex::new(tables.to_vec()),
             known: std::sync::Mutex::new(known),
             infos: std::sync::Mutex::new(replicated),
@@ -550,7 +549,6 @@ mod tests {
                 if let Ok(r) = Replica::start(
                     store.clone(),
                     opts.clone(),
-                    "none",
                     infos,
                     &["t".to_string()],
                     10,
