@@ -180,6 +180,11 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
         c.invisible = r.invisible;
         c.padded = r.data_type.eq_ignore_ascii_case("char") || r.data_type.eq_ignore_ascii_case("binary");
         c.unreadable = unreadable(r, &ty);
+        c.bmp_only = matches!(ty, SqlType::Text | SqlType::Enum(_))
+            && r.collation.as_deref().is_some_and(|n| {
+                let n = n.to_ascii_lowercase();
+                n.starts_with("utf8mb3_") || n.starts_with("utf8_")
+            });
         if matches!(ty, SqlType::Text | SqlType::Bytes | SqlType::Json) {
             c.max_bytes = r.octet_length;
         }

@@ -73,6 +73,10 @@ pub struct ColumnSchema {
     /// same length loses its values' trailing spaces, a VARBINARY made a BINARY gains zero
     /// bytes: the same type and length, other values.
     pub padded: bool,
+    /// utf8mb3 text or ENUM: it holds characters of the Basic Multilingual Plane only, and the
+    /// server refuses to compare it with a text holding others (1267) where its utf8mb4 twin,
+    /// under whose collation the views compare it, would find U+FFFD's partition.
+    pub bmp_only: bool,
 }
 
 /// The ENUM value a string is equal to, as the server compares them (as strings): the 1-based
@@ -113,6 +117,9 @@ impl std::fmt::Debug for ColumnSchema {
         if let Some(why) = self.unreadable {
             d.field("unreadable", &why);
         }
+        if self.bmp_only {
+            d.field("bmp_only", &true);
+        }
         d.finish()
     }
 }
@@ -137,6 +144,7 @@ impl ColumnSchema {
             invisible: false,
             padded: false,
             unreadable: None,
+            bmp_only: false,
         }
     }
     /// Builder: set nullability.

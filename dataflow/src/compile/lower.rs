@@ -33,6 +33,8 @@ pub(super) struct ScopeCol {
     pub(super) invisible: bool,
     /// Why no view may read it (`ColumnSchema::unreadable`).
     pub(super) unreadable: Option<&'static str>,
+    /// `ColumnSchema::bmp_only`.
+    pub(super) bmp_only: bool,
 }
 
 impl ScopeCol {

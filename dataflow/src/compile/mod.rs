@@ -137,6 +137,8 @@ pub struct KeyColumn {
     pub name: String,
     pub ty: SqlType,
     pub collation: Option<Collation>,
+    /// `ColumnSchema::bmp_only`: a parameter holding a character past U+FFFF is relayed.
+    pub bmp_only: bool,
 }
 
 /// A compiled query: the operator tree plus what the reader needs.

@@ -78,7 +78,12 @@ impl Source<'_> {
         let c = &self.scope.cols[g];
         // Named by table, not by alias, so that `s.id = ?` and `stories.id = ?` compile alike.
         let table = self.tables.get(self.occ_of(g)).map(String::as_str).unwrap_or(&c.qual);
-        KeyColumn { name: format!("{table}.{}", c.name), ty: c.ty.clone().unwrap_or(SqlType::Text), collation: c.coll.flatten() }
+        KeyColumn {
+            name: format!("{table}.{}", c.name),
+            ty: c.ty.clone().unwrap_or(SqlType::Text),
+            collation: c.coll.flatten(),
+            bmp_only: c.bmp_only,
+        }
     }
 }
 
@@ -322,6 +327,7 @@ impl<'c> Compiler<'c> {
                     coll,
                     invisible: c.invisible,
                     unreadable: c.unreadable,
+                    bmp_only: c.bmp_only,
                 });
             }
             schemas.push(schema);

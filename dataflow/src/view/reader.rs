@@ -443,6 +443,18 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
 
 /// [`coerce_param`]'s conversion: None where the parameter is relayed.
 fn coerce_value(v: &Value, col: &KeyColumn) -> Option<Value> {
+    // A character past U+FFFF (a four-byte UTF-8 sequence) against a utf8mb3 column: the
+    // server refuses the comparison (1267).
+    let supplementary = |b: &[u8]| b.iter().any(|&b| b >= 0xF0);
+    if col.bmp_only
+        && match v {
+            Value::Text(s, _) => supplementary(s.as_bytes()),
+            Value::Bytes(b) => supplementary(b),
+            _ => false,
+        }
+    {
+        return None;
+    }
     Some(match (&col.ty, v) {
         (SqlType::Year, v) => crate::value::year_operand(v)?,
         (SqlType::Text, Value::Text(s, _)) => Value::Text(s.clone(), col.collation?),
@@ -639,7 +651,7 @@ mod coerce_tests {
     use crate::value::{Date, DateTime};
 
     fn col(ty: SqlType) -> KeyColumn {
-        KeyColumn { name: "t.c".into(), ty, collation: None }
+        KeyColumn { name: "t.c".into(), ty, collation: None, bmp_only: false }
     }
 
     #[test]
