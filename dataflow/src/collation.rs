@@ -34,7 +34,7 @@ use std::sync::OnceLock;
 pub enum Collation {
     /// `binary`: byte order, no padding.
     Binary,
-    /// `utf8mb4_bin` (and `ascii_bin`): code point order, PAD SPACE.
+    /// `utf8mb4_bin`: code point order, PAD SPACE.
     Utf8mb4Bin,
     /// `utf8mb4_general_ci` (MariaDB's default for utf8mb4): one weight per character, case
     /// and accents folded by the server's table, PAD SPACE.
@@ -54,10 +54,11 @@ impl Collation {
         let n = n.strip_prefix("utf8_").map(|r| format!("utf8mb4_{r}")).unwrap_or(n);
         match n.as_str() {
             "binary" => Some(Collation::Binary),
-            // ASCII's byte order is its code points' order; PAD SPACE like utf8mb4_bin.
-            // latin1_bin is not here: MariaDB's latin1 is cp1252, whose bytes 0x80-0x9F do not
-            // sort as their code points.
-            "utf8mb4_bin" | "ascii_bin" => Some(Collation::Utf8mb4Bin),
+            // Not ascii_bin: MariaDB's ascii holds any byte (`_binary 0xE9`), which it sends
+            // to a client as `?` and compares and sorts as the byte; the views would hold the
+            // `?` (filled) or a decoded character (binlog), neither the byte. Not latin1_bin:
+            // MariaDB's latin1 is cp1252, whose bytes 0x80-0x9F do not sort as code points.
+            "utf8mb4_bin" => Some(Collation::Utf8mb4Bin),
             "utf8mb4_general_ci" => Some(Collation::Utf8mb4GeneralCi),
             "utf8mb4_unicode_ci" => Some(Collation::Utf8mb4UnicodeCi),
             _ => None,
@@ -331,7 +332,7 @@ mod tests {
     fn names() {
         assert_eq!(Collation::from_name("utf8mb3_general_ci"), Some(Collation::Utf8mb4GeneralCi));
         assert_eq!(Collation::from_name("UTF8_UNICODE_CI"), Some(Collation::Utf8mb4UnicodeCi));
-        assert_eq!(Collation::from_name("ascii_bin"), Some(Collation::Utf8mb4Bin), "PAD SPACE, as utf8mb4_bin");
+        assert_eq!(Collation::from_name("ascii_bin"), None, "ascii holds any byte, compared as the byte");
         for refused in ["latin1_swedish_ci", "latin1_bin", "utf8mb4_0900_ai_ci", "utf8mb4_uca1400_ai_ci", "utf8mb4_unicode_520_ci"] {
             assert_eq!(Collation::from_name(refused), None, "{refused}");
         }
