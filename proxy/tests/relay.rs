@@ -424,3 +424,47 @@ async fn a_burst_of_connections_waits_in_the_listen_queue() {
         assert_eq!(header[4], 10, "protocol version 10 opens the greeting");
     }
 }
+
+/// A client that goes away while its query waits on the server (here on another session's
+/// table lock): connected directly, the server aborts the query when it sees its client gone;
+/// through freshet, the query went on waiting on freshet's upstream connection, one more per
+/// client that gave up and tried again, for as long as the lock was held. freshet watches the
+/// client while it waits for the server's answer, and ends the session when the client is gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_whose_client_went_away_does_not_go_on_on_the_server() {
+    let proxy = start_proxy("").await;
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS rl_locked").await.unwrap();
+    admin.query_drop("CREATE TABLE rl_locked (id INT PRIMARY KEY)").await.unwrap();
+    let mut locker = direct().await;
+    locker.query_drop("LOCK TABLES rl_locked WRITE").await.unwrap();
+    let marker = "rl_gone_marker";
+    let waiting = async |admin: &mut mysql_async::Conn| -> u64 {
+        admin
+            .query_first(format!(
+                "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE '%{marker}%' AND INFO NOT LIKE '%PROCESSLIST%'"
+            ))
+            .await
+            .unwrap()
+            .unwrap()
+    };
+    for _ in 0..3 {
+        let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+        let mut cmd = vec![0x03];
+        cmd.extend_from_slice(format!("SELECT id /* {marker} */ FROM rl_locked").as_bytes());
+        client.send(&cmd).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        drop(client);
+    }
+    let mut left = waiting(&mut admin).await;
+    for _ in 0..100 {
+        if left == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        left = waiting(&mut admin).await;
+    }
+    locker.query_drop("UNLOCK TABLES").await.unwrap();
+    admin.query_drop("DROP TABLE rl_locked").await.unwrap();
+    assert_eq!(left, 0, "queries of clients that went away still run on the server 5 s later");
+}
