@@ -664,7 +664,21 @@ impl Session {
             return Ok(frame);
         }
         self.flush_client().await?;
-        self.upstream.read_frame().await.map_err(SessionError::from_upstream)
+        // The server aborts a query whose client went away; it sees only freshet's connection,
+        // so a client whose answer is slow to come is watched, and its going ends the session
+        // (and the query). Not before: looking costs a syscall, and a quick answer needs none.
+        let read = self.upstream.read_frame();
+        tokio::pin!(read);
+        tokio::select! {
+            biased;
+            frame = &mut read => return frame.map_err(SessionError::from_upstream),
+            () = tokio::time::sleep(WATCH_CLIENT_AFTER) => {}
+        }
+        tokio::select! {
+            biased;
+            frame = &mut read => frame.map_err(SessionError::from_upstream),
+            () = client_gone(self.client.get_ref().tcp()) => Err(SessionError::ClientGone),
+        }
     }
 
     pub(super) async fn flush_client(&mut self) -> Result<(), SessionError> {
@@ -684,6 +698,20 @@ impl Session {
         let status = response::terminator_status(packet.payload(), self.caps).map_err(|_| upstream_protocol("short EOF packet"))?;
         self.status = status;
         Ok(status)
+    }
+}
+
+/// How long an upstream answer is awaited before the client is watched too ([`client_gone`]).
+const WATCH_CLIENT_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// Resolves once the client's end of `tcp` is closed (a read would find the end) or broken;
+/// never while bytes wait on it (a pipelined command, which cannot be looked at without taking
+/// it, nor a TLS client's closing alert).
+async fn client_gone(tcp: &tokio::net::TcpStream) {
+    let mut byte = [0u8; 1];
+    match tcp.peek(&mut byte).await {
+        Ok(0) | Err(_) => {}
+        Ok(_) => std::future::pending().await,
     }
 }
 
