@@ -9,6 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
+use freshet_proxy::cache::RelayReason;
 use mysql_async::prelude::*;
 
 const USER_NAME: &str = "freshet_ff";
@@ -53,6 +54,7 @@ async fn fills_the_server_refuses_are_not_asked_again_at_once() {
     let failures = failed() - before;
     // Back-off from 10 ms doubling: about ten in two seconds; asked again at once, thousands.
     assert!((1..=30).contains(&failures), "{failures} fills failed in 2 s");
+    assert!(engine.counters.relayed[RelayReason::FillFailing.index()].get() > 0, "reads that missed were relayed at once");
     admin.query_drop(format!("DROP USER '{USER_NAME}'@'%'")).await.unwrap();
     admin.query_drop("DROP TABLE ff_items").await.unwrap();
 }

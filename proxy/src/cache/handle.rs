@@ -7,6 +7,7 @@
 //! writer does with a request ([`super::writer`]).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
@@ -22,12 +23,20 @@ pub(super) struct Signals {
     filled: watch::Sender<u64>,
     /// What the writer has processed, for read-your-writes waits.
     pub(super) ryw: ryw::Progress,
+    /// The last fill failed (and no fill completed since): the writer waits before asking the
+    /// server again, and a read that misses is relayed at once rather than waiting for it.
+    failing: AtomicBool,
 }
 
 impl Signals {
     /// The writer: a fill completed (or everything was evicted): waiting reads look again.
     pub(super) fn fills_changed(&self) {
         self.filled.send_modify(|g| *g += 1);
+    }
+
+    /// The writer: whether fills are failing ([`WriterHandle::fills_failing`]).
+    pub(super) fn set_failing(&self, failing: bool) {
+        self.failing.store(failing, Ordering::Relaxed);
     }
 
     /// The writer: completes when a reader recorded a miss.
@@ -51,7 +60,12 @@ pub(super) struct WriterEnds {
 /// A new writer handle and the writer's ends, the writer having processed up to `at`.
 pub(super) fn channel(at: freshet_dataflow::Position) -> (WriterHandle, WriterEnds) {
     let (control, control_rx) = mpsc::unbounded_channel();
-    let signals = Arc::new(Signals { wake: Notify::new(), filled: watch::Sender::new(0), ryw: ryw::Progress::new(at) });
+    let signals = Arc::new(Signals {
+        wake: Notify::new(),
+        filled: watch::Sender::new(0),
+        ryw: ryw::Progress::new(at),
+        failing: AtomicBool::new(false),
+    });
     (WriterHandle { control, signals: signals.clone() }, WriterEnds { signals, control: control_rx })
 }
 
@@ -68,6 +82,12 @@ impl WriterHandle {
     /// Changes with every completed fill and eviction; subscribe before looking.
     pub fn fills(&self) -> watch::Receiver<u64> {
         self.signals.filled.subscribe()
+    }
+
+    /// True while fills fail (the last one failed, none completed since): a read that misses
+    /// is relayed at once.
+    pub fn fills_failing(&self) -> bool {
+        self.signals.failing.load(Ordering::Relaxed)
     }
 
     /// What the writer has processed, for read-your-writes.

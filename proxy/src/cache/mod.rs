@@ -493,6 +493,11 @@ impl Engine {
                 cache.reads.filled.inc();
                 return Ok(rows);
             }
+            // Fills are failing: the miss is recorded for when they come back; this read is
+            // the server's meanwhile.
+            if self.writer.fills_failing() {
+                return Err(RelayReason::FillFailing);
+            }
             match tokio::time::timeout_at(deadline, filled.changed()).await {
                 Ok(Ok(())) => continue,
                 _ => return Err(RelayReason::FillTimeout),

@@ -133,10 +133,13 @@ pub enum RelayReason {
     /// As many of the cache's keys as the writer takes wait for fills already (a burst of
     /// reads of cold keys): the read is relayed at once rather than queued behind them.
     FillBacklog,
+    /// The last fill failed and none completed since (the server refuses fills for now): a
+    /// read that misses is relayed at once.
+    FillFailing,
 }
 
 impl RelayReason {
-    pub const ALL: [RelayReason; 16] = [
+    pub const ALL: [RelayReason; 17] = [
         Self::NotCacheable,
         Self::NoCache,
         Self::InTransaction,
@@ -153,6 +156,7 @@ impl RelayReason {
         Self::OwnWrite,
         Self::TooLarge,
         Self::FillBacklog,
+        Self::FillFailing,
     ];
 
     pub fn label(self) -> &'static str {
@@ -173,6 +177,7 @@ impl RelayReason {
             Self::OwnWrite => "own_write",
             Self::TooLarge => "too_large",
             Self::FillBacklog => "fill_backlog",
+            Self::FillFailing => "fill_failing",
         }
     }
 

@@ -146,12 +146,34 @@ pub(super) struct Writer<S> {
     /// Tables every batch from here on carries, and caches waiting for theirs (`follow`).
     followed: Vec<String>,
     waiting: Vec<follow::Waiting>,
+    /// Fills failed in a row (none completed since), and until when no new fill is asked for.
+    failures: u32,
+    paused_until: Option<tokio::time::Instant>,
 }
+
+/// After a failed fill the writer waits before asking the server again: 10 ms, doubled per
+/// failure in a row, at most a second. A fill that fails at once (the account at its
+/// `MAX_USER_CONNECTIONS`, a privilege gone) was asked again as soon as its waiting read looked
+/// again, a thousand times a second.
+const FILL_RETRY_FIRST: Duration = Duration::from_millis(10);
+const FILL_RETRY_MAX: Duration = Duration::from_secs(1);
 
 impl<S: ChangeSource> Writer<S> {
     pub(super) fn new(dataflow: Dataflow, source: S, fills: UpstreamFills, replica: Option<Arc<Replica>>, out: Outputs) -> Writer<S> {
         let (followed, waiting) = (Vec::new(), Vec::new());
-        Writer { dataflow, source, fills, replica, out, in_flight: JoinSet::new(), epoch: 0, followed, waiting }
+        Writer {
+            dataflow,
+            source,
+            fills,
+            replica,
+            out,
+            in_flight: JoinSet::new(),
+            epoch: 0,
+            followed,
+            waiting,
+            failures: 0,
+            paused_until: None,
+        }
     }
 
     pub(super) async fn run(mut self, mut events: Events, mut control: mpsc::UnboundedReceiver<Control>) {
@@ -259,6 +281,10 @@ impl<S: ChangeSource> Writer<S> {
     }
 
     fn start_fills(&mut self) {
+        // Misses recorded meanwhile wait (bounded) for the pause to end; the tick comes back.
+        if self.paused_until.is_some_and(|t| tokio::time::Instant::now() < t) {
+            return;
+        }
         for req in self.dataflow.fill_requests() {
             self.out.counters.fills_started.inc();
             let fills = self.fills.clone();
@@ -283,6 +309,9 @@ impl<S: ChangeSource> Writer<S> {
             Ok(response) => {
                 let outcome = self.dataflow.complete_fill(response);
                 debug!(filled = outcome.filled, ignored = outcome.ignored, stale = outcome.stale, "fill installed");
+                self.failures = 0;
+                self.paused_until = None;
+                self.out.signals.set_failing(false);
             }
             Err(FillError::Behind { have, need }) => {
                 // The snapshot predates what the views have applied (the server's snapshot
@@ -292,7 +321,11 @@ impl<S: ChangeSource> Writer<S> {
             }
             Err(e) => {
                 self.out.counters.fills_failed.inc();
-                warn!(error = %e, keys = req.keys.len(), "fill failed; its reads are relayed and the next read asks again");
+                self.failures = self.failures.saturating_add(1);
+                let pause = FILL_RETRY_FIRST.saturating_mul(1 << self.failures.min(8).saturating_sub(1)).min(FILL_RETRY_MAX);
+                self.paused_until = Some(tokio::time::Instant::now() + pause);
+                self.out.signals.set_failing(true);
+                warn!(error = %e, keys = req.keys.len(), failures = self.failures, ?pause, "fill failed; reads are relayed until a fill completes");
                 self.dataflow.abandon_fill(&req);
             }
         }
