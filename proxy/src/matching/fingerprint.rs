@@ -466,7 +466,10 @@ impl<'q> Normalizer<'q, '_> {
         let plain = !name.is_empty()
             && (word.is_some() || name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80))
             && !name.first().is_some_and(u8::is_ascii_digit)
-            && (!may_be_reserved || !Kw::of(name).is_in(&RESERVED));
+            && (!may_be_reserved || {
+                let kw = Kw::of(name);
+                !kw.is_in(&RESERVED) && !kw.is_in(&QUOTED_WORDS)
+            });
         if plain {
             match word {
                 Some(i) => self.push_token(i, true),
