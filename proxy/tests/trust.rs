@@ -510,6 +510,88 @@ async fn a_temporary_table_made_by_stored_code_teaches_no_right_to_the_real_tabl
     admin.query_drop("DROP FUNCTION tr_tmp_maker").await.unwrap();
 }
 
+/// Session state the tracker took for harmless, or took back too early: a READ UNCOMMITTED
+/// session reads other sessions' uncommitted rows, which no view holds; `FLUSH TABLES t WITH
+/// READ LOCK` (and FOR EXPORT) makes the server refuse reads of other tables (1100) as LOCK
+/// TABLES does, until UNLOCK TABLES runs, which a COM_STMT_PREPARE of it does not, nor a text
+/// whose statement before it failed; and a sql_mode assembled from pieces (`CONCAT('NO_BACK',
+/// 'SLASH_ESCAPES')`) changes how the session's texts read with no name the tracker knows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_state_the_tracker_took_for_harmless_is_followed() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_state").await;
+    let mut admin = direct().await;
+    admin.query_drop("DROP TABLE IF EXISTS tr_state_other").await.unwrap();
+    admin.query_drop("CREATE TABLE tr_state_other (id INT PRIMARY KEY)").await.unwrap();
+    let proxy = start_proxy(&config("tr_state", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_state WHERE id = 1";
+    warm(&proxy, sql).await;
+    // READ UNCOMMITTED sees another session's uncommitted write.
+    {
+        let (mut d, mut t) = (direct().await, through(&proxy).await);
+        warm(&proxy, sql).await;
+        for c in [&mut d, &mut t] {
+            c.query_drop("SET SESSION TRANSACTION ISOLATION LEVEL READ UNCOMMITTED").await.unwrap();
+        }
+        let mut writer = direct().await;
+        writer.query_drop("BEGIN").await.unwrap();
+        writer.query_drop("UPDATE tr_state SET secret = 'dirty' WHERE id = 1").await.unwrap();
+        same_text(&mut d, &mut t, sql, "READ UNCOMMITTED").await;
+        writer.query_drop("ROLLBACK").await.unwrap();
+    }
+    // Table locks the tracker did not see, or saw lifted when they were not.
+    let locks: [&[&str]; 3] = [
+        &["FLUSH TABLES tr_state_other WITH READ LOCK"],
+        &["FLUSH TABLES tr_state_other FOR EXPORT"],
+        &["LOCK TABLES tr_state_other READ", "SELECT nosuchcolumn FROM tr_state_other; UNLOCK TABLES"],
+    ];
+    for steps in locks {
+        let (mut d, mut t) = (direct().await, through(&proxy).await);
+        warm(&proxy, sql).await;
+        for c in [&mut d, &mut t] {
+            for step in steps {
+                let _ = c.query_drop(*step).await;
+            }
+        }
+        let want = text(&mut d, sql).await;
+        assert!(want.as_ref().is_err_and(|(code, _)| *code == 1100), "the server refuses the read under {steps:?}: {want:?}");
+        same_text(&mut d, &mut t, sql, &steps.join("; ")).await;
+        for c in [&mut d, &mut t] {
+            c.query_drop("UNLOCK TABLES").await.unwrap();
+        }
+    }
+    {
+        let (mut d, mut t) = (direct().await, through(&proxy).await);
+        warm(&proxy, sql).await;
+        for c in [&mut d, &mut t] {
+            c.query_drop("LOCK TABLES tr_state_other READ").await.unwrap();
+            // Prepared, never executed: nothing is unlocked.
+            let _ = c.prep("UNLOCK TABLES").await.unwrap();
+        }
+        same_text(&mut d, &mut t, sql, "UNLOCK TABLES prepared, not executed").await;
+        for c in [&mut d, &mut t] {
+            c.query_drop("UNLOCK TABLES").await.unwrap();
+        }
+    }
+    // NO_BACKSLASH_ESCAPES from pieces: the next text hides a temporary table in a string.
+    {
+        let (mut d, mut t) = (direct().await, through(&proxy).await);
+        warm(&proxy, sql).await;
+        let _ = text(&mut t, sql).await;
+        for c in [&mut d, &mut t] {
+            c.query_drop("SET sql_mode = CONCAT('NO_BACK', 'SLASH_ESCAPES')").await.unwrap();
+            c.query_drop(
+                "SELECT 'x\\'; CREATE TEMPORARY TABLE tr_state (id INT PRIMARY KEY, owner VARCHAR(20), secret VARCHAR(50)); \
+                 INSERT INTO tr_state VALUES (1, 'shadow', 'temporary'); SET sql_mode = DEFAULT; SELECT 1 -- '",
+            )
+            .await
+            .unwrap();
+        }
+        same_text(&mut d, &mut t, sql, "a temporary table hidden in a string under NO_BACKSLASH_ESCAPES").await;
+    }
+    admin.query_drop("DROP TABLE tr_state_other").await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
     let _globals = SERVER_GLOBALS.read().await;
@@ -708,6 +790,8 @@ async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
         ("SET `sql_log_bin` = 0", ""),
         ("SET @@session.`binlog_format` = 'STATEMENT'", ""),
         ("", "SET STATEMENT `sql_log_bin` = 0 FOR "),
+        // A value the server computes.
+        ("SET sql_log_bin = 1 - 1", ""),
     ];
     for (n, (setting, prefix)) in settings.into_iter().enumerate() {
         warm(&proxy, sql).await;
