@@ -60,6 +60,9 @@ pub trait Flavor: Send + Sync + std::fmt::Debug {
     /// tables the session has created, its statements and the stored code they ran alike; None
     /// where the server counts no such thing.
     fn temporary_tables_made_sql(&self) -> Option<&'static str>;
+    /// The session's transaction isolation level, selected on a client's own session
+    /// (`READ-UNCOMMITTED`, `REPEATABLE-READ`, ...).
+    fn session_isolation(&self) -> &'static str;
 }
 
 /// MariaDB 10.6+.
@@ -94,6 +97,10 @@ impl Flavor for MariaDb {
         // Counted for statements run by stored functions and triggers too (`Com_create_table`
         // is not): what a session's texts cannot show.
         Some("SELECT VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'COM_CREATE_TEMPORARY_TABLE'")
+    }
+    fn session_isolation(&self) -> &'static str {
+        // `transaction_isolation` only from 11.1.
+        "@@SESSION.tx_isolation"
     }
     fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String> {
         // A binlog file name is the server's own (`base.NNNNNN`); quoting keeps any name inert.
@@ -147,6 +154,10 @@ impl Flavor for MySql8 {
     fn temporary_tables_made_sql(&self) -> Option<&'static str> {
         // MySQL counts no temporary tables per session (docs/mysql8.md, untested live).
         None
+    }
+    fn session_isolation(&self) -> &'static str {
+        // `tx_isolation` is gone from 8.0 (untested live).
+        "@@SESSION.transaction_isolation"
     }
     fn gtid_state_at_sql(&self, _file: &str, _offset: u32) -> Option<String> {
         // MySQL has no function for it; the server UUID and start time are what is checked.

@@ -91,6 +91,8 @@ pub struct Settings {
     /// The flavor's question of how many temporary tables a session made, if it has one
     /// (asked before a read teaches an account's right: `Session::pass_gate`).
     pub temporary_tables_made: Option<&'static str>,
+    /// The flavor's expression of a session's isolation level, which the probe reads.
+    pub session_isolation: &'static str,
     /// `[warm] keys_per_cache`.
     pub warm_keys: usize,
 }
@@ -111,6 +113,7 @@ impl Settings {
             ryw_timeout: config.consistency.ryw_timeout,
             session_gtid: flavor.session_gtid(),
             temporary_tables_made: flavor.temporary_tables_made_sql(),
+            session_isolation: flavor.session_isolation(),
             warm_keys,
         }
     }

@@ -321,18 +321,14 @@ impl Session {
         Ok(Written::Sent)
     }
 
-    /// At COM_STMT_PREPARE: the route of a statement whose text is a cached query's shape.
+    /// At COM_STMT_PREPARE: the route of a statement whose text is a cached query's shape. A
+    /// prepare runs nothing: what the text does to the session is followed at each execute
+    /// (`Session::dispatch`), never here (a prepared `UNLOCK TABLES` unlocks nothing).
     pub(super) fn route_prepare(&mut self, sql: &[u8]) -> Option<PreparedRoute> {
-        let Some(engine) = self.shared.engine.get().cloned() else {
-            self.state.observe(sql);
-            return None;
-        };
+        let engine = self.shared.engine.get().cloned()?;
         let query = engine.classify(sql);
         let entry = engine.verdict(&query);
-        let Ok((id, params)) = route::interpret(&entry.verdict) else {
-            self.state.observe(sql);
-            return None;
-        };
+        let Ok((id, params)) = route::interpret(&entry.verdict) else { return None };
         let cache = engine.by_id(id)?;
         let binding = route::bind(&cache, &query, params).ok()?;
         Some(PreparedRoute {

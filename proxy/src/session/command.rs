@@ -257,6 +257,15 @@ impl Session {
             StmtClose if self.hold_close(&payload) => return Ok(Flow::Continue),
             _ => {}
         }
+        // The server says backslashes do not escape (a sql_mode this tracker did not read, or
+        // has not been told of): a text whose strings hold one would be misread here.
+        if self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES)
+            && !self.state.unfollowed
+            && matches!(command, Query | StmtPrepare)
+            && super::state::reads_otherwise_unseen(payload.get(1..).unwrap_or_default())
+        {
+            self.state.unfollowed("a backslash in a string under NO_BACKSLASH_ESCAPES", b"");
+        }
         self.confirm_reading(command, &payload).await?;
         // The SQL the command runs, looked up once (a statement's is its prepare's text), and
         // what every reading of it asks first.
@@ -620,11 +629,7 @@ impl Session {
                 self.relay_packet().await?;
             }
         }
-        let unlogged = self.state.unlogged;
         let route = self.route_prepare(&command[1..]);
-        // A text that may turn binlogging off does so when it is executed (and followed then),
-        // not when it is prepared.
-        self.state.unlogged = unlogged;
         let runs_statements = super::state::runs_statements(&command[1..]);
         self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route, runs_statements });
         Ok(())

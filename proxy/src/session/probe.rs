@@ -4,7 +4,8 @@
 //! need from the server instead of from the client's words: the account (`CURRENT_USER()`,
 //! user and host as the server matched them, and the active role), the default database as
 //! the server resolved it, the sql_mode, sql_select_limit, character sets, time zone,
-//! `div_precision_increment`, `sql_auto_is_null` and `max_sort_length`. It runs lazily,
+//! `div_precision_increment`, `sql_auto_is_null`, `max_sort_length` and, with the cache
+//! engine, the isolation level (READ UNCOMMITTED reads rows no view holds). It runs lazily,
 //! right before a session's first cached read or admin statement (sessions that never read a
 //! cached query never pay for it), and again after anything that may change its answer
 //! (COM_INIT_DB, USE, COM_CHANGE_USER, COM_RESET_CONNECTION, SET NAMES, ...). Until the first,
@@ -66,16 +67,21 @@ impl Session {
         // What the session learnt holds for as long as it is the same account (and the
         // access generation is the same: the memo checks that).
         let account = self.identity.take().map(|i| i.account);
+        // With the cache engine, the isolation level (the flavor names it), then the GTID.
+        let mut sql = PROBE.to_vec();
+        let mut columns = COLUMNS;
+        for expression in [self.shared.engine.get().map(|e| e.settings.session_isolation), gtid].into_iter().flatten() {
+            sql.extend_from_slice(b", ");
+            sql.extend_from_slice(expression.as_bytes());
+            columns += 1;
+        }
+        let values = self.one_row(&sql, columns, LIMIT, "the session probe").await?;
         let values = match gtid {
-            None => self.one_row(PROBE, COLUMNS, LIMIT, "the session probe").await?,
-            Some(expression) => {
-                let sql = [PROBE, b", ", expression.as_bytes()].concat();
-                let values = self.one_row(&sql, COLUMNS + 1, LIMIT, "the session probe").await?;
-                values.map(|mut values| {
-                    self.own.probe_asked(values.pop().flatten());
-                    values
-                })
-            }
+            None => values,
+            Some(_) => values.map(|mut values| {
+                self.own.probe_asked(values.pop().flatten());
+                values
+            }),
         };
         let Some(values) = values else {
             tracing::debug!("the server's answer to the session probe was not a row; cached reads are relayed");
@@ -237,6 +243,9 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         Some("a max_sort_length below 1,024".to_string())
     } else if !(utf8(5) && utf8(6) && utf8(7)) {
         Some("a character set other than UTF-8".to_string())
+    } else if get(COLUMNS).is_some_and(|level| level.eq_ignore_ascii_case("READ-UNCOMMITTED")) {
+        // Reads other sessions' uncommitted rows, which no view holds.
+        Some("READ UNCOMMITTED isolation".to_string())
     } else {
         None
     };

@@ -176,6 +176,9 @@ impl SessionState {
                 // its own semicolons, and any statement not known to leave the session alone,
                 // are not followed.
                 match word(sql, &kept[0]).as_str() {
+                    // An UNLOCK after a statement that fails does not run: the locks stay
+                    // (until an UNLOCK alone, or a reset).
+                    "unlock" => {}
                     w if interesting(w.as_bytes()) => self.statement(sql, &kept),
                     "begin" if statement.tokens == 1 || statement.tokens == 2 && word(sql, &kept[1]) == "work" => {}
                     w if PLAIN.contains(&w) => {}
@@ -218,6 +221,9 @@ impl SessionState {
             Some(w @ ("lock" | "unlock")) if tokens.get(1).is_some_and(|t| matches!(word(sql, t).as_str(), "table" | "tables")) => {
                 self.locked = w == "lock";
             }
+            // `FLUSH TABLES t, ... WITH READ LOCK` and `... FOR EXPORT` lock the tables named as
+            // LOCK TABLES does: the server refuses reads of any other until UNLOCK TABLES.
+            Some("flush") if locks_tables(sql, tokens) => self.locked = true,
             _ => {}
         }
     }
@@ -331,8 +337,9 @@ impl SessionState {
                         continue;
                     }
                     expect_target = false;
-                    // The value's first token, after `=`.
+                    // The value's first token, after `=`, and whether it is all of the value.
                     let value = text(i + named_by + 1);
+                    let value_alone = tokens.get(i + named_by + 2).is_none_or(|t| t.is_symbol(sql, b","));
                     i += named_by - 1;
                     match name.as_str() {
                         "character_set_client" => {
@@ -344,7 +351,15 @@ impl SessionState {
                             }
                         }
                         "character_set_results" | "character_set_connection" | "collation_connection" => self.stale = true,
-                        "sql_log_bin" | "binlog_format" => self.unlogged |= turns_binlogging_off(&name, &value),
+                        // A value the server computes (`1 - 1`) may be anything.
+                        "sql_log_bin" | "binlog_format" => self.unlogged |= !value_alone || turns_binlogging_off(&name, &value),
+                        // READ UNCOMMITTED reads other sessions' uncommitted rows, which no view
+                        // holds; one set for the next transaction alone is not the probe's to
+                        // see. Any other level reads committed rows outside a transaction.
+                        "transaction" if tokens.iter().any(|t| word(sql, t) == "uncommitted") => {
+                            self.unfollowed("READ UNCOMMITTED isolation", sql)
+                        }
+                        "transaction" | "transaction_isolation" | "tx_isolation" => self.stale = true,
                         // On, the server answers every SELECT a view answers; off, it may
                         // refuse a large one (max_join_size).
                         "sql_big_selects" if value_is(&value, &["1", "on", "true"]) => {}
@@ -353,6 +368,9 @@ impl SessionState {
                         // misread them (a SET hidden in what looks like a string).
                         "sql_mode" if misreading_mode(sql, &tokens[i + 1..]) => {
                             self.unfollowed("a sql_mode that changes how text is read", sql)
+                        }
+                        "sql_mode" if !reads_as_default_mode(sql, &tokens[i + 1..]) => {
+                            self.unfollowed("a sql_mode computed from parts freshet cannot read", sql)
                         }
                         // Read by the probe: asked again, and the server's answer decides
                         // which reads are served (`route::Reading`, `Identity::unfit`).
@@ -464,6 +482,83 @@ fn misreading_mode(sql: &[u8], tokens: &[Token]) -> bool {
     false
 }
 
+/// MariaDB's sql_mode flags under which a text reads as in the default mode (its tokens and
+/// statements are the same): all but ANSI_QUOTES, NO_BACKSLASH_ESCAPES and the combinations
+/// that hold one (ANSI, ORACLE, POSTGRESQL, MSSQL, DB2, MAXDB). Whether a cached answer is
+/// still the server's under them is the probe's to say.
+const READABLE_MODES: &[&str] = &[
+    "REAL_AS_FLOAT",
+    "PIPES_AS_CONCAT",
+    "IGNORE_SPACE",
+    "IGNORE_BAD_TABLE_OPTIONS",
+    "ONLY_FULL_GROUP_BY",
+    "NO_UNSIGNED_SUBTRACTION",
+    "NO_DIR_IN_CREATE",
+    "NO_KEY_OPTIONS",
+    "NO_TABLE_OPTIONS",
+    "NO_FIELD_OPTIONS",
+    "MYSQL323",
+    "MYSQL40",
+    "NO_AUTO_VALUE_ON_ZERO",
+    "STRICT_TRANS_TABLES",
+    "STRICT_ALL_TABLES",
+    "NO_ZERO_IN_DATE",
+    "NO_ZERO_DATE",
+    "ALLOW_INVALID_DATES",
+    "ERROR_FOR_DIVISION_BY_ZERO",
+    "TRADITIONAL",
+    "NO_AUTO_CREATE_USER",
+    "HIGH_NOT_PRECEDENCE",
+    "NO_ENGINE_SUBSTITUTION",
+    "PAD_CHAR_TO_FULL_LENGTH",
+    "EMPTY_STRING_IS_NULL",
+    "SIMULTANEOUS_ASSIGNMENT",
+    "TIME_ROUND_FRACTIONAL",
+];
+
+/// Whether a sql_mode's value (`tokens`: `=` and what follows) is known to hold only modes
+/// under which texts read as in the default one: the modes of its strings (each a comma list)
+/// are all [`READABLE_MODES`], and the rest is `@@sql_mode` (the session's own, which the
+/// probe read), CONCAT or CONCAT_WS, DEFAULT, parentheses and commas. A mode built from pieces
+/// (`CONCAT('NO_BACK', 'SLASH_ESCAPES')`), a number (a bit mask), a hex string or any other
+/// function may be any mode, and the texts sent before the next probe would be read in the
+/// wrong one.
+fn reads_as_default_mode(sql: &[u8], tokens: &[Token]) -> bool {
+    let mut depth = 0i32;
+    let mut tokens = tokens.iter().skip_while(|t| t.is_symbol(sql, b"=") || t.is_symbol(sql, b":=")).peekable();
+    while let Some(t) = tokens.next() {
+        let text = t.text(sql);
+        match t.kind {
+            TokenKind::Symbol if text == b"(" => depth += 1,
+            TokenKind::Symbol if text == b")" => depth -= 1,
+            TokenKind::Symbol if text == b"," && depth == 0 => return true,
+            TokenKind::Symbol if text == b"," => {}
+            TokenKind::SingleQuoted | TokenKind::DoubleQuoted => {
+                let value = unquoted(text);
+                let modes = String::from_utf8_lossy(&value).to_ascii_uppercase();
+                if !modes.split(',').map(str::trim).all(|m| m.is_empty() || READABLE_MODES.contains(&m)) {
+                    return false;
+                }
+            }
+            TokenKind::SystemVariable => {
+                let name = String::from_utf8_lossy(text).to_ascii_lowercase();
+                if !matches!(name.as_str(), "@@sql_mode" | "@@session.sql_mode" | "@@local.sql_mode") {
+                    return false;
+                }
+            }
+            TokenKind::Word => {
+                let w = String::from_utf8_lossy(text).to_ascii_lowercase();
+                let call = tokens.peek().is_some_and(|n| n.is_symbol(sql, b"("));
+                if !(w == "default" || call && (w == "concat" || w == "concat_ws")) {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// Whether the tracker, reading `text` as a session's statement, takes it to turn binlogging
 /// off: the SQL of a PREPARE or EXECUTE IMMEDIATE.
 fn text_unlogs(text: &[u8]) -> bool {
@@ -474,7 +569,7 @@ fn text_unlogs(text: &[u8]) -> bool {
 
 /// First words of statements that may change what the session tracker follows.
 fn interesting(word: &[u8]) -> bool {
-    [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock"]
+    [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock", b"flush"]
         .iter()
         .any(|k| word.eq_ignore_ascii_case(k))
 }
@@ -787,6 +882,17 @@ fn assigned_variable(sql: &[u8], tokens: &[Token], i: usize) -> (String, usize) 
 
 /// Whether setting variable `name` (lower case) to `value` may turn the session's binlogging
 /// off: `sql_log_bin` to anything but on, `binlog_format` to anything but ROW.
+/// `FLUSH [NO_WRITE_TO_BINLOG | LOCAL] TABLE[S] name[, ...] WITH READ LOCK | FOR EXPORT`: the
+/// session holds those tables' locks (not the global read lock of `FLUSH TABLES WITH READ
+/// LOCK`, under which reads go on).
+fn locks_tables(sql: &[u8], tokens: &[Token]) -> bool {
+    let words: Vec<String> = tokens.iter().map(|t| word(sql, t)).collect();
+    let Some(at) = words.iter().position(|w| w == "table" || w == "tables") else { return false };
+    let named = words.get(at + 1).is_some_and(|w| w != "with" && w != "for");
+    let locking = words.windows(2).any(|w| w == ["read", "lock"] || w == ["for", "export"]);
+    named && locking
+}
+
 fn turns_binlogging_off(name: &str, value: &str) -> bool {
     match name {
         "sql_log_bin" => !value_is(value, &["1", "on", "true", "default"]),
@@ -880,7 +986,11 @@ pub fn may_run_stored_code(g: &Glance<'_>) -> bool {
         {
             return true;
         }
-        if called {
+        // `MATCH (a) AGAINST ('x')`: the full-text search's keyword, not a call (`against(1)`
+        // alone calls a stored function of that name).
+        let against =
+            t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"against") && previous.is_some_and(|p| p.is_symbol(sql, b")"));
+        if called && !against {
             let qualified = previous.is_some_and(|p| p.is_symbol(sql, b"."));
             match t.kind {
                 TokenKind::QuotedIdent => return true,
@@ -902,7 +1012,6 @@ pub fn may_run_stored_code(g: &Glance<'_>) -> bool {
 /// Keywords that may stand before a `(` without calling anything (type names: `CAST(x AS
 /// DECIMAL(10, 2))`).
 const NOT_CALLS: &[&str] = &[
-    "against",
     "decimal",
     "double",
     "float",
@@ -925,7 +1034,6 @@ const NOT_CALLS: &[&str] = &[
     "distinct",
     "each",
     "else",
-    "escape",
     "exists",
     "for",
     "from",
@@ -940,7 +1048,6 @@ const NOT_CALLS: &[&str] = &[
     "like",
     "limit",
     "not",
-    "of",
     "on",
     "or",
     "over",
@@ -1084,7 +1191,6 @@ const BUILT_IN: &[&str] = &[
     "json_replace",
     "json_search",
     "json_set",
-    "json_table",
     "json_type",
     "json_unquote",
     "json_valid",
@@ -1234,9 +1340,6 @@ fn opens_executable_comment(sql: &[u8]) -> bool {
 /// Session variables that cannot change what a cached SELECT returns or how it is encoded.
 const HARMLESS: &[&str] = &[
     "autocommit",
-    "transaction",
-    "transaction_isolation",
-    "tx_isolation",
     "transaction_read_only",
     "tx_read_only",
     "wait_timeout",
@@ -1394,7 +1497,6 @@ mod tests {
             "SET autocommit = 1",
             "SET SESSION wait_timeout = 100, @@session.net_read_timeout = 30",
             "SET @x = NOW()",
-            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
             "SELECT 1 /*+ hint */",
             "INSERT INTO t VALUES (1)",
         ]);
@@ -1471,9 +1573,23 @@ mod tests {
             "SET @@session.`sql_mode` = 'PAD_CHAR_TO_FULL_LENGTH'",
             "SET SESSION `time_zone` = '+02:00'",
             "SET @@session.`sql_select_limit` = 1, @@`time_zone` = '+02:00'",
+            "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+            "SET tx_isolation = 'READ-UNCOMMITTED'",
         ] {
             let s = after(&[sql]);
             assert!(s.stale && !s.unfollowed, "{sql}: {s:?}");
+        }
+        // A mode the tracker cannot read from the text, or READ UNCOMMITTED for the next
+        // transaction alone (which the probe would not see), is not followed.
+        for sql in [
+            "SET sql_mode = CONCAT('NO_BACK', 'SLASH_ESCAPES')",
+            "SET sql_mode = 4",
+            "SET sql_mode = 0x414E53495F51554F544553",
+            "SET sql_mode = 'ORACLE'",
+            "SET sql_mode = @@GLOBAL.sql_mode",
+            "SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED",
+        ] {
+            assert!(after(&[sql]).unfollowed, "{sql}");
         }
     }
 
