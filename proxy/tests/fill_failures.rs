@@ -20,11 +20,7 @@ async fn fills_the_server_refuses_are_not_asked_again_at_once() {
     admin.query_drop("DROP TABLE IF EXISTS ff_items").await.unwrap();
     admin.query_drop("CREATE TABLE ff_items (id INT PRIMARY KEY, v INT NOT NULL)").await.unwrap();
     admin.query_drop("INSERT INTO ff_items VALUES (1, 10), (2, 20), (3, 30)").await.unwrap();
-    admin.query_drop(format!("DROP USER IF EXISTS '{USER_NAME}'@'%'")).await.unwrap();
-    admin.query_drop(format!("CREATE USER '{USER_NAME}'@'%' IDENTIFIED BY 'ff'")).await.unwrap();
-    admin.query_drop(format!("GRANT RELOAD, PROCESS, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{USER_NAME}'@'%'")).await.unwrap();
-    admin.query_drop(format!("GRANT SELECT ON {DB}.ff_items TO '{USER_NAME}'@'%'")).await.unwrap();
-    let url = format!("mysql://{USER_NAME}:ff@{}/{DB}", upstream_addr());
+    let url = own_login(USER_NAME, "ff", &[format!("SELECT ON {DB}.ff_items")]).await;
     let proxy = start_proxy_with_url(
         &url,
         "[fill]\ntimeout = \"2s\"\n[[cache]]\nname = \"ff\"\nquery = \"SELECT id, v FROM ff_items WHERE id = ?\"\n",

@@ -23,11 +23,7 @@ async fn a_schema_changed_during_a_gap_is_cached_again_with_its_new_shape() {
     admin.query_drop("DROP TABLE IF EXISTS gap_gone").await.unwrap();
     admin.query_drop("CREATE TABLE gap_gone (id INT PRIMARY KEY)").await.unwrap();
     // freshet's own login, so that it alone can be locked out while the gap is made.
-    admin.query_drop(format!("DROP USER IF EXISTS '{USER_NAME}'@'%'")).await.unwrap();
-    admin.query_drop(format!("CREATE USER '{USER_NAME}'@'%' IDENTIFIED BY 'gap'")).await.unwrap();
-    admin.query_drop(format!("GRANT ALL ON {DB}.* TO '{USER_NAME}'@'%'")).await.unwrap();
-    admin.query_drop(format!("GRANT RELOAD, PROCESS, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{USER_NAME}'@'%'")).await.unwrap();
-    let url = format!("mysql://{USER_NAME}:gap@{}/{DB}", upstream_addr());
+    let url = own_login(USER_NAME, "gap", &[format!("ALL ON {DB}.*")]).await;
     let proxy = start_proxy_with_url(
         &url,
         "[admin]\nusers = [\"freshet\"]\n[fill]\ntimeout = \"3s\"\n[[cache]]\nname = \"gap\"\nquery = \"SELECT id, name FROM gap_items WHERE id = ?\"\n\

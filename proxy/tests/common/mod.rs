@@ -66,6 +66,20 @@ pub async fn through(proxy: &Proxy) -> mysql_async::Conn {
 
 /// Waits until the server has no connection with this id (the session's upstream connection
 /// was closed); false after 10 seconds.
+/// A login of freshet's own, `name`@`%` with `password`, made anew with what the binlog
+/// stream needs and `grants` (`GRANT {grant} TO ...`): a test can then take its rights away
+/// from freshet alone. The url to start freshet with.
+pub async fn own_login(name: &str, password: &str, grants: &[String]) -> String {
+    let mut admin = direct().await;
+    admin.query_drop(format!("DROP USER IF EXISTS '{name}'@'%'")).await.unwrap();
+    admin.query_drop(format!("CREATE USER '{name}'@'%' IDENTIFIED BY '{password}'")).await.unwrap();
+    admin.query_drop(format!("GRANT RELOAD, PROCESS, REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{name}'@'%'")).await.unwrap();
+    for grant in grants {
+        admin.query_drop(format!("GRANT {grant} TO '{name}'@'%'")).await.unwrap();
+    }
+    format!("mysql://{name}:{password}@{}/{DB}", upstream_addr())
+}
+
 pub async fn connection_gone(id: u32) -> bool {
     let mut conn = direct().await;
     for _ in 0..200 {
