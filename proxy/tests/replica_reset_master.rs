@@ -106,6 +106,30 @@ fn a_binlog_started_again_at_the_replicas_position_is_not_taken_for_its_history(
         assert_eq!(String::from_utf8_lossy(&got.concat()), String::from_utf8_lossy(&want.concat()), "after RESET MASTER while stopped");
     }
     assert_eq!(copied, 4, "the store is copied again");
+    // A store that applied nothing after its copy: its position is where its stream started,
+    // and no transaction of that file was ever applied to it.
+    let _ = std::fs::remove_dir_all(&path);
+    std::thread::sleep(Duration::from_millis(1100));
+    upstream("RESET MASTER");
+    for w in bump(1) {
+        upstream(&w);
+    }
+    let (_, copied) = life(&path, &[]);
+    assert_eq!(copied, 4, "a new store copies the table");
+    std::thread::sleep(Duration::from_millis(1100));
+    upstream("RESET MASTER");
+    for w in bump(2) {
+        upstream(&w);
+    }
+    let (answers, copied) = life(&path, &[]);
+    for (got, want) in answers {
+        assert_eq!(
+            String::from_utf8_lossy(&got.concat()),
+            String::from_utf8_lossy(&want.concat()),
+            "after RESET MASTER while stopped, the store having applied nothing"
+        );
+    }
+    assert_eq!(copied, 4, "the store is copied again");
     let _ = std::fs::remove_dir_all(&path);
     upstream(&format!("DROP TABLE IF EXISTS {TABLE}"));
 }
