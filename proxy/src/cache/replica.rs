@@ -158,6 +158,15 @@ impl Replica {
         if let Some(copy) = self.copy_task.get() {
             copy.abort();
         }
+        self.note_stored_file();
+    }
+
+    /// [`Replica::note_file`] for the store's own position: the file a store that applied
+    /// nothing since its copy would resume in.
+    fn note_stored_file(&self) {
+        if let Ok(at) = self.store.position() {
+            self.note_file(at);
+        }
     }
 
     /// Progress and use so far.
@@ -452,6 +461,7 @@ async fn copy_loop(replica: std::sync::Weak<Replica>) {
             Ok(_) => {
                 let f = r.stats.snapshot();
                 info!(rows = f.rows_copied, tables = f.tables_done, rows_per_sec = f.rows_per_sec as u64, "replica: tables copied");
+                r.note_stored_file();
                 backoff.reset();
                 let recopy = r.recopy.clone();
                 drop(r);
@@ -493,16 +503,18 @@ pub(super) async fn connect_stream(
         let at = BinlogPos::from_position(stored, &now.file)?;
         // The file as the server had begun it when the position was applied: a file of that
         // name begun since (RESET MASTER) is a gap, which the stream finds at its first event.
-        let begun = store.file_created()?.filter(|&(seq, _)| u64::from(seq) == stored.0 >> 32);
-        match BinlogStream::connect(opts.clone(), cfg.clone(), StartAt::At(at.clone())).await {
-            Ok(mut s) => {
-                if let Some((_, created)) = begun {
+        // With no record of it (a store that stopped before noting it, or one from before
+        // files were noted) the position proves nothing: copied again.
+        match store.file_created()?.filter(|&(seq, _)| u64::from(seq) == stored.0 >> 32) {
+            Some((_, created)) => match BinlogStream::connect(opts.clone(), cfg.clone(), StartAt::At(at.clone())).await {
+                Ok(mut s) => {
                     s.expect_file(&at.file, created);
+                    info!(position = %at, "replica: resuming the binlog at the replica's position");
+                    return Ok((s, Some(Resume::Resumed)));
                 }
-                info!(position = %at, "replica: resuming the binlog at the replica's position");
-                return Ok((s, Some(Resume::Resumed)));
-            }
-            Err(e) => warn!(position = %at, error = %e, "replica: cannot resume at the replica's position; copying again"),
+                Err(e) => warn!(position = %at, error = %e, "replica: cannot resume at the replica's position; copying again"),
+            },
+            None => warn!(position = %at, "replica: no record of when the position's binlog file was begun; copying again"),
         }
         let s = BinlogStream::connect(opts, cfg, StartAt::Current).await?;
         let start = s.delivered().position()?;
