@@ -819,6 +819,18 @@ async fn grouped_rows_come_back_in_the_servers_group_order() {
             "SELECT COUNT(*) AS n, k FROM ct_group_order WHERE k IN (?, ?) GROUP BY k",
             "SELECT COUNT(*) AS n, k FROM ct_group_order WHERE k IN (2, 1) GROUP BY k",
         ),
+        // A GROUP BY name is a column of the table before it is an alias of the select list
+        // (ORDER BY's is the alias first): grouped by the column `name`, shown as its initial.
+        (
+            "go_shadowed",
+            "SELECT LEFT(name, 1) AS name, COUNT(*) AS n FROM ct_group_order WHERE k = ? GROUP BY name",
+            "SELECT LEFT(name, 1) AS name, COUNT(*) AS n FROM ct_group_order WHERE k = 1 GROUP BY name",
+        ),
+        (
+            "go_shadowed_order",
+            "SELECT 100 - id AS id, COUNT(*) AS n FROM ct_group_order WHERE k = ? GROUP BY id",
+            "SELECT 100 - id AS id, COUNT(*) AS n FROM ct_group_order WHERE k = 1 GROUP BY id",
+        ),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (wrong, unserved) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
