@@ -835,7 +835,9 @@ async fn grouped_rows_come_back_in_the_servers_group_order() {
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (wrong, unserved) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
     assert!(wrong.is_empty(), "answered in another order than the server's: {wrong:#?}");
-    assert!(unserved.is_empty(), "every read answered from its view: {unserved:?}");
+    // A name both a column and an alias: the server answers with a warning (1052, the name is
+    // ambiguous), which a view does not keep: relayed.
+    assert_eq!(unserved, ["go_shadowed", "go_shadowed_order"], "every other read answered from its view");
     // New groups land where the server sorts them.
     admin.query_drop("INSERT INTO ct_group_order VALUES (8, 1, 'aardvark'), (9, 1, 'Zz'), (10, 1, 'BANANA')").await.unwrap();
     caught_up(&mut through(&proxy).await).await;

@@ -176,6 +176,35 @@ impl<'c> Compiler<'c> {
             a::GroupByExpr::Expressions(v, mods) if mods.is_empty() => v.clone(),
             _ => return refuse("GROUP BY ALL / WITH ROLLUP are not supported"),
         };
+        let (select_items, result_names) = self.expand_select(&sel.projection, &src.scope)?;
+        // A GROUP BY name is a column of FROM's tables before it is an alias of the select
+        // list (ORDER BY's is the alias first): such a name is written with its table, so that
+        // it stays that column below and in the ORDER BY it implies. A name that is both is
+        // refused: the server answers with a warning (1052, ambiguous), which a view does not
+        // keep.
+        let mut grouped = Vec::with_capacity(group_exprs.len());
+        for g in group_exprs {
+            let a::Expr::Identifier(id) = &g else {
+                grouped.push(g);
+                continue;
+            };
+            let name = id.value.to_ascii_lowercase();
+            let columns: Vec<&super::lower::ScopeCol> = src.scope.cols.iter().filter(|c| c.name == name).collect();
+            match columns.as_slice() {
+                [] => grouped.push(g),
+                [c] => {
+                    if select_items.iter().any(|(x, n)| n.eq_ignore_ascii_case(&id.value) && *x != g) {
+                        return refuse(format!(
+                            "GROUP BY `{}` names both a column and an alias of the select list (the server warns)",
+                            id.value
+                        ));
+                    }
+                    grouped.push(a::Expr::CompoundIdentifier(vec![a::Ident::new(c.qual.clone()), a::Ident::new(c.name.clone())]));
+                }
+                _ => return refuse(format!("GROUP BY `{}` names a column of several tables; qualify it", id.value)),
+            }
+        }
+        let group_exprs = grouped;
         // MariaDB sorts a GROUP BY's groups by its expressions, under their collations, as if
         // ORDER BY named them (MySQL 8 leaves them unordered, which this order is one of): with
         // no ORDER BY, the grouping expressions order the rows, and a LIMIT takes the first.
@@ -191,7 +220,6 @@ impl<'c> Compiler<'c> {
         } else {
             order_by
         };
-        let (select_items, result_names) = self.expand_select(&sel.projection, &src.scope)?;
         let has_agg = !group_exprs.is_empty()
             || select_items.iter().any(|(e, _)| contains_agg(e))
             || sel.having.is_some()
