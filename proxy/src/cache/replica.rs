@@ -158,15 +158,13 @@ impl Replica {
         if let Some(copy) = self.copy_task.get() {
             copy.abort();
         }
-        self.note_stored_file();
+        let _ = self.note_stored_file();
     }
 
     /// [`Replica::note_file`] for the store's own position: the file a store that applied
-    /// nothing since its copy would resume in.
-    fn note_stored_file(&self) {
-        if let Ok(at) = self.store.position() {
-            self.note_file(at);
-        }
+    /// nothing since its copy would resume in. True once that file is recorded.
+    fn note_stored_file(&self) -> bool {
+        self.store.position().is_ok_and(|at| self.note_file(at))
     }
 
     /// Progress and use so far.
@@ -258,20 +256,26 @@ impl Replica {
     /// Records in the store the binlog file `at` is in and when the server began it, once per
     /// file, if the stream is reading that file still (it may have read on into the next: then
     /// a later position records its own). A resume checks it (`connect_stream`).
-    fn note_file(&self, at: Position) {
-        let Some((file, created)) = self.lag.file_created() else { return };
-        let Ok(read) = BinlogPos::new(file, 0).position() else { return };
+    fn note_file(&self, at: Position) -> bool {
+        let Some((file, created)) = self.lag.file_created() else { return false };
+        let Ok(read) = BinlogPos::new(file, 0).position() else { return false };
         let seq = |p: Position| (p.0 >> 32) as u32;
         if seq(read) != seq(at) {
-            return;
+            return false;
         }
         let mut noted = self.noted_file.lock().unwrap_or_else(|e| e.into_inner());
         if *noted == Some((seq(at), created)) {
-            return;
+            return true;
         }
         match self.store.set_file_created(seq(at), created) {
-            Ok(()) => *noted = Some((seq(at), created)),
-            Err(e) => warn!(error = %e, "replica: recording the binlog file failed; a restart resumes without checking it"),
+            Ok(()) => {
+                *noted = Some((seq(at), created));
+                true
+            }
+            Err(e) => {
+                warn!(error = %e, "replica: recording the binlog file failed; a restart copies again");
+                false
+            }
         }
     }
 
@@ -453,6 +457,15 @@ fn unchanged_columns(old: &TableInfo, new: &TableInfo) -> Vec<Option<usize>> {
 async fn copy_loop(replica: std::sync::Weak<Replica>) {
     // Nothing before the first attempt of a run of failures, then 500 ms, doubling, at most 30 s.
     let mut backoff = freshet_cdc::Backoff::new(Duration::from_millis(500), Duration::from_secs(30));
+    // The stream describes its file within moments of connecting: noted before the copy, a
+    // copy killed half way resumes (a position whose file has no record is copied again).
+    for _ in 0..50 {
+        match replica.upgrade() {
+            Some(r) if !r.note_stored_file() => {}
+            _ => break,
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     loop {
         backoff.wait().await;
         let Some(r) = replica.upgrade() else { return };
@@ -461,7 +474,7 @@ async fn copy_loop(replica: std::sync::Weak<Replica>) {
             Ok(_) => {
                 let f = r.stats.snapshot();
                 info!(rows = f.rows_copied, tables = f.tables_done, rows_per_sec = f.rows_per_sec as u64, "replica: tables copied");
-                r.note_stored_file();
+                let _ = r.note_stored_file();
                 backoff.reset();
                 let recopy = r.recopy.clone();
                 drop(r);
