@@ -366,11 +366,8 @@ impl SessionState {
                         // A mode that changes how text is read: this tracker reads the
                         // session's statements in the default mode, so from here on it may
                         // misread them (a SET hidden in what looks like a string).
-                        "sql_mode" if misreading_mode(sql, &tokens[i + 1..]) => {
-                            self.unfollowed("a sql_mode that changes how text is read", sql)
-                        }
                         "sql_mode" if !reads_as_default_mode(sql, &tokens[i + 1..]) => {
-                            self.unfollowed("a sql_mode computed from parts freshet cannot read", sql)
+                            self.unfollowed("a sql_mode that may change how text is read", sql)
                         }
                         // Read by the probe: asked again, and the server's answer decides
                         // which reads are served (`route::Reading`, `Identity::unfit`).
@@ -462,26 +459,6 @@ fn follows_charset(sql: &[u8], tokens: &[Token], at: usize) -> bool {
     ends && !name.eq_ignore_ascii_case("default") && !misread_charset(&name) && !name.contains('\\')
 }
 
-/// Whether the value assigned in `tokens` (from the `=` to the next top-level comma) may
-/// make a sql_mode that changes how text is read: it names ANSI, ANSI_QUOTES or
-/// NO_BACKSLASH_ESCAPES, or comes from a user variable or a query, which this tracker cannot
-/// read. Rails' `CONCAT(CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), ...)` does not.
-fn misreading_mode(sql: &[u8], tokens: &[Token]) -> bool {
-    let mut depth = 0i32;
-    for t in tokens {
-        let text = t.text(sql).to_ascii_lowercase();
-        match t.kind {
-            TokenKind::Symbol if text == b"(" => depth += 1,
-            TokenKind::Symbol if text == b")" => depth -= 1,
-            TokenKind::Symbol if text == b"," && depth == 0 => return false,
-            TokenKind::UserVariable => return true,
-            _ if text == b"select" || contains(&text, b"ansi") || contains(&text, b"backslash") => return true,
-            _ => {}
-        }
-    }
-    false
-}
-
 /// MariaDB's sql_mode flags under which a text reads as in the default mode (its tokens and
 /// statements are the same): all but ANSI_QUOTES, NO_BACKSLASH_ESCAPES and the combinations
 /// that hold one (ANSI, ORACLE, POSTGRESQL, MSSQL, DB2, MAXDB). Whether a cached answer is
@@ -519,10 +496,12 @@ const READABLE_MODES: &[&str] = &[
 /// Whether a sql_mode's value (`tokens`: `=` and what follows) is known to hold only modes
 /// under which texts read as in the default one: the modes of its strings (each a comma list)
 /// are all [`READABLE_MODES`], and the rest is `@@sql_mode` (the session's own, which the
-/// probe read), CONCAT or CONCAT_WS, DEFAULT, parentheses and commas. A mode built from pieces
-/// (`CONCAT('NO_BACK', 'SLASH_ESCAPES')`), a number (a bit mask), a hex string or any other
-/// function may be any mode, and the texts sent before the next probe would be read in the
-/// wrong one.
+/// probe read), such modes written as words, CONCAT or CONCAT_WS, DEFAULT, parentheses and
+/// commas. ANSI_QUOTES or NO_BACKSLASH_ESCAPES named, a mode built from pieces
+/// (`CONCAT('NO_BACK', 'SLASH_ESCAPES')`), a number (a bit mask), a hex string, a user variable
+/// or any other function or query may be any mode, and the texts sent before the next probe
+/// would be read in the wrong one. Rails' `CONCAT(CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'),
+/// ...)` is followed.
 fn reads_as_default_mode(sql: &[u8], tokens: &[Token]) -> bool {
     let mut depth = 0i32;
     let mut tokens = tokens.iter().skip_while(|t| t.is_symbol(sql, b"=") || t.is_symbol(sql, b":=")).peekable();
@@ -549,7 +528,8 @@ fn reads_as_default_mode(sql: &[u8], tokens: &[Token]) -> bool {
             TokenKind::Word => {
                 let w = String::from_utf8_lossy(text).to_ascii_lowercase();
                 let call = tokens.peek().is_some_and(|n| n.is_symbol(sql, b"("));
-                if !(w == "default" || call && (w == "concat" || w == "concat_ws")) {
+                let mode = !call && READABLE_MODES.contains(&w.to_ascii_uppercase().as_str());
+                if !(w == "default" || mode || call && (w == "concat" || w == "concat_ws")) {
                     return false;
                 }
             }
@@ -903,10 +883,6 @@ fn turns_binlogging_off(name: &str, value: &str) -> bool {
 
 fn value_is(value: &str, any_of: &[&str]) -> bool {
     any_of.contains(&value)
-}
-
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
-    haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// What every reading of a relayed command's text asks first, found once per command: its
@@ -1562,6 +1538,8 @@ mod tests {
             "SET @@SESSION.sql_mode = CONCAT(CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), ',NO_AUTO_VALUE_ON_ZERO'), \
              @@SESSION.sql_auto_is_null = 0, @@SESSION.wait_timeout = 2147483",
             "SET sql_mode = 'STRICT_ALL_TABLES'",
+            "SET sql_mode = TRADITIONAL",
+            "SET sql_mode = CONCAT(@@SESSION.sql_mode, ',NO_ZERO_DATE')",
             "SET @@time_zone = '+02:00'",
             "SET time_zone = @tz",
             "SET SESSION div_precision_increment = 2",
@@ -1587,6 +1565,9 @@ mod tests {
             "SET sql_mode = 0x414E53495F51554F544553",
             "SET sql_mode = 'ORACLE'",
             "SET sql_mode = @@GLOBAL.sql_mode",
+            "SET sql_mode = ANSI_QUOTES",
+            "SET sql_mode = @m",
+            "SET sql_mode = (SELECT 'ANSI')",
             "SET TRANSACTION ISOLATION LEVEL READ UNCOMMITTED",
         ] {
             assert!(after(&[sql]).unfollowed, "{sql}");
