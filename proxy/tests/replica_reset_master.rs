@@ -89,18 +89,23 @@ fn a_binlog_started_again_at_the_replicas_position_is_not_taken_for_its_history(
     upstream(&format!("INSERT INTO {TABLE} VALUES (1, 1, 100), (2, 2, 200), (3, 1, 300), (4, 2, 400)"));
     upstream("RESET MASTER");
     let bump = |id: i32| (0..5).map(|_| format!("UPDATE {TABLE} SET val = val + 1 WHERE id = {id}")).collect::<Vec<_>>();
+    // A second later (so that the new file is begun at another second), the binlog started
+    // again, then five writes of row `id`: the same sizes whichever row, so the same offsets.
+    let reset_then_bump = |id: i32| {
+        std::thread::sleep(Duration::from_millis(1100));
+        upstream("RESET MASTER");
+        for w in bump(id) {
+            upstream(&w);
+        }
+    };
     let (answers, copied) = life(&path, &bump(1));
     assert_eq!(copied, 4, "the first life copies the table");
     for (got, want) in answers {
         assert_eq!(got, want, "the first life");
     }
-    // Stopped: the binlog starts again, and the same writes of another row bring it to the
-    // same file, offset and GTIDs.
-    std::thread::sleep(Duration::from_millis(1100));
-    upstream("RESET MASTER");
-    for w in bump(2) {
-        upstream(&w);
-    }
+    // Stopped: the same writes of another row bring the new binlog to the same file, offset
+    // and GTIDs.
+    reset_then_bump(2);
     let (answers, copied) = life(&path, &[]);
     for (got, want) in answers {
         assert_eq!(String::from_utf8_lossy(&got.concat()), String::from_utf8_lossy(&want.concat()), "after RESET MASTER while stopped");
@@ -109,18 +114,10 @@ fn a_binlog_started_again_at_the_replicas_position_is_not_taken_for_its_history(
     // A store that applied nothing after its copy: its position is where its stream started,
     // and no transaction of that file was ever applied to it.
     let _ = std::fs::remove_dir_all(&path);
-    std::thread::sleep(Duration::from_millis(1100));
-    upstream("RESET MASTER");
-    for w in bump(1) {
-        upstream(&w);
-    }
+    reset_then_bump(1);
     let (_, copied) = life(&path, &[]);
     assert_eq!(copied, 4, "a new store copies the table");
-    std::thread::sleep(Duration::from_millis(1100));
-    upstream("RESET MASTER");
-    for w in bump(2) {
-        upstream(&w);
-    }
+    reset_then_bump(2);
     let (answers, copied) = life(&path, &[]);
     for (got, want) in answers {
         assert_eq!(
