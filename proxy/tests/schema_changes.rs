@@ -614,24 +614,54 @@ async fn a_table_altered_to_an_engine_without_snapshots_is_relayed() {
 }
 
 /// MariaDB's column compression (`VARCHAR(n) COMPRESSED`, 10.3): the binlog carries such a
-/// column compressed, with a type of its own in the table map.
+/// column compressed, with a type of its own in the table map (140, 141) that the binlog
+/// reader cannot size, so no row of such a table can be read from the binlog. Its caches are
+/// relayed, and its writes must not end the stream: that evicted every cache, of every table,
+/// at each write (an audit: 307 of 440 reads of an unrelated table relayed in 3 s), while the
+/// status said the stream was up. Adding such a column to a cached table does the same.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_compressed_column_is_read_as_the_server_reads_it() {
+async fn a_compressed_column_is_relayed_and_its_writes_leave_the_stream_up() {
     let _tables = TABLES.lock().await;
     let read = "SELECT id, name FROM sc_compressed WHERE k = ? ORDER BY id";
+    let plain = "SELECT id, v FROM sc_plain WHERE id = ?";
     let setup = [
-        "DROP TABLE IF EXISTS sc_compressed",
+        "DROP TABLE IF EXISTS sc_compressed, sc_plain",
         "CREATE TABLE sc_compressed (id INT PRIMARY KEY, k INT NOT NULL, name VARCHAR(200) COMPRESSED NOT NULL, body TEXT COMPRESSED)",
         "INSERT INTO sc_compressed VALUES (1, 1, REPEAT('abc', 50), REPEAT('x', 300)), (2, 1, 'short', NULL)",
+        "CREATE TABLE sc_plain (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL)",
+        "INSERT INTO sc_plain VALUES (1, 'one'), (2, 'two')",
     ];
-    let (mut admin, proxy) = one_cache(&setup, "sc_compressed", read).await;
+    let mut admin = direct().await;
+    for sql in setup {
+        admin.query_drop(sql).await.unwrap();
+    }
+    let proxy = start_proxy(&format!(
+        "[admin]\nusers = [\"freshet\"]\n[caches]\nstrict = false\n[[cache]]\nname = \"sc_compressed\"\nquery = \"{read}\"\n[[cache]]\nname = \"sc_plain\"\nquery = \"{plain}\"\n"
+    ))
+    .await;
+    let engine = proxy.engine.get().unwrap().clone();
+    let restarts = || engine.counters.restarts.get();
     let sql = read.replace('?', "1");
-    let (got, want, served) = read_both(&proxy, "sc_compressed", &sql).await;
-    assert_eq!(got, want, "before (answered from a view: {served})");
+    let plain_sql = plain.replace('?', "1");
+    let (got, want, _) = read_both(&proxy, "sc_plain", &plain_sql).await;
+    assert_eq!(got, want, "the plain table before");
+    let before = restarts();
+    let evicted = engine.by_name("sc_plain").unwrap().stats().evictions;
     admin.query_drop("UPDATE sc_compressed SET name = REPEAT('xyz', 60) WHERE id = 2").await.unwrap();
     admin.query_drop("INSERT INTO sc_compressed VALUES (3, 1, REPEAT('q', 150), 'b')").await.unwrap();
     let (got, want, served) = read_both(&proxy, "sc_compressed", &sql).await;
-    assert_eq!(got, want, "after writes (answered from a view: {served})");
-    assert!(served, "answered from a view after the writes");
-    admin.query_drop("DROP TABLE sc_compressed").await.unwrap();
+    assert_eq!(got, want, "after writes");
+    assert!(!served, "a table the binlog cannot be read for answered from a view");
+    let (got, want, served) = read_both(&proxy, "sc_plain", &plain_sql).await;
+    assert!(served && got == want, "the plain table after: {got:?} / {want:?} (answered from a view: {served})");
+    assert_eq!(restarts(), before, "a write to the compressed table ended the binlog stream");
+    assert_eq!(engine.by_name("sc_plain").unwrap().stats().evictions, evicted, "the plain table's cache was evicted");
+    // A compressed column added to a cached table: relayed from then on, the stream up.
+    admin.query_drop("ALTER TABLE sc_plain ADD COLUMN z TEXT COMPRESSED").await.unwrap();
+    admin.query_drop("UPDATE sc_plain SET v = 'uno', z = REPEAT('z', 100) WHERE id = 1").await.unwrap();
+    let (got, want, served) = read_both(&proxy, "sc_plain", &plain_sql).await;
+    assert_eq!(got, want, "the plain table after its compressed column");
+    assert!(!served, "a table with a compressed column answered from a view");
+    assert_eq!(restarts(), before, "a write to the altered table ended the binlog stream");
+    admin.query_drop("DROP TABLE sc_compressed, sc_plain").await.unwrap();
 }
