@@ -180,6 +180,8 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
         c.invisible = r.invisible;
         c.padded = r.data_type.eq_ignore_ascii_case("char") || r.data_type.eq_ignore_ascii_case("binary");
         c.unreadable = unreadable(r, &ty);
+        // information_schema shows it as a comment: `varchar(200) /*M!100301 COMPRESSED*/`.
+        c.compressed = r.column_type.to_ascii_lowercase().contains("compressed");
         c.bmp_only = matches!(ty, SqlType::Text | SqlType::Enum(_))
             && r.collation.as_deref().is_some_and(|n| {
                 let n = n.to_ascii_lowercase();

@@ -77,6 +77,11 @@ pub struct ColumnSchema {
     /// server refuses to compare it with a text holding others (1267) where its utf8mb4 twin,
     /// under whose collation the views compare it, would find U+FFFD's partition.
     pub bmp_only: bool,
+    /// MariaDB's column compression (`VARCHAR(n) COMPRESSED`, 10.3): the binlog carries the
+    /// value compressed, under a column type of its own (140, 141) that the binlog reader
+    /// cannot size, so no row of the table can be read from the binlog
+    /// ([`SchemaError::Compressed`]).
+    pub compressed: bool,
 }
 
 /// The ENUM value a string is equal to, as the server compares them (as strings): the 1-based
@@ -114,6 +119,9 @@ impl std::fmt::Debug for ColumnSchema {
         if self.padded {
             d.field("padded", &true);
         }
+        if self.compressed {
+            d.field("compressed", &true);
+        }
         if let Some(why) = self.unreadable {
             d.field("unreadable", &why);
         }
@@ -145,6 +153,7 @@ impl ColumnSchema {
             padded: false,
             unreadable: None,
             bmp_only: false,
+            compressed: false,
         }
     }
     /// Builder: set nullability.
@@ -200,6 +209,10 @@ pub enum SchemaError {
     /// changes after that position would be applied to rows that already hold some of them.
     #[error("table `{table}` uses engine {engine}: fills need consistent snapshots (InnoDB)")]
     NoSnapshots { table: String, engine: String },
+    /// A COMPRESSED column ([`ColumnSchema::compressed`]): the table's row events cannot be
+    /// read, so no view may read the table.
+    #[error("table `{table}`: column `{column}` is COMPRESSED; freshet cannot read such a table's rows from the binlog")]
+    Compressed { table: String, column: String },
 }
 
 impl TableSchema {
@@ -229,6 +242,9 @@ impl TableSchema {
             }
         }
         for (i, c) in self.columns.iter().enumerate() {
+            if c.compressed {
+                return Err(SchemaError::Compressed { table: self.name.clone(), column: c.name.clone() });
+            }
             if self.columns[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
                 return Err(SchemaError::DuplicateColumn { table: self.name.clone(), column: c.name.clone() });
             }

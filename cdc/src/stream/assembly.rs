@@ -444,7 +444,8 @@ impl BinlogStream {
         }
         let table = tme.table_name().into_owned();
         let known = self.tables.contains_key(&table);
-        if self.tables.get(&table).is_none_or(|t| check_table_map(tme, &t.schema).is_err()) {
+        // (A table freshet cannot cache is not read again at each event: below.)
+        if self.tables.get(&table).is_none_or(|t| t.schema.check().is_ok() && check_table_map(tme, &t.schema).is_err()) {
             // A table created or altered by DDL the stream has not seen yet (or started
             // after): read its schema once more before giving up.
             self.refresh(&table).await?;
