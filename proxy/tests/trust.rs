@@ -278,6 +278,43 @@ async fn what_an_old_session_may_read_is_not_what_its_account_may() {
     }
 }
 
+/// A privilege change the binlog does not carry (a REVOKE naming an account that does not
+/// exist fails with 1141, yet takes the grant from the accounts that do, and is not logged) is
+/// bounded by `max_privilege_age`. An old session keeps its database privileges from its
+/// login, so what it re-learns after each expiry is its own: it must not renew its account's
+/// right for new sessions, which the server refuses (an audit: a new session was served the
+/// revoked table for as long as one old session read now and then).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_session_does_not_renew_a_right_its_account_lost_unseen() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_unseen").await;
+    let proxy = start_proxy(&config("tr_unseen", "\"freshet\"").replace("[consistency]\n", "[consistency]\nmax_privilege_age = \"1s\"\n")).await;
+    let sql = "SELECT id, owner, secret FROM tr_unseen WHERE id = 1";
+    warm(&proxy, sql).await;
+    let account = "tr_unseen_u";
+    // A column of its own keeps the database open to new sessions after the revoke.
+    user(account, &["SELECT ON freshet_test.*", "SELECT (id) ON freshet_test.tr_unseen"]).await;
+    let (mut d, mut old) = pair(&proxy, account, Some(DB)).await;
+    assert!(served_from_cache(&proxy, &mut d, &mut old, sql).await, "served before the revoke");
+    let failed = direct()
+        .await
+        .query_drop(format!("REVOKE SELECT ON freshet_test.* FROM '{account}'@'127.0.0.1', 'tr_unseen_nobody'@'127.0.0.1'"))
+        .await;
+    assert!(failed.is_err(), "the REVOKE fails for the account that does not exist");
+    let (mut d2, _) = pair(&proxy, account, Some(DB)).await;
+    let want = text(&mut d2, sql).await;
+    assert!(want.is_err(), "the server refuses a new session: {want:?}");
+    for round in 0..3 {
+        // Past the age: the old session's next read is relayed, and learns.
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+        same_text(&mut d, &mut old, sql, "the old session").await;
+        let (_, mut new) = pair(&proxy, account, Some(DB)).await;
+        for read in 0..3 {
+            assert_eq!(text(&mut new, sql).await, want, "a new session after the unseen revoke (round {round}, read {read})");
+        }
+    }
+}
+
 /// What freshet learns is the server's identity of a session, both of its parts: a user whose
 /// name spells another account's name and active role (`'tr_key@127.0.0.1/tr_key_r'@'%'`,
 /// whose CURRENT_USER() reads `tr_key@127.0.0.1/tr_key_r@%`) is not that account in that role.
