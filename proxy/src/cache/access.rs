@@ -78,11 +78,15 @@ pub struct Learning {
     pub account: Arc<str>,
     pub cache: CacheId,
     generation: u64,
-    /// The session logged in under `generation`: what it may read is what any new session of
-    /// its account may. Otherwise the outcome is the session's alone (MariaDB keeps a
-    /// session's global and database privileges from its login: after `REVOKE SELECT ON
-    /// db.*`, a session that logged in before still reads, a new one is refused).
-    account_wide: bool,
+    /// When the session logged in, if under `generation`: what it may read is then what any
+    /// new session of its account may, until `max_age` after its login. Otherwise the outcome
+    /// is the session's alone (MariaDB keeps a session's global and database privileges from
+    /// its login: after `REVOKE SELECT ON db.*`, a session that logged in before still reads,
+    /// a new one is refused). Counted from the login, not the read: a change the binlog does
+    /// not carry (a REVOKE that fails for one of its accounts) leaves the generation as it
+    /// was, and an old session re-learning after each expiry would renew its account's right
+    /// for ever.
+    login: Option<Instant>,
 }
 
 /// What every session has learned, shared.
@@ -141,13 +145,13 @@ impl Access {
         }
         let entry = Learned { allowed, generation: learning.generation, expires: now + self.max_age };
         memo.keep(learning.cache, entry);
-        if !learning.account_wide {
+        let Some(expires) = learning.login.map(|at| at + self.max_age).filter(|&e| e > now) else {
             return;
-        }
+        };
         if map.len() >= CAPACITY {
             map.clear();
         }
-        map.insert((learning.account.clone(), learning.cache), entry);
+        map.insert((learning.account.clone(), learning.cache), Learned { expires, ..entry });
     }
 }
 
@@ -197,8 +201,8 @@ impl Memo {
 }
 
 impl Learning {
-    pub fn new(account: Arc<str>, cache: CacheId, generation: u64, account_wide: bool) -> Learning {
-        Learning { account, cache, generation, account_wide }
+    pub fn new(account: Arc<str>, cache: CacheId, generation: u64, login: Option<Instant>) -> Learning {
+        Learning { account, cache, generation, login }
     }
 }
 
@@ -220,17 +224,17 @@ mod tests {
         let now = Instant::now();
         let mut memo = Memo::default();
         let Verdict::Unknown { generation } = memo.check(&access, &a, CacheId(1), now) else { panic!() };
-        access.learn(&Learning::new(a.clone(), CacheId(1), generation, true), &[3], now, &mut Memo::default());
-        access.learn(&Learning::new(b.clone(), CacheId(1), generation, true), &err(1142), now, &mut Memo::default());
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation, Some(now)), &[3], now, &mut Memo::default());
+        access.learn(&Learning::new(b.clone(), CacheId(1), generation, Some(now)), &err(1142), now, &mut Memo::default());
         assert_eq!(memo.check(&access, &a, CacheId(1), now), Verdict::Allowed);
         assert_eq!(Memo::default().check(&access, &b, CacheId(1), now), Verdict::Denied);
         // Another cache is another question; an unrelated error teaches nothing.
-        access.learn(&Learning::new(a.clone(), CacheId(2), generation, true), &err(1213), now, &mut memo);
+        access.learn(&Learning::new(a.clone(), CacheId(2), generation, Some(now)), &err(1213), now, &mut memo);
         assert!(matches!(memo.check(&access, &a, CacheId(2), now), Verdict::Unknown { .. }));
         access.forget_all();
         assert!(matches!(memo.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
         // An answer to a read asked before the change is not kept.
-        access.learn(&Learning::new(a.clone(), CacheId(1), generation, true), &[3], now, &mut memo);
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation, Some(now)), &[3], now, &mut memo);
         assert!(matches!(memo.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
     }
 
@@ -243,11 +247,32 @@ mod tests {
         access.forget_all();
         let mut old = Memo::default();
         let Verdict::Unknown { generation } = old.check(&access, &a, CacheId(1), now) else { panic!() };
-        access.learn(&Learning::new(a.clone(), CacheId(1), generation, false), &[3], now, &mut old);
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation, None), &[3], now, &mut old);
         assert_eq!(old.check(&access, &a, CacheId(1), now), Verdict::Allowed);
         assert!(matches!(Memo::default().check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
         access.forget_all();
         assert!(matches!(old.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+    }
+
+    /// What a session learns holds for its account until `max_age` after the session's login,
+    /// however late the read: an old session cannot renew its account's right.
+    #[test]
+    fn an_account_wide_right_ages_from_the_login() {
+        let access = Access::new(Duration::from_secs(60));
+        let a: Arc<str> = "app@%".into();
+        let login = Instant::now();
+        let later = login + Duration::from_secs(50);
+        let mut own = Memo::default();
+        access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), Some(login)), &[3], later, &mut own);
+        assert_eq!(Memo::default().check(&access, &a, CacheId(1), later), Verdict::Allowed);
+        let past = login + Duration::from_secs(61);
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), past), Verdict::Unknown { .. }));
+        assert_eq!(own.check(&access, &a, CacheId(1), past), Verdict::Allowed, "the session's own holds from its read");
+        // Learned past its login's age: the session's alone.
+        let mut own = Memo::default();
+        access.learn(&Learning::new(a.clone(), CacheId(2), access.generation(), Some(login)), &[3], past, &mut own);
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(2), past), Verdict::Unknown { .. }));
+        assert_eq!(own.check(&access, &a, CacheId(2), past), Verdict::Allowed);
     }
 
     #[test]
@@ -256,7 +281,7 @@ mod tests {
         let a: Arc<str> = "app@%".into();
         let now = Instant::now();
         let mut memo = Memo::default();
-        access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), true), &[3], now, &mut Memo::default());
+        access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), Some(now)), &[3], now, &mut Memo::default());
         assert_eq!(memo.check(&access, &a, CacheId(1), now), Verdict::Allowed);
         assert!(matches!(memo.check(&access, &a, CacheId(1), now + Duration::from_secs(61)), Verdict::Unknown { .. }));
     }

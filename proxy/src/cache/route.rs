@@ -274,6 +274,9 @@ pub struct Standing<'a> {
     /// [`access::Access::generation`] when the server last authenticated the session (None
     /// if the engine did not exist yet): what it may read may be older than that.
     pub login_generation: Option<u64>,
+    /// When the server last authenticated the session: its global and database privileges
+    /// are as of then.
+    pub login_at: Instant,
     /// When the read arrived.
     pub now: Instant,
 }
@@ -346,9 +349,11 @@ pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
         access::Verdict::Unknown { generation } => {
             // MariaDB keeps a session's global and database privileges from its login: what a
             // session older than the last privilege change may read is its own, not its
-            // account's.
-            let fresh = s.login_generation == Some(generation);
-            Gate::Closed(RelayReason::Learning, Some(Learning::new(identity.account.clone(), id, generation, fresh)))
+            // account's; and what a session younger than it learns holds for its account
+            // only as long from its login as anything learned holds (a change the binlog
+            // does not carry may have come since).
+            let login = (s.login_generation == Some(generation)).then_some(s.login_at);
+            Gate::Closed(RelayReason::Learning, Some(Learning::new(identity.account.clone(), id, generation, login)))
         }
     }
 }

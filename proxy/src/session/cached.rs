@@ -171,6 +171,7 @@ impl Session {
                 identity: self.identity.as_ref(),
                 memo: &mut self.memo,
                 login_generation: self.login_generation,
+                login_at: self.login_at,
                 now,
             };
             match route::gate(engine, id, standing) {

@@ -328,6 +328,7 @@ impl Session {
             ChangeUser => {
                 self.upstream_idle = false;
                 let login_generation = self.shared.engine.get().map(|e| e.access.generation());
+                let login_at = std::time::Instant::now();
                 let bridged = matches!(self.client.get_ref(), MaybeTls::Plain(_)) && matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
                 let check = (bridged && !self.shared.config.listen.trust_plain_clients)
                     .then(|| RequireTlsCheck::for_change_user(&payload, self.caps, self.client.get_ref().tcp()));
@@ -341,6 +342,7 @@ impl Session {
                         // prepared statements are gone, and its privileges are read anew.
                         self.status = status;
                         self.login_generation = login_generation;
+                        self.login_at = login_at;
                         self.memo.clear();
                         self.state.reset();
                         if let Some(id) = crate::protocol::handshake::change_user_collation(&payload, self.caps) {

@@ -69,6 +69,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
     // Read before the server authenticates the session: a privilege change it may have missed
     // moves the generation past this one.
     let login_generation = shared.engine.get().map(|e| e.access.generation());
+    let login_at = std::time::Instant::now();
     match tokio::time::timeout(AUTH_TIMEOUT, handshake(client, upstream, &shared, host)).await {
         Ok(Ok(established)) => Ok(Session {
             client: established.client,
@@ -83,6 +84,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             identity: None,
             memo: Default::default(),
             login_generation,
+            login_at,
             shapes: Default::default(),
             owed: Default::default(),
             learning: None,

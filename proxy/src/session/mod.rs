@@ -174,6 +174,8 @@ pub struct Session {
     /// COM_CHANGE_USER): what the session learns under a later one is its own
     /// (`route::Standing::login_generation`).
     login_generation: Option<u64>,
+    /// When the server last authenticated the session (`route::Standing::login_at`).
+    login_at: std::time::Instant,
     /// The relayed read in progress teaches the account's right to a cache.
     learning: Option<crate::cache::access::Learning>,
     /// The command in progress may write while binlogging is off: evict after it.
