@@ -228,6 +228,49 @@ async fn tls_follows_the_client_and_require_ssl_is_honoured() {
     assert_eq!(login(as_user(opts(&proxy.mysql.to_string()), "tlsmodel_plain", false)).await, "plaintext");
 }
 
+/// Logs in with the mariadb client over TLS of the given version: the session's cipher, or
+/// the error's first line.
+async fn cli_cipher(port: u16, user: &str, tls_version: &str) -> String {
+    let out = tokio::process::Command::new("mariadb")
+        .args(["--no-defaults", "--protocol=tcp", "-h127.0.0.1", "-P", &port.to_string(), &format!("-u{user}"), "-ppw", "--ssl"])
+        .args(["--ssl-verify-server-cert=0", &format!("--tls-version={tls_version}"), "-N", "-e", "SHOW SESSION STATUS LIKE 'Ssl_cipher'"])
+        .output()
+        .await
+        .expect("the mariadb client (installed by scripts/mariadb.sh)");
+    if out.status.success() {
+        String::from_utf8_lossy(&out.stdout).split_whitespace().nth(1).unwrap_or("").to_string()
+    } else {
+        let err = String::from_utf8_lossy(&out.stderr);
+        if err.contains("1045") { "1045".into() } else { err.lines().next().unwrap_or("").to_string() }
+    }
+}
+
+/// `REQUIRE CIPHER 'c'`: the server compares `c` with the cipher of the connection it sees,
+/// which through freshet is freshet's own leg. A client whose TLS with freshet uses another
+/// cipher must be refused as the server refuses it directly (an audit: an account requiring
+/// TLS 1.3's TLS_AES_256_GCM_SHA384 logged in through freshet over TLS 1.2 and read cached
+/// rows, because freshet's leg to the server was TLS 1.3).
+#[tokio::test(flavor = "multi_thread")]
+async fn require_cipher_is_checked_against_the_clients_own_tls() {
+    let mut root = direct().await;
+    let user = "tlsmodel_cipher";
+    root.query_drop(format!("DROP USER IF EXISTS '{user}'@'127.0.0.1'")).await.unwrap();
+    root.query_drop(format!("CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw' REQUIRE CIPHER 'TLS_AES_256_GCM_SHA384'")).await.unwrap();
+    let direct_port: u16 = upstream_addr().rsplit(':').next().unwrap().parse().unwrap();
+    assert_eq!(cli_cipher(direct_port, user, "TLSv1.2").await, "1045", "directly over TLS 1.2");
+    assert_eq!(cli_cipher(direct_port, user, "TLSv1.3").await, "TLS_AES_256_GCM_SHA384", "directly over TLS 1.3");
+    for upstream in ["preferred", "required"] {
+        let config = format!(
+            "[upstream]\nurl = \"{}\"\ntls = \"{upstream}\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n",
+            upstream_url()
+        );
+        let proxy = start_proxy_raw(&config).await;
+        let port = proxy.mysql.port();
+        assert_eq!(cli_cipher(port, user, "TLSv1.2").await, "1045", "through freshet over TLS 1.2 (upstream {upstream})");
+        assert_eq!(cli_cipher(port, user, "TLSv1.3").await, "TLS_AES_256_GCM_SHA384", "through freshet over TLS 1.3 (upstream {upstream})");
+    }
+}
+
 /// freshet's own connections (readiness probe, binlog, fills, the packet limit) use TLS as
 /// `[upstream] tls` says; `preferred` means TLS when the server offers it, as the test server
 /// does. Checked from the server's side, on the connection itself.
