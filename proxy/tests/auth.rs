@@ -229,11 +229,12 @@ async fn tls_follows_the_client_and_require_ssl_is_honoured() {
 }
 
 /// Logs in with the mariadb client over TLS of the given version: the session's cipher, or
-/// the error's first line.
+/// the error.
 async fn cli_cipher(port: u16, user: &str, tls_version: &str) -> String {
     let out = tokio::process::Command::new("mariadb")
         .args(["--no-defaults", "--protocol=tcp", "-h127.0.0.1", "-P", &port.to_string(), &format!("-u{user}"), "-ppw", "--ssl"])
-        .args(["--ssl-verify-server-cert=0", &format!("--tls-version={tls_version}"), "-N", "-e", "SHOW SESSION STATUS LIKE 'Ssl_cipher'"])
+        .args(["--ssl-verify-server-cert=0", &format!("--tls-version={tls_version}"), "--connect-expired-password", "-N"])
+        .args(["-e", "SHOW SESSION STATUS LIKE 'Ssl_cipher'"])
         .output()
         .await
         .expect("the mariadb client (installed by scripts/mariadb.sh)");
@@ -241,7 +242,7 @@ async fn cli_cipher(port: u16, user: &str, tls_version: &str) -> String {
         String::from_utf8_lossy(&out.stdout).split_whitespace().nth(1).unwrap_or("").to_string()
     } else {
         let err = String::from_utf8_lossy(&out.stderr);
-        if err.contains("1045") { "1045".into() } else { err.lines().next().unwrap_or("").to_string() }
+        if err.contains("1045") { "1045".into() } else { err.lines().find(|l| l.contains("ERROR")).unwrap_or(&err).to_string() }
     }
 }
 
@@ -256,7 +257,14 @@ async fn require_cipher_is_checked_against_the_clients_own_tls() {
     let user = "tlsmodel_cipher";
     root.query_drop(format!("DROP USER IF EXISTS '{user}'@'127.0.0.1'")).await.unwrap();
     root.query_drop(format!("CREATE USER '{user}'@'127.0.0.1' IDENTIFIED BY 'pw' REQUIRE CIPHER 'TLS_AES_256_GCM_SHA384'")).await.unwrap();
+    // An expired password's sandbox, where the server answers every statement but SET
+    // PASSWORD with 1820 (the check's question too): such a TLS client is let in as directly.
+    let expired = "tlsmodel_expired";
+    root.query_drop(format!("DROP USER IF EXISTS '{expired}'@'127.0.0.1'")).await.unwrap();
+    root.query_drop(format!("CREATE USER '{expired}'@'127.0.0.1' IDENTIFIED BY 'pw' PASSWORD EXPIRE")).await.unwrap();
     let direct_port: u16 = upstream_addr().rsplit(':').next().unwrap().parse().unwrap();
+    let sandbox = cli_cipher(direct_port, expired, "TLSv1.3").await;
+    assert!(sandbox.contains("1820"), "directly, the expired account's session: {sandbox}");
     assert_eq!(cli_cipher(direct_port, user, "TLSv1.2").await, "1045", "directly over TLS 1.2");
     assert_eq!(cli_cipher(direct_port, user, "TLSv1.3").await, "TLS_AES_256_GCM_SHA384", "directly over TLS 1.3");
     for upstream in ["preferred", "required"] {
@@ -268,6 +276,7 @@ async fn require_cipher_is_checked_against_the_clients_own_tls() {
         let port = proxy.mysql.port();
         assert_eq!(cli_cipher(port, user, "TLSv1.2").await, "1045", "through freshet over TLS 1.2 (upstream {upstream})");
         assert_eq!(cli_cipher(port, user, "TLSv1.3").await, "TLS_AES_256_GCM_SHA384", "through freshet over TLS 1.3 (upstream {upstream})");
+        assert_eq!(cli_cipher(port, expired, "TLSv1.3").await, sandbox, "through freshet, the expired account (upstream {upstream})");
     }
 }
 

@@ -330,8 +330,10 @@ impl Session {
                 let login_generation = self.shared.engine.get().map(|e| e.access.generation());
                 let login_at = std::time::Instant::now();
                 let bridged = matches!(self.client.get_ref(), MaybeTls::Plain(_)) && matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
-                let check = (bridged && !self.shared.config.listen.trust_plain_clients)
-                    .then(|| RequireTlsCheck::for_change_user(&payload, self.caps, self.client.get_ref().tcp()));
+                let tls_client = matches!(self.client.get_ref(), MaybeTls::Tls(_));
+                let upstream_tls = matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
+                let check = ((bridged && !self.shared.config.listen.trust_plain_clients) || (tls_client && upstream_tls))
+                    .then(|| RequireTlsCheck::for_change_user(&payload, self.caps, self.client.get_ref()));
                 let relay =
                     AuthRelay { shift: 0, state: &mut self.auth, bridge: bridged.then_some(&self.shared.sha2_key), require_tls: check };
                 let result = relay_auth(&mut self.client, &mut self.upstream, relay).await;

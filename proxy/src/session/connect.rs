@@ -233,12 +233,19 @@ async fn authenticate(
     };
     upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
     let mut auth = AuthState { scramble: server.scramble.clone(), plugin: server.auth_plugin.clone() };
-    let check = use_tls && client_plain && !shared.config.listen.trust_plain_clients;
+    // A plaintext client's leg is checked unless trusted; a TLS client's cipher always.
+    let check = use_tls && (!client_plain || !shared.config.listen.trust_plain_clients);
     let relay = AuthRelay {
         shift: upstream_seq.wrapping_sub(reply.seq),
         state: &mut auth,
         bridge: (use_tls && client_plain).then_some(&shared.sha2_key),
-        require_tls: check.then(|| RequireTlsCheck { caps, user: response.user.clone(), host, password: response.has_password }),
+        require_tls: check.then(|| RequireTlsCheck {
+            caps,
+            user: response.user.clone(),
+            host,
+            password: response.has_password,
+            client_cipher: super::require_tls::client_cipher(client.get_ref()),
+        }),
     };
     let status = relay_auth(client, &mut upstream, relay).await?;
     let mut state = SessionState::new(response.user.clone());
@@ -318,7 +325,7 @@ where
                     if check.caps.has(Capabilities::COMPRESS) && !upstream.is_compressed() {
                         upstream.start_compression();
                     }
-                    if check.account_requires_tls(upstream).await? {
+                    if check.refuses(upstream).await? {
                         return Err(SessionError::ClientProtocol { reply: check.refusal(), seq: client_seq });
                     }
                 }

@@ -1,5 +1,6 @@
 //! Accounts the server requires TLS of (`REQUIRE SSL`, `X509`, `ISSUER`, `SUBJECT`, `CIPHER`),
-//! when a plaintext client's session has a TLS leg to the server.
+//! when a plaintext client's session has a TLS leg to the server, and accounts that require
+//! a cipher, when a TLS client's does.
 //!
 //! The server checks the leg it sees. When freshet encrypts that leg for a plaintext client
 //! (`[upstream] tls = required` or a verify mode), the server would let a `REQUIRE SSL`
@@ -12,6 +13,12 @@
 //!
 //! X509, ISSUER and SUBJECT accounts cannot log in through freshet at all: freshet ends the
 //! client's TLS and has no client certificate to show the server, which then refuses them.
+//!
+//! `REQUIRE CIPHER 'c'` is the server comparing `c` with its own connection's cipher, which is
+//! freshet's leg. For a TLS client freshet asks the same way and refuses the login unless the
+//! client's own TLS with freshet uses `c` (by OpenSSL's name, as the server names it). An
+//! account requiring a cipher that freshet's leg to the server does not use is refused by the
+//! server itself.
 
 use tokio::io::{AsyncRead, AsyncWrite};
 
@@ -22,6 +29,9 @@ use crate::protocol::{Capabilities, Command, PacketIo};
 
 use super::SessionError;
 
+/// ER_MUST_CHANGE_PASSWORD: the session is in the expired password's sandbox.
+const MUST_CHANGE_PASSWORD: u16 = 1820;
+
 /// What is needed to check an account and refuse it the way the server does.
 pub(super) struct RequireTlsCheck {
     /// The capabilities of the session (they shape the result set of the check).
@@ -31,11 +41,14 @@ pub(super) struct RequireTlsCheck {
     pub host: String,
     /// Whether the client sent a password (the message says "using password: YES").
     pub password: bool,
+    /// The cipher of the client's TLS with freshet ([`cipher_name`]); None for a plaintext
+    /// client, whom any REQUIRE clause refuses.
+    pub client_cipher: Option<&'static str>,
 }
 
 impl RequireTlsCheck {
     /// The check for a COM_CHANGE_USER (command byte, user NUL, auth data) from `client`.
-    pub fn for_change_user(payload: &[u8], caps: Capabilities, client: &tokio::net::TcpStream) -> Self {
+    pub fn for_change_user(payload: &[u8], caps: Capabilities, client: &super::ClientStream) -> Self {
         let mut c = Cursor::new(payload.get(1..).unwrap_or_default());
         let user = c.nul_terminated().map(|u| String::from_utf8_lossy(u).into_owned()).unwrap_or_default();
         let password = if caps.has(Capabilities::SECURE_CONNECTION) {
@@ -43,20 +56,24 @@ impl RequireTlsCheck {
         } else {
             c.nul_terminated().is_ok_and(|p| !p.is_empty())
         };
-        let host = client.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
-        RequireTlsCheck { caps, user, host, password }
+        let host = client.tcp().peer_addr().map(|a| a.ip().to_string()).unwrap_or_default();
+        RequireTlsCheck { caps, user, host, password, client_cipher: client_cipher(client) }
     }
 
-    /// Whether the account just authenticated on `upstream` has a REQUIRE clause; an account
-    /// the server will not describe counts as one that has.
-    pub async fn account_requires_tls<U: AsyncRead + AsyncWrite + Unpin>(&self, upstream: &mut PacketIo<U>) -> Result<bool, SessionError> {
+    /// Whether the server would refuse the account just authenticated on `upstream` if it
+    /// saw the client's own leg: for a plaintext client, any REQUIRE clause; for a TLS client,
+    /// a CIPHER other than the client's. An account the server will not describe is refused.
+    pub async fn refuses<U: AsyncRead + AsyncWrite + Unpin>(&self, upstream: &mut PacketIo<U>) -> Result<bool, SessionError> {
         let mut query = vec![Command::Query as u8];
         query.extend_from_slice(b"SHOW CREATE USER CURRENT_USER()");
         upstream.queue_packet(0, &query);
         upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
         let first = read(upstream).await?;
         if first.first() == Some(&ERR) {
-            return Ok(true);
+            // An expired password's session may only change it (1820 to all else, this too):
+            // a TLS client is let in to do that, whatever cipher its account requires.
+            let sandbox = first.get(1..3) == Some(&MUST_CHANGE_PASSWORD.to_le_bytes()[..]);
+            return Ok(!(sandbox && self.client_cipher.is_some()));
         }
         let columns = Cursor::new(&first).lenenc().map_err(|_| bad_reply())?;
         for _ in 0..columns {
@@ -73,7 +90,10 @@ impl RequireTlsCheck {
                 Some(&ERR) => return Ok(true),
                 _ => {
                     let statement = Cursor::new(&row).lenenc_bytes().map_err(|_| bad_reply())?;
-                    requires |= has_require_clause(statement);
+                    requires |= match self.client_cipher {
+                        None => has_require_clause(statement),
+                        Some(ours) => required_cipher(statement).is_some_and(|c| c != ours),
+                    };
                 }
             }
         }
@@ -103,6 +123,36 @@ fn has_require_clause(statement: &[u8]) -> bool {
     text.contains(" REQUIRE ") && !text.contains(" REQUIRE NONE")
 }
 
+/// The cipher a `CREATE USER` statement requires (`REQUIRE CIPHER 'c'`, alone or with other
+/// clauses joined by AND), read after the quoted account name as [`has_require_clause`] does.
+fn required_cipher(statement: &[u8]) -> Option<String> {
+    let after_name = statement.iter().rposition(|&b| b == b'`').map_or(statement, |at| &statement[at + 1..]);
+    let text = String::from_utf8_lossy(after_name);
+    let at = text.to_ascii_uppercase().find(" CIPHER '")? + " CIPHER '".len();
+    let rest = &text[at..];
+    Some(rest[..rest.find('\'')?].to_string())
+}
+
+/// The cipher of a client's TLS with freshet as OpenSSL (and so the server) names it; ""
+/// for one without a name here, which no `REQUIRE CIPHER` matches. None for plaintext.
+pub(super) fn client_cipher(client: &super::ClientStream) -> Option<&'static str> {
+    use tokio_rustls::rustls::CipherSuite as S;
+    let crate::tls::MaybeTls::Tls(tls) = client else { return None };
+    let suite = tls.get_ref().1.negotiated_cipher_suite().map(|s| s.suite());
+    Some(match suite {
+        Some(S::TLS13_AES_256_GCM_SHA384) => "TLS_AES_256_GCM_SHA384",
+        Some(S::TLS13_AES_128_GCM_SHA256) => "TLS_AES_128_GCM_SHA256",
+        Some(S::TLS13_CHACHA20_POLY1305_SHA256) => "TLS_CHACHA20_POLY1305_SHA256",
+        Some(S::TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384) => "ECDHE-ECDSA-AES256-GCM-SHA384",
+        Some(S::TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256) => "ECDHE-ECDSA-AES128-GCM-SHA256",
+        Some(S::TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256) => "ECDHE-ECDSA-CHACHA20-POLY1305",
+        Some(S::TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384) => "ECDHE-RSA-AES256-GCM-SHA384",
+        Some(S::TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) => "ECDHE-RSA-AES128-GCM-SHA256",
+        Some(S::TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256) => "ECDHE-RSA-CHACHA20-POLY1305",
+        _ => "",
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -114,5 +164,17 @@ mod tests {
         assert!(!has_require_clause(b"CREATE USER `a`@`%` IDENTIFIED BY PASSWORD '*D8'"));
         assert!(!has_require_clause(b"CREATE USER `a REQUIRE SSL`@`%` IDENTIFIED BY PASSWORD '*D8'"));
         assert!(!has_require_clause(b"CREATE USER 'a'@'%' REQUIRE NONE"));
+    }
+
+    #[test]
+    fn a_required_cipher_is_read_after_the_account_name() {
+        let cipher = |s: &[u8]| required_cipher(s);
+        assert_eq!(cipher(b"CREATE USER `a`@`%` REQUIRE CIPHER 'TLS_AES_256_GCM_SHA384'").as_deref(), Some("TLS_AES_256_GCM_SHA384"));
+        assert_eq!(
+            cipher(b"CREATE USER `a`@`%` REQUIRE SUBJECT 's' AND CIPHER 'ECDHE-RSA-AES256-GCM-SHA384' PASSWORD EXPIRE NEVER").as_deref(),
+            Some("ECDHE-RSA-AES256-GCM-SHA384")
+        );
+        assert_eq!(cipher(b"CREATE USER `a CIPHER 'x'`@`%` REQUIRE SSL"), None);
+        assert_eq!(cipher(b"CREATE USER `a`@`%` REQUIRE SSL"), None);
     }
 }
