@@ -1145,23 +1145,20 @@ async fn text_read_as_a_number_or_a_date_skips_only_the_servers_white_space() {
         ("space_d", "SELECT id FROM ct_space WHERE d = ?", "SELECT id FROM ct_space WHERE d = ' 2024-01-01'"),
         ("space_s", "SELECT id FROM ct_space WHERE k = ? AND s = 0", "SELECT id FROM ct_space WHERE k = 0 AND s = 0"),
         ("space_s", "SELECT id FROM ct_space WHERE k = ? AND s = 0", "SELECT id FROM ct_space WHERE k = 5 AND s = 0"),
+        ("space_div", "SELECT id, 10 / k AS q FROM ct_space WHERE id = ?", "SELECT id, 10 / k AS q FROM ct_space WHERE id = 1"),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads[..6]).await;
     assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
-    // A text column compared with a number: the same rows. The server counts a warning for
-    // each text that is not a number in the rows it reads; an answer from a view counts none
-    // (not followed, ARCHITECTURE.md), so the final EOF is left out.
-    for (_, _, sql) in &reads[6..] {
-        let mut want = check.query(sql).await;
-        want.pop();
-        for _ in 0..20 {
-            let mut got = client.query(sql).await;
-            got.pop();
-            assert_eq!(got, want, "{sql}");
-        }
-    }
-    assert!(hits(&proxy, "space_k") > 0 && hits(&proxy, "space_d") > 0 && hits(&proxy, "space_s") > 0, "reads answered from the views");
+    // A text column compared with a number, and a division by a column that holds 0: the
+    // server counts a warning for each text that is not a number in the rows it reads and for
+    // each division by zero, which an answer from a view would not count. Such caches are
+    // refused (an audit saw the EOF's count differ), so their answers are the server's,
+    // warnings and all.
+    let (wrong, unserved) = answered_otherwise(&proxy, &mut client, &mut check, &reads[6..]).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert_eq!(unserved, ["space_s", "space_s", "space_div"], "caches whose reads make the server warn answered from a view");
+    assert!(hits(&proxy, "space_k") > 0 && hits(&proxy, "space_d") > 0, "reads answered from the views");
 }
 
 /// A date read from text the way the server reads it: a two-digit year is in 1970-2069

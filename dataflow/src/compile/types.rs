@@ -232,7 +232,8 @@ fn node_classes(node: &mut Node, catalog: &Catalog) -> Result<Vec<Class>, Refusa
         }
         Node::Filter { input, pred } => {
             let classes = node_classes(input, catalog)?;
-            class(pred, &Inputs::of(input, &classes, catalog))?;
+            let c = class(pred, &Inputs::of(input, &classes, catalog))?;
+            read_as_number(pred, c)?;
             classes
         }
         Node::Distinct { input } | Node::TopK { input, .. } => node_classes(input, catalog)?,
@@ -333,6 +334,7 @@ fn joinable(a: (Class, Option<Collation>), b: (Class, Option<Collation>)) -> Res
 /// in [`Expr::Typed`] where its values need the server's representation.
 fn class(e: &mut Expr, inputs: &Inputs<'_>) -> Result<Class, Refusal> {
     let parts: Vec<Class> = e.children_mut().into_iter().map(|x| class(x, inputs)).collect::<Result<_, _>>()?;
+    quiet(e, &parts)?;
     let part = |i: usize| parts.get(i).copied().unwrap_or(Class::Unknown);
     let c = match e {
         Expr::Col(c) => inputs.classes.get(*c).copied().unwrap_or(Class::Unknown),
@@ -614,6 +616,122 @@ fn wrap(e: &mut Expr, repr: Repr) -> Class {
         Repr::Decimal(s) => Class::Dec(s),
         Repr::Double => Class::Real,
         Repr::Number => Class::Int,
+    }
+}
+
+/// Refuses what makes the server warn as it evaluates `e` (whose parts have the classes
+/// `parts`): a cached answer's EOF counts no warnings, where the server counts one for each
+/// string it reads as a number that is not one (`'a' + 1`, `WHERE s`, `s = 0` with a text `s`,
+/// even `'5 '`, a note) and for each division by zero (`a / b`, `a % b`, `a DIV b`). So a
+/// string read as a number must be a literal that is a number, and a divisor a literal that is
+/// not zero. (A text key parameter compared with a number is the reader's: it relays one that
+/// is not a number.)
+fn quiet(e: &Expr, parts: &[Class]) -> Result<(), Refusal> {
+    let part = |i: usize| parts.get(i).copied().unwrap_or(Class::Unknown);
+    let kids = e.children();
+    let number = |i: usize| kids.get(i).map_or(Ok(()), |k| read_as_number(k, part(i)));
+    // Compared, a string and a number are both read as numbers.
+    let compared = |a: usize, b: usize| {
+        if part(a) == Class::Str && part(b).numeric() {
+            number(a)
+        } else if part(b) == Class::Str && part(a).numeric() {
+            number(b)
+        } else {
+            Ok(())
+        }
+    };
+    match e {
+        Expr::Arith(op, _, divisor) => {
+            if matches!(op, ArithOp::Div | ArithOp::Mod | ArithOp::IntDiv) && !nonzero_literal(divisor) {
+                return refuse(
+                    "a division by a value that may be zero: the server answers NULL with a warning for each, and a cached answer counts no warnings",
+                );
+            }
+            number(0)?;
+            number(1)?;
+        }
+        // Their arguments (and ROUND's decimals, a substring's positions) are numbers; a
+        // boolean's operands are read as numbers too.
+        Expr::Neg(_) | Expr::Not(_) | Expr::And(..) | Expr::Or(..) | Expr::Func(Func::Abs | Func::Floor | Func::Ceil | Func::Round, _) => {
+            (0..kids.len()).try_for_each(number)?
+        }
+        Expr::Func(Func::Substring | Func::Left | Func::Right, _) => (1..kids.len()).try_for_each(number)?,
+        // IF's condition.
+        Expr::Func(Func::If, _) => number(0)?,
+        Expr::Cmp(..) | Expr::Func(Func::NullIf, _) => compared(0, 1)?,
+        Expr::InList { .. } => (1..kids.len()).try_for_each(|i| compared(0, i))?,
+        Expr::Case { operand, whens, .. } => {
+            for i in 0..whens.len() {
+                match operand {
+                    Some(_) => compared(0, 1 + 2 * i)?,
+                    // A searched CASE's conditions.
+                    None => number(2 * i)?,
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Refuses a string read as a number (or a truth value) unless it is a literal the server
+/// reads without a warning.
+fn read_as_number(e: &Expr, c: Class) -> Result<(), Refusal> {
+    let clean = match e {
+        Expr::Lit(l) => match &l.0 {
+            Value::Text(s, _) => plain_number(s),
+            _ => true,
+        },
+        _ => c != Class::Str,
+    };
+    if clean {
+        return Ok(());
+    }
+    refuse("a string read as a number: the server warns for each one that is not a number, and a cached answer counts no warnings")
+}
+
+/// A number written with nothing else around it (an optional sign, digits with an optional
+/// point, an optional exponent), which the server reads as a number without a warning.
+fn plain_number(s: &str) -> bool {
+    let b = s.as_bytes();
+    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i - start
+    };
+    let mut n = digits(&mut i);
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        n += digits(&mut i);
+    }
+    if n == 0 {
+        return false;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        i += usize::from(matches!(b.get(i), Some(b'+' | b'-')));
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len()
+}
+
+/// A numeric literal other than zero (written as one or negated).
+fn nonzero_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(l) => match &l.0 {
+            Value::Int(i) => *i != 0,
+            Value::UInt(u) => *u != 0,
+            Value::Decimal(d) => d.mantissa() != 0,
+            Value::Double(f) => *f != 0.0,
+            _ => false,
+        },
+        Expr::Neg(x) => nonzero_literal(x),
+        _ => false,
     }
 }
 
