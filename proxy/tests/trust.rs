@@ -288,7 +288,8 @@ async fn what_an_old_session_may_read_is_not_what_its_account_may() {
 async fn an_old_session_does_not_renew_a_right_its_account_lost_unseen() {
     let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_unseen").await;
-    let proxy = start_proxy(&config("tr_unseen", "\"freshet\"").replace("[consistency]\n", "[consistency]\nmax_privilege_age = \"1s\"\n")).await;
+    let proxy =
+        start_proxy(&config("tr_unseen", "\"freshet\"").replace("[consistency]\n", "[consistency]\nmax_privilege_age = \"1s\"\n")).await;
     let sql = "SELECT id, owner, secret FROM tr_unseen WHERE id = 1";
     warm(&proxy, sql).await;
     let account = "tr_unseen_u";

@@ -41,7 +41,7 @@ pub(super) struct RequireTlsCheck {
     pub host: String,
     /// Whether the client sent a password (the message says "using password: YES").
     pub password: bool,
-    /// The cipher of the client's TLS with freshet ([`cipher_name`]); None for a plaintext
+    /// The cipher of the client's TLS with freshet ([`client_cipher`]); None for a plaintext
     /// client, whom any REQUIRE clause refuses.
     pub client_cipher: Option<&'static str>,
 }
