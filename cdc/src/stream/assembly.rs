@@ -145,7 +145,19 @@ impl BinlogStream {
                 }
                 return Ok(());
             }
-            "COMMIT" | "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
+            "COMMIT" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
+                return self.commit(log_pos, ts);
+            }
+            // MariaDB logs a rolled-back transaction with its rows where it cannot drop them
+            // (a temporary table or a non-transactional table written in it): they were
+            // undone, on every table a view may read (InnoDB), so the group delivers nothing.
+            // A statement it could not follow still makes it untrusted (the safe side).
+            "ROLLBACK" if self.txn.as_ref().is_some_and(|t| t.explicit) => {
+                if let Some(t) = self.txn.as_mut() {
+                    t.changes.clear();
+                    t.cascaded.clear();
+                    t.oversized = false;
+                }
                 return self.commit(log_pos, ts);
             }
             "XA" => return self.xa(head, log_pos, ts),
