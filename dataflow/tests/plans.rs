@@ -668,6 +668,15 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id, n + 'a', n = '5 ', ABS(s) FROM e WHERE id = ?",
         "SELECT id FROM e WHERE id = ? AND s",
         "SELECT id, IF(s, 1, 2), CASE WHEN 'x' THEN 1 END FROM e WHERE id = ?",
+        // A number past what the server's conversion holds: an overflow warning (1916) per
+        // evaluation (an audit of the check above).
+        "SELECT id, LEFT(s, 99999999999999999999) FROM e WHERE id = ?",
+        "SELECT id, SUBSTRING(s, 99999999999999999999) FROM e WHERE id = ?",
+        "SELECT id, RIGHT(s, -99999999999999999999) FROM e WHERE id = ?",
+        "SELECT id, LEFT(s, 1e30) FROM e WHERE id = ?",
+        "SELECT id, LEFT(s, '99999999999999999999') FROM e WHERE id = ?",
+        "SELECT id, d = '1e400' FROM e WHERE id = ?",
+        "SELECT id, n = '1e400' FROM e WHERE id = ?",
         "SELECT id, (n / 3) * 3 FROM e WHERE id = ?",
         "SELECT n, SUM(d / 3) FROM e WHERE n = ? GROUP BY n",
         "SELECT n, AVG(d) * 2 FROM e WHERE n = ? GROUP BY n",
