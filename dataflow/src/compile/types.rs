@@ -655,7 +655,17 @@ fn quiet(e: &Expr, parts: &[Class]) -> Result<(), Refusal> {
         Expr::Neg(_) | Expr::Not(_) | Expr::And(..) | Expr::Or(..) | Expr::Func(Func::Abs | Func::Floor | Func::Ceil | Func::Round, _) => {
             (0..kids.len()).try_for_each(number)?
         }
-        Expr::Func(Func::Substring | Func::Left | Func::Right, _) => (1..kids.len()).try_for_each(number)?,
+        // A position is read as an integer, with a warning past 64 bits: an integer, or a
+        // literal one.
+        Expr::Func(Func::Substring | Func::Left | Func::Right, _) => {
+            for i in 1..kids.len() {
+                if !(part(i) == Class::Int || integer_literal(kids[i])) {
+                    return refuse(
+                        "a string position that is not an integer: the server warns where it does not fit 64 bits, and a cached answer counts no warnings",
+                    );
+                }
+            }
+        }
         // IF's condition.
         Expr::Func(Func::If, _) => number(0)?,
         Expr::Cmp(..) | Expr::Func(Func::NullIf, _) => compared(0, 1)?,
@@ -691,7 +701,9 @@ fn read_as_number(e: &Expr, c: Class) -> Result<(), Refusal> {
 }
 
 /// A number written with nothing else around it (an optional sign, digits with an optional
-/// point, an optional exponent), which the server reads as a number without a warning.
+/// point), which the server reads as a number without a warning. No exponent, and at most 28
+/// digits: the server reads such a string as a DECIMAL when it meets an exact number, and
+/// warns where it overflows (`n = '1e100'`).
 fn plain_number(s: &str) -> bool {
     let b = s.as_bytes();
     let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
@@ -707,17 +719,31 @@ fn plain_number(s: &str) -> bool {
         i += 1;
         n += digits(&mut i);
     }
-    if n == 0 {
-        return false;
+    (1..=28).contains(&n) && i == b.len()
+}
+
+/// An integer literal of 64 bits (written as one, negated, or a string of at most 18 digits).
+fn integer_literal(e: &Expr) -> bool {
+    match e {
+        Expr::Lit(l) => match &l.0 {
+            Value::Int(_) | Value::UInt(_) => true,
+            Value::Text(s, _) => {
+                let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+                (1..=18).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+            }
+            _ => false,
+        },
+        // From -2^63 down it is a DECIMAL to the server (which warns converting it).
+        Expr::Neg(x) => match &**x {
+            Expr::Lit(l) => match l.0 {
+                Value::Int(_) => true,
+                Value::UInt(u) => u < 1 << 63,
+                _ => false,
+            },
+            _ => false,
+        },
+        _ => false,
     }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        i += usize::from(matches!(b.get(i), Some(b'+' | b'-')));
-        if digits(&mut i) == 0 {
-            return false;
-        }
-    }
-    i == b.len()
 }
 
 /// A numeric literal other than zero (written as one or negated).
