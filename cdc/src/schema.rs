@@ -359,6 +359,22 @@ mod tests {
         assert_eq!(unreadable, [false, true, true, true, true, false]);
     }
 
+    /// information_schema writes the attribute as a comment after the type; a label of an
+    /// ENUM or SET spelled "compressed" is no such column (an audit: the table was refused).
+    #[test]
+    fn a_compressed_column_is_known_from_its_type() {
+        let rows = [
+            row("id", "int", "int(11)"),
+            row("v", "varchar", "varchar(200) /*M!100301 COMPRESSED*/"),
+            row("e", "enum", "enum('compressed','raw')"),
+            row("s", "set", "set('a','COMPRESSED')"),
+            row("b", "blob", "blob /*M!100301 COMPRESSED*/"),
+        ];
+        let info = table_info("x", &rows, &["id"], &[]);
+        let compressed: Vec<bool> = info.schema.columns.iter().map(|c| c.compressed).collect();
+        assert_eq!(compressed, [false, true, false, false, true]);
+    }
+
     #[test]
     fn an_invisible_column_is_known_from_extra() {
         for (extra, hidden) in [
