@@ -180,8 +180,7 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
         c.invisible = r.invisible;
         c.padded = r.data_type.eq_ignore_ascii_case("char") || r.data_type.eq_ignore_ascii_case("binary");
         c.unreadable = unreadable(r, &ty);
-        // information_schema shows it as a comment: `varchar(200) /*M!100301 COMPRESSED*/`.
-        c.compressed = r.column_type.to_ascii_lowercase().contains("compressed");
+        c.compressed = compressed(&r.column_type);
         c.bmp_only = matches!(ty, SqlType::Text | SqlType::Enum(_))
             && r.collation.as_deref().is_some_and(|n| {
                 let n = n.to_ascii_lowercase();
@@ -196,6 +195,17 @@ pub fn table_info(table: &str, rows: &[ColumnRow], pk: &[&str], json_checks: &[&
     }
     let primary_key = pk.iter().filter_map(|p| columns.iter().position(|c: &ColumnSchema| c.name.eq_ignore_ascii_case(p))).collect();
     TableInfo { schema: TableSchema::new(table, columns, primary_key), decode }
+}
+
+/// MariaDB's column compression, which information_schema writes as a comment after the type
+/// (`varchar(200) /*M!100301 COMPRESSED*/`): looked for outside the quoted labels of an ENUM
+/// or SET.
+fn compressed(column_type: &str) -> bool {
+    let unquoted = match column_type.rfind('\'') {
+        Some(last) => &column_type[last + 1..],
+        None => column_type,
+    };
+    unquoted.to_ascii_lowercase().contains("compressed")
 }
 
 /// True if `clause` is MariaDB's JSON alias check for `column`: `json_valid(`col`)`.
