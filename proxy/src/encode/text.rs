@@ -130,7 +130,10 @@ fn render(out: &mut String, value: &Value, column: &Column) -> Result<(), Unenco
     let _ = match value {
         Value::Int(i) => write!(out, "{i:0width$}"),
         Value::UInt(u) => write!(out, "{u:0width$}"),
-        Value::Year(y) => write!(out, "{y:04}"),
+        // Four digits in a YEAR column (ZEROFILL); the year 0 is `0` where the server's
+        // result column is not one (MIN and MAX of it).
+        Value::Year(y) if zerofill => write!(out, "{y:04}"),
+        Value::Year(y) => write!(out, "{y}"),
         Value::Float(_) | Value::Double(_) => return Err(Unencodable::Float),
         Value::Decimal(d) => return decimal(out, *d, def.decimals),
         Value::Date(d) => {
