@@ -1187,6 +1187,36 @@ async fn a_date_read_from_text_is_the_servers_date() {
     assert!(hits(&proxy, "datetext_d") > 0 && hits(&proxy, "datetext_dt") > 0, "reads answered from the views");
 }
 
+/// A date-time text with more fraction digits than its indexed column holds: the server's index
+/// lookup stores it in the column's type, dropping them (`dt = '... 10:00:00.4'` finds the row
+/// at 10:00:00), where its scan compares every digit and finds nothing. What it answers is its
+/// plan's, so such a key is relayed (an audit saw the view answer no rows), as a fraction
+/// against an INT is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_date_time_text_finer_than_its_column_is_relayed() {
+    let _admin = fresh_table(
+        "ct_finer",
+        "id INT PRIMARY KEY, d DATE NULL, dt DATETIME NULL, dt3 DATETIME(3) NULL, KEY (d), KEY (dt), KEY (dt3)",
+        "(1, '2024-01-01', '2024-01-01 10:00:00', '2024-01-01 10:00:00.123'), (2, '2024-01-02', '2024-01-01 11:00:00', '2023-12-31 23:59:59.999')",
+    )
+    .await;
+    let reads = [
+        ("finer_dt", "SELECT id, dt FROM ct_finer WHERE dt = ?", "SELECT id, dt FROM ct_finer WHERE dt = '2024-01-01 10:00:00'"),
+        ("finer_dt", "SELECT id, dt FROM ct_finer WHERE dt = ?", "SELECT id, dt FROM ct_finer WHERE dt = '2024-01-01 10:00:00.4'"),
+        ("finer_dt", "SELECT id, dt FROM ct_finer WHERE dt = ?", "SELECT id, dt FROM ct_finer WHERE dt IN ('2024-01-01 11:00:00.9')"),
+        ("finer_dt3", "SELECT id, dt3 FROM ct_finer WHERE dt3 = ?", "SELECT id, dt3 FROM ct_finer WHERE dt3 = '2024-01-01 10:00:00.123'"),
+        ("finer_dt3", "SELECT id, dt3 FROM ct_finer WHERE dt3 = ?", "SELECT id, dt3 FROM ct_finer WHERE dt3 = '2024-01-01 10:00:00.1230'"),
+        ("finer_dt3", "SELECT id, dt3 FROM ct_finer WHERE dt3 = ?", "SELECT id, dt3 FROM ct_finer WHERE dt3 = '2024-01-01 10:00:00.1235'"),
+        ("finer_dt3", "SELECT id, dt3 FROM ct_finer WHERE dt3 = ?", "SELECT id, dt3 FROM ct_finer WHERE dt3 = '2023-12-31 23:59:59.9999'"),
+        ("finer_d", "SELECT id, d FROM ct_finer WHERE d = ?", "SELECT id, d FROM ct_finer WHERE d = '2024-01-01'"),
+        ("finer_d", "SELECT id, d FROM ct_finer WHERE d = ?", "SELECT id, d FROM ct_finer WHERE d = '2024-01-01 00:00:00.5'"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "finer_dt") > 0 && hits(&proxy, "finer_dt3") > 0 && hits(&proxy, "finer_d") > 0, "reads answered from the views");
+}
+
 /// A YEAR compared with a number or a text takes the other side as a YEAR, as a column of it
 /// would store it: `y = 24` and `y = '24'` are 2024, `y = 99` is 1999, `y = 0` is 0000 but
 /// `y = '0'` is 2000, and `y > 50` is `y > 2050`.
