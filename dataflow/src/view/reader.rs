@@ -438,6 +438,19 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
     {
         return Err(bad());
     }
+    // Likewise a date-time text with more fraction digits than the column holds (a DATE holds
+    // none): the index lookup drops them, the scan compares them. (A binary DATETIME parameter
+    // is compared whole by both.)
+    let fsp = match col.ty {
+        SqlType::Date => Some(0),
+        SqlType::DateTime { fsp } | SqlType::Timestamp { fsp } => Some(fsp),
+        _ => None,
+    };
+    if let (Some(fsp), Value::Text(..), Value::DateTime(d) | Value::Timestamp(d)) = (fsp, v, &key)
+        && d.time().3 % 10u32.pow(6 - u32::from(fsp.min(6))) != 0
+    {
+        return Err(bad());
+    }
     Ok(Some(key))
 }
 
