@@ -460,7 +460,16 @@ impl BinlogStream {
         if self.tables.get(&table).is_none_or(|t| t.schema.check().is_ok() && check_table_map(tme, &t.schema).is_err()) {
             // A table created or altered by DDL the stream has not seen yet (or started
             // after): read its schema once more before giving up.
+            let before = self.tables.get(&table).map(|t| t.schema.clone());
             self.refresh(&table).await?;
+            // A known table whose schema changed with no DDL in the binlog (an ALTER run with
+            // binlogging off): the views' catalog has the old schema, and may still serve what
+            // it held. The stream's restart gives the catalog the new one.
+            if let Some(old) = before
+                && self.tables.get(&table).is_some_and(|t| t.schema != old)
+            {
+                return Err(CdcError::SchemaMismatch { table, reason: "its schema changed with no DDL in the binlog".into() });
+            }
         }
         let Some(info) = self.tables.get(&table) else {
             if !known {
