@@ -98,7 +98,8 @@ async fn an_xa_commit_whose_prepare_was_not_read_is_untrusted() {
 /// MariaDB logs a rolled-back transaction, rows and all, followed by a `ROLLBACK` query
 /// event, where it cannot drop the transaction's cache: a temporary table created or dropped
 /// in it (row format), a non-transactional table written in it, an XA transaction that wrote
-/// one and was rolled back before its prepare (logged as BEGIN ... ROLLBACK). Its InnoDB rows
+/// one and was rolled back before its prepare (logged as BEGIN ... ROLLBACK), a session that
+/// ends inside such a transaction (a disconnect or a KILL: a second audit). Its InnoDB rows
 /// were undone; the stream took the ROLLBACK for a COMMIT and delivered them (an audit: views
 /// kept rows the server never committed, lost deleted ones, and counted ids twice, while the
 /// status said caught up).
@@ -114,6 +115,10 @@ async fn a_transaction_logged_with_its_rollback_delivers_nothing() {
     c.query_drop("XA START 'rb'; INSERT INTO cdc_rb VALUES (3); INSERT INTO cdc_rb_nt VALUES (3); XA END 'rb'; XA ROLLBACK 'rb'")
         .await
         .unwrap();
+    // A session that ends (or is killed) inside such a transaction: the same group.
+    let mut gone = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
+    gone.query_drop("SET autocommit = 0; CREATE TEMPORARY TABLE rb_tmp2 (a INT) ENGINE = InnoDB; INSERT INTO cdc_rb VALUES (6)").await.unwrap();
+    gone.disconnect().await.unwrap();
     // Committed: delivered.
     c.query_drop("BEGIN; INSERT INTO cdc_rb VALUES (4); COMMIT").await.unwrap();
     let mut last = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
