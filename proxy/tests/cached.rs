@@ -1187,6 +1187,28 @@ async fn a_date_read_from_text_is_the_servers_date() {
     assert!(hits(&proxy, "datetext_d") > 0 && hits(&proxy, "datetext_dt") > 0, "reads answered from the views");
 }
 
+/// A comment after the last `;` is a second statement to a client with multi-statements (the
+/// server answers the read with SERVER_MORE_RESULTS_EXISTS, then an OK). Such a text is
+/// relayed; it shared its fingerprint with the plain read (the comment is no part of the
+/// normalized text), so once the plain read's verdict was stored it was answered from the view,
+/// one result only (an audit of statement forms).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_after_the_last_semicolon_is_relayed_after_the_plain_read() {
+    let _admin = fresh_table("ct_tail", "id INT PRIMARY KEY, v VARCHAR(10) NOT NULL", "(1, 'a'), (2, 'b')").await;
+    let cache = "SELECT id, v FROM ct_tail WHERE id = ?";
+    let reads = [
+        ("tail", cache, "SELECT id, v FROM ct_tail WHERE id = 1"),
+        ("tail", cache, "SELECT id, v FROM ct_tail WHERE id = 1; -- x"),
+        ("tail", cache, "SELECT id, v FROM ct_tail WHERE id = 2;/* */"),
+        ("tail", cache, "SELECT id, v FROM ct_tail WHERE id = 2; # x"),
+    ];
+    // The plain read first: its verdict is the one stored.
+    let (proxy, mut client, mut check) = warmed(&reads[..1]).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "tail") > 0, "the plain read answered from the view");
+}
+
 /// A date-time text with more fraction digits than its indexed column holds: the server's index
 /// lookup stores it in the column's type, dropping them (`dt = '... 10:00:00.4'` finds the row
 /// at 10:00:00), where its scan compares every digit and finds nothing. What it answers is its

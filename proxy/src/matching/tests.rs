@@ -246,8 +246,10 @@ fn a_text_ends_where_the_server_ends_it() {
     ] {
         differ(sql, read);
     }
-    for sql in ["SELECT id, v FROM t WHERE k = 5; -- x", "SELECT id, v FROM t WHERE k = 5;/**/;", "SELECT id FROM t WHERE k = 5; # x"] {
+    for sql in ["SELECT id, v FROM t WHERE k = 5; -- x", "SELECT id, v FROM t WHERE k = 5;/**/;", "SELECT id, v FROM t WHERE k = 5; # x"] {
         assert!(q(sql).relay.is_some(), "{sql}");
+        // Its own shape: the plain read's stored verdict is not its (an audit).
+        assert_ne!(q(sql).fingerprint, q("SELECT id, v FROM t WHERE k = 5").fingerprint, "{sql}");
     }
     for sql in ["SELECT id, v FROM t WHERE k = 5 ;", "SELECT id, v FROM t WHERE k = 5;; \n\t", "SELECT id FROM t WHERE k = 5 -- x\n;"] {
         assert_eq!(q(sql).relay, None, "{sql}");
