@@ -380,9 +380,10 @@ impl<'q> Normalizer<'q, '_> {
         }
         // The server drops trailing `;` and spaces only: a comment after a `;` is a statement
         // of its own for a client with multi-statements (a second result, an OK).
-        if let Some(first) = self.tokens.get(end)
-            && self.sql[first.start..].iter().any(|&b| b != b';' && !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
-        {
+        let tail = self.tokens.get(end).is_some_and(|first| {
+            self.sql[first.start..].iter().any(|&b| b != b';' && !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c))
+        });
+        if tail {
             self.relay("a comment after the statement's `;`");
         }
         if !self.is_word(0, Named::Select) {
@@ -395,6 +396,11 @@ impl<'q> Normalizer<'q, '_> {
         }
         let last = end.checked_sub(1).and_then(|e| self.tokens.get(e)).map_or(0, |t| t.end);
         self.close_select(&mut cx, last);
+        // A shape of its own: the comment is no part of the normalized text, so without this
+        // it would share the plain read's, and the verdict stored for that (an audit).
+        if tail {
+            self.push("; --", true);
+        }
     }
 
     fn close_select(&mut self, cx: &mut Context, at: usize) {
