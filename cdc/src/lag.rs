@@ -246,11 +246,16 @@ impl LagHandle {
         }
     }
 
-    /// Records that the group with `gtid` was delivered and ends at `end`.
+    /// Records that the group with `gtid` was delivered and ends at `end`. A domain keeps the
+    /// highest sequence number delivered: a group numbered lower (its session chose it, with
+    /// `gtid_strict_mode` off) comes after the higher ones it follows, which stay delivered.
+    /// The server numbers the groups it numbers itself past the highest it has logged, so a
+    /// read waiting for one is not answered early; a new history (RESET MASTER, another
+    /// server) starts a new stream, which forgets these ([`LagHandle::restart_at`]).
     pub(crate) fn delivered_gtid(&self, gtid: MariaGtid, end: Position) {
         if let Ok(mut l) = self.0.lock() {
             match l.gtids.iter_mut().find(|(d, _, _)| *d == gtid.domain) {
-                Some(entry) => *entry = (gtid.domain, gtid.seq, end),
+                Some(entry) => *entry = (gtid.domain, entry.1.max(gtid.seq), end),
                 None => l.gtids.push((gtid.domain, gtid.seq, end)),
             }
         }
