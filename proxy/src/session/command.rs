@@ -290,11 +290,13 @@ impl Session {
         }
         self.unlogged_write = self.state.unlogged && may_write;
         // Stored code (a trigger, a function, one a view calls) may set the session's
-        // variables: ask again.
-        if glance.as_ref().is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g)) {
+        // variables: ask again. It may write too, under a SELECT, SET, SHOW or DO: the next
+        // cached read waits for it as for any write (the question rides on the probe's).
+        let stored_code = glance.as_ref().is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g));
+        if stored_code {
             self.state.stale = true;
         }
-        if may_write {
+        if may_write || stored_code {
             self.own.wrote();
         }
         if std::mem::take(&mut self.state.chose_gtid) {

@@ -7,7 +7,8 @@
 //! EXPLAIN, HELP, and any text with a `;`; MariaDB's `SET STATEMENT ... FOR` counts whatever
 //! follows FOR), every prepared statement executed whose text is
 //! not known, COMMIT, and any command too long to route. A statement freshet cannot classify
-//! counts as one. Not seen: a stored function called from a relayed SELECT that writes.
+//! counts as one, and so does one that may run stored code (`state::may_run_stored_code`: a
+//! function that is not built in, called by a SELECT, SET, SHOW or DO; a view that may call one).
 //!
 //! Where the write is: MariaDB names the GTID of the session's own last commit in
 //! `@@last_gtid`, read with a one-row SELECT on the session's own connection right before the
