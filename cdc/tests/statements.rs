@@ -308,3 +308,47 @@ async fn statement_logged_writes_of_another_database_are_untrusted_only_if_they_
     drop_db(&db).await;
     drop_db(&other).await;
 }
+
+/// MariaDB shows information_schema.REFERENTIAL_CONSTRAINTS (a key's rules) only to an account
+/// with a privilege on the table besides SELECT; KEY_COLUMN_USAGE (the key itself) to one with
+/// SELECT. The account README asks for has SELECT: it saw no foreign key, so a cascaded delete
+/// was never reported and the child's views kept the deleted rows (an audit). A key whose
+/// rules the account cannot read is taken for one with an action.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_key_is_followed_when_the_account_may_only_select() {
+    let _alone = ONE_AT_A_TIME.lock().await;
+    let (db, mut c) = fresh_db("fk_select").await;
+    c.query_drop("CREATE TABLE p (id INT PRIMARY KEY) ENGINE=InnoDB").await.unwrap();
+    c.query_drop("CREATE TABLE ch (id INT PRIMARY KEY, p INT, FOREIGN KEY (p) REFERENCES p (id) ON DELETE CASCADE) ENGINE=InnoDB")
+        .await
+        .unwrap();
+    c.query_drop("INSERT INTO p VALUES (1), (2)").await.unwrap();
+    c.query_drop("INSERT INTO ch VALUES (10, 1)").await.unwrap();
+    let user = "cdc_fk_select";
+    c.query_drop(format!("DROP USER IF EXISTS '{user}'@'%'")).await.unwrap();
+    c.query_drop(format!("CREATE USER '{user}'@'%' IDENTIFIED BY 'pw'")).await.unwrap();
+    c.query_drop(format!("GRANT REPLICATION SLAVE, BINLOG MONITOR ON *.* TO '{user}'@'%'")).await.unwrap();
+    c.query_drop(format!("GRANT SELECT ON `{db}`.* TO '{user}'@'%'")).await.unwrap();
+    let opts: mysql_async::Opts = mysql_async::OptsBuilder::from_opts(opts_for(None)).user(Some(user)).pass(Some("pw")).into();
+    let mut cfg = freshet_cdc::StreamConfig::new(&db, server_id());
+    cfg.read_timeout = std::time::Duration::from_secs(5);
+    let mut s = freshet_cdc::BinlogStream::connect(opts, cfg, freshet_cdc::StartAt::Current).await.expect("binlog stream connects");
+    c.query_drop("DELETE FROM p WHERE id = 1").await.unwrap();
+    c.query_drop("INSERT INTO p VALUES (3)").await.unwrap();
+    let mut seen = Vec::new();
+    within(20, "the delete, its cascade and the insert", async {
+        while seen.iter().filter(|e| *e == "batch of p").count() < 2 {
+            match s.next().await {
+                Ok(StreamEvent::Batch(b)) if b.changes.is_empty() => {}
+                Ok(StreamEvent::Batch(b)) => seen.push(format!("batch of {}", b.changes[0].table)),
+                Ok(StreamEvent::Schema(ch)) => seen.push(format!("{:?} {}", ch.kind, ch.table)),
+                Err(CdcError::Untrusted(_)) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+    })
+    .await;
+    assert_eq!(seen, ["batch of p", "Cascaded ch", "batch of p"], "the delete cascades to ch");
+    c.query_drop(format!("DROP USER '{user}'@'%'")).await.unwrap();
+    drop_db(&db).await;
+}
