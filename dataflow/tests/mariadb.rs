@@ -91,6 +91,9 @@ const QUERIES: &[&str] = &[
     "SELECT id, x * 2 + 1, CASE WHEN x > 3 THEN 'hi' ELSE s END, COALESCE(x, -1), CONCAT(s, '-', g) FROM a WHERE k = ? AND (s LIKE 'a%' OR x BETWEEN 2 AND 5)",
     "SELECT s, COUNT(*), SUM(x) / 3 FROM a WHERE k = ? GROUP BY s",
     "SELECT g, COUNT(*) FROM a GROUP BY g",
+    // COUNT(*) alone reads no column of its table (an audit: its fill's SQL was malformed).
+    "SELECT COUNT(*) AS n FROM a",
+    "SELECT COUNT(*) FROM a WHERE k = ?",
     "SELECT id FROM a WHERE x IS NULL UNION ALL SELECT id FROM b WHERE y < 3",
     "SELECT id, s FROM a ORDER BY s, id LIMIT 4",
     "SELECT id, g FROM a WHERE k = ? AND x >= ? ORDER BY id",
