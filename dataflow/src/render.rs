@@ -126,7 +126,10 @@ fn render(node: &Node, ctx: &mut Ctx<'_>) -> String {
             let t = ctx.alias();
             let names = cols(input.width());
             let list: Vec<String> = exprs.iter().enumerate().map(|(i, e)| format!("{} AS c{i}", e.to_sql(&names))).collect();
-            format!("SELECT {} FROM ({inner}) AS {t}", list.join(", "))
+            // No column read above it (`COUNT(*)` alone): SQL has no empty select list, so a
+            // constant stands for the rows, which nothing above reads.
+            let list = if list.is_empty() { "1 AS c0".to_string() } else { list.join(", ") };
+            format!("SELECT {list} FROM ({inner}) AS {t}")
         }
         Node::Join { left, right, on, kind } => {
             let (l, r) = (render(left, ctx), render(right, ctx));
