@@ -287,6 +287,22 @@ async fn statement_logged_writes_of_another_database_are_untrusted_only_if_they_
     o.query_drop("DROP FUNCTION f").await.unwrap();
     assert!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (0)").await.0 <= 1);
     assert_eq!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (10)").await.0, 0, "the function dropped");
+    // A function of a package (MariaDB's sql_mode ORACLE) is kept in mysql.proc in its
+    // package body's row, not as a FUNCTION (an audit: one that wrote was not seen).
+    o.query_drop("SET SESSION sql_mode = 'ORACLE'").await.unwrap();
+    o.query_drop("CREATE PACKAGE pk AS FUNCTION f(x INT) RETURN INT; END").await.unwrap();
+    o.query_drop(format!(
+        "CREATE PACKAGE BODY pk AS FUNCTION f(x INT) RETURN INT DETERMINISTIC AS BEGIN INSERT INTO `{db}`.cdc_s VALUES (x + 3000, 0); RETURN x; END; END"
+    ))
+    .await
+    .unwrap();
+    o.query_drop("SET SESSION sql_mode = DEFAULT").await.unwrap();
+    assert!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (0)").await.0 <= 1);
+    let with_package = untrusted(&mut o, "INSERT INTO checksums (n) VALUES (11)").await;
+    assert_eq!(with_package.0, 1, "with a package function that writes: {with_package:?}");
+    o.query_drop("DROP PACKAGE pk").await.unwrap();
+    assert!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (0)").await.0 <= 1);
+    assert_eq!(untrusted(&mut o, "INSERT INTO checksums (n) VALUES (12)").await.0, 0, "the package dropped");
     // What is read of a database is read now, ahead of the stream: a trigger dropped after a
     // write that fired it is gone from it. The write is judged by what was read only if it was
     // logged after the read, which it was not.
