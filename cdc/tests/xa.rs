@@ -117,7 +117,9 @@ async fn a_transaction_logged_with_its_rollback_delivers_nothing() {
         .unwrap();
     // A session that ends (or is killed) inside such a transaction: the same group.
     let mut gone = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
-    gone.query_drop("SET autocommit = 0; CREATE TEMPORARY TABLE rb_tmp2 (a INT) ENGINE = InnoDB; INSERT INTO cdc_rb VALUES (6)").await.unwrap();
+    gone.query_drop("SET autocommit = 0; CREATE TEMPORARY TABLE rb_tmp2 (a INT) ENGINE = InnoDB; INSERT INTO cdc_rb VALUES (6)")
+        .await
+        .unwrap();
     gone.disconnect().await.unwrap();
     // Committed: delivered.
     c.query_drop("BEGIN; INSERT INTO cdc_rb VALUES (4); COMMIT").await.unwrap();

@@ -1267,7 +1267,11 @@ async fn a_year_compared_with_a_number_takes_it_as_a_year() {
         // The year 0 is `0000` in a YEAR column (ZEROFILL in its definition) and `0` where
         // the server's result column is not one (MIN and MAX: an audit).
         ("year_rows", "SELECT id, y FROM ct_year WHERE k = ? ORDER BY id", "SELECT id, y FROM ct_year WHERE k = 1 ORDER BY id"),
-        ("year_min", "SELECT k, MIN(y), MAX(y) FROM ct_year WHERE k = ? GROUP BY k", "SELECT k, MIN(y), MAX(y) FROM ct_year WHERE k = 1 GROUP BY k"),
+        (
+            "year_min",
+            "SELECT k, MIN(y), MAX(y) FROM ct_year WHERE k = ? GROUP BY k",
+            "SELECT k, MIN(y), MAX(y) FROM ct_year WHERE k = 1 GROUP BY k",
+        ),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     // Rows the view computes from the binlog, not filled by the server.
