@@ -658,8 +658,8 @@ fn quiet(e: &Expr, parts: &[Class]) -> Result<(), Refusal> {
         // A position is read as an integer, with a warning past 64 bits: an integer, or a
         // literal one.
         Expr::Func(Func::Substring | Func::Left | Func::Right, _) => {
-            for i in 1..kids.len() {
-                if !(part(i) == Class::Int || integer_literal(kids[i])) {
+            for (i, kid) in kids.iter().enumerate().skip(1) {
+                if !(part(i) == Class::Int || integer_literal(kid)) {
                     return refuse(
                         "a string position that is not an integer: the server warns where it does not fit 64 bits, and a cached answer counts no warnings",
                     );
