@@ -150,11 +150,21 @@ async fn dead_upstream_is_a_clear_error() {
     let proxy = start_proxy_with_url("mysql://freshet:freshet@127.0.0.1:1/freshet_test", "").await;
     match mysql_async::Conn::new(opts(&proxy.mysql.to_string())).await {
         Err(mysql_async::Error::Server(e)) => {
-            assert_eq!(e.code, 2003);
+            assert_eq!((e.code, e.state.as_str()), (1105, "08S01"));
             assert!(e.message.contains("127.0.0.1:1"), "{}", e.message);
         }
-        other => panic!("expected error 2003, got {:?}", other.map(|_| ())),
+        other => panic!("expected error 1105, got {:?}", other.map(|_| ())),
     }
+    // The mariadb client shows it too: a client-side code (2003, CR_CONN_HOST_ERROR) in a
+    // server's ERR packet was "Received malformed packet" to it (an audit).
+    let port = proxy.mysql.port().to_string();
+    let out = tokio::process::Command::new("mariadb")
+        .args(["--no-defaults", "--protocol=tcp", "-h127.0.0.1", "-P", &port, "-ufreshet", "-pfreshet", "-e", "SELECT 1"])
+        .output()
+        .await
+        .expect("the mariadb client (installed by scripts/mariadb.sh)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("cannot connect to the upstream"), "{stderr}");
     // The process is still serving: its admin endpoint answers, and says the upstream is
     // unreachable (/health; /ready stays 200, see the admin tests).
     let (status, body) = http::get(proxy.admin, "/health").await;
