@@ -150,7 +150,7 @@ async fn dead_upstream_is_a_clear_error() {
     let proxy = start_proxy_with_url("mysql://freshet:freshet@127.0.0.1:1/freshet_test", "").await;
     match mysql_async::Conn::new(opts(&proxy.mysql.to_string())).await {
         Err(mysql_async::Error::Server(e)) => {
-            assert_eq!((e.code, e.state.as_str()), (1105, "08S01"));
+            assert_eq!(e.code, 1105);
             assert!(e.message.contains("127.0.0.1:1"), "{}", e.message);
         }
         other => panic!("expected error 1105, got {:?}", other.map(|_| ())),

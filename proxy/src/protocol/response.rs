@@ -102,8 +102,10 @@ pub mod codes {
     pub const OUT_OF_ORDER: u16 = 1156;
     /// ER_NOT_SUPPORTED_YET.
     pub const NOT_SUPPORTED: u16 = 1235;
-    /// CR_CONN_HOST_ERROR: cannot connect to the server.
-    pub const CANNOT_CONNECT: u16 = 2003;
+    /// ER_UNKNOWN_ERROR, sent with SQLSTATE 08S01 (a communication link failure) where freshet
+    /// cannot reach the server: a client-side code in a server's ERR packet (2003,
+    /// CR_CONN_HOST_ERROR) is "Received malformed packet" to the mariadb client.
+    pub const CANNOT_CONNECT: u16 = 1105;
     /// CR_SERVER_LOST: the server went away mid-command.
     pub const SERVER_LOST: u16 = 2013;
     /// CR_SSL_CONNECTION_ERROR.

@@ -60,7 +60,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
         Err(e) => {
             // A server may answer a connection with an ERR packet instead of its handshake
             // (e.g. "Too many connections"); clients report it as the reason.
-            let reply = ErrPacket::new(codes::CANNOT_CONNECT, "HY000", format!("freshet: {e}"));
+            let reply = ErrPacket::new(codes::CANNOT_CONNECT, "08S01", format!("freshet: {e}"));
             send_and_flush(&mut client, 0, &reply.encode()).await;
             return Err(SessionError::Upstream(e.to_string(), UpstreamFailure::Connect));
         }
