@@ -70,7 +70,7 @@ pub(super) enum Control {
     },
     /// freshet is shutting down: the writer returns, dropping the binlog stream and fills.
     Stop,
-    /// A write bypassed the binlog: evict everything (a new epoch).
+    /// A write bypassed the binlog: evict everything (a new epoch), and copy the replica anew.
     EvictAll {
         reply: oneshot::Sender<()>,
     },
@@ -432,9 +432,9 @@ impl<S: ChangeSource> Writer<S> {
             .filter(|known| !tables.iter().any(|t| t.name == known.name))
             .map(|t| t.name.clone())
             .collect();
-        for name in gone {
+        for name in &gone {
             info!(table = %name, "table dropped while the stream was away");
-            self.replace_schema(&name, None);
+            self.replace_schema(name, None);
         }
         for table in tables {
             if self.dataflow.catalog().get(&table.name) != Some(&table) {
@@ -443,6 +443,17 @@ impl<S: ChangeSource> Writer<S> {
             }
         }
         self.revive();
+        // The replica copies every table again at the new start (`restart_at`), under the
+        // schemas as they are now: one altered while the stream was away (or unlogged) would
+        // be copied and indexed under its old one.
+        if let Some(r) = &self.replica {
+            for name in &gone {
+                r.schema_changed(name, DdlKind::Drop, None);
+            }
+            for (name, info) in &infos {
+                r.schema_changed(name, DdlKind::Truncate, Some(info));
+            }
+        }
         for (name, info) in infos {
             self.fills.set_table(&name, Some(info));
         }
@@ -489,6 +500,10 @@ impl<S: ChangeSource> Writer<S> {
             }
             Control::EvictAll { reply } => {
                 self.new_epoch();
+                // The replica's rows are as stale as the views': the write is in no binlog.
+                if let Some(r) = &self.replica {
+                    r.gap();
+                }
                 let _ = reply.send(());
             }
             Control::Explain { sql, view, reply } => {
