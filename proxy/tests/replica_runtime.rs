@@ -221,6 +221,17 @@ async fn a_write_with_binlogging_off_through_freshet_is_not_refilled_from_the_re
     admin.query_drop("UPDATE rr_unlogged SET name = 'unlogged' WHERE grp = 3").await.unwrap();
     admin.query_drop("SET SESSION sql_log_bin = 1").await.unwrap();
     same(&proxy, &mut through, &mut direct_raw, "names", "SELECT id, name FROM rr_unlogged WHERE grp = 3").await;
+    // An ALTER with binlogging off by another client, then a logged write: the stream finds
+    // the schema changed and starts again, and the replica copies the table under the new one.
+    c.query_drop("SET SESSION sql_log_bin = 0").await.unwrap();
+    c.query_drop("ALTER TABLE rr_unlogged ADD COLUMN z INT NOT NULL DEFAULT 5 FIRST").await.unwrap();
+    c.query_drop("SET SESSION sql_log_bin = 1").await.unwrap();
+    c.query_drop("UPDATE rr_unlogged SET name = 'after' WHERE grp = 4").await.unwrap();
+    caught_up(&mut admin).await;
+    replica_serves(&proxy, &mut through, "SELECT id, name FROM rr_unlogged", 2000).await;
+    for g in [3, 4, 5] {
+        same(&proxy, &mut through, &mut direct_raw, "names", &format!("SELECT id, name FROM rr_unlogged WHERE grp = {g}")).await;
+    }
     drop(proxy);
     let _ = std::fs::remove_dir_all(&path);
 }
