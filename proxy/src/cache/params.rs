@@ -248,5 +248,13 @@ mod tests {
         assert_eq!(execute_params(&[0x00, 0x02, 0x08, 0x00, 6, 0, 0, 0, 0, 0, 0, 0], 1, &mut types).err(), Some(ParamError::Malformed));
         let v = execute_params(&[0x00, 0x01, 0x08, 0x00, 6, 0, 0, 0, 0, 0, 0, 0], 1, &mut types).unwrap();
         assert!(matches!(v.as_slice(), [Value::Int(6)]));
+        // A DATETIME of a length other than 0, 4, 7 or 11: the server reads the time past a
+        // length over 4 and the microseconds past one over 7, beyond the value's own bytes
+        // (an audit: `[e8 07 01 02 0a]` is 10:00 to it, with a warning; midnight here).
+        for len in [5u8, 6, 8, 9, 10] {
+            let mut body = vec![0x00, 0x01, 0x0c, 0x00, len];
+            body.extend([0xe8, 0x07, 0x01, 0x02, 0x0a, 0x1e, 0x0f, 0x05, 0, 0, 0].iter().take(usize::from(len)));
+            assert_eq!(execute_params(&body, 1, &mut Vec::new()).err(), Some(ParamError::Unsupported), "length {len}");
+        }
     }
 }
