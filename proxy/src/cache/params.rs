@@ -160,6 +160,11 @@ fn binary_value(c: &mut Cursor<'_>, t: u8, unsigned: bool) -> Result<Value, Para
         ty::DATE | ty::DATETIME | ty::TIMESTAMP => {
             let len = c.u8().map_err(m)?;
             let raw = c.bytes(usize::from(len)).map_err(m)?;
+            // The protocol's lengths. The server reads the time past a length over 4 and the
+            // microseconds past one over 7, beyond what the length declares: relayed.
+            if !matches!(len, 0 | 4 | 7 | 11) {
+                return Err(ParamError::Unsupported);
+            }
             let mut parts = [0u32; 7];
             if len >= 4 {
                 parts[0] = u32::from(u16::from_le_bytes([raw[0], raw[1]]));
