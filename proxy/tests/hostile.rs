@@ -299,6 +299,35 @@ async fn types_sent_through_the_last_statements_id_are_the_statements() {
     assert_eq!(replies[0], replies[1], "through freshet, then directly");
 }
 
+/// The id 0xffffffff names the statement prepared last as long as it is open: after the client
+/// closed it (a close freshet holds back while the read it answered is owed to the server),
+/// the server answers 1243; and an execute through that id must send its types, or the server
+/// answers 1156. freshet answered both from the view (an audit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_statements_id_is_read_as_the_server_reads_it() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let mut replies = Vec::new();
+    for addr in [proxy.mysql.to_string(), upstream_addr()] {
+        let mut client = raw(&addr).await;
+        let key = |v: u64| [&[0u8, 1, 8, 0][..], &v.to_le_bytes()].concat();
+        let (a, _) = prepare(&mut client, CACHED).await;
+        let (b, _) = prepare(&mut client, CACHED).await;
+        execute_times(&mut client, a, &key(1), 8).await;
+        execute_times(&mut client, b, &key(2), 8).await;
+        client.send(&[&[0x19u8][..], &b.to_le_bytes()].concat()).await;
+        client.send(&execute(u32::MAX, &key(1))).await;
+        let after_close = gist(&client.read_results().await);
+        let (c, _) = prepare(&mut client, CACHED).await;
+        execute_times(&mut client, c, &key(3), 8).await;
+        // No types (new-params-bound 0), through the last statement's id.
+        client.send(&execute(u32::MAX, &[&[0u8, 0][..], &2u64.to_le_bytes()].concat())).await;
+        let untyped = gist(&client.read_results().await);
+        replies.push((after_close, untyped));
+    }
+    assert_eq!(replies[0], replies[1], "through freshet, then directly");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_executes_get_the_servers_error() {
     hx_table().await;
