@@ -390,8 +390,14 @@ impl Session {
         }
         // Types sent with this execute are the statement's from now on; the server knows them
         // only if the execute reaches it (`session::execute`, which marks it so).
-        if params_count > 0 && payload.get(10 + params_count.div_ceil(8)) == Some(&1) {
+        let typed = payload.get(10 + params_count.div_ceil(8)) == Some(&1);
+        if params_count > 0 && typed {
             route.server_has_types = false;
+        }
+        // Through the id of the statement prepared last, MariaDB reads an execute only with its
+        // types (1835 without): its own answer.
+        if id == u32::MAX && params_count > 0 && !typed {
+            return None;
         }
         match execute_params(payload.get(10..).unwrap_or(&[]), params_count, &mut route.types) {
             Ok(bound) => {

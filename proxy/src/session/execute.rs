@@ -54,7 +54,9 @@ impl Session {
                 route.server_has_types = true;
                 payload
             }
-            Some(0) if !route.server_has_types => match with_types(&payload, params, &route.types) {
+            // Not through the id of the statement prepared last: the server refuses an execute
+            // without types there (1835), whatever it knows.
+            Some(0) if !route.server_has_types && id != u32::MAX => match with_types(&payload, params, &route.types) {
                 Some(typed) => {
                     route.server_has_types = true;
                     typed

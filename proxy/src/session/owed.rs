@@ -217,9 +217,10 @@ impl Session {
     pub(super) fn release_close(&mut self, command: Command, payload: &[u8]) {
         use Command::*;
         let names = matches!(command, StmtExecute | StmtBulkExecute | StmtFetch | StmtReset | StmtSendLongData);
+        // 0xffffffff names the statement prepared last, which may be the one held.
+        let named = statement_id(payload).is_some_and(|id| id == u32::MAX || self.owed.closing == Some(id));
         if names
-            && self.owed.closing.is_some()
-            && statement_id(payload) == self.owed.closing
+            && named
             && let Some(id) = self.owed.closing.take()
         {
             self.queue_close(id);
