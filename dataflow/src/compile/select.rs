@@ -292,6 +292,15 @@ impl<'c> Compiler<'c> {
             tree = Node::Distinct { input: Box::new(tree) };
         }
         if let Some(l) = limit {
+            // Without ORDER BY, which rows the server returns is its plan's (the index it
+            // reads, a scan, a descending key). Unless one row is all a partition can have:
+            // one table whose key parameters cover its primary key (`find_by`'s `LIMIT 1`).
+            let one_row = src.schemas.len() == 1
+                && !src.schemas[0].primary_key.is_empty()
+                && src.schemas[0].primary_key.iter().all(|&c| src.key_globals.iter().any(|(g, _)| *g == src.offsets[0] + c));
+            if order.is_empty() && !one_row {
+                return refuse("LIMIT without ORDER BY: which rows the server returns is its plan's (an index, a scan), not a view's");
+            }
             // Per-key top-k rows merged are not MySQL's LIMIT over the whole IN result.
             mergeable = false;
             if multi_key {
