@@ -1187,6 +1187,38 @@ async fn a_date_read_from_text_is_the_servers_date() {
     assert!(hits(&proxy, "datetext_d") > 0 && hits(&proxy, "datetext_dt") > 0, "reads answered from the views");
 }
 
+/// Rows without ORDER BY come in the order of the index the server reads, and an index orders
+/// text by its collation (then by the primary key), not by its bytes: `A, a1, b, c, Z, _x`
+/// where a view sorted `A, Z, _x, a1, b, c`, and case variants of one weight by their ids (an
+/// audit of row order).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rows_without_order_by_are_in_the_collations_order() {
+    let _admin = fresh_table(
+        "ct_rowsort",
+        "code VARCHAR(10) PRIMARY KEY, g INT NOT NULL",
+        "('b', 1), ('A', 1), ('c', 1), ('_x', 1), ('Z', 1), ('a1', 1)",
+    )
+    .await;
+    let mut admin = fresh_table(
+        "ct_rowsort_s",
+        "id INT PRIMARY KEY, s VARCHAR(20) NOT NULL, KEY (s)",
+        "(1, 'apple'), (2, 'Apple'), (3, 'APPLE '), (4, 'b'), (5, 'B')",
+    )
+    .await;
+    let reads = [
+        ("rowsort", "SELECT code, g FROM ct_rowsort WHERE g = ?", "SELECT code, g FROM ct_rowsort WHERE g = 1"),
+        ("rowsort_s", "SELECT s, id FROM ct_rowsort_s WHERE s = ?", "SELECT s, id FROM ct_rowsort_s WHERE s = 'apple'"),
+        ("rowsort_s", "SELECT s, id FROM ct_rowsort_s WHERE s = ?", "SELECT s, id FROM ct_rowsort_s WHERE s = 'B'"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    // Rows the view computes from the binlog, not filled by the server.
+    admin.query_drop("INSERT INTO ct_rowsort_s VALUES (6, 'aPPle'), (0, 'APPLE')").await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    assert!(hits(&proxy, "rowsort") > 0 && hits(&proxy, "rowsort_s") > 0, "reads answered from the views");
+}
+
 /// A comment after the last `;` is a second statement to a client with multi-statements (the
 /// server answers the read with SERVER_MORE_RESULTS_EXISTS, then an OK). Such a text is
 /// relayed; it shared its fingerprint with the plain read (the comment is no part of the
