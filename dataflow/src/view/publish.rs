@@ -9,7 +9,7 @@ use super::cache::ENTRY_BYTES;
 use super::reader::{Entry, EntryKey, Shared};
 use super::{Domain, View, view_counters};
 use crate::ops::{Key, sort_rows};
-use crate::value::{Rows, SharedRow, exact_row_cmp, shared_row_heap};
+use crate::value::{Rows, SharedRow, Value, exact_row_cmp, shared_row_heap};
 
 pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
     // Deltas held for it are dropped with it: it is a hole from here on.
@@ -50,10 +50,11 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         let rows: Vec<SharedRow> = if q.order.is_empty() {
             // No ORDER BY: SQL leaves the order to the server, which returns rows in the order
             // of the index it reads, usually the primary key's. Publishing rows sorted by their
-            // columns gives that order for the common `SELECT id, ...` and a stable one
-            // otherwise, instead of the order of hash maps.
+            // columns as an index sorts them (text by its collation, NULL first), then exactly,
+            // gives that order for the common `SELECT id, ...` and `SELECT s, id ... WHERE s =
+            // ?` and a stable one otherwise, instead of the order of hash maps.
             let mut rows = part.ks.reader_rows_cut(r, width);
-            rows.sort_by(|a, b| exact_row_cmp(a, b));
+            rows.sort_by(|a, b| index_row_cmp(a, b));
             rows
         } else {
             // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
@@ -78,4 +79,11 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         let entry = Entry { rows, weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
         shared.cache.insert(ek, entry);
     }
+}
+
+/// Rows as an index on their columns orders them: column by column in SQL order (text under
+/// its collation, NULL first), then exactly, so that rows equal under the collation keep one
+/// order whichever arrived first.
+fn index_row_cmp(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
+    a.iter().zip(b).map(|(x, y)| x.cmp_total(y)).find(|o| o.is_ne()).unwrap_or_else(|| exact_row_cmp(a, b))
 }
