@@ -65,6 +65,26 @@ async fn rows_changed_by_a_logged_statement_are_untrusted_at_their_commit() {
     drop_db(&db).await;
 }
 
+/// The stream's events, described (`batch of <table>` of a batch's first change, `<kind>
+/// <table>` of a schema change), until `done` holds of them; empty batches and other tests'
+/// untrusted groups (logged before this test took its turn) are skipped.
+async fn described(s: &mut freshet_cdc::BinlogStream, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let mut seen = Vec::new();
+    within(20, what, async {
+        while !done(&seen) {
+            match s.next().await {
+                Ok(StreamEvent::Batch(b)) if b.changes.is_empty() => {}
+                Ok(StreamEvent::Batch(b)) => seen.push(format!("batch of {}", b.changes[0].table)),
+                Ok(StreamEvent::Schema(ch)) => seen.push(format!("{:?} {}", ch.kind, ch.table)),
+                Err(CdcError::Untrusted(_)) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+    })
+    .await;
+    seen
+}
+
 /// A foreign key's action changes the child's rows with no row event: the stream reports each
 /// child (and the children's children) after the parent's batch, as `Cascaded`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -84,20 +104,7 @@ async fn tables_a_foreign_key_action_changed_follow_the_parents_batch() {
     let mut s = stream(&db).await;
     c.query_drop("INSERT INTO p VALUES (3)").await.unwrap();
     c.query_drop("DELETE FROM p WHERE id = 1").await.unwrap();
-    let mut seen = Vec::new();
-    within(20, "the delete and its cascade", async {
-        while seen.len() < 4 {
-            match s.next().await {
-                Ok(StreamEvent::Batch(b)) if b.changes.is_empty() => {}
-                Ok(StreamEvent::Batch(b)) => seen.push(format!("batch of {}", b.changes[0].table)),
-                Ok(StreamEvent::Schema(ch)) => seen.push(format!("{:?} {}", ch.kind, ch.table)),
-                // Another test's statements, logged before this test took its turn.
-                Err(CdcError::Untrusted(_)) => {}
-                other => panic!("{other:?}"),
-            }
-        }
-    })
-    .await;
+    let seen = described(&mut s, "the delete and its cascade", |seen| seen.len() >= 4).await;
     assert_eq!(seen, ["batch of p", "batch of p", "Cascaded ch", "Cascaded g"], "the insert cascades nothing");
     drop_db(&db).await;
 }
@@ -353,19 +360,8 @@ async fn a_foreign_key_is_followed_when_the_account_may_only_select() {
     let mut s = freshet_cdc::BinlogStream::connect(opts, cfg, freshet_cdc::StartAt::Current).await.expect("binlog stream connects");
     c.query_drop("DELETE FROM p WHERE id = 1").await.unwrap();
     c.query_drop("INSERT INTO p VALUES (3)").await.unwrap();
-    let mut seen = Vec::new();
-    within(20, "the delete, its cascade and the insert", async {
-        while seen.iter().filter(|e| *e == "batch of p").count() < 2 {
-            match s.next().await {
-                Ok(StreamEvent::Batch(b)) if b.changes.is_empty() => {}
-                Ok(StreamEvent::Batch(b)) => seen.push(format!("batch of {}", b.changes[0].table)),
-                Ok(StreamEvent::Schema(ch)) => seen.push(format!("{:?} {}", ch.kind, ch.table)),
-                Err(CdcError::Untrusted(_)) => {}
-                other => panic!("{other:?}"),
-            }
-        }
-    })
-    .await;
+    let seen =
+        described(&mut s, "the delete, its cascade and the insert", |seen| seen.iter().filter(|e| *e == "batch of p").count() >= 2).await;
     assert_eq!(seen, ["batch of p", "Cascaded ch", "batch of p"], "the delete cascades to ch");
     c.query_drop(format!("DROP USER '{user}'@'%'")).await.unwrap();
     drop_db(&db).await;
