@@ -436,21 +436,24 @@ impl<S: ChangeSource> Writer<S> {
             info!(table = %name, "table dropped while the stream was away");
             self.replace_schema(name, None);
         }
+        let mut changed = Vec::new();
         for table in tables {
             if self.dataflow.catalog().get(&table.name) != Some(&table) {
                 info!(table = %table.name, "schema changed while the stream was away");
+                changed.push(table.name.clone());
                 self.replace_schema(&table.name.clone(), Some(table));
             }
         }
         self.revive();
         // The replica copies every table again at the new start (`restart_at`), under the
-        // schemas as they are now: one altered while the stream was away (or unlogged) would
-        // be copied and indexed under its old one.
+        // schemas it holds: one altered while the stream was away (or unlogged) takes its new
+        // schema first, or it would be copied and indexed under its old one. Only those: the
+        // others' copies start at `restart_at`, as before.
         if let Some(r) = &self.replica {
             for name in &gone {
                 r.schema_changed(name, DdlKind::Drop, None);
             }
-            for (name, info) in &infos {
+            for (name, info) in infos.iter().filter(|(n, _)| changed.contains(n)) {
                 r.schema_changed(name, DdlKind::Truncate, Some(info));
             }
         }
