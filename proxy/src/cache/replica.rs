@@ -393,8 +393,10 @@ impl Replica {
         // A table whose schema the views refuse (an engine without snapshots, whose copy could
         // not be consistent) is held as a dropped one is: its rows go, and it is copied again
         // once it can be (a copy under way would go on reading it without a snapshot).
-        // Nor a table whose primary key the binlog gives otherwise than a SELECT.
-        let Some(info) = info.filter(|i| i.schema.check().is_ok() && !i.schema.key_unreadable()) else {
+        // Nor a table whose primary key the binlog gives otherwise than a SELECT, nor one
+        // without a primary key (the store keys rows by it: one dropped by ALTER left the
+        // table registered under its old key, rows of one old key merged).
+        let Some(info) = info.filter(|i| i.schema.check().is_ok() && !i.schema.key_unreadable() && !i.schema.primary_key.is_empty()) else {
             if let Some(old) = old
                 && let Err(e) = self.store.reset(&old.schema)
             {
@@ -424,6 +426,13 @@ impl Replica {
             Ok(Altered::Recopy) => info!(table, ?kind, "replica: copying the table again"),
             Ok(Altered::Unchanged) => {}
             Err(e) => {
+                // Its old rows and registration go too: fills must not read them.
+                if let Some(old) = old
+                    && let Err(e) = self.store.reset(&old.schema)
+                {
+                    warn!(table, error = %e, "replica: dropping a table's rows failed");
+                    self.broken.store(true, Ordering::Relaxed);
+                }
                 warn!(table, error = %e, "replica: table no longer replicated; its fills go to the upstream");
                 return;
             }
