@@ -247,7 +247,10 @@ async fn a_table_whose_primary_key_is_dropped_is_filled_from_the_server() {
     let path = store_dir("nopk");
     let proxy = start_proxy(&config(
         &path,
-        &[("names", "SELECT id, name FROM rr_nopk WHERE grp = ?"), ("ordered", "SELECT id, name FROM rr_nopk WHERE grp = ? ORDER BY id, name")],
+        &[
+            ("names", "SELECT id, name FROM rr_nopk WHERE grp = ?"),
+            ("ordered", "SELECT id, name FROM rr_nopk WHERE grp = ? ORDER BY id, name"),
+        ],
     ))
     .await;
     let mut through = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
