@@ -114,23 +114,50 @@ fn bad_reply() -> SessionError {
     SessionError::Upstream("upstream sent a malformed SHOW CREATE USER reply".into(), UpstreamFailure::Protocol)
 }
 
-/// True when a `CREATE USER` statement has a REQUIRE clause (other than `REQUIRE NONE`). Only
-/// the text after the quoted account name is looked at, so a user or host named "REQUIRE"
-/// cannot confuse it.
-fn has_require_clause(statement: &[u8]) -> bool {
+/// A `SHOW CREATE USER` statement after the quoted account name, upper-cased, with the inside
+/// of each string literal blanked (same length, so positions match the statement's): the
+/// clauses found in it are the statement's own, not what an account name or a free-text
+/// authentication string (`IDENTIFIED VIA pam USING '...'`) spells.
+fn clauses(statement: &[u8]) -> (Vec<u8>, &[u8]) {
     let after_name = statement.iter().rposition(|&b| b == b'`').map_or(statement, |at| &statement[at + 1..]);
-    let text = String::from_utf8_lossy(after_name).to_ascii_uppercase();
+    let mut masked = after_name.to_ascii_uppercase();
+    let (mut i, mut quoted) = (0, false);
+    while i < after_name.len() {
+        match after_name[i] {
+            // An escaped character, or a doubled quote, inside a string: part of it.
+            b'\\' | b'\'' if quoted && (after_name[i] == b'\\' || after_name.get(i + 1) == Some(&b'\'')) => {
+                masked[i] = b'_';
+                if let Some(next) = masked.get_mut(i + 1) {
+                    *next = b'_';
+                }
+                i += 2;
+                continue;
+            }
+            b'\'' => quoted = !quoted,
+            _ if quoted => masked[i] = b'_',
+            _ => {}
+        }
+        i += 1;
+    }
+    (masked, after_name)
+}
+
+/// True when a `CREATE USER` statement has a REQUIRE clause (other than `REQUIRE NONE`).
+fn has_require_clause(statement: &[u8]) -> bool {
+    let (masked, _) = clauses(statement);
+    let text = String::from_utf8_lossy(&masked);
     text.contains(" REQUIRE ") && !text.contains(" REQUIRE NONE")
 }
 
 /// The cipher a `CREATE USER` statement requires (`REQUIRE CIPHER 'c'`, alone or with other
-/// clauses joined by AND), read after the quoted account name as [`has_require_clause`] does.
+/// clauses joined by AND).
 fn required_cipher(statement: &[u8]) -> Option<String> {
-    let after_name = statement.iter().rposition(|&b| b == b'`').map_or(statement, |at| &statement[at + 1..]);
-    let text = String::from_utf8_lossy(after_name);
-    let at = text.to_ascii_uppercase().find(" CIPHER '")? + " CIPHER '".len();
-    let rest = &text[at..];
-    Some(rest[..rest.find('\'')?].to_string())
+    let (masked, original) = clauses(statement);
+    let text = String::from_utf8_lossy(&masked);
+    let at = text.find(" REQUIRE ")?;
+    let value = at + text[at..].find(" CIPHER '")? + " CIPHER '".len();
+    let len = original.get(value..)?.iter().position(|&b| b == b'\'')?;
+    Some(String::from_utf8_lossy(&original[value..value + len]).into_owned())
 }
 
 /// The cipher of a client's TLS with freshet as OpenSSL (and so the server) names it; ""
@@ -176,5 +203,16 @@ mod tests {
         );
         assert_eq!(cipher(b"CREATE USER `a CIPHER 'x'`@`%` REQUIRE SSL"), None);
         assert_eq!(cipher(b"CREATE USER `a`@`%` REQUIRE SSL"), None);
+    }
+
+    /// An authentication string is free text for some plugins and comes before the REQUIRE
+    /// clause: what it spells is not the account's clause.
+    #[test]
+    fn an_authentication_string_spells_no_clause() {
+        let via = |auth: &str, require: &str| format!("CREATE USER `a`@`%` IDENTIFIED VIA pam USING '{auth}' {require}").into_bytes();
+        assert!(has_require_clause(&via("x REQUIRE NONE", "REQUIRE SSL")));
+        assert!(!has_require_clause(&via("x REQUIRE SSL", "")));
+        assert_eq!(required_cipher(&via("x REQUIRE CIPHER ''B''", "REQUIRE CIPHER 'A'")).as_deref(), Some("A"));
+        assert_eq!(required_cipher(&via("x REQUIRE CIPHER ''B''", "REQUIRE SSL")), None);
     }
 }
