@@ -722,27 +722,16 @@ fn plain_number(s: &str) -> bool {
     (1..=28).contains(&n) && i == b.len()
 }
 
-/// An integer literal of 64 bits (written as one, negated, or a string of at most 18 digits).
+/// An integer literal the server reads as a 64-bit integer without a warning: one written as
+/// such ([`literal_int`]; from -2^63 down, or past 2^63 - 1, it may be a DECIMAL to the server)
+/// or a string of at most 18 digits.
 fn integer_literal(e: &Expr) -> bool {
     match e {
-        Expr::Lit(l) => match &l.0 {
-            Value::Int(_) | Value::UInt(_) => true,
-            Value::Text(s, _) => {
-                let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
-                (1..=18).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
-            }
-            _ => false,
-        },
-        // From -2^63 down it is a DECIMAL to the server (which warns converting it).
-        Expr::Neg(x) => match &**x {
-            Expr::Lit(l) => match l.0 {
-                Value::Int(_) => true,
-                Value::UInt(u) => u < 1 << 63,
-                _ => false,
-            },
-            _ => false,
-        },
-        _ => false,
+        Expr::Lit(l) if let Value::Text(s, _) = &l.0 => {
+            let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+            (1..=18).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit())
+        }
+        _ => literal_int(e).is_some(),
     }
 }
 
