@@ -108,6 +108,12 @@ impl Class {
         matches!(self, Class::Int | Class::Dec(_) | Class::Real)
     }
 
+    /// Text or bytes: read as a number where a number is needed, with a warning for each one
+    /// that is not a number.
+    fn string(self) -> bool {
+        matches!(self, Class::Str | Class::Bytes)
+    }
+
     /// A string-like class: the server converts a choice that has one to a string.
     fn stringy(self) -> bool {
         matches!(self, Class::Str | Class::Bytes | Class::Time(..) | Class::Other)
@@ -630,11 +636,11 @@ fn quiet(e: &Expr, parts: &[Class]) -> Result<(), Refusal> {
     let part = |i: usize| parts.get(i).copied().unwrap_or(Class::Unknown);
     let kids = e.children();
     let number = |i: usize| kids.get(i).map_or(Ok(()), |k| read_as_number(k, part(i)));
-    // Compared, a string and a number are both read as numbers.
+    // Compared, a string (or bytes) and a number are both read as numbers.
     let compared = |a: usize, b: usize| {
-        if part(a) == Class::Str && part(b).numeric() {
+        if part(a).string() && part(b).numeric() {
             number(a)
-        } else if part(b) == Class::Str && part(a).numeric() {
+        } else if part(b).string() && part(a).numeric() {
             number(b)
         } else {
             Ok(())
@@ -684,15 +690,16 @@ fn quiet(e: &Expr, parts: &[Class]) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Refuses a string read as a number (or a truth value) unless it is a literal the server
-/// reads without a warning.
+/// Refuses a string or bytes read as a number (or a truth value) unless it is a literal the
+/// server reads without a warning.
 fn read_as_number(e: &Expr, c: Class) -> Result<(), Refusal> {
     let clean = match e {
         Expr::Lit(l) => match &l.0 {
             Value::Text(s, _) => plain_number(s),
+            Value::Bytes(b) => std::str::from_utf8(b).is_ok_and(plain_number),
             _ => true,
         },
-        _ => c != Class::Str,
+        _ => !c.string(),
     };
     if clean {
         return Ok(());
@@ -770,12 +777,17 @@ fn text(c: Class) -> Result<(), Refusal> {
 }
 
 /// Refuses a comparison of a temporal value with a value that is not temporal (the server
-/// converts the other to the temporal type).
+/// converts the other to the temporal type), and of a TIME with a date (the server makes the
+/// TIME a DATETIME on today's date).
 fn comparable(classes: &[Class]) -> Result<(), Refusal> {
     let known: Vec<Class> = classes.iter().copied().filter(|c| !matches!(c, Class::Null | Class::Unknown)).collect();
     let temporal = known.iter().filter(|c| matches!(c, Class::Time(..))).count();
     if temporal > 0 && temporal < known.len() {
         return refuse("a date or time compared with a value that is not one: the server converts it by rules a view does not follow");
+    }
+    let time_of_day = known.iter().filter(|c| matches!(c, Class::Time(Class::TIME_OF_DAY, _))).count();
+    if time_of_day > 0 && time_of_day < known.len() {
+        return refuse("a TIME compared with a date: the server reads the TIME as a DATETIME on today's date");
     }
     Ok(())
 }
