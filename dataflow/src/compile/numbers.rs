@@ -56,6 +56,20 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
                     "SUM and AVG of FLOAT or DOUBLE values depend on the order they are added in, which a view cannot keep as the server does",
                 );
             }
+            Node::Aggregate { input, aggs, .. } => {
+                for a in aggs.iter().filter(|a| a.kind == AggKind::Avg) {
+                    if let Some(d) = input_digits(input, a.arg, &column_type)? {
+                        // The server's AVG has four more decimals than its argument.
+                        if d.int + d.scale + 4 > MAX_DIGITS {
+                            return refuse(format!(
+                                "an AVG of a number of {} digits has {} with its four more decimals, more than the {MAX_DIGITS} a view's DECIMAL holds",
+                                d.int + d.scale,
+                                d.int + d.scale + 4
+                            ));
+                        }
+                    }
+                }
+            }
             Node::Project { input, exprs } => {
                 let columns = column_digits(input, &column_type);
                 for e in exprs {
@@ -668,6 +682,24 @@ fn quotient(e: &Expr, columns: &[bool], digits_of: &[Option<Digits>]) -> Result<
 }
 
 /// The digits of each output column of `node` that copies an exact numeric column.
+/// The digits of `node`'s column `col`: a base column's type's, or a projected expression's.
+fn input_digits(node: &Node, col: usize, column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Result<Option<Digits>, Refusal> {
+    if let Some((t, n)) = node.origin_column(col) {
+        return Ok(column_type(t, n).and_then(exact_digits));
+    }
+    match node {
+        Node::Project { input, exprs } => match exprs.get(col) {
+            Some(e) => {
+                let columns = column_digits(input, column_type);
+                digits(e, &|c| columns.get(c).copied().flatten())
+            }
+            None => Ok(None),
+        },
+        Node::Filter { input, .. } => input_digits(input, col, column_type),
+        _ => Ok(None),
+    }
+}
+
 pub(super) fn column_digits(node: &Node, column_type: &dyn Fn(&str, &str) -> Option<SqlType>) -> Vec<Option<Digits>> {
     (0..node.width()).map(|c| node.origin_column(c).and_then(|(t, n)| column_type(t, n)).and_then(exact_digits)).collect()
 }
