@@ -1049,6 +1049,17 @@ mod tests {
             "SET STATEMENT max_statement_time = 1 FOR UPDATE t SET a = 1",
             "(SELECT 1)",
             "WITH c AS (SELECT 1) SELECT * FROM c",
+            // Statement-logged, a CREATE ... SELECT runs the functions its SELECT calls, and
+            // MariaDB's ANALYZE runs the statement it analyzes (an audit of binlog settings).
+            "create table c2 select bump() as a",
+            "CREATE TEMPORARY TABLE c3 SELECT bump() AS a",
+            "CREATE OR REPLACE TABLE IF NOT EXISTS c AS SELECT f()",
+            "CREATE TABLE c (a INT) IGNORE SELECT f()",
+            "CREATE TABLE c (SELECT f())",
+            "SET STATEMENT sql_mode = '' FOR CREATE TABLE c SELECT f()",
+            "analyze update t set v = v + 10 where id = 2",
+            "ANALYZE DELETE FROM t WHERE id = 99",
+            "ANALYZE SELECT f()",
         ] {
             assert!(may_change_rows(sql), "{sql}");
         }
@@ -1062,6 +1073,13 @@ mod tests {
             "SET PASSWORD FOR a = PASSWORD('x')",
             "SET DEFAULT ROLE r FOR a",
             "ANALYZE TABLE t",
+            "ANALYZE NO_WRITE_TO_BINLOG TABLE t PERSISTENT FOR ALL",
+            "analyze local tables a, b",
+            "OPTIMIZE TABLE t",
+            "REPAIR TABLE t QUICK",
+            "CREATE TABLE c LIKE t",
+            "CREATE TABLE `c` (\n  `a` int(11) DEFAULT NULL\n)",
+            "CREATE VIEW v AS SELECT f()",
             "FLUSH TABLES",
             "BEGIN",
             "COMMIT",
