@@ -346,10 +346,27 @@ pub fn may_change_rows(sql: &str) -> bool {
     let Some(first) = toks.first() else { return false };
     let Tok::Word(_) = first else { return true };
     match word(0).unwrap_or_default().as_str() {
-        // Schemas (CREATE TABLE ... SELECT creates the table its rows are in), routines,
-        // triggers, views, accounts and the server's own maintenance.
-        "CREATE" | "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE" | "ANALYZE" | "OPTIMIZE" | "REPAIR" | "FLUSH"
-        | "INSTALL" | "UNINSTALL" => false,
+        // A CREATE TABLE ... SELECT runs the functions its SELECT calls, whose writes a
+        // statement-logged CREATE carries no rows of (row-logged, it is the table's generated
+        // definition, then row events). Its SELECT may lie past the head: the whole text is
+        // read (a rare statement).
+        "CREATE" => {
+            let mut at = 1;
+            for skip in ["OR", "REPLACE", "TEMPORARY"] {
+                at += usize::from(word(at).as_deref() == Some(skip));
+            }
+            word(at).as_deref() == Some("TABLE") && Lexer { s: sql, i: 0 }.any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("SELECT")))
+        }
+        // MariaDB's ANALYZE of a statement runs it (and is logged by its text); of tables it
+        // is maintenance.
+        "ANALYZE" => {
+            let at = 1 + usize::from(matches!(word(1).as_deref(), Some("NO_WRITE_TO_BINLOG" | "LOCAL")));
+            !matches!(word(at).as_deref(), Some("TABLE" | "TABLES"))
+        }
+        // Schemas, routines, triggers, views, accounts and the server's own maintenance.
+        "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE" | "OPTIMIZE" | "REPAIR" | "FLUSH" | "INSTALL" | "UNINSTALL" => {
+            false
+        }
         "BEGIN" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" | "XA" => false,
         // A SET STATEMENT without its FOR (not a statement MariaDB logs) counts as a write.
         "SET" => !matches!(word(1).as_deref(), Some("PASSWORD" | "ROLE" | "DEFAULT")),
