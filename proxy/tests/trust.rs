@@ -634,6 +634,29 @@ async fn session_state_the_tracker_took_for_harmless_is_followed() {
     admin.query_drop("DROP TABLE tr_state_other").await.unwrap();
 }
 
+/// A session that reads only cached rows is not idle to the server: with `wait_timeout = 2`
+/// its reads over 5 s are all answered, as they are directly, and most from the cache (an
+/// audit: the server dropped the untouched upstream connection after 2 s, and the client's
+/// next read got 2006 where a direct one is answered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_reading_cached_rows_is_not_idle_to_the_server() {
+    secrets("tr_keepalive").await;
+    let proxy = start_proxy(&config("tr_keepalive", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_keepalive WHERE id = 1";
+    warm(&proxy, sql).await;
+    let (mut d, mut t) = (direct().await, through(&proxy).await);
+    for c in [&mut d, &mut t] {
+        c.query_drop("SET SESSION wait_timeout = 2").await.unwrap();
+    }
+    let before = hits(&proxy);
+    for round in 0..20 {
+        let want = text(&mut d, sql).await;
+        assert_eq!(text(&mut t, sql).await, want, "read {round}, {} ms after the SET", round * 250);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert!(hits(&proxy) >= before + 10, "the reads are still answered from the cache");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
     let _globals = SERVER_GLOBALS.read().await;
