@@ -382,6 +382,27 @@ mod tests {
         assert_eq!(h.behind(pos(300).position().unwrap()).lag, Duration::ZERO);
     }
 
+    /// A position first seen after the observers were blind for a while (the poll and the
+    /// stream could not reach the server) may have been written right after the last poll: it
+    /// is as old as that poll (an audit: after a 7 s outage the backlog was timed from the
+    /// reconnect, and answers 6-9 s old were served under `max_lag = 1s` as caught up).
+    #[test]
+    fn a_position_first_seen_after_an_outage_is_as_old_as_the_last_poll() {
+        let h = LagHandle::default();
+        h.observe_server(&pos(100));
+        h.polled();
+        let applied = pos(100).position().unwrap();
+        let outage = Duration::from_secs(7);
+        h.0.lock().unwrap().lag.polled = Instant::now().checked_sub(outage);
+        // The stream reconnects first and reads the backlog, then the poll answers again.
+        h.observe_server(&pos(200));
+        h.observe_polled(&pos(300), h.last_seen());
+        h.polled();
+        let b = h.behind(applied);
+        assert!(b.lag >= outage, "{b:?}");
+        assert!(h.behind(pos(200).position().unwrap()).lag >= outage, "the poll's answer is as old as the stream's");
+    }
+
     #[test]
     fn memory_is_bounded_and_merging_only_overstates() {
         let h = LagHandle::default();
