@@ -298,7 +298,12 @@ impl ReplicaStore {
             let (k, _) = item?;
             let Some(cols) = k.strip_prefix(idx_prefix.as_bytes()) else { break };
             let cols = std::str::from_utf8(cols).map_err(|_| ReplicaError::Corrupt("index name"))?;
-            indexes.push(cols.split(',').map(|c| c.parse().map_err(|_| ReplicaError::Corrupt("index name"))).collect::<Result<_, _>>()?);
+            // No columns: a whole table's scan (a fill without a key).
+            let cols: Vec<usize> = match cols {
+                "" => Vec::new(),
+                cols => cols.split(',').map(|c| c.parse().map_err(|_| ReplicaError::Corrupt("index name"))).collect::<Result<_, _>>()?,
+            };
+            indexes.push(cols);
         }
         if self.db.cf_handle(&primary_cf(&name)).is_none() {
             self.create_cf(&primary_cf(&name))?;
