@@ -313,6 +313,28 @@ async fn check_builds_the_caches() {
     assert!(bad_text.contains("FAILED: ") && bad_text.contains("no_such_table"), "{bad_text}");
 }
 
+/// At `[log] level = "debug"` the log is freshet's own: the SQL parser's debug lines, which
+/// quote the whole text of what it parses (a client's `SELECT PASSWORD('...')`, a key given to
+/// AES_ENCRYPT), stay out (an audit of what freshet tells whom).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_debug_log_does_not_quote_what_clients_send() {
+    let mut conn = direct().await;
+    conn.query_drop("CREATE TABLE IF NOT EXISTS check_items (id INT PRIMARY KEY, name VARCHAR(20)) ENGINE=InnoDB").await.unwrap();
+    let dir = std::env::temp_dir().join(format!("freshet-debug-log-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("freshet.toml");
+    let config = format!(
+        "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[log]\nlevel = \"debug\"\n[[cache]]\nname = \"items\"\nquery = \"SELECT id, name, 'marker_7f3a' AS m FROM check_items WHERE id = ?\"\n",
+        upstream_url()
+    );
+    std::fs::write(&path, config).unwrap();
+    let out = freshet().arg("check").arg("--config").arg(&path).output().unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("DEBUG"), "the level is debug: {stderr}");
+    assert!(!stderr.contains("marker_7f3a"), "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_connection_lost_mid_command_is_counted() {
     use freshet_proxy::metrics::UpstreamFailure;
