@@ -54,7 +54,7 @@ fn main() -> ExitCode {
             return usage_error;
         }
     };
-    let filter = match tracing_subscriber::EnvFilter::try_new(&config.log.level) {
+    let filter = match tracing_subscriber::EnvFilter::try_new(log_directives(&config.log.level)) {
         Ok(filter) => filter,
         Err(e) => {
             eprintln!("freshet: invalid configuration: [log] level = {:?}: {e}", config.log.level);
@@ -143,4 +143,11 @@ mod tests {
         assert!(parse(&[], None).unwrap_err().contains("no config"));
         assert!(parse(&["--config"], None).unwrap_err().contains("needs a path"));
     }
+}
+
+/// The log filter of `[log] level`: the SQL parser logs, at debug, the whole text of what it
+/// parses (a client's literals, a password given to `PASSWORD()`), so it is held at warnings
+/// unless the level names it.
+fn log_directives(level: &str) -> String {
+    if level.contains("sqlparser") { level.to_string() } else { format!("{level},sqlparser=warn") }
 }
