@@ -59,7 +59,7 @@ mod words;
 
 pub use fingerprint::{Bounds, Fingerprint, Query, QueryFingerprint, Slot, SqlMode, classify, classify_bounded, classify_with_tokens};
 pub use literal::Literal;
-pub use redact::shown;
+pub use redact::{reason_shown, shown};
 pub use shape::Shapes;
 pub use table::{CacheId, Entry, VerdictTable, Weigh};
 pub use words::parsed_only_when_touching;

@@ -58,3 +58,47 @@ fn redact_into(text: &[u8], out: &mut String) {
     }
     out.push_str(&String::from_utf8_lossy(&text[from..]));
 }
+
+/// `reason` (why a statement of normalized text `normalized` is relayed, which may quote parts
+/// of it as the compiler read them) with every literal of `normalized` replaced by `?`: each
+/// literal token's text, and a quoted one's content, wherever it appears in `reason`, longest
+/// first (a literal as short as `1` takes every `1` with it: shown too little, never a value).
+pub fn reason_shown(reason: &str, normalized: &str) -> String {
+    let mut literals = Vec::new();
+    literals_of(normalized.as_bytes(), &mut literals);
+    literals.retain(|l| !l.is_empty());
+    literals.sort_by_key(|l| std::cmp::Reverse(l.len()));
+    literals.dedup();
+    let mut out = reason.to_string();
+    for literal in &literals {
+        out = out.replace(literal.as_str(), "?");
+    }
+    out
+}
+
+/// The literals of `text` as [`shown`] finds them: each token's text and, for a quoted one,
+/// its content with the quotes' escapes undone.
+fn literals_of(text: &[u8], out: &mut Vec<String>) {
+    for token in Lexer::new(text) {
+        let raw = token.text(text);
+        match token.kind {
+            kind if kind.is_value_literal() || matches!(kind, TokenKind::NationalString | TokenKind::Unterminated | TokenKind::UserVariable) => {
+                out.push(String::from_utf8_lossy(raw).into_owned());
+                // `'a''b'`, `N'x'`, `X'..'`, `_utf8mb4'..'` (the introducer is its own token),
+                // `@'user'`: the content between the first quote and the last.
+                if let (Some(open), Some(close)) = (raw.iter().position(|b| matches!(b, b'\'' | b'"')), raw.iter().rposition(|b| matches!(b, b'\'' | b'"'))) {
+                    let quote = raw[open];
+                    let inner = String::from_utf8_lossy(&raw[open + 1..close.max(open + 1)]).into_owned();
+                    let doubled = [quote as char; 2].iter().collect::<String>();
+                    out.push(inner.replace(&doubled, &(quote as char).to_string()).replace('\\', ""));
+                    out.push(inner);
+                }
+            }
+            TokenKind::ExecComment => {
+                let open = if raw.starts_with(b"/*M!") { 4 } else { 3 };
+                literals_of(&raw[open..raw.len().saturating_sub(2).max(open)], out);
+            }
+            _ => {}
+        }
+    }
+}

@@ -245,9 +245,11 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
         let n = usize::try_from(limit).unwrap_or(usize::MAX);
         for entry in engine.registry.verdicts.top(n).into_iter().filter(|e| e.count() > 0) {
             let (cacheable, reason) = match &entry.verdict {
-                Verdict::Relay { reason } => {
-                    (if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" }, reason.to_string())
-                }
+                // The compiler's reason quotes what it refused as it read it, literals and all.
+                Verdict::Relay { reason } => (
+                    if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" },
+                    crate::matching::reason_shown(reason, &entry.normalized),
+                ),
                 Verdict::Cache { id, .. } => {
                     let name = engine.by_id(*id).map(|c| c.name.clone()).unwrap_or_default();
                     let last = entry.last_relay().and_then(|i| RelayReason::ALL.get(usize::from(i))).map_or("none yet", |r| r.label());
