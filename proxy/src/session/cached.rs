@@ -257,6 +257,7 @@ impl Session {
     ) -> Result<Routed, SessionError> {
         self.own.routed();
         let relay = match routed {
+            Decision::Serve { .. } if self.keep_alive_due(started) => Relay::from(RelayReason::KeepAlive),
             Decision::Serve { cache, answer, key } => match self.write_answer(&cache, &answer, key.binary, last_seq).await? {
                 Written::Sent => {
                     let elapsed = started.elapsed();
@@ -275,6 +276,13 @@ impl Session {
         }
         self.relayed = entry.map(|e| (e, started));
         Ok(Routed::Relay { capture: relay.capture })
+    }
+
+    /// Whether the upstream connection has gone so long without a command (half the session's
+    /// `wait_timeout`, as the probe read it) that the read at `now` is relayed, which the
+    /// server counts as the session's activity.
+    fn keep_alive_due(&self, now: Instant) -> bool {
+        self.identity.as_ref().is_some_and(|i| now.saturating_duration_since(self.upstream_rested) >= i.keep_alive)
     }
 
     /// Writes the answer's packets, or nothing if a value cannot be encoded exactly as the

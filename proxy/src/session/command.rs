@@ -156,7 +156,7 @@ impl Session {
         if matches!(command, Command::Query | Command::StmtExecute) {
             self.relay_results().await?;
         }
-        self.upstream_idle = true;
+        self.rest_upstream();
         self.flush_client().await?;
         let turns_off = names.is_some_and(|n| n.found());
         self.state.unlogged |= turns_off;
@@ -365,7 +365,7 @@ impl Session {
             }
             _ => self.relay_single().await?,
         }
-        self.upstream_idle = true;
+        self.rest_upstream();
         self.flush_client().await?;
         self.record_relayed();
         self.store_capture();

@@ -79,6 +79,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             statements: Default::default(),
             shared,
             upstream_idle: true,
+            upstream_rested: std::time::Instant::now(),
             auth: established.auth,
             state: established.state,
             identity: None,

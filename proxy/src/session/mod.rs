@@ -161,6 +161,9 @@ pub struct Session {
     shared: Arc<Shared>,
     /// True while the upstream is between commands (it can be sent COM_QUIT).
     upstream_idle: bool,
+    /// When the upstream last finished a command: the server's `wait_timeout` counts from
+    /// there, however many reads freshet answered since (`Session::rest_upstream`).
+    upstream_rested: std::time::Instant,
     /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
     auth: connect::AuthState,
     /// What the session's own statements say about it (unfollowed, stale, unlogged).
@@ -337,6 +340,12 @@ impl Session {
         } else {
             let _ = self.client.shutdown().await;
         }
+    }
+
+    /// The upstream finished a command and waits for the next: the server's idle clock starts.
+    fn rest_upstream(&mut self) {
+        self.upstream_idle = true;
+        self.upstream_rested = std::time::Instant::now();
     }
 
     /// Moves the byte counts of both connections into the metrics.

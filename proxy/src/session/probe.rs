@@ -32,8 +32,8 @@ use super::{Session, SessionError};
 const PROBE: &[u8] = b"SELECT CURRENT_USER(), CURRENT_ROLE(), DATABASE(), @@SESSION.sql_mode, @@SESSION.sql_select_limit, \
 @@SESSION.character_set_client, @@SESSION.character_set_connection, @@SESSION.character_set_results, \
 @@SESSION.collation_connection, @@lower_case_table_names, @@SESSION.time_zone, @@system_time_zone, \
-@@SESSION.div_precision_increment, @@SESSION.sql_auto_is_null, @@SESSION.max_sort_length";
-const COLUMNS: usize = 15;
+@@SESSION.div_precision_increment, @@SESSION.sql_auto_is_null, @@SESSION.max_sort_length, @@SESSION.wait_timeout";
+const COLUMNS: usize = 16;
 /// The probe's reply is a dozen short values; anything larger is not the server's answer.
 const LIMIT: usize = 64 * 1024;
 
@@ -153,7 +153,7 @@ impl Session {
         self.upstream_idle = false;
         self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
         let row = self.one_row_reply(columns, limit, what).await?;
-        self.upstream_idle = true;
+        self.rest_upstream();
         Ok(row)
     }
 
@@ -272,7 +272,17 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         misread: misreading(&sql_mode),
         misread_charset: get(5).is_some_and(|c| super::state::misread_charset(&c)),
         narrow_text: narrow(get(5).as_deref()) || narrow(get(6).as_deref()),
+        keep_alive: keep_alive(get(15).as_deref()),
     }
+}
+
+/// How long the session's upstream connection may go without a command before a cached
+/// read is relayed instead, so that the server, which counts `wait_timeout` from the
+/// session's last command, does not drop a session that reads only cached rows: half the
+/// session's `wait_timeout` (a minute when the server does not say).
+fn keep_alive(wait_timeout: Option<&str>) -> std::time::Duration {
+    let seconds = wait_timeout.and_then(|w| w.parse::<u64>().ok()).unwrap_or(120);
+    std::time::Duration::from_millis(seconds.saturating_mul(500))
 }
 
 /// Whether a character set is utf8mb3 (`utf8` in MariaDB before 10.6 and in MySQL 5.7),

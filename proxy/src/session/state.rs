@@ -371,7 +371,9 @@ impl SessionState {
                         }
                         // Read by the probe: asked again, and the server's answer decides
                         // which reads are served (`route::Reading`, `Identity::unfit`).
-                        "sql_mode" | "sql_select_limit" | "time_zone" | "div_precision_increment" | "sql_auto_is_null" => self.stale = true,
+                        "sql_mode" | "sql_select_limit" | "time_zone" | "div_precision_increment" | "sql_auto_is_null" | "wait_timeout" => {
+                            self.stale = true
+                        }
                         n if HARMLESS.contains(&n) => {}
                         _ => self.unfollowed("a setting that may change results", sql),
                     }
@@ -1318,7 +1320,8 @@ const HARMLESS: &[&str] = &[
     "autocommit",
     "transaction_read_only",
     "tx_read_only",
-    "wait_timeout",
+    // A session's own wait_timeout is read by the probe (above); its interactive_timeout
+    // is read only at login.
     "interactive_timeout",
     "net_read_timeout",
     "net_write_timeout",
@@ -1471,12 +1474,16 @@ mod tests {
     fn harmless_settings_keep_the_session_cacheable() {
         let s = after(&[
             "SET autocommit = 1",
-            "SET SESSION wait_timeout = 100, @@session.net_read_timeout = 30",
+            "SET SESSION interactive_timeout = 100, @@session.net_read_timeout = 30",
             "SET @x = NOW()",
             "SELECT 1 /*+ hint */",
             "INSERT INTO t VALUES (1)",
         ]);
         assert!(!s.unfollowed && !s.stale && !s.unlogged, "{s:?}");
+        // Cacheable, and read again by the probe (a cached read keeps the session alive
+        // within half of it).
+        let s = after(&["SET SESSION wait_timeout = 100"]);
+        assert!(!s.unfollowed && s.stale, "{s:?}");
     }
 
     /// MariaDB's `SET STATEMENT ... FOR` sets its variables for the one statement after FOR
