@@ -355,7 +355,8 @@ pub fn may_change_rows(sql: &str) -> bool {
             for skip in ["OR", "REPLACE", "TEMPORARY"] {
                 at += usize::from(word(at).as_deref() == Some(skip));
             }
-            word(at).as_deref() == Some("TABLE") && Lexer { s: sql, i: 0 }.any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("SELECT")))
+            word(at).as_deref() == Some("TABLE")
+                && Lexer { s: sql, i: 0 }.any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("SELECT")))
         }
         // MariaDB's ANALYZE of a statement runs it (and is logged by its text); of tables it
         // is maintenance.
@@ -364,9 +365,7 @@ pub fn may_change_rows(sql: &str) -> bool {
             !matches!(word(at).as_deref(), Some("TABLE" | "TABLES"))
         }
         // Schemas, routines, triggers, views, accounts and the server's own maintenance.
-        "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE" | "OPTIMIZE" | "REPAIR" | "FLUSH" | "INSTALL" | "UNINSTALL" => {
-            false
-        }
+        "ALTER" | "DROP" | "RENAME" | "TRUNCATE" | "GRANT" | "REVOKE" | "OPTIMIZE" | "REPAIR" | "FLUSH" | "INSTALL" | "UNINSTALL" => false,
         "BEGIN" | "COMMIT" | "ROLLBACK" | "SAVEPOINT" | "RELEASE" | "XA" => false,
         // A SET STATEMENT without its FOR (not a statement MariaDB logs) counts as a write.
         "SET" => !matches!(word(1).as_deref(), Some("PASSWORD" | "ROLE" | "DEFAULT")),

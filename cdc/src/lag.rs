@@ -17,13 +17,16 @@
 //! # How lag is measured, and what it bounds
 //! The server's binlog position is observed by polling `SHOW MASTER STATUS` every [`POLL`] and
 //! from the stream itself (every event's end, heartbeats). Each observation that moves past the
-//! last one is kept with the instant it was first seen. The lag for an applied position `A` is
-//! `now - (first-seen instant of the oldest observed position after A)`, zero if none is: the
-//! age of the oldest change the server has and the caller has not applied, counting events
+//! last one is kept with the instant the server may have written it at the earliest: the last
+//! poll's answer before it was seen (when the server's end was last known; the instant it was
+//! seen if no poll answered yet). The lag for an applied position `A` is
+//! `now - (that instant of the oldest observed position after A)`, zero if none is: at least
+//! the age of the oldest change the server has and the caller has not applied, counting events
 //! still queued inside freshet and a large transaction from the moment the server committed it
-//! (it enters the binlog, and the position moves, at its commit). Since a position is seen at
-//! most [`POLL`] after the server wrote it, an answer computed at `A` is at most
-//! `lag + POLL` older than the server's state. That holds while the poll succeeds; when it is
+//! (it enters the binlog, and the position moves, at its commit). So an answer computed at `A`
+//! is at most `lag` older than the server's state, including a backlog the server wrote while
+//! the poll and the stream could not reach it (timed from the last answer before, not from the
+//! reconnect). That holds while the poll succeeds; when it is
 //! late (the server does not answer it), a change written since the last poll may not have
 //! been seen at all, so the lag is at least the poll's age less one [`POLL`]: the same bound
 //! holds until the poll is [`POLL_STALE`] and readers call the lag unknown. Positions are not
@@ -120,6 +123,9 @@ pub struct Behind {
     pub server: Option<Position>,
     /// How long ago the poll last read the server's position.
     pub polled_ago: Option<Duration>,
+    /// The applied position is behind a backlog whose age no one saw (written while no freshet
+    /// ran: [`LagHandle::age_unknown_until`]): `lag` says nothing, the lag is not known.
+    pub unknown_age: bool,
 }
 
 #[derive(Debug, Default)]
@@ -133,6 +139,8 @@ struct Inner {
     /// Why the server's binlog is not the history the stream reads, if the poll found it so
     /// (its end went back: RESET MASTER). Cleared when a new stream starts ([`LagHandle::restart_at`]).
     went_back: Option<String>,
+    /// The end of a backlog of unknown age ([`LagHandle::age_unknown_until`]), until applied.
+    unknown_until: Option<Position>,
 }
 
 /// A cheap handle to read a stream's lag from elsewhere (metrics, readiness, the gate).
@@ -157,16 +165,26 @@ impl LagHandle {
         self.0.lock().ok()?.lag.file_created.clone()
     }
 
-    /// Records that the server has written its binlog up to `at` (first seen now).
+    /// Records that the server has written its binlog up to `at`, first seen now: written at
+    /// the earliest right after the last poll's answer ([`Lag::polled`]), when the server's end
+    /// was last known, so it counts from then. Between polls that is at most one [`POLL`]
+    /// early; after an outage of the poll (the server, or the way to it, was away while others
+    /// wrote) it is the whole outage, where the instant of the reconnect would time a backlog
+    /// written long before as new.
     pub fn observe_server(&self, at: &BinlogPos) {
         self.observe_at(at, Instant::now());
     }
 
-    fn observe_at(&self, at: &BinlogPos, now: Instant) {
+    fn observe_at(&self, at: &BinlogPos, seen: Instant) {
         let Ok(position) = at.position() else { return };
         if let Ok(mut l) = self.0.lock() {
             if l.seen.back().is_some_and(|&(p, _)| p >= position) {
                 return;
+            }
+            let mut now = l.lag.polled.map_or(seen, |p| p.min(seen));
+            // Not before an earlier observation's instant: both stay increasing.
+            if let Some(&(_, last)) = l.seen.back() {
+                now = now.max(last);
             }
             l.lag.server = Some(at.clone());
             match l.seen.back_mut() {
@@ -217,10 +235,18 @@ impl LagHandle {
     /// Forgets the server positions seen so far and starts again at `at` (a new stream after
     /// a gap: the server may be another one, its positions need not follow the old ones).
     pub fn restart_at(&self, at: &BinlogPos) {
+        self.restart_behind(at, None);
+    }
+
+    /// [`LagHandle::restart_at`] a position stored by an earlier run, behind what the server
+    /// wrote up to `unknown_until` while no freshet ran: at instants no one saw, maybe long
+    /// ago. Until the applied position reaches it, the lag is not known ([`Behind::unknown_age`]).
+    pub fn restart_behind(&self, at: &BinlogPos, unknown_until: Option<Position>) {
         if let Ok(mut l) = self.0.lock() {
             l.seen.clear();
             l.gtids.clear();
             l.went_back = None;
+            l.unknown_until = unknown_until;
             l.lag.server = None;
             l.lag.polled = Some(Instant::now());
         }
@@ -230,7 +256,11 @@ impl LagHandle {
     /// The lag of `applied`: see the module header.
     pub fn behind(&self, applied: Position) -> Behind {
         let now = Instant::now();
-        let Ok(mut l) = self.0.lock() else { return Behind { lag: Duration::ZERO, server: None, polled_ago: None } };
+        let Ok(mut l) = self.0.lock() else { return Behind { lag: Duration::ZERO, server: None, polled_ago: None, unknown_age: true } };
+        let unknown_age = l.unknown_until.is_some_and(|end| applied < end);
+        if !unknown_age {
+            l.unknown_until = None;
+        }
         while l.seen.len() > 1 && l.seen[0].0 <= applied {
             l.seen.pop_front();
         }
@@ -243,6 +273,7 @@ impl LagHandle {
             lag: oldest_unapplied.map_or(Duration::ZERO, |t| now.saturating_duration_since(t)).max(unseen),
             server: l.seen.back().map(|&(p, _)| p),
             polled_ago,
+            unknown_age,
         }
     }
 
@@ -389,11 +420,12 @@ mod tests {
     #[test]
     fn a_position_first_seen_after_an_outage_is_as_old_as_the_last_poll() {
         let h = LagHandle::default();
-        h.observe_server(&pos(100));
-        h.polled();
-        let applied = pos(100).position().unwrap();
         let outage = Duration::from_secs(7);
-        h.0.lock().unwrap().lag.polled = Instant::now().checked_sub(outage);
+        let before = Instant::now().checked_sub(outage).unwrap();
+        // Seen, and polled, 7 s ago; the poll has not answered since.
+        h.observe_at(&pos(100), before);
+        h.0.lock().unwrap().lag.polled = Some(before);
+        let applied = pos(100).position().unwrap();
         // The stream reconnects first and reads the backlog, then the poll answers again.
         h.observe_server(&pos(200));
         h.observe_polled(&pos(300), h.last_seen());

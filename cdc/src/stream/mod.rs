@@ -347,8 +347,14 @@ impl BinlogStream {
     /// Reports into `lag` from now on (the caller keeps one handle across streams; the
     /// server positions it remembers start again at this stream's start).
     pub fn use_lag(&mut self, lag: LagHandle) {
+        self.use_lag_behind(lag, None);
+    }
+
+    /// [`BinlogStream::use_lag`] for a stream resumed at a position stored by an earlier run,
+    /// behind what the server wrote up to `unknown_until` meanwhile ([`LagHandle::restart_behind`]).
+    pub fn use_lag_behind(&mut self, lag: LagHandle, unknown_until: Option<freshet_dataflow::Position>) {
         let (delivered, verified) = (self.delivered.clone(), self.verified);
-        lag.restart_at(&delivered);
+        lag.restart_behind(&delivered, unknown_until);
         lag.update(|l| {
             l.delivered = Some(delivered);
             l.connected = verified;

@@ -41,8 +41,10 @@ pub struct Freshness {
     /// The server's binlog position as last observed.
     pub server: Option<freshet_cdc::BinlogPos>,
     /// Age of the oldest change the server has and the views do not (events queued inside
-    /// freshet included); None when unknown: the stream is down or re-establishing, or the
-    /// server's position could not be read for [`freshet_cdc::lag::POLL_STALE`].
+    /// freshet included); None when unknown: the stream is down or re-establishing, the
+    /// server's position could not be read for [`freshet_cdc::lag::POLL_STALE`], or the views
+    /// are behind a backlog written while no freshet ran (a restart resumed at the replica's
+    /// position), whose age no one saw.
     pub lag: Option<Duration>,
     /// `lag` is known and at most `[consistency] max_lag`: cached reads are served.
     pub caught_up: bool,
@@ -90,7 +92,7 @@ impl FreshnessGate {
         let behind = self.lag.behind(applied);
         let stream_up = self.stream_up.load(Ordering::Relaxed) && !self.closed.load(Ordering::Relaxed) && lag.connected;
         let polled = behind.polled_ago.is_some_and(|a| a <= freshet_cdc::lag::POLL_STALE);
-        let known = (stream_up && polled).then_some(behind.lag);
+        let known = (stream_up && polled && !behind.unknown_age).then_some(behind.lag);
         Freshness {
             applied,
             server: lag.server,

@@ -347,6 +347,10 @@ impl Engine {
         freshet_cdc::check_upstream(&mut conn, &database, &table_refs).await.context("the upstream cannot feed freshet's caches")?;
         let _ = conn.disconnect().await;
         let fills = UpstreamFills::new(opts.clone(), &database, stream.flavor(), stream.table_infos(), FillConfig::default());
+        let unknown_until = match &resume {
+            Some(replica::Resume::Resumed(end)) => Some(*end),
+            _ => None,
+        };
         let replica = match (store, resume) {
             (Some(store), Some(resume)) => {
                 let batch = config.replica.copy_batch_rows;
@@ -360,7 +364,7 @@ impl Engine {
         let poll = freshet_cdc::spawn_position_poll(opts.clone(), stream.flavor().current_position_sql(), engine.gate.lag_handle());
         engine.task(poll.abort_handle());
         let source = BinlogSource::new(opts, stream_config, engine.gate.lag_handle());
-        let events = source.run(stream);
+        let events = source.run_behind(stream, unknown_until);
         info!(caches = config.caches.len(), server_id, database = %database, "cache engine started");
         let outputs = writer::Outputs {
             registry: engine.registry.clone(),

@@ -128,7 +128,8 @@ impl Replica {
                 store.reset_tables(&schemas, Some(p))?;
                 info!("replica: the stream has a gap; copying every table again");
             }
-            Resume::Resumed => {}
+            // The backlog's age: the stream's (`BinlogSource::run_behind`).
+            Resume::Resumed(_) => {}
         }
         let cfg = SnapshotConfig { batch_rows: batch_rows as usize, ..SnapshotConfig::default() };
         let replica = Arc::new(Replica {
@@ -498,8 +499,10 @@ async fn copy_loop(replica: std::sync::Weak<Replica>) {
 pub(super) enum Resume {
     /// The store was new: it starts at the stream's start.
     Fresh(Position),
-    /// The stream continues from the store's position: nothing is copied again.
-    Resumed,
+    /// The stream continues from the store's position: nothing is copied again. What the
+    /// server wrote since, up to this position (its end at the resume), was written while no
+    /// freshet ran, at instants no one saw.
+    Resumed(Position),
     /// The store's position is no longer in the server's binlog (purged): every table is
     /// copied again, the stream starts at the server's current position.
     Gap(Position),
@@ -532,7 +535,7 @@ pub(super) async fn connect_stream(
                 Ok(mut s) => {
                     s.expect_file(&at.file, created);
                     info!(position = %at, "replica: resuming the binlog at the replica's position");
-                    return Ok((s, Some(Resume::Resumed)));
+                    return Ok((s, Some(Resume::Resumed(now.position()?))));
                 }
                 Err(e) => warn!(position = %at, error = %e, "replica: cannot resume at the replica's position; copying again"),
             },

@@ -63,8 +63,14 @@ impl BinlogSource {
     }
 
     /// Runs `stream` (connected at start-up) in its own task: its events.
-    pub fn run(&self, mut stream: BinlogStream) -> Events {
-        stream.use_lag(self.lag.clone());
+    pub fn run(&self, stream: BinlogStream) -> Events {
+        self.run_behind(stream, None)
+    }
+
+    /// [`BinlogSource::run`] for a stream resumed at the replica's position, behind what the
+    /// server wrote up to `unknown_until` while no freshet ran (`LagHandle::restart_behind`).
+    pub fn run_behind(&self, mut stream: BinlogStream, unknown_until: Option<Position>) -> Events {
+        stream.use_lag_behind(self.lag.clone(), unknown_until);
         stream.spawn(EVENT_QUEUE).0
     }
 }

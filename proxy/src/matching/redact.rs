@@ -82,11 +82,15 @@ fn literals_of(text: &[u8], out: &mut Vec<String>) {
     for token in Lexer::new(text) {
         let raw = token.text(text);
         match token.kind {
-            kind if kind.is_value_literal() || matches!(kind, TokenKind::NationalString | TokenKind::Unterminated | TokenKind::UserVariable) => {
+            kind if kind.is_value_literal()
+                || matches!(kind, TokenKind::NationalString | TokenKind::Unterminated | TokenKind::UserVariable) =>
+            {
                 out.push(String::from_utf8_lossy(raw).into_owned());
                 // `'a''b'`, `N'x'`, `X'..'`, `_utf8mb4'..'` (the introducer is its own token),
                 // `@'user'`: the content between the first quote and the last.
-                if let (Some(open), Some(close)) = (raw.iter().position(|b| matches!(b, b'\'' | b'"')), raw.iter().rposition(|b| matches!(b, b'\'' | b'"'))) {
+                if let (Some(open), Some(close)) =
+                    (raw.iter().position(|b| matches!(b, b'\'' | b'"')), raw.iter().rposition(|b| matches!(b, b'\'' | b'"')))
+                {
                     let quote = raw[open];
                     let inner = String::from_utf8_lossy(&raw[open + 1..close.max(open + 1)]).into_owned();
                     let doubled = [quote as char; 2].iter().collect::<String>();
