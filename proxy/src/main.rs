@@ -124,6 +124,13 @@ fn parse_args(mut args: impl Iterator<Item = String>, env_config: Option<PathBuf
     Ok(if check { Invocation::Check(path) } else { Invocation::Run(path) })
 }
 
+/// The log filter of `[log] level`: the SQL parser logs, at debug, the whole text of what it
+/// parses (a client's literals, a password given to `PASSWORD()`), so it is held at warnings
+/// unless the level names it.
+fn log_directives(level: &str) -> String {
+    if level.contains("sqlparser") { level.to_string() } else { format!("{level},sqlparser=warn") }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -143,11 +150,4 @@ mod tests {
         assert!(parse(&[], None).unwrap_err().contains("no config"));
         assert!(parse(&["--config"], None).unwrap_err().contains("needs a path"));
     }
-}
-
-/// The log filter of `[log] level`: the SQL parser logs, at debug, the whole text of what it
-/// parses (a client's literals, a password given to `PASSWORD()`), so it is held at warnings
-/// unless the level names it.
-fn log_directives(level: &str) -> String {
-    if level.contains("sqlparser") { level.to_string() } else { format!("{level},sqlparser=warn") }
 }
