@@ -657,6 +657,63 @@ async fn a_session_reading_cached_rows_is_not_idle_to_the_server() {
     assert!(hits(&proxy) >= before + 10, "the reads are still answered from the cache");
 }
 
+/// A session the server KILLs is answered nothing more from the cache, however fast its client
+/// sends reads: freshet watches the upstream connection before the client's next command (an
+/// audit: a client that kept reads queued got about 20,000 answers after the KILL, where the
+/// server answers a killed session's queued commands none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_session_is_answered_nothing_more_however_fast_it_reads() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    const READS: usize = 20_000;
+    secrets("tr_pipelined").await;
+    let proxy = start_proxy(&config("tr_pipelined", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_pipelined WHERE id = 1";
+    warm(&proxy, sql).await;
+    let mut c = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    // The session's own first reads (the probe, the right to the cache), then one answer's size.
+    let mut answer = Vec::new();
+    for _ in 0..20 {
+        let before = hits(&proxy);
+        answer = c.query(sql).await;
+        if hits(&proxy) > before {
+            break;
+        }
+    }
+    let answer_bytes: usize = answer.iter().map(|p| p.len() + 4).sum();
+    let id = c.query("SELECT CONNECTION_ID()").await;
+    let id = String::from_utf8_lossy(&id[id.len() - 2][1..]).into_owned();
+    let (stream, _) = c.io.into_parts().unwrap();
+    let (mut rx, mut tx) = tokio::io::split(stream);
+    let mut one = vec![0u8; 4];
+    one.push(0x03);
+    one.extend_from_slice(sql.as_bytes());
+    let len = (one.len() - 4) as u32;
+    one[..3].copy_from_slice(&len.to_le_bytes()[..3]);
+    let all: Vec<u8> = (0..READS).flat_map(|_| one.iter().copied()).collect();
+    let writer = tokio::spawn(async move {
+        let _ = tx.write_all(&all).await;
+        tx
+    });
+    // Once a hundred answers came back (freshet is answering the queue), the operator KILLs
+    // the session.
+    let (mut received, mut at_kill) = (0usize, None);
+    let mut buf = vec![0u8; 64 * 1024];
+    while let Ok(Ok(n)) = tokio::time::timeout(Duration::from_secs(10), rx.read(&mut buf)).await {
+        if n == 0 {
+            break;
+        }
+        received += n;
+        if at_kill.is_none() && received >= 100 * answer_bytes {
+            direct().await.query_drop(format!("KILL CONNECTION {id}")).await.unwrap();
+            at_kill = Some(received);
+        }
+    }
+    let _ = writer.await;
+    let answered = (received - at_kill.expect("a hundred answers before the KILL")) / answer_bytes;
+    eprintln!("{answered} answered after the KILL returned ({received} bytes, {answer_bytes} per answer)");
+    assert!(answered < 1_000, "{answered} of {READS} reads were answered after the session was killed");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn session_changes_the_tokenizer_cannot_follow_are_relayed() {
     let _globals = SERVER_GLOBALS.read().await;
