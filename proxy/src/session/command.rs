@@ -176,9 +176,11 @@ impl Session {
     /// served first).
     async fn wait_for_command(&mut self, mut stopping: Pin<&mut impl Future<Output = ()>>) -> Result<(), SessionError> {
         loop {
+            // The upstream first: a client that always has a command queued (pipelined reads
+            // answered from the cache) would otherwise keep being answered after the server
+            // ended its session.
             tokio::select! {
                 biased;
-                ready = self.client.readable() => return ready.map_err(SessionError::from_client),
                 frame = self.upstream.read_frame() => {
                     // MariaDB resets (RST) a connection it drops for wait_timeout and closes
                     // (FIN) one it KILLs; others send an ERR packet first. The client's
@@ -192,6 +194,7 @@ impl Session {
                     self.client.queue_frame(&frame);
                     self.flush_client().await?;
                 }
+                ready = self.client.readable() => return ready.map_err(SessionError::from_client),
                 () = stopping.as_mut() => return Err(SessionError::ShuttingDown),
             }
         }
