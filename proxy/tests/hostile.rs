@@ -382,6 +382,13 @@ async fn show_proxied_queries_shows_no_literal_of_any_statement() {
         "SELECT id, CAST('sekrit_eleven' AS CHAR) AS t FROM hx WHERE id = 1",
         "SELECT id FROM hx WHERE name = ANY(SELECT 'sekrit_twelve')",
         "SELECT id, DATE '2031-07-19', b'0110110' FROM hx WHERE id = 1",
+        // Literals the compiler writes otherwise than the client did (a second audit).
+        "SELECT id, CAST(0x736B686578 AS CHAR) FROM hx WHERE id = 1",
+        "SELECT id, CAST(_utf8mb4 0x736B6A AS CHAR) FROM hx WHERE id = 1",
+        "SELECT id, CAST('sekA\\tsekB' AS CHAR) FROM hx WHERE id = 1",
+        "SELECT id, CAST('sekC\\'sekD' AS CHAR) FROM hx WHERE id = 1",
+        "SELECT id, CAST('sekK\\ZsekL' AS CHAR) FROM hx WHERE id = 1",
+        "SELECT id, CAST(N'sekM\\nsekN' AS CHAR) FROM hx WHERE id = 1",
     ];
     for sql in statements {
         // Most of them fail on the server (no such privilege, no such user): relayed anyway.
@@ -393,7 +400,7 @@ async fn show_proxied_queries_shows_no_literal_of_any_statement() {
         .map(|r| (0..r.len()).map(|i| r.get::<Option<String>, _>(i).flatten().unwrap_or_default()).collect::<Vec<_>>().join(" | "))
         .collect();
     let all = shown.join("\n");
-    for secret in ["sekrit", "42424242", "5345", "736b", "2031-07-19", "0110110"] {
+    for secret in ["sekrit", "42424242", "5345", "736b", "736B", "2031-07-19", "0110110", "sek"] {
         assert!(!all.contains(secret), "{secret} shown:\n{all}");
     }
     assert!(all.contains("GRANT"), "statements are listed, without their literals:\n{all}");
