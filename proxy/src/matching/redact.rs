@@ -62,7 +62,8 @@ fn redact_into(text: &[u8], out: &mut String) {
 /// `reason` (why a statement of normalized text `normalized` is relayed, which may quote parts
 /// of it as the compiler read them) with every literal of `normalized` replaced by `?`: each
 /// literal token's text, and a quoted one's content, wherever it appears in `reason`, longest
-/// first (a literal as short as `1` takes every `1` with it: shown too little, never a value).
+/// first (a literal as short as `1` takes every `1` with it: shown too little, never a value);
+/// then the quoted SQL is read as SQL and its literal tokens replaced, whatever their spelling.
 pub fn reason_shown(reason: &str, normalized: &str) -> String {
     let mut literals = Vec::new();
     literals_of(normalized.as_bytes(), &mut literals);
@@ -72,6 +73,14 @@ pub fn reason_shown(reason: &str, normalized: &str) -> String {
     let mut out = reason.to_string();
     for literal in &literals {
         out = out.replace(literal.as_str(), "?");
+    }
+    // The compiler quotes SQL between backticks, in its own spelling (`0x31` as `X'31'`,
+    // escapes written otherwise): whatever lies between the first and the last backtick is
+    // read as SQL and its literals taken out too.
+    if let (Some(first), Some(last)) = (out.find('`'), out.rfind('`'))
+        && first < last
+    {
+        out = format!("{}{}{}", &out[..=first], shown(&out[first + 1..last]), &out[last..]);
     }
     out
 }
