@@ -1021,6 +1021,13 @@ mod tests {
             "BEGIN CALL p(); RETURN 1; END",
             "RETURN NEXTVAL(s)",
             "BEGIN UPDATE performance_schema.threads, app.t SET instrumented = 'NO'; RETURN 1; END",
+            // A comment's opening inside a string hides nothing (an audit of the lexer).
+            "BEGIN DECLARE c CHAR(2) DEFAULT '/*'; UPDATE t SET a = 1; RETURN 1; END",
+            "BEGIN DECLARE c CHAR(2) DEFAULT '#'; UPDATE t SET a = 1; RETURN 1; END",
+            "BEGIN DECLARE c CHAR(2) DEFAULT 'it''s -- '; UPDATE t SET a = 1; RETURN 1; END",
+            "BEGIN DECLARE c CHAR(2) DEFAULT 'a\\' -- '; UPDATE t SET a = 1; RETURN 1; END",
+            // `--` opens a comment only before white space: `1--1` is one minus minus one.
+            "BEGIN DECLARE c INT DEFAULT 1--1; UPDATE t SET a = 1; RETURN 1; END",
         ] {
             assert!(routine_writes(body), "{body}");
         }
@@ -1076,6 +1083,12 @@ mod tests {
             "analyze update t set v = v + 10 where id = 2",
             "ANALYZE DELETE FROM t WHERE id = 99",
             "ANALYZE SELECT f()",
+            // A second audit: a table value constructor runs its functions too, and quoting
+            // the lexer misread hid the SELECT.
+            "CREATE TABLE c3 AS VALUES (bump())",
+            "CREATE TABLE c1 (x VARCHAR(5) DEFAULT '/*') SELECT bump() AS y",
+            "CREATE TABLE c4 (x INT DEFAULT (1--1)) SELECT bump() AS y",
+            "CREATE TABLE c5 (x VARCHAR(5) DEFAULT \"\\\"\") SELECT bump() AS y",
         ] {
             assert!(may_change_rows(sql), "{sql}");
         }
