@@ -81,17 +81,24 @@ fn statement_tokens(sql: &str) -> Vec<Tok> {
 
 fn tokens(sql: &str) -> Vec<Tok> {
     let head = sql.char_indices().nth(HEAD_CHARS).map_or(sql, |(end, _)| &sql[..end]);
-    Lexer { s: head, i: 0 }.take(256).collect()
+    Lexer::new(head).take(256).collect()
 }
 
 /// The tokens of a text, however long (what [`tokens`] takes the head of). Strings are not
-/// told apart: their words are words, which errs towards reading more into a text.
+/// told apart: their words are words, which errs towards reading more into a text; but no
+/// comment opens inside a single-quoted one (`'/*'` hides nothing after it).
 struct Lexer<'a> {
     s: &'a str,
     i: usize,
+    /// Inside a single-quoted string.
+    quoted: bool,
 }
 
-impl Lexer<'_> {
+impl<'a> Lexer<'a> {
+    fn new(s: &'a str) -> Lexer<'a> {
+        Lexer { s, i: 0, quoted: false }
+    }
+
     fn byte(&self, k: usize) -> Option<u8> {
         self.s.as_bytes().get(self.i + k).copied()
     }
@@ -100,6 +107,11 @@ impl Lexer<'_> {
     /// past ASCII is decoded to ask whether it is a letter or a space).
     fn char(&self) -> Option<char> {
         self.s[self.i..].chars().next()
+    }
+
+    /// The character `k` bytes past the cursor, if one starts there.
+    fn char_at(&self, k: usize) -> Option<char> {
+        self.s.get(self.i + k..)?.chars().next()
     }
 }
 
@@ -111,7 +123,19 @@ impl Iterator for Lexer<'_> {
         loop {
             let c = self.char()?;
             let next = self.byte(1);
-            if c.is_whitespace() {
+            if c == '\'' {
+                // `''` inside a string is a quote, not its end.
+                if self.quoted && next == Some(b'\'') {
+                    self.i += 2;
+                } else {
+                    self.quoted = !self.quoted;
+                    self.i += 1;
+                }
+            } else if self.quoted && c == '\\' {
+                self.i += 1 + self.char_at(1).map_or(0, char::len_utf8);
+            } else if c.is_whitespace() {
+                self.i += c.len_utf8();
+            } else if self.quoted && !ident(c) {
                 self.i += c.len_utf8();
             } else if c == '/' && next == Some(b'*') {
                 // `/*!40000 ... */` version comments hold SQL, as MariaDB's `/*M!100000 ... */`
@@ -131,7 +155,7 @@ impl Iterator for Lexer<'_> {
                 }
             } else if c == '*' && next == Some(b'/') {
                 self.i += 2;
-            } else if c == '#' || (c == '-' && next == Some(b'-')) {
+            } else if c == '#' || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_whitespace() || d.is_control())) {
                 self.i = self.s[self.i..].find('\n').map_or(self.s.len(), |at| self.i + at);
             } else if c == '`' || c == '"' {
                 let mut s = String::new();
@@ -346,7 +370,7 @@ pub fn may_change_rows(sql: &str) -> bool {
     let Some(first) = toks.first() else { return false };
     let Tok::Word(_) = first else { return true };
     match word(0).unwrap_or_default().as_str() {
-        // A CREATE TABLE ... SELECT runs the functions its SELECT calls, whose writes a
+        // A CREATE TABLE ... SELECT (or AS VALUES) runs the functions it calls, whose writes a
         // statement-logged CREATE carries no rows of (row-logged, it is the table's generated
         // definition, then row events). Its SELECT may lie past the head: the whole text is
         // read (a rare statement).
@@ -355,8 +379,10 @@ pub fn may_change_rows(sql: &str) -> bool {
             for skip in ["OR", "REPLACE", "TEMPORARY"] {
                 at += usize::from(word(at).as_deref() == Some(skip));
             }
-            word(at).as_deref() == Some("TABLE")
-                && Lexer { s: sql, i: 0 }.any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("SELECT")))
+            // Read as bytes, not tokens: no quoting can hide the word, and one in a string or
+            // a comment only evicts the caches once more.
+            let upper = sql.to_ascii_uppercase();
+            word(at).as_deref() == Some("TABLE") && (upper.contains("SELECT") || upper.contains("VALUES"))
         }
         // MariaDB's ANALYZE of a statement runs it (and is logged by its text); of tables it
         // is maintenance.
@@ -423,7 +449,7 @@ fn target_of(toks: &[Tok]) -> Option<(Option<String>, String)> {
 /// whose target is not in `performance_schema` (the sys schema's functions set its
 /// instruments), a CALL, or a sequence's use (`NEXTVAL`, `SETVAL`). Errs towards true: words in strings count.
 pub fn routine_writes(body: &str) -> bool {
-    let toks: Vec<Tok> = Lexer { s: body, i: 0 }.collect();
+    let toks: Vec<Tok> = Lexer::new(body).collect();
     let word = |t: Option<&Tok>, k: &str| matches!(t, Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
     (0..toks.len()).any(|i| {
         let at = |k: &str| word(toks.get(i), k);
@@ -453,7 +479,7 @@ pub fn may_make_temporary_merge(sql: &str) -> bool {
     let lower = sql.to_ascii_lowercase();
     lower.contains("merge")
         || lower.contains("mrg_")
-        || (temporary && Lexer { s: sql, i: 0 }.any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("LIKE"))))
+        || (temporary && Lexer::new(sql).any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("LIKE"))))
 }
 
 /// The tables a statement changes, or empty if it is not table DDL.
