@@ -681,6 +681,10 @@ fn expressions_the_server_types_otherwise_are_typed_or_refused() {
         "SELECT id FROM e WHERE id = ? AND vb < 1",
         "SELECT id FROM e WHERE id = ? AND vb",
         "SELECT id, vb IN (1, 2), ABS(vb) FROM e WHERE id = ?",
+        // A hex literal met by a number: `0x31` is the number 49 to MariaDB, `X'31'` the
+        // string '1', and the parser writes both alike (a second audit: `v = 0x31` found v = 1).
+        "SELECT id FROM e WHERE id = ? AND n = 0x31",
+        "SELECT id, n = X'31', n + 0x31 FROM e WHERE id = ?",
         // A number past what the server's conversion holds: an overflow warning (1916) per
         // evaluation (an audit of the check above).
         "SELECT id, LEFT(s, 99999999999999999999) FROM e WHERE id = ?",
