@@ -690,13 +690,14 @@ fn quiet(e: &Expr, parts: &[Class]) -> Result<(), Refusal> {
     Ok(())
 }
 
-/// Refuses a string or bytes read as a number (or a truth value) unless it is a literal the
-/// server reads without a warning.
+/// Refuses a string or bytes read as a number (or a truth value) unless it is a text literal
+/// the server reads without a warning. A bytes literal is refused: the parser writes `0x31`
+/// (the number 49 to MariaDB) and `X'31'` (the string '1') alike.
 fn read_as_number(e: &Expr, c: Class) -> Result<(), Refusal> {
     let clean = match e {
         Expr::Lit(l) => match &l.0 {
             Value::Text(s, _) => plain_number(s),
-            Value::Bytes(b) => std::str::from_utf8(b).is_ok_and(plain_number),
+            Value::Bytes(_) => false,
             _ => true,
         },
         _ => !c.string(),
