@@ -867,9 +867,23 @@ fn text_made_of_literals_alone_is_marked() {
         "SELECT k, MAX(IF(n > 1, 'a', 'B')) FROM t WHERE k = ? GROUP BY k",
         "SELECT k, COUNT(DISTINCT IF(n > 1, 'a', 'A')) FROM t WHERE k = ? GROUP BY k",
         "SELECT id, CONCAT(n, 'x') LIKE 'X%' FROM t WHERE k = ?",
+        // A column in a condition, or counted, decides no collation (an audit of collations:
+        // these took the condition's column's and were served to utf8mb4_bin sessions).
+        "SELECT id, IF(s = 'ss', 'a', 'B') AS y FROM t WHERE k = ? ORDER BY y, id",
+        "SELECT COUNT(DISTINCT CASE WHEN s = 'a' THEN 'Yes' ELSE 'yes' END) FROM t WHERE k = ?",
+        "SELECT CONCAT(CHAR_LENGTH(s), IF(id > 3, 'a', 'A')) AS y, COUNT(*) FROM t WHERE k = ? GROUP BY y",
     ] {
         assert!(marked(sql), "{sql}");
     }
+    // Computed text takes the collation of the text it is made of, not of a column its
+    // condition reads: grouped under `a`'s utf8mb4_bin, `IF(a = 'q', 'z', c)` split c's
+    // general_ci groups ('A' and 'a').
+    let mut two = Catalog::new();
+    let bin = text_ci("a").with_collation(Some(Collation::Utf8mb4Bin));
+    two.add(TableSchema::new("two", vec![int("id", 4), int("k", 4), bin, text_ci("c")], vec![0])).unwrap();
+    let q = compile("SELECT IF(a = 'q', 'z', c) AS y, COUNT(*) FROM two WHERE k = ? GROUP BY y", &two).unwrap();
+    let base = |t: &str, n: &str| two.column(t, n).and_then(|c| c.collation);
+    assert_eq!(q.root.column_collation(0, &base), Some(Collation::Utf8mb4GeneralCi));
     for sql in [
         "SELECT id FROM t WHERE k = ? AND s = 'a'",
         "SELECT id FROM t WHERE k = ? AND n = '1'",
