@@ -233,21 +233,18 @@ impl Node {
 
     /// The collation the dataflow gives the text values of output column `col`: a base
     /// column's own (`base(table, column)`), carried through copies; for a computed column,
-    /// that of the first text column it reads (a function of text takes its first text
-    /// argument's collation, `expr::funcs`); a MIN or MAX keeps its argument's. `None` when
+    /// that of the first text column its string value is made of (a function of text takes
+    /// its first text argument's collation, `expr::funcs`; a choice its values', never its
+    /// condition's: `Expr::text_collations`); a MIN or MAX keeps its argument's. `None` when
     /// no column decides it (numbers, literals alone).
     pub fn column_collation(&self, col: usize, base: &dyn Fn(&str, &str) -> Option<Collation>) -> Option<Collation> {
         match self {
             Node::Base { table, columns, .. } => base(table, columns.get(col)?),
             Node::Filter { input, .. } | Node::Distinct { input } | Node::TopK { input, .. } => input.column_collation(col, base),
             Node::Project { input, exprs } => {
-                let mut found = None;
-                exprs.get(col)?.columns(&mut |c| {
-                    if found.is_none() {
-                        found = input.column_collation(c, base);
-                    }
-                });
-                found
+                let mut found = Vec::new();
+                exprs.get(col)?.text_collations(&|c| input.column_collation(c, base), &mut found);
+                found.first().copied()
             }
             Node::Join { left, right, .. } => {
                 let lw = left.width();

@@ -82,7 +82,7 @@ fn mixed(e: &Expr, columns: &Columns<'_>, literal_text: &mut bool) -> Result<(),
     };
     let mut found = Vec::new();
     for x in &compared {
-        text_collations(x, columns.collation, &mut found);
+        x.text_collations(columns.collation, &mut found);
     }
     if found.len() > 1 {
         return refuse(format!(
@@ -96,41 +96,4 @@ fn mixed(e: &Expr, columns: &Columns<'_>, literal_text: &mut bool) -> Result<(),
         *literal_text |= compared.iter().any(|x| !null(x));
     }
     e.children().into_iter().try_for_each(|c| mixed(c, columns, literal_text))
-}
-
-/// Adds to `out` the collations of the text columns `e`'s string value is made of (none for a
-/// number, a truth value or a literal).
-fn text_collations(e: &Expr, collation: &dyn Fn(usize) -> Option<Collation>, out: &mut Vec<Collation>) {
-    let mut add = |parts: &mut dyn Iterator<Item = &Expr>| {
-        for p in parts {
-            text_collations(p, collation, out);
-        }
-    };
-    match e {
-        Expr::Col(c) => {
-            if let Some(k) = collation(*c)
-                && !out.contains(&k)
-            {
-                out.push(k);
-            }
-        }
-        Expr::Func(
-            Func::Concat
-            | Func::Lower
-            | Func::Upper
-            | Func::Substring
-            | Func::Trim
-            | Func::Left
-            | Func::Right
-            | Func::Replace
-            | Func::Coalesce
-            | Func::IfNull,
-            args,
-        ) => add(&mut args.iter()),
-        Expr::Func(Func::If, args) => add(&mut args.iter().skip(1)),
-        Expr::Func(Func::NullIf, args) => add(&mut args.iter().take(1)),
-        Expr::Case { whens, otherwise, .. } => add(&mut whens.iter().map(|(_, then)| then).chain(otherwise.as_deref())),
-        Expr::Typed(x, _) => text_collations(x, collation, out),
-        _ => {}
-    }
 }

@@ -466,6 +466,45 @@ impl Expr {
         }
     }
 
+    /// Adds to `out` the collations of the text columns this expression's string value is made
+    /// of (`collation` of an input column; none for a number, a truth value or a literal): the
+    /// arguments of a string function, the values a choice picks from, never a condition
+    /// (`IF(a = 'q', 'z', c)` is made of `c`) or a number computed from text (`CHAR_LENGTH(c)`).
+    pub fn text_collations(&self, collation: &dyn Fn(usize) -> Option<Collation>, out: &mut Vec<Collation>) {
+        let mut add = |parts: &mut dyn Iterator<Item = &Expr>| {
+            for p in parts {
+                p.text_collations(collation, out);
+            }
+        };
+        match self {
+            Expr::Col(c) => {
+                if let Some(k) = collation(*c)
+                    && !out.contains(&k)
+                {
+                    out.push(k);
+                }
+            }
+            Expr::Func(
+                Func::Concat
+                | Func::Lower
+                | Func::Upper
+                | Func::Substring
+                | Func::Trim
+                | Func::Left
+                | Func::Right
+                | Func::Replace
+                | Func::Coalesce
+                | Func::IfNull,
+                args,
+            ) => add(&mut args.iter()),
+            Expr::Func(Func::If, args) => add(&mut args.iter().skip(1)),
+            Expr::Func(Func::NullIf, args) => add(&mut args.iter().take(1)),
+            Expr::Case { whens, otherwise, .. } => add(&mut whens.iter().map(|(_, then)| then).chain(otherwise.as_deref())),
+            Expr::Typed(x, _) => x.text_collations(collation, out),
+            _ => {}
+        }
+    }
+
     /// True if the value is a truth value (1, 0 or NULL): a comparison, a logical operator, a
     /// test.
     pub fn is_truth(&self) -> bool {
