@@ -18,8 +18,8 @@
 //! The server's binlog position is observed by polling `SHOW MASTER STATUS` every [`POLL`] and
 //! from the stream itself (every event's end, heartbeats). Each observation that moves past the
 //! last one is kept with the instant the server may have written it at the earliest: the last
-//! poll's answer before it was seen (when the server's end was last known; the instant it was
-//! seen if no poll answered yet). The lag for an applied position `A` is
+//! poll before it was seen (the instant its question was sent, since the server read its end
+//! somewhere between that and the answer; the instant it was seen if no poll answered yet). The lag for an applied position `A` is
 //! `now - (that instant of the oldest observed position after A)`, zero if none is: at least
 //! the age of the oldest change the server has and the caller has not applied, counting events
 //! still queued inside freshet and a large transaction from the moment the server committed it
@@ -325,8 +325,15 @@ impl LagHandle {
     }
 
     fn polled(&self) {
+        self.polled_at(Instant::now());
+    }
+
+    /// The poll's answer was asked for at `asked`: the server's end it names was read after
+    /// that, and anything seen later may have been written right after `asked`, however long
+    /// the answer took to come back ([`LagHandle::observe_server`]).
+    fn polled_at(&self, asked: Instant) {
         if let Ok(mut l) = self.0.lock() {
-            l.lag.polled = Some(Instant::now());
+            l.lag.polled = Some(l.lag.polled.map_or(asked, |p| p.max(asked)));
         }
     }
 }
@@ -359,13 +366,14 @@ pub fn spawn_position_poll(opts: Opts, position_sql: &'static str, lag: LagHandl
             let Some(c) = conn.as_mut() else { continue };
             // Whatever was seen before the question was asked, the answer is at or after.
             let before = lag.last_seen();
+            let asked = Instant::now();
             match tokio::time::timeout(POLL_STALE, c.query_first::<mysql_async::Row, _>(position_sql)).await {
                 Ok(Ok(Some(row))) => {
                     let file: Option<String> = row.get(0);
                     let offset: Option<u64> = row.get(1);
                     if let (Some(file), Some(offset)) = (file, offset.and_then(|o| u32::try_from(o).ok())) {
                         lag.observe_polled(&BinlogPos::new(file, offset), before);
-                        lag.polled();
+                        lag.polled_at(asked);
                     }
                 }
                 _ => conn = None,
@@ -433,6 +441,20 @@ mod tests {
         let b = h.behind(applied);
         assert!(b.lag >= outage, "{b:?}");
         assert!(h.behind(pos(200).position().unwrap()).lag >= outage, "the poll's answer is as old as the stream's");
+    }
+
+    /// A slow answer to the poll says where the server's end was when it was read, some time
+    /// after the question: what is seen after the answer counts from the question (an audit
+    /// of the outage rule, from the code).
+    #[test]
+    fn a_position_seen_after_a_slow_poll_counts_from_the_question() {
+        let h = LagHandle::default();
+        let asked = Instant::now().checked_sub(Duration::from_millis(800)).unwrap();
+        h.observe_at(&pos(100), asked);
+        h.observe_polled(&pos(100), h.last_seen());
+        h.polled_at(asked);
+        h.observe_server(&pos(200));
+        assert!(h.behind(pos(100).position().unwrap()).lag >= Duration::from_millis(800));
     }
 
     #[test]
