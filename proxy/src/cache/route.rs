@@ -136,13 +136,10 @@ pub enum RelayReason {
     /// The last fill failed and none completed since (the server refuses fills for now): a
     /// read that misses is relayed at once.
     FillFailing,
-    /// The session's upstream connection went half its `wait_timeout` without a command: the
-    /// read is relayed so that the server does not drop a session that reads only cached rows.
-    KeepAlive,
 }
 
 impl RelayReason {
-    pub const ALL: [RelayReason; 18] = [
+    pub const ALL: [RelayReason; 17] = [
         Self::NotCacheable,
         Self::NoCache,
         Self::InTransaction,
@@ -160,7 +157,6 @@ impl RelayReason {
         Self::TooLarge,
         Self::FillBacklog,
         Self::FillFailing,
-        Self::KeepAlive,
     ];
 
     pub fn label(self) -> &'static str {
@@ -182,7 +178,6 @@ impl RelayReason {
             Self::TooLarge => "too_large",
             Self::FillBacklog => "fill_backlog",
             Self::FillFailing => "fill_failing",
-            Self::KeepAlive => "keep_alive",
         }
     }
 
@@ -224,8 +219,9 @@ pub struct Identity {
     /// past U+FFFF: the server refuses such a literal against a utf8mb4 column, or reads it as
     /// `?`, where the view would look it up as it is ([`Identity::cannot_hold`]).
     pub narrow_text: bool,
-    /// How long the upstream connection may go without a command before a cached read is
-    /// relayed to keep the session alive on the server (half its `wait_timeout`).
+    /// How long the upstream connection may go without a command, while reads are answered
+    /// from views, before freshet pings the server to keep the session alive (half its
+    /// `wait_timeout`).
     pub keep_alive: std::time::Duration,
 }
 

@@ -257,7 +257,6 @@ impl Session {
     ) -> Result<Routed, SessionError> {
         self.own.routed();
         let relay = match routed {
-            Decision::Serve { .. } if self.keep_alive_due(started) => Relay::from(RelayReason::KeepAlive),
             Decision::Serve { cache, answer, key } => match self.write_answer(&cache, &answer, key.binary, last_seq).await? {
                 Written::Sent => {
                     let elapsed = started.elapsed();
@@ -276,13 +275,6 @@ impl Session {
         }
         self.relayed = entry.map(|e| (e, started));
         Ok(Routed::Relay { capture: relay.capture })
-    }
-
-    /// Whether the upstream connection has gone so long without a command (half the session's
-    /// `wait_timeout`, as the probe read it) that the read at `now` is relayed, which the
-    /// server counts as the session's activity.
-    fn keep_alive_due(&self, now: Instant) -> bool {
-        self.identity.as_ref().is_some_and(|i| now.saturating_duration_since(self.upstream_rested) >= i.keep_alive)
     }
 
     /// Writes the answer's packets, or nothing if a value cannot be encoded exactly as the
@@ -314,10 +306,11 @@ impl Session {
                 return Ok(Written::Unencodable);
             }
         };
+        self.answered_since_rest = true;
         let mut seq = queue_head(&mut self.client, columns, reply);
         seq = queue_encoded(&mut self.client, seq, &mut self.encoded);
         while let Some(rest) = rows.get(sent..).filter(|r| !r.is_empty()) {
-            self.flush_client().await?;
+            self.flush_answer().await?;
             // Tried above: it cannot fail now; if it did, the session would end mid-answer.
             let n = self.encoded.encode_until(columns, rest, binary, FLUSH_AT).map_err(|why| {
                 SessionError::ClientIo(std::io::Error::other(format!("a cached row that encoded a moment ago no longer does: {why}")))
@@ -326,8 +319,31 @@ impl Session {
             sent += n;
         }
         self.client.queue_packet(seq, &end_of_rows(reply.status, reply.deprecate_eof));
-        self.flush_client().await?;
+        self.flush_answer().await?;
         Ok(Written::Sent)
+    }
+
+    /// Flushes a cached answer to the client, keeping the server's session alive meanwhile: a
+    /// client that reads a large answer slowly is busy, not idle, as it would be directly.
+    async fn flush_answer(&mut self) -> Result<(), SessionError> {
+        loop {
+            let Some(deadline) = self.keep_alive_at() else { return self.flush_client().await };
+            let flushed = {
+                let mut flush = std::pin::pin!(self.client.flush());
+                // Most answers fit the socket's buffer: no timer for those.
+                match std::future::poll_fn(|cx| std::task::Poll::Ready(flush.as_mut().poll(cx))).await {
+                    std::task::Poll::Ready(r) => Some(r),
+                    std::task::Poll::Pending => tokio::select! {
+                        r = flush.as_mut() => Some(r),
+                        () = tokio::time::sleep_until(deadline.into()) => None,
+                    },
+                }
+            };
+            match flushed {
+                Some(r) => return r.map_err(SessionError::ClientIo),
+                None => self.keep_alive().await?,
+            }
+        }
     }
 
     /// At COM_STMT_PREPARE: the route of a statement whose text is a cached query's shape. A

@@ -176,6 +176,9 @@ impl Session {
     /// served first).
     async fn wait_for_command(&mut self, mut stopping: Pin<&mut impl Future<Output = ()>>) -> Result<(), SessionError> {
         loop {
+            // Reads answered here since the server last heard of the session: it must hear
+            // again before half its wait_timeout (`Session::keep_alive`).
+            let keep_alive = self.keep_alive_at();
             // The upstream first: a client that always has a command queued (pipelined reads
             // answered from the cache) would otherwise keep being answered after the server
             // ended its session.
@@ -193,6 +196,9 @@ impl Session {
                     self.upstream_idle = false;
                     self.client.queue_frame(&frame);
                     self.flush_client().await?;
+                }
+                () = tokio::time::sleep_until(keep_alive.unwrap_or_else(std::time::Instant::now).into()), if keep_alive.is_some() => {
+                    self.keep_alive().await?;
                 }
                 ready = self.client.readable() => return ready.map_err(SessionError::from_client),
                 () = stopping.as_mut() => return Err(SessionError::ShuttingDown),

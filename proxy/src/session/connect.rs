@@ -80,6 +80,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             shared,
             upstream_idle: true,
             upstream_rested: std::time::Instant::now(),
+            answered_since_rest: false,
             auth: established.auth,
             state: established.state,
             identity: None,

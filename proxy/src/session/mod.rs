@@ -164,6 +164,9 @@ pub struct Session {
     /// When the upstream last finished a command: the server's `wait_timeout` counts from
     /// there, however many reads freshet answered since (`Session::rest_upstream`).
     upstream_rested: std::time::Instant,
+    /// A read was answered from a view since then: the client is busy while the server hears
+    /// nothing (`Session::keep_alive_at`).
+    answered_since_rest: bool,
     /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
     auth: connect::AuthState,
     /// What the session's own statements say about it (unfollowed, stale, unlogged).
@@ -346,6 +349,35 @@ impl Session {
     fn rest_upstream(&mut self) {
         self.upstream_idle = true;
         self.upstream_rested = std::time::Instant::now();
+        self.answered_since_rest = false;
+    }
+
+    /// When the server's session must hear from freshet again, if reads were answered from a
+    /// view since it last did: half the session's `wait_timeout` after its last command (the
+    /// server counts the timeout from there; a direct client would have kept it busy).
+    fn keep_alive_at(&self) -> Option<std::time::Instant> {
+        let identity = self.identity.as_ref().filter(|_| self.answered_since_rest)?;
+        Some(self.upstream_rested + identity.keep_alive)
+    }
+
+    /// Keeps the server's session alive while the client reads cached answers: a COM_PING,
+    /// its OK dropped. The ping sets `ROW_COUNT()` to 0 and keeps the rest; no client sees
+    /// that, since a read answered here is owed (`owed.rs`) and is sent again, setting
+    /// `ROW_COUNT()` to -1, before any statement that may read the diagnostics.
+    async fn keep_alive(&mut self) -> Result<(), SessionError> {
+        tracing::debug!("the session's upstream connection nears its wait_timeout: pinged");
+        self.upstream.queue_packet(0, &[crate::protocol::Command::Ping as u8]);
+        self.upstream_idle = false;
+        self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
+        let ok = self.upstream.read_packet(1024).await.map_err(SessionError::from_upstream)?;
+        if ok.payload.first() != Some(&crate::protocol::response::OK) {
+            return Err(SessionError::Upstream(
+                "upstream protocol error: a keep-alive ping not answered with OK".into(),
+                crate::metrics::UpstreamFailure::Protocol,
+            ));
+        }
+        self.rest_upstream();
+        Ok(())
     }
 
     /// Moves the byte counts of both connections into the metrics.

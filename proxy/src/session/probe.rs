@@ -276,10 +276,10 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     }
 }
 
-/// How long the session's upstream connection may go without a command before a cached
-/// read is relayed instead, so that the server, which counts `wait_timeout` from the
-/// session's last command, does not drop a session that reads only cached rows: half the
-/// session's `wait_timeout` (a minute when the server does not say).
+/// How long the session's upstream connection may go without a command while reads are
+/// answered from views, before freshet pings the server (`Session::keep_alive`), which counts
+/// `wait_timeout` from the session's last command and would drop a session that reads only
+/// cached rows: half the session's `wait_timeout` (a minute when the server does not say).
 fn keep_alive(wait_timeout: Option<&str>) -> std::time::Duration {
     let seconds = wait_timeout.and_then(|w| w.parse::<u64>().ok()).unwrap_or(120);
     std::time::Duration::from_millis(seconds.saturating_mul(500))
