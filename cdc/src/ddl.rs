@@ -133,9 +133,8 @@ impl Iterator for Lexer<'_> {
                 }
             } else if self.quoted && c == '\\' {
                 self.i += 1 + self.char_at(1).map_or(0, char::len_utf8);
-            } else if c.is_whitespace() {
-                self.i += c.len_utf8();
-            } else if self.quoted && !ident(c) {
+            } else if c.is_whitespace() || (self.quoted && !ident(c)) {
+                // Inside a string only its words count: no comment, quote or sign opens there.
                 self.i += c.len_utf8();
             } else if c == '/' && next == Some(b'*') {
                 // `/*!40000 ... */` version comments hold SQL, as MariaDB's `/*M!100000 ... */`

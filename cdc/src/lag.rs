@@ -124,7 +124,7 @@ pub struct Behind {
     /// How long ago the poll last read the server's position.
     pub polled_ago: Option<Duration>,
     /// The applied position is behind a backlog whose age no one saw (written while no freshet
-    /// ran: [`LagHandle::age_unknown_until`]): `lag` says nothing, the lag is not known.
+    /// ran: [`LagHandle::restart_behind`]): `lag` says nothing, the lag is not known.
     pub unknown_age: bool,
 }
 
@@ -139,7 +139,7 @@ struct Inner {
     /// Why the server's binlog is not the history the stream reads, if the poll found it so
     /// (its end went back: RESET MASTER). Cleared when a new stream starts ([`LagHandle::restart_at`]).
     went_back: Option<String>,
-    /// The end of a backlog of unknown age ([`LagHandle::age_unknown_until`]), until applied.
+    /// The end of a backlog of unknown age ([`LagHandle::restart_behind`]), until applied.
     unknown_until: Option<Position>,
 }
 
@@ -324,6 +324,7 @@ impl LagHandle {
         }
     }
 
+    #[cfg(test)]
     fn polled(&self) {
         self.polled_at(Instant::now());
     }
