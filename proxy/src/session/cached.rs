@@ -327,17 +327,12 @@ impl Session {
     /// client that reads a large answer slowly is busy, not idle, as it would be directly.
     async fn flush_answer(&mut self) -> Result<(), SessionError> {
         loop {
-            let Some(deadline) = self.keep_alive_at() else { return self.flush_client().await };
-            let flushed = {
-                let mut flush = std::pin::pin!(self.client.flush());
-                // Most answers fit the socket's buffer: no timer for those.
-                match std::future::poll_fn(|cx| std::task::Poll::Ready(flush.as_mut().poll(cx))).await {
-                    std::task::Poll::Ready(r) => Some(r),
-                    std::task::Poll::Pending => tokio::select! {
-                        r = flush.as_mut() => Some(r),
-                        () = tokio::time::sleep_until(deadline.into()) => None,
-                    },
-                }
+            if self.arm_keep_alive().is_none() {
+                return self.flush_client().await;
+            }
+            let flushed = tokio::select! {
+                r = self.client.flush() => Some(r),
+                () = self.keep_alive_timer.as_mut() => None,
             };
             match flushed {
                 Some(r) => return r.map_err(SessionError::ClientIo),

@@ -178,7 +178,7 @@ impl Session {
         loop {
             // Reads answered here since the server last heard of the session: it must hear
             // again before half its wait_timeout (`Session::keep_alive`).
-            let keep_alive = self.keep_alive_at();
+            let keep_alive = self.arm_keep_alive();
             // The upstream first: a client that always has a command queued (pipelined reads
             // answered from the cache) would otherwise keep being answered after the server
             // ended its session.
@@ -197,7 +197,7 @@ impl Session {
                     self.client.queue_frame(&frame);
                     self.flush_client().await?;
                 }
-                () = tokio::time::sleep_until(keep_alive.unwrap_or_else(std::time::Instant::now).into()), if keep_alive.is_some() => {
+                () = self.keep_alive_timer.as_mut(), if keep_alive.is_some() => {
                     self.keep_alive().await?;
                 }
                 ready = self.client.readable() => return ready.map_err(SessionError::from_client),

@@ -81,6 +81,8 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             upstream_idle: true,
             upstream_rested: std::time::Instant::now(),
             answered_since_rest: false,
+            keep_alive_timer: Box::pin(tokio::time::sleep(std::time::Duration::from_secs(86_400))),
+            keep_alive_set: None,
             auth: established.auth,
             state: established.state,
             identity: None,

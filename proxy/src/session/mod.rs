@@ -167,6 +167,11 @@ pub struct Session {
     /// A read was answered from a view since then: the client is busy while the server hears
     /// nothing (`Session::keep_alive_at`).
     answered_since_rest: bool,
+    /// The keep-alive's timer, one per session and set again only when its instant moves
+    /// (after a command reached the server), so that a hit registers no timer of its own.
+    keep_alive_timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+    /// The instant `keep_alive_timer` is set to.
+    keep_alive_set: Option<std::time::Instant>,
     /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
     auth: connect::AuthState,
     /// What the session's own statements say about it (unfollowed, stale, unlogged).
@@ -358,6 +363,16 @@ impl Session {
     fn keep_alive_at(&self) -> Option<std::time::Instant> {
         let identity = self.identity.as_ref().filter(|_| self.answered_since_rest)?;
         Some(self.upstream_rested + identity.keep_alive)
+    }
+
+    /// [`Session::keep_alive_at`], with the session's timer set to it.
+    fn arm_keep_alive(&mut self) -> Option<std::time::Instant> {
+        let at = self.keep_alive_at()?;
+        if self.keep_alive_set != Some(at) {
+            self.keep_alive_timer.as_mut().reset(at.into());
+            self.keep_alive_set = Some(at);
+        }
+        Some(at)
     }
 
     /// Keeps the server's session alive while the client reads cached answers: a COM_PING,
