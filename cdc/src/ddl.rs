@@ -1053,6 +1053,9 @@ mod tests {
             "BEGIN DECLARE c CHAR(2) DEFAULT 'a\\' -- '; UPDATE t SET a = 1; RETURN 1; END",
             // `--` opens a comment only before white space: `1--1` is one minus minus one.
             "BEGIN DECLARE c INT DEFAULT 1--1; UPDATE t SET a = 1; RETURN 1; END",
+            // A double-quoted string escapes with a backslash too (a third audit: `"\""` hid
+            // the UPDATE after it).
+            "BEGIN DECLARE x VARCHAR(10) DEFAULT \"\\\"\"; UPDATE d1.t SET v = v + 1 WHERE id = 2; RETURN LENGTH(\"a\"); END",
         ] {
             assert!(routine_writes(body), "{body}");
         }
@@ -1160,6 +1163,10 @@ mod tests {
         assert_eq!(parse_drop_database("SET STATEMENT max_statement_time = 1 FOR DROP DATABASE d"), Some("d".into()));
         assert!(privileges_may_change("SET STATEMENT max_statement_time = 1 FOR GRANT SELECT ON t TO a", Some("db"), "db"));
         assert!(may_change_rows("SET STATEMENT max_statement_time = 1 FOR DELETE FROM t"));
+        // The FOR is the first outside a string (a third audit: a value `'x FOR DROP'` made the
+        // UPDATE after it a DROP, and `'x FOR SELECT'` a REVOKE a SELECT).
+        assert!(may_change_rows("SET STATEMENT default_master_connection='x FOR DROP' FOR UPDATE d1.t SET v=v+1000 WHERE id=1"));
+        assert!(privileges_may_change("SET STATEMENT default_master_connection='x FOR SELECT' FOR REVOKE SELECT ON d1.t FROM app@'%'", Some("d1"), "d1"));
         // Not a statement: read as the SET it is.
         assert!(parse_ddl("SET STATEMENT x = 1").is_empty());
     }
