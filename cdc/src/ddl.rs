@@ -65,38 +65,53 @@ const HEAD_CHARS: usize = 64 * 1024;
 /// The tokens of the statement a binlogged text runs: MariaDB's `SET STATEMENT var = value
 /// [, ...] FOR <statement>` runs (and logs) the statement after `FOR` with the variables set,
 /// so the statement's own tokens are read; any other text's are its own. The values are
-/// constants (MariaDB refuses subqueries there), so the first `FOR` word ends them.
+/// constants (MariaDB refuses subqueries there), so the first `FOR` word outside a string
+/// ends them (`'x FOR DROP'` is a value).
 fn statement_tokens(sql: &str) -> Vec<Tok> {
-    let mut toks = tokens(sql);
     let word = |t: &Tok, w: &str| matches!(t, Tok::Word(x) if x.eq_ignore_ascii_case(w));
+    let mut lexer = Lexer::new(head(sql));
+    let (mut toks, mut first_for) = (Vec::new(), None);
+    while toks.len() < 256
+        && let Some(t) = lexer.next()
+    {
+        if first_for.is_none() && lexer.quoted.is_none() && word(&t, "FOR") {
+            first_for = Some(toks.len());
+        }
+        toks.push(t);
+    }
     if toks.len() > 2
         && word(&toks[0], "SET")
         && word(&toks[1], "STATEMENT")
-        && let Some(at) = toks.iter().position(|t| word(t, "FOR"))
+        && let Some(at) = first_for
     {
         toks.drain(..=at);
     }
     toks
 }
 
+/// The first [`HEAD_CHARS`] characters of `sql`.
+fn head(sql: &str) -> &str {
+    sql.char_indices().nth(HEAD_CHARS).map_or(sql, |(end, _)| &sql[..end])
+}
+
 fn tokens(sql: &str) -> Vec<Tok> {
-    let head = sql.char_indices().nth(HEAD_CHARS).map_or(sql, |(end, _)| &sql[..end]);
-    Lexer::new(head).take(256).collect()
+    Lexer::new(head(sql)).take(256).collect()
 }
 
 /// The tokens of a text, however long (what [`tokens`] takes the head of). Strings are not
 /// told apart: their words are words, which errs towards reading more into a text; but no
-/// comment opens inside a single-quoted one (`'/*'` hides nothing after it).
+/// comment, quote or sign opens inside one (`'/*'` hides nothing after it), and a backslash
+/// escapes the character after it (`"\""`).
 struct Lexer<'a> {
     s: &'a str,
     i: usize,
-    /// Inside a single-quoted string.
-    quoted: bool,
+    /// Inside a string: its quote.
+    quoted: Option<u8>,
 }
 
 impl<'a> Lexer<'a> {
     fn new(s: &'a str) -> Lexer<'a> {
-        Lexer { s, i: 0, quoted: false }
+        Lexer { s, i: 0, quoted: None }
     }
 
     fn byte(&self, k: usize) -> Option<u8> {
@@ -123,17 +138,19 @@ impl Iterator for Lexer<'_> {
         loop {
             let c = self.char()?;
             let next = self.byte(1);
-            if c == '\'' {
-                // `''` inside a string is a quote, not its end.
-                if self.quoted && next == Some(b'\'') {
+            if (c == '\'' || c == '"') && self.quoted.is_none_or(|q| q == c as u8) {
+                // A string, in single or double quotes (MariaDB's default reads `"` so; under
+                // ANSI_QUOTES it quotes a name, whose words are read all the same). `''` inside
+                // a string is a quote, not its end.
+                if self.quoted.is_some() && next == Some(c as u8) {
                     self.i += 2;
                 } else {
-                    self.quoted = !self.quoted;
+                    self.quoted = if self.quoted.is_some() { None } else { Some(c as u8) };
                     self.i += 1;
                 }
-            } else if self.quoted && c == '\\' {
+            } else if self.quoted.is_some() && c == '\\' {
                 self.i += 1 + self.char_at(1).map_or(0, char::len_utf8);
-            } else if c.is_whitespace() || (self.quoted && !ident(c)) {
+            } else if c.is_whitespace() || (self.quoted.is_some() && !ident(c)) {
                 // Inside a string only its words count: no comment, quote or sign opens there.
                 self.i += c.len_utf8();
             } else if c == '/' && next == Some(b'*') {
@@ -156,7 +173,7 @@ impl Iterator for Lexer<'_> {
                 self.i += 2;
             } else if c == '#' || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_whitespace() || d.is_control())) {
                 self.i = self.s[self.i..].find('\n').map_or(self.s.len(), |at| self.i + at);
-            } else if c == '`' || c == '"' {
+            } else if c == '`' {
                 let mut s = String::new();
                 self.i += 1;
                 while let Some(d) = self.char() {
