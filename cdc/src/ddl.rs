@@ -1183,7 +1183,11 @@ mod tests {
         // The FOR is the first outside a string (a third audit: a value `'x FOR DROP'` made the
         // UPDATE after it a DROP, and `'x FOR SELECT'` a REVOKE a SELECT).
         assert!(may_change_rows("SET STATEMENT default_master_connection='x FOR DROP' FOR UPDATE d1.t SET v=v+1000 WHERE id=1"));
-        assert!(privileges_may_change("SET STATEMENT default_master_connection='x FOR SELECT' FOR REVOKE SELECT ON d1.t FROM app@'%'", Some("d1"), "d1"));
+        assert!(privileges_may_change(
+            "SET STATEMENT default_master_connection='x FOR SELECT' FOR REVOKE SELECT ON d1.t FROM app@'%'",
+            Some("d1"),
+            "d1"
+        ));
         // Not a statement: read as the SET it is.
         assert!(parse_ddl("SET STATEMENT x = 1").is_empty());
     }

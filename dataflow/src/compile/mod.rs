@@ -342,6 +342,7 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
     labels::check(&compiled, catalog)?;
     numbers::check(&compiled, catalog)?;
     sorting::check(&compiled.root, &compiled.order, catalog)?;
+    sorting::check_lengths(&compiled.root, catalog)?;
     types::apply(&mut compiled, catalog)?;
     compiled.literal_text = mixing::check(&compiled.root, &compiled.order, catalog)?;
     Ok(compiled)

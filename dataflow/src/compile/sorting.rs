@@ -44,6 +44,63 @@ pub(super) fn check(root: &Node, order: &OrderSpec, catalog: &Catalog) -> Result
     Ok(())
 }
 
+/// The most bytes a string function's result may take in a view: MariaDB answers NULL with
+/// warning 1301 for one longer than its `max_allowed_packet` (16 MiB by default, taken to be
+/// at least this), where a view computes it whole.
+pub(super) const LONG: u64 = 1 << 20;
+
+/// Refuses a string function of `root`'s plan (CONCAT, REPLACE, UPPER, LOWER: those that may
+/// build more than they read) whose result may be longer than [`LONG`] bytes.
+pub(super) fn check_lengths(root: &Node, catalog: &Catalog) -> Result<(), Refusal> {
+    for node in root.post_order() {
+        let (input, exprs): (&Node, Vec<&Expr>) = match node {
+            Node::Project { input, exprs } => (input, exprs.iter().collect()),
+            Node::Filter { input, pred } => (input, vec![pred]),
+            _ => continue,
+        };
+        if exprs.into_iter().any(|e| too_long(e, &|c| longest(input, c, catalog))) {
+            return refuse(format!(
+                "a string function whose result may be longer than {LONG} bytes: the server answers NULL and a warning past its \
+                 max_allowed_packet, a view the whole string"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `e`, or a string function in it, may build more than [`LONG`] bytes, and more than
+/// the longest text it reads (a value the server holds, it can send).
+fn too_long(e: &Expr, column: &dyn Fn(usize) -> Option<u64>) -> bool {
+    let grows = |result: Option<u64>, args: &[Expr]| {
+        let read = args.iter().try_fold(0, |m, a| Some(m.max(bound(a, column)?)));
+        match (result, read) {
+            (Some(n), Some(read)) => n > LONG && n > read,
+            _ => true,
+        }
+    };
+    let here = match e {
+        Expr::Func(Func::Concat | Func::Upper | Func::Lower, args) => grows(bound(e, column), args),
+        // REPLACE(s, from, to) grows `s` by at most `to`'s length over `from`'s per match.
+        Expr::Func(Func::Replace, args) => {
+            let literal = |i: usize| match args.get(i) {
+                Some(Expr::Lit(l)) => match &l.0 {
+                    Value::Text(s, _) => Some(s.len() as u64),
+                    _ => None,
+                },
+                _ => None,
+            };
+            let grown = match (args.first().and_then(|s| bound(s, column)), literal(1), literal(2)) {
+                (Some(n), Some(from), Some(to)) if to <= from || from == 0 => Some(n),
+                (Some(n), Some(from), Some(to)) => n.checked_mul(to.div_ceil(from)),
+                _ => None,
+            };
+            grows(grown, args.get(..1).unwrap_or_default())
+        }
+        _ => false,
+    };
+    here || e.children().into_iter().any(|c| too_long(c, column))
+}
+
 /// The most bytes output column `col` of `node` may hold as text; `None` if not bounded.
 fn longest(node: &Node, col: usize, catalog: &Catalog) -> Option<u64> {
     match node {
