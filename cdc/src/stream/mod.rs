@@ -368,7 +368,11 @@ impl BinlogStream {
     }
 
     async fn open(&mut self) -> Result<(), CdcError> {
-        let mut conn = bounded(self.cfg.query_timeout, "connect", Conn::new(self.opts.clone())).await?;
+        // A binlog event may be larger than the server's max_allowed_packet (an UPDATE's row
+        // holds the value before and after, each up to it): the server sends events up to
+        // slave_max_allowed_packet (1 GiB by default), and so may the connection read them.
+        let opts: Opts = mysql_async::OptsBuilder::from_opts(self.opts.clone()).max_allowed_packet(Some(1 << 30)).into();
+        let mut conn = bounded(self.cfg.query_timeout, "connect", Conn::new(opts)).await?;
         for s in self.flavor.binlog_session_setup(self.cfg.heartbeat) {
             bounded(self.cfg.query_timeout, "session setup", conn.query_drop(s)).await?;
         }
