@@ -253,6 +253,21 @@ mod tests {
         assert!(check_replica(true, &mysql).is_empty());
     }
 
+    /// A view computes a string function up to 1 MiB (the compiler's floor of the server's
+    /// `max_allowed_packet`), where the server answers NULL past its own: a server below that
+    /// floor is named (an audit: with 16 KiB, `CONCAT(txt, txt)` of 18,000 bytes was served
+    /// whole where the server answers NULL and warning 1301).
+    #[test]
+    fn a_max_allowed_packet_below_a_mebibyte_is_named() {
+        let mut v = good();
+        v.insert("max_allowed_packet".into(), "16777216".into());
+        assert!(binlog_settings(&v).is_empty());
+        v.insert("max_allowed_packet".into(), "16384".into());
+        let p = binlog_settings(&v);
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(p[0].contains("max_allowed_packet"), "{p:?}");
+    }
+
     #[test]
     fn cached_tables_must_be_innodb() {
         let e: HashMap<String, String> =
