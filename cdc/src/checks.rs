@@ -104,6 +104,14 @@ pub fn binlog_settings(vars: &HashMap<String, String>) -> Vec<String> {
                 .into(),
         );
     }
+    // The compiler takes 1 MiB as the floor of the server's `max_allowed_packet`: it lets views
+    // compute string functions up to that, where the server answers NULL past its own limit.
+    if let Some(n) = var("max_allowed_packet").and_then(|v| v.parse::<u64>().ok()).filter(|&n| n < 1 << 20) {
+        p.push(format!(
+            "max_allowed_packet is {n}: freshet's views compute strings of up to 1 MiB where the server answers NULL past its \
+             max_allowed_packet; `SET GLOBAL max_allowed_packet = 16777216` and in my.cnf"
+        ));
+    }
     if var("binlog_row_value_options").is_some_and(|v| v.contains("PARTIAL_JSON")) {
         p.push(
             "binlog_row_value_options is PARTIAL_JSON: freshet needs whole JSON values; `SET GLOBAL binlog_row_value_options = ''`".into(),
@@ -120,7 +128,7 @@ pub async fn read_binlog_settings(conn: &mut Conn) -> Result<Vec<String>, CdcErr
 
 /// The global variables the checks read.
 const VARIABLES: &str = "SHOW GLOBAL VARIABLES WHERE Variable_name IN ('log_bin', 'binlog_format', 'binlog_row_image', \
-     'log_bin_compress', 'binlog_row_value_options', 'log_slave_updates', 'log_replica_updates')";
+     'log_bin_compress', 'binlog_row_value_options', 'log_slave_updates', 'log_replica_updates', 'max_allowed_packet')";
 
 /// The server's binlog filters (`binlog-do-db`, `binlog-ignore-db`, as SHOW MASTER STATUS
 /// lists them) must log the database: a filtered write never reaches freshet, whose caches would
