@@ -179,31 +179,42 @@ impl Session {
             // Reads answered here since the server last heard of the session: it must hear
             // again before half its wait_timeout (`Session::keep_alive`).
             let keep_alive = self.arm_keep_alive();
-            // The upstream first: a client that always has a command queued (pipelined reads
-            // answered from the cache) would otherwise keep being answered after the server
-            // ended its session.
-            tokio::select! {
-                biased;
-                frame = self.upstream.read_frame() => {
-                    // MariaDB resets (RST) a connection it drops for wait_timeout and closes
-                    // (FIN) one it KILLs; others send an ERR packet first. The client's
-                    // connection ends the same way (see Session::close).
-                    let frame = frame.map_err(|e| match e {
-                        ReadError::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset => SessionError::UpstreamReset,
-                        ReadError::Closed | ReadError::Io(_) => SessionError::UpstreamClosedIdle,
-                        other => SessionError::from_upstream(other),
-                    })?;
-                    self.upstream_idle = false;
-                    self.client.queue_frame(&frame);
-                    self.flush_client().await?;
+            // A command already waiting (a client that pipelines, and so is never waited for):
+            // the upstream and the keep-alive are looked at first, once, without waiting, or a
+            // session the server ended would go on being answered from the cache.
+            if let Some(ready) = now(self.client.readable()).await {
+                if let Some(frame) = now(self.upstream.read_frame()).await {
+                    self.sent_while_waiting(frame).await?;
+                    continue;
                 }
-                () = self.keep_alive_timer.as_mut(), if keep_alive.is_some() => {
+                if keep_alive.is_some() && now(self.keep_alive_timer.as_mut()).await.is_some() {
                     self.keep_alive().await?;
                 }
+                return ready.map_err(SessionError::from_client);
+            }
+            tokio::select! {
+                biased;
                 ready = self.client.readable() => return ready.map_err(SessionError::from_client),
+                frame = self.upstream.read_frame() => self.sent_while_waiting(frame).await?,
+                () = self.keep_alive_timer.as_mut(), if keep_alive.is_some() => self.keep_alive().await?,
                 () = stopping.as_mut() => return Err(SessionError::ShuttingDown),
             }
         }
+    }
+
+    /// What the upstream sent while the session waited for its client: forwarded, or the end
+    /// of the session. MariaDB resets (RST) a connection it drops for wait_timeout and closes
+    /// (FIN) one it KILLs; others send an ERR packet first. The client's connection ends the
+    /// same way (see Session::close).
+    async fn sent_while_waiting(&mut self, frame: Result<Frame, ReadError>) -> Result<(), SessionError> {
+        let frame = frame.map_err(|e| match e {
+            ReadError::Io(e) if e.kind() == std::io::ErrorKind::ConnectionReset => SessionError::UpstreamReset,
+            ReadError::Closed | ReadError::Io(_) => SessionError::UpstreamClosedIdle,
+            other => SessionError::from_upstream(other),
+        })?;
+        self.upstream_idle = false;
+        self.client.queue_frame(&frame);
+        self.flush_client().await
     }
 
     /// Routes one command, read at `started`: admin statements and cached reads are answered
@@ -845,6 +856,16 @@ fn privilege_statements(
         }
         at += 1;
     }
+}
+
+/// `future`'s output if it is ready at its first poll, without waiting (its waker is kept).
+async fn now<F: Future>(future: F) -> Option<F::Output> {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(|cx| match future.as_mut().poll(cx) {
+        std::task::Poll::Ready(v) => std::task::Poll::Ready(Some(v)),
+        std::task::Poll::Pending => std::task::Poll::Ready(None),
+    })
+    .await
 }
 
 #[cfg(test)]
