@@ -1073,6 +1073,9 @@ mod tests {
             // A double-quoted string escapes with a backslash too (a third audit: `"\""` hid
             // the UPDATE after it).
             "BEGIN DECLARE x VARCHAR(10) DEFAULT \"\\\"\"; UPDATE d1.t SET v = v + 1 WHERE id = 2; RETURN LENGTH(\"a\"); END",
+            // Under NO_BACKSLASH_ESCAPES `'\'` ends at its second quote: `'/*'` after it is a
+            // string, not a comment hiding the UPDATE.
+            "BEGIN DECLARE c VARCHAR(9) DEFAULT '\\'; SET @x = '/*'; UPDATE t SET a = 1; SET @y = 'x'; RETURN 1; END",
         ] {
             assert!(routine_writes(body), "{body}");
         }
@@ -1154,6 +1157,11 @@ mod tests {
             "CREATE TABLE c LIKE t",
             "CREATE TABLE `c` (\n  `a` int(11) DEFAULT NULL\n)",
             "CREATE VIEW v AS SELECT f()",
+            // A partitioned table's VALUES LESS THAN and VALUES IN run nothing (the byte reading
+            // of VALUES took them for a table value constructor: every cache was evicted at
+            // each CREATE of a partitioned table).
+            "CREATE TABLE ct_part (id INT PRIMARY KEY, k INT) PARTITION BY RANGE (id) (PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)",
+            "CREATE TABLE l (id INT) PARTITION BY LIST (id) (PARTITION p0 values  in (1, 2))",
             "FLUSH TABLES",
             "BEGIN",
             "COMMIT",
@@ -1188,6 +1196,14 @@ mod tests {
             Some("d1"),
             "d1"
         ));
+        // Under NO_BACKSLASH_ESCAPES `'\'` is a whole string (a fourth audit: read with escapes,
+        // the FOR after it was inside a string, and the REVOKE went unseen).
+        assert!(privileges_may_change(
+            "SET STATEMENT default_master_connection='\\' FOR REVOKE SELECT ON aud_bp.t FROM 'u'@'%'",
+            Some("aud_bp"),
+            "aud_bp"
+        ));
+        assert!(may_change_rows("SET STATEMENT default_master_connection='\\' FOR UPDATE t SET v = 1"));
         // Not a statement: read as the SET it is.
         assert!(parse_ddl("SET STATEMENT x = 1").is_empty());
     }
