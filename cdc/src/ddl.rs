@@ -68,8 +68,13 @@ const HEAD_CHARS: usize = 64 * 1024;
 /// constants (MariaDB refuses subqueries there), so the first `FOR` word outside a string
 /// ends them (`'x FOR DROP'` is a value).
 fn statement_tokens(sql: &str) -> Vec<Tok> {
+    statement_tokens_read(sql, true)
+}
+
+/// [`statement_tokens`], with or without backslash escapes in strings.
+fn statement_tokens_read(sql: &str, escapes: bool) -> Vec<Tok> {
     let word = |t: &Tok, w: &str| matches!(t, Tok::Word(x) if x.eq_ignore_ascii_case(w));
-    let mut lexer = Lexer::new(head(sql));
+    let mut lexer = Lexer { escapes, ..Lexer::new(head(sql)) };
     let (mut toks, mut first_for) = (Vec::new(), None);
     while toks.len() < 256
         && let Some(t) = lexer.next()
@@ -98,6 +103,14 @@ fn tokens(sql: &str) -> Vec<Tok> {
     Lexer::new(head(sql)).take(256).collect()
 }
 
+/// True if `test` holds of either reading of `sql`: with backslash escapes in strings (MariaDB's
+/// default) and without (NO_BACKSLASH_ESCAPES, under which `'\'` is a whole string). A binlogged
+/// text does not say which its session read it under, and each reading may take for a string,
+/// or a comment, what the other takes for a statement. Texts without a backslash read alike.
+fn both_readings(sql: &str, test: impl Fn(bool) -> bool) -> bool {
+    test(true) || (sql.contains('\\') && test(false))
+}
+
 /// The tokens of a text, however long (what [`tokens`] takes the head of). Strings are not
 /// told apart: their words are words, which errs towards reading more into a text; but no
 /// comment, quote or sign opens inside one (`'/*'` hides nothing after it), and a backslash
@@ -107,11 +120,15 @@ struct Lexer<'a> {
     i: usize,
     /// Inside a string: its quote.
     quoted: Option<u8>,
+    /// A backslash escapes the character after it in a string (MariaDB's default; not under
+    /// NO_BACKSLASH_ESCAPES, which a binlogged text does not say: both readings are taken
+    /// where it matters, [`both_readings`]).
+    escapes: bool,
 }
 
 impl<'a> Lexer<'a> {
     fn new(s: &'a str) -> Lexer<'a> {
-        Lexer { s, i: 0, quoted: None }
+        Lexer { s, i: 0, quoted: None, escapes: true }
     }
 
     fn byte(&self, k: usize) -> Option<u8> {
@@ -148,7 +165,7 @@ impl Iterator for Lexer<'_> {
                     self.quoted = if self.quoted.is_some() { None } else { Some(c as u8) };
                     self.i += 1;
                 }
-            } else if self.quoted.is_some() && c == '\\' {
+            } else if self.quoted.is_some() && c == '\\' && self.escapes {
                 self.i += 1 + self.char_at(1).map_or(0, char::len_utf8);
             } else if c.is_whitespace() || (self.quoted.is_some() && !ident(c)) {
                 // Inside a string only its words count: no comment, quote or sign opens there.
@@ -265,7 +282,11 @@ impl Cursor<'_> {
 /// that only names `mysql` (a view's alias) or a new account (CREATE USER, CREATE ROLE). A
 /// GRANT or REVOKE on objects of another database changes nothing here ([`grant_reaches`]).
 pub fn privileges_may_change(sql: &str, default_db: Option<&str>, tracked: &str) -> bool {
-    let toks = statement_tokens(sql);
+    both_readings(sql, |escapes| privileges_may_change_read(sql, escapes, default_db, tracked))
+}
+
+fn privileges_may_change_read(sql: &str, escapes: bool, default_db: Option<&str>, tracked: &str) -> bool {
+    let toks = statement_tokens_read(sql, escapes);
     let word = |i: usize| match toks.get(i) {
         Some(Tok::Word(w)) => w.to_ascii_uppercase(),
         _ => String::new(),
@@ -378,7 +399,11 @@ pub(crate) fn like_case(pattern: &[u8], name: &[u8], case_sensitive: bool) -> bo
 /// (transaction control). Errs towards true: a false alarm evicts the caches, a miss leaves
 /// them serving rows the server has changed.
 pub fn may_change_rows(sql: &str) -> bool {
-    let toks = statement_tokens(sql);
+    both_readings(sql, |escapes| may_change_rows_read(sql, escapes))
+}
+
+fn may_change_rows_read(sql: &str, escapes: bool) -> bool {
+    let toks = statement_tokens_read(sql, escapes);
     let word = |i: usize| match toks.get(i) {
         Some(Tok::Word(w)) => Some(w.to_ascii_uppercase()),
         _ => None,
@@ -398,7 +423,7 @@ pub fn may_change_rows(sql: &str) -> bool {
             // Read as bytes, not tokens: no quoting can hide the word, and one in a string or
             // a comment only evicts the caches once more.
             let upper = sql.to_ascii_uppercase();
-            word(at).as_deref() == Some("TABLE") && (upper.contains("SELECT") || upper.contains("VALUES"))
+            word(at).as_deref() == Some("TABLE") && (upper.contains("SELECT") || constructs_values(&upper))
         }
         // MariaDB's ANALYZE of a statement runs it (and is logged by its text); of tables it
         // is maintenance.
@@ -460,12 +485,26 @@ fn target_of(toks: &[Tok]) -> Option<(Option<String>, String)> {
     }
 }
 
+/// True if `upper` (a text in capitals) has a VALUES that is not a partition's bound (`VALUES
+/// LESS THAN`, `VALUES IN`): a table value constructor, which runs the functions it calls.
+fn constructs_values(upper: &str) -> bool {
+    upper.match_indices("VALUES").any(|(at, w)| {
+        let rest = upper[at + w.len()..].trim_start();
+        let bound = |k: &str| rest.strip_prefix(k).is_some_and(|r| !r.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_'));
+        !(bound("LESS") || bound("IN"))
+    })
+}
+
 /// True if a stored routine's body may write a table: an INSERT, REPLACE, UPDATE or DELETE
 /// statement (not the string functions `INSERT(...)` and `REPLACE(...)`, nor `FOR UPDATE`)
 /// whose target is not in `performance_schema` (the sys schema's functions set its
 /// instruments), a CALL, or a sequence's use (`NEXTVAL`, `SETVAL`). Errs towards true: words in strings count.
 pub fn routine_writes(body: &str) -> bool {
-    let toks: Vec<Tok> = Lexer::new(body).collect();
+    both_readings(body, |escapes| routine_writes_read(body, escapes))
+}
+
+fn routine_writes_read(body: &str, escapes: bool) -> bool {
+    let toks: Vec<Tok> = Lexer { escapes, ..Lexer::new(body) }.collect();
     let word = |t: Option<&Tok>, k: &str| matches!(t, Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
     (0..toks.len()).any(|i| {
         let at = |k: &str| word(toks.get(i), k);
