@@ -666,6 +666,43 @@ async fn a_session_reading_cached_rows_is_not_idle_to_the_server() {
     assert!(hits(&proxy) > before, "the reads are still answered from the cache");
 }
 
+/// A compressed session's owed read is sent again apart from the statement after it: MariaDB
+/// answers only the first command of a compressed frame that holds two, and the session hung
+/// (an audit of the keep-alive: a hit, then `SELECT ROW_COUNT()`, never answered).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_session_is_answered_after_a_cached_read() {
+    secrets("tr_compressed").await;
+    let proxy = start_proxy(&config("tr_compressed", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_compressed WHERE id = 1";
+    warm(&proxy, sql).await;
+    let compressed = |addr: &str| opts(addr).compression(Some(mysql_async::Compression::default()));
+    let mut t = Conn::new(compressed(&proxy.mysql.to_string())).await.unwrap();
+    let mut d = Conn::new(compressed(&upstream_addr())).await.unwrap();
+    for c in [&mut d, &mut t] {
+        c.query_drop("SET @x = 1").await.unwrap();
+    }
+    let before = hits(&proxy);
+    for _ in 0..20 {
+        let _ = text(&mut t, sql).await;
+        if hits(&proxy) > before {
+            break;
+        }
+    }
+    assert!(hits(&proxy) > before, "a hit on the compressed session");
+    let _ = text(&mut d, sql).await;
+    for (pinged, follow) in [(false, "SELECT ROW_COUNT()"), (true, "SELECT ROW_COUNT()"), (false, "SET @a = 1")] {
+        let _ = text(&mut t, sql).await;
+        let _ = text(&mut d, sql).await;
+        if pinged {
+            t.ping().await.unwrap();
+            d.ping().await.unwrap();
+        }
+        let got = tokio::time::timeout(Duration::from_secs(10), t.query_drop(follow)).await;
+        assert!(got.is_ok_and(|r| r.is_ok()), "{follow} after a hit{} was never answered", if pinged { " and a ping" } else { "" });
+        assert_eq!(text(&mut t, "SELECT ROW_COUNT()").await, text(&mut d, "SELECT ROW_COUNT()").await);
+    }
+}
+
 /// A session the server KILLs is answered nothing more from the cache, however fast its client
 /// sends reads: freshet watches the upstream connection before the client's next command (an
 /// audit: a client that kept reads queued got about 20,000 answers after the KILL, where the
