@@ -177,7 +177,8 @@ impl Session {
         let queued = match replay {
             Some(replay) => {
                 self.upstream.queue_packet(0, &replay);
-                if pinged {
+                // Compressed, the ping goes in a frame of its own (`Session::send_owed_apart`).
+                if pinged && !self.upstream.is_compressed() {
                     self.upstream.queue_packet(0, &[Command::Ping as u8]);
                 }
                 self.owed.ping_queued = pinged;
@@ -231,6 +232,23 @@ impl Session {
     fn queue_close(&mut self, id: u32) {
         self.upstream.queue_packet(0, &[&[Command::StmtClose as u8][..], &id.to_le_bytes()].concat());
         self.statements.remove(&id);
+    }
+
+    /// In a compressed session, sends what [`Session::settle_owed`] queued (the owed read, then
+    /// its ping) as frames of their own before the command behind them is queued: MariaDB
+    /// answers only the first command of a compressed frame that holds several, and the
+    /// session would wait for the others' replies for good.
+    pub(super) async fn send_owed_apart(&mut self, queued: bool) -> Result<(), SessionError> {
+        if !queued || !self.upstream.is_compressed() {
+            return Ok(());
+        }
+        let flush = |e: std::io::Error| SessionError::from_upstream(e.into());
+        self.upstream.flush().await.map_err(flush)?;
+        if self.owed.ping_queued {
+            self.upstream.queue_packet(0, &[Command::Ping as u8]);
+            self.upstream.flush().await.map_err(flush)?;
+        }
+        Ok(())
     }
 
     /// Drops the reply to the owed read [`Session::settle_owed`] queued, once the command
