@@ -2456,6 +2456,30 @@ async fn a_ping_after_a_cached_read_leaves_the_diagnostics_the_server_leaves() {
     assert_eq!(hits(&proxy, name), served + 3, "the reads were answered from the view");
 }
 
+/// MariaDB's COM_STMT_RESET sets `ROW_COUNT()` to 0, as a ping does: after a cached read it is
+/// followed by a ping when the read is sent again (an audit of the keep-alive: -1 where the
+/// server says 0).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_reset_after_a_cached_read_leaves_the_row_count_the_server_leaves() {
+    let _admin = fresh_table("ct_reset", "id INT PRIMARY KEY, k INT NOT NULL, n INT", "(1, 1, 10), (2, 1, 20), (3, 2, 30)").await;
+    let reads = [("reset", "SELECT id, n FROM ct_reset WHERE k = ?", "SELECT id, n FROM ct_reset WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let served = hits(&proxy, name);
+    let mut answers = Vec::new();
+    for c in [&mut client, &mut check] {
+        let (id, _) = prepare(c, "SELECT 1").await;
+        c.query("UPDATE ct_reset SET n = n WHERE id = 3").await;
+        c.query(sql).await;
+        c.send(&[&[0x1a][..], &id.to_le_bytes()].concat()).await;
+        answers.push(c.read_results().await);
+        answers.push(c.query("SELECT ROW_COUNT()").await);
+    }
+    assert_eq!(answers[..2], answers[2..], "ROW_COUNT() after a cached read and a statement reset");
+    assert_eq!(hits(&proxy, name), served + 1, "the read was answered from the view");
+}
+
 /// A driver that prepares, executes and closes a statement per read (PHP's PDO without
 /// emulation, mysql_async's `exec` with its statement cache off) closes the statement of an
 /// answered execute before its next statement: the server must still see that read before a
