@@ -336,7 +336,11 @@ impl Session {
             };
             match flushed {
                 Some(r) => return r.map_err(SessionError::ClientIo),
-                None => self.keep_alive().await?,
+                // The answer is still being taken: the next ping falls due as the first did.
+                None => {
+                    self.keep_alive().await?;
+                    self.answered_since_rest = true;
+                }
             }
         }
     }

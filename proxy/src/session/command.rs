@@ -271,9 +271,9 @@ impl Session {
                 self.own.server_forgot();
                 self.owed.new_session();
             }
-            // MariaDB's ping sets ROW_COUNT() to 0: a replay of the owed read must be followed
-            // by one.
-            Ping if self.owed.due() => self.owed.pinged = true,
+            // MariaDB's ping, and its statement reset, set ROW_COUNT() to 0 and keep the rest:
+            // a replay of the owed read must be followed by a ping.
+            Ping | StmtReset if self.owed.due() => self.owed.pinged = true,
             // The owed read's statement: closed once the read is settled (no reply to send).
             StmtClose if self.hold_close(&payload) => return Ok(Flow::Continue),
             _ => {}
