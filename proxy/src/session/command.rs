@@ -181,18 +181,25 @@ impl Session {
             // again before half its wait_timeout (`Session::keep_alive`).
             let keep_alive = self.arm_keep_alive();
             // A command already waiting (a client that pipelines, and so is never waited for):
-            // the upstream and the keep-alive are looked at first, once, without waiting, or a
-            // session the server ended would go on being answered from the cache.
+            // every `LOOK_EVERY` such commands the upstream and the keep-alive are looked at,
+            // without waiting, or a session the server ended would go on being answered from
+            // the cache. (A look polls the upstream's socket: most of a thousand instructions,
+            // too many for every hit.)
             if let Some(ready) = now(self.client.readable()).await {
-                if let Some(frame) = now(self.upstream.read_frame()).await {
-                    self.sent_while_waiting(frame).await?;
-                    continue;
-                }
-                if keep_alive.is_some() && now(self.keep_alive_timer.as_mut()).await.is_some() {
-                    self.keep_alive().await?;
+                self.queued_without_look += 1;
+                if self.queued_without_look >= LOOK_EVERY {
+                    self.queued_without_look = 0;
+                    if let Some(frame) = now(self.upstream.read_frame()).await {
+                        self.sent_while_waiting(frame).await?;
+                        continue;
+                    }
+                    if keep_alive.is_some() && now(self.keep_alive_timer.as_mut()).await.is_some() {
+                        self.keep_alive().await?;
+                    }
                 }
                 return ready.map_err(SessionError::from_client);
             }
+            self.queued_without_look = 0;
             tokio::select! {
                 biased;
                 ready = self.client.readable() => return ready.map_err(SessionError::from_client),
@@ -859,6 +866,10 @@ fn privilege_statements(
         at += 1;
     }
 }
+
+/// How many commands a client may have waiting, one after another, before the session looks
+/// at its upstream and keep-alive without waiting (`Session::wait_for_command`).
+const LOOK_EVERY: u32 = 16;
 
 /// `future`'s output if it is ready at its first poll, without waiting (its waker is kept).
 async fn now<F: Future>(future: F) -> Option<F::Output> {

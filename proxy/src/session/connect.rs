@@ -83,6 +83,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             answered_since_rest: false,
             keep_alive_timer: Box::pin(tokio::time::sleep(std::time::Duration::from_secs(86_400))),
             keep_alive_set: None,
+            queued_without_look: 0,
             auth: established.auth,
             state: established.state,
             identity: None,

@@ -172,6 +172,9 @@ pub struct Session {
     keep_alive_timer: std::pin::Pin<Box<tokio::time::Sleep>>,
     /// The instant `keep_alive_timer` is set to.
     keep_alive_set: Option<std::time::Instant>,
+    /// Commands the client had waiting since the upstream was last looked at
+    /// (`command::LOOK_EVERY`).
+    queued_without_look: u32,
     /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
     auth: connect::AuthState,
     /// What the session's own statements say about it (unfollowed, stale, unlogged).
