@@ -757,7 +757,9 @@ async fn a_killed_session_is_answered_nothing_more_however_fast_it_reads() {
     let _ = writer.await;
     let answered = (received - at_kill.expect("a hundred answers before the KILL")) / answer_bytes;
     eprintln!("{answered} answered after the KILL returned ({received} bytes, {answer_bytes} per answer)");
-    assert!(answered < 1_000, "{answered} of {READS} reads were answered after the session was killed");
+    // Those in flight at the KILL: until the runtime's reactor has seen the upstream's end
+    // (60-500 here), where a client looked at first at every command got all 20,000.
+    assert!(answered < READS / 4, "{answered} of {READS} reads were answered after the session was killed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -131,6 +131,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         }
     }
 
+    /// Whether bytes the peer sent are buffered (read from the socket, not taken yet).
+    pub fn has_buffered(&self) -> bool {
+        !self.rbuf.is_empty()
+    }
+
     /// A complete frame if one is buffered, without any I/O.
     pub fn try_frame(&mut self) -> Option<Frame> {
         let len = frame_len(&self.rbuf)?;

@@ -180,33 +180,38 @@ impl Session {
             // Reads answered here since the server last heard of the session: it must hear
             // again before half its wait_timeout (`Session::keep_alive`).
             let keep_alive = self.arm_keep_alive();
-            // A command already waiting (a client that pipelines, and so is never waited for):
-            // every `LOOK_EVERY` such commands the upstream and the keep-alive are looked at,
-            // without waiting, or a session the server ended would go on being answered from
-            // the cache. (A look polls the upstream's socket: most of a thousand instructions,
-            // too many for every hit.)
-            if let Some(ready) = now(self.client.readable()).await {
-                self.queued_without_look += 1;
-                if self.queued_without_look >= LOOK_EVERY {
-                    self.queued_without_look = 0;
-                    if let Some(frame) = now(self.upstream.read_frame()).await {
+            if !self.client.has_buffered() {
+                tokio::select! {
+                    biased;
+                    ready = self.client.readable() => ready.map_err(SessionError::from_client)?,
+                    frame = self.upstream.read_frame() => {
                         self.sent_while_waiting(frame).await?;
                         continue;
                     }
-                    if keep_alive.is_some() && now(self.keep_alive_timer.as_mut()).await.is_some() {
+                    () = self.keep_alive_timer.as_mut(), if keep_alive.is_some() => {
                         self.keep_alive().await?;
+                        continue;
                     }
+                    () = stopping.as_mut() => return Err(SessionError::ShuttingDown),
                 }
-                return ready.map_err(SessionError::from_client);
             }
-            self.queued_without_look = 0;
-            tokio::select! {
-                biased;
-                ready = self.client.readable() => return ready.map_err(SessionError::from_client),
-                frame = self.upstream.read_frame() => self.sent_while_waiting(frame).await?,
-                () = self.keep_alive_timer.as_mut(), if keep_alive.is_some() => self.keep_alive().await?,
-                () = stopping.as_mut() => return Err(SessionError::ShuttingDown),
+            // The client has a command. One that always has the next one ready (it pipelines)
+            // is never waited for, and the upstream never looked at: every `LOOK_EVERY`
+            // commands the upstream and the keep-alive are looked at without waiting, or a
+            // session the server ended would go on being answered from the cache. (A look polls
+            // the upstream's socket, most of a thousand instructions: too many for every hit.)
+            self.queued_without_look += 1;
+            if self.queued_without_look >= LOOK_EVERY {
+                self.queued_without_look = 0;
+                if let Some(frame) = now(self.upstream.read_frame()).await {
+                    self.sent_while_waiting(frame).await?;
+                    continue;
+                }
+                if keep_alive.is_some() && now(self.keep_alive_timer.as_mut()).await.is_some() {
+                    self.keep_alive().await?;
+                }
             }
+            return Ok(());
         }
     }
 
