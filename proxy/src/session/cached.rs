@@ -326,6 +326,10 @@ impl Session {
     /// Flushes a cached answer to the client, keeping the server's session alive meanwhile: a
     /// client that reads a large answer slowly is busy, not idle, as it would be directly.
     async fn flush_answer(&mut self) -> Result<(), SessionError> {
+        // Most answers fit the socket's buffer: flushed at once, no timer polled for them.
+        if let Some(r) = super::command::now(self.client.flush()).await {
+            return r.map_err(SessionError::ClientIo);
+        }
         loop {
             if self.arm_keep_alive().is_none() {
                 return self.flush_client().await;

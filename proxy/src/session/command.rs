@@ -877,7 +877,7 @@ fn privilege_statements(
 const LOOK_EVERY: u32 = 16;
 
 /// `future`'s output if it is ready at its first poll, without waiting (its waker is kept).
-async fn now<F: Future>(future: F) -> Option<F::Output> {
+pub(super) async fn now<F: Future>(future: F) -> Option<F::Output> {
     let mut future = std::pin::pin!(future);
     std::future::poll_fn(|cx| match future.as_mut().poll(cx) {
         std::task::Poll::Ready(v) => std::task::Poll::Ready(Some(v)),
