@@ -16,13 +16,13 @@ use mysql_async::{Conn, Value};
 
 /// A column as a driver sees it: schema, table, org table, name, type, flags, length.
 type ColumnView = (String, String, String, String, u8, u16, u32);
-/// What a statement returned: column definitions and rows, or the server's error.
 /// One test sets the server's global sql_mode for a moment; a session opened meanwhile by
 /// another test of this file (they run concurrently) would start in that mode and be relayed
 /// for good (`warm` then failed, 1 run in 3 to 12). Every test holds this shared; the one that
 /// changes a global holds it alone.
 static SERVER_GLOBALS: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
+/// What a statement returned: column definitions and rows, or the server's error.
 type Answer = Result<(Vec<ColumnView>, Vec<Vec<Value>>), (u16, String)>;
 
 fn columns_of(cols: &[mysql_async::Column]) -> Vec<ColumnView> {
@@ -640,6 +640,7 @@ async fn session_state_the_tracker_took_for_harmless_is_followed() {
 /// next read got 2006 where a direct one is answered).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_reading_cached_rows_is_not_idle_to_the_server() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_keepalive").await;
     let proxy = start_proxy(&config("tr_keepalive", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_keepalive WHERE id = 1";
@@ -671,6 +672,7 @@ async fn a_session_reading_cached_rows_is_not_idle_to_the_server() {
 /// (an audit of the keep-alive: a hit, then `SELECT ROW_COUNT()`, never answered).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_compressed_session_is_answered_after_a_cached_read() {
+    let _globals = SERVER_GLOBALS.read().await;
     secrets("tr_compressed").await;
     let proxy = start_proxy(&config("tr_compressed", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_compressed WHERE id = 1";
@@ -709,6 +711,7 @@ async fn a_compressed_session_is_answered_after_a_cached_read() {
 /// server answers a killed session's queued commands none).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_killed_session_is_answered_nothing_more_however_fast_it_reads() {
+    let _globals = SERVER_GLOBALS.read().await;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     const READS: usize = 20_000;
     secrets("tr_pipelined").await;
