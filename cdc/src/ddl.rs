@@ -1247,6 +1247,59 @@ mod tests {
         assert!(parse_ddl("SET STATEMENT x = 1").is_empty());
     }
 
+    /// What a fifth audit of the binlog's texts found read as harmless: each changes rows or
+    /// rights. `d` is the tracked database, `t` its cached table.
+    #[test]
+    fn texts_read_otherwise_or_too_long_to_read_are_taken_at_their_worst() {
+        let revoke = "REVOKE SELECT ON d.t FROM u2";
+        let reaches = |sql: &str| privileges_may_change(sql, Some("d"), "d");
+        let truncates = |sql: &str| parse_ddl(sql).iter().any(|t| t.table == "t" && t.kind == DdlKind::Truncate);
+        // Past the first 64 KiB nothing was read: such a text is taken to do anything.
+        let long = format!("/* {} */ ", "x".repeat(70_000));
+        assert!(may_change_rows(&format!("{long}TRUNCATE TABLE t")), "a TRUNCATE past the head");
+        assert!(may_change_rows(&format!("{long}UPDATE t SET v = 42 WHERE id = 1")));
+        assert!(reaches(&format!("{long}{revoke}")));
+        assert_eq!(write_target(&format!("{long}UPDATE t SET v = 42")), None);
+        // Past the 256th token: every token of the head is read.
+        let words = vec!["w"; 300].join(" ");
+        assert_eq!(alter_dropped_columns(&format!("ALTER TABLE t COMMENT '{words}', DROP COLUMN v, ADD COLUMN v INT DEFAULT 7")), vec!["v"]);
+        let pairs: Vec<String> = (0..40).map(|i| format!("o.x{i} TO o.y{i}")).collect();
+        let renamed = parse_ddl(&format!("RENAME TABLE {}, d.t TO d.t_old, d.t2 TO d.t", pairs.join(", ")));
+        assert!(renamed.iter().any(|t| t.table == "t" && t.kind == DdlKind::RenamedTo), "{renamed:?}");
+        let drops: Vec<String> = (0..70).map(|i| format!("o.z{i}")).collect();
+        assert!(parse_ddl(&format!("DROP TABLE {}, d.t", drops.join(", "))).iter().any(|t| t.table == "t"));
+        let terms = vec!["1"; 200].join("+");
+        assert!(reaches(&format!("SET STATEMENT max_statement_time = {terms} FOR {revoke}")));
+        // A value of SET STATEMENT has a FOR of its own; a number glued to the FOR after it.
+        let inner = "SET STATEMENT default_master_connection = SUBSTRING('abc' FROM 1 FOR 'COMMIT') FOR";
+        assert!(truncates(&format!("{inner} TRUNCATE TABLE t")));
+        assert!(may_change_rows(&format!("{inner} UPDATE t SET v = 31 WHERE id = 1")));
+        assert!(reaches("SET STATEMENT default_master_connection = SUBSTRING('abc' FROM 1 FOR 2) FOR REVOKE SELECT ON d.t FROM u2"));
+        assert!(reaches(&format!("SET STATEMENT max_statement_time=1.5FOR {revoke}")));
+        // A `*/` outside a comment is a `*` and a `/`: it does not open a string's reading.
+        let star = "SET STATEMENT max_statement_time = 2*/*' */3 FOR";
+        assert!(reaches(&format!("{star} {revoke} /* ' FOR COMMIT */")));
+        assert!(truncates(&format!("{star} TRUNCATE TABLE t /* ' FOR COMMIT */")));
+        assert!(may_change_rows(&format!("{star} UPDATE t SET v = 99 WHERE id = 1 /* ' FOR COMMIT */")));
+        assert!(routine_writes(
+            "BEGIN DECLARE x INT DEFAULT 2*/*' */3; DECLARE s VARCHAR(20) DEFAULT '/*'; UPDATE d.t SET v = v + 1000 WHERE id = 1; RETURN x; /* */ END"
+        ));
+        // Under ANSI_QUOTES a backslash escapes in '...' and not in "..." (a name).
+        assert!(reaches(&format!(
+            r#"SET STATEMENT default_master_connection='\' FOR COMMIT ', default_master_connection="\"" FOR COMMIT" FOR {revoke}"#
+        )));
+        // A multibyte character set (GBK, Big5, SJIS) takes a backslash after a lead byte as
+        // the character's second byte; decoded as UTF-8 the lead byte is U+FFFD.
+        assert!(reaches(&format!(
+            "SET STATEMENT default_master_connection='\u{FFFD}\\'' FOR COMMIT', default_master_connection='\\' FOR COMMIT ', max_statement_time=1 FOR {revoke}"
+        )));
+        // Read without escapes (NO_BACKSLASH_ESCAPES), DDL too.
+        assert!(truncates(r"SET STATEMENT default_master_connection='\' FOR TRUNCATE TABLE t /* ' FOR COMMIT */"));
+        assert_eq!(alter_dropped_columns(r"ALTER TABLE t COMMENT 'c:\', DROP COLUMN v, ADD COLUMN v INT DEFAULT 7 -- '"), vec!["v"]);
+        // An account named `on-call`: its `on` is no ON clause.
+        assert!(privileges_may_change("REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'on-call'@'%'", Some("o"), "d"));
+    }
+
     #[test]
     fn recognises_table_ddl() {
         assert_eq!(parse_ddl("ALTER TABLE `a` ADD COLUMN x INT"), vec![t(None, "a", DdlKind::Alter)]);
