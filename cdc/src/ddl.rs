@@ -59,39 +59,93 @@ enum Tok {
 
 /// The heads of statements are what matter: at most this many characters are read (a
 /// statement logged as a statement may be as large as `max_allowed_packet`, and every Query
-/// event is read three times), and at most 256 tokens made of them.
+/// event is read several times). A longer text is not read at all: it is taken to do anything
+/// ([`statements`]), since what lies past the head (a TRUNCATE after a long comment, the last
+/// table of a long RENAME) is what it does.
 const HEAD_CHARS: usize = 64 * 1024;
 
-/// The tokens of the statement a binlogged text runs: MariaDB's `SET STATEMENT var = value
-/// [, ...] FOR <statement>` runs (and logs) the statement after `FOR` with the variables set,
-/// so the statement's own tokens are read; any other text's are its own. The values are
-/// constants (MariaDB refuses subqueries there), so the first `FOR` word outside a string
-/// ends them (`'x FOR DROP'` is a value).
-fn statement_tokens(sql: &str) -> Vec<Tok> {
-    statement_tokens_read(sql, true)
+/// The most statements a `SET STATEMENT` text is read as (one after each `FOR` it has); a text
+/// with more is taken to do anything, so that reading it stays linear in its length.
+const MAX_CANDIDATES: usize = 16;
+
+/// How the strings of a text are read. A binlogged text does not say which sql_mode its
+/// session read it under, and each reading may take for a string, or a comment, what another
+/// takes for a statement; so every reading is taken where it matters ([`statements`]).
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    /// A backslash escapes the character after it in a string (MariaDB's default; not under
+    /// NO_BACKSLASH_ESCAPES, under which `'\'` is a whole string).
+    escapes: bool,
+    /// `"..."` is a name (ANSI_QUOTES), in which a backslash escapes nothing, while it still
+    /// escapes in `'...'`.
+    ansi_quotes: bool,
 }
 
-/// [`statement_tokens`], with or without backslash escapes in strings.
-fn statement_tokens_read(sql: &str, escapes: bool) -> Vec<Tok> {
+const DEFAULT_READING: Reading = Reading { escapes: true, ansi_quotes: false };
+
+/// The readings of `sql` that may differ: texts without a backslash read alike under all.
+fn readings(sql: &str) -> &'static [Reading] {
+    const ALL: [Reading; 3] =
+        [DEFAULT_READING, Reading { escapes: false, ansi_quotes: false }, Reading { escapes: true, ansi_quotes: true }];
+    if sql.contains('\\') { &ALL } else { &ALL[..1] }
+}
+
+/// Whether a multibyte character set (Big5, GBK, SJIS, CP932) may read `sql` otherwise than
+/// UTF-8 does: their characters' second byte may be a backslash or a backtick, which then
+/// escapes or quotes nothing. Decoded as UTF-8, the lead byte before it is not ASCII (a valid
+/// character, or U+FFFD for an invalid byte), so a non-ASCII character right before either
+/// makes the text one freshet does not read.
+fn charset_may_differ(sql: &str) -> bool {
+    let mut after_wide = false;
+    sql.chars().any(|c| {
+        let hit = after_wide && (c == '\\' || c == '`');
+        after_wide = !c.is_ascii();
+        hit
+    })
+}
+
+/// The statements a binlogged text may run, each as its tokens, under every [`readings`]; or
+/// `None` if the text cannot be read with confidence: longer than [`HEAD_CHARS`], a character
+/// set's bytes that may read otherwise ([`charset_may_differ`]), or a `SET STATEMENT` of more
+/// than [`MAX_CANDIDATES`] `FOR`s. Callers take `None` at its worst (it may change rows and
+/// rights).
+///
+/// MariaDB's `SET STATEMENT var = value [, ...] FOR <statement>` runs (and logs) the statement
+/// after a `FOR` with the variables set. Its values are expressions that may hold a `FOR` of
+/// their own (`SUBSTRING(s FROM 1 FOR 2)`), a number may be glued to the `FOR` after it
+/// (`1.5FOR`), and a `FOR` in what one reading takes for a string may be outside one in the
+/// server's: the statement after every `FOR` word (in a string or not, or ending a word that
+/// starts with a digit) is a candidate, and each is read.
+fn statements(sql: &str) -> Option<Vec<Vec<Tok>>> {
+    if sql.chars().nth(HEAD_CHARS).is_some() || charset_may_differ(sql) {
+        return None;
+    }
     let word = |t: &Tok, w: &str| matches!(t, Tok::Word(x) if x.eq_ignore_ascii_case(w));
-    let mut lexer = Lexer { escapes, ..Lexer::new(head(sql)) };
-    let (mut toks, mut first_for) = (Vec::new(), None);
-    while toks.len() < 256
-        && let Some(t) = lexer.next()
-    {
-        if first_for.is_none() && lexer.quoted.is_none() && word(&t, "FOR") {
-            first_for = Some(toks.len());
+    let ends_for = |t: &Tok| match t {
+        Tok::Word(x) => {
+            let b = x.as_bytes();
+            x.eq_ignore_ascii_case("FOR") || (b.len() > 3 && b[0].is_ascii_digit() && b[b.len() - 3..].eq_ignore_ascii_case(b"FOR"))
         }
-        toks.push(t);
+        _ => false,
+    };
+    let mut out = Vec::new();
+    for &reading in readings(sql) {
+        let toks: Vec<Tok> = Lexer::read(sql, reading).collect();
+        if !(toks.len() > 2 && word(&toks[0], "SET") && word(&toks[1], "STATEMENT")) {
+            out.push(toks);
+            continue;
+        }
+        let fors: Vec<usize> = (2..toks.len()).filter(|&i| ends_for(&toks[i])).collect();
+        if fors.len() > MAX_CANDIDATES {
+            return None;
+        }
+        if fors.is_empty() {
+            out.push(toks);
+        } else {
+            out.extend(fors.iter().map(|&at| toks[at + 1..].to_vec()));
+        }
     }
-    if toks.len() > 2
-        && word(&toks[0], "SET")
-        && word(&toks[1], "STATEMENT")
-        && let Some(at) = first_for
-    {
-        toks.drain(..=at);
-    }
-    toks
+    Some(out)
 }
 
 /// The first [`HEAD_CHARS`] characters of `sql`.
@@ -103,14 +157,6 @@ fn tokens(sql: &str) -> Vec<Tok> {
     Lexer::new(head(sql)).take(256).collect()
 }
 
-/// True if `test` holds of either reading of `sql`: with backslash escapes in strings (MariaDB's
-/// default) and without (NO_BACKSLASH_ESCAPES, under which `'\'` is a whole string). A binlogged
-/// text does not say which its session read it under, and each reading may take for a string,
-/// or a comment, what the other takes for a statement. Texts without a backslash read alike.
-fn both_readings(sql: &str, test: impl Fn(bool) -> bool) -> bool {
-    test(true) || (sql.contains('\\') && test(false))
-}
-
 /// The tokens of a text, however long (what [`tokens`] takes the head of). Strings are not
 /// told apart: their words are words, which errs towards reading more into a text; but no
 /// comment, quote or sign opens inside one (`'/*'` hides nothing after it), and a backslash
@@ -120,15 +166,24 @@ struct Lexer<'a> {
     i: usize,
     /// Inside a string: its quote.
     quoted: Option<u8>,
-    /// A backslash escapes the character after it in a string (MariaDB's default; not under
-    /// NO_BACKSLASH_ESCAPES, which a binlogged text does not say: both readings are taken
-    /// where it matters, [`both_readings`]).
-    escapes: bool,
+    /// Inside a version comment (`/*!50000 ... */`), whose `*/` ends it; elsewhere `*/` is
+    /// a `*` and a `/`.
+    in_version: bool,
+    reading: Reading,
 }
 
 impl<'a> Lexer<'a> {
     fn new(s: &'a str) -> Lexer<'a> {
-        Lexer { s, i: 0, quoted: None, escapes: true }
+        Lexer::read(s, DEFAULT_READING)
+    }
+
+    fn read(s: &'a str, reading: Reading) -> Lexer<'a> {
+        Lexer { s, i: 0, quoted: None, in_version: false, reading }
+    }
+
+    /// Whether a backslash escapes in the string the lexer is in.
+    fn escapes(&self) -> bool {
+        self.reading.escapes && !(self.reading.ansi_quotes && self.quoted == Some(b'"'))
     }
 
     fn byte(&self, k: usize) -> Option<u8> {
@@ -165,7 +220,7 @@ impl Iterator for Lexer<'_> {
                     self.quoted = if self.quoted.is_some() { None } else { Some(c as u8) };
                     self.i += 1;
                 }
-            } else if self.quoted.is_some() && c == '\\' && self.escapes {
+            } else if self.quoted.is_some() && c == '\\' && self.escapes() {
                 self.i += 1 + self.char_at(1).map_or(0, char::len_utf8);
             } else if c.is_whitespace() || (self.quoted.is_some() && !ident(c)) {
                 // Inside a string only its words count: no comment, quote or sign opens there.
@@ -180,13 +235,15 @@ impl Iterator for Lexer<'_> {
                 };
                 if let Some(len) = marker {
                     self.i += len;
+                    self.in_version = true;
                     while self.byte(0).is_some_and(|b| b.is_ascii_digit()) {
                         self.i += 1;
                     }
                 } else {
                     self.i = self.s[self.i + 2..].find("*/").map_or(self.s.len(), |at| self.i + 2 + at + 2);
                 }
-            } else if c == '*' && next == Some(b'/') {
+            } else if c == '*' && next == Some(b'/') && self.in_version {
+                self.in_version = false;
                 self.i += 2;
             } else if c == '#' || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_whitespace() || d.is_control())) {
                 self.i = self.s[self.i..].find('\n').map_or(self.s.len(), |at| self.i + at);
@@ -282,11 +339,10 @@ impl Cursor<'_> {
 /// that only names `mysql` (a view's alias) or a new account (CREATE USER, CREATE ROLE). A
 /// GRANT or REVOKE on objects of another database changes nothing here ([`grant_reaches`]).
 pub fn privileges_may_change(sql: &str, default_db: Option<&str>, tracked: &str) -> bool {
-    both_readings(sql, |escapes| privileges_may_change_read(sql, escapes, default_db, tracked))
+    statements(sql).is_none_or(|all| all.iter().any(|toks| privileges_may_change_read(sql, toks, default_db, tracked)))
 }
 
-fn privileges_may_change_read(sql: &str, escapes: bool, default_db: Option<&str>, tracked: &str) -> bool {
-    let toks = statement_tokens_read(sql, escapes);
+fn privileges_may_change_read(sql: &str, toks: &[Tok], default_db: Option<&str>, tracked: &str) -> bool {
     let word = |i: usize| match toks.get(i) {
         Some(Tok::Word(w)) => w.to_ascii_uppercase(),
         _ => String::new(),
@@ -295,7 +351,7 @@ fn privileges_may_change_read(sql: &str, escapes: bool, default_db: Option<&str>
     let account = |w: &str| matches!(w, "USER" | "ROLE");
     let in_mysql = default_db.is_some_and(|d| d.eq_ignore_ascii_case("mysql"));
     match first.as_str() {
-        "GRANT" | "REVOKE" => grant_reaches(&toks, default_db, tracked),
+        "GRANT" | "REVOKE" => grant_reaches(toks, default_db, tracked),
         // Which account a name is, or its rights gone with it. A new account (CREATE USER,
         // CREATE ROLE) has no rights and no open session is it; ALTER USER changes how an
         // account logs in, not what it may read.
@@ -324,13 +380,18 @@ fn privileges_may_change_read(sql: &str, escapes: bool, default_db: Option<&str>
 /// PROCEDURE other.p`, or an unqualified `ON t` / `ON *` in another default database. A
 /// database-level grant names a pattern (`%` and `_` are wildcards, `\` escapes one), read
 /// without case; table grants name it exactly, which the pattern reading only widens. Roles
-/// (no `ON`), PROXY, `*.*` and `REVOKE ALL PRIVILEGES, GRANT OPTION` may reach anything.
+/// (no `ON`), PROXY, `*.*` and `REVOKE ALL PRIVILEGES, GRANT OPTION` may reach anything. The
+/// `ON` is the first before any `TO` or `FROM`: the accounts after those may be strings whose
+/// words read as `on` (`'on-call'@'%'`).
 fn grant_reaches(toks: &[Tok], default_db: Option<&str>, tracked: &str) -> bool {
     let is = |t: Option<&Tok>, w: &str| matches!(t, Some(Tok::Word(x)) if x.eq_ignore_ascii_case(w));
     if is(toks.get(1), "PROXY") {
         return true;
     }
-    let Some(on) = toks.iter().position(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("ON"))) else { return true };
+    let Some(on) = toks.iter().position(|t| ["ON", "TO", "FROM"].iter().any(|w| is(Some(t), w))).filter(|&at| is(toks.get(at), "ON"))
+    else {
+        return true;
+    };
     let mut at = on + 1;
     while ["TABLE", "FUNCTION", "PROCEDURE", "PACKAGE", "BODY"].iter().any(|w| is(toks.get(at), w)) {
         at += 1;
@@ -399,11 +460,10 @@ pub(crate) fn like_case(pattern: &[u8], name: &[u8], case_sensitive: bool) -> bo
 /// (transaction control). Errs towards true: a false alarm evicts the caches, a miss leaves
 /// them serving rows the server has changed.
 pub fn may_change_rows(sql: &str) -> bool {
-    both_readings(sql, |escapes| may_change_rows_read(sql, escapes))
+    statements(sql).is_none_or(|all| all.iter().any(|toks| may_change_rows_read(sql, toks)))
 }
 
-fn may_change_rows_read(sql: &str, escapes: bool) -> bool {
-    let toks = statement_tokens_read(sql, escapes);
+fn may_change_rows_read(sql: &str, toks: &[Tok]) -> bool {
     let word = |i: usize| match toks.get(i) {
         Some(Tok::Word(w)) => Some(w.to_ascii_uppercase()),
         _ => None,
@@ -444,9 +504,13 @@ fn may_change_rows_read(sql: &str, escapes: bool) -> bool {
 /// plain: `INSERT` or `REPLACE [modifiers] [INTO] t ...`, `UPDATE [modifiers] t [[AS] a] SET
 /// ...`, `DELETE [modifiers] FROM t [[AS] a]` then its end, `WHERE`, `ORDER`, `LIMIT`,
 /// `RETURNING` or `PARTITION`; as (database if named, table). Anything else gives `None`:
-/// multi-table UPDATE and DELETE, a SELECT calling a function, a CALL, LOAD DATA.
+/// multi-table UPDATE and DELETE, a SELECT calling a function, a CALL, LOAD DATA, and a text
+/// whose [`statements`] do not all name the same target.
 pub fn write_target(sql: &str) -> Option<(Option<String>, String)> {
-    target_of(&statement_tokens(sql))
+    let all = statements(sql)?;
+    let mut targets = all.iter().map(|toks| target_of(toks));
+    let first = targets.next()??;
+    targets.all(|t| t.as_ref() == Some(&first)).then_some(first)
 }
 
 fn target_of(toks: &[Tok]) -> Option<(Option<String>, String)> {
@@ -499,12 +563,14 @@ fn constructs_values(upper: &str) -> bool {
 /// statement (not the string functions `INSERT(...)` and `REPLACE(...)`, nor `FOR UPDATE`)
 /// whose target is not in `performance_schema` (the sys schema's functions set its
 /// instruments), a CALL, or a sequence's use (`NEXTVAL`, `SETVAL`). Errs towards true: words in strings count.
+/// Every reading of the body is taken ([`readings`]); one a character set may read otherwise
+/// ([`charset_may_differ`]) writes.
 pub fn routine_writes(body: &str) -> bool {
-    both_readings(body, |escapes| routine_writes_read(body, escapes))
+    charset_may_differ(body) || readings(body).iter().any(|&reading| routine_writes_read(body, reading))
 }
 
-fn routine_writes_read(body: &str, escapes: bool) -> bool {
-    let toks: Vec<Tok> = Lexer { escapes, ..Lexer::new(body) }.collect();
+fn routine_writes_read(body: &str, reading: Reading) -> bool {
+    let toks: Vec<Tok> = Lexer::read(body, reading).collect();
     let word = |t: Option<&Tok>, k: &str| matches!(t, Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
     (0..toks.len()).any(|i| {
         let at = |k: &str| word(toks.get(i), k);
@@ -525,22 +591,38 @@ fn routine_writes_read(body: &str, escapes: bool) -> bool {
 /// temporary table shadows the base table of its name for its session and is not in
 /// information_schema, so what is read of a database there cannot rule it out.
 pub fn may_make_temporary_merge(sql: &str) -> bool {
-    let toks = statement_tokens(sql);
-    let word = |i: usize, k: &str| matches!(toks.get(i), Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
-    let temporary = word(0, "CREATE") && (word(1, "TEMPORARY") || (word(1, "OR") && word(2, "REPLACE") && word(3, "TEMPORARY")));
-    if !(temporary || word(0, "ALTER")) {
+    let lower = sql.to_ascii_lowercase();
+    let merge = lower.contains("merge") || lower.contains("mrg_");
+    if !merge && !lower.contains("like") {
         return false;
     }
-    let lower = sql.to_ascii_lowercase();
-    lower.contains("merge")
-        || lower.contains("mrg_")
-        || (temporary && Lexer::new(sql).any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("LIKE"))))
+    let one = |toks: &[Tok]| {
+        let word = |i: usize, k: &str| matches!(toks.get(i), Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
+        let temporary = word(0, "CREATE") && (word(1, "TEMPORARY") || (word(1, "OR") && word(2, "REPLACE") && word(3, "TEMPORARY")));
+        (temporary || word(0, "ALTER"))
+            && (merge || (temporary && Lexer::new(sql).any(|t| matches!(t, Tok::Word(w) if w.eq_ignore_ascii_case("LIKE")))))
+    };
+    statements(sql).is_none_or(|all| all.iter().any(|toks| one(toks)))
 }
 
-/// The tables a statement changes, or empty if it is not table DDL.
+/// The tables a statement changes, or empty if it is not table DDL: those of every one of
+/// its [`statements`], each once. Empty too for a text that cannot be read, which
+/// [`may_change_rows`] takes to change anything.
 pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
-    let toks = statement_tokens(sql);
-    let mut c = Cursor { toks: &toks, at: 0 };
+    let mut out: Vec<DdlTarget> = Vec::new();
+    for toks in statements(sql).unwrap_or_default() {
+        for target in ddl_of(&toks) {
+            if !out.contains(&target) {
+                out.push(target);
+            }
+        }
+    }
+    out
+}
+
+/// [`parse_ddl`] of one statement's tokens.
+fn ddl_of(toks: &[Tok]) -> Vec<DdlTarget> {
+    let mut c = Cursor { toks, at: 0 };
     let mut out = Vec::new();
     let mut push = |(database, table): (Option<String>, String), kind| out.push(DdlTarget { database, table, kind });
     if matches!(toks.first(), Some(Tok::Word(w)) if w.eq_ignore_ascii_case("ALTER")) {
@@ -665,7 +747,19 @@ pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
 /// for any other statement. A view's name may be anything a table's may; the words before
 /// `VIEW` are not checked further (a name taken for a view's costs a question, not an answer).
 pub fn view_names(sql: &str, is_view: impl Fn(&str) -> bool) -> Vec<String> {
-    let toks = statement_tokens(sql);
+    let mut out: Vec<String> = Vec::new();
+    for toks in statements(sql).unwrap_or_default() {
+        for name in views_of(&toks, &is_view) {
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// [`view_names`] of one statement's tokens.
+fn views_of(toks: &[Tok], is_view: &impl Fn(&str) -> bool) -> Vec<String> {
     let word = |i: usize, k: &str| matches!(toks.get(i), Some(Tok::Word(w)) if w.eq_ignore_ascii_case(k));
     if word(0, "CREATE") || word(0, "ALTER") {
         // Before VIEW come a view's options (`OR REPLACE`, `ALGORITHM = x`, `DEFINER = user`,
@@ -698,12 +792,12 @@ pub fn view_names(sql: &str, is_view: impl Fn(&str) -> bool) -> Vec<String> {
         let Some(at) = (1..toks.len().min(64)).find(|&i| word(i, "VIEW") || other(i)).filter(|&i| word(i, "VIEW")) else {
             return Vec::new();
         };
-        let mut c = Cursor { toks: &toks, at: at + 1 };
+        let mut c = Cursor { toks, at: at + 1 };
         c.kws(&["IF", "NOT", "EXISTS"]);
         return c.name().map(|(_, table)| vec![table]).unwrap_or_default();
     }
     if word(0, "RENAME") {
-        let targets = parse_ddl(sql);
+        let targets = ddl_of(toks);
         return targets
             .chunks(2)
             .filter_map(|pair| match pair {
@@ -778,22 +872,30 @@ const DROPS_NO_COLUMN: &[&str] =
 /// The columns an ALTER TABLE drops (`DROP [COLUMN] [IF EXISTS] name`), as written. A dropped
 /// column that the schema read after it still has was added again (by the same ALTER or by a
 /// later one the stream has not reached): its values are new, though its name and type are not.
+/// Those of every one of its [`statements`], each once.
 pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
-    let toks = statement_tokens(sql);
-    let mut c = Cursor { toks: &toks, at: 0 };
-    if alter_table_head(&mut c).is_none() {
-        return Vec::new();
+    let mut out: Vec<String> = Vec::new();
+    for toks in statements(sql).unwrap_or_default() {
+        let mut c = Cursor { toks: &toks, at: 0 };
+        if alter_table_head(&mut c).is_none() {
+            continue;
+        }
+        let clauses = &toks[c.at..];
+        let dropped = alter_clause_heads(clauses)
+            .filter(|&at| word(clauses, at) == "DROP" && !DROPS_NO_COLUMN.contains(&word(clauses, at + 1).as_str()))
+            .filter_map(|at| {
+                let mut c = Cursor { toks: clauses, at: at + 1 };
+                c.kw("COLUMN");
+                c.kws(&["IF", "EXISTS"]);
+                c.ident()
+            });
+        for column in dropped {
+            if !out.contains(&column) {
+                out.push(column);
+            }
+        }
     }
-    let clauses = &toks[c.at..];
-    alter_clause_heads(clauses)
-        .filter(|&at| word(clauses, at) == "DROP" && !DROPS_NO_COLUMN.contains(&word(clauses, at + 1).as_str()))
-        .filter_map(|at| {
-            let mut c = Cursor { toks: clauses, at: at + 1 };
-            c.kw("COLUMN");
-            c.kws(&["IF", "EXISTS"]);
-            c.ident()
-        })
-        .collect()
+    out
 }
 
 /// `ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] name`: whether IGNORE, and the name; the cursor
@@ -883,10 +985,14 @@ pub fn parse_savepoint(sql: &str) -> Option<Savepoint> {
     None
 }
 
-/// The database a `DROP DATABASE|SCHEMA [IF EXISTS] name` statement drops.
+/// The database a `DROP DATABASE|SCHEMA [IF EXISTS] name` statement drops (the first that one
+/// of its [`statements`] drops).
 pub fn parse_drop_database(sql: &str) -> Option<String> {
-    let toks = statement_tokens(sql);
-    let mut c = Cursor { toks: &toks, at: 0 };
+    statements(sql)?.iter().find_map(|toks| drop_database_of(toks))
+}
+
+fn drop_database_of(toks: &[Tok]) -> Option<String> {
+    let mut c = Cursor { toks, at: 0 };
     // `CREATE OR REPLACE DATABASE` drops the one there was.
     let drops = c.kw("DROP") || c.kws(&["CREATE", "OR", "REPLACE"]);
     if !(drops && (c.kw("DATABASE") || c.kw("SCHEMA"))) {
