@@ -1,6 +1,8 @@
 //! Numbers the dataflow cannot compute as the server does; a query that needs them is refused
 //! (relayed).
 //!
+//! - Floating-point arithmetic: `+`, `-`, `*`, `/` of a float or a string may overflow a DOUBLE,
+//!   the server's error 1690 for that row ([`float_arithmetic`]).
 //! - Sums of FLOAT and DOUBLE. The server adds a SUM or AVG of floating-point values in its
 //!   scan order at every read; a view keeps a running total through inserts and deletions, in
 //!   the binlog's order. Float addition is not associative: after `(1e16, 1, -1e16)` loses its
@@ -47,6 +49,11 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
     output_ranges(&q.root, &column_type)?;
     quotients(&q.root, &column_type)?;
     let float_column = |table: &str, column: &str| matches!(column_type(table, column), Some(SqlType::Float | SqlType::Double));
+    // A column whose value is a DOUBLE in arithmetic: a float, or any type but the exact
+    // numbers (a string is read as a DOUBLE).
+    let inexact_column = |table: &str, column: &str| {
+        !matches!(column_type(table, column), Some(SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Year | SqlType::Bit { .. }))
+    };
     for node in q.root.post_order() {
         match node {
             Node::Aggregate { input, aggs, .. }
@@ -73,11 +80,13 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
             Node::Project { input, exprs } => {
                 let columns = column_digits(input, &column_type);
                 for e in exprs {
+                    float_arithmetic(e, input, &inexact_column)?;
                     digits(e, &|c| columns.get(c).copied().flatten())?;
                 }
             }
             Node::Filter { input, pred } => {
                 let columns = column_digits(input, &column_type);
+                float_arithmetic(pred, input, &inexact_column)?;
                 digits(pred, &|c| columns.get(c).copied().flatten())?;
             }
             _ => {}
@@ -256,6 +265,26 @@ fn floating(node: &Node, col: usize, float_column: &dyn Fn(&str, &str) -> bool) 
         Node::Union { inputs } => inputs.iter().any(|i| floating(i, col, float_column)),
         Node::Base { .. } => false,
     }
+}
+
+/// Refuses `e` (over the columns of `input`) if it has floating-point arithmetic: `+`, `-`,
+/// `*` or `/` with an operand that reads a float literal or a column `inexact` says is not an
+/// exact number. Its result may overflow a DOUBLE, which is the server's error 1690 for that
+/// row, and a view has no error to answer with (it would show NULL, or filter the row out).
+fn float_arithmetic(e: &Expr, input: &Node, inexact: &dyn Fn(&str, &str) -> bool) -> Result<(), Refusal> {
+    let floating_operand = |x: &Expr| {
+        let mut any = has_float_literal(x);
+        x.columns(&mut |c| any |= floating(input, c, inexact));
+        any
+    };
+    if let Expr::Arith(ArithOp::Add | ArithOp::Sub | ArithOp::Mul | ArithOp::Div, a, b) = e
+        && (floating_operand(a) || floating_operand(b))
+    {
+        return refuse(
+            "floating-point arithmetic may overflow a DOUBLE, which is the server's error for that row; a view has no error to answer with",
+        );
+    }
+    e.children().into_iter().try_for_each(|c| float_arithmetic(c, input, inexact))
 }
 
 fn has_float_literal(e: &Expr) -> bool {
