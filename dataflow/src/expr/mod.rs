@@ -819,6 +819,13 @@ mod tests {
         assert_eq!(date("024-01-01").as_deref(), Some("0024-01-01"));
         assert_eq!(date("+2024-01-01"), None);
         assert_eq!(date("2024-+1-01"), None);
+        // A two-digit year is a year of this century or the last only in a value that is not
+        // all zeros (an audit: `dd = '00-00-00'` found no zero dates).
+        assert_eq!(date("00-00-00").as_deref(), Some("0000-00-00"));
+        assert_eq!(date("00-0-0").as_deref(), Some("0000-00-00"));
+        assert_eq!(date("00-00-00 00:00:00.000").as_deref(), Some("0000-00-00 00:00:00"));
+        assert_eq!(date("00-00-00 01:00:00").as_deref(), Some("2000-00-00 01:00:00"));
+        assert_eq!(date("00-01-00").as_deref(), Some("2000-01-00"));
     }
 
     #[test]
