@@ -676,34 +676,42 @@ pub fn parse_temporal(s: &str) -> Option<Value> {
         None => (s, None),
     };
     // Parts are ASCII digits only (`parse` would take a sign). A year of two digits is
-    // 1970-2069 to the server (`'24-01-01'` is 2024-01-01); of one, three or four, as written.
+    // 1970-2069 to the server (`'24-01-01'` is 2024-01-01) unless every part is zero
+    // (`'00-00-00'` is the zero date); of one, three or four, as written.
     fn digits<T: std::str::FromStr>(part: &str, most: usize) -> Option<T> {
         (!part.is_empty() && part.len() <= most && part.bytes().all(|b| b.is_ascii_digit())).then(|| part.parse().ok())?
     }
     let mut dp = date.split('-');
     let year = dp.next()?;
-    let y: u16 = match digits::<u16>(year, 4)? {
-        y if year.len() == 2 && y < 70 => 2000 + y,
-        y if year.len() == 2 => 1900 + y,
-        y => y,
-    };
+    let y: u16 = digits(year, 4)?;
     let m: u8 = digits(dp.next()?, 2)?;
     let d: u8 = digits(dp.next()?, 2)?;
     if dp.next().is_some() || m > 12 || d > 31 {
         return None;
     }
-    let date = Date::new(y, m, d);
-    let Some(t) = time else { return Some(Value::Date(date)) };
-    let (hms, frac) = t.split_once('.').unwrap_or((t, ""));
-    let mut tp = hms.split(':');
-    let h: u8 = digits(tp.next()?, 2)?;
-    let mi: u8 = digits(tp.next()?, 2)?;
-    let sec: u8 = digits(tp.next().unwrap_or("0"), 2)?;
-    if h > 23 || mi > 59 || sec > 59 || tp.next().is_some() {
-        return None;
+    let (mut h, mut mi, mut sec, mut us) = (0u8, 0u8, 0u8, 0u32);
+    if let Some(t) = time {
+        let (hms, frac) = t.split_once('.').unwrap_or((t, ""));
+        let mut tp = hms.split(':');
+        h = digits(tp.next()?, 2)?;
+        mi = digits(tp.next()?, 2)?;
+        sec = digits(tp.next().unwrap_or("0"), 2)?;
+        if h > 23 || mi > 59 || sec > 59 || tp.next().is_some() {
+            return None;
+        }
+        us = if frac.is_empty() { 0 } else { digits(&format!("{frac:0<6}"), 6)? };
     }
-    let us: u32 = if frac.is_empty() { 0 } else { digits(&format!("{frac:0<6}"), 6)? };
-    Some(Value::DateTime(DateTime::new(date, h, mi, sec, us)))
+    let zero = y == 0 && m == 0 && d == 0 && h == 0 && mi == 0 && sec == 0 && us == 0;
+    let y = match y {
+        y if year.len() == 2 && !zero && y < 70 => 2000 + y,
+        y if year.len() == 2 && !zero => 1900 + y,
+        y => y,
+    };
+    let date = Date::new(y, m, d);
+    Some(match time {
+        None => Value::Date(date),
+        Some(_) => Value::DateTime(DateTime::new(date, h, mi, sec, us)),
+    })
 }
 
 #[cfg(test)]
