@@ -454,6 +454,11 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
     Ok(Some(key))
 }
 
+/// [`coerce_param`] of one value of an IN list of several.
+fn in_list_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value>, LookupError> {
+    coerce_param(v, col, index)
+}
+
 /// [`coerce_param`]'s conversion: None where the parameter is relayed.
 fn coerce_value(v: &Value, col: &KeyColumn) -> Option<Value> {
     // A character past U+FFFF (a four-byte UTF-8 sequence) against a utf8mb3 column: the
@@ -630,7 +635,7 @@ fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) 
         let mut vals: Vec<Value> = Vec::new();
         for &i in slots {
             let p = params.get(i).ok_or(LookupError::ParamCount { expected, got: params.len() })?;
-            if let Some(v) = coerce_param(p, col, i)?
+            if let Some(v) = in_list_param(p, col, i)?
                 && seen.insert(v.clone())
             {
                 vals.push(v);
@@ -676,6 +681,23 @@ mod coerce_tests {
         assert!(coerce_param(&noon, &col(SqlType::Date), 0).is_err());
         let as_datetime = coerce_param(&Value::Date(day), &col(SqlType::DateTime { fsp: 0 }), 0);
         assert!(matches!(as_datetime, Ok(Some(Value::DateTime(d))) if d == DateTime::new(day, 0, 0, 0, 0)));
+    }
+
+    /// In an IN list of several values the server does not always take a number of 0-99 as
+    /// the YEAR a column would store (an audit: `y IN (?, ?)` with UNSIGNED parameters 24 and
+    /// 1901 found no row where a view found 2024, and `'0'` found 0000): such a value is
+    /// relayed there. A YEAR, a four-digit number and `y = ?` are answered as before.
+    #[test]
+    fn a_year_of_two_digits_in_an_in_list_is_relayed() {
+        let year = col(SqlType::Year);
+        for v in [Value::UInt(24), Value::Int(0), Value::Int(99), Value::text("0", crate::value::Collation::Binary)] {
+            assert!(in_list_param(&v, &year, 0).is_err(), "{v:?}");
+            assert!(coerce_param(&v, &year, 0).is_ok(), "{v:?} alone");
+        }
+        for v in [Value::UInt(1901), Value::Year(2024), Value::Int(2155)] {
+            assert!(in_list_param(&v, &year, 0).is_ok(), "{v:?}");
+        }
+        assert!(in_list_param(&Value::UInt(24), &col(SqlType::Int { bytes: 4, unsigned: true }), 0).is_ok());
     }
 }
 
