@@ -454,8 +454,21 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
     Ok(Some(key))
 }
 
-/// [`coerce_param`] of one value of an IN list of several.
+/// [`coerce_param`] of one value of an IN list of several. Against a YEAR column the server
+/// does not always read a number of 0-99 (or a text) there as the YEAR a column would
+/// store from it, as it does in `y = ?`: UNSIGNED parameters are compared as the numbers they
+/// are (`y IN (24, 1901)` finds no 2024), and `'0'` as 0000. Such a value is relayed.
 fn in_list_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value>, LookupError> {
+    let windowed = match v {
+        Value::Int(i) => (0..=99).contains(i),
+        Value::UInt(u) => *u <= 99,
+        Value::Decimal(d) => d.mantissa() >= 0 && d.mantissa() < 100 * 10i128.pow(u32::from(d.scale())),
+        Value::Text(..) | Value::Bytes(_) => true,
+        _ => false,
+    };
+    if col.ty == SqlType::Year && windowed {
+        return Err(LookupError::ParamType { index, column: col.name.clone() });
+    }
     coerce_param(v, col, index)
 }
 
