@@ -898,6 +898,11 @@ pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
     out
 }
 
+/// Whether two column names are the same to the server.
+pub fn same_column_name(a: &str, b: &str) -> bool {
+    a.eq_ignore_ascii_case(b)
+}
+
 /// `ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] name`: whether IGNORE, and the name; the cursor
 /// is left at the first clause.
 fn alter_table_head(c: &mut Cursor) -> Option<(bool, (Option<String>, String))> {
@@ -1404,6 +1409,26 @@ mod tests {
         assert_eq!(alter_dropped_columns(r"ALTER TABLE t COMMENT 'c:\', DROP COLUMN v, ADD COLUMN v INT DEFAULT 7 -- '"), vec!["v"]);
         // An account named `on-call`: its `on` is no ON clause.
         assert!(privileges_may_change("REVOKE ALL PRIVILEGES, GRANT OPTION FROM 'on-call'@'%'", Some("o"), "d"));
+    }
+
+    /// A sixth audit: a text's non-ASCII characters as the server reads them. In a UTF-8
+    /// session every one is part of a name (never a space, nor what ends a `--`); a text in
+    /// another character set reaches here with its non-ASCII bytes as U+FFFD
+    /// (`events::query_text`), which no reading can place: it is taken at its worst.
+    #[test]
+    fn non_ascii_characters_are_read_as_the_server_reads_them() {
+        assert!(may_change_rows("TRUNCATE\u{FFFD}t"), "a latin1 no-break space");
+        assert!(privileges_may_change("REVOKE SELECT ON\u{FFFD}d.t FROM r", Some("other"), "d"));
+        assert!(privileges_may_change("DROP\u{FFFD}USER r", Some("d"), "d"));
+        assert_eq!(
+            alter_dropped_columns("ALTER TABLE t ADD CONSTRAINT c1 CHECK (1 --\u{85}), DROP COLUMN v, ADD COLUMN v VARCHAR(20) DEFAULT 'x' AFTER id"),
+            vec!["v"]
+        );
+        assert_eq!(parse_ddl("TRUNCATE TABLE n€"), vec![t(None, "n€", DdlKind::Truncate)]);
+        assert_eq!(parse_ddl("TRUNCATE TABLE a\u{A0}b"), vec![t(None, "a\u{A0}b", DdlKind::Truncate)]);
+        // Column names are compared without case, Unicode's too (`É` is `é`, not `e`).
+        assert!(same_column_name("É", "é"));
+        assert!(!same_column_name("é", "e"));
     }
 
     #[test]
