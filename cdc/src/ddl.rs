@@ -104,10 +104,19 @@ fn charset_may_differ(sql: &str) -> bool {
     })
 }
 
+/// Whether a text can be read with confidence: not longer than [`HEAD_CHARS`], with no
+/// U+FFFD (a byte that was not UTF-8, or one of a session whose character set is not UTF-8:
+/// `events::query_text`; in latin1 0xA0 is a space to the server) and no bytes a multibyte
+/// character set may read otherwise ([`charset_may_differ`]). What cannot is taken at its
+/// worst: it may change rows and rights, and the stream forgets what it knew of other
+/// databases.
+pub fn readable(sql: &str) -> bool {
+    sql.chars().nth(HEAD_CHARS).is_none() && !sql.contains('\u{FFFD}') && !charset_may_differ(sql)
+}
+
 /// The statements a binlogged text may run, each as its tokens, under every [`readings`]; or
-/// `None` if the text cannot be read with confidence: longer than [`HEAD_CHARS`], a character
-/// set's bytes that may read otherwise ([`charset_may_differ`]), or a `SET STATEMENT` of more
-/// than [`MAX_CANDIDATES`] `FOR`s. Callers take `None` at its worst (it may change rows and
+/// `None` if the text cannot be read with confidence ([`readable`]), or is a `SET STATEMENT` of
+/// more than [`MAX_CANDIDATES`] `FOR`s. Callers take `None` at its worst (it may change rows and
 /// rights).
 ///
 /// MariaDB's `SET STATEMENT var = value [, ...] FOR <statement>` runs (and logs) the statement
@@ -117,7 +126,7 @@ fn charset_may_differ(sql: &str) -> bool {
 /// server's: the statement after every `FOR` word (in a string or not, or ending a word that
 /// starts with a digit) is a candidate, and each is read.
 fn statements(sql: &str) -> Option<Vec<Vec<Tok>>> {
-    if sql.chars().nth(HEAD_CHARS).is_some() || charset_may_differ(sql) {
+    if !readable(sql) {
         return None;
     }
     let word = |t: &Tok, w: &str| matches!(t, Tok::Word(x) if x.eq_ignore_ascii_case(w));
@@ -206,7 +215,10 @@ impl Iterator for Lexer<'_> {
     type Item = Tok;
 
     fn next(&mut self) -> Option<Tok> {
-        let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '$';
+        // Every character past ASCII is part of a name to the server in a UTF-8 session (a
+        // no-break space, U+3000 and `€` too); only ASCII white space separates.
+        let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '$' || !c.is_ascii();
+        let space = |c: char| c.is_ascii() && c.is_whitespace();
         loop {
             let c = self.char()?;
             let next = self.byte(1);
@@ -222,7 +234,7 @@ impl Iterator for Lexer<'_> {
                 }
             } else if self.quoted.is_some() && c == '\\' && self.escapes() {
                 self.i += 1 + self.char_at(1).map_or(0, char::len_utf8);
-            } else if c.is_whitespace() || (self.quoted.is_some() && !ident(c)) {
+            } else if space(c) || (self.quoted.is_some() && !ident(c)) {
                 // Inside a string only its words count: no comment, quote or sign opens there.
                 self.i += c.len_utf8();
             } else if c == '/' && next == Some(b'*') {
@@ -245,7 +257,8 @@ impl Iterator for Lexer<'_> {
             } else if c == '*' && next == Some(b'/') && self.in_version {
                 self.in_version = false;
                 self.i += 2;
-            } else if c == '#' || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_whitespace() || d.is_control())) {
+            } else if c == '#' || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_ascii() && (d.is_whitespace() || d.is_control())))
+            {
                 self.i = self.s[self.i..].find('\n').map_or(self.s.len(), |at| self.i + at);
             } else if c == '`' {
                 let mut s = String::new();
@@ -898,9 +911,12 @@ pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
     out
 }
 
-/// Whether two column names are the same to the server.
+/// Whether two column names may be the same to the server, which compares them without case,
+/// Unicode's too (`É` is `é`; `é` is not `e`). Either folding counts: taking two names for one
+/// costs a refill, the reverse a stale column.
 pub fn same_column_name(a: &str, b: &str) -> bool {
-    a.eq_ignore_ascii_case(b)
+    a.chars().flat_map(char::to_lowercase).eq(b.chars().flat_map(char::to_lowercase))
+        || a.chars().flat_map(char::to_uppercase).eq(b.chars().flat_map(char::to_uppercase))
 }
 
 /// `ALTER [ONLINE] [IGNORE] TABLE [IF EXISTS] name`: whether IGNORE, and the name; the cursor

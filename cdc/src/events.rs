@@ -9,7 +9,8 @@
 //! a panic (the property test below builds events with random types and payloads).
 
 use mysql_async::binlog::EventType;
-use mysql_async::binlog::events::{Event, QueryEvent, RotateEvent};
+use mysql_async::binlog::StatusVarKey;
+use mysql_async::binlog::events::{Event, QueryEvent, RotateEvent, StatusVarVal};
 
 use crate::error::CdcError;
 use crate::mariadb_events::{self, GtidEvent};
@@ -87,7 +88,7 @@ pub fn classify(ev: &Event) -> Result<EventKind, CdcError> {
         EventKind::MysqlGtid
     } else if is(EventType::QUERY_EVENT) {
         let q: QueryEvent<'_> = ev.read_event().map_err(proto)?;
-        EventKind::Query { sql: q.query().into_owned(), schema: q.schema().into_owned() }
+        EventKind::Query { sql: query_text(q.query_raw(), utf8_text(&q)), schema: q.schema().into_owned() }
     } else if is(EventType::EXECUTE_LOAD_QUERY_EVENT) || matches!(ty, 6 | 10 | 12) {
         // 6, 10 and 12: LOAD_EVENT, EXEC_LOAD_EVENT, NEW_LOAD_EVENT (pre-5.0 servers' forms).
         EventKind::LoadData
@@ -122,7 +123,28 @@ fn proto(e: std::io::Error) -> CdcError {
 /// A Query event's text as the stream reads it: UTF-8 (invalid bytes as U+FFFD) when its
 /// session's character set is UTF-8, else its ASCII bytes with every other byte as U+FFFD.
 pub(crate) fn query_text(raw: &[u8], utf8: bool) -> String {
-    String::from_utf8_lossy(raw).into_owned()
+    if utf8 {
+        String::from_utf8_lossy(raw).into_owned()
+    } else {
+        raw.iter().map(|&b| if b.is_ascii() { char::from(b) } else { char::REPLACEMENT_CHARACTER }).collect()
+    }
+}
+
+/// Whether a Query event's session wrote its text in UTF-8, by the client character set the
+/// event carries (a collation id). No character set, or one not known, is not.
+fn utf8_text(q: &QueryEvent<'_>) -> bool {
+    let Some(var) = q.status_vars().get_status_var(StatusVarKey::Charset) else { return false };
+    let Ok(StatusVarVal::Charset { charset_client, .. }) = var.get_value() else { return false };
+    utf8_collation(charset_client)
+}
+
+/// Whether collation `id` is one of utf8mb3 or utf8mb4: MySQL's and MariaDB's (33, 45, 46, 83,
+/// the UCA ones 192-215, 223-247, MySQL 8's 76 and 255-323, MariaDB's 576-578 and 608-610,
+/// its UCA 14.0.0 ones 2048-2559), and MariaDB's NO PAD ones, whose ids are the PAD ones' plus
+/// 1024.
+fn utf8_collation(id: u16) -> bool {
+    let id = if (1024..2048).contains(&id) { id - 1024 } else { id };
+    matches!(id, 33 | 45 | 46 | 76 | 83 | 192..=215 | 223..=247 | 255..=323 | 576..=578 | 608..=610 | 2048..=2559)
 }
 
 #[cfg(test)]

@@ -247,7 +247,9 @@ impl BinlogStream {
             self.privileges_changed(position);
         }
         let targets = parse_ddl(sql);
-        if !writes {
+        // A text that cannot be read (`ddl::readable`) counts as a write, and may have made a
+        // trigger, view or function of any database: what was known of them is forgotten.
+        if !writes || !crate::ddl::readable(sql) {
             let dbs: Vec<String> = targets.iter().map(|t| t.database.clone().unwrap_or_else(|| default_db.to_string())).collect();
             self.scope.after_ddl(sql, &dbs, dropped.as_deref(), self.cfg.names_case_sensitive);
         }
@@ -277,7 +279,7 @@ impl BinlogStream {
             // with new values under the old name and type.
             let readded = t.kind == DdlKind::Alter
                 && schema.as_ref().is_some_and(|s| {
-                    crate::ddl::alter_dropped_columns(sql).iter().any(|d| s.columns.iter().any(|c| c.name.eq_ignore_ascii_case(d)))
+                    crate::ddl::alter_dropped_columns(sql).iter().any(|d| s.columns.iter().any(|c| crate::ddl::same_column_name(&c.name, d)))
                 });
             let kind = if readded { DdlKind::Truncate } else { t.kind };
             self.out.push_back(StreamEvent::Schema(Box::new(SchemaChange { position, table, kind, schema, info })));
