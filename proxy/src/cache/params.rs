@@ -242,6 +242,16 @@ mod tests {
         assert_eq!(execute_params(&first[..10], 2, &mut Vec::new()).err(), Some(ParamError::Malformed));
     }
 
+    /// A parameter of type NULL whose bit in the NULL bitmap is clear is refused by the server
+    /// (1210, "Incorrect arguments to mysqld_stmt_execute"); an audit had it answered from the
+    /// cache as a NULL key (no rows). Relayed; with its bit set it is a NULL as before.
+    #[test]
+    fn a_null_type_without_its_null_bit_is_relayed() {
+        assert_eq!(execute_params(&[0x00, 0x01, 0x06, 0x00], 1, &mut Vec::new()).err(), Some(ParamError::Malformed));
+        assert_eq!(execute_params(&[0x00, 0x01, 0x06, 0x80, 1, 2, 3], 1, &mut Vec::new()).err(), Some(ParamError::Malformed));
+        assert!(matches!(execute_params(&[0x01, 0x01, 0x06, 0x00], 1, &mut Vec::new()).as_deref(), Ok([Value::Null])));
+    }
+
     #[test]
     fn read_as_the_server_reads_it() {
         // A long bitmap of 0xff: the byte after the bitmap (0xff) is no new-params-bound flag.
