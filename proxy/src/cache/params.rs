@@ -57,8 +57,9 @@ pub fn literal_value(lit: &Literal<'_>) -> Result<Value, ParamError> {
 /// Read as the server reads it, so that whatever the server would refuse is relayed for the
 /// server to refuse: the new-params-bound flag must be 0 or 1 (a 10 KB bitmap of 0xff bytes
 /// was read as "same types as before, every value NULL" and answered with no rows where the
-/// server says ER_MALFORMED_PACKET), and every type must be one freshet decodes, NULL
-/// parameters included.
+/// server says ER_MALFORMED_PACKET), every type must be one freshet decodes, NULL
+/// parameters included, and a parameter of type NULL must have its NULL bit set (the server
+/// refuses it otherwise, 1210).
 pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> Result<Vec<Value>, ParamError> {
     if count == 0 {
         return Ok(Vec::new());
@@ -87,6 +88,11 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
         if bitmap[i / 8] & (1 << (i % 8)) != 0 {
             out.push(Value::Null);
             continue;
+        }
+        // A NULL type is a NULL only by its bit: without it the server refuses the execute
+        // (1210).
+        if t == ty::NULL {
+            return Err(ParamError::Malformed);
         }
         out.push(binary_value(&mut c, t, flags & 0x80 != 0)?);
     }
