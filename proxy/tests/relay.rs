@@ -123,10 +123,34 @@ async fn other_commands_are_byte_identical() {
             &[0x1b, 1, 0],          // COM_SET_OPTION: multi-statements off
             &[0x1b, 0, 0],          // and on again
             &[0x1f],                // COM_RESET_CONNECTION
+            // Bytes no command has: the server answers 1047 and the session goes on (an audit:
+            // freshet answered and closed the connection, and an open transaction was lost).
+            &[0x20],
+            &[0x7f, 1, 2],
+            &[0xfb],
+            &[0xff],
+            &[0x0e],
         ];
         let (direct, relayed) = both(caps, &script).await;
         assert_eq!(direct, relayed, "caps {caps:#x}");
     }
+}
+
+/// An empty command packet is answered as the server answers it (1047), and the session
+/// goes on.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_empty_command_is_answered_and_the_session_goes_on() {
+    let proxy = start_proxy("").await;
+    let mut answers = Vec::new();
+    for addr in [upstream_addr(), proxy.mysql.to_string()] {
+        let mut c = RawClient::connect(&addr, DEFAULT_CAPS).await.unwrap();
+        c.send(&[]).await;
+        let err = c.packet().await;
+        let rows = c.query("SELECT 1").await;
+        answers.push((err, rows));
+    }
+    assert_eq!(answers[0].0[..3], [0xff, 0x17, 0x04], "the server's 1047");
+    assert_eq!(answers[0], answers[1]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
