@@ -74,12 +74,9 @@ impl Session {
             if first.seq() != 0 {
                 return Err(client_error(codes::OUT_OF_ORDER, "Got packets out of order", first.seq()));
             }
-            let Some(&byte) = first.payload().first() else {
-                return Err(client_error(codes::UNKNOWN_COMMAND, "Malformed packet: empty command", first.seq()));
-            };
-            let Some(command) = Command::from_byte(byte) else {
-                return Err(client_error(codes::UNKNOWN_COMMAND, &format!("Unknown command 0x{byte:02x}"), first.seq()));
-            };
+            // A byte no command has, or none: the server answers 1047 ("Unknown command") and
+            // the session goes on, as for COM_SLEEP, which it is relayed as (and counted as).
+            let command = first.payload().first().and_then(|&byte| Command::from_byte(byte)).unwrap_or(Command::Sleep);
             // Not on a compressed session: there the compression layer numbers the frames, and
             // the long command is joined as before (bounded by the packet limit all the same).
             let stream = first.is_continued() && !self.client.is_compressed();
