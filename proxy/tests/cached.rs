@@ -919,6 +919,35 @@ async fn an_ascii_column_holding_bytes_past_0x7f_is_answered_as_the_server_answe
 /// of (1e16, 1, -1e16) goes, the server answers 0 and a running total -1 (1e16 + 1 rounded to
 /// 1e16 when the rows were added). The binary protocol sends a DOUBLE's bytes, so the answer
 /// must be the server's: such a read is relayed or recomputed, never the running total.
+/// A result's text columns carry the collation of the session's result character set,
+/// which no variable shows: `SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci` (or a handshake
+/// in that collation) makes it 224, `SET collation_connection` alone does not. An audit had
+/// the definitions captured in one session served to another whose variables read the same
+/// (224 where the server says 45).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn column_definitions_follow_the_result_collation() {
+    fresh_table("ct_rescoll", "id INT PRIMARY KEY, s VARCHAR(10)", "(1, 'b')").await;
+    let proxy = start_proxy(&cache_config(&[("rescoll", "SELECT id, s FROM ct_rescoll WHERE id = ?")])).await;
+    let sql = "SELECT id, s FROM ct_rescoll WHERE id = 1";
+    let mut first = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    first.query("SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci").await;
+    hit(&mut first, &proxy, "rescoll", sql).await;
+    for setup in [
+        &["SET collation_connection = utf8mb4_unicode_ci"][..],
+        &["SET NAMES utf8mb4"],
+        &["SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci", "SET collation_connection = utf8mb4_general_ci"],
+    ] {
+        let mut d = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+        let mut t = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+        for statement in setup {
+            d.query(statement).await;
+            t.query(statement).await;
+        }
+        let want = d.query(sql).await;
+        assert_eq!(hit(&mut t, &proxy, "rescoll", sql).await, want, "after {setup:?}");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sums_of_doubles_are_the_servers() {
     let mut admin =
