@@ -75,7 +75,7 @@ impl Session {
             sql.extend_from_slice(expression.as_bytes());
             columns += 1;
         }
-        let values = self.one_row(&sql, columns, LIMIT, "the session probe").await?;
+        let (values, results_collation) = self.one_row_described(&sql, columns, LIMIT, "the session probe").await?;
         let values = match gtid {
             None => values,
             Some(_) => values.map(|mut values| {
@@ -88,7 +88,14 @@ impl Session {
             self.state.unfollowed = true;
             return Ok(None);
         };
-        let identity = identity(values);
+        let mut identity = identity(values);
+        // The collation of the result character set, which no variable shows (`SET NAMES x
+        // COLLATE y` or a handshake in y sets it, `SET collation_connection` does not): every
+        // text column of a result carries it, the probe's first (CURRENT_USER()) too. The
+        // column definitions captured for one session are another's only if it is the same.
+        let mut h = DefaultHasher::new();
+        (identity.charset, results_collation).hash(&mut h);
+        identity.charset = h.finish();
         if identity.misread || identity.misread_charset {
             // The session's texts are read here in the default mode; under this one they
             // may have been misread (a SET hidden in what looked like a string), and may be.
@@ -149,6 +156,17 @@ impl Session {
         limit: usize,
         what: &'static str,
     ) -> Result<Option<Vec<Option<String>>>, SessionError> {
+        Ok(self.one_row_described(sql, columns, limit, what).await?.0)
+    }
+
+    /// [`Session::one_row`], with the character set id of the reply's first column.
+    async fn one_row_described(
+        &mut self,
+        sql: &[u8],
+        columns: usize,
+        limit: usize,
+        what: &'static str,
+    ) -> Result<(Option<Vec<Option<String>>>, Option<u16>), SessionError> {
         self.upstream.queue_packet(0, &[&[crate::protocol::Command::Query as u8][..], sql].concat());
         self.upstream_idle = false;
         self.upstream.flush().await.map_err(|e| SessionError::from_upstream(e.into()))?;
@@ -162,18 +180,23 @@ impl Session {
         columns: usize,
         limit: usize,
         what: &'static str,
-    ) -> Result<Option<Vec<Option<String>>>, SessionError> {
+    ) -> Result<(Option<Vec<Option<String>>>, Option<u16>), SessionError> {
         let protocol = |why: &str| protocol(what, why);
         let first = self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
         if first.payload.first() == Some(&ERR) {
-            return Ok(None);
+            return Ok((None, None));
         }
         let count = Cursor::new(&first.payload).lenenc().map_err(|_| protocol("bad column count"))?;
         if count != columns as u64 {
             return Err(protocol("unexpected column count"));
         }
-        for _ in 0..columns {
-            self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
+        let mut charset = None;
+        for i in 0..columns {
+            let def = self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
+            if i == 0 {
+                let extended = self.caps.has(Capabilities::MARIADB_EXTENDED_TYPE_INFO);
+                charset = crate::protocol::column::ColumnDef::parse_with(&def.payload, extended).ok().map(|d| d.charset);
+            }
         }
         let eof = !self.caps.has(Capabilities::DEPRECATE_EOF);
         if eof {
@@ -184,10 +207,10 @@ impl Session {
             let p = self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
             if response::is_terminator(&p.payload, self.caps) {
                 self.status = response::terminator_status(&p.payload, self.caps).map_err(|_| protocol("short EOF packet"))?;
-                return Ok(row);
+                return Ok((row, charset));
             }
             if p.payload.first() == Some(&ERR) {
-                return Ok(None);
+                return Ok((None, None));
             }
             row = Some(text_row(&p.payload, columns).map_err(|_| protocol("short row"))?);
         }
