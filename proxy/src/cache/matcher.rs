@@ -248,6 +248,23 @@ mod tests {
         assert!(matches!(verdict_for(cached, "SELECT id, name FROM items WHERE grp = 5"), Verdict::Relay { .. }));
     }
 
+    /// A text far longer than any cache's query is not compiled to find its plan (an audit:
+    /// texts of 250 KB, each another shape, cost 100-160 ms each in the SQL parser and held
+    /// up other sessions' reads); an IN list of any length and a text of a cache's length
+    /// still are.
+    #[test]
+    fn a_text_far_longer_than_any_caches_is_not_compiled() {
+        let cached = "SELECT id, name FROM items WHERE grp = ?";
+        let long = format!("SELECT id, name FROM items WHERE grp = COALESCE({} 1)", "grp, ".repeat(2_000));
+        match verdict_for(cached, &long) {
+            Verdict::Relay { reason } => assert!(reason.contains("longer than"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        let list = format!("SELECT id, name FROM items WHERE grp IN ({})", vec!["7"; 5_000].join(", "));
+        assert!(matches!(verdict_for(cached, &list), Verdict::Cache { .. }));
+        assert!(matches!(verdict_for(cached, "SELECT id, name FROM items WHERE grp = ((((((((1))))))))"), Verdict::Cache { .. }));
+    }
+
     #[test]
     fn constants_of_the_cached_query_must_be_repeated() {
         let cached = "SELECT id, name FROM items WHERE grp = ? ORDER BY id LIMIT 10";
