@@ -257,7 +257,8 @@ impl Iterator for Lexer<'_> {
             } else if c == '*' && next == Some(b'/') && self.in_version {
                 self.in_version = false;
                 self.i += 2;
-            } else if c == '#' || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_ascii() && (d.is_whitespace() || d.is_control())))
+            } else if c == '#'
+                || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_ascii() && (d.is_whitespace() || d.is_control())))
             {
                 self.i = self.s[self.i..].find('\n').map_or(self.s.len(), |at| self.i + at);
             } else if c == '`' {
@@ -1389,7 +1390,10 @@ mod tests {
         assert_eq!(write_target(&format!("{long}UPDATE t SET v = 42")), None);
         // Past the 256th token: every token of the head is read.
         let words = vec!["w"; 300].join(" ");
-        assert_eq!(alter_dropped_columns(&format!("ALTER TABLE t COMMENT '{words}', DROP COLUMN v, ADD COLUMN v INT DEFAULT 7")), vec!["v"]);
+        assert_eq!(
+            alter_dropped_columns(&format!("ALTER TABLE t COMMENT '{words}', DROP COLUMN v, ADD COLUMN v INT DEFAULT 7")),
+            vec!["v"]
+        );
         let pairs: Vec<String> = (0..40).map(|i| format!("o.x{i} TO o.y{i}")).collect();
         let renamed = parse_ddl(&format!("RENAME TABLE {}, d.t TO d.t_old, d.t2 TO d.t", pairs.join(", ")));
         assert!(renamed.iter().any(|t| t.table == "t" && t.kind == DdlKind::RenamedTo), "{renamed:?}");
@@ -1437,7 +1441,9 @@ mod tests {
         assert!(privileges_may_change("REVOKE SELECT ON\u{FFFD}d.t FROM r", Some("other"), "d"));
         assert!(privileges_may_change("DROP\u{FFFD}USER r", Some("d"), "d"));
         assert_eq!(
-            alter_dropped_columns("ALTER TABLE t ADD CONSTRAINT c1 CHECK (1 --\u{85}), DROP COLUMN v, ADD COLUMN v VARCHAR(20) DEFAULT 'x' AFTER id"),
+            alter_dropped_columns(
+                "ALTER TABLE t ADD CONSTRAINT c1 CHECK (1 --\u{85}), DROP COLUMN v, ADD COLUMN v VARCHAR(20) DEFAULT 'x' AFTER id"
+            ),
             vec!["v"]
         );
         assert_eq!(parse_ddl("TRUNCATE TABLE n€"), vec![t(None, "n€", DdlKind::Truncate)]);

@@ -279,7 +279,9 @@ impl BinlogStream {
             // with new values under the old name and type.
             let readded = t.kind == DdlKind::Alter
                 && schema.as_ref().is_some_and(|s| {
-                    crate::ddl::alter_dropped_columns(sql).iter().any(|d| s.columns.iter().any(|c| crate::ddl::same_column_name(&c.name, d)))
+                    crate::ddl::alter_dropped_columns(sql)
+                        .iter()
+                        .any(|d| s.columns.iter().any(|c| crate::ddl::same_column_name(&c.name, d)))
                 });
             let kind = if readded { DdlKind::Truncate } else { t.kind };
             self.out.push_back(StreamEvent::Schema(Box::new(SchemaChange { position, table, kind, schema, info })));

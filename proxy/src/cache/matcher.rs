@@ -275,7 +275,10 @@ mod tests {
         }
         let list = format!("SELECT id, name FROM items WHERE grp IN ({})", vec!["7"; 500].join(", "));
         assert!(matches!(verdict_for(cached, &list), Verdict::Cache { .. }));
-        assert!(matches!(verdict_for(cached, "SELECT its_items.id, its_items.name FROM items AS its_items WHERE its_items.grp = 1"), Verdict::Cache { .. }));
+        assert!(matches!(
+            verdict_for(cached, "SELECT its_items.id, its_items.name FROM items AS its_items WHERE its_items.grp = 1"),
+            Verdict::Cache { .. }
+        ));
     }
 
     #[test]
