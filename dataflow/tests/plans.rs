@@ -544,6 +544,40 @@ fn decimal_arithmetic_past_28_digits_is_refused() {
     compiles_only(&catalog, &ok, &refused);
 }
 
+/// A SUM holds the digits of its argument and those of the number of rows it adds: a SUM of a
+/// DECIMAL(27,9) passed a view's 28 digits after 93 rows of 10^18 and was NULL where the
+/// server answers its 29 digits (an audit). A partition adds fewer than 10^9 rows, so a SUM
+/// of an argument of more than 19 digits is refused; money and BIGINT sums compile.
+#[test]
+fn sums_that_may_pass_28_digits_are_refused() {
+    let mut catalog = Catalog::new();
+    let col = |n: &str, ty: SqlType| ColumnSchema::new(n, ty);
+    catalog
+        .add(TableSchema::new(
+            "s",
+            vec![
+                col("id", SqlType::Int { bytes: 4, unsigned: false }),
+                col("k", SqlType::Int { bytes: 4, unsigned: false }),
+                col("big", SqlType::Int { bytes: 8, unsigned: false }),
+                col("price", SqlType::Decimal { precision: 19, scale: 4 }),
+                col("wide", SqlType::Decimal { precision: 27, scale: 9 }),
+                col("twenty", SqlType::Decimal { precision: 20, scale: 0 }),
+            ],
+            vec![0],
+        ))
+        .unwrap();
+    let ok = [
+        "SELECT k, SUM(price), SUM(big), SUM(id) FROM s WHERE k = ? GROUP BY k",
+        "SELECT k, MAX(wide), COUNT(wide) FROM s WHERE k = ? GROUP BY k",
+    ];
+    let refused = [
+        "SELECT k, SUM(wide) FROM s WHERE k = ? GROUP BY k",
+        "SELECT k, SUM(twenty) FROM s WHERE k = ? GROUP BY k",
+        "SELECT k, SUM(price * 10) FROM s WHERE k = ? GROUP BY k",
+    ];
+    compiles_only(&catalog, &ok, &refused);
+}
+
 /// Integer arithmetic whose result may leave the range of its type (BIGINT, or BIGINT
 /// UNSIGNED when an operand is UNSIGNED, YEAR or BIT) is the server's error, so it is refused
 /// (`proxy/tests/cached.rs`, `integer_arithmetic_out_of_range_is_the_servers_error`); what
