@@ -9,6 +9,8 @@
 //!   `1`, the server answers 0 and the running total -1. The binary protocol sends a DOUBLE's
 //!   bytes as they are. Refused whether the values are a FLOAT or DOUBLE column, computed
 //!   from one, or from a floating-point literal (`1e0`).
+//! - Sums that may pass 28 digits: a SUM of an argument of more than 19 digits (a partition
+//!   adds fewer than 10^9 rows).
 //! - DECIMAL arithmetic past 28 digits. A view's DECIMAL holds 28 significant digits
 //!   ([`crate::Decimal`]); the server's holds 65 and gives a product of two DECIMAL(20,6)
 //!   values all its 40. An expression (in the select list or a filter) whose DECIMAL result
@@ -64,6 +66,16 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
                 );
             }
             Node::Aggregate { input, aggs, .. } => {
+                for a in aggs.iter().filter(|a| a.kind == AggKind::Sum) {
+                    if let Some(d) = input_digits(input, a.arg, &column_type)?
+                        && d.int + d.scale + ROWS_DIGITS > MAX_DIGITS
+                    {
+                        return refuse(format!(
+                            "a SUM of a number of {} digits may pass the {MAX_DIGITS} a view's DECIMAL holds",
+                            d.int + d.scale
+                        ));
+                    }
+                }
                 for a in aggs.iter().filter(|a| a.kind == AggKind::Avg) {
                     if let Some(d) = input_digits(input, a.arg, &column_type)? {
                         // The server's AVG has four more decimals than its argument.
@@ -97,6 +109,10 @@ pub(super) fn check(q: &CompiledQuery, catalog: &Catalog) -> Result<(), Refusal>
 
 /// The significant digits a view's DECIMAL holds exactly (a 96-bit mantissa).
 pub(super) const MAX_DIGITS: u32 = 28;
+
+/// The digits of the number of rows a SUM adds in one partition (fewer than 10^9): a SUM has
+/// as many more integer digits than its argument.
+const ROWS_DIGITS: u32 = 9;
 
 /// Digits of an exact number: before the point, after it, and whether it is a DECIMAL (not an
 /// integer).
