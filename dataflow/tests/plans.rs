@@ -959,9 +959,30 @@ fn text_made_of_literals_alone_is_marked() {
         "SELECT id FROM t WHERE k = ? ORDER BY CONCAT(s, 'x') LIMIT 2",
         "SELECT s, COUNT(*) FROM t WHERE k = ? GROUP BY s",
         "SELECT id FROM t WHERE k = ? AND IF(n > 1, s, 'x') = 'A'",
+        "SELECT id, UPPER(s), LOWER(CONCAT(s, 'I')) FROM t WHERE k = ?",
     ] {
         assert!(!marked(sql), "{sql}");
     }
+    // The case of such text is mapped under the connection's collation too (an audit:
+    // `UPPER('i')` is `İ` under utf8mb4_turkish_ci, `I` in a view).
+    for sql in ["SELECT id, UPPER('i') AS up FROM t WHERE k = ?", "SELECT id, LOWER(CONCAT('I', n)) FROM t WHERE k = ?"] {
+        assert!(marked(sql), "{sql}");
+    }
+}
+
+/// `DATE()` is NULL under NO_ZERO_DATE for a zero date, and under NO_ZERO_IN_DATE for one with
+/// a zero month or day, where a view gives the date (an audit: Laravel's strict mode read
+/// `2020-00-10` from the cache and NULL from the server): a query that calls it says so
+/// (`converts_dates`), and the proxy serves it only to sessions without those modes.
+#[test]
+fn date_of_a_value_is_marked() {
+    use freshet_testkit::catalog::int;
+    let mut c = Catalog::new();
+    c.add(TableSchema::new("t", vec![int("id", 4), int("k", 4), ColumnSchema::new("d", SqlType::DateTime { fsp: 0 })], vec![0])).unwrap();
+    let marked = |sql: &str| compile(sql, &c).unwrap_or_else(|e| panic!("{sql}: {e}")).converts_dates;
+    assert!(marked("SELECT id, DATE(d) FROM t WHERE k = ?"));
+    assert!(marked("SELECT id FROM t WHERE k = ? AND DATE(d) = '2024-01-01'"));
+    assert!(!marked("SELECT id, d, YEAR(d), MONTH(d), DAY(d) FROM t WHERE k = ?"));
 }
 
 /// A filesort orders strings by their first `max_sort_length` bytes; a view by the whole. An

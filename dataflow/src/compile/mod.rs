@@ -193,6 +193,10 @@ pub struct CompiledQuery {
     /// `collation_connection`, a view utf8mb4_general_ci; the proxy relays sessions on
     /// another.
     pub literal_text: bool,
+    /// The query calls `DATE()`, which the server makes NULL under NO_ZERO_DATE (a zero date)
+    /// and NO_ZERO_IN_DATE (a zero month or day), where a view gives the date; the proxy
+    /// relays sessions with either mode.
+    pub converts_dates: bool,
 }
 
 /// A `column <op> ?` conjunct evaluated by the reader over a partition's rows.
@@ -273,6 +277,7 @@ impl CompiledQuery {
             reads_timestamp: _,
             divides: _,
             literal_text: _,
+            converts_dates: _,
         } = self;
         self.root == o.root
             && self.columns == o.columns
@@ -286,6 +291,7 @@ impl CompiledQuery {
             && self.reads_timestamp == o.reads_timestamp
             && self.divides == o.divides
             && self.literal_text == o.literal_text
+            && self.converts_dates == o.converts_dates
     }
 
     /// The read filters with each parameter index replaced by its rank among the read
@@ -475,6 +481,7 @@ impl Compiler<'_> {
             reads_timestamp: self.timestamps.get(),
             divides: self.divides.get(),
             literal_text: false,
+            converts_dates: false,
         })
     }
 

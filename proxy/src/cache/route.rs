@@ -248,11 +248,15 @@ pub struct Reading {
     /// The session's `collation_connection` is general_ci, the collation a view gives text
     /// made of literals alone ([`freshet_dataflow::CompiledQuery::literal_text`]).
     pub general_ci: bool,
+    /// The session's sql_mode has neither NO_ZERO_DATE nor NO_ZERO_IN_DATE, under which
+    /// `DATE()` is NULL for some dates a view gives
+    /// ([`freshet_dataflow::CompiledQuery::converts_dates`]).
+    pub zero_dates: bool,
 }
 
 impl Reading {
     /// As a view computes: every view fits.
-    pub const VIEWS: Reading = Reading { utc: true, default_division: true, general_ci: true };
+    pub const VIEWS: Reading = Reading { utc: true, default_division: true, general_ci: true, zero_dates: true };
 
     /// True if a view compiled as `q` answers this session as the server would.
     pub fn fits(self, q: &freshet_dataflow::CompiledQuery) -> bool {

@@ -282,6 +282,7 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         default_division: get(12).as_deref() == Some("4"),
         // utf8mb3's general_ci weighs every character it holds as utf8mb4's does.
         general_ci: matches!(get(8).as_deref(), Some("utf8mb4_general_ci" | "utf8mb3_general_ci" | "utf8_general_ci")),
+        zero_dates: true,
     };
     Identity {
         account,
@@ -416,6 +417,11 @@ mod tests {
         let mut bin = values("app@%", None, "", &max, Some("utf8mb4"));
         bin[8] = Some("utf8mb4_bin".to_string());
         assert_eq!(identity(bin).reading, Reading { general_ci: false, ..Reading::VIEWS });
+        // Laravel's strict mode: DATE() of a date with a zero part is NULL (an audit).
+        for mode in ["STRICT_TRANS_TABLES,NO_ZERO_IN_DATE", "NO_ZERO_DATE", "TRADITIONAL,NO_ZERO_DATE,NO_ZERO_IN_DATE"] {
+            let strict = values("app@%", None, mode, &max, Some("utf8mb4"));
+            assert_eq!(identity(strict).reading, Reading { zero_dates: false, ..Reading::VIEWS }, "{mode}");
+        }
         for (zone, system, is_utc) in [
             (Some("+00:00"), Some("CET"), true),
             (Some("UTC"), Some("CET"), true),

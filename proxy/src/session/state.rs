@@ -1470,6 +1470,25 @@ mod tests {
         assert!(after(&["SET SQL_BIG_SELECTS = 0"]).unfollowed, "the server may refuse what a view answers");
     }
 
+    /// `SET NAMES x, <assignments>` and `SET CHARACTER SET x, ...`: the assignments after the
+    /// character set are read as any others (an audit: `SET NAMES utf8mb4, max_join_size = 1`
+    /// and `..., sql_mode = 'ANSI_QUOTES'` went unseen, and cached reads answered where the
+    /// server refused, or read a base table a temporary one shadowed).
+    #[test]
+    fn assignments_after_set_names_are_read() {
+        for sql in [
+            "SET NAMES utf8mb4, max_join_size = 1",
+            "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, sql_mode = 'ANSI_QUOTES'",
+            "SET CHARACTER SET utf8mb4, sql_select_limit = 1",
+            "set charset utf8mb4, @@session.optimizer_switch = 'index_merge=off'",
+        ] {
+            assert!(after(&[sql]).unfollowed, "{sql}");
+        }
+        assert!(after(&["SET NAMES utf8mb4, sql_log_bin = 0"]).unlogged);
+        let s = after(&["SET NAMES utf8mb4, @a = 1"]);
+        assert!(s.stale && !s.unfollowed, "{s:?}");
+    }
+
     #[test]
     fn harmless_settings_keep_the_session_cacheable() {
         let s = after(&[
