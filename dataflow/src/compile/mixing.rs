@@ -90,6 +90,13 @@ fn mixed(e: &Expr, columns: &Columns<'_>, literal_text: &mut bool) -> Result<(),
             found.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")
         ));
     }
+    // The case of text no column decides the collation of is mapped under the connection's
+    // (`UPPER('i')` is `İ` under utf8mb4_turkish_ci).
+    if let Expr::Func(Func::Upper | Func::Lower, args) = e {
+        let mut own = Vec::new();
+        args.iter().for_each(|a| a.text_collations(columns.collation, &mut own));
+        *literal_text |= own.is_empty();
+    }
     // Text against text, none of it a column's: compared under the connection's collation.
     let null = |x: &Expr| matches!(x, Expr::Lit(l) if l.0.is_null());
     if comparison && found.is_empty() && compared.iter().all(|x| null(x) || x.yields_text(columns.text)) {

@@ -39,7 +39,7 @@ use sqlparser::ast::{self as a, visit_expressions};
 use sqlparser::dialect::MySqlDialect;
 use sqlparser::parser::Parser;
 
-use crate::expr::CmpOp;
+use crate::expr::{CmpOp, Expr, Func};
 use crate::plan::{Node, OrderSpec};
 use crate::schema::{ColumnSchema, SchemaError, SqlType, TableSchema};
 use crate::value::Collation;
@@ -351,7 +351,20 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
     sorting::check_lengths(&compiled.root, catalog)?;
     types::apply(&mut compiled, catalog)?;
     compiled.literal_text = mixing::check(&compiled.root, &compiled.order, catalog)?;
+    compiled.converts_dates = calls(&compiled.root, Func::Date);
     Ok(compiled)
+}
+
+/// Whether an expression of the plan calls `f`.
+fn calls(root: &Node, f: Func) -> bool {
+    fn in_expr(e: &Expr, f: Func) -> bool {
+        matches!(e, Expr::Func(g, _) if *g == f) || e.children().into_iter().any(|c| in_expr(c, f))
+    }
+    root.post_order().into_iter().any(|n| match n {
+        Node::Filter { pred, .. } => in_expr(pred, f),
+        Node::Project { exprs, .. } => exprs.iter().any(|e| in_expr(e, f)),
+        _ => false,
+    })
 }
 
 struct Compiler<'a> {

@@ -260,7 +260,10 @@ impl Reading {
 
     /// True if a view compiled as `q` answers this session as the server would.
     pub fn fits(self, q: &freshet_dataflow::CompiledQuery) -> bool {
-        (self.utc || !q.reads_timestamp) && (self.default_division || !q.divides) && (self.general_ci || !q.literal_text)
+        (self.utc || !q.reads_timestamp)
+            && (self.default_division || !q.divides)
+            && (self.general_ci || !q.literal_text)
+            && (self.zero_dates || !q.converts_dates)
     }
 }
 

@@ -39,7 +39,8 @@ const LIMIT: usize = 64 * 1024;
 
 /// sql_mode flags under which a cached answer is still the server's: they change what
 /// writes accept or which statements are errors, not how a cached query's text is read or
-/// what it returns. Any other flag (ANSI_QUOTES, NO_BACKSLASH_ESCAPES, PIPES_AS_CONCAT,
+/// what it returns (NO_ZERO_DATE and NO_ZERO_IN_DATE make `DATE()` NULL for some dates: a
+/// session with them is served only queries that do not call it, `Reading::zero_dates`). Any other flag (ANSI_QUOTES, NO_BACKSLASH_ESCAPES, PIPES_AS_CONCAT,
 /// PAD_CHAR_TO_FULL_LENGTH, ...) relays the session's cached reads.
 const HARMLESS_MODES: &[&str] = &[
     "STRICT_TRANS_TABLES",
@@ -282,7 +283,10 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         default_division: get(12).as_deref() == Some("4"),
         // utf8mb3's general_ci weighs every character it holds as utf8mb4's does.
         general_ci: matches!(get(8).as_deref(), Some("utf8mb4_general_ci" | "utf8mb3_general_ci" | "utf8_general_ci")),
-        zero_dates: true,
+        // TRADITIONAL is shown expanded, with both.
+        zero_dates: !sql_mode
+            .split(',')
+            .any(|m| matches!(m.to_ascii_uppercase().as_str(), "NO_ZERO_DATE" | "NO_ZERO_IN_DATE" | "TRADITIONAL")),
     };
     Identity {
         account,

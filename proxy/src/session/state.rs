@@ -283,6 +283,8 @@ impl SessionState {
     fn observe_set(&mut self, sql: &[u8], tokens: &[Token]) {
         let text = |i: usize| tokens.get(i).map(|t| String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase()).unwrap_or_default();
         let first = text(1);
+        // Where the assignments start: after SET, or after the character set's part.
+        let mut start = 1;
         if matches!(first.as_str(), "names" | "character" | "charset") {
             self.stale = true;
             // `SET NAMES x`, `SET CHARSET x`, `SET CHARACTER SET x`: x is the client's.
@@ -290,7 +292,21 @@ impl SessionState {
             if !follows_charset(sql, tokens, at) {
                 self.unfollowed(MISREAD_CHARSET, sql);
             }
-            return;
+            // `SET NAMES x, max_join_size = 1`: what follows its first top-level comma is read
+            // as any assignments are.
+            let mut depth = 0i32;
+            let comma = tokens.iter().enumerate().skip(at).find_map(|(i, t)| {
+                if t.is_symbol(sql, b"(") {
+                    depth += 1;
+                } else if t.is_symbol(sql, b")") {
+                    depth -= 1;
+                }
+                (depth == 0 && t.is_symbol(sql, b",")).then_some(i)
+            });
+            match comma {
+                Some(i) => start = i,
+                None => return,
+            }
         }
         // MariaDB's `SET STATEMENT assignments FOR statement`: the assignments hold for that
         // statement only, which is read as one of its own.
@@ -321,7 +337,7 @@ impl SessionState {
         // Assignments: targets are the words after SET and after each top-level comma.
         let mut depth = 0i32;
         let mut expect_target = true;
-        let mut i = 1;
+        let mut i = start;
         while i < tokens.len() {
             let t = tokens[i];
             let s = text(i);
@@ -1479,7 +1495,7 @@ mod tests {
         for sql in [
             "SET NAMES utf8mb4, max_join_size = 1",
             "SET NAMES utf8mb4 COLLATE utf8mb4_unicode_ci, sql_mode = 'ANSI_QUOTES'",
-            "SET CHARACTER SET utf8mb4, sql_select_limit = 1",
+            "SET CHARACTER SET utf8mb4, sql_big_selects = 0",
             "set charset utf8mb4, @@session.optimizer_switch = 'index_merge=off'",
         ] {
             assert!(after(&[sql]).unfollowed, "{sql}");
