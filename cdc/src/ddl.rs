@@ -1453,6 +1453,20 @@ mod tests {
         assert!(!same_column_name("é", "e"));
     }
 
+    /// A seventh audit: under ANSI_QUOTES `"t x"` is a name (TRUNCATE of the table `t x` was
+    /// read as of `t`), and a GRANT's ON is not a word in a string or in a column list
+    /// (`REVOKE 'on-call' FROM r`, `REVOKE SELECT ("ON", v) ON d.t`).
+    #[test]
+    fn double_quoted_names_and_on_in_names_are_read_as_the_server_reads_them() {
+        assert!(parse_ddl(r#"TRUNCATE TABLE "t x""#).contains(&t(None, "t x", DdlKind::Truncate)));
+        assert!(parse_ddl(r#"TRUNCATE TABLE "t.y""#).contains(&t(None, "t.y", DdlKind::Truncate)));
+        assert_eq!(write_target(r#"UPDATE "x y" SET a = a WHERE a = 1"#), None);
+        assert!(privileges_may_change(r#"REVOKE SELECT ("ON", v) ON d.t FROM w@'%'"#, Some("o"), "d"));
+        assert!(privileges_may_change("REVOKE SELECT (`on`, v) ON d.t FROM w", Some("o"), "d"));
+        assert!(privileges_may_change("REVOKE 'on-call' FROM r2", Some("o"), "d"));
+        assert!(!privileges_may_change("REVOKE SELECT (a, b) ON o.t FROM w", Some("o"), "d"));
+    }
+
     #[test]
     fn recognises_table_ddl() {
         assert_eq!(parse_ddl("ALTER TABLE `a` ADD COLUMN x INT"), vec![t(None, "a", DdlKind::Alter)]);
