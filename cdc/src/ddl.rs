@@ -83,11 +83,12 @@ struct Reading {
 
 const DEFAULT_READING: Reading = Reading { escapes: true, ansi_quotes: false };
 
-/// The readings of `sql` that may differ: texts without a backslash read alike under all.
+/// The readings of `sql` that may differ: texts without a backslash or a `"` read alike under
+/// all.
 fn readings(sql: &str) -> &'static [Reading] {
     const ALL: [Reading; 3] =
         [DEFAULT_READING, Reading { escapes: false, ansi_quotes: false }, Reading { escapes: true, ansi_quotes: true }];
-    if sql.contains('\\') { &ALL } else { &ALL[..1] }
+    if sql.contains(['\\', '"']) { &ALL } else { &ALL[..1] }
 }
 
 /// Whether a multibyte character set (Big5, GBK, SJIS, CP932) may read `sql` otherwise than
@@ -222,15 +223,20 @@ impl Iterator for Lexer<'_> {
         loop {
             let c = self.char()?;
             let next = self.byte(1);
-            if (c == '\'' || c == '"') && self.quoted.is_none_or(|q| q == c as u8) {
+            if (c == '\'' || (c == '"' && !self.reading.ansi_quotes)) && self.quoted.is_none_or(|q| q == c as u8) {
                 // A string, in single or double quotes (MariaDB's default reads `"` so; under
-                // ANSI_QUOTES it quotes a name, whose words are read all the same). `''` inside
-                // a string is a quote, not its end.
+                // ANSI_QUOTES it quotes a name, below). `''` inside a string is a quote, not its
+                // end. Its opening quote is a token (a name cannot start there; a GRANT's ON
+                // cannot come after one), its words are words.
                 if self.quoted.is_some() && next == Some(c as u8) {
                     self.i += 2;
-                } else {
-                    self.quoted = if self.quoted.is_some() { None } else { Some(c as u8) };
+                } else if self.quoted.is_some() {
+                    self.quoted = None;
                     self.i += 1;
+                } else {
+                    self.quoted = Some(c as u8);
+                    self.i += 1;
+                    return Some(Tok::Other(c));
                 }
             } else if self.quoted.is_some() && c == '\\' && self.escapes() {
                 self.i += 1 + self.char_at(1).map_or(0, char::len_utf8);
@@ -261,7 +267,7 @@ impl Iterator for Lexer<'_> {
                 || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_ascii() && (d.is_whitespace() || d.is_control())))
             {
                 self.i = self.s[self.i..].find('\n').map_or(self.s.len(), |at| self.i + at);
-            } else if c == '`' {
+            } else if c == '`' || c == '"' {
                 let mut s = String::new();
                 self.i += 1;
                 while let Some(d) = self.char() {
@@ -402,7 +408,20 @@ fn grant_reaches(toks: &[Tok], default_db: Option<&str>, tracked: &str) -> bool 
     if is(toks.get(1), "PROXY") {
         return true;
     }
-    let Some(on) = toks.iter().position(|t| ["ON", "TO", "FROM"].iter().any(|w| is(Some(t), w))).filter(|&at| is(toks.get(at), "ON"))
+    // The first ON, TO or FROM outside parentheses (a column list), with no string before it
+    // (a role's name): the ON clause if it is ON.
+    let mut depth = 0i32;
+    let Some(on) = toks
+        .iter()
+        .position(|t| {
+            match t {
+                Tok::Other('(') => depth += 1,
+                Tok::Other(')') => depth -= 1,
+                _ => {}
+            }
+            matches!(t, Tok::Other('\'' | '"')) || (depth == 0 && ["ON", "TO", "FROM"].iter().any(|w| is(Some(t), w)))
+        })
+        .filter(|&at| is(toks.get(at), "ON"))
     else {
         return true;
     };

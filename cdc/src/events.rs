@@ -88,7 +88,7 @@ pub fn classify(ev: &Event) -> Result<EventKind, CdcError> {
         EventKind::MysqlGtid
     } else if is(EventType::QUERY_EVENT) {
         let q: QueryEvent<'_> = ev.read_event().map_err(proto)?;
-        EventKind::Query { sql: query_text(q.query_raw(), utf8_text(&q)), schema: q.schema().into_owned() }
+        EventKind::Query { sql: query_text(q.query_raw(), text_charset(&q)), schema: q.schema().into_owned() }
     } else if is(EventType::EXECUTE_LOAD_QUERY_EVENT) || matches!(ty, 6 | 10 | 12) {
         // 6, 10 and 12: LOAD_EVENT, EXEC_LOAD_EVENT, NEW_LOAD_EVENT (pre-5.0 servers' forms).
         EventKind::LoadData
@@ -120,22 +120,43 @@ fn proto(e: std::io::Error) -> CdcError {
     CdcError::Protocol(e.to_string())
 }
 
+/// How a Query event's session wrote its text, by the client character set the event
+/// carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TextCharset {
+    /// utf8mb3 or utf8mb4.
+    Utf8,
+    /// swe7, whose `@ [ \ ] ^ ` { | } ~` are letters (É Ä Ö Å Ü é ä ö å ü): part of a name to
+    /// the server.
+    Swe7,
+    /// Any other, or none said: its ASCII bytes are ASCII, and no other byte is read.
+    Other,
+}
+
 /// A Query event's text as the stream reads it: UTF-8 (invalid bytes as U+FFFD) when its
-/// session's character set is UTF-8, else its ASCII bytes with every other byte as U+FFFD.
-pub(crate) fn query_text(raw: &[u8], utf8: bool) -> String {
-    if utf8 {
-        String::from_utf8_lossy(raw).into_owned()
-    } else {
-        raw.iter().map(|&b| if b.is_ascii() { char::from(b) } else { char::REPLACEMENT_CHARACTER }).collect()
+/// session's character set is UTF-8, else its ASCII bytes with every other byte as U+FFFD
+/// (swe7's letters among ASCII's punctuation too), which makes a text that has one
+/// unreadable (`ddl::readable`).
+pub(crate) fn query_text(raw: &[u8], charset: TextCharset) -> String {
+    let swe7_letter = |b: u8| charset == TextCharset::Swe7 && b"@[\\]^`{|}~".contains(&b);
+    match charset {
+        TextCharset::Utf8 => String::from_utf8_lossy(raw).into_owned(),
+        _ => raw.iter().map(|&b| if b.is_ascii() && !swe7_letter(b) { char::from(b) } else { char::REPLACEMENT_CHARACTER }).collect(),
     }
 }
 
-/// Whether a Query event's session wrote its text in UTF-8, by the client character set the
-/// event carries (a collation id). No character set, or one not known, is not.
-fn utf8_text(q: &QueryEvent<'_>) -> bool {
-    let Some(var) = q.status_vars().get_status_var(StatusVarKey::Charset) else { return false };
-    let Ok(StatusVarVal::Charset { charset_client, .. }) = var.get_value() else { return false };
-    utf8_collation(charset_client)
+/// The character set a Query event's session wrote its text in (a collation id in the
+/// event).
+fn text_charset(q: &QueryEvent<'_>) -> TextCharset {
+    let Some(var) = q.status_vars().get_status_var(StatusVarKey::Charset) else { return TextCharset::Other };
+    let Ok(StatusVarVal::Charset { charset_client, .. }) = var.get_value() else { return TextCharset::Other };
+    if utf8_collation(charset_client) {
+        TextCharset::Utf8
+    } else if matches!(charset_client, 10 | 82 | 1034 | 1106) {
+        TextCharset::Swe7
+    } else {
+        TextCharset::Other
+    }
 }
 
 /// Whether collation `id` is one of utf8mb3 or utf8mb4: MySQL's and MariaDB's (33, 45, 46, 83,
@@ -252,17 +273,21 @@ pub fn xid_key(rest: &str) -> Box<str> {
 
 #[cfg(test)]
 mod text_tests {
-    use super::query_text;
+    use super::{TextCharset, query_text};
 
     /// A text logged by a session whose character set is not UTF-8 keeps its ASCII, and every
     /// other byte is U+FFFD: in latin1 0xA0 is a space to the server, in GBK a byte before a
     /// backslash takes it into a character (a sixth audit of the binlog's texts).
     #[test]
     fn a_text_in_another_character_set_keeps_only_its_ascii() {
-        assert_eq!(query_text(b"TRUNCATE\xa0t", false), "TRUNCATE\u{FFFD}t");
-        assert_eq!(query_text("SELECT 'é'".as_bytes(), false), "SELECT '\u{FFFD}\u{FFFD}'");
-        assert_eq!(query_text("SELECT 'é'".as_bytes(), true), "SELECT 'é'");
-        assert_eq!(query_text(b"SELECT '\xbf'", true), "SELECT '\u{FFFD}'");
+        assert_eq!(query_text(b"TRUNCATE\xa0t", TextCharset::Other), "TRUNCATE\u{FFFD}t");
+        assert_eq!(query_text("SELECT 'é'".as_bytes(), TextCharset::Other), "SELECT '\u{FFFD}\u{FFFD}'");
+        assert_eq!(query_text("SELECT 'é'".as_bytes(), TextCharset::Utf8), "SELECT 'é'");
+        assert_eq!(query_text(b"SELECT '\xbf'", TextCharset::Utf8), "SELECT '\u{FFFD}'");
+        // swe7's letters among ASCII's punctuation (a seventh audit: `TRUNCATE TABLE u]` of
+        // the table `u]` truncated `u`).
+        assert_eq!(query_text(b"TRUNCATE TABLE u]", TextCharset::Swe7), "TRUNCATE TABLE u\u{FFFD}");
+        assert_eq!(query_text(b"TRUNCATE TABLE u]", TextCharset::Other), "TRUNCATE TABLE u]");
     }
 }
 
