@@ -931,6 +931,19 @@ pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
     out
 }
 
+/// A stored function's body (`mysql.proc.body`) under the sql_mode it was created with may
+/// write a table.
+pub fn function_writes(body: &str, sql_mode: &str) -> bool {
+    let _ = sql_mode;
+    routine_writes(body)
+}
+
+/// Whether a binlogged text may change the definitions of other databases' objects (tables,
+/// triggers, views, routines): anything but a plain write of one table.
+pub fn may_change_definitions(sql: &str) -> bool {
+    !may_change_rows(sql)
+}
+
 /// Whether two column names may be the same to the server, which compares them without case,
 /// Unicode's too (`É` is `é`; `é` is not `e`). Either folding counts: taking two names for one
 /// costs a refill, the reverse a stale column.
@@ -1484,6 +1497,21 @@ mod tests {
         assert!(privileges_may_change("REVOKE SELECT (`on`, v) ON d.t FROM w", Some("o"), "d"));
         assert!(privileges_may_change("REVOKE 'on-call' FROM r2", Some("o"), "d"));
         assert!(!privileges_may_change("REVOKE SELECT (a, b) ON o.t FROM w", Some("o"), "d"));
+    }
+
+    /// An eighth audit: `\NFOR` is NULL then FOR to the server; a name of another case beyond
+    /// ASCII is the same database under lower_case_table_names; a function created under
+    /// sql_mode ORACLE calls a procedure by its name alone; and a text that may be DDL (not a
+    /// plain write of one table) makes the stream forget what it knew of other databases.
+    #[test]
+    fn an_eighth_audit_of_the_binlogs_texts() {
+        assert!(privileges_may_change(r"SET STATEMENT character_set_results=\NFOR REVOKE SELECT ON d.t FROM u@'%'", None, "d"));
+        assert!(privileges_may_change("REVOKE SELECT ON AUD_É.t FROM u", None, "aud_é"));
+        assert!(function_writes("AS BEGIN aud_o.p; RETURN 7; END", "PIPES_AS_CONCAT,ANSI_QUOTES,ORACLE"));
+        assert!(!function_writes("RETURN x + 1", "STRICT_TRANS_TABLES"));
+        assert!(may_change_definitions("SET STATEMENT max_statement_time=0 FOR RENAME TABLE o.x TO o.for, o.v TO o.x"));
+        assert!(may_change_definitions("CALL p()"));
+        assert!(!may_change_definitions("INSERT INTO o.x VALUES (1)"));
     }
 
     #[test]

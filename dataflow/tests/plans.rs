@@ -983,6 +983,17 @@ fn date_of_a_value_is_marked() {
     assert!(marked("SELECT id, DATE(d) FROM t WHERE k = ?"));
     assert!(marked("SELECT id FROM t WHERE k = ? AND DATE(d) IS NULL"));
     assert!(!marked("SELECT id, d, YEAR(d), MONTH(d), DAY(d) FROM t WHERE k = ?"));
+    // A choice of a date converts it the same way (a second audit): COALESCE, IFNULL, IF,
+    // CASE, NULLIF.
+    for sql in [
+        "SELECT id, COALESCE(d) FROM t WHERE k = ?",
+        "SELECT id, IFNULL(d, d) FROM t WHERE k = ?",
+        "SELECT id, IF(id > 0, d, d) FROM t WHERE k = ?",
+        "SELECT id, CASE WHEN id > 5 THEN d ELSE d END FROM t WHERE k = ?",
+        "SELECT id, NULLIF(d, d) FROM t WHERE k = ?",
+    ] {
+        assert!(marked(sql), "{sql}");
+    }
 }
 
 /// A filesort orders strings by their first `max_sort_length` bytes; a view by the whole. An
