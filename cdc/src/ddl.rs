@@ -124,18 +124,16 @@ pub fn readable(sql: &str) -> bool {
 /// after a `FOR` with the variables set. Its values are expressions that may hold a `FOR` of
 /// their own (`SUBSTRING(s FROM 1 FOR 2)`), a number may be glued to the `FOR` after it
 /// (`1.5FOR`), and a `FOR` in what one reading takes for a string may be outside one in the
-/// server's: the statement after every `FOR` word (in a string or not, or ending a word that
-/// starts with a digit) is a candidate, and each is read.
+/// server's: the statement after every word that ends in `FOR` (in a string or not) is a
+/// candidate, and each is read.
 fn statements(sql: &str) -> Option<Vec<Vec<Tok>>> {
     if !readable(sql) {
         return None;
     }
     let word = |t: &Tok, w: &str| matches!(t, Tok::Word(x) if x.eq_ignore_ascii_case(w));
+    // Any word that ends in FOR: `1.5FOR` and `\NFOR` are a value then FOR to the server.
     let ends_for = |t: &Tok| match t {
-        Tok::Word(x) => {
-            let b = x.as_bytes();
-            x.eq_ignore_ascii_case("FOR") || (b.len() > 3 && b[0].is_ascii_digit() && b[b.len() - 3..].eq_ignore_ascii_case(b"FOR"))
-        }
+        Tok::Word(x) => x.len() >= 3 && x.as_bytes()[x.len() - 3..].eq_ignore_ascii_case(b"FOR"),
         _ => false,
     };
     let mut out = Vec::new();
@@ -448,6 +446,16 @@ fn like(pattern: &[u8], name: &[u8]) -> bool {
 /// [`like`], comparing bytes with case when `case_sensitive` (database names on a server with
 /// `lower_case_table_names = 0`).
 pub(crate) fn like_case(pattern: &[u8], name: &[u8], case_sensitive: bool) -> bool {
+    // Names past ASCII fold too (`É` is `é` under lower_case_table_names): both are folded
+    // first, as UTF-8.
+    if !case_sensitive && (!pattern.is_ascii() || !name.is_ascii()) {
+        let fold = |b: &[u8]| String::from_utf8_lossy(b).to_lowercase().into_bytes();
+        return like_bytes(&fold(pattern), &fold(name), false);
+    }
+    like_bytes(pattern, name, case_sensitive)
+}
+
+fn like_bytes(pattern: &[u8], name: &[u8], case_sensitive: bool) -> bool {
     #[derive(Clone, Copy)]
     enum Item {
         Any,
@@ -933,15 +941,17 @@ pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
 
 /// A stored function's body (`mysql.proc.body`) under the sql_mode it was created with may
 /// write a table.
+/// write a table: under ORACLE a statement may call a procedure by its name alone, which no
+/// word says, so such a function writes.
 pub fn function_writes(body: &str, sql_mode: &str) -> bool {
-    let _ = sql_mode;
-    routine_writes(body)
+    sql_mode.split(',').any(|m| m.trim().eq_ignore_ascii_case("ORACLE")) || routine_writes(body)
 }
 
 /// Whether a binlogged text may change the definitions of other databases' objects (tables,
-/// triggers, views, routines): anything but a plain write of one table.
+/// triggers, views, routines): anything but a plain write of one table ([`write_target`]),
+/// which the stream then forgets what it knew of.
 pub fn may_change_definitions(sql: &str) -> bool {
-    !may_change_rows(sql)
+    write_target(sql).is_none()
 }
 
 /// Whether two column names may be the same to the server, which compares them without case,

@@ -176,7 +176,7 @@ impl BinlogStream {
         let position = BinlogPos::new(self.file.clone(), log_pos).position()?;
         let queued = self.out.len();
         let writes = may_change_rows(sql);
-        self.ddl(sql, default_db, position, writes).await?;
+        self.ddl(sql, default_db, position).await?;
         // A write logged as a statement; another database's is spared if nothing of the
         // server's can carry it into the tracked one (`scope`).
         let unseen = match writes {
@@ -226,8 +226,7 @@ impl BinlogStream {
     }
 
     /// Schema changes of one statement, for the tracked database.
-    /// `writes`: the statement may change rows (`ddl::may_change_rows`), so it is no DDL.
-    async fn ddl(&mut self, sql: &str, default_db: &str, position: Position, writes: bool) -> Result<(), CdcError> {
+    async fn ddl(&mut self, sql: &str, default_db: &str, position: Position) -> Result<(), CdcError> {
         let dropped = crate::ddl::parse_drop_database(sql);
         if dropped.as_deref().is_some_and(|d| self.cfg.same_name(d, &self.cfg.database)) {
             let mut names: Vec<String> = self.tables.keys().cloned().collect();
@@ -247,9 +246,10 @@ impl BinlogStream {
             self.privileges_changed(position);
         }
         let targets = parse_ddl(sql);
-        // A text that cannot be read (`ddl::readable`) counts as a write, and may have made a
-        // trigger, view or function of any database: what was known of them is forgotten.
-        if !writes || !crate::ddl::readable(sql) {
+        // Anything but a plain write of one table (DDL, a text one reading takes for a write,
+        // one that cannot be read, a CALL) may have made a trigger, view or function of any
+        // database: what was known of them is forgotten.
+        if crate::ddl::may_change_definitions(sql) {
             let dbs: Vec<String> = targets.iter().map(|t| t.database.clone().unwrap_or_else(|| default_db.to_string())).collect();
             self.scope.after_ddl(sql, &dbs, dropped.as_deref(), self.cfg.names_case_sensitive);
         }

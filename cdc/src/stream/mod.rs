@@ -108,7 +108,8 @@ pub struct StreamConfig {
 impl StreamConfig {
     /// Whether `a` and `b` name one database or table, as the server compares names.
     pub fn same_name(&self, a: &str, b: &str) -> bool {
-        if self.names_case_sensitive { a == b } else { a.eq_ignore_ascii_case(b) }
+        // Past ASCII too: `AUD_É` is `aud_é` under lower_case_table_names.
+        if self.names_case_sensitive { a == b } else { a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase() }
     }
 
     /// Defaults for `database` and `server_id`.

@@ -206,15 +206,15 @@ impl BinlogStream {
 
 /// `name` as a server compares names: as it is if `case_sensitive`, else in lower case.
 fn fold(case_sensitive: bool, name: &str) -> String {
-    if case_sensitive { name.to_string() } else { name.to_ascii_lowercase() }
+    if case_sensitive { name.to_string() } else { name.to_lowercase() }
 }
 
 /// True if a stored function on the server may write a table, or the functions cannot be read
 /// (`mysql.proc` needs SELECT on it). A package's functions (MariaDB's sql_mode ORACLE) are in
 /// its body's row.
 async fn any_function_writes(meta: &mut Conn) -> Result<bool, CdcError> {
-    match meta.query::<Vec<u8>, _>("SELECT body FROM mysql.proc WHERE type IN ('FUNCTION', 'PACKAGE BODY')").await {
-        Ok(bodies) => Ok(bodies.iter().any(|b| ddl::routine_writes(&String::from_utf8_lossy(b)))),
+    match meta.query::<(Vec<u8>, Vec<u8>), _>("SELECT body, sql_mode FROM mysql.proc WHERE type IN ('FUNCTION', 'PACKAGE BODY')").await {
+        Ok(bodies) => Ok(bodies.iter().any(|(b, mode)| ddl::function_writes(&String::from_utf8_lossy(b), &String::from_utf8_lossy(mode)))),
         Err(mysql_async::Error::Server(e)) => {
             tracing::debug!(error = %e, "mysql.proc cannot be read: no write logged as a statement is spared");
             Ok(true)

@@ -193,9 +193,10 @@ pub struct CompiledQuery {
     /// `collation_connection`, a view utf8mb4_general_ci; the proxy relays sessions on
     /// another.
     pub literal_text: bool,
-    /// The query calls `DATE()`, which the server makes NULL under NO_ZERO_DATE (a zero date)
-    /// and NO_ZERO_IN_DATE (a zero month or day), where a view gives the date; the proxy
-    /// relays sessions with either mode.
+    /// The query calls `DATE()`, or a choice (COALESCE, IFNULL, IF, NULLIF, CASE) and reads a
+    /// date: the server makes such a value NULL under NO_ZERO_DATE (a zero date) and
+    /// NO_ZERO_IN_DATE (a zero month or day), where a view gives the date; the proxy relays
+    /// sessions with either mode.
     pub converts_dates: bool,
 }
 
@@ -351,14 +352,25 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
     sorting::check_lengths(&compiled.root, catalog)?;
     types::apply(&mut compiled, catalog)?;
     compiled.literal_text = mixing::check(&compiled.root, &compiled.order, catalog)?;
-    compiled.converts_dates = calls(&compiled.root, Func::Date);
+    // DATE(), or a choice (COALESCE, IFNULL, IF, NULLIF, CASE) of a query that reads a
+    // date: the server's choice converts its value as DATE() does.
+    let temporal = |t: &String| {
+        catalog
+            .get(t)
+            .is_some_and(|s| s.columns.iter().any(|c| matches!(c.ty, SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. })))
+    };
+    compiled.converts_dates = calls(&compiled.root, &|e| matches!(e, Expr::Func(Func::Date, _)))
+        || (compiled.tables.iter().any(temporal)
+            && calls(&compiled.root, &|e| {
+                matches!(e, Expr::Case { .. } | Expr::Func(Func::Coalesce | Func::IfNull | Func::If | Func::NullIf, _))
+            }));
     Ok(compiled)
 }
 
-/// Whether an expression of the plan calls `f`.
-fn calls(root: &Node, f: Func) -> bool {
-    fn in_expr(e: &Expr, f: Func) -> bool {
-        matches!(e, Expr::Func(g, _) if *g == f) || e.children().into_iter().any(|c| in_expr(c, f))
+/// Whether an expression of the plan, or one inside it, is one `f` says.
+fn calls(root: &Node, f: &dyn Fn(&Expr) -> bool) -> bool {
+    fn in_expr(e: &Expr, f: &dyn Fn(&Expr) -> bool) -> bool {
+        f(e) || e.children().into_iter().any(|c| in_expr(c, f))
     }
     root.post_order().into_iter().any(|n| match n {
         Node::Filter { pred, .. } => in_expr(pred, f),
