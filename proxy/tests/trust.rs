@@ -1016,6 +1016,46 @@ async fn a_text_of_16_mib_that_turns_binlogging_off_evicts_what_it_may_change() 
     }
 }
 
+/// A text of 16 MiB or more whose first word changes nothing may hold more statements after
+/// it, and a prepared SET executed with 16 MiB of parameters runs the SET all the same: an
+/// audit's `SELECT 1 /* 17 MiB */; SET ...` and such an execute changed the session unseen.
+/// Now such a text with a `;` anywhere is not followed, and such an execute's statement is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_in_a_text_or_execute_of_16_mib_is_seen() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_long_set").await;
+    let proxy = start_proxy(&config("tr_long_set", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_long_set WHERE id = 5";
+    warm(&proxy, sql).await;
+    let value = vec![b'v'; 17 << 20];
+    for how in ["text", "execute"] {
+        let mut answers = Vec::new();
+        for addr in [upstream_addr(), proxy.mysql.to_string()] {
+            let mut c = RawClient::connect(&addr, DEFAULT_CAPS).await.unwrap();
+            c.query("USE freshet_test").await;
+            let _ = c.query(sql).await;
+            let _ = c.query(sql).await;
+            if how == "text" {
+                let big = format!("SELECT 1 /*{}*/; SET NAMES latin1", "x".repeat(17 << 20));
+                let results = c.query(&big).await;
+                assert!(results.iter().all(|p| p[0] != 0xff), "the text ran");
+            } else {
+                // A prepared SET, executed with a parameter of 17 MiB sent inline.
+                let (id, _) = prepare(&mut c, "SET character_set_results = latin1, @x = ?").await;
+                let mut execute = vec![0x17];
+                execute.extend_from_slice(&id.to_le_bytes());
+                execute.extend_from_slice(&[0, 1, 0, 0, 0, 0, 1, 0xfe, 0]);
+                freshet_proxy::protocol::cursor::put_lenenc(&mut execute, value.len() as u64);
+                execute.extend_from_slice(&value);
+                c.send(&execute).await;
+                assert_eq!(c.packet().await[0], 0, "the execute's OK");
+            }
+            answers.push(c.query(sql).await);
+        }
+        assert_eq!(answers[0], answers[1], "after a SET run by a {how} of 16 MiB or more");
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_rights_come_from_the_servers_identity() {
     let _globals = SERVER_GLOBALS.read().await;
