@@ -98,12 +98,22 @@ impl Session {
     /// forwarded frame by frame as it arrives, so it costs a frame of memory whatever its
     /// length (joined, a 64 MiB statement held 64 MiB and more while it grew). Such a text is
     /// longer than any `[limits] max_query`, so it would be relayed untokenized anyway; a
-    /// query that may change session state (its first word is not one of a few that cannot)
-    /// makes the session relay its cached reads from now on, as an unfollowed change does.
+    /// query that may change session state (its first word is not one of a few that cannot, or
+    /// it has a `;` anywhere: more statements) makes the session relay its cached reads from
+    /// now on, as an unfollowed change does. An execute's prepared text is followed as at any
+    /// execute.
     async fn relay_streamed(&mut self, command: Command, first: Frame, limit: usize) -> Result<Flow, SessionError> {
         self.release_close(command, first.payload());
         match command {
             Command::Query if !stateless_statement(&first.payload()[1..]) => self.state.unfollowed = true,
+            // A prepared statement runs its text at each execute, whatever its parameters'
+            // length (a SET executed with 16 MiB of them): followed as at any execute.
+            Command::StmtExecute if !self.routed_statement(first.payload()) => {
+                let id = Cursor::new(&first.payload()[1..]).u32().ok();
+                if let Some(sql) = id.and_then(|id| self.statements.get(&id)).map(|s| s.sql.clone()) {
+                    self.state.observe(&sql);
+                }
+            }
             Command::StmtSendLongData => {
                 if let Some(route) = self.statement_of(first.payload()).and_then(|s| s.route.as_mut()) {
                     route.long_data = true;
@@ -126,6 +136,9 @@ impl Session {
         if let Some(n) = names.as_mut() {
             n.feed(&first.payload()[1..]);
         }
+        // A text whose first word changes nothing may hold more statements: one with a `;`
+        // anywhere (in a string too) is not followed.
+        let mut semicolon = command == Command::Query && first.payload()[1..].contains(&b';');
         let mut total = first.payload().len();
         let mut frame = first;
         self.upstream_idle = false;
@@ -148,6 +161,7 @@ impl Session {
             total += frame.payload().len();
             if let Some(n) = names.as_mut() {
                 n.feed(frame.payload());
+                semicolon |= frame.payload().contains(&b';');
             }
         }
         self.drain_owed(owed).await?;
@@ -158,6 +172,9 @@ impl Session {
         self.flush_client().await?;
         let turns_off = names.is_some_and(|n| n.found());
         self.state.unlogged |= turns_off;
+        if semicolon {
+            self.state.unfollowed = true;
+        }
         if unlogged_write || turns_off {
             self.evict_after_unlogged_write().await;
         }
