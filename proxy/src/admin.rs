@@ -188,15 +188,18 @@ impl Admin {
     }
 
     async fn render_metrics(&self) -> String {
+        // Checked now (at most one ping a second, as /health): the last probe's answer may be
+        // from start-up, Kubernetes' probes asking /live and /ready only. Checked first: the
+        // check may wait for a frozen server up to `connect_timeout`, and gauges read before it
+        // would be that old when sent (an audit: `stream_up 1` and lag 0, 5 s into a freeze).
+        let ready = self.health.check().await.is_ok();
         let mut out = String::with_capacity(8 * 1024);
         self.shared.metrics.render(&mut out);
         if let Some(engine) = self.shared.engine.get() {
             engine.render_metrics(&mut out);
         }
-        // Checked now (at most one ping a second, as /health): the last probe's answer may be
-        // from start-up, Kubernetes' probes asking /live and /ready only.
         family(&mut out, "freshet_upstream_ready", "gauge", "1 if the upstream answered a login and a ping within the last second.");
-        sample(&mut out, "freshet_upstream_ready", &[], u8::from(self.health.check().await.is_ok()));
+        sample(&mut out, "freshet_upstream_ready", &[], u8::from(ready));
         family(&mut out, "freshet_shutting_down", "gauge", "1 once a shutdown signal has been received.");
         sample(&mut out, "freshet_shutting_down", &[], u8::from(self.shutting_down.load(Ordering::Relaxed)));
         family(&mut out, "freshet_uptime_seconds", "gauge", "Seconds since freshet started.");
