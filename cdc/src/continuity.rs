@@ -47,7 +47,12 @@ pub struct ServerIdentity {
 impl ServerIdentity {
     /// Reads the identity of the server behind `conn`.
     pub async fn read(conn: &mut Conn, flavor: &dyn Flavor) -> Result<ServerIdentity, CdcError> {
-        let row: Option<(u32, i64, Option<String>)> = conn.query_first(flavor.identity_sql()).await?;
+        Self::read_with(conn, flavor.identity_sql()).await
+    }
+
+    /// [`ServerIdentity::read`] with the flavor's `identity_sql`.
+    pub async fn read_with(conn: &mut Conn, identity_sql: &str) -> Result<ServerIdentity, CdcError> {
+        let row: Option<(u32, i64, Option<String>)> = conn.query_first(identity_sql).await?;
         let (server_id, started, uuid) = row.ok_or_else(|| CdcError::Protocol("the server did not say who it is".into()))?;
         Ok(ServerIdentity { server_id, started, uuid })
     }

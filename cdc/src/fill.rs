@@ -61,7 +61,9 @@ impl Default for FillConfig {
 /// The upstream fill source. Cheap to clone; clones share the pool and the cap.
 #[derive(Clone)]
 pub struct UpstreamFills {
-    pool: Pool,
+    /// Replaced at a gap ([`UpstreamFills::reconnect`]).
+    pool: Arc<std::sync::RwLock<Pool>>,
+    opts: Opts,
     fence: FenceKind,
     flavor_sql: &'static str,
     tables: Arc<RwLock<HashMap<String, TableInfo>>>,
@@ -108,13 +110,25 @@ impl UpstreamFills {
             .pool_opts(PoolOpts::default().with_constraints(constraints).with_reset_connection(false))
             .into();
         UpstreamFills {
-            pool: Pool::new(opts),
+            pool: Arc::new(std::sync::RwLock::new(Pool::new(opts.clone()))),
+            opts,
             fence: flavor.fence(),
             flavor_sql: flavor.current_position_sql(),
             tables: Arc::new(RwLock::new(tables)),
             permits: Arc::new(Semaphore::new(n)),
             cfg,
         }
+    }
+
+    /// After a gap: fills connect anew, so that none reads from a server the stream no longer
+    /// follows (a failover that left existing connections on the old primary, which the pool's
+    /// may be). Fills in flight finish on their old connections; the writer's new start keeps
+    /// what they answer out of the views.
+    pub fn reconnect(&self) {
+        let old = std::mem::replace(&mut *self.pool.write().unwrap_or_else(|e| e.into_inner()), Pool::new(self.opts.clone()));
+        tokio::spawn(async move {
+            let _ = old.disconnect().await;
+        });
     }
 
     /// Replaces (or with `None` removes) what the source knows of a table, after DDL.
@@ -137,7 +151,8 @@ impl UpstreamFills {
 
     async fn fill_unbounded(&self, req: &FillRequest) -> Result<FillResponse, FillError> {
         let _permit = self.permits.acquire().await.map_err(|e| FillError::Unavailable(e.to_string()))?;
-        let mut conn = self.pool.get_conn().await.map_err(unavailable)?;
+        let pool = self.pool.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let mut conn = pool.get_conn().await.map_err(unavailable)?;
         let (position, answers) = match self.fence {
             FenceKind::SnapshotPosition => self.fill_snapshot(&mut conn, req).await?,
             FenceKind::GtidBracket => self.fill_bracketed(&mut conn, req).await?,

@@ -53,7 +53,8 @@ use crate::position::{BinlogPos, MariaGtid};
 pub const POLL: Duration = Duration::from_millis(100);
 /// A poll older than this means the server's position is unknown (and so is the lag).
 pub const POLL_STALE: Duration = Duration::from_millis(1000);
-/// How often the poll reads the server's binlog settings again ([`Lag::settings`]).
+/// How often the poll reads the server's binlog settings again ([`Lag::settings`]), and asks
+/// on a new connection who the server behind the address is.
 pub const SETTINGS_EVERY: Duration = Duration::from_secs(5);
 /// Observations kept at most (about a minute and a half of a busy server at one per
 /// [`SEEN_GRAIN`]).
@@ -221,6 +222,18 @@ impl LagHandle {
         self.observe_server(at);
     }
 
+    /// A new connection to the server's address reached another server (`reason`) than the
+    /// one the poll had been reading: a failover that left the old connections where they
+    /// were (a proxy that keeps them, DNS with the old primary up). The stream's connection
+    /// may be one of those: it must start again ([`LagHandle::went_back`]).
+    pub fn server_changed(&self, reason: String) {
+        if let Ok(mut l) = self.0.lock()
+            && l.went_back.is_none()
+        {
+            l.went_back = Some(reason);
+        }
+    }
+
     /// The last server position seen (by the stream or the poll).
     pub fn last_seen(&self) -> Option<Position> {
         self.0.lock().ok()?.seen.back().map(|&(p, _)| p)
@@ -340,10 +353,21 @@ impl LagHandle {
 }
 
 /// Polls the server's position every [`POLL`] into `lag` until every other clone of `lag` is
-/// dropped. `position_sql` is the flavor's `current_position_sql`. Failures are not errors: an
-/// unreachable server shows as a stale poll ([`Behind::polled_ago`]), which readers treat as an
-/// unknown lag.
-pub fn spawn_position_poll(opts: Opts, position_sql: &'static str, lag: LagHandle) -> tokio::task::JoinHandle<()> {
+/// dropped. `position_sql` is the flavor's `current_position_sql`, `identity_sql` its
+/// `identity_sql`. Failures are not errors: an unreachable server shows as a stale poll
+/// ([`Behind::polled_ago`]), which readers treat as an unknown lag.
+///
+/// Every [`SETTINGS_EVERY`] the poll connects anew and reads who the server is
+/// ([`crate::continuity::ServerIdentity`]): another server than the one it read before (a
+/// failover that left existing connections on the old primary, which the stream's may be)
+/// ends the stream with a gap ([`LagHandle::server_changed`]), and the poll goes on with the
+/// new connection.
+pub fn spawn_position_poll(
+    opts: Opts,
+    position_sql: &'static str,
+    identity_sql: &'static str,
+    lag: LagHandle,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(POLL);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -352,16 +376,32 @@ pub fn spawn_position_poll(opts: Opts, position_sql: &'static str, lag: LagHandl
         // back off up to the staleness bound (so a server back is polled again within it).
         let mut backoff = Backoff::new(POLL, POLL_STALE);
         let mut settings_read: Option<Instant> = None;
+        let mut identity: Option<crate::continuity::ServerIdentity> = None;
         loop {
             tick.tick().await;
             if Arc::strong_count(&lag.0) == 1 {
                 return;
+            }
+            // Time to ask again: on a new connection, which goes where the address now leads.
+            if settings_read.is_none_or(|t| t.elapsed() >= SETTINGS_EVERY) {
+                conn = None;
             }
             if conn.is_none() {
                 backoff.wait().await;
                 conn = tokio::time::timeout(POLL_STALE, Conn::new(opts.clone())).await.ok().and_then(Result::ok);
                 if conn.is_some() {
                     backoff.reset();
+                }
+                if let Some(c) = conn.as_mut() {
+                    match tokio::time::timeout(POLL_STALE, crate::continuity::ServerIdentity::read_with(c, identity_sql)).await {
+                        Ok(Ok(now)) => {
+                            if let Some(reason) = identity.as_ref().and_then(|was| was.differs(&now)) {
+                                lag.server_changed(format!("a new connection to the server's address reached another server: {reason}"));
+                            }
+                            identity = Some(now);
+                        }
+                        _ => conn = None,
+                    }
                 }
             }
             let Some(c) = conn.as_mut() else { continue };

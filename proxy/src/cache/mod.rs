@@ -361,7 +361,9 @@ impl Engine {
             }
             _ => None,
         };
-        let poll = freshet_cdc::spawn_position_poll(opts.clone(), stream.flavor().current_position_sql(), engine.gate.lag_handle());
+        let flavor = stream.flavor();
+        let poll =
+            freshet_cdc::spawn_position_poll(opts.clone(), flavor.current_position_sql(), flavor.identity_sql(), engine.gate.lag_handle());
         engine.task(poll.abort_handle());
         let source = BinlogSource::new(opts, stream_config, engine.gate.lag_handle());
         let events = source.run_behind(stream, unknown_until);

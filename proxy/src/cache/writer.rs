@@ -460,6 +460,8 @@ impl<S: ChangeSource> Writer<S> {
         for (name, info) in infos {
             self.fills.set_table(&name, Some(info));
         }
+        // The server behind the address may be another one now.
+        self.fills.reconnect();
         // First the new start, then the eviction: holes are made at `start`,
         // so no fill older than the gap can be installed. The start may be lower than what was
         // applied (RESET MASTER, another server behind the address): a new history.
