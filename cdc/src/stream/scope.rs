@@ -78,6 +78,9 @@ struct Known {
 const PLAIN_ENGINES: [&str; 4] = ["InnoDB", "MyISAM", "Aria", "MEMORY"];
 
 impl Scope {
+    /// A table of the `mysql` schema changed (rows or definition).
+    pub(super) fn mysql_changed(&mut self) {}
+
     /// A statement that is neither a write nor transaction control was read: forget what it
     /// may have changed. `tables` are the databases of the tables it changed (table DDL), if it
     /// is table DDL; `dropped` a database it dropped.
@@ -233,3 +236,31 @@ const TRIGGER_GRANTS: &str = "SELECT TABLE_SCHEMA, TABLE_NAME FROM ( \
      WHERE PRIVILEGE_TYPE = 'TRIGGER' AND GRANTEE = CONCAT('''', \
      LEFT(CURRENT_USER(), LENGTH(CURRENT_USER()) - LENGTH(SUBSTRING_INDEX(CURRENT_USER(), '@', -1)) - 1), \
      '''@''', SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn known() -> Scope {
+        let mut s = Scope::default();
+        s.dbs.insert("other".into(), Known { plain: HashSet::from(["x".to_string()]), after: Position(0) });
+        s.functions_write = Some(false);
+        s
+    }
+
+    /// `mysql.proc` holds the routines: a change of it (DDL naming a `mysql` table, a write of
+    /// one, a row event on one) is routine DDL, and what was known of every database and of
+    /// the functions is forgotten (a ninth audit of the binlog: a function restored into
+    /// `mysql.proc` by an INSERT, or its body changed by an UPDATE, wrote the tracked table
+    /// from a write another database's that was spared).
+    #[test]
+    fn a_change_of_the_mysql_schema_forgets_everything() {
+        let mut s = known();
+        s.after_ddl("RENAME TABLE mysql.proc TO o.proc_old, o.procx TO mysql.proc", &["mysql".into(), "o".into()], None, false);
+        assert!(s.dbs.is_empty() && s.functions_write.is_none());
+        let mut s = known();
+        s.mysql_changed();
+        assert!(s.dbs.is_empty() && s.functions_write.is_none());
+    }
+}
+
