@@ -580,6 +580,8 @@ impl BinlogStream {
                             self.inner.as_ref().and_then(|i| i.get_tme(table_id)).is_some_and(|t| t.database_name() == "mysql");
                         if privileges {
                             self.privileges_changed(BinlogPos::new(self.file.clone(), log_pos).position()?);
+                            // `mysql.proc` among them: the server's routines may have changed.
+                            self.scope.mysql_changed();
                         }
                     }
                     Some(true) => {

@@ -35,7 +35,9 @@
 //! - **Forgotten after DDL.** A database's entry after DDL of its tables (or its DROP); every
 //!   entry, and whether a function writes (read once for all databases: a server's function
 //!   bodies may be many), after any other statement that is neither a write nor DDL of
-//!   tables: routines, triggers, views, grants, CREATE DATABASE. A temporary MERGE table
+//!   tables: routines, triggers, views, grants, CREATE DATABASE; and every entry after any
+//!   change of the `mysql` schema (a row event, a statement-logged write, DDL naming it:
+//!   `mysql.proc` holds the routines). A temporary MERGE table
 //!   (`ddl::may_make_temporary_merge`) spares nothing for the rest of the stream: it shadows
 //!   the base table of its name for its session and is not in information_schema.
 //! - MariaDB only: MySQL 8 has no `mysql.proc`, so nothing is spared there (untested live).
@@ -78,8 +80,13 @@ struct Known {
 const PLAIN_ENGINES: [&str; 4] = ["InnoDB", "MyISAM", "Aria", "MEMORY"];
 
 impl Scope {
-    /// A table of the `mysql` schema changed (rows or definition).
-    pub(super) fn mysql_changed(&mut self) {}
+    /// A table of the `mysql` schema changed (its rows, by a row event or a statement, or its
+    /// definition): `mysql.proc` holds the routines, so this is routine DDL. Everything is
+    /// forgotten.
+    pub(super) fn mysql_changed(&mut self) {
+        self.dbs.clear();
+        self.functions_write = None;
+    }
 
     /// A statement that is neither a write nor transaction control was read: forget what it
     /// may have changed. `tables` are the databases of the tables it changed (table DDL), if it
@@ -92,6 +99,7 @@ impl Scope {
             self.off = true;
         }
         match (tables, dropped) {
+            _ if tables.iter().map(String::as_str).chain(dropped).any(|d| d.eq_ignore_ascii_case("mysql")) => self.mysql_changed(),
             ([], None) => {
                 self.dbs.clear();
                 self.functions_write = None;
@@ -263,4 +271,3 @@ mod tests {
         assert!(s.dbs.is_empty() && s.functions_write.is_none());
     }
 }
-
