@@ -991,6 +991,12 @@ fn date_of_a_value_is_marked() {
         "SELECT id, IF(id > 0, d, d) FROM t WHERE k = ?",
         "SELECT id, CASE WHEN id > 5 THEN d ELSE d END FROM t WHERE k = ?",
         "SELECT id, NULLIF(d, d) FROM t WHERE k = ?",
+        // Grouped, deduplicated or put together by UNION, a date goes through a temporary
+        // table, which converts it the same way (a third audit).
+        "SELECT d, COUNT(*) FROM t WHERE k = ? GROUP BY d",
+        "SELECT DISTINCT d FROM t WHERE k = ?",
+        "SELECT k, COUNT(DISTINCT d) FROM t WHERE k = ? GROUP BY k",
+        "SELECT id, d FROM t WHERE k = 1 UNION ALL SELECT id, d FROM t WHERE k = ?",
     ] {
         assert!(marked(sql), "{sql}");
     }

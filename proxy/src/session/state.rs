@@ -59,6 +59,10 @@ pub struct SessionState {
     prepared_now: Vec<(usize, Box<[u8]>)>,
     /// The statement of the text being observed (counted as `unlogged_at`).
     statement_at: usize,
+    /// The next transaction's characteristics were set (`SET TRANSACTION ...`, `SET
+    /// @@tx_isolation` without a scope): cached reads are relayed until a statement that
+    /// starts a transaction uses them up on the server.
+    pub next_transaction: bool,
     /// The session holds LOCK TABLES: the server answers a read of any table it did not lock
     /// with an error, so its cached reads are relayed until UNLOCK TABLES.
     pub locked: bool,
@@ -1503,6 +1507,30 @@ mod tests {
         assert!(after(&["SET NAMES utf8mb4, sql_log_bin = 0"]).unlogged);
         let s = after(&["SET NAMES utf8mb4, @a = 1"]);
         assert!(s.stale && !s.unfollowed, "{s:?}");
+    }
+
+    /// A transaction's characteristics set for the next transaction only (`SET TRANSACTION`,
+    /// `SET @@tx_isolation` without a scope) are used up by its next statement that starts one:
+    /// a cached read in between is relayed so that the server's SELECT uses them up (an audit:
+    /// `SET TRANSACTION READ ONLY`, a cached read, then an UPDATE refused with 1792; `SET
+    /// @@tx_isolation = 'READ-UNCOMMITTED'` unseen by the probe, which reads the session's).
+    #[test]
+    fn next_transaction_settings_are_used_up_by_the_server() {
+        for sql in [
+            "SET TRANSACTION READ ONLY",
+            "SET TRANSACTION ISOLATION LEVEL SERIALIZABLE",
+            "SET @@tx_isolation = 'READ-UNCOMMITTED'",
+            "SET @@`tx_read_only` = 1",
+            "SET @@transaction_isolation = 'READ-COMMITTED'",
+        ] {
+            assert!(after(&[sql]).next_transaction, "{sql}");
+            assert!(after(&[sql, "SHOW WARNINGS"]).next_transaction, "{sql}, then SHOW");
+            assert!(!after(&[sql, "SELECT a FROM t"]).next_transaction, "{sql}, then a SELECT");
+            assert!(!after(&[sql, "START TRANSACTION"]).next_transaction, "{sql}, then START TRANSACTION");
+        }
+        for sql in ["SET SESSION TRANSACTION READ ONLY", "SET @@session.tx_isolation = 'READ-COMMITTED'", "SET tx_read_only = 1"] {
+            assert!(!after(&[sql]).next_transaction, "{sql}");
+        }
     }
 
     #[test]
