@@ -996,7 +996,7 @@ fn date_of_a_value_is_marked() {
         "SELECT d, COUNT(*) FROM t WHERE k = ? GROUP BY d",
         "SELECT DISTINCT d FROM t WHERE k = ?",
         "SELECT k, COUNT(DISTINCT d) FROM t WHERE k = ? GROUP BY k",
-        "SELECT id, d FROM t WHERE k = 1 UNION ALL SELECT id, d FROM t WHERE k = ?",
+        "SELECT id, d FROM t WHERE k = 1 UNION ALL SELECT id, d FROM t WHERE k = 2",
     ] {
         assert!(marked(sql), "{sql}");
     }

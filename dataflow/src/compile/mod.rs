@@ -193,8 +193,9 @@ pub struct CompiledQuery {
     /// `collation_connection`, a view utf8mb4_general_ci; the proxy relays sessions on
     /// another.
     pub literal_text: bool,
-    /// The query calls `DATE()`, or a choice (COALESCE, IFNULL, IF, NULLIF, CASE) and reads a
-    /// date: the server makes such a value NULL under NO_ZERO_DATE (a zero date) and
+    /// The query calls `DATE()`, or reads a date and has a choice (COALESCE, IFNULL, IF, NULLIF,
+    /// CASE) or a temporary table (GROUP BY, DISTINCT, UNION): the server makes such a value
+    /// NULL (or 0000-00-00 in a temporary table) under NO_ZERO_DATE (a zero date) and
     /// NO_ZERO_IN_DATE (a zero month or day), where a view gives the date; the proxy relays
     /// sessions with either mode.
     pub converts_dates: bool,
@@ -359,11 +360,15 @@ fn compile_checked(sql: &str, catalog: &Catalog, prune: bool) -> Result<Compiled
             .get(t)
             .is_some_and(|s| s.columns.iter().any(|c| matches!(c.ty, SqlType::Date | SqlType::DateTime { .. } | SqlType::Timestamp { .. })))
     };
+    // So does a temporary table: a date grouped, deduplicated or put together by UNION.
+    let through_temporary =
+        compiled.root.post_order().into_iter().any(|n| matches!(n, Node::Aggregate { .. } | Node::Distinct { .. } | Node::Union { .. }));
     compiled.converts_dates = calls(&compiled.root, &|e| matches!(e, Expr::Func(Func::Date, _)))
         || (compiled.tables.iter().any(temporal)
-            && calls(&compiled.root, &|e| {
-                matches!(e, Expr::Case { .. } | Expr::Func(Func::Coalesce | Func::IfNull | Func::If | Func::NullIf, _))
-            }));
+            && (through_temporary
+                || calls(&compiled.root, &|e| {
+                    matches!(e, Expr::Case { .. } | Expr::Func(Func::Coalesce | Func::IfNull | Func::If | Func::NullIf, _))
+                })));
     Ok(compiled)
 }
 

@@ -166,8 +166,9 @@ impl Session {
             }
             let standing = Standing {
                 status: self.status,
-                // Under LOCK TABLES the server refuses reads of tables the session did not lock.
-                unfollowed: self.state.unfollowed || self.state.locked,
+                // Under LOCK TABLES the server refuses reads of tables the session did not lock;
+                // what was set for the next transaction is the server's to use up.
+                unfollowed: self.state.unfollowed || self.state.locked || self.state.next_transaction,
                 identity: self.identity.as_ref(),
                 memo: &mut self.memo,
                 login_generation: self.login_generation,

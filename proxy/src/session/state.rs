@@ -152,6 +152,9 @@ impl SessionState {
         // Compared in place: this runs for every relayed statement.
         let first = first_word(sql);
         if !first.is_some_and(interesting) && !sql.contains(&b';') && !has_executable_comment(sql) {
+            if first.is_some_and(starts_transaction) {
+                self.next_transaction = false;
+            }
             return;
         }
         if Lexer::new(sql).any(|t| t.kind == TokenKind::ExecComment && !t.text(sql).starts_with(b"/*+")) {
@@ -179,7 +182,11 @@ impl SessionState {
                 // ATOMIC`, `IF`, a label), whose body may set anything and is split here at
                 // its own semicolons, and any statement not known to leave the session alone,
                 // are not followed.
-                match word(sql, &kept[0]).as_str() {
+                let first = word(sql, &kept[0]);
+                if starts_transaction(first.as_bytes()) {
+                    self.next_transaction = false;
+                }
+                match first.as_str() {
                     // An UNLOCK after a statement that fails does not run: the locks stay
                     // (until an UNLOCK alone, or a reset).
                     "unlock" => {}
@@ -342,19 +349,36 @@ impl SessionState {
         let mut depth = 0i32;
         let mut expect_target = true;
         let mut i = start;
+        // The target's scope was said (`SESSION`, `LOCAL`, `GLOBAL`, `@@session.`): without one,
+        // `SET TRANSACTION` and `@@tx_isolation` are the next transaction's only.
+        let mut scoped = false;
         while i < tokens.len() {
             let t = tokens[i];
             let s = text(i);
             match t.kind {
                 TokenKind::Symbol if s == "(" => depth += 1,
                 TokenKind::Symbol if s == ")" => depth -= 1,
-                TokenKind::Symbol if s == "," && depth == 0 => expect_target = true,
+                TokenKind::Symbol if s == "," && depth == 0 => {
+                    expect_target = true;
+                    scoped = false;
+                }
                 TokenKind::UserVariable if expect_target => expect_target = false,
                 TokenKind::Word | TokenKind::SystemVariable | TokenKind::QuotedIdent if expect_target => {
                     let (name, named_by) = assigned_variable(sql, tokens, i);
-                    if matches!(name.as_str(), "session" | "local") && t.kind == TokenKind::Word {
+                    if matches!(name.as_str(), "session" | "local" | "global") && t.kind == TokenKind::Word {
+                        scoped = true;
                         i += 1;
                         continue;
+                    }
+                    let at_at = s.starts_with("@@");
+                    scoped |= ["@@session.", "@@local.", "@@global."].iter().any(|p| s.starts_with(p));
+                    // `SET TRANSACTION ...` and `SET @@tx_isolation = ...` (no scope; `SET
+                    // tx_isolation` is the session's): the next transaction's, which its first
+                    // statement uses up on the server.
+                    let characteristic =
+                        matches!(name.as_str(), "tx_isolation" | "transaction_isolation" | "tx_read_only" | "transaction_read_only");
+                    if !scoped && ((name == "transaction" && t.kind == TokenKind::Word) || (at_at && characteristic)) {
+                        self.next_transaction = true;
                     }
                     expect_target = false;
                     // The value's first token, after `=`, and whether it is all of the value.
@@ -570,6 +594,30 @@ fn text_unlogs(text: &[u8]) -> bool {
 }
 
 /// First words of statements that may change what the session tracker follows.
+/// Whether a statement of this first word starts a transaction, using up what `SET TRANSACTION`
+/// set for the next one.
+fn starts_transaction(word: &[u8]) -> bool {
+    [
+        &b"select"[..],
+        b"insert",
+        b"update",
+        b"delete",
+        b"replace",
+        b"start",
+        b"begin",
+        b"commit",
+        b"rollback",
+        b"with",
+        b"table",
+        b"values",
+        b"call",
+        b"load",
+        b"xa",
+    ]
+    .iter()
+    .any(|k| word.eq_ignore_ascii_case(k))
+}
+
 fn interesting(word: &[u8]) -> bool {
     [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock", b"flush"]
         .iter()
