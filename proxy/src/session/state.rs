@@ -349,7 +349,8 @@ impl SessionState {
         let mut depth = 0i32;
         let mut expect_target = true;
         let mut i = start;
-        // The target's scope was said (`SESSION`, `LOCAL`, `GLOBAL`, `@@session.`): without one,
+        // The target's scope was said (`SESSION`, `LOCAL`, `@@session.`; GLOBAL is not
+        // followed at all): without one,
         // `SET TRANSACTION` and `@@tx_isolation` are the next transaction's only.
         let mut scoped = false;
         while i < tokens.len() {
@@ -365,7 +366,7 @@ impl SessionState {
                 TokenKind::UserVariable if expect_target => expect_target = false,
                 TokenKind::Word | TokenKind::SystemVariable | TokenKind::QuotedIdent if expect_target => {
                     let (name, named_by) = assigned_variable(sql, tokens, i);
-                    if matches!(name.as_str(), "session" | "local" | "global") && t.kind == TokenKind::Word {
+                    if matches!(name.as_str(), "session" | "local") && t.kind == TokenKind::Word {
                         scoped = true;
                         i += 1;
                         continue;
