@@ -69,6 +69,9 @@ pub struct UpstreamFills {
     tables: Arc<RwLock<HashMap<String, TableInfo>>>,
     permits: Arc<Semaphore>,
     cfg: FillConfig,
+    /// The stream's lag handle and the flavor's identity query: each fill checks that it reads
+    /// the server the stream reads ([`UpstreamFills::watch_server`]).
+    server: Option<(crate::lag::LagHandle, &'static str)>,
 }
 
 /// (file:offset, executed GTID set) as `SHOW MASTER STATUS` reports them.
@@ -117,7 +120,20 @@ impl UpstreamFills {
             tables: Arc::new(RwLock::new(tables)),
             permits: Arc::new(Semaphore::new(n)),
             cfg,
+            server: None,
         }
+    }
+
+    /// Each fill first reads who the server behind its connection is, and refuses (the read
+    /// is relayed) unless it is the server the stream reads (`lag`'s
+    /// [`LagHandle::stream_server`](crate::lag::LagHandle::stream_server)): a pool's
+    /// connection made while the address led elsewhere (a failover flipped and back, a proxy
+    /// that keeps old connections) would fill a view with another server's rows at that
+    /// server's position, which the stream's would never overtake. Another server also ends the
+    /// stream with a gap (`LagHandle::server_changed`). One more query per fill.
+    pub fn watch_server(mut self, lag: crate::lag::LagHandle, identity_sql: &'static str) -> UpstreamFills {
+        self.server = Some((lag, identity_sql));
+        self
     }
 
     /// After a gap: fills connect anew, so that none reads from a server the stream no longer
@@ -153,6 +169,17 @@ impl UpstreamFills {
         let _permit = self.permits.acquire().await.map_err(|e| FillError::Unavailable(e.to_string()))?;
         let pool = self.pool.read().unwrap_or_else(|e| e.into_inner()).clone();
         let mut conn = pool.get_conn().await.map_err(unavailable)?;
+        if let Some((lag, identity_sql)) = &self.server {
+            let now = crate::continuity::ServerIdentity::read_with(&mut conn, identity_sql)
+                .await
+                .map_err(|e| FillError::Unavailable(e.to_string()))?;
+            if let Some(why) = lag.stream_server().and_then(|stream| stream.differs(&now)) {
+                // Not given back to the pool.
+                let _ = conn.disconnect().await;
+                lag.server_changed(format!("a fill's connection reached another server than the stream's: {why}"));
+                return Err(FillError::Unavailable(format!("the fill's connection reaches another server than the stream: {why}")));
+            }
+        }
         let (position, answers) = match self.fence {
             FenceKind::SnapshotPosition => self.fill_snapshot(&mut conn, req).await?,
             FenceKind::GtidBracket => self.fill_bracketed(&mut conn, req).await?,

@@ -142,6 +142,9 @@ struct Inner {
     went_back: Option<String>,
     /// The end of a backlog of unknown age ([`LagHandle::restart_behind`]), until applied.
     unknown_until: Option<Position>,
+    /// Who the server the stream reads is, as it read it when it connected
+    /// ([`LagHandle::stream_server`]).
+    stream_server: Option<crate::continuity::ServerIdentity>,
 }
 
 /// A cheap handle to read a stream's lag from elsewhere (metrics, readiness, the gate).
@@ -232,6 +235,19 @@ impl LagHandle {
         {
             l.went_back = Some(reason);
         }
+    }
+
+    /// The stream connected to the server `identity` (and found it the one it had read before,
+    /// if any): fills check that they read the same ([`crate::UpstreamFills::watch_server`]).
+    pub fn stream_server_is(&self, identity: crate::continuity::ServerIdentity) {
+        if let Ok(mut l) = self.0.lock() {
+            l.stream_server = Some(identity);
+        }
+    }
+
+    /// Who the server the stream reads is, once it has connected.
+    pub fn stream_server(&self) -> Option<crate::continuity::ServerIdentity> {
+        self.0.lock().ok()?.stream_server.clone()
     }
 
     /// The last server position seen (by the stream or the poll).

@@ -360,6 +360,10 @@ impl BinlogStream {
             l.delivered = Some(delivered);
             l.connected = verified;
         });
+        // The server this stream connected to, read before the handle was handed over.
+        if let Some(identity) = self.identity.clone() {
+            lag.stream_server_is(identity);
+        }
         self.lag = lag;
     }
 
@@ -482,13 +486,14 @@ impl BinlogStream {
         .await?;
         let gap = |reason| CdcError::Gap { position: self.delivered.clone(), reason };
         match &self.identity {
-            None => self.identity = Some(now),
+            None => self.identity = Some(now.clone()),
             Some(known) => {
                 if let Some(why) = known.differs(&now) {
                     return Err(gap(why));
                 }
             }
         }
+        self.lag.stream_server_is(now);
         if let Some(gtid) = self.last_gtid
             && let Some(why) = history_differs(conn, self.flavor.as_ref(), &self.delivered, gtid, self.cfg.query_timeout).await?
         {

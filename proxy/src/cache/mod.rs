@@ -346,7 +346,8 @@ impl Engine {
         let table_refs: Vec<&str> = tables.iter().map(String::as_str).collect();
         freshet_cdc::check_upstream(&mut conn, &database, &table_refs).await.context("the upstream cannot feed freshet's caches")?;
         let _ = conn.disconnect().await;
-        let fills = UpstreamFills::new(opts.clone(), &database, stream.flavor(), stream.table_infos(), FillConfig::default());
+        let fills = UpstreamFills::new(opts.clone(), &database, stream.flavor(), stream.table_infos(), FillConfig::default())
+            .watch_server(engine.gate.lag_handle(), stream.flavor().identity_sql());
         let unknown_until = match &resume {
             Some(replica::Resume::Resumed(end)) => Some(*end),
             _ => None,
