@@ -49,53 +49,73 @@ fn port_of(url: &str) -> u16 {
     after.split('/').next().unwrap().parse().expect("a port number")
 }
 
+/// Two private servers, `a` and `b` (server ids 1 and 2), each with `fo` holding keys 1 to
+/// `keys` valued "from a" and "from b"; a forwarder in front of them sending new connections
+/// to the port `backend` holds (a's at first); and freshet caching `fo`'s point read through
+/// it. `through` is the URL of freshet's MySQL port.
+struct Failover {
+    a: PrivateServer,
+    b: PrivateServer,
+    backend: Arc<AtomicU16>,
+    proxy: Proxy,
+    through: String,
+}
+
+impl Failover {
+    async fn start(name: &str, keys: i32) -> Failover {
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+        let a = PrivateServer::start(&dir.join(format!("{name}-a-mariadb")), "");
+        let b = PrivateServer::start(&dir.join(format!("{name}-b-mariadb")), "--server-id=2");
+        for (server, v) in [(&a, "from a"), (&b, "from b")] {
+            let mut c = mysql_async::Conn::from_url(&server.url).await.unwrap();
+            c.query_drop("DROP TABLE IF EXISTS fo").await.unwrap();
+            c.query_drop("CREATE TABLE fo (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL)").await.unwrap();
+            let rows: Vec<String> = (1..=keys).map(|k| format!("({k}, '{v}')")).collect();
+            c.query_drop(format!("INSERT INTO fo VALUES {}", rows.join(", "))).await.unwrap();
+        }
+        let backend = Arc::new(AtomicU16::new(port_of(&a.url)));
+        let forwarded = forwarder(backend.clone()).await;
+        let at = |url: &str, port: u16| url.replace(&format!(":{}/", port_of(url)), &format!(":{port}/"));
+        let upstream = at(&a.url, forwarded);
+        let proxy = start_proxy_with_url(
+            &upstream,
+            "[fill]\ntimeout = \"3s\"\n[[cache]]\nname = \"fo\"\nquery = \"SELECT id, v FROM fo WHERE id = ?\"\n",
+        )
+        .await;
+        let through = at(&upstream, proxy.mysql.port());
+        Failover { a, b, backend, proxy, through }
+    }
+
+    /// New connections reach `server` from now on.
+    fn switch_to(&self, server: &PrivateServer) {
+        self.backend.store(port_of(&server.url), Ordering::SeqCst);
+    }
+
+    /// Reads served from a cache so far.
+    fn cached(&self) -> u64 {
+        self.proxy.engine.get().unwrap().counters.hits.get()
+    }
+
+    /// Key `id` read by a new session through freshet.
+    async fn read(&self, id: i32) -> Vec<(i32, String)> {
+        let mut c = connect(&self.through).await;
+        c.query(format!("SELECT id, v FROM fo WHERE id = {id}")).await.unwrap()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failover_that_keeps_old_connections_is_followed() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let a = PrivateServer::start(&dir.join("failover-a-mariadb"), "");
-    let b = PrivateServer::start(&dir.join("failover-b-mariadb"), "--server-id=2");
-    for (server, v) in [(&a, "from a"), (&b, "from b")] {
-        let mut c = mysql_async::Conn::from_url(&server.url).await.unwrap();
-        c.query_drop("DROP TABLE IF EXISTS fo").await.unwrap();
-        c.query_drop("CREATE TABLE fo (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL)").await.unwrap();
-        c.query_drop(format!("INSERT INTO fo VALUES (1, '{v}')")).await.unwrap();
-    }
-    let backend = Arc::new(AtomicU16::new(port_of(&a.url)));
-    let forwarded = forwarder(backend.clone()).await;
-    let at = |url: &str, port: u16| url.replace(&format!(":{}/", port_of(url)), &format!(":{port}/"));
-    let upstream = at(&a.url, forwarded);
-    let proxy = start_proxy_with_url(
-        &upstream,
-        "[fill]\ntimeout = \"3s\"\n[[cache]]\nname = \"fo\"\nquery = \"SELECT id, v FROM fo WHERE id = ?\"\n",
-    )
-    .await;
-    let through = at(&upstream, proxy.mysql.port());
-    let hits = || proxy.engine.get().unwrap().by_name("fo").unwrap().stats().hits;
-    let read = "SELECT id, v FROM fo WHERE id = 1";
-    let mut first = connect(&through).await;
-    let mut served = false;
-    for _ in 0..100 {
-        let before = hits();
-        let rows: Vec<(i32, String)> = first.query(read).await.unwrap();
-        assert_eq!(rows, [(1, "from a".to_string())]);
-        if hits() > before {
-            served = true;
-            break;
-        }
+    let f = Failover::start("failover", 1).await;
+    let before = f.cached();
+    while f.cached() == before {
+        assert_eq!(f.read(1).await, [(1, "from a".to_string())]);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(served, "answered from the cache before the failover");
-
     // The failover: new connections reach b; a stays up, and so do the connections made to it.
-    backend.store(port_of(&b.url), Ordering::SeqCst);
+    f.switch_to(&f.b);
     let switched = Instant::now();
-    let read_anew = || async {
-        let mut c = connect(&through).await;
-        let rows: Vec<(i32, String)> = c.query(read).await.unwrap();
-        rows
-    };
     loop {
-        let rows = read_anew().await;
+        let rows = f.read(1).await;
         if rows == [(1, "from b".to_string())] {
             break;
         }
@@ -103,15 +123,14 @@ async fn a_failover_that_keeps_old_connections_is_followed() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     // From then on, b's row only, and from the cache again once the stream follows b.
-    let cached = || proxy.engine.get().unwrap().counters.hits.get();
-    let before = cached();
-    while cached() == before {
-        assert_eq!(read_anew().await, [(1, "from b".to_string())], "a's row after b's was read");
+    let before = f.cached();
+    while f.cached() == before {
+        assert_eq!(f.read(1).await, [(1, "from b".to_string())], "a's row after b's was read");
         assert!(switched.elapsed() < Duration::from_secs(60), "b's rows not cached {:?} after the failover", switched.elapsed());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     for _ in 0..20 {
-        assert_eq!(read_anew().await, [(1, "from b".to_string())], "a's row after b's was read from the cache");
+        assert_eq!(f.read(1).await, [(1, "from b".to_string())], "a's row after b's was read from the cache");
     }
 }
 
@@ -121,60 +140,32 @@ async fn a_failover_that_keeps_old_connections_is_followed() {
 /// writes to them skipped). Each fill now checks that it reads the stream's server.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fill_from_another_server_than_the_streams_is_refused() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-    let a = PrivateServer::start(&dir.join("flip-a-mariadb"), "");
-    let b = PrivateServer::start(&dir.join("flip-b-mariadb"), "--server-id=2");
-    for (server, v) in [(&a, "from a"), (&b, "from b")] {
-        let mut c = mysql_async::Conn::from_url(&server.url).await.unwrap();
-        c.query_drop("DROP TABLE IF EXISTS fo").await.unwrap();
-        c.query_drop("CREATE TABLE fo (id INT PRIMARY KEY, v VARCHAR(20) NOT NULL)").await.unwrap();
-        c.query_drop(format!("INSERT INTO fo VALUES (1, '{v}'), (2, '{v}'), (3, '{v}'), (4, '{v}')")).await.unwrap();
-    }
-    let backend = Arc::new(AtomicU16::new(port_of(&a.url)));
-    let forwarded = forwarder(backend.clone()).await;
-    let at = |url: &str, port: u16| url.replace(&format!(":{}/", port_of(url)), &format!(":{port}/"));
-    let upstream = at(&a.url, forwarded);
-    let proxy = start_proxy_with_url(
-        &upstream,
-        "[fill]\ntimeout = \"3s\"\n[[cache]]\nname = \"fo\"\nquery = \"SELECT id, v FROM fo WHERE id = ?\"\n",
-    )
-    .await;
-    let through = at(&upstream, proxy.mysql.port());
-    let cached = || proxy.engine.get().unwrap().counters.hits.get();
-    let read = |id: i32| {
-        let through = through.clone();
-        async move {
-            let mut c = connect(&through).await;
-            let rows: Vec<(i32, String)> = c.query(format!("SELECT id, v FROM fo WHERE id = {id}")).await.unwrap();
-            rows
-        }
-    };
+    let f = Failover::start("flip", 4).await;
     // Key 1 cached from a.
-    let before = cached();
-    while cached() == before {
-        assert_eq!(read(1).await, [(1, "from a".to_string())]);
+    let before = f.cached();
+    while f.cached() == before {
+        assert_eq!(f.read(1).await, [(1, "from a".to_string())]);
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     // A flip to b for a moment: sessions made then read keys 2 to 4 at once, misses whose
     // fills need connections the pool does not have (it keeps one idle): made to b.
-    backend.store(port_of(&b.url), Ordering::SeqCst);
+    f.switch_to(&f.b);
     let mut on_b = Vec::new();
     for _ in 0..3 {
-        on_b.push(connect(&through).await);
+        on_b.push(connect(&f.through).await);
     }
     let reads = on_b.iter_mut().zip(2..).map(|(c, id)| async move {
         let _: Vec<(i32, String)> = c.query(format!("SELECT id, v FROM fo WHERE id = {id}")).await.unwrap();
     });
     futures_join(reads).await;
-    backend.store(port_of(&a.url), Ordering::SeqCst);
+    f.switch_to(&f.a);
     drop(on_b);
     // Back on a: a's rows only, whatever was filled meanwhile, for longer than the poll's
     // period.
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(8) {
         for id in 1..=4 {
-            let got = read(id).await;
-            assert_eq!(got, [(id, "from a".to_string())], "key {id}, {:?} after the flip", start.elapsed());
+            assert_eq!(f.read(id).await, [(id, "from a".to_string())], "key {id}, {:?} after the flip", start.elapsed());
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
