@@ -1056,6 +1056,42 @@ async fn a_set_in_a_text_or_execute_of_16_mib_is_seen() {
     }
 }
 
+/// `SET TRANSACTION READ ONLY` holds for the next transaction the server starts: a statement
+/// that touches no transactional table (`SELECT 1`, a refused write) does not use it up, a
+/// read of the cached (InnoDB) table does. An audit: after `SELECT 1` freshet took it as used
+/// up, answered the read from the cache, and the UPDATE after it was refused (1792) where the
+/// server runs it; and a session that sent only cached reads relayed them for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_next_transaction_is_used_up_as_the_server_uses_it_up() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_next_tx").await;
+    let proxy = start_proxy(&config("tr_next_tx", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_next_tx WHERE id = 1";
+    warm(&proxy, sql).await;
+    for between in [None, Some("SELECT 1"), Some("SELECT @@tx_read_only")] {
+        let (mut d, mut t) = (direct().await, through(&proxy).await);
+        let mut outcomes = Vec::new();
+        for c in [&mut d, &mut t] {
+            c.query_drop("SET TRANSACTION READ ONLY").await.unwrap();
+            if let Some(statement) = between {
+                c.query_drop(statement).await.unwrap();
+            }
+            let _ = text(c, sql).await;
+            outcomes.push(c.query_drop("UPDATE tr_next_tx SET owner = owner WHERE id = 1").await.is_ok());
+        }
+        assert_eq!(outcomes[0], outcomes[1], "the UPDATE after {between:?} and a cached read");
+    }
+    // Used up by a relayed read of the cached table, the session's reads are cached again.
+    let mut t = through(&proxy).await;
+    t.query_drop("SET TRANSACTION READ ONLY").await.unwrap();
+    let _ = text(&mut t, sql).await;
+    let before = hits(&proxy);
+    for _ in 0..3 {
+        let _ = text(&mut t, sql).await;
+    }
+    assert!(hits(&proxy) > before, "cached again once the server used the setting up");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn admin_rights_come_from_the_servers_identity() {
     let _globals = SERVER_GLOBALS.read().await;
