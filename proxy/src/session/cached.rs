@@ -160,6 +160,9 @@ impl Session {
     /// relayed (a read that teaches the account's right is marked in `self.learning`).
     async fn pass_gate(&mut self, engine: &Engine, id: matching::CacheId, now: Instant) -> Result<Admission, SessionError> {
         self.learning = None;
+        // Relayed for what was set for the next transaction alone: its answer tells whether
+        // the server used it up (`learn_from`).
+        self.using_up_next_transaction = self.state.next_transaction && !self.state.unfollowed && !self.state.locked;
         for _ in 0..2 {
             if self.state.stale {
                 self.identity = None;
@@ -484,6 +487,11 @@ impl Session {
     pub(super) fn learn_from(&mut self, first: &[u8]) {
         if let (Some(learning), Some(engine)) = (self.learning.take(), self.shared.engine.get()) {
             engine.access.learn(&learning, first, Instant::now(), &mut self.memo);
+        }
+        // A read of a cached (InnoDB) table relayed for what was set for the next transaction:
+        // answered with rows, it started that transaction on the server.
+        if std::mem::take(&mut self.using_up_next_transaction) && !matches!(first.first(), Some(&crate::protocol::response::ERR)) {
+            self.state.next_transaction = false;
         }
     }
 }

@@ -93,6 +93,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             shapes: Default::default(),
             owed: Default::default(),
             learning: None,
+            using_up_next_transaction: false,
             unlogged_write: false,
             refused_at: None,
             relayed: None,

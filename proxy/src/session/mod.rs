@@ -192,6 +192,9 @@ pub struct Session {
     login_at: std::time::Instant,
     /// The relayed read in progress teaches the account's right to a cache.
     learning: Option<crate::cache::access::Learning>,
+    /// The relayed read in progress is a cached table's, relayed for what was set for the next
+    /// transaction: answered with rows, the server used that up (`Session::learn_from`).
+    using_up_next_transaction: bool,
     /// The command in progress may write while binlogging is off: evict after it.
     unlogged_write: bool,
     /// The result (counted from 1) at which the server refused a statement of the command in
