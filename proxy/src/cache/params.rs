@@ -248,6 +248,14 @@ mod tests {
         assert_eq!(execute_params(&first[..10], 2, &mut Vec::new()).err(), Some(ParamError::Malformed));
     }
 
+    /// MariaDB binds a parameter sent as INT24 as NULL, whatever its bytes (an audit: `id = ?`
+    /// with INT24 1 answered row 1 from the cache, no rows from the server): relayed, as YEAR.
+    #[test]
+    fn an_int24_parameter_is_relayed() {
+        assert_eq!(execute_params(&[0x00, 0x01, 0x09, 0x00, 1, 0, 0, 0], 1, &mut Vec::new()).err(), Some(ParamError::Unsupported));
+        assert_eq!(execute_params(&[0x00, 0x01, 0x09, 0x80, 1, 0, 0, 0], 1, &mut Vec::new()).err(), Some(ParamError::Unsupported));
+    }
+
     /// A parameter of type NULL whose bit in the NULL bitmap is clear is refused by the server
     /// (1210, "Incorrect arguments to mysqld_stmt_execute"); an audit had it answered from the
     /// cache as a NULL key (no rows). Relayed; with its bit set it is a NULL as before.
