@@ -99,8 +99,8 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
     Ok(out)
 }
 
-/// The parameter types [`binary_value`] decodes. Not YEAR: MariaDB binds a YEAR parameter as
-/// NULL, where its bytes say a year.
+/// The parameter types [`binary_value`] decodes. Not YEAR nor INT24: MariaDB binds such a
+/// parameter as NULL, where its bytes say a number.
 fn decodable(t: u8) -> bool {
     matches!(
         t,
@@ -108,7 +108,6 @@ fn decodable(t: u8) -> bool {
             | ty::TINY
             | ty::SHORT
             | ty::LONG
-            | ty::INT24
             | ty::LONGLONG
             | ty::FLOAT
             | ty::DOUBLE
