@@ -61,11 +61,20 @@ struct Failover {
     through: String,
 }
 
+/// Held while servers are made: two `mariadb-install-db` runs at once collide on the temporary
+/// tables of their bootstraps (a CI rehearsal: "Could not remove temporary table").
+static MAKING_SERVERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 impl Failover {
     async fn start(name: &str, keys: i32) -> Failover {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let a = PrivateServer::start(&dir.join(format!("{name}-a-mariadb")), "");
-        let b = PrivateServer::start(&dir.join(format!("{name}-b-mariadb")), "--server-id=2");
+        let (a, b) = {
+            let _one_at_a_time = MAKING_SERVERS.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                PrivateServer::start(&dir.join(format!("{name}-a-mariadb")), ""),
+                PrivateServer::start(&dir.join(format!("{name}-b-mariadb")), "--server-id=2"),
+            )
+        };
         for (server, v) in [(&a, "from a"), (&b, "from b")] {
             let mut c = mysql_async::Conn::from_url(&server.url).await.unwrap();
             c.query_drop("DROP TABLE IF EXISTS fo").await.unwrap();
