@@ -650,11 +650,17 @@ pub fn may_make_temporary_merge(sql: &str) -> bool {
 /// its [`statements`], each once. Empty too for a text that cannot be read, which
 /// [`may_change_rows`] takes to change anything.
 pub fn parse_ddl(sql: &str) -> Vec<DdlTarget> {
-    let mut out: Vec<DdlTarget> = Vec::new();
+    union_of(sql, ddl_of)
+}
+
+/// What `of` finds in every one of `sql`'s [`statements`], each once, in the order found; none
+/// for a text that cannot be read.
+fn union_of<T: PartialEq>(sql: &str, of: impl Fn(&[Tok]) -> Vec<T>) -> Vec<T> {
+    let mut out: Vec<T> = Vec::new();
     for toks in statements(sql).unwrap_or_default() {
-        for target in ddl_of(&toks) {
-            if !out.contains(&target) {
-                out.push(target);
+        for found in of(&toks) {
+            if !out.contains(&found) {
+                out.push(found);
             }
         }
     }
@@ -788,15 +794,7 @@ fn ddl_of(toks: &[Tok]) -> Vec<DdlTarget> {
 /// for any other statement. A view's name may be anything a table's may; the words before
 /// `VIEW` are not checked further (a name taken for a view's costs a question, not an answer).
 pub fn view_names(sql: &str, is_view: impl Fn(&str) -> bool) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for toks in statements(sql).unwrap_or_default() {
-        for name in views_of(&toks, &is_view) {
-            if !out.contains(&name) {
-                out.push(name);
-            }
-        }
-    }
-    out
+    union_of(sql, |toks| views_of(toks, &is_view))
 }
 
 /// [`view_names`] of one statement's tokens.
@@ -915,43 +913,29 @@ const DROPS_NO_COLUMN: &[&str] =
 /// later one the stream has not reached): its values are new, though its name and type are not.
 /// Those of every one of its [`statements`], each once.
 pub fn alter_dropped_columns(sql: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for toks in statements(sql).unwrap_or_default() {
-        let mut c = Cursor { toks: &toks, at: 0 };
+    union_of(sql, |toks| {
+        let mut c = Cursor { toks, at: 0 };
         if alter_table_head(&mut c).is_none() {
-            continue;
+            return Vec::new();
         }
         let clauses = &toks[c.at..];
-        let dropped = alter_clause_heads(clauses)
+        alter_clause_heads(clauses)
             .filter(|&at| word(clauses, at) == "DROP" && !DROPS_NO_COLUMN.contains(&word(clauses, at + 1).as_str()))
             .filter_map(|at| {
                 let mut c = Cursor { toks: clauses, at: at + 1 };
                 c.kw("COLUMN");
                 c.kws(&["IF", "EXISTS"]);
                 c.ident()
-            });
-        for column in dropped {
-            if !out.contains(&column) {
-                out.push(column);
-            }
-        }
-    }
-    out
+            })
+            .collect()
+    })
 }
 
 /// A stored function's body (`mysql.proc.body`) under the sql_mode it was created with may
-/// write a table.
 /// write a table: under ORACLE a statement may call a procedure by its name alone, which no
 /// word says, so such a function writes.
 pub fn function_writes(body: &str, sql_mode: &str) -> bool {
     sql_mode.split(',').any(|m| m.trim().eq_ignore_ascii_case("ORACLE")) || routine_writes(body)
-}
-
-/// Whether a binlogged text may change the definitions of other databases' objects (tables,
-/// triggers, views, routines): anything but a plain write of one table ([`write_target`]),
-/// which the stream then forgets what it knew of.
-pub fn may_change_definitions(sql: &str) -> bool {
-    write_target(sql).is_none()
 }
 
 /// Whether two column names may be the same to the server, which compares them without case,
@@ -1519,9 +1503,10 @@ mod tests {
         assert!(privileges_may_change("REVOKE SELECT ON AUD_É.t FROM u", None, "aud_é"));
         assert!(function_writes("AS BEGIN aud_o.p; RETURN 7; END", "PIPES_AS_CONCAT,ANSI_QUOTES,ORACLE"));
         assert!(!function_writes("RETURN x + 1", "STRICT_TRANS_TABLES"));
-        assert!(may_change_definitions("SET STATEMENT max_statement_time=0 FOR RENAME TABLE o.x TO o.for, o.v TO o.x"));
-        assert!(may_change_definitions("CALL p()"));
-        assert!(!may_change_definitions("INSERT INTO o.x VALUES (1)"));
+        // No plain write of one table: the stream forgets what it knew of other databases.
+        assert_eq!(write_target("SET STATEMENT max_statement_time=0 FOR RENAME TABLE o.x TO o.for, o.v TO o.x"), None);
+        assert_eq!(write_target("CALL p()"), None);
+        assert_eq!(write_target("INSERT INTO o.x VALUES (1)"), Some((Some("o".into()), "x".into())));
     }
 
     #[test]

@@ -246,18 +246,17 @@ impl BinlogStream {
             self.privileges_changed(position);
         }
         let targets = parse_ddl(sql);
-        // Anything but a plain write of one table (DDL, a text one reading takes for a write,
-        // one that cannot be read, a CALL) may have made a trigger, view or function of any
-        // database: what was known of them is forgotten.
-        // A statement-logged write of the `mysql` schema too (`mysql.proc` holds the routines).
-        let writes_mysql =
-            crate::ddl::write_target(sql).is_some_and(|(db, _)| db.as_deref().unwrap_or(default_db).eq_ignore_ascii_case("mysql"));
-        if writes_mysql {
-            self.scope.mysql_changed();
-        }
-        if crate::ddl::may_change_definitions(sql) {
-            let dbs: Vec<String> = targets.iter().map(|t| t.database.clone().unwrap_or_else(|| default_db.to_string())).collect();
-            self.scope.after_ddl(sql, &dbs, dropped.as_deref(), self.cfg.names_case_sensitive);
+        // Anything but a plain write of one table (`ddl::write_target`: DDL, a text one reading
+        // takes for a write, one that cannot be read, a CALL) may have made a trigger, view or
+        // function of any database: what was known of them is forgotten. So does a plain write
+        // of the `mysql` schema (`mysql.proc` holds the routines).
+        match crate::ddl::write_target(sql) {
+            None => {
+                let dbs: Vec<String> = targets.iter().map(|t| t.database.clone().unwrap_or_else(|| default_db.to_string())).collect();
+                self.scope.after_ddl(sql, &dbs, dropped.as_deref(), self.cfg.names_case_sensitive);
+            }
+            Some((db, _)) if db.as_deref().unwrap_or(default_db).eq_ignore_ascii_case("mysql") => self.scope.mysql_changed(),
+            Some(_) => {}
         }
         // A foreign key may have come or gone with the DDL of a table it reaches the tracked
         // database from: one of its own (a child, or one moved in or out by a rename), or a

@@ -109,7 +109,12 @@ impl StreamConfig {
     /// Whether `a` and `b` name one database or table, as the server compares names.
     pub fn same_name(&self, a: &str, b: &str) -> bool {
         // Past ASCII too: `AUD_É` is `aud_é` under lower_case_table_names.
-        if self.names_case_sensitive { a == b } else { a.eq_ignore_ascii_case(b) || a.to_lowercase() == b.to_lowercase() }
+        // Folded only when a name is past ASCII: this runs for every rows event.
+        if self.names_case_sensitive {
+            a == b
+        } else {
+            a.eq_ignore_ascii_case(b) || (!(a.is_ascii() && b.is_ascii()) && a.to_lowercase() == b.to_lowercase())
+        }
     }
 
     /// Defaults for `database` and `server_id`.
