@@ -294,8 +294,9 @@ impl SessionState {
     fn observe_set(&mut self, sql: &[u8], tokens: &[Token]) {
         let text = |i: usize| tokens.get(i).map(|t| String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase()).unwrap_or_default();
         let first = text(1);
-        // Where the assignments start: after SET, or after the character set's part.
-        let mut start = 1;
+        // Where the assignments start: after SET, or after the character set's part (then at
+        // no target until the loop below meets a top-level comma).
+        let (mut start, mut expect_target) = (1, true);
         if matches!(first.as_str(), "names" | "character" | "charset") {
             self.stale = true;
             // `SET NAMES x`, `SET CHARSET x`, `SET CHARACTER SET x`: x is the client's.
@@ -305,19 +306,7 @@ impl SessionState {
             }
             // `SET NAMES x, max_join_size = 1`: what follows its first top-level comma is read
             // as any assignments are.
-            let mut depth = 0i32;
-            let comma = tokens.iter().enumerate().skip(at).find_map(|(i, t)| {
-                if t.is_symbol(sql, b"(") {
-                    depth += 1;
-                } else if t.is_symbol(sql, b")") {
-                    depth -= 1;
-                }
-                (depth == 0 && t.is_symbol(sql, b",")).then_some(i)
-            });
-            match comma {
-                Some(i) => start = i,
-                None => return,
-            }
+            (start, expect_target) = (at, false);
         }
         // MariaDB's `SET STATEMENT assignments FOR statement`: the assignments hold for that
         // statement only, which is read as one of its own.
@@ -347,7 +336,6 @@ impl SessionState {
         }
         // Assignments: targets are the words after SET and after each top-level comma.
         let mut depth = 0i32;
-        let mut expect_target = true;
         let mut i = start;
         // The target's scope was said (`SESSION`, `LOCAL`, `@@session.`; GLOBAL is not
         // followed at all): without one,
