@@ -252,7 +252,12 @@ impl ProxyMetrics {
         sample(out, "freshet_proxy_client_connections_open", &[], self.connections_open.get());
         family(out, "freshet_proxy_client_connections_total", "counter", "Client connections accepted.");
         sample(out, "freshet_proxy_client_connections_total", &[], self.connections_total.get());
-        family(out, "freshet_proxy_commands_total", "counter", "Commands received from clients, by type (relayed or answered by freshet).");
+        family(
+            out,
+            "freshet_proxy_commands_total",
+            "counter",
+            "Commands received from clients, by type (relayed or answered by freshet; a byte no command has, or none, counts as sleep, which the server answers alike).",
+        );
         for c in Command::ALL {
             let n = self.commands[c.index()].get();
             if n > 0 {
