@@ -67,6 +67,11 @@ static MAKING_SERVERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl Failover {
     async fn start(name: &str, keys: i32) -> Failover {
+        Failover::start_with(name, keys, "").await
+    }
+
+    /// [`Failover::start`] with `fill` added to the `[fill]` section of freshet's config.
+    async fn start_with(name: &str, keys: i32, fill: &str) -> Failover {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
         let (a, b) = {
             let _one_at_a_time = MAKING_SERVERS.lock().unwrap_or_else(|e| e.into_inner());
@@ -82,13 +87,20 @@ impl Failover {
             let rows: Vec<String> = (1..=keys).map(|k| format!("({k}, '{v}')")).collect();
             c.query_drop(format!("INSERT INTO fo VALUES {}", rows.join(", "))).await.unwrap();
         }
+        // a's binlog positions ahead of b's (a later file): what was read from b at its
+        // position counts as current on a's stream, so a mix-up is served, not waited for.
+        let mut c = mysql_async::Conn::from_url(&a.url).await.unwrap();
+        for _ in 0..2 {
+            c.query_drop("FLUSH BINARY LOGS").await.unwrap();
+        }
+        drop(c);
         let backend = Arc::new(AtomicU16::new(port_of(&a.url)));
         let forwarded = forwarder(backend.clone()).await;
         let at = |url: &str, port: u16| url.replace(&format!(":{}/", port_of(url)), &format!(":{port}/"));
         let upstream = at(&a.url, forwarded);
         let proxy = start_proxy_with_url(
             &upstream,
-            "[fill]\ntimeout = \"3s\"\n[[cache]]\nname = \"fo\"\nquery = \"SELECT id, v FROM fo WHERE id = ?\"\n",
+            &format!("[fill]\ntimeout = \"3s\"\n{fill}[[cache]]\nname = \"fo\"\nquery = \"SELECT id, v FROM fo WHERE id = ?\"\n"),
         )
         .await;
         let through = at(&upstream, proxy.mysql.port());
@@ -178,6 +190,48 @@ async fn a_fill_from_another_server_than_the_streams_is_refused() {
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The replica's copy (`[fill] source = "replica"`) reads the upstream on connections of its
+/// own, made when it starts or when DDL asks it to read a table's changed columns again: an
+/// audit saw such a connection, made while the address led to another server for a moment,
+/// fill the replica with that server's rows at its position, served from then on. The copy
+/// now reads only from the server the stream reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replicas_copy_reads_only_the_streams_server() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("failover-replica");
+    let _ = std::fs::remove_dir_all(&dir);
+    let fill = format!("source = \"replica\"\n[replica]\npath = \"{}\"\ncopy_batch_rows = 16\n", dir.display());
+    let f = Failover::start_with("replica", 4, &fill).await;
+    let replica = || f.proxy.engine.get().unwrap().replica.get().expect("the replica started").figures();
+    let start = Instant::now();
+    while replica().copy.tables_done == 0 || f.cached() == 0 {
+        assert_eq!(f.read(1).await, [(1, "from a".to_string())]);
+        assert!(start.elapsed() < Duration::from_secs(30), "the replica did not copy fo: {:?}", replica());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // A shorter v makes the copy read fo again, on a new connection. It is made while the
+    // address leads to b for a moment (b has had the same change).
+    let read_again = || replica().copy.rows_copied + replica().copy.rows_rewritten;
+    let before = read_again();
+    let alter = "ALTER TABLE fo MODIFY v VARCHAR(10) NOT NULL";
+    connect(&f.b.url).await.query_drop(alter).await.unwrap();
+    f.switch_to(&f.b);
+    connect(&f.a.url).await.query_drop(alter).await.unwrap();
+    let flipped = Instant::now();
+    while read_again() == before && flipped.elapsed() < Duration::from_millis(1500) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    f.switch_to(&f.a);
+    // Back on a: a's rows only, for longer than the poll's period.
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(8) {
+        for id in 1..=4 {
+            assert_eq!(f.read(id).await, [(id, "from a".to_string())], "key {id}, {:?} after the flip", start.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(read_again() > before, "the copy never read fo again from a: {:?}", replica());
 }
 
 /// Runs the futures at once.
