@@ -39,6 +39,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use freshet_cdc::LagHandle;
+use freshet_cdc::continuity::ServerIdentity;
 use freshet_cdc::result::{convert, param, result_columns};
 use freshet_cdc::schema::TableInfo;
 use freshet_dataflow::{Position, Row, Value};
@@ -64,11 +66,26 @@ pub struct SnapshotConfig {
     /// table it read, which DDL needs (and every later statement on the table queues behind
     /// a waiting DDL), so this bounds how long a migration waits for the copy.
     pub max_snapshot_age: Duration,
+    /// The binlog stream whose server the copy must read (`None`: any, for tests of the copy
+    /// alone). A copy connects anew each time it starts (at start-up, after DDL, after a gap):
+    /// behind an address that led to another server for a moment (a failover flipped and
+    /// back, a proxy that keeps old connections) it would store that server's rows at that
+    /// server's position, which the stream's would overtake and serve. Each snapshot is opened
+    /// only while the copy's connection reaches the server the stream last connected to
+    /// ([`LagHandle::stream_server`]); otherwise the copy fails, and is retried on a new
+    /// connection. The position poll, not the copy, decides that the primary moved.
+    pub stream: Option<LagHandle>,
 }
 
 impl Default for SnapshotConfig {
     fn default() -> SnapshotConfig {
-        SnapshotConfig { batch_rows: 5_000, max_batches: None, log_every: Duration::from_secs(5), max_snapshot_age: Duration::from_secs(1) }
+        SnapshotConfig {
+            batch_rows: 5_000,
+            max_batches: None,
+            log_every: Duration::from_secs(5),
+            max_snapshot_age: Duration::from_secs(1),
+            stream: None,
+        }
     }
 }
 
@@ -83,6 +100,7 @@ pub struct CopyStats {
     tables_done: AtomicU64,
     tables_total: AtomicU64,
     micros: AtomicU64,
+    failures: AtomicU64,
 }
 
 /// A reading of [`CopyStats`].
@@ -100,6 +118,8 @@ pub struct CopyFigures {
     pub tables_total: u64,
     /// Rows per second over the time spent copying.
     pub rows_per_sec: f64,
+    /// Copies that failed (and were retried) in this process ([`CopyStats::failed`]).
+    pub failures: u64,
 }
 
 impl CopyStats {
@@ -115,7 +135,13 @@ impl CopyStats {
             tables_done: self.tables_done.load(Ordering::Relaxed),
             tables_total: self.tables_total.load(Ordering::Relaxed),
             rows_per_sec: if secs > 0.0 { rows as f64 / secs } else { 0.0 },
+            failures: self.failures.load(Ordering::Relaxed),
         }
+    }
+
+    /// Counts a copy that failed (the caller retries it).
+    pub fn failed(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -165,7 +191,11 @@ pub async fn copy_tables(
     }
     let version: Option<String> = conn.query_first("SELECT VERSION()").await.map_err(upstream)?;
     let flavor = freshet_cdc::flavor::detect(version.as_deref().unwrap_or(""));
-    let mut snap = Snapshot { flavor: flavor.as_ref(), open: None, max_age: cfg.max_snapshot_age, expired: false };
+    let server = match &cfg.stream {
+        Some(stream) => Some((stream, ServerIdentity::read(&mut conn, flavor.as_ref()).await.map_err(upstream)?)),
+        None => None,
+    };
+    let mut snap = Snapshot { flavor: flavor.as_ref(), server, open: None, max_age: cfg.max_snapshot_age, expired: false };
     let result = copy_in_snapshots(&mut conn, &mut snap, store, tables, &todo, cfg, stats).await;
     // Read-only: ending it either way is the same; a failure here only loses the connection.
     let _ = conn.query_drop("COMMIT").await;
@@ -178,6 +208,9 @@ pub async fn copy_tables(
 /// snapshot it was read in, and the table is ready once the stream passes the newest.
 struct Snapshot<'a> {
     flavor: &'a dyn freshet_cdc::Flavor,
+    /// The stream whose server the copy must read, and the server the copy's connection
+    /// reaches ([`SnapshotConfig::stream`]).
+    server: Option<(&'a LagHandle, ServerIdentity)>,
     open: Option<(Position, Instant)>,
     max_age: Duration,
     /// Set by [`Snapshot::expire`].
@@ -196,10 +229,27 @@ impl Snapshot<'_> {
         if self.open.take().is_some() {
             conn.query_drop("COMMIT").await.map_err(upstream)?;
         }
+        self.check_server()?;
         let at = crate::fence::open_snapshot(conn, self.flavor).await?;
         self.open = Some((at, Instant::now()));
         self.expired = false;
         Ok(at)
+    }
+
+    /// An error unless the copy's connection reaches the server the stream reads. A stream that
+    /// moves to another server afterwards has a gap, which resets the tables and so refuses
+    /// the batches read here ([`ReplicaError::Reset`]); the next snapshot is checked again.
+    fn check_server(&self) -> Result<(), ReplicaError> {
+        let Some((stream, mine)) = &self.server else { return Ok(()) };
+        match stream.stream_server() {
+            None => Err(ReplicaError::Upstream("the binlog stream has not connected yet; the copy waits to read its server".into())),
+            Some(theirs) => match theirs.differs(mine) {
+                Some(why) => {
+                    Err(ReplicaError::Upstream(format!("the copy's connection reaches another server than the binlog stream: {why}")))
+                }
+                None => Ok(()),
+            },
+        }
     }
 
     /// The next batch is read in a new snapshot, opened after this call.

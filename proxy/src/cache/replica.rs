@@ -131,7 +131,7 @@ impl Replica {
             // The backlog's age: the stream's (`BinlogSource::run_behind`).
             Resume::Resumed(_) => {}
         }
-        let cfg = SnapshotConfig { batch_rows: batch_rows as usize, ..SnapshotConfig::default() };
+        let cfg = SnapshotConfig { batch_rows: batch_rows as usize, stream: Some(lag.clone()), ..SnapshotConfig::default() };
         let replica = Arc::new(Replica {
             database: store.database().to_string(),
             store,
@@ -180,7 +180,7 @@ impl Replica {
     /// Appends the replica's metrics (`freshet_replica_`) to `out`.
     pub fn render_metrics(&self, out: &mut String) {
         let f = self.figures();
-        let gauges: [(&str, &str, &str, String); 9] = [
+        let gauges: [(&str, &str, &str, String); 10] = [
             ("freshet_replica_copy_rows_total", "counter", "Rows copied into the replica by this process.", f.copy.rows_copied.to_string()),
             (
                 "freshet_replica_copy_bytes_total",
@@ -193,6 +193,12 @@ impl Replica {
                 "counter",
                 "Rows rewritten in place after DDL changed their table's columns (instead of copied again).",
                 f.copy.rows_rewritten.to_string(),
+            ),
+            (
+                "freshet_replica_copy_failures_total",
+                "counter",
+                "Copies that failed and were retried (the upstream unreachable, or reaching another server than the binlog stream).",
+                f.copy.failures.to_string(),
             ),
             (
                 "freshet_replica_copy_rows_estimated",
@@ -235,6 +241,7 @@ impl Replica {
             ("replica_tables_copied", format!("{} of {}", f.copy.tables_done, f.copy.tables_total)),
             ("replica_rows_copied", format!("{} of about {}", f.copy.rows_copied, f.copy.rows_estimated)),
             ("replica_rows_rewritten", f.copy.rows_rewritten.to_string()),
+            ("replica_copy_failures", f.copy.failures.to_string()),
             ("replica_copy_rows_per_second", format!("{:.0}", f.copy.rows_per_sec)),
             ("replica_fills", f.fills.to_string()),
             ("replica_following", if f.following { "yes" } else { "no" }.to_string()),
@@ -490,7 +497,10 @@ async fn copy_loop(replica: std::sync::Weak<Replica>) {
                 drop(r);
                 recopy.notified().await;
             }
-            Err(e) => warn!(error = %e, retry_in = ?backoff.delay(), "replica: copy failed; it resumes from its last batch"),
+            Err(e) => {
+                r.stats.failed();
+                warn!(error = %e, retry_in = ?backoff.delay(), "replica: copy failed; it resumes from its last batch")
+            }
         }
     }
 }
