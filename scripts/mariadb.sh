@@ -85,8 +85,12 @@ start_server() {
     [ -f "$dir/tls/server-key.pem" ] && tls=(--ssl-ca="$dir/tls/ca.pem"
         --ssl-cert="$dir/tls/server-cert.pem" --ssl-key="$dir/tls/server-key.pem")
     log "starting mariadbd on 127.0.0.1:$port"
+    # A temporary directory of its own: a starting mariadbd deletes every `#sql*` file in its
+    # tmpdir, so with a shared /tmp a test's new private server removed another server's
+    # internal temporary tables mid-query (error 6, "Error on delete of '/tmp/#sql-temptable-...").
+    mkdir -p "$dir/tmp"
     setsid nohup "$(mariadbd_bin)" --no-defaults \
-        --datadir="$dir/data" --socket="$sock" --pid-file="$dir/mariadb.pid" \
+        --datadir="$dir/data" --socket="$sock" --pid-file="$dir/mariadb.pid" --tmpdir="$dir/tmp" \
         --log-error="$dir/error.log" --port="$port" --bind-address=127.0.0.1 \
         --user="$(id -un)" --skip-name-resolve \
         --server-id=1 --log-bin="$dir/binlog/mariadb-bin" --binlog-format=ROW \
