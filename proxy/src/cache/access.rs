@@ -11,7 +11,8 @@
 //!
 //! Invariants:
 //! - what was learned is forgotten when privileges may have changed ([`Access::forget_all`],
-//!   on the binlog's GRANT/REVOKE/... and writes to the `mysql` schema) and after
+//!   on the binlog's GRANT/REVOKE/..., writes to the `mysql` schema and schema changes of the
+//!   tables caches read, since `SELECT *` reads an added column) and after
 //!   `[consistency] max_privilege_age`;
 //! - an outcome is kept only if no such change happened while its read was in flight (the
 //!   generation it was asked under is still current), so a REVOKE racing a read cannot

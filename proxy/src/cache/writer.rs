@@ -359,6 +359,9 @@ impl<S: ChangeSource> Writer<S> {
             return;
         }
         info!(table = %change.table, kind = ?change.kind, "schema change");
+        // What accounts may read was learned for the caches' columns of the time: an added
+        // column is read by `SELECT *`, and an account granted the old columns only may not.
+        self.out.access.forget_all();
         self.replace_schema(&change.table, change.schema);
         self.revive();
         self.publish_catalog(Some(&change.table));
