@@ -703,6 +703,28 @@ async fn a_compressed_session_is_answered_after_a_cached_read() {
         let what = format!("{follow} after a hit{}", if pinged { " and a ping" } else { "" });
         assert_eq!(got.unwrap_or_else(|_| panic!("{what} was never answered")), text(&mut d, follow).await, "{what}");
     }
+    // Prepare, execute, close per read (PHP's PDO without emulation): the close of the owed
+    // execute's statement is held back, and sent after the read it owes. Both once in one
+    // compressed frame: the server answered the read and never the statement after (an audit).
+    let prepared_sql = "SELECT id, owner, secret FROM tr_compressed WHERE id = ?";
+    for follow in ["SET @a = 1", "SELECT ROW_COUNT()", "SELECT FOUND_ROWS()"] {
+        let before = hits(&proxy);
+        for round in 0..20 {
+            let s = t.prep(prepared_sql).await.unwrap();
+            let _: Vec<mysql_async::Row> = t.exec(&s, (1,)).await.unwrap();
+            t.close(s).await.unwrap();
+            if hits(&proxy) > before {
+                break;
+            }
+            assert!(round < 19, "a prepared hit on the compressed session");
+        }
+        let s = d.prep(prepared_sql).await.unwrap();
+        let _: Vec<mysql_async::Row> = d.exec(&s, (1,)).await.unwrap();
+        d.close(s).await.unwrap();
+        let got = tokio::time::timeout(Duration::from_secs(10), text(&mut t, follow)).await;
+        let what = format!("{follow} after a prepared hit whose statement was closed");
+        assert_eq!(got.unwrap_or_else(|_| panic!("{what} was never answered")), text(&mut d, follow).await, "{what}");
+    }
 }
 
 /// A session the server KILLs is answered nothing more from the cache, however fast its client
