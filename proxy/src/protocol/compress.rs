@@ -69,7 +69,7 @@ impl Compressed {
     }
 
     /// Wraps `packets` (whole packet frames) into compressed frames in `out`.
-    pub fn encode(&mut self, packets: &[u8]) -> io::Result<()> {
+    pub fn encode(&mut self, packets: &[u8]) {
         if packets.get(3) == Some(&0) {
             // A new command: its compressed frames count from 0 as well.
             self.seq = 0;
@@ -77,7 +77,7 @@ impl Compressed {
         for chunk in packets.chunks(MAX_PAYLOAD) {
             let start = self.out.len();
             self.out.extend_from_slice(&[0; HEADER]);
-            let stored = chunk.len() < MIN_COMPRESS || !deflate(chunk, &mut self.out)?;
+            let stored = chunk.len() < MIN_COMPRESS || !deflate(chunk, &mut self.out);
             if stored {
                 self.out.truncate(start + HEADER);
                 self.out.extend_from_slice(chunk);
@@ -89,7 +89,6 @@ impl Compressed {
             self.out[start + 4..start + 7].copy_from_slice(&inflated.to_le_bytes()[..3]);
             self.seq = self.seq.wrapping_add(1);
         }
-        Ok(())
     }
 }
 
@@ -120,17 +119,16 @@ fn inflate(input: &[u8], expected: usize, out: &mut BytesMut) -> io::Result<()> 
 }
 
 /// Deflates `input` onto `out`; false (and `out` to be truncated by the caller) when the
-/// result would not be smaller.
-fn deflate(input: &[u8], out: &mut BytesMut) -> io::Result<bool> {
+/// result would not be smaller, or zlib failed (the frame is then stored as it is).
+fn deflate(input: &[u8], out: &mut BytesMut) -> bool {
     let start = out.len();
     let mut z = Compress::new(Compression::default(), true);
     out.resize(start + input.len(), 0);
-    let status = z.compress(input, &mut out[start..], FlushCompress::Finish).map_err(|e| bad(&e.to_string()))?;
-    if status != Status::StreamEnd {
-        return Ok(false);
+    if !matches!(z.compress(input, &mut out[start..], FlushCompress::Finish), Ok(Status::StreamEnd)) {
+        return false;
     }
     out.truncate(start + z.total_out() as usize);
-    Ok(true)
+    true
 }
 
 #[cfg(test)]
@@ -152,8 +150,8 @@ mod tests {
         let big = vec![b'x'; 100_000];
         let packets = frames(&[(0, b"\x03SELECT 1"), (1, &big)]);
         let mut writer = Compressed::new(BytesMut::new());
-        writer.encode(&packets[..13]).unwrap();
-        writer.encode(&packets[13..]).unwrap();
+        writer.encode(&packets[..13]);
+        writer.encode(&packets[13..]);
         assert_eq!(u24(&writer.out[4..7]), 0, "13 bytes are stored");
         let mut reader = Compressed::new(writer.out.clone());
         let mut back = BytesMut::new();
@@ -167,16 +165,16 @@ mod tests {
     fn a_new_command_counts_from_zero() {
         let mut c = Compressed::new(BytesMut::new());
         c.seq = 5;
-        c.encode(&frames(&[(0, b"\x0e")])).unwrap();
+        c.encode(&frames(&[(0, b"\x0e")]));
         assert_eq!(c.out[3], 0);
-        c.encode(&frames(&[(1, b"\x00\x00\x00\x02\x00\x00\x00")])).unwrap();
+        c.encode(&frames(&[(1, b"\x00\x00\x00\x02\x00\x00\x00")]));
         assert_eq!(c.out[HEADER + 5 + 3], 1);
     }
 
     #[test]
     fn lies_about_the_length_are_errors_not_allocations() {
         let mut c = Compressed::new(BytesMut::new());
-        c.encode(&frames(&[(1, &[7u8; 1000])])).unwrap();
+        c.encode(&frames(&[(1, &[7u8; 1000])]));
         let mut raw = c.out.clone();
         raw[4..7].copy_from_slice(&[10, 0, 0]); // declares 10 bytes, inflates to 1004
         let mut reader = Compressed::new(raw);
@@ -210,7 +208,7 @@ mod tests {
                 let mut data = packets.clone();
                 data.extend(std::iter::repeat_n(0u8, zeros));
                 let mut w = Compressed::new(BytesMut::new());
-                w.encode(&data).unwrap();
+                w.encode(&data);
                 let mut r = Compressed::new(w.out.clone());
                 let mut out = BytesMut::new();
                 while r.decode_one(&mut out).unwrap() {}

@@ -269,20 +269,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         self.wbuf.extend_from_slice(frames);
     }
 
+    /// On a compressed connection, wraps what is queued into compressed frames of its own now,
+    /// so that what is queued next starts a new frame (nothing on an uncompressed one). MariaDB
+    /// answers only the first command of a compressed frame that holds several: a packet
+    /// freshet sends ahead of a client's command (a replayed read, a held close) must not share
+    /// the command's frame.
+    pub fn end_frame(&mut self) {
+        if let Some(c) = &mut self.compressed
+            && !self.wbuf.is_empty()
+        {
+            c.encode(&self.wbuf);
+            self.wbuf.clear();
+        }
+    }
+
     pub fn pending_write(&self) -> usize {
         self.wbuf.len()
     }
 
     pub async fn flush(&mut self) -> io::Result<()> {
+        self.end_frame();
         let out = match &mut self.compressed {
             None => &mut self.wbuf,
-            Some(c) => {
-                if !self.wbuf.is_empty() {
-                    c.encode(&self.wbuf)?;
-                    self.wbuf.clear();
-                }
-                &mut c.out
-            }
+            Some(c) => &mut c.out,
         };
         while out.has_remaining() {
             let n = self.stream.write(out).await?;

@@ -126,7 +126,6 @@ impl Session {
         }
         // A text this long is taken to read the diagnostics a cached read owes.
         let owed = self.settle_owed(command, first.payload());
-        self.send_owed_apart(owed).await?;
         // A write this long in a session with binlogging off evicts like any other (below).
         let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
         // The text is not read, but searched for the names of the variables that turn
@@ -350,7 +349,6 @@ impl Session {
             self.own.chose_gtid();
         }
         let owed = self.settle_owed(command, &payload);
-        self.send_owed_apart(owed).await?;
         self.refused_at = None;
         // A refusal at a block's end tells nothing of what ran in it (a prepared statement's
         // text was read at its prepare).

@@ -176,10 +176,13 @@ impl Session {
         self.owed.forget();
         let queued = match replay {
             Some(replay) => {
+                // Each in a compressed frame of its own, as the command behind them
+                // (`PacketIo::end_frame`).
                 self.upstream.queue_packet(0, &replay);
-                // Compressed, the ping goes in a frame of its own (`Session::send_owed_apart`).
-                if pinged && !self.upstream.is_compressed() {
+                self.upstream.end_frame();
+                if pinged {
                     self.upstream.queue_packet(0, &[Command::Ping as u8]);
+                    self.upstream.end_frame();
                 }
                 self.owed.ping_queued = pinged;
                 self.upstream_idle = false;
@@ -229,26 +232,12 @@ impl Session {
     }
 
     /// Queues a COM_STMT_CLOSE of statement `id` (no reply comes) and forgets the statement.
+    /// In a compressed frame of its own: MariaDB answers only the first command of a frame
+    /// that holds several, and the command behind the close would get no answer, for good.
     fn queue_close(&mut self, id: u32) {
         self.upstream.queue_packet(0, &[&[Command::StmtClose as u8][..], &id.to_le_bytes()].concat());
+        self.upstream.end_frame();
         self.statements.remove(&id);
-    }
-
-    /// In a compressed session, sends what [`Session::settle_owed`] queued (the owed read, then
-    /// its ping) as frames of their own before the command behind them is queued: MariaDB
-    /// answers only the first command of a compressed frame that holds several, and the
-    /// session would wait for the others' replies for good.
-    pub(super) async fn send_owed_apart(&mut self, queued: bool) -> Result<(), SessionError> {
-        if !queued || !self.upstream.is_compressed() {
-            return Ok(());
-        }
-        let flush = |e: std::io::Error| SessionError::from_upstream(e.into());
-        self.upstream.flush().await.map_err(flush)?;
-        if self.owed.ping_queued {
-            self.upstream.queue_packet(0, &[Command::Ping as u8]);
-            self.upstream.flush().await.map_err(flush)?;
-        }
-        Ok(())
     }
 
     /// Drops the reply to the owed read [`Session::settle_owed`] queued, once the command
