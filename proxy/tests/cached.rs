@@ -2715,6 +2715,36 @@ async fn a_relayed_execute_after_answered_ones_brings_its_types() {
     assert_eq!(answers[1], answers[3], "the execute relayed after the types changed");
 }
 
+/// A COM_STMT_SEND_LONG_DATA for a parameter the statement does not have leaves the statement
+/// refused on the server (1210) until COM_STMT_RESET, execute after execute; an audit saw the
+/// second and later executes answered from the view.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_refused_for_bad_long_data_is_refused_until_reset() {
+    let _admin = fresh_table("ct_badlong", "id INT PRIMARY KEY, k BIGINT NOT NULL, n INT", "(1, 1, 10), (2, 2, 20)").await;
+    let reads = [("badlong", "SELECT id, n FROM ct_badlong WHERE k = ?", "SELECT id, n FROM ct_badlong WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, cached, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let typed = |k: u64| [&[0u8, 1, 8, 0][..], &k.to_le_bytes()].concat();
+    let mut answers = [Vec::new(), Vec::new()];
+    for (c, answers) in [&mut client, &mut check].into_iter().zip(&mut answers) {
+        let (id, _) = prepare(c, cached).await;
+        c.send(&execute(id, &typed(1))).await;
+        answers.push(c.read_results().await);
+        // Parameter 1 of a statement of one (no reply comes).
+        c.send(&[&[0x18][..], &id.to_le_bytes(), &1u16.to_le_bytes(), b"x"].concat()).await;
+        for k in [2, 1, 2] {
+            c.send(&execute(id, &typed(k))).await;
+            answers.push(c.read_results().await);
+        }
+        c.send(&[&[0x1a][..], &id.to_le_bytes()].concat()).await;
+        answers.push(c.read_results().await);
+        c.send(&execute(id, &typed(2))).await;
+        answers.push(c.read_results().await);
+    }
+    assert_eq!(answers[0], answers[1], "through freshet, and directly");
+}
+
 /// `ROLLBACK TO SAVEPOINT` in a transaction that also wrote a non-transactional table (MyISAM,
 /// Aria) cannot be cut out of the binlog: the server logs the rows written since the
 /// savepoint, then the `ROLLBACK TO` statement, which a replica runs to undo them. Those rows
