@@ -50,6 +50,9 @@ pub struct PreparedRoute {
     pub types: Vec<(u8, u8)>,
     /// COM_STMT_SEND_LONG_DATA was used: relay the next execute.
     pub long_data: bool,
+    /// Long data named a parameter the statement lacks: the server refuses every execute
+    /// until COM_STMT_RESET, so each is relayed (`Session::note_long_data`).
+    pub refused: bool,
     /// An execute asked the server for a cursor: it stays open there until the statement's
     /// next execute reaches the server (which closes it), so that one is relayed too; else a
     /// COM_STMT_FETCH after an execute answered here would get the old cursor's rows.
@@ -372,6 +375,7 @@ impl Session {
             database_epoch: self.state.database_epoch,
             types: Vec::new(),
             long_data: false,
+            refused: false,
             cursor: false,
             server_has_types: false,
         })
@@ -415,7 +419,7 @@ impl Session {
         // A cursor (flags != 0) or long data: the server's business; and the execute after a
         // cursor's, which closes it.
         let cursor_open = std::mem::replace(&mut route.cursor, flags != 0);
-        if flags != 0 || route.long_data || cursor_open {
+        if flags != 0 || route.long_data || cursor_open || route.refused {
             route.long_data = false;
             return None;
         }

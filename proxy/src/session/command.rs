@@ -114,11 +114,7 @@ impl Session {
                     self.state.observe(&sql);
                 }
             }
-            Command::StmtSendLongData => {
-                if let Some(route) = self.statement_of(first.payload()).and_then(|s| s.route.as_mut()) {
-                    route.long_data = true;
-                }
-            }
+            Command::StmtSendLongData => self.note_long_data(first.payload()),
             _ => {}
         }
         if matches!(command, Command::Query | Command::StmtExecute) {
@@ -274,11 +270,7 @@ impl Session {
                 Routed::Answered => return Ok(self.answered(&payload)),
                 Routed::Relay { capture } => self.start_capture(capture),
             },
-            StmtSendLongData => {
-                if let Some(route) = self.statement_of(&payload).and_then(|s| s.route.as_mut()) {
-                    route.long_data = true;
-                }
-            }
+            StmtSendLongData => self.note_long_data(&payload),
             // The server's answer decides the database (and the account): ask it again
             // before the next cached read, whatever it answers here.
             InitDb => {
@@ -298,7 +290,16 @@ impl Session {
             }
             // MariaDB's ping, and its statement reset, set ROW_COUNT() to 0 and keep the rest:
             // a replay of the owed read must be followed by a ping.
-            Ping | StmtReset if self.owed.due() => self.owed.pinged = true,
+            Ping | StmtReset => {
+                if command == StmtReset
+                    && let Some(route) = self.statement_of(&payload).and_then(|s| s.route.as_mut())
+                {
+                    route.refused = false;
+                }
+                if self.owed.due() {
+                    self.owed.pinged = true;
+                }
+            }
             // The owed read's statement: closed once the read is settled (no reply to send).
             StmtClose if self.hold_close(&payload) => return Ok(Flow::Continue),
             _ => {}
@@ -526,6 +527,19 @@ impl Session {
     fn statement_of(&mut self, payload: &[u8]) -> Option<&mut PreparedStatement> {
         let id = Cursor::new(payload.get(1..)?).u32().ok()?;
         self.statements.get_mut(&id)
+    }
+
+    /// At a COM_STMT_SEND_LONG_DATA (`payload`): the statement's next execute is relayed (the
+    /// server holds the data). One for a parameter the statement lacks makes MariaDB refuse
+    /// every execute of it (1210) until COM_STMT_RESET, so all are relayed until then.
+    fn note_long_data(&mut self, payload: &[u8]) {
+        let parameter = payload.get(5..7).map(|b| u16::from_le_bytes([b[0], b[1]]));
+        let Some(statement) = self.statement_of(payload) else { return };
+        let lacks = parameter.is_some_and(|p| usize::from(p) >= usize::from(statement.params));
+        if let Some(route) = statement.route.as_mut() {
+            route.long_data = true;
+            route.refused |= lacks;
+        }
     }
 
     fn routed_statement(&mut self, payload: &[u8]) -> bool {
