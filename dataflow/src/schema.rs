@@ -88,16 +88,19 @@ pub struct ColumnSchema {
 /// index of the label equal to it under the column's collation (`'É'` names `'é'` under
 /// utf8mb4_general_ci, `'b '` names `'b'` under PAD SPACE; byte for byte without one); 0, the
 /// error value, whose string is empty, for an empty string; and [`NO_LABEL`], which no value
-/// has, for a string equal to no label.
-pub fn enum_index(labels: &[String], s: &str, collation: Option<Collation>) -> u16 {
+/// has, for a string equal to no label. None for a string equal both to the error value's and
+/// to a label the ENUM declares (`''`): the server finds rows of both, no one index does.
+pub fn enum_index(labels: &[String], s: &str, collation: Option<Collation>) -> Option<u16> {
     let equal = |l: &str| match collation {
         Some(c) => c.compare(l, s).is_eq(),
         None => l == s,
     };
-    if equal("") {
-        return 0;
+    let label = labels.iter().position(|l| equal(l)).map(|i| i as u16 + 1);
+    match (equal(""), label) {
+        (true, Some(_)) => None,
+        (true, None) => Some(0),
+        (false, label) => Some(label.unwrap_or(NO_LABEL)),
     }
-    labels.iter().position(|l| equal(l)).map(|i| i as u16 + 1).unwrap_or(NO_LABEL)
 }
 
 /// The ENUM index of a string equal to no label (see [`enum_index`]): no value has it unless
@@ -266,10 +269,14 @@ mod tests {
     fn a_string_names_the_enum_value_it_equals() {
         let labels = vec!["é".to_string(), "b".to_string()];
         let ci = Some(Collation::Utf8mb4GeneralCi);
-        assert_eq!(enum_index(&labels, "É", ci), 1);
-        assert_eq!(enum_index(&labels, "b ", ci), 2, "PAD SPACE");
-        assert_eq!(enum_index(&labels, "", ci), 0, "the error value's string is empty");
-        assert_eq!(enum_index(&labels, "zzz", ci), NO_LABEL);
-        assert_eq!(enum_index(&labels, "É", None), NO_LABEL, "byte for byte without a collation");
+        assert_eq!(enum_index(&labels, "É", ci), Some(1));
+        assert_eq!(enum_index(&labels, "b ", ci), Some(2), "PAD SPACE");
+        assert_eq!(enum_index(&labels, "", ci), Some(0), "the error value's string is empty");
+        assert_eq!(enum_index(&labels, "zzz", ci), Some(NO_LABEL));
+        assert_eq!(enum_index(&labels, "É", None), Some(NO_LABEL), "byte for byte without a collation");
+        let declared = ["a".to_string(), String::new()];
+        assert_eq!(enum_index(&declared, "", ci), None, "the error value and the label '' both");
+        assert_eq!(enum_index(&declared, " ", ci), None, "PAD SPACE: ' ' is ''");
+        assert_eq!(enum_index(&declared, "a", ci), Some(1));
     }
 }

@@ -500,7 +500,11 @@ fn coerce_pair(x: Expr, y: Expr, scope: &Scope) -> (Expr, Expr) {
                 Some(t) => Expr::lit(t),
                 None => other,
             },
-            (Some(SqlType::Enum(labels)), Value::Text(s, _)) => Expr::lit(Value::Enum(enum_index(labels, s, sc.coll.flatten()))),
+            // A string naming no one index stays a string, which `labels::check` refuses.
+            (Some(SqlType::Enum(labels)), Value::Text(s, _)) => match enum_index(labels, s, sc.coll.flatten()) {
+                Some(index) => Expr::lit(Value::Enum(index)),
+                None => other,
+            },
             // A YEAR takes the other side as a YEAR (`y > 50` is `y > 2050`).
             (Some(SqlType::Year), v) => match crate::value::year_operand(v) {
                 Some(y) => Expr::lit(y),

@@ -472,6 +472,20 @@ fn in_list_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Valu
     coerce_param(v, col, index)
 }
 
+/// Whether the IN list `slots` of `params` mixes strings and numbers against a DECIMAL of more
+/// digits than a double tells apart: the server then compares every value as a double
+/// (`d IN ('9007199254740992', 1)` finds 9007199254740993 too), a list of strings alone or
+/// numbers alone exactly, as a view does.
+fn mixed_against_wide_decimal(slots: &[usize], params: &[Value], col: &KeyColumn) -> bool {
+    const DOUBLE_DIGITS: u8 = 15;
+    if !matches!(col.ty, SqlType::Decimal { precision, .. } if precision > DOUBLE_DIGITS) || slots.len() < 2 {
+        return false;
+    }
+    let values = || slots.iter().filter_map(|&i| params.get(i));
+    values().any(|v| matches!(v, Value::Text(..) | Value::Bytes(_)))
+        && values().any(|v| !matches!(v, Value::Text(..) | Value::Bytes(_) | Value::Null))
+}
+
 /// [`coerce_param`]'s conversion: None where the parameter is relayed.
 fn coerce_value(v: &Value, col: &KeyColumn) -> Option<Value> {
     // A character past U+FFFF (a four-byte UTF-8 sequence) against a utf8mb3 column: the
@@ -494,7 +508,9 @@ fn coerce_value(v: &Value, col: &KeyColumn) -> Option<Value> {
             Err(_) => return None,
         },
         (SqlType::Text, _) => return None,
-        (SqlType::Int { .. } | SqlType::Decimal { .. } | SqlType::Bit { .. }, Value::Text(s, _)) => {
+        // Not against a BIT: its index lookup stores the string as the BIT's bytes (`'1'` is
+        // 0x31), its scan reads it as a number; the answer is the plan's (relayed, below).
+        (SqlType::Int { .. } | SqlType::Decimal { .. }, Value::Text(s, _)) => {
             // Leading white space the server skips silently; trailing white space it reads
             // with a note, which an answer from a view would not count: relayed.
             let t = s.trim_start_matches(crate::value::SQL_SPACE);
@@ -526,7 +542,7 @@ fn coerce_value(v: &Value, col: &KeyColumn) -> Option<Value> {
                 (_, t) => t,
             }
         }
-        (SqlType::Enum(labels), Value::Text(s, _)) => Value::Enum(crate::schema::enum_index(labels, s, col.collation)),
+        (SqlType::Enum(labels), Value::Text(s, _)) => Value::Enum(crate::schema::enum_index(labels, s, col.collation)?),
         // A number is compared with the index (`en = 1` is the first label, 0 the error value
         // ''); one that is no index (past the labels, negative, a fraction) matches no row.
         (SqlType::Enum(_), number @ (Value::Int(_) | Value::UInt(_) | Value::Decimal(_) | Value::Double(_) | Value::Float(_))) => {
@@ -644,6 +660,9 @@ fn lookup_keys(q: &CompiledQuery, param_slots: &[Vec<usize>], params: &[Value]) 
     let mut columns: Vec<Vec<Value>> = Vec::with_capacity(param_slots.len());
     let mut product = 1usize;
     for (slots, col) in param_slots.iter().zip(&q.key_columns) {
+        if mixed_against_wide_decimal(slots, params, col) {
+            return Err(LookupError::ParamType { index: slots[0], column: col.name.clone() });
+        }
         let mut seen = std::collections::HashSet::with_capacity(slots.len());
         let mut vals: Vec<Value> = Vec::new();
         for &i in slots {
