@@ -678,4 +678,24 @@ mod tests {
         assert!(!super::same_savepoint("a ", "a"), "no padding");
         assert!(!super::same_savepoint("a", "b"));
     }
+
+    /// A savepoint name the stream cannot read (non-ASCII from a client whose character set
+    /// is not UTF-8 arrives as U+FFFD) may be any name: `é` and `ü` both read as U+FFFD, so
+    /// `SAVEPOINT ü` seemed to move `é`, and `ROLLBACK TO é` kept the changes made between
+    /// them (an audit: a rolled-back update served for good). A rollback to such a name leaves
+    /// the group untrusted.
+    #[test]
+    fn a_rollback_to_a_savepoint_name_that_cannot_be_read_is_untrusted() {
+        use crate::ddl::Savepoint;
+        let unreadable = "\u{FFFD}".to_string();
+        let mut txn = super::Txn::new(true, None);
+        txn.savepoint(Savepoint::Set(unreadable.clone()), "SAVEPOINT ?");
+        txn.savepoint(Savepoint::Set(unreadable.clone()), "SAVEPOINT ?");
+        txn.savepoint(Savepoint::RollbackTo(unreadable), "ROLLBACK TO SAVEPOINT ?");
+        assert!(txn.unseen.is_some(), "the group is untrusted");
+        let mut txn = super::Txn::new(true, None);
+        txn.savepoint(Savepoint::Set("a".into()), "SAVEPOINT a");
+        txn.savepoint(Savepoint::RollbackTo("A".into()), "ROLLBACK TO SAVEPOINT A");
+        assert!(txn.unseen.is_none(), "a name read is followed");
+    }
 }
