@@ -82,6 +82,9 @@ pub(super) struct Txn {
     pub(super) cascaded: Vec<String>,
     /// The group's savepoints, in order: name, and how many changes came before it.
     pub(super) savepoints: Vec<(String, usize)>,
+    /// A savepoint statement of the group named one the stream could not read (see
+    /// [`Txn::savepoint`]).
+    unreadable_savepoint: bool,
 }
 
 /// Whether two savepoint names are one to the server: it compares them under its system
@@ -93,7 +96,16 @@ fn same_savepoint(a: &str, b: &str) -> bool {
 
 impl Txn {
     pub(super) fn new(explicit: bool, gtid: Option<MariaGtid>) -> Txn {
-        Txn { explicit, changes: Vec::new(), gtid, oversized: false, unseen: None, cascaded: Vec::new(), savepoints: Vec::new() }
+        Txn {
+            explicit,
+            changes: Vec::new(),
+            gtid,
+            oversized: false,
+            unseen: None,
+            cascaded: Vec::new(),
+            savepoints: Vec::new(),
+            unreadable_savepoint: false,
+        }
     }
 
     /// A savepoint statement of the group. `ROLLBACK TO` takes back the changes since its
@@ -101,10 +113,15 @@ impl Txn {
     /// the statement that undoes them after), and forgets the savepoints set after it, as the
     /// server does; `SAVEPOINT` of a name already set moves it; `RELEASE` forgets it and those
     /// after it. Names compare as the server compares them ([`same_savepoint`]). A rollback
-    /// to a savepoint the group does not know, or of changes already dropped (oversized),
-    /// leaves the group untrusted.
+    /// to a savepoint the group does not know, of changes already dropped (oversized), or to
+    /// a name the stream could not read (U+FFFD: non-ASCII from a client whose character set
+    /// is not UTF-8, where `é` and `ü` read alike) leaves the group untrusted.
     fn savepoint(&mut self, statement: Savepoint, sql: &str) {
         let at = |points: &[(String, usize)], name: &str| points.iter().rposition(|(n, _)| same_savepoint(n, name));
+        // Which savepoint such a name is, or moved, is unknown from then on: any rollback of
+        // the group may be to it.
+        let (Savepoint::Set(name) | Savepoint::RollbackTo(name) | Savepoint::Release(name)) = &statement;
+        self.unreadable_savepoint |= name.contains(char::REPLACEMENT_CHARACTER);
         match statement {
             Savepoint::Set(name) => {
                 if let Some(i) = at(&self.savepoints, &name) {
@@ -113,7 +130,7 @@ impl Txn {
                 self.savepoints.push((name, self.changes.len()));
             }
             Savepoint::RollbackTo(name) => match at(&self.savepoints, &name) {
-                Some(i) if !self.oversized => {
+                Some(i) if !self.oversized && !self.unreadable_savepoint => {
                     self.changes.truncate(self.savepoints[i].1);
                     self.savepoints.truncate(i + 1);
                 }
@@ -687,7 +704,8 @@ mod tests {
     #[test]
     fn a_rollback_to_a_savepoint_name_that_cannot_be_read_is_untrusted() {
         use crate::ddl::Savepoint;
-        let unreadable = "\u{FFFD}".to_string();
+        let unreadable_name = || "\u{FFFD}".to_string();
+        let unreadable = unreadable_name();
         let mut txn = super::Txn::new(true, None);
         txn.savepoint(Savepoint::Set(unreadable.clone()), "SAVEPOINT ?");
         txn.savepoint(Savepoint::Set(unreadable.clone()), "SAVEPOINT ?");
@@ -697,5 +715,10 @@ mod tests {
         txn.savepoint(Savepoint::Set("a".into()), "SAVEPOINT a");
         txn.savepoint(Savepoint::RollbackTo("A".into()), "ROLLBACK TO SAVEPOINT A");
         assert!(txn.unseen.is_none(), "a name read is followed");
+        // `é` moves `e` on the server; read as U+FFFD it seemed another savepoint.
+        txn.savepoint(Savepoint::Set("e".into()), "SAVEPOINT e");
+        txn.savepoint(Savepoint::Set(unreadable_name()), "SAVEPOINT ?");
+        txn.savepoint(Savepoint::RollbackTo("e".into()), "ROLLBACK TO SAVEPOINT e");
+        assert!(txn.unseen.is_some(), "a rollback after an unreadable name is untrusted");
     }
 }
