@@ -1010,6 +1010,36 @@ async fn writes_that_bypass_the_binlog_evict_what_they_may_change() {
     }
 }
 
+/// An unlogged write in a transaction is evicted when it is made, and other sessions then
+/// refill from what is committed; it is committed later, by COMMIT or by a statement that ends
+/// the transaction implicitly. An audit: `SET autocommit = 1` committed it and evicted
+/// nothing, so every session read the row before the write, for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unlogged_write_is_evicted_again_when_its_transaction_ends() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_unlogged_txn").await;
+    let proxy = start_proxy(&config("tr_unlogged_txn", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_unlogged_txn WHERE id = 5";
+    for (n, ender) in ["COMMIT", "SET autocommit = 1", "BEGIN", "SET @@session.autocommit := ON"].into_iter().enumerate() {
+        warm(&proxy, sql).await;
+        let mut t = through(&proxy).await;
+        for statement in ["SET sql_log_bin = 0", "SET autocommit = 0"] {
+            t.query_drop(statement).await.unwrap();
+        }
+        t.query_drop(format!("UPDATE tr_unlogged_txn SET secret = 'changed {n}' WHERE id = 5")).await.unwrap();
+        // Another session reads the committed row meanwhile, from the cache again.
+        let mut d = direct().await;
+        let mut other = through(&proxy).await;
+        assert!(served_from_cache(&proxy, &mut d, &mut other, sql).await, "{ender}: the committed row refilled");
+        t.query_drop(ender).await.unwrap();
+        let secret: Option<String> = d.query_first("SELECT secret FROM tr_unlogged_txn WHERE id = 5").await.unwrap();
+        assert_eq!(secret, Some(format!("changed {n}")), "{ender} committed the write");
+        same_text(&mut d, &mut other, sql, ender).await;
+        same_text(&mut d, &mut through(&proxy).await, sql, ender).await;
+        t.query_drop("ROLLBACK").await.unwrap();
+    }
+}
+
 /// A text of 16 MiB or more is forwarded frame by frame as it arrives and never read whole
 /// (its memory is one frame), so the session never saw the `SET sql_log_bin = 0` at its head:
 /// the write after it, which the binlog never carries, stayed out of every other session's
