@@ -84,7 +84,7 @@ impl Engine {
             out,
             "freshet_proxy_unlogged_writes_total",
             "counter",
-            "Writes of sessions with binlogging off, each followed by evicting every cache.",
+            "Evictions of every cache after writes of sessions with binlogging off (at the write, and again at the end of its transaction).",
         );
         sample(out, "freshet_proxy_unlogged_writes_total", &[], self.counters.unlogged_writes.get());
         family(

@@ -446,7 +446,13 @@ impl Session {
         if !unlogged_before && self.state.unlogged && !ran(unlogged_from) {
             self.state.unlogged = false;
         }
+        let in_transaction = self.status.has(StatusFlags::IN_TRANS);
         if std::mem::take(&mut self.unlogged_write) && ran(unlogged_from) {
+            self.evict_after_unlogged_write().await;
+            self.unlogged_in_transaction = in_transaction;
+        } else if self.unlogged_in_transaction && !in_transaction {
+            // Committed (or rolled back) by whatever statement ended the transaction.
+            self.unlogged_in_transaction = false;
             self.evict_after_unlogged_write().await;
         }
     }

@@ -95,6 +95,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             learning: None,
             using_up_next_transaction: false,
             unlogged_write: false,
+            unlogged_in_transaction: false,
             refused_at: None,
             relayed: None,
             capture: None,

@@ -197,6 +197,10 @@ pub struct Session {
     using_up_next_transaction: bool,
     /// The command in progress may write while binlogging is off: evict after it.
     unlogged_write: bool,
+    /// An unlogged write was evicted inside a transaction still open: others refill from what
+    /// is committed until it ends, so its end (COMMIT, `SET autocommit = 1`, a statement that
+    /// commits implicitly, a rollback) evicts again (`Session::after_relayed`).
+    unlogged_in_transaction: bool,
     /// The result (counted from 1) at which the server refused a statement of the command in
     /// progress before running it ([`crate::cache::access::refused_before_running`]).
     refused_at: Option<usize>,
