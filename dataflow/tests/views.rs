@@ -474,6 +474,16 @@ fn refusals_say_what_to_change() {
     let mut c2 = catalog();
     c2.add(TableSchema::new("t", vec![ColumnSchema::new("name", SqlType::Text).with_collation(None)], vec![])).unwrap();
     assert!(compile("SELECT name FROM t", &c2).unwrap_err().reason.contains("collation"));
+    // A table the catalog refused says why, not "unknown table" (an audit: an operator
+    // could not tell why every cache of a table with one DECIMAL(65) column was refused).
+    let wide = TableSchema::new(
+        "wide",
+        vec![ColumnSchema::new("id", SqlType::Int { bytes: 4, unsigned: false }), ColumnSchema::new("d", SqlType::Decimal { precision: 65, scale: 30 })],
+        vec![0],
+    );
+    assert!(c2.add(wide).is_err());
+    let why = compile("SELECT id FROM wide WHERE id = ?", &c2).unwrap_err().reason;
+    assert!(why.contains("DECIMAL(65)") && !why.contains("unknown table"), "{why}");
 }
 
 #[test]
