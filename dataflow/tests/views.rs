@@ -478,7 +478,10 @@ fn refusals_say_what_to_change() {
     // could not tell why every cache of a table with one DECIMAL(65) column was refused).
     let wide = TableSchema::new(
         "wide",
-        vec![ColumnSchema::new("id", SqlType::Int { bytes: 4, unsigned: false }), ColumnSchema::new("d", SqlType::Decimal { precision: 65, scale: 30 })],
+        vec![
+            ColumnSchema::new("id", SqlType::Int { bytes: 4, unsigned: false }),
+            ColumnSchema::new("d", SqlType::Decimal { precision: 65, scale: 30 }),
+        ],
         vec![0],
     );
     assert!(c2.add(wide).is_err());

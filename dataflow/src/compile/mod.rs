@@ -62,6 +62,9 @@ pub struct Catalog {
     /// By [`Catalog::key`] of their names.
     tables: HashMap<String, TableSchema>,
     names: Names,
+    /// Tables whose schema [`Catalog::add`] refused last, by key, with why: a query reading
+    /// one is refused with that reason rather than as an unknown table.
+    refused: HashMap<String, String>,
 }
 
 /// How the server compares the names of tables, their aliases and databases
@@ -83,7 +86,7 @@ impl Catalog {
     }
     /// An empty catalog of the tables of a server that compares names as `names` says.
     pub fn with_names(names: Names) -> Catalog {
-        Catalog { tables: HashMap::new(), names }
+        Catalog { tables: HashMap::new(), names, refused: HashMap::new() }
     }
     /// How names are compared.
     pub fn names(&self) -> &Names {
@@ -104,15 +107,28 @@ impl Catalog {
     pub fn in_database(&self, database: &str) -> bool {
         self.names.database.as_deref().is_none_or(|d| self.same_name(d, database))
     }
-    /// Adds or replaces a table after checking its schema.
+    /// Adds or replaces a table after checking its schema. A schema refused removes the table
+    /// (its rows have that shape now) and is remembered ([`Catalog::refused`]).
     pub fn add(&mut self, t: TableSchema) -> Result<(), SchemaError> {
-        t.check()?;
-        self.tables.insert(self.key(&t.name), t);
+        let key = self.key(&t.name);
+        if let Err(e) = t.check() {
+            self.tables.remove(&key);
+            self.refused.insert(key, e.to_string());
+            return Err(e);
+        }
+        self.refused.remove(&key);
+        self.tables.insert(key, t);
         Ok(())
     }
     /// Removes a table (after DROP TABLE).
     pub fn remove(&mut self, name: &str) {
-        self.tables.remove(&self.key(name));
+        let key = self.key(name);
+        self.refused.remove(&key);
+        self.tables.remove(&key);
+    }
+    /// Why the last schema of a table not in the catalog was refused, if it was.
+    pub fn refused(&self, name: &str) -> Option<&str> {
+        self.refused.get(&self.key(name)).map(String::as_str)
     }
     /// A table by name, compared as the server compares it.
     pub fn get(&self, name: &str) -> Option<&TableSchema> {

@@ -346,7 +346,10 @@ impl<'c> Compiler<'c> {
             }
             let tname = table_name(name, self.catalog)?;
             let Some(schema) = self.catalog.get(&tname) else {
-                return refuse(format!("unknown table `{tname}` (not in the schema freshet was given)"));
+                return refuse(match self.catalog.refused(&tname) {
+                    Some(why) => format!("table `{tname}` cannot be cached: {why}"),
+                    None => format!("unknown table `{tname}` (not in the schema freshet was given)"),
+                });
             };
             // An alias, or the table's name as written, compared as the server compares them.
             let qual = self.catalog.key(&alias.as_ref().map(|al| al.name.value.clone()).unwrap_or(tname.clone()));

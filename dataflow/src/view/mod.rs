@@ -568,10 +568,8 @@ impl Dataflow {
     pub fn alter_table(&mut self, name: &str, schema: Option<TableSchema>) -> Vec<Recompiled> {
         let refused = match schema.map(|s| self.catalog.add(s)) {
             Some(Ok(())) => None,
-            Some(Err(e)) => {
-                self.catalog.remove(name);
-                Some(e)
-            }
+            // The catalog no longer has the table, and says why.
+            Some(Err(e)) => Some(e),
             None => {
                 self.catalog.remove(name);
                 None
