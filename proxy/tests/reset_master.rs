@@ -4,13 +4,15 @@
 //! the server's end as polled goes back: a new history, which the stream must start again in.
 //!
 //! A file of its own: it resets the server's binary logs, which would make the concurrent
-//! tests of another file lose their streams.
+//! tests of another file lose their streams (the second test has a private server).
 
 mod common;
 
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use common::*;
+use freshet_testkit::mariadb::PrivateServer;
 use mysql_async::prelude::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -65,4 +67,65 @@ async fn reset_master_in_the_first_file_starts_a_new_history() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     admin.query_drop("DROP TABLE rm_items").await.unwrap();
+}
+
+/// The same, where the new file ends where the old one did: RESET MASTER, then the same write
+/// as after the previous RESET MASTER, makes a file of the same name and length, its GTIDs the
+/// same too. Only when the file was begun tells them apart. An audit saw freshet answer the
+/// row before the second write and say it was caught up, until the next write (on a quiet
+/// server, for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reset_master_to_the_same_length_starts_a_new_history() {
+    let server = PrivateServer::start(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("reset-same-length-mariadb"), "");
+    let mut admin = mysql_async::Conn::from_url(&server.url).await.unwrap();
+    admin.query_drop("DROP TABLE IF EXISTS rm_same").await.unwrap();
+    admin.query_drop("CREATE TABLE rm_same (id INT PRIMARY KEY, v INT NOT NULL)").await.unwrap();
+    admin.query_drop("INSERT INTO rm_same VALUES (1, 10)").await.unwrap();
+    admin.query_drop("RESET MASTER").await.unwrap();
+    admin.query_drop("UPDATE rm_same SET v = 20 WHERE id = 1").await.unwrap();
+    let proxy = start_proxy_with_url(
+        &server.url,
+        "[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"rm\"\nquery = \"SELECT id, v FROM rm_same WHERE id = ?\"\n",
+    )
+    .await;
+    let engine = proxy.engine.get().expect("the cache engine started").clone();
+    let hits = || engine.by_name("rm").expect("cache exists").stats().hits;
+    let through_opts = mysql_async::OptsBuilder::from_opts(mysql_async::Opts::from_url(&server.url).unwrap())
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(proxy.mysql.port())
+        .prefer_socket(false);
+    let mut client = mysql_async::Conn::new(through_opts.clone()).await.unwrap();
+    let read = "SELECT id, v FROM rm_same WHERE id = 1";
+    let before = hits();
+    for _ in 0..250 {
+        let got: Vec<(i32, i32)> = client.query(read).await.unwrap();
+        assert_eq!(got, vec![(1, 20)]);
+        if hits() > before {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(hits() > before, "answered from the cache before the reset");
+    let end: mysql_async::Row = admin.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    // A file begun in another second, of the same length.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    admin.query_drop("RESET MASTER").await.unwrap();
+    admin.query_drop("UPDATE rm_same SET v = 30 WHERE id = 1").await.unwrap();
+    let again: mysql_async::Row = admin.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    assert_eq!((end.get::<String, _>(0), end.get::<u64, _>(1)), (again.get::<String, _>(0), again.get::<u64, _>(1)), "the same end");
+    let mut status = mysql_async::Conn::new(through_opts).await.unwrap();
+    let start = Instant::now();
+    loop {
+        let rows: Vec<(String, String)> = status.query("SHOW FRESHET STATUS").await.unwrap();
+        let caught_up = rows.iter().any(|(k, v)| k == "caught_up" && v == "yes");
+        let got: Vec<(i32, i32)> = client.query(read).await.unwrap();
+        if caught_up && got == vec![(1, 30)] {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "20 s after RESET MASTER and a write, freshet answers {got:?} (caught up: {caught_up}) where the server answers [(1, 30)]"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
