@@ -19,12 +19,15 @@
 //!   transaction's GTID;
 //! - (checked by the stream) the first ROTATE names the file asked for, and a later change of
 //!   file is announced by a ROTATE event in the old file; a file that just begins (the server
-//!   restarted between the two) is not the continuation.
+//!   restarted between the two) is not the continuation;
+//! - (checked by the position poll while the stream runs, [`file_begun`]) the file of the
+//!   stream's name was begun when the one the stream read was: RESET MASTER in the first file
+//!   makes one of the same name, which may end where the old one did, with the same GTIDs.
 
 use std::time::Duration;
 
-use mysql_async::Conn;
 use mysql_async::prelude::Queryable;
+use mysql_async::{BinlogStreamRequest, Conn, Opts};
 
 use crate::error::CdcError;
 use crate::flavor::Flavor;
@@ -33,6 +36,29 @@ use crate::position::{BinlogPos, MariaGtid};
 /// Two reads of a server's start time (now minus uptime, both in whole seconds) differ by up
 /// to this much without a restart.
 pub const START_TOLERANCE: i64 = 2;
+
+/// When the server began binlog `file`: the timestamp of its FORMAT_DESCRIPTION, read by a
+/// non-blocking dump of its head on a connection of its own (made with `opts`, then `setup`,
+/// the flavor's binlog session setup). It asks as server id 0, which a server takes for a
+/// mysqlbinlog and lets end no other dump (the stream's included). None if the file has none.
+pub async fn file_begun(opts: Opts, setup: &[String], file: &str) -> Result<Option<u32>, CdcError> {
+    let mut conn = Conn::new(opts).await?;
+    for statement in setup {
+        conn.query_drop(statement).await?;
+    }
+    let request = BinlogStreamRequest::new(0).with_filename(file.as_bytes()).with_pos(4u64).with_non_blocking();
+    let mut stream = conn.get_binlog_stream(request).await?;
+    let mut begun = None;
+    while let Some(event) = crate::stream::next_event(&mut stream).await {
+        if let crate::events::EventKind::FormatDescription { created } = crate::events::classify(&event?)? {
+            begun = Some(created);
+            break;
+        }
+    }
+    // Whatever the server has left to send of a file read to its end.
+    let _ = stream.close().await;
+    Ok(begun)
+}
 
 /// Who a server is, as far as a stream can tell.
 #[derive(Clone, Debug, PartialEq, Eq)]

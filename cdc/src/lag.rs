@@ -230,6 +230,17 @@ impl LagHandle {
     /// were (a proxy that keeps them, DNS with the old primary up). The stream's connection
     /// may be one of those: it must start again ([`LagHandle::went_back`]).
     pub fn server_changed(&self, reason: String) {
+        self.history_ended(reason);
+    }
+
+    /// The poll found that the server's binlog file of the name the stream reads was begun at
+    /// another time than the one the stream read (`reason`): RESET MASTER made it anew, and the
+    /// stream's connection reads the old one ([`LagHandle::went_back`]).
+    pub fn file_begun_again(&self, reason: String) {
+        self.history_ended(reason);
+    }
+
+    fn history_ended(&self, reason: String) {
         if let Ok(mut l) = self.0.lock()
             && l.went_back.is_none()
         {
@@ -377,11 +388,16 @@ impl LagHandle {
 /// ([`crate::continuity::ServerIdentity`]): another server than the one it read before (a
 /// failover that left existing connections on the old primary, which the stream's may be)
 /// ends the stream with a gap ([`LagHandle::server_changed`]), and the poll goes on with the
-/// new connection.
+/// new connection. As often, where the server writes the file the stream reads, it asks when
+/// that file was begun ([`crate::continuity::file_begun`], on a dump connection of its own
+/// made with `binlog_setup`): another time than the stream read is a RESET MASTER whose new
+/// file may end where the old one did, which the position alone never shows
+/// ([`LagHandle::file_begun_again`]).
 pub fn spawn_position_poll(
     opts: Opts,
     position_sql: &'static str,
     identity_sql: &'static str,
+    binlog_setup: Vec<String>,
     lag: LagHandle,
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
@@ -424,13 +440,15 @@ pub fn spawn_position_poll(
             // Whatever was seen before the question was asked, the answer is at or after.
             let before = lag.last_seen();
             let asked = Instant::now();
+            let mut polled_file = None;
             match tokio::time::timeout(POLL_STALE, c.query_first::<mysql_async::Row, _>(position_sql)).await {
                 Ok(Ok(Some(row))) => {
                     let file: Option<String> = row.get(0);
                     let offset: Option<u64> = row.get(1);
                     if let (Some(file), Some(offset)) = (file, offset.and_then(|o| u32::try_from(o).ok())) {
-                        lag.observe_polled(&BinlogPos::new(file, offset), before);
+                        lag.observe_polled(&BinlogPos::new(file.clone(), offset), before);
                         lag.polled_at(asked);
+                        polled_file = Some(file);
                     }
                 }
                 _ => conn = None,
@@ -442,6 +460,16 @@ pub fn spawn_position_poll(
                 match tokio::time::timeout(POLL_STALE, crate::checks::read_binlog_settings(c)).await {
                     Ok(Ok(problems)) => lag.settings_read(problems),
                     _ => conn = None,
+                }
+                if let Some((file, created)) = lag.file_created().filter(|(file, _)| polled_file.as_ref() == Some(file)) {
+                    let begun = tokio::time::timeout(POLL_STALE, crate::continuity::file_begun(opts.clone(), &binlog_setup, &file)).await;
+                    if let Ok(Ok(Some(begun))) = begun
+                        && begun != created
+                    {
+                        lag.file_begun_again(format!(
+                            "binlog file {file} was begun at {begun}, not at {created} as the one the stream reads (RESET MASTER?)"
+                        ));
+                    }
                 }
             }
         }

@@ -739,7 +739,7 @@ fn proto(e: std::io::Error) -> CdcError {
     CdcError::Protocol(e.to_string())
 }
 
-async fn next_event(s: &mut mysql_async::BinlogStream) -> Option<Result<Event, mysql_async::Error>> {
+pub(crate) async fn next_event(s: &mut mysql_async::BinlogStream) -> Option<Result<Event, mysql_async::Error>> {
     use futures_core::Stream;
     std::future::poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)).await
 }

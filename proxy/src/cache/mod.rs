@@ -363,8 +363,13 @@ impl Engine {
             _ => None,
         };
         let flavor = stream.flavor();
-        let poll =
-            freshet_cdc::spawn_position_poll(opts.clone(), flavor.current_position_sql(), flavor.identity_sql(), engine.gate.lag_handle());
+        let poll = freshet_cdc::spawn_position_poll(
+            opts.clone(),
+            flavor.current_position_sql(),
+            flavor.identity_sql(),
+            flavor.binlog_session_setup(stream_config.heartbeat),
+            engine.gate.lag_handle(),
+        );
         engine.task(poll.abort_handle());
         let source = BinlogSource::new(opts, stream_config, engine.gate.lag_handle());
         let events = source.run_behind(stream, unknown_until);
