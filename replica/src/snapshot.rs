@@ -43,7 +43,7 @@ use freshet_cdc::LagHandle;
 use freshet_cdc::continuity::ServerIdentity;
 use freshet_cdc::result::{convert, param, result_columns};
 use freshet_cdc::schema::TableInfo;
-use freshet_dataflow::{Position, Row, Value};
+use freshet_dataflow::{Position, Row, TableSchema, Value};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params};
 
@@ -372,6 +372,21 @@ async fn reshape_table(
     Ok(())
 }
 
+/// The SELECT of one batch: the columns `cols` of the next `limit` rows of `schema` in
+/// primary-key order, after the primary key its parameters give when `after` (one `?` per key
+/// column). Public for the test that asks the server how it runs it.
+pub fn batch_sql(schema: &TableSchema, cols: &[usize], after: bool, limit: usize) -> String {
+    let cols: Vec<String> = cols.iter().map(|&i| quote(&schema.columns[i].name)).collect();
+    let pk: Vec<String> = schema.primary_key.iter().map(|&i| quote(&schema.columns[i].name)).collect();
+    let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&schema.name));
+    if after {
+        let marks = vec!["?"; pk.len()].join(", ");
+        sql.push_str(&format!(" WHERE ({}) > ({marks})", pk.join(", ")));
+    }
+    sql.push_str(&format!(" ORDER BY {} LIMIT {limit}", pk.join(", ")));
+    sql
+}
+
 /// The columns `cols` of the next `limit` rows of `t` after primary key `after`, in
 /// primary-key order.
 async fn read_batch(
@@ -382,16 +397,8 @@ async fn read_batch(
     after: Option<&[Value]>,
     limit: usize,
 ) -> Result<Vec<Row>, ReplicaError> {
-    let cols: Vec<String> = cols.iter().map(|&i| quote(&t.schema.columns[i].name)).collect();
-    let pk: Vec<String> = t.schema.primary_key.iter().map(|&i| quote(&t.schema.columns[i].name)).collect();
-    let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&t.schema.name));
-    let mut params = Vec::new();
-    if let Some(after) = after {
-        let marks = vec!["?"; pk.len()].join(", ");
-        sql.push_str(&format!(" WHERE ({}) > ({marks})", pk.join(", ")));
-        params.extend(after.iter().map(param));
-    }
-    sql.push_str(&format!(" ORDER BY {} LIMIT {limit}", pk.join(", ")));
+    let sql = batch_sql(&t.schema, cols, after.is_some(), limit);
+    let params: Vec<mysql_async::Value> = after.into_iter().flatten().map(param).collect();
     let params = if params.is_empty() { Params::Empty } else { Params::Positional(params) };
     let rows: Vec<mysql_async::Row> = conn.exec(sql, params).await.map_err(upstream)?;
     let mut out = Vec::with_capacity(rows.len());
