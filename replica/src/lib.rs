@@ -16,5 +16,5 @@ pub mod snapshot;
 pub mod store;
 
 pub use error::ReplicaError;
-pub use snapshot::{CopyFigures, CopyStats, SnapshotConfig, batch_sql, copy_tables};
+pub use snapshot::{CopyFigures, CopyStats, SnapshotConfig, batch_params, batch_sql, copy_tables};
 pub use store::{CopyState, Generation, ReplicaStore};

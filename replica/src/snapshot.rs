@@ -373,18 +373,30 @@ async fn reshape_table(
 }
 
 /// The SELECT of one batch: the columns `cols` of the next `limit` rows of `schema` in
-/// primary-key order, after the primary key its parameters give when `after` (one `?` per key
-/// column). Public for the test that asks the server how it runs it.
+/// primary-key order, after the primary key its parameters give when `after`
+/// ([`batch_params`]). Public for the test that asks the server how it runs it.
+///
+/// "After" is written out column by column, `a > ? OR (a = ? AND b > ?)`, not as the row
+/// comparison `(a, b) > (?, ?)` it means: MariaDB makes a range of the primary key of the
+/// first, and scans the key from its start for the second, so each batch of a composite key's
+/// copy read every row before it.
 pub fn batch_sql(schema: &TableSchema, cols: &[usize], after: bool, limit: usize) -> String {
     let cols: Vec<String> = cols.iter().map(|&i| quote(&schema.columns[i].name)).collect();
     let pk: Vec<String> = schema.primary_key.iter().map(|&i| quote(&schema.columns[i].name)).collect();
     let mut sql = format!("SELECT {} FROM {}", cols.join(", "), quote(&schema.name));
-    if after {
-        let marks = vec!["?"; pk.len()].join(", ");
-        sql.push_str(&format!(" WHERE ({}) > ({marks})", pk.join(", ")));
+    if after && let Some((last, before)) = pk.split_last() {
+        let condition = before.iter().rev().fold(format!("{last} > ?"), |inner, k| format!("{k} > ? OR ({k} = ? AND ({inner}))"));
+        sql.push_str(&format!(" WHERE {condition}"));
     }
     sql.push_str(&format!(" ORDER BY {} LIMIT {limit}", pk.join(", ")));
     sql
+}
+
+/// The parameters of [`batch_sql`] after the primary key `after`: each key column's value
+/// twice (greater than, or equal and then the next column), the last one once.
+pub fn batch_params<T: Clone>(after: &[T]) -> Vec<T> {
+    let Some((last, before)) = after.split_last() else { return Vec::new() };
+    before.iter().flat_map(|v| [v.clone(), v.clone()]).chain(std::iter::once(last.clone())).collect()
 }
 
 /// The columns `cols` of the next `limit` rows of `t` after primary key `after`, in
@@ -398,7 +410,7 @@ async fn read_batch(
     limit: usize,
 ) -> Result<Vec<Row>, ReplicaError> {
     let sql = batch_sql(&t.schema, cols, after.is_some(), limit);
-    let params: Vec<mysql_async::Value> = after.into_iter().flatten().map(param).collect();
+    let params: Vec<mysql_async::Value> = batch_params(after.unwrap_or_default()).iter().map(param).collect();
     let params = if params.is_empty() { Params::Empty } else { Params::Positional(params) };
     let rows: Vec<mysql_async::Row> = conn.exec(sql, params).await.map_err(upstream)?;
     let mut out = Vec::with_capacity(rows.len());

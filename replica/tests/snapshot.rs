@@ -186,10 +186,11 @@ async fn a_batch_after_a_composite_key_reads_a_range_of_the_key() {
     let schema = &tables["cpk"].schema;
     let all: Vec<usize> = (0..schema.columns.len()).collect();
     let sql = freshet_replica::batch_sql(schema, &all, true, 100);
-    let plan: String = c.exec_first(format!("EXPLAIN FORMAT=JSON {sql}"), (150, "5", 3)).await.unwrap().unwrap();
+    let after = freshet_replica::batch_params(&[mysql_async::Value::from(150), "5".into(), 3.into()]);
+    let plan: String = c.exec_first(format!("EXPLAIN FORMAT=JSON {sql}"), after.clone()).await.unwrap().unwrap();
     assert!(plan.contains(r#""access_type": "range""#), "{sql}:\n{plan}");
     // And it reads what a row comparison means: the rows after the key, in key order.
-    let got: Vec<(i32, String, i32, Option<i32>)> = c.exec(&sql, (150, "5", 3)).await.unwrap();
+    let got: Vec<(i32, String, i32, Option<i32>)> = c.exec(&sql, after).await.unwrap();
     let want: Vec<(i32, String, i32, Option<i32>)> =
         c.query("SELECT a, b, n, v FROM cpk WHERE (a, b, n) > (150, '5', 3) ORDER BY a, b, n LIMIT 100").await.unwrap();
     assert_eq!(got, want);
