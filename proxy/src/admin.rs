@@ -178,12 +178,16 @@ impl Admin {
         if !settings.is_empty() {
             return Err(format!("the server's binlog settings changed since start-up: {}", settings.join("; ")));
         }
-        if engine.caught_up() {
+        let fresh = engine.freshness();
+        if fresh.caught_up {
             return Ok(());
         }
-        Err(match engine.lag() {
-            None => "the binlog stream is down".to_string(),
+        Err(match fresh.lag {
             Some(lag) => format!("binlog lag {lag:?} over [consistency] max_lag {:?}", engine.settings.max_lag),
+            None if !fresh.stream_up => "the binlog stream is down".to_string(),
+            None if !fresh.server_polled => "the server's binlog position could not be read lately".to_string(),
+            // A restart resumed at a stored position, behind what the server wrote meanwhile.
+            None => "the binlog stream is catching up with writes whose age is unknown".to_string(),
         })
     }
 
