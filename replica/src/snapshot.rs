@@ -112,7 +112,9 @@ pub struct CopyFigures {
     pub rows_rewritten: u64,
     /// Bytes of those rows as stored.
     pub bytes_copied: u64,
-    /// The server's estimate of the rows still to copy when the copy started.
+    /// What [`CopyFigures::rows_copied`] counts up to, about: the rows this process had copied
+    /// when the latest copy started, plus the server's estimate of the rows of the tables that
+    /// copy had to copy (whole tables, so a copy resumed part way is over-counted).
     pub rows_estimated: u64,
     pub tables_done: u64,
     pub tables_total: u64,
@@ -176,6 +178,7 @@ pub async fn copy_tables(
     todo.sort_by(|a, b| a.schema.name.cmp(&b.schema.name));
     stats.tables_total.store(tables.len() as u64, Ordering::Relaxed);
     stats.tables_done.store((tables.len() - todo.len()) as u64, Ordering::Relaxed);
+    let mut estimated = stats.rows_copied.load(Ordering::Relaxed);
     for t in &todo {
         let est: Option<u64> = conn
             .exec_first(
@@ -184,8 +187,9 @@ pub async fn copy_tables(
             )
             .await
             .map_err(upstream)?;
-        stats.rows_estimated.fetch_add(est.unwrap_or(0), Ordering::Relaxed);
+        estimated += est.unwrap_or(0);
     }
+    stats.rows_estimated.store(estimated, Ordering::Relaxed);
     if todo.is_empty() {
         return Ok(true);
     }

@@ -203,7 +203,7 @@ impl Replica {
             (
                 "freshet_replica_copy_rows_estimated",
                 "gauge",
-                "The server's estimate of the rows to copy when the copy started.",
+                "What freshet_replica_copy_rows_total counts up to, about: rows copied when the latest copy started plus the server's estimate of the rows it has to copy.",
                 f.copy.rows_estimated.to_string(),
             ),
             (
