@@ -1479,6 +1479,23 @@ mod tests {
         assert!(!same_column_name("é", "e"));
     }
 
+    /// A tenth audit of the binlog. `.name` (ODBC's spelling of a table of the default
+    /// database), and `[name]` under sql_mode MSSQL, name tables the server acts on; a
+    /// function body that is not UTF-8 (a latin1 session's, where 0xA0 is a space) may hide
+    /// its write.
+    #[test]
+    fn a_tenth_audit_of_the_binlog() {
+        assert_eq!(parse_ddl("TRUNCATE TABLE .s"), vec![t(None, "s", DdlKind::Truncate)]);
+        assert!(may_change_rows("TRUNCATE TABLE .s"));
+        assert!(parse_ddl("RENAME TABLE .t TO .tt, .s TO .t").iter().any(|x| x.table == "s"));
+        assert_eq!(parse_ddl("TRUNCATE TABLE [s]"), vec![t(None, "s", DdlKind::Truncate)]);
+        assert_eq!(parse_ddl("TRUNCATE TABLE [app].[s]"), vec![t(Some("app"), "s", DdlKind::Truncate)]);
+        assert_eq!(parse_drop_database("DROP DATABASE [app]"), Some("app".into()));
+        assert!(privileges_may_change("REVOKE SELECT ON [app].[t] FROM u", Some("other"), "app"));
+        assert!(privileges_may_change("REVOKE SELECT ON .t FROM u", Some("app"), "app"));
+        assert!(function_writes("BEGIN\u{FFFD}UPDATE app.t SET v = 'evil' WHERE id = 1;\u{FFFD}RETURN 1; END", ""));
+    }
+
     /// A seventh audit: under ANSI_QUOTES `"t x"` is a name (TRUNCATE of the table `t x` was
     /// read as of `t`), and a GRANT's ON is not a word in a string or in a column list
     /// (`REVOKE 'on-call' FROM r`, `REVOKE SELECT ("ON", v) ON d.t`).
