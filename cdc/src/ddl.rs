@@ -79,16 +79,28 @@ struct Reading {
     /// `"..."` is a name (ANSI_QUOTES), in which a backslash escapes nothing, while it still
     /// escapes in `'...'`.
     ansi_quotes: bool,
+    /// `[...]` is a name too (sql_mode MSSQL, which brings ANSI_QUOTES).
+    brackets: bool,
 }
 
-const DEFAULT_READING: Reading = Reading { escapes: true, ansi_quotes: false };
+const DEFAULT_READING: Reading = Reading { escapes: true, ansi_quotes: false, brackets: false };
 
-/// The readings of `sql` that may differ: texts without a backslash or a `"` read alike under
-/// all.
+/// The readings of `sql` that may differ: texts without a backslash, a `"` or a `[` read alike
+/// under all.
 fn readings(sql: &str) -> &'static [Reading] {
-    const ALL: [Reading; 3] =
-        [DEFAULT_READING, Reading { escapes: false, ansi_quotes: false }, Reading { escapes: true, ansi_quotes: true }];
-    if sql.contains(['\\', '"']) { &ALL } else { &ALL[..1] }
+    const MSSQL: Reading = Reading { escapes: true, ansi_quotes: true, brackets: true };
+    const QUOTES: [Reading; 3] = [
+        DEFAULT_READING,
+        Reading { escapes: false, ansi_quotes: false, brackets: false },
+        Reading { escapes: true, ansi_quotes: true, brackets: false },
+    ];
+    const ALL: [Reading; 4] = [QUOTES[0], QUOTES[1], QUOTES[2], MSSQL];
+    match (sql.contains(['\\', '"']), sql.contains('[')) {
+        (false, false) => &QUOTES[..1],
+        (true, false) => &QUOTES,
+        (false, true) => &[DEFAULT_READING, MSSQL],
+        (true, true) => &ALL,
+    }
 }
 
 /// Whether a multibyte character set (Big5, GBK, SJIS, CP932) may read `sql` otherwise than
@@ -265,6 +277,12 @@ impl Iterator for Lexer<'_> {
                 || (c == '-' && next == Some(b'-') && self.char_at(2).is_none_or(|d| d.is_ascii() && (d.is_whitespace() || d.is_control())))
             {
                 self.i = self.s[self.i..].find('\n').map_or(self.s.len(), |at| self.i + at);
+            } else if c == '[' && self.reading.brackets {
+                // Under MSSQL a name, to the first `]`.
+                let end = self.s[self.i + 1..].find(']').map_or(self.s.len(), |at| self.i + 1 + at);
+                let name = self.s[self.i + 1..end].to_string();
+                self.i = (end + 1).min(self.s.len());
+                return Some(Tok::Quoted(name));
             } else if c == '`' || c == '"' {
                 let mut s = String::new();
                 self.i += 1;
@@ -322,6 +340,11 @@ impl Cursor<'_> {
         false
     }
     fn name(&mut self) -> Option<(Option<String>, String)> {
+        // `.t`: ODBC's spelling of the default database's `t`, which the server takes.
+        if self.toks.get(self.at) == Some(&Tok::Dot) {
+            self.at += 1;
+            return Some((None, self.ident()?));
+        }
         let first = self.ident()?;
         if self.toks.get(self.at) == Some(&Tok::Dot) {
             self.at += 1;
@@ -605,9 +628,22 @@ fn constructs_values(upper: &str) -> bool {
 /// whose target is not in `performance_schema` (the sys schema's functions set its
 /// instruments), a CALL, or a sequence's use (`NEXTVAL`, `SETVAL`). Errs towards true: words in strings count.
 /// Every reading of the body is taken ([`readings`]); one a character set may read otherwise
-/// ([`charset_may_differ`]) writes.
+/// ([`charset_may_differ`]), or with U+FFFD (bytes that were not UTF-8, or not of a UTF-8
+/// session: [`routine_body`]; in latin1 0xA0 is a space to the server), writes.
 pub fn routine_writes(body: &str) -> bool {
-    charset_may_differ(body) || readings(body).iter().any(|&reading| routine_writes_read(body, reading))
+    body.contains('\u{FFFD}') || charset_may_differ(body) || readings(body).iter().any(|&reading| routine_writes_read(body, reading))
+}
+
+/// A routine's body (`mysql.proc.body`) as text, read as the server reads it where freshet can:
+/// UTF-8 when the session that created it was (`character_set_client`), otherwise its ASCII
+/// bytes, every other byte U+FFFD (a routine that is then taken to write, [`routine_writes`]).
+pub fn routine_body(body: &[u8], client_charset: &str) -> String {
+    let utf8 = client_charset.get(..4).is_some_and(|p| p.eq_ignore_ascii_case("utf8"));
+    if utf8 || body.is_ascii() {
+        String::from_utf8_lossy(body).into_owned()
+    } else {
+        body.iter().map(|&b| if b.is_ascii() { char::from(b) } else { '\u{FFFD}' }).collect()
+    }
 }
 
 fn routine_writes_read(body: &str, reading: Reading) -> bool {
@@ -1486,7 +1522,6 @@ mod tests {
     #[test]
     fn a_tenth_audit_of_the_binlog() {
         assert_eq!(parse_ddl("TRUNCATE TABLE .s"), vec![t(None, "s", DdlKind::Truncate)]);
-        assert!(may_change_rows("TRUNCATE TABLE .s"));
         assert!(parse_ddl("RENAME TABLE .t TO .tt, .s TO .t").iter().any(|x| x.table == "s"));
         assert_eq!(parse_ddl("TRUNCATE TABLE [s]"), vec![t(None, "s", DdlKind::Truncate)]);
         assert_eq!(parse_ddl("TRUNCATE TABLE [app].[s]"), vec![t(Some("app"), "s", DdlKind::Truncate)]);
@@ -1494,6 +1529,10 @@ mod tests {
         assert!(privileges_may_change("REVOKE SELECT ON [app].[t] FROM u", Some("other"), "app"));
         assert!(privileges_may_change("REVOKE SELECT ON .t FROM u", Some("app"), "app"));
         assert!(function_writes("BEGIN\u{FFFD}UPDATE app.t SET v = 'evil' WHERE id = 1;\u{FFFD}RETURN 1; END", ""));
+        // Read by the session's character set: a latin1 body's 0xA0 is not UTF-8's.
+        assert!(function_writes(&routine_body(b"BEGIN\xa0UPDATE t SET v = 1;\xa0RETURN 1; END", "latin1"), ""));
+        assert!(function_writes(&routine_body(b"BEGIN\xc3\xa0UPDATE t SET v = 1; RETURN 1; END", "latin1"), ""));
+        assert!(!function_writes(&routine_body("BEGIN RETURN 'é'; END".as_bytes(), "utf8mb4"), ""));
     }
 
     /// A seventh audit: under ANSI_QUOTES `"t x"` is a name (TRUNCATE of the table `t x` was

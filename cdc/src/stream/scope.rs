@@ -224,8 +224,11 @@ fn fold(case_sensitive: bool, name: &str) -> String {
 /// (`mysql.proc` needs SELECT on it). A package's functions (MariaDB's sql_mode ORACLE) are in
 /// its body's row.
 async fn any_function_writes(meta: &mut Conn) -> Result<bool, CdcError> {
-    match meta.query::<(Vec<u8>, Vec<u8>), _>("SELECT body, sql_mode FROM mysql.proc WHERE type IN ('FUNCTION', 'PACKAGE BODY')").await {
-        Ok(bodies) => Ok(bodies.iter().any(|(b, mode)| ddl::function_writes(&String::from_utf8_lossy(b), &String::from_utf8_lossy(mode)))),
+    let bodies = "SELECT body, sql_mode, character_set_client FROM mysql.proc WHERE type IN ('FUNCTION', 'PACKAGE BODY')";
+    match meta.query::<(Vec<u8>, Vec<u8>, String), _>(bodies).await {
+        Ok(bodies) => {
+            Ok(bodies.iter().any(|(b, mode, charset)| ddl::function_writes(&ddl::routine_body(b, charset), &String::from_utf8_lossy(mode))))
+        }
         Err(mysql_async::Error::Server(e)) => {
             tracing::debug!(error = %e, "mysql.proc cannot be read: no write logged as a statement is spared");
             Ok(true)
