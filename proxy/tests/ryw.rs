@@ -461,3 +461,31 @@ async fn a_write_by_a_function_a_read_calls_is_read_back() {
     }
     direct.query_drop("DROP FUNCTION ryw_func_bump").await.unwrap();
 }
+
+/// A privilege change in the binlog makes every session learn its right to each cache again,
+/// once. A session that writes before each read asks the server for its settings before each
+/// read, and that question forgot what the session had learnt: each of its reads was relayed
+/// to learn again, for as long as the session lived (found when DDL began to make freshet
+/// learn again: 2,000 reads of this file's busiest test, 20 hits).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_writes_before_each_read_learns_its_right_once() {
+    let table = "ryw_relearn";
+    let (_proxy, engine, mut conn, read) = one_cached_read(table).await;
+    let hits = |e: &Engine| e.by_name("rows").expect("cache exists").stats().hits;
+    let resets = engine.access.resets.get();
+    direct().await.query_drop("FLUSH PRIVILEGES").await.unwrap();
+    for _ in 0..250 {
+        if engine.access.resets.get() > resets {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(engine.access.resets.get() > resets, "the privilege change was seen");
+    let (learning, hits_before) = (relayed(&engine, RelayReason::Learning), hits(&engine));
+    for i in 0..20 {
+        conn.query_drop(format!("UPDATE {table} SET val = val + 1 WHERE id = {}", 100 + i % 6)).await.unwrap();
+        let _: Vec<(i64, i64)> = conn.query(&read).await.unwrap();
+    }
+    assert_eq!(relayed(&engine, RelayReason::Learning), learning + 1, "one read relayed to learn");
+    assert_eq!(hits(&engine), hits_before + 19, "the others are hits");
+}
