@@ -167,15 +167,14 @@ impl Session {
         // the server used it up (`learn_from`).
         self.using_up_next_transaction = self.state.next_transaction && !self.state.unfollowed && !self.state.locked;
         for _ in 0..2 {
-            if self.state.stale {
-                self.identity = None;
-            }
             let standing = Standing {
                 status: self.status,
                 // Under LOCK TABLES the server refuses reads of tables the session did not lock;
                 // what was set for the next transaction is the server's to use up.
                 unfollowed: self.state.unfollowed || self.state.locked || self.state.next_transaction,
-                identity: self.identity.as_ref(),
+                // Stale: asked again (the probe). The identity is kept until then: the probe
+                // keeps what the session learnt if the account is the same.
+                identity: self.identity.as_ref().filter(|_| !self.state.stale),
                 memo: &mut self.memo,
                 login_generation: self.login_generation,
                 login_at: self.login_at,
