@@ -359,17 +359,21 @@ impl<S: ChangeSource> Writer<S> {
             return;
         }
         info!(table = %change.table, kind = ?change.kind, "schema change");
+        let rebuilt = self.replace_schema(&change.table, change.schema);
+        let revived = self.revive();
         // What accounts may read was learned for the caches' columns of the time: an added
         // column is read by `SELECT *`, and an account granted the old columns only may not.
-        self.out.access.forget_all();
-        self.replace_schema(&change.table, change.schema);
-        self.revive();
+        if rebuilt || revived {
+            self.out.access.forget_all();
+        }
         self.publish_catalog(Some(&change.table));
     }
 
     /// `table`'s schema becomes `schema` (None: the table is gone). Every view reading it is
     /// dropped, and each cache that served one gets its recompiled view, or relays saying why.
-    fn replace_schema(&mut self, table: &str, schema: Option<TableSchema>) {
+    /// True if a cache's view read the table.
+    fn replace_schema(&mut self, table: &str, schema: Option<TableSchema>) -> bool {
+        let mut rebuilt = false;
         for (old, new) in self.dataflow.alter_table(table, schema) {
             let Some(cache) = self.out.registry.caches().into_iter().find(|c| c.live().is_ok_and(|l| l.view == old)) else {
                 continue;
@@ -382,12 +386,16 @@ impl<S: ChangeSource> Writer<S> {
                 }
             };
             cache.set_live(live);
+            rebuilt = true;
         }
+        rebuilt
     }
 
     /// Caches left without a view by earlier DDL (a dropped table, a column gone) are tried
-    /// again: a migration that drops and re-creates a table gets its caches back.
-    fn revive(&mut self) {
+    /// again: a migration that drops and re-creates a table gets its caches back. True if one
+    /// was.
+    fn revive(&mut self) -> bool {
+        let mut revived = false;
         for cache in self.out.registry.caches() {
             if cache.live().is_ok() || !self.reads_followed(&cache.sql) {
                 continue;
@@ -397,8 +405,10 @@ impl<S: ChangeSource> Writer<S> {
             {
                 info!(cache = %cache.name, "cache is served again after DDL");
                 cache.set_live(Ok(live));
+                revived = true;
             }
         }
+        revived
     }
 
     /// The catalog sessions match against follows the dataflow's; verdicts and column
