@@ -369,6 +369,23 @@ mod tests {
         assert_eq!(unreadable, [false, true, true, true, true, false]);
     }
 
+    /// An ENUM that declares the label `''` (or a SET the member `''`) shows it as it shows
+    /// the error value (the empty set): a fill, which reads the server's text, cannot tell
+    /// them apart, where the binlog gives their indexes (an audit: `e = 1` naming the label
+    /// `''` answered no rows from the cache).
+    #[test]
+    fn an_enum_that_declares_the_empty_label_is_unreadable() {
+        let rows = [
+            row("id", "int", "int(11)"),
+            row("e", "enum", "enum('','a','b')"),
+            row("f", "enum", "enum('a','b')"),
+            row("s", "set", "set('','x')"),
+        ];
+        let info = table_info("x", &rows, &["id"], &[]);
+        let unreadable: Vec<bool> = info.schema.columns.iter().map(|c| c.unreadable.is_some()).collect();
+        assert_eq!(unreadable, [false, true, false, true]);
+    }
+
     /// information_schema writes the attribute as a comment after the type; a label of an
     /// ENUM or SET spelled "compressed" is no such column (an audit: the table was refused).
     #[test]
