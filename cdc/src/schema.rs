@@ -221,6 +221,11 @@ fn unreadable(r: &ColumnRow, ty: &SqlType) -> Option<&'static str> {
         // mysql_common 0.37 reads a negative TIME(1) or TIME(2) with a fraction wrongly
         // (`my_time_packed_from_binary`: an unsigned fraction underflows).
         (_, SqlType::Time { fsp: 1 | 2 }) => Some("a TIME(1) or TIME(2) is misread from the binlog when it is negative"),
+        // The server shows the label `''` as it shows the error value (the empty set): a fill,
+        // which reads its text, cannot tell them apart; the binlog gives their indexes.
+        (_, SqlType::Enum(labels) | SqlType::Set(labels)) if labels.iter().any(String::is_empty) => {
+            Some("an ENUM or SET that declares '' shows it as the error value (or the empty set)")
+        }
         _ => None,
     }
 }

@@ -1447,8 +1447,9 @@ async fn a_number_of_another_kind_than_its_key_column_is_compared_as_the_server_
 /// (`'1'` is 0x31) and read as a number by a scan, so the answer is the plan's; an IN list
 /// that mixes strings and numbers against a DECIMAL is compared as doubles, which tell apart
 /// no two numbers of more than 15 digits that round alike; and `''` against an ENUM that
-/// declares the label `''` names both it and the error value, whose string is empty. Each
-/// is relayed; the same columns keep their other reads.
+/// declares the label `''` names both it and the error value, whose string is empty (such a
+/// column is read by no view now: fills cannot tell the two apart either). Each is relayed;
+/// the BIT and DECIMAL columns keep their other reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn keys_the_server_compares_otherwise_than_their_columns_are_relayed() {
     let mut admin = fresh_table(
@@ -1473,6 +1474,7 @@ async fn keys_the_server_compares_otherwise_than_their_columns_are_relayed() {
         ("oddkey_e", e, "SELECT id, e FROM ct_oddkey WHERE e = 'a'"),
         ("oddkey_e", e, "SELECT id, e FROM ct_oddkey WHERE e = ''"),
         ("oddkey_e", e, "SELECT id, e FROM ct_oddkey WHERE e = ' '"),
+        ("oddkey_e", e, "SELECT id, e FROM ct_oddkey WHERE e = 3"),
     ];
     let (proxy, mut client, mut check) = warmed(&reads).await;
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
@@ -1481,7 +1483,9 @@ async fn keys_the_server_compares_otherwise_than_their_columns_are_relayed() {
     caught_up(&mut through(&proxy).await).await;
     let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
     assert!(wrong.is_empty(), "answered otherwise than the server after a write: {wrong:#?}");
-    assert!(["oddkey_bt", "oddkey_d", "oddkey_e"].iter().all(|c| hits(&proxy, c) > 0), "reads answered from the views");
+    assert!(["oddkey_bt", "oddkey_d"].iter().all(|c| hits(&proxy, c) > 0), "reads answered from the views");
+    // A fill cannot tell the label '' from the error value: the column is read by no view.
+    assert_eq!(hits(&proxy, "oddkey_e"), 0, "an ENUM declaring '' is not cached");
 }
 
 /// MariaDB's INET4, INET6 and UUID are text to a SELECT and their binary form in the binlog;
