@@ -1463,6 +1463,10 @@ async fn keys_the_server_compares_otherwise_than_their_columns_are_relayed() {
     let d = "SELECT id, d FROM ct_oddkey WHERE d = ?";
     let e = "SELECT id, e FROM ct_oddkey WHERE e = ?";
     let reads = [
+        // A whole DECIMAL is the number it is (and left `bt = 1` answered from a partition it
+        // had spoilt: a second audit).
+        ("oddkey_bt", bt, "SELECT id, bt FROM ct_oddkey WHERE bt = 1.0"),
+        ("oddkey_bt", bt, "SELECT id, bt FROM ct_oddkey WHERE bt = 2.0"),
         ("oddkey_bt", bt, "SELECT id, bt FROM ct_oddkey WHERE bt = 1"),
         ("oddkey_bt", bt, "SELECT id, bt FROM ct_oddkey WHERE bt = '1'"),
         ("oddkey_bt", bt, "SELECT id, bt FROM ct_oddkey WHERE bt = '10'"),
