@@ -438,6 +438,16 @@ fn coerce_param(v: &Value, col: &KeyColumn, index: usize) -> Result<Option<Value
     {
         return Err(bad());
     }
+    // A whole DECIMAL against an integer or BIT column keys as the integer it is: the fill
+    // binds the key, and a BIT's index lookup stores a string (how a DECIMAL parameter
+    // travels) as its bytes, finding no row for `1.0` in a partition `bt = 1` then shares.
+    let key = match (&col.ty, key) {
+        (SqlType::Int { .. } | SqlType::Bit { .. }, Value::Decimal(d)) => match d.normalized() {
+            (m, 0) => i64::try_from(m).map(Value::Int).or_else(|_| u64::try_from(m).map(Value::UInt)).map_err(|_| bad())?,
+            _ => return Err(bad()),
+        },
+        (_, key) => key,
+    };
     // Likewise a date-time text with more fraction digits than the column holds (a DATE holds
     // none): the index lookup drops them, the scan compares them. (A binary DATETIME parameter
     // is compared whole by both.)
