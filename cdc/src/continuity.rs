@@ -37,25 +37,29 @@ use crate::position::{BinlogPos, MariaGtid};
 /// to this much without a restart.
 pub const START_TOLERANCE: i64 = 2;
 
-/// When the server began binlog `file`: the timestamp of its FORMAT_DESCRIPTION, read by a
-/// non-blocking dump of its head on a connection of its own (made with `opts`, then `setup`,
-/// the flavor's binlog session setup). It asks as server id 0, which a server takes for a
-/// mysqlbinlog and lets end no other dump (the stream's included). None if the file has none.
-pub async fn file_begun(opts: Opts, setup: &[String], file: &str) -> Result<Option<u32>, CdcError> {
+/// When the server began binlog `file`: the timestamp of its FORMAT_DESCRIPTION, which the
+/// server sends at the start of every dump, read by a non-blocking dump from `offset` (the
+/// file's end as last polled: what is read after the description is what was written since)
+/// on a connection of its own (made with `opts`, then `setup`, the flavor's binlog session
+/// setup). The dump is read to its end, so that both sides close it cleanly (one cut short is
+/// an aborted connection in the server's log). It asks as server id 0, which a server takes
+/// for a mysqlbinlog and lets end no other dump (the stream's included). None if the server
+/// sent no description.
+pub async fn file_begun(opts: Opts, setup: &[String], file: &str, offset: u32) -> Result<Option<u32>, CdcError> {
     let mut conn = Conn::new(opts).await?;
     for statement in setup {
         conn.query_drop(statement).await?;
     }
-    let request = BinlogStreamRequest::new(0).with_filename(file.as_bytes()).with_pos(4u64).with_non_blocking();
+    let request = BinlogStreamRequest::new(0).with_filename(file.as_bytes()).with_pos(u64::from(offset.max(4))).with_non_blocking();
     let mut stream = conn.get_binlog_stream(request).await?;
     let mut begun = None;
     while let Some(event) = crate::stream::next_event(&mut stream).await {
-        if let crate::events::EventKind::FormatDescription { created } = crate::events::classify(&event?)? {
+        if let crate::events::EventKind::FormatDescription { created } = crate::events::classify(&event?)?
+            && begun.is_none()
+        {
             begun = Some(created);
-            break;
         }
     }
-    // Whatever the server has left to send of a file read to its end.
     let _ = stream.close().await;
     Ok(begun)
 }

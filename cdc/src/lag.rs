@@ -415,8 +415,11 @@ pub fn spawn_position_poll(
                 return;
             }
             // Time to ask again: on a new connection, which goes where the address now leads.
-            if settings_read.is_none_or(|t| t.elapsed() >= SETTINGS_EVERY) {
-                conn = None;
+            // The old one says goodbye (dropped, the server logs an aborted connection).
+            if settings_read.is_none_or(|t| t.elapsed() >= SETTINGS_EVERY)
+                && let Some(old) = conn.take()
+            {
+                let _ = tokio::time::timeout(POLL_STALE, old.disconnect()).await;
             }
             if conn.is_none() {
                 backoff.wait().await;
@@ -448,7 +451,7 @@ pub fn spawn_position_poll(
                     if let (Some(file), Some(offset)) = (file, offset.and_then(|o| u32::try_from(o).ok())) {
                         lag.observe_polled(&BinlogPos::new(file.clone(), offset), before);
                         lag.polled_at(asked);
-                        polled_file = Some(file);
+                        polled_file = Some((file, offset));
                     }
                 }
                 _ => conn = None,
@@ -461,8 +464,17 @@ pub fn spawn_position_poll(
                     Ok(Ok(problems)) => lag.settings_read(problems),
                     _ => conn = None,
                 }
-                if let Some((file, created)) = lag.file_created().filter(|(file, _)| polled_file.as_ref() == Some(file)) {
-                    let begun = tokio::time::timeout(POLL_STALE, crate::continuity::file_begun(opts.clone(), &binlog_setup, &file)).await;
+                // Only where the stream has read all the server wrote: a stream behind the end
+                // reads on in the old file and comes to rest at its end, and is asked then (each
+                // dump is a Note in the server's log at its default log_warnings).
+                let at_rest = polled_file
+                    .as_ref()
+                    .is_some_and(|(file, offset)| lag.get().delivered.is_some_and(|d| d.file == *file && d.offset == *offset));
+                if let Some((file, offset)) = polled_file.as_ref().filter(|_| at_rest)
+                    && let Some((_, created)) = lag.file_created().filter(|(read, _)| read == file)
+                {
+                    let asked = crate::continuity::file_begun(opts.clone(), &binlog_setup, file, *offset);
+                    let begun = tokio::time::timeout(POLL_STALE, asked).await;
                     if let Ok(Ok(Some(begun))) = begun
                         && begun != created
                     {

@@ -203,6 +203,8 @@ pub async fn copy_tables(
     let result = copy_in_snapshots(&mut conn, &mut snap, store, tables, &todo, cfg, stats).await;
     // Read-only: ending it either way is the same; a failure here only loses the connection.
     let _ = conn.query_drop("COMMIT").await;
+    // Said goodbye to (dropped, the server logs an aborted connection).
+    let _ = conn.disconnect().await;
     result
 }
 
