@@ -703,7 +703,10 @@ impl Session {
         }
         let route = self.route_prepare(&command[1..]);
         let runs_statements = super::state::runs_statements(&command[1..]);
-        self.statements.insert(id, PreparedStatement { sql: command.slice(1..), params, columns, route, runs_statements });
+        // A copy: a slice would keep the whole read buffer the prepare arrived in (grown by the
+        // longest command before it) for as long as the statement lives.
+        let sql = Bytes::copy_from_slice(&command[1..]);
+        self.statements.insert(id, PreparedStatement { sql, params, columns, route, runs_statements });
         Ok(())
     }
 
