@@ -472,15 +472,9 @@ async fn a_session_that_writes_before_each_read_learns_its_right_once() {
     let table = "ryw_relearn";
     let (_proxy, engine, mut conn, read) = one_cached_read(table).await;
     let hits = |e: &Engine| e.by_name("rows").expect("cache exists").stats().hits;
-    let resets = engine.access.resets.get();
-    direct().await.query_drop("FLUSH PRIVILEGES").await.unwrap();
-    for _ in 0..250 {
-        if engine.access.resets.get() > resets {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(engine.access.resets.get() > resets, "the privilege change was seen");
+    // As a GRANT in the binlog would (one sent to the server would make the other tests of
+    // this file, concurrent, learn again too).
+    engine.access.forget_all();
     let (learning, hits_before) = (relayed(&engine, RelayReason::Learning), hits(&engine));
     for i in 0..20 {
         conn.query_drop(format!("UPDATE {table} SET val = val + 1 WHERE id = {}", 100 + i % 6)).await.unwrap();
