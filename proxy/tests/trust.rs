@@ -1547,3 +1547,36 @@ async fn a_new_column_is_not_served_to_an_account_granted_the_old_ones() {
         assert_eq!(text(&mut new, sql).await, want, "a new session, read {round}");
     }
 }
+
+/// MariaDB keeps a session's database privileges from its login, and reads them again at
+/// `USE` (or COM_INIT_DB, which takes the same path here): after a database-level REVOKE an old session still reads, until it
+/// runs USE, after which the server refuses it (1142). A re-audit found freshet serving it
+/// after the USE: the session kept what it had learnt, as a session asked again for its
+/// settings now does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn use_makes_a_session_learn_its_database_rights_again() {
+    // Alone: another test's GRANT makes freshet learn again and hides the fault.
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_use").await;
+    let proxy = start_proxy(&config("tr_use", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_use WHERE id = 1";
+    warm(&proxy, sql).await;
+    for (n, switch) in ["USE freshet_test", "/* again */ use `freshet_test`"].into_iter().enumerate() {
+        let account = format!("tr_use_{n}");
+        user(&account, &["SELECT, INSERT ON freshet_test.*"]).await;
+        let (mut d, mut old) = pair(&proxy, &account, Some(DB)).await;
+        assert!(served_from_cache(&proxy, &mut d, &mut old, sql).await, "{account} served before the revoke");
+        direct().await.query_drop(format!("REVOKE SELECT ON freshet_test.* FROM '{account}'@'127.0.0.1'")).await.unwrap();
+        caught_up(&mut through(&proxy).await).await;
+        // The old session still reads, directly and through freshet (from the cache again).
+        assert!(served_from_cache(&proxy, &mut d, &mut old, sql).await, "{account}'s old session served after the revoke");
+        for c in [&mut d, &mut old] {
+            c.query_drop(switch).await.unwrap();
+        }
+        let want = text(&mut d, sql).await;
+        assert!(matches!(want, Err((1142, _))), "the server refuses the old session after {switch}: {want:?}");
+        for round in 0..3 {
+            assert_eq!(text(&mut old, sql).await, want, "{switch}, read {round}");
+        }
+    }
+}
