@@ -88,6 +88,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             state: established.state,
             identity: None,
             memo: Default::default(),
+            memo_epoch: 0,
             login_generation,
             login_at,
             shapes: Default::default(),

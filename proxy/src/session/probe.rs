@@ -108,9 +108,13 @@ impl Session {
             self.state.confirmed = true;
         }
         tracing::Span::current().record("user", identity.account.as_ref());
-        if account.as_ref() != Some(&identity.account) {
+        // What the session learnt holds for the same account, unless the server has read its
+        // database privileges again since (USE: a database-level REVOKE the session outlived
+        // then takes effect for it).
+        if account.as_ref() != Some(&identity.account) || self.memo_epoch != self.state.database_epoch {
             self.memo.clear();
         }
+        self.memo_epoch = self.state.database_epoch;
         self.identity = Some(identity);
         self.note_prepared_database();
         Ok(self.identity.as_ref())
