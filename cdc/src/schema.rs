@@ -365,13 +365,16 @@ mod tests {
         ColumnRow { name: name.into(), data_type: data_type.into(), column_type: column_type.into(), ..Default::default() }
     }
 
+    /// Which columns of a table of `rows` (keyed by `id`) no view reads.
+    fn unreadable(rows: &[ColumnRow]) -> Vec<bool> {
+        table_info("x", rows, &["id"], &[]).schema.columns.iter().map(|c| c.unreadable.is_some()).collect()
+    }
+
     #[test]
     fn columns_whose_binlog_form_is_not_their_value_are_unreadable() {
         let time = |fsp: u64| ColumnRow { datetime_precision: Some(fsp), ..row("t", "time", "time") };
         let rows = [row("id", "int", "int(11)"), row("u", "uuid", "uuid"), row("ip", "inet6", "inet6"), time(1), time(2), time(3)];
-        let info = table_info("x", &rows, &["id"], &[]);
-        let unreadable: Vec<bool> = info.schema.columns.iter().map(|c| c.unreadable.is_some()).collect();
-        assert_eq!(unreadable, [false, true, true, true, true, false]);
+        assert_eq!(unreadable(&rows), [false, true, true, true, true, false]);
     }
 
     /// An ENUM that declares the label `''` (or a SET the member `''`) shows it as it shows
@@ -386,9 +389,7 @@ mod tests {
             row("f", "enum", "enum('a','b')"),
             row("s", "set", "set('','x')"),
         ];
-        let info = table_info("x", &rows, &["id"], &[]);
-        let unreadable: Vec<bool> = info.schema.columns.iter().map(|c| c.unreadable.is_some()).collect();
-        assert_eq!(unreadable, [false, true, false, true]);
+        assert_eq!(unreadable(&rows), [false, true, false, true]);
     }
 
     /// information_schema writes the attribute as a comment after the type; a label of an
