@@ -25,7 +25,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 
-use crate::matching::lexer::{Lexer, Token, TokenKind};
+use crate::matching::lexer::{Lexer, Token, TokenKind, find};
 use crate::metrics::UpstreamFailure;
 use crate::protocol::cursor::Cursor;
 use crate::protocol::io::{Frame, MAX_FRAME, ReadError};
@@ -133,7 +133,7 @@ impl Session {
         }
         // A text whose first word changes nothing may hold more statements: one with a `;`
         // anywhere (in a string too) is not followed.
-        let mut semicolon = command == Command::Query && first.payload()[1..].contains(&b';');
+        let mut semicolon = command == Command::Query && memchr::memchr(b';', &first.payload()[1..]).is_some();
         let mut total = first.payload().len();
         let mut frame = first;
         self.upstream_idle = false;
@@ -156,7 +156,7 @@ impl Session {
             total += frame.payload().len();
             if let Some(n) = names.as_mut() {
                 n.feed(frame.payload());
-                semicolon |= frame.payload().contains(&b';');
+                semicolon |= memchr::memchr(b';', frame.payload()).is_some();
             }
         }
         self.drain_owed(owed).await?;
@@ -829,7 +829,7 @@ fn privilege_statements(
 ) -> Option<usize> {
     let sql = text.sql;
     let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
-    let comments = text.slash && sql.windows(2).any(|w| w == b"/*");
+    let comments = text.slash && find(sql, b"/*").is_some();
     if comments && Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
         if open_comments && let Some(opened) = super::state::open_exec_comments(sql, Lexer::new(sql)) {
             return privilege_statements(&Glance::of(&opened), database, tracked, backslash_escapes, false);

@@ -26,7 +26,7 @@
 //! server reads the text (not in a string or comment), else any login could make every one
 //! of its statements empty every cache. A PREPAREd text turns it off when EXECUTEd.
 
-use crate::matching::lexer::{Lexer, Token, TokenKind};
+use crate::matching::lexer::{Lexer, Token, TokenKind, find};
 
 /// What a session's own statements say about it.
 #[derive(Debug, Clone, Default)]
@@ -151,7 +151,7 @@ impl SessionState {
         // runs from a comment.
         // Compared in place: this runs for every relayed statement.
         let first = first_word(sql);
-        if !first.is_some_and(interesting) && !sql.contains(&b';') && !has_executable_comment(sql) {
+        if !first.is_some_and(interesting) && memchr::memchr(b';', sql).is_none() && !has_executable_comment(sql) {
             if first.is_some_and(starts_transaction) {
                 self.next_transaction = false;
             }
@@ -469,10 +469,10 @@ impl SessionState {
 /// Without either, every reading of the text has the same tokens' bounds, so the same
 /// statements. Valid UTF-8 may match the first (`é` before a backtick), which costs a question.
 pub fn reads_otherwise_unseen(sql: &[u8]) -> bool {
-    if sql.windows(2).any(|w| w[0] >= 0x81 && matches!(w[1], b'\\' | b'`')) {
+    if memchr::memchr2_iter(b'\\', b'`', sql).any(|i| i > 0 && sql[i - 1] >= 0x81) {
         return true;
     }
-    sql.contains(&b'\\')
+    memchr::memchr(b'\\', sql).is_some()
         && Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::SingleQuoted | TokenKind::DoubleQuoted) && t.text(sql).contains(&b'\\'))
 }
 
@@ -816,7 +816,7 @@ pub(super) fn open_exec_comments(sql: &[u8], tokens: impl IntoIterator<Item = To
         let inner = sql.get(t.start + 2..t.end.checked_sub(2)?)?;
         let inner = inner.strip_prefix(b"M").unwrap_or(inner).get(1..)?;
         let body = &inner[inner.iter().take_while(|c| c.is_ascii_digit()).count()..];
-        if body.windows(2).any(|w| w == b"/*") {
+        if find(body, b"/*").is_some() {
             return None;
         }
         out.extend_from_slice(sql.get(at..t.start)?);
@@ -944,7 +944,13 @@ pub struct Glance<'a> {
 
 impl<'a> Glance<'a> {
     pub fn of(sql: &'a [u8]) -> Glance<'a> {
-        Glance { sql, first: first_word(sql), semicolon: sql.contains(&b';'), slash: sql.contains(&b'/'), paren: sql.contains(&b'(') }
+        Glance {
+            sql,
+            first: first_word(sql),
+            semicolon: memchr::memchr(b';', sql).is_some(),
+            slash: memchr::memchr(b'/', sql).is_some(),
+            paren: memchr::memchr(b'(', sql).is_some(),
+        }
     }
 
     /// Whether the first word is `word` (ASCII, any case).
@@ -1348,13 +1354,13 @@ const BUILT_IN: &[&str] = &[
 
 /// `/*!` or `/*M!` anywhere (a cheap scan before tokenizing; the lexer decides).
 fn has_executable_comment(sql: &[u8]) -> bool {
-    // Most texts have no `/` at all: one memchr instead of comparing every window.
-    sql.contains(&b'/') && opens_executable_comment(sql)
+    // Most texts have no `/` at all: one memchr instead of searching for the pair.
+    memchr::memchr(b'/', sql).is_some() && opens_executable_comment(sql)
 }
 
 /// Whether `sql` has `/*!` or `/*M` anywhere.
 fn opens_executable_comment(sql: &[u8]) -> bool {
-    sql.windows(3).any(|w| w == b"/*!" || w == b"/*M")
+    memchr::memmem::find_iter(sql, b"/*").any(|i| matches!(sql.get(i + 2), Some(b'!' | b'M')))
 }
 
 /// Session variables that cannot change what a cached SELECT returns or how it is encoded.
@@ -1752,6 +1758,24 @@ mod tests {
             b"SELECT `a\\b` FROM t",
         ] {
             assert!(!reads_otherwise_unseen(sql), "{}", String::from_utf8_lossy(sql));
+        }
+    }
+
+    #[test]
+    fn the_searches_of_a_text_find_what_is_at_its_ends() {
+        // The byte pair that may hide an escape, at the start and at the end of the text.
+        assert!(reads_otherwise_unseen(b"\x95`"));
+        assert!(reads_otherwise_unseen(b"SELECT 1 AS `a\x95`"));
+        assert!(!reads_otherwise_unseen(b"`a` \x95"));
+        for (sql, opens) in [
+            (&b"/*!"[..], true),
+            (b"SELECT 1 /*M", true),
+            (b"SELECT 1 /*", false),
+            (b"SELECT 1 / *! 2", false),
+            (b"SELECT '/*' /*+ hint */", false),
+            (b"/*/*!*/", true),
+        ] {
+            assert_eq!(opens_executable_comment(sql), opens, "{}", String::from_utf8_lossy(sql));
         }
     }
 
