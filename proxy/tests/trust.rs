@@ -278,6 +278,39 @@ async fn what_an_old_session_may_read_is_not_what_its_account_may() {
     }
 }
 
+/// The other way round: after `GRANT SELECT ON db.*` (or `ON *.*`) a session that logged in
+/// before is still refused (its database and global privileges are its login's), and a new one
+/// reads. What the new session learns is its account's, not the old session's: the old one
+/// must get the server's refusal, before and after COM_RESET_CONNECTION (which does not
+/// re-read its privileges). An audit: the old session was served, even one of an account
+/// dropped and created again under its name.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_session_is_not_served_what_a_newer_one_may_read() {
+    // Alone: a privilege change of another test between the new session's read and the old
+    // one's would make freshet forget, and the old session's read would prove nothing.
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_widen").await;
+    let proxy = start_proxy(&config("tr_widen", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_widen WHERE id = 1";
+    warm(&proxy, sql).await;
+    for (account, grant) in [("tr_widendb", "GRANT SELECT ON freshet_test.*"), ("tr_widenall", "GRANT SELECT ON *.*")] {
+        // `id` alone: refused the query (1143) until the grant.
+        user(account, &["SELECT (id) ON freshet_test.tr_widen"]).await;
+        let (mut d, mut old) = pair(&proxy, account, Some(DB)).await;
+        same_text(&mut d, &mut old, sql, "before the grant").await;
+        direct().await.query_drop(format!("{grant} TO '{account}'@'127.0.0.1'")).await.unwrap();
+        caught_up(&mut through(&proxy).await).await;
+        let want = text(&mut d, sql).await;
+        assert!(want.as_ref().is_err_and(|(code, _)| *code == 1143), "the server still refuses the old session: {want:?}");
+        let (mut d2, mut new) = pair(&proxy, account, Some(DB)).await;
+        assert!(served_from_cache(&proxy, &mut d2, &mut new, sql).await, "{account}: a new session is served after the grant");
+        same_text(&mut d, &mut old, sql, &format!("{account}: the old session after a new one was served")).await;
+        old.reset().await.unwrap();
+        d.reset().await.unwrap();
+        same_text(&mut d, &mut old, sql, &format!("{account}: the old session after COM_RESET_CONNECTION")).await;
+    }
+}
+
 /// A privilege change the binlog does not carry (a REVOKE naming an account that does not
 /// exist fails with 1141, yet takes the grant from the accounts that do, and is not logged) is
 /// bounded by `max_privilege_age`. An old session keeps its database privileges from its
