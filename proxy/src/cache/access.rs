@@ -164,8 +164,11 @@ pub struct Memo {
 
 impl Memo {
     /// May `account` read `cache`? Asks the shared table only when this session has no
-    /// current answer.
-    pub fn check(&mut self, access: &Access, account: &Arc<str>, cache: CacheId, now: Instant) -> Verdict {
+    /// current answer, and only if the session logged in under the current generation
+    /// (`login_generation`): what a session older than the last privilege change may read is
+    /// its own, either way (a GRANT ON db.* or ON *.* reaches only sessions that log in after
+    /// it, a REVOKE of them only those too).
+    pub fn check(&mut self, access: &Access, account: &Arc<str>, cache: CacheId, login_generation: Option<u64>, now: Instant) -> Verdict {
         let generation = access.generation();
         let current = |l: &Learned| l.generation == generation && now < l.expires;
         let found = match self.entries.iter().position(|(c, _)| *c == cache) {
@@ -178,7 +181,7 @@ impl Memo {
         };
         let learned = match found {
             Some(l) => l,
-            None => match access.lookup(account, cache, now) {
+            None => match access.lookup(account, cache, now).filter(|_| login_generation == Some(generation)) {
                 Some(l) => {
                     self.entries.push((cache, l));
                     l
@@ -224,19 +227,19 @@ mod tests {
         let (a, b): (Arc<str>, Arc<str>) = ("app@%".into(), "spy@%".into());
         let now = Instant::now();
         let mut memo = Memo::default();
-        let Verdict::Unknown { generation } = memo.check(&access, &a, CacheId(1), now) else { panic!() };
+        let Verdict::Unknown { generation } = memo.check(&access, &a, CacheId(1), Some(access.generation()), now) else { panic!() };
         access.learn(&Learning::new(a.clone(), CacheId(1), generation, Some(now)), &[3], now, &mut Memo::default());
         access.learn(&Learning::new(b.clone(), CacheId(1), generation, Some(now)), &err(1142), now, &mut Memo::default());
-        assert_eq!(memo.check(&access, &a, CacheId(1), now), Verdict::Allowed);
-        assert_eq!(Memo::default().check(&access, &b, CacheId(1), now), Verdict::Denied);
+        assert_eq!(memo.check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Allowed);
+        assert_eq!(Memo::default().check(&access, &b, CacheId(1), Some(access.generation()), now), Verdict::Denied);
         // Another cache is another question; an unrelated error teaches nothing.
         access.learn(&Learning::new(a.clone(), CacheId(2), generation, Some(now)), &err(1213), now, &mut memo);
-        assert!(matches!(memo.check(&access, &a, CacheId(2), now), Verdict::Unknown { .. }));
+        assert!(matches!(memo.check(&access, &a, CacheId(2), Some(access.generation()), now), Verdict::Unknown { .. }));
         access.forget_all();
-        assert!(matches!(memo.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+        assert!(matches!(memo.check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Unknown { .. }));
         // An answer to a read asked before the change is not kept.
         access.learn(&Learning::new(a.clone(), CacheId(1), generation, Some(now)), &[3], now, &mut memo);
-        assert!(matches!(memo.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+        assert!(matches!(memo.check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Unknown { .. }));
     }
 
     /// A session that logged in before the last privilege change keeps what it learns.
@@ -247,12 +250,31 @@ mod tests {
         let now = Instant::now();
         access.forget_all();
         let mut old = Memo::default();
-        let Verdict::Unknown { generation } = old.check(&access, &a, CacheId(1), now) else { panic!() };
+        let Verdict::Unknown { generation } = old.check(&access, &a, CacheId(1), Some(0), now) else { panic!() };
         access.learn(&Learning::new(a.clone(), CacheId(1), generation, None), &[3], now, &mut old);
-        assert_eq!(old.check(&access, &a, CacheId(1), now), Verdict::Allowed);
-        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+        assert_eq!(old.check(&access, &a, CacheId(1), Some(0), now), Verdict::Allowed);
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Unknown { .. }));
         access.forget_all();
-        assert!(matches!(old.check(&access, &a, CacheId(1), now), Verdict::Unknown { .. }));
+        assert!(matches!(old.check(&access, &a, CacheId(1), Some(0), now), Verdict::Unknown { .. }));
+    }
+
+    /// ... nor does it read what sessions younger than the change learnt: its global and
+    /// database privileges are its login's (an audit: served after a GRANT ON db.* that it
+    /// cannot see).
+    #[test]
+    fn an_older_session_reads_only_what_it_learns() {
+        let access = Access::new(Duration::from_secs(60));
+        let a: Arc<str> = "5:app@%".into();
+        let now = Instant::now();
+        let before = access.generation();
+        access.forget_all();
+        let mut new = Memo::default();
+        let Verdict::Unknown { generation } = new.check(&access, &a, CacheId(1), Some(access.generation()), now) else { panic!() };
+        access.learn(&Learning::new(a.clone(), CacheId(1), generation, Some(now)), &[3], now, &mut new);
+        assert_eq!(Memo::default().check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Allowed);
+        let mut old = Memo::default();
+        assert!(matches!(old.check(&access, &a, CacheId(1), Some(before), now), Verdict::Unknown { .. }));
+        assert!(matches!(old.check(&access, &a, CacheId(1), None, now), Verdict::Unknown { .. }), "logged in before the engine");
     }
 
     /// What a session learns holds for its account until `max_age` after the session's login,
@@ -265,15 +287,19 @@ mod tests {
         let later = login + Duration::from_secs(50);
         let mut own = Memo::default();
         access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), Some(login)), &[3], later, &mut own);
-        assert_eq!(Memo::default().check(&access, &a, CacheId(1), later), Verdict::Allowed);
+        assert_eq!(Memo::default().check(&access, &a, CacheId(1), Some(access.generation()), later), Verdict::Allowed);
         let past = login + Duration::from_secs(61);
-        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), past), Verdict::Unknown { .. }));
-        assert_eq!(own.check(&access, &a, CacheId(1), past), Verdict::Allowed, "the session's own holds from its read");
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), Some(access.generation()), past), Verdict::Unknown { .. }));
+        assert_eq!(
+            own.check(&access, &a, CacheId(1), Some(access.generation()), past),
+            Verdict::Allowed,
+            "the session's own holds from its read"
+        );
         // Learned past its login's age: the session's alone.
         let mut own = Memo::default();
         access.learn(&Learning::new(a.clone(), CacheId(2), access.generation(), Some(login)), &[3], past, &mut own);
-        assert!(matches!(Memo::default().check(&access, &a, CacheId(2), past), Verdict::Unknown { .. }));
-        assert_eq!(own.check(&access, &a, CacheId(2), past), Verdict::Allowed);
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(2), Some(access.generation()), past), Verdict::Unknown { .. }));
+        assert_eq!(own.check(&access, &a, CacheId(2), Some(access.generation()), past), Verdict::Allowed);
     }
 
     #[test]
@@ -283,7 +309,10 @@ mod tests {
         let now = Instant::now();
         let mut memo = Memo::default();
         access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), Some(now)), &[3], now, &mut Memo::default());
-        assert_eq!(memo.check(&access, &a, CacheId(1), now), Verdict::Allowed);
-        assert!(matches!(memo.check(&access, &a, CacheId(1), now + Duration::from_secs(61)), Verdict::Unknown { .. }));
+        assert_eq!(memo.check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Allowed);
+        assert!(matches!(
+            memo.check(&access, &a, CacheId(1), Some(access.generation()), now + Duration::from_secs(61)),
+            Verdict::Unknown { .. }
+        ));
     }
 }
