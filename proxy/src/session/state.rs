@@ -1537,6 +1537,27 @@ mod tests {
         assert!(s.stale && !s.unfollowed, "{s:?}");
     }
 
+    /// `SET PASSWORD` and `SET DEFAULT ROLE` change no setting of the session (an audit: every
+    /// cached read after them was relayed for the session's life, and an expired password's
+    /// session must run SET PASSWORD); what follows them after a comma is read as any
+    /// assignments are.
+    #[test]
+    fn set_password_and_default_role_leave_the_session_followed() {
+        for sql in [
+            "SET PASSWORD = PASSWORD('x')",
+            "set password for 'u'@'%' = 'hash'",
+            "SET DEFAULT ROLE r",
+            "SET DEFAULT ROLE NONE FOR u@'%'",
+        ] {
+            let s = after(&[sql]);
+            assert!(s.stale && !s.unfollowed, "{sql}: {s:?}");
+        }
+        for sql in ["SET PASSWORD = PASSWORD('x'), sql_mode = 'ANSI'", "SET DEFAULT ROLE NONE, max_join_size = 1"] {
+            assert!(after(&[sql]).unfollowed, "{sql}");
+        }
+        assert!(after(&["SET PASSWORD = PASSWORD('x'), sql_log_bin = 0"]).unlogged);
+    }
+
     /// A transaction's characteristics set for the next transaction only (`SET TRANSACTION`,
     /// `SET @@tx_isolation` without a scope) are used up by its next statement that starts one:
     /// a cached read in between is relayed so that the server's SELECT uses them up (an audit:
