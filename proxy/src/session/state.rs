@@ -308,6 +308,15 @@ impl SessionState {
             // as any assignments are.
             (start, expect_target) = (at, false);
         }
+        // `SET PASSWORD [FOR account] = ...` and `SET DEFAULT ROLE ...` assign no variable: the
+        // one changes a password (and ends an expired one's sandbox), the other which role a
+        // login starts with. Neither changes what this session reads; it is asked again all the
+        // same. What follows their first top-level comma is read as any assignments are (`SET
+        // PASSWORD = PASSWORD('x'), sql_mode = 'ANSI'` sets the mode).
+        if first == "password" || (first == "default" && text(2) == "role") {
+            self.stale = true;
+            (start, expect_target) = (2, false);
+        }
         // MariaDB's `SET STATEMENT assignments FOR statement`: the assignments hold for that
         // statement only, which is read as one of its own.
         if first == "statement" {
