@@ -440,3 +440,88 @@ async fn a_binlog_setting_changed_while_running_is_reported() {
     with_global("binlog_format", "'MIXED'", mixed).await;
     assert_eq!(settings("ok").await.0, 200, "healthy again once the setting is back");
 }
+
+async fn rows(conn: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<mysql_async::Value>> {
+    let rows: Vec<mysql_async::Row> = conn.query(sql).await.unwrap();
+    rows.into_iter().map(|r| r.unwrap()).collect()
+}
+
+/// A server whose defaults are not what freshet's own connections assume: a character set
+/// forced on every connection (`--skip-character-set-client-handshake` with a utf8mb3 server
+/// default: the handshake's utf8mb4 is ignored), and a host time zone that calls itself `UTC`
+/// and is not (the POSIX zone `UTC+5`, five hours behind). Through freshet, a session gets
+/// what the server gives it directly (an audit: emoji read back as `?` and served, and every
+/// TIMESTAMP five hours off). A MariaDB of the test's own, started with those settings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_forced_character_set_and_a_zone_named_utc_are_the_servers() {
+    let server = freshet_testkit::mariadb::PrivateServer::start_with_env(
+        &std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("server-defaults-mariadb"),
+        "--skip-character-set-client-handshake --character-set-server=utf8mb3 --collation-server=utf8mb3_general_ci",
+        &[("TZ", "UTC+5")],
+    );
+    let base = server.url.rsplit_once('/').expect("a URL with a database").0.to_string();
+    let mut admin = mysql_async::Conn::from_url(format!("{base}/freshet_test")).await.unwrap();
+    let zone: (String, String, i64) =
+        admin.query_first("SELECT @@time_zone, @@system_time_zone, TIMESTAMPDIFF(HOUR, UTC_TIMESTAMP(), NOW())").await.unwrap().unwrap();
+    assert_eq!(zone, ("SYSTEM".to_string(), "UTC".to_string(), -5), "the server's zone calls itself UTC and is five hours behind");
+    admin.query_drop("SET NAMES utf8mb4").await.unwrap();
+    admin.query_drop("DROP TABLE IF EXISTS sd_rows").await.unwrap();
+    admin
+        .query_drop("CREATE TABLE sd_rows (id INT PRIMARY KEY, note VARCHAR(40), ts TIMESTAMP NULL) DEFAULT CHARSET=utf8mb4")
+        .await
+        .unwrap();
+    admin.query_drop("INSERT INTO sd_rows VALUES (1, 'Ωmega 😀 中文', '2026-06-01 12:00:00')").await.unwrap();
+    let config = "[admin]\nusers = [\"freshet\"]\n[fill]\ntimeout = \"3s\"\n\
+        [[cache]]\nname = \"notes\"\nquery = \"SELECT id, note FROM sd_rows WHERE id = ?\"\n\
+        [[cache]]\nname = \"stamps\"\nquery = \"SELECT id, ts FROM sd_rows WHERE id = ?\"\n";
+    let proxy = start_proxy_with_url(&format!("{base}/freshet_test"), config).await;
+    let through_opts = mysql_async::OptsBuilder::from_opts(mysql_async::Opts::from_url(&format!("{base}/freshet_test")).unwrap())
+        .ip_or_hostname(proxy.mysql.ip().to_string())
+        .tcp_port(proxy.mysql.port())
+        .prefer_socket(false);
+    let mut ours = mysql_async::Conn::new(through_opts).await.unwrap();
+    let mut theirs = mysql_async::Conn::from_url(format!("{base}/freshet_test")).await.unwrap();
+    for conn in [&mut ours, &mut theirs] {
+        conn.query_drop("SET NAMES utf8mb4").await.unwrap();
+    }
+    let served = |name: &str| proxy.engine.get().unwrap().by_name(name).unwrap().stats().hits;
+    // The text, as the server gives it, from the view.
+    let sql = "SELECT id, note FROM sd_rows WHERE id = 1";
+    let want = rows(&mut theirs, sql).await;
+    for _ in 0..100 {
+        assert_eq!(rows(&mut ours, sql).await, want, "{sql}");
+        if served("notes") > 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(served("notes") > 1, "{sql} is answered from its view");
+    // A row written after the fill comes through the binlog.
+    admin.query_drop("INSERT INTO sd_rows VALUES (2, 'ТЕКСТ 😀', '2026-01-01 00:00:00')").await.unwrap();
+    caught_up_with(&mut ours, &mut theirs).await;
+    let sql = "SELECT id, note FROM sd_rows WHERE id = 2";
+    let want = rows(&mut theirs, sql).await;
+    for read in 0..3 {
+        assert_eq!(rows(&mut ours, sql).await, want, "{sql} (read {read})");
+    }
+    // TIMESTAMPs in the session's zone, which is the host's: whatever freshet decides, the
+    // answer is the server's.
+    for id in [1, 2] {
+        let sql = format!("SELECT id, ts FROM sd_rows WHERE id = {id}");
+        let want = rows(&mut theirs, &sql).await;
+        for read in 0..3 {
+            assert_eq!(rows(&mut ours, &sql).await, want, "{sql} in the host's zone (read {read})");
+        }
+    }
+    // In UTC, said by offset, the view answers them.
+    for conn in [&mut ours, &mut theirs] {
+        conn.query_drop("SET time_zone = '+00:00'").await.unwrap();
+    }
+    let sql = "SELECT id, ts FROM sd_rows WHERE id = 1";
+    let want = rows(&mut theirs, sql).await;
+    let before = served("stamps");
+    for _ in 0..3 {
+        assert_eq!(rows(&mut ours, sql).await, want, "{sql} in UTC");
+    }
+    assert!(served("stamps") > before, "{sql} in UTC is answered from its view");
+}

@@ -11,6 +11,8 @@ pub struct PrivateServer {
     dir: PathBuf,
     port: u16,
     options: String,
+    /// Environment the server runs with (e.g. `TZ`, its system time zone).
+    env: Vec<(String, String)>,
     /// The URL of a user with all privileges, database `freshet_test`.
     pub url: String,
 }
@@ -27,6 +29,7 @@ impl PrivateServer {
             .env("FRESHET_MARIADB_DIR", &self.dir)
             .env("FRESHET_MARIADB_PORT", self.port.to_string())
             .env("FRESHET_MARIADB_OPTS", &self.options)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .output()
             .expect("scripts/mariadb.sh runs");
         assert!(out.status.success(), "scripts/mariadb.sh {arg} failed:\n{}", String::from_utf8_lossy(&out.stderr));
@@ -37,12 +40,19 @@ impl PrivateServer {
     /// interrupted run left behind is killed first) on a free port, with `options` added to
     /// the script's (space-separated server options, e.g. `--lower-case-table-names=1`).
     pub fn start(dir: &Path, options: &str) -> PrivateServer {
+        PrivateServer::start_with_env(dir, options, &[])
+    }
+
+    /// [`PrivateServer::start`] with environment variables for the server (`TZ` sets the
+    /// host's time zone it reads at start-up).
+    pub fn start_with_env(dir: &Path, options: &str, env: &[(&str, &str)]) -> PrivateServer {
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         if let Ok(pid) = std::fs::read_to_string(dir.join("mariadb.pid")) {
             let _ = Command::new("kill").args(["-KILL", pid.trim()]).status();
             wait_gone(pid.trim());
         }
-        let mut server = PrivateServer { dir: dir.to_path_buf(), port, options: options.to_string(), url: String::new() };
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut server = PrivateServer { dir: dir.to_path_buf(), port, options: options.to_string(), env, url: String::new() };
         let printed = server.run_script("start");
         server.url = printed
             .lines()

@@ -1552,12 +1552,9 @@ mod tests {
     /// assignments are.
     #[test]
     fn set_password_and_default_role_leave_the_session_followed() {
-        for sql in [
-            "SET PASSWORD = PASSWORD('x')",
-            "set password for 'u'@'%' = 'hash'",
-            "SET DEFAULT ROLE r",
-            "SET DEFAULT ROLE NONE FOR u@'%'",
-        ] {
+        for sql in
+            ["SET PASSWORD = PASSWORD('x')", "set password for 'u'@'%' = 'hash'", "SET DEFAULT ROLE r", "SET DEFAULT ROLE NONE FOR u@'%'"]
+        {
             let s = after(&[sql]);
             assert!(s.stale && !s.unfollowed, "{sql}: {s:?}");
         }
