@@ -61,11 +61,15 @@ pub mod views;
 /// What each of freshet's own connections to the server sets first, whatever the server's
 /// globals are: no `sql_select_limit` (a global one would cut the schema's and the fills'
 /// answers short), a `sql_mode` that changes no SELECT (not `''`, which EMPTY_STRING_IS_NULL
-/// reads as NULL), UTC (the binlog's zone for TIMESTAMPs), and autocommit (a global off would
-/// keep an idle connection of freshet's in a transaction for good). The fill and copy
-/// connections add their own settings to it.
-pub const OWN_SESSION: &str =
-    "SET SESSION sql_select_limit = 18446744073709551615, sql_mode = 'NO_ENGINE_SUBSTITUTION', time_zone = '+00:00', autocommit = 1";
+/// reads as NULL), UTC (the binlog's zone for TIMESTAMPs), autocommit (a global off would
+/// keep an idle connection of freshet's in a transaction for good), and utf8mb4 both ways,
+/// which freshet decodes every text it reads as (a server started with
+/// `--skip-character-set-client-handshake`, or an `init_connect` of `SET NAMES latin1`, gives
+/// a connection its own character set whatever the handshake asked, and sends `?` for what
+/// that set lacks). The fill and copy connections add their own settings to it.
+pub const OWN_SESSION: &str = "SET SESSION sql_select_limit = 18446744073709551615, sql_mode = 'NO_ENGINE_SUBSTITUTION', \
+     time_zone = '+00:00', autocommit = 1, character_set_client = utf8mb4, character_set_connection = utf8mb4, \
+     character_set_results = utf8mb4";
 
 pub use backoff::Backoff;
 pub use checks::check_upstream;
