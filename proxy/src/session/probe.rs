@@ -32,8 +32,9 @@ use super::{Session, SessionError};
 const PROBE: &[u8] = b"SELECT CURRENT_USER(), CURRENT_ROLE(), DATABASE(), @@SESSION.sql_mode, @@SESSION.sql_select_limit, \
 @@SESSION.character_set_client, @@SESSION.character_set_connection, @@SESSION.character_set_results, \
 @@SESSION.collation_connection, @@lower_case_table_names, @@SESSION.time_zone, @@system_time_zone, \
-@@SESSION.div_precision_increment, @@SESSION.sql_auto_is_null, @@SESSION.max_sort_length, @@SESSION.wait_timeout";
-const COLUMNS: usize = 16;
+@@SESSION.div_precision_increment, @@SESSION.sql_auto_is_null, @@SESSION.max_sort_length, @@SESSION.wait_timeout, \
+UNIX_TIMESTAMP('2001-01-01 00:00:00') = 978307200 AND UNIX_TIMESTAMP('2001-07-01 00:00:00') = 993945600 AND NOW() = UTC_TIMESTAMP()";
+const COLUMNS: usize = 17;
 /// The probe's reply is a dozen short values; anything larger is not the server's answer.
 const LIMIT: usize = 64 * 1024;
 
@@ -283,7 +284,7 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     let mut h = DefaultHasher::new();
     (get(5), get(6), get(7), get(8), get(12)).hash(&mut h);
     let reading = Reading {
-        utc: utc(get(10).as_deref(), get(11).as_deref()),
+        utc: utc(get(10).as_deref(), get(11).as_deref()) && get(16).as_deref() == Some("1"),
         default_division: get(12).as_deref() == Some("4"),
         // utf8mb3's general_ci weighs every character it holds as utf8mb4's does.
         general_ci: matches!(get(8).as_deref(), Some("utf8mb4_general_ci" | "utf8mb3_general_ci" | "utf8_general_ci")),
@@ -332,7 +333,10 @@ fn misreading(sql_mode: &str) -> bool {
 /// Whether a session whose `time_zone` is `zone` reads TIMESTAMPs in UTC: by offset, by the
 /// name `UTC`, or `SYSTEM` on a host whose zone is UTC. A host zone's name is its abbreviation
 /// at the server's start (`GMT` may be London's winter), so only `UTC` counts; any other zone
-/// is not UTC here, which relays, never answers wrongly.
+/// is not UTC here, which relays, never answers wrongly. A name is not enough either (the
+/// POSIX zone `UTC+5` calls itself `UTC`, and a named zone is whatever the server's time zone
+/// tables say): the probe also asks for the zone's offset now, in January and in July, and
+/// all three must be zero (the caller's second condition).
 fn utc(zone: Option<&str>, system: Option<&str>) -> bool {
     match zone {
         Some("+00:00" | "UTC") => true,
@@ -378,6 +382,8 @@ mod tests {
             s("4"),
             s("0"),
             s("1024"),
+            s("28800"),
+            s("1"),
         ]
     }
 
@@ -442,5 +448,11 @@ mod tests {
         ] {
             assert_eq!(utc(zone, system), is_utc, "{zone:?} on {system:?}");
         }
+        // A zone that calls itself UTC and is not (the POSIX zone `UTC+5` on `SYSTEM`): the
+        // offsets decide.
+        assert!(identity(values("app@%", None, "", &max, Some("utf8mb4"))).reading.utc);
+        let mut off = values("app@%", None, "", &max, Some("utf8mb4"));
+        off[16] = Some("0".to_string());
+        assert!(!identity(off).reading.utc);
     }
 }
