@@ -10,6 +10,7 @@ pub const ANNOTATE_ROWS: u8 = 160;
 pub const BINLOG_CHECKPOINT: u8 = 161;
 pub const GTID: u8 = 162;
 pub const GTID_LIST: u8 = 163;
+pub const START_ENCRYPTION: u8 = 164;
 
 /// FL_STANDALONE: the event group has no BEGIN/COMMIT (DDL), it is the single next event.
 const FL_STANDALONE: u8 = 1;

@@ -55,8 +55,12 @@ use crate::events::{EventKind, classify};
 use crate::flavor::{self, Flavor};
 use crate::follow::FollowedTables;
 use crate::lag::LagHandle;
+use crate::mariadb_events;
 use crate::position::{BinlogPos, MariaGtid, split_file_name};
 use crate::schema::{TableInfo, load_tables};
+
+/// MySQL's PREVIOUS_GTIDS event, after a file's format description.
+const PREVIOUS_GTIDS: u8 = 35;
 
 /// Where a new stream starts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -539,6 +543,14 @@ impl BinlogStream {
             // Between groups: the only place the set of decoded tables may change.
             self.sync_followed();
         }
+        // A file's first events (its format description, MariaDB's GTID list, checkpoint and
+        // encryption start, MySQL's previous GTIDs), or a checkpoint later in it.
+        let preamble = self.txn.is_none()
+            && (matches!(kind, EventKind::FormatDescription { .. })
+                || matches!(
+                    hdr.event_type_raw(),
+                    mariadb_events::BINLOG_CHECKPOINT | mariadb_events::GTID_LIST | mariadb_events::START_ENCRYPTION | PREVIOUS_GTIDS
+                ));
         match kind {
             EventKind::FakeRotate { name } => self.check_fake_rotate(&name)?,
             // Nothing before the first ROTATE has said where this connection reads.
@@ -611,7 +623,27 @@ impl BinlogStream {
             }
             EventKind::Payload | EventKind::Other => {}
         }
+        if preamble {
+            self.between_groups(log_pos)?;
+        }
         self.server_seen(log_pos);
+        Ok(())
+    }
+
+    /// An event that is no transaction's, outside one, ending at `log_pos` in the file being
+    /// read: an empty batch moves the applied position past it. After a rotation the new
+    /// file starts with such events, and a heartbeat (which does the same) comes only when
+    /// the server has had nothing to send for its period: rotations with nothing written
+    /// between them (FLUSH BINARY LOGS in a loop, a tiny `max_binlog_size`) would otherwise
+    /// leave the stream behind the server's end for as long as they go on.
+    fn between_groups(&mut self, log_pos: u32) -> Result<(), CdcError> {
+        if log_pos == 0 || self.delivered.file != self.file || self.delivered.offset >= log_pos {
+            return Ok(());
+        }
+        let at = BinlogPos::new(self.file.clone(), log_pos);
+        self.out.push_back(StreamEvent::Batch(Batch { position: at.position()?, changes: Vec::new() }));
+        self.delivered = at.clone();
+        self.lag.update(|l| l.delivered = Some(at));
         Ok(())
     }
 
