@@ -311,6 +311,72 @@ async fn an_old_session_is_not_served_what_a_newer_one_may_read() {
     }
 }
 
+/// The same when the GRANT is in no binlog: `GRANT ... TO u, nobody` fails for the account
+/// that does not exist (1133), gives `u` the grant, and is not logged, so freshet sees no
+/// change at all. A session of `u` that logged in before it is still refused; one that logs in
+/// after is not, and what it learns must not reach the older one (an audit: the old session
+/// was served for as long as new ones logged in, past any `max_privilege_age`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_old_session_is_not_served_what_a_newer_one_learnt_after_an_unseen_grant() {
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_widen_unseen").await;
+    // What the old session's refusal taught its account ages out within a second, so that new
+    // sessions learn and are served.
+    let proxy =
+        start_proxy(&config("tr_widen_unseen", "\"freshet\"").replace("[consistency]\n", "[consistency]\nmax_privilege_age = \"1s\"\n"))
+            .await;
+    let sql = "SELECT id, owner, secret FROM tr_widen_unseen WHERE id = 1";
+    warm(&proxy, sql).await;
+    let account = "tr_widen_u";
+    user(account, &["SELECT (id) ON freshet_test.tr_widen_unseen"]).await;
+    let (mut d, mut old) = pair(&proxy, account, Some(DB)).await;
+    same_text(&mut d, &mut old, sql, "before the grant").await;
+    let failed = direct()
+        .await
+        .query_drop(format!("GRANT SELECT ON freshet_test.* TO '{account}'@'127.0.0.1', 'tr_widen_nobody'@'127.0.0.1'"))
+        .await;
+    assert!(failed.is_err(), "the GRANT fails for the account that does not exist");
+    let want = text(&mut d, sql).await;
+    assert!(want.as_ref().is_err_and(|(code, _)| *code == 1143), "the server still refuses the old session: {want:?}");
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    for round in 0..3 {
+        let (mut d2, mut new) = pair(&proxy, account, Some(DB)).await;
+        assert!(served_from_cache(&proxy, &mut d2, &mut new, sql).await, "a new session is served after the grant (round {round})");
+        same_text(&mut d, &mut old, sql, &format!("the old session after a new one was served (round {round})")).await;
+    }
+}
+
+/// COM_RESET_CONNECTION does not make the server read a session's privileges again (nor
+/// change its account), so what a session learnt holds across it. Pools that reset each
+/// connection at checkout (MySqlConnector's default) read cached rows after the first read of
+/// each cache, also once their connections are older than `max_privilege_age` (an audit: all
+/// reads were relayed, as each reset cleared what the session had learnt and an old session
+/// teaches only itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_reset_at_each_checkout_keeps_what_it_learnt() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_pooled").await;
+    let proxy =
+        start_proxy(&config("tr_pooled", "\"freshet\"").replace("[consistency]\n", "[consistency]\nmax_privilege_age = \"1s\"\n")).await;
+    let sql = "SELECT id, owner, secret FROM tr_pooled WHERE id = 1";
+    warm(&proxy, sql).await;
+    let account = "tr_pooled_u";
+    user(account, &["SELECT ON freshet_test.tr_pooled"]).await;
+    let (mut d, mut pooled) = pair(&proxy, account, Some(DB)).await;
+    // Older than the age: what it learns is its own.
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    assert!(served_from_cache(&proxy, &mut d, &mut pooled, sql).await, "served before any reset");
+    // Another test's privilege change makes the session learn again, once: a few rounds.
+    let (mut served, rounds) = (0, 20);
+    for _ in 0..rounds {
+        pooled.reset().await.unwrap();
+        let before = hits(&proxy);
+        assert_eq!(text(&mut pooled, sql).await, text(&mut d, sql).await, "after a reset");
+        served += u64::from(hits(&proxy) > before);
+    }
+    assert!(served >= rounds / 2, "{served} of {rounds} reads after a reset each were served from the cache");
+}
+
 /// A privilege change the binlog does not carry (a REVOKE naming an account that does not
 /// exist fails with 1141, yet takes the grant from the accounts that do, and is not logged) is
 /// bounded by `max_privilege_age`. An old session keeps its database privileges from its
