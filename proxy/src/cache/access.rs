@@ -60,6 +60,10 @@ pub struct Learned {
     /// [`Access::generation`] when it was learned.
     generation: u64,
     expires: Instant,
+    /// When the session that learned it logged in: a session that logged in earlier may have
+    /// other global and database privileges (a GRANT the binlog does not carry reaches only
+    /// later logins), so it does not read this (in the account's table).
+    login: Instant,
 }
 
 /// The outcome of checking an account against a cache.
@@ -144,16 +148,24 @@ impl Access {
         if self.generation() != learning.generation {
             return;
         }
-        let entry = Learned { allowed, generation: learning.generation, expires: now + self.max_age };
+        let entry = Learned { allowed, generation: learning.generation, expires: now + self.max_age, login: learning.login.unwrap_or(now) };
         memo.keep(learning.cache, entry);
-        let Some(expires) = learning.login.map(|at| at + self.max_age).filter(|&e| e > now) else {
+        let Some((login, expires)) = learning.login.map(|at| (at, at + self.max_age)).filter(|&(_, e)| e > now) else {
             return;
         };
         if map.len() >= CAPACITY {
             map.clear();
         }
-        map.insert((learning.account.clone(), learning.cache), Learned { expires, ..entry });
+        map.insert((learning.account.clone(), learning.cache), Learned { expires, login, ..entry });
     }
+}
+
+/// When the server last authenticated a session (login, COM_CHANGE_USER).
+#[derive(Clone, Copy, Debug)]
+pub struct Login {
+    /// [`Access::generation`] read before it (None if the engine did not exist yet).
+    pub generation: Option<u64>,
+    pub at: Instant,
 }
 
 /// One session's copy of what it has used, for its current account.
@@ -164,11 +176,12 @@ pub struct Memo {
 
 impl Memo {
     /// May `account` read `cache`? Asks the shared table only when this session has no
-    /// current answer, and only if the session logged in under the current generation
-    /// (`login_generation`): what a session older than the last privilege change may read is
-    /// its own, either way (a GRANT ON db.* or ON *.* reaches only sessions that log in after
-    /// it, a REVOKE of them only those too).
-    pub fn check(&mut self, access: &Access, account: &Arc<str>, cache: CacheId, login_generation: Option<u64>, now: Instant) -> Verdict {
+    /// current answer, and then takes only what a session that logged in no later than this
+    /// one learned, under the generation this one logged in under (`login`): what a session
+    /// older than a privilege change may read is its own, either way (a GRANT ON db.* or ON
+    /// *.* reaches only sessions that log in after it, a REVOKE of them only those too, and
+    /// a change the binlog does not carry leaves the generation as it was).
+    pub fn check(&mut self, access: &Access, account: &Arc<str>, cache: CacheId, login: Login, now: Instant) -> Verdict {
         let generation = access.generation();
         let current = |l: &Learned| l.generation == generation && now < l.expires;
         let found = match self.entries.iter().position(|(c, _)| *c == cache) {
@@ -181,7 +194,7 @@ impl Memo {
         };
         let learned = match found {
             Some(l) => l,
-            None => match access.lookup(account, cache, now).filter(|_| login_generation == Some(generation)) {
+            None => match access.lookup(account, cache, now).filter(|l| login.generation == Some(generation) && l.login <= login.at) {
                 Some(l) => {
                     self.entries.push((cache, l));
                     l
@@ -214,6 +227,11 @@ impl Learning {
 mod tests {
     use super::*;
 
+    /// A session that logged in after every session of the test, under the current generation.
+    fn younger(access: &Access) -> Login {
+        Login { generation: Some(access.generation()), at: Instant::now() + Duration::from_secs(3600) }
+    }
+
     fn err(code: u16) -> Vec<u8> {
         let mut p = vec![0xff];
         p.extend_from_slice(&code.to_le_bytes());
@@ -227,19 +245,19 @@ mod tests {
         let (a, b): (Arc<str>, Arc<str>) = ("app@%".into(), "spy@%".into());
         let now = Instant::now();
         let mut memo = Memo::default();
-        let Verdict::Unknown { generation } = memo.check(&access, &a, CacheId(1), Some(access.generation()), now) else { panic!() };
+        let Verdict::Unknown { generation } = memo.check(&access, &a, CacheId(1), younger(&access), now) else { panic!() };
         access.learn(&Learning::new(a.clone(), CacheId(1), generation, Some(now)), &[3], now, &mut Memo::default());
         access.learn(&Learning::new(b.clone(), CacheId(1), generation, Some(now)), &err(1142), now, &mut Memo::default());
-        assert_eq!(memo.check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Allowed);
-        assert_eq!(Memo::default().check(&access, &b, CacheId(1), Some(access.generation()), now), Verdict::Denied);
+        assert_eq!(memo.check(&access, &a, CacheId(1), younger(&access), now), Verdict::Allowed);
+        assert_eq!(Memo::default().check(&access, &b, CacheId(1), younger(&access), now), Verdict::Denied);
         // Another cache is another question; an unrelated error teaches nothing.
         access.learn(&Learning::new(a.clone(), CacheId(2), generation, Some(now)), &err(1213), now, &mut memo);
-        assert!(matches!(memo.check(&access, &a, CacheId(2), Some(access.generation()), now), Verdict::Unknown { .. }));
+        assert!(matches!(memo.check(&access, &a, CacheId(2), younger(&access), now), Verdict::Unknown { .. }));
         access.forget_all();
-        assert!(matches!(memo.check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Unknown { .. }));
+        assert!(matches!(memo.check(&access, &a, CacheId(1), younger(&access), now), Verdict::Unknown { .. }));
         // An answer to a read asked before the change is not kept.
         access.learn(&Learning::new(a.clone(), CacheId(1), generation, Some(now)), &[3], now, &mut memo);
-        assert!(matches!(memo.check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Unknown { .. }));
+        assert!(matches!(memo.check(&access, &a, CacheId(1), younger(&access), now), Verdict::Unknown { .. }));
     }
 
     /// A session that logged in before the last privilege change keeps what it learns.
@@ -250,12 +268,14 @@ mod tests {
         let now = Instant::now();
         access.forget_all();
         let mut old = Memo::default();
-        let Verdict::Unknown { generation } = old.check(&access, &a, CacheId(1), Some(0), now) else { panic!() };
+        let Verdict::Unknown { generation } = old.check(&access, &a, CacheId(1), Login { generation: Some(0), at: now }, now) else {
+            panic!()
+        };
         access.learn(&Learning::new(a.clone(), CacheId(1), generation, None), &[3], now, &mut old);
-        assert_eq!(old.check(&access, &a, CacheId(1), Some(0), now), Verdict::Allowed);
-        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Unknown { .. }));
+        assert_eq!(old.check(&access, &a, CacheId(1), Login { generation: Some(0), at: now }, now), Verdict::Allowed);
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), younger(&access), now), Verdict::Unknown { .. }));
         access.forget_all();
-        assert!(matches!(old.check(&access, &a, CacheId(1), Some(0), now), Verdict::Unknown { .. }));
+        assert!(matches!(old.check(&access, &a, CacheId(1), Login { generation: Some(0), at: now }, now), Verdict::Unknown { .. }));
     }
 
     /// ... nor does it read what sessions younger than the change learnt: its global and
@@ -269,12 +289,31 @@ mod tests {
         let before = access.generation();
         access.forget_all();
         let mut new = Memo::default();
-        let Verdict::Unknown { generation } = new.check(&access, &a, CacheId(1), Some(access.generation()), now) else { panic!() };
+        let Verdict::Unknown { generation } = new.check(&access, &a, CacheId(1), younger(&access), now) else { panic!() };
         access.learn(&Learning::new(a.clone(), CacheId(1), generation, Some(now)), &[3], now, &mut new);
-        assert_eq!(Memo::default().check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Allowed);
+        assert_eq!(Memo::default().check(&access, &a, CacheId(1), younger(&access), now), Verdict::Allowed);
         let mut old = Memo::default();
-        assert!(matches!(old.check(&access, &a, CacheId(1), Some(before), now), Verdict::Unknown { .. }));
-        assert!(matches!(old.check(&access, &a, CacheId(1), None, now), Verdict::Unknown { .. }), "logged in before the engine");
+        assert!(matches!(old.check(&access, &a, CacheId(1), Login { generation: Some(before), at: now }, now), Verdict::Unknown { .. }));
+        assert!(
+            matches!(old.check(&access, &a, CacheId(1), Login { generation: None, at: now }, now), Verdict::Unknown { .. }),
+            "logged in before the engine"
+        );
+    }
+
+    /// ... and under one generation, a session does not read what a session that logged in
+    /// after it learnt: a change the binlog does not carry (a GRANT that fails for one of its
+    /// accounts) may lie between their logins (an audit).
+    #[test]
+    fn a_session_reads_only_what_sessions_no_younger_learnt() {
+        let access = Access::new(Duration::from_secs(60));
+        let a: Arc<str> = "5:app@%".into();
+        let old = Instant::now();
+        let new = old + Duration::from_secs(5);
+        access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), Some(new)), &[3], new, &mut Memo::default());
+        let at = |at: Instant| Login { generation: Some(access.generation()), at };
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), at(old), new), Verdict::Unknown { .. }));
+        assert_eq!(Memo::default().check(&access, &a, CacheId(1), at(new), new), Verdict::Allowed);
+        assert_eq!(Memo::default().check(&access, &a, CacheId(1), at(new + Duration::from_secs(1)), new), Verdict::Allowed);
     }
 
     /// What a session learns holds for its account until `max_age` after the session's login,
@@ -287,19 +326,15 @@ mod tests {
         let later = login + Duration::from_secs(50);
         let mut own = Memo::default();
         access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), Some(login)), &[3], later, &mut own);
-        assert_eq!(Memo::default().check(&access, &a, CacheId(1), Some(access.generation()), later), Verdict::Allowed);
+        assert_eq!(Memo::default().check(&access, &a, CacheId(1), younger(&access), later), Verdict::Allowed);
         let past = login + Duration::from_secs(61);
-        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), Some(access.generation()), past), Verdict::Unknown { .. }));
-        assert_eq!(
-            own.check(&access, &a, CacheId(1), Some(access.generation()), past),
-            Verdict::Allowed,
-            "the session's own holds from its read"
-        );
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(1), younger(&access), past), Verdict::Unknown { .. }));
+        assert_eq!(own.check(&access, &a, CacheId(1), younger(&access), past), Verdict::Allowed, "the session's own holds from its read");
         // Learned past its login's age: the session's alone.
         let mut own = Memo::default();
         access.learn(&Learning::new(a.clone(), CacheId(2), access.generation(), Some(login)), &[3], past, &mut own);
-        assert!(matches!(Memo::default().check(&access, &a, CacheId(2), Some(access.generation()), past), Verdict::Unknown { .. }));
-        assert_eq!(own.check(&access, &a, CacheId(2), Some(access.generation()), past), Verdict::Allowed);
+        assert!(matches!(Memo::default().check(&access, &a, CacheId(2), younger(&access), past), Verdict::Unknown { .. }));
+        assert_eq!(own.check(&access, &a, CacheId(2), younger(&access), past), Verdict::Allowed);
     }
 
     #[test]
@@ -309,10 +344,7 @@ mod tests {
         let now = Instant::now();
         let mut memo = Memo::default();
         access.learn(&Learning::new(a.clone(), CacheId(1), access.generation(), Some(now)), &[3], now, &mut Memo::default());
-        assert_eq!(memo.check(&access, &a, CacheId(1), Some(access.generation()), now), Verdict::Allowed);
-        assert!(matches!(
-            memo.check(&access, &a, CacheId(1), Some(access.generation()), now + Duration::from_secs(61)),
-            Verdict::Unknown { .. }
-        ));
+        assert_eq!(memo.check(&access, &a, CacheId(1), younger(&access), now), Verdict::Allowed);
+        assert!(matches!(memo.check(&access, &a, CacheId(1), younger(&access), now + Duration::from_secs(61)), Verdict::Unknown { .. }));
     }
 }

@@ -354,7 +354,8 @@ pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
         return Gate::Closed(RelayReason::SessionState, None);
     }
     let Some(cache) = engine.by_id(id) else { return Gate::Closed(RelayReason::Unavailable, None) };
-    match s.memo.check(&engine.access, &identity.account, id, s.login_generation, s.now) {
+    let login = access::Login { generation: s.login_generation, at: s.login_at };
+    match s.memo.check(&engine.access, &identity.account, id, login, s.now) {
         access::Verdict::Allowed => Gate::Open(cache),
         access::Verdict::Denied => Gate::Closed(RelayReason::Denied, None),
         access::Verdict::Unknown { generation } => {

@@ -273,10 +273,7 @@ impl Session {
             StmtSendLongData => self.note_long_data(&payload),
             // The server's answer decides the database (and the account): ask it again
             // before the next cached read, whatever it answers here.
-            InitDb => {
-                self.state.stale = true;
-                self.state.database_epoch += 1;
-            }
+            InitDb => self.state.database_may_change(),
             // A new session on the server: nothing is owed to its diagnostics.
             ChangeUser => {
                 self.state.stale = true;

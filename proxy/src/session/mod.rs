@@ -184,9 +184,10 @@ pub struct Session {
     identity: Option<crate::cache::route::Identity>,
     /// What this session's account may read, as far as this session has asked.
     memo: crate::cache::access::Memo,
-    /// `SessionState::database_epoch` when the memo was last kept: a USE (or COM_INIT_DB, a
-    /// reset) since makes the server read the session's database privileges again, so what
-    /// the session learnt for itself is forgotten at the next probe.
+    /// `SessionState::rights_epoch` when the memo was last kept: a USE (or COM_INIT_DB) since
+    /// makes the server read the session's database privileges again, so what the session
+    /// learnt for itself is forgotten at the next probe if a privilege change was seen since
+    /// its login.
     memo_epoch: u64,
     /// The access generation read before the server last authenticated the session (login,
     /// COM_CHANGE_USER): what the session learns under a later one is its own

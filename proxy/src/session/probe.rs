@@ -111,11 +111,16 @@ impl Session {
         tracing::Span::current().record("user", identity.account.as_ref());
         // What the session learnt holds for the same account, unless the server has read its
         // database privileges again since (USE: a database-level REVOKE the session outlived
-        // then takes effect for it).
-        if account.as_ref() != Some(&identity.account) || self.memo_epoch != self.state.database_epoch {
+        // then takes effect for it) and a privilege change was seen since its login (without
+        // one, they are what they were; a change the binlog does not carry is bounded by the
+        // age of what was learnt). A reset reads nothing again: pools that reset at each
+        // checkout keep what their sessions learnt.
+        let generation = self.shared.engine.get().map(|e| e.access.generation());
+        let reread = self.memo_epoch != self.state.rights_epoch && (generation.is_none() || self.login_generation != generation);
+        if account.as_ref() != Some(&identity.account) || reread {
             self.memo.clear();
         }
-        self.memo_epoch = self.state.database_epoch;
+        self.memo_epoch = self.state.rights_epoch;
         self.identity = Some(identity);
         self.note_prepared_database();
         Ok(self.identity.as_ref())

@@ -81,6 +81,9 @@ pub struct SessionState {
     /// reset): a prepared statement's tables are the prepare's database's
     /// (`PreparedRoute::in_cache_database`).
     pub database_epoch: u64,
+    /// Counts what makes the server read the session's database privileges again: USE,
+    /// COM_INIT_DB, dropping its database. Not a reset, which keeps them (and the account).
+    pub rights_epoch: u64,
 }
 
 impl SessionState {
@@ -98,6 +101,7 @@ impl SessionState {
             unfollowed: misread,
             misread_connection: misread,
             database_epoch: self.database_epoch + 1,
+            rights_epoch: self.rights_epoch,
             ..SessionState::default()
         };
     }
@@ -206,19 +210,21 @@ impl SessionState {
         }
     }
 
+    /// USE, COM_INIT_DB or a dropped database: the server is asked again which database the
+    /// session is in, and it read the session's database privileges again.
+    pub fn database_may_change(&mut self) {
+        self.stale = true;
+        self.database_epoch += 1;
+        self.rights_epoch += 1;
+    }
+
     /// Notes what one statement (its tokens in `sql`) may do to the session.
     fn statement(&mut self, sql: &[u8], tokens: &[Token]) {
         match tokens.first().map(|t| word(sql, t)).as_deref() {
-            Some("use") => {
-                self.stale = true;
-                self.database_epoch += 1;
-            }
+            Some("use") => self.database_may_change(),
             // Dropping (or replacing) the session's default database leaves it with none: the
             // server is asked again which it is.
-            Some("drop" | "create") if drops_a_database(sql, tokens) => {
-                self.stale = true;
-                self.database_epoch += 1;
-            }
+            Some("drop" | "create") if drops_a_database(sql, tokens) => self.database_may_change(),
             Some("set") => self.observe_set(sql, tokens),
             Some("prepare") => self.sql_prepare(sql, tokens),
             Some("execute") => self.sql_execute(sql, tokens),
