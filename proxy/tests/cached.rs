@@ -3546,3 +3546,51 @@ fn same_rows(ours: &[Vec<String>], theirs: &[Vec<String>], ordered: bool, spelli
     };
     freshet_testkit::sqlgen::same_rows(ours, theirs, ordered, same)
 }
+
+/// The server reads a prepared statement's text once, at its prepare, under the session's
+/// sql_mode and character sets of that moment, and keeps that reading for every execute. A
+/// statement prepared under settings no view answers, and executed after the session went
+/// back to settings one does, is the prepare's reading (an audit: the view's answer was
+/// served, `(1, 1)` where the server gives `(1, 0)`, and `'Hello'` where it gives NULL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_statement_is_read_as_the_session_was_at_its_prepare() {
+    fresh_table("c_prep_reading", "id INT PRIMARY KEY, vc VARCHAR(20)", "(1, 'Hello'), (2, '')").await;
+    let reads = [
+        ("prep_eq", "SELECT id, 'a' = 'A' AS same FROM c_prep_reading WHERE id = ?", "SET NAMES utf8mb4 COLLATE utf8mb4_bin"),
+        ("prep_concat", "SELECT id, CONCAT(vc, '') AS c FROM c_prep_reading WHERE id = ?", "SET sql_mode = 'EMPTY_STRING_IS_NULL'"),
+    ];
+    let proxy = start_proxy(&cache_config(&reads.map(|(name, query, _)| (name, query)))).await;
+    // No statement cache: each `prep` prepares on the server, under the session's settings then.
+    let uncached = |addr: String| opts(&addr).stmt_cache_size(0);
+    let mut direct_conn = mysql_async::Conn::new(uncached(upstream_addr())).await.unwrap();
+    let mut through_conn = mysql_async::Conn::new(uncached(proxy.mysql.to_string())).await.unwrap();
+    for (name, query, before) in reads {
+        // Every key read once, so that the view holds it.
+        for conn in [&mut direct_conn, &mut through_conn] {
+            for id in [1, 2] {
+                let _: Vec<mysql_async::Row> = conn.exec(query, (id,)).await.unwrap();
+            }
+        }
+        let mut answers = Vec::new();
+        for conn in [&mut direct_conn, &mut through_conn] {
+            conn.query_drop(before).await.unwrap();
+            let statement = conn.prep(query).await.unwrap();
+            conn.query_drop("SET NAMES utf8mb4").await.unwrap();
+            conn.query_drop("SET sql_mode = DEFAULT").await.unwrap();
+            let mut rows = Vec::new();
+            for id in [1, 2, 1] {
+                let got: Vec<mysql_async::Row> = conn.exec(&statement, (id,)).await.unwrap();
+                rows.push(got.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>());
+            }
+            answers.push(rows);
+        }
+        assert_eq!(answers[1], answers[0], "{name}: prepared after `{before}`, executed after the defaults came back");
+        // Prepared under the defaults, the same statement is answered from the view.
+        let before_hits = hits(&proxy, name);
+        let statement = through_conn.prep(query).await.unwrap();
+        for _ in 0..3 {
+            let _: Vec<mysql_async::Row> = through_conn.exec(&statement, (1,)).await.unwrap();
+        }
+        assert!(hits(&proxy, name) > before_hits, "{name}: prepared under the defaults, it is served");
+    }
+}
