@@ -207,6 +207,9 @@ pub struct Identity {
     /// The session's character sets, collation and `div_precision_increment`, hashed: what
     /// the server's column definitions depend on besides the query (part of their key).
     pub charset: u64,
+    /// The session's sql_mode, client and connection character sets and collation, hashed:
+    /// how the server reads a statement's text (a prepared statement's once, at its prepare).
+    pub text_reading: u64,
     /// How the session reads what some views depend on.
     pub reading: Reading,
     /// The session's sql_mode changes how text is read (ANSI, ANSI_QUOTES,

@@ -46,6 +46,14 @@ pub struct PreparedRoute {
     /// `SessionState::database_epoch` at the prepare: a probe at the same epoch tells the
     /// prepare's database.
     pub database_epoch: u64,
+    /// How the server read the text at the prepare (`Identity::text_reading`): it keeps that
+    /// reading for every execute (a statement prepared under `EMPTY_STRING_IS_NULL`, or a
+    /// binary collation, answers so after the session's settings came back). An execute is
+    /// answered here only under the same. None until the server has said (a probe at the
+    /// prepare's `settings_epoch`).
+    pub text_reading: Option<u64>,
+    /// `SessionState::settings_epoch` at the prepare.
+    pub settings_epoch: u64,
     /// (type, flags) of the parameters as last sent by the client.
     pub types: Vec<(u8, u8)>,
     /// COM_STMT_SEND_LONG_DATA was used: relay the next execute.
@@ -372,6 +380,8 @@ impl Session {
             literals: literal::kinds(&query.literals),
             in_cache_database: self.identity.as_ref().filter(|_| !self.state.stale).map(|i| i.in_database(&engine.settings.database)),
             database_epoch: self.state.database_epoch,
+            text_reading: self.identity.as_ref().filter(|_| !self.state.stale).map(|i| i.text_reading),
+            settings_epoch: self.state.settings_epoch,
             types: Vec::new(),
             long_data: false,
             refused: false,
@@ -392,8 +402,8 @@ impl Session {
                 RelayReason::SessionState.into()
             }
             // Its tables may be another database's (the gate checked the session's default
-            // database now, not the prepare's).
-            Admission::Open(_) if !self.prepared_in_cache_database(statement) => RelayReason::SessionState.into(),
+            // database now, not the prepare's), or its text read otherwise.
+            Admission::Open(_) if !self.prepared_as_now(statement) => RelayReason::SessionState.into(),
             Admission::Open(cache) => match self.own_writes(&engine).await? {
                 Some(reason) => reason.into(),
                 None => {
@@ -456,20 +466,28 @@ impl Session {
         }
     }
 
-    /// Whether statement `id`'s tables are known to be the caches' database's.
-    fn prepared_in_cache_database(&self, id: u32) -> bool {
-        self.statements.get(&id).and_then(|s| s.route.as_ref()).and_then(|r| r.in_cache_database) == Some(true)
+    /// Whether statement `id`'s tables are known to be the caches' database's, and its text
+    /// to have been read at the prepare as the session reads text now.
+    fn prepared_as_now(&self, id: u32) -> bool {
+        let Some(route) = self.statements.get(&id).and_then(|s| s.route.as_ref()) else { return false };
+        route.in_cache_database == Some(true)
+            && route.text_reading.is_some()
+            && route.text_reading == self.identity.as_ref().map(|i| i.text_reading)
     }
 
     /// After a probe: the routes of statements prepared since the session's default database
-    /// last changed learn which database their tables are in (the probe's).
+    /// (or settings) last changed learn which database their tables are in (and how their
+    /// text was read): the probe's.
     pub(super) fn note_prepared_database(&mut self) {
         let (Some(engine), Some(identity)) = (self.shared.engine.get(), self.identity.as_ref()) else { return };
         let in_cache_database = identity.in_database(&engine.settings.database);
-        let epoch = self.state.database_epoch;
+        let (database_epoch, settings_epoch) = (self.state.database_epoch, self.state.settings_epoch);
         for route in self.statements.values_mut().filter_map(|s| s.route.as_mut()) {
-            if route.in_cache_database.is_none() && route.database_epoch == epoch {
+            if route.in_cache_database.is_none() && route.database_epoch == database_epoch {
                 route.in_cache_database = Some(in_cache_database);
+            }
+            if route.text_reading.is_none() && route.settings_epoch == settings_epoch {
+                route.text_reading = Some(identity.text_reading);
             }
         }
     }

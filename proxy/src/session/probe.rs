@@ -286,6 +286,8 @@ fn identity(values: Vec<Option<String>>) -> Identity {
     // What the server's column definitions for one query depend on: the character sets and
     // collation, and the decimals of a quotient (a relayed reply may teach them to a session
     // with another `div_precision_increment`, which must not use them).
+    let mut text = DefaultHasher::new();
+    (&sql_mode, get(5), get(6), get(8)).hash(&mut text);
     let mut h = DefaultHasher::new();
     (get(5), get(6), get(7), get(8), get(12)).hash(&mut h);
     let reading = Reading {
@@ -306,6 +308,7 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         case_insensitive_names: get(9).is_some_and(|v| v != "0"),
         unfit,
         charset: h.finish(),
+        text_reading: text.finish(),
         reading,
         misread: misreading(&sql_mode),
         misread_charset: get(5).is_some_and(|c| super::state::misread_charset(&c)),

@@ -84,6 +84,10 @@ pub struct SessionState {
     /// Counts what makes the server read the session's database privileges again: USE,
     /// COM_INIT_DB, dropping its database. Not a reset, which keeps them (and the account).
     pub rights_epoch: u64,
+    /// Counts what may have changed the session's settings (every time it is made `stale`, and
+    /// a reset): a prepared statement's text was read under its prepare's
+    /// (`PreparedRoute::text_reading`).
+    pub settings_epoch: u64,
 }
 
 impl SessionState {
@@ -102,6 +106,7 @@ impl SessionState {
             misread_connection: misread,
             database_epoch: self.database_epoch + 1,
             rights_epoch: self.rights_epoch,
+            settings_epoch: self.settings_epoch + 1,
             ..SessionState::default()
         };
     }
@@ -210,10 +215,17 @@ impl SessionState {
         }
     }
 
+    /// Something may have changed the session's settings: the server is asked again before
+    /// its next cached read.
+    pub fn mark_stale(&mut self) {
+        self.stale = true;
+        self.settings_epoch += 1;
+    }
+
     /// USE, COM_INIT_DB or a dropped database: the server is asked again which database the
     /// session is in, and it read the session's database privileges again.
     pub fn database_may_change(&mut self) {
-        self.stale = true;
+        self.mark_stale();
         self.database_epoch += 1;
         self.rights_epoch += 1;
     }
@@ -304,7 +316,7 @@ impl SessionState {
         // no target until the loop below meets a top-level comma).
         let (mut start, mut expect_target) = (1, true);
         if matches!(first.as_str(), "names" | "character" | "charset") {
-            self.stale = true;
+            self.mark_stale();
             // `SET NAMES x`, `SET CHARSET x`, `SET CHARACTER SET x`: x is the client's.
             let at = if first == "character" { 3 } else { 2 };
             if !follows_charset(sql, tokens, at) {
@@ -320,7 +332,7 @@ impl SessionState {
         // same. What follows their first top-level comma is read as any assignments are (`SET
         // PASSWORD = PASSWORD('x'), sql_mode = 'ANSI'` sets the mode).
         if first == "password" || (first == "default" && text(2) == "role") {
-            self.stale = true;
+            self.mark_stale();
             (start, expect_target) = (2, false);
         }
         // MariaDB's `SET STATEMENT assignments FOR statement`: the assignments hold for that
@@ -391,14 +403,14 @@ impl SessionState {
                     i += named_by - 1;
                     match name.as_str() {
                         "character_set_client" => {
-                            self.stale = true;
+                            self.mark_stale();
                             if !(tokens.get(i + 1).is_some_and(|t| t.is_symbol(sql, b"=") || t.is_symbol(sql, b":="))
                                 && follows_charset(sql, tokens, i + 2))
                             {
                                 self.unfollowed(MISREAD_CHARSET, sql);
                             }
                         }
-                        "character_set_results" | "character_set_connection" | "collation_connection" => self.stale = true,
+                        "character_set_results" | "character_set_connection" | "collation_connection" => self.mark_stale(),
                         // A value the server computes (`1 - 1`) may be anything.
                         "sql_log_bin" | "binlog_format" => self.unlogged |= !value_alone || turns_binlogging_off(&name, &value),
                         // READ UNCOMMITTED reads other sessions' uncommitted rows, which no view
@@ -407,7 +419,7 @@ impl SessionState {
                         "transaction" if tokens.iter().any(|t| word(sql, t) == "uncommitted") => {
                             self.unfollowed("READ UNCOMMITTED isolation", sql)
                         }
-                        "transaction" | "transaction_isolation" | "tx_isolation" => self.stale = true,
+                        "transaction" | "transaction_isolation" | "tx_isolation" => self.mark_stale(),
                         // On, the server answers every SELECT a view answers; off, it may
                         // refuse a large one (max_join_size).
                         "sql_big_selects" if value_is(&value, &["1", "on", "true"]) => {}
@@ -420,7 +432,7 @@ impl SessionState {
                         // Read by the probe: asked again, and the server's answer decides
                         // which reads are served (`route::Reading`, `Identity::unfit`).
                         "sql_mode" | "sql_select_limit" | "time_zone" | "div_precision_increment" | "sql_auto_is_null" | "wait_timeout" => {
-                            self.stale = true
+                            self.mark_stale()
                         }
                         n if HARMLESS.contains(&n) => {}
                         _ => self.unfollowed("a setting that may change results", sql),
