@@ -377,6 +377,33 @@ async fn a_session_reset_at_each_checkout_keeps_what_it_learnt() {
     assert!(served >= rounds / 2, "{served} of {rounds} reads after a reset each were served from the cache");
 }
 
+/// A login whose password expired is in the server's sandbox: every statement but SET
+/// PASSWORD is refused (1820), the probe's too. Once it has set its password it reads as
+/// any session does, and is served (an audit: the probe's refusal left the session
+/// unfollowed, relayed for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_password_session_is_served_once_it_sets_one() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_expired").await;
+    let proxy = start_proxy(&config("tr_expired", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_expired WHERE id = 1";
+    warm(&proxy, sql).await;
+    let account = "tr_expired_u";
+    user(account, &["SELECT ON freshet_test.tr_expired"]).await;
+    direct().await.query_drop(format!("ALTER USER '{account}'@'127.0.0.1' PASSWORD EXPIRE")).await.unwrap();
+    // Settings the driver would otherwise ask the server for right after the login.
+    let sandboxed = |addr: String| as_user(&addr, account, Some(DB)).max_allowed_packet(Some(16 << 20)).wait_timeout(Some(28_800));
+    let mut d = Conn::new(sandboxed(upstream_addr())).await.unwrap();
+    let mut t = Conn::new(sandboxed(proxy.mysql.to_string())).await.unwrap();
+    let want = text(&mut d, sql).await;
+    assert!(want.as_ref().is_err_and(|(code, _)| *code == 1820), "the server's sandbox: {want:?}");
+    assert_eq!(text(&mut t, sql).await, want, "in the sandbox");
+    for conn in [&mut d, &mut t] {
+        conn.query_drop("SET PASSWORD = PASSWORD('pw')").await.unwrap();
+    }
+    assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "served once the password is set");
+}
+
 /// A privilege change the binlog does not carry (a REVOKE naming an account that does not
 /// exist fails with 1141, yet takes the grant from the accounts that do, and is not logged) is
 /// bounded by `max_privilege_age`. An old session keeps its database privileges from its
