@@ -91,6 +91,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             memo_epoch: 0,
             login_generation,
             login_at,
+            refused_with: None,
             shapes: Default::default(),
             owed: Default::default(),
             learning: None,

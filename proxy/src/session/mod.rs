@@ -195,6 +195,8 @@ pub struct Session {
     login_generation: Option<u64>,
     /// When the server last authenticated the session (`route::Standing::login_at`).
     login_at: std::time::Instant,
+    /// The error code of the last one-row question's refusal (the probe's), if it was refused.
+    refused_with: Option<u16>,
     /// The relayed read in progress teaches the account's right to a cache.
     learning: Option<crate::cache::access::Learning>,
     /// The relayed read in progress is a cached table's, relayed for what was set for the next

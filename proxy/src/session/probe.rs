@@ -35,6 +35,8 @@ const PROBE: &[u8] = b"SELECT CURRENT_USER(), CURRENT_ROLE(), DATABASE(), @@SESS
 @@SESSION.div_precision_increment, @@SESSION.sql_auto_is_null, @@SESSION.max_sort_length, @@SESSION.wait_timeout, \
 UNIX_TIMESTAMP('2001-01-01 00:00:00') = 978307200 AND UNIX_TIMESTAMP('2001-07-01 00:00:00') = 993945600 AND NOW() = UTC_TIMESTAMP()";
 const COLUMNS: usize = 17;
+/// ER_MUST_CHANGE_PASSWORD: the session's password expired (the server's sandbox).
+const MUST_CHANGE_PASSWORD: u16 = 1820;
 /// The probe's reply is a dozen short values; anything larger is not the server's answer.
 const LIMIT: usize = 64 * 1024;
 
@@ -86,6 +88,12 @@ impl Session {
             }),
         };
         let Some(values) = values else {
+            if self.refused_with == Some(MUST_CHANGE_PASSWORD) {
+                // The server's sandbox: a login whose password expired runs nothing but SET
+                // PASSWORD. Asked again before the next cached read; this one is relayed.
+                self.state.mark_stale();
+                return Ok(None);
+            }
             tracing::debug!("the server's answer to the session probe was not a row; cached reads are relayed");
             self.state.unfollowed = true;
             return Ok(None);
@@ -194,7 +202,9 @@ impl Session {
     ) -> Result<(Option<Vec<Option<String>>>, Option<u16>), SessionError> {
         let protocol = |why: &str| protocol(what, why);
         let first = self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
+        self.refused_with = None;
         if first.payload.first() == Some(&ERR) {
+            self.refused_with = first.payload.get(1..3).map(|c| u16::from_le_bytes([c[0], c[1]]));
             return Ok((None, None));
         }
         let count = Cursor::new(&first.payload).lenenc().map_err(|_| protocol("bad column count"))?;
