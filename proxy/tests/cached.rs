@@ -3594,3 +3594,51 @@ async fn a_prepared_statement_is_read_as_the_session_was_at_its_prepare() {
         assert!(hits(&proxy, name) > before_hits, "{name}: prepared under the defaults, it is served");
     }
 }
+
+/// After a DDL of its tables the server prepares a statement again at its next execute, under
+/// the session's sql_mode and character sets then, and keeps that reading. A statement
+/// executed once under a binary collation after such a DDL reads `'a' = 'A'` as 0 from then
+/// on, also after the session's collation came back (an audit: the view's 1 was served).
+/// Writes and other settings that change no reading leave a statement prepared before them
+/// served (a first version of the prepare's reading relayed it for good).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prepared_statement_prepared_again_by_the_server_is_read_as_then() {
+    let mut admin = fresh_table("c_reprep", "id INT PRIMARY KEY, vc VARCHAR(20)", "(1, 'Hello'), (2, 'x')").await;
+    admin.query_drop("CREATE TABLE IF NOT EXISTS c_reprep_log (id INT AUTO_INCREMENT PRIMARY KEY, v INT)").await.unwrap();
+    let query = "SELECT id, 'a' = 'A' AS same FROM c_reprep WHERE id = ?";
+    let proxy = start_proxy(&cache_config(&[("reprep", query)])).await;
+    let uncached = |addr: String| opts(&addr).stmt_cache_size(0);
+    let mut direct_conn = mysql_async::Conn::new(uncached(upstream_addr())).await.unwrap();
+    let mut through_conn = mysql_async::Conn::new(uncached(proxy.mysql.to_string())).await.unwrap();
+    // Prepared first thing, then a write and a time zone: the statement is served.
+    let statement = through_conn.prep(query).await.unwrap();
+    through_conn.query_drop("INSERT INTO c_reprep_log (v) VALUES (1)").await.unwrap();
+    through_conn.query_drop("SET time_zone = '+00:00'").await.unwrap();
+    let before = hits(&proxy, "reprep");
+    for _ in 0..5 {
+        let _: Vec<mysql_async::Row> = through_conn.exec(&statement, (1,)).await.unwrap();
+    }
+    assert!(hits(&proxy, "reprep") > before, "a statement prepared before a write is served");
+    // Prepared again by the server under a binary collation.
+    let mut answers = Vec::new();
+    for conn in [&mut direct_conn, &mut through_conn] {
+        let statement = conn.prep(query).await.unwrap();
+        let _: Vec<mysql_async::Row> = conn.exec(&statement, (1,)).await.unwrap();
+        conn.query_drop("SET NAMES utf8mb4 COLLATE utf8mb4_bin").await.unwrap();
+        answers.push(statement);
+    }
+    admin.query_drop("ALTER TABLE c_reprep COMMENT 'prepared again'").await.unwrap();
+    let mut got = Vec::new();
+    for (conn, statement) in [&mut direct_conn, &mut through_conn].into_iter().zip(&answers) {
+        let mut rows = Vec::new();
+        let once: Vec<mysql_async::Row> = conn.exec(statement, (1,)).await.unwrap();
+        rows.push(once.into_iter().map(|r| r.unwrap()).collect::<Vec<_>>());
+        conn.query_drop("SET NAMES utf8mb4").await.unwrap();
+        for id in [1, 2, 1] {
+            let again: Vec<mysql_async::Row> = conn.exec(statement, (id,)).await.unwrap();
+            rows.push(again.into_iter().map(|r| r.unwrap()).collect());
+        }
+        got.push(rows);
+    }
+    assert_eq!(got[1], got[0], "prepared again under utf8mb4_bin after a DDL, executed after the collation came back");
+}
