@@ -54,6 +54,11 @@ pub struct PreparedRoute {
     pub text_reading: Option<u64>,
     /// `SessionState::settings_epoch` at the prepare.
     pub settings_epoch: u64,
+    /// An execute reached the server while the session may have read text otherwise than
+    /// `text_reading`: after a DDL of its tables the server prepares the statement again at
+    /// such an execute, under the session's reading then, and keeps that. Its executes are
+    /// relayed from then on.
+    pub read_otherwise: bool,
     /// (type, flags) of the parameters as last sent by the client.
     pub types: Vec<(u8, u8)>,
     /// COM_STMT_SEND_LONG_DATA was used: relay the next execute.
@@ -382,6 +387,7 @@ impl Session {
             database_epoch: self.state.database_epoch,
             text_reading: self.identity.as_ref().filter(|_| !self.state.stale).map(|i| i.text_reading),
             settings_epoch: self.state.settings_epoch,
+            read_otherwise: false,
             types: Vec::new(),
             long_data: false,
             refused: false,
@@ -471,8 +477,23 @@ impl Session {
     fn prepared_as_now(&self, id: u32) -> bool {
         let Some(route) = self.statements.get(&id).and_then(|s| s.route.as_ref()) else { return false };
         route.in_cache_database == Some(true)
+            && !route.read_otherwise
             && route.text_reading.is_some()
             && route.text_reading == self.identity.as_ref().map(|i| i.text_reading)
+    }
+
+    /// An execute of statement `payload` names is about to reach the server. If the session
+    /// may read text otherwise than the statement's route holds (its settings changed since
+    /// and the server has not said they are the same), the server may prepare it again under
+    /// them (it does at the first execute after a DDL of its tables), so the route no longer
+    /// knows how the text was read.
+    pub(super) fn execute_reaches_server(&mut self, payload: &[u8]) {
+        let Some(id) = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { return };
+        let (epoch, stale) = (self.state.settings_epoch, self.state.stale);
+        let now = self.identity.as_ref().map(|i| i.text_reading);
+        let Some(route) = self.statements.get_mut(&id).and_then(|s| s.route.as_mut()) else { return };
+        let same = route.settings_epoch == epoch || (!stale && now.is_some() && route.text_reading == now);
+        route.read_otherwise |= !same;
     }
 
     /// After a probe: the routes of statements prepared since the session's default database

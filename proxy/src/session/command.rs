@@ -105,10 +105,13 @@ impl Session {
     async fn relay_streamed(&mut self, command: Command, first: Frame, limit: usize) -> Result<Flow, SessionError> {
         self.release_close(command, first.payload());
         match command {
-            Command::Query if !stateless_statement(&first.payload()[1..]) => self.state.unfollowed = true,
+            Command::Query if !stateless_statement(&first.payload()[1..]) => {
+                self.state.unfollowed("a text of 16 MiB or more that may change the session", b"")
+            }
             // A prepared statement runs its text at each execute, whatever its parameters'
             // length (a SET executed with 16 MiB of them): followed as at any execute.
-            Command::StmtExecute if !self.routed_statement(first.payload()) => {
+            Command::StmtExecute if self.routed_statement(first.payload()) => self.execute_reaches_server(first.payload()),
+            Command::StmtExecute => {
                 let id = Cursor::new(&first.payload()[1..]).u32().ok();
                 if let Some(sql) = id.and_then(|id| self.statements.get(&id)).map(|s| s.sql.clone()) {
                     self.state.observe(&sql);
@@ -354,6 +357,9 @@ impl Session {
             StmtExecute | StmtBulkExecute => !self.statement_of(&payload).is_some_and(|s| s.runs_statements),
             _ => !glance.as_ref().is_some_and(|g| self.state.runs_statements(g)),
         };
+        if command == StmtExecute {
+            self.execute_reaches_server(&payload);
+        }
         let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
         self.forward_command(&payload).await?;
         self.drain_owed(owed).await?;

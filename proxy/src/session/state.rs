@@ -84,9 +84,9 @@ pub struct SessionState {
     /// Counts what makes the server read the session's database privileges again: USE,
     /// COM_INIT_DB, dropping its database. Not a reset, which keeps them (and the account).
     pub rights_epoch: u64,
-    /// Counts what may have changed the session's settings (every time it is made `stale`, and
-    /// a reset): a prepared statement's text was read under its prepare's
-    /// (`PreparedRoute::text_reading`).
+    /// Counts what may have changed how the server reads a statement's text (a SET of the
+    /// sql_mode, character sets or collation, a statement not followed, a reset): a prepared
+    /// statement's text was read under its prepare's (`PreparedRoute::text_reading`).
     pub settings_epoch: u64,
 }
 
@@ -219,6 +219,14 @@ impl SessionState {
     /// its next cached read.
     pub fn mark_stale(&mut self) {
         self.stale = true;
+    }
+
+    /// A SET of what the server reads a statement's text under (sql_mode, character sets,
+    /// collation): asked again, and statements prepared before it were read otherwise
+    /// (`settings_epoch`). Stored code cannot change these for good: a routine runs under its
+    /// own and the server gives the caller's back when it returns.
+    fn reading_may_change(&mut self) {
+        self.stale = true;
         self.settings_epoch += 1;
     }
 
@@ -270,6 +278,10 @@ impl SessionState {
             tracing::debug!(reason = why, "a statement freshet cannot follow; the session's cached reads are relayed until it is reset");
         }
         self.unfollowed = true;
+        // It may have set anything, a role (which the server reads the session's privileges
+        // again for, and keeps across a reset) among them.
+        self.settings_epoch += 1;
+        self.rights_epoch += 1;
     }
 
     /// `PREPARE name FROM text`: the text runs, and may turn binlogging off, at each EXECUTE.
@@ -316,7 +328,7 @@ impl SessionState {
         // no target until the loop below meets a top-level comma).
         let (mut start, mut expect_target) = (1, true);
         if matches!(first.as_str(), "names" | "character" | "charset") {
-            self.mark_stale();
+            self.reading_may_change();
             // `SET NAMES x`, `SET CHARSET x`, `SET CHARACTER SET x`: x is the client's.
             let at = if first == "character" { 3 } else { 2 };
             if !follows_charset(sql, tokens, at) {
@@ -403,14 +415,14 @@ impl SessionState {
                     i += named_by - 1;
                     match name.as_str() {
                         "character_set_client" => {
-                            self.mark_stale();
+                            self.reading_may_change();
                             if !(tokens.get(i + 1).is_some_and(|t| t.is_symbol(sql, b"=") || t.is_symbol(sql, b":="))
                                 && follows_charset(sql, tokens, i + 2))
                             {
                                 self.unfollowed(MISREAD_CHARSET, sql);
                             }
                         }
-                        "character_set_results" | "character_set_connection" | "collation_connection" => self.mark_stale(),
+                        "character_set_results" | "character_set_connection" | "collation_connection" => self.reading_may_change(),
                         // A value the server computes (`1 - 1`) may be anything.
                         "sql_log_bin" | "binlog_format" => self.unlogged |= !value_alone || turns_binlogging_off(&name, &value),
                         // READ UNCOMMITTED reads other sessions' uncommitted rows, which no view
@@ -431,7 +443,8 @@ impl SessionState {
                         }
                         // Read by the probe: asked again, and the server's answer decides
                         // which reads are served (`route::Reading`, `Identity::unfit`).
-                        "sql_mode" | "sql_select_limit" | "time_zone" | "div_precision_increment" | "sql_auto_is_null" | "wait_timeout" => {
+                        "sql_mode" => self.reading_may_change(),
+                        "sql_select_limit" | "time_zone" | "div_precision_increment" | "sql_auto_is_null" | "wait_timeout" => {
                             self.mark_stale()
                         }
                         n if HARMLESS.contains(&n) => {}
