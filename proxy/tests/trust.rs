@@ -346,6 +346,38 @@ async fn an_old_session_is_not_served_what_a_newer_one_learnt_after_an_unseen_gr
     }
 }
 
+/// A session whose privileges the server read again after its login (USE, COM_INIT_DB, SET
+/// ROLE) holds those of that moment: after an unseen GRANT ON db.*, a session that logged in
+/// earlier and then ran USE reads, and what it learns is not for a session that logged in
+/// after it but before the GRANT, which the server refuses (an audit: it was served).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_read_its_rights_again_teaches_only_itself() {
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_reread").await;
+    let proxy = start_proxy(&config("tr_reread", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_reread WHERE id = 1";
+    warm(&proxy, sql).await;
+    let account = "tr_reread_u";
+    user(account, &["SELECT (id) ON freshet_test.tr_reread"]).await;
+    let (mut d1, mut s1) = pair(&proxy, account, Some(DB)).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let (mut d5, mut s5) = pair(&proxy, account, Some(DB)).await;
+    let failed = direct()
+        .await
+        .query_drop(format!("GRANT SELECT ON freshet_test.* TO '{account}'@'127.0.0.1', 'tr_reread_nobody'@'127.0.0.1'"))
+        .await;
+    assert!(failed.is_err(), "the GRANT fails for the account that does not exist");
+    for conn in [&mut d1, &mut s1] {
+        conn.query_drop(format!("USE {DB}")).await.unwrap();
+    }
+    let want = text(&mut d1, sql).await;
+    assert!(want.is_ok(), "the session that ran USE reads: {want:?}");
+    same_text(&mut d1, &mut s1, sql, "the session that ran USE").await;
+    let want = text(&mut d5, sql).await;
+    assert!(want.as_ref().is_err_and(|(code, _)| *code == 1143), "the later login is still refused: {want:?}");
+    same_text(&mut d5, &mut s5, sql, "a session that logged in after the first and before the grant").await;
+}
+
 /// COM_RESET_CONNECTION does not make the server read a session's privileges again (nor
 /// change its account), so what a session learnt holds across it. Pools that reset each
 /// connection at checkout (MySqlConnector's default) read cached rows after the first read of
