@@ -289,8 +289,11 @@ pub struct Standing<'a> {
     /// if the engine did not exist yet): what it may read may be older than that.
     pub login_generation: Option<u64>,
     /// When the server last authenticated the session: its global and database privileges
-    /// are as of then.
+    /// are as of then, unless `reread`.
     pub login_at: Instant,
+    /// The server read the session's privileges again since (USE, COM_INIT_DB, SET ROLE):
+    /// they are of that moment, not its login's, so what it learns is its own.
+    pub reread: bool,
     /// When the read arrived.
     pub now: Instant,
 }
@@ -367,7 +370,7 @@ pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
             // account's; and what a session younger than it learns holds for its account
             // only as long from its login as anything learned holds (a change the binlog
             // does not carry may have come since).
-            let login = (s.login_generation == Some(generation)).then_some(s.login_at);
+            let login = (s.login_generation == Some(generation) && !s.reread).then_some(s.login_at);
             Gate::Closed(RelayReason::Learning, Some(Learning::new(identity.account.clone(), id, generation, login)))
         }
     }

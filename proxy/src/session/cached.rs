@@ -191,6 +191,7 @@ impl Session {
                 memo: &mut self.memo,
                 login_generation: self.login_generation,
                 login_at: self.login_at,
+                reread: self.state.rights_epoch != self.login_rights_epoch,
                 now,
             };
             match route::gate(engine, id, standing) {

@@ -399,6 +399,7 @@ impl Session {
                         self.login_at = login_at;
                         self.memo.clear();
                         self.state.reset();
+                        self.login_rights_epoch = self.state.rights_epoch;
                         if let Some(id) = crate::protocol::handshake::change_user_collation(&payload, self.caps) {
                             self.state.client_collation(id);
                         }

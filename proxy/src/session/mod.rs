@@ -195,6 +195,10 @@ pub struct Session {
     login_generation: Option<u64>,
     /// When the server last authenticated the session (`route::Standing::login_at`).
     login_at: std::time::Instant,
+    /// `SessionState::rights_epoch` when the server last authenticated the session: if it
+    /// moved since (USE, COM_INIT_DB, a statement not followed such as SET ROLE), the server
+    /// read the session's privileges again after its login (`route::Standing::reread`).
+    login_rights_epoch: u64,
     /// The error code of the last one-row question's refusal (the probe's), if it was refused.
     refused_with: Option<u16>,
     /// The relayed read in progress teaches the account's right to a cache.
