@@ -99,7 +99,14 @@ pub struct PacketIo<S> {
     write_count: u64,
     /// Set once the connection uses the compressed protocol ([`PacketIo::start_compression`]).
     compressed: Option<Box<Compressed>>,
+    /// A buffer grew past [`KEEP`] for one long packet ([`PacketIo::give_back`]).
+    grown: bool,
 }
+
+/// What a connection's buffers keep between commands; one grown past it for a long packet is
+/// given back when the session is idle (a frame split off the read buffer shares its
+/// allocation, so the buffer's own capacity does not show what it holds).
+const KEEP: usize = 64 * 1024;
 
 impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
     pub fn new(stream: S) -> Self {
@@ -108,7 +115,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
 
     /// Wraps a stream whose first bytes are already in `rbuf`.
     pub fn with_buffer(stream: S, rbuf: BytesMut) -> Self {
-        PacketIo { stream, rbuf, wbuf: BytesMut::with_capacity(16 * 1024), read_count: 0, write_count: 0, compressed: None }
+        PacketIo { stream, rbuf, wbuf: BytesMut::with_capacity(16 * 1024), read_count: 0, write_count: 0, compressed: None, grown: false }
     }
 
     pub fn get_ref(&self) -> &S {
@@ -156,6 +163,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
                 if let Some(frame) = self.try_frame() {
                     return Ok(frame);
                 }
+                self.grown |= len > KEEP;
                 self.rbuf.reserve(HEADER + len - self.rbuf.len());
             } else {
                 self.rbuf.reserve(HEADER);
@@ -293,6 +301,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
             None => &mut self.wbuf,
             Some(c) => &mut c.out,
         };
+        self.grown |= out.len() > KEEP;
         while out.has_remaining() {
             let n = self.stream.write(out).await?;
             if n == 0 {
@@ -302,6 +311,35 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
             out.advance(n);
         }
         self.stream.flush().await
+    }
+
+    /// Between commands: buffers that grew past [`KEEP`] for a long packet, and hold nothing
+    /// now, are replaced by small ones (an idle session after a 16 MiB statement held it
+    /// twice, read and written, for as long as it stayed open). Buffers that hold bytes (a
+    /// pipelined command) are kept until a later call.
+    pub fn give_back(&mut self) {
+        if !self.grown {
+            return;
+        }
+        let fresh = || BytesMut::with_capacity(16 * 1024);
+        let mut held = false;
+        for buf in [&mut self.rbuf, &mut self.wbuf] {
+            if buf.is_empty() {
+                *buf = fresh();
+            } else {
+                held = true;
+            }
+        }
+        if let Some(c) = &mut self.compressed {
+            for buf in [&mut c.raw, &mut c.out] {
+                if buf.is_empty() {
+                    *buf = BytesMut::new();
+                } else {
+                    held = true;
+                }
+            }
+        }
+        self.grown = held;
     }
 
     /// Shuts the write side down (sends FIN / TLS close_notify).

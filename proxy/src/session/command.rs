@@ -67,6 +67,8 @@ impl Session {
         let stopping = stop.cancelled();
         tokio::pin!(stopping);
         loop {
+            self.client.give_back();
+            self.upstream.give_back();
             self.wait_for_command(stopping.as_mut()).await?;
             let limit = self.shared.packet_limit.largest();
             let first = self.client.read_frame_limited(limit.min(MAX_FRAME)).await.map_err(SessionError::from_client)?;
