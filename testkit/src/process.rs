@@ -39,8 +39,16 @@ impl Freshet {
     /// the ports are learnt. Panics with the log's tail if the process exits or does not
     /// listen in time.
     pub async fn start(binary: &Path, config: &Path, log: &Path) -> Freshet {
+        Freshet::start_with_env(binary, config, log, &[]).await
+    }
+
+    /// [`Freshet::start`] with environment variables for the process (e.g. glibc's
+    /// `MALLOC_MMAP_THRESHOLD_`, so that a test of what freshet holds is not a test of what the
+    /// allocator keeps of what it freed).
+    pub async fn start_with_env(binary: &Path, config: &Path, log: &Path, env: &[(&str, &str)]) -> Freshet {
         let file = std::fs::File::create(log).unwrap_or_else(|e| panic!("creating {}: {e}", log.display()));
         let child = Command::new(binary)
+            .envs(env.iter().copied())
             .env_remove("FRESHET_CONFIG")
             .env("FRESHET_LISTEN_MYSQL", "127.0.0.1:0")
             .env("FRESHET_LISTEN_ADMIN", "127.0.0.1:0")
