@@ -206,7 +206,7 @@ pub fn text(b: &[u8], charset: Charset) -> String {
                 char::from_u32(n).unwrap_or('\u{FFFD}')
             })
             .collect(),
-        Charset::Utf8 | Charset::Other => String::from_utf8_lossy(b).into_owned(),
+        Charset::Utf8 | Charset::Ascii | Charset::Other => String::from_utf8_lossy(b).into_owned(),
     }
 }
 

@@ -23,8 +23,11 @@ use crate::flavor::Flavor;
 /// How a text column's bytes become UTF-8.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Charset {
-    /// utf8mb4, utf8mb3, ascii: the bytes are UTF-8.
+    /// utf8mb4, utf8mb3: the bytes are UTF-8.
     Utf8,
+    /// ascii, which MariaDB lets hold any byte: UTF-8 for bytes up to 0x7F, the others read
+    /// with replacement characters (and sent to a SELECT as `?`).
+    Ascii,
     /// MySQL's latin1 is Windows-1252.
     Latin1,
     /// ucs2 and utf16: UTF-16, big-endian.
@@ -41,13 +44,24 @@ pub enum Charset {
 impl Charset {
     fn from_name(name: &str) -> Charset {
         match name.to_ascii_lowercase().as_str() {
-            "utf8mb4" | "utf8mb3" | "utf8" | "ascii" => Charset::Utf8,
+            "utf8mb4" | "utf8mb3" | "utf8" => Charset::Utf8,
+            "ascii" => Charset::Ascii,
             "latin1" => Charset::Latin1,
             "ucs2" | "utf16" => Charset::Utf16Be,
             "utf16le" => Charset::Utf16Le,
             "utf32" => Charset::Utf32Be,
             _ => Charset::Other,
         }
+    }
+
+    /// Whether the binlog's text in this character set is read as the character the server
+    /// holds (as a SELECT through a utf8mb4 connection shows it), different text as
+    /// different strings: not for [`Charset::Other`] (read as UTF-8, lossily) nor for
+    /// [`Charset::Ascii`] (a byte past 0x7F is U+FFFD here and `?` to a SELECT). Surrogate
+    /// code points, which MariaDB stores in utf8mb3, utf8mb4, ucs2 and utf32, are read as
+    /// U+FFFD by both paths and are the one exception left (docs/decisions.md, "replica").
+    pub fn exact(self) -> bool {
+        !matches!(self, Charset::Ascii | Charset::Other)
     }
 }
 
@@ -67,6 +81,19 @@ pub struct TableInfo {
     pub schema: TableSchema,
     /// Decode facts, one per column.
     pub decode: Vec<ColumnDecode>,
+}
+
+impl TableInfo {
+    /// The first text column whose binlog text is not read exactly ([`Charset::exact`]), if
+    /// any: the stream's rows of such a table differ from what a SELECT reads of it.
+    pub fn inexact_text(&self) -> Option<&str> {
+        self.schema
+            .columns
+            .iter()
+            .zip(&self.decode)
+            .find(|(c, d)| c.ty == SqlType::Text && !d.charset.exact())
+            .map(|(c, _)| c.name.as_str())
+    }
 }
 
 const COLUMNS_SQL: &str = "SELECT TABLE_NAME, COLUMN_NAME, DATA_TYPE, COLUMN_TYPE, IS_NULLABLE, \
@@ -375,6 +402,23 @@ mod tests {
         let time = |fsp: u64| ColumnRow { datetime_precision: Some(fsp), ..row("t", "time", "time") };
         let rows = [row("id", "int", "int(11)"), row("u", "uuid", "uuid"), row("ip", "inet6", "inet6"), time(1), time(2), time(3)];
         assert_eq!(unreadable(&rows), [false, true, true, true, true, false]);
+    }
+
+    /// Text the binlog decoder reads lossily (ascii past 0x7F, any character set without a
+    /// decoder of its own) is named by `inexact_text`; text of the others, bytes and numbers are not.
+    #[test]
+    fn text_the_binlog_reads_lossily_is_known() {
+        let text = |name: &str, charset: &str| ColumnRow { charset: Some(charset.into()), ..row(name, "varchar", "varchar(5)") };
+        let info = |rows: &[ColumnRow]| table_info("x", rows, &["id"], &[]);
+        let exact = ["utf8mb4", "utf8mb3", "utf8", "latin1", "ucs2", "utf16", "utf16le", "utf32"];
+        for cs in exact {
+            assert_eq!(info(&[row("id", "int", "int(11)"), text("s", cs)]).inexact_text(), None, "{cs}");
+        }
+        for cs in ["ascii", "cp1251", "latin2", "gbk", "sjis", "greek"] {
+            assert_eq!(info(&[row("id", "int", "int(11)"), text("s", cs)]).inexact_text(), Some("s"), "{cs}");
+        }
+        let bytes = ColumnRow { charset: Some("binary".into()), ..row("b", "varchar", "varbinary(5)") };
+        assert_eq!(info(&[row("id", "int", "int(11)"), bytes]).inexact_text(), None);
     }
 
     /// An ENUM that declares the label `''` (or a SET the member `''`) shows it as it shows

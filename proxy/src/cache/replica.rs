@@ -25,6 +25,11 @@
 //!   snapshot is opened after that point, so the usual copy rules make it exact. At start, tables
 //!   stored by an earlier run and not replicated by this one are dropped (the stream skipped
 //!   them).
+//! - A table with a text column in a character set the binlog decoder reads lossily
+//!   (`TableInfo::inexact_text`: ascii, and every one but utf8mb4, utf8mb3, latin1, ucs2,
+//!   utf16 and utf32) is not replicated: the copy reads the server's conversion of its text,
+//!   the stream the bytes as UTF-8, so the stream's images would neither find the copied rows
+//!   by key nor hold what the server holds (keys merged: several rows read as one string).
 //! - An error applying a batch stops the replica for this run (fills go upstream) rather than
 //!   let it drift from the views.
 
@@ -105,6 +110,10 @@ impl Replica {
         let mut replicated = HashMap::new();
         for t in tables {
             let Some((_, info)) = infos.iter().find(|(n, _)| store.same_table(n, t)) else { continue };
+            if let Some(column) = info.inexact_text() {
+                warn!(table = %t, column, "replica: table not replicated (the binlog's text of this column is not read exactly); its fills go to the upstream");
+                continue;
+            }
             match store.register(&info.schema) {
                 Ok(kept) => {
                     info!(table = %t, kept, "replica: table registered");
@@ -362,6 +371,10 @@ impl Replica {
             // Not there yet: a CREATE TABLE registers it (`schema_changed`).
             let Some(info) = known.iter().find(|(n, _)| self.store.same_table(n, t)).map(|(_, i)| i.clone()) else { continue };
             drop(known);
+            if let Some(column) = info.inexact_text() {
+                warn!(table = %t, column, "replica: table not replicated (the binlog's text of this column is not read exactly); its fills go to the upstream");
+                continue;
+            }
             // Rows kept from an earlier registration were not kept current since: copy again.
             let registered = self.store.register(&info.schema).and_then(|kept| if kept { self.store.reset(&info.schema) } else { Ok(()) });
             match registered {
@@ -403,8 +416,11 @@ impl Replica {
         // once it can be (a copy under way would go on reading it without a snapshot).
         // Nor a table whose primary key the binlog gives otherwise than a SELECT, nor one
         // without a primary key (the store keys rows by it: one dropped by ALTER left the
-        // table registered under its old key, rows of one old key merged).
-        let Some(info) = info.filter(|i| i.schema.check().is_ok() && !i.schema.key_unreadable() && !i.schema.primary_key.is_empty()) else {
+        // table registered under its old key, rows of one old key merged), nor one with text
+        // the binlog does not read exactly (`TableInfo::inexact_text`).
+        let Some(info) = info.filter(|i| {
+            i.schema.check().is_ok() && !i.schema.key_unreadable() && !i.schema.primary_key.is_empty() && i.inexact_text().is_none()
+        }) else {
             if let Some(old) = old
                 && let Err(e) = self.store.reset(&old.schema)
             {
