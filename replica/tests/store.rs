@@ -353,3 +353,54 @@ fn tables_whose_names_differ_in_case_are_two_tables_where_the_server_says_so() {
     assert_eq!(rows_with_k(&s, &mut df, v, 11).unwrap(), vec![]);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A table whose name holds `/` (`ts/x`) and the table its prefix names (`ts`) are two tables:
+/// the store deleted a table's marks, index markers and index column families by the prefix
+/// `x/<table>/`, `idx/<table>/` and `i/<table>/`, so resetting `ts` (a TRUNCATE) dropped the
+/// marks of `ts/x` (and a copy batch then overwrote the stream's newer image with an older
+/// one, for good) and its index (the next write to `ts/x` failed on the missing column family).
+#[test]
+fn a_table_named_by_anothers_prefix_and_a_slash_is_another_table() {
+    let d = dir("slash");
+    let s = ReplicaStore::open(&d).unwrap();
+    let (ts, tsx) = (schema("ts", false), schema("ts/x", false));
+    for t in [&ts, &tsx] {
+        assert!(!s.register(t).unwrap());
+    }
+    s.write_copy_batch(&ts, s.copy_progress("ts").unwrap().1, Position(5), &[row(1, 10)], true).unwrap();
+    s.set_position(Position(5)).unwrap();
+    // `ts/x` is being copied (snapshot at 6) when the stream moves its row 1 to k = 20 at 7.
+    let mut b = Batch::new(Position(7));
+    b.insert("ts/x", row(1, 20));
+    s.apply(&b).unwrap();
+    // TRUNCATE ts.
+    s.reset(&ts).unwrap();
+    // The batch read at 6 holds the older image of row 1: it must not win.
+    s.write_copy_batch(&tsx, s.copy_progress("ts/x").unwrap().1, Position(6), &[row(1, 10), row(2, 10)], true).unwrap();
+    let (mut df, v) = {
+        let mut c = Catalog::new();
+        c.add(tsx.clone()).unwrap();
+        let mut df = Dataflow::new(c, ByteSize(1 << 30));
+        let v = df.install_sql("SELECT id, k FROM `ts/x` WHERE k = ?").unwrap();
+        (df, v)
+    };
+    df.set_applied(Position(7));
+    assert_eq!(rows_with_k(&s, &mut df, v, 20).unwrap(), vec![row(1, 20)], "the stream's image of row 1");
+    assert_eq!(rows_with_k(&s, &mut df, v, 10).unwrap(), vec![row(2, 10)]);
+    // The index on k of `ts/x` is built; another TRUNCATE ts, then writes to `ts/x`.
+    s.reset(&ts).unwrap();
+    let mut b = Batch::new(Position(8));
+    b.insert("ts/x", row(3, 20));
+    s.apply(&b).expect("a write to ts/x after a reset of ts");
+    df.apply(&b).unwrap();
+    let key: Key = vec![Value::Int(20)].into();
+    df.evict(v, &key);
+    assert_eq!(rows_with_k(&s, &mut df, v, 20).unwrap(), vec![row(1, 20), row(3, 20)]);
+    drop(s);
+    // Reopened, both are registered again with their rows and index kept.
+    let s = ReplicaStore::open(&d).unwrap();
+    assert!(s.register(&ts).unwrap() && s.register(&tsx).unwrap());
+    df.evict(v, &key);
+    assert_eq!(rows_with_k(&s, &mut df, v, 20).unwrap(), vec![row(1, 20), row(3, 20)]);
+    let _ = std::fs::remove_dir_all(&d);
+}
