@@ -6,6 +6,8 @@
 //! Does not own: reading the upstream (snapshot, cdc), deciding when fills go here (the engine).
 //!
 //! # Layout
+//! - `<table>` below is the table's name with `%` and `/` escaped (`stored_name`), so that no
+//!   table's keys start with another's prefix.
 //! - Column family `t/<table>`: primary-key encoding ([`crate::keycode`]) -> the whole row
 //!   ([`crate::rowcode`]). Only tables with a primary key are replicated: it is the row's
 //!   identity, which makes applying a binlog image idempotent (below).
@@ -189,16 +191,65 @@ pub struct ReplicaStore {
 /// See [`ReplicaStore::between_index_chunks`].
 type ChunkHook = Arc<dyn Fn() + Send + Sync>;
 
+/// A table's name as the store's keys and column family names hold it: `%` and `/` escaped
+/// (`%25`, `%2F`), so no name holds the separator that ends it. Unescaped, the prefix
+/// `x/ts/` of table `ts` was also the start of table `ts/x`'s keys, and resetting `ts` dropped
+/// the marks, index markers and index column families of `ts/x`.
+fn stored_name(table: &str) -> String {
+    table.replace('%', "%25").replace('/', "%2F")
+}
+
+/// The name [`stored_name`] escaped.
+fn unstored_name(stored: &str) -> String {
+    let mut out = String::with_capacity(stored.len());
+    let mut rest = stored;
+    while let Some(i) = rest.find('%') {
+        out.push_str(&rest[..i]);
+        let (c, skip) = match rest.get(i + 1..i + 3) {
+            Some("2F") => ('/', 3),
+            Some("25") => ('%', 3),
+            _ => ('%', 1),
+        };
+        out.push(c);
+        rest = &rest[i + skip..];
+    }
+    out.push_str(rest);
+    out
+}
+
 fn primary_cf(table: &str) -> String {
-    format!("t/{table}")
+    format!("t/{}", stored_name(table))
 }
 fn index_cf(table: &str, cols: &[usize]) -> String {
-    let cols: Vec<String> = cols.iter().map(usize::to_string).collect();
-    format!("i/{table}/{}", cols.join(","))
+    format!("{}{}", index_cf_prefix(table), column_list(cols))
+}
+/// Every index column family of `table` starts with it.
+fn index_cf_prefix(table: &str) -> String {
+    format!("i/{}/", stored_name(table))
 }
 fn touched_prefix(table: &str) -> Vec<u8> {
-    format!("x/{table}/").into_bytes()
+    format!("x/{}/", stored_name(table)).into_bytes()
 }
+fn schema_key(table: &str) -> String {
+    format!("schema/{}", stored_name(table))
+}
+fn copy_key(table: &str) -> String {
+    format!("copy/{}", stored_name(table))
+}
+/// Every index marker (`idx/<table>/<cols>`: that index is built) of `table` starts with it.
+fn index_marker_prefix(table: &str) -> String {
+    format!("idx/{}/", stored_name(table))
+}
+fn column_list(cols: &[usize]) -> String {
+    cols.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// The key that says how the store's keys hold table names: absent in a store written before
+/// names were escaped ([`stored_name`], session 47), whose tables with `/` or `%` in their
+/// names (if any) are under other keys and may have lost marks or indexes to a table named by
+/// their prefix: such a store is emptied and copied again ([`ReplicaStore::open`]).
+const NAMES_KEY: &[u8] = b"names";
+const NAME_ENCODING: &[u8] = b"escaped 1";
 
 /// The version of the key encoding (`keycode`): a store whose rows were keyed otherwise is
 /// copied again. 3: non-integral DECIMALs exactly, and the database in each table's identity
@@ -226,6 +277,7 @@ impl ReplicaStore {
         };
         let descs = cfs.into_iter().map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
         let db = Db::open_cf_descriptors(&opts, path, descs)?;
+        escape_names(&db)?;
         Ok(ReplicaStore {
             db,
             tables: RwLock::new(HashMap::new()),
@@ -279,21 +331,21 @@ impl ReplicaStore {
         }
         let _w = self.lock();
         let fp = fingerprint(&self.database, schema);
-        let stored = self.db.get(format!("schema/{name}"))?;
+        let stored = self.db.get(schema_key(&name))?;
         let same = stored.as_deref() == Some(fp.as_bytes());
         if !same {
             let mut wb = WriteBatch::default();
             self.forget_table(&mut wb, &name);
-            wb.put(format!("schema/{name}"), fp.as_bytes());
+            wb.put(schema_key(&name), fp.as_bytes());
             self.write(wb)?;
             self.drop_table_cfs(&name)?;
         }
-        let copy = match self.db.get(format!("copy/{name}"))? {
+        let copy = match self.db.get(copy_key(&name))? {
             Some(b) => CopyState::decode(&b)?,
             None => CopyState::NotStarted,
         };
         let mut indexes = Vec::new();
-        let idx_prefix = format!("idx/{name}/");
+        let idx_prefix = index_marker_prefix(&name);
         for item in self.db.prefix_iterator(idx_prefix.as_bytes()) {
             let (k, _) = item?;
             let Some(cols) = k.strip_prefix(idx_prefix.as_bytes()) else { break };
@@ -367,7 +419,8 @@ impl ReplicaStore {
         for item in self.db.prefix_iterator(b"schema/") {
             let (k, _) = item?;
             let Some(name) = k.strip_prefix(b"schema/".as_slice()) else { break };
-            stored.push(String::from_utf8(name.to_vec()).map_err(|_| ReplicaError::Corrupt("table name"))?);
+            let name = std::str::from_utf8(name).map_err(|_| ReplicaError::Corrupt("table name"))?;
+            stored.push(unstored_name(name));
         }
         let registered: Vec<String> = self.tables.read().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
         let gone: Vec<String> = stored.into_iter().filter(|n| !registered.contains(n)).collect();
@@ -375,7 +428,7 @@ impl ReplicaStore {
         for name in &gone {
             self.drop_table_data(name)?;
             let mut wb = WriteBatch::default();
-            wb.delete(format!("schema/{name}"));
+            wb.delete(schema_key(name));
             self.write(wb)?;
         }
         Ok(gone)
@@ -400,8 +453,8 @@ impl ReplicaStore {
             // so this range holds every row.
             wb.delete_range_cf(&cf, &[][..], &[0xFF][..]);
         }
-        wb.delete(format!("copy/{name}"));
-        for p in [format!("idx/{name}/").into_bytes(), touched_prefix(name)] {
+        wb.delete(copy_key(name));
+        for p in [index_marker_prefix(name).into_bytes(), touched_prefix(name)] {
             let mut end = p.clone();
             end.push(0xFF);
             wb.delete_range(p, end);
@@ -410,7 +463,7 @@ impl ReplicaStore {
 
     /// Drops a forgotten table's column families (their space; nothing reads them any more).
     fn drop_table_cfs(&self, name: &str) -> Result<(), ReplicaError> {
-        let prefix = format!("i/{name}/");
+        let prefix = index_cf_prefix(name);
         let cfs = Db::list_cf(&Options::default(), self.db.path()).unwrap_or_default();
         for cf in cfs.iter().filter(|c| c.starts_with(&prefix) || **c == primary_cf(name)) {
             if self.db.cf_handle(cf).is_some() {
@@ -631,6 +684,43 @@ fn index_key(row: &[Value], cols: &[usize], pk: &[u8]) -> Vec<u8> {
     k
 }
 
+/// Brings a store written before table names were escaped ([`NAMES_KEY`]) to the escaped
+/// names: one that holds a table whose name has `/` or `%` is emptied (every key in one write,
+/// then every table's column family dropped), so each table is copied again; any other holds
+/// the same keys either way and is only marked.
+fn escape_names(db: &Db) -> Result<(), ReplicaError> {
+    if db.get(NAMES_KEY)?.is_some() {
+        return Ok(());
+    }
+    let mut old_names = false;
+    for item in db.prefix_iterator(b"schema/") {
+        let (k, _) = item?;
+        let Some(name) = k.strip_prefix(b"schema/".as_slice()) else { break };
+        old_names |= name.iter().any(|&b| b == b'/' || b == b'%');
+    }
+    let mut wb = WriteBatch::default();
+    if old_names {
+        tracing::warn!(
+            "replica: the store holds a table whose name has `/` or `%` under keys of an older layout; copying every table again"
+        );
+        // Every metadata key starts with an ASCII letter.
+        wb.delete_range(&[][..], &[0xFF][..]);
+    }
+    wb.put(NAMES_KEY, NAME_ENCODING);
+    let mut sync = rocksdb::WriteOptions::default();
+    sync.set_sync(true);
+    db.write_opt(wb, &sync)?;
+    if old_names {
+        // Only space: no key names them any more (a kill before this leaves them unused).
+        for cf in Db::list_cf(&Options::default(), db.path()).unwrap_or_default() {
+            if cf != rocksdb::DEFAULT_COLUMN_FAMILY_NAME && db.cf_handle(&cf).is_some() {
+                db.drop_cf(&cf)?;
+            }
+        }
+    }
+    Ok(())
+}
+
 fn read_position(b: Option<Vec<u8>>) -> Result<Position, ReplicaError> {
     match b {
         None => Ok(Position(0)),
@@ -702,7 +792,7 @@ impl ReplicaStore {
             });
             CopyState::Copying { since, after }
         };
-        wb.put(format!("copy/{name}"), state.encode());
+        wb.put(copy_key(&name), state.encode());
         self.write(wb)?;
         t.copy = state.clone();
         Ok(state)
@@ -789,8 +879,7 @@ impl ReplicaStore {
             }
             let done = wb.len() < INDEX_BUILD_BATCH;
             if done {
-                let names: Vec<String> = cols.iter().map(usize::to_string).collect();
-                wb.put(format!("idx/{table}/{}", names.join(",")), []);
+                wb.put(format!("{}{}", index_marker_prefix(table), column_list(cols)), []);
             }
             self.write(wb)?;
             if done {
@@ -1006,6 +1095,47 @@ mod tests {
             assert!(!s.register(&t).unwrap(), "a store keyed by the old weights is taken as current");
             assert_eq!(s.copy_progress("t").unwrap().0, CopyState::NotStarted);
             assert!(s.register(&t).unwrap(), "registered again by the same build: the same table");
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// Escaped names hold no `/`, and every name comes back from its escaped form.
+    #[test]
+    fn stored_names_hold_no_separator_and_come_back() {
+        for name in ["ts", "ts/x", "a%2Fb", "%", "/", "%25/%2F", "x%", "100%2"] {
+            let stored = stored_name(name);
+            assert!(!stored.contains('/'), "{name}: {stored}");
+            assert_eq!(unstored_name(&stored), name);
+        }
+        assert_ne!(stored_name("a/b"), stored_name("a%2Fb"));
+    }
+
+    /// A store written before names were escaped, holding a table whose name has `/`, is
+    /// emptied at open (its keys are under the old names, and a table named by their prefix may
+    /// have dropped some of them); one without such a table keeps its rows.
+    #[test]
+    fn a_store_with_unescaped_slashed_names_is_copied_again() {
+        let d = std::env::temp_dir().join(format!("freshet-replica-store-names-{}", std::process::id()));
+        let t = TableSchema::new(
+            "t",
+            vec![freshet_dataflow::ColumnSchema::new("id", freshet_dataflow::SqlType::Int { bytes: 4, unsigned: false })],
+            vec![0],
+        );
+        for (old_name, kept) in [("plain", true), ("ts/x", false)] {
+            let _ = std::fs::remove_dir_all(&d);
+            {
+                let s = ReplicaStore::open(&d).unwrap();
+                s.register(&t).unwrap();
+                s.write_copy_batch(&t, s.copy_progress("t").unwrap().1, Position(5), &[vec![Value::Int(1)].into()], true).unwrap();
+                // What the build before session 47 wrote.
+                s.db.put(format!("schema/{old_name}"), b"x").unwrap();
+                s.db.create_cf(format!("t/{old_name}"), &Options::default()).unwrap();
+                s.db.delete(NAMES_KEY).unwrap();
+            }
+            let s = ReplicaStore::open(&d).unwrap();
+            assert_eq!(s.register(&t).unwrap(), kept, "{old_name}");
+            assert_eq!(s.db.get(format!("schema/{old_name}")).unwrap().is_some(), kept, "{old_name}");
+            assert_eq!(s.db.cf_handle(&format!("t/{old_name}")).is_some(), kept, "{old_name}");
         }
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -47,7 +47,7 @@
 use freshet_dataflow::{Position, Row, TableSchema, Value};
 use rocksdb::{IteratorMode, WriteBatch};
 
-use super::{CopyState, ReplicaStore, Table, fingerprint, primary_cf, touched_prefix};
+use super::{CopyState, ReplicaStore, Table, copy_key, fingerprint, index_marker_prefix, primary_cf, schema_key, touched_prefix};
 use crate::error::ReplicaError;
 use crate::keycode::encode_key;
 use crate::rowcode::{decode_row, encode_row};
@@ -121,13 +121,13 @@ impl ReplicaStore {
         };
         let pos = self.position()?.max(copied_at);
         let mut wb = WriteBatch::default();
-        let idx = format!("idx/{name}/").into_bytes();
+        let idx = index_marker_prefix(&name).into_bytes();
         let mut end = idx.clone();
         end.push(0xFF);
         wb.delete_range(idx, end);
         let state = CopyState::Reshaping { since: pos, after: None, keep: keep.to_vec() };
-        wb.put(format!("copy/{name}"), state.encode());
-        wb.put(format!("schema/{name}"), fingerprint(&self.database, schema).as_bytes());
+        wb.put(copy_key(&name), state.encode());
+        wb.put(schema_key(&name), fingerprint(&self.database, schema).as_bytes());
         self.write(wb)?;
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let generation = self.new_generation();
@@ -184,7 +184,7 @@ impl ReplicaStore {
             finish(&mut wb, &name, since)
         } else {
             let state = CopyState::Reshaping { since, after: last.or(after), keep: keep.into_iter().map(Some).collect() };
-            wb.put(format!("copy/{name}"), state.encode());
+            wb.put(copy_key(&name), state.encode());
             state
         };
         self.write(wb)?;
@@ -238,7 +238,7 @@ impl ReplicaStore {
         } else {
             let last = fetched.last().map(|f| encode_row(&f[..key_len.min(f.len())]));
             let state = CopyState::Reshaping { since, after: last.or(after), keep };
-            wb.put(format!("copy/{name}"), state.encode());
+            wb.put(copy_key(&name), state.encode());
             state
         };
         self.write(wb)?;
@@ -269,6 +269,6 @@ fn finish(wb: &mut WriteBatch, name: &str, since: Position) -> CopyState {
     end.push(0xFF);
     wb.delete_range(start, end);
     let state = CopyState::Done { ready_at: since };
-    wb.put(format!("copy/{name}"), state.encode());
+    wb.put(copy_key(name), state.encode());
     state
 }
