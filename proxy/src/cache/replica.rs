@@ -622,7 +622,8 @@ mod tests {
                     completed = !r.broken.load(Ordering::Relaxed);
                 }
             }
-            let store = ReplicaStore::open(&dir).unwrap();
+            // Reopened for the same database, or every table is new to it.
+            let store = open(&dir, "db", false).unwrap();
             store.register(&info().schema).unwrap();
             let (pos, state) = (store.position().unwrap(), store.copy_state("t"));
             assert!(pos == Position(5) || pos == Position(9), "{pos:?}");
@@ -634,6 +635,57 @@ mod tests {
             }
         }
         assert!(completed, "the start never completed");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A new binlog history (`restart_at`: RESET MASTER, another server) moves the store to the
+    /// new stream's start, lower than anything applied, and copies every table again. Killed at
+    /// any instant, the store never holds the new start with a table still marked copied: the
+    /// next run would resume there and keep rows of the old history.
+    #[tokio::test]
+    async fn a_new_history_killed_at_any_instant_never_keeps_rows_of_the_old_one() {
+        let dir = std::env::temp_dir().join(format!("freshet-proxy-replica-restart-at-{}", std::process::id()));
+        let opts = Opts::from_url("mysql://nobody@127.0.0.1:1/none").unwrap();
+        let row: Row = vec![Value::Int(1), Value::Int(10)].into();
+        let mut completed = false;
+        for n in 0..16 {
+            let _ = std::fs::remove_dir_all(&dir);
+            {
+                let store = open(&dir, "db", false).unwrap();
+                store.register(&info().schema).unwrap();
+                store
+                    .write_copy_batch(&info().schema, store.copy_progress("t").unwrap().1, Position(50), std::slice::from_ref(&row), true)
+                    .unwrap();
+                store.apply(&Batch::new(Position(50))).unwrap();
+                let infos = HashMap::from([("t".to_string(), info())]);
+                let r = Replica::start(
+                    store.clone(),
+                    opts.clone(),
+                    infos,
+                    &["t".to_string()],
+                    10,
+                    Resume::Resumed(Position(50)),
+                    LagHandle::default(),
+                )
+                .unwrap();
+                store.crash_after_steps(n);
+                r.restart_at(Position(3));
+                r.stop();
+                completed = !r.broken.load(Ordering::Relaxed);
+            }
+            // Reopened for the same database, or every table is new to it.
+            let store = open(&dir, "db", false).unwrap();
+            store.register(&info().schema).unwrap();
+            let (pos, state) = (store.position().unwrap(), store.copy_state("t"));
+            assert!(pos == Position(50) || pos == Position(3), "{pos:?}");
+            if pos == Position(3) {
+                assert_eq!(state, Some(CopyState::NotStarted), "killed after {n} steps");
+            }
+            if completed {
+                break;
+            }
+        }
+        assert!(completed, "restart_at never completed");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
