@@ -37,7 +37,10 @@
 //! - **Forgetting a table is one write.** A reset (a stream gap, TRUNCATE) or a changed schema
 //!   deletes the table's rows, progress, index markers and marks in one `WriteBatch` before its
 //!   column families are dropped (only for their space), so a kill at any instant leaves the
-//!   old state or a table to copy again from nothing.
+//!   old state or a table to copy again from nothing. That write is made durable (flushed)
+//!   before the drop, which is durable at once: a power loss that cuts the log's unsynced tail
+//!   must not take the write and leave the drop. Every reset is, since no replay of the binlog
+//!   brings its cause back.
 //! - **DDL in place.** A changed schema that keeps the primary key is applied by rewriting the
 //!   stored rows ([`reshape`]) under the same marks and readiness rule as a copy.
 
@@ -337,7 +340,12 @@ impl ReplicaStore {
             let mut wb = WriteBatch::default();
             self.forget_table(&mut wb, &name);
             wb.put(schema_key(&name), fp.as_bytes());
-            self.write(wb)?;
+            // A table never stored has nothing a lost write could leave behind.
+            if stored.is_some() {
+                self.write_durable(wb)?
+            } else {
+                self.write(wb)?
+            }
             self.drop_table_cfs(&name)?;
         }
         let copy = match self.db.get(copy_key(&name))? {
@@ -392,7 +400,7 @@ impl ReplicaStore {
         if let Some(pos) = position {
             wb.put(b"pos", pos.0.to_be_bytes());
         }
-        self.write(wb)?;
+        self.write_durable(wb)?;
         {
             let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
             for name in &names {
@@ -438,7 +446,7 @@ impl ReplicaStore {
     fn drop_table_data(&self, name: &str) -> Result<(), ReplicaError> {
         let mut wb = WriteBatch::default();
         self.forget_table(&mut wb, name);
-        self.write(wb)?;
+        self.write_durable(wb)?;
         self.drop_table_cfs(name)
     }
 
@@ -501,10 +509,26 @@ impl ReplicaStore {
         }
     }
 
-    /// One atomic, durable write.
+    /// One atomic write, as durable as the binlog makes it: lost to a power loss (RocksDB's log
+    /// is not synced), it takes the store back to an earlier position, which the stream
+    /// replays from.
     fn write(&self, wb: WriteBatch) -> Result<(), ReplicaError> {
         self.step()?;
         self.db.write(wb)?;
+        Ok(())
+    }
+
+    /// One atomic write that survives a power loss once this returns: a reset, whose cause
+    /// (a gap, an unlogged write, a new history, a table no longer followed) no replay of the
+    /// binlog brings back, and a write that an irreversible step follows (a column family
+    /// dropped is durable at once, and a lost write before it left a table marked copied
+    /// with no rows). The default column family, which holds every key such a write changes
+    /// that matters after it (position, progress, schema, index markers, marks), is flushed:
+    /// its keys are then in a table file the manifest names, not in the log, whose unsynced
+    /// tail a power loss may cut.
+    fn write_durable(&self, wb: WriteBatch) -> Result<(), ReplicaError> {
+        self.write(wb)?;
+        self.db.flush()?;
         Ok(())
     }
 
@@ -707,10 +731,11 @@ fn escape_names(db: &Db) -> Result<(), ReplicaError> {
         wb.delete_range(&[][..], &[0xFF][..]);
     }
     wb.put(NAMES_KEY, NAME_ENCODING);
-    let mut sync = rocksdb::WriteOptions::default();
-    sync.set_sync(true);
-    db.write_opt(wb, &sync)?;
+    db.write(wb)?;
     if old_names {
+        // Durable before any family is dropped (`ReplicaStore::write_durable`); the mark alone
+        // may be lost (the next open looks again).
+        db.flush()?;
         // Only space: no key names them any more (a kill before this leaves them unused).
         for cf in Db::list_cf(&Options::default(), db.path()).unwrap_or_default() {
             if cf != rocksdb::DEFAULT_COLUMN_FAMILY_NAME && db.cf_handle(&cf).is_some() {

@@ -332,19 +332,24 @@ impl Replica {
     /// new binlog history: RESET MASTER, another server; see `Dataflow::restart_at`): the
     /// store's position moves there, so that a fill it answers before the next transaction is
     /// not dated in the old history, and every table is copied again.
+    /// The position and the reset are one write: stored apart, a kill in between left the new
+    /// start with every table still marked copied, rows of the old history that the next run
+    /// would resume with.
     pub(super) fn restart_at(&self, start: Position) {
-        if let Err(e) = self.store.set_position(start) {
-            warn!(error = %e, "replica: moving to the new stream's start failed; fills go to the upstream until restart");
-            self.broken.store(true, Ordering::Relaxed);
-        }
-        self.gap();
+        self.reset_all(Some(start));
     }
 
     /// The stream skipped changes: every table is copied again.
     pub(super) fn gap(&self) {
+        self.reset_all(None);
+    }
+
+    /// Every table copied again, and the store moved to `position` if given, in one durable
+    /// write (`ReplicaStore::reset_tables`).
+    fn reset_all(&self, position: Option<Position>) {
         let infos = self.infos.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let schemas: Vec<&freshet_dataflow::TableSchema> = infos.values().map(|i| &i.schema).collect();
-        if let Err(e) = self.store.reset_tables(&schemas, None) {
+        if let Err(e) = self.store.reset_tables(&schemas, position) {
             warn!(error = %e, "replica: reset failed");
             self.broken.store(true, Ordering::Relaxed);
         }

@@ -106,12 +106,6 @@ impl ReplicaStore {
             }
             return self.register(schema).map(|kept| if kept { Altered::Unchanged } else { Altered::Recopy });
         }
-        let indexes: Vec<String> = old.indexes.iter().map(|cols| super::index_cf(&name, cols)).collect();
-        for cf in &indexes {
-            if self.db.cf_handle(cf).is_some() {
-                self.drop_cf(cf)?;
-            }
-        }
         // Not before the copy's own readiness: a copy that read ahead of the stream left rows
         // holding writes after the applied position (the DDL's), which the stream has yet to
         // reach, and a column reorder rewrites them without reading anything newer.
@@ -128,7 +122,15 @@ impl ReplicaStore {
         let state = CopyState::Reshaping { since: pos, after: None, keep: keep.to_vec() };
         wb.put(copy_key(&name), state.encode());
         wb.put(schema_key(&name), fingerprint(&self.database, schema).as_bytes());
-        self.write(wb)?;
+        // Durable before the index families go (their drop is): lost after it, the markers
+        // would name families that are gone.
+        self.write_durable(wb)?;
+        for cols in &old.indexes {
+            let cf = super::index_cf(&name, cols);
+            if self.db.cf_handle(&cf).is_some() {
+                self.drop_cf(&cf)?;
+            }
+        }
         let mut tables = self.tables.write().unwrap_or_else(|e| e.into_inner());
         let generation = self.new_generation();
         tables.insert(name, Table { schema: schema.clone(), indexes: Vec::new(), building: Vec::new(), copy: state, generation });
