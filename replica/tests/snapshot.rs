@@ -196,3 +196,37 @@ async fn a_batch_after_a_composite_key_reads_a_range_of_the_key() {
     assert_eq!(got, want);
     c.query_drop(format!("DROP DATABASE `{db}`")).await.unwrap();
 }
+
+/// A copy batch is bounded by bytes as well as rows: 30 rows of 4 MiB asked for in one batch of
+/// `batch_rows` 30 were held whole (120 MiB, several times over while written); the batch now
+/// stops at the default byte budget (8 MiB: the row that reaches it is the last), later
+/// batches ask for as many rows as fit, and the copy ends equal to the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_copy_batch_of_wide_rows_is_bounded_by_bytes() {
+    let (db, mut c) = fresh_db("rpf_wide").await;
+    c.query_drop("CREATE TABLE t (id INT PRIMARY KEY, k INT NOT NULL, s VARCHAR(20) NOT NULL, b LONGBLOB NOT NULL)").await.unwrap();
+    for i in 0..30 {
+        c.query_drop(format!("INSERT INTO t VALUES ({i}, {}, 's{i}', REPEAT('x', 4 << 20))", i % 6)).await.unwrap();
+    }
+    let tables = load_tables(&mut c, &MariaDb, &db, None).await.unwrap();
+    let dir = std::env::temp_dir().join(format!("freshet-replica-snapshot-wide-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = ReplicaStore::open(&dir).unwrap();
+    store.register(&tables["t"].schema).unwrap();
+    let stats = CopyStats::default();
+    let one = SnapshotConfig { batch_rows: 30, max_batches: Some(1), ..SnapshotConfig::default() };
+    assert!(!copy_tables(opts(None), &db, &store, &tables, &one, &stats).await.unwrap(), "one batch does not copy the table");
+    let first = stats.snapshot();
+    assert!(first.rows_copied <= 2, "the first batch held {} rows of 4 MiB ({} bytes)", first.rows_copied, first.bytes_copied);
+    let two = SnapshotConfig { batch_rows: 30, max_batches: Some(1), ..SnapshotConfig::default() };
+    assert!(!copy_tables(opts(None), &db, &store, &tables, &two, &stats).await.unwrap());
+    assert!(stats.snapshot().rows_copied - first.rows_copied <= 2, "{:?}", stats.snapshot());
+    let all = SnapshotConfig { batch_rows: 30, ..SnapshotConfig::default() };
+    assert!(copy_tables(opts(None), &db, &store, &tables, &all, &stats).await.unwrap());
+    assert_eq!(stats.snapshot().rows_copied, 30);
+    catch_up(&store, &db, &mut c).await;
+    compare(&store, &tables, &mut c, 0..6).await;
+    drop(store);
+    let _ = std::fs::remove_dir_all(&dir);
+    c.query_drop(format!("DROP DATABASE `{db}`")).await.unwrap();
+}

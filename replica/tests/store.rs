@@ -451,3 +451,46 @@ fn a_table_forgotten_before_a_power_loss_is_copied_again_not_answered_empty() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// An index build's chunk is bounded by bytes as well as rows: 40 rows of 1 MiB were indexed in
+/// one chunk (10,000 rows at most: a 10 GB WriteBatch for rows of 1 MiB); it now writes at most
+/// the store's batch bytes (8 MiB by default) per chunk, and finds every row.
+#[test]
+fn an_index_build_of_wide_rows_is_chunked_by_bytes() {
+    let d = dir("wide-index");
+    let s = ReplicaStore::open(&d).unwrap();
+    let wide = TableSchema::new(
+        "t",
+        vec![
+            ColumnSchema::new("id", SqlType::Int { bytes: 4, unsigned: false }),
+            ColumnSchema::new("k", SqlType::Int { bytes: 4, unsigned: false }),
+            ColumnSchema::new("b", SqlType::Bytes),
+        ],
+        vec![0],
+    );
+    s.register(&wide).unwrap();
+    let rows: Vec<Row> = (0..40).map(|i| vec![Value::Int(i), Value::Int(i % 2), Value::Bytes(vec![b'x'; 1 << 20].into())].into()).collect();
+    for chunk in rows.chunks(4) {
+        s.write_copy_batch(&wide, s.copy_progress("t").unwrap().1, Position(1), chunk, false).unwrap();
+    }
+    s.write_copy_batch(&wide, s.copy_progress("t").unwrap().1, Position(1), &[], true).unwrap();
+    s.apply(&Batch::new(Position(1))).unwrap();
+    let chunks = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(1));
+    let counted = chunks.clone();
+    s.between_index_chunks(move || {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    });
+    let mut c = Catalog::new();
+    c.add(wide.clone()).unwrap();
+    let mut df = Dataflow::new(c, ByteSize(1 << 30));
+    let v = df.install_sql("SELECT id FROM t WHERE k = ?").unwrap();
+    df.set_applied(Position(1));
+    let _ = df.reader(v).unwrap().lookup(&[Value::Int(1)]).unwrap();
+    let req = df.fill_requests().pop().expect("a miss makes a request");
+    df.complete_fill((&s).fill(&req).unwrap());
+    let Lookup::Hit(got) = df.reader(v).unwrap().lookup(&[Value::Int(1)]).unwrap() else { panic!("filled key missed") };
+    assert_eq!(got.len(), 20);
+    let chunks = chunks.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(chunks >= 5, "40 MiB of rows indexed in {chunks} chunks");
+    let _ = std::fs::remove_dir_all(&d);
+}
