@@ -193,9 +193,13 @@ pub struct Replica {
     /// The RocksDB directory (created if missing; one freshet per directory). Required with
     /// `[fill] source = "replica"`; default none.
     pub path: Option<PathBuf>,
-    /// Rows the snapshot copies per batch (one RocksDB write, one unit of resumption).
-    /// 1..=1000000. Default 5000.
+    /// Rows the snapshot copies per batch (one RocksDB write, one unit of resumption), at
+    /// most: a batch also stops at a sixteenth of `memory` in bytes. 1..=1000000. Default 5000.
     pub copy_batch_rows: u32,
+    /// The replica's own memory, beside `[memory] limit`: half RocksDB's write buffers (every
+    /// column family's together), a quarter its block cache, a sixteenth the rows of one copy
+    /// batch or index-build chunk (held about three times over). 16MiB..=64GiB. Default 128MiB.
+    pub memory: ByteSize,
 }
 
 /// `[warm]`: the warm restart: which keys of each cache were read lately, kept in a file and

@@ -17,4 +17,4 @@ pub mod store;
 
 pub use error::ReplicaError;
 pub use snapshot::{CopyFigures, CopyStats, SnapshotConfig, batch_params, batch_sql, copy_tables};
-pub use store::{CopyState, Generation, ReplicaStore};
+pub use store::{CopyState, Generation, ReplicaMemory, ReplicaStore};

@@ -54,8 +54,13 @@ use crate::store::{CopyState, ReplicaStore};
 /// How the copy runs.
 #[derive(Clone, Debug)]
 pub struct SnapshotConfig {
-    /// Rows read and written per batch (one RocksDB write each).
+    /// Rows read and written per batch (one RocksDB write each), at most.
     pub batch_rows: usize,
+    /// Bytes of rows per batch, about (a batch stops after the row that reaches it, and holds
+    /// at least one row): a batch of `batch_rows` wide rows (BLOBs) is otherwise held whole,
+    /// several times over. The next batch of the table asks for as many rows as fit, by the
+    /// widest row read so far ([`ReplicaStore::batch_bytes`] in the engine).
+    pub batch_bytes: usize,
     /// Stop after this many batches in total (`None`: copy everything). A throttled copy and
     /// the tests use it; progress is kept, so the next call continues.
     pub max_batches: Option<u64>,
@@ -81,6 +86,7 @@ impl Default for SnapshotConfig {
     fn default() -> SnapshotConfig {
         SnapshotConfig {
             batch_rows: 5_000,
+            batch_bytes: crate::ReplicaMemory::within(crate::ReplicaMemory::DEFAULT_TOTAL).batch.0 as usize,
             max_batches: None,
             log_every: Duration::from_secs(5),
             max_snapshot_age: Duration::from_secs(1),
@@ -296,6 +302,7 @@ async fn copy_in_snapshots(
             // The batches are read in a snapshot opened after that progress was read: one opened
             // before may predate a reset, and lack the changes the gap skipped.
             snap.expire();
+            let mut limit = cfg.batch_rows;
             loop {
                 if cfg.max_batches.is_some_and(|m| batches >= m) {
                     return Ok(false);
@@ -303,8 +310,9 @@ async fn copy_in_snapshots(
                 let started = Instant::now();
                 let all: Vec<usize> = (0..t.schema.columns.len()).collect();
                 let at = snap.at(conn).await?;
-                let rows = read_batch(conn, tables, t, &all, after.as_deref(), cfg.batch_rows).await?;
-                let done = rows.len() < cfg.batch_rows;
+                let read = read_batch(conn, tables, t, &all, after.as_deref(), limit, cfg.batch_bytes).await?;
+                limit = read.next_limit(cfg);
+                let (rows, done) = (read.rows, read.last);
                 match store.write_copy_batch(&t.schema, generation, at, &rows, done) {
                     Err(ReplicaError::Reset(_)) => {
                         tracing::info!(table = %name, "replica: table reset during its copy; copying it again");
@@ -359,14 +367,16 @@ async fn reshape_table(
         Some(CopyState::Reshaping { after: Some(a), .. }) if !read.is_empty() => Some(decode_row(&a)?.into_vec()),
         _ => None,
     };
+    let mut limit = cfg.batch_rows;
     loop {
         let (state, n) = if read.is_empty() {
             store.reshape_local(name, cfg.batch_rows.max(1))?
         } else {
             let at = snap.at(conn).await?;
-            let rows = read_batch(conn, tables, t, &cols, after.as_deref(), cfg.batch_rows).await?;
-            after = rows.last().map(|r| r[..t.schema.primary_key.len()].to_vec());
-            store.reshape_batch(&t.schema, at, &rows, rows.len() < cfg.batch_rows)?
+            let batch = read_batch(conn, tables, t, &cols, after.as_deref(), limit, cfg.batch_bytes).await?;
+            limit = batch.next_limit(cfg);
+            after = batch.rows.last().map(|r| r[..t.schema.primary_key.len()].to_vec());
+            store.reshape_batch(&t.schema, at, &batch.rows, batch.last)?
         };
         stats.rows_rewritten.fetch_add(n as u64, Ordering::Relaxed);
         if !matches!(state, CopyState::Reshaping { .. }) {
@@ -405,8 +415,32 @@ pub fn batch_params<T: Clone>(after: &[T]) -> Vec<T> {
     before.iter().flat_map(|v| [v.clone(), v.clone()]).chain(std::iter::once(last.clone())).collect()
 }
 
+/// One batch read by [`read_batch`].
+struct ReadBatch {
+    rows: Vec<Row>,
+    /// No row of the table follows these.
+    last: bool,
+    /// The bytes of the widest row read.
+    widest: usize,
+}
+
+impl ReadBatch {
+    /// How many rows the next batch of the table asks for: as many of the widest row read as
+    /// fit in `batch_bytes`, between 1 and `batch_rows`.
+    fn next_limit(&self, cfg: &SnapshotConfig) -> usize {
+        let rows = cfg.batch_bytes.checked_div(self.widest).unwrap_or(cfg.batch_rows);
+        rows.clamp(1, cfg.batch_rows.max(1))
+    }
+}
+
+/// The bytes a row read from the server holds, about.
+fn row_bytes(row: &mysql_async::Row) -> usize {
+    (0..row.len()).map(|i| 8 + row.as_ref(i).map_or(0, |v| if let mysql_async::Value::Bytes(b) = v { b.len() } else { 0 })).sum()
+}
+
 /// The columns `cols` of the next `limit` rows of `t` after primary key `after`, in
-/// primary-key order.
+/// primary-key order, read one by one until they hold `max_bytes` (the rest of the answer is
+/// read and dropped: only the first batch of a table of wide rows asks for more than fit).
 async fn read_batch(
     conn: &mut Conn,
     tables: &HashMap<String, TableInfo>,
@@ -414,20 +448,29 @@ async fn read_batch(
     cols: &[usize],
     after: Option<&[Value]>,
     limit: usize,
-) -> Result<Vec<Row>, ReplicaError> {
+    max_bytes: usize,
+) -> Result<ReadBatch, ReplicaError> {
     let sql = batch_sql(&t.schema, cols, after.is_some(), limit);
     let params: Vec<mysql_async::Value> = batch_params(after.unwrap_or_default()).iter().map(param).collect();
     let params = if params.is_empty() { Params::Empty } else { Params::Positional(params) };
-    let rows: Vec<mysql_async::Row> = conn.exec(sql, params).await.map_err(upstream)?;
-    let mut out = Vec::with_capacity(rows.len());
+    let mut result = conn.exec_iter(sql, params).await.map_err(upstream)?;
+    let (mut out, mut bytes, mut widest, mut cut) = (Vec::new(), 0usize, 0usize, false);
     let mut types = None;
-    for row in rows {
+    while let Some(row) = result.next().await.map_err(upstream)? {
+        let size = row_bytes(&row);
+        (bytes, widest) = (bytes + size, widest.max(size));
         let types = types.get_or_insert_with(|| result_columns(row.columns_ref(), tables, |_| None));
         let mut vals = Vec::with_capacity(types.len());
         for (v, c) in row.unwrap().into_iter().zip(types.iter()) {
             vals.push(convert(c, v).map_err(ReplicaError::Upstream)?);
         }
         out.push(vals.into_boxed_slice());
+        if bytes >= max_bytes && out.len() < limit {
+            cut = true;
+            break;
+        }
     }
-    Ok(out)
+    result.drop_result().await.map_err(upstream)?;
+    let last = !cut && out.len() < limit;
+    Ok(ReadBatch { rows: out, last, widest })
 }

@@ -4,6 +4,8 @@
 //! Owns: the layout on disk, applying a transaction, answering [`FillRequest`]s at exactly the
 //! applied position, the per-table copy state the snapshot ([`crate::snapshot`]) advances.
 //! Does not own: reading the upstream (snapshot, cdc), deciding when fills go here (the engine).
+//! Its memory is bounded by [`ReplicaMemory`] (`[replica] memory`): RocksDB's memtables over
+//! every column family, its block cache, and the bytes of one index-build chunk.
 //!
 //! # Layout
 //! - `<table>` below is the table's name with `%` and `/` escaped (`stored_name`), so that no
@@ -49,7 +51,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-use freshet_dataflow::{FillData, FillError, FillRequest, FillResponse, FillSource, Key, Position, Row, TableSchema, Value};
+use freshet_dataflow::{ByteSize, FillData, FillError, FillRequest, FillResponse, FillSource, Key, Position, Row, TableSchema, Value};
 use rocksdb::{ColumnFamilyDescriptor, DBWithThreadMode, IteratorMode, MultiThreaded, Options, ReadOptions, WriteBatch};
 
 use crate::error::ReplicaError;
@@ -61,8 +63,47 @@ pub use reshape::Altered;
 
 type Db = DBWithThreadMode<MultiThreaded>;
 
-/// Rows written per batch when an index is built from a table.
+/// Rows written per batch when an index is built from a table (at most: also at most
+/// [`ReplicaMemory::batch`] bytes).
 const INDEX_BUILD_BATCH: usize = 10_000;
+
+/// How the replica's own memory (`[replica] memory`; the views' is `[memory] limit`) is shared.
+/// RocksDB's defaults bound neither: a 64 MiB memtable per column family (two tables and an
+/// index each are six), and no cap over all of them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplicaMemory {
+    /// The memtables of every column family together (RocksDB's `db_write_buffer_size`: past
+    /// it, the largest is flushed).
+    pub write_buffers: ByteSize,
+    /// RocksDB's block cache, shared by every column family, index and filter blocks included.
+    pub block_cache: ByteSize,
+    /// The rows one copy batch or index-build chunk holds, about (a batch is at least one row):
+    /// held about three times over while it is written (as read, as decoded, as a WriteBatch).
+    pub batch: ByteSize,
+}
+
+impl ReplicaMemory {
+    /// The default `[replica] memory`.
+    pub const DEFAULT_TOTAL: ByteSize = ByteSize(128 << 20);
+
+    /// `total` shared as half write buffers, a quarter block cache and a sixteenth per batch
+    /// (three sixteenths with its copies): about 15/16 of `total` at the most.
+    pub fn within(total: ByteSize) -> ReplicaMemory {
+        ReplicaMemory { write_buffers: ByteSize(total.0 / 2), block_cache: ByteSize(total.0 / 4), batch: ByteSize((total.0 / 16).max(1)) }
+    }
+
+    /// The options of every column family: one family's memtable at most a quarter of the
+    /// write buffers (1 to 64 MiB), blocks in the shared cache.
+    fn family_options(&self, cache: &rocksdb::Cache) -> Options {
+        let mut o = Options::default();
+        o.set_write_buffer_size((self.write_buffers.0 / 4).clamp(1 << 20, 64 << 20) as usize);
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_cache(cache);
+        table.set_cache_index_and_filter_blocks(true);
+        o.set_block_based_table_factory(&table);
+        o
+    }
+}
 
 /// How far a table's copy has come.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -189,6 +230,10 @@ pub struct ReplicaStore {
     /// The database whose tables the store holds, part of each table's identity: a store left
     /// by a run over another database holds that database's rows under the same names.
     database: String,
+    /// The options every column family is created with ([`ReplicaMemory::family_options`]).
+    family: Options,
+    /// [`ReplicaMemory::batch`], in bytes.
+    batch_bytes: usize,
 }
 
 /// See [`ReplicaStore::between_index_chunks`].
@@ -269,16 +314,24 @@ fn fingerprint(database: &str, s: &TableSchema) -> String {
 }
 
 impl ReplicaStore {
-    /// Opens (or creates) the store at `path`.
+    /// Opens (or creates) the store at `path`, within [`ReplicaMemory::DEFAULT_TOTAL`].
     pub fn open(path: &Path) -> Result<ReplicaStore, ReplicaError> {
-        let mut opts = Options::default();
+        ReplicaStore::open_within(path, ReplicaMemory::within(ReplicaMemory::DEFAULT_TOTAL))
+    }
+
+    /// Opens (or creates) the store at `path`, its memory shared as `memory` says.
+    pub fn open_within(path: &Path, memory: ReplicaMemory) -> Result<ReplicaStore, ReplicaError> {
+        let cache = rocksdb::Cache::new_lru_cache(memory.block_cache.0 as usize)?;
+        let family = memory.family_options(&cache);
+        let mut opts = family.clone();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
+        opts.set_db_write_buffer_size(memory.write_buffers.0 as usize);
         let cfs = match Db::list_cf(&opts, path) {
             Ok(cfs) => cfs,
             Err(_) => vec![rocksdb::DEFAULT_COLUMN_FAMILY_NAME.to_string()],
         };
-        let descs = cfs.into_iter().map(|n| ColumnFamilyDescriptor::new(n, Options::default()));
+        let descs = cfs.into_iter().map(|n| ColumnFamilyDescriptor::new(n, family.clone()));
         let db = Db::open_cf_descriptors(&opts, path, descs)?;
         escape_names(&db)?;
         Ok(ReplicaStore {
@@ -290,7 +343,14 @@ impl ReplicaStore {
             generations: AtomicU64::new(0),
             case_sensitive: false,
             database: String::new(),
+            family,
+            batch_bytes: memory.batch.0 as usize,
         })
+    }
+
+    /// The bytes of rows one copy batch may hold ([`ReplicaMemory::batch`]).
+    pub fn batch_bytes(&self) -> usize {
+        self.batch_bytes
     }
 
     /// The store, holding tables of `database` (a table stored for another is copied again).
@@ -534,7 +594,7 @@ impl ReplicaStore {
 
     fn create_cf(&self, name: &str) -> Result<(), ReplicaError> {
         self.step()?;
-        self.db.create_cf(name, &Options::default())?;
+        self.db.create_cf(name, &self.family)?;
         Ok(())
     }
 
@@ -890,6 +950,7 @@ impl ReplicaStore {
             };
             let mut wb = WriteBatch::default();
             let mut last = None;
+            let mut full = false;
             for item in self.db.iterator_cf(&pcf, mode) {
                 let (pk, bytes) = item?;
                 if after.as_deref() == Some(&pk[..]) {
@@ -898,11 +959,12 @@ impl ReplicaStore {
                 let row = decode_row(&bytes)?;
                 wb.put_cf(&cf, index_key(&row, cols, &pk), &bytes);
                 last = Some(pk.to_vec());
-                if wb.len() >= INDEX_BUILD_BATCH {
+                if wb.len() >= INDEX_BUILD_BATCH || wb.size_in_bytes() >= self.batch_bytes {
+                    full = true;
                     break;
                 }
             }
-            let done = wb.len() < INDEX_BUILD_BATCH;
+            let done = !full;
             if done {
                 wb.put(format!("{}{}", index_marker_prefix(table), column_list(cols)), []);
             }

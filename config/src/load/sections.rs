@@ -26,7 +26,7 @@ const KEYS: &[(&str, &[&str])] = &[
     ("log", &["level"]),
     ("memory", &["limit", "query_shapes"]),
     ("fill", &["timeout", "source"]),
-    ("replica", &["path", "copy_batch_rows"]),
+    ("replica", &["path", "copy_batch_rows", "memory"]),
     ("warm", &["dir", "keys_per_cache", "save_interval", "concurrency"]),
     ("consistency", &["max_lag", "max_privilege_age", "read_your_writes", "ryw_timeout"]),
     ("admin", &["users"]),
@@ -194,7 +194,9 @@ impl Loader<'_> {
                 u32::try_from(n).ok().filter(|n| (1..=1_000_000).contains(n)).ok_or_else(|| format!("{n} is outside 1..=1000000"))
             })
             .unwrap_or(5_000);
-        Replica { path, copy_batch_rows }
+        let memory =
+            self.value(t, "replica", "memory", |raw| byte_size_in(raw, 16 << 20, 64 << 30, "16MiB..64GiB")).unwrap_or(ByteSize::mib(128));
+        Replica { path, copy_batch_rows, memory }
     }
 
     pub(super) fn warm(&mut self, root: &Table) -> Warm {
@@ -357,7 +359,7 @@ mod tests {
         let c = load(URL, &[]).unwrap();
         assert_eq!(c.memory, Memory { limit: ByteSize::mib(256), query_shapes: ByteSize::mib(16) });
         assert_eq!(c.fill, Fill { timeout: Duration::from_secs(1), source: FillSourceKind::Upstream });
-        assert_eq!(c.replica, Replica { path: None, copy_batch_rows: 5_000 });
+        assert_eq!(c.replica, Replica { path: None, copy_batch_rows: 5_000, memory: ByteSize::mib(128) });
         assert_eq!(c.warm, Warm { dir: None, keys_per_cache: 10_000, save_interval: Duration::from_secs(60), concurrency: 8 });
         assert_eq!(
             c.consistency,
@@ -640,22 +642,26 @@ query = \"SELECT 5\"
 
     #[test]
     fn the_replica_source_needs_a_path_and_checks_its_keys() {
-        let c =
-            load(&format!("{URL}[fill]\nsource = \"replica\"\n[replica]\npath = \"data/replica\"\ncopy_batch_rows = 100\n"), &[]).unwrap();
+        let c = load(
+            &format!("{URL}[fill]\nsource = \"replica\"\n[replica]\npath = \"data/replica\"\ncopy_batch_rows = 100\nmemory = \"1GiB\"\n"),
+            &[],
+        )
+        .unwrap();
         assert_eq!(c.fill.source, FillSourceKind::Replica);
-        assert_eq!(c.replica, Replica { path: Some("data/replica".into()), copy_batch_rows: 100 });
+        assert_eq!(c.replica, Replica { path: Some("data/replica".into()), copy_batch_rows: 100, memory: ByteSize::mib(1024) });
         // A path alone does not switch the source.
         let c = load(&format!("{URL}[replica]\npath = \"r\"\n"), &[]).unwrap();
         assert_eq!(c.fill.source, FillSourceKind::Upstream);
 
-        let got = problems("[fill]\nsource = \"disk\"\n[replica]\npath = \"\"\ncopy_batch_rows = 0\nsize = 1\n", &[]);
+        let got = problems("[fill]\nsource = \"disk\"\n[replica]\npath = \"\"\ncopy_batch_rows = 0\nsize = 1\nmemory = \"1MiB\"\n", &[]);
         assert_problems(
             &got,
             &[
                 "f.toml:4:10: source: \"disk\" is not one of upstream, replica",
                 "f.toml:6:8: path: the path is empty",
                 "f.toml:7:19: copy_batch_rows: 0 is outside 1..=1000000",
-                "f.toml:8:1: unknown key \"size\" in [replica]; known: path, copy_batch_rows",
+                "f.toml:8:1: unknown key \"size\" in [replica]; known: path, copy_batch_rows, memory",
+                "f.toml:9:10: memory: 1MiB is outside 16MiB..64GiB",
             ],
         );
         assert_problems(

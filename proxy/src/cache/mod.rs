@@ -251,7 +251,10 @@ impl Engine {
         stream_config.tables = Some(followed.clone());
         // `[fill] source = "replica"`: the stream resumes at the replica's position (replica.rs).
         let store = match (&config.fill.source, &config.replica.path) {
-            (freshet_config::FillSourceKind::Replica, Some(path)) => Some(replica::open(path, &database, names.case_sensitive)?),
+            (freshet_config::FillSourceKind::Replica, Some(path)) => {
+                let memory = freshet_dataflow::ByteSize(config.replica.memory.bytes());
+                Some(replica::open(path, &database, names.case_sensitive, memory)?)
+            }
             _ => None,
         };
         // Views made from the stream's start on are the stream's to add; those made before, the

@@ -40,9 +40,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use freshet_cdc::{BinlogPos, BinlogStream, DdlKind, LagHandle, StartAt, StreamConfig, TableInfo};
-use freshet_dataflow::{Batch, FillError, FillRequest, FillResponse, Position};
+use freshet_dataflow::{Batch, ByteSize, FillError, FillRequest, FillResponse, Position};
 use freshet_replica::store::Altered;
-use freshet_replica::{CopyFigures, CopyState, CopyStats, ReplicaStore, SnapshotConfig, copy_tables};
+use freshet_replica::{CopyFigures, CopyState, CopyStats, ReplicaMemory, ReplicaStore, SnapshotConfig, copy_tables};
 use mysql_async::Opts;
 use tokio::sync::Notify;
 use tracing::{info, warn};
@@ -88,9 +88,11 @@ pub struct ReplicaFigures {
 }
 
 /// Opens the store at `path` for the tables of `database`, where tables whose names differ in
-/// case are two tables if `case_sensitive` (the catalog's [`freshet_dataflow::Names`]).
-pub(super) fn open(path: &Path, database: &str, case_sensitive: bool) -> anyhow::Result<Arc<ReplicaStore>> {
-    let store = ReplicaStore::open(path).map_err(|e| anyhow::anyhow!("opening the replica at {}: {e}", path.display()))?;
+/// case are two tables if `case_sensitive` (the catalog's [`freshet_dataflow::Names`]), within
+/// `memory` (`[replica] memory`).
+pub(super) fn open(path: &Path, database: &str, case_sensitive: bool, memory: ByteSize) -> anyhow::Result<Arc<ReplicaStore>> {
+    let store = ReplicaStore::open_within(path, ReplicaMemory::within(memory))
+        .map_err(|e| anyhow::anyhow!("opening the replica at {}: {e}", path.display()))?;
     Ok(Arc::new(store.case_sensitive(case_sensitive).of_database(database)))
 }
 
@@ -140,7 +142,12 @@ impl Replica {
             // The backlog's age: the stream's (`BinlogSource::run_behind`).
             Resume::Resumed(_) => {}
         }
-        let cfg = SnapshotConfig { batch_rows: batch_rows as usize, stream: Some(lag.clone()), ..SnapshotConfig::default() };
+        let cfg = SnapshotConfig {
+            batch_rows: batch_rows as usize,
+            batch_bytes: store.batch_bytes(),
+            stream: Some(lag.clone()),
+            ..SnapshotConfig::default()
+        };
         let replica = Arc::new(Replica {
             database: store.database().to_string(),
             store,
@@ -606,7 +613,7 @@ mod tests {
         for n in 0..16 {
             let _ = std::fs::remove_dir_all(&dir);
             {
-                let store = open(&dir, "db", false).unwrap();
+                let store = open(&dir, "db", false, ReplicaMemory::DEFAULT_TOTAL).unwrap();
                 store.register(&info().schema).unwrap();
                 store
                     .write_copy_batch(&info().schema, store.copy_progress("t").unwrap().1, Position(5), std::slice::from_ref(&row), true)
@@ -628,7 +635,7 @@ mod tests {
                 }
             }
             // Reopened for the same database, or every table is new to it.
-            let store = open(&dir, "db", false).unwrap();
+            let store = open(&dir, "db", false, ReplicaMemory::DEFAULT_TOTAL).unwrap();
             store.register(&info().schema).unwrap();
             let (pos, state) = (store.position().unwrap(), store.copy_state("t"));
             assert!(pos == Position(5) || pos == Position(9), "{pos:?}");
@@ -656,7 +663,7 @@ mod tests {
         for n in 0..16 {
             let _ = std::fs::remove_dir_all(&dir);
             {
-                let store = open(&dir, "db", false).unwrap();
+                let store = open(&dir, "db", false, ReplicaMemory::DEFAULT_TOTAL).unwrap();
                 store.register(&info().schema).unwrap();
                 store
                     .write_copy_batch(&info().schema, store.copy_progress("t").unwrap().1, Position(50), std::slice::from_ref(&row), true)
@@ -679,7 +686,7 @@ mod tests {
                 completed = !r.broken.load(Ordering::Relaxed);
             }
             // Reopened for the same database, or every table is new to it.
-            let store = open(&dir, "db", false).unwrap();
+            let store = open(&dir, "db", false, ReplicaMemory::DEFAULT_TOTAL).unwrap();
             store.register(&info().schema).unwrap();
             let (pos, state) = (store.position().unwrap(), store.copy_state("t"));
             assert!(pos == Position(50) || pos == Position(3), "{pos:?}");
