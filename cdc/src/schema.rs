@@ -436,6 +436,15 @@ mod tests {
         assert_eq!(unreadable(&rows), [false, true, false, true]);
     }
 
+    /// information_schema is utf8mb3: it shows a label with a character past U+FFFF (`😀`) as
+    /// `?`, so a label read with a `?` may not be the label (an audit: a row the binlog set to
+    /// `😀` was served as `?`).
+    #[test]
+    fn an_enum_label_that_may_not_be_what_the_schema_shows_is_unreadable() {
+        let rows = [row("id", "int", "int(11)"), row("e", "enum", "enum('a','?','b')"), row("s", "set", "set('x','y?')")];
+        assert_eq!(unreadable(&rows), [false, true, true]);
+    }
+
     /// information_schema writes the attribute as a comment after the type; a label of an
     /// ENUM or SET spelled "compressed" is no such column (an audit: the table was refused).
     #[test]
