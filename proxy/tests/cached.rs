@@ -3642,3 +3642,60 @@ async fn a_prepared_statement_prepared_again_by_the_server_is_read_as_then() {
     }
     assert_eq!(got[1], got[0], "prepared again under utf8mb4_bin after a DDL, executed after the collation came back");
 }
+
+/// Executes whose parameters the server reads otherwise than their value (an audit of the
+/// binary protocol's parameters): each is answered as the server answers it, through a
+/// session whose statement was answered from the view before.
+/// - a DATETIME key looked up with a parameter typed TIMESTAMP: the server's index lookup
+///   makes it a TIMESTAMP in the session's zone, and finds nothing for `9999-12-31` (out of
+///   TIMESTAMP's range), where the view had the row;
+/// - a NULL whose type's flag byte has bits other than unsigned's: the server reads the
+///   type as 15 bits and refuses it (1210), where the view answered no rows;
+/// - an execute with types the server refused (1210 for an unknown type): the server keeps
+///   the types it last took, so an execute without types after it is read with those, where
+///   freshet took the refused ones as the server's and relayed an execute the server refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_the_server_reads_otherwise_get_its_answers() {
+    fresh_table(
+        "c_bparams",
+        "id INT PRIMARY KEY, d DATETIME, i INT, KEY(d), KEY(i)",
+        "(1, '9999-12-31 00:00:00', 1), (2, '2024-01-01 10:00:00', 2)",
+    )
+    .await;
+    let (by_d, by_i) = ("SELECT id, d FROM c_bparams WHERE d = ?", "SELECT id, i FROM c_bparams WHERE i = ?");
+    let proxy = start_proxy(&cache_config(&[("bp_d", by_d), ("bp_i", by_i)])).await;
+    // Every key once through freshet, so that the views hold them.
+    let mut warm = through(&proxy).await;
+    for _ in 0..3 {
+        let _: Vec<mysql_async::Row> = warm.exec(by_d, ("9999-12-31 00:00:00",)).await.unwrap();
+        let _: Vec<mysql_async::Row> = warm.exec(by_i, (1,)).await.unwrap();
+        let _: Vec<mysql_async::Row> = warm.exec(by_i, (2,)).await.unwrap();
+    }
+    let mut direct = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let mut ours = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let longlong = |v: i64| [&[0x08, 0x00][..], &v.to_le_bytes()].concat();
+    let typed = |ty: &[u8], value: &[u8]| [&[0x00, 0x01][..], ty, value].concat();
+    let mut ids = Vec::new();
+    for client in [&mut direct, &mut ours] {
+        ids.push((prepare(client, by_d).await.0, prepare(client, by_i).await.0));
+    }
+    let cases: Vec<(&str, bool, Vec<u8>)> = vec![
+        ("an i answered from the view", false, typed(&[0x08, 0x00], &1i64.to_le_bytes())),
+        ("a TIMESTAMP-typed 9999-12-31", true, typed(&[0x07, 0x00], &[7, 0x0f, 0x27, 12, 31, 0, 0, 0])),
+        ("a TIMESTAMP-typed 9999-12-31 again", true, typed(&[0x07, 0x00], &[7, 0x0f, 0x27, 12, 31, 0, 0, 0])),
+        ("a NULL whose flags are not unsigned's", false, vec![0x01, 0x01, 0x08, 0x01]),
+        ("a NULL whose flags are not unsigned's again", false, vec![0x01, 0x01, 0x08, 0x01]),
+        ("an i typed LONGLONG", false, [&[0x00, 0x01][..], &longlong(1)].concat()),
+        ("an unknown type, refused", false, typed(&[0x64, 0x00], &1i64.to_le_bytes())),
+        ("no types after a refused execute", false, [&[0x00, 0x00][..], &2i64.to_le_bytes()].concat()),
+        ("no types again", false, [&[0x00, 0x00][..], &1i64.to_le_bytes()].concat()),
+    ];
+    for (what, on_d, body) in cases {
+        let mut answers = Vec::new();
+        for (client, (d, i)) in [&mut direct, &mut ours].into_iter().zip(&ids) {
+            client.send(&execute(if on_d { *d } else { *i }, &body)).await;
+            answers.push(client.read_results().await);
+        }
+        assert_eq!(answers[1], answers[0], "{what}");
+    }
+}
