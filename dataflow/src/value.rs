@@ -736,6 +736,25 @@ impl fmt::Debug for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A decimal compared with a DOUBLE, FLOAT or ENUM is the double its text reads as, as the
+    /// server's `strtod` reads it: correctly rounded, not the mantissa divided by a power of
+    /// ten, which rounds twice (an audit: `dbl = 6.515929727227629087` found the next double's
+    /// row, and `0.9999999999999999` the rows of 1.0).
+    #[test]
+    fn a_decimal_is_the_double_its_text_reads_as() {
+        for (mantissa, scale, text) in [
+            (6_515_929_727_227_629_087i128, 18u8, "6.515929727227629087"),
+            (9_999_999_999_999_999, 16, "0.9999999999999999"),
+            (25_935_401_916_503_906_250, 21, "0.025935401916503906250"),
+            (15, 1, "1.5"),
+            (-12_345_678_901_234_567_890_123_456_789, 30, "-0.012345678901234567890123456789"),
+            (1, 30, "0.000000000000000000000000000001"),
+        ] {
+            let d = Decimal::new(mantissa, scale).unwrap();
+            assert_eq!(d.to_f64(), text.parse::<f64>().unwrap(), "{text}");
+        }
+    }
     use std::collections::hash_map::DefaultHasher;
 
     fn h(v: &Value) -> u64 {
