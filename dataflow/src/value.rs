@@ -86,8 +86,15 @@ impl Decimal {
         let q = if r.abs() * 2 >= div { q + mantissa.signum() } else { q };
         Decimal::new(q, to_scale)
     }
+    /// The double the decimal's text reads as, correctly rounded (as the server's `strtod`):
+    /// a mantissa and a power of ten that doubles hold exactly divide with one rounding; any
+    /// other is read from its text (the division would round twice).
     fn to_f64(self) -> f64 {
-        self.mantissa() as f64 / 10f64.powi(self.scale as i32)
+        let (m, scale) = (self.mantissa(), self.scale);
+        if m.unsigned_abs() <= 1 << 53 && scale <= 22 {
+            return m as f64 / 10f64.powi(scale as i32);
+        }
+        format!("{m}e-{scale}").parse().unwrap_or(f64::NAN)
     }
     /// Mantissa with trailing zeros stripped, for hashing.
     /// The same value with no trailing fraction zeros: (mantissa, scale), `1.50` as (15, 1).

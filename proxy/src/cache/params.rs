@@ -70,17 +70,24 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
     if bound > 1 {
         return Err(ParamError::Malformed);
     }
+    // The server reads a type as 15 bits and the unsigned flag: any other bit of the flag
+    // byte makes a type it does not know (1210), a NULL's too.
+    let unsupported = |t: u8, flags: u8| !decodable(t) || flags & 0x7f != 0;
     if bound == 1 {
-        // Replaced only when all of them are there (in place: most clients send them with
-        // every execute).
+        // Replaced only when all of them are there and decoded here (in place: most clients
+        // send them with every execute). Types the server may refuse are not kept: it keeps
+        // the ones it had when it refuses an execute.
         let sent = c.bytes(2 * count).map_err(|_| ParamError::Malformed)?;
+        if sent.chunks_exact(2).any(|tf| unsupported(tf[0], tf[1])) {
+            return Err(ParamError::Unsupported);
+        }
         types.clear();
         types.extend(sent.chunks_exact(2).map(|tf| (tf[0], tf[1])));
     }
     if types.len() != count {
         return Err(ParamError::Malformed);
     }
-    if types.iter().any(|&(t, _)| !decodable(t)) {
+    if types.iter().any(|&(t, flags)| unsupported(t, flags)) {
         return Err(ParamError::Unsupported);
     }
     let mut out = Vec::with_capacity(count);
@@ -100,7 +107,10 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
 }
 
 /// The parameter types [`binary_value`] decodes. Not YEAR nor INT24: MariaDB binds such a
-/// parameter as NULL, where its bytes say a number.
+/// parameter as NULL, where its bytes say a number. Not TIMESTAMP: the server makes it a
+/// TIMESTAMP in the session's zone before an index lookup of a DATETIME or DATE key, and
+/// finds nothing for a value outside TIMESTAMP's range (`9999-12-31`) where the view has the
+/// row.
 fn decodable(t: u8) -> bool {
     matches!(
         t,
@@ -122,7 +132,6 @@ fn decodable(t: u8) -> bool {
             | ty::BLOB
             | ty::DATE
             | ty::DATETIME
-            | ty::TIMESTAMP
     )
 }
 

@@ -594,6 +594,9 @@ impl Session {
                 Some(&OK) => Some(self.ok_status(&first)?),
                 Some(&ERR) => {
                     self.shared.metrics.server_errors.inc();
+                    if results == 1 {
+                        self.execute_refused(first.payload());
+                    }
                     if crate::cache::access::refused_before_running(first.payload()) {
                         self.refused_at = Some(results);
                     }

@@ -92,6 +92,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             login_generation,
             login_at,
             refused_with: None,
+            types_before: None,
             login_rights_epoch: 0,
             shapes: Default::default(),
             owed: Default::default(),

@@ -37,6 +37,7 @@ impl Session {
     /// them out and the server has not seen any for the statement. Notes what the server
     /// sees: types sent, the statement's remembered types follow them.
     pub(super) fn execute_for_server(&mut self, payload: Bytes) -> Bytes {
+        self.types_before = None;
         let Some(id) = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { return payload };
         let Some(stmt) = self.statements.get_mut(&id) else { return payload };
         let params = usize::from(stmt.params);
@@ -45,6 +46,9 @@ impl Session {
             return payload;
         }
         let at = bound_flag_at(params);
+        if matches!(payload.get(at), Some(1)) || !route.server_has_types {
+            self.types_before = Some((id, route.types.clone(), route.server_has_types));
+        }
         match payload.get(at) {
             Some(1) => {
                 if let Some(sent) = payload.get(at + 1..at + 1 + 2 * params) {
@@ -66,4 +70,23 @@ impl Session {
             _ => payload,
         }
     }
+
+    /// The server refused the execute just relayed before taking its parameters (an unknown
+    /// type, a malformed packet): it keeps the types it had, and so does the route.
+    pub(super) fn execute_refused(&mut self, err: &[u8]) {
+        let code = err.get(1..3).map(|c| u16::from_le_bytes([c[0], c[1]]));
+        let Some((id, types, had)) = self.types_before.take() else { return };
+        if !matches!(code, Some(WRONG_ARGUMENTS | MALFORMED_PACKET)) {
+            return;
+        }
+        if let Some(route) = self.statements.get_mut(&id).and_then(|s| s.route.as_mut()) {
+            route.types = types;
+            route.server_has_types = had;
+        }
+    }
 }
+
+/// ER_WRONG_ARGUMENTS: the server's answer to an execute with a type it does not know.
+const WRONG_ARGUMENTS: u16 = 1210;
+/// ER_MALFORMED_PACKET.
+const MALFORMED_PACKET: u16 = 1835;

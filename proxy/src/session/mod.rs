@@ -199,6 +199,10 @@ pub struct Session {
     /// moved since (USE, COM_INIT_DB, a statement not followed such as SET ROLE), the server
     /// read the session's privileges again after its login (`route::Standing::reread`).
     login_rights_epoch: u64,
+    /// The statement id, types and `server_has_types` of a routed statement before the execute
+    /// being relayed sent types (or was sent with them): the server takes an execute's types
+    /// only if it accepts the execute, so a refusal (1210, 1835) gives them back.
+    types_before: Option<(u32, Vec<(u8, u8)>, bool)>,
     /// The error code of the last one-row question's refusal (the probe's), if it was refused.
     refused_with: Option<u16>,
     /// The relayed read in progress teaches the account's right to a cache.
