@@ -32,6 +32,14 @@ pub(super) fn with_types(payload: &[u8], params: usize, types: &[(u8, u8)]) -> O
     Some(out.into())
 }
 
+/// A routed statement's remembered types before an execute that sent types (or was sent with
+/// them) was relayed.
+pub(super) struct TypesBefore {
+    id: u32,
+    types: Vec<(u8, u8)>,
+    server_has_types: bool,
+}
+
 impl Session {
     /// An execute about to be relayed, as the server needs it: with its types where it left
     /// them out and the server has not seen any for the statement. Notes what the server
@@ -47,7 +55,7 @@ impl Session {
         }
         let at = bound_flag_at(params);
         if matches!(payload.get(at), Some(1)) || !route.server_has_types {
-            self.types_before = Some((id, route.types.clone(), route.server_has_types));
+            self.types_before = Some(TypesBefore { id, types: route.types.clone(), server_has_types: route.server_has_types });
         }
         match payload.get(at) {
             Some(1) => {
@@ -75,13 +83,13 @@ impl Session {
     /// type, a malformed packet): it keeps the types it had, and so does the route.
     pub(super) fn execute_refused(&mut self, err: &[u8]) {
         let code = err.get(1..3).map(|c| u16::from_le_bytes([c[0], c[1]]));
-        let Some((id, types, had)) = self.types_before.take() else { return };
+        let Some(before) = self.types_before.take() else { return };
         if !matches!(code, Some(WRONG_ARGUMENTS | MALFORMED_PACKET)) {
             return;
         }
-        if let Some(route) = self.statements.get_mut(&id).and_then(|s| s.route.as_mut()) {
-            route.types = types;
-            route.server_has_types = had;
+        if let Some(route) = self.statements.get_mut(&before.id).and_then(|s| s.route.as_mut()) {
+            route.types = before.types;
+            route.server_has_types = before.server_has_types;
         }
     }
 }

@@ -202,7 +202,7 @@ pub struct Session {
     /// The statement id, types and `server_has_types` of a routed statement before the execute
     /// being relayed sent types (or was sent with them): the server takes an execute's types
     /// only if it accepts the execute, so a refusal (1210, 1835) gives them back.
-    types_before: Option<(u32, Vec<(u8, u8)>, bool)>,
+    types_before: Option<execute::TypesBefore>,
     /// The error code of the last one-row question's refusal (the probe's), if it was refused.
     refused_with: Option<u16>,
     /// The relayed read in progress teaches the account's right to a cache.
