@@ -281,7 +281,7 @@ impl Session {
             InitDb => self.state.database_may_change(),
             // A new session on the server: nothing is owed to its diagnostics.
             ChangeUser => {
-                self.state.mark_stale();
+                self.state.stale = true;
                 self.own.server_forgot();
                 self.owed.new_session();
             }
@@ -343,7 +343,7 @@ impl Session {
         // cached read waits for it as for any write (the question rides on the probe's).
         let stored_code = glance.as_ref().is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g));
         if stored_code {
-            self.state.mark_stale();
+            self.state.stale = true;
         }
         if may_write || stored_code {
             self.own.wrote();

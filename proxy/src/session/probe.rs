@@ -91,7 +91,7 @@ impl Session {
             if self.refused_with == Some(MUST_CHANGE_PASSWORD) {
                 // The server's sandbox: a login whose password expired runs nothing but SET
                 // PASSWORD. Asked again before the next cached read; this one is relayed.
-                self.state.mark_stale();
+                self.state.stale = true;
                 return Ok(None);
             }
             tracing::debug!("the server's answer to the session probe was not a row; cached reads are relayed");

@@ -215,12 +215,6 @@ impl SessionState {
         }
     }
 
-    /// Something may have changed the session's settings: the server is asked again before
-    /// its next cached read.
-    pub fn mark_stale(&mut self) {
-        self.stale = true;
-    }
-
     /// A SET of what the server reads a statement's text under (sql_mode, character sets,
     /// collation): asked again, and statements prepared before it were read otherwise
     /// (`settings_epoch`). Stored code cannot change these for good: a routine runs under its
@@ -233,7 +227,7 @@ impl SessionState {
     /// USE, COM_INIT_DB or a dropped database: the server is asked again which database the
     /// session is in, and it read the session's database privileges again.
     pub fn database_may_change(&mut self) {
-        self.mark_stale();
+        self.stale = true;
         self.database_epoch += 1;
         self.rights_epoch += 1;
     }
@@ -344,7 +338,7 @@ impl SessionState {
         // same. What follows their first top-level comma is read as any assignments are (`SET
         // PASSWORD = PASSWORD('x'), sql_mode = 'ANSI'` sets the mode).
         if first == "password" || (first == "default" && text(2) == "role") {
-            self.mark_stale();
+            self.stale = true;
             (start, expect_target) = (2, false);
         }
         // MariaDB's `SET STATEMENT assignments FOR statement`: the assignments hold for that
@@ -431,7 +425,7 @@ impl SessionState {
                         "transaction" if tokens.iter().any(|t| word(sql, t) == "uncommitted") => {
                             self.unfollowed("READ UNCOMMITTED isolation", sql)
                         }
-                        "transaction" | "transaction_isolation" | "tx_isolation" => self.mark_stale(),
+                        "transaction" | "transaction_isolation" | "tx_isolation" => self.stale = true,
                         // On, the server answers every SELECT a view answers; off, it may
                         // refuse a large one (max_join_size).
                         "sql_big_selects" if value_is(&value, &["1", "on", "true"]) => {}
@@ -445,7 +439,7 @@ impl SessionState {
                         // which reads are served (`route::Reading`, `Identity::unfit`).
                         "sql_mode" => self.reading_may_change(),
                         "sql_select_limit" | "time_zone" | "div_precision_increment" | "sql_auto_is_null" | "wait_timeout" => {
-                            self.mark_stale()
+                            self.stale = true
                         }
                         n if HARMLESS.contains(&n) => {}
                         _ => self.unfollowed("a setting that may change results", sql),
