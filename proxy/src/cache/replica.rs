@@ -87,6 +87,17 @@ pub struct ReplicaFigures {
     pub following: bool,
 }
 
+/// Whether `table`'s text is read exactly from the binlog (`TableInfo::inexact_text`); if not,
+/// says so: the table is not replicated, its fills go to the upstream.
+fn replicable_text(table: &str, info: &TableInfo) -> bool {
+    let Some(column) = info.inexact_text() else { return true };
+    warn!(
+        table,
+        column, "replica: table not replicated (the binlog's text of this column is not read exactly); its fills go to the upstream"
+    );
+    false
+}
+
 /// Opens the store at `path` for the tables of `database`, where tables whose names differ in
 /// case are two tables if `case_sensitive` (the catalog's [`freshet_dataflow::Names`]), within
 /// `memory` (`[replica] memory`).
@@ -112,8 +123,7 @@ impl Replica {
         let mut replicated = HashMap::new();
         for t in tables {
             let Some((_, info)) = infos.iter().find(|(n, _)| store.same_table(n, t)) else { continue };
-            if let Some(column) = info.inexact_text() {
-                warn!(table = %t, column, "replica: table not replicated (the binlog's text of this column is not read exactly); its fills go to the upstream");
+            if !replicable_text(t, info) {
                 continue;
             }
             match store.register(&info.schema) {
@@ -383,8 +393,7 @@ impl Replica {
             // Not there yet: a CREATE TABLE registers it (`schema_changed`).
             let Some(info) = known.iter().find(|(n, _)| self.store.same_table(n, t)).map(|(_, i)| i.clone()) else { continue };
             drop(known);
-            if let Some(column) = info.inexact_text() {
-                warn!(table = %t, column, "replica: table not replicated (the binlog's text of this column is not read exactly); its fills go to the upstream");
+            if !replicable_text(t, &info) {
                 continue;
             }
             // Rows kept from an earlier registration were not kept current since: copy again.
