@@ -1738,3 +1738,125 @@ async fn use_makes_a_session_learn_its_database_rights_again() {
         }
     }
 }
+
+/// The server reads a session's database privileges again when it runs (or only loads) a
+/// stored routine of another database, as at USE: it switches to the routine's database and
+/// back. A REVOKE that the session outlived then takes effect for it (an audit: after a
+/// seen REVOKE, `SELECT other.f()`, `SHOW CREATE FUNCTION other.f` or a prepared call of
+/// it, the server refused the session, and freshet served it for `max_privilege_age`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stored_code_makes_a_session_learn_its_database_rights_again() {
+    // Alone: another test's GRANT makes freshet learn again and hides the fault.
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_routine").await;
+    let mut admin = direct().await;
+    admin.query_drop("CREATE DATABASE IF NOT EXISTS tr_routines").await.unwrap();
+    admin.query_drop("CREATE OR REPLACE FUNCTION tr_routines.f() RETURNS INT DETERMINISTIC SQL SECURITY INVOKER RETURN 1").await.unwrap();
+    let proxy = start_proxy(&config("tr_routine", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_routine WHERE id = 1";
+    warm(&proxy, sql).await;
+    for (n, switch) in ["SELECT tr_routines.f()", "SHOW CREATE FUNCTION tr_routines.f", "prepared: SELECT tr_routines.f()"].into_iter().enumerate()
+    {
+        let account = format!("tr_routine_{n}");
+        user(&account, &["SELECT, INSERT ON freshet_test.*", "EXECUTE ON tr_routines.*", "SELECT ON mysql.proc"]).await;
+        let (mut d, mut old) = pair(&proxy, &account, Some(DB)).await;
+        assert!(served_from_cache(&proxy, &mut d, &mut old, sql).await, "{account} served before the revoke");
+        direct().await.query_drop(format!("REVOKE SELECT ON freshet_test.* FROM '{account}'@'127.0.0.1'")).await.unwrap();
+        caught_up(&mut through(&proxy).await).await;
+        // The old session still reads, directly and through freshet (from the cache again).
+        assert!(served_from_cache(&proxy, &mut d, &mut old, sql).await, "{account}'s old session served after the revoke");
+        for c in [&mut d, &mut old] {
+            match switch.strip_prefix("prepared: ") {
+                Some(call) => c.exec_drop(call, ()).await.unwrap(),
+                None => c.query_drop(switch).await.unwrap(),
+            }
+        }
+        let want = text(&mut d, sql).await;
+        assert!(matches!(want, Err((1142, _))), "the server refuses the old session after {switch}: {want:?}");
+        for round in 0..3 {
+            assert_eq!(text(&mut old, sql).await, want, "{switch}, read {round}");
+        }
+    }
+    admin.query_drop("DROP DATABASE tr_routines").await.unwrap();
+}
+
+/// The temporary-table question before a read teaches the account (the session's count of
+/// CREATE TEMPORARY TABLE) is reset to 0 by FLUSH STATUS and by COM_REFRESH's status bit,
+/// while the table stays: a temporary table made by stored code, then such a reset, taught the
+/// account a right to the real table it shadowed (an audit: every new session of the account
+/// was then served rows the server refuses it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_of_the_status_counters_hides_no_temporary_table() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_tmp_flush").await;
+    let mut admin = direct().await;
+    admin
+        .query_drop(
+            "CREATE OR REPLACE FUNCTION tr_tmp_flusher() RETURNS INT DETERMINISTIC MODIFIES SQL DATA SQL SECURITY DEFINER BEGIN \
+             CREATE TEMPORARY TABLE IF NOT EXISTS tr_tmp_flush (id INT PRIMARY KEY, owner VARCHAR(20) NOT NULL, secret VARCHAR(50) NOT NULL); \
+             RETURN 1; END",
+        )
+        .await
+        .unwrap();
+    let proxy = start_proxy(&config("tr_tmp_flush", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_tmp_flush WHERE id = 1";
+    warm(&proxy, sql).await;
+    for (n, reset) in ["FLUSH STATUS", "FLUSH LOCAL HOSTS, STATUS", "COM_REFRESH"].into_iter().enumerate() {
+        let account = format!("tr_tmp_flush_{n}");
+        user(&account, &["RELOAD ON *.*", &format!("EXECUTE ON FUNCTION {DB}.tr_tmp_flusher")]).await;
+        let (mut d, mut t) = pair(&proxy, &account, Some(DB)).await;
+        for c in [&mut d, &mut t] {
+            c.query_drop("SELECT tr_tmp_flusher()").await.unwrap();
+        }
+        if reset == "COM_REFRESH" {
+            // mysql_async has no COM_REFRESH: a raw session of the account does it all.
+            let mut raw = RawClient::connect_as(&proxy.mysql.to_string(), DEFAULT_CAPS, &account, "pw").await.unwrap();
+            assert_eq!(raw.query("SELECT tr_tmp_flusher()").await.last().map(|p| p[0]), Some(0xfe), "the function ran");
+            raw.send(&[0x07, 0x40]).await;
+            assert_eq!(raw.packet().await[0], 0x00, "COM_REFRESH(STATUS) answered OK");
+            for round in 0..3 {
+                let answer = raw.query(sql).await;
+                // The temporary table's empty result: column count, 3 definitions, EOF, EOF.
+                assert_eq!(answer.len(), 6, "read {round} after COM_REFRESH: {answer:?}");
+            }
+        } else {
+            for c in [&mut d, &mut t] {
+                c.query_drop(reset).await.unwrap();
+            }
+            same_text(&mut d, &mut t, sql, reset).await;
+        }
+        // A new session of the account: no temporary table, no right to the real one.
+        let (mut d2, mut t2) = pair(&proxy, &account, Some(DB)).await;
+        let refused = text(&mut d2, sql).await;
+        assert!(refused.as_ref().is_err_and(|(code, _)| *code == 1142), "the server refuses the real table: {refused:?}");
+        same_text(&mut d2, &mut t2, sql, &format!("another session of the account after {reset}")).await;
+    }
+    admin.query_drop("DROP FUNCTION tr_tmp_flusher").await.unwrap();
+}
+
+/// A session that logged in before a seen privilege change and sends USE at each checkout
+/// (or writes, which may run stored code) learns its rights again once per seen change, not
+/// at each USE: the server's re-read after the first gives what every later one gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_uses_its_database_at_each_checkout_learns_once_per_change() {
+    // Alone: another test's GRANT makes freshet learn again.
+    let _globals = SERVER_GLOBALS.write().await;
+    secrets("tr_use_pool").await;
+    let proxy = start_proxy(&config("tr_use_pool", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_use_pool WHERE id = 1";
+    warm(&proxy, sql).await;
+    user("tr_use_pool_u", &["SELECT, INSERT ON freshet_test.tr_use_pool"]).await;
+    let (mut d, mut pooled) = pair(&proxy, "tr_use_pool_u", Some(DB)).await;
+    assert!(served_from_cache(&proxy, &mut d, &mut pooled, sql).await, "served before the change");
+    user("tr_use_pool_other", &["SELECT ON freshet_test.tr_use_pool"]).await;
+    caught_up(&mut through(&proxy).await).await;
+    let (mut served, rounds) = (0, 20);
+    for round in 0..rounds {
+        let checkout = if round % 2 == 0 { format!("USE {DB}") } else { "INSERT IGNORE INTO tr_use_pool VALUES (1, 'x', 'y')".into() };
+        pooled.query_drop(&checkout).await.unwrap();
+        let before = hits(&proxy);
+        assert_eq!(text(&mut pooled, sql).await, text(&mut d, sql).await, "after {checkout}");
+        served += u64::from(hits(&proxy) > before);
+    }
+    assert!(served >= rounds - 3, "{served} of {rounds} reads after a USE or a write each were served from the cache");
+}
