@@ -250,6 +250,7 @@ impl Session {
         use Command::*;
         self.release_close(command, &payload);
         let unlogged_before = self.state.unlogged;
+        let rights_before = self.state.rights_epoch;
         self.state.begin_command();
         match command {
             BinlogDump | BinlogDumpGtid | RegisterSlave | TableDump => {
@@ -279,6 +280,8 @@ impl Session {
             // The server's answer decides the database (and the account): ask it again
             // before the next cached read, whatever it answers here.
             InitDb => self.state.database_may_change(),
+            // REFRESH_STATUS: as FLUSH STATUS (`SessionState::counters_reset`).
+            Refresh if payload.get(1).is_some_and(|flags| flags & 0x40 != 0) => self.state.counters_reset(),
             // A new session on the server: nothing is owed to its diagnostics.
             ChangeUser => {
                 self.state.stale = true;
@@ -343,7 +346,10 @@ impl Session {
         // cached read waits for it as for any write (the question rides on the probe's).
         let stored_code = glance.as_ref().is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g));
         if stored_code {
-            self.state.stale = true;
+            self.state.rights_may_be_read_again();
+        }
+        if self.state.rights_epoch != rights_before {
+            self.reread_generation = self.shared.engine.get().map(|e| e.access.generation());
         }
         if may_write || stored_code {
             self.own.wrote();
@@ -398,6 +404,8 @@ impl Session {
                         // prepared statements are gone, and its privileges are read anew.
                         self.status = status;
                         self.login_generation = login_generation;
+                        self.memo_generation = login_generation;
+                        self.reread_generation = login_generation;
                         self.login_at = login_at;
                         self.memo.clear();
                         self.state.reset();

@@ -89,6 +89,8 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             identity: None,
             memo: Default::default(),
             memo_epoch: 0,
+            memo_generation: login_generation,
+            reread_generation: login_generation,
             login_generation,
             login_at,
             refused_with: None,

@@ -118,15 +118,20 @@ impl Session {
         }
         tracing::Span::current().record("user", identity.account.as_ref());
         // What the session learnt holds for the same account, unless the server has read its
-        // database privileges again since (USE: a database-level REVOKE the session outlived
-        // then takes effect for it) and a privilege change was seen since its login (without
-        // one, they are what they were; a change the binlog does not carry is bounded by the
-        // age of what was learnt). A reset reads nothing again: pools that reset at each
-        // checkout keep what their sessions learnt.
+        // database privileges again since (USE, a stored routine of another database: a
+        // database-level REVOKE the session outlived then takes effect for it) and a privilege
+        // change was seen since it last read them before (without one, they are what they
+        // were; a change the binlog does not carry is bounded by the age of what was learnt).
+        // So a session learns again once per seen change, not at each USE or write. A reset
+        // reads nothing again: pools that reset at each checkout keep what their sessions
+        // learnt.
         let generation = self.shared.engine.get().map(|e| e.access.generation());
-        let reread = self.memo_epoch != self.state.rights_epoch && (generation.is_none() || self.login_generation != generation);
-        if account.as_ref() != Some(&identity.account) || reread {
+        let read_again = self.memo_epoch != self.state.rights_epoch;
+        if account.as_ref() != Some(&identity.account) || read_again && (generation.is_none() || self.memo_generation != generation) {
             self.memo.clear();
+        }
+        if read_again {
+            self.memo_generation = self.reread_generation;
         }
         self.memo_epoch = self.state.rights_epoch;
         self.identity = Some(identity);

@@ -82,7 +82,10 @@ pub struct SessionState {
     /// (`PreparedRoute::in_cache_database`).
     pub database_epoch: u64,
     /// Counts what makes the server read the session's database privileges again: USE,
-    /// COM_INIT_DB, dropping its database. Not a reset, which keeps them (and the account).
+    /// COM_INIT_DB, dropping its database, and what may run or load a stored routine of
+    /// another database (the server switches to its database and back) or run SET ROLE (a
+    /// routine may): a call, a write (its triggers may call one), SHOW CREATE FUNCTION, a
+    /// statement not followed. Not a reset, which keeps them (and the account).
     pub rights_epoch: u64,
     /// Counts what may have changed how the server reads a statement's text (a SET of the
     /// sql_mode, character sets or collation, a statement not followed, a reset): a prepared
@@ -232,6 +235,13 @@ impl SessionState {
         self.rights_epoch += 1;
     }
 
+    /// What may run or load stored code: the server may read the session's privileges again
+    /// (`rights_epoch`), and the code may have set anything the probe reads.
+    pub fn rights_may_be_read_again(&mut self) {
+        self.stale = true;
+        self.rights_epoch += 1;
+    }
+
     /// Notes what one statement (its tokens in `sql`) may do to the session.
     fn statement(&mut self, sql: &[u8], tokens: &[Token]) {
         match tokens.first().map(|t| word(sql, t)).as_deref() {
@@ -255,8 +265,19 @@ impl SessionState {
             // `FLUSH TABLES t, ... WITH READ LOCK` and `... FOR EXPORT` lock the tables named as
             // LOCK TABLES does: the server refuses reads of any other until UNLOCK TABLES.
             Some("flush") if locks_tables(sql, tokens) => self.locked = true,
+            // The session's status counters start from 0 again, the count of temporary tables
+            // it made among them, while the tables stay: a table made by stored code is no
+            // longer told (`Session::made_no_temporary_tables`).
+            Some("flush") if tokens.iter().any(|t| word(sql, t) == "status") => self.counters_reset(),
+            // Loading a routine of another database reads the session's privileges again.
+            Some("show") if loads_a_routine(sql, tokens) => self.rights_may_be_read_again(),
             _ => {}
         }
+    }
+
+    /// FLUSH STATUS, COM_REFRESH with its status bit: see [`Self::statement`].
+    pub fn counters_reset(&mut self) {
+        self.not_followed("a reset of the session's status counters, which tell the temporary tables it made");
     }
 
     pub(super) fn unfollowed(&mut self, why: &str, sql: &[u8]) {
@@ -627,7 +648,7 @@ fn starts_transaction(word: &[u8]) -> bool {
 }
 
 fn interesting(word: &[u8]) -> bool {
-    [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock", b"flush"]
+    [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock", b"flush", b"show"]
         .iter()
         .any(|k| word.eq_ignore_ascii_case(k))
 }
@@ -938,8 +959,14 @@ fn assigned_variable(sql: &[u8], tokens: &[Token], i: usize) -> (String, usize) 
     (name, named_by)
 }
 
-/// Whether setting variable `name` (lower case) to `value` may turn the session's binlogging
-/// off: `sql_log_bin` to anything but on, `binlog_format` to anything but ROW.
+/// `SHOW CREATE {FUNCTION | PROCEDURE | PACKAGE [BODY]} name` and `SHOW {FUNCTION | PROCEDURE
+/// | PACKAGE [BODY]} CODE name`: the server loads the routine, in its own database.
+fn loads_a_routine(sql: &[u8], tokens: &[Token]) -> bool {
+    let routine = |at: usize| tokens.get(at).is_some_and(|t| matches!(word(sql, t).as_str(), "function" | "procedure" | "package"));
+    routine(1) && tokens.iter().skip(2).take(2).any(|t| word(sql, t) == "code")
+        || tokens.get(1).is_some_and(|t| word(sql, t) == "create") && routine(2)
+}
+
 /// `FLUSH [NO_WRITE_TO_BINLOG | LOCAL] TABLE[S] name[, ...] WITH READ LOCK | FOR EXPORT`: the
 /// session holds those tables' locks (not the global read lock of `FLUSH TABLES WITH READ
 /// LOCK`, under which reads go on).
@@ -951,6 +978,8 @@ fn locks_tables(sql: &[u8], tokens: &[Token]) -> bool {
     named && locking
 }
 
+/// Whether setting variable `name` (lower case) to `value` may turn the session's binlogging
+/// off: `sql_log_bin` to anything but on, `binlog_format` to anything but ROW.
 fn turns_binlogging_off(name: &str, value: &str) -> bool {
     match name {
         "sql_log_bin" => !value_is(value, &["1", "on", "true", "default"]),
