@@ -129,3 +129,104 @@ async fn reset_master_to_the_same_length_starts_a_new_history() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// A session's write after its GTID domain was numbered again: RESET MASTER starts every
+/// domain at 1 again, `FLUSH BINARY LOGS DELETE_DOMAIN_ID` one. The write's sequence number is
+/// then at or below what the stream delivered of the old numbering, which read-your-writes
+/// took for applied: an audit saw the session's next read answered from the cache without
+/// its write (19 of 20 after RESET MASTER; 3-15 of 100 after DELETE_DOMAIN_ID under a
+/// background load).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_after_its_domains_numbering_went_back_is_read_back() {
+    let server = PrivateServer::start(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("ryw-numbering-mariadb"), "");
+    let mut admin = mysql_async::Conn::from_url(&server.url).await.unwrap();
+    admin.query_drop("CREATE OR REPLACE TABLE rw_items (id INT PRIMARY KEY, v INT NOT NULL)").await.unwrap();
+    let values: Vec<String> = (1..=400).map(|i| format!("({i}, 0)")).collect();
+    admin.query_drop(format!("INSERT INTO rw_items VALUES {}", values.join(", "))).await.unwrap();
+    let proxy = start_proxy_with_url(
+        &server.url,
+        "[admin]\nusers = [\"freshet\"]\n[[cache]]\nname = \"rw\"\nquery = \"SELECT id, v FROM rw_items WHERE id = ?\"\n",
+    )
+    .await;
+    let engine = proxy.engine.get().expect("the cache engine started").clone();
+    let hits = || engine.by_name("rw").expect("cache exists").stats().hits;
+    let through_opts = mysql_async::OptsBuilder::from_opts(mysql_async::Opts::from_url(&server.url).unwrap())
+        .ip_or_hostname("127.0.0.1")
+        .tcp_port(proxy.mysql.port())
+        .prefer_socket(false);
+    let mut session = mysql_async::Conn::new(through_opts.clone()).await.unwrap();
+    let mut status = mysql_async::Conn::new(through_opts).await.unwrap();
+    let read = |id: i32| format!("SELECT id, v FROM rw_items WHERE id = {id}");
+    let mut wrong = Vec::new();
+
+    // RESET MASTER, then the session's write and read, three times.
+    for round in 0..3 {
+        for _ in 0..50 {
+            session.query_drop("UPDATE rw_items SET v = v + 1 WHERE id = 2").await.unwrap();
+        }
+        caught_up_with(&mut status, &mut admin).await;
+        let before = hits();
+        for _ in 0..250 {
+            let _: Vec<(i32, i32)> = session.query(read(1)).await.unwrap();
+            if hits() > before {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let relayed: Vec<String> =
+            freshet_proxy::cache::RelayReason::ALL.iter().map(|r| format!("{r:?}={}", engine.counters.relayed[r.index()].get())).collect();
+        if hits() == before {
+            // A session whose writes came before the stream's new start waited for them for good.
+            wrong.push(format!("round {round}: never answered from the cache before the reset; relayed {relayed:?}"));
+        }
+        session.query_drop("RESET MASTER").await.unwrap();
+        session.query_drop("UPDATE rw_items SET v = v + 1 WHERE id = 1").await.unwrap();
+        let got: Vec<(i32, i32)> = session.query(read(1)).await.unwrap();
+        let want: Vec<(i32, i32)> = admin.query(read(1)).await.unwrap();
+        if got != want {
+            wrong.push(format!("after RESET MASTER (round {round}): {got:?} where the server has {want:?}"));
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+
+    // Domain 77 numbered again, while others write.
+    for _ in 0..300 {
+        session.query_drop("SET STATEMENT gtid_domain_id = 77 FOR UPDATE rw_items SET v = v + 1 WHERE id = 3").await.unwrap();
+    }
+    caught_up_with(&mut status, &mut admin).await;
+    admin.query_drop("FLUSH BINARY LOGS").await.unwrap();
+    let end: mysql_async::Row = admin.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    // The files that hold the domain's groups, once freshet's dump thread has left them.
+    let mut deleted = false;
+    for _ in 0..40 {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        admin.query_drop(format!("PURGE BINARY LOGS TO '{}'", end.get::<String, _>(0).unwrap())).await.unwrap();
+        if admin.query_drop("FLUSH BINARY LOGS DELETE_DOMAIN_ID = (77)").await.is_ok() {
+            deleted = true;
+            break;
+        }
+    }
+    assert!(deleted, "the domain was deleted");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let load = {
+        let (stop, url) = (stop.clone(), server.url.clone());
+        tokio::spawn(async move {
+            let mut writer = mysql_async::Conn::from_url(&url).await.unwrap();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                writer.query_drop("UPDATE rw_items SET v = v + 1 WHERE id BETWEEN 100 AND 400").await.unwrap();
+            }
+        })
+    };
+    for n in 0..100 {
+        let _: Vec<(i32, i32)> = session.query(read(3)).await.unwrap();
+        session.query_drop("SET STATEMENT gtid_domain_id = 77 FOR UPDATE rw_items SET v = v + 1 WHERE id = 3").await.unwrap();
+        let got: Vec<(i32, i32)> = session.query(read(3)).await.unwrap();
+        let want: Vec<(i32, i32)> = admin.query(read(3)).await.unwrap();
+        if got != want {
+            wrong.push(format!("after DELETE_DOMAIN_ID (write {n}): {got:?} where the server has {want:?}"));
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    load.await.unwrap();
+    assert!(wrong.is_empty(), "{} reads missed the session's own write or were never served:\n{}", wrong.len(), wrong.join("\n"));
+}
