@@ -25,6 +25,9 @@ pub trait Flavor: Send + Sync + std::fmt::Debug {
     fn binlog_session_setup(&self, heartbeat: Duration) -> Vec<String>;
     /// A statement whose first row starts with the current binlog file and position.
     fn current_position_sql(&self) -> &'static str;
+    /// A SELECT of the GTID of the last group the server logged in each domain
+    /// (comma-separated), or None where the server has no such list.
+    fn last_gtids_sql(&self) -> Option<&'static str>;
     /// True if JSON columns are LONGTEXT with a `json_valid` CHECK (MariaDB); false if JSON is
     /// a type of its own, binary in the binlog (MySQL).
     fn json_is_text(&self) -> bool;
@@ -51,10 +54,12 @@ pub trait Flavor: Send + Sync + std::fmt::Debug {
     /// that a resume position means the same history on this server as on the one followed.
     fn gtid_state_at_sql(&self, file: &str, offset: u32) -> Option<String>;
     /// An expression that, selected on a client's own session, names the GTID of that
-    /// session's last commit (`domain-server-seq`, empty if none), or None where the server
-    /// has no such read-only variable. Read-your-writes selects it right before a cached read,
-    /// where the client's own SELECT would have cleared the same session state (alone, or as
-    /// one more column of the session probe).
+    /// session's last commit (`domain-server-seq`, empty if none), then after a space the
+    /// server's last GTID in each domain (comma-separated), or None where the server has no
+    /// such read-only variable. Read-your-writes selects it right before a cached read, where
+    /// the client's own SELECT would have cleared the same session state (alone, or as one
+    /// more column of the session probe); the server's list tells whether a domain was
+    /// numbered again (RESET MASTER, `DELETE_DOMAIN_ID`).
     fn session_gtid(&self) -> Option<&'static str>;
     /// A SELECT of one row and one column, run on a client's own session: how many temporary
     /// tables the session has created, its statements and the stored code they ran alike; None
@@ -86,12 +91,15 @@ impl Flavor for MariaDb {
     fn current_position_sql(&self) -> &'static str {
         "SHOW MASTER STATUS"
     }
+    fn last_gtids_sql(&self) -> Option<&'static str> {
+        Some("SELECT @@gtid_binlog_pos")
+    }
     fn identity_sql(&self) -> &'static str {
         "SELECT @@server_id, CAST(UNIX_TIMESTAMP() - VARIABLE_VALUE AS SIGNED), NULL \
          FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'UPTIME'"
     }
     fn session_gtid(&self) -> Option<&'static str> {
-        Some("@@last_gtid")
+        Some("CONCAT(@@last_gtid, ' ', @@gtid_binlog_pos)")
     }
     fn temporary_tables_made_sql(&self) -> Option<&'static str> {
         // Counted for statements run by stored functions and triggers too (`Com_create_table`
@@ -140,6 +148,10 @@ impl Flavor for MySql8 {
     }
     fn current_position_sql(&self) -> &'static str {
         if self.minor_at_least_4 { "SHOW BINARY LOG STATUS" } else { "SHOW MASTER STATUS" }
+    }
+    fn last_gtids_sql(&self) -> Option<&'static str> {
+        // Read-your-writes has no session GTID to compare them with (`session_gtid`).
+        None
     }
     fn identity_sql(&self) -> &'static str {
         "SELECT @@server_id, CAST(UNIX_TIMESTAMP() - VARIABLE_VALUE AS SIGNED), @@server_uuid \

@@ -339,11 +339,18 @@ impl LagHandle {
         l.gtids.iter().find(|(d, s, _)| *d == domain && *s >= seq).map(|&(_, _, end)| end)
     }
 
+    /// The highest sequence number delivered in each domain ([`LagHandle::delivered_gtid`]).
+    pub fn delivered_gtids(&self) -> Vec<(u32, u64)> {
+        self.0.lock().map(|l| l.gtids.iter().map(|&(d, s, _)| (d, s)).collect()).unwrap_or_default()
+    }
+
     /// The server's position as observed, if the poll has read it at or after `since`: then
     /// it is at or after the end of every transaction the server had committed by `since`.
+    /// None once the poll found the server's binlog begun again: its end is then in a history
+    /// the stream does not read, and what was seen before is not past the server's writes.
     pub fn polled_since(&self, since: Instant) -> Option<Position> {
         let l = self.0.lock().ok()?;
-        if l.lag.polled.is_none_or(|p| p < since) {
+        if l.lag.polled.is_none_or(|p| p < since) || l.went_back.is_some() {
             return None;
         }
         l.seen.back().map(|&(p, _)| p)

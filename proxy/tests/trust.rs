@@ -1755,7 +1755,8 @@ async fn stored_code_makes_a_session_learn_its_database_rights_again() {
     let proxy = start_proxy(&config("tr_routine", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_routine WHERE id = 1";
     warm(&proxy, sql).await;
-    for (n, switch) in ["SELECT tr_routines.f()", "SHOW CREATE FUNCTION tr_routines.f", "prepared: SELECT tr_routines.f()"].into_iter().enumerate()
+    for (n, switch) in
+        ["SELECT tr_routines.f()", "SHOW CREATE FUNCTION tr_routines.f", "prepared: SELECT tr_routines.f()"].into_iter().enumerate()
     {
         let account = format!("tr_routine_{n}");
         user(&account, &["SELECT, INSERT ON freshet_test.*", "EXECUTE ON tr_routines.*", "SELECT ON mysql.proc"]).await;

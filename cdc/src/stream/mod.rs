@@ -200,6 +200,11 @@ pub struct BinlogStream {
     /// MariaDB: GTID of the group that ends at `delivered` (None if unknown), which a
     /// reconnect checks against the server's history at `delivered` (see `continuity`).
     last_gtid: Option<MariaGtid>,
+    /// MariaDB, a stream started at the server's current position: the last GTID the server
+    /// had logged in each domain, all at or before that position. They count as delivered
+    /// there, so that read-your-writes does not wait for a group the stream will never read
+    /// (a session's write made before a gap's new start).
+    start_gtids: Vec<MariaGtid>,
     /// The server as of the first connection; every reconnect must find the same one.
     identity: Option<ServerIdentity>,
     /// The file the resume position was taken in, and when the server began it: checked
@@ -241,9 +246,13 @@ impl BinlogStream {
         // Position first, schema second: the schema then describes the tables at or after the
         // start position, which is what the table-map check assumes (a DDL between the two
         // reads arrives later in the stream and refreshes again).
-        let delivered = match start {
-            StartAt::At(p) => p,
-            StartAt::Current => current_position(&mut meta, flavor.as_ref(), cfg.query_timeout).await?,
+        let (delivered, start_gtids) = match start {
+            StartAt::At(p) => (p, Vec::new()),
+            StartAt::Current => {
+                // Read first: every group they name is then at or before the position.
+                let gtids = last_gtids(&mut meta, flavor.as_ref(), cfg.query_timeout).await?;
+                (current_position(&mut meta, flavor.as_ref(), cfg.query_timeout).await?, gtids)
+            }
         };
         let tables = bounded(cfg.query_timeout, "schema", async {
             load_tables(&mut meta, flavor.as_ref(), &cfg.database, None).await.map_err(|e| match e {
@@ -284,6 +293,7 @@ impl BinlogStream {
             foreign_key_reads: 0,
             scope: scope::Scope::default(),
             last_gtid: None,
+            start_gtids,
             identity: None,
             expected_file: None,
             described: None,
@@ -365,6 +375,11 @@ impl BinlogStream {
     pub fn use_lag_behind(&mut self, lag: LagHandle, unknown_until: Option<freshet_dataflow::Position>) {
         let (delivered, verified) = (self.delivered.clone(), self.verified);
         lag.restart_behind(&delivered, unknown_until);
+        if let Ok(at) = delivered.position() {
+            for gtid in &self.start_gtids {
+                lag.delivered_gtid(*gtid, at);
+            }
+        }
         lag.update(|l| {
             l.delivered = Some(delivered);
             l.connected = verified;
@@ -774,6 +789,14 @@ fn proto(e: std::io::Error) -> CdcError {
 pub(crate) async fn next_event(s: &mut mysql_async::BinlogStream) -> Option<Result<Event, mysql_async::Error>> {
     use futures_core::Stream;
     std::future::poll_fn(|cx| Pin::new(&mut *s).poll_next(cx)).await
+}
+
+/// The last GTID the server logged in each domain ([`Flavor::last_gtids_sql`]); none where
+/// the flavor has no such list.
+async fn last_gtids(conn: &mut Conn, flavor: &dyn Flavor, limit: Duration) -> Result<Vec<MariaGtid>, CdcError> {
+    let Some(sql) = flavor.last_gtids_sql() else { return Ok(Vec::new()) };
+    let list: Option<String> = bounded(limit, "last GTIDs", conn.query_first(sql)).await?;
+    Ok(list.unwrap_or_default().split(',').filter_map(MariaGtid::parse).collect())
 }
 
 /// The server's current end of binlog.

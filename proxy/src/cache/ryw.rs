@@ -123,6 +123,35 @@ impl Target {
     }
 }
 
+/// A session's answer to its GTID question (`Flavor::session_gtid`): its last commit's GTID,
+/// and the server's last GTID in each domain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Asked<'a> {
+    /// `@@last_gtid`: empty if the session has logged nothing.
+    pub last: &'a str,
+    /// `@@gtid_binlog_pos`.
+    server: &'a str,
+}
+
+impl<'a> Asked<'a> {
+    pub fn parse(answer: &'a str) -> Asked<'a> {
+        let (last, server) = answer.split_once(' ').unwrap_or((answer, ""));
+        Asked { last: last.trim(), server }
+    }
+
+    /// Whether the server numbers `domain` below what the stream had delivered of it right
+    /// before the question (`delivered_before`, per domain): the domain was numbered again
+    /// (RESET MASTER, `FLUSH BINARY LOGS DELETE_DOMAIN_ID`), so a sequence number of it says
+    /// nothing of where its group is. Within one numbering the server's last number is at or
+    /// past every number delivered before (a session's chosen lower number, with
+    /// `gtid_strict_mode` off, reads as numbered again too: its read waits by position).
+    pub fn numbered_again(&self, domain: u32, delivered_before: &[(u32, u64)]) -> bool {
+        let Some(&(_, before)) = delivered_before.iter().find(|(d, _)| *d == domain) else { return false };
+        let server = self.server.split(',').filter_map(freshet_cdc::MariaGtid::parse).find(|g| g.domain == domain);
+        server.is_none_or(|g| g.seq < before)
+    }
+}
+
 impl Engine {
     /// Waits until the views have processed `target`, learnt in `era`, at most `timeout`. True
     /// if they have; `target` is narrowed to a position once one is known, so a later call
@@ -169,6 +198,20 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_domain_numbered_below_what_was_delivered_was_numbered_again() {
+        let asked = Asked::parse("0-1-3 0-1-3,7-1-40");
+        assert_eq!(asked.last, "0-1-3");
+        assert!(asked.numbered_again(0, &[(0, 500), (7, 10)]), "RESET MASTER: 3 after 500 delivered");
+        assert!(!asked.numbered_again(0, &[(0, 3)]), "delivered up to the write itself");
+        assert!(!asked.numbered_again(0, &[(7, 3)]), "nothing delivered in the domain: its numbers are new");
+        assert!(!asked.numbered_again(7, &[(7, 40)]));
+        assert!(asked.numbered_again(5, &[(5, 1)]), "a delivered domain the server no longer lists");
+        let nothing = Asked::parse(" 0-1-9");
+        assert_eq!(nothing.last, "", "the session logged nothing");
+        assert_eq!(Asked::parse("0-1-3").last, "0-1-3", "an answer without the server's list");
+    }
 
     #[test]
     fn the_servers_gtid_text_becomes_a_target() {

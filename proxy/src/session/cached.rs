@@ -205,6 +205,9 @@ impl Session {
                 }
                 Gate::Probe => {
                     let gtid = self.own.gtid_to_ask(&engine.settings);
+                    if gtid.is_some() {
+                        self.own.before_asking(engine);
+                    }
                     self.probe(gtid).await?;
                 }
             }

@@ -12,7 +12,9 @@
 //!
 //! Where the write is: MariaDB names the GTID of the session's own last commit in
 //! `@@last_gtid`, read with a one-row SELECT on the session's own connection right before the
-//! cached read (never right after the write: the client may still ask for the write's
+//! cached read, with the server's last GTID per domain (`@@gtid_binlog_pos`: a domain
+//! numbered again since the stream delivered its numbers makes the read wait by position,
+//! `Asked::numbered_again`) (never right after the write: the client may still ask for the write's
 //! warnings or ROW_COUNT()). When the read probes the session too (a write may have run stored
 //! code that changed its settings, `state::may_run_stored_code`), the probe's SELECT reads it
 //! as one more column: one round trip, not two. Like the probe, that SELECT sets `FOUND_ROWS()` to 1,
@@ -32,7 +34,7 @@ use std::time::Instant;
 
 use crate::cache::Engine;
 use crate::cache::route::RelayReason;
-use crate::cache::ryw::Target;
+use crate::cache::ryw::{Asked, Target};
 
 use super::{Session, SessionError};
 
@@ -49,8 +51,12 @@ pub struct OwnWrites {
     target: Option<(Target, u64)>,
     /// The GTID text `target` came from, if it did.
     target_gtid: Option<String>,
-    /// The GTID text of the session's last commit that the views are known to have applied.
-    applied_gtid: Option<String>,
+    /// The GTID text of the session's last commit that the views are known to have applied,
+    /// and the era (`cache::ryw`) they applied it in.
+    applied_gtid: Option<(String, u64)>,
+    /// What the stream had delivered in each domain right before the session was asked for
+    /// its GTID (`Asked::numbered_again`).
+    delivered_before: Vec<(u32, u64)>,
     /// The server may have forgotten the session's last GTID since it was last asked.
     forgotten: bool,
     /// The session's GTID as the probe of the read being routed read it (`Session::probe`),
@@ -86,6 +92,12 @@ impl OwnWrites {
         settings.session_gtid.filter(|_| self.wrote && settings.read_your_writes)
     }
 
+    /// Right before the session is asked for its GTID (by the probe or alone): notes what
+    /// the stream has delivered.
+    pub fn before_asking(&mut self, engine: &Engine) {
+        self.delivered_before = engine.lag_handle().delivered_gtids();
+    }
+
     /// What the probe read of [`gtid_to_ask`](Self::gtid_to_ask)'s expression.
     pub fn probe_asked(&mut self, gtid: Option<String>) {
         self.asked = Some(gtid);
@@ -105,19 +117,31 @@ impl Session {
             return Ok(None);
         }
         if std::mem::take(&mut self.own.wrote) {
-            let gtid = match (self.own.asked.take(), engine.settings.session_gtid) {
+            let answer = match (self.own.asked.take(), engine.settings.session_gtid) {
                 (Some(asked), _) => asked,
-                (None, Some(expression)) => self.session_gtid(expression).await?,
+                (None, Some(expression)) => {
+                    self.own.before_asking(engine);
+                    self.session_gtid(expression).await?
+                }
                 (None, None) => None,
             };
             engine.ryw().asked.inc();
             let forgotten = std::mem::take(&mut self.own.forgotten);
-            let gtid = gtid.filter(|_| !std::mem::take(&mut self.own.chose_gtid));
+            let answer = answer.filter(|_| !std::mem::take(&mut self.own.chose_gtid));
+            let asked = answer.as_deref().map(Asked::parse);
+            let gtid = asked.map(|a| a.last.to_string());
+            let era = engine.ryw().era();
             match gtid.as_deref().and_then(Target::from_gtid) {
+                // The domain was numbered again since the stream delivered its numbers: the
+                // write is past whatever the server had written by now.
+                Some(Target::Gtid { domain, .. }) if asked.is_some_and(|a| a.numbered_again(domain, &self.own.delivered_before)) => {
+                    self.own.target = Some((Target::ServerAt(Instant::now()), era));
+                    self.own.target_gtid = None;
+                }
                 // Nothing committed since the last wait that succeeded.
-                Some(_) if gtid == self.own.applied_gtid => {}
+                Some(_) if gtid.as_ref().is_some_and(|g| self.own.applied_gtid == Some((g.clone(), era))) => {}
                 Some(target) => {
-                    self.own.target = Some((target, engine.ryw().era()));
+                    self.own.target = Some((target, era));
                     self.own.target_gtid = gtid;
                 }
                 // The session has logged nothing: nothing to wait for.
@@ -139,7 +163,7 @@ impl Session {
         };
         if reached {
             self.own.target = None;
-            self.own.applied_gtid = self.own.target_gtid.take();
+            self.own.applied_gtid = self.own.target_gtid.take().map(|g| (g, engine.ryw().era()));
             Ok(None)
         } else {
             self.own.target = Some((target, era));
