@@ -12,7 +12,7 @@
 //! heartbeat handling, always to the end of a whole group (see the parent's header); a
 //! transaction with more than `max_batch_changes` changes holds none of them.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 
 use freshet_dataflow::{Batch, Change, Position, Row};
 use mysql_async::Conn;
@@ -20,7 +20,7 @@ use mysql_async::binlog::events::{Event, RowsEventData, TableMapEvent};
 
 use super::{BinlogStream, SchemaChange, StreamEvent, bounded, now_secs, proto};
 use crate::cascade::Cascades;
-use crate::ddl::{DdlKind, Savepoint, may_change_rows, parse_ddl, parse_savepoint};
+use crate::ddl::{DdlKind, DdlTarget, Savepoint, may_change_rows, parse_ddl, parse_savepoint};
 use crate::decode::decode;
 use crate::error::CdcError;
 use crate::position::{BinlogPos, MariaGtid};
@@ -262,7 +262,11 @@ impl BinlogStream {
         if crate::ddl::privileges_may_change(sql, Some(default_db).filter(|d| !d.is_empty()), &self.cfg.database) {
             self.privileges_changed(position);
         }
-        let targets = parse_ddl(sql);
+        // A text that cannot be read may have changed any table (its rows too: the group is
+        // reported untrusted, `may_change_rows`): every schema is read again, as a new
+        // stream would, and each table's goes out.
+        let readable = crate::ddl::readable(sql);
+        let targets = if readable { parse_ddl(sql) } else { self.read_every_table_again().await? };
         // Anything but a plain write of one table (`ddl::write_target`: DDL, a text one reading
         // takes for a write, one that cannot be read, a CALL) may have made a trigger, view or
         // function of any database: what was known of them is forgotten. So does a plain write
@@ -291,7 +295,9 @@ impl BinlogStream {
             if !self.cfg.same_name(&db, &self.cfg.database) {
                 continue;
             }
-            self.refresh(&t.table).await?;
+            if readable {
+                self.refresh(&t.table).await?;
+            }
             // The table as the server names it (`ALTER TABLE ITEMS` of `items`, where names
             // are folded), so that its schema is found and the change reaches its views.
             let table = self.tables.keys().find(|k| self.cfg.same_name(k, &t.table)).cloned().unwrap_or(t.table);
@@ -453,26 +459,54 @@ impl BinlogStream {
 
     /// Re-reads `table`'s schema from information_schema (absent if it no longer exists).
     pub(super) async fn refresh(&mut self, table: &str) -> Result<(), CdcError> {
+        let fresh = self.load(Some(table)).await?;
+        self.tables.retain(|k, _| !k.eq_ignore_ascii_case(table));
+        self.tables.extend(fresh);
+        Ok(())
+    }
+
+    /// Re-reads the schema of every table of the tracked database: each one known before or
+    /// now, as created, dropped or altered.
+    async fn read_every_table_again(&mut self) -> Result<Vec<DdlTarget>, CdcError> {
+        let fresh = self.load(None).await?;
+        let mut targets: Vec<DdlTarget> = self
+            .tables
+            .keys()
+            .map(|table| DdlTarget {
+                database: None,
+                table: table.clone(),
+                kind: if fresh.contains_key(table) { DdlKind::Alter } else { DdlKind::Drop },
+            })
+            .collect();
+        targets.extend(fresh.keys().filter(|t| !self.tables.contains_key(*t)).map(|table| DdlTarget {
+            database: None,
+            table: table.clone(),
+            kind: DdlKind::Create,
+        }));
+        targets.sort_by(|a, b| a.table.cmp(&b.table));
+        self.tables = fresh;
+        Ok(targets)
+    }
+
+    /// The schemas of `only` (or of every table) of the tracked database, from
+    /// information_schema.
+    async fn load(&mut self, only: Option<&str>) -> Result<HashMap<String, TableInfo>, CdcError> {
         if self.meta.is_none() {
             self.meta = Some(bounded(self.cfg.query_timeout, "connect", Conn::new(self.opts.clone())).await?);
         }
         let Some(meta) = self.meta.as_mut() else { unreachable!("meta was set just above") };
-        let loaded =
-            tokio::time::timeout(self.cfg.query_timeout, load_tables(meta, self.flavor.as_ref(), &self.cfg.database, Some(table))).await;
-        let fresh = match loaded {
-            Ok(Ok(t)) => t,
+        let loaded = tokio::time::timeout(self.cfg.query_timeout, load_tables(meta, self.flavor.as_ref(), &self.cfg.database, only)).await;
+        match loaded {
+            Ok(Ok(t)) => Ok(t),
             Ok(Err(e)) => {
                 self.meta = None;
-                return Err(e);
+                Err(e)
             }
             Err(_) => {
                 self.meta = None;
-                return Err(CdcError::Timeout(format!("reading the schema of `{table}`")));
+                Err(CdcError::Timeout(only.map_or_else(|| "reading the schemas".into(), |t| format!("reading the schema of `{t}`"))))
             }
-        };
-        self.tables.retain(|k, _| !k.eq_ignore_ascii_case(table));
-        self.tables.extend(fresh);
-        Ok(())
+        }
     }
 
     pub(super) async fn rows(&mut self, ev: &Event, tme: &TableMapEvent<'static>) -> Result<(), CdcError> {

@@ -370,22 +370,26 @@ impl<S: ChangeSource> Writer<S> {
     }
 
     /// `table`'s schema becomes `schema` (None: the table is gone). Every view reading it is
-    /// dropped, and each cache that served one gets its recompiled view, or relays saying why.
+    /// dropped, and each cache that served one gets its recompiled view, or relays saying why
+    /// (caches whose queries compiled to the same plan share a view, and all get the new one).
     /// True if a cache's view read the table.
     fn replace_schema(&mut self, table: &str, schema: Option<TableSchema>) -> bool {
         let mut rebuilt = false;
         for (old, new) in self.dataflow.alter_table(table, schema) {
-            let Some(cache) = self.out.registry.caches().into_iter().find(|c| c.live().is_ok_and(|l| l.view == old)) else {
+            let caches: Vec<_> = self.out.registry.caches().into_iter().filter(|c| c.live().is_ok_and(|l| l.view == old)).collect();
+            if caches.is_empty() {
                 continue;
-            };
+            }
             let live = match new {
                 Ok(view) => Live::of(&self.dataflow, view).ok_or_else(|| "the recompiled view vanished".to_string()),
-                Err(refusal) => {
-                    warn!(cache = %cache.name, reason = %refusal.reason, "cache is no longer cacheable after DDL; relaying its queries");
-                    Err(format!("after DDL on {table}: {}", refusal.reason))
-                }
+                Err(refusal) => Err(format!("after DDL on {table}: {}", refusal.reason)),
             };
-            cache.set_live(live);
+            for cache in caches {
+                if let Err(reason) = &live {
+                    warn!(cache = %cache.name, %reason, "cache is no longer cacheable after DDL; relaying its queries");
+                }
+                cache.set_live(live.clone());
+            }
             rebuilt = true;
         }
         rebuilt
