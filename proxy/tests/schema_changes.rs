@@ -773,3 +773,36 @@ async fn caches_sharing_a_view_are_both_served_after_ddl() {
     }
     admin.query_drop("DROP TABLE sc_shared").await.unwrap();
 }
+
+/// The same from a session whose default database is another: the table is named with its
+/// database, and every table's schema read again must still reach the views (an audit: a
+/// collation changed so was never the views', which compared keys under the old one).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ddl_text_the_stream_cannot_read_from_another_database_gives_the_views_the_new_schema() {
+    let _tables = TABLES.lock().await;
+    let read = "SELECT id, s FROM sc_unread_coll WHERE s = ? ORDER BY id";
+    let setup = [
+        "DROP TABLE IF EXISTS sc_unread_coll",
+        "CREATE TABLE sc_unread_coll (id INT PRIMARY KEY, s VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL)",
+        "INSERT INTO sc_unread_coll VALUES (1, 'abc'), (2, 'ABC')",
+    ];
+    let (mut admin, proxy) = one_cache(&setup, "sc_unread_coll", read).await;
+    for key in ["'abc'", "'ABC'", "'Abc'"] {
+        let sql = read.replace('?', key);
+        let (got, want, _) = read_both(&proxy, "sc_unread_coll", &sql).await;
+        assert_eq!(got, want, "{key} before");
+    }
+    admin.query_drop("CREATE DATABASE IF NOT EXISTS sc_elsewhere").await.unwrap();
+    admin.query_drop("USE sc_elsewhere").await.unwrap();
+    admin
+        .query_drop("ALTER TABLE freshet_test.sc_unread_coll MODIFY s VARCHAR(20) CHARACTER SET utf8mb4 COLLATE utf8mb4_general_ci NOT NULL COMMENT 'é`'")
+        .await
+        .unwrap();
+    admin.query_drop("INSERT INTO freshet_test.sc_unread_coll VALUES (4, 'aBc')").await.unwrap();
+    for key in ["'abc'", "'ABC'", "'Abc'"] {
+        let sql = read.replace('?', key);
+        let (got, want, served) = read_both(&proxy, "sc_unread_coll", &sql).await;
+        assert_eq!(got, want, "{key} after the collation changed (answered from a view: {served})");
+    }
+    admin.query_drop("DROP TABLE freshet_test.sc_unread_coll").await.unwrap();
+}

@@ -1750,16 +1750,29 @@ async fn stored_code_makes_a_session_learn_its_database_rights_again() {
     let _globals = SERVER_GLOBALS.write().await;
     secrets("tr_routine").await;
     let mut admin = direct().await;
+    admin.query_drop("CREATE OR REPLACE TABLE tr_routine_log (x INT)").await.unwrap();
     admin.query_drop("CREATE DATABASE IF NOT EXISTS tr_routines").await.unwrap();
     admin.query_drop("CREATE OR REPLACE FUNCTION tr_routines.f() RETURNS INT DETERMINISTIC SQL SECURITY INVOKER RETURN 1").await.unwrap();
+    // Reading a view's definition opens it, and loads the function it calls.
+    admin.query_drop("CREATE OR REPLACE VIEW tr_routines.v AS SELECT tr_routines.f() AS x").await.unwrap();
     let proxy = start_proxy(&config("tr_routine", "\"freshet\"")).await;
     let sql = "SELECT id, owner, secret FROM tr_routine WHERE id = 1";
     warm(&proxy, sql).await;
-    for (n, switch) in
-        ["SELECT tr_routines.f()", "SHOW CREATE FUNCTION tr_routines.f", "prepared: SELECT tr_routines.f()"].into_iter().enumerate()
+    for (n, switch) in [
+        "SELECT tr_routines.f()",
+        "SHOW CREATE FUNCTION tr_routines.f",
+        "prepared: SELECT tr_routines.f()",
+        "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = 'tr_routines'",
+        "SHOW TABLE STATUS FROM tr_routines",
+        // A statement that may have re-read them (a write: its triggers may call a routine)
+        // then one that surely does: the first must not pass for the second.
+        "INSERT INTO tr_routine_log VALUES (1); USE freshet_test",
+    ]
+    .into_iter()
+    .enumerate()
     {
         let account = format!("tr_routine_{n}");
-        user(&account, &["SELECT, INSERT ON freshet_test.*", "EXECUTE ON tr_routines.*", "SELECT ON mysql.proc"]).await;
+        user(&account, &["SELECT, INSERT ON freshet_test.*", "EXECUTE, SELECT, SHOW VIEW ON tr_routines.*", "SELECT ON mysql.proc"]).await;
         let (mut d, mut old) = pair(&proxy, &account, Some(DB)).await;
         assert!(served_from_cache(&proxy, &mut d, &mut old, sql).await, "{account} served before the revoke");
         direct().await.query_drop(format!("REVOKE SELECT ON freshet_test.* FROM '{account}'@'127.0.0.1'")).await.unwrap();
@@ -1769,7 +1782,13 @@ async fn stored_code_makes_a_session_learn_its_database_rights_again() {
         for c in [&mut d, &mut old] {
             match switch.strip_prefix("prepared: ") {
                 Some(call) => c.exec_drop(call, ()).await.unwrap(),
-                None => c.query_drop(switch).await.unwrap(),
+                None => {
+                    for statement in switch.split("; ") {
+                        c.query_drop(statement).await.unwrap();
+                        // Read after each: the write alone re-reads nothing, and is served.
+                        let _ = text(c, sql).await;
+                    }
+                }
             }
         }
         let want = text(&mut d, sql).await;
@@ -1813,7 +1832,7 @@ async fn a_reset_of_the_status_counters_hides_no_temporary_table() {
             // mysql_async has no COM_REFRESH: a raw session of the account does it all.
             let mut raw = RawClient::connect_as(&proxy.mysql.to_string(), DEFAULT_CAPS, &account, "pw").await.unwrap();
             assert_eq!(raw.query("SELECT tr_tmp_flusher()").await.last().map(|p| p[0]), Some(0xfe), "the function ran");
-            raw.send(&[0x07, 0x40]).await;
+            raw.send(&[0x07, 0x10]).await;
             assert_eq!(raw.packet().await[0], 0x00, "COM_REFRESH(STATUS) answered OK");
             for round in 0..3 {
                 let answer = raw.query(sql).await;
