@@ -473,13 +473,13 @@ impl BinlogStream {
             .tables
             .keys()
             .map(|table| DdlTarget {
-                database: None,
+                database: Some(self.cfg.database.clone()),
                 table: table.clone(),
                 kind: if fresh.contains_key(table) { DdlKind::Alter } else { DdlKind::Drop },
             })
             .collect();
         targets.extend(fresh.keys().filter(|t| !self.tables.contains_key(*t)).map(|table| DdlTarget {
-            database: None,
+            database: Some(self.cfg.database.clone()),
             table: table.clone(),
             kind: DdlKind::Create,
         }));

@@ -39,6 +39,9 @@ use super::state::Glance;
 use super::{PreparedStatement, Session, SessionError};
 use crate::tls::MaybeTls;
 
+/// COM_REFRESH's flag for the status counters (FLUSH STATUS).
+const REFRESH_STATUS: u8 = 0x10;
+
 /// Whether a statement's first word says it cannot change what the session follows.
 fn stateless_statement(sql: &[u8]) -> bool {
     let first = super::state::first_word(sql);
@@ -250,7 +253,7 @@ impl Session {
         use Command::*;
         self.release_close(command, &payload);
         let unlogged_before = self.state.unlogged;
-        let rights_before = self.state.rights_epoch;
+        let rights_read_before = self.state.rights_read_epoch;
         self.state.begin_command();
         match command {
             BinlogDump | BinlogDumpGtid | RegisterSlave | TableDump => {
@@ -280,8 +283,10 @@ impl Session {
             // The server's answer decides the database (and the account): ask it again
             // before the next cached read, whatever it answers here.
             InitDb => self.state.database_may_change(),
+            // The table's columns: a view's opened, with the functions it calls.
+            FieldList => self.state.rights_may_be_read_again(),
             // REFRESH_STATUS: as FLUSH STATUS (`SessionState::counters_reset`).
-            Refresh if payload.get(1).is_some_and(|flags| flags & 0x40 != 0) => self.state.counters_reset(),
+            Refresh if payload.get(1).is_some_and(|flags| flags & REFRESH_STATUS != 0) => self.state.counters_reset(),
             // A new session on the server: nothing is owed to its diagnostics.
             ChangeUser => {
                 self.state.stale = true;
@@ -344,11 +349,13 @@ impl Session {
         // Stored code (a trigger, a function, one a view calls) may set the session's
         // variables: ask again. It may write too, under a SELECT, SET, SHOW or DO: the next
         // cached read waits for it as for any write (the question rides on the probe's).
-        let stored_code = glance.as_ref().is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g));
+        let stored_code = glance
+            .as_ref()
+            .is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g) || super::state::may_open_views(g));
         if stored_code {
             self.state.rights_may_be_read_again();
         }
-        if self.state.rights_epoch != rights_before {
+        if self.state.rights_read_epoch != rights_read_before {
             self.reread_generation = self.shared.engine.get().map(|e| e.access.generation());
         }
         if may_write || stored_code {
@@ -405,6 +412,7 @@ impl Session {
                         self.status = status;
                         self.login_generation = login_generation;
                         self.memo_generation = login_generation;
+                        self.memo_rights_read = self.state.rights_read_epoch;
                         self.reread_generation = login_generation;
                         self.login_at = login_at;
                         self.memo.clear();

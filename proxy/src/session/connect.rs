@@ -90,6 +90,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             memo: Default::default(),
             memo_epoch: 0,
             memo_generation: login_generation,
+            memo_rights_read: 0,
             reread_generation: login_generation,
             login_generation,
             login_at,

@@ -189,14 +189,15 @@ pub struct Session {
     /// learnt for itself is forgotten at the next probe if a privilege change was seen since
     /// its login.
     memo_epoch: u64,
-    /// The access generation read before the server last read the session's privileges as
-    /// of the memo's keeping (its login, or the last re-read before the memo was kept): what
-    /// the memo holds was learnt under those privileges, so a re-read clears it only if a
-    /// privilege change was seen since.
+    /// The access generation read before the server last surely read the session's
+    /// privileges, as of the memo's keeping (its login, or the last USE or COM_INIT_DB before
+    /// the memo was kept): its privileges are of that generation or later, so a re-read (one
+    /// that may be) clears the memo only if a privilege change was seen since.
     memo_generation: Option<u64>,
-    /// The access generation read before the last statement that may have made the server
-    /// read the session's privileges again was sent (USE, stored code...; see
-    /// `SessionState::rights_epoch`).
+    /// `SessionState::rights_read_epoch` when `memo_generation` was taken.
+    memo_rights_read: u64,
+    /// The access generation read before the last statement that surely made the server
+    /// read the session's privileges again was sent (`SessionState::rights_read_epoch`).
     reread_generation: Option<u64>,
     /// The access generation read before the server last authenticated the session (login,
     /// COM_CHANGE_USER): what the session learns under a later one is its own

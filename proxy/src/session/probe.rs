@@ -122,16 +122,19 @@ impl Session {
         // database-level REVOKE the session outlived then takes effect for it) and a privilege
         // change was seen since it last read them before (without one, they are what they
         // were; a change the binlog does not carry is bounded by the age of what was learnt).
-        // So a session learns again once per seen change, not at each USE or write. A reset
-        // reads nothing again: pools that reset at each checkout keep what their sessions
-        // learnt.
+        // Only a sure re-read (USE, COM_INIT_DB) makes the session's privileges as new as its
+        // generation: one that only may have been (a write, a call) may have left them its
+        // login's, so a session learns again after each of these once a change was seen, and
+        // once per seen change after USE. A reset reads nothing again: pools that reset at
+        // each checkout keep what their sessions learnt.
         let generation = self.shared.engine.get().map(|e| e.access.generation());
         let read_again = self.memo_epoch != self.state.rights_epoch;
         if account.as_ref() != Some(&identity.account) || read_again && (generation.is_none() || self.memo_generation != generation) {
             self.memo.clear();
         }
-        if read_again {
+        if self.memo_rights_read != self.state.rights_read_epoch {
             self.memo_generation = self.reread_generation;
+            self.memo_rights_read = self.state.rights_read_epoch;
         }
         self.memo_epoch = self.state.rights_epoch;
         self.identity = Some(identity);

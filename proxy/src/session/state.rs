@@ -84,9 +84,12 @@ pub struct SessionState {
     /// Counts what makes the server read the session's database privileges again: USE,
     /// COM_INIT_DB, dropping its database, and what may run or load a stored routine of
     /// another database (the server switches to its database and back) or run SET ROLE (a
-    /// routine may): a call, a write (its triggers may call one), SHOW CREATE FUNCTION, a
-    /// statement not followed. Not a reset, which keeps them (and the account).
+    /// routine may): a call, a write (its triggers may call one), what opens views (SHOW,
+    /// information_schema: [`may_open_views`]), a statement not followed. Not a reset, which keeps them (and the account).
     pub rights_epoch: u64,
+    /// Counts what surely made the server read the session's database privileges again: USE,
+    /// COM_INIT_DB, dropping its database (each also counts in `rights_epoch`).
+    pub rights_read_epoch: u64,
     /// Counts what may have changed how the server reads a statement's text (a SET of the
     /// sql_mode, character sets or collation, a statement not followed, a reset): a prepared
     /// statement's text was read under its prepare's (`PreparedRoute::text_reading`).
@@ -109,6 +112,7 @@ impl SessionState {
             misread_connection: misread,
             database_epoch: self.database_epoch + 1,
             rights_epoch: self.rights_epoch,
+            rights_read_epoch: self.rights_read_epoch,
             settings_epoch: self.settings_epoch + 1,
             ..SessionState::default()
         };
@@ -233,6 +237,7 @@ impl SessionState {
         self.stale = true;
         self.database_epoch += 1;
         self.rights_epoch += 1;
+        self.rights_read_epoch += 1;
     }
 
     /// What may run or load stored code: the server may read the session's privileges again
@@ -269,8 +274,6 @@ impl SessionState {
             // it made among them, while the tables stay: a table made by stored code is no
             // longer told (`Session::made_no_temporary_tables`).
             Some("flush") if tokens.iter().any(|t| word(sql, t) == "status") => self.counters_reset(),
-            // Loading a routine of another database reads the session's privileges again.
-            Some("show") if loads_a_routine(sql, tokens) => self.rights_may_be_read_again(),
             _ => {}
         }
     }
@@ -648,7 +651,7 @@ fn starts_transaction(word: &[u8]) -> bool {
 }
 
 fn interesting(word: &[u8]) -> bool {
-    [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock", b"flush", b"show"]
+    [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock", b"flush"]
         .iter()
         .any(|k| word.eq_ignore_ascii_case(k))
 }
@@ -959,14 +962,6 @@ fn assigned_variable(sql: &[u8], tokens: &[Token], i: usize) -> (String, usize) 
     (name, named_by)
 }
 
-/// `SHOW CREATE {FUNCTION | PROCEDURE | PACKAGE [BODY]} name` and `SHOW {FUNCTION | PROCEDURE
-/// | PACKAGE [BODY]} CODE name`: the server loads the routine, in its own database.
-fn loads_a_routine(sql: &[u8], tokens: &[Token]) -> bool {
-    let routine = |at: usize| tokens.get(at).is_some_and(|t| matches!(word(sql, t).as_str(), "function" | "procedure" | "package"));
-    routine(1) && tokens.iter().skip(2).take(2).any(|t| word(sql, t) == "code")
-        || tokens.get(1).is_some_and(|t| word(sql, t) == "create") && routine(2)
-}
-
 /// `FLUSH [NO_WRITE_TO_BINLOG | LOCAL] TABLE[S] name[, ...] WITH READ LOCK | FOR EXPORT`: the
 /// session holds those tables' locks (not the global read lock of `FLUSH TABLES WITH READ
 /// LOCK`, under which reads go on).
@@ -1096,6 +1091,19 @@ pub fn may_run_stored_code(g: &Glance<'_>) -> bool {
         previous = Some(t);
     }
     false
+}
+
+/// Whether a text may open views it does not name: a read of information_schema (COLUMNS,
+/// VIEWS... open each view they describe), or a statement that opens the tables it names
+/// (SHOW TABLE STATUS, SHOW COLUMNS, DESCRIBE, EXPLAIN, ANALYZE, CHECK). A view opened loads
+/// the functions it calls, and the switch to their database and back reads the session's
+/// privileges again, as [`may_run_stored_code`]'s calls do.
+pub fn may_open_views(g: &Glance<'_>) -> bool {
+    const OPENING: [&[u8]; 7] = [b"show", b"describe", b"desc", b"explain", b"analyze", b"check", b"checksum"];
+    let sql = g.sql;
+    let schema = b"information_schema";
+    g.first.is_some_and(|w| OPENING.iter().any(|k| w.eq_ignore_ascii_case(k)))
+        || memchr::memchr2_iter(b'i', b'I', sql).any(|i| sql.get(i..i + schema.len()).is_some_and(|w| w.eq_ignore_ascii_case(schema)))
 }
 
 /// Keywords that may stand before a `(` without calling anything (type names: `CAST(x AS
