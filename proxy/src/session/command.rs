@@ -253,7 +253,6 @@ impl Session {
         use Command::*;
         self.release_close(command, &payload);
         let unlogged_before = self.state.unlogged;
-        let rights_read_before = self.state.rights_read_epoch;
         self.state.begin_command();
         match command {
             BinlogDump | BinlogDumpGtid | RegisterSlave | TableDump => {
@@ -355,9 +354,11 @@ impl Session {
         if stored_code {
             self.state.rights_may_be_read_again();
         }
-        if self.state.rights_read_epoch != rights_read_before {
-            self.reread_generation = self.shared.engine.get().map(|e| e.access.generation());
-        }
+        // A USE alone, or COM_INIT_DB: if the server answers OK, it surely read the session's
+        // privileges again, of at least the generation read now.
+        let sure_read = (command == InitDb || command == Query && glance.as_ref().is_some_and(|g| g.starts(b"use") && !g.semicolon))
+            .then(|| self.shared.engine.get().map(|e| e.access.generation()));
+        self.errored = false;
         if may_write || stored_code {
             self.own.wrote();
         }
@@ -439,6 +440,10 @@ impl Session {
         self.record_relayed();
         self.store_capture();
         self.after_relayed(privileges, unlogged_before, trusts_refusal).await;
+        if let Some(generation) = sure_read.filter(|_| !self.errored) {
+            self.state.rights_read_epoch += 1;
+            self.reread_generation = generation;
+        }
         Ok(Flow::Continue)
     }
 
@@ -609,6 +614,7 @@ impl Session {
             let status = match first.payload().first() {
                 Some(&OK) => Some(self.ok_status(&first)?),
                 Some(&ERR) => {
+                    self.errored = true;
                     self.shared.metrics.server_errors.inc();
                     if results == 1 {
                         self.execute_refused(first.payload());
@@ -741,7 +747,10 @@ impl Session {
             Some(&OK) => {
                 self.ok_status(&packet)?;
             }
-            Some(&ERR) => self.shared.metrics.server_errors.inc(),
+            Some(&ERR) => {
+                self.errored = true;
+                self.shared.metrics.server_errors.inc();
+            }
             _ => {}
         }
         Ok(())

@@ -92,6 +92,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             memo_generation: login_generation,
             memo_rights_read: 0,
             reread_generation: login_generation,
+            errored: false,
             login_generation,
             login_at,
             refused_with: None,

@@ -199,6 +199,8 @@ pub struct Session {
     /// The access generation read before the last statement that surely made the server
     /// read the session's privileges again was sent (`SessionState::rights_read_epoch`).
     reread_generation: Option<u64>,
+    /// The server answered the command being relayed with an error (one of its results).
+    errored: bool,
     /// The access generation read before the server last authenticated the session (login,
     /// COM_CHANGE_USER): what the session learns under a later one is its own
     /// (`route::Standing::login_generation`).

@@ -87,8 +87,9 @@ pub struct SessionState {
     /// routine may): a call, a write (its triggers may call one), what opens views (SHOW,
     /// information_schema: [`may_open_views`]), a statement not followed. Not a reset, which keeps them (and the account).
     pub rights_epoch: u64,
-    /// Counts what surely made the server read the session's database privileges again: USE,
-    /// COM_INIT_DB, dropping its database (each also counts in `rights_epoch`).
+    /// Counts what surely made the server read the session's database privileges again: a
+    /// USE alone in its text, or a COM_INIT_DB, that the server answered OK (each also counts
+    /// in `rights_epoch`; `Session::dispatch`). A refused one switches and reads nothing.
     pub rights_read_epoch: u64,
     /// Counts what may have changed how the server reads a statement's text (a SET of the
     /// sql_mode, character sets or collation, a statement not followed, a reset): a prepared
@@ -237,7 +238,6 @@ impl SessionState {
         self.stale = true;
         self.database_epoch += 1;
         self.rights_epoch += 1;
-        self.rights_read_epoch += 1;
     }
 
     /// What may run or load stored code: the server may read the session's privileges again
