@@ -232,6 +232,40 @@ async fn an_execute_answered_here_leaves_no_cursor_of_an_earlier_one() {
     assert_eq!(replies[0], replies[1], "through freshet, then directly");
 }
 
+/// The same with an execute the server refuses between (1210: no parameters): a refused
+/// execute leaves the cursor open, and the execute after it, answered from the cache, left a
+/// COM_STMT_FETCH the old cursor's rows (a fuzzer), where the server answers 1421.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_execute_leaves_the_cursor_open_and_the_next_one_relayed() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    let mut replies = Vec::new();
+    for addr in [proxy.mysql.to_string(), upstream_addr()] {
+        let mut client = raw(&addr).await;
+        let (id, _) = prepare(&mut client, CACHED).await;
+        let key = |v: u64| [&[0u8, 1, 8, 0][..], &v.to_le_bytes()].concat();
+        execute_times(&mut client, id, &key(2), 10).await;
+        let mut with_cursor = execute(id, &key(1));
+        with_cursor[5] = 1;
+        client.send(&with_cursor).await;
+        let columns = client.packet().await;
+        for _ in 0..columns[0] + 1 {
+            client.packet().await;
+        }
+        // No parameter block: refused before it runs.
+        client.send(&[&[0x17u8][..], &id.to_le_bytes(), &[0], &1u32.to_le_bytes()].concat()).await;
+        let refused = gist(&client.read_results().await);
+        client.send(&execute(id, &key(2))).await;
+        let plain = gist(&client.read_results().await);
+        let fetch = [&[0x1cu8][..], &id.to_le_bytes(), &1u32.to_le_bytes()].concat();
+        client.send(&fetch).await;
+        let mut after = Vec::new();
+        client.rows(&mut after).await;
+        replies.push((refused, plain, gist(&after)));
+    }
+    assert_eq!(replies[0], replies[1], "through freshet, then directly");
+}
+
 /// Parameter types the server reads otherwise than their bytes say: a YEAR (MariaDB binds it
 /// as NULL), a DATE with a time (the server keeps the date), an invalid date or time (a zero
 /// date, with a warning). Each execute is answered as the server answers it.
