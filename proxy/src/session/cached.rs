@@ -66,9 +66,10 @@ pub struct PreparedRoute {
     /// Long data named a parameter the statement lacks: the server refuses every execute
     /// until COM_STMT_RESET, so each is relayed (`Session::note_long_data`).
     pub refused: bool,
-    /// An execute asked the server for a cursor: it stays open there until the statement's
-    /// next execute reaches the server (which closes it), so that one is relayed too; else a
-    /// COM_STMT_FETCH after an execute answered here would get the old cursor's rows.
+    /// An execute asked the server for a cursor: it stays open there until an execute of the
+    /// statement without one is answered by the server (which closes it; a refused one does
+    /// not), so those are relayed too; else a COM_STMT_FETCH after an execute answered here
+    /// would get the old cursor's rows.
     pub cursor: bool,
     /// An execute with types reached the server (relayed, or sent again for diagnostics):
     /// an execute without them may be relayed as it is (`session::execute`).
@@ -435,10 +436,10 @@ impl Session {
         let stmt = self.statements.get_mut(&id)?;
         let params_count = usize::from(stmt.params);
         let route = stmt.route.as_mut()?;
-        // A cursor (flags != 0) or long data: the server's business; and the execute after a
-        // cursor's, which closes it.
-        let cursor_open = std::mem::replace(&mut route.cursor, flags != 0);
-        if flags != 0 || route.long_data || cursor_open || route.refused {
+        // A cursor (flags != 0) or long data: the server's business; and the executes after a
+        // cursor's, until one the server answers closes it (`execute_answered`).
+        route.cursor |= flags != 0;
+        if flags != 0 || route.long_data || route.cursor || route.refused {
             route.long_data = false;
             return None;
         }
@@ -491,6 +492,17 @@ impl Session {
     /// and the server has not said they are the same), the server may prepare it again under
     /// them (it does at the first execute after a DDL of its tables), so the route no longer
     /// knows how the text was read.
+    /// A relayed execute the server answered without an error: one without a cursor closed
+    /// the statement's cursor there (a refused one, 1210 before it ran, leaves it open).
+    pub(super) fn execute_answered(&mut self, payload: &[u8]) {
+        let Some(id) = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { return };
+        if payload.get(5) == Some(&0)
+            && let Some(route) = self.statements.get_mut(&id).and_then(|s| s.route.as_mut())
+        {
+            route.cursor = false;
+        }
+    }
+
     pub(super) fn execute_reaches_server(&mut self, payload: &[u8]) {
         let Some(id) = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { return };
         let (epoch, stale) = (self.state.settings_epoch, self.state.stale);

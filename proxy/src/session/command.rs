@@ -382,7 +382,7 @@ impl Session {
         match command {
             Quit => return Ok(Flow::Quit),
             Query | StmtExecute | StmtBulkExecute | ProcessInfo => self.relay_results().await?,
-            StmtPrepare => self.relay_prepare(payload).await?,
+            StmtPrepare => self.relay_prepare(payload.clone()).await?,
             FieldList => self.relay_until_terminator().await?,
             StmtFetch => {
                 self.relay_rows().await?;
@@ -440,6 +440,9 @@ impl Session {
         self.record_relayed();
         self.store_capture();
         self.after_relayed(privileges, unlogged_before, trusts_refusal).await;
+        if command == StmtExecute && !self.errored {
+            self.execute_answered(&payload);
+        }
         if let Some(generation) = sure_read.filter(|_| !self.errored) {
             self.state.rights_read_epoch += 1;
             self.reread_generation = generation;
