@@ -212,3 +212,21 @@ async fn connections_over_the_limit_wait_for_a_free_slot() {
     assert_eq!(one, Some(1));
     second.query_drop("SELECT 1").await.unwrap();
 }
+
+/// A client that sends a slow statement, then the first bytes of another, and closes: the
+/// server would end its session at the next read. freshet watches a client whose answer is
+/// slow, but looked only for an end with nothing before it, and the unread bytes hid the
+/// close: the session and its server connection stayed for as long as the server did not
+/// answer (a fuzzer held them until `wait_timeout`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_closes_behind_unread_bytes_ends_its_session() {
+    let proxy = start_proxy("").await;
+    let mut c = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let id = c.query("SELECT CONNECTION_ID()").await;
+    let id: u32 = String::from_utf8_lossy(&id[id.len() - 2][1..]).parse().unwrap();
+    c.send(b"\x03SELECT SLEEP(30)").await;
+    let (mut stream, _) = c.io.into_parts().unwrap();
+    stream.write_all(&[0x05]).await.unwrap();
+    drop(stream);
+    assert!(connection_gone(id).await, "the server's session of a client that closed still runs its statement");
+}
