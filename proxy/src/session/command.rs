@@ -788,13 +788,8 @@ impl Session {
         tokio::pin!(read);
         tokio::select! {
             biased;
-            frame = &mut read => return frame.map_err(SessionError::from_upstream),
-            () = tokio::time::sleep(WATCH_CLIENT_AFTER) => {}
-        }
-        tokio::select! {
-            biased;
             frame = &mut read => frame.map_err(SessionError::from_upstream),
-            () = client_gone(self.client.get_ref().tcp()) => Err(SessionError::ClientGone),
+            () = client_watched(self.client.get_ref().tcp()) => Err(SessionError::ClientGone),
         }
     }
 
@@ -821,14 +816,28 @@ impl Session {
 /// How long an upstream answer is awaited before the client is watched too ([`client_gone`]).
 const WATCH_CLIENT_AFTER: std::time::Duration = std::time::Duration::from_millis(500);
 
-/// Resolves once the client's end of `tcp` is closed (a read would find the end) or broken;
-/// never while bytes wait on it (a pipelined command, which cannot be looked at without taking
-/// it, nor a TLS client's closing alert).
+/// Resolves once the client's end of `tcp` is closed, looked at from [`WATCH_CLIENT_AFTER`] on:
+/// what a wait for the server races, so that a quick answer costs no syscall.
+pub(super) async fn client_watched(tcp: &tokio::net::TcpStream) {
+    tokio::time::sleep(WATCH_CLIENT_AFTER).await;
+    client_gone(tcp).await;
+}
+
+/// Resolves once the client's end of `tcp` is closed (a read would find the end) or broken.
+/// Bytes waiting on it (a pipelined command, a TLS client's closing alert) cannot be looked
+/// past without taking them, so then the kernel's word is asked every
+/// [`WATCH_CLIENT_AFTER`]: the socket's read side closed behind them (EPOLLRDHUP).
 async fn client_gone(tcp: &tokio::net::TcpStream) {
     let mut byte = [0u8; 1];
     match tcp.peek(&mut byte).await {
-        Ok(0) | Err(_) => {}
-        Ok(_) => std::future::pending().await,
+        Ok(0) | Err(_) => return,
+        Ok(_) => {}
+    }
+    loop {
+        match tcp.ready(tokio::io::Interest::READABLE).await {
+            Ok(ready) if !ready.is_read_closed() => tokio::time::sleep(WATCH_CLIENT_AFTER).await,
+            _ => return,
+        }
     }
 }
 

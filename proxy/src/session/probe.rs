@@ -209,7 +209,19 @@ impl Session {
         what: &'static str,
     ) -> Result<(Option<Vec<Option<String>>>, Option<u16>), SessionError> {
         let protocol = |why: &str| protocol(what, why);
-        let first = self.upstream.read_packet(limit).await.map_err(SessionError::from_upstream)?;
+        // A server that does not answer (a session left mid-authentication by a malformed
+        // COM_CHANGE_USER) holds the session only while its client is there, as a relayed
+        // statement's slow answer does (`command::client_gone`).
+        let first = {
+            let read = self.upstream.read_packet(limit);
+            tokio::pin!(read);
+            tokio::select! {
+                biased;
+                packet = &mut read => packet,
+                () = super::command::client_watched(self.client.get_ref().tcp()) => return Err(SessionError::ClientGone),
+            }
+        }
+        .map_err(SessionError::from_upstream)?;
         self.refused_with = None;
         if first.payload.first() == Some(&ERR) {
             self.refused_with = first.payload.get(1..3).map(|c| u16::from_le_bytes([c[0], c[1]]));
