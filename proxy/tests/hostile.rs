@@ -196,6 +196,28 @@ async fn execute_times(client: &mut RawClient, id: u32, body: &[u8], times: usiz
     last
 }
 
+/// A session at `addr` that executed the cached point read 10 times answered from the cache,
+/// then once with a read-only cursor (flags 1), read up to the EOF saying the cursor exists;
+/// and the statement's id.
+async fn with_a_cursor(addr: &str) -> (RawClient, u32) {
+    let mut client = raw(addr).await;
+    let (id, _) = prepare(&mut client, CACHED).await;
+    execute_times(&mut client, id, &key(2), 10).await;
+    let mut with_cursor = execute(id, &key(1));
+    with_cursor[5] = 1;
+    client.send(&with_cursor).await;
+    let columns = client.packet().await;
+    for _ in 0..columns[0] + 1 {
+        client.packet().await;
+    }
+    (client, id)
+}
+
+/// An execute's parameter block for the point read: a LONGLONG `v`.
+fn key(v: u64) -> Vec<u8> {
+    [&[0u8, 1, 8, 0][..], &v.to_le_bytes()].concat()
+}
+
 /// A cursor the server opened for a statement stays open until the statement's next execute
 /// reaches the server: an execute answered from the cache in between must not leave a
 /// COM_STMT_FETCH the old cursor's rows, where the server answers that no cursor is open.
@@ -205,18 +227,7 @@ async fn an_execute_answered_here_leaves_no_cursor_of_an_earlier_one() {
     let proxy = start_proxy(&config("")).await;
     let mut replies = Vec::new();
     for addr in [proxy.mysql.to_string(), upstream_addr()] {
-        let mut client = raw(&addr).await;
-        let (id, _) = prepare(&mut client, CACHED).await;
-        let key = |v: u64| [&[0u8, 1, 8, 0][..], &v.to_le_bytes()].concat();
-        execute_times(&mut client, id, &key(2), 10).await;
-        // A read-only cursor (flags 1): the columns and an EOF saying the cursor exists.
-        let mut with_cursor = execute(id, &key(1));
-        with_cursor[5] = 1;
-        client.send(&with_cursor).await;
-        let columns = client.packet().await;
-        for _ in 0..columns[0] + 1 {
-            client.packet().await;
-        }
+        let (mut client, id) = with_a_cursor(&addr).await;
         let fetch = [&[0x1cu8][..], &id.to_le_bytes(), &1u32.to_le_bytes()].concat();
         client.send(&fetch).await;
         let mut fetched = Vec::new();
@@ -241,17 +252,7 @@ async fn a_refused_execute_leaves_the_cursor_open_and_the_next_one_relayed() {
     let proxy = start_proxy(&config("")).await;
     let mut replies = Vec::new();
     for addr in [proxy.mysql.to_string(), upstream_addr()] {
-        let mut client = raw(&addr).await;
-        let (id, _) = prepare(&mut client, CACHED).await;
-        let key = |v: u64| [&[0u8, 1, 8, 0][..], &v.to_le_bytes()].concat();
-        execute_times(&mut client, id, &key(2), 10).await;
-        let mut with_cursor = execute(id, &key(1));
-        with_cursor[5] = 1;
-        client.send(&with_cursor).await;
-        let columns = client.packet().await;
-        for _ in 0..columns[0] + 1 {
-            client.packet().await;
-        }
+        let (mut client, id) = with_a_cursor(&addr).await;
         // No parameter block: refused before it runs.
         client.send(&[&[0x17u8][..], &id.to_le_bytes(), &[0], &1u32.to_le_bytes()].concat()).await;
         let refused = gist(&client.read_results().await);
