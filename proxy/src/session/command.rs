@@ -352,6 +352,16 @@ impl Session {
             .as_ref()
             .is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g) || super::state::may_open_views(g));
         if stored_code {
+            self.state.stale = true;
+        }
+        // What may run or load a routine of another database, which reads the session's
+        // privileges again: a call, a view opened, several statements. Not a plain write: its
+        // triggers may call one, but counting every write cost a session learning again at
+        // each write once a privilege change was seen (left in docs/decisions.md).
+        if glance
+            .as_ref()
+            .is_some_and(|g| g.semicolon || super::state::calls_a_routine(g) || self.names_a_view(g) || super::state::may_open_views(g))
+        {
             self.state.rights_may_be_read_again();
         }
         // A USE alone, or COM_INIT_DB: if the server answers OK, it surely read the session's

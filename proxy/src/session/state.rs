@@ -84,7 +84,7 @@ pub struct SessionState {
     /// Counts what makes the server read the session's database privileges again: USE,
     /// COM_INIT_DB, dropping its database, and what may run or load a stored routine of
     /// another database (the server switches to its database and back) or run SET ROLE (a
-    /// routine may): a call, a write (its triggers may call one), what opens views (SHOW,
+    /// routine may): a call, several statements, what opens views (SHOW,
     /// information_schema: [`may_open_views`]), a statement not followed. Not a reset, which keeps them (and the account).
     pub rights_epoch: u64,
     /// Counts what surely made the server read the session's database privileges again: a
@@ -1045,7 +1045,6 @@ pub fn is_set_statement(sql: &[u8]) -> bool {
 /// quoted one). The session is then asked again before its next cached read (`stale`). A
 /// false positive costs that question, one round trip; a procedure (CALL) is unfollowed.
 pub fn may_run_stored_code(g: &Glance<'_>) -> bool {
-    let sql = g.sql;
     let Some(first) = g.first else { return false };
     // A write (a WITH may lead one, in MySQL 8), or several statements, any of which may be.
     if [&b"insert"[..], b"update", b"delete", b"replace", b"load", b"do", b"with"].iter().any(|w| first.eq_ignore_ascii_case(w))
@@ -1054,6 +1053,13 @@ pub fn may_run_stored_code(g: &Glance<'_>) -> bool {
     {
         return true;
     }
+    calls_a_routine(g)
+}
+
+/// Whether a text may call a function that is not built in (a name followed by `(` that is
+/// neither a built-in function nor a keyword, a qualified name, or a quoted one).
+pub fn calls_a_routine(g: &Glance<'_>) -> bool {
+    let sql = g.sql;
     if !g.paren {
         return false;
     }
