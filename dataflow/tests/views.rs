@@ -263,6 +263,45 @@ fn positions_late_and_stale_fills() {
     assert_eq!(w.read(v, &[int(1)], false), vec![row(vec![int(7)])]);
 }
 
+/// A fill answered from a newer state than the stream has applied is shown alone, but never
+/// merged with partitions that show the applied state: a read of both could show a
+/// transaction in one and not in the other. It is told to wait (`Unsettled`) until the stream
+/// has brought the others up to the fill's position.
+#[test]
+fn an_in_list_never_merges_a_fill_ahead_of_the_stream_with_older_partitions() {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql("SELECT story_id, COUNT(*) FROM votes WHERE story_id IN (?, ?) GROUP BY story_id").unwrap();
+    let r = w.df.reader(v).unwrap();
+    assert_eq!(w.read(v, &[int(1), int(1)], false), vec![row(vec![int(1), int(3)])]);
+    // One transaction votes for both stories; the server has it, the stream not yet.
+    let mut t = Batch::new(Position(w.pos + 1));
+    t.insert("votes", row(vec![int(8), int(1), int(0)]));
+    t.insert("votes", row(vec![int(8), int(2), int(0)]));
+    let mut server = w.store.clone();
+    server.apply(&t);
+    assert!(matches!(r.lookup(&[int(1), int(2)]).unwrap(), Lookup::Miss(_)));
+    for req in w.df.fill_requests() {
+        let resp = MemUpstream { store: &server }.fill(&req).unwrap();
+        assert_eq!(w.df.complete_fill(resp).filled, 1);
+    }
+    let counts = |r: &Reader, params: &[Value]| match r.lookup(params) {
+        Ok(Lookup::Hit(rows)) => Ok(rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>()),
+        Ok(Lookup::Miss(k)) => panic!("missing {k:?}"),
+        Err(e) => Err(e),
+    };
+    // Alone, the newer state is one the server had.
+    assert_eq!(counts(&r, &[int(2), int(2)]), Ok(vec![row(vec![int(2), int(2)])]));
+    // Beside story 1 without the transaction, it would show half of it.
+    if let Ok(rows) = counts(&r, &[int(1), int(2)]) {
+        panic!("answered with half a transaction: {rows:?}");
+    }
+    w.store.apply(&t);
+    w.pos += 1;
+    w.df.apply(&t).unwrap();
+    assert_eq!(counts(&r, &[int(1), int(2)]), Ok(vec![row(vec![int(1), int(4)]), row(vec![int(2), int(2)])]));
+}
+
 #[test]
 fn budget_evicts_least_recently_read() {
     let mut w = World::new();
@@ -553,6 +592,67 @@ fn readers_never_see_half_a_batch() {
         Lookup::Hit(rows) => assert_eq!(rows[0][0], int(4000)),
         Lookup::Miss(_) => panic!("evicted"),
     }
+}
+
+/// The same across partitions: each batch sets every key's row to the batch's number, so
+/// every state the writer applies shows one number in all of them; a read of all of them
+/// that took some partitions before a batch's republication and others after would not.
+#[test]
+fn readers_of_several_partitions_never_see_half_a_batch() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut c = Catalog::new();
+    let i = |n: &str| ColumnSchema::new(n, SqlType::Int { bytes: 8, unsigned: false });
+    c.add(TableSchema::new("t", vec![i("k").not_null(), i("x")], vec![0])).unwrap();
+    let mut df = Dataflow::new(c, ByteSize(1 << 30));
+    let v = df.install_sql("SELECT k, x FROM t WHERE k IN (?, ?, ?, ?, ?, ?, ?, ?)").unwrap();
+    let mut store = MemStore::new();
+    let mut first = Batch::new(Position(1));
+    for k in 1..=8 {
+        first.insert("t", row(vec![int(k), int(1)]));
+    }
+    store.apply(&first);
+    df.apply(&first).unwrap();
+    let keys: Vec<Value> = (1..=8).map(int).collect();
+    let r = df.reader(v).unwrap();
+    assert!(matches!(r.lookup(&keys).unwrap(), Lookup::Miss(_)));
+    df.run_fills(&mut MemUpstream { store: &store }).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (r, stop, keys) = (r.clone(), stop.clone(), keys.clone());
+            std::thread::spawn(move || {
+                let (mut seen, mut torn) = (0u64, Vec::new());
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok(Lookup::Hit(rows)) = r.lookup(&keys) {
+                        let xs: Vec<Value> = rows.iter().map(|r| r[1].clone()).collect();
+                        if xs.len() != 8 || xs.iter().any(|x| *x != xs[0]) {
+                            torn.push(xs);
+                        }
+                        seen += 1;
+                    }
+                }
+                (seen, torn)
+            })
+        })
+        .collect();
+    for p in 2..=3000i64 {
+        let mut b = Batch::new(Position(p as u64));
+        for k in 1..=8 {
+            b.delete("t", row(vec![int(k), int(p - 1)]));
+            b.insert("t", row(vec![int(k), int(p)]));
+        }
+        df.apply(&b).unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let (mut seen, mut torn) = (0, Vec::new());
+    for h in readers {
+        let (s, t) = h.join().unwrap();
+        seen += s;
+        torn.extend(t);
+    }
+    assert!(seen > 0);
+    assert!(torn.is_empty(), "{} of {seen} reads saw half a batch, e.g. {:?}", torn.len(), torn[0]);
 }
 
 #[test]
