@@ -294,7 +294,7 @@ async fn an_in_list_shows_one_committed_state_of_its_rows() {
                 // Even ids gain what odd ids lose, in a tenth of the groups at a time: one
                 // transaction each, which every group's total survives; paced so that a debug
                 // build's stream keeps up (a lagging one has every read relayed).
-                let d = if n % 2 == 0 { (n % 7 + 1) as i32 } else { -((n % 5 + 1) as i32) };
+                let d = if n.is_multiple_of(2) { (n % 7 + 1) as i32 } else { -((n % 5 + 1) as i32) };
                 conn.query_drop(format!("UPDATE ct_moves SET qty = qty + IF(id % 2 = 0, {d}, -({d})) WHERE grp % 10 = {}", n % 10))
                     .await
                     .unwrap();
@@ -319,9 +319,19 @@ async fn an_in_list_shows_one_committed_state_of_its_rows() {
     }
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let moves = mover.await.unwrap();
-    assert!(torn.is_empty(), "{} of {} reads showed part of a transaction ({moves} transactions), e.g. {:?}", torn.len(), GROUPS * 4, torn[0]);
+    assert!(
+        torn.is_empty(),
+        "{} of {} reads showed part of a transaction ({moves} transactions), e.g. {:?}",
+        torn.len(),
+        GROUPS * 4,
+        torn[0]
+    );
     let why: Vec<(RelayReason, u64)> = RelayReason::ALL.iter().map(|r| (*r, relayed(&proxy, *r))).filter(|r| r.1 > 0).collect();
-    assert!(hits(&proxy, "moves") > u64::from(GROUPS), "{} hits, relayed {why:?}: the IN lists were answered by the server, not the cache", hits(&proxy, "moves"));
+    assert!(
+        hits(&proxy, "moves") > u64::from(GROUPS),
+        "{} hits, relayed {why:?}: the IN lists were answered by the server, not the cache",
+        hits(&proxy, "moves")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

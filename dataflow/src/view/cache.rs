@@ -65,6 +65,8 @@ pub(super) struct Slot {
     weight: u32,
     /// Set by reads, cleared by the eviction hand.
     referenced: AtomicBool,
+    /// [`Entry::ahead`].
+    ahead: bool,
 }
 
 /// A shard on a cache line of its own, so that readers of two shards do not share one.
@@ -127,7 +129,7 @@ impl ReaderCache {
         if !slot.referenced.load(Ordering::Relaxed) {
             slot.referenced.store(true, Ordering::Relaxed);
         }
-        Some(Entry { rows: slot.rows.clone(), weight: slot.weight, generation: slot.generation })
+        Some(Entry { rows: slot.rows.clone(), weight: slot.weight, generation: slot.generation, ahead: slot.ahead })
     }
 
     /// True if `key` has an entry (not marked as read).
@@ -165,7 +167,13 @@ impl ReaderCache {
                 }
             }
         };
-        let slot = Slot { rows: entry.rows, generation: entry.generation, weight: entry.weight, referenced: AtomicBool::new(referenced) };
+        let slot = Slot {
+            rows: entry.rows,
+            generation: entry.generation,
+            weight: entry.weight,
+            referenced: AtomicBool::new(referenced),
+            ahead: entry.ahead,
+        };
         // The guard goes at the end of the statement; the old slot is dropped after it.
         let old = write(shard).insert(key, slot);
         self.total.fetch_add(weight, Ordering::Relaxed);
@@ -258,7 +266,10 @@ fn grow(shard: &RwLock<Map<EntryKey, Slot>>) {
         let mut grown = Map::with_capacity_and_hasher((map.capacity() * 2).max(4), State::default());
         for (k, slot) in map.iter() {
             let referenced = AtomicBool::new(slot.referenced.load(Ordering::Relaxed));
-            grown.insert(k.clone(), Slot { rows: slot.rows.clone(), generation: slot.generation, weight: slot.weight, referenced });
+            grown.insert(
+                k.clone(),
+                Slot { rows: slot.rows.clone(), generation: slot.generation, weight: slot.weight, referenced, ahead: slot.ahead },
+            );
         }
         grown
     };
@@ -276,7 +287,7 @@ mod tests {
     }
 
     fn entry(weight: u32, generation: u64) -> Entry {
-        Entry { rows: Rows::Empty, weight, generation }
+        Entry { rows: Rows::Empty, weight, generation, ahead: false }
     }
 
     /// Evicted keys, sorted.
@@ -417,7 +428,7 @@ mod tests {
         while round < 2_000 || (found.load(Ordering::Relaxed) < 1_000 && round < 10_000_000) {
             let n = round % 100;
             let rows = Rows::One(vec![Value::Int(n), Value::Int(round)].into());
-            c.insert(key(n), Entry { rows, weight: 100 + (round % 3) as u32, generation: round as u64 });
+            c.insert(key(n), Entry { rows, weight: 100 + (round % 3) as u32, generation: round as u64, ahead: false });
             if round % 10 == 0 {
                 c.remove(&key((n + 50) % 100));
             }

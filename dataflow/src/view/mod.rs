@@ -37,7 +37,14 @@
 //!   `Arc` per partition after each batch (or, with `apply_held`, after the last of several
 //!   held batches, at `publish_held`), so a read sees either all of a batch's effect on a
 //!   partition or none of it. Every other operation publishes held batches first, so no entry
-//!   built later (a fill) is shown beside an older entry of a held batch's partition. Misses are recorded in a small mutex-protected set that the
+//!   built later (a fill) is shown beside an older entry of a held batch's partition.
+//! - **A read of several partitions sees one position.** `publish_held` runs inside
+//!   `Shared::publishing` (a count, odd while it runs): a read that saw it odd or changed
+//!   looks again, and after a few tries answers `Unsettled` instead of merging entries from
+//!   both sides of a step. A fill ahead of the applied position publishes entries marked
+//!   `ahead` (remembered in `Domain::ahead`), which a read of several partitions does not
+//!   merge either; the first `publish_held` at or past the fill's position republishes them
+//!   unmarked. Between two publications every unmarked entry shows the applied position. Misses are recorded in a small mutex-protected set that the
 //!   writer only swaps out.
 //! - **Held batches.** [`Dataflow::apply_held`] routes a batch at once (holes, pending
 //!   buffers and the dimension log see it in order, as with `apply`) but only queues its deltas
@@ -77,8 +84,8 @@ mod renumber;
 mod seeding;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::Ordering as AtOrd;
-use std::sync::{Arc, Mutex};
 
 use cache::ReaderCache;
 use dims::{Dim, DimIndex, DimLog, borrow_covers, find_dims};
@@ -228,6 +235,10 @@ struct Domain {
     /// operators, in batch order: a partition that several held transactions touch runs its
     /// operators once for all of them (`flush`). See "Held batches" in the module header.
     unprocessed: Map<Key, OccDeltas>,
+    /// Partitions published with a fill's rows from a newer state than the applied one
+    /// ([`reader::Entry::ahead`]), with the fill's position: republished (the mark cleared)
+    /// by the first [`Dataflow::publish_held`] at or past it.
+    ahead: Vec<(Position, Key)>,
     /// The view fed by each reader index (`None` once dropped).
     views: Vec<Option<ViewId>>,
     /// Changes whenever the graph (and so the layout of fill requests) changes; responses
@@ -297,6 +308,7 @@ impl Domain {
             pending: Map::default(),
             held: Set::default(),
             unprocessed: Map::default(),
+            ahead: Vec::new(),
             views: Vec::new(),
             epoch: 0,
         }
@@ -434,7 +446,7 @@ impl Dataflow {
             domains: Vec::new(),
             reuse: HashMap::new(),
             applied: Position(0),
-            shared: Arc::new(Shared { cache, misses: Mutex::new(HashMap::new()) }),
+            shared: Arc::new(Shared::new(cache)),
             next_generation: 1,
             swept_at: 1,
             max_fill_keys: 64,
@@ -703,16 +715,29 @@ impl Dataflow {
 
     /// Republishes every partition changed by batches applied with
     /// [`Dataflow::apply_held`]: from here on readers see all of them.
+    /// Reads of several partitions see all of it or none ([`Shared::publishing`]): never some
+    /// partitions before a transaction and others after it.
     pub fn publish_held(&mut self) {
-        for domain in self.domains.iter_mut().flatten() {
-            flush_all(&self.shared, &self.views, domain);
-            if domain.held.is_empty() {
-                continue;
+        let applied = self.applied;
+        let (shared, views) = (&self.shared, &self.views);
+        shared.publishing(|| {
+            for domain in self.domains.iter_mut().flatten() {
+                flush_all(shared, views, domain);
+                // Fills ahead of the stream that it has now reached: their rows are the
+                // applied state's too, which their republication says.
+                if !domain.ahead.is_empty() {
+                    let (passed, still): (Vec<_>, Vec<_>) = std::mem::take(&mut domain.ahead).into_iter().partition(|(p, _)| *p <= applied);
+                    domain.ahead = still;
+                    domain.held.extend(passed.into_iter().map(|(_, k)| k).filter(|k| domain.parts.contains_key(&**k)));
+                }
+                if domain.held.is_empty() {
+                    continue;
+                }
+                for k in std::mem::take(&mut domain.held) {
+                    publish(shared, views, domain, &k, applied);
+                }
             }
-            for k in std::mem::take(&mut domain.held) {
-                publish(&self.shared, &self.views, domain, &k);
-            }
-        }
+        });
         self.drain_evictions();
     }
 
@@ -748,7 +773,7 @@ impl Dataflow {
         let mut deferred = Vec::new();
         for k in keys {
             if domain.parts.contains_key(&*k) {
-                publish(&self.shared, &self.views, domain, &k);
+                publish(&self.shared, &self.views, domain, &k, applied);
             } else if domain.pending.contains_key(&k) {
                 continue;
             } else if domain.pending.len() >= self.max_pending {
@@ -827,7 +852,7 @@ impl Dataflow {
                     view.counters.fills.fetch_add(1, AtOrd::Relaxed);
                 }
             }
-            publish(&self.shared, &self.views, domain, k);
+            publish(&self.shared, &self.views, domain, k, self.applied);
             outcome.filled += 1;
         }
         self.drain_evictions();
@@ -864,6 +889,7 @@ impl Dataflow {
     fn evict_domain(&mut self, di: usize) {
         let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return };
         domain.pending.clear();
+        domain.ahead.clear();
         let keys: Vec<Key> = domain.parts.keys().map(|k| Key::from(&**k)).collect();
         for k in keys {
             drop_part(&self.shared, &self.views, domain, &k);

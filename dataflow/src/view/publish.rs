@@ -8,6 +8,7 @@ use std::sync::atomic::Ordering as AtOrd;
 use super::cache::ENTRY_BYTES;
 use super::reader::{Entry, EntryKey, Shared};
 use super::{Domain, View, view_counters};
+use crate::delta::Position;
 use crate::ops::{Key, sort_rows};
 use crate::value::{Rows, SharedRow, Value, exact_row_cmp, shared_row_heap};
 
@@ -36,9 +37,15 @@ const PARTS_SLOT: usize = (std::mem::size_of::<(super::PartKey, super::Part)>() 
 /// Rebuilds and swaps in the reader entries of one filled partition, one per live view. The
 /// partition's bytes (its state, and what it costs whatever its rows: its slot in the domain's
 /// map, its key, its tables) are split evenly over the entries so that the budget counts them
-/// once; each entry adds its own rows and what the reader cache keeps for it.
-pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) {
+/// once; each entry adds its own rows and what the reader cache keeps for it. `applied`: what
+/// the writer has applied; a partition filled at a later position is marked
+/// [`ahead`](super::reader::Entry::ahead) until it is republished at or past it.
+pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key, applied: Position) {
     let Some(part) = domain.parts.get_mut(&**key) else { return };
+    let ahead = part.ks.filled_at > applied;
+    if ahead {
+        domain.ahead.push((part.ks.filled_at, key.clone()));
+    }
     let live = domain.views.iter().flatten().count().max(1);
     let held = part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + super::PartKey::heap_bytes(key) + part.weights.heap_bytes();
     let state_share = held / live;
@@ -76,7 +83,7 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         if let Some(w) = part.weights.get_mut(r) {
             *w = weight;
         }
-        let entry = Entry { rows, weight: weight.min(u32::MAX as u64) as u32, generation: part.generation };
+        let entry = Entry { rows, weight: weight.min(u32::MAX as u64) as u32, generation: part.generation, ahead };
         shared.cache.insert(ek, entry);
     }
 }

@@ -112,12 +112,43 @@ pub struct Entry {
     pub(super) rows: Rows,
     pub(super) weight: u32,
     pub(super) generation: u64,
+    /// The rows are a fill's, from a newer state of the server than the writer had applied
+    /// when they were published: a read of this partition alone may show them, one that
+    /// merges it with others may not (they show the applied state). Cleared by republishing
+    /// once the writer has applied the fill's position.
+    pub(super) ahead: bool,
 }
 
 pub(super) struct Shared {
     pub(super) cache: ReaderCache,
     pub(super) misses: Mutex<HashMap<u32, HashSet<Key>>>,
+    /// Odd while the writer republishes a step's partitions (one by one), even between: a
+    /// read of several partitions that saw it odd, or saw it change, may have taken some of
+    /// them before the step's transactions and others after ([`Shared::publishing`]).
+    pub(super) publications: AtomicU64,
 }
+
+impl Shared {
+    pub(super) fn new(cache: ReaderCache) -> Shared {
+        Shared { cache, misses: Mutex::new(HashMap::new()), publications: AtomicU64::new(0) }
+    }
+
+    /// Runs `publish`, the republication of a step's partitions, as one change for reads of
+    /// several partitions: they retry rather than merge entries from both sides of it. Writer
+    /// only.
+    pub(super) fn publishing<T>(&self, publish: impl FnOnce() -> T) -> T {
+        // SeqCst on both sides: the entries the writer puts in between are ordered after the
+        // first increment and before the second, for any reader that sees either.
+        self.publications.fetch_add(1, AtOrd::SeqCst);
+        let out = publish();
+        self.publications.fetch_add(1, AtOrd::SeqCst);
+        out
+    }
+}
+
+/// How many times a read of several partitions looks again when the writer republished some
+/// meanwhile, before it reports [`LookupError::Unsettled`] (its caller waits and asks again).
+const SETTLE_TRIES: usize = 4;
 
 /// Result of a lookup.
 #[derive(Debug, Clone)]
@@ -171,6 +202,12 @@ pub enum LookupError {
     /// is not the merge of each key's result (see [`CompiledQuery::mergeable`]).
     #[error("the view's results for several keys cannot be merged (LIMIT, or an aggregate not grouped by the key)")]
     NotMergeable,
+    /// The partitions of a read of several show different states of the server: the writer
+    /// was republishing them (a step's transactions), or one holds a fill's rows from a newer
+    /// state than the others, until the writer applies the stream up to it. Merging them
+    /// could show part of a transaction; ask again shortly (or relay).
+    #[error("the partitions read show different states of the server")]
+    Unsettled,
     /// The IN lists name more partitions than one lookup may read ([`MAX_LOOKUP_KEYS`]).
     #[error("the lookup names {keys} partition keys, more than {max}")]
     TooManyKeys { keys: usize, max: usize },
@@ -318,19 +355,37 @@ impl Reader {
         {
             return self.read_one(EntryKey::new(self.view.0, key), filter_params);
         }
+        let keys: Vec<EntryKey> = keys.into_iter().map(|k| EntryKey::new(self.view.0, k)).collect();
         let mut found = Vec::with_capacity(keys.len());
-        let mut missing = Vec::new();
-        for k in keys {
-            let ek = EntryKey::new(self.view.0, k);
-            match self.shared.cache.get(&ek) {
-                Some(e) => found.push(e),
-                None => missing.push(ek.into_key()),
+        for _ in 0..SETTLE_TRIES {
+            found.clear();
+            let before = self.shared.publications.load(AtOrd::SeqCst);
+            if before % 2 == 1 {
+                std::hint::spin_loop();
+                continue;
+            }
+            let mut missing = Vec::new();
+            for ek in &keys {
+                match self.shared.cache.get(ek) {
+                    Some(e) => found.push(e),
+                    None => missing.push(ek),
+                }
+            }
+            if !missing.is_empty() {
+                return self.missed(missing.into_iter().map(|ek| ek.clone().into_key()).collect());
+            }
+            // A shard's lock orders each entry read after the first increment of the
+            // publication that put it: if none began since `before`, all were read between
+            // two publications.
+            if self.shared.publications.load(AtOrd::SeqCst) == before {
+                if found.iter().any(|e| e.ahead) {
+                    // A fill's rows from a newer state beside rows of the applied one.
+                    return Err(LookupError::Unsettled);
+                }
+                return self.answer(&found, filter_params);
             }
         }
-        if !missing.is_empty() {
-            return self.missed(missing);
-        }
-        self.answer(&found, filter_params)
+        Err(LookupError::Unsettled)
     }
 
     /// The common read, one partition: no vectors for what was found or missing.

@@ -492,33 +492,44 @@ impl Engine {
             Some(slots) => live.reader.lookup_in(slots, params),
         };
         // The common case, a hit, touches nothing of the fill machinery.
-        match look().map_err(refused)? {
-            Lookup::Hit(rows) => {
+        let mut filled = self.writer.fills();
+        match look() {
+            Ok(Lookup::Hit(rows)) => {
                 cache.reads.hit.inc();
                 cache.hot.sample_hit(&live.reader, slots, params);
                 return Ok(rows);
             }
-            Lookup::Miss(keys) => cache.hot.missed(&keys),
+            Ok(Lookup::Miss(keys)) => {
+                cache.hot.missed(&keys);
+                self.counters.fill_waits.inc();
+                cache.reads.missed.inc();
+            }
+            Err(LookupError::Unsettled) => {}
+            Err(e) => return Err(refused(e)),
         }
-        self.counters.fill_waits.inc();
-        cache.reads.missed.inc();
-        let mut filled = self.writer.fills();
         let deadline = tokio::time::Instant::now() + self.settings.fill_timeout;
         loop {
             self.writer.wake();
             // Subscribed before this look: a fill completing after it wakes the wait below.
-            if let Lookup::Hit(rows) = look().map_err(refused)? {
-                cache.reads.filled.inc();
-                return Ok(rows);
-            }
-            // Fills are failing: the miss is recorded for when they come back; this read is
-            // the server's meanwhile.
-            if self.writer.fills_failing() {
-                return Err(RelayReason::FillFailing);
-            }
-            match tokio::time::timeout_at(deadline, filled.changed()).await {
-                Ok(Ok(())) => continue,
-                _ => return Err(RelayReason::FillTimeout),
+            match look() {
+                Ok(Lookup::Hit(rows)) => {
+                    cache.reads.filled.inc();
+                    return Ok(rows);
+                }
+                // Fills are failing: the miss is recorded for when they come back; this read
+                // is the server's meanwhile.
+                Ok(Lookup::Miss(_)) if self.writer.fills_failing() => return Err(RelayReason::FillFailing),
+                Ok(Lookup::Miss(_)) => match tokio::time::timeout_at(deadline, filled.changed()).await {
+                    Ok(Ok(())) => continue,
+                    _ => return Err(RelayReason::FillTimeout),
+                },
+                // Partitions of the read show different states: the writer republishes them
+                // within its step, or the stream reaches a fill's position within a few.
+                Err(LookupError::Unsettled) if tokio::time::Instant::now() + UNSETTLED_PAUSE < deadline => {
+                    tokio::time::sleep(UNSETTLED_PAUSE).await
+                }
+                Err(LookupError::Unsettled) => return Err(RelayReason::Unsettled),
+                Err(e) => return Err(refused(e)),
             }
         }
     }
@@ -624,6 +635,10 @@ impl Engine {
         self.registry.memory_used()
     }
 }
+
+/// How long a read whose partitions show different states of the server
+/// ([`LookupError::Unsettled`]) waits before it looks again: about one of the writer's steps.
+const UNSETTLED_PAUSE: Duration = Duration::from_millis(1);
 
 /// What an admin statement answers once the writer is gone.
 const STOPPED: &str = "the cache engine has stopped";

@@ -136,10 +136,14 @@ pub enum RelayReason {
     /// The last fill failed and none completed since (the server refuses fills for now): a
     /// read that misses is relayed at once.
     FillFailing,
+    /// An IN list's partitions showed different states of the server (a fill from a newer
+    /// state than the stream had applied) for all of `[fill] timeout`: merged, they could
+    /// show part of a transaction.
+    Unsettled,
 }
 
 impl RelayReason {
-    pub const ALL: [RelayReason; 17] = [
+    pub const ALL: [RelayReason; 18] = [
         Self::NotCacheable,
         Self::NoCache,
         Self::InTransaction,
@@ -157,6 +161,7 @@ impl RelayReason {
         Self::TooLarge,
         Self::FillBacklog,
         Self::FillFailing,
+        Self::Unsettled,
     ];
 
     pub fn label(self) -> &'static str {
@@ -178,6 +183,7 @@ impl RelayReason {
             Self::TooLarge => "too_large",
             Self::FillBacklog => "fill_backlog",
             Self::FillFailing => "fill_failing",
+            Self::Unsettled => "unsettled",
         }
     }
 
