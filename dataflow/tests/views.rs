@@ -298,6 +298,19 @@ fn an_in_list_never_merges_a_fill_ahead_of_the_stream_with_older_partitions() {
     w.pos += 1;
     w.df.apply(&t).unwrap();
     assert_eq!(counts(&r, &[int(1), int(2)]), Ok(vec![row(vec![int(1), int(4)]), row(vec![int(2), int(2)])]));
+
+    // A position reached without a batch (a schema change's, the last the stream brings for
+    // a while) settles a fill ahead just the same.
+    w.df.evict(v, &vec![int(2)].into_boxed_slice());
+    let mut server = w.store.clone();
+    server.apply(&Batch::new(Position(w.pos + 1)));
+    assert!(matches!(r.lookup(&[int(1), int(2)]).unwrap(), Lookup::Miss(_)));
+    for req in w.df.fill_requests() {
+        assert_eq!(w.df.complete_fill(MemUpstream { store: &server }.fill(&req).unwrap()).filled, 1);
+    }
+    assert_eq!(counts(&r, &[int(1), int(2)]), Err(LookupError::Unsettled));
+    w.df.set_applied(Position(w.pos + 1));
+    assert_eq!(counts(&r, &[int(1), int(2)]), Ok(vec![row(vec![int(1), int(4)]), row(vec![int(2), int(2)])]));
 }
 
 #[test]

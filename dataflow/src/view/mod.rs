@@ -483,9 +483,14 @@ impl Dataflow {
     }
 
     /// Sets the applied position without a batch (at start-up, to where replication resumes).
+    /// Fills ahead of the old position that the new one reaches are republished unmarked at
+    /// once (a schema change's position may be the last the stream brings for a while).
     pub fn set_applied(&mut self, p: Position) {
         self.publish_held();
         self.applied = self.applied.max(p);
+        if self.domains.iter().flatten().any(|d| d.ahead.iter().any(|(at, _)| *at <= self.applied)) {
+            self.publish_held();
+        }
     }
 
     /// Starts a new binlog history at `p`, which may be lower than anything applied: the
