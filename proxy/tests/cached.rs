@@ -3718,7 +3718,10 @@ async fn a_prepared_statement_prepared_again_by_the_server_is_read_as_then() {
 ///   type as 15 bits and refuses it (1210), where the view answered no rows;
 /// - an execute with types the server refused (1210 for an unknown type): the server keeps
 ///   the types it last took, so an execute without types after it is read with those, where
-///   freshet took the refused ones as the server's and relayed an execute the server refused.
+///   freshet took the refused ones as the server's and relayed an execute the server refused;
+/// - an execute whose value is shorter than its type (a 3-byte DOUBLE), also refused with
+///   1210: the server keeps the refused execute's types this time, so an execute without
+///   types after it is read as a DOUBLE, where freshet read the types before.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn parameters_the_server_reads_otherwise_get_its_answers() {
     fresh_table(
@@ -3754,6 +3757,7 @@ async fn parameters_the_server_reads_otherwise_get_its_answers() {
         ("an unknown type, refused", false, typed(&[0x64, 0x00], &1i64.to_le_bytes())),
         ("no types after a refused execute", false, [&[0x00, 0x00][..], &2i64.to_le_bytes()].concat()),
         ("no types again", false, [&[0x00, 0x00][..], &1i64.to_le_bytes()].concat()),
+        ("an i typed LONGLONG once more", false, [&[0x00, 0x01][..], &longlong(1)].concat()),
     ];
     for (what, on_d, body) in cases {
         let mut answers = Vec::new();
@@ -3763,4 +3767,20 @@ async fn parameters_the_server_reads_otherwise_get_its_answers() {
         }
         assert_eq!(answers[1], answers[0], "{what}");
     }
+    // The same refusal of an execute that asked for a cursor (which freshet leaves to the
+    // server without reading its parameters), then executes without types after it.
+    let mut answers = Vec::new();
+    for (client, (_, i)) in [&mut direct, &mut ours].into_iter().zip(&ids) {
+        let mut cursor = execute(*i, &typed(&[0x05, 0x00], &[1, 2, 3]));
+        cursor[5] = 1;
+        client.send(&cursor).await;
+        let refused = client.read_results().await;
+        let mut after = Vec::new();
+        for v in [2i64, 1, 2, 1] {
+            client.send(&execute(*i, &[&[0x00, 0x00][..], &v.to_le_bytes()].concat())).await;
+            after.push(client.read_results().await);
+        }
+        answers.push((refused, after));
+    }
+    assert_eq!(answers[1], answers[0], "no types after a DOUBLE cut short with a cursor");
 }
