@@ -3758,6 +3758,10 @@ async fn parameters_the_server_reads_otherwise_get_its_answers() {
         ("no types after a refused execute", false, [&[0x00, 0x00][..], &2i64.to_le_bytes()].concat()),
         ("no types again", false, [&[0x00, 0x00][..], &1i64.to_le_bytes()].concat()),
         ("an i typed LONGLONG once more", false, [&[0x00, 0x01][..], &longlong(1)].concat()),
+        // A type the server knows and freshet does not decode, its value cut short.
+        ("a YEAR cut short, refused", false, typed(&[0x0d, 0x00], &[1])),
+        ("no types after the cut YEAR", false, [&[0x00, 0x00][..], &2i64.to_le_bytes()].concat()),
+        ("no types after the cut YEAR again", false, [&[0x00, 0x00][..], &1i64.to_le_bytes()].concat()),
     ];
     for (what, on_d, body) in cases {
         let mut answers = Vec::new();

@@ -111,6 +111,35 @@ pub fn execute_params(body: &[u8], count: usize, types: &mut Vec<(u8, u8)>) -> R
 /// TIMESTAMP in the session's zone before an index lookup of a DATETIME or DATE key, and
 /// finds nothing for a value outside TIMESTAMP's range (`9999-12-31`) where the view has the
 /// row.
+/// What MariaDB does with the types of an execute it refuses with 1210, by the types sent
+/// (type, flags byte), in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RefusedTypes {
+    /// The first is one it does not know (a type code it has no type for, or flag bits besides
+    /// unsigned's, which it reads as part of a 15-bit type): it stops there and keeps the
+    /// types it had.
+    Kept,
+    /// Every one is a type it knows and takes before reading the values: the refusal was of
+    /// a value (shorter than its type, a NULL type without its NULL bit), and the sent types
+    /// are its own from then on.
+    Taken,
+    /// Neither is certain (a later type unknown after known ones, or a type it knows that
+    /// freshet does not decode).
+    Unsure,
+}
+
+/// [`RefusedTypes`] for the types `sent` with a refused execute.
+pub fn refused_types(sent: &[(u8, u8)]) -> RefusedTypes {
+    let unknown = |&(t, flags): &(u8, u8)| flags & 0x7f != 0 || (20..=139).contains(&t) || (142..=244).contains(&t);
+    if sent.first().is_some_and(unknown) {
+        RefusedTypes::Kept
+    } else if sent.iter().all(|&(t, flags)| decodable(t) && flags & 0x7f == 0) {
+        RefusedTypes::Taken
+    } else {
+        RefusedTypes::Unsure
+    }
+}
+
 fn decodable(t: u8) -> bool {
     matches!(
         t,
@@ -227,6 +256,23 @@ fn valid_date_time(&[year, month, day, hour, minute, second, micros]: &[u32; 7])
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_the_server_keeps_of_refused_types() {
+        use RefusedTypes::*;
+        let cases: [(&[(u8, u8)], RefusedTypes); 7] = [
+            (&[(ty::LONGLONG, 0)], Taken),
+            (&[(ty::DOUBLE, 0x80), (ty::VAR_STRING, 0)], Taken),
+            (&[(100, 0)], Kept),
+            (&[(ty::LONGLONG, 0x01)], Kept),
+            (&[(ty::LONGLONG, 0), (100, 0)], Unsure),
+            (&[(ty::YEAR, 0)], Unsure),
+            (&[(245, 0)], Unsure),
+        ];
+        for (sent, want) in cases {
+            assert_eq!(refused_types(sent), want, "{sent:?}");
+        }
+    }
 
     #[test]
     fn literals() {

@@ -74,6 +74,12 @@ pub struct PreparedRoute {
     /// An execute with types reached the server (relayed, or sent again for diagnostics):
     /// an execute without them may be relayed as it is (`session::execute`).
     pub server_has_types: bool,
+    /// A relayed execute that sent types was refused with 1210, and its types do not tell
+    /// whether the server kept them (it keeps the ones it had when it does not know the first
+    /// type, the sent ones when a value was refused: `params::refused_types`). Until the
+    /// client sends types again, executes without them are relayed as they are (the server
+    /// reads them with whatever it kept).
+    pub types_unsure: bool,
 }
 
 impl std::fmt::Debug for PreparedRoute {
@@ -398,6 +404,7 @@ impl Session {
             refused: false,
             cursor: false,
             server_has_types: false,
+            types_unsure: false,
         })
     }
 
@@ -448,6 +455,11 @@ impl Session {
         let typed = payload.get(10 + params_count.div_ceil(8)) == Some(&1);
         if params_count > 0 && typed {
             route.server_has_types = false;
+            route.types_unsure = false;
+        }
+        if params_count > 0 && !typed && route.types_unsure {
+            engine.counters.relayed(RelayReason::Parameter);
+            return None;
         }
         // Through the id of the statement prepared last, MariaDB reads an execute only with its
         // types (1835 without): its own answer.

@@ -10,6 +10,7 @@
 use bytes::Bytes;
 
 use super::Session;
+use crate::cache::params::{RefusedTypes, refused_types};
 
 /// Where an execute's new-params-bound flag is for a statement of `params` parameters:
 /// `[0x17][id u32][flags u8][iterations u32][null bitmap][flag u8][types][values]`.
@@ -38,6 +39,8 @@ pub(super) struct TypesBefore {
     id: u32,
     types: Vec<(u8, u8)>,
     server_has_types: bool,
+    /// The types the execute sent of its own (not freshet's), if it did.
+    sent: Option<Vec<(u8, u8)>>,
 }
 
 impl Session {
@@ -54,8 +57,12 @@ impl Session {
             return payload;
         }
         let at = bound_flag_at(params);
-        if matches!(payload.get(at), Some(1)) || !route.server_has_types {
-            self.types_before = Some(TypesBefore { id, types: route.types.clone(), server_has_types: route.server_has_types });
+        let sent = match payload.get(at) {
+            Some(1) => payload.get(at + 1..at + 1 + 2 * params).map(|t| t.chunks_exact(2).map(|tf| (tf[0], tf[1])).collect()),
+            _ => None,
+        };
+        if sent.is_some() || !route.server_has_types {
+            self.types_before = Some(TypesBefore { id, types: route.types.clone(), server_has_types: route.server_has_types, sent });
         }
         match payload.get(at) {
             Some(1) => {
@@ -64,11 +71,14 @@ impl Session {
                     route.types.extend(sent.chunks_exact(2).map(|tf| (tf[0], tf[1])));
                 }
                 route.server_has_types = true;
+                route.types_unsure = false;
                 payload
             }
             // Not through the id of the statement prepared last: the server refuses an execute
-            // without types there (1835), whatever it knows.
-            Some(0) if !route.server_has_types && id != u32::MAX => match with_types(&payload, params, &route.types) {
+            // without types there (1835), whatever it knows. Nor when the server may hold types
+            // other than the route's (`types_unsure`): it reads the execute with those.
+            Some(0) if !route.server_has_types && !route.types_unsure && id != u32::MAX => match with_types(&payload, params, &route.types)
+            {
                 Some(typed) => {
                     route.server_has_types = true;
                     typed
@@ -79,17 +89,29 @@ impl Session {
         }
     }
 
-    /// The server refused the execute just relayed before taking its parameters (an unknown
-    /// type, a malformed packet): it keeps the types it had, and so does the route.
+    /// The server refused the execute just relayed before running it. For a malformed packet
+    /// (1835) or a type it does not know (1210) it keeps the types it had, and so does the
+    /// route. A value shorter than its type is refused with the same 1210 after the types
+    /// were taken: then the sent ones are the server's. Which it was is told by the types
+    /// ([`refused_types`]); when that is not certain, the route does not say what the server
+    /// holds (`types_unsure`).
     pub(super) fn execute_refused(&mut self, err: &[u8]) {
         let code = err.get(1..3).map(|c| u16::from_le_bytes([c[0], c[1]]));
         let Some(before) = self.types_before.take() else { return };
         if !matches!(code, Some(WRONG_ARGUMENTS | MALFORMED_PACKET)) {
             return;
         }
-        if let Some(route) = self.statements.get_mut(&before.id).and_then(|s| s.route.as_mut()) {
-            route.types = before.types;
-            route.server_has_types = before.server_has_types;
+        let Some(route) = self.statements.get_mut(&before.id).and_then(|s| s.route.as_mut()) else { return };
+        match before.sent.filter(|_| code == Some(WRONG_ARGUMENTS)).map(|sent| (refused_types(&sent), sent)) {
+            Some((RefusedTypes::Taken, sent)) => {
+                route.types = sent;
+                route.server_has_types = true;
+            }
+            taken => {
+                route.types = before.types;
+                route.server_has_types = before.server_has_types;
+                route.types_unsure = matches!(taken, Some((RefusedTypes::Unsure, _)));
+            }
         }
     }
 }
