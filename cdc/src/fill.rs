@@ -2,7 +2,9 @@
 //! tied to the binlog position the answer reflects.
 //!
 //! Owns: running a request's state queries (SQL with the missing keys in IN lists) on a pool of
-//! connections, the cap on fills in flight, converting the answers (`result`), and the fence.
+//! connections, the cap on fills in flight (and each view's share of it, all but one, so that
+//! fills waiting on one table's locks leave the others room), converting the answers
+//! (`result`), and the fence.
 //! Does not own: deciding what to fill, deduplication and buffering (dataflow).
 //!
 //! # The fence (why no write is counted twice or lost)
@@ -30,7 +32,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use freshet_dataflow::{FillData, FillError, FillRequest, FillResponse, FillSource, Position, Row, Value};
+use freshet_dataflow::{FillData, FillError, FillRequest, FillResponse, FillSource, Position, Row, Value, ViewId};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params, Pool, PoolConstraints, PoolOpts};
 use tokio::sync::Semaphore;
@@ -68,6 +70,8 @@ pub struct UpstreamFills {
     flavor_sql: &'static str,
     tables: Arc<RwLock<HashMap<String, TableInfo>>>,
     permits: Arc<Semaphore>,
+    /// Each view's share of `permits` ([`UpstreamFills::view_permits`]).
+    view_permits: Arc<std::sync::Mutex<HashMap<ViewId, Arc<Semaphore>>>>,
     cfg: FillConfig,
     /// The stream's lag handle and the flavor's identity query: each fill checks that it reads
     /// the server the stream reads ([`UpstreamFills::watch_server`]).
@@ -109,6 +113,7 @@ impl UpstreamFills {
                 crate::OWN_SESSION.to_string(),
                 "SET div_precision_increment = 4".to_string(),
                 "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ".to_string(),
+                format!("SET SESSION lock_wait_timeout = {}", cfg.timeout.as_secs().max(1)),
             ])
             .pool_opts(PoolOpts::default().with_constraints(constraints).with_reset_connection(false))
             .into();
@@ -119,6 +124,7 @@ impl UpstreamFills {
             flavor_sql: flavor.current_position_sql(),
             tables: Arc::new(RwLock::new(tables)),
             permits: Arc::new(Semaphore::new(n)),
+            view_permits: Arc::default(),
             cfg,
             server: None,
         }
@@ -165,7 +171,24 @@ impl UpstreamFills {
         }
     }
 
+    /// The permits one view's fills may hold at once: all but one (at least one). A table
+    /// whose reads wait (a metadata lock queued behind a long transaction, an ALTER waiting
+    /// for it) holds its fills until the bound; the other views' fills keep the last one
+    /// (each fill takes up to 64 keys and a few milliseconds), and one view alone still fills
+    /// nearly as many at once as before.
+    fn view_permits(&self, view: ViewId) -> Arc<Semaphore> {
+        let share = self.cfg.max_in_flight.saturating_sub(1).max(1);
+        let mut m = self.view_permits.lock().unwrap_or_else(|e| e.into_inner());
+        // Views come and go with DDL: the idle shares of gone ones are dropped now and then.
+        if m.len() >= 1024 {
+            m.retain(|_, s| s.available_permits() < share);
+        }
+        m.entry(view).or_insert_with(|| Arc::new(Semaphore::new(share))).clone()
+    }
+
     async fn fill_unbounded(&self, req: &FillRequest) -> Result<FillResponse, FillError> {
+        let view = self.view_permits(req.view);
+        let _view_permit = view.acquire().await.map_err(|e| FillError::Unavailable(e.to_string()))?;
         let _permit = self.permits.acquire().await.map_err(|e| FillError::Unavailable(e.to_string()))?;
         let pool = self.pool.read().unwrap_or_else(|e| e.into_inner()).clone();
         let mut conn = pool.get_conn().await.map_err(unavailable)?;
