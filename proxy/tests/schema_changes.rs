@@ -806,3 +806,33 @@ async fn a_ddl_text_the_stream_cannot_read_from_another_database_gives_the_views
     }
     admin.query_drop("DROP TABLE freshet_test.sc_unread_coll").await.unwrap();
 }
+
+/// A cache's fill and eviction counts go on across DDL that rebuilds its view: they are
+/// Prometheus counters, and their help says evictions count what DDL dropped. They were the
+/// live view's own, so a rebuilt view started them from zero and the partitions DDL dropped
+/// were never counted (an audit: `fills_total` 19, then 0 after an ALTER).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caches_counts_go_on_across_a_rebuilt_view() {
+    let _tables = TABLES.lock().await;
+    let read = "SELECT id, v FROM sc_counted WHERE id = ?";
+    let setup = [
+        "DROP TABLE IF EXISTS sc_counted",
+        "CREATE TABLE sc_counted (id INT PRIMARY KEY, v INT NOT NULL)",
+        "INSERT INTO sc_counted VALUES (1, 10), (2, 20)",
+    ];
+    let (mut admin, proxy) = one_cache(&setup, "sc_counted", read).await;
+    for id in [1, 2] {
+        let (got, want, served) = read_both(&proxy, "sc_counted", &read.replace('?', &id.to_string())).await;
+        assert!(served && got == want, "key {id}: {got:?} / {want:?}");
+    }
+    let stats = || proxy.engine.get().unwrap().by_name("sc_counted").unwrap().stats();
+    let before = stats();
+    assert!(before.fills >= 2, "{before:?}");
+    admin.query_drop("ALTER TABLE sc_counted ADD COLUMN w INT NOT NULL DEFAULT 7").await.unwrap();
+    let (got, want, served) = read_both(&proxy, "sc_counted", &read.replace('?', "1")).await;
+    assert!(served && got == want, "after the ALTER: {got:?} / {want:?}");
+    let after = stats();
+    assert!(after.fills > before.fills, "fills went from {} to {}", before.fills, after.fills);
+    assert!(after.evictions >= before.evictions + 2, "the ALTER's evictions were not counted: {before:?} then {after:?}");
+    admin.query_drop("DROP TABLE sc_counted").await.unwrap();
+}
