@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use bytes::{Bytes, BytesMut};
 
@@ -67,6 +67,10 @@ pub struct Cache {
     pub reads: ReadCounts,
     /// The recently read keys, for the warm restart ([`warm`]).
     pub hot: warm::HotKeys,
+    /// What the views this cache had before its current one counted (DDL rebuilds a view,
+    /// whose own counters start from zero), with the partitions it held when it was dropped
+    /// as evictions: [`Cache::stats`] adds them, so that its counters never go back.
+    earlier: Mutex<ViewStats>,
 }
 
 /// What became of the reads routed to one cache.
@@ -94,13 +98,35 @@ impl Cache {
         self.live.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// The current view's partitions and bytes; hits, misses, fills and evictions of every
+    /// view the cache had.
     pub fn stats(&self) -> ViewStats {
-        self.live().map(|l| l.reader.stats()).unwrap_or_default()
+        let now = self.live().map(|l| l.reader.stats()).unwrap_or_default();
+        let e = *self.earlier.lock().unwrap_or_else(|e| e.into_inner());
+        ViewStats {
+            hits: now.hits + e.hits,
+            misses: now.misses + e.misses,
+            fills: now.fills + e.fills,
+            evictions: now.evictions + e.evictions,
+            ..now
+        }
     }
 
     /// The writer: the cache's view after DDL (recompiled, refused, or revived).
     pub(super) fn set_live(&self, live: Result<Arc<Live>, String>) {
-        *self.live.write().unwrap_or_else(|e| e.into_inner()) = live;
+        let mut slot = self.live.write().unwrap_or_else(|e| e.into_inner());
+        if let Ok(old) = &*slot
+            && live.as_ref().map_or(true, |new| new.view != old.view)
+        {
+            let s = old.reader.stats();
+            let mut e = self.earlier.lock().unwrap_or_else(|e| e.into_inner());
+            e.hits += s.hits;
+            e.misses += s.misses;
+            e.fills += s.fills;
+            // What the old view still held goes with it.
+            e.evictions += s.evictions + s.keys;
+        }
+        *slot = live;
     }
 }
 
@@ -292,6 +318,7 @@ impl Registry {
             hit_histogram: Histogram::default(),
             reads: ReadCounts::default(),
             hot: warm::HotKeys::new(self.warm_keys),
+            earlier: Mutex::default(),
         })
     }
 
