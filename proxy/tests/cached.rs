@@ -335,6 +335,10 @@ async fn an_in_list_shows_one_committed_state_of_its_rows() {
         "{} hits, relayed {why:?}: the IN lists were answered by the server, not the cache",
         hits(&proxy, "moves")
     );
+    // A read that waited for partitions to settle, and met no hole, is no filled read.
+    let cache = engine(&proxy).by_name("moves").expect("cache");
+    let (missed, filled) = (cache.reads.missed.get(), cache.reads.filled.get());
+    assert!(filled <= missed, "{filled} reads counted as filled, of {missed} that missed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -493,17 +493,15 @@ impl Engine {
         };
         // The common case, a hit, touches nothing of the fill machinery.
         let mut filled = self.writer.fills();
+        // A read is counted a miss (and its keys remembered as missed) at its first hole.
+        let mut missed = false;
         match look() {
             Ok(Lookup::Hit(rows)) => {
                 cache.reads.hit.inc();
                 cache.hot.sample_hit(&live.reader, slots, params);
                 return Ok(rows);
             }
-            Ok(Lookup::Miss(keys)) => {
-                cache.hot.missed(&keys);
-                self.counters.fill_waits.inc();
-                cache.reads.missed.inc();
-            }
+            Ok(Lookup::Miss(keys)) => self.first_miss(cache, &mut missed, &keys),
             Err(LookupError::Unsettled) => {}
             Err(e) => return Err(refused(e)),
         }
@@ -512,17 +510,27 @@ impl Engine {
             self.writer.wake();
             // Subscribed before this look: a fill completing after it wakes the wait below.
             match look() {
-                Ok(Lookup::Hit(rows)) => {
+                // Answered after a fill, or (no hole met) after partitions settled: a hit then.
+                Ok(Lookup::Hit(rows)) if missed => {
                     cache.reads.filled.inc();
+                    return Ok(rows);
+                }
+                Ok(Lookup::Hit(rows)) => {
+                    cache.reads.hit.inc();
                     return Ok(rows);
                 }
                 // Fills are failing: the miss is recorded for when they come back; this read
                 // is the server's meanwhile.
-                Ok(Lookup::Miss(_)) if self.writer.fills_failing() => return Err(RelayReason::FillFailing),
-                Ok(Lookup::Miss(_)) => match tokio::time::timeout_at(deadline, filled.changed()).await {
-                    Ok(Ok(())) => continue,
-                    _ => return Err(RelayReason::FillTimeout),
-                },
+                Ok(Lookup::Miss(keys)) if self.writer.fills_failing() => {
+                    self.first_miss(cache, &mut missed, &keys);
+                    return Err(RelayReason::FillFailing);
+                }
+                Ok(Lookup::Miss(keys)) => {
+                    self.first_miss(cache, &mut missed, &keys);
+                    if !matches!(tokio::time::timeout_at(deadline, filled.changed()).await, Ok(Ok(()))) {
+                        return Err(RelayReason::FillTimeout);
+                    }
+                }
                 // Partitions of the read show different states: the writer republishes them
                 // within its step, or the stream reaches a fill's position within a few.
                 Err(LookupError::Unsettled) if tokio::time::Instant::now() + UNSETTLED_PAUSE < deadline => {
@@ -531,6 +539,15 @@ impl Engine {
                 Err(LookupError::Unsettled) => return Err(RelayReason::Unsettled),
                 Err(e) => return Err(refused(e)),
             }
+        }
+    }
+
+    /// A read met a hole: counted a miss (and its keys remembered as missed) the first time.
+    fn first_miss(&self, cache: &Cache, missed: &mut bool, keys: &[freshet_dataflow::Key]) {
+        if !std::mem::replace(missed, true) {
+            cache.hot.missed(keys);
+            self.counters.fill_waits.inc();
+            cache.reads.missed.inc();
         }
     }
 
