@@ -273,3 +273,65 @@ async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
 async fn s_tables(c: &mut mysql_async::Conn, db: &str) -> HashMap<String, freshet_cdc::TableInfo> {
     freshet_cdc::schema::load_tables(c, &MariaDb, db, None).await.unwrap()
 }
+
+/// What the fill's fence takes from MariaDB, measured: inside `START TRANSACTION WITH
+/// CONSISTENT SNAPSHOT`, `binlog_snapshot_file`/`binlog_snapshot_position` name exactly the
+/// commits the snapshot shows. Writers commit one increment of a counter each; snapshots read
+/// the counter and their position. Two snapshots at one position must show one count, and a
+/// later position never a smaller one (other tests' commits only add positions between).
+/// MariaDB 10.11 breaks it under concurrent commits, both ways, by a few commits (docs/
+/// decisions.md, cdc, "A snapshot's binlog position is not exactly its content"), so a fill
+/// from the live server can miss a commit or count one twice: ignored until fills stop relying
+/// on it; `cargo test -p freshet-cdc --test fills -- --ignored` measures the server.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "MariaDB 10.11 fails it; see docs/decisions.md, cdc"]
+async fn a_snapshots_binlog_position_names_exactly_the_commits_it_shows() {
+    let (db, mut admin) = fresh_db("fence").await;
+    admin.query_drop("CREATE TABLE ctr (id INT PRIMARY KEY, v BIGINT NOT NULL) ENGINE=InnoDB").await.unwrap();
+    admin.query_drop("INSERT INTO ctr VALUES (1, 0)").await.unwrap();
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut tasks = JoinSet::new();
+    for _ in 0..4 {
+        let db = db.clone();
+        tasks.spawn(async move {
+            let mut c = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
+            while Instant::now() < until {
+                c.query_drop("UPDATE ctr SET v = v + 1 WHERE id = 1").await.unwrap();
+            }
+            Vec::new()
+        });
+    }
+    for _ in 0..3 {
+        let db = db.clone();
+        tasks.spawn(async move {
+            let mut c = mysql_async::Conn::new(opts_for(Some(&db))).await.unwrap();
+            let mut seen = Vec::new();
+            while Instant::now() < until {
+                c.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.unwrap();
+                let status: Vec<(String, String)> = c.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'").await.unwrap();
+                let v: Option<i64> = c.query_first("SELECT v FROM ctr WHERE id = 1").await.unwrap();
+                c.query_drop("COMMIT").await.unwrap();
+                let get = |name: &str| status.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone()).unwrap();
+                let file = get("binlog_snapshot_file");
+                let seq: u64 = file.rsplit('.').next().unwrap().parse().unwrap();
+                seen.push(((seq, get("binlog_snapshot_position").parse::<u64>().unwrap()), v.unwrap()));
+            }
+            seen
+        });
+    }
+    let mut seen = Vec::new();
+    while let Some(t) = tasks.join_next().await {
+        seen.extend(t.unwrap());
+    }
+    seen.sort();
+    let wrong: Vec<_> =
+        seen.windows(2).filter(|w| w[1].1 < w[0].1 || (w[1].0 == w[0].0 && w[1].1 != w[0].1)).map(|w| (w[0], w[1])).collect();
+    drop_db(&db).await;
+    assert!(
+        wrong.is_empty(),
+        "{} of {} snapshots disagree with a neighbour's position, e.g. {:?}",
+        wrong.len(),
+        seen.len(),
+        &wrong[..wrong.len().min(3)]
+    );
+}
