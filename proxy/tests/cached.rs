@@ -341,6 +341,39 @@ async fn an_in_list_shows_one_committed_state_of_its_rows() {
     assert!(filled <= missed, "{filled} reads counted as filled, of {missed} that missed");
 }
 
+/// `freshet_cdc_lag_bytes` says how far behind the stream is while it works through a large
+/// transaction. It was set by heartbeats only, which the server sends when the stream rests
+/// at its end, so it read 0 while the stream was megabytes behind (an audit: 0 for 13 s,
+/// 5.2 MB behind, while `lag_seconds` rose).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lag_in_bytes_is_known_while_the_stream_works_through_a_large_transaction() {
+    let mut admin = fresh_table("ct_big", "id INT PRIMARY KEY, v INT NOT NULL, pad VARCHAR(40) NOT NULL", "(0, 0, '')").await;
+    let proxy = start_proxy(&cache_config(&[("big", "SELECT id, v FROM ct_big WHERE id = ?")])).await;
+    caught_up(&mut through(&proxy).await).await;
+    let lag = engine(&proxy).lag_handle();
+    admin.query_drop("INSERT INTO ct_big SELECT seq, seq, REPEAT('x', 40) FROM seq_1_to_300000").await.unwrap();
+    let end: mysql_async::Row = admin.query_first("SHOW MASTER STATUS").await.unwrap().unwrap();
+    let end = (end.get::<String, _>(0).unwrap(), end.get::<u32, _>(1).unwrap());
+    let (mut most, mut samples) = (0, 0);
+    let started = std::time::Instant::now();
+    loop {
+        let now = lag.get();
+        let delivered = now.delivered.map(|d| (d.file, d.offset));
+        if delivered.as_ref().is_some_and(|d| *d >= end) {
+            break;
+        }
+        most = most.max(now.bytes_behind);
+        samples += 1;
+        assert!(started.elapsed() < Duration::from_secs(120), "the stream did not reach {end:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Behind for at least a few polls (a debug build decodes 300,000 rows for seconds).
+    if started.elapsed() > Duration::from_millis(500) {
+        assert!(most > 0, "the lag in bytes read 0 in {samples} samples over {:?} behind", started.elapsed());
+    }
+    admin.query_drop("DROP TABLE ct_big").await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn transactions_and_session_dependent_reads_are_relayed() {
     items_table("ct_relay", 10).await;
