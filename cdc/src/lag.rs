@@ -73,7 +73,9 @@ pub struct Lag {
     /// resolution) and its delivery; zero once a heartbeat says the stream is at the server's
     /// end. A diagnostic only: [`LagHandle::behind`] is the lag freshness is judged by.
     pub behind: Duration,
-    /// Bytes of binlog between `delivered` and `server` when both are in the same file.
+    /// Bytes of binlog between `delivered` and the server's end, as the position poll (every
+    /// [`POLL`]; across files by the server's list of its binary logs) or a heartbeat last
+    /// told it.
     pub bytes_behind: u64,
     /// Transactions delivered since the stream started.
     pub transactions: u64,
@@ -458,6 +460,12 @@ pub fn spawn_position_poll(
                     if let (Some(file), Some(offset)) = (file, offset.and_then(|o| u32::try_from(o).ok())) {
                         lag.observe_polled(&BinlogPos::new(file.clone(), offset), before);
                         lag.polled_at(asked);
+                        let end = BinlogPos::new(file.clone(), offset);
+                        if let Some(bytes) =
+                            tokio::time::timeout(POLL_STALE, bytes_behind(c, lag.get().delivered.as_ref(), &end)).await.ok().flatten()
+                        {
+                            lag.update(|l| l.bytes_behind = bytes);
+                        }
                         polled_file = Some((file, offset));
                     }
                 }
@@ -493,6 +501,24 @@ pub fn spawn_position_poll(
             }
         }
     })
+}
+
+/// Bytes of binlog from `delivered` to the server's `end`: their difference in one file; across
+/// files, the rest of the delivered one, the whole of those between, and `end`'s offset, by
+/// the server's list of its binary logs (`SHOW BINARY LOGS`, asked only then). None if it
+/// cannot be told (no delivered position yet, a file the list does not have, a refusal).
+async fn bytes_behind(c: &mut Conn, delivered: Option<&BinlogPos>, end: &BinlogPos) -> Option<u64> {
+    let delivered = delivered?;
+    if delivered.file == end.file {
+        return Some(u64::from(end.offset.saturating_sub(delivered.offset)));
+    }
+    let logs: Vec<(String, u64)> =
+        c.query("SHOW BINARY LOGS").await.ok()?.into_iter().filter_map(|r: mysql_async::Row| Some((r.get(0)?, r.get(1)?))).collect();
+    let from = logs.iter().position(|(f, _)| *f == delivered.file)?;
+    let to = logs.iter().position(|(f, _)| *f == end.file).filter(|&to| to > from)?;
+    let rest = logs[from].1.saturating_sub(u64::from(delivered.offset));
+    let between: u64 = logs[from + 1..to].iter().map(|(_, size)| size).sum();
+    Some(rest + between + u64::from(end.offset))
 }
 
 #[cfg(test)]

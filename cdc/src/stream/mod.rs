@@ -678,7 +678,10 @@ impl BinlogStream {
         let at_end = self.txn.is_none() && self.delivered == server;
         self.lag.update(|l| {
             l.heartbeats += 1;
-            l.bytes_behind = server.offset.saturating_sub(l.delivered.as_ref().map(|d| d.offset).unwrap_or(0)) as u64;
+            // Across files the poll tells it (`lag::bytes_behind`).
+            if let Some(d) = l.delivered.as_ref().filter(|d| d.file == server.file) {
+                l.bytes_behind = u64::from(server.offset.saturating_sub(d.offset));
+            }
             if at_end {
                 l.behind = Duration::ZERO;
                 l.bytes_behind = 0;
