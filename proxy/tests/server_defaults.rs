@@ -441,6 +441,43 @@ async fn a_binlog_setting_changed_while_running_is_reported() {
     assert_eq!(settings("ok").await.0, 200, "healthy again once the setting is back");
 }
 
+/// A server restarted without binary logging (`--skip-log-bin`): its position comes back
+/// empty, which the poll took for a broken connection and dropped, so the settings read that
+/// names the fix never ran. SHOW FRESHET STATUS said `ok` for a while, then `unknown: not
+/// read lately` for as long as it lasted (an audit). It names the problem now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_restarted_without_binary_logging_is_named() {
+    let mut server = freshet_testkit::mariadb::PrivateServer::start(
+        &std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("no-binlog-mariadb"),
+        "",
+    );
+    let mut admin = mysql_async::Conn::from_url(&server.url).await.unwrap();
+    admin.query_drop("CREATE TABLE IF NOT EXISTS nb_rows (id INT PRIMARY KEY, v INT NOT NULL)").await.unwrap();
+    drop(admin);
+    let proxy = start_proxy_with_url(&server.url, &cache_config(&[("nb", "SELECT id, v FROM nb_rows WHERE id = ?")])).await;
+    let mysql = proxy.mysql;
+    let said = async move |want: &'static str| {
+        let wait = async {
+            loop {
+                if let Ok(mut conn) = mysql_async::Conn::new(opts(&mysql.to_string())).await
+                    && let Ok(status) = conn.query::<(String, String), _>("SHOW FRESHET STATUS").await
+                {
+                    let said = status.into_iter().find(|(k, _)| k == "upstream_settings").map(|(_, v)| v);
+                    if said.as_deref().is_some_and(|v| v.contains(want)) {
+                        return;
+                    }
+                }
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(30), wait).await.unwrap_or_else(|_| panic!("the status never said {want}"))
+    };
+    said("ok").await;
+    server.stop_by("TERM");
+    server.start_again_with("--skip-log-bin");
+    said("binary logging is off").await;
+}
+
 async fn rows(conn: &mut mysql_async::Conn, sql: &str) -> Vec<Vec<mysql_async::Value>> {
     let rows: Vec<mysql_async::Row> = conn.query(sql).await.unwrap();
     rows.into_iter().map(|r| r.unwrap()).collect()

@@ -79,6 +79,13 @@ impl PrivateServer {
     pub fn start_again(&self) {
         self.run_script("start");
     }
+
+    /// [`PrivateServer::start_again`] with `options` in place of the ones it had (an operator
+    /// who restarts the server with another configuration).
+    pub fn start_again_with(&mut self, options: &str) {
+        self.options = options.to_string();
+        self.run_script("start");
+    }
 }
 
 impl Drop for PrivateServer {
