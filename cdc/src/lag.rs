@@ -417,6 +417,10 @@ pub fn spawn_position_poll(
         // back off up to the staleness bound (so a server back is polled again within it).
         let mut backoff = Backoff::new(POLL, POLL_STALE);
         let mut settings_read: Option<Instant> = None;
+        // Read the settings at the next chance, whatever the period: on a new connection (the
+        // server may have restarted with others), and when the position comes back empty
+        // (binary logging is off) while the last read found nothing wrong.
+        let mut settings_due = false;
         let mut identity: Option<crate::continuity::ServerIdentity> = None;
         loop {
             tick.tick().await;
@@ -435,6 +439,7 @@ pub fn spawn_position_poll(
                 conn = tokio::time::timeout(POLL_STALE, Conn::new(opts.clone())).await.ok().and_then(Result::ok);
                 if conn.is_some() {
                     backoff.reset();
+                    settings_due = true;
                 }
                 if let Some(c) = conn.as_mut() {
                     match tokio::time::timeout(POLL_STALE, crate::continuity::ServerIdentity::read_with(c, identity_sql)).await {
@@ -469,11 +474,15 @@ pub fn spawn_position_poll(
                         polled_file = Some((file, offset));
                     }
                 }
+                // No row: binary logging is off (the connection is fine). The settings read
+                // names it; until then nothing here may still say they are as freshet needs.
+                Ok(Ok(None)) => settings_due |= lag.get().settings.is_empty(),
                 _ => conn = None,
             }
             if let Some(c) = conn.as_mut()
-                && settings_read.is_none_or(|t| t.elapsed() >= SETTINGS_EVERY)
+                && (settings_due || settings_read.is_none_or(|t| t.elapsed() >= SETTINGS_EVERY))
             {
+                settings_due = false;
                 settings_read = Some(Instant::now());
                 match tokio::time::timeout(POLL_STALE, crate::checks::read_binlog_settings(c)).await {
                     Ok(Ok(problems)) => lag.settings_read(problems),
