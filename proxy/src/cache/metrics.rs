@@ -40,8 +40,18 @@ impl Engine {
             ("freshet_proxy_cache_evictions_total", "counter", "Partitions evicted (memory budget, DDL, or replication gaps).", |s| {
                 s.evictions
             }),
-            ("freshet_proxy_cache_keys", "gauge", "Partitions (parameter values) held.", |s| s.keys),
-            ("freshet_proxy_cache_bytes", "gauge", "Bytes held by the cache's state.", |s| s.bytes),
+            (
+                "freshet_proxy_cache_keys",
+                "gauge",
+                "Partitions (parameter values) held by the cache's view (caches that share one view each show all of it).",
+                |s| s.keys,
+            ),
+            (
+                "freshet_proxy_cache_bytes",
+                "gauge",
+                "Bytes held by the cache's view (caches that share one view each show all of it; freshet_dataflow_memory_bytes counts it once).",
+                |s| s.bytes,
+            ),
         ];
         let stats: Vec<_> = caches.iter().map(|c| (c.name.as_str(), c.stats(), c.live().is_ok())).collect();
         for (name, kind, help, get) in per_cache {
