@@ -219,41 +219,53 @@ enum Counted {
 }
 
 impl ReaderRows {
-    /// Adds `w` to `row`'s count.
-    fn add(&mut self, row: ExactRow<SharedRow>, w: i64) -> Counted {
+    /// Adds `w` to `row`'s count; also says whether the count is now below zero (more of the
+    /// row retracted than was ever there).
+    fn add(&mut self, row: ExactRow<SharedRow>, w: i64) -> (Counted, bool) {
         if w == 0 {
-            return Counted::Moved;
+            return (Counted::Moved, false);
         }
-        let (rows, counted) = match std::mem::take(self) {
+        let below = |c: i64| c < 0;
+        let (rows, counted, now) = match std::mem::take(self) {
             ReaderRows::One(one, c) if one == row => match c + w {
-                0 => (ReaderRows::default(), Counted::Removed),
-                c => (ReaderRows::One(one, c), Counted::Moved),
+                0 => (ReaderRows::default(), Counted::Removed, 0),
+                c => (ReaderRows::One(one, c), Counted::Moved, c),
             },
             ReaderRows::One(one, c) => {
                 let mut many = Small::default();
                 many.insert(one, c);
                 many.insert(row, w);
-                (ReaderRows::Many(many), Counted::Added)
+                (ReaderRows::Many(many), Counted::Added, w)
             }
-            ReaderRows::Many(many) if many.is_empty() => (ReaderRows::One(row, w), Counted::Added),
+            ReaderRows::Many(many) if many.is_empty() => (ReaderRows::One(row, w), Counted::Added, w),
             ReaderRows::Many(mut many) => match many.get_mut(&row) {
                 Some(c) => {
                     *c += w;
-                    if *c != 0 {
-                        (ReaderRows::Many(many), Counted::Moved)
+                    let now = *c;
+                    if now != 0 {
+                        (ReaderRows::Many(many), Counted::Moved, now)
                     } else {
                         many.remove(&row);
-                        (ReaderRows::of(many), Counted::Removed)
+                        (ReaderRows::of(many), Counted::Removed, 0)
                     }
                 }
                 None => {
                     many.insert(row, w);
-                    (ReaderRows::Many(many), Counted::Added)
+                    (ReaderRows::Many(many), Counted::Added, w)
                 }
             },
         };
         *self = rows;
-        counted
+        (counted, below(now))
+    }
+
+    /// `row`'s count (0 if it is not there).
+    fn count(&self, row: &ExactRow<SharedRow>) -> i64 {
+        match self {
+            ReaderRows::One(one, c) if one == row => *c,
+            ReaderRows::One(..) => 0,
+            ReaderRows::Many(many) => many.get(row).copied().unwrap_or(0),
+        }
     }
 
     /// `many`, its one row held inline if it is down to one.
@@ -458,17 +470,31 @@ impl KeyState {
 
     fn apply_reader(&mut self, reader: usize, keep: usize, deltas: Vec<Delta>) {
         let Some(map) = self.readers.get_mut(reader) else { return };
+        let mut below_zero = Vec::new();
         for (row, w) in deltas {
             // The map's storage, where the row's pointer is inline, is counted by
             // `fixed_bytes`; the row itself is counted here once, however many published
             // entries share it.
             let key = ExactRow(if row.len() > keep { SharedRow::from(&row[..keep]) } else { SharedRow::from(row) });
             let b = shared_row_heap(&key.0) as isize;
-            match map.add(key, w) {
+            // Only a retraction can take a count below zero.
+            let retracted = (w < 0).then(|| key.clone());
+            let (counted, below) = map.add(key, w);
+            match counted {
                 Counted::Added => self.bytes += b,
                 Counted::Removed => self.bytes -= b,
                 Counted::Moved => {}
             }
+            if below && let Some(row) = retracted {
+                below_zero.push(row);
+            }
+        }
+        // More of a row retracted than was ever there, once the whole batch is in (its own
+        // order may retract before it inserts): the partition missed or doubled a change (a
+        // fill whose position was not exactly its rows'), and is dropped to refill rather
+        // than served.
+        if below_zero.iter().any(|row| map.count(row) < 0) {
+            self.needs_refill = true;
         }
     }
 
