@@ -37,15 +37,15 @@
 //!   `Arc` per partition after each batch (or, with `apply_held`, after the last of several
 //!   held batches, at `publish_held`), so a read sees either all of a batch's effect on a
 //!   partition or none of it. Every other operation publishes held batches first, so no entry
-//!   built later (a fill) is shown beside an older entry of a held batch's partition.
+//!   built later (a fill) is shown beside an older entry of a held batch's partition. Misses
+//!   are recorded in a small mutex-protected set that the writer only swaps out.
 //! - **A read of several partitions sees one position.** `publish_held` runs inside
 //!   `Shared::publishing` (a count, odd while it runs): a read that saw it odd or changed
 //!   looks again, and after a few tries answers `Unsettled` instead of merging entries from
 //!   both sides of a step. A fill ahead of the applied position publishes entries marked
 //!   `ahead` (remembered in `Domain::ahead`), which a read of several partitions does not
 //!   merge either; the first `publish_held` at or past the fill's position republishes them
-//!   unmarked. Between two publications every unmarked entry shows the applied position. Misses are recorded in a small mutex-protected set that the
-//!   writer only swaps out.
+//!   unmarked. Between two publications every unmarked entry shows the applied position.
 //! - **Held batches.** [`Dataflow::apply_held`] routes a batch at once (holes, pending
 //!   buffers and the dimension log see it in order, as with `apply`) but only queues its deltas
 //!   for a filled partition (`Domain::unprocessed`); the partition's operators run once for all
