@@ -348,9 +348,16 @@ impl Session {
         // Stored code (a trigger, a function, one a view calls) may set the session's
         // variables: ask again. It may write too, under a SELECT, SET, SHOW or DO: the next
         // cached read waits for it as for any write (the question rides on the probe's).
-        let stored_code = glance
-            .as_ref()
-            .is_some_and(|g| super::state::may_run_stored_code(g) || self.names_a_view(g) || super::state::may_open_views(g));
+        // Each looked at once: a call (or several statements), a view opened, a write or SET.
+        let (calls, opens_views, writes) = match glance.as_ref() {
+            Some(g) => (
+                g.semicolon || super::state::calls_a_routine(g),
+                self.names_a_view(g) || super::state::may_open_views(g),
+                super::state::writes_or_sets(g),
+            ),
+            None => (false, false, false),
+        };
+        let stored_code = calls || opens_views || writes;
         if stored_code {
             self.state.stale = true;
         }
@@ -358,10 +365,7 @@ impl Session {
         // privileges again: a call, a view opened, several statements. Not a plain write: its
         // triggers may call one, but counting every write cost a session learning again at
         // each write once a privilege change was seen (left in docs/decisions.md).
-        if glance
-            .as_ref()
-            .is_some_and(|g| g.semicolon || super::state::calls_a_routine(g) || self.names_a_view(g) || super::state::may_open_views(g))
-        {
+        if calls || opens_views {
             self.state.rights_may_be_read_again();
         }
         // A USE alone, or COM_INIT_DB: if the server answers OK, it surely read the session's
