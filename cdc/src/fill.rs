@@ -203,20 +203,29 @@ impl UpstreamFills {
                 return Err(FillError::Unavailable(format!("the fill's connection reaches another server than the stream: {why}")));
             }
         }
-        let (position, answers) = match self.fence {
+        let (position, answers, unsure) = match self.fence {
             FenceKind::SnapshotPosition => self.fill_snapshot(&mut conn, req).await?,
             FenceKind::GtidBracket => self.fill_bracketed(&mut conn, req).await?,
         };
         if position < req.min_position {
             return Err(FillError::Behind { have: position, need: req.min_position });
         }
-        Ok(FillResponse::answer(req, position, FillData::States(answers)))
+        let answer = FillResponse::answer(req, position, FillData::States(answers));
+        Ok(match unsure {
+            Some((from, to)) => answer.unsure_within(from, to),
+            None => answer,
+        })
     }
 
-    async fn fill_snapshot(&self, conn: &mut Conn, req: &FillRequest) -> Result<(Position, Vec<Vec<(Row, i64)>>), FillError> {
+    /// MariaDB: the snapshot's position, and the range of commits its content may disagree
+    /// with it on (module header, "The fence"): after the lower of the position and the
+    /// binlog's end read just before `START TRANSACTION`, up to the end read just after.
+    async fn fill_snapshot(&self, conn: &mut Conn, req: &FillRequest) -> Result<(Position, Vec<Vec<(Row, i64)>>, Option<(Position, Position)>), FillError> {
+        let before = self.master_status(conn).await?.pos.position().map_err(|e| FillError::Unavailable(e.to_string()))?;
         conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(unavailable)?;
         let r = async {
             let status: Vec<(String, String)> = conn.query("SHOW SESSION STATUS LIKE 'binlog_snapshot_%'").await.map_err(unavailable)?;
+            let after = self.master_status(conn).await?.pos.position().map_err(|e| FillError::Unavailable(e.to_string()))?;
             let get = |name: &str| status.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.clone());
             let (Some(file), Some(offset)) = (get("binlog_snapshot_file"), get("binlog_snapshot_position")) else {
                 return Err(FillError::Unavailable("the server reports no binlog snapshot position (is log_bin on?)".into()));
@@ -224,7 +233,7 @@ impl UpstreamFills {
             let offset: u32 = offset.parse().map_err(|_| FillError::Unavailable(format!("bad binlog_snapshot_position {offset}")))?;
             let position = BinlogPos::new(file, offset).position().map_err(|e| FillError::Unavailable(e.to_string()))?;
             let answers = self.run_queries(conn, req).await?;
-            Ok((position, answers))
+            Ok((position, answers, Some((position.min(before), after))))
         }
         .await;
         // Read-only: COMMIT and ROLLBACK are equivalent; a failure here drops the connection.
@@ -234,7 +243,7 @@ impl UpstreamFills {
         Ok(out)
     }
 
-    async fn fill_bracketed(&self, conn: &mut Conn, req: &FillRequest) -> Result<(Position, Vec<Vec<(Row, i64)>>), FillError> {
+    async fn fill_bracketed(&self, conn: &mut Conn, req: &FillRequest) -> Result<(Position, Vec<Vec<(Row, i64)>>, Option<(Position, Position)>), FillError> {
         for _ in 0..self.cfg.bracket_attempts.max(1) {
             let before = self.master_status(conn).await?;
             conn.query_drop("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(unavailable)?;
@@ -245,7 +254,7 @@ impl UpstreamFills {
             let after = self.master_status(conn).await?;
             if let Some(pos) = accept_bracket(&before, &after) {
                 let p = pos.position().map_err(|e| FillError::Unavailable(e.to_string()))?;
-                return Ok((p, answers));
+                return Ok((p, answers, None));
             }
         }
         Err(FillError::Unavailable("writes kept committing during the fill (GTID bracket); relay the read".into()))

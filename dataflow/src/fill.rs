@@ -132,13 +132,33 @@ pub struct FillResponse {
     pub keys: Vec<Key>,
     /// The position the data reflects.
     pub position: Position,
+    /// Commits whose end lies in this range may be in `data` or not, whatever `position` says;
+    /// `None` from a source that is exact. MariaDB's snapshot position is not exactly its
+    /// snapshot's content (cdc's fence says how the range is found).
+    pub unsure: Option<Unsure>,
     pub data: FillData,
 }
 
+/// The positions around a fill's `position` where its data may disagree with it
+/// ([`FillResponse::unsure`]): commits ending after `from` and at or before `to`;
+/// `from <= position <= to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unsure {
+    pub from: Position,
+    pub to: Position,
+}
+
 impl FillResponse {
-    /// The response to `req` with `data` reflecting `position`.
+    /// The response to `req` with `data` reflecting `position` exactly.
     pub fn answer(req: &FillRequest, position: Position, data: FillData) -> FillResponse {
-        FillResponse { view: req.view, ticket: req.ticket, keys: req.keys.clone(), position, data }
+        FillResponse { view: req.view, ticket: req.ticket, keys: req.keys.clone(), position, unsure: None, data }
+    }
+
+    /// The same response, its data known to agree with `position` only on commits ending at
+    /// or before `from` or after `to` (the range is widened to hold `position`).
+    pub fn unsure_within(mut self, from: Position, to: Position) -> FillResponse {
+        self.unsure = Some(Unsure { from: from.min(self.position), to: to.max(self.position) });
+        self
     }
 }
 
