@@ -42,7 +42,7 @@ fn upstream(e: impl std::fmt::Display) -> ReplicaError {
 /// Opens the copy's consistent-snapshot transaction on `conn` and returns the binlog position
 /// its read view reflects (see the module header). On error no transaction is left open
 /// that the caller must know of (it ends the transaction either way).
-pub(crate) async fn open_snapshot(conn: &mut Conn, flavor: &dyn Flavor) -> Result<Position, ReplicaError> {
+pub async fn open_snapshot(conn: &mut Conn, flavor: &dyn Flavor) -> Result<Position, ReplicaError> {
     const START: &str = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY";
     match flavor.fence() {
         FenceKind::SnapshotPosition => {

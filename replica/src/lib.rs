@@ -9,7 +9,7 @@
 //! (the proxy's engine). It is its own crate so that only what needs RocksDB links it.
 
 pub mod error;
-mod fence;
+pub mod fence;
 pub mod keycode;
 pub mod rowcode;
 pub mod snapshot;
