@@ -15,7 +15,7 @@
 //! let (mut events, lag) = s.spawn(capacity);                             // lag: metrics, readiness
 //! loop { select! {
 //!   ev = events.recv() => match ev {
-//!     Ok(StreamEvent::Batch(b))  => dataflow.apply(&b),
+//!     Ok(StreamEvent::Batch(b))  => { dataflow.apply(&b); dataflow.settle_fills() } // fills waiting for the stream
 //!     Ok(StreamEvent::Schema(c)) => { dataflow.alter_table(&c.table, c.schema); fills.set_table(&c.table, c.info) }
 //!     Ok(StreamEvent::Following(t)) => views on tables `t` may be installed now (`follow`)
 //!     Err(CdcError::Untrusted(_)) => dataflow.evict_all(),               // the stream goes on
@@ -75,7 +75,7 @@ pub use backoff::Backoff;
 pub use checks::check_upstream;
 pub use ddl::DdlKind;
 pub use error::CdcError;
-pub use fill::{BlockingFills, FillConfig, UpstreamFills};
+pub use fill::{FillConfig, UpstreamFills};
 pub use flavor::{FenceKind, Flavor, MariaDb, MySql8};
 pub use follow::FollowedTables;
 pub use gtid_set::GtidSet;

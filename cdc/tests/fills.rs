@@ -14,7 +14,9 @@ use freshet_cdc::result::{convert, result_columns};
 use freshet_cdc::stream::current_position;
 use freshet_cdc::{FillConfig, MariaDb, StreamEvent, UpstreamFills};
 use freshet_dataflow::expr::text_of;
-use freshet_dataflow::{Batch, ByteSize, Catalog, Dataflow, FillError, FillOutcome, FillRequest, Key, Lookup, Position, Value, ViewId};
+use freshet_dataflow::{
+    Batch, ByteSize, Catalog, Dataflow, FillError, FillOutcome, FillRequest, Key, Lookup, LookupError, Position, Value, ViewId,
+};
 use mysql_async::prelude::Queryable;
 use tokio::task::JoinSet;
 
@@ -94,6 +96,8 @@ struct Counts {
     fills: usize,
     filled: usize,
     stale: usize,
+    unsure: usize,
+    waited: usize,
     behind: usize,
     failed: usize,
     evictions: usize,
@@ -117,10 +121,14 @@ fn spawn_fills(
 fn count(c: &mut Counts, o: FillOutcome) {
     c.filled += o.filled;
     c.stale += o.stale;
+    c.unsure += o.unsure;
+    c.waited += o.waiting;
 }
 
-fn apply(df: &mut Dataflow, _c: &mut Counts, b: &Batch) {
+/// A batch in, and the fills that waited for the stream to pass their unsure range.
+fn apply(df: &mut Dataflow, c: &mut Counts, b: &Batch) {
     df.apply(b).unwrap();
+    count(c, df.settle_fills());
 }
 
 type FillDone = (FillRequest, Result<freshet_dataflow::FillResponse, FillError>);
@@ -200,7 +208,10 @@ async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
             _ = tick.tick() => {
                 for _ in 0..4 {
                     let (v, k) = (rng.next(views.len() as u64) as usize, rng.next(KEYS as u64) as i64);
-                    let _ = readers[v].lookup(&[Value::Int(k)]).unwrap();
+                    // A miss asks for a fill; a key whose fill raced writes is relayed for now.
+                    if let Err(e) = readers[v].lookup(&[Value::Int(k)]) {
+                        assert_eq!(e, LookupError::Raced);
+                    }
                     counts.lookups += 1;
                 }
                 if rng.next(4) == 0 {
@@ -235,10 +246,13 @@ async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
         for k in 0..KEYS {
             let rows = within(20, "fill after catch-up", async {
                 loop {
-                    match readers[vi].lookup(&[Value::Int(k)]).unwrap() {
-                        Lookup::Hit(rows) => break rows,
-                        Lookup::Miss(_) => {
+                    match readers[vi].lookup(&[Value::Int(k)]) {
+                        Ok(Lookup::Hit(rows)) => break rows,
+                        Err(LookupError::Raced) => tokio::time::sleep(Duration::from_millis(10)).await,
+                        Err(e) => panic!("{e}"),
+                        Ok(Lookup::Miss(_)) => {
                             spawn_fills(&mut df, &fills, &mut inflight);
+                            // The stream goes on: a fill may wait for it to pass its unsure range.
                             tokio::select! {
                                 Some(done) = inflight.join_next(), if !inflight.is_empty() => finish(&mut df, &mut counts, done.unwrap()),
                                 ev = rx.recv() => if let StreamEvent::Batch(b) = ev.unwrap().unwrap() { apply(&mut df, &mut counts, &b) },
@@ -346,7 +360,7 @@ async fn a_snapshots_binlog_position_names_exactly_the_commits_it_shows() {
 
 /// A fill must show exactly the commits of its keys up to the position it is installed at,
 /// even though MariaDB's snapshot position is not exactly its snapshot's content (the test
-/// above). Writers insert rows for 8 keys, one commit each, while the test reads a count view
+/// above). Writers insert rows for 16 keys, one commit each, while the test reads a count view
 /// between batches and evicts all partitions every few milliseconds, so that they are filled
 /// again and again while the writers commit. Each answer must be the key's number of inserts up to the
 /// applied position, or up to the fill's position if that is later (a fill ahead of the
@@ -354,7 +368,7 @@ async fn a_snapshots_binlog_position_names_exactly_the_commits_it_shows() {
 /// never retracted, so nothing else notices); one that counted a commit twice, one more.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fills_racing_commits_to_their_keys_show_exactly_their_commits() {
-    const N: usize = 8;
+    const N: usize = 16;
     let (db, mut admin) = fresh_db("exact").await;
     admin.query_drop("CREATE TABLE ev (id INT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, KEY (k)) ENGINE=InnoDB").await.unwrap();
     let s = stream(&db).await;
@@ -416,14 +430,14 @@ async fn fills_racing_commits_to_their_keys_show_exactly_their_commits() {
     let (mut inflight, mut counts) = (JoinSet::new(), Counts::default());
     let mut rng = Rng(3);
     let read_all = |df: &Dataflow, filled_at: &[Option<Position>; N], shown: &mut Vec<(usize, i64, Position)>| {
-        for k in 0..N {
-            if let Lookup::Hit(rows) = reader.lookup(&[Value::Int(k as i64)]).unwrap() {
+        for (k, at) in filled_at.iter().enumerate() {
+            if let Ok(Lookup::Hit(rows)) = reader.lookup(&[Value::Int(k as i64)]) {
                 let n = match rows.first().map(|r| r[1].clone()) {
                     Some(Value::Int(n)) => n,
                     None => 0,
                     Some(other) => panic!("count {other:?}"),
                 };
-                shown.push((k, n, df.applied().max(filled_at[k].expect("a hit was filled"))));
+                shown.push((k, n, df.applied().max(at.expect("a hit was filled"))));
             }
         }
     };
@@ -472,7 +486,7 @@ async fn fills_racing_commits_to_their_keys_show_exactly_their_commits() {
                 read_all(&df, &filled_at, &mut shown);
                 // Every key at once: each fill asks for all of them, and any commit its
                 // snapshot disagrees on touches one.
-                if rng.next(4) == 0 {
+                if rng.next(15) == 0 {
                     for (k, at) in filled_at.iter_mut().enumerate() {
                         df.evict(view, &vec![Value::Int(k as i64)].into());
                         *at = None;
@@ -503,16 +517,18 @@ async fn fills_racing_commits_to_their_keys_show_exactly_their_commits() {
         .map(|(k, n, at)| format!("k = {k}: {n} rows shown, {} inserted up to {at:?}", counted.at(*at)[*k]))
         .collect();
     eprintln!(
-        "{} fills ({} partitions filled, {} stale, {} behind, {} failed), {} answers read, {} wrong",
+        "{} fills ({} partitions filled, {} waited for the stream, {} stale, {} unsure, {} behind, {} failed), {} answers read, {} wrong",
         counts.fills,
         counts.filled,
+        counts.waited,
         counts.stale,
+        counts.unsure,
         counts.behind,
         counts.failed,
         shown.len(),
         wrong.len()
     );
     assert!(wrong.is_empty(), "answers that missed or doubled a commit: {:#?}", &wrong[..wrong.len().min(10)]);
-    assert!(counts.filled >= 200, "the fills must actually race the writers ({} filled)", counts.filled);
+    assert!(counts.filled >= 100, "the fills must actually race the writers ({} filled)", counts.filled);
     assert!(shown.len() >= 1000, "the answers must actually be read ({})", shown.len());
 }

@@ -113,7 +113,8 @@ pub use compile::{Catalog, CompiledQuery, KeyColumn, Names, ReadFilter, Refusal,
 pub use cost::{Bound, CostBounds, StateInfo, TableCost};
 pub use delta::{Batch, Change, Position};
 pub use fill::{
-    BaseScan, DimScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, MemReplica, MemUpstream, StateQuery, Unsure, ViewId,
+    BaseScan, DimScan, FillData, FillError, FillRequest, FillResponse, FillSource, FillTicket, MemReplica, MemUpstream, StateQuery, Unsure,
+    ViewId,
 };
 pub use ops::Key;
 pub use schema::{ColumnSchema, SchemaError, SqlType, TableSchema};

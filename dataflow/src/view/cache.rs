@@ -84,17 +84,47 @@ pub(super) struct ReaderCache {
     /// Entries evicted for the budget, with their generations, until the writer drains them.
     evicted: Mutex<Vec<(EntryKey, u64)>>,
     /// Keys whose entry weighed more than the whole budget, when it was last refused: a read
-    /// of one is relayed for [`HEAVY_FOR`] instead of asking for a fill that cannot be kept
-    /// (each fill woke the read, which found a miss and asked again, until its timeout: 81
-    /// fills of a 210 KB partition in one read). At most [`HEAVY_KEYS`].
-    heavy: Mutex<Map<EntryKey, Instant>>,
+    /// of one is relayed for a minute (its partition may shrink meanwhile) instead of asking
+    /// for a fill that cannot be kept (each fill woke the read, which found a miss and asked
+    /// again, until its timeout: 81 fills of a 210 KB partition in one read).
+    heavy: Lately,
+    /// Keys whose fill was not installed because commits to them raced it (the server's
+    /// snapshot may disagree with its position on them: `FillResponse::unsure`): such a key
+    /// is written as often as it is filled, and a read of it waited for fill after fill until
+    /// its timeout. Relayed for a moment instead, then filled again.
+    raced: Lately,
 }
 
-/// How long a key whose entry was too heavy to keep is not filled again (its partition may
-/// shrink meanwhile).
-const HEAVY_FOR: Duration = Duration::from_secs(60);
-/// The most such keys remembered; past it they are forgotten (and filled once more each).
-const HEAVY_KEYS: usize = 1024;
+/// Keys a read is relayed for, for a while after the writer noted them; at most
+/// [`Lately::MOST`] (past it they are all forgotten, and each is filled once more).
+struct Lately {
+    keys: Mutex<Map<EntryKey, Instant>>,
+    lasts: Duration,
+}
+
+impl Lately {
+    const MOST: usize = 1024;
+
+    fn new(lasts: Duration) -> Lately {
+        Lately { keys: Mutex::new(Map::default()), lasts }
+    }
+
+    fn holds(&self, key: &EntryKey) -> bool {
+        let keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        keys.get(key).is_some_and(|at| at.elapsed() < self.lasts)
+    }
+
+    fn note(&self, key: EntryKey) {
+        let mut keys = self.keys.lock().unwrap_or_else(PoisonError::into_inner);
+        if keys.len() >= Lately::MOST {
+            keys.clear();
+        }
+        keys.insert(key, Instant::now());
+    }
+}
+
+/// How long a read of a key whose fill raced commits to it is relayed: a few fills' time.
+const RACED_FOR: Duration = Duration::from_millis(50);
 
 impl ReaderCache {
     pub(super) fn new(budget: u64) -> ReaderCache {
@@ -105,14 +135,24 @@ impl ReaderCache {
             total: AtomicU64::new(0),
             hand: AtomicUsize::new(0),
             evicted: Mutex::new(Vec::new()),
-            heavy: Mutex::new(Map::default()),
+            heavy: Lately::new(Duration::from_secs(60)),
+            raced: Lately::new(RACED_FOR),
         }
     }
 
     /// True if `key`'s entry was refused as heavier than the whole budget lately.
     pub(super) fn too_heavy(&self, key: &EntryKey) -> bool {
-        let heavy = self.heavy.lock().unwrap_or_else(PoisonError::into_inner);
-        heavy.get(key).is_some_and(|at| at.elapsed() < HEAVY_FOR)
+        self.heavy.holds(key)
+    }
+
+    /// True if `key`'s fill raced commits to it lately ([`ReaderCache::note_raced`]).
+    pub(super) fn raced(&self, key: &EntryKey) -> bool {
+        self.raced.holds(key)
+    }
+
+    /// A fill of `key` was not installed: commits to it raced the fill. Writer only.
+    pub(super) fn note_raced(&self, key: EntryKey) {
+        self.raced.note(key);
     }
 
     fn shard(&self, key: &EntryKey) -> &RwLock<Map<EntryKey, Slot>> {
@@ -142,13 +182,7 @@ impl ReaderCache {
         let weight = u64::from(entry.weight);
         if weight > self.budget {
             self.remove(&key);
-            {
-                let mut heavy = self.heavy.lock().unwrap_or_else(PoisonError::into_inner);
-                if heavy.len() >= HEAVY_KEYS {
-                    heavy.clear();
-                }
-                heavy.insert(key.clone(), Instant::now());
-            }
+            self.heavy.note(key.clone());
             self.note_evicted(vec![(key, entry.generation)]);
             return;
         }

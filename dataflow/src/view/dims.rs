@@ -213,6 +213,22 @@ impl DimLog {
         }
     }
 
+    /// Whether an entry after `from` and at or before `to` has a row of a dimension whose
+    /// join key `ks` covers: a row the partition joins with.
+    pub(super) fn touches(&self, dims: &[Dim], ks: &KeyState, from: Position, to: Position) -> bool {
+        let covered: HashSet<(usize, &Key)> = ks.covered().collect();
+        if covered.is_empty() {
+            return false;
+        }
+        self.0.iter().filter(|(q, _)| from < *q && *q <= to).any(|(_, deltas)| {
+            dims.iter().any(|d| {
+                deltas
+                    .get(d.occ)
+                    .is_some_and(|rows| rows.iter().any(|(row, _)| key_of(row, &d.cols).is_some_and(|k| covered.contains(&(d.node, &k)))))
+            })
+        })
+    }
+
     /// The batches after `p`, in position order: the partition's own buffered `own` entries
     /// merged with this log's (one batch is one position, so equal positions are combined
     /// into one delta set; both are indexed by occurrence).

@@ -20,6 +20,15 @@
 //!   would be lost); buffered deltas at or before P are discarded, later ones applied in order;
 //!   the partition remembers `filled_at = P` and skips any delta at or before it that arrives
 //!   later (a fill may be ahead of the binlog). Each committed write is thus counted once.
+//! - **Fills unsure of their position** ([`FillResponse::unsure`]: MariaDB's snapshot position
+//!   is off by a few commits now and then). Such a fill waits in `Dataflow::waiting`, its
+//!   partitions pending, until the applied position has passed its unsure range
+//!   ([`Dataflow::settle_fills`]); then every commit that ended in the range is known, and a
+//!   partition is installed only if none of them is in its buffer, none is a dimension row its
+//!   filled state covers (the shared log), and the range does not begin before its `since`
+//!   (commits before it were dropped unseen). Outside the range the fill's data agrees with
+//!   its position, so the rules above apply unchanged. A partition refused this way is a hole
+//!   again, and its reads are relayed for a moment (`ReaderCache::note_raced`).
 //! - **Descendant eviction.** All state derived from a partition lives in its `KeyState`
 //!   (see `plan`), dimension rows included; evicting removes the `KeyState`, its reader entry
 //!   and its dimension-index entries together (`drop_part`, the only place parts are removed).
@@ -266,7 +275,28 @@ pub struct FillOutcome {
     /// Partitions rejected because the fill was older than the position they became holes
     /// at; they are holes again and will be requested anew.
     pub stale: usize,
+    /// Partitions rejected because a commit to them ended where the fill's data may disagree
+    /// with its position ([`FillResponse::unsure`]); they are holes again.
+    pub unsure: usize,
+    /// Partitions whose fill waits for the stream to pass its unsure range
+    /// ([`Dataflow::settle_fills`] installs it).
+    pub waiting: usize,
 }
+
+impl FillOutcome {
+    fn add(&mut self, o: FillOutcome) {
+        self.filled += o.filled;
+        self.ignored += o.ignored;
+        self.stale += o.stale;
+        self.unsure += o.unsure;
+        self.waiting += o.waiting;
+    }
+}
+
+/// Most fills held for the stream to pass their unsure range; the oldest gives way (its
+/// partitions become holes). They are as many as the fills in flight unless a gap or
+/// evictions ask again for partitions whose fills still wait.
+const MAX_WAITING: usize = 1024;
 
 /// Errors applying a batch.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -291,6 +321,8 @@ pub struct Dataflow {
     max_fill_keys: usize,
     max_pending: usize,
     topk_slack: usize,
+    /// Fills whose unsure range the stream has not passed yet, oldest first.
+    waiting: Vec<FillResponse>,
 }
 
 impl Domain {
@@ -452,6 +484,7 @@ impl Dataflow {
             max_fill_keys: 64,
             max_pending: 4096,
             topk_slack: crate::ops::DEFAULT_TOPK_SLACK,
+            waiting: Vec::new(),
         }
     }
 
@@ -499,6 +532,7 @@ impl Dataflow {
     /// position of the old history cannot be mistaken for a later one of the new.
     pub fn restart_at(&mut self, p: Position) {
         self.evict_all();
+        self.waiting.clear();
         for domain in self.domains.iter_mut().flatten() {
             domain.dim_log = DimLog::default();
         }
@@ -817,9 +851,25 @@ impl Dataflow {
         }
     }
 
-    /// Installs a fill's answer (see the module header for the position rules).
+    /// Installs a fill's answer (see the module header for the position rules). An answer
+    /// whose data may disagree with its position ([`FillResponse::unsure`]) waits, its
+    /// partitions pending, until the applied position has passed the unsure range
+    /// ([`Dataflow::settle_fills`]).
     pub fn complete_fill(&mut self, resp: FillResponse) -> FillOutcome {
         self.publish_held();
+        if resp.unsure.is_some_and(|u| u.to > self.applied) {
+            if self.waiting.len() >= MAX_WAITING {
+                let oldest = self.waiting.remove(0);
+                if let Some(domain) = self.domain_for(oldest.ticket) {
+                    for k in &oldest.keys {
+                        domain.pending.remove(k);
+                    }
+                }
+            }
+            let waiting = resp.keys.len();
+            self.waiting.push(resp);
+            return FillOutcome { waiting, ..FillOutcome::default() };
+        }
         let mut outcome = FillOutcome::default();
         let ticket = resp.ticket;
         let Some(domain) = self.domains.get_mut(ticket.domain as usize).and_then(Option::as_mut).filter(|d| d.epoch == ticket.epoch) else {
@@ -832,16 +882,36 @@ impl Dataflow {
                 outcome.ignored += 1;
                 continue;
             };
-            if p < pending.since {
+            // Commits before `since` reached the hole and were dropped: a fill must reflect
+            // them, and its unsure range must not reach back to them (nothing was kept to
+            // tell whether they touched the partition).
+            if p < pending.since || resp.unsure.is_some_and(|u| u.from < pending.since) {
                 domain.pending.remove(k);
                 outcome.stale += 1;
                 continue;
             }
             let Some(pending) = domain.pending.remove(k) else { continue };
+            // The partition's own commits in the unsure range are in its buffer: the fill may
+            // show any of them or not, so it cannot be told which to apply.
+            if let Some(u) = resp.unsure
+                && pending.buffer.iter().any(|(q, _)| u.from < *q && *q <= u.to)
+            {
+                raced(&self.shared, domain, k);
+                outcome.unsure += 1;
+                continue;
+            }
             let Some(mut ks) = build_state(domain, k, &resp) else {
                 outcome.stale += 1;
                 continue;
             };
+            // So are the dimension rows it joins with (the keys its filled state covers).
+            if let Some(u) = resp.unsure
+                && domain.dim_log.touches(&domain.dims, &ks, u.from, u.to)
+            {
+                raced(&self.shared, domain, k);
+                outcome.unsure += 1;
+                continue;
+            }
             for (_, mut deltas) in domain.dim_log.merged_after(p, pending.buffer) {
                 ks.process(&domain.graph, k, &mut deltas);
             }
@@ -865,6 +935,23 @@ impl Dataflow {
             outcome.filled += 1;
         }
         self.drain_evictions();
+        outcome
+    }
+
+    /// Installs the fills that waited for the stream to pass their unsure range and it has
+    /// (see [`Dataflow::complete_fill`]). The caller runs it after applying batches.
+    pub fn settle_fills(&mut self) -> FillOutcome {
+        let applied = self.applied;
+        let mut outcome = FillOutcome::default();
+        if self.waiting.iter().all(|r| r.unsure.is_some_and(|u| u.to > applied)) {
+            return outcome;
+        }
+        let (ready, still): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.waiting).into_iter().partition(|r| r.unsure.is_none_or(|u| u.to <= applied));
+        self.waiting = still;
+        for resp in ready {
+            outcome.add(self.complete_fill(resp));
+        }
         outcome
     }
 
@@ -909,6 +996,7 @@ impl Dataflow {
     /// trusted): always correct, since partitions refill on demand.
     pub fn evict_all(&mut self) {
         self.publish_held();
+        self.waiting.clear();
         for di in 0..self.domains.len() {
             self.evict_domain(di);
         }
@@ -936,6 +1024,14 @@ impl Dataflow {
 }
 
 /// Adds one held batch's deltas for a filled partition to those not yet processed.
+/// Reads of `k` in each of the domain's views are relayed for a moment: commits to it raced
+/// its fill (`ReaderCache::note_raced`).
+fn raced(shared: &Shared, domain: &Domain, k: &Key) {
+    for v in domain.views.iter().flatten() {
+        shared.cache.note_raced(EntryKey::new(v.0, k.clone()));
+    }
+}
+
 fn hold(unprocessed: &mut Map<Key, OccDeltas>, k: Key, deltas: OccDeltas) {
     match unprocessed.get_mut(&k) {
         Some(earlier) => {

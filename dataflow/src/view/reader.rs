@@ -184,6 +184,11 @@ pub enum LookupError {
     /// filled: it is not kept, and not filled again for a while.
     #[error("a partition larger than the memory limit")]
     TooLarge,
+    /// A partition of the read was being written while it was filled, so fast that the fill
+    /// could not be installed (its data may disagree with its position on those writes): it
+    /// is not filled again for a moment.
+    #[error("a partition written as fast as it is filled")]
+    Raced,
     /// As many of the view's keys as [`MAX_WAITING_KEYS`] already wait for a fill: the read
     /// is not added to them (it would wait behind them, and make the writer's every pass over
     /// them longer).
@@ -404,11 +409,18 @@ impl Reader {
     }
 
     /// A read some of whose partitions are holes: they are recorded for filling, unless one
-    /// of them was too heavy to keep lately ([`LookupError::TooLarge`]: relayed) or the view's
+    /// of them was too heavy to keep lately ([`LookupError::TooLarge`]: relayed), its fill
+    /// raced writes to it lately ([`LookupError::Raced`]: relayed) or the view's
     /// keys waiting for fills are at their bound ([`LookupError::Backlog`]: relayed).
     fn missed(&self, missing: Vec<Key>) -> Result<Lookup, LookupError> {
-        if missing.iter().any(|k| self.shared.cache.too_heavy(&EntryKey::new(self.view.0, k.clone()))) {
-            return Err(LookupError::TooLarge);
+        for k in &missing {
+            let ek = EntryKey::new(self.view.0, k.clone());
+            if self.shared.cache.too_heavy(&ek) {
+                return Err(LookupError::TooLarge);
+            }
+            if self.shared.cache.raced(&ek) {
+                return Err(LookupError::Raced);
+            }
         }
         if let Ok(mut m) = self.shared.misses.lock() {
             let waiting = m.entry(self.view.0).or_default();

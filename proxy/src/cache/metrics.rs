@@ -173,6 +173,13 @@ impl Engine {
         sample(out, "freshet_dataflow_fills_started_total", &[], self.counters.fills_started.get());
         family(out, "freshet_dataflow_fills_failed_total", "counter", "Fill requests that failed or timed out (their reads were relayed).");
         sample(out, "freshet_dataflow_fills_failed_total", &[], self.counters.fills_failed.get());
+        family(
+            out,
+            "freshet_dataflow_fills_unsure_total",
+            "counter",
+            "Partitions a fill was not installed for: a commit to them ended where the server's snapshot may disagree with its binlog position (asked again).",
+        );
+        sample(out, "freshet_dataflow_fills_unsure_total", &[], self.counters.fills_unsure.get());
         if let Some(replica) = self.replica.get() {
             replica.render_metrics(out);
         }

@@ -127,6 +127,9 @@ pub struct EngineCounters {
     pub batches: Counter,
     pub fills_started: Counter,
     pub fills_failed: Counter,
+    /// Partitions a fill could not be installed for: a commit to them ended where the
+    /// server's snapshot may disagree with its binlog position (asked again).
+    pub fills_unsure: Counter,
     pub fill_waits: Counter,
     pub restarts: Counter,
     /// Tables whose rows a foreign key's action changed unlogged, their views evicted.
@@ -678,6 +681,7 @@ fn refused(e: LookupError) -> RelayReason {
         LookupError::NoView => RelayReason::Unavailable,
         LookupError::TooLarge => RelayReason::TooLarge,
         LookupError::Backlog => RelayReason::FillBacklog,
+        LookupError::Raced => RelayReason::FillRaced,
         _ => RelayReason::Parameter,
     }
 }

@@ -140,10 +140,14 @@ pub enum RelayReason {
     /// state than the stream had applied) for all of `[fill] timeout`: merged, they could
     /// show part of a transaction.
     Unsettled,
+    /// A partition of the read is written about as fast as it is filled: its last fill could
+    /// not be installed (the server's snapshot may disagree with its position on those
+    /// writes), and for a moment its reads are the server's.
+    FillRaced,
 }
 
 impl RelayReason {
-    pub const ALL: [RelayReason; 18] = [
+    pub const ALL: [RelayReason; 19] = [
         Self::NotCacheable,
         Self::NoCache,
         Self::InTransaction,
@@ -162,6 +166,7 @@ impl RelayReason {
         Self::FillBacklog,
         Self::FillFailing,
         Self::Unsettled,
+        Self::FillRaced,
     ];
 
     pub fn label(self) -> &'static str {
@@ -184,6 +189,7 @@ impl RelayReason {
             Self::FillBacklog => "fill_backlog",
             Self::FillFailing => "fill_failing",
             Self::Unsettled => "unsettled",
+            Self::FillRaced => "fill_raced",
         }
     }
 

@@ -41,7 +41,7 @@ use tracing::{debug, info, warn};
 
 use freshet_cdc::{CdcError, DdlKind, SchemaChange, StreamEvent, UpstreamFills};
 use freshet_config::CacheSpec;
-use freshet_dataflow::{Batch, Dataflow, FillError, FillRequest, FillResponse, TableSchema, ViewId};
+use freshet_dataflow::{Batch, Dataflow, FillError, FillOutcome, FillRequest, FillResponse, TableSchema, ViewId};
 
 use super::EngineCounters;
 use super::access::Access;
@@ -255,6 +255,13 @@ impl<S: ChangeSource> Writer<S> {
                 r.passed(at);
             }
         }
+        // Fills that waited for the stream to pass the commits they may disagree on.
+        let settled = self.dataflow.settle_fills();
+        if settled != FillOutcome::default() {
+            debug!(filled = settled.filled, unsure = settled.unsure, stale = settled.stale, "waiting fills settled");
+            self.out.counters.fills_unsure.add(settled.unsure as u64);
+            self.out.signals.fills_changed();
+        }
         self.out.gate.applied_to(self.dataflow.applied());
         self.out.signals.ryw.publish(self.dataflow.applied());
     }
@@ -308,7 +315,15 @@ impl<S: ChangeSource> Writer<S> {
         match result {
             Ok(response) => {
                 let outcome = self.dataflow.complete_fill(response);
-                debug!(filled = outcome.filled, ignored = outcome.ignored, stale = outcome.stale, "fill installed");
+                debug!(
+                    filled = outcome.filled,
+                    ignored = outcome.ignored,
+                    stale = outcome.stale,
+                    unsure = outcome.unsure,
+                    waiting = outcome.waiting,
+                    "fill answered"
+                );
+                self.out.counters.fills_unsure.add(outcome.unsure as u64);
                 self.failures = 0;
                 self.paused_until = None;
                 self.out.signals.set_failing(false);
