@@ -491,6 +491,34 @@ fn a_fill_unsure_before_its_partition_became_a_hole_is_stale() {
     assert_eq!(sorted(w.read(v, &[int(1)], false)).len(), 3);
 }
 
+/// The range checked starts where the partition became a hole, not where the fill's unsure
+/// range does: a commit between the two that the snapshot lacked (once seen under load) is
+/// caught too.
+#[test]
+fn a_fill_is_not_installed_over_a_commit_between_its_request_and_its_unsure_range() {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
+    let r = w.df.reader(v).unwrap();
+    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    let reqs = w.df.fill_requests();
+    let before = w.store.clone();
+    let mut t = Batch::new(Position(w.pos + 1));
+    t.update("votes", row(vec![int(1), int(1), int(10)]), row(vec![int(1), int(1), int(11)]));
+    w.store.apply(&t);
+    w.pos += 1;
+    w.df.apply(&t).unwrap();
+    for req in reqs {
+        // Unsure only after `t`, yet without it.
+        let mut resp = MemUpstream { store: &before }.fill(&req).unwrap();
+        resp.position = Position(w.pos);
+        let outcome = w.df.complete_fill(resp.unsure_within(Position(w.pos), Position(w.pos)));
+        assert_eq!(outcome, FillOutcome { unsure: 1, ..FillOutcome::default() });
+    }
+    let want = sorted(vec![row(vec![int(1), int(11)]), row(vec![int(2), int(20)]), row(vec![int(3), int(30)])]);
+    raced_then_refilled(&mut w, v, &want, "the fill missed the commit");
+}
+
 #[test]
 fn budget_evicts_least_recently_read() {
     let mut w = World::new();

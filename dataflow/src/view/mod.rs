@@ -24,9 +24,10 @@
 //!   is off by a few commits now and then). Such a fill waits in `Dataflow::waiting`, its
 //!   partitions pending, until the applied position has passed its unsure range
 //!   ([`Dataflow::settle_fills`]); then every commit that ended in the range is known, and a
-//!   partition is installed only if none of them is in its buffer, none is a dimension row its
-//!   filled state covers (the shared log), and the range does not begin before its `since`
-//!   (commits before it were dropped unseen). Outside the range the fill's data agrees with
+//!   partition is installed only if the range does not begin before its `since` (commits
+//!   before it were dropped unseen) and no commit from `since` to the range's end is in its
+//!   buffer or is a dimension row its filled state covers (the shared log): the range checked
+//!   starts at `since` for a margin. Outside the range the fill's data agrees with
 //!   its position, so the rules above apply unchanged. A partition refused this way is a hole
 //!   again, and its reads are relayed for a moment (`ReaderCache::note_raced`).
 //! - **Descendant eviction.** All state derived from a partition lives in its `KeyState`
@@ -892,9 +893,11 @@ impl Dataflow {
             }
             let Some(pending) = domain.pending.remove(k) else { continue };
             // The partition's own commits in the unsure range are in its buffer: the fill may
-            // show any of them or not, so it cannot be told which to apply.
+            // show any of them or not, so it cannot be told which to apply. The range checked
+            // starts at `since`, not at the later `from`: every commit since the request, for
+            // a margin (once, under load, a snapshot lacked a commit logged before `from`).
             if let Some(u) = resp.unsure
-                && pending.buffer.iter().any(|(q, _)| u.from < *q && *q <= u.to)
+                && pending.buffer.iter().any(|(q, _)| *q <= u.to)
             {
                 raced(&self.shared, domain, k);
                 outcome.unsure += 1;
@@ -906,7 +909,7 @@ impl Dataflow {
             };
             // So are the dimension rows it joins with (the keys its filled state covers).
             if let Some(u) = resp.unsure
-                && domain.dim_log.touches(&domain.dims, &ks, u.from, u.to)
+                && domain.dim_log.touches(&domain.dims, &ks, pending.since, u.to)
             {
                 raced(&self.shared, domain, k);
                 outcome.unsure += 1;
