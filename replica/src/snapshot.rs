@@ -11,7 +11,10 @@
 //! tables the cached queries read).
 //!
 //! # Why resuming is exact
-//! A batch is read at the snapshot's position P and written with the table's progress (the last
+//! A batch is read in a snapshot placed at P (`crate::fence`: it holds every commit up to P's
+//! `from` and none after its `to`, a few between may be missing; every one of those is after
+//! the store's position, so the stream applies it, before the batch is written, marking its
+//! key, or after) and written with the table's progress (the last
 //! primary key) in one RocksDB write, so after a crash the store holds exactly the batches that
 //! were committed. A restart opens a new snapshot at P' >= P and continues after the stored
 //! key; the rows it copies reflect P', the earlier ones P plus whatever the stream applied
@@ -19,7 +22,7 @@
 //! and since binlog images are applied idempotently by primary key, replaying events already
 //! contained in a copied row converges to the same row; a key the stream wrote while the table
 //! was being copied is left to the stream (store header). The table is answered from once the
-//! stream has passed the newest P. A copy that replaces its snapshot between batches (every
+//! stream has passed the newest P's `to`. A copy that replaces its snapshot between batches (every
 //! `max_snapshot_age`) is the same case without the restart. DDL may now commit between two
 //! batches: a batch is written only if the table is still registered with the schema it was
 //! read with (`ReplicaError::SchemaChanged` otherwise, and the copy is retried with the new
@@ -30,8 +33,10 @@
 //! ([`ReplicaStore::copy_progress`]), else the table is started again from its new progress in
 //! a new snapshot, which is after the reset and so after the changes the gap skipped.
 //!
-//! A new store (position 0) takes the first snapshot's position as its own: that is where the
-//! stream must start for the copied rows to be kept current. How the snapshot is placed in the
+//! A new store (position 0) takes the first snapshot's `from` as its own: that is where the
+//! stream must start for the copied rows to be kept current (the snapshot may already hold
+//! some commits after it, which the stream applies again, idempotently); a table is answered
+//! from once the stream has passed the newest snapshot's `to`. How the snapshot is placed in the
 //! binlog depends on the server (`crate::fence`: MariaDB's snapshot position, MySQL 8's GTID
 //! bracket around the snapshot's opening).
 
@@ -48,6 +53,7 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder, Params};
 
 use crate::error::ReplicaError;
+use crate::fence::Placed;
 use crate::rowcode::decode_row;
 use crate::store::{CopyState, ReplicaStore};
 
@@ -223,15 +229,15 @@ struct Snapshot<'a> {
     /// The stream whose server the copy must read, and the server the copy's connection
     /// reaches ([`SnapshotConfig::stream`]).
     server: Option<(&'a LagHandle, ServerIdentity)>,
-    open: Option<(Position, Instant)>,
+    open: Option<(Placed, Instant)>,
     max_age: Duration,
     /// Set by [`Snapshot::expire`].
     expired: bool,
 }
 
 impl Snapshot<'_> {
-    /// The position of the snapshot the next batch is read in (opening a new one if needed).
-    async fn at(&mut self, conn: &mut Conn) -> Result<Position, ReplicaError> {
+    /// Where the snapshot the next batch is read in is (opening a new one if needed).
+    async fn at(&mut self, conn: &mut Conn) -> Result<Placed, ReplicaError> {
         if let Some((at, opened)) = self.open
             && !self.expired
             && opened.elapsed() < self.max_age
@@ -281,9 +287,10 @@ async fn copy_in_snapshots(
 ) -> Result<bool, ReplicaError> {
     let at = snap.at(conn).await?;
     if store.position()? == Position(0) {
-        store.set_position(at)?;
+        // The stream replays from where the snapshot lacks no commit (`crate::fence`).
+        store.set_position(at.from)?;
     }
-    tracing::info!(tables = todo.len(), position = at.0, "replica: copying tables");
+    tracing::info!(tables = todo.len(), position = at.from.0, "replica: copying tables");
     let mut batches = 0u64;
     let mut last_log = Instant::now();
     for t in todo {
@@ -313,7 +320,7 @@ async fn copy_in_snapshots(
                 let read = read_batch(conn, tables, t, &all, after.as_deref(), limit, cfg.batch_bytes).await?;
                 limit = read.next_limit(cfg);
                 let (rows, done) = (read.rows, read.last);
-                match store.write_copy_batch(&t.schema, generation, at, &rows, done) {
+                match store.write_copy_batch(&t.schema, generation, at.to, &rows, done) {
                     Err(ReplicaError::Reset(_)) => {
                         tracing::info!(table = %name, "replica: table reset during its copy; copying it again");
                         continue 'table;
@@ -376,7 +383,7 @@ async fn reshape_table(
             let batch = read_batch(conn, tables, t, &cols, after.as_deref(), limit, cfg.batch_bytes).await?;
             limit = batch.next_limit(cfg);
             after = batch.rows.last().map(|r| r[..t.schema.primary_key.len()].to_vec());
-            store.reshape_batch(&t.schema, at, &batch.rows, batch.last)?
+            store.reshape_batch(&t.schema, at.to, &batch.rows, batch.last)?
         };
         stats.rows_rewritten.fetch_add(n as u64, Ordering::Relaxed);
         if !matches!(state, CopyState::Reshaping { .. }) {

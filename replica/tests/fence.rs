@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use freshet_cdc::stream::current_position;
 use freshet_cdc::{BinlogStream, MariaDb, StartAt, StreamConfig, StreamEvent};
 use freshet_dataflow::{Position, Value};
-use freshet_replica::fence::open_snapshot;
+use freshet_replica::fence::{Placed, open_snapshot};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Opts, OptsBuilder};
 use tokio::task::JoinSet;
@@ -43,16 +43,17 @@ async fn a_copy_starts_its_stream_where_its_snapshot_lacks_no_commit() {
         });
     }
     let mut snapshots = JoinSet::new();
-    for _ in 0..3 {
+    // Each waits `fence::SETTLE` before it starts: more of them race the writers.
+    for _ in 0..6 {
         let db = db.clone();
         snapshots.spawn(async move {
             let mut c = Conn::new(opts(Some(&db))).await.unwrap();
             let mut seen = Vec::new();
             while Instant::now() < until {
-                let start = open_snapshot(&mut c, &MariaDb).await.unwrap();
+                let placed = open_snapshot(&mut c, &MariaDb).await.unwrap();
                 let v: i64 = c.query_first("SELECT v FROM ctr WHERE id = 1").await.unwrap().unwrap();
                 c.query_drop("COMMIT").await.unwrap();
-                seen.push((start, v));
+                seen.push((placed, v));
             }
             seen
         });
@@ -60,7 +61,7 @@ async fn a_copy_starts_its_stream_where_its_snapshot_lacks_no_commit() {
     while let Some(w) = writers.join_next().await {
         w.unwrap();
     }
-    let mut seen: Vec<(Position, i64)> = Vec::new();
+    let mut seen: Vec<(Placed, i64)> = Vec::new();
     while let Some(s) = snapshots.join_next().await {
         seen.extend(s.unwrap());
     }
@@ -87,11 +88,31 @@ async fn a_copy_starts_its_stream_where_its_snapshot_lacks_no_commit() {
     let value_at = |p: Position| values.iter().take_while(|(q, _)| *q <= p).last().map_or(0, |(_, v)| *v);
     let behind: Vec<String> = seen
         .iter()
-        .filter(|(start, v)| *v < value_at(*start))
-        .map(|(start, v)| format!("started at {start:?}, where v = {}; the snapshot read {v}", value_at(*start)))
+        .filter(|(at, v)| *v < value_at(at.from))
+        .map(|(at, v)| format!("started at {:?}, where v = {}; the snapshot read {v}", at.from, value_at(at.from)))
         .collect();
-    eprintln!("{} snapshots, {} commits, {} lacking a commit before their start", seen.len(), values.len(), behind.len());
-    assert!(seen.len() >= 500 && values.len() >= 500, "snapshots must race commits ({} snapshots, {} commits)", seen.len(), values.len());
+    // And a table is answered from once the stream has passed `to`: the snapshot holds no
+    // commit after it.
+    let ahead: Vec<String> = seen
+        .iter()
+        .filter(|(at, v)| *v > value_at(at.to))
+        .map(|(at, v)| format!("placed up to {:?}, where v = {}; the snapshot read {v}", at.to, value_at(at.to)))
+        .collect();
+    eprintln!(
+        "{} snapshots, {} commits, {} lacking a commit before their start, {} holding one after their end",
+        seen.len(),
+        values.len(),
+        behind.len(),
+        ahead.len()
+    );
+    assert!(
+        ahead.is_empty(),
+        "{} of {} snapshots hold commits after their end: {:?}",
+        ahead.len(),
+        seen.len(),
+        &ahead[..ahead.len().min(5)]
+    );
+    assert!(seen.len() >= 300 && values.len() >= 1000, "snapshots must race commits ({} snapshots, {} commits)", seen.len(), values.len());
     assert!(
         behind.is_empty(),
         "{} of {} snapshots lack commits before the stream's start: {:?}",
