@@ -104,6 +104,26 @@ struct Counts {
     lookups: usize,
 }
 
+/// The binlog stream of `db`, a fill source over the server and a dataflow over `db`'s tables
+/// at the stream's start.
+async fn stream_fills_and_dataflow(db: &str) -> (freshet_cdc::BinlogStream, UpstreamFills, Dataflow) {
+    let s = stream(db).await;
+    let mut catalog = Catalog::new();
+    for t in s.tables() {
+        catalog.add(t.clone()).unwrap();
+    }
+    let fills = UpstreamFills::new(
+        opts_for(None),
+        db,
+        s.flavor(),
+        s.table_infos(),
+        FillConfig { max_in_flight: 4, timeout: Duration::from_secs(10), bracket_attempts: 3 },
+    );
+    let mut df = Dataflow::new(catalog, ByteSize(64 << 20));
+    df.set_applied(s.delivered().position().unwrap());
+    (s, fills, df)
+}
+
 fn spawn_fills(
     df: &mut Dataflow,
     fills: &UpstreamFills,
@@ -167,20 +187,7 @@ async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
     let seed: Vec<String> = (0..150).map(|i| format!("({i}, {}, {}, '{}')", i % KEYS, i % 7, ["a", "B", "b"][i as usize % 3])).collect();
     c.query_drop(format!("INSERT INTO cdc_items VALUES {}", seed.join(","))).await.unwrap();
 
-    let s = stream(&db).await;
-    let mut catalog = Catalog::new();
-    for t in s.tables() {
-        catalog.add(t.clone()).unwrap();
-    }
-    let fills = UpstreamFills::new(
-        opts_for(None),
-        &db,
-        s.flavor(),
-        s.table_infos(),
-        FillConfig { max_in_flight: 4, timeout: Duration::from_secs(10), bracket_attempts: 3 },
-    );
-    let mut df = Dataflow::new(catalog, ByteSize(64 << 20));
-    df.set_applied(s.delivered().position().unwrap());
+    let (s, fills, mut df) = stream_fills_and_dataflow(&db).await;
     let views: Vec<ViewId> = QUERIES.iter().map(|q| df.install_sql(q).unwrap()).collect();
     let readers: Vec<_> = views.iter().map(|v| df.reader(*v).unwrap()).collect();
     let (mut rx, _lag) = s.spawn(4096);
@@ -371,20 +378,7 @@ async fn fills_racing_commits_to_their_keys_show_exactly_their_commits() {
     const N: usize = 16;
     let (db, mut admin) = fresh_db("exact").await;
     admin.query_drop("CREATE TABLE ev (id INT AUTO_INCREMENT PRIMARY KEY, k INT NOT NULL, KEY (k)) ENGINE=InnoDB").await.unwrap();
-    let s = stream(&db).await;
-    let mut catalog = Catalog::new();
-    for t in s.tables() {
-        catalog.add(t.clone()).unwrap();
-    }
-    let fills = UpstreamFills::new(
-        opts_for(None),
-        &db,
-        s.flavor(),
-        s.table_infos(),
-        FillConfig { max_in_flight: 4, timeout: Duration::from_secs(10), bracket_attempts: 3 },
-    );
-    let mut df = Dataflow::new(catalog, ByteSize(64 << 20));
-    df.set_applied(s.delivered().position().unwrap());
+    let (s, fills, mut df) = stream_fills_and_dataflow(&db).await;
     let view = df.install_sql("SELECT k, COUNT(*) FROM ev WHERE k = ? GROUP BY k").unwrap();
     let reader = df.reader(view).unwrap();
     let (mut rx, _lag) = s.spawn(4096);

@@ -212,12 +212,8 @@ fn top_k_refills_when_deletions_shrink_it() {
 
 #[test]
 fn positions_late_and_stale_fills() {
-    let mut w = World::new();
-    seed(&mut w);
-    let v = w.df.install_sql("SELECT COUNT(*) FROM votes WHERE story_id = ?").unwrap();
+    let (mut w, v, reqs) = asked_for_1("SELECT COUNT(*) FROM votes WHERE story_id = ?");
     let r = w.df.reader(v).unwrap();
-    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
-    let reqs = w.df.fill_requests();
     // The fill is taken now (position 1, 3 votes) but arrives after two more batches.
     let early = MemUpstream { store: &w.store }.fill(&reqs[0]).unwrap();
     w.batch(|b| {
@@ -349,6 +345,16 @@ fn a_retraction_that_finds_no_row_drops_the_partition() {
     assert_eq!(w.read(v, &[int(1)], false).len(), 3, "refilled as the server has it");
 }
 
+/// The seeded world with `sql` installed, its partition 1 read (a miss) and asked for.
+fn asked_for_1(sql: &str) -> (World, ViewId, Vec<FillRequest>) {
+    let mut w = World::new();
+    seed(&mut w);
+    let v = w.df.install_sql(sql).unwrap();
+    assert!(matches!(w.df.reader(v).unwrap().lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
+    let reqs = w.df.fill_requests();
+    (w, v, reqs)
+}
+
 /// The server's snapshot position is not exactly its content (MariaDB: docs/decisions.md, cdc,
 /// "A snapshot's binlog position is not exactly its content"); a fill says where its data may
 /// disagree with its position (`FillResponse::unsure`). `t` commits after the partition became
@@ -382,12 +388,7 @@ fn raced_then_refilled(w: &mut World, v: ViewId, want: &[Row], what: &str) {
 /// before the commit until the row changed again.
 #[test]
 fn a_fill_that_may_lack_a_commit_to_its_partition_is_not_installed() {
-    let mut w = World::new();
-    seed(&mut w);
-    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
-    let r = w.df.reader(v).unwrap();
-    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
-    let reqs = w.df.fill_requests();
+    let (mut w, v, reqs) = asked_for_1("SELECT user_id, score FROM votes WHERE story_id = ?");
     let before = w.store.clone();
     let mut t = Batch::new(Position(w.pos + 1));
     t.update("votes", row(vec![int(1), int(1), int(10)]), row(vec![int(1), int(1), int(11)]));
@@ -401,12 +402,7 @@ fn a_fill_that_may_lack_a_commit_to_its_partition_is_not_installed() {
 /// stream's copy of the commit would be applied to it again.
 #[test]
 fn a_fill_that_may_hold_a_commit_to_its_partition_already_is_not_installed() {
-    let mut w = World::new();
-    seed(&mut w);
-    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
-    let r = w.df.reader(v).unwrap();
-    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
-    let reqs = w.df.fill_requests();
+    let (mut w, v, reqs) = asked_for_1("SELECT user_id, score FROM votes WHERE story_id = ?");
     let mut t = Batch::new(Position(w.pos + 1));
     t.insert("votes", row(vec![int(4), int(1), int(40)]));
     let mut after = w.store.clone();
@@ -421,12 +417,7 @@ fn a_fill_that_may_hold_a_commit_to_its_partition_already_is_not_installed() {
 /// fill's data may disagree with its position.
 #[test]
 fn a_fill_that_may_lack_a_commit_to_a_row_it_joins_is_not_installed() {
-    let mut w = World::new();
-    seed(&mut w);
-    let v = w.df.install_sql("SELECT v.score, s.title FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.user_id = ?").unwrap();
-    let r = w.df.reader(v).unwrap();
-    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
-    let reqs = w.df.fill_requests();
+    let (mut w, v, reqs) = asked_for_1("SELECT v.score, s.title FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.user_id = ?");
     let before = w.store.clone();
     let mut t = Batch::new(Position(w.pos + 1));
     t.update("stories", row(vec![int(1), int(10), txt("Hello")]), row(vec![int(1), int(10), txt("Hi")]));
@@ -441,12 +432,8 @@ fn a_fill_that_may_lack_a_commit_to_a_row_it_joins_is_not_installed() {
 /// or to rows the partition does not join leave it installable.
 #[test]
 fn a_fill_waits_for_the_stream_to_pass_its_unsure_range() {
-    let mut w = World::new();
-    seed(&mut w);
-    let v = w.df.install_sql("SELECT v.score, s.title FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.user_id = ?").unwrap();
+    let (mut w, v, reqs) = asked_for_1("SELECT v.score, s.title FROM votes v JOIN stories s ON s.id = v.story_id WHERE v.user_id = ?");
     let r = w.df.reader(v).unwrap();
-    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
-    let reqs = w.df.fill_requests();
     // The server has committed two transactions the stream has not brought yet: another
     // user's vote, and a story user 1 did not vote on.
     let mut server = w.store.clone();
@@ -496,12 +483,7 @@ fn a_fill_unsure_before_its_partition_became_a_hole_is_stale() {
 /// caught too.
 #[test]
 fn a_fill_is_not_installed_over_a_commit_between_its_request_and_its_unsure_range() {
-    let mut w = World::new();
-    seed(&mut w);
-    let v = w.df.install_sql("SELECT user_id, score FROM votes WHERE story_id = ?").unwrap();
-    let r = w.df.reader(v).unwrap();
-    assert!(matches!(r.lookup(&[int(1)]).unwrap(), Lookup::Miss(_)));
-    let reqs = w.df.fill_requests();
+    let (mut w, v, reqs) = asked_for_1("SELECT user_id, score FROM votes WHERE story_id = ?");
     let before = w.store.clone();
     let mut t = Batch::new(Position(w.pos + 1));
     t.update("votes", row(vec![int(1), int(1), int(10)]), row(vec![int(1), int(1), int(11)]));
