@@ -23,7 +23,10 @@
 //!   `START TRANSACTION`, and at or before the end read just after it. The fill reads both ends
 //!   (`SHOW MASTER STATUS`, two more round trips) and reports that range as
 //!   [`FillResponse::unsure`]; the dataflow waits until the stream has passed it and installs
-//!   only the partitions none of whose commits (nor their joined rows') ended inside it.
+//!   only the partitions none of whose commits (nor their joined rows') ended between their
+//!   request and its end. The read before START is also a margin, not to be folded into the
+//!   START's round trip: without it a snapshot more often lacks a commit the stream had
+//!   already delivered before the request (docs/decisions.md).
 //! - **MySQL 8** ([`FenceKind::GtidBracket`]): there is no snapshot position. `SHOW MASTER
 //!   STATUS` (file, position, executed GTID set) is read before the snapshot starts and again
 //!   after the queries; the fill is accepted at the first position only if nothing was written
