@@ -14,7 +14,7 @@
 //!   `a_copy_starts_its_stream_where_its_snapshot_lacks_no_commit`: 95 of 6,963 snapshots
 //!   lacked commits before it). Every such commit measured ended after the lower of the
 //!   position and the binlog's end read just before `START TRANSACTION`, and at or before the
-//!   end read just after (a commit the snapshot shows was in the InnoDB before the snapshot
+//!   end read just after (a commit the snapshot shows was in InnoDB before the snapshot
 //!   began, and so in the binlog: this side holds by construction), but for one in about
 //!   30,000 snapshots on a loaded machine, which lacked a commit logged before the first
 //!   read. So the binlog's end is read [`SETTLE`] before `START TRANSACTION` instead: `from`

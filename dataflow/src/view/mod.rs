@@ -533,7 +533,6 @@ impl Dataflow {
     /// position of the old history cannot be mistaken for a later one of the new.
     pub fn restart_at(&mut self, p: Position) {
         self.evict_all();
-        self.waiting.clear();
         for domain in self.domains.iter_mut().flatten() {
             domain.dim_log = DimLog::default();
         }
@@ -945,12 +944,12 @@ impl Dataflow {
     /// (see [`Dataflow::complete_fill`]). The caller runs it after applying batches.
     pub fn settle_fills(&mut self) -> FillOutcome {
         let applied = self.applied;
+        let passed = |r: &FillResponse| r.unsure.is_none_or(|u| u.to <= applied);
         let mut outcome = FillOutcome::default();
-        if self.waiting.iter().all(|r| r.unsure.is_some_and(|u| u.to > applied)) {
+        if !self.waiting.iter().any(passed) {
             return outcome;
         }
-        let (ready, still): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.waiting).into_iter().partition(|r| r.unsure.is_none_or(|u| u.to <= applied));
+        let (ready, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting).into_iter().partition(passed);
         self.waiting = still;
         for resp in ready {
             outcome.add(self.complete_fill(resp));
@@ -1026,7 +1025,6 @@ impl Dataflow {
     }
 }
 
-/// Adds one held batch's deltas for a filled partition to those not yet processed.
 /// Reads of `k` in each of the domain's views are relayed for a moment: commits to it raced
 /// its fill (`ReaderCache::note_raced`).
 fn raced(shared: &Shared, domain: &Domain, k: &Key) {
@@ -1035,6 +1033,7 @@ fn raced(shared: &Shared, domain: &Domain, k: &Key) {
     }
 }
 
+/// Adds one held batch's deltas for a filled partition to those not yet processed.
 fn hold(unprocessed: &mut Map<Key, OccDeltas>, k: Key, deltas: OccDeltas) {
     match unprocessed.get_mut(&k) {
         Some(earlier) => {
