@@ -492,3 +492,34 @@ async fn a_query_whose_client_went_away_does_not_go_on_on_the_server() {
     admin.query_drop("DROP TABLE rl_locked").await.unwrap();
     assert_eq!(left, 0, "queries of clients that went away still run on the server 5 s later");
 }
+
+/// A client that closes its sending side once its command is sent (`shutdown(SHUT_WR)`) still
+/// reads the answer: the server runs the statement, answers, then closes (it takes the
+/// half-close for a client gone only where a long wait looks, as `SLEEP` does every 5 s).
+/// freshet took it for the client's going and dropped the answer of any statement slower than
+/// half a second (found by session 48's protocol fuzzer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_closed_its_sending_side_gets_its_answer() {
+    let proxy = start_proxy("").await;
+    let mut seen = Vec::new();
+    for addr in [upstream_addr(), proxy.mysql.to_string()] {
+        let mut c = RawClient::connect(&addr, DEFAULT_CAPS).await.unwrap();
+        c.send(&query("SELECT SLEEP(1.2), 'half-closed'")).await;
+        tokio::io::AsyncWriteExt::shutdown(c.io.get_mut()).await.unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(10), async {
+            let mut rows = Vec::new();
+            loop {
+                match c.try_packet().await {
+                    Ok(p) => rows.push(String::from_utf8_lossy(&p).into_owned()),
+                    Err(freshet_proxy::protocol::io::ReadError::Closed) => return (rows, "closed (FIN)".to_string()),
+                    Err(e) => return (rows, e.to_string()),
+                }
+            }
+        })
+        .await
+        .expect("the connection ends within 10 s");
+        seen.push((answer.0.iter().any(|p| p.contains("half-closed")), answer.1));
+    }
+    assert_eq!(seen[0], (true, "closed (FIN)".to_string()), "directly");
+    assert_eq!(seen[1], seen[0], "through freshet");
+}
