@@ -795,15 +795,38 @@ impl Session {
             return Ok(frame);
         }
         self.flush_client().await?;
-        // The server aborts a query whose client went away; it sees only freshet's connection,
-        // so a client whose answer is slow to come is watched, and its going ends the session
-        // (and the query). Not before: looking costs a syscall, and a quick answer needs none.
-        let read = self.upstream.read_frame();
-        tokio::pin!(read);
-        tokio::select! {
-            biased;
-            frame = &mut read => frame.map_err(SessionError::from_upstream),
-            () = client_watched(self.client.get_ref().tcp()) => Err(SessionError::ClientGone),
+        if self.client_stopped_sending {
+            // The server was told (below); whatever it does now follows from the client's end.
+            return self.upstream.read_frame().await.map_err(|_| SessionError::ClientGone);
+        }
+        // The server aborts a query whose client went away, where a long wait of the query
+        // looks; it sees only freshet's connection, so a client whose answer is slow to come
+        // is watched. Not before: looking costs a syscall, and a quick answer needs none.
+        let watched = {
+            let read = self.upstream.read_frame();
+            tokio::pin!(read);
+            tokio::select! {
+                biased;
+                frame = &mut read => Some(frame),
+                () = client_watched(self.client.get_ref().tcp()) => None,
+            }
+        };
+        match watched {
+            Some(frame) => frame.map_err(SessionError::from_upstream),
+            // Commands the client sent before its end, read here and not taken yet, would
+            // still wait in the server's socket directly: the server would go on.
+            None if self.client.has_buffered() => self.upstream.read_frame().await.map_err(SessionError::from_upstream),
+            // A client that only stopped sending (`shutdown(SHUT_WR)`) still reads, and one
+            // that left looks the same from here. Directly, the server would see that end
+            // itself: it answers, and aborts only where a long wait looks at its client
+            // (`SLEEP`, lock waits). So freshet ends its own sending side, the server sees what
+            // it would see directly, and its answer is relayed; the session ends at the
+            // client's next read, or when a write to it fails.
+            None => {
+                self.client_stopped_sending = true;
+                self.upstream.shutdown().await.map_err(|_| SessionError::ClientGone)?;
+                self.upstream.read_frame().await.map_err(|_| SessionError::ClientGone)
+            }
         }
     }
 

@@ -84,6 +84,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             keep_alive_timer: Box::pin(tokio::time::sleep(std::time::Duration::from_secs(86_400))),
             keep_alive_set: None,
             queued_without_look: 0,
+            client_stopped_sending: false,
             auth: established.auth,
             state: established.state,
             identity: None,

@@ -175,6 +175,9 @@ pub struct Session {
     /// Commands the client had waiting since the upstream was last looked at
     /// (`command::LOOK_EVERY`).
     queued_without_look: u32,
+    /// The client's end was found closed during a command and freshet ended its own sending
+    /// side to the server (`Session::upstream_frame`).
+    client_stopped_sending: bool,
     /// The authentication scramble and plugin in force, for COM_CHANGE_USER.
     auth: connect::AuthState,
     /// What the session's own statements say about it (unfollowed, stale, unlogged).
