@@ -523,3 +523,28 @@ async fn a_client_that_closed_its_sending_side_gets_its_answer() {
     assert_eq!(seen[0], (true, "closed (FIN)".to_string()), "directly");
     assert_eq!(seen[1], seen[0], "through freshet");
 }
+
+/// A command frame with a wrong sequence id is refused at its header, as the server refuses it
+/// (1156, then the connection closes), not once the length it declares has arrived: a client
+/// that declared more than it sent held its session and its server connection for as long as
+/// it liked (found by session 48's protocol fuzzer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_out_of_order_is_refused_at_its_header() {
+    let proxy = start_proxy("").await;
+    let mut seen = Vec::new();
+    for addr in [upstream_addr(), proxy.mysql.to_string()] {
+        let mut c = RawClient::connect(&addr, DEFAULT_CAPS).await.unwrap();
+        // 1,000 bytes declared under sequence id 5; a few sent.
+        let mut bytes = vec![0xe8, 0x03, 0x00, 5, 0x03];
+        bytes.extend_from_slice(b"SELECT");
+        tokio::io::AsyncWriteExt::write_all(c.io.get_mut(), &bytes).await.unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(5), async {
+            let first = c.try_packet().await.map(|p| p.get(..3).map(<[u8]>::to_vec));
+            (format!("{first:?}"), end_of(&mut c).await)
+        })
+        .await;
+        seen.push(answer.map_err(|_| "no answer within 5 s"));
+    }
+    assert!(seen[0].is_ok(), "directly: {:?}", seen[0]);
+    assert_eq!(seen[1], seen[0], "through freshet");
+}
