@@ -539,7 +539,7 @@ async fn a_command_out_of_order_is_refused_at_its_header() {
         bytes.extend_from_slice(b"SELECT");
         tokio::io::AsyncWriteExt::write_all(c.io.get_mut(), &bytes).await.unwrap();
         let answer = tokio::time::timeout(Duration::from_secs(5), async {
-            let first = c.try_packet().await.map(|p| p.get(..3).map(<[u8]>::to_vec));
+            let first = c.io.read_frame().await.map(|f| (f.seq(), f.payload().get(..3).map(<[u8]>::to_vec)));
             (format!("{first:?}"), end_of(&mut c).await)
         })
         .await;

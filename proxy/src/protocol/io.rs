@@ -143,6 +143,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         !self.rbuf.is_empty()
     }
 
+    /// The sequence id of the next frame, once its header is buffered (read in if need be),
+    /// without waiting for its payload. Cancel-safe.
+    pub async fn next_seq(&mut self) -> Result<u8, ReadError> {
+        while self.rbuf.len() < HEADER {
+            self.rbuf.reserve(HEADER);
+            self.fill().await?;
+        }
+        Ok(self.rbuf[3])
+    }
+
+    /// How many bytes the peer sent are buffered (read from the socket, not taken yet).
+    pub fn buffered(&self) -> usize {
+        self.rbuf.len()
+    }
+
     /// A complete frame if one is buffered, without any I/O.
     pub fn try_frame(&mut self) -> Option<Frame> {
         let len = frame_len(&self.rbuf)?;

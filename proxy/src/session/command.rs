@@ -73,12 +73,18 @@ impl Session {
             self.client.give_back();
             self.upstream.give_back();
             self.wait_for_command(stopping.as_mut()).await?;
+            // Refused at its header, as the server refuses it (its ERR numbered as the frame
+            // should have been): waiting for the length a frame out of order declares would
+            // let a client hold the session by sending less.
+            if self.client.next_seq().await.map_err(SessionError::from_client)? != 0 {
+                return Err(SessionError::ClientProtocol {
+                    reply: ErrPacket::new(codes::OUT_OF_ORDER, "08S01", "Got packets out of order"),
+                    seq: 0,
+                });
+            }
             let limit = self.shared.packet_limit.largest();
             let first = self.client.read_frame_limited(limit.min(MAX_FRAME)).await.map_err(SessionError::from_client)?;
             let started = Instant::now();
-            if first.seq() != 0 {
-                return Err(client_error(codes::OUT_OF_ORDER, "Got packets out of order", first.seq()));
-            }
             // A byte no command has, or none: the server answers 1047 ("Unknown command") and
             // the session goes on, as for COM_SLEEP, which it is relayed as (and counted as).
             let command = first.payload().first().and_then(|&byte| Command::from_byte(byte)).unwrap_or(Command::Sleep);
@@ -876,10 +882,6 @@ async fn client_gone(tcp: &tokio::net::TcpStream) {
             _ => return,
         }
     }
-}
-
-fn client_error(code: u16, message: &str, last_seq: u8) -> SessionError {
-    SessionError::ClientProtocol { reply: ErrPacket::new(code, "08S01", message), seq: last_seq.wrapping_add(1) }
 }
 
 fn upstream_protocol(what: &str) -> SessionError {

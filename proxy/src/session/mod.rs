@@ -383,7 +383,10 @@ impl Session {
         // The client's connection ends as a direct one would: reset when the server reset
         // the upstream's, and after a packet over max_allowed_packet (the server resets then
         // too), else closed in order.
-        if matches!(result, Err(SessionError::UpstreamReset | SessionError::PacketTooLarge { .. })) {
+        // And after a refused frame whose payload had begun to come: the server closes with
+        // those bytes unread.
+        let unread = matches!(result, Err(SessionError::ClientProtocol { .. })) && self.client.buffered() > 4;
+        if unread || matches!(result, Err(SessionError::UpstreamReset | SessionError::PacketTooLarge { .. })) {
             self.client.get_ref().reset_on_drop();
         } else {
             let _ = self.client.shutdown().await;
