@@ -227,12 +227,26 @@ impl LagHandle {
         self.observe_server(at);
     }
 
-    /// A new connection to the server's address reached another server (`reason`) than the
-    /// one the poll had been reading: a failover that left the old connections where they
-    /// were (a proxy that keeps them, DNS with the old primary up). The stream's connection
-    /// may be one of those: it must start again ([`LagHandle::went_back`]).
+    /// A connection of freshet's own reached another server (`reason`) than the one the
+    /// stream reads: a failover that left the old connections where they were (a proxy that
+    /// keeps them, DNS with the old primary up). The stream's connection may be one of those:
+    /// it must start again ([`LagHandle::went_back`]).
     pub fn server_changed(&self, reason: String) {
         self.history_ended(reason);
+    }
+
+    /// A new connection to the server's address reached the server `now`: if the stream
+    /// reads another, [`LagHandle::server_changed`]. Compared with the stream's server, under
+    /// the lock that [`LagHandle::restart_behind`] sets it under, not with whatever the caller
+    /// read before: a restart or failover the stream has already started again from is not
+    /// a second gap. Nothing to compare before the stream has connected.
+    pub fn server_reached(&self, now: &crate::continuity::ServerIdentity) {
+        if let Ok(mut l) = self.0.lock()
+            && l.went_back.is_none()
+            && let Some(why) = l.stream_server.as_ref().and_then(|s| s.differs(now))
+        {
+            l.went_back = Some(format!("a new connection to the server's address reached another server: {why}"));
+        }
     }
 
     /// The poll found that the server's binlog file of the name the stream reads was begun at
@@ -277,17 +291,22 @@ impl LagHandle {
     /// Forgets the server positions seen so far and starts again at `at` (a new stream after
     /// a gap: the server may be another one, its positions need not follow the old ones).
     pub fn restart_at(&self, at: &BinlogPos) {
-        self.restart_behind(at, None);
+        self.restart_behind(at, None, None);
     }
 
     /// [`LagHandle::restart_at`] a position stored by an earlier run, behind what the server
     /// wrote up to `unknown_until` while no freshet ran: at instants no one saw, maybe long
     /// ago. Until the applied position reaches it, the lag is not known ([`Behind::unknown_age`]).
-    pub fn restart_behind(&self, at: &BinlogPos, unknown_until: Option<Position>) {
+    /// `server`: who the new stream's server is, set with the rest (a poll that compares in
+    /// between would find the old one).
+    pub fn restart_behind(&self, at: &BinlogPos, unknown_until: Option<Position>, server: Option<crate::continuity::ServerIdentity>) {
         if let Ok(mut l) = self.0.lock() {
             l.seen.clear();
             l.gtids.clear();
             l.went_back = None;
+            if server.is_some() {
+                l.stream_server = server;
+            }
             l.unknown_until = unknown_until;
             l.lag.server = None;
             l.lag.polled = Some(Instant::now());
@@ -394,10 +413,11 @@ impl LagHandle {
 /// ([`Behind::polled_ago`]), which readers treat as an unknown lag.
 ///
 /// Every [`SETTINGS_EVERY`] the poll connects anew and reads who the server is
-/// ([`crate::continuity::ServerIdentity`]): another server than the one it read before (a
+/// ([`crate::continuity::ServerIdentity`]): another server than the one the stream reads (a
 /// failover that left existing connections on the old primary, which the stream's may be)
-/// ends the stream with a gap ([`LagHandle::server_changed`]), and the poll goes on with the
-/// new connection. As often, where the server writes the file the stream reads, it asks when
+/// ends the stream with a gap ([`LagHandle::server_reached`]), and the poll goes on with the
+/// new connection. A change the stream already started again from (a restart it reconnected
+/// after first) is not a second gap. As often, where the server writes the file the stream reads, it asks when
 /// that file was begun ([`crate::continuity::file_begun`], on a dump connection of its own
 /// made with `binlog_setup`): another time than the stream read is a RESET MASTER whose new
 /// file may end where the old one did, which the position alone never shows
@@ -421,7 +441,6 @@ pub fn spawn_position_poll(
         // server may have restarted with others), and when the position comes back empty
         // (binary logging is off) while the last read found nothing wrong.
         let mut settings_due = false;
-        let mut identity: Option<crate::continuity::ServerIdentity> = None;
         loop {
             tick.tick().await;
             if Arc::strong_count(&lag.0) == 1 {
@@ -443,12 +462,7 @@ pub fn spawn_position_poll(
                 }
                 if let Some(c) = conn.as_mut() {
                     match tokio::time::timeout(POLL_STALE, crate::continuity::ServerIdentity::read_with(c, identity_sql)).await {
-                        Ok(Ok(now)) => {
-                            if let Some(reason) = identity.as_ref().and_then(|was| was.differs(&now)) {
-                                lag.server_changed(format!("a new connection to the server's address reached another server: {reason}"));
-                            }
-                            identity = Some(now);
-                        }
+                        Ok(Ok(now)) => lag.server_reached(&now),
                         _ => conn = None,
                     }
                 }

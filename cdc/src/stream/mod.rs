@@ -374,7 +374,8 @@ impl BinlogStream {
     /// behind what the server wrote up to `unknown_until` meanwhile ([`LagHandle::restart_behind`]).
     pub fn use_lag_behind(&mut self, lag: LagHandle, unknown_until: Option<freshet_dataflow::Position>) {
         let (delivered, verified) = (self.delivered.clone(), self.verified);
-        lag.restart_behind(&delivered, unknown_until);
+        // With the server this stream connected to, read before the handle was handed over.
+        lag.restart_behind(&delivered, unknown_until, self.identity.clone());
         if let Ok(at) = delivered.position() {
             for gtid in &self.start_gtids {
                 lag.delivered_gtid(*gtid, at);
@@ -384,10 +385,6 @@ impl BinlogStream {
             l.delivered = Some(delivered);
             l.connected = verified;
         });
-        // The server this stream connected to, read before the handle was handed over.
-        if let Some(identity) = self.identity.clone() {
-            lag.stream_server_is(identity);
-        }
         self.lag = lag;
     }
 
