@@ -117,8 +117,19 @@ pub async fn history_differs(
         Ok(r) => r?,
         Err(_) => return Ok(Some(format!("the server's GTID state at {at} could not be read within {limit:?}"))),
     };
-    let state = state.flatten().unwrap_or_default();
-    Ok(gtid_state_mismatch(&state, gtid).map(|found| format!("at {at} the server's history has {found} where the stream delivered {gtid}")))
+    Ok(state_differs(at, state.flatten(), gtid))
+}
+
+/// Why the server's GTID state at `at` (None: the server could not say, its
+/// `BINLOG_GTID_POS` is NULL) is not the history that ended with `gtid` there, if it is not.
+fn state_differs(at: &BinlogPos, state: Option<String>, gtid: MariaGtid) -> Option<String> {
+    let Some(state) = state else {
+        // Not a history of other transactions: no history at all there.
+        return Some(format!(
+            "the server has no binlog position {at} any more (its file was purged or made anew by RESET MASTER, or the server is another one)"
+        ));
+    };
+    gtid_state_mismatch(&state, gtid).map(|found| format!("at {at} the server's history has {found} where the stream delivered {gtid}"))
 }
 
 /// What `state` (comma-separated GTIDs) has for `gtid`'s domain, if that is not `gtid`.
@@ -164,6 +175,18 @@ mod tests {
         assert_eq!(gtid_state_mismatch("0-1-41", g).as_deref(), Some("0-1-41"));
         assert_eq!(gtid_state_mismatch("0-2-42", g).as_deref(), Some("0-2-42"), "same number, another server: another history");
         assert!(gtid_state_mismatch("", g).unwrap().contains("domain 0"));
+    }
+
+    /// A position the server no longer has (a purged file) is named so, not as a history
+    /// other than the stream's (session 49's status audit read it that way in the log).
+    #[test]
+    fn a_position_the_server_has_no_more_is_named_so() {
+        let g = MariaGtid { domain: 0, server: 1, seq: 42 };
+        let at = BinlogPos::new("bin.000002".to_string(), 400);
+        assert_eq!(state_differs(&at, Some("0-1-42".into()), g), None);
+        assert!(state_differs(&at, Some("0-1-41".into()), g).unwrap().contains("history has 0-1-41"));
+        let gone = state_differs(&at, None, g).unwrap();
+        assert!(gone.contains("no binlog position bin.000002:400 any more") && gone.contains("purged"), "{gone}");
     }
 
     #[test]
