@@ -493,35 +493,50 @@ async fn a_query_whose_client_went_away_does_not_go_on_on_the_server() {
     assert_eq!(left, 0, "queries of clients that went away still run on the server 5 s later");
 }
 
+/// What a client reads when it sends `commands` (texts) one after the other and then closes its sending
+/// side (`shutdown(SHUT_WR)`): whether each command's marker came back, and how the
+/// connection ended.
+async fn half_closed(addr: &str, commands: &[&str]) -> (Vec<bool>, String) {
+    let mut c = RawClient::connect(addr, DEFAULT_CAPS).await.unwrap();
+    for sql in commands {
+        c.send(&query(sql)).await;
+        // Past the first, a command waits in the socket while the first one runs.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    tokio::io::AsyncWriteExt::shutdown(c.io.get_mut()).await.unwrap();
+    let (packets, end) = tokio::time::timeout(Duration::from_secs(10), async {
+        let mut packets = Vec::new();
+        loop {
+            match c.try_packet().await {
+                Ok(p) => packets.push(String::from_utf8_lossy(&p).into_owned()),
+                Err(freshet_proxy::protocol::io::ReadError::Closed) => return (packets, "closed (FIN)".to_string()),
+                Err(e) => return (packets, e.to_string()),
+            }
+        }
+    })
+    .await
+    .expect("the connection ends within 10 s");
+    let markers = commands.iter().map(|sql| {
+        let marker = sql.rsplit('\'').nth(1).unwrap_or_default();
+        packets.iter().any(|p| p.contains(marker))
+    });
+    (markers.collect(), end)
+}
+
 /// A client that closes its sending side once its command is sent (`shutdown(SHUT_WR)`) still
 /// reads the answer: the server runs the statement, answers, then closes (it takes the
 /// half-close for a client gone only where a long wait looks, as `SLEEP` does every 5 s).
 /// freshet took it for the client's going and dropped the answer of any statement slower than
-/// half a second (found by session 48's protocol fuzzer).
+/// half a second (found by session 48's protocol fuzzer). A command it pipelined behind the
+/// slow one is answered too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_closed_its_sending_side_gets_its_answer() {
     let proxy = start_proxy("").await;
-    let mut seen = Vec::new();
-    for addr in [upstream_addr(), proxy.mysql.to_string()] {
-        let mut c = RawClient::connect(&addr, DEFAULT_CAPS).await.unwrap();
-        c.send(&query("SELECT SLEEP(1.2), 'half-closed'")).await;
-        tokio::io::AsyncWriteExt::shutdown(c.io.get_mut()).await.unwrap();
-        let answer = tokio::time::timeout(Duration::from_secs(10), async {
-            let mut rows = Vec::new();
-            loop {
-                match c.try_packet().await {
-                    Ok(p) => rows.push(String::from_utf8_lossy(&p).into_owned()),
-                    Err(freshet_proxy::protocol::io::ReadError::Closed) => return (rows, "closed (FIN)".to_string()),
-                    Err(e) => return (rows, e.to_string()),
-                }
-            }
-        })
-        .await
-        .expect("the connection ends within 10 s");
-        seen.push((answer.0.iter().any(|p| p.contains("half-closed")), answer.1));
+    for commands in [&["SELECT SLEEP(1.2), 'half-closed'"][..], &["SELECT SLEEP(1.2), 'slow'", "SELECT 'pipelined'"]] {
+        let directly = half_closed(&upstream_addr(), commands).await;
+        assert_eq!(directly, (vec![true; commands.len()], "closed (FIN)".to_string()), "directly: {commands:?}");
+        assert_eq!(half_closed(&proxy.mysql.to_string(), commands).await, directly, "through freshet: {commands:?}");
     }
-    assert_eq!(seen[0], (true, "closed (FIN)".to_string()), "directly");
-    assert_eq!(seen[1], seen[0], "through freshet");
 }
 
 /// A command frame with a wrong sequence id is refused at its header, as the server refuses it
