@@ -817,11 +817,17 @@ impl Session {
                 () = client_watched(self.client.get_ref().tcp()) => None,
             }
         };
+        let mut byte = [0u8; 1];
         match watched {
             Some(frame) => frame.map_err(SessionError::from_upstream),
-            // Commands the client sent before its end, read here and not taken yet, would
-            // still wait in the server's socket directly: the server would go on.
-            None if self.client.has_buffered() => self.upstream.read_frame().await.map_err(SessionError::from_upstream),
+            // Bytes the client sent before its end (a pipelined command, a TLS client's
+            // closing alert), read here or still in the socket, would still wait in the
+            // server's socket directly: the server goes on, and the session with it.
+            None if self.client.has_buffered()
+                || matches!(now(self.client.get_ref().tcp().peek(&mut byte)).await, Some(Ok(n)) if n > 0) =>
+            {
+                self.upstream.read_frame().await.map_err(SessionError::from_upstream)
+            }
             // A client that only stopped sending (`shutdown(SHUT_WR)`) still reads, and one
             // that left looks the same from here. Directly, the server would see that end
             // itself: it answers, and aborts only where a long wait looks at its client
