@@ -493,15 +493,22 @@ async fn a_query_whose_client_went_away_does_not_go_on_on_the_server() {
     assert_eq!(left, 0, "queries of clients that went away still run on the server 5 s later");
 }
 
-/// What a client reads when it sends `commands` (texts) one after the other and then closes its sending
-/// side (`shutdown(SHUT_WR)`): whether each command's marker came back, and how the
-/// connection ended.
-async fn half_closed(addr: &str, commands: &[&str]) -> (Vec<bool>, String) {
-    let mut c = RawClient::connect(addr, DEFAULT_CAPS).await.unwrap();
+/// What a client reads when it sends `commands` (texts) one after the other and then closes its
+/// sending side (`shutdown(SHUT_WR)`): whether each command's marker came back, and how the
+/// connection ended. Plain, 200 ms apart: past the first, a command waits in the socket while
+/// the first one runs. `compressed`: a compressed session, each command in a compressed frame
+/// of its own and all sent at once, so that the second waits in the compression layer.
+async fn half_closed(addr: &str, commands: &[&str], compressed: bool) -> (Vec<bool>, String) {
+    let caps = if compressed { DEFAULT_CAPS | Capabilities::COMPRESS } else { DEFAULT_CAPS };
+    let mut c = RawClient::connect(addr, caps).await.unwrap();
+    if compressed {
+        c.io.start_compression();
+    }
     for sql in commands {
         c.send(&query(sql)).await;
-        // Past the first, a command waits in the socket while the first one runs.
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        if !compressed {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
     }
     tokio::io::AsyncWriteExt::shutdown(c.io.get_mut()).await.unwrap();
     let (packets, end) = tokio::time::timeout(Duration::from_secs(10), async {
@@ -528,14 +535,17 @@ async fn half_closed(addr: &str, commands: &[&str]) -> (Vec<bool>, String) {
 /// half-close for a client gone only where a long wait looks, as `SLEEP` does every 5 s).
 /// freshet took it for the client's going and dropped the answer of any statement slower than
 /// half a second (found by session 48's protocol fuzzer). A command it pipelined behind the
-/// slow one is answered too.
+/// slow one is answered too, on a compressed session as well.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_closed_its_sending_side_gets_its_answer() {
     let proxy = start_proxy("").await;
-    for commands in [&["SELECT SLEEP(1.2), 'half-closed'"][..], &["SELECT SLEEP(1.2), 'slow'", "SELECT 'pipelined'"]] {
-        let directly = half_closed(&upstream_addr(), commands).await;
-        assert_eq!(directly, (vec![true; commands.len()], "closed (FIN)".to_string()), "directly: {commands:?}");
-        assert_eq!(half_closed(&proxy.mysql.to_string(), commands).await, directly, "through freshet: {commands:?}");
+    let one = &["SELECT SLEEP(1.2), 'half-closed'"][..];
+    let two = &["SELECT SLEEP(1.2), 'slow'", "SELECT 'pipelined'"][..];
+    for (commands, compressed) in [(one, false), (two, false), (two, true)] {
+        let directly = half_closed(&upstream_addr(), commands, compressed).await;
+        let case = format!("{commands:?}, compressed: {compressed}");
+        assert_eq!(directly, (vec![true; commands.len()], "closed (FIN)".to_string()), "directly: {case}");
+        assert_eq!(half_closed(&proxy.mysql.to_string(), commands, compressed).await, directly, "through freshet: {case}");
     }
 }
 
