@@ -158,6 +158,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         self.rbuf.len()
     }
 
+    /// Whether bytes the peer sent wait here, in the packet buffer or (compressed) in a
+    /// compressed frame not inflated yet.
+    pub fn holds_unread(&self) -> bool {
+        !self.rbuf.is_empty() || self.compressed.as_ref().is_some_and(|c| !c.raw.is_empty())
+    }
+
     /// A complete frame if one is buffered, without any I/O.
     pub fn try_frame(&mut self) -> Option<Frame> {
         let len = frame_len(&self.rbuf)?;

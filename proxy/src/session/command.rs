@@ -821,9 +821,10 @@ impl Session {
         match watched {
             Some(frame) => frame.map_err(SessionError::from_upstream),
             // Bytes the client sent before its end (a pipelined command, a TLS client's
-            // closing alert), read here or still in the socket, would still wait in the
-            // server's socket directly: the server goes on, and the session with it.
-            None if self.client.has_buffered()
+            // closing alert), read here (compressed or not) or still in the socket, would
+            // still wait in the server's socket directly: the server goes on, and the session
+            // with it.
+            None if self.client.holds_unread()
                 || matches!(now(self.client.get_ref().tcp().peek(&mut byte)).await, Some(Ok(n)) if n > 0) =>
             {
                 self.upstream.read_frame().await.map_err(SessionError::from_upstream)
