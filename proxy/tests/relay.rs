@@ -573,3 +573,25 @@ async fn a_command_out_of_order_is_refused_at_its_header() {
     assert!(seen[0].is_ok(), "directly: {:?}", seen[0]);
     assert_eq!(seen[1], seen[0], "through freshet");
 }
+
+/// On a compressed session the server checks the sequence ids of the compressed frames, not
+/// those of the packets inside them: a command whose packet is numbered 1 or 5 is run. freshet
+/// checked the inner id as on a plain session and refused it with 1156, ending the session
+/// (found by session 51's re-audit, aud_dj).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_compressed_commands_inner_sequence_id_is_not_the_servers_check() {
+    let proxy = start_proxy("").await;
+    let mut seen = Vec::new();
+    for addr in [upstream_addr(), proxy.mysql.to_string()] {
+        for seq in [1, 5] {
+            let mut c = RawClient::connect(&addr, DEFAULT_CAPS | Capabilities::COMPRESS).await.unwrap();
+            c.io.start_compression();
+            c.io.queue_packet(seq, &query("SELECT 'numbered'"));
+            c.io.flush().await.unwrap();
+            let answer = tokio::time::timeout(Duration::from_secs(5), c.read_results()).await.expect("an answer within 5 s");
+            seen.push(answer);
+        }
+    }
+    assert!(seen[..2].iter().all(|a| a.iter().any(|p| p.ends_with(b"numbered"))), "directly: {:?}", &seen[..2]);
+    assert_eq!(seen[2..], seen[..2], "through freshet");
+}
