@@ -595,3 +595,29 @@ async fn a_compressed_commands_inner_sequence_id_is_not_the_servers_check() {
     assert!(seen[..2].iter().all(|a| a.iter().any(|p| p.ends_with(b"numbered"))), "directly: {:?}", &seen[..2]);
     assert_eq!(seen[2..], seen[..2], "through freshet");
 }
+
+/// A continuation frame numbered out of order is refused as the server refuses it (1156
+/// numbered as the frame should have been, then a reset), for commands freshet joins before
+/// relaying as for the ones it streams: a COM_PING of 16 MiB whose second frame is numbered 7
+/// was answered OK (found by session 51's re-audit, aud_dj).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_continuation_frame_out_of_order_is_refused() {
+    let proxy = start_proxy("").await;
+    let mut seen = Vec::new();
+    for addr in [upstream_addr(), proxy.mysql.to_string()] {
+        let mut c = RawClient::connect(&addr, DEFAULT_CAPS).await.unwrap();
+        let mut bytes = vec![0xff, 0xff, 0xff, 0, 0x0e];
+        bytes.resize(4 + 0xff_ffff, b'p');
+        bytes.extend_from_slice(&[3, 0, 0, 7, b'x', b'y', b'z']);
+        tokio::io::AsyncWriteExt::write_all(c.io.get_mut(), &bytes).await.unwrap();
+        let answer = tokio::time::timeout(Duration::from_secs(10), async {
+            let first = c.io.read_frame().await.map(|f| (f.seq(), f.payload().get(..3).map(<[u8]>::to_vec)));
+            (format!("{first:?}"), end_of(&mut c).await)
+        })
+        .await
+        .expect("an answer within 10 s");
+        seen.push(answer);
+    }
+    assert!(seen[0].0.contains("[255, 132, 4]"), "directly: {:?}", seen[0]);
+    assert_eq!(seen[1], seen[0], "through freshet");
+}
