@@ -88,6 +88,9 @@ pub enum ReadError {
     /// server's refusal takes the next one).
     #[error("packet of at least {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge { size: u64, limit: u64, seq: u8 },
+    /// A continuation frame's sequence id is not `expected` (the server's refusal takes it).
+    #[error("packets out of order: a continuation frame not numbered {expected}")]
+    OutOfOrder { expected: u8 },
 }
 
 pub struct PacketIo<S> {
@@ -261,6 +264,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketIo<S> {
         }
         let mut payload = BytesMut::from(first.payload());
         loop {
+            // Checked at the header, as the server checks it (not on a compressed connection,
+            // where the compressed frames carry the ids the server checks).
+            let expected = last_seq.wrapping_add(1);
+            if self.compressed.is_none() && self.next_seq().await? != expected {
+                return Err(ReadError::OutOfOrder { expected });
+            }
             let room = limit.saturating_sub(payload.len());
             let frame = self.read_frame_limited(room.min(MAX_FRAME)).await.map_err(|e| match e {
                 ReadError::TooLarge { size, limit: _, seq } => {

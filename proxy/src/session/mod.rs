@@ -305,6 +305,10 @@ impl SessionError {
                 ),
                 seq: seq.wrapping_add(1),
             },
+            ReadError::OutOfOrder { expected } => SessionError::ClientProtocol {
+                reply: ErrPacket::new(crate::protocol::response::codes::OUT_OF_ORDER, "08S01", "Got packets out of order"),
+                seq: expected,
+            },
         }
     }
 
