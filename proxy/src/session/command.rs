@@ -833,9 +833,9 @@ impl Session {
             // A client that only stopped sending (`shutdown(SHUT_WR)`) still reads, and one
             // that left looks the same from here. Directly, the server would see that end
             // itself: it answers, and aborts only where a long wait looks at its client
-            // (`SLEEP`, lock waits). So freshet ends its own sending side, the server sees what
-            // it would see directly, and its answer is relayed; the session ends at the
-            // client's next read, or when a write to it fails.
+            // (`SLEEP`, metadata lock waits). So freshet ends its own sending side, the
+            // server sees what it would see directly, and its answer is relayed; the session
+            // ends at the client's next read, or when a write to it fails.
             None => {
                 self.client_stopped_sending = true;
                 self.upstream.shutdown().await.map_err(|_| SessionError::ClientGone)?;
