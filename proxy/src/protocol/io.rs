@@ -88,8 +88,8 @@ pub enum ReadError {
     /// server's refusal takes the next one).
     #[error("packet of at least {size} bytes exceeds the limit of {limit} bytes")]
     TooLarge { size: u64, limit: u64, seq: u8 },
-    /// A continuation frame's sequence id is not `expected` (the server's refusal takes it).
-    #[error("packets out of order: a continuation frame not numbered {expected}")]
+    /// A frame's sequence id is not `expected` (the server's refusal takes it).
+    #[error("packets out of order: a frame not numbered {expected}")]
     OutOfOrder { expected: u8 },
 }
 

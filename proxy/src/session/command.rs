@@ -78,10 +78,7 @@ impl Session {
             // let a client hold the session by sending less. On a compressed session the
             // server checks the compressed frames' ids, not those of the packets inside.
             if !self.client.is_compressed() && self.client.next_seq().await.map_err(SessionError::from_client)? != 0 {
-                return Err(SessionError::ClientProtocol {
-                    reply: ErrPacket::new(codes::OUT_OF_ORDER, "08S01", "Got packets out of order"),
-                    seq: 0,
-                });
+                return Err(SessionError::from_client(ReadError::OutOfOrder { expected: 0 }));
             }
             let limit = self.shared.packet_limit.largest();
             let first = self.client.read_frame_limited(limit.min(MAX_FRAME)).await.map_err(SessionError::from_client)?;
