@@ -387,9 +387,10 @@ impl Session {
         // The client's connection ends as a direct one would: reset when the server reset
         // the upstream's, and after a packet over max_allowed_packet (the server resets then
         // too), else closed in order.
-        // And after a refused frame whose payload had begun to come: the server closes with
-        // those bytes unread.
-        let unread = matches!(result, Err(SessionError::ClientProtocol { .. })) && self.client.buffered() > 4;
+        // And after a frame refused as out of order whose payload had begun to come: the
+        // server closes with those bytes unread.
+        let unread = matches!(result, Err(SessionError::ClientProtocol { reply, .. }) if reply.code == crate::protocol::response::codes::OUT_OF_ORDER)
+            && self.client.buffered() > 4;
         if unread || matches!(result, Err(SessionError::UpstreamReset | SessionError::PacketTooLarge { .. })) {
             self.client.get_ref().reset_on_drop();
         } else {
