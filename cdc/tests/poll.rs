@@ -98,8 +98,13 @@ async fn a_server_change_the_stream_already_followed_is_not_a_second_gap() {
     lag.restart_at(&b_at);
     lag.stream_server_is(b_identity);
     // The poll connects anew at once (its connection dropped), and again every SETTINGS_EVERY.
+    let followed = std::time::Instant::now();
     tokio::time::sleep(SETTINGS_EVERY * 2 + POLL_STALE).await;
     assert_eq!(lag.went_back(), None, "a server change the stream had already followed");
+    // Not for want of asking: the poll has read the new server since (its old connection was
+    // dropped, so every answer since came over a new one).
+    let polled = lag.get().polled.expect("polled");
+    assert!(polled > followed + SETTINGS_EVERY, "the poll read no server since the change ({:?} after it)", polled - followed);
 
     backend.store(a_port, Ordering::SeqCst);
     cut.send_modify(|n| *n += 1);
