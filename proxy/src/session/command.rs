@@ -34,8 +34,8 @@ use crate::protocol::{Capabilities, Command, StatusFlags};
 
 use super::cached::Routed;
 use super::connect::{AuthRelay, relay_auth};
+use super::glance::Glance;
 use super::require_tls::RequireTlsCheck;
-use super::state::Glance;
 use super::{PreparedStatement, Session, SessionError};
 use crate::tls::MaybeTls;
 
@@ -44,7 +44,7 @@ const REFRESH_STATUS: u8 = 0x10;
 
 /// Whether a statement's first word says it cannot change what the session follows.
 fn stateless_statement(sql: &[u8]) -> bool {
-    let first = super::state::first_word(sql);
+    let first = super::glance::first_word(sql);
     first.is_some_and(|w| [&b"select"[..], b"insert", b"replace", b"update", b"delete"].iter().any(|k| w.eq_ignore_ascii_case(k)))
 }
 
@@ -355,9 +355,9 @@ impl Session {
         // Each looked at once: a call (or several statements), a view opened, a write or SET.
         let (calls, opens_views, writes) = match glance.as_ref() {
             Some(g) => (
-                g.semicolon || super::state::calls_a_routine(g),
-                self.names_a_view(g) || super::state::may_open_views(g),
-                super::state::writes_or_sets(g),
+                g.semicolon || super::glance::calls_a_routine(g),
+                self.names_a_view(g) || super::glance::may_open_views(g),
+                super::glance::writes_or_sets(g),
             ),
             None => (false, false, false),
         };

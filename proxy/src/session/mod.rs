@@ -28,6 +28,7 @@ mod cached;
 mod command;
 mod connect;
 mod execute;
+mod glance;
 mod owed;
 mod probe;
 mod require_tls;

@@ -7,7 +7,7 @@
 //! EXPLAIN, HELP, and any text with a `;`; MariaDB's `SET STATEMENT ... FOR` counts whatever
 //! follows FOR), every prepared statement executed whose text is
 //! not known, COMMIT, and any command too long to route. A statement freshet cannot classify
-//! counts as one, and so does one that may run stored code (`state::writes_or_sets`, `state::calls_a_routine`: a
+//! counts as one, and so does one that may run stored code (`glance::writes_or_sets`, `glance::calls_a_routine`: a
 //! function that is not built in, called by a SELECT, SET, SHOW or DO; a view that may call one).
 //!
 //! Where the write is: MariaDB names the GTID of the session's own last commit in
@@ -16,7 +16,7 @@
 //! numbered again since the stream delivered its numbers makes the read wait by position,
 //! `Asked::numbered_again`) (never right after the write: the client may still ask for the write's
 //! warnings or ROW_COUNT()). When the read probes the session too (a write may have run stored
-//! code that changed its settings, `state::writes_or_sets`, `state::calls_a_routine`), the probe's SELECT reads it
+//! code that changed its settings, `glance::writes_or_sets`, `glance::calls_a_routine`), the probe's SELECT reads it
 //! as one more column: one round trip, not two. Like the probe, that SELECT sets `FOUND_ROWS()` to 1,
 //! `ROW_COUNT()` to -1 and clears the warnings, as the client's own SELECT would have done in
 //! its place. A server without such a variable (MySQL 8), or an empty answer, makes the
