@@ -25,7 +25,7 @@ use crate::protocol::io::PacketIo;
 use crate::protocol::response::{end_of_rows, eof_packet};
 use crate::protocol::{Capabilities, StatusFlags};
 
-use super::command::FLUSH_AT;
+use super::reply::FLUSH_AT;
 use super::{Session, SessionError};
 
 /// A prepared statement's cache routing, decided at prepare time.

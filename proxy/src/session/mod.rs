@@ -31,6 +31,7 @@ mod execute;
 mod glance;
 mod owed;
 mod probe;
+mod reply;
 mod require_tls;
 mod ryw;
 mod sha2_bridge;

@@ -211,14 +211,14 @@ impl Session {
         let protocol = |why: &str| protocol(what, why);
         // A server that does not answer (a session left mid-authentication by a malformed
         // COM_CHANGE_USER) holds the session only while its client is there, as a relayed
-        // statement's slow answer does (`command::client_gone`).
+        // statement's slow answer does (`reply::client_gone`).
         let first = {
             let read = self.upstream.read_packet(limit);
             tokio::pin!(read);
             tokio::select! {
                 biased;
                 packet = &mut read => packet,
-                () = super::command::client_watched(self.client.get_ref().tcp()) => return Err(SessionError::ClientGone),
+                () = super::reply::client_watched(self.client.get_ref().tcp()) => return Err(SessionError::ClientGone),
             }
         }
         .map_err(SessionError::from_upstream)?;
