@@ -41,6 +41,18 @@ use crate::tls::MaybeTls;
 /// COM_REFRESH's flag for the status counters (FLUSH STATUS).
 const REFRESH_STATUS: u8 = 0x10;
 
+/// What [`Session::note_effects`] found in a command's text, for after its reply.
+struct Effects {
+    /// The statement (counted from 0) that may change what accounts may read.
+    privileges: Option<usize>,
+    /// A USE alone or COM_INIT_DB, with the privilege generation read before it: if the
+    /// server answers OK, it read the session's privileges again, of at least that one.
+    sure_read: Option<Option<u64>>,
+    /// The text runs other statements (a block, EXECUTE of a prepared text, a CALL), whose
+    /// errors come after others ran.
+    text_runs_statements: bool,
+}
+
 /// Whether a statement's first word says it cannot change what the session follows.
 fn stateless_statement(sql: &[u8]) -> bool {
     let first = super::glance::first_word(sql);
@@ -323,15 +335,74 @@ impl Session {
             self.state.unfollowed("a backslash in a string under NO_BACKSLASH_ESCAPES", b"");
         }
         self.confirm_reading(command, &payload).await?;
+        let effects = self.note_effects(command, &payload);
+        self.errored = false;
+        let owed = self.settle_owed(command, &payload);
+        self.refused_at = None;
+        // A refusal at a block's end tells nothing of what ran in it (a prepared statement's
+        // text was read at its prepare).
+        let trusts_refusal = match command {
+            StmtExecute | StmtBulkExecute => !self.statement_of(&payload).is_some_and(|s| s.runs_statements),
+            _ => !effects.text_runs_statements,
+        };
+        if command == StmtExecute {
+            self.execute_reaches_server(&payload);
+        }
+        let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
+        self.forward_command(&payload).await?;
+        self.drain_owed(owed).await?;
+        match command {
+            Quit => return Ok(Flow::Quit),
+            Query | StmtExecute | StmtBulkExecute | ProcessInfo => self.relay_results().await?,
+            StmtPrepare => self.relay_prepare(payload.clone()).await?,
+            FieldList => self.relay_until_terminator().await?,
+            StmtFetch => {
+                self.relay_rows().await?;
+            }
+            StmtSendLongData => {}
+            StmtClose => {
+                if let Ok(id) = Cursor::new(&payload[1..]).u32() {
+                    self.statements.remove(&id);
+                }
+            }
+            ChangeUser => self.relay_change_user(&payload).await?,
+            ResetConnection => {
+                self.statements.clear();
+                self.relay_single().await?;
+            }
+            _ => self.relay_single().await?,
+        }
+        self.rest_upstream();
+        self.flush_client().await?;
+        self.record_relayed();
+        self.store_capture();
+        self.after_relayed(effects.privileges, unlogged_before, trusts_refusal).await;
+        if command == StmtExecute && !self.errored {
+            self.execute_answered(&payload);
+        }
+        if let Some(generation) = effects.sure_read.filter(|_| !self.errored) {
+            self.state.rights_read_epoch += 1;
+            self.reread_generation = generation;
+        }
+        Ok(Flow::Continue)
+    }
+
+    /// What a relayed command's text says it may do, noted before it is sent: the session's
+    /// state it may change (stored code: asked again), the writes it may make (read-your-writes
+    /// waits for them; with binlogging off, every cache is evicted after it), the statement
+    /// that may change privileges, and whether a USE makes the server read the session's
+    /// privileges again.
+    fn note_effects(&mut self, command: Command, payload: &Bytes) -> Effects {
+        use Command::*;
         // The SQL the command runs, looked up once (a statement's is its prepare's text), and
         // what every reading of it asks first.
-        let text = self.statement_bytes(command, &payload);
+        let text = self.statement_bytes(command, payload);
         // A prepared text changes the session when it runs, each time it runs (`SET time_zone
         // = ?` executed again after the session was asked, `SET sql_log_bin = 0`), as a text
         // sent as a query does: it is followed at every execute. A cached read's needs nothing.
         if matches!(command, StmtExecute | StmtBulkExecute)
             && let Some(sql) = &text
-            && !self.routed_statement(&payload)
+            && !self.routed_statement(payload)
         {
             self.state.observe(sql);
         }
@@ -372,96 +443,52 @@ impl Session {
         // privileges again, of at least the generation read now.
         let sure_read = (command == InitDb || command == Query && glance.as_ref().is_some_and(|g| g.starts(b"use") && !g.semicolon))
             .then(|| self.shared.engine.get().map(|e| e.access.generation()));
-        self.errored = false;
         if may_write || stored_code {
             self.own.wrote();
         }
         if std::mem::take(&mut self.state.chose_gtid) {
             self.own.chose_gtid();
         }
-        let owed = self.settle_owed(command, &payload);
-        self.refused_at = None;
-        // A refusal at a block's end tells nothing of what ran in it (a prepared statement's
-        // text was read at its prepare).
-        let trusts_refusal = match command {
-            StmtExecute | StmtBulkExecute => !self.statement_of(&payload).is_some_and(|s| s.runs_statements),
-            _ => !glance.as_ref().is_some_and(|g| self.state.runs_statements(g)),
-        };
-        if command == StmtExecute {
-            self.execute_reaches_server(&payload);
-        }
-        let payload = if command == StmtExecute { self.execute_for_server(payload) } else { payload };
-        self.forward_command(&payload).await?;
-        self.drain_owed(owed).await?;
-        match command {
-            Quit => return Ok(Flow::Quit),
-            Query | StmtExecute | StmtBulkExecute | ProcessInfo => self.relay_results().await?,
-            StmtPrepare => self.relay_prepare(payload.clone()).await?,
-            FieldList => self.relay_until_terminator().await?,
-            StmtFetch => {
-                self.relay_rows().await?;
-            }
-            StmtSendLongData => {}
-            StmtClose => {
-                if let Ok(id) = Cursor::new(&payload[1..]).u32() {
-                    self.statements.remove(&id);
+        Effects { privileges, sure_read, text_runs_statements: glance.as_ref().is_some_and(|g| self.state.runs_statements(g)) }
+    }
+
+    /// Relays a COM_CHANGE_USER's authentication exchange; on success the server's session is
+    /// new, and so is what freshet knows of it.
+    async fn relay_change_user(&mut self, payload: &Bytes) -> Result<(), SessionError> {
+        self.upstream_idle = false;
+        let login_generation = self.shared.engine.get().map(|e| e.access.generation());
+        let login_at = std::time::Instant::now();
+        let bridged = matches!(self.client.get_ref(), MaybeTls::Plain(_)) && matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
+        let tls_client = matches!(self.client.get_ref(), MaybeTls::Tls(_));
+        let upstream_tls = matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
+        let check = ((bridged && !self.shared.config.listen.trust_plain_clients) || (tls_client && upstream_tls))
+            .then(|| RequireTlsCheck::for_change_user(payload, self.caps, self.client.get_ref()));
+        let relay = AuthRelay { shift: 0, state: &mut self.auth, bridge: bridged.then_some(&self.shared.sha2_key), require_tls: check };
+        let result = relay_auth(&mut self.client, &mut self.upstream, relay).await;
+        self.statements.clear();
+        match result {
+            Ok(status) => {
+                // A new session on the server: settings, temporary tables and
+                // prepared statements are gone, and its privileges are read anew.
+                self.status = status;
+                self.login_generation = login_generation;
+                self.memo_generation = login_generation;
+                self.memo_rights_read = self.state.rights_read_epoch;
+                self.reread_generation = login_generation;
+                self.login_at = login_at;
+                self.memo.clear();
+                self.state.reset();
+                self.login_rights_epoch = self.state.rights_epoch;
+                if let Some(id) = crate::protocol::handshake::change_user_collation(payload, self.caps) {
+                    self.state.client_collation(id);
                 }
+                Ok(())
             }
-            ChangeUser => {
-                self.upstream_idle = false;
-                let login_generation = self.shared.engine.get().map(|e| e.access.generation());
-                let login_at = std::time::Instant::now();
-                let bridged = matches!(self.client.get_ref(), MaybeTls::Plain(_)) && matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
-                let tls_client = matches!(self.client.get_ref(), MaybeTls::Tls(_));
-                let upstream_tls = matches!(self.upstream.get_ref(), MaybeTls::Tls(_));
-                let check = ((bridged && !self.shared.config.listen.trust_plain_clients) || (tls_client && upstream_tls))
-                    .then(|| RequireTlsCheck::for_change_user(&payload, self.caps, self.client.get_ref()));
-                let relay =
-                    AuthRelay { shift: 0, state: &mut self.auth, bridge: bridged.then_some(&self.shared.sha2_key), require_tls: check };
-                let result = relay_auth(&mut self.client, &mut self.upstream, relay).await;
-                self.statements.clear();
-                match result {
-                    Ok(status) => {
-                        // A new session on the server: settings, temporary tables and
-                        // prepared statements are gone, and its privileges are read anew.
-                        self.status = status;
-                        self.login_generation = login_generation;
-                        self.memo_generation = login_generation;
-                        self.memo_rights_read = self.state.rights_read_epoch;
-                        self.reread_generation = login_generation;
-                        self.login_at = login_at;
-                        self.memo.clear();
-                        self.state.reset();
-                        self.login_rights_epoch = self.state.rights_epoch;
-                        if let Some(id) = crate::protocol::handshake::change_user_collation(&payload, self.caps) {
-                            self.state.client_collation(id);
-                        }
-                    }
-                    // A refused COM_CHANGE_USER leaves the connection to the server's rules;
-                    // the client saw the server's ERR packet.
-                    Err(SessionError::AuthFailed) => {}
-                    Err(e) => return Err(e),
-                }
-            }
-            ResetConnection => {
-                self.statements.clear();
-                self.relay_single().await?;
-            }
-            _ => self.relay_single().await?,
+            // A refused COM_CHANGE_USER leaves the connection to the server's rules;
+            // the client saw the server's ERR packet.
+            Err(SessionError::AuthFailed) => Ok(()),
+            Err(e) => Err(e),
         }
-        self.rest_upstream();
-        self.flush_client().await?;
-        self.record_relayed();
-        self.store_capture();
-        self.after_relayed(privileges, unlogged_before, trusts_refusal).await;
-        if command == StmtExecute && !self.errored {
-            self.execute_answered(&payload);
-        }
-        if let Some(generation) = sure_read.filter(|_| !self.errored) {
-            self.state.rights_read_epoch += 1;
-            self.reread_generation = generation;
-        }
-        Ok(Flow::Continue)
     }
 
     /// After a relayed command, what it may have done to others: forget what accounts may
