@@ -149,13 +149,13 @@ fn fill(df: &mut Dataflow, v: ViewId, keys: &[Key], store: &MemStore, name: &str
 }
 
 /// A value's size in a result row as the client receives it (without length prefixes).
-fn wire_bytes(v: &Value) -> u64 {
+fn wire_bytes(v: ValueRef<'_>) -> u64 {
     match v {
-        Value::Null => 0,
-        Value::Text(s, _) | Value::Json(s) => s.len() as u64,
-        Value::Bytes(b) => b.len() as u64,
-        Value::Float(_) | Value::Date(_) => 4,
-        Value::Decimal(_) => 16,
+        ValueRef::Null => 0,
+        ValueRef::Text(s, _) | ValueRef::Json(s) => s.len() as u64,
+        ValueRef::Bytes(b) => b.len() as u64,
+        ValueRef::Float(_) | ValueRef::Date(_) => 4,
+        ValueRef::Decimal(_) => 16,
         _ => 8,
     }
 }

@@ -15,7 +15,7 @@ use freshet_cdc::stream::current_position;
 use freshet_cdc::{FillConfig, MariaDb, StreamEvent, UpstreamFills};
 use freshet_dataflow::expr::text_of;
 use freshet_dataflow::{
-    Batch, ByteSize, Catalog, Dataflow, FillError, FillOutcome, FillRequest, Key, Lookup, LookupError, Position, Value, ViewId,
+    Batch, ByteSize, Catalog, Dataflow, FillError, FillOutcome, FillRequest, Key, Lookup, LookupError, Position, SharedRow, Value, ViewId,
 };
 use mysql_async::prelude::Queryable;
 use tokio::task::JoinSet;
@@ -278,6 +278,7 @@ async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
                 })
                 .collect();
             let fold = q.contains("GROUP BY s");
+            let rows: Vec<Vec<Value>> = rows.iter().map(SharedRow::to_vec).collect();
             assert_eq!(rows_text(&rows, fold), rows_text(&server, fold), "{q} with k = {k}");
             compared += 1;
         }
@@ -426,7 +427,7 @@ async fn fills_racing_commits_to_their_keys_show_exactly_their_commits() {
     let read_all = |df: &Dataflow, filled_at: &[Option<Position>; N], shown: &mut Vec<(usize, i64, Position)>| {
         for (k, at) in filled_at.iter().enumerate() {
             if let Ok(Lookup::Hit(rows)) = reader.lookup(&[Value::Int(k as i64)]) {
-                let n = match rows.first().map(|r| r[1].clone()) {
+                let n = match rows.first().map(|r| r.to_vec()[1].clone()) {
                     Some(Value::Int(n)) => n,
                     None => 0,
                     Some(other) => panic!("count {other:?}"),

@@ -1,7 +1,9 @@
 //! Values and rows: one [`Value`] type for everything MySQL/MariaDB store and the binlog carries.
 //!
 //! Owns: the value representation, its byte size, exact DECIMAL arithmetic, collation-aware
-//! comparison and hashing of strings, and the total order used for grouping, joining and sorting.
+//! comparison and hashing of strings, and the total order used for grouping, joining and sorting
+//! (implemented once, on the borrowed [`ValueRef`], in `borrowed`); the compact [`SharedRow`] a
+//! reader holds and publishes (`shared`).
 //! Does not own: decoding values from the binlog or the wire (cdc, proxy), nor rendering them in
 //! the MySQL text protocol (proxy); column metadata lives in [`crate::schema`].
 //!
@@ -12,12 +14,20 @@
 //!   under their collation (`'a' = 'A'` in `*_ci`), so a group or join key never splits on case
 //!   where the server would not.
 //! - `Value` is 24 bytes; [`Row`] is a boxed slice (no spare capacity). `bytes()` is the heap +
-//!   inline size, used by memory accounting; it must be cheap and deterministic.
+//!   inline size, used by memory accounting; it must be cheap and deterministic. A
+//!   [`SharedRow`] holds the same values as one block of bytes, and is one row under
+//!   [`ExactRow`] exactly when a `Row` of its values is.
 //! - Two values of different collations are compared under the left one's collation; the
 //!   compiler refuses queries that would need an explicit collation conversion.
 
+mod borrowed;
+mod shared;
+
 pub use crate::collation::Collation;
 use crate::mem::heap_block;
+use borrowed::NumRef;
+pub use borrowed::{ValueRef, exact_values_cmp};
+pub use shared::{SharedRow, SharedValues};
 use std::cmp::Ordering;
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -217,11 +227,6 @@ pub enum Value {
 /// A compact row: a boxed slice, no spare capacity.
 pub type Row = Box<[Value]>;
 
-/// A row held once and shared: a reader's state keeps its rows as these, and the entries it
-/// publishes (and the answers merged from several entries) point at the same rows instead of
-/// copying them.
-pub type SharedRow = std::sync::Arc<[Value]>;
-
 /// The rows of a published answer, as a slice (`Deref`). Most partitions answer with no row or
 /// one, and those need no block of their own: only two rows or more are a shared slice.
 #[derive(Clone, Debug, Default)]
@@ -266,12 +271,6 @@ impl From<Vec<SharedRow>> for Rows {
     }
 }
 
-/// A [`SharedRow`]'s heap blocks: the `Arc`'s block (two counts and the values) and each
-/// value's own block.
-pub fn shared_row_heap(row: &[Value]) -> usize {
-    heap_block(16 + std::mem::size_of_val(row)) + row.iter().map(Value::heap_bytes).sum::<usize>()
-}
-
 /// Heap + inline bytes of a row, as memory accounting counts it: the box's pointer and length
 /// where the row is held, and [`row_heap`].
 pub fn row_bytes(row: &[Value]) -> usize {
@@ -282,12 +281,6 @@ pub fn row_bytes(row: &[Value]) -> usize {
 /// [`heap_block`]). What a row costs where its box is inline in a table counted by capacity.
 pub fn row_heap(row: &[Value]) -> usize {
     heap_block(std::mem::size_of_val(row)) + row.iter().map(Value::heap_bytes).sum::<usize>()
-}
-
-enum NumRef {
-    I(i128),
-    D(Decimal),
-    F(f64),
 }
 
 impl Value {
@@ -314,16 +307,7 @@ impl Value {
     }
 
     fn num(&self) -> Option<NumRef> {
-        Some(match self {
-            Value::Int(i) => NumRef::I(*i as i128),
-            Value::UInt(u) => NumRef::I(*u as i128),
-            Value::Year(y) => NumRef::I(*y as i128),
-            Value::Bit(b) => NumRef::I(*b as i128),
-            Value::Decimal(d) => NumRef::D(*d),
-            Value::Float(f) => NumRef::F(*f as f64),
-            Value::Double(f) => NumRef::F(*f),
-            _ => return None,
-        })
+        self.as_ref().num()
     }
 
     /// Numeric view used by arithmetic: strings are parsed the way MySQL casts them (leading
@@ -344,91 +328,20 @@ impl Value {
     /// Total order used for grouping, joining, DISTINCT and ORDER BY. NULL sorts first (as
     /// in MySQL ascending order); numbers compare numerically across types; strings by
     /// collation; otherwise values of different kinds order by kind.
+    #[inline]
     pub fn cmp_total(&self, other: &Value) -> Ordering {
-        use Value::*;
-        match (self, other) {
-            (Null, Null) => Ordering::Equal,
-            (Null, _) => Ordering::Less,
-            (_, Null) => Ordering::Greater,
-            // The commonest keys (ids), without the i128 detour of mixed numeric comparison.
-            (Int(a), Int(b)) => a.cmp(b),
-            (UInt(a), UInt(b)) => a.cmp(b),
-            // Identical text has identical weights under every collation: skip the folding
-            // (group and join keys compare equal far more often than not).
-            (Text(a, _), Text(b, _)) if a == b => Ordering::Equal,
-            (Text(a, ca), Text(b, _)) => ca.compare(a, b),
-            (Bytes(a), Bytes(b)) => a.cmp(b),
-            (Json(a), Json(b)) => a.cmp(b),
-            (Date(a), Date(b)) => a.cmp(b),
-            (DateTime(a), DateTime(b)) | (Timestamp(a), Timestamp(b)) => a.cmp(b),
-            (DateTime(a), Timestamp(b)) | (Timestamp(a), DateTime(b)) => a.cmp(b),
-            (Date(a), DateTime(b)) => crate::value::DateTime::new(*a, 0, 0, 0, 0).cmp(b),
-            (DateTime(a), Date(b)) => a.cmp(&crate::value::DateTime::new(*b, 0, 0, 0, 0)),
-            (Time(a), Time(b)) => a.cmp(b),
-            (Enum(a), Enum(b)) => a.cmp(b),
-            (Set(a), Set(b)) => a.cmp(b),
-            _ => match (self.num(), other.num()) {
-                (Some(a), Some(b)) => cmp_num(a, b),
-                _ => self.kind_rank().cmp(&other.kind_rank()),
-            },
-        }
+        self.as_ref().cmp_total(other.as_ref())
     }
 
     fn kind_rank(&self) -> u8 {
-        match self {
-            Value::Null => 0,
-            Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::Double(_) => 1,
-            Value::Decimal(_) | Value::Year(_) | Value::Bit(_) => 1,
-            Value::Text(..) => 2,
-            Value::Bytes(_) => 3,
-            Value::Date(_) | Value::DateTime(_) | Value::Timestamp(_) => 4,
-            Value::Time(_) => 5,
-            Value::Enum(_) => 6,
-            Value::Set(_) => 7,
-            Value::Json(_) => 8,
-        }
+        self.as_ref().kind_rank()
     }
 
     /// SQL comparison: `None` if either side is NULL (unknown), else the ordering. A string or
     /// bytes compared with a number is converted to a number, and text compared with bytes is
     /// compared as bytes (binary: no case folding, no padding), as MySQL does.
     pub fn sql_cmp(&self, other: &Value) -> Option<Ordering> {
-        if self.is_null() || other.is_null() {
-            return None;
-        }
-        let number = |s: &str| Value::Double(parse_leading_f64(s));
-        match (self, other) {
-            (Value::Text(..), Value::Text(..)) => Some(self.cmp_total(other)),
-            (Value::Text(s, _), o) if o.num().is_some() => Some(number(s).cmp_total(o)),
-            (o, Value::Text(s, _)) if o.num().is_some() => Some(o.cmp_total(&number(s))),
-            (Value::Bytes(b), o) if o.num().is_some() => Some(number(&String::from_utf8_lossy(b)).cmp_total(o)),
-            (o, Value::Bytes(b)) if o.num().is_some() => Some(o.cmp_total(&number(&String::from_utf8_lossy(b)))),
-            (Value::Bytes(b), Value::Text(s, _)) => Some(b.as_ref().cmp(s.as_bytes())),
-            (Value::Text(s, _), Value::Bytes(b)) => Some(s.as_bytes().cmp(b.as_ref())),
-            _ => Some(self.cmp_total(other)),
-        }
-    }
-}
-
-fn cmp_num(a: NumRef, b: NumRef) -> Ordering {
-    match (a, b) {
-        (NumRef::I(a), NumRef::I(b)) => a.cmp(&b),
-        (NumRef::D(a), NumRef::D(b)) => a.cmp_exact(b),
-        (NumRef::I(a), NumRef::D(b)) => match Decimal::new(a, 0) {
-            Some(a) => a.cmp_exact(b),
-            None => (a as f64).total_cmp(&b.to_f64()),
-        },
-        (NumRef::D(a), NumRef::I(b)) => cmp_num(NumRef::I(b), NumRef::D(a)).reverse(),
-        // `+ 0.0` makes -0 the 0 it equals (total_cmp orders -0 before 0); a float is never NaN.
-        (a, b) => (num_f64(&a) + 0.0).total_cmp(&(num_f64(&b) + 0.0)),
-    }
-}
-
-fn num_f64(n: &NumRef) -> f64 {
-    match n {
-        NumRef::I(i) => *i as f64,
-        NumRef::D(d) => d.to_f64(),
-        NumRef::F(f) => *f,
+        self.as_ref().sql_cmp(other.as_ref())
     }
 }
 
@@ -589,92 +502,9 @@ impl Hash for Value {
 pub struct ExactRow<R = Row>(pub R);
 
 impl Value {
-    /// An integer's value for exact identity: an integer is the same row whichever variant
-    /// holds it. The server's BIGINT UNSIGNED `u + 1` is filled as `UInt` where the view
-    /// computes `Int`, and `FLOOR(d)` of a DECIMAL is a DECIMAL of no decimals to the server.
-    fn exact_int(&self) -> Option<i64> {
-        match self {
-            Value::Int(i) => Some(*i),
-            Value::UInt(u) => i64::try_from(*u).ok(),
-            Value::Decimal(d) if d.scale() == 0 => i64::try_from(d.mantissa()).ok(),
-            _ => None,
-        }
-    }
-
-    fn exact_tag(&self) -> u8 {
-        if self.exact_int().is_some() {
-            return 1;
-        }
-        match self {
-            Value::Null => 0,
-            Value::Int(_) => 1,
-            Value::UInt(_) => 2,
-            Value::Float(_) => 3,
-            Value::Double(_) => 4,
-            Value::Decimal(_) => 5,
-            Value::Text(..) => 6,
-            Value::Bytes(_) => 7,
-            Value::Date(_) => 8,
-            Value::Time(_) => 9,
-            Value::DateTime(_) => 10,
-            Value::Timestamp(_) => 11,
-            Value::Year(_) => 12,
-            Value::Enum(_) => 13,
-            Value::Set(_) => 14,
-            Value::Bit(_) => 15,
-            Value::Json(_) => 16,
-        }
-    }
-
-    /// Total order on exact identity: type first, then raw payload.
+    /// Total order on exact identity: type first, then raw payload ([`ValueRef::exact_cmp`]).
     pub fn exact_cmp(&self, o: &Value) -> Ordering {
-        use Value::*;
-        let t = self.exact_tag().cmp(&o.exact_tag());
-        if t != Ordering::Equal {
-            return t;
-        }
-        if let (Some(a), Some(b)) = (self.exact_int(), o.exact_int()) {
-            return a.cmp(&b);
-        }
-        match (self, o) {
-            (UInt(a), UInt(b)) | (Set(a), Set(b)) | (Bit(a), Bit(b)) => a.cmp(b),
-            // `+ 0.0` makes -0 0: the server groups them as one value.
-            (Float(a), Float(b)) => (a + 0.0).total_cmp(&(b + 0.0)),
-            (Double(a), Double(b)) => (a + 0.0).total_cmp(&(b + 0.0)),
-            (Decimal(a), Decimal(b)) => (a.mantissa(), a.scale).cmp(&(b.mantissa(), b.scale)),
-            (Text(a, _), Text(b, _)) => a.cmp(b),
-            (Bytes(a), Bytes(b)) => a.cmp(b),
-            (Json(a), Json(b)) => a.cmp(b),
-            (Date(a), Date(b)) => a.cmp(b),
-            (Time(a), Time(b)) => a.cmp(b),
-            (DateTime(a), DateTime(b)) | (Timestamp(a), Timestamp(b)) => a.cmp(b),
-            (Year(a), Year(b)) => a.cmp(b),
-            (Enum(a), Enum(b)) => a.cmp(b),
-            _ => Ordering::Equal,
-        }
-    }
-
-    fn exact_hash<H: Hasher>(&self, h: &mut H) {
-        self.exact_tag().hash(h);
-        if let Some(i) = self.exact_int() {
-            return i.hash(h);
-        }
-        match self {
-            Value::Null => {}
-            Value::Int(i) => i.hash(h),
-            Value::UInt(u) | Value::Set(u) | Value::Bit(u) => u.hash(h),
-            Value::Float(f) => (f + 0.0).to_bits().hash(h),
-            Value::Double(f) => (f + 0.0).to_bits().hash(h),
-            Value::Decimal(d) => (d.mantissa(), d.scale).hash(h),
-            Value::Text(s, _) => s.hash(h),
-            Value::Bytes(b) => b.hash(h),
-            Value::Json(s) => s.hash(h),
-            Value::Date(d) => d.hash(h),
-            Value::Time(t) => t.hash(h),
-            Value::DateTime(d) | Value::Timestamp(d) => d.hash(h),
-            Value::Year(y) => y.hash(h),
-            Value::Enum(e) => e.hash(h),
-        }
+        self.as_ref().exact_cmp(o.as_ref())
     }
 }
 
@@ -687,22 +517,22 @@ impl<R: AsRef<[Value]>> PartialEq for ExactRow<R> {
 impl<R: AsRef<[Value]>> Eq for ExactRow<R> {}
 impl<R: AsRef<[Value]>> Hash for ExactRow<R> {
     fn hash<H: Hasher>(&self, h: &mut H) {
-        let row = self.0.as_ref();
-        row.len().hash(h);
-        for v in row {
-            v.exact_hash(h);
-        }
+        exact_row_hash(self.0.as_ref().iter().map(Value::as_ref), h);
     }
 }
+
+/// [`ExactRow`]'s hash of a row's values, however they are held (a row of `Value`s and a
+/// [`SharedRow`] of the same values hash alike): their number, then each value's.
+pub(crate) fn exact_row_hash<'a, H: Hasher>(row: impl ExactSizeIterator<Item = ValueRef<'a>>, h: &mut H) {
+    row.len().hash(h);
+    for v in row {
+        v.exact_hash(h);
+    }
+}
+
 /// [`ExactRow`]'s order on borrowed rows: column by column, [`Value::exact_cmp`].
 pub fn exact_row_cmp(a: &[Value], b: &[Value]) -> Ordering {
-    for (x, y) in a.iter().zip(b) {
-        let c = x.exact_cmp(y);
-        if c != Ordering::Equal {
-            return c;
-        }
-    }
-    a.len().cmp(&b.len())
+    exact_values_cmp(a.iter().map(Value::as_ref), b.iter().map(Value::as_ref))
 }
 
 impl<R: AsRef<[Value]>> PartialOrd for ExactRow<R> {
@@ -718,25 +548,7 @@ impl<R: AsRef<[Value]>> Ord for ExactRow<R> {
 
 impl fmt::Debug for Value {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Null => write!(f, "NULL"),
-            Value::Int(i) => write!(f, "{i}"),
-            Value::UInt(u) => write!(f, "{u}u"),
-            Value::Float(x) => write!(f, "{x}f"),
-            Value::Double(x) => write!(f, "{x}d"),
-            Value::Decimal(d) => write!(f, "{d}"),
-            Value::Text(s, _) => write!(f, "{s:?}"),
-            Value::Bytes(b) => write!(f, "x{b:02x?}"),
-            Value::Date(d) => write!(f, "{:?}", d.parts()),
-            Value::Time(t) => write!(f, "time({t})"),
-            Value::DateTime(d) => write!(f, "dt({:?} {:?})", d.date().parts(), d.time()),
-            Value::Timestamp(d) => write!(f, "ts({:?} {:?})", d.date().parts(), d.time()),
-            Value::Year(y) => write!(f, "year({y})"),
-            Value::Enum(e) => write!(f, "enum({e})"),
-            Value::Set(s) => write!(f, "set({s:#x})"),
-            Value::Bit(b) => write!(f, "b'{b:b}'"),
-            Value::Json(j) => write!(f, "json({j})"),
-        }
+        fmt::Debug::fmt(&self.as_ref(), f)
     }
 }
 
@@ -782,9 +594,9 @@ mod tests {
         assert!(matches!(empty, Rows::Empty) && empty.is_empty() && empty.heap_bytes() == 0);
         let one = Rows::from(vec![row(7)]);
         assert!(matches!(one, Rows::One(_)) && one.heap_bytes() == 0);
-        assert_eq!(one[0][0], Value::Int(7));
+        assert_eq!(one[0], [Value::Int(7)]);
         let many = Rows::from(vec![row(3), row(1), row(2)]);
-        assert_eq!(many.iter().map(|r| r[0].clone()).collect::<Vec<_>>(), [Value::Int(3), Value::Int(1), Value::Int(2)]);
+        assert_eq!(many.iter().map(|r| r.to_vec()[0].clone()).collect::<Vec<_>>(), [Value::Int(3), Value::Int(1), Value::Int(2)]);
         // Two counts and three fat pointers, plus malloc's header, rounded to 16.
         assert_eq!(many.heap_bytes(), 80);
     }

@@ -59,7 +59,7 @@ impl World {
             let r = self.df.reader(v).unwrap();
             for key in self.df.filled_keys(v) {
                 let Lookup::Hit(rows) = r.lookup(&key).unwrap() else { continue };
-                let mut got = rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>();
+                let mut got = rows.iter().map(|r| Row::from(r.to_vec())).collect::<Vec<Row>>();
                 got.sort();
                 let keys = std::iter::once(key.clone()).collect();
                 let mut want: Vec<Row> =
@@ -125,9 +125,9 @@ fn example_application_queries_stay_exact() {
         let karma = w.views[2];
         let Lookup::Hit(rows) = w.df.reader(karma).unwrap().lookup(&[int(1)]).unwrap() else { panic!("karma miss") };
         // Stories 1 and 4 are user 1's now: votes (2,1) and (2,4).
-        assert_eq!(rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>(), vec![Row::from(vec![int(1), int(2)])]);
+        assert_eq!(rows.iter().map(|r| Row::from(r.to_vec())).collect::<Vec<Row>>(), vec![Row::from(vec![int(1), int(2)])]);
         let Lookup::Hit(rows) = w.df.reader(w.views[4]).unwrap().lookup(&[int(1)]).unwrap() else { panic!("karma miss") };
-        assert_eq!(rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>(), vec![Row::from(vec![int(1), int(2)])]);
+        assert_eq!(rows.iter().map(|r| Row::from(r.to_vec())).collect::<Vec<Row>>(), vec![Row::from(vec![int(1), int(2)])]);
     }
 }
 
@@ -184,5 +184,5 @@ fn a_new_binlog_history_starts_lower_and_replays_nothing_of_the_old() {
     });
     assert!(w.read_and_check(false) >= 3);
     let Lookup::Hit(rows) = w.df.reader(story).unwrap().lookup(&[int(2)]).unwrap() else { panic!("story 2 missing") };
-    assert_eq!(rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>(), vec![Row::from(vec![int(2), text("t"), text("bob")])]);
+    assert_eq!(rows.iter().map(|r| Row::from(r.to_vec())).collect::<Vec<Row>>(), vec![Row::from(vec![int(2), text("t"), text("bob")])]);
 }

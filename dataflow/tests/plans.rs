@@ -134,7 +134,7 @@ fn text(s: &str) -> Value {
 fn read(df: &mut Dataflow, store: &MemStore, replica: bool, f: impl Fn(&Reader) -> Result<Lookup, LookupError>, r: &Reader) -> Vec<Row> {
     for _ in 0..3 {
         match f(r).unwrap() {
-            Lookup::Hit(rows) => return rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>(),
+            Lookup::Hit(rows) => return rows.iter().map(|r| Row::from(r.to_vec())).collect::<Vec<Row>>(),
             Lookup::Miss(_) if replica => {
                 df.run_fills(&mut MemReplica { store }).unwrap();
             }

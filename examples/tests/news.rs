@@ -252,7 +252,7 @@ async fn views_match_mariadb(
                 Lookup::Hit(_) => *hits += 1,
             }
             let Lookup::Hit(rows) = reader.lookup(&params).unwrap() else { panic!("{}: miss after fill", kind.cache) };
-            let mut ours: Vec<TextRow> = rows.iter().map(|r| r.iter().map(text_of).collect()).collect();
+            let mut ours: Vec<TextRow> = rows.iter().map(|r| r.to_vec().iter().map(text_of).collect()).collect();
             let mut theirs = texts(c.query(sql.replace('?', &key.to_string())).await.unwrap());
             if !ordered {
                 ours.sort();

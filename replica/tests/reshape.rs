@@ -43,7 +43,7 @@ fn rows_with_k(store: &ReplicaStore, schema: &TableSchema, applied: Position, ke
     df.complete_fill(resp);
     match r.lookup(&[Value::Int(key)]).unwrap() {
         Lookup::Hit(rows) => {
-            let mut v = rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>();
+            let mut v = rows.iter().map(|r| Row::from(r.to_vec())).collect::<Vec<Row>>();
             v.sort();
             Ok(v)
         }

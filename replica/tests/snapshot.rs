@@ -61,8 +61,8 @@ async fn compare(store: &ReplicaStore, tables: &HashMap<String, TableInfo>, conn
         let Lookup::Hit(rows) = reader.lookup(&[Value::Int(k)]).unwrap() else { panic!("filled key missed") };
         let mut got: Vec<(i64, i64, String)> = rows
             .iter()
-            .map(|r| match (&r[0], &r[1], &r[2]) {
-                (Value::Int(a), Value::Int(b), Value::Text(s, _)) => (*a, *b, s.to_string()),
+            .map(|r| match &r.to_vec()[..] {
+                [Value::Int(a), Value::Int(b), Value::Text(s, _)] => (*a, *b, s.to_string()),
                 other => panic!("unexpected row {other:?}"),
             })
             .collect();

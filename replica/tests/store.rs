@@ -39,7 +39,7 @@ fn rows_with_k(store: &ReplicaStore, df: &mut Dataflow, view: ViewId, key: i64) 
             df.complete_fill(resp);
             match r.lookup(&[Value::Int(key)]).unwrap() {
                 Lookup::Hit(rows) => {
-                    let mut v = rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>();
+                    let mut v = rows.iter().map(|r| Row::from(r.to_vec())).collect::<Vec<Row>>();
                     v.sort();
                     Ok(v)
                 }

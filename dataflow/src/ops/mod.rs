@@ -45,8 +45,8 @@ mod topk;
 
 use agg::{Acc, Group, group_output};
 use join::{Bucket, bucket_count, concat, join_key, nulls, side_add};
-pub use topk::sort_rows;
 use topk::{TopState, window};
+pub use topk::{sort_rows, sort_shared_rows};
 
 use crate::delta::Position;
 use crate::expr::is_true;
@@ -54,7 +54,7 @@ use crate::hash::Set;
 use crate::mem::{heap_block, table_bytes};
 use crate::plan::{AggSpec, JoinKind, Node};
 use crate::small::{OneOrMany, Small};
-use crate::value::{ExactRow, Row, SharedRow, Value, row_bytes, row_heap, shared_row_heap};
+use crate::value::{ExactRow, Row, SharedRow, Value, row_bytes, row_heap};
 
 /// A weighted row change.
 pub type Delta = (Row, i64);
@@ -465,7 +465,7 @@ impl KeyState {
 
     /// Reader 0's rows, unordered, with multiplicity expanded.
     pub fn reader_rows(&self) -> Vec<Row> {
-        self.reader_rows_cut(0, usize::MAX).iter().map(|r| r.as_ref().into()).collect()
+        self.reader_rows_cut(0, usize::MAX).iter().map(|r| r.to_vec().into()).collect()
     }
 
     fn apply_reader(&mut self, reader: usize, keep: usize, deltas: Vec<Delta>) {
@@ -476,7 +476,7 @@ impl KeyState {
             // `fixed_bytes`; the row itself is counted here once, however many published
             // entries share it.
             let key = ExactRow(if row.len() > keep { SharedRow::from(&row[..keep]) } else { SharedRow::from(row) });
-            let b = shared_row_heap(&key.0) as isize;
+            let b = key.0.heap_bytes() as isize;
             // Only a retraction can take a count below zero.
             let retracted = (w < 0).then(|| key.clone());
             let (counted, below) = map.add(key, w);
@@ -511,7 +511,7 @@ impl KeyState {
         let Some(map) = self.readers.get(reader) else { return vec![] };
         let mut out = Vec::with_capacity(map.len());
         for (r, c) in map.iter() {
-            let cut: SharedRow = if r.0.len() <= width { r.0.clone() } else { r.0[..width].into() };
+            let cut = r.0.cut(width);
             for _ in 1..c.max(0) {
                 out.push(cut.clone());
             }

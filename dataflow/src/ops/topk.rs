@@ -8,7 +8,7 @@ use super::agg::add_count;
 use super::{Delta, KeyState, NodeState, SLOT, node_state};
 use crate::hash::Map;
 use crate::plan::OrderSpec;
-use crate::value::{ExactRow, Row, Value, row_bytes};
+use crate::value::{ExactRow, Row, SharedRow, Value, ValueRef, exact_values_cmp, row_bytes};
 
 /// A row with its sort key for top-k: ordered by the ORDER BY columns, then exactly.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -37,6 +37,26 @@ pub(super) fn sort_key(row: &[Value], order: &OrderSpec) -> SortKey {
 /// Sorts rows the way ORDER BY does here (ties broken exactly, deterministically).
 pub fn sort_rows<R: AsRef<[Value]>>(rows: &mut [R], order: &OrderSpec) {
     rows.sort_by_cached_key(|r| sort_key(r.as_ref(), order));
+}
+
+/// [`sort_rows`] for shared rows: the same order, read from the rows' blocks. Each row's ORDER
+/// BY values are read once, borrowed (as `sort_by_cached_key` reads each key once).
+pub fn sort_shared_rows(rows: &mut Vec<SharedRow>, order: &OrderSpec) {
+    if rows.len() < 2 {
+        return;
+    }
+    let mut keyed: Vec<(Vec<ValueRef<'_>>, usize)> =
+        rows.iter().enumerate().map(|(i, r)| (order.iter().map(|&(c, _)| r.get(c).unwrap_or(ValueRef::Null)).collect(), i)).collect();
+    keyed.sort_by(|(a, i), (b, j)| {
+        let by_order = a.iter().zip(b).zip(order).map(|((x, y), &(_, desc))| {
+            let o = x.cmp_total(*y);
+            if desc { o.reverse() } else { o }
+        });
+        by_order.into_iter().find(|o| o.is_ne()).unwrap_or_else(|| exact_values_cmp(&rows[*i], &rows[*j]))
+    });
+    let sorted: Vec<SharedRow> = keyed.iter().map(|&(_, i)| rows[i].clone()).collect();
+    drop(keyed);
+    *rows = sorted;
 }
 
 /// Top-k state: a prefix, in sort order, of the partition's input rows, at most `cap` rows
@@ -156,4 +176,34 @@ pub(super) fn diff(before: Vec<Row>, after: Vec<Row>) -> Vec<Delta> {
         *m.entry(ExactRow(r)).or_insert(0) += 1;
     }
     m.into_iter().filter(|(_, c)| *c != 0).map(|(r, c)| (r.0, c)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Collation;
+
+    /// Shared rows sort as rows of their values do: by the ORDER BY columns (text under its
+    /// collation, NULL first, descending where asked), ties exactly, a missing column as NULL.
+    #[test]
+    fn shared_rows_sort_as_their_values() {
+        let ci = |s: &str| Value::text(s, Collation::Utf8mb4GeneralCi);
+        let rows: Vec<Vec<Value>> = vec![
+            vec![Value::Int(2), ci("b")],
+            vec![Value::UInt(2), ci("B")],
+            vec![Value::Int(1), ci("a")],
+            vec![Value::Null, ci("c")],
+            vec![Value::Int(1), ci("A")],
+            vec![Value::Int(3), Value::Null],
+            vec![Value::Int(1)],
+        ];
+        for order in [vec![(0, false)], vec![(1, true), (0, false)], vec![(1, false)], vec![(2, false)], vec![]] {
+            let mut want = rows.clone();
+            sort_rows(&mut want, &order);
+            let mut got: Vec<SharedRow> = rows.iter().map(|r| SharedRow::from(r.as_slice())).collect();
+            sort_shared_rows(&mut got, &order);
+            let got: Vec<Vec<Value>> = got.iter().map(SharedRow::to_vec).collect();
+            assert_eq!(format!("{got:?}"), format!("{want:?}"), "{order:?}");
+        }
+    }
 }

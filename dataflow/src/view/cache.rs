@@ -451,7 +451,7 @@ mod tests {
                         n = (n + 7) % 100;
                         if let Some(e) = c.get(&key(n)) {
                             let generation = i64::try_from(e.generation).expect("a small generation");
-                            assert_eq!(&*e.rows[0], &[Value::Int(n), Value::Int(generation)][..]);
+                            assert_eq!(e.rows[0], [Value::Int(n), Value::Int(generation)]);
                             found.fetch_add(1, Ordering::Relaxed);
                         }
                     }

@@ -365,7 +365,7 @@ mod tests {
         fn read(&mut self, story: i64, replica: bool) -> Vec<Row> {
             let r = self.df.reader(self.v).unwrap();
             if let Lookup::Hit(rows) = r.lookup(&[Value::Int(story)]).unwrap() {
-                let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(&r[..])).collect();
+                let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(r.to_vec())).collect();
                 rows.sort();
                 return rows;
             }
@@ -376,7 +376,7 @@ mod tests {
             }
             match r.lookup(&[Value::Int(story)]).unwrap() {
                 Lookup::Hit(rows) => {
-                    let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(&r[..])).collect();
+                    let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(r.to_vec())).collect();
                     rows.sort();
                     rows
                 }
@@ -558,7 +558,7 @@ mod tests {
         df.apply(&batches[3]).unwrap();
         match r.lookup(&[Value::Int(10)]).unwrap() {
             Lookup::Hit(rows) => {
-                let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(&r[..])).collect();
+                let mut rows: Vec<Row> = rows.iter().map(|r| Row::from(r.to_vec())).collect();
                 rows.sort();
                 assert_eq!(rows, vec![row(&[101, 101]), row(&[103, 502])]);
             }

@@ -9,8 +9,8 @@ use super::cache::ENTRY_BYTES;
 use super::reader::{Entry, EntryKey, Shared};
 use super::{Domain, View, view_counters};
 use crate::delta::Position;
-use crate::ops::{Key, sort_rows};
-use crate::value::{Rows, SharedRow, Value, exact_row_cmp, shared_row_heap};
+use crate::ops::{Key, sort_shared_rows};
+use crate::value::{Rows, SharedRow, exact_values_cmp};
 
 pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Domain, key: &Key) -> bool {
     // Deltas held for it are dropped with it: it is a hole from here on.
@@ -61,17 +61,17 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
             // gives that order for the common `SELECT id, ...` and `SELECT s, id ... WHERE s =
             // ?` and a stable one otherwise, instead of the order of hash maps.
             let mut rows = part.ks.reader_rows_cut(r, width);
-            rows.sort_by(|a, b| index_row_cmp(a, b));
+            rows.sort_by(index_row_cmp);
             rows
         } else {
             // Sorting may need hidden ORDER BY columns: sort full rows, then cut.
             let mut rows = part.ks.reader_rows_cut(r, usize::MAX);
-            sort_rows(&mut rows, &q.order);
-            rows.into_iter().map(|r| if r.len() <= width { r } else { r[..width].into() }).collect()
+            sort_shared_rows(&mut rows, &q.order);
+            rows.iter().map(|r| r.cut(width)).collect()
         };
         // The entry's slice of rows (two rows or more have one), and the rows that are
         // copies: a row as wide as the state's is the state's own, counted with the state.
-        let copies = if part.ks.reader_width(r) > width { rows.iter().map(|r| shared_row_heap(r)).sum::<usize>() } else { 0 };
+        let copies = if part.ks.reader_width(r) > width { rows.iter().map(SharedRow::heap_bytes).sum::<usize>() } else { 0 };
         let rows = Rows::from(rows);
         let published = rows.heap_bytes() + copies;
         let ek = EntryKey::of(v.0, key);
@@ -91,6 +91,6 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
 /// Rows as an index on their columns orders them: column by column in SQL order (text under
 /// its collation, NULL first), then exactly, so that rows equal under the collation keep one
 /// order whichever arrived first.
-fn index_row_cmp(a: &[Value], b: &[Value]) -> std::cmp::Ordering {
-    a.iter().zip(b).map(|(x, y)| x.cmp_total(y)).find(|o| o.is_ne()).unwrap_or_else(|| exact_row_cmp(a, b))
+fn index_row_cmp(a: &SharedRow, b: &SharedRow) -> std::cmp::Ordering {
+    a.iter().zip(b).map(|(x, y)| x.cmp_total(y)).find(|o| o.is_ne()).unwrap_or_else(|| exact_values_cmp(a, b))
 }

@@ -20,7 +20,7 @@ use super::cache::ReaderCache;
 use crate::compile::{CompiledQuery, KeyColumn};
 use crate::expr::{Expr, is_true, parse_temporal};
 use crate::fill::ViewId;
-use crate::ops::{Key, sort_rows};
+use crate::ops::{Key, sort_shared_rows};
 use crate::plan::Node;
 use crate::schema::SqlType;
 use crate::value::{Rows, SharedRow, Value, row_heap};
@@ -443,7 +443,7 @@ impl Reader {
         }
         let mut rows: Vec<SharedRow> = found.iter().flat_map(|e| e.rows.iter().cloned()).collect();
         if !self.q.order.is_empty() {
-            sort_rows(&mut rows, &self.q.order);
+            sort_shared_rows(&mut rows, &self.q.order);
         }
         Ok(self.hit(rows.into()))
     }
@@ -459,11 +459,17 @@ impl Reader {
         let mut rows: Vec<SharedRow> = found
             .iter()
             .flat_map(|e| e.rows.iter())
-            .filter(|r| preds.iter().all(|p| is_true(&p.eval(r)) == Some(true)))
-            .map(|r| if r.len() <= visible { r.clone() } else { r[..visible].into() })
+            // The filters are expressions over `Value`s: each row is decoded to evaluate them
+            // (a vector, and a block per text), which a range read pays and a point read,
+            // which has no read filters, does not.
+            .filter(|r| {
+                let values = r.to_vec();
+                preds.iter().all(|p| is_true(&p.eval(&values)) == Some(true))
+            })
+            .map(|r| r.cut(visible))
             .collect();
         if found.len() > 1 && !self.q.order.is_empty() {
-            sort_rows(&mut rows, &self.q.order);
+            sort_shared_rows(&mut rows, &self.q.order);
         }
         Ok(rows.into())
     }

@@ -318,7 +318,7 @@ impl Sim {
             };
             let params = self.params(view, k);
             let got = match reader.lookup(&params) {
-                Ok(Lookup::Hit(rows)) => rows.iter().map(|r| Row::from(&r[..])).collect::<Vec<Row>>(),
+                Ok(Lookup::Hit(rows)) => rows.iter().map(|r| Row::from(r.to_vec())).collect::<Vec<Row>>(),
                 // Evicted by the budget between listing and reading: nothing to check.
                 Ok(Lookup::Miss(_)) | Err(LookupError::TooLarge) => continue,
                 Err(e) => panic!("lookup: {e}"),

@@ -1,14 +1,19 @@
 //! The binary protocol (COM_STMT_EXECUTE results): a 0x00 header, a NULL bitmap with a 2-bit
 //! offset, then each non-NULL value in the wire form its column type dictates.
 
-use freshet_dataflow::{Date, Value};
+use freshet_dataflow::{Date, ValueRef};
 
 use super::text::{Column, put_string, put_text};
 use super::{Unencodable, json_text, utf8_text};
 use crate::protocol::column::types;
 
 /// Appends one binary-protocol row (the packet payload) for `values` under `columns`.
-pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<(), Unencodable> {
+pub fn row<'a, V: Into<ValueRef<'a>>>(
+    out: &mut Vec<u8>,
+    values: impl IntoIterator<Item = V, IntoIter: ExactSizeIterator>,
+    columns: &[Column],
+) -> Result<(), Unencodable> {
+    let values = values.into_iter();
     if values.len() != columns.len() {
         return Err(Unencodable::Mismatch);
     }
@@ -16,8 +21,9 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
     let bitmap_at = out.len();
     out.resize(bitmap_at + (values.len() + 7 + 2) / 8, 0);
     let mut scratch = Vec::new();
-    for (i, (value, column)) in values.iter().zip(columns).enumerate() {
-        if let Value::Null = value {
+    for (i, (value, column)) in values.zip(columns).enumerate() {
+        let value = value.into();
+        if let ValueRef::Null = value {
             let bit = i + 2;
             out[bitmap_at + bit / 8] |= 1 << (bit % 8);
             continue;
@@ -27,34 +33,34 @@ pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<()
     Ok(())
 }
 
-fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: &Column) -> Result<(), Unencodable> {
+fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: ValueRef<'_>, column: &Column) -> Result<(), Unencodable> {
     let ty = column.def.type_code;
-    match (value, ty) {
+    match (&value, ty) {
         // A BIT that a choice picked (`COALESCE(bt)`): the server sends its digits as a string.
-        (Value::UInt(_), types::BIT) => as_text(out, scratch, value, column)?,
-        (Value::Int(i), _) => int(out, *i as u64, ty)?,
-        (Value::UInt(u), _) => int(out, *u, ty)?,
+        (ValueRef::UInt(_), types::BIT) => as_text(out, scratch, value, column)?,
+        (ValueRef::Int(i), _) => int(out, *i as u64, ty)?,
+        (ValueRef::UInt(u), _) => int(out, *u, ty)?,
         // A BIT the server typed as a number (`IFNULL(b, 0)`).
-        (Value::Bit(v), _) if super::text::is_integer(ty) => int(out, *v, ty)?,
-        (Value::Year(y), types::YEAR) => out.extend_from_slice(&y.to_le_bytes()),
+        (ValueRef::Bit(v), _) if super::text::is_integer(ty) => int(out, *v, ty)?,
+        (ValueRef::Year(y), types::YEAR) => out.extend_from_slice(&y.to_le_bytes()),
         // `+ 0.0` makes -0 0: the server sends no negative zero.
-        (Value::Float(f), types::FLOAT) => out.extend_from_slice(&(f + 0.0).to_le_bytes()),
-        (Value::Double(d), types::DOUBLE) => out.extend_from_slice(&(d + 0.0).to_le_bytes()),
+        (ValueRef::Float(f), types::FLOAT) => out.extend_from_slice(&(f + 0.0).to_le_bytes()),
+        (ValueRef::Double(d), types::DOUBLE) => out.extend_from_slice(&(d + 0.0).to_le_bytes()),
         // A FLOAT column read through an expression that widened it: the server sends the
         // double it computed, which freshet does not know exactly.
-        (Value::Float(_) | Value::Double(_), _) => return Err(Unencodable::Float),
-        (Value::Date(d), _) => date(out, *d, None),
-        (Value::DateTime(dt) | Value::Timestamp(dt), _) => {
+        (ValueRef::Float(_) | ValueRef::Double(_), _) => return Err(Unencodable::Float),
+        (ValueRef::Date(d), _) => date(out, *d, None),
+        (ValueRef::DateTime(dt) | ValueRef::Timestamp(dt), _) => {
             let (h, mi, s, micros) = dt.time();
             date(out, dt.date(), Some((h, mi, s, micros)));
         }
-        (Value::Time(micros), _) => time(out, *micros),
-        (Value::Text(s, _), _) => put_text(out, utf8_text(s, &column.def), s)?,
-        (Value::Json(s), _) => put_text(out, json_text(s, &column.def), s)?,
-        (Value::Bytes(b), _) => put_string(out, b),
+        (ValueRef::Time(micros), _) => time(out, *micros),
+        (ValueRef::Text(s, _), _) => put_text(out, utf8_text(s, &column.def), s)?,
+        (ValueRef::Json(s), _) => put_text(out, json_text(s, &column.def), s)?,
+        (ValueRef::Bytes(b), _) => put_string(out, b),
         // Everything else is sent as its text rendering, length-encoded.
-        (Value::Decimal(_) | Value::Enum(_) | Value::Set(_) | Value::Bit(_), _) => as_text(out, scratch, value, column)?,
-        (Value::Year(_) | Value::Null, _) => return Err(Unencodable::Mismatch),
+        (ValueRef::Decimal(_) | ValueRef::Enum(_) | ValueRef::Set(_) | ValueRef::Bit(_), _) => as_text(out, scratch, value, column)?,
+        (ValueRef::Year(_) | ValueRef::Null, _) => return Err(Unencodable::Mismatch),
     }
     Ok(())
 }
@@ -62,9 +68,9 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: 
 /// An integer in the width of its column type (sign is irrelevant to the bytes).
 /// `value` as the text protocol writes it (a length-encoded string), which is how the binary
 /// protocol sends a DECIMAL, an ENUM, a SET and a BIT's bytes or digits.
-fn as_text(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: &Value, column: &Column) -> Result<(), Unencodable> {
+fn as_text(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: ValueRef<'_>, column: &Column) -> Result<(), Unencodable> {
     scratch.clear();
-    super::text::row(scratch, std::slice::from_ref(value), std::slice::from_ref(column))?;
+    super::text::row(scratch, [value], std::slice::from_ref(column))?;
     out.extend_from_slice(scratch);
     Ok(())
 }
@@ -133,6 +139,7 @@ fn time(out: &mut Vec<u8>, micros: i64) {
 mod tests {
     use super::*;
     use crate::protocol::column::ColumnDef;
+    use freshet_dataflow::Value;
 
     fn col(type_code: u8) -> Column {
         Column { def: ColumnDef { name: "c".into(), charset: 63, length: 20, type_code, flags: 0, decimals: 0 }, labels: vec![] }

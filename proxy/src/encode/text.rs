@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use freshet_dataflow::{Date, DateTime, Decimal, Value};
+use freshet_dataflow::{Date, DateTime, Decimal, ValueRef};
 
 use super::{Unencodable, json_text, label_fits, narrowed, utf8_text};
 use crate::protocol::column::{ColumnDef, flags, types};
@@ -17,40 +17,46 @@ pub struct Column {
     pub labels: Vec<String>,
 }
 
-/// Appends one text-protocol row (the packet payload) for `values` under `columns`.
-pub fn row(out: &mut Vec<u8>, values: &[Value], columns: &[Column]) -> Result<(), Unencodable> {
+/// Appends one text-protocol row (the packet payload) for `values` under `columns`: a shared
+/// row's values as it reads them (nothing is allocated for them), or `Value`s by reference.
+pub fn row<'a, V: Into<ValueRef<'a>>>(
+    out: &mut Vec<u8>,
+    values: impl IntoIterator<Item = V, IntoIter: ExactSizeIterator>,
+    columns: &[Column],
+) -> Result<(), Unencodable> {
+    let values = values.into_iter();
     if values.len() != columns.len() {
         return Err(Unencodable::Mismatch);
     }
     let mut scratch = String::new();
-    for (value, column) in values.iter().zip(columns) {
-        match value {
-            Value::Null => out.push(0xfb),
-            Value::Bytes(b) => put_string(out, b),
-            Value::Text(s, _) => put_text(out, utf8_text(s, &column.def), s)?,
-            Value::Json(s) => put_text(out, json_text(s, &column.def), s)?,
+    for (value, column) in values.zip(columns) {
+        match &value.into() {
+            ValueRef::Null => out.push(0xfb),
+            ValueRef::Bytes(b) => put_string(out, b),
+            ValueRef::Text(s, _) => put_text(out, utf8_text(s, &column.def), s)?,
+            ValueRef::Json(s) => put_text(out, json_text(s, &column.def), s)?,
             // The common numbers, without the formatter (a zero-filled column or one with
             // decimals takes it).
-            Value::Int(i) if plain_integer(&column.def) => put_integer(out, i.unsigned_abs(), *i < 0),
-            Value::UInt(u) if plain_integer(&column.def) => put_integer(out, *u, false),
+            ValueRef::Int(i) if plain_integer(&column.def) => put_integer(out, i.unsigned_abs(), *i < 0),
+            ValueRef::UInt(u) if plain_integer(&column.def) => put_integer(out, *u, false),
             // Dates and times likewise (a YEAR column refuses them, in `render`).
-            Value::Date(d) if column.def.type_code != types::YEAR => put_string(out, Temporal::date(*d).as_bytes()),
-            Value::DateTime(dt) | Value::Timestamp(dt) if column.def.type_code != types::YEAR => {
+            ValueRef::Date(d) if column.def.type_code != types::YEAR => put_string(out, Temporal::date(*d).as_bytes()),
+            ValueRef::DateTime(dt) | ValueRef::Timestamp(dt) if column.def.type_code != types::YEAR => {
                 put_string(out, Temporal::datetime(*dt, column.def.decimals).as_bytes())
             }
-            Value::Time(micros) if column.def.type_code != types::YEAR => {
+            ValueRef::Time(micros) if column.def.type_code != types::YEAR => {
                 put_string(out, Temporal::time(*micros, column.def.decimals).as_bytes())
             }
-            Value::Bit(v) if column.def.type_code == types::BIT => {
+            ValueRef::Bit(v) if column.def.type_code == types::BIT => {
                 let bytes = (column.def.length as usize).div_ceil(8).clamp(1, 8);
                 put_string(out, &v.to_be_bytes()[8 - bytes..]);
             }
             // A BIT the server typed as a number (`IFNULL(b, 0)`): its integer. Of any other
             // type, `render` refuses it.
-            Value::Bit(v) if is_integer(column.def.type_code) => put_integer(out, *v, false),
+            ValueRef::Bit(v) if is_integer(column.def.type_code) => put_integer(out, *v, false),
             other => {
                 scratch.clear();
-                render(&mut scratch, other, column)?;
+                render(&mut scratch, *other, column)?;
                 put_string(out, scratch.as_bytes());
             }
         }
@@ -112,59 +118,61 @@ pub(super) fn put_string(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 /// The server's rendering of a non-NULL, non-string value.
-fn render(out: &mut String, value: &Value, column: &Column) -> Result<(), Unencodable> {
+fn render(out: &mut String, value: ValueRef<'_>, column: &Column) -> Result<(), Unencodable> {
     let def = &column.def;
     // Servers flag YEAR columns ZEROFILL too; a zero-filled DECIMAL is not reproduced.
     let zerofill = def.has(flags::ZEROFILL);
-    if zerofill && matches!(value, Value::Decimal(_)) {
+    if zerofill && matches!(value, ValueRef::Decimal(_)) {
         return Err(Unencodable::Zerofill);
     }
     let width = if zerofill && def.type_code != types::YEAR { def.length as usize } else { 0 };
     // An integer where the server's type is a DECIMAL with decimals: it shows `2024.0`, and a
     // view that holds the integer did not type the value as the server did.
     let decimal_column = matches!(def.type_code, types::DECIMAL | types::NEWDECIMAL) && def.decimals != 0;
-    if decimal_column && matches!(value, Value::Int(_) | Value::UInt(_) | Value::Year(_)) {
+    if decimal_column && matches!(value, ValueRef::Int(_) | ValueRef::UInt(_) | ValueRef::Year(_)) {
         return Err(Unencodable::Mismatch);
     }
     // Writing to a String cannot fail.
-    let _ = match value {
-        Value::Int(i) => write!(out, "{i:0width$}"),
-        Value::UInt(u) => write!(out, "{u:0width$}"),
+    let _ = match &value {
+        ValueRef::Int(i) => write!(out, "{i:0width$}"),
+        ValueRef::UInt(u) => write!(out, "{u:0width$}"),
         // Four digits in a YEAR column (ZEROFILL); the year 0 is `0` where the server's
         // result column is not one (MIN and MAX of it).
-        Value::Year(y) if zerofill => write!(out, "{y:04}"),
-        Value::Year(y) => write!(out, "{y}"),
-        Value::Float(_) | Value::Double(_) => return Err(Unencodable::Float),
-        Value::Decimal(d) => return decimal(out, *d, def.decimals),
-        Value::Date(d) => {
+        ValueRef::Year(y) if zerofill => write!(out, "{y:04}"),
+        ValueRef::Year(y) => write!(out, "{y}"),
+        ValueRef::Float(_) | ValueRef::Double(_) => return Err(Unencodable::Float),
+        ValueRef::Decimal(d) => return decimal(out, *d, def.decimals),
+        ValueRef::Date(d) => {
             out.push_str(Temporal::date(*d).as_str());
             Ok(())
         }
-        Value::DateTime(dt) | Value::Timestamp(dt) => {
+        ValueRef::DateTime(dt) | ValueRef::Timestamp(dt) => {
             out.push_str(Temporal::datetime(*dt, def.decimals).as_str());
             Ok(())
         }
-        Value::Time(micros) => {
+        ValueRef::Time(micros) => {
             out.push_str(Temporal::time(*micros, def.decimals).as_str());
             Ok(())
         }
-        Value::Enum(i) => {
+        ValueRef::Enum(i) => {
             let label = match usize::from(*i) {
                 0 => "",
                 n => label_fits(column.labels.get(n - 1).ok_or(Unencodable::Mismatch)?, def)?,
             };
             write!(out, "{label}")
         }
-        Value::Set(mask) => {
+        ValueRef::Set(mask) => {
             if column.labels.len() < 64 && mask >> column.labels.len() != 0 {
                 return Err(Unencodable::Mismatch);
             }
             let chosen = column.labels.iter().enumerate().filter(|(i, _)| mask >> i & 1 == 1).map(|(_, l)| label_fits(l, def));
             write!(out, "{}", chosen.collect::<Result<Vec<_>, _>>()?.join(","))
         }
-        Value::Null | Value::Text(..) | Value::Json(_) | Value::Bytes(_) | Value::Bit(_) => return Err(Unencodable::Mismatch),
+        ValueRef::Null | ValueRef::Text(..) | ValueRef::Json(_) | ValueRef::Bytes(_) | ValueRef::Bit(_) => {
+            return Err(Unencodable::Mismatch);
+        }
     };
-    if def.type_code == types::YEAR && !matches!(value, Value::Year(_)) {
+    if def.type_code == types::YEAR && !matches!(value, ValueRef::Year(_)) {
         return Err(Unencodable::Mismatch);
     }
     Ok(())
@@ -325,6 +333,7 @@ impl Temporal {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use freshet_dataflow::Value;
 
     fn col(type_code: u8, decimals: u8, length: u32, flags: u16) -> Column {
         Column { def: ColumnDef { name: "c".into(), charset: 45, length, type_code, flags, decimals }, labels: vec![] }
@@ -332,7 +341,7 @@ mod tests {
 
     fn text(value: Value, column: &Column) -> Result<String, Unencodable> {
         let mut s = String::new();
-        render(&mut s, &value, column).map(|()| s)
+        render(&mut s, value.as_ref(), column).map(|()| s)
     }
 
     /// MariaDB declares a JSON column as text and sends the stored text; MySQL 8 declares
