@@ -4,11 +4,11 @@
 //!
 //! A row is one `Arc<[u8]>`: its number of values, then per value a tag byte and its payload,
 //! texts and byte strings inline. A `[Value]` would be 24 bytes a value plus a block of its own
-//! per text; the compact form is what the values need (an id of up to 2^20 is 4 bytes with its
-//! tag), in a single block (docs/decisions.md, "memory per cached row", session 52). Reading
-//! a value decodes it into a [`ValueRef`], which borrows the block's bytes for texts; nothing
-//! is allocated to read a row (a text is checked to be UTF-8 as it is read, which is the price
-//! of no `unsafe`).
+//! per text; the compact form is what the values need (an id below 2^20 is 4 bytes with its
+//! tag), in a single block (docs/decisions.md, "memory per cached row", session 52). Reading a
+//! value decodes it into a [`ValueRef`], which borrows the block's bytes for texts; nothing is
+//! allocated to read a row, but a text is checked to be UTF-8 each time it is read, the price
+//! of no `unsafe` (on the hit path: docs/decisions.md, "instructions per hit", session 52).
 //!
 //! The encoding, per value (integers are LEB128 varints, signed ones zig-zagged first; fixed
 //! widths are little-endian):
@@ -154,6 +154,7 @@ fn put(out: &mut Vec<u8>, v: ValueRef<'_>) {
 
 /// Reads a block [`put`] wrote, front to back (see the module's invariant: the slicing below
 /// stays in bounds).
+#[derive(Clone)]
 struct Cursor<'a>(&'a [u8]);
 
 impl<'a> Cursor<'a> {
@@ -225,12 +226,6 @@ fn decode<'a>(c: &mut Cursor<'a>) -> ValueRef<'a> {
 pub struct SharedValues<'a> {
     at: Cursor<'a>,
     left: usize,
-}
-
-impl Clone for Cursor<'_> {
-    fn clone(&self) -> Self {
-        Cursor(self.0)
-    }
 }
 
 impl<'a> Iterator for SharedValues<'a> {
