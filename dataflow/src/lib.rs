@@ -119,5 +119,5 @@ pub use fill::{
 pub use ops::Key;
 pub use schema::{ColumnSchema, SchemaError, SqlType, TableSchema};
 pub use store::MemStore;
-pub use value::{Collation, Date, DateTime, Decimal, Row, Rows, SharedRow, Value, ValueRef};
+pub use value::{Collation, Date, DateTime, Decimal, Row, Rows, SharedRow, TextRef, Value, ValueRef};
 pub use view::{ApplyError, ByteSize, Dataflow, Explanation, FillOutcome, Lookup, LookupError, Reader, Recompiled, ViewStats, explain_sql};

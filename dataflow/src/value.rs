@@ -26,7 +26,7 @@ mod shared;
 pub use crate::collation::Collation;
 use crate::mem::heap_block;
 use borrowed::NumRef;
-pub use borrowed::{ValueRef, exact_values_cmp};
+pub use borrowed::{TextRef, ValueRef, exact_values_cmp};
 pub use shared::{SharedRow, SharedValues};
 use std::cmp::Ordering;
 use std::fmt;

@@ -6,9 +6,11 @@
 //! texts and byte strings inline. A `[Value]` would be 24 bytes a value plus a block of its own
 //! per text; the compact form is what the values need (an id below 2^20 is 4 bytes with its
 //! tag), in a single block (docs/decisions.md, "memory per cached row", session 52). Reading a
-//! value decodes it into a [`ValueRef`], which borrows the block's bytes for texts; nothing is
-//! allocated to read a row, but a text is checked to be UTF-8 each time it is read, the price
-//! of no `unsafe` (on the hit path: docs/decisions.md, "instructions per hit", session 52).
+//! value decodes it into a [`ValueRef`], which borrows the block's bytes for texts (a
+//! [`TextRef`]); nothing is allocated to read a row. The encoders send a text's bytes as they
+//! are; what needs its characters (a collation's order) checks them again, since without
+//! `unsafe` bytes cannot be taken for a `str` unchecked (docs/decisions.md, "instructions per
+//! hit", session 52).
 //!
 //! The encoding, per value (integers are LEB128 varints, signed ones zig-zagged first; fixed
 //! widths are little-endian):
@@ -21,15 +23,16 @@
 //!
 //! Invariant: the block is private and only [`SharedRow`]'s constructors write one, with
 //! [`put`], which [`decode`] reads back. So decoding cannot run out of bytes, meet an unknown
-//! tag or a text that is not UTF-8 (it was written from a `&str`): where the code indexes or
-//! expects, that is why it cannot panic.
+//! tag, and a text's bytes are the UTF-8 of the `&str` they were written from (what
+//! [`TextRef`] holds them to be): where the code indexes or expects, that is why it cannot
+//! panic.
 //!
 //! Identity: two rows' bytes being equal means their values are the same, but not conversely
 //! (`Int(5)` and `UInt(5)` are one row to [`ExactRow`], and are tagged differently), so
 //! [`ExactRow`]'s equality compares bytes first and values when those differ, and its hash
 //! hashes values, as a row of `Value`s does.
 
-use super::{Collation, Date, DateTime, Decimal, ExactRow, Row, Value, ValueRef, exact_row_hash, exact_values_cmp};
+use super::{Collation, Date, DateTime, Decimal, ExactRow, Row, TextRef, Value, ValueRef, exact_row_hash, exact_values_cmp};
 use crate::mem::heap_block;
 use std::cmp::Ordering;
 use std::fmt;
@@ -158,20 +161,30 @@ fn put(out: &mut Vec<u8>, v: ValueRef<'_>) {
 struct Cursor<'a>(&'a [u8]);
 
 impl<'a> Cursor<'a> {
+    #[inline]
     fn take(&mut self, n: usize) -> &'a [u8] {
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
         head
     }
+    #[inline]
     fn byte(&mut self) -> u8 {
-        self.take(1)[0]
+        let (&b, rest) = self.0.split_first().expect("a shared row's block holds what `put` wrote");
+        self.0 = rest;
+        b
     }
     fn fixed<const N: usize>(&mut self) -> [u8; N] {
         let mut a = [0; N];
         a.copy_from_slice(self.take(N));
         a
     }
+    #[inline]
     fn varint(&mut self) -> u64 {
+        // Most are one byte: a text's length, a small id's digits.
+        if let [b @ 0..0x80, rest @ ..] = self.0 {
+            self.0 = rest;
+            return u64::from(*b);
+        }
         let (mut u, mut shift) = (0u64, 0);
         loop {
             let b = self.byte();
@@ -182,17 +195,15 @@ impl<'a> Cursor<'a> {
             shift += 7;
         }
     }
+    #[inline]
     fn string(&mut self) -> &'a [u8] {
         let n = self.varint() as usize;
         self.take(n)
     }
-    fn text(&mut self) -> &'a str {
-        // Written from a `&str` by `put` (the module's invariant).
-        std::str::from_utf8(self.string()).expect("a shared row's text is the UTF-8 it was written from")
-    }
 }
 
 /// The value at the cursor.
+#[inline(always)]
 fn decode<'a>(c: &mut Cursor<'a>) -> ValueRef<'a> {
     // Narrowing casts below undo `put`'s widening of the same value (the module's invariant).
     match c.byte() {
@@ -206,7 +217,7 @@ fn decode<'a>(c: &mut Cursor<'a>) -> ValueRef<'a> {
             let hi = i32::from_le_bytes(c.fixed());
             ValueRef::Decimal(Decimal { lo, hi, scale: c.byte() })
         }
-        tag @ TEXT..BYTES => ValueRef::Text(c.text(), COLLATIONS[usize::from(tag - TEXT)]),
+        tag @ TEXT..BYTES => ValueRef::Text(TextRef::of_block(c.string()), COLLATIONS[usize::from(tag - TEXT)]),
         BYTES => ValueRef::Bytes(c.string()),
         DATE => ValueRef::Date(Date(c.varint() as u32)),
         TIME => ValueRef::Time(unzigzag(c.varint())),
@@ -216,7 +227,7 @@ fn decode<'a>(c: &mut Cursor<'a>) -> ValueRef<'a> {
         ENUM => ValueRef::Enum(c.varint() as u16),
         SET => ValueRef::Set(c.varint()),
         BIT => ValueRef::Bit(c.varint()),
-        JSON => ValueRef::Json(c.text()),
+        JSON => ValueRef::Json(TextRef::of_block(c.string())),
         tag => unreachable!("tag {tag} is not one `put` writes"),
     }
 }
@@ -230,7 +241,7 @@ pub struct SharedValues<'a> {
 
 impl<'a> Iterator for SharedValues<'a> {
     type Item = ValueRef<'a>;
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<ValueRef<'a>> {
         if self.left == 0 {
             return None;

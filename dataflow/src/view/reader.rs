@@ -456,18 +456,19 @@ impl Reader {
             preds.push(Expr::Cmp(f.op, Box::new(Expr::Col(f.column)), Box::new(Expr::lit(v))));
         }
         let visible = self.q.visible;
-        let mut rows: Vec<SharedRow> = found
-            .iter()
-            .flat_map(|e| e.rows.iter())
-            // The filters are expressions over `Value`s: each row is decoded to evaluate them
-            // (a vector, and a block per text), which a range read pays and a point read,
-            // which has no read filters, does not.
-            .filter(|r| {
-                let values = r.to_vec();
-                preds.iter().all(|p| is_true(&p.eval(&values)) == Some(true))
-            })
-            .map(|r| r.cut(visible))
-            .collect();
+        // The filters are expressions over `Value`s, and a shared row holds none: the columns
+        // they compare are read into `values` (one vector for the whole answer; a text they
+        // compare is a block of its own), the others left NULL, unread.
+        let filtered: Vec<usize> = self.q.read_filters.iter().map(|f| f.column).collect();
+        let mut values: Vec<Value> = Vec::new();
+        let mut rows: Vec<SharedRow> = Vec::new();
+        for row in found.iter().flat_map(|e| e.rows.iter()) {
+            values.clear();
+            values.extend(row.iter().enumerate().map(|(i, v)| if filtered.contains(&i) { v.to_owned() } else { Value::Null }));
+            if preds.iter().all(|p| is_true(&p.eval(&values)) == Some(true)) {
+                rows.push(row.cut(visible));
+            }
+        }
         if found.len() > 1 && !self.q.order.is_empty() {
             sort_shared_rows(&mut rows, &self.q.order);
         }

@@ -21,7 +21,10 @@ pub fn row<'a, V: Into<ValueRef<'a>>>(
     let bitmap_at = out.len();
     out.resize(bitmap_at + (values.len() + 7 + 2) / 8, 0);
     let mut scratch = Vec::new();
-    for (i, (value, column)) in values.zip(columns).enumerate() {
+    // By column, as `text::row` reads them.
+    let mut values = values;
+    for (i, column) in columns.iter().enumerate() {
+        let Some(value) = values.next() else { break };
         let value = value.into();
         if let ValueRef::Null = value {
             let bit = i + 2;
@@ -33,6 +36,7 @@ pub fn row<'a, V: Into<ValueRef<'a>>>(
     Ok(())
 }
 
+#[inline]
 fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: ValueRef<'_>, column: &Column) -> Result<(), Unencodable> {
     let ty = column.def.type_code;
     match (&value, ty) {
@@ -55,8 +59,8 @@ fn value_bytes(out: &mut Vec<u8>, scratch: &mut Vec<u8>, value: ValueRef<'_>, co
             date(out, dt.date(), Some((h, mi, s, micros)));
         }
         (ValueRef::Time(micros), _) => time(out, *micros),
-        (ValueRef::Text(s, _), _) => put_text(out, utf8_text(s, &column.def), s)?,
-        (ValueRef::Json(s), _) => put_text(out, json_text(s, &column.def), s)?,
+        (ValueRef::Text(s, _), _) => put_text(out, utf8_text(*s, &column.def), *s)?,
+        (ValueRef::Json(s), _) => put_text(out, json_text(*s, &column.def), *s)?,
         (ValueRef::Bytes(b), _) => put_string(out, b),
         // Everything else is sent as its text rendering, length-encoded.
         (ValueRef::Decimal(_) | ValueRef::Enum(_) | ValueRef::Set(_) | ValueRef::Bit(_), _) => as_text(out, scratch, value, column)?,

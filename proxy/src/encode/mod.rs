@@ -20,6 +20,8 @@
 pub mod binary;
 pub mod text;
 
+use freshet_dataflow::TextRef;
+
 use crate::protocol::column::{ColumnDef, types};
 
 /// Why a value cannot be rendered exactly as the server would; the read is relayed.
@@ -47,10 +49,10 @@ pub enum Unencodable {
 /// which the encoders write as [`narrowed`] (only for such a column and such a text; a utf8mb4
 /// column pays one lookup of its charset id, as before utf8mb3 was told apart).
 #[inline]
-fn utf8_text<'a>(s: &'a str, def: &ColumnDef) -> Result<&'a [u8], Unencodable> {
+fn utf8_text<'a>(s: TextRef<'a>, def: &ColumnDef) -> Result<&'a [u8], Unencodable> {
     match utf8(def.charset) {
         Some(Utf8::Mb4) => Ok(s.as_bytes()),
-        Some(Utf8::Mb3) if !beyond_mb3(s) => Ok(s.as_bytes()),
+        Some(Utf8::Mb3) if !beyond_mb3(s.as_bytes()) => Ok(s.as_bytes()),
         Some(Utf8::Mb3) => Err(Unencodable::Narrow),
         None => Err(Unencodable::Charset(def.charset)),
     }
@@ -62,20 +64,20 @@ fn narrowed(s: &str) -> String {
 }
 
 /// Whether `s` has a character utf8mb3 cannot hold (its UTF-8 is four bytes long).
-fn beyond_mb3(s: &str) -> bool {
-    s.bytes().any(|b| b >= 0xF0)
+fn beyond_mb3(utf8: &[u8]) -> bool {
+    utf8.iter().any(|&b| b >= 0xF0)
 }
 
 /// An ENUM or SET label as the server sends it: refused where a utf8mb3 column cannot hold it
 /// (a label with an emoji; rare enough that the read is relayed rather than rewritten).
 fn label_fits<'a>(label: &'a str, def: &ColumnDef) -> Result<&'a str, Unencodable> {
-    if is_utf8mb3(def.charset) && beyond_mb3(label) { Err(Unencodable::Charset(def.charset)) } else { Ok(label) }
+    if is_utf8mb3(def.charset) && beyond_mb3(label.as_bytes()) { Err(Unencodable::Charset(def.charset)) } else { Ok(label) }
 }
 
 /// A JSON value's bytes: MariaDB's JSON is LONGTEXT, so the server declares a text column and
 /// returns the stored text, which is what the binlog carried. MySQL 8 declares JSON and
 /// returns its own rendering, which is not reproduced.
-fn json_text<'a>(s: &'a str, def: &ColumnDef) -> Result<&'a [u8], Unencodable> {
+fn json_text<'a>(s: TextRef<'a>, def: &ColumnDef) -> Result<&'a [u8], Unencodable> {
     if def.type_code == types::JSON {
         return Err(Unencodable::Json);
     }
