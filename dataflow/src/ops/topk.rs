@@ -48,11 +48,11 @@ pub fn sort_shared_rows(rows: &mut Vec<SharedRow>, order: &OrderSpec) {
     let mut keyed: Vec<(Vec<ValueRef<'_>>, usize)> =
         rows.iter().enumerate().map(|(i, r)| (order.iter().map(|&(c, _)| r.get(c).unwrap_or(ValueRef::Null)).collect(), i)).collect();
     keyed.sort_by(|(a, i), (b, j)| {
-        let by_order = a.iter().zip(b).zip(order).map(|((x, y), &(_, desc))| {
+        let mut by_order = a.iter().zip(b).zip(order).map(|((x, y), &(_, desc))| {
             let o = x.cmp_total(*y);
             if desc { o.reverse() } else { o }
         });
-        by_order.into_iter().find(|o| o.is_ne()).unwrap_or_else(|| exact_values_cmp(&rows[*i], &rows[*j]))
+        by_order.find(|o| o.is_ne()).unwrap_or_else(|| exact_values_cmp(&rows[*i], &rows[*j]))
     });
     let sorted: Vec<SharedRow> = keyed.iter().map(|&(_, i)| rows[i].clone()).collect();
     drop(keyed);

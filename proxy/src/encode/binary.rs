@@ -13,7 +13,7 @@ pub fn row<'a, V: Into<ValueRef<'a>>>(
     values: impl IntoIterator<Item = V, IntoIter: ExactSizeIterator>,
     columns: &[Column],
 ) -> Result<(), Unencodable> {
-    let values = values.into_iter();
+    let mut values = values.into_iter();
     if values.len() != columns.len() {
         return Err(Unencodable::Mismatch);
     }
@@ -22,7 +22,6 @@ pub fn row<'a, V: Into<ValueRef<'a>>>(
     out.resize(bitmap_at + (values.len() + 7 + 2) / 8, 0);
     let mut scratch = Vec::new();
     // By column, as `text::row` reads them.
-    let mut values = values;
     for (i, column) in columns.iter().enumerate() {
         let Some(value) = values.next() else { break };
         let value = value.into();
