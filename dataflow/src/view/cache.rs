@@ -69,6 +69,17 @@ pub(super) struct Slot {
     ahead: bool,
 }
 
+/// An entry the budget evicted, as the writer learns of it: which partition of which view,
+/// its generation (a notice about an older incarnation of the partition leaves a newer fill
+/// alone) and its weight (the view's statistics count the entries in the map and those noticed
+/// but not drained yet).
+#[derive(Debug)]
+pub(super) struct Evicted {
+    pub key: EntryKey,
+    pub generation: u64,
+    pub weight: u32,
+}
+
 /// A shard on a cache line of its own, so that readers of two shards do not share one.
 #[repr(align(64))]
 struct Shard(RwLock<Map<EntryKey, Slot>>);
@@ -81,8 +92,8 @@ pub(super) struct ReaderCache {
     total: AtomicU64,
     /// The shard the eviction hand sweeps next.
     hand: AtomicUsize,
-    /// Entries evicted for the budget, with their generations, until the writer drains them.
-    evicted: Mutex<Vec<(EntryKey, u64)>>,
+    /// Entries evicted for the budget, until the writer drains them.
+    evicted: Mutex<Vec<Evicted>>,
     /// Keys whose entry weighed more than the whole budget, when it was last refused: a read
     /// of one is relayed for a minute (its partition may shrink meanwhile) instead of asking
     /// for a fill that cannot be kept (each fill woke the read, which found a miss and asked
@@ -177,14 +188,16 @@ impl ReaderCache {
         read(self.shard(key)).contains_key(key)
     }
 
-    /// Puts `entry` under `key`, replacing what was there. Writer only.
-    pub(super) fn insert(&self, key: EntryKey, entry: Entry) {
+    /// Puts `entry` under `key`, replacing what was there; returns the weight of what it
+    /// replaced (0 if nothing). An entry heavier than the budget is noticed as evicted at once.
+    /// Writer only.
+    pub(super) fn insert(&self, key: EntryKey, entry: Entry) -> u32 {
         let weight = u64::from(entry.weight);
         if weight > self.budget {
-            self.remove(&key);
+            let old = self.remove(&key);
             self.heavy.note(key.clone());
-            self.note_evicted(vec![(key, entry.generation)]);
-            return;
+            self.note_evicted(vec![Evicted { key, generation: entry.generation, weight: entry.weight }]);
+            return old;
         }
         let shard = self.shard(&key);
         let referenced = {
@@ -209,26 +222,24 @@ impl ReaderCache {
             ahead: entry.ahead,
         };
         // The guard goes at the end of the statement; the old slot is dropped after it.
-        let old = write(shard).insert(key, slot);
+        let old = write(shard).insert(key, slot).map_or(0, |old| old.weight);
         self.total.fetch_add(weight, Ordering::Relaxed);
-        if let Some(old) = old {
-            self.total.fetch_sub(u64::from(old.weight), Ordering::Relaxed);
-        }
+        self.total.fetch_sub(u64::from(old), Ordering::Relaxed);
+        old
     }
 
-    /// Removes `key`'s entry, if any. Writer only.
-    pub(super) fn remove(&self, key: &EntryKey) {
-        let old = write(self.shard(key)).remove(key);
-        if let Some(old) = old {
-            self.total.fetch_sub(u64::from(old.weight), Ordering::Relaxed);
-        }
+    /// Removes `key`'s entry, if any; returns its weight (0 if none). Writer only.
+    pub(super) fn remove(&self, key: &EntryKey) -> u32 {
+        let old = write(self.shard(key)).remove(key).map_or(0, |old| old.weight);
+        self.total.fetch_sub(u64::from(old), Ordering::Relaxed);
+        old
     }
 
     /// Sweeps shards until the entries weigh at most the budget, then hands over every entry
-    /// evicted for the budget since the last call, with its generation. Entries of generation
+    /// evicted for the budget since the last call. Entries of generation
     /// `fresh_from` or later (filled since the last sweep) are spared: their reads have not come
     /// yet. Writer only.
-    pub(super) fn evict_to_budget(&self, fresh_from: u64) -> Vec<(EntryKey, u64)> {
+    pub(super) fn evict_to_budget(&self, fresh_from: u64) -> Vec<Evicted> {
         // Two turns clear every bit not set again meanwhile, and evict what was unread. If
         // readers set them again as fast (every entry hot), a third turn evicts whatever is not
         // fresh until the budget holds: reads cannot keep the cache over its budget.
@@ -264,13 +275,13 @@ impl ReaderCache {
             };
             if let Some(slot) = removed {
                 self.total.fetch_sub(u64::from(slot.weight), Ordering::Relaxed);
-                notes.push((key, slot.generation));
+                notes.push(Evicted { key, generation: slot.generation, weight: slot.weight });
             }
         }
         self.note_evicted(notes);
     }
 
-    fn note_evicted(&self, notes: Vec<(EntryKey, u64)>) {
+    fn note_evicted(&self, notes: Vec<Evicted>) {
         self.evicted.lock().unwrap_or_else(PoisonError::into_inner).extend(notes);
     }
 
@@ -329,7 +340,7 @@ mod tests {
         let mut keys: Vec<i64> = c
             .evict_to_budget(u64::MAX)
             .into_iter()
-            .map(|(k, _)| match k {
+            .map(|e| match e.key {
                 EntryKey::One(_, Value::Int(n)) => n,
                 other => panic!("{other:?}"),
             })
@@ -341,12 +352,12 @@ mod tests {
     #[test]
     fn the_total_is_what_the_map_holds() {
         let c = ReaderCache::new(1_000);
-        c.insert(key(1), entry(100, 1));
-        c.insert(key(2), entry(200, 2));
-        c.insert(key(1), entry(50, 1));
+        assert_eq!(c.insert(key(1), entry(100, 1)), 0);
+        assert_eq!(c.insert(key(2), entry(200, 2)), 0);
+        assert_eq!(c.insert(key(1), entry(50, 1)), 100, "what the entry replaced weighed");
         assert_eq!(c.weight(), 250);
-        c.remove(&key(2));
-        c.remove(&key(3));
+        assert_eq!(c.remove(&key(2)), 200);
+        assert_eq!(c.remove(&key(3)), 0);
         assert_eq!(c.weight(), 50);
         assert!(evicted(&c).is_empty());
         assert!(c.contains_key(&key(1)) && !c.contains_key(&key(2)));
@@ -391,12 +402,12 @@ mod tests {
             c.insert(key(n), entry(100, n as u64));
         }
         c.insert(key(20), entry(100, 20));
-        let gone: Vec<u64> = c.evict_to_budget(20).into_iter().map(|(_, g)| g).collect();
+        let gone: Vec<u64> = c.evict_to_budget(20).into_iter().map(|e| e.generation).collect();
         assert_eq!(gone.len(), 20, "{gone:?}");
         assert!(c.contains_key(&key(20)) && c.weight() == 100);
         // From the next sweep on it is an entry like any other.
         c.insert(key(21), entry(100, 21));
-        let gone: Vec<u64> = c.evict_to_budget(21).into_iter().map(|(_, g)| g).collect();
+        let gone: Vec<u64> = c.evict_to_budget(21).into_iter().map(|e| e.generation).collect();
         assert_eq!(gone, vec![20]);
     }
 
@@ -409,7 +420,7 @@ mod tests {
         assert_eq!(c.weight(), 100);
         let gone = c.evict_to_budget(u64::MAX);
         assert_eq!(gone.len(), 1);
-        assert_eq!(gone[0].1, 7);
+        assert_eq!((gone[0].generation, gone[0].weight), (7, 1_001));
         assert!(c.contains_key(&key(1)));
     }
 
@@ -466,7 +477,7 @@ mod tests {
             if round % 10 == 0 {
                 c.remove(&key((n + 50) % 100));
             }
-            for (k, generation) in c.evict_to_budget(u64::MAX) {
+            for Evicted { key: k, generation, .. } in c.evict_to_budget(u64::MAX) {
                 assert!(matches!(k, EntryKey::One(_, Value::Int(n)) if n as u64 == generation % 100));
             }
             assert!(c.weight() <= 3_000);

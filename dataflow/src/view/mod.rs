@@ -83,7 +83,10 @@
 //!   publishes, and drops the matching `KeyState` (matched by generation, so a notice about an
 //!   old incarnation never evicts a newer fill). Until drained, a `KeyState` may outlive its
 //!   reader entry by one operation; it can never serve a stale read, because reads go only to
-//!   the cache. The budget can be exceeded by one operation's inserts until that sweep.
+//!   the cache. The budget can be exceeded by one operation's inserts until that sweep. A
+//!   view's bytes are its entries' weights as the cache holds them: counted in when an entry
+//!   is put, out when it is replaced or removed, or, for an entry the budget evicted, when the
+//!   writer drains its notice (the weight travels with it), so each weight leaves once.
 
 mod cache;
 mod dims;
@@ -97,7 +100,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering as AtOrd;
 
-use cache::ReaderCache;
+use cache::{Evicted, ReaderCache};
 use dims::{Dim, DimIndex, DimLog, borrow_covers, find_dims};
 pub use explain::{Explanation, explain_sql};
 use publish::{drop_part, publish};
@@ -114,7 +117,6 @@ use crate::hash::{Map, Set};
 use crate::ops::{Delta, Graph, Key, KeyState};
 use crate::plan::Node;
 use crate::schema::{SqlType, TableSchema};
-use crate::small::OneOrMany;
 use crate::value::{Collation, Value};
 
 /// Base deltas of one batch, indexed by base occurrence.
@@ -181,12 +183,11 @@ impl PartialEq for PartKey {
 
 impl Eq for PartKey {}
 
+/// A filled partition. What each view's entry of it weighs is the reader cache's to know
+/// (`cache::Slot`), not kept here as well.
 struct Part {
     ks: KeyState,
     generation: u64,
-    /// Weight of each view's reader entry, by reader index (what that view's stats count);
-    /// nearly every domain has one view, whose weight is held inline.
-    weights: OneOrMany<u64>,
 }
 
 /// Most batches buffered for one partition while its fill is in flight.
@@ -926,7 +927,7 @@ impl Dataflow {
             domain.dim_index.add(&domain.dims, k, &ks);
             let generation = self.next_generation;
             self.next_generation += 1;
-            domain.parts.insert(PartKey::from(&**k), Part { ks, generation, weights: OneOrMany::new(domain.views.len()) });
+            domain.parts.insert(PartKey::from(&**k), Part { ks, generation });
             for v in domain.views.iter().flatten() {
                 if let Some(view) = self.views.get(v.0 as usize).and_then(Option::as_ref) {
                     view.counters.keys.fetch_add(1, AtOrd::Relaxed);
@@ -1014,9 +1015,10 @@ impl Dataflow {
 
     fn drain_evictions(&mut self) {
         let fresh_from = std::mem::replace(&mut self.swept_at, self.next_generation);
-        for (ek, generation) in self.shared.cache.evict_to_budget(fresh_from) {
-            let Some(di) = self.views.get(ek.view() as usize).and_then(Option::as_ref).map(|x| x.domain) else { continue };
-            let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { continue };
+        for Evicted { key: ek, generation, weight } in self.shared.cache.evict_to_budget(fresh_from) {
+            let Some(view) = self.views.get(ek.view() as usize).and_then(Option::as_ref) else { continue };
+            view.counters.bytes.fetch_sub(u64::from(weight), AtOrd::Relaxed);
+            let Some(domain) = self.domains.get_mut(view.domain).and_then(Option::as_mut) else { continue };
             let key = ek.into_key();
             if domain.parts.get(&*key).is_some_and(|p| p.generation == generation) {
                 drop_part(&self.shared, &self.views, domain, &key);

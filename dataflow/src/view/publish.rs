@@ -17,12 +17,13 @@ pub(super) fn drop_part(shared: &Shared, views: &[Option<View>], domain: &mut Do
     domain.unprocessed.remove(key);
     let Some(part) = domain.parts.remove(&**key) else { return false };
     domain.dim_index.remove(&domain.dims, key, &part.ks);
-    for (r, v) in domain.views.iter().enumerate() {
-        let Some(v) = v else { continue };
-        shared.cache.remove(&EntryKey::of(v.0, key));
+    for v in domain.views.iter().flatten() {
+        // An entry the budget evicted is gone already: its weight leaves the view's bytes
+        // when the writer drains the notice (`Dataflow::drain_evictions`).
+        let weight = shared.cache.remove(&EntryKey::of(v.0, key));
         if let Some(c) = view_counters(views, v) {
             c.keys.fetch_sub(1, AtOrd::Relaxed);
-            c.bytes.fetch_sub(part.weights.get(r).copied().unwrap_or(0), AtOrd::Relaxed);
+            c.bytes.fetch_sub(u64::from(weight), AtOrd::Relaxed);
             c.evictions.fetch_add(1, AtOrd::Relaxed);
         }
     }
@@ -47,7 +48,7 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         domain.ahead.push((part.ks.filled_at, key.clone()));
     }
     let live = domain.views.iter().flatten().count().max(1);
-    let held = part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + super::PartKey::heap_bytes(key) + part.weights.heap_bytes();
+    let held = part.ks.bytes() + part.ks.fixed_bytes() + PARTS_SLOT + super::PartKey::heap_bytes(key);
     let state_share = held / live;
     for (r, v) in domain.views.iter().enumerate() {
         let Some(v) = v else { continue };
@@ -76,15 +77,12 @@ pub(super) fn publish(shared: &Shared, views: &[Option<View>], domain: &mut Doma
         let published = rows.heap_bytes() + copies;
         let ek = EntryKey::of(v.0, key);
         let entry = ek.heap_bytes() + ENTRY_BYTES;
-        let weight = (state_share + published + entry) as u64;
-        let old = part.weights.get(r).copied().unwrap_or(0);
-        view.counters.bytes.fetch_add(weight, AtOrd::Relaxed);
-        view.counters.bytes.fetch_sub(old, AtOrd::Relaxed);
-        if let Some(w) = part.weights.get_mut(r) {
-            *w = weight;
-        }
-        let entry = Entry { rows, weight: weight.min(u32::MAX as u64) as u32, generation: part.generation, ahead };
-        shared.cache.insert(ek, entry);
+        let weight = u32::try_from(state_share + published + entry).unwrap_or(u32::MAX);
+        let entry = Entry { rows, weight, generation: part.generation, ahead };
+        // The view's bytes are its entries' weights, as the cache holds them.
+        let old = shared.cache.insert(ek, entry);
+        view.counters.bytes.fetch_add(u64::from(weight), AtOrd::Relaxed);
+        view.counters.bytes.fetch_sub(u64::from(old), AtOrd::Relaxed);
     }
 }
 
