@@ -228,7 +228,7 @@ pub struct Identity {
     /// NO_BACKSLASH_ESCAPES): its statements may be misread by the tokenizer here.
     pub misread: bool,
     /// The session's client character set is one whose characters the tokenizer may misread
-    /// (gbk, big5, sjis, cp932, gb18030: `session::state::misread_charset`).
+    /// (gbk, big5, sjis, cp932, gb18030: `session::misreading::misread_charset`).
     pub misread_charset: bool,
     /// The session's client or connection character set is utf8mb3, which holds no character
     /// past U+FFFF: the server refuses such a literal against a utf8mb4 column, or reads it as

@@ -146,8 +146,8 @@ impl Session {
         let unlogged_write = self.state.unlogged && matches!(command, Command::Query | Command::StmtExecute);
         // The text is not read, but searched for the names of the variables that turn
         // binlogging off: one that names them is a text the session does not follow that may
-        // (`state::may_turn_binlogging_off`), and may have written with binlogging off.
-        let mut names = (command == Command::Query).then(super::state::NamesInPieces::default);
+        // (`binlogging::may_turn_binlogging_off`), and may have written with binlogging off.
+        let mut names = (command == Command::Query).then(super::binlogging::NamesInPieces::default);
         if let Some(n) = names.as_mut() {
             n.feed(&first.payload()[1..]);
         }
@@ -330,7 +330,7 @@ impl Session {
         if self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES)
             && !self.state.unfollowed
             && matches!(command, Query | StmtPrepare)
-            && super::state::reads_otherwise_unseen(payload.get(1..).unwrap_or_default())
+            && super::misreading::reads_otherwise_unseen(payload.get(1..).unwrap_or_default())
         {
             self.state.unfollowed("a backslash in a string under NO_BACKSLASH_ESCAPES", b"");
         }
@@ -671,7 +671,7 @@ fn privilege_statements(
     let named = |w: &[u8]| sql.windows(w.len()).any(|s| s.eq_ignore_ascii_case(w));
     let comments = text.slash && find(sql, b"/*").is_some();
     if comments && Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
-        if open_comments && let Some(opened) = super::state::open_exec_comments(sql, Lexer::new(sql)) {
+        if open_comments && let Some(opened) = super::glance::open_exec_comments(sql, Lexer::new(sql)) {
             return privilege_statements(&Glance::of(&opened), database, tracked, backslash_escapes, false);
         }
         const WORDS: [&[u8]; 6] = [b"grant", b"revoke", b"user", b"role", b"password", b"privileges"];
@@ -725,7 +725,7 @@ fn privilege_statements(
     // Otherwise one statement at a time, holding none of their tokens. Empty statements (`;;`)
     // are not counted: counting fewer errs towards an earlier one. A USE changes the default
     // database of the statements after it.
-    let mut statements = super::state::Statements::new(sql);
+    let mut statements = super::statements::Statements::new(sql);
     let (mut kept, mut database, mut at) = (Vec::new(), database, 0);
     loop {
         let (mut names_mysql, mut after_qualifier) = (false, false);

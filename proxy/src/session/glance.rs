@@ -6,10 +6,11 @@
 //! reading errs on the side of "may".
 //!
 //! Owns: the lists of built-in functions and of keywords that stand before a `(` without
-//! calling anything. Does not own: what the session does with the answers
-//! ([`super::state`], [`super::command`]).
+//! calling anything, and the text with its executable comments opened as the server runs them
+//! ([`open_exec_comments`], read by [`super::binlogging`] and [`super::command`]). Does not
+//! own: what the session does with the answers ([`super::state`], [`super::command`]).
 
-use crate::matching::lexer::{Lexer, Token, TokenKind};
+use crate::matching::lexer::{Lexer, Token, TokenKind, find};
 
 /// What every reading of a relayed command's text asks first, found once per command: its
 /// first word and whether it holds a `;`, a `/` (where a comment may start) or a `(`. Each
@@ -452,6 +453,36 @@ const BUILT_IN: &[&str] = &[
 /// Whether `sql` has `/*!` or `/*M` anywhere.
 pub(super) fn opens_executable_comment(sql: &[u8]) -> bool {
     memchr::memmem::find_iter(sql, b"/*").any(|i| matches!(sql.get(i + 2), Some(b'!' | b'M')))
+}
+
+/// `sql` with each executable comment's body in the comment's place (`/*!50700 GRANT ... */`
+/// read as `GRANT ...`, whatever the version: the server may run it). None if a body holds
+/// another comment, or the text has an unterminated token.
+pub(super) fn open_exec_comments(sql: &[u8], tokens: impl IntoIterator<Item = Token>) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(sql.len() + 8);
+    let mut at = 0;
+    for t in tokens {
+        match t.kind {
+            TokenKind::ExecComment => {}
+            TokenKind::Unterminated => return None,
+            _ => continue,
+        }
+        // `/*!`, `/*M!` or `/*+`, an optional version, the body, `*/`.
+        let inner = sql.get(t.start + 2..t.end.checked_sub(2)?)?;
+        let inner = inner.strip_prefix(b"M").unwrap_or(inner).get(1..)?;
+        let body = &inner[inner.iter().take_while(|c| c.is_ascii_digit()).count()..];
+        if find(body, b"/*").is_some() {
+            return None;
+        }
+        out.extend_from_slice(sql.get(at..t.start)?);
+        // Spaces, so that the body's ends join nothing around it into a new token.
+        out.push(b' ');
+        out.extend_from_slice(body);
+        out.push(b' ');
+        at = t.end;
+    }
+    out.extend_from_slice(sql.get(at..)?);
+    Some(out)
 }
 
 #[cfg(test)]

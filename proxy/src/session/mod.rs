@@ -6,8 +6,10 @@
 //! dispatched: admin statements are answered in [`admin`], reads matched to a cache go through
 //! the routing layer (`cache::route`) from [`cached`], which writes the answer's packets, and
 //! everything else is relayed. [`state`] reads what the session's own statements may have
-//! changed; [`probe`] asks the server who the session is (account, database, settings) when
-//! that matters.
+//! changed, a text's statements one at a time ([`statements`]): whether they may have turned
+//! binlogging off is [`binlogging`]'s to say, where the tokenizer may read them otherwise than
+//! the server [`misreading`]'s. [`probe`] asks the server who the session is (account,
+//! database, settings) when that matters.
 //!
 //! Invariants:
 //! - Between commands both connections are idle: the whole reply to the previous command has
@@ -24,11 +26,13 @@
 //!   refused a packet over max_allowed_packet, closed in order otherwise.
 
 mod admin;
+mod binlogging;
 mod cached;
 mod command;
 mod connect;
 mod execute;
 mod glance;
+mod misreading;
 mod owed;
 mod probe;
 mod reply;
@@ -36,6 +40,7 @@ mod require_tls;
 mod ryw;
 mod sha2_bridge;
 mod state;
+mod statements;
 
 /// A hit's result set, queued for the client (a step of the hit path with a bench of its own).
 pub use cached::{Encoded, Reply, queue_answer};
@@ -92,7 +97,7 @@ pub struct PreparedStatement {
     pub columns: u16,
     /// Set when the statement's text is a cached query's shape.
     pub route: Option<cached::PreparedRoute>,
-    /// Its text runs other statements (`state::runs_statements`): an error tells nothing of
+    /// Its text runs other statements (`statements::runs_statements`): an error tells nothing of
     /// what ran.
     pub runs_statements: bool,
 }

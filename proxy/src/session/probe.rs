@@ -145,7 +145,7 @@ impl Session {
     /// Before a text the session relays (a COM_QUERY's or COM_STMT_PREPARE's) while the server
     /// has not told how the session reads text (`SessionState::confirmed`): if the text may
     /// read otherwise in a character set or sql_mode set unseen (`init_connect`, the server's
-    /// defaults: [`super::state::reads_otherwise_unseen`]), the server is asked first, so that
+    /// defaults: [`super::misreading::reads_otherwise_unseen`]), the server is asked first, so that
     /// what the tracker read of it is known to be what the server runs. The question is a
     /// SELECT, which sets `FOUND_ROWS()` and `ROW_COUNT()`: it is asked only before a text that
     /// sets them again without reading them (a SELECT of a table, a write, as for an owed
@@ -158,7 +158,7 @@ impl Session {
             Command::Query | Command::StmtPrepare => payload.get(1..).unwrap_or_default(),
             _ => return Ok(()),
         };
-        if !super::state::reads_otherwise_unseen(sql) {
+        if !super::misreading::reads_otherwise_unseen(sql) {
             return Ok(());
         }
         if command != Command::Query || super::owed::may_read_diagnostics(sql) || !super::owed::replaces_diagnostics(sql) {
@@ -341,7 +341,7 @@ fn identity(values: Vec<Option<String>>) -> Identity {
         text_reading: text.finish(),
         reading,
         misread: misreading(&sql_mode),
-        misread_charset: get(5).is_some_and(|c| super::state::misread_charset(&c)),
+        misread_charset: get(5).is_some_and(|c| super::misreading::misread_charset(&c)),
         narrow_text: narrow(get(5).as_deref()) || narrow(get(6).as_deref()),
         keep_alive: keep_alive(get(15).as_deref()),
     }

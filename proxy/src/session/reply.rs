@@ -153,7 +153,7 @@ impl Session {
             }
         }
         let route = self.route_prepare(&command[1..]);
-        let runs_statements = super::state::runs_statements(&command[1..]);
+        let runs_statements = super::statements::runs_statements(&command[1..]);
         // A copy: a slice would keep the whole read buffer the prepare arrived in (grown by the
         // longest command before it) for as long as the statement lives.
         let sql = Bytes::copy_from_slice(&command[1..]);

@@ -17,17 +17,18 @@
 //! `locked` records LOCK TABLES until UNLOCK TABLES: the server then answers a read of a
 //! table the session did not lock with an error, so its cached reads are relayed.
 //!
-//! `unlogged` records that the session may have turned its binlogging off (`sql_log_bin`,
-//! `binlog_format` other than ROW): its writes never reach the binlog, so freshet evicts
-//! after each of them (see `session::command`). Only an account with SUPER or BINLOG ADMIN
-//! may turn it off, and the server refuses anyone else's SET before running it: the session
-//! takes `unlogged` back when the server refused the statement that set it
-//! (`unlogged_at`), and a text it cannot follow counts only if it names the variables as the
-//! server reads the text (not in a string or comment), else any login could make every one
-//! of its statements empty every cache. A PREPAREd text turns it off when EXECUTEd.
+//! `unlogged` records that the session may have turned its binlogging off: which texts may,
+//! and why a refused one is taken back, is [`super::binlogging`]'s.
+//!
+//! Does not own: where the tokenizer may read a text otherwise than the server under the
+//! session's settings ([`super::misreading`]), nor the split of a text into statements
+//! ([`super::statements`]).
 
+use super::binlogging::{PREPARED_UNLOGGING, may_turn_binlogging_off, text_unlogs, turns_binlogging_off, unlogs, value_is};
 use super::glance::{Glance, first_word, opens_executable_comment};
-use crate::matching::lexer::{Lexer, Token, TokenKind, find};
+use super::misreading::{MISREAD_CHARSET, follows_charset, misread_collation, reads_as_default_mode};
+use super::statements::{Statements, runs_statements, runs_statements_glanced};
+use crate::matching::lexer::{Lexer, Token, TokenKind};
 
 /// What a session's own statements say about it.
 #[derive(Debug, Clone, Default)]
@@ -75,8 +76,9 @@ pub struct SessionState {
     /// change unseen: a new session, COM_CHANGE_USER or COM_RESET_CONNECTION may start in a
     /// character set or sql_mode its handshake did not name (an `init_connect`, the server's
     /// defaults), so until the first probe a text that reads otherwise in one
-    /// ([`reads_otherwise_unseen`]) is asked about first (`Session::confirm_reading`). After it
-    /// every change of that reading is a statement the tracker reads (or does not follow).
+    /// ([`reads_otherwise_unseen`](super::misreading::reads_otherwise_unseen)) is asked about
+    /// first (`Session::confirm_reading`). After it every change of that reading is a
+    /// statement the tracker reads (or does not follow).
     pub confirmed: bool,
     /// Counts what may have changed the session's default database (USE, COM_INIT_DB, a
     /// reset): a prepared statement's tables are the prepare's database's
@@ -118,6 +120,14 @@ impl SessionState {
             settings_epoch: self.settings_epoch + 1,
             ..SessionState::default()
         };
+    }
+
+    /// The session started (a new state), or changed user (right after [`reset`](Self::reset)),
+    /// with collation `id`: a new session on the server, followed unless that character set is
+    /// misread.
+    pub fn client_collation(&mut self, id: u16) {
+        self.misread_connection = misread_collation(id);
+        self.unfollowed = self.misread_connection;
     }
 
     /// Before each command: what the last one noted for [`SessionState::refused`] is done.
@@ -484,163 +494,6 @@ fn drops_a_database(sql: &[u8], tokens: &[Token]) -> bool {
     (word(0) == "drop" && object(1)) || (word(0) == "create" && word(1) == "or" && word(2) == "replace" && object(3))
 }
 
-/// Why a session is not followed after it may have set a client character set that this
-/// tokenizer misreads ([`misread_charset`]).
-const MISREAD_CHARSET: &str = "a client character set whose characters the tokenizer may misread";
-
-/// Client character sets with two-byte characters whose second byte may be ASCII (a
-/// backslash, a quote, a backtick among them): the server's lexer reads such a character
-/// whole, where this tokenizer, reading bytes, reads an escape or the end of a string, and so
-/// may not see a statement that follows it in the same text (a temporary table, a SET). A
-/// session that has used one is not followed until it is reset. The other multi-byte sets
-/// (utf8, ujis, euckr, gb2312, eucjpms) have no ASCII byte inside a character.
-const MISREAD_CHARSETS: &[&str] = &["big5", "cp932", "gbk", "sjis", "gb18030"];
-
-/// Whether the character set named `name` is one of [`MISREAD_CHARSETS`].
-pub fn misread_charset(name: &str) -> bool {
-    MISREAD_CHARSETS.iter().any(|c| c.eq_ignore_ascii_case(name))
-}
-
-/// Whether collation `id` (a handshake's or COM_CHANGE_USER's) is of a character set in
-/// [`MISREAD_CHARSETS`]: MariaDB's and MySQL's ids for big5, cp932, gbk, sjis and gb18030.
-pub fn misread_collation(id: u16) -> bool {
-    matches!(id, 1 | 13 | 28 | 84 | 87 | 88 | 95 | 96 | 248..=250 | 1025 | 1037 | 1052 | 1108 | 1111 | 1112 | 1119 | 1120)
-}
-
-impl SessionState {
-    /// The session started (a new state), or changed user (right after [`reset`](Self::reset)),
-    /// with collation `id`: a new session on the server, followed unless that character set is
-    /// misread.
-    pub fn client_collation(&mut self, id: u16) {
-        self.misread_connection = misread_collation(id);
-        self.unfollowed = self.misread_connection;
-    }
-}
-
-/// Whether `sql` may read otherwise to a server whose session reads text in a way the tracker
-/// has not seen set (see [`SessionState::confirmed`]) than to this tokenizer:
-/// - a byte that may lead a two-byte character of gbk, big5, sjis, cp932 or gb18030 followed
-///   by a backslash or a backtick, which that character would hold (a byte-wise reading sees
-///   an escape, or a quoted name's start or end);
-/// - a backslash inside a quoted string, which is not an escape under NO_BACKSLASH_ESCAPES,
-///   nor inside a `"..."` name under ANSI_QUOTES.
-///
-/// Without either, every reading of the text has the same tokens' bounds, so the same
-/// statements. Valid UTF-8 may match the first (`é` before a backtick), which costs a question.
-pub fn reads_otherwise_unseen(sql: &[u8]) -> bool {
-    if memchr::memchr2_iter(b'\\', b'`', sql).any(|i| i > 0 && sql[i - 1] >= 0x81) {
-        return true;
-    }
-    memchr::memchr(b'\\', sql).is_some()
-        && Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::SingleQuoted | TokenKind::DoubleQuoted) && t.text(sql).contains(&b'\\'))
-}
-
-/// Whether the character set named at `tokens[at]` is one the tracker follows a session in:
-/// a name or a quoted name, not DEFAULT (the server's, which the tracker does not know), not
-/// one of [`MISREAD_CHARSETS`], and nothing but COLLATE or the next assignment after it.
-fn follows_charset(sql: &[u8], tokens: &[Token], at: usize) -> bool {
-    let Some(value) = tokens.get(at) else { return false };
-    let text = value.text(sql);
-    let name = match value.kind {
-        TokenKind::Word => text,
-        TokenKind::SingleQuoted | TokenKind::DoubleQuoted => text.get(1..text.len().saturating_sub(1)).unwrap_or_default(),
-        _ => return false,
-    };
-    let name = String::from_utf8_lossy(name);
-    let ends = tokens
-        .get(at + 1)
-        .is_none_or(|t| t.is_symbol(sql, b",") || (t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"collate")));
-    ends && !name.eq_ignore_ascii_case("default") && !misread_charset(&name) && !name.contains('\\')
-}
-
-/// MariaDB's sql_mode flags under which a text reads as in the default mode (its tokens and
-/// statements are the same): all but ANSI_QUOTES, NO_BACKSLASH_ESCAPES and the combinations
-/// that hold one (ANSI, ORACLE, POSTGRESQL, MSSQL, DB2, MAXDB). Whether a cached answer is
-/// still the server's under them is the probe's to say.
-const READABLE_MODES: &[&str] = &[
-    "REAL_AS_FLOAT",
-    "PIPES_AS_CONCAT",
-    "IGNORE_SPACE",
-    "IGNORE_BAD_TABLE_OPTIONS",
-    "ONLY_FULL_GROUP_BY",
-    "NO_UNSIGNED_SUBTRACTION",
-    "NO_DIR_IN_CREATE",
-    "NO_KEY_OPTIONS",
-    "NO_TABLE_OPTIONS",
-    "NO_FIELD_OPTIONS",
-    "MYSQL323",
-    "MYSQL40",
-    "NO_AUTO_VALUE_ON_ZERO",
-    "STRICT_TRANS_TABLES",
-    "STRICT_ALL_TABLES",
-    "NO_ZERO_IN_DATE",
-    "NO_ZERO_DATE",
-    "ALLOW_INVALID_DATES",
-    "ERROR_FOR_DIVISION_BY_ZERO",
-    "TRADITIONAL",
-    "NO_AUTO_CREATE_USER",
-    "HIGH_NOT_PRECEDENCE",
-    "NO_ENGINE_SUBSTITUTION",
-    "PAD_CHAR_TO_FULL_LENGTH",
-    "EMPTY_STRING_IS_NULL",
-    "SIMULTANEOUS_ASSIGNMENT",
-    "TIME_ROUND_FRACTIONAL",
-];
-
-/// Whether a sql_mode's value (`tokens`: `=` and what follows) is known to hold only modes
-/// under which texts read as in the default one: the modes of its strings (each a comma list)
-/// are all [`READABLE_MODES`], and the rest is `@@sql_mode` (the session's own, which the
-/// probe read), such modes written as words, CONCAT or CONCAT_WS, DEFAULT, parentheses and
-/// commas. ANSI_QUOTES or NO_BACKSLASH_ESCAPES named, a mode built from pieces
-/// (`CONCAT('NO_BACK', 'SLASH_ESCAPES')`), a number (a bit mask), a hex string, a user variable
-/// or any other function or query may be any mode, and the texts sent before the next probe
-/// would be read in the wrong one. Rails' `CONCAT(CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'),
-/// ...)` is followed.
-fn reads_as_default_mode(sql: &[u8], tokens: &[Token]) -> bool {
-    let mut depth = 0i32;
-    let mut tokens = tokens.iter().skip_while(|t| t.is_symbol(sql, b"=") || t.is_symbol(sql, b":=")).peekable();
-    while let Some(t) = tokens.next() {
-        let text = t.text(sql);
-        match t.kind {
-            TokenKind::Symbol if text == b"(" => depth += 1,
-            TokenKind::Symbol if text == b")" => depth -= 1,
-            TokenKind::Symbol if text == b"," && depth == 0 => return true,
-            TokenKind::Symbol if text == b"," => {}
-            TokenKind::SingleQuoted | TokenKind::DoubleQuoted => {
-                let value = unquoted(text);
-                let modes = String::from_utf8_lossy(&value).to_ascii_uppercase();
-                if !modes.split(',').map(str::trim).all(|m| m.is_empty() || READABLE_MODES.contains(&m)) {
-                    return false;
-                }
-            }
-            TokenKind::SystemVariable => {
-                let name = String::from_utf8_lossy(text).to_ascii_lowercase();
-                if !matches!(name.as_str(), "@@sql_mode" | "@@session.sql_mode" | "@@local.sql_mode") {
-                    return false;
-                }
-            }
-            TokenKind::Word => {
-                let w = String::from_utf8_lossy(text).to_ascii_lowercase();
-                let call = tokens.peek().is_some_and(|n| n.is_symbol(sql, b"("));
-                let mode = !call && READABLE_MODES.contains(&w.to_ascii_uppercase().as_str());
-                if !(w == "default" || mode || call && (w == "concat" || w == "concat_ws")) {
-                    return false;
-                }
-            }
-            _ => return false,
-        }
-    }
-    true
-}
-
-/// Whether the tracker, reading `text` as a session's statement, takes it to turn binlogging
-/// off: the SQL of a PREPARE or EXECUTE IMMEDIATE.
-fn text_unlogs(text: &[u8]) -> bool {
-    let mut reader = SessionState::default();
-    reader.observe(text);
-    reader.unlogged
-}
-
 /// First words of statements that may change what the session tracker follows.
 /// Whether a statement of this first word surely uses up what `SET TRANSACTION` set for the
 /// next transaction: one that starts or ends a transaction explicitly. Others use it up only if
@@ -661,241 +514,13 @@ fn interesting(word: &[u8]) -> bool {
 /// million values) is not followed.
 const MAX_STATEMENT_TOKENS: usize = 1 << 16;
 
-/// One statement of a text ([`Statements`]).
-pub(super) struct Statement {
-    /// From its first token's first byte to its last token's last.
-    pub range: std::ops::Range<usize>,
-    /// How many tokens it has.
-    pub tokens: usize,
-}
-
-/// A text's statements (split at `;`, empty ones skipped), read one at a time with the
-/// tokenizer: what reading one needs is kept, not every token of the text.
-pub(super) struct Statements<'q> {
-    sql: &'q [u8],
-    lexer: Lexer<'q>,
-}
-
-impl<'q> Statements<'q> {
-    pub(super) fn new(sql: &'q [u8]) -> Statements<'q> {
-        Statements { sql, lexer: Lexer::new(sql) }
-    }
-
-    /// The next statement. Its first `keep(first token)` tokens are put in `kept` (cleared
-    /// first); `visit` sees every one of them, in order.
-    pub(super) fn next(
-        &mut self,
-        keep: impl Fn(&Token) -> usize,
-        kept: &mut Vec<Token>,
-        mut visit: impl FnMut(&Token),
-    ) -> Option<Statement> {
-        kept.clear();
-        let (mut range, mut tokens, mut keeping) = (0..0, 0, 0);
-        for t in self.lexer.by_ref() {
-            if t.is_symbol(self.sql, b";") {
-                if tokens > 0 {
-                    break;
-                }
-                continue;
-            }
-            if tokens == 0 {
-                range.start = t.start;
-                keeping = keep(&t);
-            }
-            range.end = t.end;
-            tokens += 1;
-            if kept.len() < keeping {
-                kept.push(t);
-            }
-            visit(&t);
-        }
-        (tokens > 0).then_some(Statement { range, tokens })
-    }
-}
-
-/// Whether `sql` has a statement that runs others one by one: a block (`BEGIN NOT ATOMIC`,
-/// IF, CASE, LOOP, WHILE, REPEAT, FOR, a label), CALL, EXECUTE, or anything in an executable
-/// comment; also after `SET STATEMENT ... FOR`. The server answers such a statement with the
-/// error of the statement inside it that failed, after the ones before it ran (and stayed: a
-/// block is not atomic), so its error says nothing of what ran. A single statement is atomic:
-/// what its stored functions and triggers did is undone with it.
-pub(super) fn runs_statements(sql: &[u8]) -> bool {
-    runs_statements_glanced(&Glance::of(sql))
-}
-
-/// [`runs_statements`] of a text glanced at already.
-fn runs_statements_glanced(g: &Glance<'_>) -> bool {
-    let sql = g.sql;
-    const RUNNERS: [&[u8]; 8] = [b"call", b"execute", b"if", b"case", b"loop", b"while", b"repeat", b"for"];
-    let runner = |kept: &[Token]| {
-        let word = |i: usize| kept.get(i).map_or(&b""[..], |t| t.text(sql));
-        // The statement `SET STATEMENT ... FOR` runs; not within the kept tokens: any.
-        let at = if word(0).eq_ignore_ascii_case(b"set") && word(1).eq_ignore_ascii_case(b"statement") {
-            match kept.iter().position(|t| t.kind == TokenKind::Word && t.text(sql).eq_ignore_ascii_case(b"for")) {
-                Some(i) => i + 1,
-                None => return true,
-            }
-        } else {
-            0
-        };
-        RUNNERS.iter().any(|r| word(at).eq_ignore_ascii_case(r))
-            || (word(at).eq_ignore_ascii_case(b"begin") && word(at + 1).eq_ignore_ascii_case(b"not"))
-            || kept.get(at + 1).is_some_and(|t| t.is_symbol(sql, b":"))
-    };
-    if g.executable_comment() {
-        return true;
-    }
-    // Most texts: one statement, decided by its first word and the byte after it (this runs
-    // for every relayed command); its tokens are read only when those may start a runner.
-    if !g.semicolon {
-        let Some(first) = g.first else { return false };
-        if first.eq_ignore_ascii_case(b"set") {
-            return runner(&Lexer::new(sql).take(256).collect::<Vec<_>>());
-        }
-        let end = first.as_ptr() as usize - sql.as_ptr() as usize + first.len();
-        let next = sql[end..].iter().find(|c| !c.is_ascii_whitespace());
-        let may_start = first.eq_ignore_ascii_case(b"begin")
-            || RUNNERS.iter().any(|r| first.eq_ignore_ascii_case(r))
-            // A label (`l: LOOP`), or a comment before what follows the word.
-            || matches!(next, Some(b':' | b'/' | b'#' | b'-'));
-        if !may_start {
-            return false;
-        }
-        let mut tokens = [Token { kind: TokenKind::Symbol, start: 0, end: 0 }; 3];
-        let read = Lexer::new(sql).zip(tokens.iter_mut()).map(|(t, slot)| *slot = t).count();
-        return runner(&tokens[..read]);
-    }
-    let mut statements = Statements::new(sql);
-    let mut kept = Vec::new();
-    let keep = |t: &Token| if t.text(sql).eq_ignore_ascii_case(b"set") { 256 } else { 3 };
-    while statements.next(keep, &mut kept, |_| ()).is_some() {
-        if runner(&kept) {
-            return true;
-        }
-    }
-    false
-}
-
-/// How many SQL-prepared statements that may turn binlogging off a session keeps by name;
-/// past it, preparing one more turns the session's `unlogged` on.
-const PREPARED_UNLOGGING: usize = 32;
-
-/// Whether a text this tracker does not follow may turn binlogging off: it names
-/// `sql_log_bin` or `binlog_format` other than in a string or comment, or in a string of a
-/// text that PREPAREs or EXECUTEs SQL (such a string is SQL, read the same way). An
-/// executable comment's body is read as the text the server runs; past `depth` 2 (or a body
-/// holding another comment) any mention of the names counts.
-fn may_turn_binlogging_off(sql: &[u8], depth: u8) -> bool {
-    let mentions = || names_binlog_variable(sql);
-    if depth > 2 {
-        return mentions();
-    }
-    if Lexer::new(sql).any(|t| matches!(t.kind, TokenKind::ExecComment | TokenKind::Unterminated)) {
-        return match open_exec_comments(sql, Lexer::new(sql)) {
-            Some(opened) => may_turn_binlogging_off(&opened, depth + 1),
-            None => mentions(),
-        };
-    }
-    let runs_text = Lexer::new(sql)
-        .any(|t| t.kind == TokenKind::Word && [&b"prepare"[..], b"execute"].iter().any(|w| t.text(sql).eq_ignore_ascii_case(w)));
-    Lexer::new(sql).any(|t| match t.kind {
-        TokenKind::Word | TokenKind::QuotedIdent | TokenKind::SystemVariable => {
-            // `sql_log_bin`, `` `sql_log_bin` ``, `@@session.sql_log_bin`.
-            let name = t.text(sql).rsplit(|&c| c == b'.').next().unwrap_or_default().trim_ascii_start();
-            let name = name.strip_prefix(b"@@").unwrap_or(name);
-            let name = name.strip_prefix(b"`").and_then(|n| n.strip_suffix(b"`")).unwrap_or(name);
-            BINLOG_VARIABLES.iter().any(|n| name.eq_ignore_ascii_case(n))
-        }
-        kind if is_string(kind) && runs_text => may_turn_binlogging_off(&unquoted(t.text(sql)), depth + 1),
-        _ => false,
-    })
-}
-
-/// The variables that turn binlogging off for a session.
-const BINLOG_VARIABLES: [&[u8]; 2] = [b"sql_log_bin", b"binlog_format"];
-
-/// Whether `text` holds the name of a variable that turns binlogging off, anywhere and in any
-/// case.
-fn names_binlog_variable(text: &[u8]) -> bool {
-    (0..text.len()).any(|i| {
-        let rest = &text[i..];
-        match rest[0] | 0x20 {
-            b's' => rest.get(..11).is_some_and(|w| w.eq_ignore_ascii_case(BINLOG_VARIABLES[0])),
-            b'b' => rest.get(..13).is_some_and(|w| w.eq_ignore_ascii_case(BINLOG_VARIABLES[1])),
-            _ => false,
-        }
-    })
-}
-
-/// [`names_binlog_variable`] for a text that arrives in pieces and is not kept (a command of
-/// 16 MiB or more, forwarded frame by frame): each piece is searched, and so is each edge
-/// between two, where a name may be split.
-#[derive(Default)]
-pub(super) struct NamesInPieces {
-    /// The last bytes seen, fewer than the longest name.
-    tail: Vec<u8>,
-    found: bool,
-}
-
-impl NamesInPieces {
-    const EDGE: usize = 12;
-
-    pub(super) fn feed(&mut self, piece: &[u8]) {
-        if self.found {
-            return;
-        }
-        let mut edge = std::mem::take(&mut self.tail);
-        edge.extend_from_slice(&piece[..piece.len().min(Self::EDGE)]);
-        self.found = names_binlog_variable(&edge) || names_binlog_variable(piece);
-        self.tail = if piece.len() >= Self::EDGE {
-            piece[piece.len() - Self::EDGE..].to_vec()
-        } else {
-            edge[edge.len().saturating_sub(Self::EDGE)..].to_vec()
-        };
-    }
-
-    pub(super) fn found(&self) -> bool {
-        self.found
-    }
-}
-
-/// `sql` with each executable comment's body in the comment's place (`/*!50700 GRANT ... */`
-/// read as `GRANT ...`, whatever the version: the server may run it). None if a body holds
-/// another comment, or the text has an unterminated token.
-pub(super) fn open_exec_comments(sql: &[u8], tokens: impl IntoIterator<Item = Token>) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(sql.len() + 8);
-    let mut at = 0;
-    for t in tokens {
-        match t.kind {
-            TokenKind::ExecComment => {}
-            TokenKind::Unterminated => return None,
-            _ => continue,
-        }
-        // `/*!`, `/*M!` or `/*+`, an optional version, the body, `*/`.
-        let inner = sql.get(t.start + 2..t.end.checked_sub(2)?)?;
-        let inner = inner.strip_prefix(b"M").unwrap_or(inner).get(1..)?;
-        let body = &inner[inner.iter().take_while(|c| c.is_ascii_digit()).count()..];
-        if find(body, b"/*").is_some() {
-            return None;
-        }
-        out.extend_from_slice(sql.get(at..t.start)?);
-        // Spaces, so that the body's ends join nothing around it into a new token.
-        out.push(b' ');
-        out.extend_from_slice(body);
-        out.push(b' ');
-        at = t.end;
-    }
-    out.extend_from_slice(sql.get(at..)?);
-    Some(out)
-}
-
-fn is_string(kind: TokenKind) -> bool {
+pub(super) fn is_string(kind: TokenKind) -> bool {
     matches!(kind, TokenKind::SingleQuoted | TokenKind::DoubleQuoted | TokenKind::NationalString)
 }
 
 /// A string token's value, under the default modes: quotes off, doubled quotes and
 /// backslash escapes taken (`\n` kept as `n`: only the words matter here).
-fn unquoted(token: &[u8]) -> Vec<u8> {
+pub(super) fn unquoted(token: &[u8]) -> Vec<u8> {
     let token = if token.first().is_some_and(|c| c.eq_ignore_ascii_case(&b'n')) { &token[1..] } else { token };
     let Some((&quote, rest)) = token.split_first() else { return Vec::new() };
     let body = rest.strip_suffix(&[quote]).unwrap_or(rest);
@@ -921,22 +546,12 @@ fn statement_name(sql: &[u8], token: &Token) -> Box<[u8]> {
     text.to_ascii_lowercase().into_boxed_slice()
 }
 
-/// True if the assignments `tokens` (`a = 1, b = 2` of a `SET STATEMENT`) may turn
-/// binlogging off ([`turns_binlogging_off`]).
-fn unlogs(sql: &[u8], tokens: &[Token]) -> bool {
-    let text = |i: usize| tokens.get(i).map(|t| String::from_utf8_lossy(t.text(sql)).to_ascii_lowercase()).unwrap_or_default();
-    (0..tokens.len()).any(|i| {
-        let (name, named_by) = assigned_variable(sql, tokens, i);
-        turns_binlogging_off(&name, &text(i + named_by + 1))
-    })
-}
-
 /// The system variable an assignment's target at `tokens[i]` names, in lower case and without
 /// `@@`, its `session.` or `local.` scope or backticks (`sql_mode`, `` `sql_mode` ``,
 /// `` @@session.`sql_mode` `` and `` @@`sql_mode` `` are one variable to the server), and how
 /// many tokens name it (the tokenizer ends `@@session` at a backtick, and the dot is a token of
 /// its own).
-fn assigned_variable(sql: &[u8], tokens: &[Token], i: usize) -> (String, usize) {
+pub(super) fn assigned_variable(sql: &[u8], tokens: &[Token], i: usize) -> (String, usize) {
     let piece = |t: &Token| {
         let text = t.text(sql);
         let text = if t.kind == TokenKind::QuotedIdent { unquoted(text) } else { text.to_vec() };
@@ -972,20 +587,6 @@ fn locks_tables(sql: &[u8], tokens: &[Token]) -> bool {
     let named = words.get(at + 1).is_some_and(|w| w != "with" && w != "for");
     let locking = words.windows(2).any(|w| w == ["read", "lock"] || w == ["for", "export"]);
     named && locking
-}
-
-/// Whether setting variable `name` (lower case) to `value` may turn the session's binlogging
-/// off: `sql_log_bin` to anything but on, `binlog_format` to anything but ROW.
-fn turns_binlogging_off(name: &str, value: &str) -> bool {
-    match name {
-        "sql_log_bin" => !value_is(value, &["1", "on", "true", "default"]),
-        "binlog_format" => !value_is(value, &["row", "'row'", "\"row\"", "default"]),
-        _ => false,
-    }
-}
-
-fn value_is(value: &str, any_of: &[&str]) -> bool {
-    any_of.contains(&value)
 }
 
 /// `/*!` or `/*M!` anywhere (a cheap scan before tokenizing; the lexer decides).
@@ -1072,32 +673,6 @@ fn word(sql: &[u8], token: &Token) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A name is found in a piece, and across the edge between two pieces, whatever their
-    /// lengths; nothing else is.
-    #[test]
-    fn names_are_found_in_pieces_and_across_their_edges() {
-        let text = b"DO 1; SET @@SESSION.Sql_Log_Bin = 0; UPDATE t SET a = 1";
-        for cuts in [vec![], vec![24], vec![25, 26, 27], vec![20, 22, 24, 26, 28, 30, 32], vec![1, 2, 3, 4, 5, 6, 7, 8]] {
-            let mut n = NamesInPieces::default();
-            let mut at = 0;
-            for cut in cuts.iter().copied().chain([text.len()]) {
-                n.feed(&text[at..cut]);
-                at = cut;
-            }
-            assert!(n.found(), "cut at {cuts:?}");
-        }
-        let mut n = NamesInPieces::default();
-        for piece in [&b"binlog_"[..], b"for", b"mat = 'ROW'"] {
-            n.feed(piece);
-        }
-        assert!(n.found(), "split twice");
-        let mut n = NamesInPieces::default();
-        for piece in [&b"sql_log_"[..], b"xbin", b"binlog", b"_form", b"et"] {
-            n.feed(piece);
-        }
-        assert!(!n.found());
-    }
 
     fn after(statements: &[&str]) -> SessionState {
         let mut s = SessionState::default();
@@ -1352,51 +927,6 @@ mod tests {
     }
 
     #[test]
-    fn a_text_that_reads_otherwise_in_another_setting_is_known() {
-        for sql in [
-            &b"SELECT '\x95\x5c'; CREATE TEMPORARY TABLE t (i INT) -- '"[..],
-            b"SELECT 1 AS \x95`; SET sql_log_bin = 0; SELECT `",
-            // NO_BACKSLASH_ESCAPES: the string ends at the backslash.
-            b"SELECT 'a\\'; DROP TABLE t -- '",
-            // ANSI_QUOTES: a name, in which a backslash is a backslash.
-            b"SELECT \"a\\\"; SET @x = 1 -- \"",
-            b"INSERT INTO t VALUES ('O\\'Brien')",
-            // UTF-8 may match too: an accented letter before a backtick costs a question.
-            "SELECT `café` FROM t".as_bytes(),
-        ] {
-            assert!(reads_otherwise_unseen(sql), "{}", String::from_utf8_lossy(sql));
-        }
-        for sql in [
-            &b"SELECT id FROM t WHERE id = 1"[..],
-            b"SET NAMES utf8mb4",
-            "INSERT INTO t VALUES ('sécret', 'O''Brien')".as_bytes(),
-            // A backslash outside a string, or in a comment, reads the same way in each.
-            b"SELECT \\N, 1 /* \\' */",
-            b"SELECT `a\\b` FROM t",
-        ] {
-            assert!(!reads_otherwise_unseen(sql), "{}", String::from_utf8_lossy(sql));
-        }
-    }
-
-    #[test]
-    fn the_searches_of_a_text_find_what_is_at_its_ends() {
-        // The byte pair that may hide an escape, at the start and at the end of the text.
-        assert!(reads_otherwise_unseen(b"\x95`"));
-        assert!(reads_otherwise_unseen(b"SELECT 1 AS `a\x95`"));
-        assert!(!reads_otherwise_unseen(b"`a` \x95"));
-        for (sql, opens) in [
-            (&b"/*!"[..], true),
-            (b"SELECT 1 /*M", true),
-            (b"SELECT 1 /*", false),
-            (b"SELECT 1 / *! 2", false),
-            (b"SELECT '/*' /*+ hint */", false),
-            (b"/*/*!*/", true),
-        ] {
-            assert_eq!(opens_executable_comment(sql), opens, "{}", String::from_utf8_lossy(sql));
-        }
-    }
-
-    #[test]
     fn a_client_character_set_the_tokenizer_misreads_is_not_followed() {
         for sql in [
             "SET NAMES gbk",
@@ -1511,41 +1041,5 @@ mod tests {
         assert_eq!(at("DO 1;; DO 2; SET STATEMENT sql_log_bin = 0 FOR DO 3"), Some(2));
         assert_eq!(at("DO 1; /*!1 SET sql_log_bin = 0 */"), Some(0), "an executable comment: the whole text's");
         assert_eq!(at("DO 1"), None);
-    }
-
-    /// Statements that run others, whose error tells nothing of what ran before it.
-    #[test]
-    fn statements_that_run_others_are_known() {
-        for sql in [
-            "CALL p()",
-            "call db.p(1)",
-            "EXECUTE s",
-            "EXECUTE IMMEDIATE 'GRANT ALL ON *.* TO u'",
-            "BEGIN NOT ATOMIC SET @a = 1; END",
-            "IF 1 THEN DO 1; END IF",
-            "l: LOOP LEAVE l; END LOOP",
-            "l : BEGIN NOT ATOMIC END",
-            "l /* a label */ : BEGIN NOT ATOMIC END",
-            "  Call p()",
-            "DO 1; CALL p()",
-            "SET STATEMENT max_statement_time = 1 FOR CALL p()",
-            "/*!1 CALL p() */",
-        ] {
-            assert!(runs_statements(sql.as_bytes()), "{sql}");
-        }
-        for sql in [
-            "BEGIN",
-            "BEGIN WORK; UPDATE t SET a = 1; COMMIT",
-            "SET sql_log_bin = 0",
-            "SET STATEMENT sql_log_bin = 0 FOR UPDATE t SET a = 1",
-            "GRANT SELECT ON t TO u",
-            "SELECT f(1) FROM t",
-            "SELECT id, k FROM t WHERE id = 1",
-            "SELECT -1",
-            "INSERT /* c */ INTO t VALUES (1)",
-            "DO 1; SELECT 'CALL p()'",
-        ] {
-            assert!(!runs_statements(sql.as_bytes()), "{sql}");
-        }
     }
 }
