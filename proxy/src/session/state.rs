@@ -494,7 +494,6 @@ fn drops_a_database(sql: &[u8], tokens: &[Token]) -> bool {
     (word(0) == "drop" && object(1)) || (word(0) == "create" && word(1) == "or" && word(2) == "replace" && object(3))
 }
 
-/// First words of statements that may change what the session tracker follows.
 /// Whether a statement of this first word surely uses up what `SET TRANSACTION` set for the
 /// next transaction: one that starts or ends a transaction explicitly. Others use it up only if
 /// they touch a transactional table and succeed (a SELECT of an InnoDB table does, `SELECT 1`,
@@ -504,6 +503,7 @@ fn starts_transaction(word: &[u8]) -> bool {
     [&b"start"[..], b"begin", b"commit", b"rollback"].iter().any(|k| word.eq_ignore_ascii_case(k))
 }
 
+/// First words of statements that may change what the session tracker follows.
 fn interesting(word: &[u8]) -> bool {
     [&b"set"[..], b"use", b"execute", b"prepare", b"call", b"create", b"deallocate", b"drop", b"lock", b"unlock", b"flush"]
         .iter()
