@@ -3839,3 +3839,42 @@ async fn parameters_the_server_reads_otherwise_get_its_answers() {
     }
     assert_eq!(answers[1], answers[0], "no types after a DOUBLE cut short with a cursor");
 }
+
+/// A fill that reads through a derived table (a top-k's `ROW_NUMBER()`, a grouped fill's
+/// `GROUP BY` over the state query) names its columns `c0`, `c1`, ..., and MariaDB 10.11
+/// describes such a column by the base table and that alias (`org_table` the table,
+/// `org_name` `c1`). freshet took the pair for a base column, so a table with columns of
+/// those names lent their types: a signed `-2` filled as a BIGINT UNSIGNED showed
+/// 18446744073709551614, and a top-k ordered by a general_ci column under another column's
+/// collation answered no rows at all (an audit of session 53).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn columns_named_like_a_fills_aliases_keep_their_own_types() {
+    fresh_table(
+        "ct_alias_int",
+        "id INT PRIMARY KEY, grp INT, c0 INT, c1 INT, c2 BIGINT UNSIGNED, c3 INT, KEY(grp)",
+        "(1, 1, -5, 100, 7, 3), (2, 1, -6, 200, 8, 2), (3, 1, 30, 300, 9, 1), (4, 2, -1, -2, 10, 0)",
+    )
+    .await;
+    fresh_table(
+        "ct_alias_text",
+        "id INT PRIMARY KEY, grp INT, c0 VARCHAR(10) COLLATE utf8mb4_bin, c1 VARCHAR(10) COLLATE utf8mb4_general_ci, \
+         c2 VARCHAR(10) COLLATE utf8mb4_bin, c3 VARCHAR(10) COLLATE utf8mb4_bin, c4 VARCHAR(10) COLLATE utf8mb4_bin, KEY(grp)",
+        "(1, 1, 'x', 'a', 'q', 'q', 'q'), (2, 1, 'x', 'B', 'q', 'q', 'q'), (3, 1, 'x', 'c', 'q', 'q', 'q'), (4, 1, 'x', 'D', 'q', 'q', 'q')",
+    )
+    .await;
+    let caches = [
+        ("alias_topk", "SELECT id, c0, c1 FROM ct_alias_int WHERE grp = ? ORDER BY c3 DESC, id LIMIT 2"),
+        ("alias_text", "SELECT c0, c1 FROM ct_alias_text WHERE grp = ? ORDER BY c1, id LIMIT 3"),
+        ("alias_group", "SELECT grp, MIN(c1), MAX(c1), COUNT(*) FROM ct_alias_int WHERE grp = ? GROUP BY grp"),
+    ];
+    let proxy = start_proxy(&cache_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (name, query) in caches {
+        for key in [1, 2] {
+            let sql = query.replace('?', &key.to_string());
+            let want = check.query(&sql).await;
+            assert_eq!(hit(&mut client, &proxy, name, &sql).await, want, "{sql}");
+        }
+    }
+}
