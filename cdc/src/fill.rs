@@ -50,7 +50,7 @@ use tokio::sync::Semaphore;
 use crate::flavor::{FenceKind, Flavor};
 use crate::gtid_set::GtidSet;
 use crate::position::BinlogPos;
-use crate::result::{convert, param, result_columns};
+use crate::result::{convert, fill_columns, param};
 use crate::schema::TableInfo;
 
 /// Settings of the fill source.
@@ -305,7 +305,7 @@ impl UpstreamFills {
                     Some(c) => c,
                     None => {
                         let tables = self.tables.read().map_err(|e| FillError::Unavailable(e.to_string()))?;
-                        cols.insert(result_columns(row.columns_ref(), &tables, |i| q.plan.origin_column(i)))
+                        cols.insert(fill_columns(row.columns_ref(), &tables, |i| q.plan.origin_column(i)))
                     }
                 };
                 let mut vals: Vec<Value> = Vec::with_capacity(cols.len());

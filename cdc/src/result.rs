@@ -2,17 +2,17 @@
 //!
 //! Owns: the conversion of what the server returns for a fill's SQL into the same [`Value`]s the
 //! binlog decoder produces for the same data (the round-trip test checks both paths against
-//! each other for every column type). Columns that are plain base columns (the protocol's
-//! `org_table`/`org_name`) take the schema's type and collation; computed columns (COUNT, SUM,
+//! each other for every column type). Columns that copy base columns take the schema's type
+//! and collation: a fill's as its plan says ([`fill_columns`]), a read of bare tables as the
+//! protocol's `org_table`/`org_name` say ([`result_columns`]); computed columns (COUNT, SUM,
 //! CONCAT, ...) take a type from the protocol's column metadata.
 //!
 //! Requires the fill connection's `time_zone = '+00:00'`: the binlog carries TIMESTAMP in UTC.
 //!
 //! The protocol reports the *connection's* collation for every text column (MariaDB 10.11 sends
-//! 45 = utf8mb4_general_ci even for a `utf8mb4_bin` column or a CONCAT of one), and no
-//! `org_table` for a column of a derived table, so only a bare table scan's columns get their
-//! SQL collation here; the rest get the reported one. The dataflow, which knows each column,
-//! re-tags what it seeds (`Node::column_collation`).
+//! 45 = utf8mb4_general_ci even for a `utf8mb4_bin` column or a CONCAT of one), so a computed
+//! text column gets the reported one. The dataflow, which knows each column, re-tags what it
+//! seeds (`Node::column_collation`).
 
 use std::collections::HashMap;
 
@@ -31,35 +31,41 @@ pub struct ResultColumn {
     pub binary_width: Option<usize>,
 }
 
-/// Types for a result set's columns: the schema's when the column is a base column of a known
-/// table, named by the protocol (`org_table`, `org_name`) or else by `origin` (column index ->
-/// the base table and column it copies: a fill's plan knows, `Node::origin_column`, where the
-/// server names no table for a column of a derived table); else derived from the protocol
-/// metadata. Without the schema's type an ENUM, SET or MariaDB JSON column would read as text
-/// and not equal the binlog's value of the same row.
-pub fn result_columns<'a>(
+/// Types for a result set of base columns read with no derived table (the replica's copy of a
+/// table): the schema's for a column the server names as a base column of a known table
+/// (`org_table`, `org_name`), else derived from the protocol metadata. Without the schema's
+/// type an ENUM, SET or MariaDB JSON column would read as text and not equal the binlog's
+/// value of the same row.
+pub fn result_columns(columns: &[Column], tables: &HashMap<String, TableInfo>) -> Vec<ResultColumn> {
+    columns.iter().map(|c| base_column(tables, &c.org_table_str(), &c.org_name_str()).unwrap_or_else(|| derived(c))).collect()
+}
+
+/// Types for a fill's answer: the schema's for a column that copies a base column, as the
+/// fill's plan says (`origin`: column index -> the base table and column it copies,
+/// `Node::origin_column`), else derived from the protocol metadata. The server's names are
+/// not asked: a fill reads through a derived table (all but a bare table scan), whose columns
+/// it names `c0`, `c1`, ...; MariaDB names no `org_table` for most such columns, and for a
+/// top-k's (`ROW_NUMBER()`) or a grouped fill's (`GROUP BY` over the state query) names the
+/// base table with the alias as the column (`org_name` `c1`), which a column of that table may
+/// be called too: its type was taken for the copied column's (a signed -2 read as a BIGINT
+/// UNSIGNED, a text ordered under another column's collation).
+pub fn fill_columns<'a>(
     columns: &[Column],
     tables: &HashMap<String, TableInfo>,
     origin: impl Fn(usize) -> Option<(&'a str, &'a str)>,
 ) -> Vec<ResultColumn> {
-    let base = |table: &str, column: &str| {
-        let t = tables.get(table)?;
-        let i = t.schema.column_index(column)?;
-        Some(ResultColumn {
-            ty: t.schema.columns[i].ty.clone(),
-            collation: t.schema.columns[i].collation,
-            binary_width: t.decode[i].binary_width,
-        })
-    };
     columns
         .iter()
         .enumerate()
-        .map(|(i, c)| {
-            base(&c.org_table_str(), &c.org_name_str())
-                .or_else(|| origin(i).and_then(|(table, column)| base(table, column)))
-                .unwrap_or_else(|| derived(c))
-        })
+        .map(|(i, c)| origin(i).and_then(|(table, column)| base_column(tables, table, column)).unwrap_or_else(|| derived(c)))
         .collect()
+}
+
+/// Base column `column` of `table`, if the schema knows it.
+fn base_column(tables: &HashMap<String, TableInfo>, table: &str, column: &str) -> Option<ResultColumn> {
+    let t = tables.get(table)?;
+    let i = t.schema.column_index(column)?;
+    Some(ResultColumn { ty: t.schema.columns[i].ty.clone(), collation: t.schema.columns[i].collation, binary_width: t.decode[i].binary_width })
 }
 
 /// A computed column's type from its metadata. Text takes the collation the server reports
@@ -274,7 +280,7 @@ mod tests {
     fn a_computed_bit_flagged_binary_is_its_digits() {
         let digits = Column::new(ColumnType::MYSQL_TYPE_BIT).with_flags(ColumnFlags::UNSIGNED_FLAG | ColumnFlags::BINARY_FLAG);
         let bytes = Column::new(ColumnType::MYSQL_TYPE_BIT).with_flags(ColumnFlags::UNSIGNED_FLAG);
-        let cols = result_columns(&[digits, bytes], &HashMap::new(), |_| None);
+        let cols = result_columns(&[digits, bytes], &HashMap::new());
         assert!(matches!(convert(&cols[0], MyValue::Bytes(b"255".to_vec())), Ok(Value::UInt(255))));
         assert!(matches!(convert(&cols[1], MyValue::Bytes(vec![0xff])), Ok(Value::Bit(255))));
     }

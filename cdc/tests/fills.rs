@@ -273,7 +273,7 @@ async fn fills_racing_writers_are_neither_stale_nor_double_counted() {
             let server: Vec<Box<[Value]>> = server
                 .into_iter()
                 .map(|row| {
-                    let cols = result_columns(row.columns_ref(), &tables, |_| None);
+                    let cols = result_columns(row.columns_ref(), &tables);
                     row.unwrap().into_iter().zip(&cols).map(|(v, col)| convert(col, v).unwrap()).collect()
                 })
                 .collect();

@@ -140,7 +140,7 @@ async fn concurrent_transactions_arrive_complete_ordered_grouped() {
     let rows: Vec<mysql_async::Row> = c.exec("SELECT * FROM cdc_kv", ()).await.unwrap();
     let mut server: HashMap<i64, String> = HashMap::new();
     for row in rows {
-        let cols = result_columns(row.columns_ref(), &tables, |_| None);
+        let cols = result_columns(row.columns_ref(), &tables);
         let vals: Row = row.unwrap().into_iter().zip(&cols).map(|(v, col)| convert(col, v).unwrap()).collect();
         server.insert(int(&vals[0]), format!("{vals:?}"));
     }

@@ -466,7 +466,7 @@ async fn read_batch(
     while let Some(row) = result.next().await.map_err(upstream)? {
         let size = row_bytes(&row);
         (bytes, widest) = (bytes + size, widest.max(size));
-        let types = types.get_or_insert_with(|| result_columns(row.columns_ref(), tables, |_| None));
+        let types = types.get_or_insert_with(|| result_columns(row.columns_ref(), tables));
         let mut vals = Vec::with_capacity(types.len());
         for (v, c) in row.unwrap().into_iter().zip(types.iter()) {
             vals.push(convert(c, v).map_err(ReplicaError::Upstream)?);
