@@ -65,7 +65,11 @@ pub fn fill_columns<'a>(
 fn base_column(tables: &HashMap<String, TableInfo>, table: &str, column: &str) -> Option<ResultColumn> {
     let t = tables.get(table)?;
     let i = t.schema.column_index(column)?;
-    Some(ResultColumn { ty: t.schema.columns[i].ty.clone(), collation: t.schema.columns[i].collation, binary_width: t.decode[i].binary_width })
+    Some(ResultColumn {
+        ty: t.schema.columns[i].ty.clone(),
+        collation: t.schema.columns[i].collation,
+        binary_width: t.decode[i].binary_width,
+    })
 }
 
 /// A computed column's type from its metadata. Text takes the collation the server reports
