@@ -3,8 +3,8 @@
 //! specific to them (the upstream seed query, the replica's second step).
 //!
 //! Owns: [`Dim`], [`DimIndex`], [`DimLog`], [`borrow_covers`], [`find_dims`], [`dim_seed_plan`], [`replay_deltas`]. Does not
-//! own: joining (ops; a partition's `cover` is the source of truth), positions and buffering
-//! (the parent module).
+//! own: joining (ops; a partition's `cover` is the source of truth), positions (fills) and
+//! buffering (batches).
 //!
 //! Invariants:
 //! - **Index = covers.** For every dimension `d` and key `k`, `index[d][k]` is exactly the set
@@ -143,7 +143,7 @@ impl DimIndex {
 /// partition-keyed) are handled; other misses still evict.
 ///
 /// Both partitions are read at the applied position: each is flushed first (its held deltas
-/// processed, see the parent's "Held batches"), and one that this drops is neither borrower nor
+/// processed, see "Held batches" in `batches`), and one that this drops is neither borrower nor
 /// lender, as if it had been dropped after the batch that made it need a refill.
 pub(super) fn borrow_covers(
     shared: &super::Shared,
@@ -161,7 +161,7 @@ pub(super) fn borrow_covers(
             };
             let Some(part) = key_of(&c.row, kcols) else { continue };
             let Some(k) = key_of(&c.row, from_cols) else { continue };
-            super::flush(shared, views, domain, &part);
+            super::batches::flush(shared, views, domain, &part);
             // The borrower must be at the applied position too (a fill ahead of the binlog
             // would skip this key's deltas up to its position and keep older rows).
             if !domain.parts.get(&*part).is_some_and(|p| p.ks.filled_at < pos && !p.ks.covers(node, &k)) {
@@ -171,7 +171,7 @@ pub(super) fn borrow_covers(
                 domain.dim_index.0.get(d).and_then(|m| m.get(&k)).map(|ps| ps.keys().cloned().collect()).unwrap_or_default();
             let mut rows = None;
             for q in candidates {
-                super::flush(shared, views, domain, &q);
+                super::batches::flush(shared, views, domain, &q);
                 if let Some(lender) = domain.parts.get(&*q).filter(|q| q.ks.filled_at < pos) {
                     rows = Some(lender.ks.dim_rows(node, &k));
                     break;

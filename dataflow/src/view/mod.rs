@@ -6,38 +6,27 @@
 //! [`Reader`] (cloneable lookups that never wait for the writer's work), [`ViewStats`].
 //! Does not own: operator semantics (ops), SQL (compile, render), fill transport (fill sources).
 //!
+//! This file holds the writer's state (domains, their partitions and pending fills, views)
+//! and installing, dropping and recompiling views. The rest of the writer's work is a module
+//! each: applying and publishing batches ([`batches`]), fills ([`fills`]), eviction
+//! ([`eviction`]), rebuilding and dropping a partition's reader entries ([`publish`]), fill
+//! requests and seeded states ([`seeding`]), dimension tables ([`dims`]); the read side is
+//! [`reader`] and [`cache`].
+//!
 //! Invariants of partial state (ARCHITECTURE.md "Invariants of partial state"), and why they
-//! hold here:
+//! hold here; those that one piece keeps are stated in its module header and named here:
 //! - **Holes.** A partition is a hole unless it is in `Domain::parts`. A delta whose partition
 //!   is a hole is dropped (`apply`), unless a fill for it is in flight (`Domain::pending`), in
 //!   which case it is buffered with its position.
-//! - **Fills are idempotent.** A fill is accepted only for partitions that are pending; a
-//!   partition that is already filled (several readers asked) or was evicted meanwhile ignores
-//!   it. Requests are deduplicated by the same pending set.
-//! - **No double counting.** A pending partition records `since`, the writer's applied
-//!   position when it became pending; every later delta for it is buffered. A fill at position
-//!   P is accepted only if `P >= since` (otherwise deltas in `(P, since]` were dropped and
-//!   would be lost); buffered deltas at or before P are discarded, later ones applied in order;
-//!   the partition remembers `filled_at = P` and skips any delta at or before it that arrives
-//!   later (a fill may be ahead of the binlog). Each committed write is thus counted once.
-//! - **Fills unsure of their position** ([`FillResponse::unsure`]: MariaDB's snapshot position
-//!   is off by a few commits now and then). Such a fill waits in `Dataflow::waiting`, its
-//!   partitions pending, until the applied position has passed its unsure range
-//!   ([`Dataflow::settle_fills`]); then every commit that ended in the range is known, and a
-//!   partition is installed only if the range does not begin before its `since` (commits
-//!   before it were dropped unseen) and no commit from `since` to the range's end is in its
-//!   buffer or is a dimension row its filled state covers (the shared log): the range checked
-//!   starts at `since` for a margin. Outside the range the fill's data agrees with
-//!   its position, so the rules above apply unchanged. A partition refused this way is a hole
-//!   again, and its reads are relayed for a moment (`ReaderCache::note_raced`).
-//! - **Descendant eviction.** All state derived from a partition lives in its `KeyState`
-//!   (see `plan`), dimension rows included; evicting removes the `KeyState`, its reader entry
-//!   and its dimension-index entries together (`drop_part`, the only place parts are removed).
+//! - **Fills are idempotent**: only pending partitions take a fill; see [`fills`].
+//! - **No double counting**: each committed write is counted once (`since`, `filled_at`); see [`fills`].
+//! - **Fills unsure of their position** wait for the stream to pass their unsure range; see [`fills`].
+//! - **Descendant eviction**: a partition's derived state goes with it (`drop_part`); see [`eviction`].
 //! - **Dimension tables** (see `dims`). A dimension delta reaches exactly the filled partitions
 //!   covering its join key (the index mirrors the covers of filled partitions) and, while any
 //!   partition is pending, to the domain's shared dimension log, which each fill replays after
 //!   its position together with its own buffer (the join drops what the fill does not cover). The
-//!   position rules above apply to it unchanged. A partition that meets a key it does not
+//!   position rules ([`fills`]) apply to it unchanged. A partition that meets a key it does not
 //!   cover is evicted after the batch (like a top-k prefix running short), and a fill whose
 //!   buffered replay meets one is rejected as stale: the partition stays a hole.
 //! - **Readers never wait for the writer's work.** Reader entries live in a sharded map
@@ -49,48 +38,22 @@
 //!   partition or none of it. Every other operation publishes held batches first, so no entry
 //!   built later (a fill) is shown beside an older entry of a held batch's partition. Misses
 //!   are recorded in a small mutex-protected set that the writer only swaps out.
-//! - **A read of several partitions sees one position.** `publish_held` runs inside
-//!   `Shared::publishing` (a count, odd while it runs): a read that saw it odd or changed
-//!   looks again, and after a few tries answers `Unsettled` instead of merging entries from
-//!   both sides of a step. A fill ahead of the applied position publishes entries marked
-//!   `ahead` (remembered in `Domain::ahead`), which a read of several partitions does not
-//!   merge either; the first `publish_held` at or past the fill's position republishes them
-//!   unmarked. Between two publications every unmarked entry shows the applied position.
-//! - **Held batches.** [`Dataflow::apply_held`] routes a batch at once (holes, pending
-//!   buffers and the dimension log see it in order, as with `apply`) but only queues its deltas
-//!   for a filled partition (`Domain::unprocessed`); the partition's operators run once for all
-//!   of its held batches, concatenated in batch order, when it is *flushed*: at
-//!   `publish_held`, and before anything reads or changes its state (borrowing reads lender and
-//!   borrower at the applied position). That is the same state as batch after batch: every
-//!   operator is exact for a multi-change batch (a batch is a multiset of weighted rows; joins
-//!   take `ΔL ⋈ R_old` then `L_new ⋈ ΔR`; aggregates and top-k compare before and after the
-//!   whole batch); only two choices may differ, both within what the server may answer: the
-//!   spelling a case-insensitive group shows, and a top-k prefix that a deletion would have
-//!   left short in between is not refilled if later rows fill it again. A partition that needs
-//!   a refill after its flush is dropped then; dropped earlier (after the batch that caused
-//!   it), it would have dropped the later batches' deltas as a hole, and be a hole now all the
-//!   same. Readers see none of it before `publish_held`, so nothing else is observable.
+//! - **A read of several partitions sees one position** (`Shared::publishing`, `ahead`); see [`batches`].
+//! - **Held batches** run a partition's operators once for all of them, as batch after batch would; see [`batches`].
 //! - **Reuse.** Views whose trees share a stateful subtree form a *domain*: one graph in
 //!   which identical subtrees are stored once (their operators and state are shared), and one
 //!   set of partitions. A partition is filled, evicted and budgeted for the whole domain, so
 //!   shared state is never evicted under one view while another still reads from it
 //!   (descendant eviction across views). Joining a domain empties its partitions, which then
 //!   refill on demand: states built before the new operators existed do not cover them.
-//! - **Budget.** One reader cache holds every view's entries, weighted by the partition's
-//!   total bytes (operator state + reader rows), with CLOCK eviction at the global byte
-//!   budget (`cache` says which entries go first and which are spared). The cache notes what it
-//!   evicted; the writer sweeps and drains those notices after every operation that
-//!   publishes, and drops the matching `KeyState` (matched by generation, so a notice about an
-//!   old incarnation never evicts a newer fill). Until drained, a `KeyState` may outlive its
-//!   reader entry by one operation; it can never serve a stale read, because reads go only to
-//!   the cache. The budget can be exceeded by one operation's inserts until that sweep. A
-//!   view's bytes are its entries' weights as the cache holds them: counted in when an entry
-//!   is put, out when it is replaced or removed, or, for an entry the budget evicted, when the
-//!   writer drains its notice (the weight travels with it), so each weight leaves once.
+//! - **Budget**: one reader cache, CLOCK at the global byte budget, its notices drained; see [`eviction`].
 
+mod batches;
 mod cache;
 mod dims;
+mod eviction;
 mod explain;
+mod fills;
 mod publish;
 mod reader;
 mod renumber;
@@ -100,19 +63,19 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::Ordering as AtOrd;
 
-use cache::{Evicted, ReaderCache};
-use dims::{Dim, DimIndex, DimLog, borrow_covers, find_dims};
+pub use batches::ApplyError;
+use cache::ReaderCache;
+use dims::{Dim, DimIndex, DimLog, find_dims};
 pub use explain::{Explanation, explain_sql};
-use publish::{drop_part, publish};
+pub use fills::FillOutcome;
 pub use reader::{ByteSize, Entry, Lookup, LookupError, Reader, ViewStats};
 use reader::{Counters, EntryKey, Shared, stats_of};
 use renumber::renumber;
-use seeding::{build_request, build_state};
 
 use crate::compile::{Catalog, CompiledQuery, Refusal, compile};
 use crate::cost::{CostBounds, cost_bounds};
-use crate::delta::{Batch, Position};
-use crate::fill::{FillError, FillRequest, FillResponse, FillSource, FillTicket, ViewId};
+use crate::delta::Position;
+use crate::fill::{FillResponse, ViewId};
 use crate::hash::{Map, Set};
 use crate::ops::{Delta, Graph, Key, KeyState};
 use crate::plan::Node;
@@ -190,9 +153,6 @@ struct Part {
     generation: u64,
 }
 
-/// Most batches buffered for one partition while its fill is in flight.
-const MAX_BUFFERED: usize = 100_000;
-
 struct Pending {
     since: Position,
     buffer: Vec<(Position, Vec<Vec<Delta>>)>,
@@ -244,7 +204,7 @@ struct Domain {
     held: Set<Key>,
     /// Deltas of held batches routed to filled partitions and not yet pushed through the
     /// operators, in batch order: a partition that several held transactions touch runs its
-    /// operators once for all of them (`flush`). See "Held batches" in the module header.
+    /// operators once for all of them ([`batches::flush`]). See "Held batches" in [`batches`].
     unprocessed: Map<Key, OccDeltas>,
     /// Partitions published with a fill's rows from a newer state than the applied one
     /// ([`reader::Entry::ahead`]), with the fill's position: republished (the mark cleared)
@@ -266,47 +226,6 @@ struct View {
 
 /// A view dropped by DDL and what replaced it: its new id, or why it can no longer be cached.
 pub type Recompiled = (ViewId, Result<ViewId, Refusal>);
-
-/// Outcome of installing a fill.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FillOutcome {
-    /// Partitions filled.
-    pub filled: usize,
-    /// Partitions ignored: already filled, evicted meanwhile, or never requested.
-    pub ignored: usize,
-    /// Partitions rejected because the fill was older than the position they became holes
-    /// at; they are holes again and will be requested anew.
-    pub stale: usize,
-    /// Partitions rejected because a commit to them ended where the fill's data may disagree
-    /// with its position ([`FillResponse::unsure`]); they are holes again.
-    pub unsure: usize,
-    /// Partitions whose fill waits for the stream to pass its unsure range
-    /// ([`Dataflow::settle_fills`] installs it).
-    pub waiting: usize,
-}
-
-impl FillOutcome {
-    fn add(&mut self, o: FillOutcome) {
-        self.filled += o.filled;
-        self.ignored += o.ignored;
-        self.stale += o.stale;
-        self.unsure += o.unsure;
-        self.waiting += o.waiting;
-    }
-}
-
-/// Most fills held for the stream to pass their unsure range; the oldest gives way (its
-/// partitions become holes). They are as many as the fills in flight unless a gap or
-/// evictions ask again for partitions whose fills still wait.
-const MAX_WAITING: usize = 1024;
-
-/// Errors applying a batch.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ApplyError {
-    /// Batches must arrive in strictly increasing position order.
-    #[error("batch at {got:?} is not after the applied position {applied:?}")]
-    OutOfOrder { got: Position, applied: Position },
-}
 
 /// The dataflow: every installed view and the single writer that maintains them.
 pub struct Dataflow {
@@ -422,46 +341,6 @@ impl Domain {
         }
         self.slots = slots;
         reader
-    }
-
-    /// Splits a batch into base deltas per partition (by occurrence), for the filled and
-    /// pending partitions it concerns. Rows of partition-keyed tables go to their partition;
-    /// dimension rows go to the filled partitions covering their key (the index), and, when
-    /// some partition is pending (its cover is not known until its fill arrives), to the
-    /// second result, for the shared log.
-    fn route(&self, batch: &Batch) -> (Map<Key, OccDeltas>, Option<OccDeltas>) {
-        let domain = self;
-        let mut per_key: Map<Key, OccDeltas> = Map::default();
-        let mut for_pending: Option<OccDeltas> = None;
-        for c in &batch.changes {
-            let is = |t: &str| domain.is_table(t, &c.table);
-            for (occ, table, key) in &domain.occs {
-                if !is(table) {
-                    continue;
-                }
-                let k: Key = key.iter().map(|&i| c.row.get(i).cloned().unwrap_or(Value::Null)).collect();
-                if !domain.parts.contains_key(&*k) && !domain.pending.contains_key(&k) {
-                    continue;
-                }
-                let slot = per_key.entry(k).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
-                slot[*occ].push((c.row.clone(), if c.insert { 1 } else { -1 }));
-            }
-            for (d, dim) in domain.dims.iter().enumerate() {
-                if !is(&dim.table) {
-                    continue;
-                }
-                let w = if c.insert { 1 } else { -1 };
-                for k in domain.dim_index.route(&domain.dims, d, &c.row) {
-                    let slot = per_key.entry(k.clone()).or_insert_with(|| vec![Vec::new(); domain.n_occ]);
-                    slot[dim.occ].push((c.row.clone(), w));
-                }
-                if !domain.pending.is_empty() {
-                    let log = for_pending.get_or_insert_with(|| vec![Vec::new(); domain.n_occ]);
-                    log[dim.occ].push((c.row.clone(), w));
-                }
-            }
-        }
-        (per_key, for_pending)
     }
 
     /// True if `root` has a stateful subtree this domain already maintains.
@@ -646,18 +525,6 @@ impl Dataflow {
             .collect()
     }
 
-    /// Evicts every partition of every view that reads `table` (its rows changed in ways no
-    /// batch carried: a foreign key's action). Views and their schema stay; partitions refill
-    /// on demand at or after the applied position.
-    pub fn evict_reading(&mut self, table: &str) {
-        self.publish_held();
-        let lower = self.catalog.key(table);
-        let domains: Vec<usize> = self.views.iter().flatten().filter(|v| v.q.tables.contains(&lower)).map(|v| v.domain).collect();
-        for di in domains {
-            self.evict_domain(di);
-        }
-    }
-
     /// A reader for view `v`.
     pub fn reader(&self, v: ViewId) -> Option<Reader> {
         let view = self.view(v)?;
@@ -691,385 +558,12 @@ impl Dataflow {
         self.views.get(v.0 as usize).and_then(Option::as_ref)
     }
 
-    /// Applies one upstream transaction. Deltas to holes are dropped, to pending partitions
-    /// buffered, to filled partitions applied; each touched partition is republished once.
-    pub fn apply(&mut self, batch: &Batch) -> Result<(), ApplyError> {
-        let applied = self.apply_held(batch);
-        self.publish_held();
-        applied
-    }
-
-    /// Applies one upstream transaction like [`Dataflow::apply`] but holds back the
-    /// republication of the partitions it changed until [`Dataflow::publish_held`], so that a
-    /// partition touched by many transactions in a row (a global top-k, a popular story) is
-    /// rebuilt and swapped once for all of them; its operators too run once for all of them,
-    /// when it is flushed (see "Held batches" in the module header). A reader sees a held partition as it was before
-    /// the held batches or, if applying one evicted it (a budget eviction, a refill that a
-    /// bounded state needs), as a miss; never part of a batch: a partition's entry is only
-    /// ever rebuilt from its state between whole batches. Every other operation that changes
-    /// what readers see (fills, evictions, installs, drops, DDL that drops a view) publishes
-    /// what is held first, so the order of operations readers observe is unchanged. [`Dataflow::applied`] counts held batches; a caller that
-    /// announces a position as visible publishes first.
-    pub fn apply_held(&mut self, batch: &Batch) -> Result<(), ApplyError> {
-        if batch.position <= self.applied {
-            return Err(ApplyError::OutOfOrder { got: batch.position, applied: self.applied });
-        }
-        self.drain_evictions();
-        let pos = batch.position;
-        for di in 0..self.domains.len() {
-            let Some(domain) = self.domains[di].as_mut() else { continue };
-            // Log entries at or before the oldest pending `since` can never be replayed.
-            domain.dim_log.trim(domain.pending.values().map(|p| p.since).min());
-            borrow_covers(&self.shared, &self.views, domain, batch, pos);
-            let (per_key, for_pending) = domain.route(batch);
-            if let Some(d) = for_pending {
-                if domain.dim_log.len() >= MAX_BUFFERED {
-                    // As for one partition's buffer below: these fills are as good as lost.
-                    domain.pending.clear();
-                    domain.dim_log.trim(None);
-                } else {
-                    domain.dim_log.push(pos, d);
-                }
-            }
-            for (k, deltas) in per_key {
-                if let Some(p) = domain.parts.get(&*k) {
-                    if pos > p.ks.filled_at {
-                        hold(&mut domain.unprocessed, k, deltas);
-                    }
-                } else if let Some(p) = domain.pending.get_mut(&k) {
-                    if p.buffer.len() >= MAX_BUFFERED {
-                        // A fill this late is as good as lost: make the partition a hole again
-                        // (its fill will be ignored) rather than buffer without bound.
-                        domain.pending.remove(&k);
-                    } else {
-                        p.buffer.push((pos, deltas));
-                    }
-                }
-            }
-        }
-        self.applied = pos;
-        Ok(())
-    }
-
-    /// Republishes every partition changed by batches applied with
-    /// [`Dataflow::apply_held`]: from here on readers see all of them.
-    /// Reads of several partitions see all of it or none ([`Shared::publishing`]): never some
-    /// partitions before a transaction and others after it.
-    pub fn publish_held(&mut self) {
-        let applied = self.applied;
-        // Nothing to publish (most callers ask in passing): no count that reads would retry on.
-        let idle = |d: &Domain| d.held.is_empty() && d.unprocessed.is_empty() && d.ahead.iter().all(|(p, _)| *p > applied);
-        if self.domains.iter().flatten().all(idle) {
-            self.drain_evictions();
-            return;
-        }
-        let (shared, views) = (&self.shared, &self.views);
-        shared.publishing(|| {
-            for domain in self.domains.iter_mut().flatten() {
-                flush_all(shared, views, domain);
-                // Fills ahead of the stream that it has now reached: their rows are the
-                // applied state's too, which their republication says.
-                if !domain.ahead.is_empty() {
-                    let (passed, still): (Vec<_>, Vec<_>) = std::mem::take(&mut domain.ahead).into_iter().partition(|(p, _)| *p <= applied);
-                    domain.ahead = still;
-                    domain.held.extend(passed.into_iter().map(|(_, k)| k).filter(|k| domain.parts.contains_key(&**k)));
-                }
-                if domain.held.is_empty() {
-                    continue;
-                }
-                for k in std::mem::take(&mut domain.held) {
-                    publish(shared, views, domain, &k, applied);
-                }
-            }
-        });
-        self.drain_evictions();
-    }
-
-    /// Turns the misses readers recorded into fill requests: partitions already filled are
-    /// republished, partitions already pending are skipped (deduplication), the rest become
-    /// pending and are batched, at most `max_fill_keys` per request.
-    pub fn fill_requests(&mut self) -> Vec<FillRequest> {
-        self.publish_held();
-        let misses = match self.shared.misses.lock() {
-            Ok(mut m) => std::mem::take(&mut *m),
-            Err(_) => HashMap::new(),
-        };
-        let mut out = Vec::new();
-        let mut sorted: Vec<_> = misses.into_iter().collect();
-        sorted.sort_by_key(|(v, _)| *v);
-        for (v, keys) in sorted {
-            let mut keys: Vec<Key> = keys.into_iter().collect();
-            keys.sort();
-            out.extend(self.request_fill(ViewId(v), keys));
-        }
-        out
-    }
-
-    /// Requests a fill of `keys` of view `v` (and of the views sharing its domain) directly,
-    /// e.g. to warm a view.
-    pub fn request_fill(&mut self, v: ViewId, keys: Vec<Key>) -> Vec<FillRequest> {
-        self.publish_held();
-        let applied = self.applied;
-        let max = self.max_fill_keys;
-        let Some(di) = self.view(v).map(|x| x.domain) else { return vec![] };
-        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return vec![] };
-        let mut fresh = Vec::new();
-        let mut deferred = Vec::new();
-        for k in keys {
-            if domain.parts.contains_key(&*k) {
-                publish(&self.shared, &self.views, domain, &k, applied);
-            } else if domain.pending.contains_key(&k) {
-                continue;
-            } else if domain.pending.len() >= self.max_pending {
-                deferred.push(k);
-            } else {
-                domain.pending.insert(k.clone(), Pending { since: applied, buffer: Vec::new() });
-                fresh.push(k);
-            }
-        }
-        if !deferred.is_empty()
-            && let Ok(mut m) = self.shared.misses.lock()
-        {
-            m.entry(v.0).or_default().extend(deferred);
-        }
-        let ticket = FillTicket { domain: di as u32, epoch: domain.epoch };
-        fresh.chunks(max).map(|chunk| build_request(domain, v, ticket, chunk.to_vec(), applied)).collect()
-    }
-
-    /// The domain a ticket names, if it still has the ticket's layout.
-    fn domain_for(&mut self, t: FillTicket) -> Option<&mut Domain> {
-        self.domains.get_mut(t.domain as usize).and_then(Option::as_mut).filter(|d| d.epoch == t.epoch)
-    }
-
-    /// Gives up on a fill (the source failed or timed out): its partitions become holes
-    /// again, and the next read asks anew. Callers must do this for every request they will
-    /// not answer, or its partitions stay pending.
-    pub fn abandon_fill(&mut self, req: &FillRequest) {
-        if let Some(domain) = self.domain_for(req.ticket) {
-            for k in &req.keys {
-                domain.pending.remove(k);
-            }
-        }
-    }
-
-    /// Installs a fill's answer (see the module header for the position rules). An answer
-    /// whose data may disagree with its position ([`FillResponse::unsure`]) waits, its
-    /// partitions pending, until the applied position has passed the unsure range
-    /// ([`Dataflow::settle_fills`]).
-    pub fn complete_fill(&mut self, resp: FillResponse) -> FillOutcome {
-        self.publish_held();
-        if resp.unsure.is_some_and(|u| u.to > self.applied) {
-            if self.waiting.len() >= MAX_WAITING {
-                let oldest = self.waiting.remove(0);
-                if let Some(domain) = self.domain_for(oldest.ticket) {
-                    for k in &oldest.keys {
-                        domain.pending.remove(k);
-                    }
-                }
-            }
-            let waiting = resp.keys.len();
-            self.waiting.push(resp);
-            return FillOutcome { waiting, ..FillOutcome::default() };
-        }
-        let mut outcome = FillOutcome::default();
-        let ticket = resp.ticket;
-        let Some(domain) = self.domains.get_mut(ticket.domain as usize).and_then(Option::as_mut).filter(|d| d.epoch == ticket.epoch) else {
-            outcome.ignored = resp.keys.len();
-            return outcome;
-        };
-        let p = resp.position;
-        for k in &resp.keys {
-            let Some(pending) = domain.pending.get(k) else {
-                outcome.ignored += 1;
-                continue;
-            };
-            // Commits before `since` reached the hole and were dropped: a fill must reflect
-            // them, and its unsure range must not reach back to them (nothing was kept to
-            // tell whether they touched the partition).
-            if p < pending.since || resp.unsure.is_some_and(|u| u.from < pending.since) {
-                domain.pending.remove(k);
-                outcome.stale += 1;
-                continue;
-            }
-            let Some(pending) = domain.pending.remove(k) else { continue };
-            // The partition's own commits in the unsure range are in its buffer: the fill may
-            // show any of them or not, so it cannot be told which to apply. The range checked
-            // starts at `since`, not at the later `from`: every commit since the request, for
-            // a margin (once, under load, a snapshot lacked a commit logged before `from`).
-            if let Some(u) = resp.unsure
-                && pending.buffer.iter().any(|(q, _)| *q <= u.to)
-            {
-                raced(&self.shared, domain, k);
-                outcome.unsure += 1;
-                continue;
-            }
-            let Some(mut ks) = build_state(domain, k, &resp) else {
-                outcome.stale += 1;
-                continue;
-            };
-            // So are the dimension rows it joins with (the keys its filled state covers).
-            if let Some(u) = resp.unsure
-                && domain.dim_log.touches(&domain.dims, &ks, pending.since, u.to)
-            {
-                raced(&self.shared, domain, k);
-                outcome.unsure += 1;
-                continue;
-            }
-            for (_, mut deltas) in domain.dim_log.merged_after(p, pending.buffer) {
-                ks.process(&domain.graph, k, &mut deltas);
-            }
-            if ks.needs_refill {
-                // Buffered deletions emptied a top-k prefix: ask again later.
-                outcome.stale += 1;
-                continue;
-            }
-            ks.filled_at = p;
-            domain.dim_index.add(&domain.dims, k, &ks);
-            let generation = self.next_generation;
-            self.next_generation += 1;
-            domain.parts.insert(PartKey::from(&**k), Part { ks, generation });
-            for v in domain.views.iter().flatten() {
-                if let Some(view) = self.views.get(v.0 as usize).and_then(Option::as_ref) {
-                    view.counters.keys.fetch_add(1, AtOrd::Relaxed);
-                    view.counters.fills.fetch_add(1, AtOrd::Relaxed);
-                }
-            }
-            publish(&self.shared, &self.views, domain, k, self.applied);
-            outcome.filled += 1;
-        }
-        self.drain_evictions();
-        outcome
-    }
-
-    /// Installs the fills that waited for the stream to pass their unsure range and it has
-    /// (see [`Dataflow::complete_fill`]). The caller runs it after applying batches.
-    pub fn settle_fills(&mut self) -> FillOutcome {
-        let applied = self.applied;
-        let passed = |r: &FillResponse| r.unsure.is_none_or(|u| u.to <= applied);
-        let mut outcome = FillOutcome::default();
-        if !self.waiting.iter().any(passed) {
-            return outcome;
-        }
-        let (ready, still): (Vec<_>, Vec<_>) = std::mem::take(&mut self.waiting).into_iter().partition(passed);
-        self.waiting = still;
-        for resp in ready {
-            outcome.add(self.complete_fill(resp));
-        }
-        outcome
-    }
-
-    /// Convenience for synchronous callers and tests: turns pending misses into requests and
-    /// answers them from `source` right away. Returns the partitions filled.
-    pub fn run_fills(&mut self, source: &mut dyn FillSource) -> Result<usize, FillError> {
-        let mut filled = 0;
-        for req in self.fill_requests() {
-            match source.fill(&req) {
-                Ok(resp) => filled += self.complete_fill(resp).filled,
-                Err(e) => {
-                    self.abandon_fill(&req);
-                    return Err(e);
-                }
-            }
-        }
-        Ok(filled)
-    }
-
-    /// Evicts one partition (and everything derived from it, in every view of the domain).
-    /// Returns true if it was filled or pending.
-    pub fn evict(&mut self, v: ViewId, key: &Key) -> bool {
-        self.publish_held();
-        let Some(di) = self.view(v).map(|x| x.domain) else { return false };
-        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return false };
-        let was_pending = domain.pending.remove(key).is_some();
-        let was_filled = drop_part(&self.shared, &self.views, domain, key);
-        was_pending || was_filled
-    }
-
-    fn evict_domain(&mut self, di: usize) {
-        let Some(domain) = self.domains.get_mut(di).and_then(Option::as_mut) else { return };
-        domain.pending.clear();
-        domain.ahead.clear();
-        let keys: Vec<Key> = domain.parts.keys().map(|k| Key::from(&**k)).collect();
-        for k in keys {
-            drop_part(&self.shared, &self.views, domain, &k);
-        }
-    }
-
-    /// Evicts every partition of every view (e.g. when the replication stream cannot be
-    /// trusted): always correct, since partitions refill on demand.
-    pub fn evict_all(&mut self) {
-        self.publish_held();
-        self.waiting.clear();
-        for di in 0..self.domains.len() {
-            self.evict_domain(di);
-        }
-    }
-
     /// Filled partitions of view `v` (for tests and admin statements).
     pub fn filled_keys(&self, v: ViewId) -> Vec<Key> {
         self.view(v)
             .and_then(|x| self.domains.get(x.domain)?.as_ref())
             .map(|d| d.parts.keys().map(|k| Key::from(&**k)).collect())
             .unwrap_or_default()
-    }
-
-    fn drain_evictions(&mut self) {
-        let fresh_from = std::mem::replace(&mut self.swept_at, self.next_generation);
-        for Evicted { key: ek, generation, weight } in self.shared.cache.evict_to_budget(fresh_from) {
-            let Some(view) = self.views.get(ek.view() as usize).and_then(Option::as_ref) else { continue };
-            view.counters.bytes.fetch_sub(u64::from(weight), AtOrd::Relaxed);
-            let Some(domain) = self.domains.get_mut(view.domain).and_then(Option::as_mut) else { continue };
-            let key = ek.into_key();
-            if domain.parts.get(&*key).is_some_and(|p| p.generation == generation) {
-                drop_part(&self.shared, &self.views, domain, &key);
-            }
-        }
-    }
-}
-
-/// Reads of `k` in each of the domain's views are relayed for a moment: commits to it raced
-/// its fill (`ReaderCache::note_raced`).
-fn raced(shared: &Shared, domain: &Domain, k: &Key) {
-    for v in domain.views.iter().flatten() {
-        shared.cache.note_raced(EntryKey::new(v.0, k.clone()));
-    }
-}
-
-/// Adds one held batch's deltas for a filled partition to those not yet processed.
-fn hold(unprocessed: &mut Map<Key, OccDeltas>, k: Key, deltas: OccDeltas) {
-    match unprocessed.get_mut(&k) {
-        Some(earlier) => {
-            for (e, d) in earlier.iter_mut().zip(deltas) {
-                e.extend(d);
-            }
-        }
-        None => {
-            unprocessed.insert(k, deltas);
-        }
-    }
-}
-
-/// Pushes the held deltas of partition `k` through its operators (all of its held batches in
-/// one pass, in batch order), then marks it for republication, or drops it if a bounded state
-/// or a dimension join now needs a refill (as if it had been dropped after the batch that
-/// caused it: see "Held batches" in the module header). Call before reading or changing the
-/// partition's state in any other way.
-fn flush(shared: &Shared, views: &[Option<View>], domain: &mut Domain, k: &Key) {
-    let Some(mut deltas) = domain.unprocessed.remove(k) else { return };
-    let Some(p) = domain.parts.get_mut(&**k) else { return };
-    p.ks.process(&domain.graph, k, &mut deltas);
-    if p.ks.needs_refill {
-        drop_part(shared, views, domain, k);
-    } else {
-        domain.held.insert(k.clone());
-    }
-}
-
-/// [`flush`] for every partition with held deltas.
-fn flush_all(shared: &Shared, views: &[Option<View>], domain: &mut Domain) {
-    let keys: Vec<Key> = domain.unprocessed.keys().cloned().collect();
-    for k in keys {
-        flush(shared, views, domain, &k);
     }
 }
 

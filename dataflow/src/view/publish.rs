@@ -1,7 +1,7 @@
 //! Publication to readers: rebuilding a filled partition's reader entries after the writer
 //! changed it (swapping one entry per view, so a read sees a batch's effect whole or not at
 //! all), and dropping a partition together with its entries and dimension-index entries (the
-//! only place parts are removed; see the parent module's invariants).
+//! only place parts are removed; see "Descendant eviction" in `eviction`).
 
 use std::sync::atomic::Ordering as AtOrd;
 

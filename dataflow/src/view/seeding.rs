@@ -3,7 +3,7 @@
 //! partition's [`KeyState`].
 //!
 //! Owns: [`build_request`], [`build_state`]. Does not own: which partitions are pending, the
-//! position rules or installing the state (the parent module), dimension specifics (dims).
+//! position rules or installing the state (fills), dimension specifics (dims).
 //!
 //! Invariants: a request lists one state query per remotely seeded slot, in slot order, and
 //! `build_state` reads answers in that same order; a state built from an answer whose shape
