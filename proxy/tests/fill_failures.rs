@@ -171,3 +171,78 @@ async fn fills_stuck_on_a_locked_table_leave_other_tables_filled() {
         admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
     }
 }
+
+/// Fills of one table that the server refuses (freshet's account lost SELECT on it) paused
+/// every fill: the writer waited before asking again after any failure, and the misses of
+/// every cache were relayed meanwhile (`FillFailing`), so one table's grant left every other
+/// cache unable to fill a key for as long as that table's reads kept failing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fills_refused_for_one_table_leave_other_tables_filled() {
+    const USER: &str = "freshet_ff_one";
+    let mut admin = direct().await;
+    let rows: Vec<String> = (1..=100).map(|i| format!("({i}, {})", i * 10)).collect();
+    for t in ["ff_refused", "ff_allowed"] {
+        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
+        admin.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL)")).await.unwrap();
+        admin.query_drop(format!("INSERT INTO {t} VALUES {}", rows.join(", "))).await.unwrap();
+    }
+    let url = own_login(USER, "ff", &[format!("SELECT ON {DB}.ff_refused"), format!("SELECT ON {DB}.ff_allowed")]).await;
+    let proxy = start_proxy_with_url(
+        &url,
+        "[fill]\ntimeout = \"2s\"\n[[cache]]\nname = \"ff_refused\"\nquery = \"SELECT id, v FROM ff_refused WHERE id = ?\"\n\
+         [[cache]]\nname = \"ff_allowed\"\nquery = \"SELECT id, v FROM ff_allowed WHERE id = ?\"\n",
+    )
+    .await;
+    let engine = proxy.engine.get().expect("the cache engine started").clone();
+    let mut client = through(&proxy).await;
+    let read = |t: &str, id: i32| format!("SELECT id, v FROM {t} WHERE id = {id}");
+    for t in ["ff_refused", "ff_allowed"] {
+        let cache = engine.by_name(t).expect("cache");
+        for _ in 0..100 {
+            let _: Vec<(i32, i32)> = client.query(read(t, 1)).await.unwrap();
+            if cache.stats().hits > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(cache.stats().hits > 0, "{t} answered from the cache");
+    }
+    admin.query_drop(format!("REVOKE SELECT ON {DB}.ff_refused FROM '{USER}'@'%'")).await.unwrap();
+    // Cold reads of the refused table: their fills fail, and they are the server's.
+    let failed = || engine.counters.fills_failed.get();
+    let before = failed();
+    for id in 2..=20 {
+        let got: Vec<(i32, i32)> = client.query(read("ff_refused", id)).await.unwrap();
+        assert_eq!(got, vec![(id, id * 10)], "the server's answer");
+        if failed() > before {
+            break;
+        }
+    }
+    assert!(failed() > before, "the refused table's fills failed");
+    // A cold read of the other table is filled. Privilege changes (this test's REVOKE, the
+    // other tests' grants) make the session learn its right again with a relayed read: such a
+    // read tells nothing of fills, and the next cold key is read then.
+    let allowed = engine.by_name("ff_allowed").expect("cache");
+    let learning = || engine.counters.relayed[RelayReason::Learning.index()].get();
+    let mut filled_one = false;
+    for id in 50..70 {
+        let (filled, learnt) = (allowed.reads.filled.get(), learning());
+        let got: Vec<(i32, i32)> = client.query(read("ff_allowed", id)).await.unwrap();
+        assert_eq!(got, vec![(id, id * 10)]);
+        if learning() == learnt {
+            filled_one = allowed.reads.filled.get() == filled + 1;
+            break;
+        }
+    }
+    let reasons: Vec<String> = RelayReason::ALL
+        .iter()
+        .zip(&engine.counters.relayed)
+        .filter(|(_, n)| n.get() > 0)
+        .map(|(r, n)| format!("{r:?}: {}", n.get()))
+        .collect();
+    assert!(filled_one, "a cold read of the allowed table was filled, not relayed (relayed so far: {reasons:?})");
+    admin.query_drop(format!("DROP USER '{USER}'@'%'")).await.unwrap();
+    for t in ["ff_refused", "ff_allowed"] {
+        admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
+    }
+}
