@@ -6,8 +6,10 @@
 //! other ends ([`Signals`] shared, the control channel's receiver). Does not own: what the
 //! writer does with a request ([`super::writer`]).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use freshet_dataflow::ViewId;
 
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
@@ -23,9 +25,13 @@ pub(super) struct Signals {
     filled: watch::Sender<u64>,
     /// What the writer has processed, for read-your-writes waits.
     pub(super) ryw: ryw::Progress,
-    /// The last fill failed (and no fill completed since): the writer waits before asking the
-    /// server again, and a read that misses is relayed at once rather than waiting for it.
-    failing: AtomicBool,
+    /// Views whose domain's last fill failed (and none of its fills completed since): the
+    /// writer waits before asking the server again for them, and a read of one that misses is
+    /// relayed at once rather than waiting for it. Other views fill as usual: a failure is
+    /// often one table's (freshet's account lost its right to it, a type it cannot read).
+    failing: Mutex<Vec<ViewId>>,
+    /// Whether `failing` holds any view, read without its lock.
+    any_failing: AtomicBool,
 }
 
 impl Signals {
@@ -34,9 +40,15 @@ impl Signals {
         self.filled.send_modify(|g| *g += 1);
     }
 
-    /// The writer: whether fills are failing ([`WriterHandle::fills_failing`]).
-    pub(super) fn set_failing(&self, failing: bool) {
-        self.failing.store(failing, Ordering::Relaxed);
+    /// The writer: whether the fills of `views` (one domain's) are failing
+    /// ([`WriterHandle::fills_failing`]).
+    pub(super) fn set_failing(&self, views: &[ViewId], failing: bool) {
+        let mut all = self.failing.lock().unwrap_or_else(PoisonError::into_inner);
+        all.retain(|v| !views.contains(v));
+        if failing {
+            all.extend_from_slice(views);
+        }
+        self.any_failing.store(!all.is_empty(), Ordering::Relaxed);
     }
 
     /// The writer: completes when a reader recorded a miss.
@@ -64,7 +76,8 @@ pub(super) fn channel(at: freshet_dataflow::Position) -> (WriterHandle, WriterEn
         wake: Notify::new(),
         filled: watch::Sender::new(0),
         ryw: ryw::Progress::new(at),
-        failing: AtomicBool::new(false),
+        failing: Mutex::new(Vec::new()),
+        any_failing: AtomicBool::new(false),
     });
     (WriterHandle { control, signals: signals.clone() }, WriterEnds { signals, control: control_rx })
 }
@@ -84,10 +97,11 @@ impl WriterHandle {
         self.signals.filled.subscribe()
     }
 
-    /// True while fills fail (the last one failed, none completed since): a read that misses
-    /// is relayed at once.
-    pub fn fills_failing(&self) -> bool {
-        self.signals.failing.load(Ordering::Relaxed)
+    /// True while the fills of `view`'s domain fail (its last one failed, none completed
+    /// since): a read that misses is relayed at once.
+    pub fn fills_failing(&self, view: ViewId) -> bool {
+        self.signals.any_failing.load(Ordering::Relaxed)
+            && self.signals.failing.lock().unwrap_or_else(PoisonError::into_inner).contains(&view)
     }
 
     /// What the writer has processed, for read-your-writes.

@@ -524,7 +524,7 @@ impl Engine {
                 }
                 // Fills are failing: the miss is recorded for when they come back; this read
                 // is the server's meanwhile.
-                Ok(Lookup::Miss(keys)) if self.writer.fills_failing() => {
+                Ok(Lookup::Miss(keys)) if self.writer.fills_failing(live.view) => {
                     self.first_miss(cache, &mut missed, &keys);
                     return Err(RelayReason::FillFailing);
                 }

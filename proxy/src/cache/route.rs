@@ -133,8 +133,8 @@ pub enum RelayReason {
     /// As many of the cache's keys as the writer takes wait for fills already (a burst of
     /// reads of cold keys): the read is relayed at once rather than queued behind them.
     FillBacklog,
-    /// The last fill failed and none completed since (the server refuses fills for now): a
-    /// read that misses is relayed at once.
+    /// The last fill of the cache's view (its domain) failed and none completed since (the
+    /// server refuses its fills for now): a read that misses is relayed at once.
     FillFailing,
     /// An IN list's partitions showed different states of the server (a fill from a newer
     /// state than the stream had applied) for all of `[fill] timeout`: merged, they could

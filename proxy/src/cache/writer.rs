@@ -32,6 +32,7 @@
 //! position is moved to the new start before evicting, so that no fill older than the gap can
 //! be installed.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -146,34 +147,30 @@ pub(super) struct Writer<S> {
     /// Tables every batch from here on carries, and caches waiting for theirs (`follow`).
     followed: Vec<String>,
     waiting: Vec<follow::Waiting>,
-    /// Fills failed in a row (none completed since), and until when no new fill is asked for.
-    failures: u32,
-    paused_until: Option<tokio::time::Instant>,
+    /// Views whose domain's fills failed in a row (none completed since): how many, and until
+    /// when none of the domain's fills is asked for.
+    failing: HashMap<ViewId, Failing>,
 }
 
-/// After a failed fill the writer waits before asking the server again: 10 ms, doubled per
-/// failure in a row, at most a second. A fill that fails at once (the account at its
-/// `MAX_USER_CONNECTIONS`, a privilege gone) was asked again as soon as its waiting read looked
-/// again, a thousand times a second.
+/// A domain's fills failing, as each of its views records it.
+#[derive(Clone, Copy)]
+struct Failing {
+    failures: u32,
+    until: tokio::time::Instant,
+}
+
+/// After a failed fill the writer waits before asking the server again for that domain: 10
+/// ms, doubled per failure in a row, at most a second. A fill that fails at once (the account
+/// at its `MAX_USER_CONNECTIONS`, a privilege gone) was asked again as soon as its waiting
+/// read looked again, a thousand times a second. The wait is the domain's: one table's
+/// refused fills paused every cache's, and relayed every miss, until session 53.
 const FILL_RETRY_FIRST: Duration = Duration::from_millis(10);
 const FILL_RETRY_MAX: Duration = Duration::from_secs(1);
 
 impl<S: ChangeSource> Writer<S> {
     pub(super) fn new(dataflow: Dataflow, source: S, fills: UpstreamFills, replica: Option<Arc<Replica>>, out: Outputs) -> Writer<S> {
         let (followed, waiting) = (Vec::new(), Vec::new());
-        Writer {
-            dataflow,
-            source,
-            fills,
-            replica,
-            out,
-            in_flight: JoinSet::new(),
-            epoch: 0,
-            followed,
-            waiting,
-            failures: 0,
-            paused_until: None,
-        }
+        Writer { dataflow, source, fills, replica, out, in_flight: JoinSet::new(), epoch: 0, followed, waiting, failing: HashMap::new() }
     }
 
     pub(super) async fn run(mut self, mut events: Events, mut control: mpsc::UnboundedReceiver<Control>) {
@@ -288,11 +285,14 @@ impl<S: ChangeSource> Writer<S> {
     }
 
     fn start_fills(&mut self) {
-        // Misses recorded meanwhile wait (bounded) for the pause to end; the tick comes back.
-        if self.paused_until.is_some_and(|t| tokio::time::Instant::now() < t) {
-            return;
-        }
+        let now = tokio::time::Instant::now();
         for req in self.dataflow.fill_requests() {
+            if self.failing.get(&req.view).is_some_and(|f| now < f.until) {
+                // The domain waits out its pause. Its reads are relayed meanwhile, and each
+                // records its miss again for after it.
+                self.dataflow.abandon_fill(&req);
+                continue;
+            }
             self.out.counters.fills_started.inc();
             let fills = self.fills.clone();
             let epoch = self.epoch;
@@ -324,9 +324,13 @@ impl<S: ChangeSource> Writer<S> {
                     "fill answered"
                 );
                 self.out.counters.fills_unsure.add(outcome.unsure as u64);
-                self.failures = 0;
-                self.paused_until = None;
-                self.out.signals.set_failing(false);
+                if self.failing.contains_key(&req.view) {
+                    let views = self.dataflow.domain_of(req.view);
+                    for v in &views {
+                        self.failing.remove(v);
+                    }
+                    self.out.signals.set_failing(&views, false);
+                }
             }
             Err(FillError::Behind { have, need }) => {
                 // The snapshot predates what the views have applied (the server's snapshot
@@ -336,11 +340,15 @@ impl<S: ChangeSource> Writer<S> {
             }
             Err(e) => {
                 self.out.counters.fills_failed.inc();
-                self.failures = self.failures.saturating_add(1);
-                let pause = FILL_RETRY_FIRST.saturating_mul(1 << self.failures.min(8).saturating_sub(1)).min(FILL_RETRY_MAX);
-                self.paused_until = Some(tokio::time::Instant::now() + pause);
-                self.out.signals.set_failing(true);
-                warn!(error = %e, keys = req.keys.len(), failures = self.failures, ?pause, "fill failed; reads are relayed until a fill completes");
+                let failures = self.failing.get(&req.view).map_or(0, |f| f.failures).saturating_add(1);
+                let pause = FILL_RETRY_FIRST.saturating_mul(1 << failures.min(8).saturating_sub(1)).min(FILL_RETRY_MAX);
+                let failing = Failing { failures, until: tokio::time::Instant::now() + pause };
+                let views = self.dataflow.domain_of(req.view);
+                for v in &views {
+                    self.failing.insert(*v, failing);
+                }
+                self.out.signals.set_failing(&views, true);
+                warn!(error = %e, view = req.view.0, keys = req.keys.len(), failures, ?pause, "fill failed; the view's reads that miss are relayed until one of its fills completes");
                 self.dataflow.abandon_fill(&req);
             }
         }
@@ -532,6 +540,8 @@ impl<S: ChangeSource> Writer<S> {
                 let shared = self.out.registry.caches().iter().any(|c| c.live().is_ok_and(|l| l.view == view));
                 if !shared {
                     self.dataflow.drop_view(view);
+                    self.failing.remove(&view);
+                    self.out.signals.set_failing(&[view], false);
                 }
                 let _ = reply.send(());
             }
