@@ -9,10 +9,46 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::*;
-use freshet_proxy::cache::RelayReason;
+use freshet_proxy::cache::{Engine, RelayReason};
 use mysql_async::prelude::*;
 
 const USER_NAME: &str = "freshet_ff";
+
+/// Tables `names` made afresh, each `(id, v)` with ids 1 to 100 and `v = id * 10`; the config
+/// of a point read cached per table (named as it), with `[fill] timeout = "2s"`.
+async fn point_tables(admin: &mut mysql_async::Conn, names: [&str; 2]) -> String {
+    let rows: Vec<String> = (1..=100).map(|i| format!("({i}, {})", i * 10)).collect();
+    let mut config = String::from("[fill]\ntimeout = \"2s\"\n");
+    for t in names {
+        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
+        admin.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL)")).await.unwrap();
+        admin.query_drop(format!("INSERT INTO {t} VALUES {}", rows.join(", "))).await.unwrap();
+        config.push_str(&format!("[[cache]]\nname = \"{t}\"\nquery = \"SELECT id, v FROM {t} WHERE id = ?\"\n"));
+    }
+    config
+}
+
+/// Reads key 1 of each table's cache until one is answered from it: the login learns its
+/// right to each cache (its first reads are the server's) and the shape's columns are
+/// captured.
+async fn warm(engine: &Engine, client: &mut mysql_async::Conn, names: [&str; 2]) {
+    for t in names {
+        let cache = engine.by_name(t).expect("cache");
+        for _ in 0..100 {
+            let _: Vec<(i32, i32)> = client.query(format!("SELECT id, v FROM {t} WHERE id = 1")).await.unwrap();
+            if cache.stats().hits > 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(cache.stats().hits > 0, "{t} answered from the cache");
+    }
+}
+
+/// The relay reasons counted so far, for a failure's message.
+fn relay_reasons(engine: &Engine) -> Vec<String> {
+    RelayReason::ALL.iter().zip(&engine.counters.relayed).filter(|(_, n)| n.get() > 0).map(|(r, n)| format!("{r:?}: {}", n.get())).collect()
+}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fills_the_server_refuses_are_not_asked_again_at_once() {
@@ -64,31 +100,11 @@ async fn fills_the_server_refuses_are_not_asked_again_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fills_stuck_on_a_locked_table_leave_other_tables_filled() {
     let mut admin = direct().await;
-    let rows: Vec<String> = (1..=100).map(|i| format!("({i}, {})", i * 10)).collect();
-    for t in ["ff_locked", "ff_free"] {
-        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
-        admin.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL)")).await.unwrap();
-        admin.query_drop(format!("INSERT INTO {t} VALUES {}", rows.join(", "))).await.unwrap();
-    }
-    let proxy = start_proxy(
-        "[fill]\ntimeout = \"2s\"\n[[cache]]\nname = \"ff_locked\"\nquery = \"SELECT id, v FROM ff_locked WHERE id = ?\"\n\
-         [[cache]]\nname = \"ff_free\"\nquery = \"SELECT id, v FROM ff_free WHERE id = ?\"\n",
-    )
-    .await;
+    let config = point_tables(&mut admin, ["ff_locked", "ff_free"]).await;
+    let proxy = start_proxy(&config).await;
     let engine = proxy.engine.get().expect("the cache engine started").clone();
-    // The login learns its right to each cache (its first reads are the server's).
     let mut client = through(&proxy).await;
-    for t in ["ff_locked", "ff_free"] {
-        let cache = engine.by_name(t).expect("cache");
-        for _ in 0..100 {
-            let _: Vec<(i32, i32)> = client.query(format!("SELECT id, v FROM {t} WHERE id = 1")).await.unwrap();
-            if cache.stats().hits > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(cache.stats().hits > 0, "{t} answered from the cache");
-    }
+    warm(&engine, &mut client, ["ff_locked", "ff_free"]).await;
     // A transaction holds ff_locked; an ALTER waits for it, and reads of ff_locked behind it.
     let mut holder = direct().await;
     holder.query_drop("BEGIN").await.unwrap();
@@ -151,12 +167,7 @@ async fn fills_stuck_on_a_locked_table_leave_other_tables_filled() {
     // Why it was relayed if it was (a flake seen once under a loaded machine in session 51:
     // the read was not filled; these tell a fill slot's wait from a fill that raced a write or
     // came late).
-    let reasons: Vec<String> = RelayReason::ALL
-        .iter()
-        .zip(&engine.counters.relayed)
-        .filter(|(_, n)| n.get() > 0)
-        .map(|(r, n)| format!("{r:?}: {}", n.get()))
-        .collect();
+    let reasons = relay_reasons(&engine);
     assert_eq!(
         free.reads.filled.get(),
         filled + 1,
@@ -180,33 +191,13 @@ async fn fills_stuck_on_a_locked_table_leave_other_tables_filled() {
 async fn fills_refused_for_one_table_leave_other_tables_filled() {
     const USER: &str = "freshet_ff_one";
     let mut admin = direct().await;
-    let rows: Vec<String> = (1..=100).map(|i| format!("({i}, {})", i * 10)).collect();
-    for t in ["ff_refused", "ff_allowed"] {
-        admin.query_drop(format!("DROP TABLE IF EXISTS {t}")).await.unwrap();
-        admin.query_drop(format!("CREATE TABLE {t} (id INT PRIMARY KEY, v INT NOT NULL)")).await.unwrap();
-        admin.query_drop(format!("INSERT INTO {t} VALUES {}", rows.join(", "))).await.unwrap();
-    }
+    let config = point_tables(&mut admin, ["ff_refused", "ff_allowed"]).await;
     let url = own_login(USER, "ff", &[format!("SELECT ON {DB}.ff_refused"), format!("SELECT ON {DB}.ff_allowed")]).await;
-    let proxy = start_proxy_with_url(
-        &url,
-        "[fill]\ntimeout = \"2s\"\n[[cache]]\nname = \"ff_refused\"\nquery = \"SELECT id, v FROM ff_refused WHERE id = ?\"\n\
-         [[cache]]\nname = \"ff_allowed\"\nquery = \"SELECT id, v FROM ff_allowed WHERE id = ?\"\n",
-    )
-    .await;
+    let proxy = start_proxy_with_url(&url, &config).await;
     let engine = proxy.engine.get().expect("the cache engine started").clone();
     let mut client = through(&proxy).await;
     let read = |t: &str, id: i32| format!("SELECT id, v FROM {t} WHERE id = {id}");
-    for t in ["ff_refused", "ff_allowed"] {
-        let cache = engine.by_name(t).expect("cache");
-        for _ in 0..100 {
-            let _: Vec<(i32, i32)> = client.query(read(t, 1)).await.unwrap();
-            if cache.stats().hits > 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        assert!(cache.stats().hits > 0, "{t} answered from the cache");
-    }
+    warm(&engine, &mut client, ["ff_refused", "ff_allowed"]).await;
     admin.query_drop(format!("REVOKE SELECT ON {DB}.ff_refused FROM '{USER}'@'%'")).await.unwrap();
     // Cold reads of the refused table: their fills fail, and they are the server's.
     let failed = || engine.counters.fills_failed.get();
@@ -234,12 +225,7 @@ async fn fills_refused_for_one_table_leave_other_tables_filled() {
             break;
         }
     }
-    let reasons: Vec<String> = RelayReason::ALL
-        .iter()
-        .zip(&engine.counters.relayed)
-        .filter(|(_, n)| n.get() > 0)
-        .map(|(r, n)| format!("{r:?}: {}", n.get()))
-        .collect();
+    let reasons = relay_reasons(&engine);
     assert!(filled_one, "a cold read of the allowed table was filled, not relayed (relayed so far: {reasons:?})");
     admin.query_drop(format!("DROP USER '{USER}'@'%'")).await.unwrap();
     for t in ["ff_refused", "ff_allowed"] {
