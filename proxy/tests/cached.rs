@@ -3878,3 +3878,27 @@ async fn columns_named_like_a_fills_aliases_keep_their_own_types() {
         }
     }
 }
+
+/// The fills' own knowledge of a table's columns (an ENUM is read as its members, not as text)
+/// was dropped for every table whose name matched the DDL's without case: `CREATE TABLE
+/// ct_case_ev` on a server with `lower_case_table_names = 0` dropped `Ct_Case_Ev`'s, whose
+/// fills then read its ENUM key as text, matched no row of the view, and answered empty from
+/// the cache for every key filled after the DDL (an audit of session 53).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ddl_of_a_table_named_in_another_case_leaves_a_cached_tables_types_alone() {
+    let mut admin = fresh_table("Ct_Case_Ev", "id INT PRIMARY KEY, e ENUM('x', 'y', 'z'), KEY(e)", "(1, 'x'), (2, 'y'), (3, 'z')").await;
+    admin.query_drop("DROP TABLE IF EXISTS ct_case_ev").await.unwrap();
+    let reads = [("case_enum", "SELECT id, e FROM Ct_Case_Ev WHERE e = ?", "SELECT id, e FROM Ct_Case_Ev WHERE e = 'x'")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, _, sql) = reads[0];
+    assert_eq!(hit(&mut client, &proxy, name, sql).await, check.query(sql).await);
+    admin.query_drop("CREATE TABLE ct_case_ev (id INT PRIMARY KEY)").await.unwrap();
+    caught_up(&mut through(&proxy).await).await;
+    for key in ["y", "z"] {
+        let sql = format!("SELECT id, e FROM Ct_Case_Ev WHERE e = '{key}'");
+        assert_eq!(hit(&mut client, &proxy, name, &sql).await, check.query(&sql).await, "{sql}");
+    }
+    for t in ["Ct_Case_Ev", "ct_case_ev"] {
+        admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
+    }
+}
