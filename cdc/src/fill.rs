@@ -86,6 +86,8 @@ pub struct UpstreamFills {
     /// The stream's lag handle and the flavor's identity query: each fill checks that it reads
     /// the server the stream reads ([`UpstreamFills::watch_server`]).
     server: Option<(crate::lag::LagHandle, &'static str)>,
+    /// Whether the server compares table names as they are ([`UpstreamFills::names_case_sensitive`]).
+    names_case_sensitive: bool,
 }
 
 /// (file:offset, executed GTID set) as `SHOW MASTER STATUS` reports them.
@@ -137,7 +139,26 @@ impl UpstreamFills {
             view_permits: Arc::default(),
             cfg,
             server: None,
+            names_case_sensitive: true,
         }
+    }
+
+    /// How the server compares table names (`lower_case_table_names`; as they are, the
+    /// default, on 0): what DDL of a table replaces ([`UpstreamFills::set_table`]) and which
+    /// table a fill's plan names. Compared without case on a server with names as they are,
+    /// `CREATE TABLE ev` dropped what the source knew of `Ev`, whose fills then read an ENUM
+    /// as text and matched no row of its views.
+    pub fn names_case_sensitive(mut self, yes: bool) -> UpstreamFills {
+        self.names_case_sensitive = yes;
+        self
+    }
+
+    /// What the source knows of the table `name`, found as the server compares names.
+    fn table<'t>(&self, tables: &'t HashMap<String, TableInfo>, name: &str) -> Option<&'t TableInfo> {
+        tables.get(name).or_else(|| {
+            let folded = !self.names_case_sensitive;
+            tables.iter().find(|(k, _)| folded && crate::stream::same_name(false, k, name)).map(|(_, t)| t)
+        })
     }
 
     /// Each fill first reads who the server behind its connection is, and refuses (the read
@@ -166,7 +187,7 @@ impl UpstreamFills {
     /// Replaces (or with `None` removes) what the source knows of a table, after DDL.
     pub fn set_table(&self, name: &str, info: Option<TableInfo>) {
         if let Ok(mut t) = self.tables.write() {
-            t.retain(|k, _| !k.eq_ignore_ascii_case(name));
+            t.retain(|k, _| !crate::stream::same_name(self.names_case_sensitive, k, name));
             if let Some(i) = info {
                 t.insert(name.to_string(), i);
             }
@@ -305,7 +326,7 @@ impl UpstreamFills {
                     Some(c) => c,
                     None => {
                         let tables = self.tables.read().map_err(|e| FillError::Unavailable(e.to_string()))?;
-                        cols.insert(fill_columns(row.columns_ref(), &tables, |i| q.plan.origin_column(i)))
+                        cols.insert(fill_columns(row.columns_ref(), |t| self.table(&tables, t), |i| q.plan.origin_column(i)))
                     }
                 };
                 let mut vals: Vec<Value> = Vec::with_capacity(cols.len());

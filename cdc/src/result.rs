@@ -37,33 +37,36 @@ pub struct ResultColumn {
 /// type an ENUM, SET or MariaDB JSON column would read as text and not equal the binlog's
 /// value of the same row.
 pub fn result_columns(columns: &[Column], tables: &HashMap<String, TableInfo>) -> Vec<ResultColumn> {
-    columns.iter().map(|c| base_column(tables, &c.org_table_str(), &c.org_name_str()).unwrap_or_else(|| derived(c))).collect()
+    columns
+        .iter()
+        .map(|c| tables.get(&*c.org_table_str()).and_then(|t| base_column(t, &c.org_name_str())).unwrap_or_else(|| derived(c)))
+        .collect()
 }
 
 /// Types for a fill's answer: the schema's for a column that copies a base column, as the
 /// fill's plan says (`origin`: column index -> the base table and column it copies,
-/// `Node::origin_column`), else derived from the protocol metadata. The server's names are
-/// not asked: a fill reads through a derived table (all but a bare table scan), whose columns
-/// it names `c0`, `c1`, ...; MariaDB names no `org_table` for most such columns, and for a
-/// top-k's (`ROW_NUMBER()`) or a grouped fill's (`GROUP BY` over the state query) names the
-/// base table with the alias as the column (`org_name` `c1`), which a column of that table may
-/// be called too: its type was taken for the copied column's (a signed -2 read as a BIGINT
-/// UNSIGNED, a text ordered under another column's collation).
-pub fn fill_columns<'a>(
+/// `Node::origin_column`; `table`: what is known of a table so named), else derived from the
+/// protocol metadata. The server's names are not asked: a fill reads through a derived table
+/// (all but a bare table scan), whose columns it names `c0`, `c1`, ...; MariaDB names no
+/// `org_table` for most such columns, and for a top-k's (`ROW_NUMBER()`) or a grouped fill's
+/// (`GROUP BY` over the state query) names the base table with the alias as the column
+/// (`org_name` `c1`), which a column of that table may be called too: its type was taken for
+/// the copied column's (a signed -2 read as a BIGINT UNSIGNED, a text ordered under another
+/// column's collation).
+pub fn fill_columns<'a, 't>(
     columns: &[Column],
-    tables: &HashMap<String, TableInfo>,
+    table: impl Fn(&str) -> Option<&'t TableInfo>,
     origin: impl Fn(usize) -> Option<(&'a str, &'a str)>,
 ) -> Vec<ResultColumn> {
     columns
         .iter()
         .enumerate()
-        .map(|(i, c)| origin(i).and_then(|(table, column)| base_column(tables, table, column)).unwrap_or_else(|| derived(c)))
+        .map(|(i, c)| origin(i).and_then(|(t, column)| base_column(table(t)?, column)).unwrap_or_else(|| derived(c)))
         .collect()
 }
 
-/// Base column `column` of `table`, if the schema knows it.
-fn base_column(tables: &HashMap<String, TableInfo>, table: &str, column: &str) -> Option<ResultColumn> {
-    let t = tables.get(table)?;
+/// Base column `column` of table `t`, if its schema has it.
+fn base_column(t: &TableInfo, column: &str) -> Option<ResultColumn> {
     let i = t.schema.column_index(column)?;
     Some(ResultColumn {
         ty: t.schema.columns[i].ty.clone(),

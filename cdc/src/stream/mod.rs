@@ -109,16 +109,22 @@ pub struct StreamConfig {
     pub views: Option<crate::ViewNames>,
 }
 
+/// Whether `a` and `b` name one database or table on a server that compares such names as they
+/// are (`case_sensitive`, `lower_case_table_names = 0`) or without case.
+pub fn same_name(case_sensitive: bool, a: &str, b: &str) -> bool {
+    // Past ASCII too: `AUD_É` is `aud_é` under lower_case_table_names.
+    // Folded only when a name is past ASCII: this runs for every rows event.
+    if case_sensitive {
+        a == b
+    } else {
+        a.eq_ignore_ascii_case(b) || (!(a.is_ascii() && b.is_ascii()) && a.to_lowercase() == b.to_lowercase())
+    }
+}
+
 impl StreamConfig {
     /// Whether `a` and `b` name one database or table, as the server compares names.
     pub fn same_name(&self, a: &str, b: &str) -> bool {
-        // Past ASCII too: `AUD_É` is `aud_é` under lower_case_table_names.
-        // Folded only when a name is past ASCII: this runs for every rows event.
-        if self.names_case_sensitive {
-            a == b
-        } else {
-            a.eq_ignore_ascii_case(b) || (!(a.is_ascii() && b.is_ascii()) && a.to_lowercase() == b.to_lowercase())
-        }
+        same_name(self.names_case_sensitive, a, b)
     }
 
     /// Defaults for `database` and `server_id`.

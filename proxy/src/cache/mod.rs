@@ -353,6 +353,7 @@ impl Engine {
         freshet_cdc::check_upstream(&mut conn, &database, &table_refs).await.context("the upstream cannot feed freshet's caches")?;
         let _ = conn.disconnect().await;
         let fills = UpstreamFills::new(opts.clone(), &database, stream.flavor(), stream.table_infos(), FillConfig::default())
+            .names_case_sensitive(stream_config.names_case_sensitive)
             .watch_server(engine.gate.lag_handle(), stream.flavor().identity_sql());
         let unknown_until = match &resume {
             Some(replica::Resume::Resumed(end)) => Some(*end),
