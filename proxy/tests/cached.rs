@@ -3902,3 +3902,36 @@ async fn ddl_of_a_table_named_in_another_case_leaves_a_cached_tables_types_alone
         admin.query_drop(format!("DROP TABLE {t}")).await.unwrap();
     }
 }
+
+/// Two caches of one shape but for a constant (`a > 100`, `a > 2`) are two caches: a read is
+/// answered by the one whose constants it has. Only the first cache of a shape was ever asked,
+/// so every read of the second was relayed (`constant`) and it never served (an audit of
+/// session 53).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_of_one_shape_with_other_constants_each_answer_their_reads() {
+    fresh_table(
+        "ct_consts",
+        "id INT PRIMARY KEY, k INT NOT NULL, a INT NOT NULL, b VARCHAR(10), KEY(k)",
+        "(1, 1, 1, 'one'), (2, 1, 5, 'five'), (3, 1, 150, 'big'), (4, 2, 3, 'three')",
+    )
+    .await;
+    let caches = [
+        ("consts_big", "SELECT id, b FROM ct_consts WHERE k = ? AND a > 100"),
+        ("consts_small", "SELECT id, b FROM ct_consts WHERE k = ? AND a > 2"),
+    ];
+    let proxy = start_proxy(&cache_config(&caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (name, query) in caches {
+        for key in [1, 2] {
+            let sql = query.replace('?', &key.to_string());
+            let want = check.query(&sql).await;
+            assert_eq!(hit(&mut client, &proxy, name, &sql).await, want, "{sql}");
+        }
+    }
+    // A constant neither cache has is the server's.
+    let before = relayed(&proxy, RelayReason::Constant);
+    let sql = "SELECT id, b FROM ct_consts WHERE k = 1 AND a > 50";
+    assert_eq!(client.query(sql).await, check.query(sql).await);
+    assert_eq!(relayed(&proxy, RelayReason::Constant), before + 1);
+}
