@@ -57,7 +57,7 @@ fn catalog() -> Catalog {
 fn param_map(sql: &str, cached: &str, catalog: &Catalog) -> ParamMap {
     let pattern = Pattern::new(&classify(cached.as_bytes(), SqlMode::default()), catalog).unwrap_or_else(|e| panic!("{e}"));
     match verdict(&classify(sql.as_bytes(), SqlMode::default()), &[(CacheId(1), &pattern)], catalog) {
-        Verdict::Cache { params, .. } => params,
+        Verdict::Cache(matches) => matches[0].params.clone(),
         other => panic!("{sql} is not served by its cache: {other:?}"),
     }
 }

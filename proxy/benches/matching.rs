@@ -22,7 +22,7 @@ fn bench(c: &mut Criterion) {
     let table = VerdictTable::new(10_000);
     for (name, sql) in queries {
         let query = classify(sql.as_bytes(), SqlMode::default());
-        table.insert(&query.fingerprint, Verdict::Cache { id: CacheId(1), params: ParamMap::default() });
+        table.insert(&query.fingerprint, Verdict::cache(CacheId(1), ParamMap::default()));
         step(c, &format!("matching/classify/{name}"), || classify(black_box(sql.as_bytes()), SqlMode::default()));
         // What a session's read of a text of a shape it has not learnt costs (the tokens are
         // what learning the shape needs).

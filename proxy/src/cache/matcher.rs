@@ -24,7 +24,7 @@ use std::sync::{Arc, RwLock};
 
 use freshet_dataflow::{Catalog, CompiledQuery, compile};
 
-use super::route::{ParamMap, SlotUse, Verdict};
+use super::route::{Match, ParamMap, SlotUse, Verdict};
 use crate::matching::{Literal, Query, Slot};
 
 use super::CacheId;
@@ -131,13 +131,14 @@ pub fn verdict(query: &Query<'_>, caches: Candidates<'_>, catalog: &Catalog) -> 
         return Verdict::relay(reason);
     }
     let kinds: Vec<bool> = query.fingerprint.slots.iter().map(|s| matches!(s, Slot::InList(_))).collect();
-    // 1. Same text.
-    for (id, pattern) in caches {
-        if pattern.normalized == query.fingerprint.normalized
-            && let Some(params) = map_slots(&pattern.slots, &kinds, false)
-        {
-            return Verdict::Cache { id: *id, params };
-        }
+    // 1. Same text: every cache written so (caches of one shape differ in their constants).
+    let same_text: Vec<Match> = caches
+        .iter()
+        .filter(|(_, pattern)| pattern.normalized == query.fingerprint.normalized)
+        .filter_map(|(id, pattern)| Some(Match { id: *id, params: map_slots(&pattern.slots, &kinds, false)? }))
+        .collect();
+    if !same_text.is_empty() {
+        return Verdict::Cache(same_text.into());
     }
     // A text far longer than any cache's is not the same plan written otherwise: it is not
     // compiled (the SQL parser takes ~0.5 us a byte, in the session's task, and a client may
@@ -151,19 +152,19 @@ pub fn verdict(query: &Query<'_>, caches: Candidates<'_>, catalog: &Catalog) -> 
         Ok(q) => q,
         Err(refusal) => return Verdict::relay(&format!("not cacheable: {}", refusal.reason)),
     };
+    let mut same_plan = Vec::new();
     for (id, pattern) in caches {
         let Some(theirs) = pattern.general() else { continue };
         let theirs = &*theirs;
-        if general.same_plan(theirs)
-            && let Some(params) = map_slots(&pattern.slots, &kinds, false)
-        {
-            return Verdict::Cache { id: *id, params };
-        }
-        if general.same_plan_except_arity(theirs)
-            && let Some(params) = map_slots(&pattern.slots, &kinds, true)
-        {
-            return Verdict::Cache { id: *id, params };
-        }
+        let params = general
+            .same_plan(theirs)
+            .then(|| map_slots(&pattern.slots, &kinds, false))
+            .flatten()
+            .or_else(|| general.same_plan_except_arity(theirs).then(|| map_slots(&pattern.slots, &kinds, true)).flatten());
+        same_plan.extend(params.map(|params| Match { id: *id, params }));
+    }
+    if !same_plan.is_empty() {
+        return Verdict::Cache(same_plan.into());
     }
     Verdict::relay(NO_CACHE)
 }
@@ -258,7 +259,9 @@ mod tests {
 
     fn uses(v: &Verdict) -> Vec<SlotUse> {
         match v {
-            Verdict::Cache { id: CacheId(1), params } => params.slots.to_vec(),
+            Verdict::Cache(matches) if matches[..] == [matches[0].clone()] && matches[0].id == CacheId(1) => {
+                matches[0].params.slots.to_vec()
+            }
             other => panic!("expected the cache, got {other:?}"),
         }
     }
@@ -286,10 +289,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let list = format!("SELECT id, name FROM items WHERE grp IN ({})", vec!["7"; 500].join(", "));
-        assert!(matches!(verdict_for(cached, &list), Verdict::Cache { .. }));
+        assert!(matches!(verdict_for(cached, &list), Verdict::Cache(_)));
         assert!(matches!(
             verdict_for(cached, "SELECT its_items.id, its_items.name FROM items AS its_items WHERE its_items.grp = 1"),
-            Verdict::Cache { .. }
+            Verdict::Cache(_)
         ));
     }
 
@@ -298,6 +301,31 @@ mod tests {
         let cached = "SELECT id, name FROM items WHERE grp = ? ORDER BY id LIMIT 10";
         let expected = [SlotUse::Param(0), SlotUse::Const(b"10".as_slice().into())];
         assert_eq!(uses(&verdict_for(cached, "SELECT id, name FROM items WHERE grp = 3 ORDER BY id LIMIT 20")), expected);
+    }
+
+    /// Caches of one shape but for a constant: a read is theirs whose constants it repeats,
+    /// written as the cache writes them or otherwise (the same plan); one with neither's
+    /// constant goes to the first, whose binding relays it.
+    #[test]
+    fn of_caches_differing_in_a_constant_a_read_goes_to_the_one_it_repeats() {
+        let catalog = catalog();
+        let pattern = |sql: &str| Pattern::new(&classify(sql.as_bytes(), SqlMode::default()), &catalog).unwrap();
+        let (ten, five) = (
+            pattern("SELECT id, name FROM items WHERE grp = ? AND id > 10"),
+            pattern("SELECT id, name FROM items WHERE grp = ? AND id > 5"),
+        );
+        let caches = [(CacheId(1), &ten), (CacheId(2), &five)];
+        for (sql, want) in [
+            ("SELECT id, name FROM items WHERE grp = 3 AND id > 10", CacheId(1)),
+            ("SELECT id, name FROM items WHERE grp = 3 AND id > 5", CacheId(2)),
+            ("SELECT items.id, items.name FROM items WHERE items.grp = 3 AND items.id > 5", CacheId(2)),
+            ("SELECT id, name FROM items WHERE grp = 3 AND id > 7", CacheId(1)),
+        ] {
+            let query = classify(sql.as_bytes(), SqlMode::default());
+            let v = verdict(&query, &caches, &catalog);
+            assert_eq!(v.matches().len(), 2, "{sql}: {v:?}");
+            assert_eq!(super::super::route::interpret(&v, &query).map(|(id, _)| id), Ok(want), "{sql}");
+        }
     }
 
     #[test]

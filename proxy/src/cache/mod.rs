@@ -62,8 +62,8 @@ use freshet_dataflow::{ByteSize, Catalog, Dataflow, Lookup, LookupError, Names, 
 pub use self::freshness::{FRESHNESS_CHECK, FRESHNESS_SLACK, Freshness, FreshnessGate};
 use self::handle::{WriterEnds, WriterHandle};
 pub use self::registry::{Cache, Columns, ColumnsKey, ColumnsMemo, Live, ReadCounts, Registry};
+use self::route::Entry;
 pub use self::route::RelayReason;
-use self::route::{Entry, Verdict};
 use self::source::BinlogSource;
 pub use crate::matching::CacheId;
 use crate::matching::{self, Query, SqlMode};
@@ -644,10 +644,11 @@ impl Engine {
     pub async fn explain(&self, sql: String) -> Result<Vec<(String, String)>, String> {
         self.caught_up_with_server().await;
         let query = matching::classify(sql.as_bytes(), SqlMode::default());
-        let view = match &self.verdict(&query).verdict {
-            Verdict::Cache { id, .. } => self.by_id(*id).and_then(|c| c.live().ok()).map(|l| l.view),
-            Verdict::Relay { .. } => None,
-        };
+        let view = route::interpret(&self.verdict(&query).verdict, &query)
+            .ok()
+            .and_then(|(id, _)| self.by_id(id))
+            .and_then(|c| c.live().ok())
+            .map(|l| l.view);
         self.writer.ask(|reply| writer::Control::Explain { sql, view, reply }).await.map_err(|_| STOPPED.to_string())?
     }
 

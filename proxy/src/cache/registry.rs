@@ -326,13 +326,13 @@ impl Registry {
     pub(super) fn add(&self, cache: Arc<Cache>) {
         self.caches.write().unwrap_or_else(|e| e.into_inner()).push(cache);
         // A shape relayed for want of a cache may match now.
-        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { .. }));
+        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache(_)));
     }
 
     /// Forgets a cache and the verdicts that sent reads to it (DROP CACHE).
     pub(super) fn remove(&self, id: CacheId) {
         self.caches.write().unwrap_or_else(|e| e.into_inner()).retain(|c| c.id != id);
-        self.verdicts.retain(|e| !matches!(e.verdict, Verdict::Cache { id: i, .. } if i == id));
+        self.verdicts.retain(|e| !e.verdict.matches().iter().any(|m| m.id == id));
     }
 
     /// The writer: the catalog sessions match against follows the dataflow's; verdicts and
@@ -353,7 +353,7 @@ impl Registry {
     /// and definitions only for the caches that read the table.
     fn forget_for_table(&self, table: Option<&str>) {
         let affected = self.reading(table);
-        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache { id, .. } if !affected.contains(&id)));
+        self.verdicts.retain(|e| matches!(&e.verdict, Verdict::Cache(m) if m.iter().all(|m| !affected.contains(&m.id))));
         self.forget_columns_of(&affected);
     }
 

@@ -65,13 +65,38 @@ pub struct ParamMap {
 /// What to do with every query of one fingerprint, decided once by the full parse.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    Cache { id: CacheId, params: ParamMap },
-    Relay { reason: Arc<str> },
+    /// The caches whose query this shape is, in the order they were added. Caches of one shape
+    /// differ in their constants (`... AND a > 100`, `... AND a > 2`): a read goes to the first
+    /// whose constants it repeats ([`interpret`]), nearly always the only one.
+    Cache(Arc<[Match]>),
+    Relay {
+        reason: Arc<str>,
+    },
+}
+
+/// A cache a shape is, and how the shape's literals map onto its view's parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Match {
+    pub id: CacheId,
+    pub params: ParamMap,
 }
 
 impl Verdict {
     pub fn relay(reason: &str) -> Verdict {
         Verdict::Relay { reason: Arc::from(reason) }
+    }
+
+    /// The verdict of a shape that is one cache's.
+    pub fn cache(id: CacheId, params: ParamMap) -> Verdict {
+        Verdict::Cache([Match { id, params }].into())
+    }
+
+    /// The caches a read of this shape may go to (none if it is relayed).
+    pub fn matches(&self) -> &[Match] {
+        match self {
+            Verdict::Cache(matches) => matches,
+            Verdict::Relay { .. } => &[],
+        }
     }
 }
 
@@ -79,8 +104,13 @@ impl Weigh for Verdict {
     fn heap_bytes(&self) -> usize {
         match self {
             Verdict::Relay { reason } => reason.len(),
-            Verdict::Cache { params, .. } => {
-                params.slots.iter().map(|s| std::mem::size_of::<SlotUse>() + if let SlotUse::Const(c) = s { c.len() } else { 0 }).sum()
+            Verdict::Cache(matches) => {
+                matches
+                    .iter()
+                    .flat_map(|m| m.params.slots.iter())
+                    .map(|s| std::mem::size_of::<SlotUse>() + if let SlotUse::Const(c) = s { c.len() } else { 0 })
+                    .sum::<usize>()
+                    + std::mem::size_of_val::<[Match]>(matches)
             }
         }
     }
@@ -388,13 +418,41 @@ pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
     }
 }
 
-/// A verdict's meaning for a read: the cache and its parameter map, or why it is relayed.
-pub fn interpret(verdict: &Verdict) -> Result<(CacheId, &ParamMap), RelayReason> {
+/// A verdict's meaning for `query`: the cache and its parameter map, or why it is relayed.
+/// Of several caches of the shape, the first whose constants the query repeats; if none, the
+/// first (whose binding then relays the read, `Constant`).
+pub fn interpret<'v>(verdict: &'v Verdict, query: &Query<'_>) -> Result<(CacheId, &'v ParamMap), RelayReason> {
     match verdict {
-        Verdict::Cache { id, params } => Ok((*id, params)),
+        Verdict::Cache(matches) => {
+            let chosen = match &matches[..] {
+                [] => return Err(RelayReason::NoCache),
+                [only] => only,
+                [first, ..] => matches.iter().find(|m| constants_repeated(query, &m.params)).unwrap_or(first),
+            };
+            Ok((chosen.id, &chosen.params))
+        }
         v if super::matcher::is_no_cache(v) => Err(RelayReason::NoCache),
         Verdict::Relay { .. } => Err(RelayReason::NotCacheable),
     }
+}
+
+/// Whether `query` has the constants of the cached query `map` describes, slot for slot.
+fn constants_repeated(query: &Query<'_>, map: &ParamMap) -> bool {
+    let (mut uses, mut repeated) = (map.slots.iter(), true);
+    for_each_slot(query, |_, literals| {
+        if let Some(SlotUse::Const(expected)) = uses.next() {
+            repeated &= is_constant(literals, expected);
+        }
+    });
+    repeated
+}
+
+/// Whether a slot's `literals` are the cached query's constant `expected`, as written there.
+fn is_constant(literals: &[Literal<'_>], expected: &[u8]) -> bool {
+    let [l] = literals else { return false };
+    let mut rendered = Vec::new();
+    l.render(&mut rendered);
+    !matches!(l, Literal::Placeholder(_)) && rendered == expected
 }
 
 /// The binding of a query's literals to the parameters of `cache`'s view.
@@ -521,10 +579,7 @@ impl Binding {
                 *sources.get_mut(usize::from(*p)).ok_or(RelayReason::Parameter)? = source(l)?;
             }
             SlotUse::Const(expected) => {
-                let [l] = literals else { return Err(RelayReason::Constant) };
-                let mut rendered = Vec::new();
-                l.render(&mut rendered);
-                if matches!(l, Literal::Placeholder(_)) || rendered != **expected {
+                if !is_constant(literals, expected) {
                     return Err(RelayReason::Constant);
                 }
             }

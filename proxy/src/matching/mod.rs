@@ -18,7 +18,8 @@
 //! if let Some(reason) = query.relay { relay; count under query.fingerprint with reason }
 //! match table.get(&query.fingerprint) {
 //!     Some(entry) => match &entry.verdict {
-//!         Verdict::Cache { id, params } => look up view `id` with query.literals mapped by params
+//!         Verdict::Cache(matches) => look up the view of the match whose constants the query
+//!             repeats (`route::interpret`), with query.literals mapped by its params
 //!             (a COM_QUERY's text is learnt: session_shapes.learn(sql, &mut query, &tokens)),
 //!         Verdict::Relay { .. } => relay,
 //!     },

@@ -250,8 +250,9 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
                     if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" },
                     crate::matching::reason_shown(reason, &entry.normalized),
                 ),
-                Verdict::Cache { id, .. } => {
-                    let name = engine.by_id(*id).map(|c| c.name.clone()).unwrap_or_default();
+                Verdict::Cache(matches) => {
+                    let names: Vec<String> = matches.iter().filter_map(|m| engine.by_id(m.id)).map(|c| c.name.clone()).collect();
+                    let name = names.join(", ");
                     let last = entry.last_relay().and_then(|i| RelayReason::ALL.get(usize::from(i))).map_or("none yet", |r| r.label());
                     ("yes", format!("matches cache {name}; last relayed for: {last} (all reasons: freshet_proxy_relayed_reads_total)"))
                 }

@@ -134,7 +134,7 @@ impl Session {
         };
         let is_select = query.relay != Some("not a SELECT");
         let entry = engine.verdict(&query);
-        let (id, map) = match route::interpret(&entry.verdict) {
+        let (id, map) = match route::interpret(&entry.verdict, &query) {
             Ok(matched) => {
                 if let Some(tokens) = tokens {
                     self.shapes.learn(sql, &mut query, &tokens);
@@ -386,7 +386,7 @@ impl Session {
         let engine = self.shared.engine.get().cloned()?;
         let query = engine.classify(sql);
         let entry = engine.verdict(&query);
-        let Ok((id, params)) = route::interpret(&entry.verdict) else { return None };
+        let Ok((id, params)) = route::interpret(&entry.verdict, &query) else { return None };
         let cache = engine.by_id(id)?;
         let binding = route::bind(&cache, &query, params).ok()?;
         Some(PreparedRoute {
