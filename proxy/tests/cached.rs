@@ -1689,6 +1689,49 @@ async fn a_reserved_word_after_a_dot_keeps_its_case() {
     }
 }
 
+/// A quoted name that the server reads otherwise bare: a charset introducer (`_utf8mb4`,
+/// `_binary`: bare, 1064), `current_role` (bare, the session's role: NULL),
+/// `master_ssl_verify_server_cert` (reserved: 1064), `sql_cache` first in a select list (an
+/// option: 1064). The bare spelling must not be answered from the cache of the quoted one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quoted_name_the_server_reads_otherwise_bare_is_not_its_bare_word() {
+    let mut admin = fresh_table(
+        "ct_kw2",
+        "id INT PRIMARY KEY, `_utf8mb4` INT, `_latin1` VARCHAR(5), `_binary` INT, k INT, KEY(k)",
+        "(1, 11, 'l1', 111, 5), (2, 22, 'l2', 222, 5)",
+    )
+    .await;
+    admin
+        .query_drop(
+            "CREATE OR REPLACE TABLE ct_kw3 (id INT PRIMARY KEY, `current_role` VARCHAR(10), \
+             `master_ssl_verify_server_cert` INT, `sql_cache` INT)",
+        )
+        .await
+        .unwrap();
+    admin.query_drop("INSERT INTO ct_kw3 VALUES (1, 'colval', 7, 8)").await.unwrap();
+    let intro = "SELECT `_utf8mb4`, `_latin1`, `_binary` FROM ct_kw2 WHERE id = ?";
+    let role = "SELECT id, `current_role`, `master_ssl_verify_server_cert` FROM ct_kw3 WHERE id = ?";
+    let option = "SELECT `sql_cache`, id FROM ct_kw3 WHERE id = ?";
+    let reads = [
+        ("intro", intro, "SELECT `_utf8mb4`, `_latin1`, `_binary` FROM ct_kw2 WHERE id = 2"),
+        ("intro", intro, "SELECT _utf8mb4, `_latin1`, `_binary` FROM ct_kw2 WHERE id = 2"),
+        ("intro", intro, "SELECT `_utf8mb4`, `_latin1`, _binary FROM ct_kw2 WHERE id = 2"),
+        ("intro", intro, "SELECT `_utf8mb4`, _LATIN1, `_binary` FROM ct_kw2 WHERE id = 2"),
+        ("role", role, "SELECT id, `current_role`, `master_ssl_verify_server_cert` FROM ct_kw3 WHERE id = 1"),
+        ("role", role, "SELECT id, current_role, `master_ssl_verify_server_cert` FROM ct_kw3 WHERE id = 1"),
+        ("role", role, "SELECT id, `current_role`, master_ssl_verify_server_cert FROM ct_kw3 WHERE id = 1"),
+        ("option", option, "SELECT `sql_cache`, id FROM ct_kw3 WHERE id = 1"),
+        ("option", option, "SELECT sql_cache, id FROM ct_kw3 WHERE id = 1"),
+    ];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (wrong, _) = answered_otherwise(&proxy, &mut client, &mut check, &reads).await;
+    assert!(wrong.is_empty(), "answered otherwise than the server: {wrong:#?}");
+    for cache in ["intro", "role", "option"] {
+        assert!(hits(&proxy, cache) > 0, "{cache}: its quoted read is answered from the cache");
+    }
+    admin.query_drop("DROP TABLE ct_kw2, ct_kw3").await.unwrap();
+}
+
 /// DDL that replaces what the tracked database holds without naming a table: `CREATE OR
 /// REPLACE SEQUENCE` of a cached table's name, `CREATE OR REPLACE DATABASE` of the tracked
 /// database. And a session whose default database it dropped has none any more.

@@ -66,8 +66,42 @@ fn a_reserved_word_keeps_its_backticks() {
         differ(&format!("SELECT `{word}` FROM t WHERE id = 1"), &format!("SELECT {word} FROM t WHERE id = 1"));
         differ(&format!("SELECT id FROM `{word}` WHERE id = 1"), &format!("SELECT id FROM {word} WHERE id = 1"));
     }
-    for word in ["status", "date", "name", "value", "comment", "position", "level", "window"] {
+    for word in ["status", "date", "name", "comment", "position", "level", "role", "user"] {
         same(&format!("SELECT `{word}` FROM t WHERE id = 1"), &format!("SELECT {word} FROM t WHERE id = 1"));
+    }
+}
+
+/// Quoted names that MariaDB 10.11 reads otherwise bare, found by asking it for each word of
+/// its information_schema.KEYWORDS and SQL_FUNCTIONS and each `_` + character set name
+/// whether `` `w` `` and `w` answer alike as a column, a table, an alias: a charset
+/// introducer (1064 bare, whatever its case), `current_role` (the session's role bare),
+/// `master_ssl_verify_server_cert` (reserved, and longer than the keywords the table held),
+/// `sql_cache`, `sql_no_cache`, `sql_buffer_result` (options first in a select list),
+/// `sounds` (`a sounds` is `a SOUNDS LIKE ...`), `window` (no table alias bare), `next` and
+/// `previous` (`next value` is `NEXT VALUE FOR s`) and `value` (after them).
+#[test]
+fn a_quoted_name_the_server_reads_otherwise_bare_keeps_its_backticks() {
+    let charsets =
+        ["_utf8mb4", "_utf8mb3", "_utf8", "_latin1", "_binary", "_BINARY", "_UTF8MB4", "_Latin1", "_ucs2", "_utf16le", "_gb18030"];
+    let words = [
+        "current_role",
+        "master_ssl_verify_server_cert",
+        "MASTER_SSL_VERIFY_SERVER_CERT",
+        "sql_cache",
+        "sql_no_cache",
+        "sql_buffer_result",
+    ];
+    for word in charsets.iter().chain(&words).chain(&["sounds", "window", "next", "previous", "value"]) {
+        differ(&format!("SELECT `{word}` FROM t WHERE id = 1"), &format!("SELECT {word} FROM t WHERE id = 1"));
+        differ(&format!("SELECT `{word}`, id FROM t WHERE id = 1"), &format!("SELECT {word}, id FROM t WHERE id = 1"));
+        differ(&format!("SELECT id FROM t WHERE `{word}` = 1"), &format!("SELECT id FROM t WHERE {word} = 1"));
+        differ(&format!("SELECT id FROM t `{word}` WHERE id = 1"), &format!("SELECT id FROM t {word} WHERE id = 1"));
+    }
+    differ("SELECT `next` value FROM t WHERE id = 1", "SELECT next value FROM t WHERE id = 1");
+    differ("SELECT next `value` FROM t WHERE id = 1", "SELECT next value FROM t WHERE id = 1");
+    // Not a charset: a name like any other.
+    for word in ["_id", "_utf9", "_latin", "_", "__utf8mb4"] {
+        same(&format!("SELECT `{word}` FROM t WHERE id = 1"), &format!("SELECT {word} FROM t WHERE id = 2"));
     }
 }
 

@@ -769,6 +769,18 @@ mod tests {
         }
     }
 
+    /// A longer word has no key, so a set's word longer than [`MAX_KEYWORD`] was never found
+    /// (MASTER_SSL_VERIFY_SERVER_CERT, 29 bytes, in [`QUOTED_WORDS`]).
+    #[test]
+    fn every_word_of_every_set_is_found() {
+        for set in SETS {
+            for w in set.words {
+                assert!(Kw::of(w.as_bytes()).is_in(set), "{w} in the set of {}", set.words[0]);
+                assert!(Kw::of(w.to_ascii_lowercase().as_bytes()).is_in(set), "{w} in lower case");
+            }
+        }
+    }
+
     #[test]
     fn kw_answers_as_the_sets_did() {
         let mut words: Vec<Vec<u8>> = Vec::new();
