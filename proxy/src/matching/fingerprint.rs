@@ -2,8 +2,9 @@
 //!
 //! Owns the normalization of a token stream and the token-level relay reasons. Invariants:
 //! - two texts that differ only in whitespace, comments, reserved-keyword and function-name
-//!   case, backticks around identifiers, literal values, or the length of an `IN (literal,
-//!   ...)` list have the same [`Fingerprint`] (same hash, same normalized text);
+//!   case, backticks around identifiers (but not around a name the server reads otherwise
+//!   bare: [`QUOTED_WORDS`], [`INTRODUCERS`]), literal values, or the length of an `IN
+//!   (literal, ...)` list have the same [`Fingerprint`] (same hash, same normalized text);
 //! - nothing that can change a result's meaning or its column metadata is normalized away:
 //!   identifiers keep their case (table names are case-sensitive on most servers), and a
 //!   select list that is not just column names is also hashed as raw text, because the
@@ -161,6 +162,9 @@ pub const LONG_STATEMENT: &str = "a statement longer than [limits] max_query (re
 pub const LONG_IN_LIST: &str = "an IN list longer than [limits] max_in_list";
 /// `MAX (v)`, `` `MAX`(v) ``: the server reads a stored function, not the built-in.
 pub const APART_FROM_ITS_PARENTHESIS: &str = "a built-in function's name quoted or apart from its `(` (the server reads a stored function)";
+
+/// `_utf8mb4` bare before no literal: an introducer to the server, a name to the full parse.
+pub const BARE_INTRODUCER: &str = "a charset introducer before no string (`_utf8mb4`, bare, is no name to the server)";
 
 /// Classifies one COM_QUERY text (or a prepared statement's text: its `?` become
 /// [`Literal::Placeholder`]s, so `WHERE id = ?` and `WHERE id = 42` share a fingerprint),
@@ -474,7 +478,7 @@ impl<'q> Normalizer<'q, '_> {
             && !name.first().is_some_and(u8::is_ascii_digit)
             && (!may_be_reserved || {
                 let kw = Kw::of(name);
-                !kw.is_in(&RESERVED) && !kw.is_in(&QUOTED_WORDS)
+                !kw.is_in(&RESERVED) && !kw.is_in(&QUOTED_WORDS) && !kw.is_in(&INTRODUCERS)
             });
         if plain {
             match word {
@@ -504,6 +508,23 @@ impl<'q> Normalizer<'q, '_> {
         if i > 0 && self.is_symbol(i - 1, b".") {
             self.plain_or_quoted(text, true, Some(i));
             return i + 1;
+        }
+        // Bare, `_utf8mb4` is an introducer to the server, which refuses it before anything but
+        // a literal (1064); the full parse would take it for the name `` `_utf8mb4` ``.
+        if kw.is_in(&INTRODUCERS)
+            && !matches!(
+                self.kind(i + 1),
+                Some(
+                    TokenKind::SingleQuoted
+                        | TokenKind::DoubleQuoted
+                        | TokenKind::HexString
+                        | TokenKind::BitString
+                        | TokenKind::HexNumber
+                        | TokenKind::BitNumber
+                )
+            )
+        {
+            self.relay(BARE_INTRODUCER);
         }
         // No keyword is longer; a longer word is a name, even before `(`.
         if text.len() <= MAX_KEYWORD {

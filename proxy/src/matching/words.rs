@@ -258,11 +258,17 @@ pub(super) static PARSED_FUNCTIONS: WordSet = WordSet::new(
     ],
 );
 
-/// Words MariaDB 10.11 refuses as a bare name (1064), found by asking it `SELECT w FROM (SELECT 1
-/// AS `w`) AS x` for every word of its information_schema.KEYWORDS: a quoted identifier that is
-/// one of them keeps its backticks, so that `` `range` `` (a name) and `range` (a syntax
-/// error) are two texts. Not [`RESERVED`], which decides how texts are read: a keyword the
-/// server takes as a name, bare or quoted (`status`, `date`), reads the same either way.
+/// Words MariaDB 10.11 reads otherwise bare than quoted: a quoted identifier that is one of
+/// them keeps its backticks, so that `` `range` `` (a name) and `range` (a syntax error) are
+/// two texts, with two verdicts. Found by asking it, for every word of its
+/// information_schema.KEYWORDS and SQL_FUNCTIONS, whether `` `w` `` and `w` answer alike as a
+/// column (first in a select list and after one, in WHERE, ORDER BY, GROUP BY, HAVING), a
+/// table and an alias: most are refused bare (1064); CURRENT_ROLE is the session's role
+/// bare; SQL_CACHE, SQL_NO_CACHE and SQL_BUFFER_RESULT are options first in a select list;
+/// `a SOUNDS` is `a SOUNDS LIKE ...`; WINDOW is no table alias bare; NEXT, PREVIOUS and VALUE
+/// read as a sequence's `NEXT VALUE FOR` together. Not [`RESERVED`], which decides how texts
+/// are read: a keyword the server takes as a name, bare or quoted (`status`, `date`), reads
+/// the same either way. The charset introducers are [`INTRODUCERS`].
 pub(super) static QUOTED_WORDS: WordSet = WordSet::new(
     1 << 8,
     &[
@@ -297,6 +303,7 @@ pub(super) static QUOTED_WORDS: WordSet = WordSet::new(
         "CONVERT",
         "CREATE",
         "CROSS",
+        "CURRENT_ROLE",
         "CURSOR",
         "DATABASES",
         "DAY_HOUR",
@@ -399,6 +406,7 @@ pub(super) static QUOTED_WORDS: WordSet = WordSet::new(
         "MOD",
         "MODIFIES",
         "NATURAL",
+        "NEXT",
         "NOT",
         "NO_WRITE_TO_BINLOG",
         "NUMERIC",
@@ -417,6 +425,7 @@ pub(super) static QUOTED_WORDS: WordSet = WordSet::new(
         "PARTITION",
         "PORTION",
         "PRECISION",
+        "PREVIOUS",
         "PRIMARY",
         "PROCEDURE",
         "PURGE",
@@ -452,6 +461,7 @@ pub(super) static QUOTED_WORDS: WordSet = WordSet::new(
         "SHOW",
         "SIGNAL",
         "SMALLINT",
+        "SOUNDS",
         "SPATIAL",
         "SPECIFIC",
         "SQL",
@@ -459,7 +469,10 @@ pub(super) static QUOTED_WORDS: WordSet = WordSet::new(
         "SQLSTATE",
         "SQLWARNING",
         "SQL_BIG_RESULT",
+        "SQL_BUFFER_RESULT",
+        "SQL_CACHE",
         "SQL_CALC_FOUND_ROWS",
+        "SQL_NO_CACHE",
         "SQL_SMALL_RESULT",
         "SSL",
         "STARTING",
@@ -485,6 +498,7 @@ pub(super) static QUOTED_WORDS: WordSet = WordSet::new(
         "USAGE",
         "USE",
         "USING",
+        "VALUE",
         "VALUES",
         "VARBINARY",
         "VARCHAR",
@@ -493,11 +507,64 @@ pub(super) static QUOTED_WORDS: WordSet = WordSet::new(
         "WHEN",
         "WHERE",
         "WHILE",
+        "WINDOW",
         "WITH",
         "WRITE",
         "XOR",
         "YEAR_MONTH",
         "ZEROFILL",
+    ],
+);
+
+/// `_` and a character set name, any case: bare, the server reads a charset introducer
+/// (`_utf8mb4'x'`), and before anything but a string or a hex or bit literal refuses it (1064),
+/// so `` `_utf8mb4` `` (a name) keeps its backticks and a bare one is relayed. MariaDB 10.11's
+/// `SHOW CHARACTER SET`, its aliases `utf8` and `utf8mb3`, and MySQL 8's gb18030.
+pub(super) static INTRODUCERS: WordSet = WordSet::new(
+    1 << 9,
+    &[
+        "_ARMSCII8",
+        "_ASCII",
+        "_BIG5",
+        "_BINARY",
+        "_CP1250",
+        "_CP1251",
+        "_CP1256",
+        "_CP1257",
+        "_CP850",
+        "_CP852",
+        "_CP866",
+        "_CP932",
+        "_DEC8",
+        "_EUCJPMS",
+        "_EUCKR",
+        "_GB18030",
+        "_GB2312",
+        "_GBK",
+        "_GEOSTD8",
+        "_GREEK",
+        "_HEBREW",
+        "_HP8",
+        "_KEYBCS2",
+        "_KOI8R",
+        "_KOI8U",
+        "_LATIN1",
+        "_LATIN2",
+        "_LATIN5",
+        "_LATIN7",
+        "_MACCE",
+        "_MACROMAN",
+        "_SJIS",
+        "_SWE7",
+        "_TIS620",
+        "_UCS2",
+        "_UJIS",
+        "_UTF16",
+        "_UTF16LE",
+        "_UTF32",
+        "_UTF8",
+        "_UTF8MB3",
+        "_UTF8MB4",
     ],
 );
 
@@ -508,10 +575,10 @@ pub fn parsed_only_when_touching(word: &[u8]) -> bool {
 }
 
 /// The longest word of any set, in bytes: a longer word is no keyword.
-pub(super) const MAX_KEYWORD: usize = 24;
+pub(super) const MAX_KEYWORD: usize = 32;
 
 /// Every set above, for building the table of [`Kw`]s.
-static SETS: [&WordSet; 9] = [
+static SETS: [&WordSet; 10] = [
     &RESERVED,
     &TYPES,
     &SESSION_FUNCTIONS,
@@ -521,6 +588,7 @@ static SETS: [&WordSet; 9] = [
     &NAME_LIST_WORDS,
     &PARSED_FUNCTIONS,
     &QUOTED_WORDS,
+    &INTRODUCERS,
 ];
 
 /// A set of words: its bit in [`Kw`] and its words (upper case).
@@ -626,7 +694,7 @@ impl Kw {
 /// The words of every set and the named ones, by key, in an open-addressed table at most half
 /// full, so a probe always ends at the key or at an empty slot (no word's key is all zeros).
 struct Table {
-    slots: Vec<([u64; 3], Kw)>,
+    slots: Vec<([u64; 4], Kw)>,
     names: Vec<&'static str>,
 }
 
@@ -636,7 +704,7 @@ fn table() -> &'static Table {
         let mut names: Vec<&'static str> = SETS.iter().flat_map(|s| s.words.iter().copied()).chain(NAMED.iter().map(|n| n.0)).collect();
         names.sort_unstable();
         names.dedup();
-        let mut slots = vec![([0u64; 3], Kw::NONE); (names.len() * 2).next_power_of_two()];
+        let mut slots = vec![([0u64; 4], Kw::NONE); (names.len() * 2).next_power_of_two()];
         let mask = slots.len() - 1;
         for (entry, &name) in names.iter().enumerate() {
             let Some(key) = key(name.as_bytes()) else { continue };
@@ -644,7 +712,7 @@ fn table() -> &'static Table {
             let named = NAMED.iter().find(|n| n.0 == name).map_or(Named::Other, |n| n.1);
             let kw = Kw { sets, named, entry: u16::try_from(entry).unwrap_or(u16::MAX) };
             let mut at = slot(&key) & mask;
-            while slots.get(at).is_some_and(|s| s.0 != [0; 3]) {
+            while slots.get(at).is_some_and(|s| s.0 != [0; 4]) {
                 at = (at + 1) & mask;
             }
             if let Some(s) = slots.get_mut(at) {
@@ -656,14 +724,14 @@ fn table() -> &'static Table {
 }
 
 impl Table {
-    fn get(&self, key: &[u64; 3]) -> Kw {
+    fn get(&self, key: &[u64; 4]) -> Kw {
         let mask = self.slots.len() - 1;
         let mut at = slot(key) & mask;
         // Each slot at most once; an empty slot (there is always one) ends the probe.
         for _ in 0..self.slots.len() {
             match self.slots.get(at) {
-                Some((k, kw)) if k[0] == key[0] && k[1] == key[1] && k[2] == key[2] => return *kw,
-                Some((k, _)) if *k != [0; 3] => at = (at + 1) & mask,
+                Some((k, kw)) if k == key => return *kw,
+                Some((k, _)) if *k != [0; 4] => at = (at + 1) & mask,
                 _ => return Kw::NONE,
             }
         }
@@ -671,19 +739,19 @@ impl Table {
     }
 }
 
-fn slot(key: &[u64; 3]) -> usize {
-    let h = (key[0] ^ key[1].rotate_left(21) ^ key[2].rotate_left(42)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+fn slot(key: &[u64; 4]) -> usize {
+    let h = (key[0] ^ key[1].rotate_left(16) ^ key[2].rotate_left(32) ^ key[3].rotate_left(48)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
     (h >> 40) as usize
 }
 
 /// A word's upper-case bytes zero-padded to [`MAX_KEYWORD`], as big-endian integers,
 /// upper-cased eight bytes at a time. None for words longer than any keyword and for the empty
 /// word (neither is a keyword).
-fn key(word: &[u8]) -> Option<[u64; 3]> {
+fn key(word: &[u8]) -> Option<[u64; 4]> {
     if word.is_empty() || word.len() > MAX_KEYWORD {
         return None;
     }
-    let mut key = [0u64; 3];
+    let mut key = [0u64; 4];
     // Byte by byte into the integers (no copy through a buffer: most words are a few bytes).
     for (k, chunk) in key.iter_mut().zip(word.chunks(8)) {
         let mut v = 0u64;
@@ -739,8 +807,8 @@ mod tests {
     use super::*;
 
     /// The key the sets compared before [`Kw`]: the upper-case buffer as big-endian integers.
-    fn old_key(u: &Upper) -> [u64; 3] {
-        let mut key = [0u64; 3];
+    fn old_key(u: &Upper) -> [u64; 4] {
+        let mut key = [0u64; 4];
         for (k, chunk) in key.iter_mut().zip(u.buf.chunks_exact(8)) {
             let mut b = [0u8; 8];
             b.copy_from_slice(chunk);
@@ -751,7 +819,7 @@ mod tests {
 
     /// The look-up each set made before [`Kw`]: a binary search of the set's upper-case keys.
     fn in_set(word: &[u8], set: &WordSet) -> bool {
-        let mut keys: Vec<[u64; 3]> = set.words.iter().filter_map(|w| Upper::of(w.as_bytes())).map(|u| old_key(&u)).collect();
+        let mut keys: Vec<[u64; 4]> = set.words.iter().filter_map(|w| Upper::of(w.as_bytes())).map(|u| old_key(&u)).collect();
         keys.sort_unstable();
         Upper::of(word).is_some_and(|u| keys.binary_search(&old_key(&u)).is_ok())
     }
@@ -802,7 +870,17 @@ mod tests {
         for (name, _) in NAMED {
             words.push(name.to_ascii_lowercase().into_bytes());
         }
-        for w in ["", "a", "id", "stories", "select_", "_select", "sélect", "SELECTSELECTSELECTSELECT", "SELECTSELECTSELECTSELECTX"] {
+        for w in [
+            "",
+            "a",
+            "id",
+            "stories",
+            "select_",
+            "_select",
+            "sélect",
+            "SELECTSELECTSELECTSELECTSELECTSE",
+            "SELECTSELECTSELECTSELECTSELECTSEL",
+        ] {
             words.push(w.as_bytes().to_vec());
         }
         words.extend([b"SEL\xc3ECT".to_vec(), b"sql_calc_found_rowz".to_vec(), b"`select`".to_vec(), b"'from'".to_vec()]);
