@@ -1017,3 +1017,85 @@ fn random_queries_answer_as_the_server_answers() {
     server.run_raw(None, &format!("DROP DATABASE {qdb}")).unwrap();
     assert!(failures.is_empty(), "{} queries answered otherwise than the server:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Column names and aliases with letters beyond ASCII name what they name on the server: a
+/// name matches a column or an alias of another case (`é` is `É`, `σ` is `Σ`, `ǆ` is `ǅ`), not
+/// one of another accent (`é` is not `e`) or another length in bytes (`İD` is not `id`,
+/// though LOWER('İ') is 'i'). Each query is answered by the view as the server answers it,
+/// or refused; a query the server answers with an error must be refused. (a) and (b) of
+/// session 53's audit: the view ordered by the column `É` where the server orders by the
+/// alias `é`, and grouped by the alias `é` where the server groups by the column.
+#[test]
+fn non_ascii_names_resolve_as_the_server_resolves() {
+    let db = format!("freshet_dataflow_names_{}", std::process::id());
+    let server = Server::connect();
+    let run = |sql: &str| server.run_raw(Some(&db), &format!("SET NAMES utf8mb4; {sql}"));
+    server.run_raw(None, &format!("DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}")).unwrap();
+    run("CREATE TABLE ue2 (id INT PRIMARY KEY, k INT, `É` INT, KEY(k)); INSERT INTO ue2 VALUES (1,1,10),(2,1,20),(3,1,30),(4,2,5)")
+        .unwrap();
+    let int4 = SqlType::Int { bytes: 4, unsigned: false };
+    let mut catalog = Catalog::new();
+    let columns = ["id", "k", "É"].map(|n| ColumnSchema::new(n, int4.clone()));
+    catalog.add(TableSchema::new("ue2", columns.to_vec(), vec![0])).unwrap();
+    let mut batch = Batch::new(Position(1));
+    for (id, k, e) in [(1, 1, 10), (2, 1, 20), (3, 1, 30), (4, 2, 5)] {
+        batch.insert("ue2", vec![int(id), int(k), int(e)].into());
+    }
+    let mut store = MemStore::new();
+    store.apply(&batch);
+    let queries = [
+        // (a): ORDER BY names the alias first; `É` is the alias `é`.
+        "SELECT id, -`É` AS é FROM ue2 WHERE k = ? ORDER BY É LIMIT 2",
+        // (b): GROUP BY names the column first (the server warns, 1052).
+        "SELECT k, `É` DIV 20 AS é, COUNT(*) FROM ue2 WHERE k = ? GROUP BY k, é",
+        "SELECT id, é FROM ue2 WHERE k = ? ORDER BY é DESC",
+        "SELECT ue2.é, ue2.`É` FROM ue2 WHERE k = ? AND é > 10",
+        "SELECT id, -`É` AS `Σ` FROM ue2 WHERE k = ? ORDER BY `σ` LIMIT 2",
+        "SELECT id, -`É` AS `ǅ` FROM ue2 WHERE k = ? ORDER BY `ǆ` LIMIT 2",
+        "SELECT id, -`É` AS `Д` FROM ue2 WHERE k = ? ORDER BY `д` LIMIT 2",
+        "SELECT k, COUNT(*) AS ñ FROM ue2 WHERE k = ? GROUP BY k HAVING Ñ > 1",
+        // Another accent is another name: `é` is the column, not the alias `e`.
+        "SELECT id, -`É` AS e FROM ue2 WHERE k = ? ORDER BY é LIMIT 2",
+        // Another length in bytes is another name: `id` is the column, not the alias `İD`.
+        "SELECT id, -id AS `İD` FROM ue2 WHERE k = ? ORDER BY id LIMIT 2",
+        // Unknown to the server: the final sigma is not `Σ`'s lower case, `ß` is not `ss`.
+        "SELECT id, -`É` AS `Σ` FROM ue2 WHERE k = ? ORDER BY `ς` LIMIT 2",
+        "SELECT id, -`É` AS `ß` FROM ue2 WHERE k = ? ORDER BY ss LIMIT 2",
+        "SELECT id FROM ue2 WHERE k = ? AND `e` > 10",
+    ];
+    let (mut compared, mut refused, mut failures) = (0, 0, Vec::new());
+    for sql in queries {
+        let mut df = Dataflow::new(catalog.clone(), ByteSize(1 << 30));
+        df.set_applied(Position(1));
+        let theirs = run(&inline(sql, &[int(1)]));
+        let v = match df.install_sql(sql) {
+            Ok(v) => v,
+            Err(e) => {
+                eprintln!("refused: {sql}: {}", e.reason);
+                refused += 1;
+                continue;
+            }
+        };
+        let theirs = match theirs {
+            Ok(rows) => rows,
+            Err(e) => {
+                failures.push(format!("{sql}: compiled, but the server answers an error: {}", e.lines().last().unwrap_or("")));
+                continue;
+            }
+        };
+        let q = df.query(v).unwrap().clone();
+        for req in df.request_fill(v, vec![vec![int(1)].into()]) {
+            df.complete_fill(MemUpstream { store: &store }.fill(&req).unwrap());
+        }
+        let Lookup::Hit(found) = df.reader(v).unwrap().lookup(&[int(1)]).unwrap() else { panic!("{sql}: a miss after a fill") };
+        let ours: Vec<Vec<Value>> = found.iter().map(|r| r.cut(q.visible).to_vec()).collect();
+        if same_rows(&ours, &theirs, !q.order.is_empty(), &[]) {
+            compared += 1;
+        } else {
+            failures.push(format!("{sql}\n  ours:   {ours:?}\n  server: {theirs:?}"));
+        }
+    }
+    eprintln!("{compared} answered as the server does, {refused} refused");
+    server.run_raw(None, &format!("DROP DATABASE {db}")).unwrap();
+    assert!(failures.is_empty(), "{} queries answered otherwise than the server:\n{}", failures.len(), failures.join("\n"));
+}
