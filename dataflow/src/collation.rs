@@ -232,6 +232,32 @@ impl Iterator for Weights<'_> {
     }
 }
 
+/// Whether two column names or aliases are one name to the server, which compares them in its
+/// system character set (utf8mb3, MariaDB 10.11): character by character in lower case (the
+/// case table LOWER uses: `É` is `é`, `Σ` is `σ`, `ǅ` is `ǆ`, the final `ς` is itself), and
+/// only if they are as long in bytes. Not by general_ci's weights, which fold accents: `e` and
+/// `é`, `ß` and `s` are two names. The length is the server's too: `İ` (two bytes) is not `i`
+/// nor `I`, the Kelvin sign (three) not `k`, though LOWER makes them so. Checked against the
+/// server for every pair of BMP characters that share a weight or a case, as column names,
+/// select aliases, and in ORDER BY, GROUP BY and HAVING (session 53). Table and database
+/// names are compared otherwise ([`crate::Names`]).
+pub fn same_identifier(a: &str, b: &str) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.is_ascii() && b.is_ascii() {
+        return a.eq_ignore_ascii_case(b);
+    }
+    let table = case_table();
+    let lower = |c: char| {
+        if c.is_ascii() {
+            return c.to_ascii_lowercase();
+        }
+        table.binary_search_by_key(&c, |e| e.0).map_or(c, |i| table[i].1.1)
+    };
+    a.chars().map(lower).eq(b.chars().map(lower))
+}
+
 /// Every BMP character that UPPER or LOWER changes, in code point order, with its upper and
 /// lower case (`collation/case.txt`, from the server; characters above the BMP keep their
 /// case there).
@@ -403,6 +429,19 @@ mod tests {
         assert_eq!(Collation::Binary.upper("abc"), "abc");
         let table = case_table();
         assert!(table.windows(2).all(|w| w[0].0 < w[1].0), "the case table is in code point order");
+    }
+
+    #[test]
+    fn identifiers_compare_by_case_and_length() {
+        for (a, b) in
+            [("É", "é"), ("ÉA", "éa"), ("Σ", "σ"), ("ǅ", "ǆ"), ("Ǆ", "ǅ"), ("Д", "д"), ("K", "k"), ("\u{212A}ωi", "k\u{2126}\u{130}")]
+        {
+            assert!(same_identifier(a, b), "{a} {b}");
+        }
+        for (a, b) in [("e", "é"), ("ß", "s"), ("ß", "ss"), ("ς", "Σ"), ("İ", "i"), ("İD", "id"), ("\u{212A}", "k"), ("ı", "i"), ("µ", "μ")]
+        {
+            assert!(!same_identifier(a, b), "{a} {b}");
+        }
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! `collation == None` on a text column means "not implemented by freshet", which makes the
 //! compiler refuse queries that compare, group or sort on it.
 
+use crate::collation::same_identifier;
 use crate::value::Collation;
 
 /// Column types, at the granularity that changes how values behave.
@@ -228,9 +229,10 @@ impl TableSchema {
     pub fn key_unreadable(&self) -> bool {
         self.primary_key.iter().any(|&k| self.columns.get(k).is_some_and(|c| c.unreadable.is_some()))
     }
-    /// Index of a column by case-insensitive name.
+    /// Index of a column by name, compared as the server compares column names
+    /// ([`same_identifier`]).
     pub fn column_index(&self, name: &str) -> Option<usize> {
-        self.columns.iter().position(|c| c.name.eq_ignore_ascii_case(name))
+        self.columns.iter().position(|c| same_identifier(&c.name, name))
     }
     /// Validates the schema; reports the first problem.
     pub fn check(&self) -> Result<(), SchemaError> {
@@ -248,7 +250,7 @@ impl TableSchema {
             if c.compressed {
                 return Err(SchemaError::Compressed { table: self.name.clone(), column: c.name.clone() });
             }
-            if self.columns[..i].iter().any(|o| o.name.eq_ignore_ascii_case(&c.name)) {
+            if self.columns[..i].iter().any(|o| same_identifier(&o.name, &c.name)) {
                 return Err(SchemaError::DuplicateColumn { table: self.name.clone(), column: c.name.clone() });
             }
             if let SqlType::Decimal { precision, .. } = c.ty

@@ -14,6 +14,7 @@ use std::ops::ControlFlow;
 use sqlparser::ast::{self as a, visit_expressions};
 
 use super::{Compiler, Refusal, object_name, refuse, table_name};
+use crate::collation::same_identifier;
 use crate::expr::{ArithOp, CmpOp, Expr, Func, LitValue, parse_temporal};
 use crate::plan::AggKind;
 use crate::schema::{SqlType, enum_index};
@@ -25,6 +26,8 @@ pub(super) struct ScopeCol {
     ///
     /// [`Catalog::key`]: super::Catalog::key
     pub(super) qual: String,
+    /// The column's name in ASCII lower case; a name a query writes matches it as the server
+    /// matches names ([`same_identifier`]), never by `==`.
     pub(super) name: String,
     pub(super) ty: Option<SqlType>,
     /// `Some(None)`: a text column with a collation freshet does not implement.
@@ -54,9 +57,13 @@ pub(super) struct Scope {
 
 impl Scope {
     pub(super) fn find(&self, qual: Option<&str>, name: &str) -> Result<usize, Refusal> {
-        let name_l = name.to_ascii_lowercase();
-        let hits: Vec<usize> =
-            self.cols.iter().enumerate().filter(|(_, c)| c.name == name_l && qual.is_none_or(|q| q == c.qual)).map(|(i, _)| i).collect();
+        let hits: Vec<usize> = self
+            .cols
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| same_identifier(&c.name, name) && qual.is_none_or(|q| q == c.qual))
+            .map(|(i, _)| i)
+            .collect();
         match hits.as_slice() {
             [i] => {
                 if let Some(c) = self.cols.get(*i) {
@@ -159,7 +166,7 @@ impl Compiler<'_> {
     /// aliased expression, as MySQL allows in GROUP BY, HAVING and ORDER BY.
     pub(super) fn resolve_alias(&self, e: &a::Expr, items: &[(a::Expr, String)]) -> a::Expr {
         if let a::Expr::Identifier(id) = e
-            && let Some((x, _)) = items.iter().find(|(x, n)| n.eq_ignore_ascii_case(&id.value) && x != e)
+            && let Some((x, _)) = items.iter().find(|(x, n)| same_identifier(n, &id.value) && x != e)
         {
             return x.clone();
         }
@@ -168,7 +175,7 @@ impl Compiler<'_> {
 
     pub(super) fn lower(&self, e: &a::Expr, scope: &Scope, mode: &mut Mode<'_>) -> Result<Expr, Refusal> {
         if let a::Expr::Identifier(id) = e {
-            let aliased = self.aliases.borrow().iter().find(|(n, x)| n.eq_ignore_ascii_case(&id.value) && x != e).map(|(_, x)| x.clone());
+            let aliased = self.aliases.borrow().iter().find(|(n, x)| same_identifier(n, &id.value) && x != e).map(|(_, x)| x.clone());
             if let Some(x) = aliased
                 && scope.find(None, &id.value).is_err()
             {

@@ -70,7 +70,8 @@ pub struct Catalog {
 /// How the server compares the names of tables, their aliases and databases
 /// (`lower_case_table_names`): with 0, Linux's default, `stories` and `Stories` are two tables
 /// and a query must spell a name as it was created; otherwise names are one table whatever
-/// their case. Column names are never case-sensitive.
+/// their case. Column names and select aliases are never case-sensitive, and are compared as
+/// [`same_identifier`](crate::collation::same_identifier) says, beyond ASCII too.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Names {
     pub case_sensitive: bool,
@@ -134,8 +135,8 @@ impl Catalog {
     pub fn get(&self, name: &str) -> Option<&TableSchema> {
         self.tables.get(&self.key(name))
     }
-    /// A column of a table, by the table's name compared as the server compares it and the
-    /// column's name without case.
+    /// A column of a table, by the table's name and the column's name, each compared as the
+    /// server compares it.
     pub fn column(&self, table: &str, column: &str) -> Option<&ColumnSchema> {
         let t = self.get(table)?;
         t.columns.get(t.column_index(column)?)

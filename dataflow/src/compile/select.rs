@@ -18,6 +18,7 @@ use sqlparser::ast as a;
 
 use super::lower::{AggCtx, Mode, Scope, ScopeCol, contains_agg};
 use super::{Compiler, KeyColumn, ReadFilter, Refusal, Select, refuse, table_name};
+use crate::collation::same_identifier;
 use crate::expr::{CmpOp, Expr};
 use crate::plan::{AggSpec, JoinKind, Node, OrderSpec};
 use crate::schema::{SqlType, TableSchema};
@@ -188,12 +189,11 @@ impl<'c> Compiler<'c> {
                 grouped.push(g);
                 continue;
             };
-            let name = id.value.to_ascii_lowercase();
-            let columns: Vec<&super::lower::ScopeCol> = src.scope.cols.iter().filter(|c| c.name == name).collect();
+            let columns: Vec<&super::lower::ScopeCol> = src.scope.cols.iter().filter(|c| same_identifier(&c.name, &id.value)).collect();
             match columns.as_slice() {
                 [] => grouped.push(g),
                 [c] => {
-                    if select_items.iter().any(|(x, n)| n.eq_ignore_ascii_case(&id.value) && *x != g) {
+                    if select_items.iter().any(|(x, n)| same_identifier(n, &id.value) && *x != g) {
                         return refuse(format!(
                             "GROUP BY `{}` names both a column and an alias of the select list (the server warns)",
                             id.value
