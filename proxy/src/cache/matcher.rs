@@ -328,6 +328,18 @@ mod tests {
         }
     }
 
+    /// A text with a reason of its own to be relayed is relayed, whatever its shape's verdict.
+    #[test]
+    fn a_texts_own_relay_reason_outweighs_its_shapes_verdict() {
+        let cached = "SELECT id, name FROM items WHERE grp = ?";
+        let sql = "SELECT id, name FROM items WHERE grp = 3";
+        let v = verdict_for(cached, sql);
+        let mut query = classify(sql.as_bytes(), SqlMode::default());
+        assert!(super::super::route::interpret(&v, &query).is_ok());
+        query.relay = Some("a session-dependent function (NOW(), RAND(), UUID(), LAST_INSERT_ID(), ...)");
+        assert_eq!(super::super::route::interpret(&v, &query).err(), Some(super::super::RelayReason::NotCacheable));
+    }
+
     #[test]
     fn in_lists_stand_for_eq_only_where_results_merge() {
         let cached = "SELECT id, name FROM items WHERE grp = ?";

@@ -422,6 +422,13 @@ pub fn gate(engine: &Engine, id: CacheId, s: Standing<'_>) -> Gate {
 /// Of several caches of the shape, the first whose constants the query repeats; if none, the
 /// first (whose binding then relays the read, `Constant`).
 pub fn interpret<'v>(verdict: &'v Verdict, query: &Query<'_>) -> Result<(CacheId, &'v ParamMap), RelayReason> {
+    // A text's own reason to be the server's comes first. A verdict is its shape's, taken for
+    // the first text of the shape: should the fingerprint take a text the server reads
+    // otherwise for that shape (a bare `current_role` for a quoted column's name, until session
+    // 53), the verdict would answer it from the cache.
+    if query.relay.is_some() {
+        return Err(RelayReason::NotCacheable);
+    }
     match verdict {
         Verdict::Cache(matches) => {
             let chosen = match &matches[..] {
