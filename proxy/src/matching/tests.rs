@@ -722,3 +722,25 @@ fn a_parsed_functions_name_apart_from_its_parenthesis_is_another_fingerprint() {
         q("SELECT a FROM t WHERE k = 1 AND CONCAT(v) > 1").fingerprint
     );
 }
+
+/// The server takes no sign before a row count: `LIMIT +3` is a syntax error (1064), and so
+/// are `LIMIT 0, +1`, `OFFSET -1`, `FETCH FIRST +1 ROWS` and `ROWS EXAMINED +5`. The sign was
+/// folded into the literal, so `LIMIT +3` had the cached `LIMIT 3`'s shape and constant and
+/// was answered with rows (session 53's audit). A sign elsewhere still folds.
+#[test]
+fn a_signed_row_count_is_relayed() {
+    for sql in [
+        "SELECT id FROM t WHERE k = 4 ORDER BY id LIMIT +3",
+        "SELECT id FROM t WHERE k = 4 ORDER BY id LIMIT -3",
+        "SELECT id FROM t WHERE k = 4 ORDER BY id LIMIT 0, +1",
+        "SELECT id FROM t WHERE k = 4 ORDER BY id LIMIT 1 OFFSET +0",
+        "SELECT id FROM t WHERE k = 4 ORDER BY id OFFSET 0 ROWS FETCH FIRST +1 ROWS ONLY",
+        "SELECT id FROM t WHERE k = 4 ORDER BY id OFFSET 0 ROWS FETCH NEXT +1 ROWS ONLY",
+        "SELECT id FROM t WHERE k = 4 LIMIT 1 ROWS EXAMINED +5",
+    ] {
+        assert!(q(sql).relay.is_some(), "{sql}");
+    }
+    for sql in ["SELECT id FROM t WHERE k = +4 ORDER BY id LIMIT 3", "SELECT id FROM t WHERE k = -4 LIMIT 0, 3"] {
+        assert_eq!(q(sql).relay, None, "{sql}");
+    }
+}
