@@ -163,6 +163,10 @@ pub const LONG_IN_LIST: &str = "an IN list longer than [limits] max_in_list";
 /// `MAX (v)`, `` `MAX`(v) ``: the server reads a stored function, not the built-in.
 pub const APART_FROM_ITS_PARENTHESIS: &str = "a built-in function's name quoted or apart from its `(` (the server reads a stored function)";
 
+/// `LIMIT +3`, `OFFSET -1`, `FETCH FIRST +2 ROWS`: a syntax error to the server, which takes
+/// no sign before a row count; folded, the sign would make it the cached `LIMIT 3`.
+pub const SIGNED_ROW_COUNT: &str = "a signed row count (LIMIT, OFFSET, FETCH, ROWS EXAMINED take none)";
+
 /// `_utf8mb4` bare before no literal: an introducer to the server, a name to the full parse.
 pub const BARE_INTRODUCER: &str = "a charset introducer before no string (`_utf8mb4`, bare, is no name to the server)";
 
@@ -634,11 +638,27 @@ impl<'q> Normalizer<'q, '_> {
         if !matches!(self.kind(i + 1), Some(TokenKind::Integer | TokenKind::Decimal | TokenKind::Float)) || self.verbatim(i + 1, cx) {
             return false;
         }
+        // Before the operand test: OFFSET and FIRST are not reserved (`offset + 1` may add
+        // to a column so named, which is relayed too, a false alarm).
+        if self.row_count_at(i) {
+            self.relay(SIGNED_ROW_COUNT);
+            return false;
+        }
         if i > 0 && self.ends_operand(i - 1) {
             return false;
         }
         // The number's own step (literal_at) sees the sign before it and folds it in.
         true
+    }
+
+    /// Whether the server takes a row count at `i`: after LIMIT, OFFSET, FETCH's FIRST or NEXT,
+    /// ROWS EXAMINED, or the `,` of `LIMIT offset, count`.
+    fn row_count_at(&self, i: usize) -> bool {
+        let word = |k: usize, w: &[u8]| self.kind(k) == Some(TokenKind::Word) && self.text(k).eq_ignore_ascii_case(w);
+        let Some(before) = i.checked_sub(1) else { return false };
+        let after_word = [&b"limit"[..], b"offset", b"first", b"next", b"examined"].iter().any(|w| word(before, w));
+        let after_limits_comma = self.is_symbol(before, b",") && before >= 2 && word(before - 2, b"limit");
+        after_word || after_limits_comma
     }
 
     /// Whether the token at `i` can end an operand, so that a following `-` is binary.
