@@ -1031,15 +1031,15 @@ fn non_ascii_names_resolve_as_the_server_resolves() {
     let server = Server::connect();
     let run = |sql: &str| server.run_raw(Some(&db), &format!("SET NAMES utf8mb4; {sql}"));
     server.run_raw(None, &format!("DROP DATABASE IF EXISTS {db}; CREATE DATABASE {db}")).unwrap();
-    run("CREATE TABLE ue2 (id INT PRIMARY KEY, k INT, `É` INT, KEY(k)); INSERT INTO ue2 VALUES (1,1,10),(2,1,20),(3,1,30),(4,2,5)")
+    run("CREATE TABLE ue2 (id INT PRIMARY KEY, k INT, `É` INT, i INT, KEY(k)); INSERT INTO ue2 VALUES (1,1,10,2),(2,1,20,3),(3,1,30,1),(4,2,5,0)")
         .unwrap();
     let int4 = SqlType::Int { bytes: 4, unsigned: false };
     let mut catalog = Catalog::new();
-    let columns = ["id", "k", "É"].map(|n| ColumnSchema::new(n, int4.clone()));
+    let columns = ["id", "k", "É", "i"].map(|n| ColumnSchema::new(n, int4.clone()));
     catalog.add(TableSchema::new("ue2", columns.to_vec(), vec![0])).unwrap();
     let mut batch = Batch::new(Position(1));
-    for (id, k, e) in [(1, 1, 10), (2, 1, 20), (3, 1, 30), (4, 2, 5)] {
-        batch.insert("ue2", vec![int(id), int(k), int(e)].into());
+    for (id, k, e, i) in [(1, 1, 10, 2), (2, 1, 20, 3), (3, 1, 30, 1), (4, 2, 5, 0)] {
+        batch.insert("ue2", vec![int(id), int(k), int(e), int(i)].into());
     }
     let mut store = MemStore::new();
     store.apply(&batch);
@@ -1058,6 +1058,13 @@ fn non_ascii_names_resolve_as_the_server_resolves() {
         "SELECT id, -`É` AS e FROM ue2 WHERE k = ? ORDER BY é LIMIT 2",
         // Another length in bytes is another name: `id` is the column, not the alias `İD`.
         "SELECT id, -id AS `İD` FROM ue2 WHERE k = ? ORDER BY id LIMIT 2",
+        // But ORDER BY's search of the select list takes the alias `İ` (two bytes) of a
+        // column for the column `i` (the alias of an expression it does not: the second
+        // query), and the Kelvin sign's (three) for `k` (session 53's second audit): a pair of
+        // names one in lower case, not as long in bytes, is refused.
+        "SELECT `É` AS `İ`, id FROM ue2 WHERE k = ? ORDER BY i DESC LIMIT 2",
+        "SELECT -`É` AS `İ`, id FROM ue2 WHERE k = ? ORDER BY i DESC LIMIT 2",
+        "SELECT `É` AS `K`, id FROM ue2 WHERE k = ? ORDER BY k DESC, id LIMIT 2",
         // Unknown to the server: the final sigma is not `Σ`'s lower case, `ß` is not `ss`.
         "SELECT id, -`É` AS `Σ` FROM ue2 WHERE k = ? ORDER BY `ς` LIMIT 2",
         "SELECT id, -`É` AS `ß` FROM ue2 WHERE k = ? ORDER BY ss LIMIT 2",
