@@ -14,7 +14,7 @@ use std::ops::ControlFlow;
 use sqlparser::ast::{self as a, visit_expressions};
 
 use super::{Compiler, Refusal, object_name, refuse, table_name};
-use crate::collation::same_identifier;
+use crate::collation::{identifiers_unsure, same_identifier};
 use crate::expr::{ArithOp, CmpOp, Expr, Func, LitValue, parse_temporal};
 use crate::plan::AggKind;
 use crate::schema::{SqlType, enum_index};
@@ -50,6 +50,15 @@ impl ScopeCol {
     }
 }
 
+/// Refuses a query naming `a` where the server may or may not read `b`
+/// ([`identifiers_unsure`]): it is relayed, whichever the server takes.
+pub(super) fn names_sure(a: &str, b: &str) -> Result<(), Refusal> {
+    if identifiers_unsure(a, b) {
+        return refuse(format!("`{a}` and `{b}` may or may not be one name to the server (one in lower case, not as long in bytes)"));
+    }
+    Ok(())
+}
+
 #[derive(Clone, Debug, Default)]
 pub(super) struct Scope {
     pub(super) cols: Vec<ScopeCol>,
@@ -57,6 +66,9 @@ pub(super) struct Scope {
 
 impl Scope {
     pub(super) fn find(&self, qual: Option<&str>, name: &str) -> Result<usize, Refusal> {
+        for c in &self.cols {
+            names_sure(&c.name, name)?;
+        }
         let hits: Vec<usize> = self
             .cols
             .iter()
@@ -164,17 +176,23 @@ impl Compiler<'_> {
 
     /// An unqualified identifier that names a select alias (and not a column) stands for the
     /// aliased expression, as MySQL allows in GROUP BY, HAVING and ORDER BY.
-    pub(super) fn resolve_alias(&self, e: &a::Expr, items: &[(a::Expr, String)]) -> a::Expr {
-        if let a::Expr::Identifier(id) = e
-            && let Some((x, _)) = items.iter().find(|(x, n)| same_identifier(n, &id.value) && x != e)
-        {
-            return x.clone();
+    pub(super) fn resolve_alias(&self, e: &a::Expr, items: &[(a::Expr, String)]) -> Result<a::Expr, Refusal> {
+        if let a::Expr::Identifier(id) = e {
+            for (_, n) in items {
+                names_sure(n, &id.value)?;
+            }
+            if let Some((x, _)) = items.iter().find(|(x, n)| same_identifier(n, &id.value) && x != e) {
+                return Ok(x.clone());
+            }
         }
-        e.clone()
+        Ok(e.clone())
     }
 
     pub(super) fn lower(&self, e: &a::Expr, scope: &Scope, mode: &mut Mode<'_>) -> Result<Expr, Refusal> {
         if let a::Expr::Identifier(id) = e {
+            for (n, _) in self.aliases.borrow().iter() {
+                names_sure(n, &id.value)?;
+            }
             let aliased = self.aliases.borrow().iter().find(|(n, x)| same_identifier(n, &id.value) && x != e).map(|(_, x)| x.clone());
             if let Some(x) = aliased
                 && scope.find(None, &id.value).is_err()

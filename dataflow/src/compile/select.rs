@@ -16,7 +16,7 @@
 
 use sqlparser::ast as a;
 
-use super::lower::{AggCtx, Mode, Scope, ScopeCol, contains_agg};
+use super::lower::{AggCtx, Mode, Scope, ScopeCol, contains_agg, names_sure};
 use super::{Compiler, KeyColumn, ReadFilter, Refusal, Select, refuse, table_name};
 use crate::collation::same_identifier;
 use crate::expr::{CmpOp, Expr};
@@ -189,6 +189,9 @@ impl<'c> Compiler<'c> {
                 grouped.push(g);
                 continue;
             };
+            for name in src.scope.cols.iter().map(|c| &c.name).chain(select_items.iter().map(|(_, n)| n)) {
+                names_sure(name, &id.value)?;
+            }
             let columns: Vec<&super::lower::ScopeCol> = src.scope.cols.iter().filter(|c| same_identifier(&c.name, &id.value)).collect();
             match columns.as_slice() {
                 [] => grouped.push(g),
@@ -240,7 +243,7 @@ impl<'c> Compiler<'c> {
                     }
                     item.clone()
                 }
-                None => self.resolve_alias(g, &select_items),
+                None => self.resolve_alias(g, &select_items)?,
             };
             agg.groups.push(self.lower(&g, &src.scope, &mut Mode::Pre)?);
         }
@@ -540,7 +543,7 @@ impl<'c> Compiler<'c> {
         visible: usize,
     ) -> Result<(Option<Expr>, OrderSpec), Refusal> {
         let having = match &sel.having {
-            Some(h) => Some(self.lower(&self.resolve_alias(h, items), &src.scope, mode)?),
+            Some(h) => Some(self.lower(&self.resolve_alias(h, items)?, &src.scope, mode)?),
             None => None,
         };
         let mut order = Vec::new();
@@ -558,7 +561,7 @@ impl<'c> Compiler<'c> {
             } else if matches!(ob.expr, a::Expr::Value(_)) {
                 return refuse("ORDER BY a constant is not supported");
             } else {
-                let e = self.lower(&self.resolve_alias(&ob.expr, items), &src.scope, mode)?;
+                let e = self.lower(&self.resolve_alias(&ob.expr, items)?, &src.scope, mode)?;
                 match exprs.iter().position(|x| *x == e) {
                     Some(p) => p,
                     None if distinct => return refuse("with DISTINCT, ORDER BY columns must be in the select list"),
