@@ -71,7 +71,9 @@ pub struct Catalog {
 /// (`lower_case_table_names`): with 0, Linux's default, `stories` and `Stories` are two tables
 /// and a query must spell a name as it was created; otherwise names are one table whatever
 /// their case. Column names and select aliases are never case-sensitive, and are compared as
-/// [`same_identifier`](crate::collation::same_identifier) says, beyond ASCII too.
+/// [`same_identifier`](crate::collation::same_identifier) says, beyond ASCII too; a query
+/// naming a pair the server may or may not take for one
+/// ([`identifiers_unsure`](crate::collation::identifiers_unsure)) is refused.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Names {
     pub case_sensitive: bool,
