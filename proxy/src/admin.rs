@@ -254,3 +254,22 @@ async fn respond(stream: &mut TcpStream, status: u16, content_type: &str, body: 
     }
     stream.shutdown().await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A client that asks for /metrics and never reads held its connection, and the rendered
+    /// body, for as long as it stayed (an audit: 300 such clients of a 2.7 MB body, 317
+    /// descriptors and +335 MB for a minute and more). A response is written within a bound.
+    #[tokio::test]
+    async fn a_response_nobody_reads_is_given_up() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = tokio::net::TcpStream::connect(listener.local_addr().unwrap()).await.unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        let body = "x".repeat(64 << 20);
+        let written = tokio::time::timeout(Duration::from_secs(30), respond(&mut server, 200, "text/plain", &body, false)).await;
+        assert!(written.is_ok(), "the response waited for a client that does not read");
+        drop(client);
+    }
+}
