@@ -19,7 +19,7 @@
 //! - `GET /metrics` Prometheus text format, every freshet metric.
 //!
 //! A deliberately small HTTP/1.1 server: one request per connection, GET and HEAD only, a
-//! bounded request head read under a timeout. It serves probes and scrapers on a private port,
+//! bounded request head read under a timeout, the response written under another. It serves probes and scrapers on a private port,
 //! not browsers, and keeps an HTTP framework out of the dependency tree.
 
 use std::sync::Arc;
@@ -36,6 +36,9 @@ use crate::session::Shared;
 
 const MAX_HEAD: usize = 8 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest a response may take to write: a client that asks and does not read (a
+/// /metrics of thousands of caches is megabytes) holds its connection and the body until then.
+const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often the liveness heartbeat ticks.
 const HEARTBEAT: Duration = Duration::from_secs(1);
 /// A heartbeat older than this means the runtime is stuck (blocked workers, a busy loop):
@@ -248,11 +251,17 @@ async fn respond(stream: &mut TcpStream, status: u16, content_type: &str, body: 
         "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
         body.len()
     );
-    stream.write_all(head.as_bytes()).await?;
-    if !head_only {
-        stream.write_all(body.as_bytes()).await?;
+    let write = async {
+        stream.write_all(head.as_bytes()).await?;
+        if !head_only {
+            stream.write_all(body.as_bytes()).await?;
+        }
+        stream.shutdown().await
+    };
+    match tokio::time::timeout(WRITE_TIMEOUT, write).await {
+        Ok(written) => written,
+        Err(_) => Err(std::io::ErrorKind::TimedOut.into()),
     }
-    stream.shutdown().await
 }
 
 #[cfg(test)]
