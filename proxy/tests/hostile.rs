@@ -441,6 +441,33 @@ async fn show_proxied_queries_shows_no_literal_of_any_statement() {
     assert!(all.contains("GRANT"), "statements are listed, without their literals:\n{all}");
 }
 
+/// A session whose text the tokenizer misreads (NO_BACKSLASH_ESCAPES, where `'C:\'` is a
+/// whole string) had its texts' shapes recorded as the default reading saw them: a literal
+/// after a string ending in a backslash was read as a word, and SHOW PROXIED QUERIES showed it
+/// to the admin (session 53's admin audit: `VALUES(?, ? sk_live_... <unterminated>`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_proxied_queries_shows_no_literal_of_a_text_read_otherwise() {
+    hx_table().await;
+    let proxy = start_proxy(&config("")).await;
+    assert!(eventually(|| proxy.engine.get().is_some_and(|e| e.by_name("hx").is_some())).await, "the cache is built");
+    let mut conn = through(&proxy).await;
+    conn.query_drop("SET SESSION sql_mode = 'NO_BACKSLASH_ESCAPES'").await.unwrap();
+    for sql in [
+        "SELECT id FROM hx WHERE name = 'C:\\temp\\' OR name = 'sekNBE_one' OR id = 2",
+        "SELECT id FROM hx WHERE id = 1 AND name = 'D:\\' AND name <> 'sekNBE_two'",
+    ] {
+        let _: Vec<i32> = conn.query(sql).await.unwrap();
+    }
+    let mut admin = through(&proxy).await;
+    let rows: Vec<mysql_async::Row> = admin.query("SHOW PROXIED QUERIES LIMIT 1000").await.unwrap();
+    let all: Vec<String> = rows
+        .iter()
+        .map(|r| (0..r.len()).map(|i| r.get::<Option<String>, _>(i).flatten().unwrap_or_default()).collect::<Vec<_>>().join(" | "))
+        .collect();
+    let all = all.join("\n");
+    assert!(!all.contains("sekNBE"), "a literal shown:\n{all}");
+}
+
 /// A freshet binary with `config`, and the directory of its config and log.
 struct Spawned {
     process: Freshet,
