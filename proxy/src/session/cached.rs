@@ -123,6 +123,14 @@ impl Session {
             self.state.observe(sql);
             return Ok(Routed::Relay { capture: None });
         };
+        // A text this session may read otherwise than the tokenizer (NO_BACKSLASH_ESCAPES, a
+        // client character set it misreads, or a reading the server has not told yet) is
+        // relayed unclassified: its shape, recorded for SHOW PROXIED QUERIES, could hold a
+        // literal read as a word (`'C:\' OR v = 'secret'`).
+        if self.may_misread_text() && super::misreading::reads_otherwise_unseen(sql) {
+            self.state.observe(sql);
+            return Ok(Routed::Relay { capture: None });
+        }
         // A text of a shape this session learnt is not tokenized again; any other is, noting
         // its literals' tokens so that its shape can be learnt if it is a cache's.
         let (mut query, tokens) = match self.shapes.classify(sql, engine.settings.bounds) {
@@ -177,6 +185,18 @@ impl Session {
             },
         };
         self.finish_route(&engine, routed, Some(entry), started, last_seq).await
+    }
+
+    /// Whether this session may read a text otherwise than the tokenizer does: the server says
+    /// backslashes do not escape, the session is not followed (a client character set the
+    /// tokenizer misreads is one reason), or its reading is not known to be the default one
+    /// (not confirmed, stale, or a sql_mode or character set that reads otherwise).
+    fn may_misread_text(&self) -> bool {
+        self.status.has(StatusFlags::NO_BACKSLASH_ESCAPES)
+            || self.state.unfollowed
+            || self.state.stale
+            || !self.state.confirmed
+            || self.identity.as_ref().is_none_or(|i| i.misread || i.misread_charset)
     }
 
     /// The gate, with the probe run when the gate asks for it: the cache, or why the read is
