@@ -3978,3 +3978,30 @@ async fn caches_of_one_shape_with_other_constants_each_answer_their_reads() {
     assert_eq!(client.query(sql).await, check.query(sql).await);
     assert_eq!(relayed(&proxy, RelayReason::Constant), before + 1);
 }
+
+/// A cache created with CREATE CACHE for a shape that has a verdict already answers its reads.
+/// Creating a cache forgot only the shapes relayed for want of one: a shape whose verdict
+/// listed the cache of another constant (`id > 100`) kept it, so the new cache (`id > 200`)
+/// was never asked and its reads were relayed (`constant`) for good (an audit of session 53).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_created_for_a_shape_with_a_verdict_answers_its_reads() {
+    fresh_table("ct_late_const", "id INT PRIMARY KEY, k INT NOT NULL, v INT, KEY(k)", "(50, 3, 1), (150, 3, 2), (250, 3, 3), (260, 4, 4)")
+        .await;
+    let proxy = start_proxy(&cache_config(&[("late_first", "SELECT id, v FROM ct_late_const WHERE k = ? AND id > 100")])).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    let first = "SELECT id, v FROM ct_late_const WHERE k = 3 AND id > 100";
+    assert_eq!(hit(&mut client, &proxy, "late_first", first).await, check.query(first).await);
+    // The shape's verdict is the first cache's: another constant is the server's.
+    let second = "SELECT id, v FROM ct_late_const WHERE k = 3 AND id > 200";
+    let before = relayed(&proxy, RelayReason::Constant);
+    assert_eq!(client.query(second).await, check.query(second).await);
+    assert_eq!(relayed(&proxy, RelayReason::Constant), before + 1);
+
+    let mut conn = through(&proxy).await;
+    conn.query_drop("CREATE CACHE late_second FROM SELECT id, v FROM ct_late_const WHERE k = ? AND id > 200").await.unwrap();
+    assert_eq!(hit(&mut client, &proxy, "late_second", second).await, check.query(second).await);
+    assert_eq!(hit(&mut client, &proxy, "late_first", first).await, check.query(first).await);
+    let shapes: Vec<(String, u64, String, String, String)> = conn.query("SHOW PROXIED QUERIES LIMIT 100").await.unwrap();
+    assert!(shapes.iter().any(|s| s.0.contains("ct_late_const") && s.4.contains("matches cache late_first, late_second")), "{shapes:?}");
+}
