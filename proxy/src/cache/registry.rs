@@ -201,6 +201,10 @@ pub struct Registry {
     /// `[warm] keys_per_cache` (0 without `[warm] dir`: nothing would read the record).
     warm_keys: usize,
     caches: RwLock<Vec<Arc<Cache>>>,
+    /// Counts the changes of `caches` (CREATE and DROP CACHE), each made before the verdicts
+    /// they may change are forgotten: a verdict taken from the caches as they were and stored
+    /// after that forget is taken again ([`Registry::verdict`]).
+    caches_changed: AtomicU64,
     next_id: AtomicU64,
     pub verdicts: VerdictTable,
     catalog: RwLock<Arc<Catalog>>,
@@ -237,6 +241,7 @@ impl Registry {
             database,
             warm_keys,
             caches: RwLock::new(Vec::new()),
+            caches_changed: AtomicU64::new(0),
             next_id: AtomicU64::new(0),
             verdicts: VerdictTable::with_budget(VERDICTS, verdict_bytes),
             catalog: RwLock::new(Arc::new(catalog)),
@@ -268,21 +273,34 @@ impl Registry {
         if let Some(entry) = self.verdicts.get(&query.fingerprint) {
             return entry;
         }
-        let caches = self.caches();
-        let patterns: Vec<(CacheId, &Pattern)> = caches.iter().filter(|c| c.live().is_ok()).map(|c| (c.id, &c.pattern)).collect();
-        // Taken again if the catalog changed meanwhile: a verdict of the schema before DDL,
-        // stored after the DDL forgot the verdicts, would be kept for good. The catalog is
-        // replaced after the patterns are compiled anew and before the verdicts are forgotten
-        // (`publish_catalog`), so a verdict taken under one catalog and stored is either of the
-        // new schema or forgotten.
-        let mut catalog = self.catalog();
         loop {
-            let verdict = matcher::verdict(query, &patterns, &catalog);
-            let now = self.catalog();
-            if Arc::ptr_eq(&now, &catalog) {
-                return self.verdicts.insert(&query.fingerprint, verdict);
+            // Taken again if the caches changed meanwhile: a verdict of the caches before a
+            // CREATE or DROP CACHE, stored after it forgot the verdicts, would be kept for good
+            // (a new cache never asked, a dropped one asked). The count goes up before the
+            // forget, under the caches' lock, and the forget takes the lock of each shard,
+            // which the insert takes too: a verdict stored after the forget sees the new
+            // count, and one stored before it is forgotten.
+            let changed = self.caches_changed.load(Ordering::Acquire);
+            let caches = self.caches();
+            let patterns: Vec<(CacheId, &Pattern)> = caches.iter().filter(|c| c.live().is_ok()).map(|c| (c.id, &c.pattern)).collect();
+            // Taken again if the catalog changed meanwhile: a verdict of the schema before DDL,
+            // stored after the DDL forgot the verdicts, would be kept for good. The catalog is
+            // replaced after the patterns are compiled anew and before the verdicts are
+            // forgotten (`publish_catalog`), so a verdict taken under one catalog and stored
+            // is either of the new schema or forgotten.
+            let mut catalog = self.catalog();
+            let verdict = loop {
+                let verdict = matcher::verdict(query, &patterns, &catalog);
+                let now = self.catalog();
+                if Arc::ptr_eq(&now, &catalog) {
+                    break verdict;
+                }
+                catalog = now;
+            };
+            let entry = self.verdicts.insert(&query.fingerprint, verdict);
+            if self.caches_changed.load(Ordering::Acquire) == changed {
+                return entry;
             }
-            catalog = now;
         }
     }
 
@@ -322,16 +340,34 @@ impl Registry {
         })
     }
 
-    /// Makes a built cache visible to sessions.
+    /// Makes a built cache visible to sessions, and renews every verdict: each is taken anew
+    /// at its shape's next read ([`VerdictTable::renew`]).
+    ///
+    /// Every one, because any may change. A shape relayed for want of a cache may match the
+    /// new one; a shape whose verdict lists caches may be the new cache's too, by its text or
+    /// by its plan (caches of one shape differ in a constant: `id > 100`, `id > 200`), and a
+    /// verdict kept would never ask it (until session 53 cache verdicts were kept, and the
+    /// second cache of a shape created at runtime never served). Telling which verdicts the
+    /// new cache cannot change would take each shape's plan, which is not kept: its text would
+    /// be compiled again anyway. The cost: each shape's next read takes the full parse again
+    /// (a compile for a text not of a cache's spelling); CREATE CACHE is an operator's act,
+    /// not a read's. The shapes' statistics go on (SHOW PROXIED QUERIES).
     pub(super) fn add(&self, cache: Arc<Cache>) {
-        self.caches.write().unwrap_or_else(|e| e.into_inner()).push(cache);
-        // A shape relayed for want of a cache may match now.
-        self.verdicts.retain(|e| matches!(e.verdict, Verdict::Cache(_)));
+        {
+            let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+            caches.push(cache);
+            self.caches_changed.fetch_add(1, Ordering::AcqRel);
+        }
+        self.verdicts.renew(|_| true);
     }
 
     /// Forgets a cache and the verdicts that sent reads to it (DROP CACHE).
     pub(super) fn remove(&self, id: CacheId) {
-        self.caches.write().unwrap_or_else(|e| e.into_inner()).retain(|c| c.id != id);
+        {
+            let mut caches = self.caches.write().unwrap_or_else(|e| e.into_inner());
+            caches.retain(|c| c.id != id);
+            self.caches_changed.fetch_add(1, Ordering::AcqRel);
+        }
         self.verdicts.retain(|e| !e.verdict.matches().iter().any(|m| m.id == id));
     }
 

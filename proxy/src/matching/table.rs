@@ -11,7 +11,9 @@
 //!   bounds). Without this, 10,000 normalized texts of up to `[limits] max_query` each were
 //!   kept outside any limit;
 //! - a lookup returns an entry only if its normalized text equals the query's, so a 64-bit
-//!   hash collision costs a miss, never a wrong answer;
+//!   hash collision costs a miss, never a wrong answer; nor an entry whose verdict was
+//!   [renewed](VerdictTable::renew): its shape's next verdict replaces it, and carries its
+//!   statistics on;
 //! - readers take one shard's read lock for a hash-map probe and bump atomics; writers (new
 //!   fingerprints, rare after warm-up) take one shard's write lock. No lock is held across
 //!   anything slower than a probe or a scan of one shard at eviction.
@@ -20,7 +22,7 @@
 //! check on lookup and atomics on every hit, all of which fit in ~100 lines without adding a
 //! dependency to the proxy.
 
-use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -51,6 +53,9 @@ pub struct Entry<V> {
     /// Why the last relayed execution of a cached shape was relayed: an index the router
     /// defines (`cache::route::RelayReason::index`); `u8::MAX` for none yet.
     last_relay: AtomicU8,
+    /// The verdict may be out of date ([`VerdictTable::renew`]): lookups miss it, and the
+    /// verdict taken instead takes over its statistics.
+    stale: AtomicBool,
 }
 
 impl<V> Entry<V> {
@@ -69,6 +74,21 @@ impl<V> Entry<V> {
 
     pub fn total_time(&self) -> Duration {
         Duration::from_nanos(self.total_nanos.load(Ordering::Relaxed))
+    }
+
+    /// True once the verdict was [renewed](VerdictTable::renew): it is taken again at the
+    /// shape's next read.
+    pub fn is_stale(&self) -> bool {
+        self.stale.load(Ordering::Relaxed)
+    }
+
+    /// Adds `older`'s statistics (an entry of the same text this one replaces) to its own.
+    fn take_over(&self, older: &Entry<V>) {
+        self.count.fetch_add(older.count(), Ordering::Relaxed);
+        self.total_nanos.fetch_add(older.total_nanos.load(Ordering::Relaxed), Ordering::Relaxed);
+        if self.last_relay().is_none() {
+            self.last_relay.store(older.last_relay.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
     }
 }
 
@@ -132,7 +152,7 @@ impl<V: Weigh> VerdictTable<V> {
         // A poisoned lock means a panic while holding it; the map itself is still consistent
         // (every write is a single insert or remove), so use it.
         let shard = self.shard(fingerprint.hash).read().unwrap_or_else(|e| e.into_inner());
-        let entry = shard.get(&fingerprint.hash).filter(|e| *e.normalized == *fingerprint.normalized)?.clone();
+        let entry = shard.get(&fingerprint.hash).filter(|e| *e.normalized == *fingerprint.normalized && !e.is_stale())?.clone();
         drop(shard);
         entry.last_used.store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
         Some(entry)
@@ -149,6 +169,7 @@ impl<V: Weigh> VerdictTable<V> {
             total_nanos: AtomicU64::new(0),
             last_used: AtomicU64::new(self.clock.fetch_add(1, Ordering::Relaxed)),
             last_relay: AtomicU8::new(u8::MAX),
+            stale: AtomicBool::new(false),
         });
         let size = entry.bytes();
         if size > self.budget {
@@ -159,6 +180,9 @@ impl<V: Weigh> VerdictTable<V> {
             let mut shard = self.shards[home].write().unwrap_or_else(|e| e.into_inner());
             if let Some(old) = shard.remove(&fingerprint.hash) {
                 self.bytes.fetch_sub(old.bytes(), Ordering::Relaxed);
+                if old.normalized == entry.normalized {
+                    entry.take_over(&old);
+                }
             }
             while shard.len() >= self.per_shard && self.evict_oldest(&mut shard) {}
             shard.insert(fingerprint.hash, entry.clone());
@@ -215,6 +239,20 @@ impl<V: Weigh> VerdictTable<V> {
                 }
                 kept
             });
+        }
+    }
+
+    /// Marks the entries `stale` accepts as out of date (a cache was created: any verdict may
+    /// list it now). Each is taken anew at its shape's next read, as if forgotten, but its
+    /// statistics go on in the verdict that replaces it; one not read again stays until the
+    /// least recently used are evicted.
+    pub fn renew(&self, stale: impl Fn(&Entry<V>) -> bool) {
+        for shard in &self.shards {
+            for e in shard.read().unwrap_or_else(|e| e.into_inner()).values() {
+                if stale(e) {
+                    e.stale.store(true, Ordering::Relaxed);
+                }
+            }
         }
     }
 
@@ -281,6 +319,27 @@ mod tests {
             table.insert(&fp(h.rotate_right(4) ^ h, &h.to_string()), v("n"));
         }
         assert!(table.len() <= SHARDS * 2);
+    }
+
+    /// A renewed verdict is missed, and the verdict taken instead goes on counting where it
+    /// left off; other entries are untouched.
+    #[test]
+    fn a_renewed_verdict_is_taken_anew_and_keeps_its_statistics() {
+        let table = VerdictTable::<V>::new(100);
+        let (a, b) = (fp(1, "SELECT a FROM t"), fp(2, "SELECT b FROM t"));
+        for f in [&a, &b] {
+            let e = table.insert(f, v("old"));
+            VerdictTable::record(&e, Duration::from_micros(5));
+            e.note_relay(3);
+        }
+        table.renew(|e| *e.normalized == *"SELECT a FROM t");
+        assert!(table.get(&a).is_none());
+        assert!(table.top(10).iter().any(|e| e.is_stale() && e.count() == 1), "still shown, counts and all");
+        assert_eq!(table.get(&b).map(|e| (e.count(), e.is_stale())), Some((1, false)));
+        let e = table.insert(&a, v("new"));
+        assert_eq!((e.count(), e.total_time(), e.last_relay(), e.is_stale()), (1, Duration::from_micros(5), Some(3), false));
+        assert_eq!(table.get(&a).map(|e| e.verdict.clone()), Some(v("new")));
+        assert_eq!(table.len(), 2);
     }
 
     #[test]

@@ -244,7 +244,7 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
     if let Some(engine) = engine {
         let n = usize::try_from(limit).unwrap_or(usize::MAX);
         for entry in engine.registry.verdicts.top(n).into_iter().filter(|e| e.count() > 0) {
-            let (cacheable, reason) = match &entry.verdict {
+            let (cacheable, mut reason) = match &entry.verdict {
                 // The compiler's reason quotes what it refused as it read it, literals and all.
                 Verdict::Relay { reason } => (
                     if crate::cache::matcher::is_no_cache(&entry.verdict) { "yes" } else { "no" },
@@ -257,6 +257,9 @@ fn proxied_queries(engine: Option<&Engine>, limit: u64) -> SynthResult {
                     ("yes", format!("matches cache {name}; last relayed for: {last} (all reasons: freshet_proxy_relayed_reads_total)"))
                 }
             };
+            if entry.is_stale() {
+                reason.push_str(" [a cache was created since: taken again at its next read]");
+            }
             rows.push(vec![
                 // Never the normalized text itself: it keeps some literals (select lists,
                 // statements other than SELECT), which may be other users' secrets.
