@@ -4005,3 +4005,67 @@ async fn a_cache_created_for_a_shape_with_a_verdict_answers_its_reads() {
     let shapes: Vec<(String, u64, String, String, String)> = conn.query("SHOW PROXIED QUERIES LIMIT 100").await.unwrap();
     assert!(shapes.iter().any(|s| s.0.contains("ct_late_const") && s.4.contains("matches cache late_first, late_second")), "{shapes:?}");
 }
+
+/// A cache whose query has an IN list of constants answers the reads that repeat that list,
+/// value for value; another list is the server's. A list of constants was taken for one of
+/// placeholders gone wrong: such a cache was built and said available, and never served, not
+/// even its own text (relayed, `no_cache`; an audit of session 53). A list that mixes constants
+/// and placeholders, which no read could match, is refused where the cache is defined.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cached_in_list_of_constants_answers_its_own_list_and_a_mixed_list_is_refused() {
+    fresh_table(
+        "ct_const_list",
+        "id INT PRIMARY KEY, k INT NOT NULL, v INT, KEY(k)",
+        "(3, 1, 30), (53, 1, 530), (103, 2, 1030), (104, 1, 1040)",
+    )
+    .await;
+    let cached = "SELECT id, v FROM ct_const_list WHERE k = ? AND id IN (3, 53, 103)";
+    let proxy = start_proxy(&cache_config(&[("const_list", cached)])).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for sql in [
+        "SELECT id, v FROM ct_const_list WHERE k = 1 AND id IN (3, 53, 103)",
+        "select id, v from ct_const_list where k = 2 and id in (3,53,103)",
+        "SELECT ct_const_list.id, ct_const_list.v FROM ct_const_list WHERE ct_const_list.k = 1 AND ct_const_list.id IN (3, 53, 103)",
+    ] {
+        assert_eq!(hit(&mut client, &proxy, "const_list", sql).await, check.query(sql).await, "{sql}");
+    }
+    // Another value, another order or another length is another list: the server's.
+    for sql in [
+        "SELECT id, v FROM ct_const_list WHERE k = 1 AND id IN (3, 53, 104)",
+        "SELECT id, v FROM ct_const_list WHERE k = 1 AND id IN (53, 3, 103)",
+        "SELECT id, v FROM ct_const_list WHERE k = 1 AND id IN (3, 53)",
+        "SELECT id, v FROM ct_const_list WHERE k = 1 AND id IN (3, 53, 103, 104)",
+    ] {
+        let before = relayed(&proxy, RelayReason::Constant);
+        assert_eq!(client.query(sql).await, check.query(sql).await, "{sql}");
+        assert_eq!(relayed(&proxy, RelayReason::Constant), before + 1, "{sql}");
+    }
+
+    // A list of constants and placeholders: refused by CREATE CACHE, saying why.
+    let mixed = "SELECT id, v FROM ct_const_list WHERE k = ? AND id IN (?, 3)";
+    let err = through(&proxy).await.query_drop(format!("CREATE CACHE mixed FROM {mixed}")).await.unwrap_err().to_string();
+    assert!(err.contains("cannot cache") && err.contains("IN list") && err.contains("constants and placeholders"), "{err}");
+    assert!(engine(&proxy).by_name("mixed").is_none());
+    // In the config: a strict start fails naming the cache and the problem; a lenient one
+    // keeps the cache unavailable, with why, and serves the others.
+    let toml = format!(
+        "[upstream]\nurl = \"{}\"\ntls = \"disabled\"\n[listen]\nmysql = \"127.0.0.1:0\"\nadmin = \"127.0.0.1:0\"\n{}",
+        upstream_url(),
+        cache_config(&[("const_list", cached), ("mixed", mixed)])
+    );
+    let err = match freshet_proxy::Server::bind(freshet_testkit::freshet::config(&toml)).await {
+        Ok(_) => panic!("a cached IN list of constants and placeholders must fail a strict start"),
+        Err(e) => format!("{e:#}"),
+    };
+    assert!(err.contains("mixed") && err.contains("constants and placeholders"), "{err}");
+    let lenient = start_proxy_raw(&format!("{toml}[caches]\nstrict = false\n")).await;
+    let why = engine(&lenient).by_name("mixed").unwrap().live().err().unwrap_or_default();
+    assert!(why.contains("constants and placeholders"), "{why}");
+    let (_, body) = http::get(lenient.admin, "/metrics").await;
+    assert!(body.contains("freshet_proxy_cache_available{cache=\"mixed\"} 0"), "{body}");
+    assert!(body.contains("freshet_proxy_cache_available{cache=\"const_list\"} 1"), "{body}");
+    let mut client = RawClient::connect(&lenient.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let sql = "SELECT id, v FROM ct_const_list WHERE k = 1 AND id IN (3, 53, 103)";
+    assert_eq!(hit(&mut client, &lenient, "const_list", sql).await, check.query(sql).await);
+}
