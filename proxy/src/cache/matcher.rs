@@ -17,8 +17,11 @@
 //! The cache's own slots say what each literal is for: a `?` of the cached query becomes a
 //! lookup parameter, a constant (`status = 'live'`, `LIMIT 10`) must be repeated exactly by the
 //! query (checked per query: a different constant is relayed, never answered from the view).
-//! A cached query whose text has an IN list of placeholders is matched by text only, with the
-//! same arity.
+//! An IN list of the cached query is of placeholders, which a read's list of the same length
+//! feeds, or of constants, which a read's list must repeat value for value. Invariant: a
+//! pattern maps its own text's slots ([`Pattern::new`] refuses one that does not, such as a
+//! list of constants and placeholders): a cache no read could match, its own text included,
+//! is refused where it is defined rather than built, said available and never asked.
 
 use std::sync::{Arc, RwLock};
 
@@ -49,7 +52,8 @@ enum PatternSlot {
     Placeholder(u16),
     /// A constant, rendered.
     Const(Box<[u8]>),
-    /// An IN list of the cached query's own; matched by exact arity only.
+    /// An IN list of the cached query's own: of placeholders, matched by exact arity; of
+    /// constants, repeated exactly.
     List(Vec<PatternSlot>),
 }
 
@@ -67,6 +71,11 @@ impl Pattern {
                 Slot::InList(_) => slots.push(PatternSlot::List(kinds)),
             }
         });
+        // Its own text must match it (see the module's header).
+        let own: Vec<bool> = query.fingerprint.slots.iter().map(|s| matches!(s, Slot::InList(_))).collect();
+        if map_slots(&slots, &own, false).is_none() {
+            return Err(unmatched(&slots));
+        }
         let pattern = Pattern { normalized: query.fingerprint.normalized.clone(), slots, general: RwLock::new(None) };
         pattern.recompile(catalog);
         Ok(pattern)
@@ -87,6 +96,18 @@ impl Pattern {
 
     fn general(&self) -> Option<Arc<CompiledQuery>> {
         self.general.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+/// Why a pattern's own slots do not map onto its text's.
+fn unmatched(slots: &[PatternSlot]) -> String {
+    let mixed = slots.iter().any(|s| matches!(s, PatternSlot::List(items) if list_use(items).is_none()));
+    if mixed {
+        "an IN list of the cached query mixes constants and placeholders, so no read would match it: \
+         write its values all as constants or all as placeholders"
+            .to_string()
+    } else {
+        "no read would match the cached query, not even its own text (freshet cannot map its literals)".to_string()
     }
 }
 
@@ -209,23 +230,31 @@ fn map_slots(pattern: &[PatternSlot], lists: &[bool], in_for_eq: bool) -> Option
             (PatternSlot::Placeholder(i), false) => SlotUse::Param(*i),
             (PatternSlot::Placeholder(i), true) if in_for_eq => SlotUse::InParam(*i),
             (PatternSlot::Const(c), false) => SlotUse::Const(c.clone()),
-            // A cached IN list: every element must be a placeholder, matched by arity at
-            // lookup (the list's literals feed consecutive parameters).
-            (PatternSlot::List(items), true) => {
-                let first = match items.first() {
-                    Some(PatternSlot::Placeholder(i)) => *i,
-                    _ => return None,
-                };
-                let consecutive = items.iter().enumerate().all(|(k, s)| *s == PatternSlot::Placeholder(first + k as u16));
-                if !consecutive {
-                    return None;
-                }
-                SlotUse::List { first, arity: items.len() as u16 }
-            }
+            (PatternSlot::List(items), true) => list_use(items)?,
             _ => return None,
         });
     }
     Some(ParamMap { slots: uses.into() })
+}
+
+/// What a cached IN list is for: consecutive placeholders, which a read's list of the same
+/// length feeds (checked at binding); or constants, which a read's list must repeat. A list of
+/// both: None (refused when the cache is made, [`Pattern::new`]).
+fn list_use(items: &[PatternSlot]) -> Option<SlotUse> {
+    match items.first()? {
+        PatternSlot::Placeholder(first) => {
+            let consecutive = items
+                .iter()
+                .enumerate()
+                .all(|(k, s)| u16::try_from(k).ok().and_then(|k| first.checked_add(k)).is_some_and(|p| *s == PatternSlot::Placeholder(p)));
+            consecutive.then_some(SlotUse::List { first: *first, arity: items.len() as u16 })
+        }
+        _ => {
+            let constants: Option<Vec<Box<[u8]>>> =
+                items.iter().map(|s| if let PatternSlot::Const(c) = s { Some(c.clone()) } else { None }).collect();
+            constants.map(|c| SlotUse::ConstList(c.into()))
+        }
+    }
 }
 
 #[cfg(test)]

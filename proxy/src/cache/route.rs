@@ -53,6 +53,9 @@ pub enum SlotUse {
     /// A constant of the cached query: the query's literal must render exactly as this, else
     /// it is relayed (a different value is a different query).
     Const(Box<[u8]>),
+    /// An IN list of constants of the cached query: the query's list must be as long and
+    /// render exactly as this, value for value, else it is relayed.
+    ConstList(Box<[Box<[u8]>]>),
 }
 
 /// How a query's extracted literals become the view's lookup parameters: one [`SlotUse`] per
@@ -108,7 +111,14 @@ impl Weigh for Verdict {
                 matches
                     .iter()
                     .flat_map(|m| m.params.slots.iter())
-                    .map(|s| std::mem::size_of::<SlotUse>() + if let SlotUse::Const(c) = s { c.len() } else { 0 })
+                    .map(|s| {
+                        std::mem::size_of::<SlotUse>()
+                            + match s {
+                                SlotUse::Const(c) => c.len(),
+                                SlotUse::ConstList(l) => l.iter().map(|c| std::mem::size_of_val(c) + c.len()).sum(),
+                                _ => 0,
+                            }
+                    })
                     .sum::<usize>()
                     + std::mem::size_of_val::<[Match]>(matches)
             }
@@ -443,13 +453,17 @@ pub fn interpret<'v>(verdict: &'v Verdict, query: &Query<'_>) -> Result<(CacheId
     }
 }
 
-/// Whether `query` has the constants of the cached query `map` describes, slot for slot.
+/// Whether `query` has the constants of the cached query `map` describes, slot for slot (and
+/// its lists of placeholders' lengths: another is relayed as another constant would be).
 fn constants_repeated(query: &Query<'_>, map: &ParamMap) -> bool {
     let (mut uses, mut repeated) = (map.slots.iter(), true);
     for_each_slot(query, |_, literals| {
-        if let Some(SlotUse::Const(expected)) = uses.next() {
-            repeated &= is_constant(literals, expected);
-        }
+        repeated &= match uses.next() {
+            Some(SlotUse::Const(expected)) => is_constant(literals, expected),
+            Some(SlotUse::ConstList(expected)) => is_constant_list(literals, expected),
+            Some(SlotUse::List { arity, .. }) => literals.len() == usize::from(*arity),
+            _ => true,
+        };
     });
     repeated
 }
@@ -457,9 +471,23 @@ fn constants_repeated(query: &Query<'_>, map: &ParamMap) -> bool {
 /// Whether a slot's `literals` are the cached query's constant `expected`, as written there.
 fn is_constant(literals: &[Literal<'_>], expected: &[u8]) -> bool {
     let [l] = literals else { return false };
+    renders_as(l, expected)
+}
+
+/// Whether a list slot's `literals` are the cached query's list of constants, as long and
+/// each as written there.
+fn is_constant_list(literals: &[Literal<'_>], expected: &[Box<[u8]>]) -> bool {
+    literals.len() == expected.len() && literals.iter().zip(expected).all(|(l, e)| renders_as(l, e))
+}
+
+/// Whether `l` is a value (not a placeholder) that renders as `expected`.
+fn renders_as(l: &Literal<'_>, expected: &[u8]) -> bool {
+    if matches!(l, Literal::Placeholder(_)) {
+        return false;
+    }
     let mut rendered = Vec::new();
     l.render(&mut rendered);
-    !matches!(l, Literal::Placeholder(_)) && rendered == expected
+    rendered == expected
 }
 
 /// The binding of a query's literals to the parameters of `cache`'s view.
@@ -587,6 +615,11 @@ impl Binding {
             }
             SlotUse::Const(expected) => {
                 if !is_constant(literals, expected) {
+                    return Err(RelayReason::Constant);
+                }
+            }
+            SlotUse::ConstList(expected) => {
+                if !is_constant_list(literals, expected) {
                     return Err(RelayReason::Constant);
                 }
             }
