@@ -4069,3 +4069,45 @@ async fn a_cached_in_list_of_constants_answers_its_own_list_and_a_mixed_list_is_
     let sql = "SELECT id, v FROM ct_const_list WHERE k = 1 AND id IN (3, 53, 103)";
     assert_eq!(hit(&mut client, &lenient, "const_list", sql).await, check.query(sql).await);
 }
+
+/// EXPLAIN CACHE shows the plan of the cache that answers the read, or says that none does.
+/// It showed the first cache of the read's shape even when the read's constants were none of
+/// its caches' (the read itself relayed, `constant`; an audit of session 53).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_cache_shows_the_cache_that_answers_the_read_or_none() {
+    fresh_table("ct_explain_const", "id INT PRIMARY KEY, k INT NOT NULL, v INT, KEY(k)", "(50, 3, 1), (150, 3, 2), (250, 3, 30)").await;
+    let caches = [
+        ("explain_big", "SELECT id, v FROM ct_explain_const WHERE k = ? AND id > 100"),
+        ("explain_small", "SELECT id, v FROM ct_explain_const WHERE k = ? AND id > 2"),
+        ("explain_one", "SELECT id, v FROM ct_explain_const WHERE k = ? AND v < 10"),
+    ];
+    let proxy = start_proxy(&cache_config(&caches)).await;
+    let mut conn = through(&proxy).await;
+    let mut explained = Vec::new();
+    for (sql, answering) in [
+        ("SELECT id, v FROM ct_explain_const WHERE k = 3 AND id > 100", Some(0)),
+        ("SELECT id, v FROM ct_explain_const WHERE k = ? AND id > 2", Some(1)),
+        (
+            "SELECT ct_explain_const.id, ct_explain_const.v FROM ct_explain_const WHERE ct_explain_const.k = 3 AND ct_explain_const.id > 2",
+            Some(1),
+        ),
+        ("SELECT id, v FROM ct_explain_const WHERE k = 3 AND v < 10", Some(2)),
+        // Of a shape of two caches, and of one: neither's constant.
+        ("SELECT id, v FROM ct_explain_const WHERE k = 3 AND id > 50", None),
+        ("SELECT id, v FROM ct_explain_const WHERE k = 3 AND v < 20", None),
+    ] {
+        let lines: Vec<(String, String)> = conn.query(format!("EXPLAIN CACHE {sql}")).await.unwrap();
+        explained.push((sql, answering, lines));
+    }
+    let section =
+        |lines: &[(String, String)], name: &str| lines.iter().find(|(s, _)| s == name).map(|(_, d)| d.clone()).unwrap_or_default();
+    // The plan shown is the answering cache's, or the read's own.
+    for (sql, answering, lines) in &explained {
+        assert_eq!(section(lines, "query"), answering.map_or(*sql, |i| caches[i].1), "{sql}: {lines:?}");
+    }
+    // And a line says which.
+    for (sql, answering, lines) in &explained {
+        let said = answering.map_or("no cache answers", |i| caches[i].0);
+        assert!(section(lines, "cache").contains(said), "{sql}: {lines:?}");
+    }
+}
