@@ -357,6 +357,40 @@ mod tests {
         }
     }
 
+    /// The cache that answers a read (EXPLAIN CACHE's) is one whose constants the read
+    /// repeats, of a shape of one cache as of several; `interpret` takes the only one
+    /// unchecked, and the first when none is repeated (the binding relays the read).
+    #[test]
+    fn the_answering_cache_is_one_whose_constants_the_read_repeats() {
+        use super::super::route::{answering, interpret};
+        let catalog = catalog();
+        let pattern = |sql: &str| Pattern::new(&classify(sql.as_bytes(), SqlMode::default()), &catalog).unwrap();
+        let (ten, five) = (
+            pattern("SELECT id, name FROM items WHERE grp = ? AND id > 10"),
+            pattern("SELECT id, name FROM items WHERE grp = ? AND id > 5"),
+        );
+        let (lists_two, lists_three) =
+            (pattern("SELECT id, name FROM items WHERE id IN (?, ?)"), pattern("SELECT id, name FROM items WHERE id IN (?, ?, ?)"));
+        let two = [(CacheId(1), &ten), (CacheId(2), &five)];
+        let one = [(CacheId(1), &ten)];
+        let lists = [(CacheId(1), &lists_two), (CacheId(2), &lists_three)];
+        for (caches, sql, want) in [
+            (&two[..], "SELECT id, name FROM items WHERE grp = 3 AND id > 5", Some(CacheId(2))),
+            (&two[..], "SELECT id, name FROM items WHERE grp = 3 AND id > 7", None),
+            (&one[..], "SELECT id, name FROM items WHERE grp = 3 AND id > 10", Some(CacheId(1))),
+            (&one[..], "SELECT id, name FROM items WHERE grp = 3 AND id > 7", None),
+            (&lists[..], "SELECT id, name FROM items WHERE id IN (1, 2, 3)", Some(CacheId(2))),
+            (&lists[..], "SELECT id, name FROM items WHERE id IN (1, 2, 3, 4)", None),
+        ] {
+            let query = classify(sql.as_bytes(), SqlMode::default());
+            let v = verdict(&query, caches, &catalog);
+            assert_eq!(answering(&v, &query), want, "{sql}: {v:?}");
+            if caches.len() == 1 {
+                assert_eq!(interpret(&v, &query).map(|(id, _)| id), Ok(CacheId(1)), "one cache: taken unchecked");
+            }
+        }
+    }
+
     /// A text with a reason of its own to be relayed is relayed, whatever its shape's verdict.
     #[test]
     fn a_texts_own_relay_reason_outweighs_its_shapes_verdict() {

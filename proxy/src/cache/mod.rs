@@ -640,16 +640,23 @@ impl Engine {
         Ok(())
     }
 
-    /// EXPLAIN CACHE: the plan of a cached query (by its text), or of any SELECT.
+    /// EXPLAIN CACHE: which cache answers the read, if any (the `cache` line), then the plan
+    /// of that cache, or of the read as it would be cached. The cache is the one whose binding
+    /// would answer the read (`route::answering`), not the first of its shape: a read with none
+    /// of its caches' constants is relayed, and so said.
     pub async fn explain(&self, sql: String) -> Result<Vec<(String, String)>, String> {
         self.caught_up_with_server().await;
         let query = matching::classify(sql.as_bytes(), SqlMode::default());
-        let view = route::interpret(&self.verdict(&query).verdict, &query)
-            .ok()
-            .and_then(|(id, _)| self.by_id(id))
-            .and_then(|c| c.live().ok())
-            .map(|l| l.view);
-        self.writer.ask(|reply| writer::Control::Explain { sql, view, reply }).await.map_err(|_| STOPPED.to_string())?
+        let answering = route::answering(&self.verdict(&query).verdict, &query).and_then(|id| self.by_id(id));
+        let (said, view) = match answering {
+            Some(cache) => match cache.live() {
+                Ok(live) => (format!("{} answers this read", cache.name), Some(live.view)),
+                Err(why) => (format!("no cache answers this read: {} matches it but has no view ({why})", cache.name), None),
+            },
+            None => ("no cache answers this read: the plan below is the one it would have as a cache".to_string(), None),
+        };
+        let explained = self.writer.ask(|reply| writer::Control::Explain { sql, view, reply }).await.map_err(|_| STOPPED.to_string())?;
+        explained.map(|lines| std::iter::once(("cache".to_string(), said)).chain(lines).collect())
     }
 
     /// Bytes held by all views.

@@ -453,6 +453,15 @@ pub fn interpret<'v>(verdict: &'v Verdict, query: &Query<'_>) -> Result<(CacheId
     }
 }
 
+/// The cache that answers `query`, if any: [`interpret`]'s choice, if the query repeats its
+/// constants. A read leaves that check to its binding (the only cache of a shape is taken
+/// unchecked, and a read with none of its caches' constants goes to the first, to be relayed);
+/// EXPLAIN CACHE must not show a cache whose binding would relay the read.
+pub fn answering(verdict: &Verdict, query: &Query<'_>) -> Option<CacheId> {
+    let (id, params) = interpret(verdict, query).ok()?;
+    constants_repeated(query, params).then_some(id)
+}
+
 /// Whether `query` has the constants of the cached query `map` describes, slot for slot (and
 /// its lists of placeholders' lengths: another is relayed as another constant would be).
 fn constants_repeated(query: &Query<'_>, map: &ParamMap) -> bool {
