@@ -88,6 +88,23 @@ async fn hit(client: &mut RawClient, proxy: &Proxy, cache: &str, sql: &str) -> V
     panic!("{sql} was never answered from {cache}");
 }
 
+/// A freshet with `caches` (name, query with one `?`), each read with every one of `keys` for
+/// its `?` until answered from the cache, and that answer the server's byte for byte; the
+/// freshet, a session through it and one to the server.
+async fn keys_hit_as_the_server(caches: &[(&str, &str)], keys: &[i32]) -> (Proxy, RawClient, RawClient) {
+    let proxy = start_proxy(&cache_config(caches)).await;
+    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
+    for (name, query) in caches {
+        for key in keys {
+            let sql = query.replace('?', &key.to_string());
+            let want = check.query(&sql).await;
+            assert_eq!(hit(&mut client, &proxy, name, &sql).await, want, "{sql}");
+        }
+    }
+    (proxy, client, check)
+}
+
 /// Hits `sql` until its answer is `want` (a view rebuilt after DDL catches up meanwhile),
 /// at most 250 times (5 s and more); the last hit's answer.
 async fn hit_as_server(client: &mut RawClient, proxy: &Proxy, cache: &str, sql: &str, want: &[Vec<u8>]) -> Vec<Vec<u8>> {
@@ -3910,16 +3927,7 @@ async fn columns_named_like_a_fills_aliases_keep_their_own_types() {
         ("alias_text", "SELECT c0, c1 FROM ct_alias_text WHERE grp = ? ORDER BY c1, id LIMIT 3"),
         ("alias_group", "SELECT grp, MIN(c1), MAX(c1), COUNT(*) FROM ct_alias_int WHERE grp = ? GROUP BY grp"),
     ];
-    let proxy = start_proxy(&cache_config(&caches)).await;
-    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
-    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
-    for (name, query) in caches {
-        for key in [1, 2] {
-            let sql = query.replace('?', &key.to_string());
-            let want = check.query(&sql).await;
-            assert_eq!(hit(&mut client, &proxy, name, &sql).await, want, "{sql}");
-        }
-    }
+    keys_hit_as_the_server(&caches, &[1, 2]).await;
 }
 
 /// The fills' own knowledge of a table's columns (an ENUM is read as its members, not as text)
@@ -3962,16 +3970,7 @@ async fn caches_of_one_shape_with_other_constants_each_answer_their_reads() {
         ("consts_big", "SELECT id, b FROM ct_consts WHERE k = ? AND a > 100"),
         ("consts_small", "SELECT id, b FROM ct_consts WHERE k = ? AND a > 2"),
     ];
-    let proxy = start_proxy(&cache_config(&caches)).await;
-    let mut client = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
-    let mut check = RawClient::connect(&upstream_addr(), DEFAULT_CAPS).await.unwrap();
-    for (name, query) in caches {
-        for key in [1, 2] {
-            let sql = query.replace('?', &key.to_string());
-            let want = check.query(&sql).await;
-            assert_eq!(hit(&mut client, &proxy, name, &sql).await, want, "{sql}");
-        }
-    }
+    let (proxy, mut client, mut check) = keys_hit_as_the_server(&caches, &[1, 2]).await;
     // A constant neither cache has is the server's.
     let before = relayed(&proxy, RelayReason::Constant);
     let sql = "SELECT id, b FROM ct_consts WHERE k = 1 AND a > 50";
