@@ -151,8 +151,9 @@ fn create_cache(lexer: &mut Lexer<'_>) -> Result<AdminStatement, String> {
     Ok(AdminStatement::CreateCache { name, select })
 }
 
-/// A cache name: a word or backquoted identifier of `[A-Za-z0-9_]+`. `Ok(None)` if the
-/// statement ends here (the lexer is left where it was).
+/// A cache name: a word or backquoted identifier of 1-64 of `[A-Za-z0-9_]`, as a config's
+/// (it is a metrics label). `Ok(None)` if the statement ends here (the lexer is left where it
+/// was).
 fn name(lexer: &mut Lexer<'_>, after: &str) -> Result<Option<String>, String> {
     let at = lexer.pos;
     let text = match lexer.next() {
@@ -163,8 +164,8 @@ fn name(lexer: &mut Lexer<'_>, after: &str) -> Result<Option<String>, String> {
         }
         other => return Err(format!("{after} needs a cache name, not {}", other.describe())),
     };
-    if text.is_empty() || !text.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-        return Err(format!("cache name {} is not letters, digits and _", show(text)));
+    if text.is_empty() || text.len() > 64 || !text.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+        return Err(format!("cache name {} is not 1-64 letters, digits and _", show(text)));
     }
     // Only ASCII bytes were accepted just above.
     Ok(Some(String::from_utf8_lossy(text).into_owned()))
