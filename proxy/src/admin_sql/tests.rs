@@ -122,6 +122,20 @@ fn malformed_statements_are_errors() {
     assert_eq!(parse(b"EXPLAIN CACHE SELECT \xff"), Some(Err("the SELECT is not valid UTF-8".to_string())));
 }
 
+/// An error names the token it stopped at whole: `LIMIT 1.5` was answered "not '1'" and a
+/// string by its opening quote alone (found by session 53's admin audit).
+#[test]
+fn errors_name_the_whole_token() {
+    assert!(err("SHOW PROXIED QUERIES LIMIT 1.5").contains("not '1.5'"), "{}", err("SHOW PROXIED QUERIES LIMIT 1.5"));
+    assert!(err("SHOW PROXIED QUERIES LIMIT 'ten'").contains("not ''ten''"), "{}", err("SHOW PROXIED QUERIES LIMIT 'ten'"));
+    assert!(err("SHOW PROXIED QUERIES LIMIT >= 2").contains("not '>='"), "{}", err("SHOW PROXIED QUERIES LIMIT >= 2"));
+    assert!(err("CREATE CACHE c FROM 0x1f").contains("not '0x1f'"), "{}", err("CREATE CACHE c FROM 0x1f"));
+    assert!(err("DROP CACHE c 2.5e3").contains("unexpected '2.5e3'"), "{}", err("DROP CACHE c 2.5e3"));
+    assert!(err("SHOW CACHES ; ;").contains("unexpected ';'"));
+    let long = format!("SHOW PROXIED QUERIES LIMIT '{}'", "x".repeat(1000));
+    assert!(err(&long).len() < 200, "an error quotes at most 40 bytes of a token");
+}
+
 #[test]
 fn column_layouts() {
     let names = |cols: Vec<SynthColumn>| cols.into_iter().map(|c| c.name).collect::<Vec<_>>();
