@@ -103,7 +103,7 @@ fn starts_select(lexer: &mut Lexer<'_>) -> bool {
     let at = lexer.pos;
     let select = match lexer.next() {
         Token::Word(w) => is(w, b"SELECT") || is(w, b"WITH"),
-        token => token == Token::Punct(b'('),
+        token => token == Token::Punct(b"("),
     };
     lexer.pos = at;
     select
@@ -158,7 +158,7 @@ fn name(lexer: &mut Lexer<'_>, after: &str) -> Result<Option<String>, String> {
     let at = lexer.pos;
     let text = match lexer.next() {
         Token::Word(w) | Token::Quoted(w) => w,
-        Token::End | Token::Punct(b';') => {
+        Token::End | Token::Punct(b";") => {
             lexer.pos = at;
             return Ok(None);
         }
@@ -190,7 +190,7 @@ fn expect_word(lexer: &mut Lexer<'_>, word: &[u8], after: &str) -> Result<(), St
 /// Ends a statement: nothing but whitespace, comments and one `;` may follow.
 fn end(lexer: &mut Lexer<'_>, statement: AdminStatement) -> Result<AdminStatement, String> {
     let mut token = lexer.next();
-    if token == Token::Punct(b';') {
+    if token == Token::Punct(b";") {
         token = lexer.next();
     }
     match token {
@@ -216,9 +216,8 @@ enum Token<'a> {
     Word(&'a [u8]),
     /// A backquoted identifier's content, doubled backquotes left as they are.
     Quoted(&'a [u8]),
-    /// Any other token, by its first byte: a symbol, a string or other literal, an executable
-    /// comment.
-    Punct(u8),
+    /// Any other token, whole: a symbol, a string or other literal, an executable comment.
+    Punct(&'a [u8]),
     /// An unterminated string, quoted identifier or comment.
     Unterminated,
     End,
@@ -229,8 +228,8 @@ impl Token<'_> {
         match self {
             Token::Word(w) => show(w),
             Token::Quoted(w) => format!("`{}`", show(w).trim_matches('\'')),
-            Token::Punct(b) if b.is_ascii_graphic() => format!("'{}'", char::from(*b)),
-            Token::Punct(b) => format!("byte {b:#04x}"),
+            Token::Punct([b]) if !b.is_ascii_graphic() => format!("byte {b:#04x}"),
+            Token::Punct(text) => show(text),
             Token::Unterminated => "an unterminated comment or identifier".to_string(),
             Token::End => "the end of the statement".to_string(),
         }
@@ -260,7 +259,7 @@ impl<'a> Lexer<'a> {
             TokenKind::Word | TokenKind::Integer => Token::Word(text),
             TokenKind::QuotedIdent => Token::Quoted(text.get(1..text.len().saturating_sub(1)).unwrap_or_default()),
             TokenKind::Unterminated => Token::Unterminated,
-            _ => Token::Punct(text.first().copied().unwrap_or(b' ')),
+            _ => Token::Punct(text),
         }
     }
 }
