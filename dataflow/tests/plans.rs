@@ -443,7 +443,7 @@ fn enum_and_set_columns_compile_only_where_an_index_means_what_the_server_means(
 }
 
 /// SUM and AVG of floating-point values are refused: their result depends on the order of
-/// addition (`proxy/tests/cached.rs`, `sums_of_doubles_are_the_servers`); MIN, MAX and COUNT
+/// addition (`proxy/tests/cached/types.rs`, `sums_of_doubles_are_the_servers`); MIN, MAX and COUNT
 /// of them, and sums of exact numbers, compile. ROUND of a DOUBLE (or of a string, a DOUBLE
 /// to the server) is too: the server types it with fixed digits, and where it holds values
 /// (DISTINCT, a grouping's temporary table) `ROUND(1e300)` is 1e17.
@@ -511,7 +511,7 @@ fn floating_point_arithmetic_is_refused() {
 }
 
 /// DECIMAL arithmetic whose result may need more digits than a view's DECIMAL holds (28) is
-/// refused (`proxy/tests/cached.rs`, `decimal_arithmetic_past_28_digits_is_the_servers`);
+/// refused (`proxy/tests/cached/types.rs`, `decimal_arithmetic_past_28_digits_is_the_servers`);
 /// the usual money arithmetic compiles.
 #[test]
 fn decimal_arithmetic_past_28_digits_is_refused() {
@@ -580,7 +580,7 @@ fn sums_that_may_pass_28_digits_are_refused() {
 
 /// Integer arithmetic whose result may leave the range of its type (BIGINT, or BIGINT
 /// UNSIGNED when an operand is UNSIGNED, YEAR or BIT) is the server's error, so it is refused
-/// (`proxy/tests/cached.rs`, `integer_arithmetic_out_of_range_is_the_servers_error`); what
+/// (`proxy/tests/cached/types.rs`, `integer_arithmetic_out_of_range_is_the_servers_error`); what
 /// stays in range compiles. Checked on MariaDB 10.11 with rows at each column's ends: every
 /// refused line but two is an error there for some row; `ROUND(ubig, -1)` answers
 /// 18446744073709551620, which a view's integers do not hold, and `qty DIV 1e0` is refused

@@ -6,10 +6,10 @@
 //! the server, and its reply dropped, ahead of the session's next statement unless that
 //! statement replaces all the read left, as if it had run there.
 //!
-//! What the server keeps (MariaDB 10.11, `cached.rs` tests both ways): every statement sets
-//! `ROW_COUNT()`; only a statement that uses a table clears the warnings (`SET`, `DO`,
-//! `BEGIN`, `SELECT 1` keep them, and report them in their own OK or EOF); only a SELECT sets
-//! `FOUND_ROWS()` (an UPDATE keeps it).
+//! What the server keeps (MariaDB 10.11, `tests/cached/sessions.rs` tests both ways): every
+//! statement sets `ROW_COUNT()`; only a statement that uses a table clears the warnings (`SET`,
+//! `DO`, `BEGIN`, `SELECT 1` keep them, and report them in their own OK or EOF); only a SELECT
+//! sets `FOUND_ROWS()` (an UPDATE keeps it).
 //!
 //! Owns: [`Owed`], [`may_read_diagnostics`], [`replaces_diagnostics`], `Session::settle_owed`.
 //! Invariants:

@@ -64,7 +64,7 @@ pub async fn text(conn: &mut Conn, sql: &str) -> Answer {
 /// metadata (MARIADB_CLIENT_CACHE_METADATA, which mysql_async asks of the server and freshet
 /// does not offer) as the prepare described them, in the column's character set, and to one
 /// that does not in the session's `character_set_results`: their character sets and lengths
-/// are not compared here (the byte-for-byte tests in `cached.rs` compare them).
+/// are not compared here (the byte-for-byte tests in `cached/` compare them).
 pub async fn prepared(conn: &mut Conn, sql: impl mysql_async::prelude::StatementLike, key: Value) -> Answer {
     let mut result = conn.exec_iter(sql, vec![key]).await.map_err(server_error)?;
     let columns = result
