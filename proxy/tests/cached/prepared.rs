@@ -331,3 +331,161 @@ async fn parameters_the_server_reads_otherwise_get_its_answers() {
     }
     assert_eq!(answers[1], answers[0], "no types after a DOUBLE cut short with a cursor");
 }
+
+/// A read executed through the id of the statement prepared last (0xffffffff, as MariaDB
+/// Connector/C's direct execute and Connector/J's pipelined prepare send it) and answered from
+/// the view is owed to the server. It was sent again through that id, which by then named the
+/// statement the client prepared next: an UPDATE it never executed ran with the read's
+/// parameters (found by session 54's prepared-statements audit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owed_read_through_the_last_statements_id_is_sent_again_as_its_own_statements() {
+    let mut admin =
+        fresh_table("ct_lastid", "id INT PRIMARY KEY, k BIGINT NOT NULL, title VARCHAR(20)", "(1, 1, 'one'), (2, 2, 'two')").await;
+    let reads =
+        [("lastid", "SELECT id, title FROM ct_lastid WHERE k = ? ORDER BY id", "SELECT id, title FROM ct_lastid WHERE k = 1 ORDER BY id")];
+    let (proxy, mut client, _check) = warmed(&reads).await;
+    let (name, cached, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let typed = |k: u64| [&[0u8, 1, 8, 0][..], &k.to_le_bytes()].concat();
+    for then in ["SELECT 1", "DO 1", "SHOW WARNINGS", "SET @a = 1"] {
+        let (id, _) = prepare(&mut client, cached).await;
+        client.send(&execute(id, &typed(1))).await;
+        client.read_results().await;
+        let served = hits(&proxy, name);
+        client.send(&execute(u32::MAX, &typed(1))).await;
+        client.read_results().await;
+        assert_eq!(hits(&proxy, name), served + 1, "the execute through the last id was answered from the view");
+        prepare(&mut client, "UPDATE ct_lastid SET title = CONCAT(title, '!') WHERE id = ?").await;
+        client.query(then).await;
+        let title: String = admin.query_first("SELECT title FROM ct_lastid WHERE id = 1").await.unwrap().unwrap();
+        assert_eq!(title, "one", "after {then}: the UPDATE was prepared, never executed");
+    }
+}
+
+/// Long data for the statement of a read answered from the view, before anything else reached
+/// the server: the owed read was sent again after the long data, and took it, so the client's
+/// own execute had none (1210), and `FOUND_ROWS()` counted the read's rows with the long data's
+/// key (found by session 54's prepared-statements audit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_data_after_a_read_answered_from_the_view_is_the_next_executes() {
+    let _admin = fresh_table(
+        "ct_owedlong",
+        "id INT PRIMARY KEY, k BIGINT NOT NULL, title VARCHAR(20)",
+        "(1, 1, 'one'), (2, 1, 'two'), (3, 2, 'three')",
+    )
+    .await;
+    let reads = [(
+        "owedlong",
+        "SELECT id, title FROM ct_owedlong WHERE k = ? ORDER BY id",
+        "SELECT id, title FROM ct_owedlong WHERE k = 1 ORDER BY id",
+    )];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, cached, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let text = |s: &[u8]| [&[0u8, 1, 0xfd, 0, s.len() as u8][..], s].concat();
+    for between in ["DO 1", "SELECT FOUND_ROWS()", "SHOW WARNINGS"] {
+        let mut answers = [Vec::new(), Vec::new()];
+        for (through, (c, answers)) in [&mut client, &mut check].into_iter().zip(&mut answers).enumerate() {
+            let (id, _) = prepare(c, cached).await;
+            c.send(&execute(id, &text(b"1"))).await;
+            answers.push(c.read_results().await);
+            let served = hits(&proxy, name);
+            c.send(&execute(id, &text(b"1"))).await;
+            answers.push(c.read_results().await);
+            if through == 0 {
+                assert_eq!(hits(&proxy, name), served + 1, "the second execute was answered from the view");
+            }
+            c.send(&[&[0x18][..], &id.to_le_bytes(), &0u16.to_le_bytes(), b"2"].concat()).await;
+            answers.push(c.query(between).await);
+            // Its value is the long data's.
+            c.send(&execute(id, &[0, 1, 0xfd, 0])).await;
+            answers.push(c.read_results().await);
+            answers.push(c.query("SELECT FOUND_ROWS()").await);
+        }
+        assert_eq!(answers[0], answers[1], "with {between} between: through freshet, and directly");
+    }
+}
+
+/// The server reads long data by the type of the last execute that gave its parameter a
+/// value (as text after a NULL). An execute answered from the view with another type than
+/// the server last saw left the server reading the long data otherwise than a direct session
+/// would: a row where the server answers none (found by session 54's prepared-statements audit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_data_is_read_by_the_type_of_the_clients_last_execute() {
+    let _admin = fresh_table("ct_longtype", "id INT PRIMARY KEY, title VARCHAR(20)", "(0, 'zero'), (1, 'one'), (2, 'two')").await;
+    let reads = [("longtype", "SELECT id, title FROM ct_longtype WHERE id = ?", "SELECT id, title FROM ct_longtype WHERE id = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, cached, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let text = |s: &[u8]| [&[0u8, 1, 0xfd, 0, s.len() as u8][..], s].concat();
+    let int = |k: u64| [&[0u8, 1, 8, 0][..], &k.to_le_bytes()].concat();
+    let double = |v: f64| [&[0u8, 1, 5, 0][..], &v.to_le_bytes()].concat();
+    let null_int = [1u8, 1, 8, 0];
+    // Each: the executes before the long data, as (payload, whether freshet answers it).
+    let cases: [(&str, Vec<Vec<u8>>); 4] = [
+        ("text, then a number", vec![text(b"1"), int(1)]),
+        ("a number, then a double", vec![int(1), int(2), double(1.0)]),
+        ("a number, then NULL", vec![int(1), int(2), null_int.to_vec()]),
+        ("a number, then text", vec![int(1), int(2), text(b"2")]),
+    ];
+    // Every kind of parameter read once through freshet first, so that each case's executes
+    // can be answered from the view (a kind's first read is relayed to learn its columns).
+    let (primer, _) = prepare(&mut client, cached).await;
+    for payload in [text(b"1"), int(1), double(1.0), null_int.to_vec()] {
+        for _ in 0..2 {
+            client.send(&execute(primer, &payload)).await;
+            client.read_results().await;
+        }
+    }
+    for (case, executes) in cases {
+        let mut answers = [Vec::new(), Vec::new()];
+        for (through, (c, answers)) in [&mut client, &mut check].into_iter().zip(&mut answers).enumerate() {
+            let (id, _) = prepare(c, cached).await;
+            let served = hits(&proxy, name);
+            for payload in &executes {
+                c.send(&execute(id, payload)).await;
+                answers.push(c.read_results().await);
+            }
+            if through == 0 {
+                assert!(hits(&proxy, name) > served, "{case}: an execute was answered from the view");
+            }
+            c.send(&[&[0x18][..], &id.to_le_bytes(), &0u16.to_le_bytes(), b"1"].concat()).await;
+            c.send(&execute(id, &[0, 1, 0xfd, 0])).await;
+            answers.push(c.read_results().await);
+        }
+        assert_eq!(answers[0], answers[1], "{case}: through freshet, and directly");
+    }
+}
+
+/// A statement prepared while a cache answered it, after DROP CACHE and CREATE CACHE of the
+/// same query: its executes were relayed for good, and counted as `unavailable` while the new
+/// cache served every other read (found by session 54's prepared-statements audit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_routed_to_a_dropped_cache_takes_its_new_cache() {
+    let _admin =
+        fresh_table("ct_recreated", "id INT PRIMARY KEY, k BIGINT NOT NULL, title VARCHAR(20)", "(1, 1, 'one'), (2, 2, 'two')").await;
+    let reads = [("recreated", "SELECT id, title FROM ct_recreated WHERE k = ?", "SELECT id, title FROM ct_recreated WHERE k = 1")];
+    let (proxy, mut client, mut check) = warmed(&reads).await;
+    let (name, cached, sql) = reads[0];
+    hit(&mut client, &proxy, name, sql).await;
+    let typed = |k: u64| [&[0u8, 1, 8, 0][..], &k.to_le_bytes()].concat();
+    let (id, _) = prepare(&mut client, cached).await;
+    let (direct_id, _) = prepare(&mut check, cached).await;
+    for _ in 0..3 {
+        client.send(&execute(id, &typed(1))).await;
+        client.read_results().await;
+    }
+    client.query(&format!("DROP CACHE {name}")).await;
+    client.query(&format!("CREATE CACHE {name} FROM {cached}")).await;
+    hit(&mut client, &proxy, name, sql).await;
+    let unavailable = relayed(&proxy, RelayReason::Unavailable);
+    let served = hits(&proxy, name);
+    check.send(&execute(direct_id, &typed(1))).await;
+    let want = check.read_results().await;
+    for _ in 0..5 {
+        client.send(&execute(id, &typed(1))).await;
+        assert_eq!(client.read_results().await, want, "the server's answer");
+    }
+    assert_eq!(relayed(&proxy, RelayReason::Unavailable), unavailable, "no execute relayed as unavailable");
+    assert!(hits(&proxy, name) > served, "the new cache answers the statement");
+}
