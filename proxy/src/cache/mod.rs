@@ -435,6 +435,11 @@ impl Engine {
         self.registry.by_id(id)
     }
 
+    /// [`Registry::caches_changed`](registry::Registry::caches_changed).
+    pub fn caches_changed(&self) -> u64 {
+        self.registry.caches_changed()
+    }
+
     pub fn catalog(&self) -> Arc<Catalog> {
         self.registry.catalog()
     }

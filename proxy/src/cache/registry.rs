@@ -260,6 +260,12 @@ impl Registry {
         self.caches.read().unwrap_or_else(|e| e.into_inner()).iter().find(|c| c.name.eq_ignore_ascii_case(name)).cloned()
     }
 
+    /// How many times the set of caches changed (CREATE and DROP CACHE): a route taken at an
+    /// older count may name a dropped cache.
+    pub fn caches_changed(&self) -> u64 {
+        self.caches_changed.load(Ordering::Acquire)
+    }
+
     pub fn by_id(&self, id: CacheId) -> Option<Arc<Cache>> {
         self.caches.read().unwrap_or_else(|e| e.into_inner()).iter().find(|c| c.id == id).cloned()
     }

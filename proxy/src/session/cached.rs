@@ -32,6 +32,10 @@ use super::{Session, SessionError};
 #[derive(Clone)]
 pub struct PreparedRoute {
     pub cache: Arc<Cache>,
+    /// `Engine::caches_changed` when `cache` was chosen: at an execute after the caches
+    /// changed, a route whose cache was dropped takes the cache of its shape now, if any
+    /// (`Session::renew_route`).
+    pub caches_changed: u64,
     /// Shared with each execution (an `Arc` clone, not the binding's vectors, per execute).
     pub binding: Arc<Binding>,
     pub fingerprint: u64,
@@ -80,6 +84,14 @@ pub struct PreparedRoute {
     /// client sends types again, executes without them are relayed as they are (the server
     /// reads them with whatever it kept).
     pub types_unsure: bool,
+    /// How the server reads long data for each parameter (MariaDB 10.11): by the type of the
+    /// last execute that gave the parameter a value, as text after one that gave it NULL
+    /// (`None`). That state as the client's last execute left it (None: not known), and
+    /// whether the server is in it: an execute answered here with other types or NULLs leaves
+    /// the server behind, and long data is then preceded by an execute that brings it up
+    /// (`Session::long_data_types`).
+    pub last_params: Option<Vec<Option<(u8, u8)>>>,
+    pub params_in_sync: bool,
 }
 
 impl std::fmt::Debug for PreparedRoute {
@@ -404,6 +416,7 @@ impl Session {
     /// (`Session::dispatch`), never here (a prepared `UNLOCK TABLES` unlocks nothing).
     pub(super) fn route_prepare(&mut self, sql: &[u8]) -> Option<PreparedRoute> {
         let engine = self.shared.engine.get().cloned()?;
+        let caches_changed = engine.caches_changed();
         let query = engine.classify(sql);
         let entry = engine.verdict(&query);
         let Ok((id, params)) = route::interpret(&entry.verdict, &query) else { return None };
@@ -411,6 +424,7 @@ impl Session {
         let binding = route::bind(&cache, &query, params).ok()?;
         Some(PreparedRoute {
             cache,
+            caches_changed,
             binding: Arc::new(binding),
             fingerprint: query.fingerprint.hash,
             literals: literal::kinds(&query.literals),
@@ -425,12 +439,15 @@ impl Session {
             cursor: false,
             server_has_types: false,
             types_unsure: false,
+            last_params: None,
+            params_in_sync: true,
         })
     }
 
     /// Routes a COM_STMT_EXECUTE of a statement with a route.
     pub(super) async fn route_execute(&mut self, payload: &Bytes, last_seq: u8, started: Instant) -> Result<Routed, SessionError> {
         let Some(engine) = self.shared.engine.get().cloned() else { return Ok(Routed::Relay { capture: None }) };
+        self.renew_route(&engine, payload);
         let Some(Execution { cache, binding, fingerprint, literals, bound, statement }) = self.bound_execute(&engine, payload) else {
             return Ok(Routed::Relay { capture: None });
         };
@@ -453,6 +470,29 @@ impl Session {
             },
         };
         self.finish_route(&engine, routed, None, started, last_seq).await
+    }
+
+    /// At an execute (`payload`) of a statement routed before the caches last changed: if its
+    /// cache was dropped, the statement is routed to the cache of its shape now (DROP CACHE,
+    /// then CREATE CACHE of the same query), keeping what is known of it on the server; else
+    /// it stays routed to the dropped one, and relayed as `unavailable`.
+    fn renew_route(&mut self, engine: &Engine, payload: &[u8]) {
+        let Some(id) = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])) else { return };
+        let changed = engine.caches_changed();
+        let Some(statement) = self.statements.get_mut(&id) else { return };
+        let Some(route) = statement.route.as_mut().filter(|r| r.caches_changed != changed) else { return };
+        route.caches_changed = changed;
+        if engine.by_id(route.cache.id).is_some() {
+            return;
+        }
+        let sql = statement.sql.clone();
+        let Some(now) = self.route_prepare(&sql) else { return };
+        if let Some(route) = self.statements.get_mut(&id).and_then(|s| s.route.as_mut()) {
+            route.cache = now.cache;
+            route.binding = now.binding;
+            route.fingerprint = now.fingerprint;
+            route.literals = now.literals;
+        }
     }
 
     /// The route and bound values of an execute that may be answered; None to relay it.
@@ -488,6 +528,10 @@ impl Session {
         }
         match execute_params(payload.get(10..).unwrap_or(&[]), params_count, &mut route.types) {
             Ok(bound) => {
+                // What this execute leaves long data read as, if it is answered here.
+                let state: Vec<_> = route.types.iter().zip(&bound).map(|(&t, v)| (!matches!(v, Value::Null)).then_some(t)).collect();
+                route.params_in_sync &= route.last_params.as_ref() == Some(&state);
+                route.last_params = Some(state);
                 let literals = route.types.iter().zip(&bound).fold(route.literals, |h, (&(ty, flags), value)| {
                     let kind = if matches!(value, Value::Null) { 0 } else { 0x1_0000 | u64::from(ty) << 8 | u64::from(flags) };
                     literal::fold_kind(h, kind)

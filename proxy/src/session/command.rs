@@ -530,7 +530,8 @@ impl Session {
 
     /// A command answered from a view: the server owes its diagnostics (`owed`).
     fn answered(&mut self, payload: &[u8]) -> Flow {
-        self.owed.answered(payload);
+        let statement = payload.get(1..5).and_then(|b| self.statements.id(u32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+        self.owed.answered(payload, statement);
         Flow::Answered
     }
 

@@ -11,6 +11,7 @@ use bytes::Bytes;
 
 use super::Session;
 use crate::cache::params::{RefusedTypes, refused_types};
+use crate::protocol::column::types as ty;
 
 /// Where an execute's new-params-bound flag is for a statement of `params` parameters:
 /// `[0x17][id u32][flags u8][iterations u32][null bitmap][flag u8][types][values]`.
@@ -41,6 +42,9 @@ pub(super) struct TypesBefore {
     server_has_types: bool,
     /// The types the execute sent of its own (not freshet's), if it did.
     sent: Option<Vec<(u8, u8)>>,
+    /// `PreparedRoute::last_params` and `params_in_sync`.
+    last_params: Option<Vec<Option<(u8, u8)>>>,
+    params_in_sync: bool,
 }
 
 impl Session {
@@ -61,10 +65,15 @@ impl Session {
             Some(1) => payload.get(at + 1..at + 1 + 2 * params).map(|t| t.chunks_exact(2).map(|tf| (tf[0], tf[1])).collect()),
             _ => None,
         };
-        if sent.is_some() || !route.server_has_types {
-            self.types_before = Some(TypesBefore { id, types: route.types.clone(), server_has_types: route.server_has_types, sent });
-        }
-        match payload.get(at) {
+        self.types_before = Some(TypesBefore {
+            id,
+            types: route.types.clone(),
+            server_has_types: route.server_has_types,
+            sent,
+            last_params: route.last_params.clone(),
+            params_in_sync: route.params_in_sync,
+        });
+        let payload = match payload.get(at) {
             Some(1) => {
                 if let Some(sent) = payload.get(at + 1..at + 1 + 2 * params) {
                     route.types.clear();
@@ -86,7 +95,16 @@ impl Session {
                 None => payload,
             },
             _ => payload,
-        }
+        };
+        // The server reads this execute as a direct session's would be read: it leaves long
+        // data read as a direct session's.
+        route.params_in_sync = true;
+        route.last_params = (!route.types_unsure).then(|| {
+            let nulls = payload.get(10..10 + params.div_ceil(8)).unwrap_or_default();
+            let null = |i: usize| nulls.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
+            route.types.iter().enumerate().map(|(i, &t)| (!null(i)).then_some(t)).collect()
+        });
+        payload
     }
 
     /// The server refused the execute just relayed before running it. For a malformed packet
@@ -111,8 +129,55 @@ impl Session {
                 route.types = before.types;
                 route.server_has_types = before.server_has_types;
                 route.types_unsure = matches!(taken, Some((RefusedTypes::Unsure, _)));
+                // Refused before it read a value: the server is where it was.
+                route.last_params = before.last_params;
+                route.params_in_sync = before.params_in_sync;
             }
         }
+    }
+}
+
+impl Session {
+    /// At long data (`payload`) for a routed statement whose executes answered here left the
+    /// server reading long data otherwise than the client's last execute left a direct
+    /// session (`PreparedRoute::params_in_sync`): an execute of the statement, to be sent
+    /// ahead of the long data, that gives each parameter the client's last type, NULL where
+    /// its last value was NULL and a zero value of the type elsewhere. Its reply is dropped.
+    /// None when nothing needs sending, or the client's last state is not known.
+    pub(super) fn long_data_types(&mut self, payload: &[u8]) -> Option<Vec<u8>> {
+        let id = payload.get(1..5).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))?;
+        let id = self.statements.id(id)?;
+        let route = self.statements.get_mut(&id)?.route.as_mut()?;
+        if route.params_in_sync {
+            return None;
+        }
+        let last = route.last_params.clone()?;
+        // The execute sends the client's types: the server holds them after it.
+        route.params_in_sync = true;
+        route.server_has_types = true;
+        let mut nulls = vec![0u8; last.len().div_ceil(8)];
+        let (mut types, mut values) = (Vec::with_capacity(2 * last.len()), Vec::new());
+        for (i, (state, &(t, flags))) in last.iter().zip(&route.types).enumerate() {
+            types.extend([t, flags]);
+            match state {
+                None => nulls[i / 8] |= 1 << (i % 8),
+                Some(_) => values.extend_from_slice(zero_value(t)),
+            }
+        }
+        Some([&[0x17][..], &id.to_le_bytes(), &[0], &1u32.to_le_bytes(), &nulls, &[1], &types, &values].concat())
+    }
+}
+
+/// A value of type `t` in an execute: zero, the empty string, the zero date.
+fn zero_value(t: u8) -> &'static [u8] {
+    match t {
+        ty::TINY => &[0],
+        ty::SHORT | ty::YEAR => &[0; 2],
+        ty::LONG | ty::INT24 | ty::FLOAT => &[0; 4],
+        ty::LONGLONG | ty::DOUBLE => &[0; 8],
+        ty::DECIMAL | ty::NEWDECIMAL => &[1, b'0'],
+        // A length of zero: the zero date or time, the empty string.
+        _ => &[0],
     }
 }
 

@@ -17,8 +17,11 @@
 //!   reaches the server: sent ahead of it (in the same write, its reply drained before the
 //!   statement's), or dropped when the statement replaces what the read left (a SELECT of a
 //!   table or a write that reads no diagnostics: the usual relayed statements, at no cost);
-//! - a COM_INIT_DB sends it first too (its text names tables of the database it changes);
-//!   commands that are not statements (ping, prepare, close) leave it owed; a close of the
+//! - a COM_INIT_DB sends it first too (its text names tables of the database it changes), and
+//!   so does long data for the owed execute's statement (the server would hand the data to
+//!   the read); other commands that are not statements (ping, prepare, close) leave it owed;
+//!   an execute is owed as its statement's, never as "the statement prepared last"
+//!   (0xffffffff, which names another statement once the client prepares one); a close of the
 //!   owed execute's statement waits until the read is settled (one at most), so the read can
 //!   still be sent; a ping reaches the server (it sets `ROW_COUNT()` to 0 and keeps the rest),
 //!   and a replay after one is followed by a ping of its own;
@@ -66,6 +69,9 @@ pub(super) struct Owed {
     pub(super) pinged: bool,
     /// [`Session::settle_owed`] queued a ping after the replay: its OK is dropped too.
     ping_queued: bool,
+    /// [`Session::settle_owed`] queued an execute that sets the parameter types long data
+    /// is read with, ahead of everything else: its reply is dropped first.
+    types_queued: bool,
 }
 
 /// The buffer's capacity kept between reads; a longer read (up to `[limits] max_query`) is
@@ -73,15 +79,29 @@ pub(super) struct Owed {
 const KEPT: usize = 16 * 1024;
 
 impl Owed {
-    /// A read was answered from a view: it is owed now.
-    pub(super) fn answered(&mut self, payload: &[u8]) {
+    /// A read was answered from a view: it is owed now. `statement`: for an execute, the id of
+    /// the statement it ran, which the payload names by itself unless it names 0xffffffff,
+    /// "the statement prepared last": the read is owed as its statement's, since sent again
+    /// through that id it would run whatever the client prepared since (an UPDATE it never
+    /// executed, with the read's parameters).
+    pub(super) fn answered(&mut self, payload: &[u8], statement: Option<u32>) {
         if self.payload.capacity() > KEPT && payload.len() <= KEPT {
             self.payload = Vec::new();
         }
         self.payload.clear();
         self.payload.extend_from_slice(payload);
+        if let (Some(&command), Some(id), Some(named)) = (payload.first(), statement, self.payload.get_mut(1..5))
+            && command == Command::StmtExecute as u8
+        {
+            named.copy_from_slice(&id.to_le_bytes());
+        }
         self.due = true;
         self.pinged = false;
+    }
+
+    /// The statement of the owed read, if it is an execute.
+    fn statement(&self) -> Option<u32> {
+        (self.payload.first() == Some(&(Command::StmtExecute as u8))).then(|| statement_id(&self.payload)).flatten()
     }
 
     /// Whether a read is owed.
@@ -158,6 +178,15 @@ impl Session {
     /// so: the caller drains the read's reply ([`Session::drain_owed`]) before relaying the
     /// command's.
     pub(super) fn settle_owed(&mut self, command: Command, payload: &[u8]) -> bool {
+        // First, what long data needs of the server's parameter types (`session::execute`).
+        if command == Command::StmtSendLongData
+            && let Some(types) = self.long_data_types(payload)
+        {
+            self.upstream.queue_packet(0, &types);
+            self.upstream.end_frame();
+            self.owed.types_queued = true;
+            self.upstream_idle = false;
+        }
         if !self.owed.due {
             return false;
         }
@@ -169,6 +198,9 @@ impl Session {
                 .and_then(|id| self.statements.get(&id))
                 .is_some_and(|s| may_read_diagnostics(&s.sql) || !replaces_diagnostics(&s.sql)),
             Command::InitDb => true,
+            // Long data for the owed read's statement: the server would hand it to the read
+            // sent after it, whose parameters are its own.
+            Command::StmtSendLongData => self.names_owed_statement(payload),
             _ => return false,
         };
         let replay = if first { self.replayable() } else { None };
@@ -201,13 +233,17 @@ impl Session {
         queued
     }
 
+    /// Whether `payload` (a command that names a statement) names the owed read's.
+    fn names_owed_statement(&self, payload: &[u8]) -> bool {
+        let owed = self.owed.statement();
+        owed.is_some() && statement_id(payload).and_then(|id| self.statements.id(id)) == owed
+    }
+
     /// At a COM_STMT_CLOSE (`payload`): true if it closes the statement of the owed read, which
     /// then holds it back (see [`Owed::closing`]); a close it held before is queued to go out
     /// with the next command, so at most one closed statement stays open on the server.
     pub(super) fn hold_close(&mut self, payload: &[u8]) -> bool {
-        let owed = &self.owed;
-        let owed_statement =
-            (owed.due && owed.payload.first() == Some(&(Command::StmtExecute as u8))).then(|| statement_id(&owed.payload)).flatten();
+        let owed_statement = self.owed.statement().filter(|_| self.owed.due);
         let Some(id) = statement_id(payload).filter(|&id| owed_statement == Some(id)) else { return false };
         if let Some(before) = self.owed.closing.replace(id).filter(|&before| before != id) {
             self.queue_close(before);
@@ -243,6 +279,9 @@ impl Session {
     /// Drops the reply to the owed read [`Session::settle_owed`] queued, once the command
     /// behind it is sent.
     pub(super) async fn drain_owed(&mut self, queued: bool) -> Result<(), SessionError> {
+        if std::mem::take(&mut self.owed.types_queued) {
+            self.drain_results().await?;
+        }
         if queued {
             self.drain_results().await?;
         }
@@ -337,12 +376,12 @@ mod tests {
     #[test]
     fn a_long_read_is_held_only_while_it_is_owed() {
         let mut owed = Owed::default();
-        owed.answered(&vec![b'x'; 200 * 1024]);
+        owed.answered(&vec![b'x'; 200 * 1024], None);
         assert!(owed.due && owed.payload.len() == 200 * 1024);
         owed.forget();
         assert!(!owed.due && owed.payload.capacity() <= KEPT);
-        owed.answered(&vec![b'x'; 200 * 1024]);
-        owed.answered(b"SELECT 1");
+        owed.answered(&vec![b'x'; 200 * 1024], None);
+        owed.answered(b"SELECT 1", None);
         assert!(owed.payload.capacity() <= KEPT, "a short read after a long one");
         assert_eq!(owed.payload, b"SELECT 1");
     }
