@@ -1889,3 +1889,59 @@ async fn a_session_that_uses_its_database_at_each_checkout_learns_once_per_chang
     }
     assert!(served >= rounds - 3, "{served} of {rounds} reads after a USE or a write each were served from the cache");
 }
+
+/// A REVOKE that fails in part (1141: one of its accounts has no such grant) takes effect for
+/// the others and leaves no trace in the binlog. Sent as a plain text through freshet it was
+/// obeyed (above); run by a text that runs statements (EXECUTE IMMEDIATE, PREPARE and
+/// EXECUTE, a block, a CALL), in a text of 16 MiB or more, or made to take effect by
+/// COM_REFRESH with its grant bit (`mysql_refresh(REFRESH_GRANT)`, which logs nothing) after a
+/// grant table's row went, the account was served for `max_privilege_age` (60 s by default)
+/// what the server refuses it (found by session 54's privileges audit).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_privilege_change_run_out_of_sight_through_freshet_is_obeyed() {
+    let _globals = SERVER_GLOBALS.read().await;
+    secrets("tr_sight").await;
+    let proxy = start_proxy(&config("tr_sight", "\"freshet\"")).await;
+    let sql = "SELECT id, owner, secret FROM tr_sight WHERE id = 1";
+    warm(&proxy, sql).await;
+    let revoke = "REVOKE SELECT ON freshet_test.tr_sight FROM 'tr_sig'@'127.0.0.1', 'tr_nobody'@'127.0.0.1'";
+    direct().await.query_drop("CREATE OR REPLACE TABLE tr_sight_open (id INT PRIMARY KEY)").await.unwrap();
+    direct().await.query_drop(format!("CREATE OR REPLACE PROCEDURE tr_sight_revoke() {revoke}")).await.unwrap();
+    let padding = "x".repeat(17 << 20);
+    for runner in [
+        vec![format!("EXECUTE IMMEDIATE \"{revoke}\"")],
+        vec![format!("BEGIN NOT ATOMIC {revoke}; END")],
+        vec![format!("PREPARE tr_sight_s FROM \"{revoke}\""), "EXECUTE tr_sight_s".to_string()],
+        vec!["CALL tr_sight_revoke()".to_string()],
+        vec![format!("{revoke} /* {padding} */")],
+        vec!["refresh".to_string()],
+    ] {
+        // Another table keeps the database open to the account after the revoke.
+        user("tr_sig", &["SELECT ON freshet_test.tr_sight", "SELECT ON freshet_test.tr_sight_open"]).await;
+        let (mut d, mut t) = pair(&proxy, "tr_sig", Some(DB)).await;
+        assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "served before the revoke");
+        let what = if runner[0].len() > 1000 { "a REVOKE of 17 MiB".to_string() } else { runner.join("; ") };
+        if runner[0] == "refresh" {
+            // The grant table's row goes (binlogged: freshet forgets), the account reads (and
+            // is learnt allowed: the server has not read its tables again), then the refresh.
+            direct().await.query_drop("DELETE FROM mysql.tables_priv WHERE User = 'tr_sig' AND Table_name = 'tr_sight'").await.unwrap();
+            assert!(served_from_cache(&proxy, &mut d, &mut t, sql).await, "served after the grant table's write");
+            let mut raw = RawClient::connect(&proxy.mysql.to_string(), DEFAULT_CAPS).await.unwrap();
+            raw.send(&[0x07, 0x01]).await;
+            assert_eq!(raw.packet().await.get(0), Some(&0x00), "COM_REFRESH(REFRESH_GRANT) answered OK");
+        } else {
+            let mut boss = through(&proxy).await;
+            let mut answer = Ok(());
+            for statement in &runner {
+                answer = boss.query_drop(statement).await.map_err(server_error);
+            }
+            assert_eq!(answer.map_err(|(code, _)| code), Err(1141), "{what}: the server refuses the REVOKE in part");
+        }
+        let (mut d, mut t) = pair(&proxy, "tr_sig", Some(DB)).await;
+        let want = text(&mut d, sql).await;
+        assert!(want.as_ref().is_err_and(|(code, _)| *code == 1142), "{what}: yet it took the table away: {want:?}");
+        same_text(&mut d, &mut t, sql, &what).await;
+    }
+    direct().await.query_drop("DROP PROCEDURE tr_sight_revoke").await.unwrap();
+    direct().await.query_drop("DROP TABLE tr_sight_open").await.unwrap();
+}
