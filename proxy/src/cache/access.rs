@@ -47,6 +47,22 @@ const DENIED: [u16; 6] = [1044, 1045, 1227, 1142, 1143, 1356];
 /// CREATE USER's 1396, which may have taken effect for some of the statement's accounts.
 const REFUSED: [u16; 13] = [1064, 1149, 1044, 1045, 1227, 1142, 1143, 1131, 1132, 1370, 1290, 1410, 1698];
 
+/// Errors of a privilege statement that failed for some of its accounts after it took effect
+/// for others, which the server then logs nowhere: ER_NONEXISTING_GRANT,
+/// ER_NONEXISTING_TABLE_GRANT, ER_CANNOT_USER, ER_NONEXISTING_PROC_GRANT,
+/// ER_CANNOT_GRANT_ROLE, ER_CANNOT_REVOKE_ROLE, ER_PASSWORD_NO_MATCH (`REVOKE SELECT ON t FROM
+/// a, nobody` takes `a`'s right and answers 1141; `GRANT ... TO a, nobody` gives it and
+/// answers 1133).
+const IN_PART: [u16; 7] = [1133, 1141, 1147, 1396, 1403, 1961, 1962];
+
+/// Whether `err` (an ERR packet's payload) says a privilege statement may have taken effect
+/// in part, unlogged ([`IN_PART`]), wherever it ran: in the text, or in a block, a CALL or an
+/// EXECUTE the text ran.
+pub fn changed_privileges_in_part(err: &[u8]) -> bool {
+    err.first() == Some(&crate::protocol::response::ERR)
+        && err.get(1..3).is_some_and(|b| IN_PART.contains(&u16::from_le_bytes([b[0], b[1]])))
+}
+
 /// Whether `err` (an ERR packet's payload) says the server ran nothing of the statement.
 pub fn refused_before_running(err: &[u8]) -> bool {
     err.first() == Some(&crate::protocol::response::ERR)

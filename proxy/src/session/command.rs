@@ -40,6 +40,8 @@ use crate::tls::MaybeTls;
 
 /// COM_REFRESH's flag for the status counters (FLUSH STATUS).
 const REFRESH_STATUS: u8 = 0x10;
+/// COM_REFRESH's bit that reads the grant tables again.
+const REFRESH_GRANT: u8 = 0x01;
 
 /// What [`Session::note_effects`] found in a command's text, for after its reply.
 struct Effects {
@@ -180,11 +182,19 @@ impl Session {
             }
         }
         self.drain_owed(owed).await?;
+        self.privileges_changed_in_part = false;
         if matches!(command, Command::Query | Command::StmtExecute) {
             self.relay_results().await?;
         }
         self.rest_upstream();
         self.flush_client().await?;
+        // The text is not read: a privilege statement in it that succeeded is in the binlog,
+        // one that failed in part says so in its error.
+        if self.privileges_changed_in_part
+            && let Some(engine) = self.shared.engine.get()
+        {
+            engine.access.forget_all();
+        }
         let turns_off = names.is_some_and(|n| n.found());
         self.state.unlogged |= turns_off;
         if semicolon {
@@ -337,6 +347,7 @@ impl Session {
         self.confirm_reading(command, &payload).await?;
         let effects = self.note_effects(command, &payload);
         self.errored = false;
+        self.privileges_changed_in_part = false;
         let owed = self.settle_owed(command, &payload);
         self.refused_at = None;
         // A refusal at a block's end tells nothing of what ran in it (a prepared statement's
@@ -413,6 +424,10 @@ impl Session {
         // CALL) is in no binlog, and what they run cannot be read here: the text is the only
         // evidence, as for a plain one.
         if privileges.is_none() && self.state.unlogged && glance.as_ref().is_some_and(|g| self.state.runs_statements(g)) {
+            privileges = Some(0);
+        }
+        // COM_REFRESH with its grant bit is FLUSH PRIVILEGES, which it does not log.
+        if command == Refresh && payload.get(1).is_some_and(|flags| flags & REFRESH_GRANT != 0) {
             privileges = Some(0);
         }
         self.unlogged_write = self.state.unlogged && may_write;
@@ -507,7 +522,9 @@ impl Session {
         let refused_at = self.refused_at;
         let ran = move |statement: usize| !trusts_refusal || refused_at.is_none_or(|r| statement + 1 < r);
         self.state.refused(ran);
-        if privileges.is_some_and(ran)
+        // A privilege statement that failed in part, in a block, a CALL or an EXECUTE as well
+        // as in the text: the server logs nothing of what it did.
+        if (privileges.is_some_and(ran) || self.privileges_changed_in_part)
             && let Some(engine) = self.shared.engine.get()
         {
             engine.access.forget_all();

@@ -94,6 +94,7 @@ pub(super) async fn establish(client: TcpStream, shared: Arc<Shared>) -> Result<
             memo_rights_read: 0,
             reread_generation: login_generation,
             errored: false,
+            privileges_changed_in_part: false,
             login_generation,
             login_at,
             refused_with: None,

@@ -211,6 +211,9 @@ pub struct Session {
     reread_generation: Option<u64>,
     /// The server answered the command being relayed with an error (one of its results).
     errored: bool,
+    /// The server answered the command being relayed with an error that says a privilege
+    /// statement took effect in part, unlogged (`access::changed_privileges_in_part`).
+    privileges_changed_in_part: bool,
     /// The access generation read before the server last authenticated the session (login,
     /// COM_CHANGE_USER): what the session learns under a later one is its own
     /// (`route::Standing::login_generation`).

@@ -42,6 +42,7 @@ impl Session {
                     if crate::cache::access::refused_before_running(first.payload()) {
                         self.refused_at = Some(results);
                     }
+                    self.privileges_changed_in_part |= crate::cache::access::changed_privileges_in_part(first.payload());
                     None
                 }
                 Some(&LOCAL_INFILE) => {
@@ -170,6 +171,9 @@ impl Session {
             Some(&ERR) => {
                 self.errored = true;
                 self.shared.metrics.server_errors.inc();
+                if crate::cache::access::refused_before_running(packet.payload()) {
+                    self.refused_at = Some(1);
+                }
             }
             _ => {}
         }
