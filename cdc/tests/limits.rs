@@ -116,3 +116,32 @@ async fn a_statement_of_another_database_still_moves_the_position() {
     c.query_drop(format!("DROP DATABASE `{other}`")).await.unwrap();
     drop_db(&db).await;
 }
+
+/// A transaction of few but large rows is bounded by their bytes as well: one that updated
+/// fifteen 20 MB texts was held whole until its commit, past every memory budget (found by
+/// session 54's operator-events audit: 542 MB resident for a 32 MiB `[memory] limit`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_of_more_bytes_than_the_bound_is_untrusted() {
+    let (db, mut c) = fresh_db("bytes").await;
+    c.query_drop("CREATE TABLE cdc_big (id INT PRIMARY KEY, body LONGTEXT)").await.unwrap();
+    let mut cfg = StreamConfig::new(&db, server_id());
+    cfg.max_batch_bytes = 1 << 20;
+    let mut s = BinlogStream::connect(opts_for(None), cfg, StartAt::Current).await.unwrap();
+    c.query_drop("INSERT INTO cdc_big VALUES (1, REPEAT('a', 400000)), (2, REPEAT('b', 400000)), (3, REPEAT('c', 400000))").await.unwrap();
+    c.query_drop("INSERT INTO cdc_big VALUES (4, REPEAT('d', 400000))").await.unwrap();
+    let mut seen = Vec::new();
+    within(20, "two transactions", async {
+        while seen.len() < 2 {
+            match s.next().await {
+                Err(CdcError::Untrusted(_)) => seen.push("untrusted".to_string()),
+                Ok(StreamEvent::Batch(b)) if b.changes.is_empty() => {}
+                Ok(StreamEvent::Batch(b)) => seen.push(format!("{} rows of {}", b.changes.len(), b.changes[0].table)),
+                Ok(other) => panic!("{other:?}"),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    })
+    .await;
+    assert_eq!(seen, vec!["untrusted", "1 rows of cdc_big"], "1.2 MB of rows in one transaction, then 0.4 MB");
+    drop_db(&db).await;
+}
