@@ -10,7 +10,8 @@
 //!
 //! Invariants: the resume point (`delivered`) moves only here and in the parent's rotate and
 //! heartbeat handling, always to the end of a whole group (see the parent's header); a
-//! transaction with more than `max_batch_changes` changes holds none of them.
+//! transaction with more than `max_batch_changes` changes, or whose changes take more than
+//! `max_batch_bytes`, holds none of them.
 
 use std::collections::{HashMap, VecDeque};
 
@@ -29,29 +30,35 @@ use std::time::Duration;
 
 /// XA transactions prepared in what the stream read and not yet ended, by XID as the binlog
 /// names it ([`crate::events::xid_key`]): each one's group, whose changes the XA COMMIT
-/// delivers, or None if it could not be kept (more than `max_batch_changes` changes held in
-/// all, a statement with unseen rows), whose commit is then untrusted. At most [`Self::MAX`]:
+/// delivers, or None if it could not be kept (more than `max_batch_changes` changes or
+/// `max_batch_bytes` held in all, a statement with unseen rows), whose commit is then
+/// untrusted. At most [`Self::MAX`]:
 /// past it the oldest is forgotten (its commit untrusted too; a prepared transaction nobody
 /// ends would otherwise be held for good).
 #[derive(Default)]
 pub(super) struct PreparedXa {
     held: VecDeque<(Box<str>, Option<Txn>)>,
-    /// Changes held in all.
+    /// Changes held in all, and their bytes.
     changes: usize,
+    bytes: usize,
 }
 
 impl PreparedXa {
     const MAX: usize = 1024;
 
-    fn prepare(&mut self, xid: Box<str>, txn: Option<Txn>, max_changes: usize) {
+    fn prepare(&mut self, xid: Box<str>, txn: Option<Txn>, max_changes: usize, max_bytes: usize) {
         self.end(&xid);
         if self.held.len() >= Self::MAX
             && let Some((_, Some(oldest))) = self.held.pop_front()
         {
             self.changes -= oldest.changes.len();
+            self.bytes -= oldest.bytes;
         }
-        let txn = txn.filter(|t| !t.oversized && t.unseen.is_none() && self.changes + t.changes.len() <= max_changes);
+        let txn = txn.filter(|t| {
+            !t.oversized && t.unseen.is_none() && self.changes + t.changes.len() <= max_changes && self.bytes + t.bytes <= max_bytes
+        });
         self.changes += txn.as_ref().map_or(0, |t| t.changes.len());
+        self.bytes += txn.as_ref().map_or(0, |t| t.bytes);
         self.held.push_back((xid, txn));
     }
 
@@ -60,6 +67,7 @@ impl PreparedXa {
         let at = self.held.iter().position(|(x, _)| **x == *xid)?;
         let (_, txn) = self.held.remove(at)?;
         self.changes -= txn.as_ref().map_or(0, |t| t.changes.len());
+        self.bytes -= txn.as_ref().map_or(0, |t| t.bytes);
         Some(txn)
     }
 }
@@ -72,7 +80,10 @@ pub(super) struct Txn {
     pub(super) changes: Vec<Change>,
     /// MariaDB: the group's GTID.
     pub(super) gtid: Option<MariaGtid>,
-    /// More changes than `max_batch_changes`: dropped, the commit is untrusted.
+    /// The bytes of `changes` as read (a rollback to a savepoint does not take them back).
+    pub(super) bytes: usize,
+    /// More changes than `max_batch_changes`, or more bytes than `max_batch_bytes`: dropped,
+    /// the commit is untrusted.
     pub(super) oversized: bool,
     /// A statement of the group that may have changed rows no row event carries (see
     /// [`may_change_rows`]): the commit is untrusted.
@@ -100,6 +111,7 @@ impl Txn {
             explicit,
             changes: Vec::new(),
             gtid,
+            bytes: 0,
             oversized: false,
             unseen: None,
             cascaded: Vec::new(),
@@ -378,7 +390,7 @@ impl BinlogStream {
         let mut txn = self.txn.take();
         let gtid = txn.as_mut().and_then(|t| t.gtid.take());
         if let Some(xid) = xid {
-            self.xa.prepare(xid, txn, self.cfg.max_batch_changes);
+            self.xa.prepare(xid, txn, self.cfg.max_batch_changes, self.cfg.max_batch_bytes);
         }
         self.txn = Some(Txn::new(false, gtid));
         self.commit(log_pos, ts)
@@ -396,8 +408,8 @@ impl BinlogStream {
             return Err(match txn.unseen {
                 Some(statement) => unseen_rows(&self.delivered, &statement),
                 None => CdcError::Untrusted(format!(
-                    "a transaction ending at {} has more than {} row changes",
-                    self.delivered, self.cfg.max_batch_changes
+                    "a transaction ending at {} has more than {} row changes or more than {} bytes of them",
+                    self.delivered, self.cfg.max_batch_changes, self.cfg.max_batch_bytes
                 )),
             });
         }
@@ -550,25 +562,36 @@ impl BinlogStream {
             return Err(CdcError::Protocol("unreadable rows event".into()));
         };
         let txn = self.txn.get_or_insert_with(|| Txn::new(false, None));
-        let max = self.cfg.max_batch_changes;
+        let (max, max_bytes) = (self.cfg.max_batch_changes, self.cfg.max_batch_bytes);
         for r in rows_of(&data, tme) {
             if txn.oversized {
                 break;
             }
             let (before, after) = r.map_err(|e| CdcError::Decode { table: table.clone(), column: "?".into(), reason: e.to_string() })?;
-            if let Some(b) = before {
-                txn.changes.push(Change { table: table.clone(), row: to_row(info, b)?, insert: false });
+            for (image, insert) in [(before, false), (after, true)] {
+                if let Some(image) = image {
+                    let row = to_row(info, image)?;
+                    txn.bytes += change_bytes(&table, &row);
+                    txn.changes.push(Change { table: table.clone(), row, insert });
+                }
             }
-            if let Some(a) = after {
-                txn.changes.push(Change { table: table.clone(), row: to_row(info, a)?, insert: true });
-            }
-            if txn.changes.len() > max {
+            if txn.changes.len() > max || txn.bytes > max_bytes {
                 txn.oversized = true;
                 txn.changes = Vec::new();
+                txn.bytes = 0;
             }
         }
         Ok(())
     }
+}
+
+/// What a change held in a transaction takes: its slot, its table's name and its row.
+fn change_bytes(table: &str, row: &Row) -> usize {
+    use freshet_dataflow::mem::heap_block;
+    std::mem::size_of::<Change>()
+        + heap_block(table.len())
+        + heap_block(std::mem::size_of_val::<[freshet_dataflow::Value]>(row))
+        + row.iter().map(|v| v.heap_bytes()).sum::<usize>()
 }
 
 /// A group with a statement that may have changed rows unseen, ending at `end`.

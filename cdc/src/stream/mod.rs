@@ -31,7 +31,8 @@
 //!   without progress (a commit or a heartbeat), whether the attempts failed or the same error
 //!   came back after each.
 //! - **Bounded memory.** A transaction is held whole until its commit, up to
-//!   `max_batch_changes` changes; a larger one is reported `Untrusted` instead.
+//!   `max_batch_changes` changes or `max_batch_bytes` of them; a larger one is reported
+//!   `Untrusted` instead.
 
 use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
@@ -99,6 +100,11 @@ pub struct StreamConfig {
     /// memory: its changes are dropped and its commit is reported as [`CdcError::Untrusted`]
     /// (evict all; the stream goes on).
     pub max_batch_changes: usize,
+    /// Most bytes the row changes of one transaction may take in memory, as decoded (every
+    /// column of the followed tables' rows, read or not by a view): a larger transaction is
+    /// treated as one of more than `max_batch_changes`. Without it, one transaction of large
+    /// rows (a backfill of 20 MB texts) was held whole until its commit.
+    pub max_batch_bytes: usize,
     /// Whether the server compares database and table names as they are
     /// (`lower_case_table_names = 0`, Linux's default); otherwise without case, as a
     /// statement's names (`ALTER TABLE APP.Items`) may be spelled otherwise than the server
@@ -140,6 +146,7 @@ impl StreamConfig {
             query_timeout: Duration::from_secs(10),
             tables: None,
             max_batch_changes: 1_000_000,
+            max_batch_bytes: 64 << 20,
             names_case_sensitive: true,
             views: None,
         }

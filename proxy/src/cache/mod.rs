@@ -249,6 +249,9 @@ impl Engine {
         let server_id = replica_server_id(config);
         let mut stream_config = StreamConfig::new(&database, server_id);
         stream_config.names_case_sensitive = names.case_sensitive;
+        // A transaction is held until its commit: at most a quarter of the views' budget of
+        // it (at least 16 MiB); a larger one empties every cache at its commit instead.
+        stream_config.max_batch_bytes = usize::try_from(config.memory.limit.bytes() / 4).unwrap_or(usize::MAX).max(16 << 20);
         // Only the tables caches read are decoded; the writer adds those of later caches.
         let followed = FollowedTables::default();
         stream_config.tables = Some(followed.clone());
